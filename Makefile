@@ -1,0 +1,32 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+TORCH_PIN := torch==2.13.0
+STAMP := $(VENV)/.installed
+
+.PHONY: install test test-slow demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	# torch first and pinned: an unpinned torch resolves to a multi-GB CUDA build.
+	$(PIP) install --quiet "$(TORCH_PIN)"
+	$(PIP) install --quiet -e '.[dev,sbert]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-slow: $(STAMP)
+	$(PY) -m pytest -q -m slow
+
+demo: $(STAMP)
+	@echo "make demo: the end-to-end demo is not built yet (issue: embedded demo); nothing was run." >&2
+	@exit 1
+
+clean:
+	rm -rf $(VENV) build *.egg-info

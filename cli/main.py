@@ -1,0 +1,53 @@
+"""The ``ltrfeat`` click application: thin commands over ``ltr_features`` and ``rankers``."""
+from __future__ import annotations
+
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from ltr_features.errors import LtrfeatError
+
+
+def _version() -> str:
+    try:
+        return version("ltrfeat")
+    except PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
+
+
+class _Group(click.Group):
+    """Turns library errors into one line on stderr and exit code 2, with no traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except LtrfeatError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", prog_name="ltrfeat")
+def cli():
+    """Learning-to-rank features: lexical and neural similarity columns for LETOR files,
+    LambdaMART rankers, and ablations that say whether a neural feature helps.
+
+    \b
+    Example:
+      ltrfeat letor info data/train.letor
+    """
+
+
+# Command registration: one line per command module.
+from cli import letor_cmd  # noqa: E402
+
+cli.add_command(letor_cmd.letor)
+
+
+def main():
+    cli(prog_name="ltrfeat")
+
+
+if __name__ == "__main__":
+    main()

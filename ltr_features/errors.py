@@ -1,0 +1,43 @@
+"""Errors that carry the file, line and a fix, so the CLI can print them on one line."""
+from __future__ import annotations
+
+
+class LtrfeatError(Exception):
+    """Base error: ``str(err)`` is ``FILE:LINE: problem; fix`` on one line.
+
+    Parameters
+    ----------
+    problem : what is wrong.
+    path : the file concerned, if any.
+    line : 1-based line number (or row number for tables), if known.
+    fix : what the user should do about it.
+    """
+
+    def __init__(self, problem: str, *, path=None, line: int | None = None, fix: str | None = None):
+        self.problem = problem
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.fix = fix
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path if self.line is None else f"{self.path}:{self.line}"
+            where += ": "
+        text = f"{where}{self.problem}"
+        if self.fix:
+            text += f"; {self.fix}"
+        return " ".join(text.split("\n"))
+
+
+class LetorFormatError(LtrfeatError):
+    """A LETOR / svmlight file (or its group, weight or feature-map sidecar) is malformed."""
+
+
+class TextTableError(LtrfeatError):
+    """A query, document or judged-pairs table is malformed or incomplete."""
+
+
+class ModelFileError(LtrfeatError):
+    """A model or bundle file is corrupt, of the wrong kind, or does not match the data."""
