@@ -1,0 +1,70 @@
+"""Shared benchmark plumbing: timing, peak memory, environment facts and the results file.
+
+Every benchmark prints its figures as ratios against a baseline measured in the same run, and writes
+``benchmarks/results/<name>.json`` with the figures plus the environment they were measured in.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+
+_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "lightgbm", "xgboost-cpu", "torch", "rank-bm25",
+             "bm25s", "sentence-transformers")
+
+
+def timed(fn, *, repeat: int = 3):
+    """Best wall time of ``repeat`` calls and the last call's result."""
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def environment() -> dict:
+    """Hardware, threads, library versions and git commit, for the results file."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        head = None
+    cpuinfo = Path("/proc/cpuinfo")
+    model = None
+    if cpuinfo.exists():
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("model name")), None)
+    versions = {}
+    for name in _PACKAGES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    threads = {}
+    if "torch" in sys.modules:
+        threads["torch"] = sys.modules["torch"].get_num_threads()
+    return {"cpu_count": os.cpu_count(), "cpu_model": model or platform.processor(),
+            "python": platform.python_version(), "platform": platform.platform(), "threads": threads,
+            "versions": versions, "git_head": head,
+            "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}
+
+
+def write_results(name: str, figures: dict) -> Path:
+    """Write ``results/<name>.json`` (figures + environment) and return its path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps({"benchmark": name, "figures": figures, "environment": environment()},
+                              indent=1, default=float) + "\n")
+    os.replace(tmp, path)
+    return path

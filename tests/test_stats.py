@@ -1,0 +1,188 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rankers.stats import (
+    apply_holm,
+    bootstrap_ci,
+    compare,
+    holm,
+    paired_ttest,
+    randomization_test,
+    relative_improvement,
+    win_tie_loss,
+)
+
+
+def pair(n, seed=0, shift=0.02):
+    rng = np.random.default_rng(seed)
+    a = rng.random(n)
+    return a, np.clip(a + shift + 0.1 * rng.standard_normal(n), 0, 1)
+
+
+# ---- t-test ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("n,seed", [(2, 0), (5, 1), (30, 2), (500, 3)])
+def test_ttest_equals_scipy(n, seed):
+    a, b = pair(n, seed)
+    t, p = paired_ttest(a, b)
+    ref = scipy.stats.ttest_rel(b, a)
+    assert t == pytest.approx(ref.statistic, rel=1e-12) and p == pytest.approx(ref.pvalue, rel=1e-10)
+
+
+def test_ttest_zero_variance():
+    assert paired_ttest([0.5, 0.2, 0.1], [0.5, 0.2, 0.1]) == (0.0, 1.0)
+    assert paired_ttest([0.0, 0.25, 0.5], [0.5, 0.75, 1.0]) == (math.inf, 0.0)
+    assert paired_ttest([0.5, 0.75], [0.0, 0.25]) == (-math.inf, 0.0)
+
+
+@pytest.mark.parametrize("a,b,problem", [([1.0], [1.0], "at least 2"), ([1, 2], [1], "shapes"),
+                                         ([], [], "empty"), ([1, np.nan], [1, 2], "NaN")])
+def test_ttest_bad_input(a, b, problem):
+    with pytest.raises(ValueError, match=problem):
+        paired_ttest(a, b)
+
+
+# ---- randomisation test ------------------------------------------------------------------------
+
+def brute_force_p(a, b):
+    d = np.asarray(b, float) - np.asarray(a, float)
+    observed = abs(d.mean())
+    tol = 1e-12 * np.abs(d).mean()  # the documented tie tolerance
+    flips = [abs(np.mean(np.array(s) * d)) for s in itertools.product((-1, 1), repeat=len(d))]
+    return sum(f >= observed - tol for f in flips) / len(flips)
+
+
+@pytest.mark.parametrize("n,seed", [(1, 0), (3, 1), (8, 2), (12, 3)])
+def test_randomization_exact_matches_enumeration(n, seed):
+    a, b = pair(n, seed, shift=0.05)
+    assert randomization_test(a, b) == pytest.approx(brute_force_p(a, b), abs=1e-15)
+
+
+def test_randomization_exact_matches_scipy_permutation_test():
+    a, b = pair(10, 7, shift=0.05)
+    ref = scipy.stats.permutation_test((b, a), lambda x, y, axis: np.mean(x - y, axis=axis),
+                                       permutation_type="samples", n_resamples=np.inf, vectorized=True)
+    assert randomization_test(a, b) == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_randomization_handles_ties_exactly():
+    # deltas +1, -1, +1, +1: flipped sums are -4, -2, 0, 2, 4 with counts 1, 4, 6, 4, 1;
+    # observed |sum| = 2 -> 10 of 16 assignments reach it
+    assert randomization_test([0, 1, 0, 0], [1, 0, 1, 1]) == 10 / 16
+    assert randomization_test([0.3, 0.3, 0.4], [0.4, 0.4, 0.5]) == 2 / 8  # constant delta
+    assert randomization_test([1, 2, 3], [1, 2, 3]) == 1.0
+
+
+def test_randomization_monte_carlo_seeded_add_one_and_close_to_exact():
+    a, b = pair(16, 4, shift=0.04)
+    exact = randomization_test(a, b)
+    mc = randomization_test(a, b, exact_max_n=0, n_resamples=20_000, seed=1)
+    assert mc == randomization_test(a, b, exact_max_n=0, n_resamples=20_000, seed=1)
+    assert abs(mc - exact) < 0.015
+    assert mc * 20_001 == pytest.approx(round(mc * 20_001))  # (1 + hits) / (1 + R)
+    a, b = pair(200, 5, shift=0.3)
+    assert randomization_test(a, b, n_resamples=99) == pytest.approx(1 / 100)  # never 0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=1, max_size=10))
+def test_randomization_exact_property(rows):
+    a, b = np.array(rows).T
+    p = randomization_test(a, b)
+    assert 0 < p <= 1
+    assert p == pytest.approx(brute_force_p(a, b), abs=1e-12)
+    assert p == pytest.approx(randomization_test(b, a), abs=1e-12)  # two-sided: symmetric
+
+
+# ---- bootstrap ---------------------------------------------------------------------------------
+
+def test_bootstrap_seeded_and_near_scipy():
+    x = np.random.default_rng(0).normal(0.3, 0.2, 400)
+    lo, hi = bootstrap_ci(x, seed=3)
+    assert (lo, hi) == bootstrap_ci(x, seed=3)
+    assert (lo, hi) != bootstrap_ci(x, seed=4)
+    assert lo < x.mean() < hi
+    ref = scipy.stats.bootstrap((x,), np.mean, method="percentile", n_resamples=10_000, random_state=0)
+    assert lo == pytest.approx(ref.confidence_interval.low, abs=0.004)
+    assert hi == pytest.approx(ref.confidence_interval.high, abs=0.004)
+    width = 2 * 1.96 * x.std(ddof=1) / math.sqrt(len(x))
+    assert hi - lo == pytest.approx(width, rel=0.05)
+
+
+def test_bootstrap_level_and_constant_input():
+    x = np.random.default_rng(1).random(100)
+    lo90, hi90 = bootstrap_ci(x, level=0.9)
+    lo99, hi99 = bootstrap_ci(x, level=0.99)
+    assert lo99 < lo90 < hi90 < hi99
+    assert bootstrap_ci([0.5] * 7) == (0.5, 0.5)
+    with pytest.raises(ValueError, match="level"):
+        bootstrap_ci(x, level=95)
+    with pytest.raises(ValueError, match="non-empty"):
+        bootstrap_ci([])
+
+
+# ---- Holm --------------------------------------------------------------------------------------
+
+def test_holm_hand_computation():
+    # sorted: 0.01*4=0.04, 0.02*3=0.06, 0.03*2=0.06, 0.5*1=0.5; in input order:
+    np.testing.assert_allclose(holm([0.03, 0.5, 0.01, 0.02]), [0.06, 0.5, 0.04, 0.06])
+    # monotonicity: 0.01*3=0.03, 0.04*2=0.08, 0.045*1=0.045 -> raised to 0.08
+    np.testing.assert_allclose(holm([0.045, 0.01, 0.04]), [0.08, 0.03, 0.08])
+    np.testing.assert_allclose(holm([0.4, 0.9]), [0.8, 0.9])
+    np.testing.assert_allclose(holm([0.6, 0.7]), [1.0, 1.0])
+    assert holm([]).shape == (0,)
+    with pytest.raises(ValueError):
+        holm([0.1, 1.5])
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=20))
+def test_holm_properties(p):
+    p = np.array(p)
+    adj = holm(p)
+    assert (adj >= p).all() and (adj <= 1).all()
+    order = np.argsort(p, kind="stable")
+    assert (np.diff(adj[order]) >= 0).all()
+
+
+def test_apply_holm_in_place():
+    comps = [{"p_randomization": 0.01, "p_ttest": 0.2}, {"p_randomization": 0.04, "p_ttest": 0.01}]
+    apply_holm(comps)
+    assert [c["p_holm"] for c in comps] == pytest.approx([0.02, 0.04])
+    apply_holm(comps, key="p_ttest")
+    assert [c["p_holm"] for c in comps] == pytest.approx([0.2, 0.02])
+
+
+# ---- counts, relative improvement and compare --------------------------------------------------
+
+def test_win_tie_loss_and_relative():
+    assert win_tie_loss([0.1, 0.5, 0.3, 0.2], [0.2, 0.5, 0.1, 0.2 + 1e-15]) == (1, 2, 1)
+    assert relative_improvement(0.4, 0.5) == pytest.approx(0.25)
+    assert math.isnan(relative_improvement(0.0, 0.1))
+
+
+def test_compare_contract():
+    a, b = pair(300, 9, shift=0.03)
+    out = compare(a, b, seed=5)
+    assert set(out) == {"delta", "relative", "p_ttest", "p_randomization", "ci95_delta", "wins", "ties", "losses",
+                        "n_queries"}
+    assert out["delta"] == pytest.approx(np.mean(b - a))
+    assert out["relative"] == pytest.approx((b.mean() - a.mean()) / a.mean())
+    assert out["p_ttest"] == pytest.approx(scipy.stats.ttest_rel(b, a).pvalue)
+    assert out["ci95_delta"][0] < out["delta"] < out["ci95_delta"][1]
+    assert out["wins"] + out["ties"] + out["losses"] == out["n_queries"] == 300
+    assert out == compare(a, b, seed=5)
+    # a clear improvement is significant, a null one is not
+    assert out["p_randomization"] < 0.01 and out["p_ttest"] < 0.01
+    null = compare(a, a + np.random.default_rng(1).normal(0, 0.01, 300), seed=0)
+    assert null["p_randomization"] > 0.01
+
+
+def test_compare_single_query():
+    out = compare([0.2], [0.3])
+    assert math.isnan(out["p_ttest"]) and out["p_randomization"] == 1.0 and out["n_queries"] == 1
