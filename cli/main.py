@@ -41,8 +41,19 @@ def cli():
 
 # Command registration: one line per command module.
 from cli import letor_cmd  # noqa: E402
+from cli import extract_cmd  # noqa: E402
+from cli import ranker_cmd  # noqa: E402
+from cli import datasets_cmd  # noqa: E402
+from cli import ablate_cmd  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
+cli.add_command(extract_cmd.extract)
+cli.add_command(extract_cmd.features)
+cli.add_command(ranker_cmd.train_ranker)
+cli.add_command(ranker_cmd.evaluate)
+cli.add_command(ranker_cmd.rank)
+cli.add_command(datasets_cmd.datasets)
+cli.add_command(ablate_cmd.ablate)
 
 
 def main():

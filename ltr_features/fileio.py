@@ -36,6 +36,7 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
     directory = path.parent if str(path.parent) else Path(".")
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
     try:
         with os.fdopen(fd, "wb") as raw:
             sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if is_gzip_path(path) else raw
@@ -53,3 +54,9 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -48,3 +48,12 @@ def test_binary_output(tmp_path):
 def test_error_message_is_one_line_with_file_line_and_fix():
     err = LetorFormatError("bad\nvalue", path="x.txt", line=7, fix="fix it")
     assert str(err) == "x.txt:7: bad value; fix it"
+
+
+def test_outputs_get_umask_permissions_not_private(tmp_path):
+    import os
+    with atomic_output(tmp_path / "p.txt") as fh:
+        fh.write("x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (tmp_path / "p.txt").stat().st_mode & 0o777 == 0o666 & ~mask

@@ -1,0 +1,243 @@
+"""Cross-fitted neural features for ablations: no encoder ever scores a query it was trained on.
+
+The scheme (written into every report):
+
+* Queries are split into ``k`` outer folds (seeded). For outer fold ``f`` the ranker is tested on the
+  fold's queries ``T_f`` and trained on the rest ``R_f`` (a seeded share of ``R_f`` is held out for the
+  ranker's early stopping).
+* Test rows of fold ``f`` get scores from an encoder trained on every training pair whose query is not
+  in ``T_f``.
+* ``R_f`` is split into ``inner`` parts ``P_1..P_m``; rows of part ``P_p`` get scores from an encoder
+  trained on the pairs whose query is in neither ``T_f`` nor ``P_p`` — out-of-fold scores, so the ranker
+  learns how far to trust the feature from scores of the same kind it will see at test time.
+* Queries are matched by normalised text (lowercase, collapsed whitespace), so a separate click table is
+  filtered by the same rule; an encoder's training queries and the queries it scores are checked to be
+  disjoint before every training (:class:`LeakageError` otherwise).
+
+Each outer fold costs ``1 + inner`` trainings per trained encoder. Zero-shot encoders (``sbert``) are not
+trained and score every row once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .dataset import RankingSet
+from .errors import LtrfeatError
+
+TRAINABLE = ("clsm", "dssm")
+ZERO_SHOT = ("sbert",)
+_SPEC = re.compile(r"^(?P<model>[a-z]+)(?::(?P<loss>[a-z]+))?(?:=(?P<path>.+))?$")
+
+
+class LeakageError(LtrfeatError):
+    """An encoder would score queries it was trained on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+    """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``sbert`` or ``sbert=PATH``."""
+
+    model: str
+    loss: str | None = None
+    path: str | None = None
+
+    @property
+    def name(self) -> str:
+        """Group name used in feature-set names (``lexical+clsm-softmax``)."""
+        return self.model if self.loss is None else f"{self.model}-{self.loss}"
+
+    @property
+    def trainable(self) -> bool:
+        return self.model in TRAINABLE
+
+    @classmethod
+    def parse(cls, text: str) -> "EncoderSpec":
+        m = _SPEC.match(text.strip())
+        if not m or m["model"] not in TRAINABLE + ZERO_SHOT:
+            raise LtrfeatError(f"unknown encoder {text!r}",
+                               fix="use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), sbert or sbert=PATH")
+        model, loss, path = m["model"], m["loss"], m["path"]
+        if model in TRAINABLE:
+            if path is not None:
+                raise LtrfeatError(f"encoder {text!r}: a trained encoder takes no path",
+                                   fix=f"write {model}:{loss or 'softmax'}")
+            loss = loss or "softmax"
+            if loss not in ("softmax", "generalized", "hinge"):
+                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
+        elif loss is not None:
+            raise LtrfeatError(f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH")
+        return cls(model, loss, path)
+
+
+class CrossFitFold(NamedTuple):
+    """Ranker train / validation / test sets of one outer fold (same fields as ``rankers.ablation.Fold``)."""
+
+    name: str
+    train: RankingSet
+    valid: RankingSet | None
+    test: RankingSet
+
+
+@dataclasses.dataclass
+class FoldPlan:
+    """Query sets of one outer fold: test, ranker training, ranker validation, inner parts of train ∪ valid."""
+
+    name: str
+    test: frozenset
+    train: frozenset
+    valid: frozenset
+    inner: list[frozenset]
+
+
+def normalise_query(text: str) -> str:
+    return " ".join(str(text).lower().split())
+
+
+def plan_folds(qids, *, k: int = 5, inner: int = 2, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
+    """Seeded outer folds over distinct ``qids``, each with a ranker validation share and inner parts."""
+    queries = list(dict.fromkeys(qids))
+    if k < 2 or inner < 2:
+        raise LtrfeatError(f"need at least 2 outer folds and 2 inner parts (got k={k}, inner={inner})",
+                           fix="use --folds >= 2 and --inner >= 2")
+    if len(queries) < k * inner:
+        raise LtrfeatError(f"{len(queries)} queries are too few for {k} folds with {inner} inner parts",
+                           fix="give more judged queries or fewer folds")
+    rng = np.random.default_rng(seed)
+    order = [queries[i] for i in rng.permutation(len(queries))]
+    outer = [frozenset(order[f::k]) for f in range(k)]
+    plans = []
+    for f, test in enumerate(outer):
+        rest = [q for q in order if q not in test]
+        rest = [rest[i] for i in rng.permutation(len(rest))]
+        n_valid = int(round(valid_fraction * len(rest)))
+        plans.append(FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(rest[:n_valid]),
+                              train=frozenset(rest[n_valid:]),
+                              inner=[frozenset(rest[p::inner]) for p in range(inner)]))
+    return plans
+
+
+def scoring_jobs(plan: FoldPlan) -> list[tuple[frozenset, frozenset]]:
+    """(queries scored, queries excluded from the encoder's training) for every training of one fold."""
+    jobs = [(plan.test, plan.test)]
+    jobs += [(part, plan.test | part) for part in plan.inner]
+    return jobs
+
+
+def training_rows(train_table: pd.DataFrame, excluded_texts: set) -> np.ndarray:
+    """Row indices of ``train_table`` whose normalised query is not excluded."""
+    keys = train_table["query"].map(normalise_query).to_numpy()
+    return np.flatnonzero(~np.isin(keys, list(excluded_texts)))
+
+
+def check_disjoint(trained_on: set, scored: set, what: str) -> None:
+    """Raise :class:`LeakageError` when an encoder would score a query it was trained on."""
+    overlap = trained_on & scored
+    if overlap:
+        example = sorted(overlap)[0]
+        raise LeakageError(f"{what}: {len(overlap)} scored queries are in the encoder's training data (e.g. {example!r})",
+                           fix="train encoders only on queries outside the scored fold")
+
+
+def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int) -> str:
+    h = hashlib.sha256()
+    h.update(json.dumps({"spec": dataclasses.asdict(spec), "options": options, "seed": seed, "v": 1},
+                        sort_keys=True, default=str).encode())
+    for col in ("query", "doc", "label"):
+        h.update("\x1e".join(map(repr, table[col].tolist())).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:24]
+
+
+def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None):
+    from .encoders.encoder import Encoder
+    from .encoders.training import train_encoder
+
+    path = None
+    if cache is not None:
+        path = cache / "encoders" / f"{spec.name}-{_cache_key(spec, options, table, seed)}.ltrenc"
+        if path.exists():
+            return Encoder.load(path)
+    encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, seed=seed, progress=False, **options)
+    if path is not None:
+        encoder.save(path)
+    return encoder
+
+
+def _zero_shot(spec: EncoderSpec):
+    from .encoders.sbert import SbertEncoder
+
+    return SbertEncoder.load(spec.path)
+
+
+def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[EncoderSpec], *,
+                     train_table: pd.DataFrame | None = None, field: str = "doc", options: dict | None = None,
+                     seed: int = 0, cache=None, progress: bool = True,
+                     train_fn: Callable | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Neural similarity columns for every outer fold.
+
+    Returns ``{fold name: {column name: float32 array over all rows of pairs}}``; rows outside the fold's
+    queries are NaN. ``pairs`` has ``qid, query, docid, <field>, label``; ``train_table`` (default: the
+    judged pairs themselves) has ``query, doc, label``. ``train_fn(spec, table)`` replaces encoder
+    training (tests).
+    """
+    options = dict(options or {})
+    cache = None if cache is None else Path(cache)
+    if train_table is None:
+        train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
+    train_table = train_table.reset_index(drop=True)
+    train_keys = train_table["query"].map(normalise_query)
+    qid_text = dict(zip(pairs["qid"], pairs["query"].map(normalise_query)))
+    row_qid = pairs["qid"].to_numpy()
+    queries, docs = pairs["query"].tolist(), pairs[field].tolist()
+    columns: dict[str, dict[str, np.ndarray]] = {p.name: {} for p in plans}
+    n_jobs = sum(len(scoring_jobs(p)) for p in plans) * sum(s.trainable for s in specs)
+    bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not progress or n_jobs == 0)
+    try:
+        for spec in specs:
+            column = f"{spec.name}_{'title' if field == 'doc' else field}_cos"
+            if not spec.trainable:
+                scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
+                for plan in plans:
+                    columns[plan.name][column] = scores
+                continue
+            for plan in plans:
+                values = np.full(len(pairs), np.nan, dtype=np.float32)
+                for scored, excluded in scoring_jobs(plan):
+                    excluded_texts = {qid_text[q] for q in excluded}
+                    rows = np.flatnonzero(~train_keys.isin(excluded_texts).to_numpy())
+                    table = train_table.iloc[rows]
+                    check_disjoint(set(train_keys.iloc[rows]), {qid_text[q] for q in scored},
+                                   f"{spec.name} {plan.name}")
+                    bar.set_postfix_str(f"{spec.name} {plan.name} on {len(table)} pairs")
+                    encoder = (train_fn(spec, table) if train_fn is not None
+                               else _train(spec, table, options=options, seed=seed, cache=cache))
+                    target = np.flatnonzero(np.isin(row_qid, list(scored)))
+                    values[target] = encoder.similarity([queries[i] for i in target], [docs[i] for i in target])
+                    bar.update()
+                columns[plan.name][column] = values
+    finally:
+        bar.close()
+    return columns
+
+
+def build_folds(base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict[str, np.ndarray]], *,
+                source: str = "encoder") -> list[CrossFitFold]:
+    """Per outer fold, ``base`` (rows aligned with the pairs) plus that fold's neural columns, split
+    into ranker train / validation / test by the plan."""
+    folds = []
+    for plan in plans:
+        data = base
+        for name, values in columns[plan.name].items():
+            data = data.with_columns([name], values, source=f"{source}:{name.rsplit('_', 2)[0]}")
+        part = lambda qs: data.take(np.flatnonzero(np.isin(data.qid, list(qs))))  # noqa: E731
+        folds.append(CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None,
+                                  part(plan.test)))
+    return folds

@@ -1,0 +1,82 @@
+"""The ``.ltrenc`` file: one safetensors file whose metadata carries a JSON header.
+
+Layout: a standard safetensors file (8-byte little-endian header length, JSON header, raw
+tensor bytes). Its ``__metadata__`` holds one key, ``"ltrenc"``, whose value is a JSON
+object with ``format`` (= ``"ltrenc"``), ``format_version``, ``kind`` (``"encoder"`` or
+``"checkpoint"``), ``library_versions`` and the payload (model config, hashing vocabulary,
+training record). Reading parses the header with ``json`` and the tensors with
+``safetensors.torch.load`` -- nothing is ever unpickled.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import safetensors
+import safetensors.torch
+import torch
+
+from ltr_features.errors import ModelFileError
+from ltr_features.fileio import atomic_output
+
+FORMAT = "ltrenc"
+FORMAT_VERSION = 1
+_MAX_HEADER = 100 * 2**20
+
+
+def library_versions() -> dict:
+    """Versions of the libraries that shape an encoder's numbers."""
+    try:
+        ltrfeat = version("ltrfeat")
+    except PackageNotFoundError:
+        ltrfeat = "0+unknown"
+    return {"ltrfeat": ltrfeat, "torch": torch.__version__, "numpy": np.__version__,
+            "safetensors": safetensors.__version__}
+
+
+def write_bundle(path, *, kind: str, header: dict, tensors: dict[str, torch.Tensor]) -> None:
+    """Write ``tensors`` and the JSON ``header`` to ``path`` atomically."""
+    full = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
+            "library_versions": library_versions(), **header}
+    data = safetensors.torch.save({k: v.detach().contiguous() for k, v in tensors.items()},
+                                  metadata={FORMAT: json.dumps(full, sort_keys=True)})
+    with atomic_output(path, binary=True) as fh:
+        fh.write(data)
+
+
+def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Header and tensors of an ``.ltrenc`` file of the given ``kind``; clear errors otherwise."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelFileError(f"cannot read encoder file: {exc.strerror}", path=path,
+                             fix="check the path given") from None
+    not_bundle = dict(path=path, fix="give a file written by `ltrfeat train-encoder` (.ltrenc)")
+    if len(data) < 8:
+        raise ModelFileError("not an .ltrenc encoder bundle (file too short)", **not_bundle)
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > min(len(data) - 8, _MAX_HEADER):
+        raise ModelFileError("not an .ltrenc encoder bundle (no safetensors header)", **not_bundle)
+    try:
+        meta = json.loads(data[8 : 8 + n].decode("utf-8")).get("__metadata__") or {}
+        header = json.loads(meta[FORMAT])
+    except (UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError):
+        raise ModelFileError("not an .ltrenc encoder bundle (no ltrenc header)", **not_bundle) from None
+    if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
+        raise ModelFileError(
+            f"unsupported .ltrenc format version {header.get('format_version')!r} (this ltrfeat reads "
+            f"version {FORMAT_VERSION})", path=path, fix="retrain the encoder with this ltrfeat version")
+    if header.get("kind") != kind:
+        raise ModelFileError(f"this .ltrenc file holds a {header.get('kind')!r}, not an {kind!r}", path=path,
+                             fix="give the --out file of train-encoder, not its checkpoint" if kind == "encoder"
+                             else "give the checkpoint file written during training")
+    try:
+        tensors = safetensors.torch.load(data)
+    except Exception as exc:  # safetensors raises its own SafetensorError for any corruption
+        raise ModelFileError(f"corrupt .ltrenc file: {exc}", path=path,
+                             fix="the file is damaged or truncated; copy or retrain it") from None
+    return header, tensors

@@ -1,0 +1,64 @@
+"""CLSM tower (Shen et al. 2014): word-n-gram convolution over letter trigrams, max pooling, semantic layer."""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ltr_features.hashing import SequenceBatch, TrigramHasher
+from ltr_features.encoders.init import init_trigram_weights
+
+
+class ClsmTower(nn.Module):
+    """Convolutional latent semantic tower.
+
+    The window ``l_t = [f_{t-d}; ...; f_{t+d}]`` of trigram count vectors times
+    ``W_c = [W_{-d} ... W_d]`` equals ``sum_k W_k f_{t+k}``: one ``nn.EmbeddingBag`` (sum) maps
+    each distinct word of the batch to all ``n = 2d + 1`` per-offset projections at once, and
+    ``h_t`` is the sum of ``n`` gathers over the padded word grid -- no dense one-hot windows, no
+    loop over texts. ``h_t = tanh(W_c l_t + b)``, ``v = max_t h_t`` over the text's own
+    positions (padding masked with -inf), ``y = tanh(W_s v + b_s)``.
+
+    Parameters
+    ----------
+    n_features : trigram id space (``TrigramHasher.n_features_``).
+    context : d, the words on each side of the window centre (window n = 2d + 1).
+    conv : K, the width of the convolutional / max-pooling layer.
+    out : L, the width of the semantic layer.
+    """
+
+    input_kind = "sequence"
+
+    def __init__(self, n_features: int, *, context: int = 1, conv: int = 300, out: int = 128):
+        super().__init__()
+        if context < 0:
+            raise ValueError(f"context must be >= 0, got {context}")
+        self.context = context
+        self.conv = conv
+        self.window = 2 * context + 1
+        self.trigrams = nn.EmbeddingBag(n_features, self.window * conv, mode="sum")
+        self.conv_bias = nn.Parameter(torch.zeros(conv))
+        self.semantic = nn.Linear(conv, out)
+        init_trigram_weights(self.trigrams.weight, fan_out=conv)
+
+    def prepare(self, hasher: TrigramHasher, texts) -> SequenceBatch:
+        """Model input for ``texts`` (str list or ``TokenizedTexts``)."""
+        return hasher.sequence_batch(texts, context=self.context)
+
+    def local_features(self, batch: SequenceBatch) -> tuple[torch.Tensor, torch.Tensor]:
+        """``h`` (B, T, K) for every window centre and the (B, T) mask of real positions."""
+        words = self.trigrams(torch.from_numpy(batch.word_ids), torch.from_numpy(batch.word_offsets))
+        words = words.view(-1, self.window, self.conv)
+        tokens = torch.from_numpy(batch.tokens)
+        n_texts, width = tokens.shape
+        steps = width - 2 * self.context
+        h = self.conv_bias.expand(n_texts, steps, self.conv)
+        for k in range(self.window):
+            idx = tokens[:, k : k + steps].reshape(-1)
+            h = h + words[:, k].index_select(0, idx).view(n_texts, steps, self.conv)
+        real = torch.arange(steps)[None, :] < torch.from_numpy(batch.lengths)[:, None]
+        return torch.tanh(h), real
+
+    def forward(self, batch: SequenceBatch) -> torch.Tensor:
+        h, real = self.local_features(batch)
+        v = h.masked_fill(~real[:, :, None], float("-inf")).amax(dim=1)
+        return torch.tanh(self.semantic(v))

@@ -1,0 +1,428 @@
+"""Training a two-tower encoder on judged or clicked (query, document) pairs.
+
+Samples and negatives
+---------------------
+* ``softmax`` / ``hinge``: every pair whose soft label ``y >= min_positive`` is a sample
+  (Q, D+). ``generalized`` (GDSSM): every judged pair is a sample, with its ``y``.
+* Each sample's candidate negatives are (a) ``negatives`` = J documents drawn uniformly from the
+  training documents, (b) ``hard_negatives`` documents of the same query with a lower label
+  (drawn with replacement; none if the query has no lower-labelled document), and (c) with
+  ``in_batch``, the documents of the other samples of the mini-batch (one (B, B) score matrix).
+  A candidate is masked out when it is the sample's own document or a document judged for the
+  same query with a label >= the sample's.
+* Soft labels: ``soft_labels="linear"`` maps raw labels linearly onto [0, 1] (min -> 0, max -> 1;
+  for graded averages such as 1..3), ``"clicks"`` maps click counts c >= 0 through the monotone,
+  saturating ``phi(c) = c / (c + click_scale)`` with ``phi(0) = 0``, ``"identity"`` takes labels
+  already in [0, 1].
+
+Validation and early stopping
+-----------------------------
+``val_fraction`` of the queries (by ``qid`` when given, else by query text) are held out. After
+every epoch the encoder's cosine, used alone as a ranker, is scored by mean NDCG@10 over the
+held-out queries (:func:`ndcg_at`: gain ``2^rel - 1`` with ``rel = label - min label`` capped at 30,
+ties broken by input order, queries with no positive gain skipped). Training stops after
+``patience`` epochs without improvement and the best epoch's weights are kept.
+
+Reproducibility: the seed fixes the initial weights and every sampled negative; with the same
+seed, data and thread count the result is bit-identical, also when resumed from a checkpoint.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from ltr_features.encoders import losses
+from ltr_features.encoders.bundle import read_bundle, write_bundle
+from ltr_features.encoders.encoder import Encoder, distinct
+from ltr_features.encoders.model import TwoTowerModel, model_config
+from ltr_features.errors import ModelFileError, TextTableError
+from ltr_features.hashing import TrigramHasher
+
+LOSSES = ("softmax", "generalized", "hinge")
+SOFT_LABELS = ("linear", "clicks", "identity")
+OPTIMIZERS = ("adam", "sgd")
+_MAX_REL = 30
+
+
+# -- metric ------------------------------------------------------------------------------
+def ndcg_at(scores, rels, groups, *, k: int = 10) -> float:
+    """Mean NDCG@k over groups (vectorised), gain ``2^rel - 1``, log2 discount.
+
+    ``groups`` are integer group ids; ties in ``scores`` keep input order; groups whose ideal
+    DCG is 0 are skipped (NaN if none is left).
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    gains = np.exp2(np.asarray(rels, dtype=np.float64)) - 1.0
+    groups = np.asarray(groups)
+    n = len(scores)
+    if n == 0:
+        return float("nan")
+
+    def dcg(order):
+        g = groups[order]
+        starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
+        rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+        contrib = np.where(rank < k, gains[order] / np.log2(rank + 2.0), 0.0)
+        return g[starts], np.add.reduceat(contrib, starts)
+
+    keys, actual = dcg(np.lexsort((np.arange(n), -scores, groups)))
+    _, ideal = dcg(np.lexsort((np.arange(n), -gains, groups)))
+    ok = ideal > 0
+    return float(np.mean(actual[ok] / ideal[ok])) if ok.any() else float("nan")
+
+
+# -- data ----------------------------------------------------------------------------------
+def soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -> np.ndarray:
+    """Map raw labels to y in [0, 1] (see the module docstring)."""
+    if how == "linear":
+        lo, hi = labels.min(), labels.max()
+        if hi == lo:
+            raise TextTableError(f"every label is {lo}: graded training needs at least two label values",
+                                 fix="give pairs with different labels, or soft_labels='identity'")
+        return (labels - lo) / (hi - lo)
+    if how == "clicks":
+        if (labels < 0).any():
+            raise TextTableError("click counts must be >= 0", fix="give counts, or soft_labels='linear'")
+        return labels / (labels + click_scale)
+    if how == "identity":
+        if ((labels < 0) | (labels > 1)).any():
+            raise TextTableError("soft_labels='identity' needs labels in [0, 1]",
+                                 fix="use soft_labels='linear' for graded labels or 'clicks' for counts")
+        return labels.astype(np.float64)
+    raise ValueError(f"soft_labels must be one of {SOFT_LABELS}, got {how!r}")
+
+
+def data_hash(pairs: pd.DataFrame) -> str:
+    """sha256 of the training table's qid/query/doc/label columns (order-sensitive)."""
+    h = hashlib.sha256()
+    for col in ("qid", "query", "doc", "label"):
+        if col in pairs:
+            h.update(col.encode())
+            h.update("\x1e".join(map(repr, pairs[col].tolist())).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()
+
+
+def _validate(pairs: pd.DataFrame) -> pd.DataFrame:
+    missing = [c for c in ("query", "doc", "label") if c not in pairs]
+    if missing:
+        raise TextTableError(f"training table lacks column(s) {missing}",
+                             fix="give columns query, doc, label (and optionally qid)")
+    if len(pairs) == 0:
+        raise TextTableError("training table is empty", fix="give judged or clicked (query, doc) pairs")
+    for col in ("query", "doc"):
+        bad = ~pairs[col].map(lambda v: isinstance(v, str))
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise TextTableError(f"row {row + 1}: {col} text is {pairs[col].iloc[row]!r}, not a string",
+                                 fix="fill or drop pairs with missing texts")
+    labels = pd.to_numeric(pairs["label"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(labels)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise TextTableError(f"row {row + 1}: label {pairs['label'].iloc[row]!r} is not a finite number",
+                             fix="give numeric labels or click counts")
+    return pairs.assign(label=labels)
+
+
+@dataclass
+class _Prepared:
+    q_idx: np.ndarray  # per row: index into queries
+    d_idx: np.ndarray  # per row: index into docs
+    y: np.ndarray  # soft label per row
+    rel: np.ndarray  # NDCG relevance per row
+    train: np.ndarray  # bool per row
+    queries: list
+    docs: list
+
+
+def _prepare(pairs: pd.DataFrame, *, how: str, click_scale: float, val_fraction: float, seed: int) -> _Prepared:
+    labels = pairs["label"].to_numpy()
+    queries, q_idx = distinct(pairs["query"].tolist())
+    docs, d_idx = distinct(pairs["doc"].tolist())
+    keys = pairs["qid"].astype(str).tolist() if "qid" in pairs else pairs["query"].tolist()
+    key_list, key_idx = distinct(keys)
+    if not 0 <= val_fraction < 1:
+        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
+    n_val = int(round(val_fraction * len(key_list)))
+    if val_fraction > 0 and not 0 < n_val < len(key_list):
+        raise TextTableError(f"{len(key_list)} queries cannot be split into training and validation",
+                             fix="give more queries or val_fraction=0 (no early stopping)")
+    val_keys = np.random.default_rng([seed, 1]).permutation(len(key_list))[:n_val]
+    train = ~np.isin(key_idx, val_keys)
+    rel = np.minimum(labels - labels.min(), _MAX_REL)
+    return _Prepared(q_idx, d_idx, soft_labels(labels, how, click_scale=click_scale), rel, train, queries, docs)
+
+
+class _Sampler:
+    """Vectorised negative sampling and masking over the training rows."""
+
+    def __init__(self, data: _Prepared, sample_rows: np.ndarray):
+        tr = np.flatnonzero(data.train)
+        self.n_docs = len(data.docs)
+        self.pool = np.unique(data.d_idx[tr])
+        # judged (query, doc) -> highest soft label, for masking
+        keys = data.q_idx[tr] * self.n_docs + data.d_idx[tr]
+        order = np.lexsort((-data.y[tr], keys))
+        keys, ys = keys[order], data.y[tr][order]
+        first = np.r_[True, keys[1:] != keys[:-1]]
+        self.keys, self.key_y = keys[first], ys[first]
+        # same-query training rows sorted by (query, y): lower-labelled ones form a prefix
+        order = np.lexsort((data.y[tr], data.q_idx[tr]))
+        self.by_q_doc = data.d_idx[tr][order]
+        rank_key = data.q_idx[tr][order] * 4.0 + data.y[tr][order]
+        q_of_sample = data.q_idx[sample_rows]
+        self.block_start = np.searchsorted(rank_key, q_of_sample * 4.0, side="left")
+        self.n_lower = np.searchsorted(rank_key, q_of_sample * 4.0 + data.y[sample_rows], side="left") - self.block_start
+
+    def judged_at_least(self, q, d, y) -> np.ndarray:
+        """True where (q, d) is a judged training pair with soft label >= y (broadcasting)."""
+        key = q * self.n_docs + d
+        pos = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+        return (self.keys[pos] == key) & (self.key_y[pos] >= y)
+
+    def candidates(self, rng, samples, q, d, y, *, negatives: int, hard: int):
+        """Random and hard negative doc ids (B, J + H) and their mask."""
+        parts = [rng.integers(0, len(self.pool), size=(len(samples), negatives))]
+        parts[0] = self.pool[parts[0]]
+        mask = [np.ones(parts[0].shape, dtype=bool)]
+        if hard:
+            n_lower = self.n_lower[samples]
+            offs = (rng.random((len(samples), hard)) * np.maximum(n_lower, 1)[:, None]).astype(np.int64)
+            parts.append(self.by_q_doc[self.block_start[samples][:, None] + offs])
+            mask.append(np.repeat((n_lower > 0)[:, None], hard, axis=1))
+        cand = np.concatenate(parts, axis=1)
+        ok = np.concatenate(mask, axis=1) & (cand != d[:, None]) & ~self.judged_at_least(q[:, None], cand, y[:, None])
+        return cand, ok
+
+
+# -- training ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _torch_settings(threads: int | None):
+    old_threads, old_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    torch.set_num_threads(threads or os.cpu_count() or 1)
+    torch.use_deterministic_algorithms(True)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(old_threads)
+        torch.use_deterministic_algorithms(old_det)
+
+
+def _encode_rows(tower, hasher, tokens, rows):
+    uniq, inv = np.unique(rows, return_inverse=True)
+    vectors = F.normalize(tower(tower.prepare(hasher, tokens.take(uniq))), dim=1)
+    return vectors, torch.from_numpy(inv.reshape(np.shape(rows)))
+
+
+def _validation_ndcg(model, hasher, q_tokens, d_tokens, data: _Prepared) -> float:
+    val = np.flatnonzero(~data.train)
+    if len(val) == 0:
+        return float("nan")
+    model.eval()
+    with torch.inference_mode():
+        scores = np.zeros(len(val), dtype=np.float64)
+        for start in range(0, len(val), 4096):
+            rows = val[start : start + 4096]
+            qv, qi = _encode_rows(model.tower("query"), hasher, q_tokens, data.q_idx[rows])
+            dv, di = _encode_rows(model.tower("doc"), hasher, d_tokens, data.d_idx[rows])
+            scores[start : start + len(rows)] = (qv[qi] * dv[di]).sum(1).numpy()
+    model.train()
+    return ndcg_at(scores, data.rel[val], data.q_idx[val], k=10)
+
+
+def _make_optimizer(name: str, params, lr: float | None):
+    if name == "adam":
+        return torch.optim.Adam(params, lr=1e-3 if lr is None else lr)
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=0.1 if lr is None else lr, momentum=0.9)
+    raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
+
+
+def _write_checkpoint(path, *, model, best_state, optimizer, rng, header):
+    tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
+    tensors.update({f"best.{k}": v for k, v in best_state.items()})
+    for i, state in optimizer.state_dict()["state"].items():
+        tensors.update({f"optim.{i}.{name}": torch.as_tensor(v) for name, v in state.items()})
+    tensors["torch_rng"] = torch.get_rng_state()
+    write_bundle(path, kind="checkpoint", header={**header, "numpy_rng": rng.bit_generator.state}, tensors=tensors)
+
+
+def _read_checkpoint(path, *, params, data_sha, model, optimizer):
+    header, tensors = read_bundle(path, kind="checkpoint")
+    if header.get("params") != params or header.get("data_sha256") != data_sha:
+        raise ModelFileError("checkpoint was written for other training data or options", path=path,
+                             fix="resume with the same PAIRS file and options, or train from scratch")
+
+    def group(prefix):
+        return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+    try:
+        model.load_state_dict(group("model."), strict=True)
+        best_state = group("best.")
+        state: dict = {}
+        for name, value in group("optim.").items():
+            i, key = name.split(".", 1)
+            state.setdefault(int(i), {})[key] = value
+        optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
+        torch.set_rng_state(tensors["torch_rng"])
+    except (KeyError, ValueError, RuntimeError) as exc:
+        raise ModelFileError(f"checkpoint does not match the model: {' '.join(str(exc).split())[:300]}",
+                             path=path, fix="train from scratch") from None
+    return header, best_state
+
+
+def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "softmax", epochs: int = 10,
+                  negatives: int = 4, hard_negatives: int = 0, in_batch: bool = True, gamma: float = 10.0,
+                  margin: float = 1.0, batch_size: int = 1024, optimizer: str = "adam", lr: float | None = None,
+                  soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
+                  val_fraction: float = 0.1, patience: int = 2, min_count: int = 1, n_buckets: int | None = None,
+                  shared: bool = False, sizes: dict | None = None, seed: int = 0, threads: int | None = None,
+                  checkpoint=None, resume=None, progress: bool | None = None) -> tuple[Encoder, list[dict]]:
+    """Train a DSSM or CLSM encoder; returns the encoder (best validation epoch) and the history.
+
+    Parameters
+    ----------
+    pairs : DataFrame with columns ``query``, ``doc``, ``label`` (grade or click count) and
+        optionally ``qid`` (groups queries for the validation split and NDCG).
+    model : ``"clsm"`` or ``"dssm"``.
+    loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels) or ``"hinge"`` (DSE).
+    epochs : maximum number of passes over the samples.
+    negatives : J, random corpus documents per sample.
+    hard_negatives : same-query lower-labelled documents per sample.
+    in_batch : also use the other samples' documents of the mini-batch as negatives.
+    gamma : softmax smoothing factor (softmax and generalized losses).
+    margin : hinge loss margin.
+    batch_size : samples per mini-batch.
+    optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
+    lr : learning rate; None for the optimizer's default above.
+    soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (see the module docstring).
+    click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
+    min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
+    val_fraction : share of queries held out for early stopping (0: none, train all epochs).
+    patience : epochs without validation improvement before stopping.
+    min_count, n_buckets : trigram hashing options (:class:`TrigramHasher`).
+    shared : one tower for queries and documents instead of two.
+    sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
+        ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
+    seed : seeds weights and sampling.
+    threads : torch threads (default: the CPU count).
+    checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint).
+    resume : a checkpoint to continue from; the result equals an uninterrupted run.
+    progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if batch_size < 2 or epochs < 1 or negatives < 0 or hard_negatives < 0 or gamma <= 0:
+        raise ValueError("need batch_size >= 2, epochs >= 1, negatives >= 0, hard_negatives >= 0, gamma > 0")
+    if not (negatives or hard_negatives or in_batch):
+        raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
+    if progress is None:
+        progress = sys.stderr.isatty() and not os.environ.get("CI")
+    pairs = _validate(pairs)
+    params = {"model": model, "loss": loss, "epochs": epochs, "negatives": negatives,
+              "hard_negatives": hard_negatives, "in_batch": in_batch, "gamma": gamma, "margin": margin,
+              "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "soft_labels": soft_labels,
+              "click_scale": click_scale, "min_positive": min_positive, "val_fraction": val_fraction,
+              "patience": patience, "min_count": min_count, "n_buckets": n_buckets, "shared": shared,
+              "sizes": dict(sizes or {}), "seed": seed}
+    data_sha = data_hash(pairs)
+    data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
+    rows = np.flatnonzero(data.train) if loss == "generalized" else np.flatnonzero(data.train & (data.y >= min_positive))
+    if len(rows) == 0:
+        raise TextTableError(f"no training pair has a soft label >= min_positive={min_positive}",
+                             fix="lower min_positive or check the labels and soft_labels mapping")
+
+    with _torch_settings(threads):
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        tr = np.flatnonzero(data.train)
+        hasher = TrigramHasher(min_count=min_count, n_buckets=n_buckets).fit(
+            [data.queries[i] for i in np.unique(data.q_idx[tr])] + [data.docs[i] for i in np.unique(data.d_idx[tr])])
+        net = TwoTowerModel(model_config(model, hasher.n_features_, shared=shared, **(sizes or {})))
+        opt = _make_optimizer(optimizer, net.parameters(), lr)
+        q_tokens, d_tokens = hasher.tokenize(data.queries), hasher.tokenize(data.docs)
+        sampler = _Sampler(data, rows)
+        header = {"model": net.config, "hasher": hasher.to_json(), "params": params, "data_sha256": data_sha}
+        if resume is not None:
+            state, best_state = _read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
+            rng.bit_generator.state = state["numpy_rng"]
+            history, best, start = state["history"], state["best"], state["epoch"] + 1
+        else:
+            first = _validation_ndcg(net, hasher, q_tokens, d_tokens, data)
+            history = [{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": 0.0}]
+            best = {"epoch": 0, "val_ndcg@10": first, "stale": 0}
+            best_state = {k: v.clone() for k, v in net.state_dict().items()}
+            start = 1
+        for epoch in range(start, epochs + 1):
+            if best["stale"] >= patience and val_fraction > 0:
+                break
+            t0 = time.perf_counter()
+            order = rng.permutation(rows)
+            n_batches = -(-len(order) // batch_size)
+            total = 0.0
+            bar = tqdm(total=n_batches, desc=f"epoch {epoch}/{epochs}", disable=not progress, file=sys.stderr,
+                       leave=False)
+            for b in range(n_batches):
+                batch = order[b * batch_size : (b + 1) * batch_size]
+                step_loss = _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=rows,
+                                  loss=loss, negatives=negatives, hard=hard_negatives, in_batch=in_batch,
+                                  gamma=gamma, margin=margin)
+                opt.zero_grad(set_to_none=True)
+                step_loss.backward()
+                opt.step()
+                total += float(step_loss)
+                bar.update(1)
+                bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{best['val_ndcg@10']:.4f}")
+            bar.close()
+            score = _validation_ndcg(net, hasher, q_tokens, d_tokens, data)
+            history.append({"epoch": epoch, "train_loss": total / n_batches, "val_ndcg@10": score,
+                            "seconds": round(time.perf_counter() - t0, 3)})
+            if val_fraction == 0 or np.isnan(best["val_ndcg@10"]) or score > best["val_ndcg@10"]:
+                best = {"epoch": epoch, "val_ndcg@10": score, "stale": 0}
+                best_state = {k: v.clone() for k, v in net.state_dict().items()}
+            else:
+                best["stale"] += 1
+            if checkpoint is not None:
+                _write_checkpoint(checkpoint, model=net, best_state=best_state, optimizer=opt, rng=rng,
+                                  header={**header, "epoch": epoch, "history": history, "best": best})
+        net.load_state_dict(best_state)
+        net.eval()
+    record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
+              "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
+              "n_samples": int(len(rows)), "best_epoch": best["epoch"],
+              "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history}
+    return Encoder(hasher, net, training=record), history
+
+
+def _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of, loss, negatives, hard, in_batch,
+          gamma, margin):
+    """Loss of one mini-batch (``batch`` holds row ids of ``data``)."""
+    samples = np.searchsorted(idx_of, batch)  # positions in the sample list (for the hard-negative tables)
+    q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
+    cand, ok = sampler.candidates(rng, samples, q, d, y, negatives=negatives, hard=hard)
+    qv, qi = _encode_rows(net.tower("query"), hasher, q_tokens, q)
+    dv, di = _encode_rows(net.tower("doc"), hasher, d_tokens, np.concatenate([d[:, None], cand], axis=1))
+    qb = qv[qi]  # (B, L)
+    cand_scores = torch.einsum("bl,bjl->bj", qb, dv[di])  # (B, 1 + J + H)
+    pos, neg = cand_scores[:, 0], cand_scores[:, 1:]
+    mask = torch.from_numpy(ok)
+    if in_batch:
+        scores = qb @ dv[di[:, 0]].T  # (B, B): query i against document of sample j
+        same = (d[None, :] == d[:, None]) | sampler.judged_at_least(q[:, None], d[None, :], y[:, None])
+        neg = torch.cat([neg, scores], dim=1)
+        mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
+    if loss == "softmax":
+        return losses.softmax_loss(pos, neg, gamma=gamma, mask=mask)
+    if loss == "generalized":
+        return losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=gamma, mask=mask)
+    return losses.hinge_loss(pos, neg, margin=margin, mask=mask)

@@ -1,0 +1,114 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from ltr_features.crossfit import (CrossFitFold, EncoderSpec, LeakageError, build_folds, check_disjoint,
+                                   crossfit_columns, normalise_query, plan_folds, scoring_jobs)
+from ltr_features.dataset import FeatureMap, RankingSet
+from ltr_features.errors import LtrfeatError
+
+
+def _pairs(n_queries=40, per_query=5, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        for d in range(per_query):
+            rows.append({"qid": f"q{q}", "query": f"Query  {q}", "docid": f"d{q}_{d}", "doc": f"doc {q} {d}",
+                         "label": float(rng.integers(0, 3))})
+    return pd.DataFrame(rows)
+
+
+def test_encoder_spec_parsing():
+    assert EncoderSpec.parse("clsm:generalized") == EncoderSpec("clsm", "generalized")
+    assert EncoderSpec.parse("dssm").loss == "softmax"
+    assert EncoderSpec.parse("sbert=/models/x") == EncoderSpec("sbert", None, "/models/x")
+    assert EncoderSpec.parse("clsm:hinge").name == "clsm-hinge" and not EncoderSpec.parse("sbert").trainable
+    for bad in ("bert", "clsm:focal", "sbert:softmax", "clsm=path"):
+        with pytest.raises(LtrfeatError):
+            EncoderSpec.parse(bad)
+
+
+def test_plan_partitions_queries():
+    qids = [f"q{i}" for i in range(53)]
+    plans = plan_folds(qids, k=5, inner=2, valid_fraction=0.1, seed=3)
+    tests = [p.test for p in plans]
+    assert set().union(*tests) == set(qids) and sum(len(t) for t in tests) == len(qids)
+    for p in plans:
+        assert p.train | p.valid | p.test == set(qids)
+        assert not (p.train & p.valid) and not (p.train & p.test) and not (p.valid & p.test)
+        assert set().union(*p.inner) == p.train | p.valid
+        assert sum(len(s) for s in p.inner) == len(p.train | p.valid)
+    assert [p.test for p in plan_folds(qids, k=5, seed=3)] == tests
+    assert [p.test for p in plan_folds(qids, k=5, seed=4)] != tests
+
+
+def test_plan_rejects_too_few_queries():
+    with pytest.raises(LtrfeatError, match="too few"):
+        plan_folds(["a", "b", "c"], k=2, inner=2)
+
+
+def test_no_encoder_ever_trains_on_the_queries_it_scores():
+    """Fold discipline: a spy trainer records each training table; none may hold a scored query."""
+    pairs = _pairs()
+    plans = plan_folds(pairs["qid"], k=4, inner=2, seed=0)
+    trained = []
+
+    class Spy:
+        def __init__(self, table):
+            self.table_queries = set(table["query"].map(normalise_query))
+
+        def similarity(self, queries, docs):
+            scored = {normalise_query(q) for q in queries}
+            assert not (scored & self.table_queries)
+            trained.append((self.table_queries, scored))
+            return np.zeros(len(queries))
+
+    columns = crossfit_columns(pairs, plans, [EncoderSpec("clsm", "softmax")], train_fn=lambda s, t: Spy(t),
+                               progress=False)
+    assert len(trained) == 4 * 3
+    for plan in plans:
+        values = columns[plan.name]["clsm-softmax_title_cos"]
+        assert not np.isnan(values).any()  # every row of the fold's universe (all queries) is scored once
+    # each fold: test queries scored by exactly one encoder, trained without any of them
+    all_q = {normalise_query(q) for q in pairs["query"]}
+    for plan, start in zip(plans, range(0, 12, 3)):
+        test_texts = {normalise_query(f"Query  {q[1:]}") for q in plan.test}
+        table_queries, scored = trained[start]
+        assert scored == test_texts and table_queries == all_q - test_texts
+
+
+def test_separate_click_table_is_filtered_by_query_text():
+    pairs = _pairs(n_queries=12)
+    clicks = pd.DataFrame({"query": ["query 0", "QUERY 1", "unrelated"], "doc": ["a", "b", "c"], "label": [1, 2, 3]})
+    plans = plan_folds(pairs["qid"], k=3, inner=2, seed=1)
+    seen = []
+
+    def train_fn(spec, table):
+        seen.append(set(table["query"].map(normalise_query)))
+        return type("E", (), {"similarity": staticmethod(lambda q, d: np.ones(len(q)))})()
+
+    crossfit_columns(pairs, plans, [EncoderSpec("dssm", "generalized")], train_table=clicks, train_fn=train_fn,
+                     progress=False)
+    for plan, start in zip(plans, range(0, 9, 3)):
+        test_texts = {normalise_query(f"Query  {q[1:]}") for q in plan.test}
+        assert not (seen[start] & test_texts) and "unrelated" in seen[start]
+
+
+def test_check_disjoint_raises():
+    with pytest.raises(LeakageError, match="1 scored queries"):
+        check_disjoint({"a", "b"}, {"b", "c"}, "clsm fold1")
+
+
+def test_build_folds_splits_rows_and_appends_columns():
+    pairs = _pairs(n_queries=20)
+    base = RankingSet(pairs["qid"].to_numpy(object), pairs["label"], np.ones((len(pairs), 2)), FeatureMap.dense(2),
+                      docid=pairs["docid"].to_numpy(object))
+    plans = plan_folds(pairs["qid"], k=4, inner=2, seed=0)
+    cols = {p.name: {"clsm-softmax_title_cos": np.arange(len(pairs), dtype=np.float32)} for p in plans}
+    folds = build_folds(base, plans, cols)
+    assert all(isinstance(f, CrossFitFold) for f in folds)
+    for fold, plan in zip(folds, plans):
+        assert set(fold.test.qid) == plan.test and set(fold.train.qid) == plan.train
+        assert fold.test.feature_map.names[-1] == "clsm-softmax_title_cos"
+        assert fold.test.feature_map.features[-1].source == "encoder:clsm-softmax"
+        assert len(fold.train) + len(fold.valid) + len(fold.test) == len(pairs)
