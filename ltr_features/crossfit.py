@@ -241,3 +241,54 @@ def build_folds(base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict
         folds.append(CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None,
                                   part(plan.test)))
     return folds
+
+
+def group_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Rows grouped by query (queries in order of first appearance, rows in input order), as
+    :func:`ltr_features.text.pairs_to_ranking` orders them."""
+    first = {q: i for i, q in enumerate(dict.fromkeys(pairs["qid"]))}
+    order = np.argsort(pairs["qid"].map(first).to_numpy(), kind="stable")
+    out = pairs.iloc[order].reset_index(drop=True)
+    out.attrs = dict(pairs.attrs)
+    return out
+
+
+def scheme(*, k: int, inner: int, valid_fraction: float, seed: int, separate_table: bool) -> dict:
+    """The cross-fitting scheme in words and numbers, for the report."""
+    source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
+    return {
+        "outer_folds": k, "inner_parts": inner, "ranker_valid_fraction": valid_fraction, "seed": seed,
+        "encoder_training_data": source,
+        "description": (
+            f"Queries are split into {k} folds (seed {seed}). For each fold, the ranker is tested on the fold's "
+            f"queries and trained on the others ({valid_fraction:.0%} of them held out for early stopping). Test "
+            f"rows are scored by an encoder trained on {source} without the test queries; the ranker's training "
+            f"and validation queries are split into {inner} parts, each scored by an encoder trained without the "
+            f"test queries and without that part (out-of-fold scores). No encoder scores a query it was trained "
+            f"on; {k * (1 + inner)} trainings per trained encoder."),
+    }
+
+
+def text_folds(pairs: pd.DataFrame, *, lexical, specs: list[EncoderSpec], field: str = "doc", k: int = 5,
+               inner: int = 2, valid_fraction: float = 0.1, seed: int = 0, train_table: pd.DataFrame | None = None,
+               options: dict | None = None, cache=None, conflicts: str = "error", progress: bool = True,
+               train_fn: Callable | None = None):
+    """From judged pairs to cross-fitted ablation folds.
+
+    ``lexical`` is a list of unfitted lexical extractors (fitted on all documents: corpus statistics use
+    no labels). Returns ``(folds, neural groups {name: [column]}, base column names, scheme dict)``.
+    """
+    from .extract import extract_pairs
+
+    pairs = group_pairs(pairs)
+    base = extract_pairs(pairs, lexical, conflicts=conflicts)
+    if not (np.array_equal(base.qid, pairs["qid"].to_numpy(object))
+            and np.array_equal(base.docid, pairs["docid"].to_numpy(object))):
+        raise AssertionError("lexical features are not aligned with the judged pairs")
+    plans = plan_folds(pairs["qid"], k=k, inner=inner, valid_fraction=valid_fraction, seed=seed)
+    columns = crossfit_columns(pairs, plans, specs, train_table=train_table, field=field, options=options,
+                               seed=seed, cache=cache, progress=progress, train_fn=train_fn)
+    folds = build_folds(base, plans, columns)
+    groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
+    info = scheme(k=k, inner=inner, valid_fraction=valid_fraction, seed=seed, separate_table=train_table is not None)
+    return folds, groups, base.feature_map.names, info

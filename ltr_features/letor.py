@@ -286,8 +286,8 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
         is_feat_tok[q] = False
         is_feat_colon[first_colon] = False
         qs = tok_start[q]
-        bad |= ((colons[first_colon] != qs + 3) | (tok_end[q] - qs <= 4) | (buf[qs] != 113) | (buf[qs + 1] != 105)
-                | (buf[qs + 2] != 100))
+        at = lambda k: buf[np.minimum(qs + k, n - 1)]  # noqa: E731  (the test on length guards the tail)
+        bad |= (colons[first_colon] != qs + 3) | (tok_end[q] - qs <= 4) | (at(0) != 113) | (at(1) != 105) | (at(2) != 100)
     f_start, f_end = tok_start[is_feat_tok], tok_end[is_feat_tok]
     f_colon = colons[is_feat_colon]
     feat_line = np.repeat(np.arange(len(data_lines)), n_feat)
@@ -590,7 +590,7 @@ def read_letor(path, *, fmt: str = "auto", group_path=None, weight_path=None, na
         present, else the ids seen in the file named ``f<id>``. Ids in the file that the map
         lacks raise :class:`LetorFormatError`; ids of the map absent from the file are zeros.
 
-    Peak memory is about the float32 matrix plus one block (8 MiB of text) of working
+    Peak memory is about the float32 matrix plus one block (4 MiB of text) of working
     arrays: the matrix grows in place (``ndarray.resize``), and is only copied when a later
     block brings feature ids not seen before (possible without a feature map).
     """
@@ -673,9 +673,9 @@ def iter_letor(path, *, chunk_queries: int = 1000, fmt: str = "auto", group_path
     def emit(rows: int):
         nonlocal pending, emitted
         X = np.concatenate([p[0] for p in pending])
-        qid = sum((p[1] for p in pending), [])
+        qid = [q for p in pending for q in p[1]]
         label = np.concatenate([p[2] for p in pending])
-        comment = sum((p[3] for p in pending), [])
+        comment = [c for p in pending for c in p[3]]
         out = _ranking_set(X[:rows], (qid[:rows], label[:rows], comment[:rows]), opts.feature_map,
                            opts.weights, (emitted, emitted + rows))
         pending = [(X[rows:], qid[rows:], label[rows:], comment[rows:])] if rows < len(qid) else []

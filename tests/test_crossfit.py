@@ -112,3 +112,23 @@ def test_build_folds_splits_rows_and_appends_columns():
         assert fold.test.feature_map.names[-1] == "clsm-softmax_title_cos"
         assert fold.test.feature_map.features[-1].source == "encoder:clsm-softmax"
         assert len(fold.train) + len(fold.valid) + len(fold.test) == len(pairs)
+
+
+def test_text_folds_end_to_end_with_stub_encoder():
+    from ltr_features.crossfit import text_folds
+    from ltr_features.extract import lexical_extractors
+
+    pairs = _pairs(n_queries=16, per_query=4).sample(frac=1.0, random_state=0).reset_index(drop=True)
+    stub = type("E", (), {"similarity": staticmethod(lambda q, d: np.array([len(x) for x in d], float))})()
+    folds, groups, base_names, info = text_folds(
+        pairs, lexical=lexical_extractors("bm25,coverage", fields=["doc"]), specs=[EncoderSpec("clsm", "softmax")],
+        k=4, inner=2, seed=0, train_fn=lambda spec, table: stub, progress=False)
+    assert groups == {"clsm-softmax": ["clsm-softmax_title_cos"]}
+    assert base_names == ["bm25_doc", "coverage_doc"]
+    assert len(folds) == 4 and info["outer_folds"] == 4 and "out-of-fold" in info["description"]
+    for fold in folds:
+        assert fold.test.feature_map.names == base_names + ["clsm-softmax_title_cos"]
+        assert fold.test.is_contiguous() and fold.train.is_contiguous()
+        # the neural column is the stub's value for each row's own document
+        docs = dict(zip(pairs["docid"], pairs["doc"]))
+        np.testing.assert_array_equal(fold.test.X[:, -1], [len(docs[d]) for d in fold.test.docid])
