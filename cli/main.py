@@ -45,6 +45,8 @@ from cli import extract_cmd  # noqa: E402
 from cli import ranker_cmd  # noqa: E402
 from cli import datasets_cmd  # noqa: E402
 from cli import ablate_cmd  # noqa: E402
+from cli import explain_cmd  # noqa: E402
+from cli import encoder_cmd  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
 cli.add_command(extract_cmd.extract)
@@ -54,6 +56,8 @@ cli.add_command(ranker_cmd.evaluate)
 cli.add_command(ranker_cmd.rank)
 cli.add_command(datasets_cmd.datasets)
 cli.add_command(ablate_cmd.ablate)
+cli.add_command(explain_cmd.explain)
+cli.add_command(encoder_cmd.train_encoder_cmd)
 
 
 def main():

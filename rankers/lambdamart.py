@@ -60,7 +60,8 @@ def _check_labels(label: np.ndarray, where: str) -> int:
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
         raise LtrfeatError(
-            f"{where} labels must be non-negative integer grades for lambdarank; row {row + 1} has {float(label[row]):g}",
+            f"{where} labels must be non-negative integer grades for lambdarank; "
+            f"row {row + 1} has {float(label[row]):g}",
             fix="map fractional or negative labels to integer grades first (e.g. the label mapping of the text tables)")
     return int(label.max())
 
@@ -70,7 +71,7 @@ def _progress(total: int, verbose: bool, desc: str):
 
 
 class _LightGBM:
-    name = "lightgbm"
+    """Parameters, training, prediction and (de)serialisation through LightGBM's own API."""
 
     @staticmethod
     def params(est: "LambdaMART", max_label: int) -> dict:
@@ -135,7 +136,7 @@ class _LightGBM:
 
 
 class _XGBoost:
-    name = "xgboost"
+    """The same operations through XGBoost's own API."""
 
     @staticmethod
     def params(est: "LambdaMART", max_label: int) -> dict:
@@ -395,8 +396,8 @@ class LambdaMART(BaseEstimator):
         mpath = meta_path(path)
         for p in (path, mpath):
             if not p.is_file():
-                raise ModelFileError("file not found", path=p,
-                                     fix="give the model file written by train-ranker; its .meta.json must sit beside it")
+                raise ModelFileError("file not found", path=p, fix="give the model file written by train-ranker; "
+                                     "its .meta.json must sit beside it")
         try:
             meta = json.loads(mpath.read_text(encoding="utf-8"))
         except UnicodeDecodeError:
