@@ -7,6 +7,7 @@ import warnings
 
 import click
 
+from cli.ranker_cmd import _engine_params as engine_params
 from ltr_features.errors import LtrfeatError
 from ltr_features.letor import NAN_POLICIES
 from rankers.metrics import GAINS, NO_RELEVANT
@@ -22,7 +23,8 @@ def _neural_groups(pairs) -> dict:
     for pair in pairs:
         name, sep, spec = pair.partition("=")
         if not sep or not name.strip() or not spec.strip():
-            raise LtrfeatError(f"--neural {pair!r} is not NAME=SPEC", fix="e.g. --neural clsm=47 or --neural clsm=clsm_title_cos")
+            raise LtrfeatError(f"--neural {pair!r} is not NAME=SPEC",
+                               fix="e.g. --neural clsm=47 or --neural clsm=clsm_title_cos")
         if name.strip() in groups:
             raise LtrfeatError(f"--neural group {name.strip()!r} is given twice", fix="give each group once")
         groups[name.strip()] = spec.strip()
@@ -33,7 +35,8 @@ def _seeds(text: str) -> list[int]:
     try:
         return [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise LtrfeatError(f"--seeds {text!r} is not a comma-separated list of integers", fix="e.g. --seeds 0,1,2") from None
+        raise LtrfeatError(f"--seeds {text!r} is not a comma-separated list of integers",
+                           fix="e.g. --seeds 0,1,2") from None
 
 
 @contextlib.contextmanager
@@ -74,7 +77,10 @@ def _notices():
 @click.option("--num-leaves", type=click.IntRange(min=2), default=31, show_default=True)
 @click.option("--early-stopping-rounds", type=click.IntRange(min=0), default=50, show_default=True,
               help="Patience on the fold's validation NDCG@10; 0 disables.")
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Engine threads (default: all cores).")
+@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Engine threads per model; 0 = all cores (only pays off for large folds).")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Extra engine parameter (repeatable), e.g. --param bagging_fraction=0.8 --param bagging_freq=1.")
 @click.option("--resamples", type=click.IntRange(min=100), default=None,
               help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].")
 @click.option("--nan-policy", type=click.Choice(list(NAN_POLICIES)), default="keep", show_default=True,
@@ -84,8 +90,8 @@ def _notices():
 @click.option("--overwrite", is_flag=True, help="Replace an existing report directory.")
 @click.option("--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win).")
 def ablate(folds_dir, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
-           n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, resamples, nan_policy, report_dir,
-           overwrite, quick):
+           n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
+           report_dir, overwrite, quick):
     """Compare LambdaMART with and without neural features over query folds.
 
     Feature sets: the base features; base + each --neural group; base + all groups (when
@@ -106,7 +112,7 @@ def ablate(folds_dir, fold_glob, base, neural, alone, base_name, engine, seeds, 
     features are named by their .features.json sidecars or f<id>.
     """
     from rankers.ablation import load_letor_folds, plan_feature_sets, run_ablation, summarise
-    from rankers.report import check_report_dir, headline_table, write_report
+    from rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
 
     seed_list = _seeds(seeds if seeds is not None else (QUICK["seeds"] if quick else "0,1,2"))
     n_estimators = n_estimators or (QUICK["n_estimators"] if quick else 500)
@@ -117,15 +123,20 @@ def ablate(folds_dir, fold_glob, base, neural, alone, base_name, engine, seeds, 
         folds = load_letor_folds(folds_dir, fold_glob=fold_glob, nan_policy=nan_policy)
         sets = plan_feature_sets(folds[0].train.feature_map, base=base, neural=groups, alone=alone,
                                  base_name=base_name)
-        params = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                  "early_stopping_rounds": early_stopping_rounds, "n_jobs": threads}
+        ranker_params = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
+                         "early_stopping_rounds": early_stopping_rounds, "n_jobs": threads or None,
+                         "params": engine_params(params)}
         n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
         click.echo(f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
                    f"{len(seed_list)} seeds: {n_runs} runs", err=True)
-        result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=params, metrics=metrics,
+        result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params, metrics=metrics,
                               gain=gain, no_relevant=no_relevant, progress=not os.environ.get("CI"))
     summary = summarise(result, seed=0, n_resamples=resamples)
     out = write_report(result, summary, report_dir, overwrite=overwrite)
+    inert = seed_inert_sets(result)
+    if inert:
+        click.echo(f"notice: the seeds changed nothing for {', '.join(inert)}: {SEED_HINT} (--param KEY=VALUE)",
+                   err=True)
     for line in headline_table(result, summary):
         click.echo(line)
     stats = summary["statistics"]

@@ -78,6 +78,8 @@ class AblationResult:
     importance : per ranker set, each feature's share of the total split gain, averaged over
         folds and seeds (shares sum to 1 per run).
     config : engine, seeds, ranker and engine parameters, metrics, conventions, folds, versions.
+    seed_effect : per ranker set, whether any two seeds gave different per-query metrics on
+        some fold (False means training was deterministic: more seeds only cost time).
     """
 
     feature_sets: list[FeatureSet]
@@ -85,6 +87,7 @@ class AblationResult:
     runs: list[dict]
     importance: dict[str, dict[str, float]]
     config: dict
+    seed_effect: dict[str, bool] = dataclasses.field(default_factory=dict)
 
     @property
     def metrics(self) -> list[str]:
@@ -263,7 +266,8 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
         for qid in fold.test.queries().tolist():
             if qid in tested_in:
                 raise LtrfeatError(f"query {qid!r} is in the test sets of folds {tested_in[qid]!r} and {fold.name!r}",
-                                   fix="each query must be tested in exactly one fold (the folds must partition the queries)")
+                                   fix="each query must be tested in exactly one fold "
+                                       "(the folds must partition the queries)")
             tested_in[qid] = fold.name
         for part in ("train", "valid", "test"):
             data = getattr(fold, part)
@@ -318,7 +322,8 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     engine : ``"lightgbm"`` or ``"xgboost"``.
     seeds : ranker seeds; every ranker set is trained once per seed on every fold.
     ranker_params : other :class:`~rankers.lambdamart.LambdaMART` parameters
-        (``n_estimators``, ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...).
+        (``n_estimators``, ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...);
+        ``n_jobs`` defaults to 1 here (None = all cores).
     metrics : metric names or spec (see :func:`rankers.metrics.parse_metrics`).
     gain, no_relevant : NDCG gain and the value of queries without a relevant document
         (see :class:`rankers.metrics.Conventions`); ties are broken by input order.
@@ -336,10 +341,13 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     seeds = [int(s) for s in seeds]
     if not seeds or len(set(seeds)) != len(seeds):
         raise LtrfeatError(f"seeds must be distinct and at least one, got {seeds}", fix="e.g. seeds 0,1,2")
-    params = dict(ranker_params or {})
+    # many small models: one engine thread each is faster than all cores (thread start-up and
+    # contention dominate), and it stays fast on a loaded machine
+    params = {"n_jobs": 1} | dict(ranker_params or {})
     reserved = [k for k in _RESERVED_PARAMS if k in params]
     if reserved:
-        raise LtrfeatError(f"ranker_params may not set {reserved[0]!r}", fix="the ablation sets engine, seed and features")
+        raise LtrfeatError(f"ranker_params may not set {reserved[0]!r}",
+                           fix="the ablation sets engine, seed and features itself")
     _check_folds(folds, feature_sets)
     if no_relevant == "exclude" and not any((f.test.label >= conventions.relevance_threshold).any() for f in folds):
         raise LtrfeatError("no test query has a relevant document, so every query would be excluded",
@@ -349,6 +357,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     runs: list[dict] = []
     frames: list[pd.DataFrame] = []
     shares: dict[str, list[dict]] = {s.name: [] for s in feature_sets if s.kind == "ranker"}
+    seed_effect = {name: False for name in shares}
     engine_params = None
     with tqdm(total=total, desc="ablation", unit="run", disable=None if progress else True, leave=False) as bar:
         for fold in folds:
@@ -378,6 +387,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
                     bar.update(1)
                 frame = per_seed[0].copy()
                 if len(per_seed) > 1:
+                    seed_effect[fs.name] |= not all(df.equals(per_seed[0]) for df in per_seed[1:])
                     frame[metric_names] = sum(df[metric_names] for df in per_seed) / len(per_seed)
                 frame = frame.reset_index()
                 frame.insert(0, "fold", fold.name)
@@ -402,7 +412,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
         "folds": [_fold_config(f) for f in folds],
         "versions": _versions(engine),
     }
-    return AblationResult(feature_sets, per_query, runs, importance, config)
+    return AblationResult(feature_sets, per_query, runs, importance, config, seed_effect)
 
 
 # -- statistics ---------------------------------------------------------------------------
@@ -413,7 +423,8 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
     Parameters
     ----------
     result : an :class:`AblationResult`.
-    baseline : the ranker set every other ranker set is compared against; default the first.
+    baseline : the ranker set every other ranker set is compared against; default the first
+        (no comparisons when there is no ranker set).
     seed : seed of the bootstrap and randomisation resampling.
     n_resamples : bootstrap and randomisation resamples.
 
@@ -428,9 +439,7 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
     """
     rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
     if baseline is None:
-        if not rankers:
-            raise LtrfeatError("the ablation has no ranker set to use as the baseline")
-        baseline = rankers[0]
+        baseline = rankers[0] if rankers else None
     elif baseline not in rankers:
         raise LtrfeatError(f"baseline {baseline!r} is not a ranker set of this ablation",
                            fix=f"use one of {', '.join(rankers)}")
@@ -449,7 +458,7 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
     for metric in result.metrics:
         wide = per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
         for variant in rankers:
-            if variant == baseline:
+            if variant == baseline or baseline is None:
                 continue
             pair = wide[[baseline, variant]].dropna()
             if pair.empty:

@@ -36,6 +36,18 @@ def significance_mark(p, marks: dict | None = None) -> str:
     return max(hits, key=len) if hits else ""
 
 
+SEED_HINT = ("training without row or feature subsampling is deterministic, so extra seeds only cost time; "
+             "to measure seed variance add subsampling, e.g. LightGBM bagging_fraction=0.8, bagging_freq=1, "
+             "feature_fraction=0.8 or XGBoost subsample=0.8, colsample_bytree=0.8")
+
+
+def seed_inert_sets(result: AblationResult) -> list[str]:
+    """Ranker sets whose per-query metrics were identical for every seed (with several seeds)."""
+    if len(result.config["seeds"]) < 2:
+        return []
+    return [name for name, changed in result.seed_effect.items() if not changed]
+
+
 def headline_metrics(metrics) -> list[str]:
     """NDCG@1/3/10 when measured, else the first three metrics."""
     chosen = [m for m in HEADLINE if m in metrics]
@@ -60,7 +72,8 @@ def report_json(result: AblationResult, summary: dict) -> dict:
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
     config = result.config | {"baseline": summary["baseline"], "statistics": summary["statistics"]}
     return _clean({"format": REPORT_FORMAT, "config": config, "results": summary["results"],
-                   "comparisons": summary["comparisons"], "runs": runs, "importance": result.importance})
+                   "comparisons": summary["comparisons"], "runs": runs, "importance": result.importance,
+                   "seed_effect": result.seed_effect})
 
 
 def _index(summary: dict):
@@ -128,6 +141,10 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
     lines.append(f"- **Seeds**: {', '.join(map(str, cfg['seeds']))} — every ranker set is trained with each seed on "
                  "every fold (paired); per-query metrics are averaged over seeds. Single-feature rankers are "
                  "deterministic and run once.")
+    inert = seed_inert_sets(result)
+    if inert:
+        lines.append(f"- **Note**: the seeds changed nothing for {', '.join(f'`{n}`' for n in inert)}: "
+                     f"{SEED_HINT}.")
     lines.append(f"- **Engine**: {cfg['engine']} LambdaMART; parameters: `{json.dumps(_clean(cfg['ranker_params']))}`; "
                  f"engine parameters: `{json.dumps(_clean(cfg['engine_params']))}`. Early stopping uses the fold's "
                  "validation part when it has one.")
@@ -137,23 +154,32 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
                  f"(equal scores keep input order); queries without a relevant document: {conv['no_relevant']}.")
     lines.append("- **Single-feature rankers** sort documents by the raw feature value, descending; ties keep "
                  "input order; NaN/inf values go last.")
-    lines.append(f"- **Significance marks**: {stats['marks_test']}; `*` adjusted p < {marks['*']}, "
+    lines.append((f"- **Significance marks**: {stats['marks_test']}; `*` adjusted p < {marks['*']}, "
                  f"`**` adjusted p < {marks['**']}; {len(summary['comparisons'])} comparisons of "
                  f"`{summary['baseline']}` against the other ranker sets over all metrics.")
+                 if summary["comparisons"] else "- **Significance marks**: none (no ranker set to compare).")
     b = stats["bootstrap"]
     lines.append(f"- **Intervals**: {b['method']} bootstrap, {int(b['level'] * 100)}% level, {b['n_resamples']} "
                  f"resamples, seed {b['seed']}; randomisation test with {stats['randomization']['n_resamples']} "
-                 f"sign-flip resamples (exact enumeration up to {stats['randomization']['exact_up_to_queries']} queries).")
+                 "sign-flip resamples (exact enumeration up to "
+                 f"{stats['randomization']['exact_up_to_queries']} queries).")
+    if summary["comparisons"]:
+        floor = len(summary["comparisons"]) / (stats["randomization"]["n_resamples"] + 1)
+        lines.append(f"- **Resolution**: with {stats['randomization']['n_resamples']} resamples and "
+                     f"{len(summary['comparisons'])} comparisons the smallest attainable Holm-adjusted p is about "
+                     f"{floor:.2g} (for more than {stats['randomization']['exact_up_to_queries']} queries); "
+                     "raise the resamples if that exceeds a mark's threshold.")
     lines.append(f"- **Versions**: {', '.join(f'{k} {v}' for k, v in cfg['versions'].items() if v)}.")
     lines.append("")
 
-    lines += ["## Rankers", "",
-              f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
-              "significance mark.", ""]
-    lines += _md_table(["feature set", "features"] + cfg["metrics"],
-                       [[f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks) for m in cfg["metrics"]]
-                        for s in rankers])
-    lines.append("")
+    if rankers:
+        lines += ["## Rankers", "",
+                  f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
+                  "significance mark.", ""]
+        lines += _md_table(["feature set", "features"] + cfg["metrics"],
+                           [[f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks)
+                                                               for m in cfg["metrics"]] for s in rankers])
+        lines.append("")
     if summary["comparisons"]:
         lines += ["## Comparisons", "",
                   "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
@@ -174,20 +200,24 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
         lines += _md_table(["feature"] + cfg["metrics"],
                            [[f"`{s.name}`"] + [_mean_ci(means[(s.name, m)]) for m in cfg["metrics"]] for s in alone])
         lines.append("")
-    lines += ["## Feature importance", "",
-              "Share of each ranker's total split gain, averaged over folds and seeds (top "
-              f"{_TOP_FEATURES} per set).", ""]
-    for s in rankers:
-        top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
-        lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
-    best = {}
-    for r in result.runs:
-        if r["best_iteration"] is not None:
-            best.setdefault(r["feature_set"], []).append(r["best_iteration"])
-    lines += ["", "Best iteration (trees used) per ranker set, over folds and seeds: " +
-              "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()), ""]
-    lines += ["## Plots", "", "![metric means with 95% intervals](metrics.png)", "",
-              "![per-query deltas](deltas.png)", "", "![feature importance](importance.png)", ""]
+    if rankers:
+        lines += ["## Feature importance", "",
+                  "Share of each ranker's total split gain, averaged over folds and seeds (top "
+                  f"{_TOP_FEATURES} per set).", ""]
+        for s in rankers:
+            top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
+            lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
+        best = {}
+        for r in result.runs:
+            if r["best_iteration"] is not None:
+                best.setdefault(r["feature_set"], []).append(r["best_iteration"])
+        lines += ["", "Best iteration (trees used) per ranker set, over folds and seeds: " +
+                  "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()), ""]
+    lines += ["## Plots", "", "![metric means with 95% intervals](metrics.png)", ""]
+    if summary["comparisons"]:
+        lines += ["![per-query deltas](deltas.png)", ""]
+    if rankers:
+        lines += ["![feature importance](importance.png)", ""]
     lines += ["## Files", "",
               "- `report.json`: config, results, comparisons, per-run best iterations, importance "
               "(identical on reruns with the same inputs and seeds)",
@@ -305,8 +335,10 @@ def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: b
             json.dump({"total_seconds": sum(r["seconds"] for r in result.runs), "runs": result.runs}, fh, indent=1)
             fh.write("\n")
         plot_metrics(result, summary, tmp / "metrics.png")
-        plot_deltas(result, summary, tmp / "deltas.png")
-        plot_importance(result, tmp / "importance.png")
+        if summary["comparisons"]:
+            plot_deltas(result, summary, tmp / "deltas.png")
+        if any(s.kind == "ranker" for s in result.feature_sets):
+            plot_importance(result, tmp / "importance.png")
         if out_dir.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
             out_dir.rename(old / out_dir.name)

@@ -1,0 +1,140 @@
+"""Ablation report: contract of report.json, reproducibility, Markdown content, plots, atomic directory."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from ltr_features.errors import LtrfeatError
+from rankers import report
+from rankers.ablation import plan_feature_sets, run_ablation, summarise
+from rankers.report import headline_table, significance_mark, write_report
+from test_ablation import FAST, planted_folds
+
+
+def _ablation(seeds=(0, 1)):
+    folds = planted_folds(n_folds=3, queries_per_fold=30)
+    sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
+    result = run_ablation(folds, sets, seeds=seeds, ranker_params=FAST, progress=False)
+    return result, summarise(result, n_resamples=2000)
+
+
+@pytest.fixture(scope="module")
+def ablation():
+    return _ablation()
+
+
+@pytest.fixture(scope="module")
+def written(ablation, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reports") / "report"
+    return write_report(*ablation, out)
+
+
+def test_report_files(written):
+    assert sorted(p.name for p in written.iterdir()) == [
+        "deltas.png", "importance.png", "metrics.png", "per_query.tsv", "report.json", "report.md", "timings.json"]
+    for png in ("deltas.png", "importance.png", "metrics.png"):
+        assert (written / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not [p for p in written.parent.iterdir() if p.name.startswith(".")]  # no temp dirs left
+
+
+def test_report_json_contract(written, ablation):
+    result, _ = ablation
+    data = json.loads((written / "report.json").read_text())
+    assert {"config", "results", "comparisons"} <= set(data)
+    cfg = data["config"]
+    assert cfg["seeds"] == [0, 1] and cfg["engine"] == "lightgbm" and cfg["baseline"] == "lexical"
+    assert cfg["versions"]["lightgbm"] and cfg["conventions"]["gain"] == "exp2"
+    assert cfg["statistics"]["bootstrap"]["n_resamples"] == 2000
+    for r in data["results"]:
+        assert isinstance(r["feature_set"], str) and isinstance(r["mean"], float)
+        assert len(r["ci95"]) == 2 and isinstance(r["n_queries"], int)
+    names = {r["feature_set"] for r in data["results"]}
+    assert names == {"lexical", "lexical+clsm", "clsm_title_cos", "bm25_title"}
+    types = {"baseline": str, "variant": str, "metric": str, "delta": float, "relative": float, "p_ttest": float,
+             "p_randomization": float, "p_holm": float, "wins": int, "ties": int, "losses": int}
+    assert len(data["comparisons"]) == len(result.metrics)
+    for c in data["comparisons"]:
+        for key, kind in types.items():
+            assert isinstance(c[key], kind), key
+    assert all("seconds" not in r for r in data["runs"])
+    assert data["seed_effect"] == {"lexical": False, "lexical+clsm": False}
+    timings = json.loads((written / "timings.json").read_text())
+    assert len(timings["runs"]) == len(data["runs"]) and timings["total_seconds"] > 0
+
+
+def test_report_json_is_identical_on_rerun(written, tmp_path):
+    again = write_report(*_ablation(), tmp_path / "again")
+    assert (again / "report.json").read_bytes() == (written / "report.json").read_bytes()
+    assert (again / "per_query.tsv").read_bytes() == (written / "per_query.tsv").read_bytes()
+    assert (again / "report.md").read_text() == (written / "report.md").read_text()
+
+
+def test_per_query_tsv_matches_result(written, ablation):
+    result, _ = ablation
+    table = pd.read_csv(written / "per_query.tsv", sep="\t", dtype={"qid": str})
+    assert list(table.columns) == list(result.per_query.columns)
+    assert len(table) == len(result.per_query)
+    pd.testing.assert_series_equal(table["ndcg@10"], result.per_query["ndcg@10"].astype(float), rtol=1e-9)
+
+
+def test_report_markdown_states_the_setup(written):
+    text = (written / "report.md").read_text()
+    for needle in ["Fold1", "generated part 1", "**Seeds**: 0, 1", "lightgbm LambdaMART", '"n_estimators": 30',
+                   "NDCG gain 2^rel-1", "ties broken by input order", "without a relevant document excluded",
+                   "randomisation (sign-flip) test", "Holm-adjusted", "adjusted p < 0.05", "adjusted p < 0.01",
+                   "percentile bootstrap, 95% level, 2000 resamples", "smallest attainable", "`lexical+clsm`",
+                   "## Single features", "the seeds changed nothing for `lexical`, `lexical+clsm`",
+                   "clsm_title_cos", "![per-query deltas](deltas.png)", "W/T/L"]:
+        assert needle in text, needle
+    assert "(+" in text and "**" in text.split("## Rankers")[1]  # the planted lift is marked
+
+
+def test_headline_table_marks_the_lift(ablation):
+    lines = headline_table(*ablation)
+    assert lines[0].split() == ["feature", "set", "ndcg@1", "ndcg@3", "ndcg@10"]
+    lift = next(line for line in lines if line.startswith("lexical+clsm"))
+    assert lift.count("**") == 3 and "(+" in lift
+    assert any(line.startswith("clsm_title_cos (alone)") for line in lines)
+
+
+@pytest.mark.parametrize("p, mark", [(0.2, ""), (0.049, "*"), (0.0099, "**"), (None, ""), (float("nan"), "")])
+def test_significance_mark(p, mark):
+    assert significance_mark(p) == mark
+
+
+def test_existing_dir_is_refused_or_replaced_atomically(ablation, tmp_path, monkeypatch):
+    out = tmp_path / "rep"
+    out.mkdir()
+    (out / "old.txt").write_text("previous")
+    with pytest.raises(LtrfeatError, match="report directory exists and is not empty"):
+        write_report(*ablation, out)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(report, "plot_importance", boom)
+    with pytest.raises(RuntimeError):
+        write_report(*ablation, out, overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["old.txt"]  # old report untouched
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # temp dir removed
+    with pytest.raises(RuntimeError):
+        write_report(*ablation, tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    monkeypatch.undo()
+    write_report(*ablation, out, overwrite=True)
+    assert (out / "report.md").exists() and not (out / "old.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]
+
+
+def test_report_without_comparisons(tmp_path):
+    folds = planted_folds(n_folds=2, queries_per_fold=10)
+    sets = [s for s in plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"c": "4"})
+            if s.kind == "alone"]
+    result = run_ablation(folds, sets, progress=False)
+    out = write_report(result, summarise(result, n_resamples=200), tmp_path / "r")
+    assert json.loads((out / "report.json").read_text())["comparisons"] == []
+    assert sorted(p.name for p in out.glob("*.png")) == ["metrics.png"]
+    text = (out / "report.md").read_text()
+    assert "deltas.png" not in text and "importance.png" not in text and "## Single features" in text
