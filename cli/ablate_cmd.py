@@ -7,13 +7,18 @@ import warnings
 
 import click
 
-from cli.ranker_cmd import _engine_params as engine_params
+from cli.options import parse_key_values
 from ltr_features.errors import LtrfeatError
 from ltr_features.letor import NAN_POLICIES
 from rankers.metrics import GAINS, NO_RELEVANT
 
 ENGINES = ("lightgbm", "xgboost")
 QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
+# Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
+# wasted); --param bagging_fraction=1 (LightGBM) or --param subsample=1 (XGBoost) turns it off.
+SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
+# Text mode --quick: small encoders, few epochs (a smoke run, not a measurement).
+QUICK_ENCODER = {"epochs": 2}
 # rankers.ablation / report (LightGBM, XGBoost, matplotlib) are imported inside the command
 # so that every other ltrfeat command starts fast.
 
@@ -39,6 +44,37 @@ def _seeds(text: str) -> list[int]:
                            fix="e.g. --seeds 0,1,2") from None
 
 
+def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
+                train_columns, k, inner, valid_fraction, options, cache, seed, quick):
+    """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltr_features.crossfit)."""
+    from ltr_features.crossfit import EncoderSpec, text_folds
+    from ltr_features.extract import lexical_extractors
+    from ltr_features.text import read_judged_pairs
+
+    if not encoders:
+        raise click.UsageError("text mode needs at least one --encoder (e.g. --encoder clsm:softmax)")
+    specs = [EncoderSpec.parse(e) for e in encoders]
+    if len({s.name for s in specs}) != len(specs):
+        raise click.UsageError("each --encoder may be given once")
+    pairs = read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map)
+    train_table = None
+    if train_pairs_path is not None:
+        train_table = read_judged_pairs(train_pairs_path, columns=train_columns, encoding=encoding)
+    extractors = lexical_extractors(lexical, fields=["doc"])
+    if not extractors:
+        raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
+    options = {**(QUICK_ENCODER if quick else {}), **options}
+    n_train = k * (1 + inner) * sum(s.trainable for s in specs)
+    click.echo(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds x {1 + inner} trainings "
+               f"({n_train} encoder trainings)", err=True)
+    folds, groups, base, scheme = text_folds(
+        pairs, lexical=extractors, specs=specs, k=k, inner=inner, valid_fraction=valid_fraction, seed=seed,
+        train_table=train_table, options=options, cache=cache, conflicts=conflicts,
+        progress=not os.environ.get("CI"))
+    scheme["encoder_options"] = options
+    return folds, groups, ",".join(base), scheme
+
+
 @contextlib.contextmanager
 def _notices():
     """Show library warnings (regrouped queries, gain changes) once each as notices on stderr."""
@@ -52,13 +88,40 @@ def _notices():
 
 
 @click.command("ablate")
-@click.option("--folds", "folds_dir", type=click.Path(file_okay=False), required=True,
-              help="Directory of fold directories, each with train, vali (optional) and test files "
+@click.option("--folds", "folds_dir", type=click.Path(file_okay=False), default=None,
+              help="LETOR mode: directory of fold directories, each with train, vali (optional) and test files "
                    "(.letor or .txt, optionally .gz).")
+@click.option("--pairs", "pairs_path", type=click.Path(dir_okay=False), default=None,
+              help="Text mode: judged pairs (query, doc, label; optional qid, docid) — lexical features are "
+                   "computed and --encoder encoders cross-fitted over query folds.")
+@click.option("--columns", default=None, help="Text mode: pairs column mapping, e.g. query=search_term,doc=product_title.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Text mode: encoding of the tables.")
+@click.option("--label-map", default="none", show_default=True,
+              help="Text mode: label mapping (none | round | linear:LO:HI:GRADES | threshold:T1,T2,...).")
+@click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
+              help="Text mode: an id naming different texts on different rows fails, or keeps its first text.")
+@click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all').")
+@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][=PATH]",
+              help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
+                   "sbert, sbert=PATH.")
+@click.option("--train-pairs", "train_pairs_path", type=click.Path(dir_okay=False), default=None,
+              help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
+                   "filtered by query text so no fold's test query is trained on. Default: the judged pairs.")
+@click.option("--train-columns", default=None, help="Column mapping of --train-pairs.")
+@click.option("--k-folds", type=click.IntRange(min=2), default=5, show_default=True, help="Text mode: outer query folds.")
+@click.option("--inner", type=click.IntRange(min=2), default=2, show_default=True,
+              help="Text mode: inner cross-fitting parts of each fold's ranker queries.")
+@click.option("--valid-fraction", type=click.FloatRange(0, 0.5), default=0.1, show_default=True,
+              help="Text mode: share of each fold's ranker queries held out for early stopping.")
+@click.option("--encoder-option", "encoder_options", multiple=True, metavar="KEY=VALUE",
+              help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
+              help="Text mode: cache trained encoders here (keyed by data, options and seed).")
+@click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders.")
 @click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories.")
-@click.option("--base", required=True, help="Base (lexical) features: ids, id ranges and names, e.g. 1-40.")
-@click.option("--neural", "neural", multiple=True, required=True, metavar="NAME=SPEC",
-              help="A neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.")
+@click.option("--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40.")
+@click.option("--neural", "neural", multiple=True, metavar="NAME=SPEC",
+              help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.")
 @click.option("--alone", default=None,
               help="Features ranked alone besides every neural feature (default: base features named bm25*; "
                    "'all' = every feature).")
@@ -89,12 +152,18 @@ def _notices():
               help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing report directory.")
 @click.option("--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win).")
-def ablate(folds_dir, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
+def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
+           train_columns, k_folds, inner, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
            n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
            report_dir, overwrite, quick):
     """Compare LambdaMART with and without neural features over query folds.
 
-    Feature sets: the base features; base + each --neural group; base + all groups (when
+    Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
+    and every --encoder is cross-fitted over --k-folds query folds, so no encoder ever scores
+    a query it was trained on (the scheme is written into the report). LETOR mode (--folds):
+    fold directories whose files already hold the columns.
+
+    Feature sets: the base features; base + each --neural group (text mode: each encoder); base + all groups (when
     there are several); and each neural feature (plus --alone features) ranking alone by
     its raw value. Every set is trained on the same folds with the same seeds, so the
     per-query metrics are paired; the base set is compared with each base+neural set by a
@@ -102,6 +171,11 @@ def ablate(folds_dir, fold_glob, base, neural, alone, base_name, engine, seeds, 
 
     \b
     Examples:
+      ltrfeat ablate --pairs data/judged.tsv --encoder clsm:softmax --encoder dssm:generalized \\
+          --report ablation/
+      ltrfeat ablate --pairs train.csv --encoding latin-1 --label-map linear:1:3:7 --conflicts first \\
+          --columns query=search_term,doc=product_title,docid=product_uid,label=relevance \\
+          --encoder clsm:softmax --encoder sbert --cache cache/ --report hd/
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --report ablation/
       ltrfeat ablate --folds folds/ --base 1-46 --neural clsm=clsm_title_cos \\
           --neural dssm=dssm_title_cos --engine xgboost --seeds 0,1,2,3,4 --report out/
@@ -111,26 +185,44 @@ def ablate(folds_dir, fold_glob, base, neural, alone, base_name, engine, seeds, 
     DIR/Fold1/{train,vali,test}.{letor,txt} (MQ2008 names train.txt vali.txt test.txt) are read;
     features are named by their .features.json sidecars or f<id>.
     """
-    from rankers.ablation import load_letor_folds, plan_feature_sets, run_ablation, summarise
+    from rankers.ablation import Fold, load_letor_folds, plan_feature_sets, run_ablation, summarise
     from rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
 
+    if (folds_dir is None) == (pairs_path is None):
+        raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
     seed_list = _seeds(seeds if seeds is not None else (QUICK["seeds"] if quick else "0,1,2"))
     n_estimators = n_estimators or (QUICK["n_estimators"] if quick else 500)
     resamples = resamples or (QUICK["resamples"] if quick else 10_000)
-    groups = _neural_groups(neural)
     check_report_dir(report_dir, overwrite=overwrite)
     with _notices():
-        folds = load_letor_folds(folds_dir, fold_glob=fold_glob, nan_policy=nan_policy)
-        sets = plan_feature_sets(folds[0].train.feature_map, base=base, neural=groups, alone=alone,
+        if folds_dir is not None:
+            if base is None or not neural:
+                raise click.UsageError("LETOR mode needs --base SPEC and at least one --neural NAME=SPEC")
+            folds = load_letor_folds(folds_dir, fold_glob=fold_glob, nan_policy=nan_policy)
+            groups, base_spec, scheme = _neural_groups(neural), base, None
+        else:
+            if base is not None or neural:
+                raise click.UsageError("--base/--neural are for --folds; in text mode the lexical features are "
+                                       "the base and each --encoder is a neural group")
+            folds, groups, base_spec, scheme = _text_folds(
+                pairs_path, columns=columns, encoding=encoding, label_map=label_map, conflicts=conflicts,
+                lexical=lexical, encoders=encoders, train_pairs_path=train_pairs_path, train_columns=train_columns,
+                k=k_folds, inner=inner, valid_fraction=valid_fraction, options=parse_key_values(
+                    encoder_options, option="--encoder-option", example="epochs=5") or {},
+                cache=cache_dir, seed=split_seed, quick=quick)
+            folds = [Fold(*f, origin=scheme["description"]) for f in folds]
+        sets = plan_feature_sets(folds[0].train.feature_map, base=base_spec, neural=groups, alone=alone,
                                  base_name=base_name)
         ranker_params = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
                          "early_stopping_rounds": early_stopping_rounds, "n_jobs": threads or None,
-                         "params": engine_params(params)}
+                         "params": {**SUBSAMPLE[engine], **(parse_key_values(params) or {})}}
         n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
         click.echo(f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
                    f"{len(seed_list)} seeds: {n_runs} runs", err=True)
         result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params, metrics=metrics,
                               gain=gain, no_relevant=no_relevant, progress=not os.environ.get("CI"))
+    if scheme is not None:
+        result.config["cross_fitting"] = scheme
     summary = summarise(result, seed=0, n_resamples=resamples)
     out = write_report(result, summary, report_dir, overwrite=overwrite)
     inert = seed_inert_sets(result)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ltr_features import letor as letor_io
 from ltr_features.dataset import FeatureMap, RankingSet
+from cli.options import parse_key_values
 from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
 from rankers.metrics import GAINS, NO_RELEVANT, TIES, evaluate_queries, parse_metrics, summarise
@@ -70,20 +71,6 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
         raise ModelFileError(exc.problem, path=path, fix=exc.fix) from None
 
 
-def _engine_params(pairs) -> dict | None:
-    """``KEY=VALUE`` pairs; values are JSON when they parse as JSON, else strings."""
-    params = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise LtrfeatError(f"--param {pair!r} is not KEY=VALUE", fix="e.g. --param min_data_in_leaf=50")
-        try:
-            params[key] = json.loads(value)
-        except json.JSONDecodeError:
-            params[key] = value
-    return params or None
-
-
 @click.command("train-ranker")
 @click.argument("train", type=click.Path(dir_okay=False))
 @click.option("--valid", type=click.Path(dir_okay=False), default=None,
@@ -126,7 +113,7 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
                            num_leaves=num_leaves, early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
-                           seed=seed, n_jobs=threads, params=_engine_params(params), features=features,
+                           seed=seed, n_jobs=threads, params=parse_key_values(params), features=features,
                            verbose=not os.environ.get("CI"))
         model.fit(train_data, valid_data)
     model.metadata_["missing_values"]["read_nan_policy"] = nan_policy

@@ -202,7 +202,7 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not progress or n_jobs == 0)
     try:
         for spec in specs:
-            column = f"{spec.name}_{'title' if field == 'doc' else field}_cos"
+            column = f"{spec.name}_{field}_cos"
             if not spec.trainable:
                 scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
                 for plan in plans:

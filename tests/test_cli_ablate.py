@@ -44,11 +44,20 @@ def test_ablate_prints_headline_and_writes_report(ablated):
     assert lift.startswith("lexical+clsm") and lift.count("(+") == 3 and lift.count("**") == 3
     assert "Holm-adjusted" in result.output and f"report: {out / 'report.md'}" in result.output
     assert "3 folds x 4 feature sets" in result.output  # CliRunner mixes stderr in
-    assert "notice: the seeds changed nothing for lexical, lexical+clsm" in result.output
+    assert "seeds changed nothing" not in result.output  # row subsampling is on by default
     data = json.loads((out / "report.json").read_text())
     assert data["config"]["seeds"] == [0, 1]
     assert data["config"]["ranker_params"]["n_estimators"] == 30
     assert "Fold1/train.letor" in data["config"]["folds"][0]["origin"]
+
+
+def test_without_subsampling_seeds_are_reported_inert(folds_dir, tmp_path):
+    result = run("ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--seeds", "0,1",
+                 "--resamples", "500", "--param", "bagging_fraction=1.0", "--report", tmp_path / "r", *FAST)
+    assert result.exit_code == 0, result.output
+    assert "notice: the seeds changed nothing for lexical, lexical+clsm" in result.output
+    config = json.loads((tmp_path / "r" / "report.json").read_text())["config"]
+    assert config["ranker_params"]["params"]["bagging_fraction"] == 1.0
 
 
 def test_ablate_report_is_reproducible(folds_dir, ablated, tmp_path):

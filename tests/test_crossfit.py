@@ -67,7 +67,7 @@ def test_no_encoder_ever_trains_on_the_queries_it_scores():
                                progress=False)
     assert len(trained) == 4 * 3
     for plan in plans:
-        values = columns[plan.name]["clsm-softmax_title_cos"]
+        values = columns[plan.name]["clsm-softmax_doc_cos"]
         assert not np.isnan(values).any()  # every row of the fold's universe (all queries) is scored once
     # each fold: test queries scored by exactly one encoder, trained without any of them
     all_q = {normalise_query(q) for q in pairs["query"]}
@@ -104,12 +104,12 @@ def test_build_folds_splits_rows_and_appends_columns():
     base = RankingSet(pairs["qid"].to_numpy(object), pairs["label"], np.ones((len(pairs), 2)), FeatureMap.dense(2),
                       docid=pairs["docid"].to_numpy(object))
     plans = plan_folds(pairs["qid"], k=4, inner=2, seed=0)
-    cols = {p.name: {"clsm-softmax_title_cos": np.arange(len(pairs), dtype=np.float32)} for p in plans}
+    cols = {p.name: {"clsm-softmax_doc_cos": np.arange(len(pairs), dtype=np.float32)} for p in plans}
     folds = build_folds(base, plans, cols)
     assert all(isinstance(f, CrossFitFold) for f in folds)
     for fold, plan in zip(folds, plans):
         assert set(fold.test.qid) == plan.test and set(fold.train.qid) == plan.train
-        assert fold.test.feature_map.names[-1] == "clsm-softmax_title_cos"
+        assert fold.test.feature_map.names[-1] == "clsm-softmax_doc_cos"
         assert fold.test.feature_map.features[-1].source == "encoder:clsm-softmax"
         assert len(fold.train) + len(fold.valid) + len(fold.test) == len(pairs)
 
@@ -123,11 +123,11 @@ def test_text_folds_end_to_end_with_stub_encoder():
     folds, groups, base_names, info = text_folds(
         pairs, lexical=lexical_extractors("bm25,coverage", fields=["doc"]), specs=[EncoderSpec("clsm", "softmax")],
         k=4, inner=2, seed=0, train_fn=lambda spec, table: stub, progress=False)
-    assert groups == {"clsm-softmax": ["clsm-softmax_title_cos"]}
+    assert groups == {"clsm-softmax": ["clsm-softmax_doc_cos"]}
     assert base_names == ["bm25_doc", "coverage_doc"]
     assert len(folds) == 4 and info["outer_folds"] == 4 and "out-of-fold" in info["description"]
     for fold in folds:
-        assert fold.test.feature_map.names == base_names + ["clsm-softmax_title_cos"]
+        assert fold.test.feature_map.names == base_names + ["clsm-softmax_doc_cos"]
         assert fold.test.is_contiguous() and fold.train.is_contiguous()
         # the neural column is the stub's value for each row's own document
         docs = dict(zip(pairs["docid"], pairs["doc"]))

@@ -1,0 +1,20 @@
+"""Option parsing shared by several commands."""
+from __future__ import annotations
+
+import json
+
+from ltr_features.errors import LtrfeatError
+
+
+def parse_key_values(pairs, *, option: str = "--param", example: str = "min_data_in_leaf=50") -> dict | None:
+    """``KEY=VALUE`` pairs; values are JSON when they parse as JSON (numbers, booleans), else strings."""
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise LtrfeatError(f"{option} {pair!r} is not KEY=VALUE", fix=f"e.g. {option} {example}")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params or None
