@@ -1,0 +1,78 @@
+"""``ltrfeat ablate --pairs``: text mode with cross-fitted encoders on a generated world."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from ltr_features.synth import generate_world, write_world
+
+TINY = ["--k-folds", "3", "--encoder-option", "epochs=1", "--encoder-option", 'sizes={"hidden": [32], "out": 16}',
+        "--n-estimators", "20", "--num-leaves", "7", "--resamples", "500", "--seeds", "0"]
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    out = tmp_path_factory.mktemp("world")
+    write_world(generate_world(seed=3, n_queries=90, n_docs=300, n_click_queries=200), out)
+    return out
+
+
+def test_text_mode_writes_cross_fitting_scheme_and_is_reproducible(world, tmp_path):
+    args = ["ablate", "--pairs", world / "judged.tsv", "--encoder", "dssm:generalized", *TINY]
+    first = run(*args, "--report", tmp_path / "a")
+    assert first.exit_code == 0, first.output
+    assert "cross-fitting dssm-generalized over 3 query folds x 3 trainings (9 encoder trainings)" in first.output
+    report = json.loads((tmp_path / "a" / "report.json").read_text())
+    scheme = report["config"]["cross_fitting"]
+    assert scheme["outer_folds"] == 3 and scheme["inner_parts"] == 2 and "out-of-fold" in scheme["description"]
+    names = {r["feature_set"] for r in report["results"]}
+    assert {"lexical", "lexical+dssm-generalized", "dssm-generalized_doc_cos"} <= names
+    assert "No encoder scores a query it was trained on" in (tmp_path / "a" / "report.md").read_text()
+    second = run(*args, "--report", tmp_path / "b")
+    assert second.exit_code == 0, second.output
+    assert (tmp_path / "b" / "report.json").read_bytes() == (tmp_path / "a" / "report.json").read_bytes()
+
+
+def test_separate_click_table_trains_the_encoders(world, tmp_path):
+    result = run("ablate", "--pairs", world / "judged.tsv", "--train-pairs", world / "clicks.tsv",
+                 "--train-columns", "label=clicks", "--encoder", "dssm:generalized", "--encoder-option",
+                 "soft_labels=clicks", *TINY, "--report", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    scheme = json.loads((tmp_path / "r" / "report.json").read_text())["config"]["cross_fitting"]
+    assert "separate training table" in scheme["encoder_training_data"]
+
+
+@pytest.mark.parametrize("args, message", [
+    ([], "needs at least one --encoder"),
+    (["--encoder", "bert"], "unknown encoder 'bert'"),
+    (["--encoder", "clsm", "--base", "1"], "--base/--neural are for --folds"),
+    (["--encoder", "clsm", "--folds", "x"], "exactly one of --folds"),
+])
+def test_text_mode_usage_errors(world, tmp_path, args, message):
+    result = run("ablate", "--pairs", world / "judged.tsv", *args, "--report", tmp_path / "r")
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("semantic", [True, False])
+def test_planted_semantic_signal_is_significant_and_control_is_not(tmp_path, semantic):
+    out = tmp_path / "world"
+    write_world(generate_world(seed=1, n_queries=240, n_docs=800, n_click_queries=800, semantic=semantic), out)
+    result = run("ablate", "--pairs", out / "judged.tsv", "--encoder", "dssm:generalized", "--quick",
+                 "--report", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    lift = [c for c in report["comparisons"] if c["variant"] == "lexical+dssm-generalized"]
+    significant = [c["metric"] for c in lift if c["p_holm"] < 0.05]
+    if semantic:
+        assert significant, lift
+    else:
+        assert not significant, lift
