@@ -34,6 +34,14 @@ def letor():
     """
 
 
+def _by_source(features) -> dict[str, str]:
+    """``source -> "id:name, ..."`` in id order, for the info listing."""
+    groups: dict[str, list[str]] = {}
+    for f in features:
+        groups.setdefault(f["source"], []).append(f"{f['id']}:{f['name']}")
+    return {source: ", ".join(items) for source, items in groups.items()}
+
+
 @letor.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as one JSON object.")
@@ -57,6 +65,9 @@ def info(file, as_json, fmt, group_path, nan_policy, regroup):
     click.echo(f"queries:       {stats['queries']}")
     click.echo(f"features:      {stats['features']} (max id {stats['max_feature_id']}, names from "
                f"{stats['feature_map']})")
+    if stats["feature_map"] == "sidecar":
+        for source, names in _by_source(stats["feature_names"]).items():
+            click.echo(f"  {source}: {names}")
     click.echo(f"labels:        {histogram}")
     click.echo(f"docs/query:    min {d['min']}, median {d['median']:g}, max {d['max']}")
     click.echo(f"queries with no relevant doc (label > 0): {stats['queries_without_relevant']}")

@@ -756,6 +756,7 @@ def letor_summary(path, *, fmt: str = "auto", group_path=None, weight_path=None,
         "rows_with_docid": with_docid,
         "weighted": opts.weights is not None,
         "feature_map": "sidecar" if opts.map_path is not None else "ids seen",
+        "feature_names": [{"id": f.id, "name": f.name, "source": f.source} for f in fmap],
         "regrouped_queries": len(set(stream.noncontiguous)),
     }
 

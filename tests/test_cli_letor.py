@@ -41,6 +41,13 @@ def test_info_text(runner, letor_file):
     assert "queries with no relevant doc (label > 0): 1" in result.output
 
 
+def test_info_lists_feature_names_by_source(runner, letor_file):
+    FeatureMap.dense(1).append(["bm25_title"], source="lexical").save(FeatureMap.sidecar_path(letor_file))
+    result = runner.invoke(cli, ["letor", "info", str(letor_file)])
+    assert result.exit_code == 0, result.output
+    assert "  input: 1:f1\n  lexical: 2:bm25_title\n" in result.output
+
+
 def test_info_json(runner, letor_file):
     result = runner.invoke(cli, ["letor", "info", str(letor_file), "--json"])
     assert result.exit_code == 0, result.output
