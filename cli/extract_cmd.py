@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ltr_features import extract as ex
-from ltr_features import text
+from ltr_features import neural, text
 from ltr_features.analysis import Analyzer
 from ltr_features.corpus import CorpusStats
 from ltr_features.errors import LtrfeatError
@@ -20,15 +20,17 @@ def _split(value: str | None) -> list[str]:
 
 def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None, stopwords: str | None,
                      corpus_path: str | None, k1: float, b: float, mu: float, jm_lambda: float,
-                     ad_delta: float) -> list:
+                     ad_delta: float, encoders=()) -> list:
     """Every extractor the options ask for, in output column order (one place to add kinds)."""
     corpus = CorpusStats.load(corpus_path) if corpus_path else None
     analyzer = None if corpus is not None and stem is None and stopwords is None else \
         Analyzer(stemmer=stem, stopwords=stopwords)
     extractors = ex.lexical_extractors(_split(lexical), fields=fields, analyzer=analyzer, corpus=corpus, k1=k1, b=b,
                                        mu=mu, jm_lambda=jm_lambda, ad_delta=ad_delta)
+    extractors += neural.encoder_extractors(encoders, fields=fields)
     if not extractors:
-        raise LtrfeatError("no extractor chosen", fix="pass --lexical NAMES (see `ltrfeat features list`)")
+        raise LtrfeatError("no extractor chosen",
+                           fix="pass --lexical NAMES and/or --encoder KIND=MODEL (see `ltrfeat features list`)")
     return extractors
 
 
@@ -44,7 +46,9 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
 @click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
               help="Pairs: an id with different texts on different rows fails, or keeps its first text.")
 @click.option("--lexical", default=None, help="Comma-separated lexical features, or 'all'.")
-@click.option("--fields", default=None,
+@click.option("--encoder", "encoders", multiple=True, metavar="KIND[=PATH]",
+              help="Neural cosine column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, sbert[=DIR].")
+@click.option("--fields", "--field", "fields", default=None,
               help="Document fields to score (default: every text column of the documents/pairs table).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output LETOR file.")
 @click.option("--missing", type=click.Choice(list(ex.MISSING_POLICIES)), default="error", show_default=True,
@@ -69,10 +73,11 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
 @click.option("--chunk-queries", type=click.IntRange(min=1), default=1000, show_default=True,
               help="Queries held in memory at a time.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, fields, out_path, missing,
+def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
+            out_path, missing,
             encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda, ad_delta, corpus_path,
             save_corpus_path, texts_dir, chunk_queries, no_progress):
-    """Append lexical feature columns to a LETOR file (or build one from judged pairs).
+    """Append lexical and neural feature columns to a LETOR file (or build one from judged pairs).
 
     New columns get ids after the input's largest id and names such as bm25_title in
     OUT.features.json. Fit the corpus statistics once (on the training documents, with
@@ -85,23 +90,25 @@ def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, c
       ltrfeat extract --pairs train.csv --encoding latin-1 --label-map linear:1:3:7 \\
           --columns query=search_term,doc=product_title,docid=product_uid,label=relevance \\
           --conflicts first --lexical all --out hd.letor --write-texts hd_texts
+      ltrfeat extract train.letor --queries queries.tsv --docs docs.tsv \\
+          --encoder clsm=clsm.ltrenc --encoder sbert --field title --out train.nn.letor
     """
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = lambda message, *args, **kwargs: click.echo(f"warning: {message}", err=True)
-        _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, fields,
-                 out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda,
-                 ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, no_progress)
+        _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders,
+                 fields, out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu,
+                 jm_lambda, ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, no_progress)
 
 
-def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, fields, out_path,
-             missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda, ad_delta,
-             corpus_path, save_corpus_path, texts_dir, chunk_queries, no_progress):
+def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
+             out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda,
+             ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, no_progress):
     if bool(pairs_path) == bool(letor_in):
         raise LtrfeatError("give either LETOR_IN (with --queries and --docs) or --pairs",
                            fix="see `ltrfeat extract --help` for both forms")
-    options = dict(lexical=lexical, stem=stem, stopwords=stopwords, corpus_path=corpus_path, k1=k1, b=b, mu=mu,
-                   jm_lambda=jm_lambda, ad_delta=ad_delta)
+    options = dict(lexical=lexical, encoders=encoders, stem=stem, stopwords=stopwords, corpus_path=corpus_path, k1=k1,
+                   b=b, mu=mu, jm_lambda=jm_lambda, ad_delta=ad_delta)
     if pairs_path:
         pairs = text.read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map)
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]

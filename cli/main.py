@@ -46,6 +46,7 @@ from cli import ranker_cmd  # noqa: E402
 from cli import datasets_cmd  # noqa: E402
 from cli import ablate_cmd  # noqa: E402
 from cli import explain_cmd  # noqa: E402
+from cli import export_cmd, serve_cmd  # noqa: E402
 from cli import encoder_cmd  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
@@ -57,6 +58,9 @@ cli.add_command(ranker_cmd.rank)
 cli.add_command(datasets_cmd.datasets)
 cli.add_command(ablate_cmd.ablate)
 cli.add_command(explain_cmd.explain)
+cli.add_command(export_cmd.export_ranker)
+cli.add_command(export_cmd.export_encoder)
+cli.add_command(serve_cmd.serve)
 cli.add_command(encoder_cmd.train_encoder_cmd)
 
 

@@ -23,6 +23,7 @@ import unicodedata
 import zlib
 from collections import Counter
 from dataclasses import dataclass
+from itertools import repeat
 
 import numpy as np
 
@@ -32,6 +33,9 @@ N_RESERVED = 2
 
 _APOSTROPHES = re.compile(r"['\u2019`]")
 _WORD = re.compile(r"[^\W_]+")
+_SEP = "\x00"  # joins the texts of a batch; never part of a word
+_TOKEN = re.compile(r"[^\W_]+|\x00")
+_SEP_ID = -2  # the separator's id in the word index
 
 
 @dataclass(frozen=True)
@@ -71,17 +75,18 @@ class BagBatch:
 
 @dataclass(frozen=True)
 class SequenceBatch:
-    """CLSM input: distinct word bags plus a padded (B, T + 2d) word index per text.
+    """CLSM input: the batch's distinct word bags and every text's word windows, flat.
 
-    Row 0 of the word table is the empty padding word, row 1 is ``<s>``; ``tokens[i]`` is
-    ``d`` x ``<s>``, the text's words, ``d`` x ``<s>``, then padding. A text with no words gets
-    one empty word, so every text has at least one window. ``lengths[i]`` counts the text's
-    window centres (its words).
+    Row 0 of the word table is the empty word (a text with no words gets one, so every text
+    has a window), row 1 is ``<s>``, then the batch's distinct words. Each text is padded with
+    ``d`` x ``<s>`` at both ends; ``windows[j]`` holds the word-table rows of window ``j``
+    (n = 2d + 1 of them, centre in the middle), text ``i`` owns ``lengths[i]`` consecutive
+    windows -- no padding between texts.
     """
 
     word_ids: np.ndarray  # int64 trigram ids of the batch's word table
     word_offsets: np.ndarray  # int64 (n_words,)
-    tokens: np.ndarray  # int64 (B, T + 2 * context)
+    windows: np.ndarray  # int64 (sum(lengths), 2d + 1)
     lengths: np.ndarray  # int64 (B,)
 
 
@@ -156,7 +161,7 @@ class TrigramHasher:
             raise RuntimeError("TrigramHasher is not fitted; call fit(texts) first")
 
     def _reset_cache(self):
-        self._word_index: dict[str, int] = {}
+        self._word_index: dict[str, int] = {_SEP: _SEP_ID}
         self._word_trigrams: list[np.ndarray] = []
         self._flat = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=np.int64)
@@ -197,25 +202,30 @@ class TrigramHasher:
 
     # -- batches -------------------------------------------------------------------------
     def tokenize(self, texts) -> TokenizedTexts:
-        """Word ids (into the hasher's cached word table) of each text, as a ragged array."""
+        """Word ids (into the hasher's cached word table) of each text, as a ragged array.
+
+        The whole list is normalised and split in one pass, with NUL as the text separator.
+        """
         self._check_fitted()
-        index = self._word_index
-        lookup = self._word_ids_array
-        ids: list[int] = []
-        lengths = np.zeros(len(texts), dtype=np.int64)
-        for i, text in enumerate(texts):
-            words = self.words(text)
-            lengths[i] = len(words)
-            for w in words:
-                j = index.get(w)
-                if j is None:
-                    lookup(w)
-                    j = index[w]
-                ids.append(j)
+        texts = list(texts)
+        if any(_SEP in t for t in texts):
+            texts = [t.replace(_SEP, " ") for t in texts]
+        norm = _APOSTROPHES.sub("", unicodedata.normalize("NFKC", _SEP.join(texts)).lower())
+        tokens = _TOKEN.findall(norm)
+        cut = self.max_word_len
+        if tokens and max(map(len, tokens)) > cut:
+            tokens = [w[:cut] for w in tokens]
+        ids = np.fromiter(map(self._word_index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+        for pos in np.flatnonzero(ids == -1):
+            word = tokens[pos]
+            self._word_ids_array(word)
+            ids[pos] = self._word_index[word]
         self._sync_flat()
+        sep = ids == _SEP_ID
+        text_of_word = np.cumsum(sep)[~sep]
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return TokenizedTexts(np.asarray(ids, dtype=np.int64), offsets)
+        np.cumsum(np.bincount(text_of_word, minlength=len(texts)), out=offsets[1:])
+        return TokenizedTexts(ids[~sep], offsets)
 
     def _as_tokens(self, texts) -> TokenizedTexts:
         return texts if isinstance(texts, TokenizedTexts) else self.tokenize(list(texts))
@@ -233,23 +243,28 @@ class TrigramHasher:
         """CLSM batch with ``context`` (= d) ``<s>`` words padded at both ends of every text."""
         tokens = self._as_tokens(texts)
         n = len(tokens)
-        lengths = np.maximum(tokens.lengths, 1)  # an empty text keeps one empty word
+        lengths = np.maximum(tokens.lengths, 1)  # an empty text keeps one empty word (row 0)
         uniq, inverse = np.unique(tokens.words, return_inverse=True)
-        grid = np.zeros((n, int(lengths.max(initial=1)) + 2 * context), dtype=np.int64)
-        grid[:, :context] = 1
-        rows = np.repeat(np.arange(n), tokens.lengths)
-        cols = context + np.arange(len(tokens.words)) - np.repeat(tokens.offsets[:-1], tokens.lengths)
-        grid[rows, cols] = 2 + inverse.reshape(-1)
-        for k in range(context):
-            grid[np.arange(n), context + lengths + k] = 1
-        # word table: row 0 the empty padding word, row 1 <s>, then the batch's distinct words
+        # all padded texts back to back: d x <s>, words, d x <s>
+        padded = lengths + 2 * context
+        starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(padded, out=starts[1:])
+        seq = np.ones(int(starts[-1]), dtype=np.int64)
+        seq[starts[:-1] + context] = 0  # stays 0 only for empty texts
+        text_of_word = np.repeat(np.arange(n), tokens.lengths)
+        within = np.arange(len(tokens.words)) - np.repeat(tokens.offsets[:-1], tokens.lengths)
+        seq[starts[:-1][text_of_word] + context + within] = 2 + inverse.reshape(-1)
+        first = np.repeat(starts[:-1], lengths) + np.arange(int(lengths.sum())) - np.repeat(
+            np.cumsum(lengths) - lengths, lengths)
+        windows = seq[first[:, None] + np.arange(2 * context + 1)[None, :]]
+        # word table: row 0 the empty word, row 1 <s>, then the batch's distinct words
         word_lens = self._lens[uniq]
         cum = np.zeros(len(uniq) + 1, dtype=np.int64)
         np.cumsum(word_lens, out=cum[1:])
         flat = self._flat[_ragged_positions(self._starts[uniq], word_lens, cum)]
         return SequenceBatch(word_ids=np.concatenate([[BOUNDARY_ID], flat]).astype(np.int64),
                              word_offsets=np.concatenate([[0, 0], 1 + cum[:-1]]).astype(np.int64),
-                             tokens=grid, lengths=lengths)
+                             windows=windows, lengths=lengths)
 
     # -- persistence ---------------------------------------------------------------------
     def to_json(self) -> dict:

@@ -14,9 +14,9 @@ class ClsmTower(nn.Module):
     The window ``l_t = [f_{t-d}; ...; f_{t+d}]`` of trigram count vectors times
     ``W_c = [W_{-d} ... W_d]`` equals ``sum_k W_k f_{t+k}``: one ``nn.EmbeddingBag`` (sum) maps
     each distinct word of the batch to all ``n = 2d + 1`` per-offset projections at once, and
-    ``h_t`` is the sum of ``n`` gathers over the padded word grid -- no dense one-hot windows, no
-    loop over texts. ``h_t = tanh(W_c l_t + b)``, ``v = max_t h_t`` over the text's own
-    positions (padding masked with -inf), ``y = tanh(W_s v + b_s)``.
+    ``h_t`` is the sum of ``n`` gathers over the flat list of the batch's windows -- no dense
+    one-hot windows, no padding between texts, no loop over texts. ``h_t = tanh(W_c l_t + b)``,
+    ``v = max_t h_t`` over each text's own windows (a segment max), ``y = tanh(W_s v + b_s)``.
 
     Parameters
     ----------
@@ -25,8 +25,6 @@ class ClsmTower(nn.Module):
     conv : K, the width of the convolutional / max-pooling layer.
     out : L, the width of the semantic layer.
     """
-
-    input_kind = "sequence"
 
     def __init__(self, n_features: int, *, context: int = 1, conv: int = 300, out: int = 128):
         super().__init__()
@@ -44,21 +42,18 @@ class ClsmTower(nn.Module):
         """Model input for ``texts`` (str list or ``TokenizedTexts``)."""
         return hasher.sequence_batch(texts, context=self.context)
 
-    def local_features(self, batch: SequenceBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """``h`` (B, T, K) for every window centre and the (B, T) mask of real positions."""
+    def local_features(self, batch: SequenceBatch) -> torch.Tensor:
+        """``h_t`` (N, K) of every window of the batch, texts back to back."""
         words = self.trigrams(torch.from_numpy(batch.word_ids), torch.from_numpy(batch.word_offsets))
         words = words.view(-1, self.window, self.conv)
-        tokens = torch.from_numpy(batch.tokens)
-        n_texts, width = tokens.shape
-        steps = width - 2 * self.context
-        h = self.conv_bias.expand(n_texts, steps, self.conv)
+        windows = torch.from_numpy(batch.windows)
+        h = self.conv_bias
         for k in range(self.window):
-            idx = tokens[:, k : k + steps].reshape(-1)
-            h = h + words[:, k].index_select(0, idx).view(n_texts, steps, self.conv)
-        real = torch.arange(steps)[None, :] < torch.from_numpy(batch.lengths)[:, None]
-        return torch.tanh(h), real
+            h = h + words[:, k].index_select(0, windows[:, k])
+        return torch.tanh(h)
 
     def forward(self, batch: SequenceBatch) -> torch.Tensor:
-        h, real = self.local_features(batch)
-        v = h.masked_fill(~real[:, :, None], float("-inf")).amax(dim=1)
+        h = self.local_features(batch)
+        # max over each text's own windows only: segments, so padding never enters the max
+        v = torch.segment_reduce(h, "max", lengths=torch.from_numpy(batch.lengths), axis=0)
         return torch.tanh(self.semantic(v))

@@ -21,8 +21,6 @@ class DssmTower(nn.Module):
     out : width of the semantic (output) layer.
     """
 
-    input_kind = "bag"
-
     def __init__(self, n_features: int, *, hidden=(300, 300), out: int = 128):
         super().__init__()
         hidden = list(hidden)

@@ -82,7 +82,7 @@ def ndcg_at(scores, rels, groups, *, k: int = 10) -> float:
 
 
 # -- data ----------------------------------------------------------------------------------
-def soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -> np.ndarray:
+def map_soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -> np.ndarray:
     """Map raw labels to y in [0, 1] (see the module docstring)."""
     if how == "linear":
         lo, hi = labels.min(), labels.max()
@@ -160,7 +160,7 @@ def _prepare(pairs: pd.DataFrame, *, how: str, click_scale: float, val_fraction:
     val_keys = np.random.default_rng([seed, 1]).permutation(len(key_list))[:n_val]
     train = ~np.isin(key_idx, val_keys)
     rel = np.minimum(labels - labels.min(), _MAX_REL)
-    return _Prepared(q_idx, d_idx, soft_labels(labels, how, click_scale=click_scale), rel, train, queries, docs)
+    return _Prepared(q_idx, d_idx, map_soft_labels(labels, how, click_scale=click_scale), rel, train, queries, docs)
 
 
 class _Sampler:
@@ -242,9 +242,9 @@ def _validation_ndcg(model, hasher, q_tokens, d_tokens, data: _Prepared) -> floa
 
 def _make_optimizer(name: str, params, lr: float | None):
     if name == "adam":
-        return torch.optim.Adam(params, lr=1e-3 if lr is None else lr)
+        return torch.optim.Adam(params, lr=1e-3 if lr is None else lr, fused=True)
     if name == "sgd":
-        return torch.optim.SGD(params, lr=0.1 if lr is None else lr, momentum=0.9)
+        return torch.optim.SGD(params, lr=0.1 if lr is None else lr, momentum=0.9, fused=True)
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
 
 
@@ -380,7 +380,7 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
                 opt.zero_grad(set_to_none=True)
                 step_loss.backward()
                 opt.step()
-                total += float(step_loss)
+                total += step_loss.item()
                 bar.update(1)
                 bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{best['val_ndcg@10']:.4f}")
             bar.close()

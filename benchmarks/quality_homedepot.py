@@ -1,0 +1,131 @@
+"""Single-feature ranking quality on Home Depot: BM25, DSSM, CLSM (softmax and generalized loss) and MiniLM.
+
+Queries (search terms) are split with a fixed seed into encoder-training (70 %), validation (15 %) and
+test (15 %) queries. Each encoder is trained on the training and validation queries' judged pairs
+(grades 0..6 = ``linear:1:3:7`` of the 1..3 relevance averages) with the validation queries held out
+for early stopping on NDCG@10 (``train_encoder``'s ``val_fraction`` set to their share -- its own
+seeded split by query, so the validation queries are chosen there); no test query is ever trained on.
+On the test queries with at least two judged products each feature alone ranks the products: mean
+NDCG@1/3/10 from ``rankers.metrics.evaluate_queries`` (gain 2^rel - 1, ties by input order, queries
+without a relevant product excluded). BM25 uses corpus statistics of all product titles (no labels);
+MiniLM (all-MiniLM-L6-v2) is used zero-shot.
+
+Epochs are capped so the whole script stays under ~15 minutes on 2 cores (``--epochs``); the
+figures are what that budget buys, not converged models. Target: CLSM alone beats BM25 alone at NDCG@1.
+
+Run: python benchmarks/quality_homedepot.py [--epochs 4] [--seed 0]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._common import SHARED, write_results  # noqa: E402
+from ltr_features.encoders.sbert import SbertEncoder  # noqa: E402
+from ltr_features.encoders.training import train_encoder  # noqa: E402
+from ltr_features.lexical import LexicalExtractor  # noqa: E402
+from ltr_features.text import pairs_to_ranking, read_judged_pairs  # noqa: E402
+from rankers.metrics import evaluate_queries, summarise  # noqa: E402
+
+SPLIT = {"train": 0.70, "valid": 0.15, "test": 0.15}
+METRICS = "ndcg@1,3,10"
+ENCODERS = {  # name -> train_encoder options (J = 4 random negatives + in-batch negatives, gamma 10)
+    "DSSM (softmax)": {"model": "dssm", "loss": "softmax"},
+    "CLSM (softmax)": {"model": "clsm", "loss": "softmax"},
+    "CLSM (generalized)": {"model": "clsm", "loss": "generalized"},
+}
+
+
+def load():
+    path = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 15 retitled products keep their first title
+        pairs = read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
+                                  encoding="ISO-8859-1", label_map="linear:1:3:7")
+        _, _, docs = pairs_to_ranking(pairs, conflicts="first")
+    title = docs.set_index("docid")["doc"]
+    pairs = pairs.assign(doc=title.loc[pairs["docid"]].to_numpy()).reset_index(drop=True)
+    return pairs, docs.reset_index(drop=True)
+
+
+def split_queries(qids, seed: int) -> dict[str, set]:
+    distinct = np.array(sorted(set(qids)))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    n_train = int(SPLIT["train"] * len(distinct))
+    n_valid = int(SPLIT["valid"] * len(distinct))
+    parts = np.split(distinct[order], [n_train, n_train + n_valid])
+    return dict(zip(SPLIT, map(set, parts)))
+
+
+def ndcg(test: pd.DataFrame, scores) -> dict:
+    per_query = evaluate_queries(test["qid"], test["label"], np.asarray(scores, dtype=np.float64), METRICS)
+    return summarise(per_query)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--epochs", type=int, default=4, help="maximum epochs per encoder")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    start = time.perf_counter()
+    pairs, docs = load()
+    split = split_queries(pairs["qid"], args.seed)
+    fit_rows = pairs["qid"].isin(split["train"] | split["valid"]).to_numpy()
+    test = pairs[pairs["qid"].isin(split["test"]).to_numpy()]
+    test = test[test.groupby("qid")["qid"].transform("size") >= 2].reset_index(drop=True)
+    assert not set(test["qid"]) & set(pairs.loc[fit_rows, "qid"])
+    print(f"Home Depot: {len(pairs)} pairs; queries train {len(split['train'])} / valid {len(split['valid'])} / "
+          f"test {len(split['test'])} (seed {args.seed}); test rows scored {len(test)} over "
+          f"{test['qid'].nunique()} queries with >= 2 products; torch threads {torch.get_num_threads()}")
+
+    scores, records = {}, {}
+    bm25 = LexicalExtractor(features=("bm25",), fields=("doc",)).fit(docs)
+    scores["BM25"] = bm25.transform(test)[:, 0]
+
+    table = pairs.loc[fit_rows, ["qid", "query", "doc", "label"]]
+    val_fraction = SPLIT["valid"] / (SPLIT["train"] + SPLIT["valid"])
+    for name, options in ENCODERS.items():
+        t0 = time.perf_counter()
+        encoder, history = train_encoder(table, epochs=args.epochs, negatives=4, val_fraction=val_fraction,
+                                         patience=2, seed=args.seed, progress=False, **options)
+        scores[name] = encoder.similarity(test["query"], test["doc"])
+        records[name] = {"options": options, "best_epoch": encoder.training["best_epoch"],
+                         "history": history, "train_seconds": time.perf_counter() - t0}
+        print(f"  trained {name}: best epoch {encoder.training['best_epoch']} of {len(history) - 1}, "
+              f"validation NDCG@10 {encoder.training['validation']['ndcg@10']:.4f}, "
+              f"{time.perf_counter() - t0:.0f} s")
+
+    t0 = time.perf_counter()
+    scores["MiniLM (zero-shot)"] = SbertEncoder.load().similarity(test["query"], test["doc"])
+    print(f"  MiniLM scored {len(test)} pairs in {time.perf_counter() - t0:.0f} s")
+
+    results = {name: ndcg(test, s) for name, s in scores.items()}
+    base = results["BM25"]["metrics"]
+    print(f"\nsingle-feature ranking on {results['BM25']['n_evaluated']} test queries "
+          f"({results['BM25']['conventions']['description'].split(';')[0]}):")
+    print(f"  {'feature':<20} {'NDCG@1':>14} {'NDCG@3':>14} {'NDCG@10':>14}")
+    for name, res in results.items():
+        m = res["metrics"]
+        cells = [f"{m[k]:.4f} ({m[k] / base[k]:.3f}x)" for k in ("ndcg@1", "ndcg@3", "ndcg@10")]
+        print(f"  {name:<20} " + " ".join(f"{c:>14}" for c in cells))
+    clsm_wins = results["CLSM (softmax)"]["metrics"]["ndcg@1"] > base["ndcg@1"]
+    print(f"target CLSM alone beats BM25 alone at NDCG@1: {'met' if clsm_wins else 'NOT met'}")
+    total = time.perf_counter() - start
+    print(f"total {total / 60:.1f} min")
+    figures = {"split": SPLIT, "seed": args.seed, "epochs_cap": args.epochs, "n_test_queries_scored":
+               results["BM25"]["n_evaluated"], "results": results, "training": records,
+               "clsm_beats_bm25_at_ndcg1": bool(clsm_wins), "total_seconds": total}
+    print(f"wrote {write_results('quality_homedepot', figures)}")
+
+
+if __name__ == "__main__":
+    main()

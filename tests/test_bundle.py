@@ -1,0 +1,105 @@
+"""The .ltrenc bundle: bit-identical round trip, clear errors for anything else, no pickle."""
+from __future__ import annotations
+
+import json
+import pickle
+import struct
+
+import numpy as np
+import pytest
+import safetensors.torch
+import torch
+
+from ltr_features.encoders import Encoder, TwoTowerModel, model_config
+from ltr_features.encoders.bundle import FORMAT, read_bundle, write_bundle
+from ltr_features.errors import ModelFileError
+from ltr_features.hashing import TrigramHasher
+
+TEXTS = ["cordless drill 18v", "red garden hose", "ceiling fan", "", "unseen zzz words"]
+
+
+def make(arch, **kw):
+    hasher = TrigramHasher(min_count=kw.pop("min_count", 1), n_buckets=kw.pop("n_buckets", None)).fit(TEXTS)
+    torch.manual_seed(1)
+    return Encoder(hasher, TwoTowerModel(model_config(arch, hasher.n_features_, **kw)),
+                   training={"validation": {"ndcg@10": 0.5}})
+
+
+@pytest.mark.parametrize("arch,kw", [("dssm", {}), ("clsm", {}), ("clsm", {"shared": True, "context": 2}),
+                                     ("dssm", {"n_buckets": 64}), ("dssm", {"min_count": 2})])
+def test_round_trip_gives_bit_identical_embeddings(tmp_path, arch, kw):
+    enc = make(arch, **kw)
+    path = tmp_path / "m.ltrenc"
+    enc.save(path)
+    back = Encoder.load(path)
+    for side in ("query", "doc"):
+        assert np.array_equal(enc.encode(TEXTS, side=side), back.encode(TEXTS, side=side))
+    assert back.training == enc.training and back.model.config == enc.model.config
+
+
+def test_header_records_format_versions_and_vocabulary(tmp_path):
+    path = tmp_path / "m.ltrenc"
+    make("dssm").save(path)
+    header, tensors = read_bundle(path, kind="encoder")
+    assert header["format"] == FORMAT and header["format_version"] == 1 and header["kind"] == "encoder"
+    assert {"torch", "numpy", "safetensors", "ltrfeat"} <= set(header["library_versions"])
+    assert "#dr" in header["hasher"]["vocabulary"]
+    assert all(isinstance(t, torch.Tensor) for t in tensors.values())
+
+
+def test_non_bundle_files_are_refused(tmp_path):
+    cases = {
+        "text.ltrenc": b"label qid:1 1:0.5\n",
+        "empty.ltrenc": b"",
+        "pickle.ltrenc": pickle.dumps({"weights": [1, 2, 3]}),
+        "plain.safetensors": safetensors.torch.save({"w": torch.zeros(2)}),
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ModelFileError, match="not an .ltrenc encoder bundle") as err:
+            Encoder.load(tmp_path / name)
+        assert name in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(ModelFileError, match="cannot read"):
+        Encoder.load(tmp_path / "missing.ltrenc")
+
+
+def test_corrupt_and_truncated_files_are_refused(tmp_path):
+    path = tmp_path / "m.ltrenc"
+    make("clsm").save(path)
+    data = path.read_bytes()
+    (tmp_path / "cut.ltrenc").write_bytes(data[: len(data) - 100])
+    with pytest.raises(ModelFileError, match="corrupt"):
+        Encoder.load(tmp_path / "cut.ltrenc")
+
+
+def _rewrite_header(path, out, change):
+    data = path.read_bytes()
+    (n,) = struct.unpack("<Q", data[:8])
+    outer = json.loads(data[8 : 8 + n])
+    inner = json.loads(outer["__metadata__"][FORMAT])
+    change(inner)
+    outer["__metadata__"][FORMAT] = json.dumps(inner)
+    raw = json.dumps(outer).encode()
+    raw += b" " * (-len(raw) % 8)
+    out.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + n :])
+
+
+def test_wrong_version_kind_or_config_is_refused(tmp_path):
+    path = tmp_path / "m.ltrenc"
+    make("dssm").save(path)
+    _rewrite_header(path, tmp_path / "v9.ltrenc", lambda h: h.update(format_version=9))
+    with pytest.raises(ModelFileError, match="format version 9"):
+        Encoder.load(tmp_path / "v9.ltrenc")
+    _rewrite_header(path, tmp_path / "ckpt.ltrenc", lambda h: h.update(kind="checkpoint"))
+    with pytest.raises(ModelFileError, match="checkpoint"):
+        Encoder.load(tmp_path / "ckpt.ltrenc")
+    _rewrite_header(path, tmp_path / "big.ltrenc", lambda h: h["model"]["tower"].update(out=64))
+    with pytest.raises(ModelFileError, match="does not match"):
+        Encoder.load(tmp_path / "big.ltrenc")
+
+
+def test_write_is_atomic(tmp_path):
+    path = tmp_path / "m.ltrenc"
+    with pytest.raises(TypeError):
+        write_bundle(path, kind="encoder", header={"x": object()}, tensors={})
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,149 @@
+"""Training: soft labels, the local NDCG, learning on generated data, determinism, checkpoint/resume."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import ndcg_score
+
+from ltr_features.encoders import training
+from ltr_features.encoders.training import map_soft_labels, ndcg_at, train_encoder
+from ltr_features.errors import ModelFileError, TextTableError
+
+SMALL = {"dssm": {"hidden": [48], "out": 24}, "clsm": {"conv": 48, "out": 24}}
+
+
+def make_pairs(n_topics=6, n_queries=72, seed=0) -> pd.DataFrame:
+    """Topics whose queries and documents use different made-up words: only learning can match them."""
+    rng = np.random.default_rng(seed)
+
+    def word():
+        return "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=int(rng.integers(4, 8))))
+
+    q_vocab = [[word() for _ in range(4)] for _ in range(n_topics)]
+    d_vocab = [[word() for _ in range(6)] for _ in range(n_topics)]
+    docs = [(t, " ".join(rng.choice(d_vocab[t], 3)) + f" sku{t}x{k}") for t in range(n_topics) for k in range(12)]
+    rows = []
+    for i in range(n_queries):
+        topic = i % n_topics
+        query = " ".join(rng.choice(q_vocab[topic], 2))
+        same = [j for j, (t, _) in enumerate(docs) if t == topic]
+        other = [j for j, (t, _) in enumerate(docs) if t != topic]
+        for j, label in [(j, 2) for j in rng.choice(same, 3, replace=False)] + \
+                        [(j, 0) for j in rng.choice(other, 5, replace=False)]:
+            rows.append((f"q{i}", query, docs[j][1], label))
+    return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
+
+
+def quick(pairs, **kw):
+    arch = kw.pop("model", "dssm")
+    opts = dict(model=arch, sizes=SMALL[arch], epochs=6, batch_size=32, lr=1e-2, val_fraction=0.25,
+                patience=6, progress=False, threads=1)
+    opts.update(kw)
+    return train_encoder(pairs, **opts)
+
+
+def test_ndcg_matches_sklearn_on_random_inputs():
+    rng = np.random.default_rng(3)
+    groups = np.repeat(np.arange(20), rng.integers(1, 15, size=20))
+    scores, rels = rng.random(len(groups)), rng.integers(0, 4, len(groups))
+    expected = [ndcg_score([2.0 ** rels[groups == g] - 1], [scores[groups == g]], k=10)
+                for g in range(20) if (groups == g).sum() > 1 and rels[groups == g].max() > 0]
+    single = [g for g in range(20) if (groups == g).sum() == 1 and rels[groups == g].max() > 0]
+    assert np.isclose(ndcg_at(scores, rels, groups, k=10), np.mean(expected + [1.0] * len(single)))
+    # groups need not be contiguous, ties keep input order, no relevant document -> skipped
+    assert ndcg_at([0.5, 0.5, 0.1], [0, 1, 0], ["a", "a", "b"], k=10) == pytest.approx(1 / np.log2(3))
+    assert np.isnan(ndcg_at([0.3], [0], [1]))
+
+
+def test_soft_label_maps():
+    assert map_soft_labels(np.array([1.0, 2.0, 3.0]), "linear").tolist() == [0, 0.5, 1]
+    clicks = map_soft_labels(np.array([0.0, 1.0, 3.0, 100.0]), "clicks", click_scale=1.0)
+    assert clicks[0] == 0 and np.all(np.diff(clicks) > 0) and clicks[-1] < 1
+    assert clicks.tolist()[:3] == [0, 0.5, 0.75]
+    with pytest.raises(TextTableError, match="at least two"):
+        map_soft_labels(np.array([2.0, 2.0]), "linear")
+    with pytest.raises(TextTableError, match=r"\[0, 1\]"):
+        map_soft_labels(np.array([0.2, 1.5]), "identity")
+    with pytest.raises(TextTableError, match=">= 0"):
+        map_soft_labels(np.array([-1.0, 2.0]), "clicks")
+
+
+@pytest.mark.parametrize("arch,loss,extra", [("dssm", "softmax", {}), ("dssm", "generalized", {}),
+                                             ("dssm", "hinge", {"hard_negatives": 2}),
+                                             ("clsm", "softmax", {"in_batch": False, "hard_negatives": 1}),
+                                             ("clsm", "generalized", {"negatives": 0})])
+def test_training_beats_a_random_encoder(arch, loss, extra):
+    encoder, history = quick(make_pairs(), model=arch, loss=loss, **extra)
+    random_ndcg = history[0]["val_ndcg@10"]
+    assert encoder.training["validation"]["ndcg@10"] > random_ndcg + 0.15
+    assert encoder.training["best_epoch"] >= 1 and len(history) >= 2
+    assert history[1]["train_loss"] > history[-1]["train_loss"]
+
+
+def test_same_seed_same_encoder_other_seed_differs():
+    pairs = make_pairs()
+    a, _ = quick(pairs, epochs=2, seed=5)
+    b, _ = quick(pairs, epochs=2, seed=5)
+    c, _ = quick(pairs, epochs=2, seed=6)
+    for key, value in a.model.state_dict().items():
+        assert np.array_equal(value.numpy(), b.model.state_dict()[key].numpy())
+    assert not np.array_equal(a.encode(["x y"]), c.encode(["x y"]))
+    assert a.training["data_sha256"] == b.training["data_sha256"]
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch):
+    pairs = make_pairs()
+    opts = dict(model="clsm", epochs=4, hard_negatives=1)
+    full, full_history = quick(pairs, checkpoint=tmp_path / "full.ckpt", **opts)
+
+    write = training._write_checkpoint
+
+    def write_then_stop(path, **kw):
+        write(path, **kw)
+        if kw["header"]["epoch"] == 2:
+            raise Interrupt
+
+    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
+    with pytest.raises(Interrupt):
+        quick(pairs, checkpoint=tmp_path / "part.ckpt", **opts)
+    monkeypatch.setattr(training, "_write_checkpoint", write)
+    resumed, history = quick(pairs, checkpoint=tmp_path / "part.ckpt", resume=tmp_path / "part.ckpt", **opts)
+    assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
+    for key, value in full.model.state_dict().items():
+        assert np.array_equal(value.numpy(), resumed.model.state_dict()[key].numpy()), key
+    with pytest.raises(ModelFileError, match="other training data or options"):
+        quick(pairs, resume=tmp_path / "part.ckpt", **{**opts, "epochs": 5})
+
+
+def test_early_stopping_keeps_the_best_epoch():
+    encoder, history = quick(make_pairs(), epochs=12, patience=1, lr=0.05)
+    best = max(h["val_ndcg@10"] for h in history)
+    assert encoder.training["validation"]["ndcg@10"] == best
+    assert len(history) - 1 - encoder.training["best_epoch"] <= 1
+
+
+@pytest.mark.parametrize("change,match", [
+    (lambda p: p.drop(columns="doc"), "lacks column"),
+    (lambda p: p.assign(doc=[None] + p["doc"].tolist()[1:]), "row 1: doc text"),
+    (lambda p: p.assign(label=["x"] + p["label"].tolist()[1:]), "not a finite number"),
+    (lambda p: p.iloc[:0], "empty"),
+    (lambda p: p.assign(label=0), "at least two label values"),
+])
+def test_bad_tables(change, match):
+    with pytest.raises(TextTableError, match=match):
+        quick(change(make_pairs()))
+
+
+def test_bad_options():
+    pairs = make_pairs()
+    with pytest.raises(ValueError, match="loss"):
+        quick(pairs, loss="ranknet")
+    with pytest.raises(ValueError, match="no negatives"):
+        quick(pairs, negatives=0, in_batch=False)
+    with pytest.raises(TextTableError, match="min_positive"):
+        quick(pairs, min_positive=2.0)
