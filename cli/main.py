@@ -48,6 +48,7 @@ from cli import ablate_cmd  # noqa: E402
 from cli import explain_cmd  # noqa: E402
 from cli import export_cmd, serve_cmd  # noqa: E402
 from cli import encoder_cmd  # noqa: E402
+from cli import demo_cmd  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
 cli.add_command(extract_cmd.extract)
@@ -62,6 +63,7 @@ cli.add_command(export_cmd.export_ranker)
 cli.add_command(export_cmd.export_encoder)
 cli.add_command(serve_cmd.serve)
 cli.add_command(encoder_cmd.train_encoder_cmd)
+cli.add_command(demo_cmd.demo)
 
 
 def main():
