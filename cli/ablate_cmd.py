@@ -17,7 +17,9 @@ QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
 # wasted); --param bagging_fraction=1 (LightGBM) or --param subsample=1 (XGBoost) turns it off.
 SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
-# Text mode --quick: small encoders, few epochs (a smoke run, not a measurement).
+# Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
+# (early stopping on validation NDCG@10 still applies); --quick is a smoke run, not a measurement.
+ENCODER_DEFAULTS = {"epochs": 4}
 QUICK_ENCODER = {"epochs": 2}
 # rankers.ablation / report (LightGBM, XGBoost, matplotlib) are imported inside the command
 # so that every other ltrfeat command starts fast.
@@ -45,9 +47,9 @@ def _seeds(text: str) -> list[int]:
 
 
 def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
-                train_columns, k, inner, valid_fraction, options, cache, seed, quick):
+                train_columns, k, valid_fraction, options, cache, seed, quick):
     """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltr_features.crossfit)."""
-    from ltr_features.crossfit import EncoderSpec, text_folds
+    from ltr_features.crossfit import EncoderSpec, n_trainings, text_folds
     from ltr_features.extract import lexical_extractors
     from ltr_features.text import read_judged_pairs
 
@@ -63,12 +65,12 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
     extractors = lexical_extractors(lexical, fields=["doc"])
     if not extractors:
         raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
-    options = {**(QUICK_ENCODER if quick else {}), **options}
-    n_train = k * (1 + inner) * sum(s.trainable for s in specs)
-    click.echo(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds x {1 + inner} trainings "
+    options = {**(QUICK_ENCODER if quick else ENCODER_DEFAULTS), **options}
+    n_train = n_trainings(k) * sum(s.trainable for s in specs)
+    click.echo(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds "
                f"({n_train} encoder trainings)", err=True)
     folds, groups, base, scheme = text_folds(
-        pairs, lexical=extractors, specs=specs, k=k, inner=inner, valid_fraction=valid_fraction, seed=seed,
+        pairs, lexical=extractors, specs=specs, k=k, valid_fraction=valid_fraction, seed=seed,
         train_table=train_table, options=options, cache=cache, conflicts=conflicts,
         progress=not os.environ.get("CI"))
     scheme["encoder_options"] = options
@@ -109,8 +111,6 @@ def _notices():
                    "filtered by query text so no fold's test query is trained on. Default: the judged pairs.")
 @click.option("--train-columns", default=None, help="Column mapping of --train-pairs.")
 @click.option("--k-folds", type=click.IntRange(min=2), default=5, show_default=True, help="Text mode: outer query folds.")
-@click.option("--inner", type=click.IntRange(min=2), default=2, show_default=True,
-              help="Text mode: inner cross-fitting parts of each fold's ranker queries.")
 @click.option("--valid-fraction", type=click.FloatRange(0, 0.5), default=0.1, show_default=True,
               help="Text mode: share of each fold's ranker queries held out for early stopping.")
 @click.option("--encoder-option", "encoder_options", multiple=True, metavar="KEY=VALUE",
@@ -152,10 +152,13 @@ def _notices():
               help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing report directory.")
 @click.option("--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win).")
+@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
+              help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
+                   "local[:N] workers); results equal a local run. Needs ltrfeat[dask].")
 def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
-           train_columns, k_folds, inner, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
+           train_columns, k_folds, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
            n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
-           report_dir, overwrite, quick):
+           report_dir, overwrite, quick, dask):
     """Compare LambdaMART with and without neural features over query folds.
 
     Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
@@ -180,6 +183,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
       ltrfeat ablate --folds folds/ --base 1-46 --neural clsm=clsm_title_cos \\
           --neural dssm=dssm_title_cos --engine xgboost --seeds 0,1,2,3,4 --report out/
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/
+      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --dask local:2 --report dask/
 
     \b
     DIR/Fold1/{train,vali,test}.{letor,txt} (MQ2008 names train.txt vali.txt test.txt) are read;
@@ -207,7 +211,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
             folds, groups, base_spec, scheme = _text_folds(
                 pairs_path, columns=columns, encoding=encoding, label_map=label_map, conflicts=conflicts,
                 lexical=lexical, encoders=encoders, train_pairs_path=train_pairs_path, train_columns=train_columns,
-                k=k_folds, inner=inner, valid_fraction=valid_fraction, options=parse_key_values(
+                k=k_folds, valid_fraction=valid_fraction, options=parse_key_values(
                     encoder_options, option="--encoder-option", example="epochs=5") or {},
                 cache=cache_dir, seed=split_seed, quick=quick)
             folds = [Fold(*f, origin=scheme["description"]) for f in folds]
@@ -219,8 +223,16 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
         n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
         click.echo(f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
                    f"{len(seed_list)} seeds: {n_runs} runs", err=True)
-        result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params, metrics=metrics,
-                              gain=gain, no_relevant=no_relevant, progress=not os.environ.get("CI"))
+        with contextlib.ExitStack() as stack:
+            executor = None
+            if dask:
+                from ltr_features.distributed import dask_client
+                from rankers.distributed import DaskExecutor
+
+                executor = DaskExecutor(stack.enter_context(dask_client(dask)))
+            result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
+                                  metrics=metrics, gain=gain, no_relevant=no_relevant,
+                                  progress=not os.environ.get("CI"), executor=executor)
     if scheme is not None:
         result.config["cross_fitting"] = scheme
     summary = summarise(result, seed=0, n_resamples=resamples)

@@ -72,7 +72,7 @@ def _folds(data, *, k: int, seed: int):
     origin = (f"{k} query folds (seed {seed}) over the judged queries; encoders were trained once on the click "
               f"log, whose queries are disjoint from every judged query, so no encoder saw a test query")
     folds = []
-    for plan in plan_folds(data.qid, k=k, inner=2, valid_fraction=0.15, seed=seed):
+    for plan in plan_folds(data.qid, k=k, valid_fraction=0.15, seed=seed):
         part = lambda qs: data.subset_queries(qs)  # noqa: E731
         folds.append(Fold(plan.name, part(plan.train), part(plan.valid), part(plan.test), origin=origin))
     return folds

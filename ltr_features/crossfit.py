@@ -2,20 +2,19 @@
 
 The scheme (written into every report):
 
-* Queries are split into ``k`` outer folds (seeded). For outer fold ``f`` the ranker is tested on the
-  fold's queries ``T_f`` and trained on the rest ``R_f`` (a seeded share of ``R_f`` is held out for the
-  ranker's early stopping).
-* Test rows of fold ``f`` get scores from an encoder trained on every training pair whose query is not
-  in ``T_f``.
-* ``R_f`` is split into ``inner`` parts ``P_1..P_m``; rows of part ``P_p`` get scores from an encoder
-  trained on the pairs whose query is in neither ``T_f`` nor ``P_p`` — out-of-fold scores, so the ranker
-  learns how far to trust the feature from scores of the same kind it will see at test time.
+* Queries are split into ``k`` outer folds ``T_1..T_k`` (seeded). For outer fold ``f`` the ranker is tested
+  on ``T_f`` and trained on the other folds (a seeded share of them held out for early stopping).
+* Test rows of fold ``f`` get scores from an encoder ``E_f`` trained on every training pair whose query is
+  not in ``T_f``.
+* The ranker's rows of fold ``g != f`` get scores from an encoder ``E_fg`` trained without ``T_f`` and
+  ``T_g`` — out-of-fold scores, so the ranker learns how far to trust the feature from scores of the kind
+  it sees at test time. ``E_fg = E_gf`` serves both outer folds ``f`` and ``g``, so a trained encoder costs
+  ``k + k(k-1)/2`` trainings (inner cross-fitting over the other ``k - 1`` folds).
 * Queries are matched by normalised text (lowercase, collapsed whitespace), so a separate click table is
   filtered by the same rule; an encoder's training queries and the queries it scores are checked to be
   disjoint before every training (:class:`LeakageError` otherwise).
 
-Each outer fold costs ``1 + inner`` trainings per trained encoder. Zero-shot encoders (``sbert``) are not
-trained and score every row once.
+Zero-shot encoders (``sbert``) are not trained and score every row once.
 """
 from __future__ import annotations
 
@@ -89,28 +88,25 @@ class CrossFitFold(NamedTuple):
 
 @dataclasses.dataclass
 class FoldPlan:
-    """Query sets of one outer fold: test, ranker training, ranker validation, inner parts of train ∪ valid."""
+    """Query sets of one outer fold: test, ranker training and ranker validation."""
 
     name: str
     test: frozenset
     train: frozenset
     valid: frozenset
-    inner: list[frozenset]
 
 
 def normalise_query(text: str) -> str:
     return " ".join(str(text).lower().split())
 
 
-def plan_folds(qids, *, k: int = 5, inner: int = 2, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
-    """Seeded outer folds over distinct ``qids``, each with a ranker validation share and inner parts."""
+def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
+    """Seeded outer folds over distinct ``qids``, each with a ranker validation share of its training queries."""
     queries = list(dict.fromkeys(qids))
-    if k < 2 or inner < 2:
-        raise LtrfeatError(f"need at least 2 outer folds and 2 inner parts (got k={k}, inner={inner})",
-                           fix="use --folds >= 2 and --inner >= 2")
-    if len(queries) < k * inner:
-        raise LtrfeatError(f"{len(queries)} queries are too few for {k} folds with {inner} inner parts",
-                           fix="give more judged queries or fewer folds")
+    if k < 2:
+        raise LtrfeatError(f"need at least 2 folds (got {k})", fix="use --k-folds >= 2")
+    if len(queries) < 2 * k:
+        raise LtrfeatError(f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds")
     rng = np.random.default_rng(seed)
     order = [queries[i] for i in rng.permutation(len(queries))]
     outer = [frozenset(order[f::k]) for f in range(k)]
@@ -120,15 +116,20 @@ def plan_folds(qids, *, k: int = 5, inner: int = 2, valid_fraction: float = 0.1,
         rest = [rest[i] for i in rng.permutation(len(rest))]
         n_valid = int(round(valid_fraction * len(rest)))
         plans.append(FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(rest[:n_valid]),
-                              train=frozenset(rest[n_valid:]),
-                              inner=[frozenset(rest[p::inner]) for p in range(inner)]))
+                              train=frozenset(rest[n_valid:])))
     return plans
 
 
-def scoring_jobs(plan: FoldPlan) -> list[tuple[frozenset, frozenset]]:
-    """(queries scored, queries excluded from the encoder's training) for every training of one fold."""
-    jobs = [(plan.test, plan.test)]
-    jobs += [(part, plan.test | part) for part in plan.inner]
+def scoring_jobs(plans: list[FoldPlan]) -> list[tuple[frozenset, list[tuple[str, frozenset]]]]:
+    """Every encoder training: (queries excluded from it, [(outer fold name, queries it scores there)]).
+
+    ``E_f`` (excluding ``T_f``) scores ``T_f`` for fold ``f``; ``E_fg`` (excluding ``T_f | T_g``) scores
+    ``T_g`` for fold ``f`` and ``T_f`` for fold ``g``.
+    """
+    jobs = [(p.test, [(p.name, p.test)]) for p in plans]
+    for i, a in enumerate(plans):
+        for b in plans[i + 1:]:
+            jobs.append((a.test | b.test, [(a.name, b.test), (b.name, a.test)]))
     return jobs
 
 
@@ -198,7 +199,8 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
     row_qid = pairs["qid"].to_numpy()
     queries, docs = pairs["query"].tolist(), pairs[field].tolist()
     columns: dict[str, dict[str, np.ndarray]] = {p.name: {} for p in plans}
-    n_jobs = sum(len(scoring_jobs(p)) for p in plans) * sum(s.trainable for s in specs)
+    jobs = scoring_jobs(plans)
+    n_jobs = len(jobs) * sum(s.trainable for s in specs)
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not progress or n_jobs == 0)
     try:
         for spec in specs:
@@ -208,21 +210,23 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
                 for plan in plans:
                     columns[plan.name][column] = scores
                 continue
-            for plan in plans:
-                values = np.full(len(pairs), np.nan, dtype=np.float32)
-                for scored, excluded in scoring_jobs(plan):
-                    excluded_texts = {qid_text[q] for q in excluded}
-                    rows = np.flatnonzero(~train_keys.isin(excluded_texts).to_numpy())
-                    table = train_table.iloc[rows]
-                    check_disjoint(set(train_keys.iloc[rows]), {qid_text[q] for q in scored},
-                                   f"{spec.name} {plan.name}")
-                    bar.set_postfix_str(f"{spec.name} {plan.name} on {len(table)} pairs")
-                    encoder = (train_fn(spec, table) if train_fn is not None
-                               else _train(spec, table, options=options, seed=seed, cache=cache))
+            values = {plan.name: np.full(len(pairs), np.nan, dtype=np.float32) for plan in plans}
+            for excluded, targets in jobs:
+                rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
+                table = train_table.iloc[rows]
+                trained_on = set(train_keys.iloc[rows])
+                for fold, scored in targets:
+                    check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
+                bar.set_postfix_str(f"{spec.name} on {len(table)} pairs")
+                encoder = (train_fn(spec, table) if train_fn is not None
+                           else _train(spec, table, options=options, seed=seed, cache=cache))
+                for fold, scored in targets:
                     target = np.flatnonzero(np.isin(row_qid, list(scored)))
-                    values[target] = encoder.similarity([queries[i] for i in target], [docs[i] for i in target])
-                    bar.update()
-                columns[plan.name][column] = values
+                    values[fold][target] = encoder.similarity([queries[i] for i in target],
+                                                              [docs[i] for i in target])
+                bar.update()
+            for plan in plans:
+                columns[plan.name][column] = values[plan.name]
     finally:
         bar.close()
     return columns
@@ -253,24 +257,29 @@ def group_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def scheme(*, k: int, inner: int, valid_fraction: float, seed: int, separate_table: bool) -> dict:
+def n_trainings(k: int) -> int:
+    """Encoder trainings per trained encoder for ``k`` outer folds."""
+    return k + k * (k - 1) // 2
+
+
+def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool) -> dict:
     """The cross-fitting scheme in words and numbers, for the report."""
     source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
     return {
-        "outer_folds": k, "inner_parts": inner, "ranker_valid_fraction": valid_fraction, "seed": seed,
-        "encoder_training_data": source,
+        "outer_folds": k, "inner_parts": k - 1, "ranker_valid_fraction": valid_fraction, "seed": seed,
+        "encoder_training_data": source, "trainings_per_encoder": n_trainings(k),
         "description": (
             f"Queries are split into {k} folds (seed {seed}). For each fold, the ranker is tested on the fold's "
             f"queries and trained on the others ({valid_fraction:.0%} of them held out for early stopping). Test "
-            f"rows are scored by an encoder trained on {source} without the test queries; the ranker's training "
-            f"and validation queries are split into {inner} parts, each scored by an encoder trained without the "
-            f"test queries and without that part (out-of-fold scores). No encoder scores a query it was trained "
-            f"on; {k * (1 + inner)} trainings per trained encoder."),
+            f"rows are scored by an encoder trained on {source} without the test queries; the ranker's rows of "
+            f"each other fold are scored by an encoder trained without the test queries and without that fold "
+            f"(out-of-fold scores). No encoder scores a query it was trained on; {n_trainings(k)} trainings per "
+            f"trained encoder."),
     }
 
 
 def text_folds(pairs: pd.DataFrame, *, lexical, specs: list[EncoderSpec], field: str = "doc", k: int = 5,
-               inner: int = 2, valid_fraction: float = 0.1, seed: int = 0, train_table: pd.DataFrame | None = None,
+               valid_fraction: float = 0.1, seed: int = 0, train_table: pd.DataFrame | None = None,
                options: dict | None = None, cache=None, conflicts: str = "error", progress: bool = True,
                train_fn: Callable | None = None):
     """From judged pairs to cross-fitted ablation folds.
@@ -285,10 +294,10 @@ def text_folds(pairs: pd.DataFrame, *, lexical, specs: list[EncoderSpec], field:
     if not (np.array_equal(base.qid, pairs["qid"].to_numpy(object))
             and np.array_equal(base.docid, pairs["docid"].to_numpy(object))):
         raise AssertionError("lexical features are not aligned with the judged pairs")
-    plans = plan_folds(pairs["qid"], k=k, inner=inner, valid_fraction=valid_fraction, seed=seed)
+    plans = plan_folds(pairs["qid"], k=k, valid_fraction=valid_fraction, seed=seed)
     columns = crossfit_columns(pairs, plans, specs, train_table=train_table, field=field, options=options,
                                seed=seed, cache=cache, progress=progress, train_fn=train_fn)
     folds = build_folds(base, plans, columns)
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
-    info = scheme(k=k, inner=inner, valid_fraction=valid_fraction, seed=seed, separate_table=train_table is not None)
+    info = scheme(k=k, valid_fraction=valid_fraction, seed=seed, separate_table=train_table is not None)
     return folds, groups, base.feature_map.names, info

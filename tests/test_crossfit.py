@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from ltr_features.crossfit import (CrossFitFold, EncoderSpec, LeakageError, build_folds, check_disjoint,
-                                   crossfit_columns, normalise_query, plan_folds, scoring_jobs)
+                                   crossfit_columns, n_trainings, normalise_query, plan_folds, scoring_jobs)
 from ltr_features.dataset import FeatureMap, RankingSet
 from ltr_features.errors import LtrfeatError
 
@@ -30,27 +30,39 @@ def test_encoder_spec_parsing():
 
 def test_plan_partitions_queries():
     qids = [f"q{i}" for i in range(53)]
-    plans = plan_folds(qids, k=5, inner=2, valid_fraction=0.1, seed=3)
+    plans = plan_folds(qids, k=5, valid_fraction=0.1, seed=3)
     tests = [p.test for p in plans]
     assert set().union(*tests) == set(qids) and sum(len(t) for t in tests) == len(qids)
     for p in plans:
         assert p.train | p.valid | p.test == set(qids)
         assert not (p.train & p.valid) and not (p.train & p.test) and not (p.valid & p.test)
-        assert set().union(*p.inner) == p.train | p.valid
-        assert sum(len(s) for s in p.inner) == len(p.train | p.valid)
+        assert abs(len(p.valid) - 0.1 * len(p.train | p.valid)) <= 1
     assert [p.test for p in plan_folds(qids, k=5, seed=3)] == tests
     assert [p.test for p in plan_folds(qids, k=5, seed=4)] != tests
 
 
+def test_scoring_jobs_cover_every_fold_row_once_without_leakage():
+    plans = plan_folds([f"q{i}" for i in range(40)], k=4, seed=0)
+    jobs = scoring_jobs(plans)
+    assert len(jobs) == n_trainings(4) == 4 + 6
+    for plan in plans:
+        scored = [s for _, targets in jobs for fold, s in targets if fold == plan.name]
+        assert sum(len(s) for s in scored) == 40 and set().union(*scored) == plan.test | plan.train | plan.valid
+    for excluded, targets in jobs:
+        for fold, scored in targets:
+            test = next(p.test for p in plans if p.name == fold)
+            assert scored <= excluded and test <= excluded  # never trained on what it scores, nor on the test fold
+
+
 def test_plan_rejects_too_few_queries():
     with pytest.raises(LtrfeatError, match="too few"):
-        plan_folds(["a", "b", "c"], k=2, inner=2)
+        plan_folds(["a", "b", "c"], k=2)
 
 
 def test_no_encoder_ever_trains_on_the_queries_it_scores():
     """Fold discipline: a spy trainer records each training table; none may hold a scored query."""
     pairs = _pairs()
-    plans = plan_folds(pairs["qid"], k=4, inner=2, seed=0)
+    plans = plan_folds(pairs["qid"], k=4, seed=0)
     trained = []
 
     class Spy:
@@ -65,22 +77,21 @@ def test_no_encoder_ever_trains_on_the_queries_it_scores():
 
     columns = crossfit_columns(pairs, plans, [EncoderSpec("clsm", "softmax")], train_fn=lambda s, t: Spy(t),
                                progress=False)
-    assert len(trained) == 4 * 3
+    assert len(trained) == 10 * 2 - 4  # E_f scores one fold, E_fg two
     for plan in plans:
         values = columns[plan.name]["clsm-softmax_doc_cos"]
         assert not np.isnan(values).any()  # every row of the fold's universe (all queries) is scored once
-    # each fold: test queries scored by exactly one encoder, trained without any of them
+    # the first k trainings: E_f scores exactly the test queries and was trained on all the others
     all_q = {normalise_query(q) for q in pairs["query"]}
-    for plan, start in zip(plans, range(0, 12, 3)):
+    for plan, (table_queries, scored) in zip(plans, trained):
         test_texts = {normalise_query(f"Query  {q[1:]}") for q in plan.test}
-        table_queries, scored = trained[start]
         assert scored == test_texts and table_queries == all_q - test_texts
 
 
 def test_separate_click_table_is_filtered_by_query_text():
     pairs = _pairs(n_queries=12)
     clicks = pd.DataFrame({"query": ["query 0", "QUERY 1", "unrelated"], "doc": ["a", "b", "c"], "label": [1, 2, 3]})
-    plans = plan_folds(pairs["qid"], k=3, inner=2, seed=1)
+    plans = plan_folds(pairs["qid"], k=3, seed=1)
     seen = []
 
     def train_fn(spec, table):
@@ -89,9 +100,10 @@ def test_separate_click_table_is_filtered_by_query_text():
 
     crossfit_columns(pairs, plans, [EncoderSpec("dssm", "generalized")], train_table=clicks, train_fn=train_fn,
                      progress=False)
-    for plan, start in zip(plans, range(0, 9, 3)):
+    assert len(seen) == n_trainings(3)
+    for plan, queries in zip(plans, seen):
         test_texts = {normalise_query(f"Query  {q[1:]}") for q in plan.test}
-        assert not (seen[start] & test_texts) and "unrelated" in seen[start]
+        assert not (queries & test_texts) and "unrelated" in queries
 
 
 def test_check_disjoint_raises():
@@ -103,7 +115,7 @@ def test_build_folds_splits_rows_and_appends_columns():
     pairs = _pairs(n_queries=20)
     base = RankingSet(pairs["qid"].to_numpy(object), pairs["label"], np.ones((len(pairs), 2)), FeatureMap.dense(2),
                       docid=pairs["docid"].to_numpy(object))
-    plans = plan_folds(pairs["qid"], k=4, inner=2, seed=0)
+    plans = plan_folds(pairs["qid"], k=4, seed=0)
     cols = {p.name: {"clsm-softmax_doc_cos": np.arange(len(pairs), dtype=np.float32)} for p in plans}
     folds = build_folds(base, plans, cols)
     assert all(isinstance(f, CrossFitFold) for f in folds)
@@ -122,7 +134,7 @@ def test_text_folds_end_to_end_with_stub_encoder():
     stub = type("E", (), {"similarity": staticmethod(lambda q, d: np.array([len(x) for x in d], float))})()
     folds, groups, base_names, info = text_folds(
         pairs, lexical=lexical_extractors("bm25,coverage", fields=["doc"]), specs=[EncoderSpec("clsm", "softmax")],
-        k=4, inner=2, seed=0, train_fn=lambda spec, table: stub, progress=False)
+        k=4, seed=0, train_fn=lambda spec, table: stub, progress=False)
     assert groups == {"clsm-softmax": ["clsm-softmax_doc_cos"]}
     assert base_names == ["bm25_doc", "coverage_doc"]
     assert len(folds) == 4 and info["outer_folds"] == 4 and "out-of-fold" in info["description"]
