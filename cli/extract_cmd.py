@@ -71,12 +71,15 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
 @click.option("--write-texts", "texts_dir", type=click.Path(file_okay=False),
               help="With --pairs: also write DIR/queries.csv and DIR/docs.csv.")
 @click.option("--chunk-queries", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Queries held in memory at a time.")
+              help="Queries held in memory at a time (with --dask: queries per partition).")
+@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
+              help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "
+                   "the output is identical to a local run. Needs ltrfeat[dask].")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
             out_path, missing,
             encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda, ad_delta, corpus_path,
-            save_corpus_path, texts_dir, chunk_queries, no_progress):
+            save_corpus_path, texts_dir, chunk_queries, dask, no_progress):
     """Append lexical and neural feature columns to a LETOR file (or build one from judged pairs).
 
     New columns get ids after the input's largest id and names such as bm25_title in
@@ -92,18 +95,20 @@ def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, c
           --conflicts first --lexical all --out hd.letor --write-texts hd_texts
       ltrfeat extract train.letor --queries queries.tsv --docs docs.tsv \\
           --encoder clsm=clsm.ltrenc --encoder sbert --field title --out train.nn.letor
+      ltrfeat extract train.letor --queries queries.tsv --docs docs.tsv \\
+          --lexical all --encoder clsm=clsm.ltrenc --dask local:2 --out train.all.letor
     """
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = lambda message, *args, **kwargs: click.echo(f"warning: {message}", err=True)
         _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders,
                  fields, out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu,
-                 jm_lambda, ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, no_progress)
+                 jm_lambda, ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress)
 
 
 def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
              out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda,
-             ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, no_progress):
+             ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress):
     if bool(pairs_path) == bool(letor_in):
         raise LtrfeatError("give either LETOR_IN (with --queries and --docs) or --pairs",
                            fix="see `ltrfeat extract --help` for both forms")
@@ -114,7 +119,15 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, 
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
         ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=conflicts)
-        data = ex.extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=missing)
+        if dask:
+            from ltr_features import distributed
+
+            with distributed.dask_client(dask) as client:
+                data = distributed.extract_ranking_dask(ranking, extractors, queries=queries, docs=docs,
+                                                        missing=missing, client=client,
+                                                        partition_queries=chunk_queries)
+        else:
+            data = ex.extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=missing)
         _save_corpus(extractors, save_corpus_path)
         if texts_dir:
             text.write_table(queries, Path(texts_dir) / "queries.csv")
@@ -128,8 +141,16 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, 
         docs = text.read_docs(docs_path, docid_col=docid_col, fields=_split(fields) or None, encoding=encoding,
                               missing="keep")  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
-        rows = ex.extract_file(letor_in, out_path, queries=queries, docs=docs, extractors=extractors,
-                               missing=missing, chunk_queries=chunk_queries, progress=not no_progress)
+        if dask:
+            from ltr_features import distributed
+
+            with distributed.dask_client(dask) as client:
+                rows = distributed.extract_file_dask(letor_in, out_path, queries=queries, docs=docs,
+                                                     extractors=extractors, missing=missing, client=client,
+                                                     partition_queries=chunk_queries, progress=not no_progress)
+        else:
+            rows = ex.extract_file(letor_in, out_path, queries=queries, docs=docs, extractors=extractors,
+                                   missing=missing, chunk_queries=chunk_queries, progress=not no_progress)
         _save_corpus(extractors, save_corpus_path)
     names = [n for e in extractors for n in e.feature_names()]
     click.echo(f"wrote {out_path}: {rows} rows, {len(names)} new columns ({', '.join(names[:6])}"

@@ -92,9 +92,12 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
               help="Extra engine parameter (repeatable), e.g. --param min_data_in_leaf=50.")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True,
               help="Features shown in the importance table.")
+@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
+              help="Train on a Dask cluster (LightGBM DaskLGBMRanker / xgboost.dask) with query-aligned partitions; "
+                   "scheduler address or file, or local[:N] workers. Needs ltrfeat[dask].")
 @_nan_option
 def train_ranker(train, valid, engine, features, out, n_estimators, learning_rate, num_leaves,
-                 early_stopping_rounds, eval_at, seed, threads, params, top, nan_policy):
+                 early_stopping_rounds, eval_at, seed, threads, params, top, dask, nan_policy):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
@@ -105,6 +108,7 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
       ltrfeat train-ranker S1.txt --valid S4.txt --engine lightgbm --out model.txt
       ltrfeat train-ranker train.letor --valid valid.letor --engine xgboost \\
           --features 1-46,bm25_title,clsm_title_cos --out model.json
+      ltrfeat train-ranker S1.txt --valid S4.txt --dask local:2 --out model.txt
     """
     from rankers.lambdamart import LambdaMART, meta_path
 
@@ -115,7 +119,14 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
                            num_leaves=num_leaves, early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
                            seed=seed, n_jobs=threads, params=parse_key_values(params), features=features,
                            verbose=not os.environ.get("CI"))
-        model.fit(train_data, valid_data)
+        if dask:
+            from ltr_features.distributed import dask_client
+            from rankers.distributed import fit_dask
+
+            with dask_client(dask) as client:
+                fit_dask(model, train_data, valid_data, client=client)
+        else:
+            model.fit(train_data, valid_data)
     model.metadata_["missing_values"]["read_nan_policy"] = nan_policy
     model.metadata_["training"] |= {"train_file": str(train), "valid_file": None if valid is None else str(valid)}
     model.save(out)

@@ -174,7 +174,7 @@ class CorpusStats:
 
     @classmethod
     def load(cls, path) -> "CorpusStats":
-        fix = "refit the statistics with `ltrfeat extract --save-corpus PATH`"
+        fix = "refit the statistics with `ltrfeat extract ... --save-corpus-stats PATH`"
         try:
             with open_input(path) as fh:
                 archive = np.load(io.BytesIO(fh.read()), allow_pickle=False)

@@ -53,12 +53,12 @@ _STATES: dict[str, list] = {}  # worker side: fitted extractors by run token
 # ---------------------------------------------------------------------------- connecting
 
 @contextlib.contextmanager
-def dask_client(spec: str):
+def dask_client(spec: str, *, timeout: str = "30s"):
     """A :class:`distributed.Client` for ``--dask SPEC``, closed (with its cluster) on exit.
 
     ``local`` starts a ``LocalCluster`` with one single-threaded worker process per CPU,
     ``local:N`` with N workers; a ``.json`` path is a scheduler file; anything else is a
-    scheduler address (``tcp://host:8786``).
+    scheduler address (``tcp://host:8786``), given ``timeout`` to answer.
     """
     if distributed is None:
         raise LtrfeatError("--dask needs the dask and distributed packages", fix=INSTALL_FIX)
@@ -70,20 +70,30 @@ def dask_client(spec: str):
         except ValueError:
             n_workers = 0
         if n_workers < 1:
-            raise LtrfeatError(f"--dask {spec!r}: the worker count must be a positive integer", fix="e.g. --dask local:2")
+            raise LtrfeatError(f"--dask {spec!r}: the worker count must be a positive integer",
+                               fix="e.g. --dask local:2")
         with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
                                       dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
             yield client
         return
     try:
-        client = (distributed.Client(scheduler_file=spec, timeout="30s") if spec.endswith(".json")
-                  else distributed.Client(spec, timeout="30s"))
+        client = (distributed.Client(scheduler_file=spec, timeout=timeout) if spec.endswith(".json")
+                  else distributed.Client(spec, timeout=timeout))
     except (OSError, ValueError, TimeoutError) as exc:
         raise LtrfeatError(f"cannot connect to the Dask scheduler {spec!r} ({type(exc).__name__}: {exc})",
                            fix="give a running scheduler's address (tcp://host:8786), its scheduler file, "
                                "or local[:N]") from None
     with client:
         yield client
+
+
+def worker_addresses(client) -> list[str]:
+    """Addresses of every worker of ``client``'s cluster, sorted."""
+    try:
+        info = client.scheduler_info(n_workers=-1)  # newer distributed lists only 5 workers by default
+    except TypeError:
+        info = client.scheduler_info()
+    return sorted(info["workers"])
 
 
 # ---------------------------------------------------------------------------- shipping extractors
@@ -155,7 +165,7 @@ class _Run:
         self.client, self.extractors, self.missing = client, extractors, missing
         self.fields = _doc_fields(docs, extractors)
         self.q_index, self.d_index = _TextIndex(queries, "qid", "query"), _TextIndex(docs, "docid", "document")
-        self.in_flight = in_flight or 2 * max(1, len(client.scheduler_info(n_workers=-1)["workers"]))
+        self.in_flight = in_flight or 2 * max(1, len(worker_addresses(client)))
         self.retries, self.timeout, self.source = retries, timeout, source
         self.tally = _MissingTally()
         self.rows = 0
@@ -180,7 +190,7 @@ class _Run:
                     yield self._collect(pending)
             if self.tally.rows and self.missing == "error":
                 raise TextTableError(self.tally.message(), path=self.source,
-                                     fix="add the texts to the queries/documents tables, or use --missing nan|zero")
+                                     fix="add the texts to the queries/documents tables, or pass --missing nan|zero")
             while pending:
                 yield self._collect(pending)
         finally:

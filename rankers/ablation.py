@@ -13,6 +13,7 @@ queries of all folds, Holm-adjusted across the whole report.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import platform
 import re
 import time
@@ -310,9 +311,29 @@ def _fold_config(fold: Fold) -> dict:
     return {"name": fold.name, "origin": fold.origin} | sizes
 
 
+def _run_one(fold: Fold, fs: FeatureSet, seed: int | None, *, engine: str, params: dict, metric_names: list,
+             gain: str, no_relevant: str) -> dict:
+    """One (fold, feature set, seed) run: per-query metrics of the fold's test queries, plus the
+    ranker's best iteration, gain shares and engine parameters (None for alone sets)."""
+    start = time.perf_counter()
+    out = {"best_iteration": None, "shares": None, "engine_params": None}
+    if fs.kind == "ranker":
+        model = LambdaMART(**params, engine=engine, seed=seed, features=fs.columns)
+        scores = model.fit(fold.train, fold.valid).predict(fold.test)
+        total_gain = sum(model.feature_importance_.values()) or 1.0
+        out |= {"best_iteration": model.best_iteration_, "engine_params": model.engine_params_,
+                "shares": {k: v / total_gain for k, v in model.feature_importance_.items()}}
+    else:
+        scores = _alone_scores(fold.test, fs.columns[0])
+    out["per_query"] = evaluate_queries(fold.test.qid, fold.test.label, scores, metric_names, gain=gain,
+                                        no_relevant=no_relevant)
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
 def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 2), ranker_params: dict | None = None,
                  metrics=DEFAULT_METRICS, gain: str = "exp2", no_relevant: str = "exclude", progress: bool = True,
-                 on_run=None) -> AblationResult:
+                 on_run=None, executor=None) -> AblationResult:
     """Train and score every (fold, feature set, seed) and keep per-query metrics.
 
     Parameters
@@ -328,7 +349,10 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     gain, no_relevant : NDCG gain and the value of queries without a relevant document
         (see :class:`rankers.metrics.Conventions`); ties are broken by input order.
     progress : show a tqdm bar over the runs (stderr, hidden when not a terminal).
-    on_run : called with each run's record (dict) as soon as it finishes.
+    on_run : called with each run's record (dict) as soon as it finishes (in plan order).
+    executor : runs the (fold, feature set, seed) runs: any object whose ``map(fn, *iterables)``
+        yields results in order, like a ``concurrent.futures`` executor or
+        :class:`rankers.distributed.DaskExecutor`; None runs them one by one in this process.
     """
     folds, feature_sets = list(folds), list(feature_sets)
     metric_names = parse_metrics(metrics)
@@ -353,46 +377,42 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
         raise LtrfeatError("no test query has a relevant document, so every query would be excluded",
                            fix="check the labels, or use --no-relevant zero")
 
-    total = len(folds) * sum(len(seeds) if s.kind == "ranker" else 1 for s in feature_sets)
+    plan = [(fold, fs, seed) for fold in folds for fs in feature_sets
+            for seed in (seeds if fs.kind == "ranker" else [None])]
+    run = functools.partial(_run_one, engine=engine, params=params, metric_names=metric_names, gain=gain,
+                            no_relevant=no_relevant)
     runs: list[dict] = []
     frames: list[pd.DataFrame] = []
     shares: dict[str, list[dict]] = {s.name: [] for s in feature_sets if s.kind == "ranker"}
     seed_effect = {name: False for name in shares}
     engine_params = None
-    with tqdm(total=total, desc="ablation", unit="run", disable=None if progress else True, leave=False) as bar:
-        for fold in folds:
-            for fs in feature_sets:
-                per_seed = []
-                for seed in (seeds if fs.kind == "ranker" else [None]):
-                    bar.set_postfix_str(f"{fold.name} {fs.name}" + ("" if seed is None else f" seed {seed}"))
-                    start = time.perf_counter()
-                    best = None
-                    if fs.kind == "ranker":
-                        model = LambdaMART(**params, engine=engine, seed=seed, features=fs.columns)
-                        scores = model.fit(fold.train, fold.valid).predict(fold.test)
-                        best = model.best_iteration_
-                        total_gain = sum(model.feature_importance_.values()) or 1.0
-                        shares[fs.name].append({k: v / total_gain for k, v in model.feature_importance_.items()})
-                        if engine_params is None:
-                            engine_params = {k: v for k, v in model.engine_params_.items() if k not in ("seed",)}
-                    else:
-                        scores = _alone_scores(fold.test, fs.columns[0])
-                    per_seed.append(evaluate_queries(fold.test.qid, fold.test.label, scores, metric_names,
-                                                     gain=gain, no_relevant=no_relevant))
-                    record = {"fold": fold.name, "feature_set": fs.name, "seed": seed, "best_iteration": best,
-                              "seconds": time.perf_counter() - start}
-                    runs.append(record)
-                    if on_run is not None:
-                        on_run(record)
-                    bar.update(1)
-                frame = per_seed[0].copy()
-                if len(per_seed) > 1:
-                    seed_effect[fs.name] |= not all(df.equals(per_seed[0]) for df in per_seed[1:])
-                    frame[metric_names] = sum(df[metric_names] for df in per_seed) / len(per_seed)
-                frame = frame.reset_index()
-                frame.insert(0, "fold", fold.name)
-                frame.insert(0, "feature_set", fs.name)
-                frames.append(frame)
+    per_seed: list[pd.DataFrame] = []
+    with tqdm(total=len(plan), desc="ablation", unit="run", disable=None if progress else True, leave=False) as bar:
+        results = (map if executor is None else executor.map)(run, *zip(*plan))
+        for (fold, fs, seed), out in zip(plan, results):
+            bar.set_postfix_str(f"{fold.name} {fs.name}" + ("" if seed is None else f" seed {seed}"))
+            if fs.kind == "ranker":
+                shares[fs.name].append(out["shares"])
+                if engine_params is None:
+                    engine_params = {k: v for k, v in out["engine_params"].items() if k not in ("seed",)}
+            per_seed.append(out["per_query"])
+            record = {"fold": fold.name, "feature_set": fs.name, "seed": seed, "best_iteration": out["best_iteration"],
+                      "seconds": out["seconds"]}
+            runs.append(record)
+            if on_run is not None:
+                on_run(record)
+            bar.update(1)
+            if seed is not None and seed != seeds[-1]:
+                continue  # more seeds of this fold and set to come
+            frame = per_seed[0].copy()
+            if len(per_seed) > 1:
+                seed_effect[fs.name] |= not all(df.equals(per_seed[0]) for df in per_seed[1:])
+                frame[metric_names] = sum(df[metric_names] for df in per_seed) / len(per_seed)
+            frame = frame.reset_index()
+            frame.insert(0, "fold", fold.name)
+            frame.insert(0, "feature_set", fs.name)
+            frames.append(frame)
+            per_seed = []
     per_query = pd.concat(frames, ignore_index=True)
     per_query = per_query[["feature_set", "fold", "qid", "n_docs", "n_relevant"] + metric_names]
     importance = {}

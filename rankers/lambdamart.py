@@ -271,8 +271,12 @@ class LambdaMART(BaseEstimator):
         warnings.warn(f"{where}: rows of a query are not contiguous; regrouped by qid (stable)", stacklevel=3)
         return data.regroup(), True
 
-    def fit(self, train: RankingSet, valid: RankingSet | None = None) -> "LambdaMART":
-        """Train on ``train``; with ``valid``, early-stop on its NDCG@``eval_at``."""
+    def fit(self, train: RankingSet, valid: RankingSet | None = None, *, trainer=None) -> "LambdaMART":
+        """Train on ``train``; with ``valid``, early-stop on its NDCG@``eval_at``.
+
+        ``trainer`` replaces the engine's local training call (same arguments and result as
+        ``_LightGBM.train``), e.g. :func:`rankers.distributed.dask_trainer` for a Dask cluster.
+        """
         self._validate_params()
         engine = _ENGINES[self.engine]
         train, train_regrouped = self._grouped(train, "train")
@@ -298,8 +302,9 @@ class LambdaMART(BaseEstimator):
         self.engine_params_ = engine.params(self, max_label)
         names = _engine_feature_names(self.feature_map_)
         with _progress(self.n_estimators, self.verbose, f"{self.engine} lambdarank") as bar:
-            booster, best, run, curve = engine.train(self.engine_params_, self.n_estimators, parts["train"],
-                                                     parts.get("valid"), names, self.early_stopping_rounds, bar)
+            train_fn = trainer or engine.train
+            booster, best, run, curve = train_fn(self.engine_params_, self.n_estimators, parts["train"],
+                                                 parts.get("valid"), names, self.early_stopping_rounds, bar)
         self.booster_ = booster
         self.best_iteration_ = int(best)
         gains = engine.importance(booster, self.best_iteration_, names)
