@@ -68,3 +68,21 @@ def write_results(name: str, figures: dict) -> Path:
                               indent=1, default=float) + "\n")
     os.replace(tmp, path)
     return path
+
+
+HOME_DEPOT = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
+HOME_DEPOT_COLUMNS = "query=search_term,doc=product_title,docid=product_uid,label=relevance"
+
+
+def home_depot_pairs():
+    """Home Depot judged pairs (labels 1..3 -> grades 0..6) and the products table (first title per id)."""
+    import warnings
+
+    from ltr_features.text import pairs_to_ranking, read_judged_pairs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 15 retitled products keep their first title
+        pairs = read_judged_pairs(HOME_DEPOT, columns=HOME_DEPOT_COLUMNS, encoding="ISO-8859-1",
+                                  label_map="linear:1:3:7")
+        _, _, docs = pairs_to_ranking(pairs, conflicts="first")
+    return pairs, docs

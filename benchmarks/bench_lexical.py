@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,21 +20,15 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import SHARED, timed, write_results  # noqa: E402
+from benchmarks._common import home_depot_pairs, timed, write_results  # noqa: E402
 from ltr_features.analysis import Analyzer  # noqa: E402
 from ltr_features.lexical import LexicalExtractor  # noqa: E402
-from ltr_features.text import pairs_to_ranking, read_judged_pairs  # noqa: E402
 
 K1, B = 1.2, 0.75
 
 
 def load():
-    path = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # 15 retitled products keep their first title
-        pairs = read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
-                                  encoding="ISO-8859-1", label_map="linear:1:3:7")
-        _, _, docs = pairs_to_ranking(pairs, conflicts="first")
+    pairs, docs = home_depot_pairs()
     docs = docs.reset_index(drop=True).rename(columns={"doc": "title"})
     title = docs.set_index("docid")["title"]
     table = pd.DataFrame({"qid": pairs["qid"].to_numpy(), "query": pairs["query"].to_numpy(),

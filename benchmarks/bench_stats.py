@@ -8,7 +8,6 @@ from __future__ import annotations
 from _common import timed, write_results
 
 import numpy as np
-import scipy
 
 from rankers.stats import bootstrap_ci, compare, randomization_test
 

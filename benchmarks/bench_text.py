@@ -11,7 +11,6 @@ import sys
 import warnings
 from _common import SHARED, timed, write_results
 
-import numpy as np
 import pandas as pd
 
 from ltr_features.text import TextTableWarning, pairs_to_ranking, read_judged_pairs

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,11 +28,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import SHARED, write_results  # noqa: E402
+from benchmarks._common import home_depot_pairs, write_results  # noqa: E402
 from ltr_features.encoders.sbert import SbertEncoder  # noqa: E402
 from ltr_features.encoders.training import train_encoder  # noqa: E402
 from ltr_features.lexical import LexicalExtractor  # noqa: E402
-from ltr_features.text import pairs_to_ranking, read_judged_pairs  # noqa: E402
 from rankers.metrics import evaluate_queries, summarise  # noqa: E402
 
 SPLIT = {"train": 0.70, "valid": 0.15, "test": 0.15}
@@ -46,12 +44,7 @@ ENCODERS = {  # name -> train_encoder options (J = 4 random negatives + in-batch
 
 
 def load():
-    path = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # 15 retitled products keep their first title
-        pairs = read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
-                                  encoding="ISO-8859-1", label_map="linear:1:3:7")
-        _, _, docs = pairs_to_ranking(pairs, conflicts="first")
+    pairs, docs = home_depot_pairs()
     title = docs.set_index("docid")["doc"]
     pairs = pairs.assign(doc=title.loc[pairs["docid"]].to_numpy()).reset_index(drop=True)
     return pairs, docs.reset_index(drop=True)

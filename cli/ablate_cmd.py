@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import warnings
 
 import click
 
-from cli.options import parse_key_values
+from cli.options import notices, parse_key_values
 from ltr_features.errors import LtrfeatError
 from ltr_features.letor import NAN_POLICIES
 from rankers.metrics import GAINS, NO_RELEVANT
@@ -76,17 +75,6 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
     scheme["encoder_options"] = options
     return folds, groups, ",".join(base), scheme
 
-
-@contextlib.contextmanager
-def _notices():
-    """Show library warnings (regrouped queries, gain changes) once each as notices on stderr."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            for message in dict.fromkeys(str(w.message) for w in caught):
-                click.echo(f"notice: {message}", err=True)
 
 
 @click.command("ablate")
@@ -198,7 +186,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     n_estimators = n_estimators or (QUICK["n_estimators"] if quick else 500)
     resamples = resamples or (QUICK["resamples"] if quick else 10_000)
     check_report_dir(report_dir, overwrite=overwrite)
-    with _notices():
+    with notices():
         if folds_dir is not None:
             if base is None or not neural:
                 raise click.UsageError("LETOR mode needs --base SPEC and at least one --neural NAME=SPEC")

@@ -92,8 +92,6 @@ def demo(out_dir, quick, seed):
       ltrfeat demo                      # about 5 minutes on 2 cores
       ltrfeat demo --quick --out /tmp/demo
     """
-    import numpy as np  # noqa: F401  (fail early if the scientific stack is broken)
-
     from ltr_features.synth import generate_world, write_world
     from rankers.ablation import plan_feature_sets, run_ablation, summarise
     from rankers.report import headline_table, write_report

@@ -1,7 +1,11 @@
 """Option parsing shared by several commands."""
 from __future__ import annotations
 
+import contextlib
 import json
+import warnings
+
+import click
 
 from ltr_features.errors import LtrfeatError
 
@@ -18,3 +22,15 @@ def parse_key_values(pairs, *, option: str = "--param", example: str = "min_data
         except json.JSONDecodeError:
             params[key] = value
     return params or None
+
+
+@contextlib.contextmanager
+def notices():
+    """Show library warnings (regrouped queries, gain changes) once each as one-line notices on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for message in dict.fromkeys(str(w.message) for w in caught):
+                click.echo(f"notice: {message}", err=True)

@@ -1,18 +1,16 @@
 """``ltrfeat train-ranker``, ``evaluate`` and ``rank``: LambdaMART over LETOR / svmlight files."""
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import os
-import warnings
 
 import click
 import numpy as np
 
 from ltr_features import letor as letor_io
 from ltr_features.dataset import FeatureMap, RankingSet
-from cli.options import parse_key_values
+from cli.options import notices, parse_key_values
 from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
 from rankers.metrics import GAINS, NO_RELEVANT, TIES, evaluate_queries, parse_metrics, summarise
@@ -26,17 +24,6 @@ _nan_option = click.option(
     "--nan-policy", type=click.Choice(list(letor_io.NAN_POLICIES)), default="keep", show_default=True,
     help="NaN/inf feature values: keep them as missing values for the engine, replace them by 0, or fail.")
 
-
-@contextlib.contextmanager
-def _notices():
-    """Show library warnings (regrouped queries, gain changes) as one-line notices on stderr."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            for w in caught:
-                click.echo(f"notice: {w.message}", err=True)
 
 
 def _read(path, nan_policy: str, align_to: FeatureMap | None = None, regroup: bool = True) -> RankingSet:
@@ -112,7 +99,7 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
     """
     from rankers.lambdamart import LambdaMART, meta_path
 
-    with _notices():
+    with notices():
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
@@ -182,7 +169,7 @@ def evaluate(model_path, test, metrics, per_query, as_json, gain, ties, no_relev
     from rankers.lambdamart import LambdaMART
 
     model = LambdaMART.load(model_path)
-    with _notices():
+    with notices():
         data = _read(test, nan_policy, align_to=model.feature_map_)
     scores = _predict(model, data, test)
     df = evaluate_queries(data.qid, data.label, scores, names, gain=gain, no_relevant=no_relevant, ties=ties,
@@ -225,7 +212,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     from rankers.lambdamart import LambdaMART
 
     model = LambdaMART.load(model_path)
-    with _notices():
+    with notices():
         data = _read(file, nan_policy, align_to=model.feature_map_, regroup=regroup or fmt == "trec")
     scores = _predict(model, data, file)
     if fmt == "trec":

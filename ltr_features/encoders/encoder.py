@@ -28,6 +28,16 @@ def check_texts(texts, what: str = "text") -> list:
     return texts
 
 
+def aligned_cosine(encoder, queries, docs, *, batch_size: int) -> np.ndarray:
+    """Row-wise cosine of ``encoder.encode`` vectors (L2-normalised) for aligned query and doc lists."""
+    queries, docs = list(queries), list(docs)
+    if len(queries) != len(docs):
+        raise ValueError(f"{len(queries)} queries but {len(docs)} documents: the lists must be aligned")
+    q = encoder.encode(queries, side="query", batch_size=batch_size)
+    d = encoder.encode(docs, side="doc", batch_size=batch_size)
+    return np.einsum("ij,ij->i", q, d)
+
+
 class Encoder:
     """A trained two-tower text encoder.
 
@@ -67,12 +77,7 @@ class Encoder:
 
     def similarity(self, queries, docs, *, batch_size: int = 1024) -> np.ndarray:
         """Cosine of each aligned (query, doc) pair, float32 (n,)."""
-        queries, docs = list(queries), list(docs)
-        if len(queries) != len(docs):
-            raise ValueError(f"{len(queries)} queries but {len(docs)} documents: the lists must be aligned")
-        q = self.encode(queries, side="query", batch_size=batch_size)
-        d = self.encode(docs, side="doc", batch_size=batch_size)
-        return np.einsum("ij,ij->i", q, d)
+        return aligned_cosine(self, queries, docs, batch_size=batch_size)
 
     # -- persistence ---------------------------------------------------------------------
     def header(self) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltr_features.encoders.encoder import check_texts, distinct
+from ltr_features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltr_features.errors import LtrfeatError, ModelFileError
 
 EXTRA_FIX = "install the optional extra: pip install 'ltrfeat[sbert]'"
@@ -105,9 +105,4 @@ class SbertEncoder:
 
     def similarity(self, queries, docs, *, batch_size: int = 64) -> np.ndarray:
         """Cosine of each aligned (query, doc) pair, float32 (n,)."""
-        queries, docs = list(queries), list(docs)
-        if len(queries) != len(docs):
-            raise ValueError(f"{len(queries)} queries but {len(docs)} documents: the lists must be aligned")
-        q = self.encode(queries, side="query", batch_size=batch_size)
-        d = self.encode(docs, side="doc", batch_size=batch_size)
-        return np.einsum("ij,ij->i", q, d)
+        return aligned_cosine(self, queries, docs, batch_size=batch_size)
