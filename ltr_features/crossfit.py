@@ -32,9 +32,12 @@ from tqdm.auto import tqdm
 from .dataset import RankingSet
 from .errors import LtrfeatError
 
-TRAINABLE = ("clsm", "dssm")
+TRAINABLE = ("clsm", "dssm", "deepmatch")
 ZERO_SHOT = ("sbert",)
-_SPEC = re.compile(r"^(?P<model>[a-z]+)(?::(?P<loss>[a-z]+))?(?:=(?P<path>.+))?$")
+PRETRAIN = ("rbm",)
+_SPEC = re.compile(r"^(?P<model>[a-z]+)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:=(?P<path>.+))?$")
+_SPEC_FIX = ("use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
+             "deepmatch, sbert or sbert=PATH")
 
 
 class LeakageError(LtrfeatError):
@@ -43,16 +46,24 @@ class LeakageError(LtrfeatError):
 
 @dataclasses.dataclass(frozen=True)
 class EncoderSpec:
-    """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``sbert`` or ``sbert=PATH``."""
+    """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``dssm:hinge+rbm`` (DSE: towers
+    pre-trained as RBMs), ``deepmatch`` (pair interaction model), ``sbert`` or ``sbert=PATH``."""
 
     model: str
     loss: str | None = None
     path: str | None = None
+    pretrain: str | None = None
 
     @property
     def name(self) -> str:
-        """Group name used in feature-set names (``lexical+clsm-softmax``)."""
-        return self.model if self.loss is None else f"{self.model}-{self.loss}"
+        """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``)."""
+        parts = [self.model] + [p for p in (self.loss, self.pretrain) if p is not None]
+        return "-".join(parts)
+
+    @property
+    def column_suffix(self) -> str:
+        """``score`` for a pair scorer (DeepMatch), ``cos`` for a text encoder's cosine."""
+        return "score" if self.model == "deepmatch" else "cos"
 
     @property
     def trainable(self) -> bool:
@@ -62,10 +73,16 @@ class EncoderSpec:
     def parse(cls, text: str) -> "EncoderSpec":
         m = _SPEC.match(text.strip())
         if not m or m["model"] not in TRAINABLE + ZERO_SHOT:
-            raise LtrfeatError(f"unknown encoder {text!r}",
-                               fix="use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), sbert or sbert=PATH")
-        model, loss, path = m["model"], m["loss"], m["path"]
-        if model in TRAINABLE:
+            raise LtrfeatError(f"unknown encoder {text!r}", fix=_SPEC_FIX)
+        model, loss, path, pretrain = m["model"], m["loss"], m["path"], m["pretrain"]
+        if pretrain is not None and (model != "dssm" or pretrain not in PRETRAIN):
+            raise LtrfeatError(f"encoder {text!r}: only dssm takes a pre-training, and only +rbm",
+                               fix="write dssm:hinge+rbm")
+        if model == "deepmatch":
+            if loss is not None or path is not None:
+                raise LtrfeatError(f"encoder {text!r}: deepmatch has its own large-margin loss and takes no path",
+                                   fix="write deepmatch")
+        elif model in TRAINABLE:
             if path is not None:
                 raise LtrfeatError(f"encoder {text!r}: a trained encoder takes no path",
                                    fix=f"write {model}:{loss or 'softmax'}")
@@ -74,7 +91,7 @@ class EncoderSpec:
                 raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
         elif loss is not None:
             raise LtrfeatError(f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH")
-        return cls(model, loss, path)
+        return cls(model, loss, path, pretrain)
 
 
 class CrossFitFold(NamedTuple):
@@ -103,8 +120,9 @@ def normalise_query(text: str) -> str:
 def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
     """Seeded outer folds over distinct ``qids``, each with a ranker validation share of its training queries."""
     queries = list(dict.fromkeys(qids))
-    if k < 2:
-        raise LtrfeatError(f"need at least 2 folds (got {k})", fix="use --k-folds >= 2")
+    if k < 3:
+        raise LtrfeatError(f"cross-fitting needs at least 3 folds (got {k}): with 2, the encoder for the ranker's "
+                           "training rows would have no queries left to train on", fix="use --k-folds >= 3")
     if len(queries) < 2 * k:
         raise LtrfeatError(f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds")
     rng = np.random.default_rng(seed)
@@ -150,7 +168,9 @@ def check_disjoint(trained_on: set, scored: set, what: str) -> None:
 
 def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int) -> str:
     h = hashlib.sha256()
-    h.update(json.dumps({"spec": dataclasses.asdict(spec), "options": options, "seed": seed, "v": 1},
+    # a spec without pre-training keys as before the field existed, so existing caches stay valid
+    spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k != "pretrain" or v is not None}
+    h.update(json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1},
                         sort_keys=True, default=str).encode())
     for col in ("query", "doc", "label"):
         h.update("\x1e".join(map(repr, table[col].tolist())).encode("utf-8", "surrogatepass"))
@@ -158,6 +178,9 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int)
 
 
 def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None):
+    import inspect
+
+    from .encoders.deepmatch import DeepMatch, train_deepmatch
     from .encoders.encoder import Encoder
     from .encoders.training import train_encoder
 
@@ -165,8 +188,16 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
     if cache is not None:
         path = cache / "encoders" / f"{spec.name}-{_cache_key(spec, options, table, seed)}.ltrenc"
         if path.exists():
-            return Encoder.load(path)
-    encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, seed=seed, progress=False, **options)
+            return DeepMatch.load(path) if spec.model == "deepmatch" else Encoder.load(path)
+    if spec.model == "deepmatch":
+        # the encoder options are shared by every --encoder: DeepMatch takes the ones it has (epochs, negatives...)
+        accepted = inspect.signature(train_deepmatch).parameters
+        encoder, _ = train_deepmatch(table, seed=seed, progress=False,
+                                     **{k: v for k, v in options.items() if k in accepted})
+    else:
+        extra = {"pretrain": spec.pretrain} if spec.pretrain else {}
+        encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, seed=seed, progress=False, **extra,
+                                   **options)
     if path is not None:
         encoder.save(path)
     return encoder
@@ -204,7 +235,7 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not progress or n_jobs == 0)
     try:
         for spec in specs:
-            column = f"{spec.name}_{field}_cos"
+            column = f"{spec.name}_{field}_{spec.column_suffix}"
             if not spec.trainable:
                 scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
                 for plan in plans:

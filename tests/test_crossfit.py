@@ -56,7 +56,9 @@ def test_scoring_jobs_cover_every_fold_row_once_without_leakage():
 
 def test_plan_rejects_too_few_queries():
     with pytest.raises(LtrfeatError, match="too few"):
-        plan_folds(["a", "b", "c"], k=2)
+        plan_folds(["a", "b", "c"], k=3)
+    with pytest.raises(LtrfeatError, match="at least 3 folds"):
+        plan_folds([f"q{i}" for i in range(20)], k=2)
 
 
 def test_no_encoder_ever_trains_on_the_queries_it_scores():
