@@ -1,4 +1,4 @@
-"""``ltrfeat train-encoder``: train a DSSM / CLSM encoder on judged or clicked pairs."""
+"""``ltrfeat train-encoder``: train a DSSM / CLSM encoder or a DeepMatch model on judged or clicked pairs."""
 from __future__ import annotations
 
 import contextlib
@@ -19,7 +19,14 @@ import click
 @click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of PAIRS.")
 @click.option("--label-map", default="none", show_default=True,
               help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...")
-@click.option("--model", type=click.Choice(["clsm", "dssm"]), default="clsm", show_default=True)
+@click.option("--model", type=click.Choice(["clsm", "dssm", "deepmatch"]), default="clsm", show_default=True,
+              help="clsm / dssm: text encoders (cosine); deepmatch: pair interaction model (match score).")
+@click.option("--pretrain", type=click.Choice(["none", "rbm"]), default="none", show_default=True,
+              help="rbm: DSE pre-training of the DSSM towers (layer-wise RBMs, CD-1) before fine-tuning.")
+@click.option("--topics", default="50,10", show_default=True,
+              help="DeepMatch: FINE,COARSE LDA topic counts, the two patch resolutions (paper: 200,50).")
+@click.option("--patch-words", type=click.IntRange(min=1), default=10, show_default=True,
+              help="DeepMatch: most probable words per side kept in each patch.")
 @click.option("--loss", type=click.Choice(["softmax", "generalized", "hinge"]), default="softmax", show_default=True,
               help="softmax: DSSM/CLSM; generalized: GDSSM soft labels on every pair; hinge: DSE margin loss.")
 @click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True, help="Maximum epochs.")
@@ -31,8 +38,9 @@ import click
               help="Also use the other documents of the mini-batch as negatives.")
 @click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=10.0, show_default=True,
               help="Softmax smoothing factor.")
-@click.option("--margin", type=float, default=1.0, show_default=True, help="Hinge loss margin.")
-@click.option("--batch-size", type=click.IntRange(min=2), default=1024, show_default=True)
+@click.option("--margin", type=float, default=None, help="Hinge loss margin [default: 1.0; deepmatch 0.1].")
+@click.option("--batch-size", type=click.IntRange(min=2), default=None,
+              help="Samples per mini-batch [default: 1024; deepmatch 128].")
 @click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True)
 @click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Learning rate [default: 1e-3 adam, 0.1 sgd].")
@@ -55,7 +63,8 @@ import click
               help="Checkpoint rewritten each epoch [default: OUT.ckpt, removed on success].")
 @click.option("--resume", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Continue an interrupted run from its checkpoint (same PAIRS and options).")
-def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, label_map, model, loss, epochs, negatives, hard_negatives,
+def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, label_map, model, pretrain, topics,
+                      patch_words, loss, epochs, negatives, hard_negatives,
                       in_batch, gamma, margin, batch_size, optimizer, lr, soft_labels, click_scale, min_positive,
                       val_fraction, patience, min_count, buckets, shared, seed, threads, checkpoint, resume):
     """Train a DSSM or CLSM text encoder on PAIRS (a judged-pairs or click table:
@@ -63,6 +72,10 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
 
     Validation NDCG@10 of the encoder's cosine (held-out queries) drives early stopping;
     the best epoch is kept. The same seed gives a bit-identical bundle.
+
+    --model deepmatch trains the DeepMatch interaction model instead (LDA patches, large-margin
+    loss on (q, d+, d-) triples; it reads --epochs, --negatives, --hard-negatives, --margin,
+    --batch-size, --lr, --soft-labels, --min-positive, --val-fraction, --patience, --seed, --threads).
 
     \b
     Example (Home Depot judgments, averages 1..3 mapped to grades 0..6):
@@ -74,6 +87,11 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
     Example (click counts, DSSM, resuming after an interruption):
       ltrfeat train-encoder clicks.tsv --model dssm --soft-labels clicks --out m.ltrenc
       ltrfeat train-encoder clicks.tsv --model dssm --soft-labels clicks --out m.ltrenc --resume m.ltrenc.ckpt
+
+    \b
+    Example (DeepMatch, and a DSE-style DSSM: RBM pre-training, then the hinge loss):
+      ltrfeat train-encoder train.csv --model deepmatch --topics 50,10 --epochs 3 --out dm.ltrenc
+      ltrfeat train-encoder train.csv --model dssm --pretrain rbm --loss hinge --out dse.ltrenc
 
     \b
     Example (no click log: each document's title as the query, its body as the clicked text):
@@ -88,11 +106,19 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
         table = read_judged_pairs(pairs, columns=columns, encoding=encoding, label_map=label_map)
     else:
         raise click.UsageError("give PAIRS or --from-docs DOCS")
+    if model == "deepmatch":
+        _train_deepmatch(table, out, topics=topics, patch_words=patch_words, pretrain=pretrain, resume=resume,
+                         epochs=epochs, negatives=negatives, hard_negatives=hard_negatives, margin=margin,
+                         batch_size=batch_size, lr=lr, soft_labels=soft_labels, min_positive=min_positive,
+                         val_fraction=val_fraction, patience=patience, seed=seed, threads=threads)
+        return
     ckpt = Path(checkpoint) if checkpoint else Path(f"{out}.ckpt")
     try:
         encoder, history = train_encoder(
             table, model=model, loss=loss, epochs=epochs, negatives=negatives, hard_negatives=hard_negatives,
-            in_batch=in_batch, gamma=gamma, margin=margin, batch_size=batch_size, optimizer=optimizer, lr=lr,
+            in_batch=in_batch, gamma=gamma, margin=1.0 if margin is None else margin,
+            batch_size=batch_size or 1024, optimizer=optimizer, lr=lr,
+            pretrain=None if pretrain == "none" else pretrain,
             soft_labels=soft_labels, click_scale=click_scale, min_positive=min_positive, val_fraction=val_fraction,
             patience=patience, min_count=min_count, n_buckets=buckets, shared=shared, seed=seed, threads=threads,
             checkpoint=ckpt, resume=resume)
@@ -102,10 +128,33 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
     if checkpoint is None:
         with contextlib.suppress(FileNotFoundError):
             ckpt.unlink()
-    summary = {"out": str(out), "best_epoch": encoder.training["best_epoch"],
-               "val_ndcg@10": encoder.training["validation"]["ndcg@10"],
+    _summary(out, encoder, history)
+
+
+def _summary(out, model, history):
+    summary = {"out": str(out), "best_epoch": model.training["best_epoch"],
+               "val_ndcg@10": model.training["validation"]["ndcg@10"],
                "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10")} for h in history]}
     click.echo(json.dumps(summary))
+
+
+def _train_deepmatch(table, out, *, topics, patch_words, pretrain, resume, margin, batch_size, **options):
+    from ltr_features.encoders.deepmatch import train_deepmatch
+
+    if pretrain != "none" or resume:
+        raise click.UsageError("--pretrain and --resume are for --model clsm/dssm, not deepmatch")
+    try:
+        fine, coarse = (int(t) for t in topics.split(","))
+    except ValueError:
+        raise click.UsageError(f"--topics {topics!r} is not FINE,COARSE (e.g. 50,10)") from None
+    try:
+        model, history = train_deepmatch(table, topics=(fine, coarse), patch_words=patch_words,
+                                         margin=0.1 if margin is None else margin, batch_size=batch_size or 128,
+                                         **options)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    model.save(out)
+    _summary(out, model, history)
 
 
 def _weak_pairs(docs_path, field_pair, *, encoding, pairs, seed):

@@ -25,7 +25,9 @@ KINDS = {
     "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine",
     "dssm": "DSSM encoder bundle: dssm=MODEL.ltrenc -> dssm_<field>_cos, query/field cosine",
     "sbert": "sentence-transformers model: sbert[=DIR] (default: packaged all-MiniLM-L6-v2) -> sbert_<field>_cos",
+    "deepmatch": "DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
 }
+PAIR_SCORERS = ("deepmatch",)  # score (query, text) pairs directly: no per-text vectors to cache
 _NAME = re.compile(r"^(?P<kind>[a-z]+)(?:-[A-Za-z0-9_]+)?$")
 _SPEC_FIX = "write clsm=MODEL.ltrenc, dssm=MODEL.ltrenc, sbert or sbert=DIR (a name may carry a suffix: clsm-gen=...)"
 
@@ -55,6 +57,10 @@ def load_encoder(name: str, path=None):
         return SbertEncoder.load(path)
     if path is None:
         raise LtrfeatError(f"encoder {name!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
+    if kind == "deepmatch":
+        from .encoders.deepmatch import DeepMatch
+
+        return DeepMatch.load(path)
     from .encoders.encoder import Encoder
 
     encoder = Encoder.load(path)
@@ -139,7 +145,8 @@ class EncoderExtractor(BaseEstimator):
         return self
 
     def feature_names(self) -> list[str]:
-        return [f"{self.name}_{f}_cos" for f in self.fields]
+        suffix = "score" if _NAME.match(self.name)["kind"] in PAIR_SCORERS else "cos"
+        return [f"{self.name}_{f}_{suffix}" for f in self.fields]
 
     @property
     def texts_encoded(self) -> dict[str, int]:
@@ -156,6 +163,11 @@ class EncoderExtractor(BaseEstimator):
                                fix="give the query text and the document fields")
         out = np.zeros((len(pairs), len(self.fields)), dtype=np.float32)
         if len(pairs) == 0:
+            return out
+        if not hasattr(self.encoder_, "encode"):  # a pair scorer (DeepMatch)
+            for j, field in enumerate(self.fields):
+                out[:, j] = self.encoder_.similarity(pairs["query"].tolist(), pairs[field].tolist(),
+                                                     batch_size=int(self.batch_size))
             return out
         q = self._caches["query"].lookup(pairs["query"].tolist())
         for j, field in enumerate(self.fields):

@@ -88,7 +88,7 @@ def fit_topics(q_bag: TokenizedTexts, d_bag: TokenizedTexts, *, n_q: int, n_d: i
 
     joint = sp.hstack([_indicator(q_bag, n_q), _indicator(d_bag, n_d)], format="csr")
     lda = LatentDirichletAllocation(n_components=n_topics, learning_method="online", max_iter=max_iter,
-                                    batch_size=512, random_state=seed, n_jobs=1)
+                                    batch_size=1024, random_state=seed, n_jobs=1)
     lda.fit(joint)
     return (_top_words(lda.components_[:, :n_q], patch_words), _top_words(lda.components_[:, n_q:], patch_words))
 
@@ -191,7 +191,8 @@ class DeepMatchNet(nn.Module):
         """Per side: word id -> flat patch slots holding it (CSR), and the link mask."""
         if self._tables is None:
             tables = []
-            for words, n_vocab in ((self.fine_q, self.config["n_query_words"]), (self.fine_d, self.config["n_doc_words"])):
+            sides = ((self.fine_q, self.config["n_query_words"]), (self.fine_d, self.config["n_doc_words"]))
+            for words, n_vocab in sides:
                 flat = words.numpy().ravel()
                 slots = np.flatnonzero(flat >= 0)
                 order = np.argsort(flat[slots], kind="stable")
@@ -232,7 +233,7 @@ class DeepMatchNet(nn.Module):
         n_active = len(b.active)
         ux = torch.zeros(n_active, self.lx.shape[1]).index_add(0, t(b.q_rows), self.lx[t(b.q_slots)])
         uy = torch.zeros(n_active, self.ly.shape[1]).index_add(0, t(b.d_rows), self.ly[t(b.d_slots)])
-        pot1 = (ux * uy).view(n_active, k1, -1).sum(-1) + self.b1[t(b.active % n_fine)]
+        pot1 = (ux * uy).view(n_active, k1, cfg["latent"]).sum(-1) + self.b1[t(b.active % n_fine)]
         s1 = torch.zeros(b.n_pairs * n_fine, k1).index_copy(0, t(b.active), _mixed(pot1)).view(b.n_pairs, n_fine, k1)
         pair2, coarse2 = b.active2 // n_coarse, b.active2 % n_coarse
         phi = s1[t(pair2)[:, None], t(links[coarse2])] * t(link_mask[coarse2]).unsqueeze(-1)  # (A2, W, K1)
@@ -305,8 +306,12 @@ class DeepMatch:
             problem = " ".join(str(exc).split())[:300]
             raise ModelFileError(f"DeepMatch bundle does not match its model config: {problem}", path=path,
                                  fix="the file is damaged or from an incompatible ltrfeat; retrain it") from None
-        if (len(model.query_vocab), len(model.doc_vocab)) != (config["n_query_words"], config["n_doc_words"]):
-            raise ModelFileError("vocabulary and model input size disagree", path=path, fix="the file is damaged; retrain it")
+        in_range = (int(net.fine_q.max()) < len(model.query_vocab) and int(net.fine_d.max()) < len(model.doc_vocab)
+                    and int(net.links.max()) < config["n_fine"])
+        if (len(model.query_vocab), len(model.doc_vocab)) != (config["n_query_words"], config["n_doc_words"]) \
+                or not in_range:
+            raise ModelFileError("vocabulary, patches and model input size disagree", path=path,
+                                 fix="the file is damaged; retrain it")
         net.eval()
         return model
 
@@ -335,8 +340,9 @@ def score_rows(net: DeepMatchNet, q_bags: TokenizedTexts, d_bags: TokenizedTexts
 
 # -- training -------------------------------------------------------------------------------
 def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 10, min_links: int = 3,
-                    max_links: int = 8, units=(3, 3), latent: int = 4, committee: int = 16, lda_iter: int = 10,
-                    min_df: int = 2, max_vocab: int = 20000, analyzer: Analyzer | None = None, epochs: int = 10,
+                    max_links: int = 8, units=(3, 3), latent: int = 4, committee: int = 16, lda_iter: int = 5,
+                    lda_docs: int = 20000, min_df: int = 2, max_vocab: int = 20000,
+                    analyzer: Analyzer | None = None, epochs: int = 10,
                     negatives: int = 4, hard_negatives: int = 0, margin: float = 0.1, batch_size: int = 128,
                     lr: float | None = None, soft_labels: str = "linear", min_positive: float = 0.5,
                     val_fraction: float = 0.1, patience: int = 2, seed: int = 0, threads: int | None = None,
@@ -353,6 +359,7 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
     latent : D_p, rank of each local bilinear decision.
     committee : width of the fully connected committee layer.
     lda_iter : passes of online LDA.
+    lda_docs : joint documents LDA is fitted on (a seeded sample of the distinct positive pairs).
     min_df, max_vocab : per-side vocabulary: words in >= ``min_df`` training texts, most frequent first.
     analyzer : word analyzer (default: lowercase, English stopwords, Porter2 stemming).
     epochs, patience, val_fraction : training length and early stopping on validation NDCG@10.
@@ -378,7 +385,8 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
     pairs = _validate(pairs)
     params = {"model": ARCHITECTURE, "topics": [n_fine, n_coarse], "patch_words": patch_words,
               "min_links": min_links, "max_links": max_links, "units": list(units), "latent": latent,
-              "committee": committee, "lda_iter": lda_iter, "min_df": min_df, "max_vocab": max_vocab,
+              "committee": committee, "lda_iter": lda_iter, "lda_docs": lda_docs, "min_df": min_df,
+              "max_vocab": max_vocab,
               "analyzer": analyzer.to_json(), "epochs": epochs, "negatives": negatives,
               "hard_negatives": hard_negatives, "margin": margin, "batch_size": batch_size, "lr": lr,
               "soft_labels": soft_labels, "min_positive": min_positive, "val_fraction": val_fraction,
@@ -401,6 +409,9 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
     with _torch_settings(threads):
         t0 = time.perf_counter()
         positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
+        if len(positive) > lda_docs:
+            sample = np.random.default_rng([seed, 2]).choice(len(positive), lda_docs, replace=False)
+            positive = positive[np.sort(sample)]
         pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
         fine = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_fine, patch_words=patch_words,
                           max_iter=lda_iter, seed=seed)

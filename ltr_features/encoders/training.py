@@ -286,8 +286,9 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
                   margin: float = 1.0, batch_size: int = 1024, optimizer: str = "adam", lr: float | None = None,
                   soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
                   val_fraction: float = 0.1, patience: int = 2, min_count: int = 1, n_buckets: int | None = None,
-                  shared: bool = False, sizes: dict | None = None, seed: int = 0, threads: int | None = None,
-                  checkpoint=None, resume=None, progress: bool | None = None) -> tuple[Encoder, list[dict]]:
+                  shared: bool = False, sizes: dict | None = None, pretrain: str | None = None, seed: int = 0,
+                  threads: int | None = None, checkpoint=None, resume=None,
+                  progress: bool | None = None) -> tuple[Encoder, list[dict]]:
     """Train a DSSM or CLSM encoder; returns the encoder (best validation epoch) and the history.
 
     Parameters
@@ -314,6 +315,9 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
     shared : one tower for queries and documents instead of two.
     sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
         ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
+    pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
+        CD-1 on the training texts (:func:`ltr_features.encoders.rbm.pretrain_dssm`) before the
+        discriminative training; None for random initialisation.
     seed : seeds weights and sampling.
     threads : torch threads (default: the CPU count).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint).
@@ -326,6 +330,8 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         raise ValueError("need batch_size >= 2, epochs >= 1, negatives >= 0, hard_negatives >= 0, gamma > 0")
     if not (negatives or hard_negatives or in_batch):
         raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
+    if pretrain not in (None, "rbm") or (pretrain == "rbm" and model != "dssm"):
+        raise ValueError(f"pretrain must be None or 'rbm' (with model='dssm'), got {pretrain!r} with model={model!r}")
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     pairs = _validate(pairs)
@@ -334,7 +340,7 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
               "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "soft_labels": soft_labels,
               "click_scale": click_scale, "min_positive": min_positive, "val_fraction": val_fraction,
               "patience": patience, "min_count": min_count, "n_buckets": n_buckets, "shared": shared,
-              "sizes": dict(sizes or {}), "seed": seed}
+              "sizes": dict(sizes or {}), "seed": seed, **({"pretrain": pretrain} if pretrain else {})}
     data_sha = data_hash(pairs)
     data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
     rows = np.flatnonzero(data.train) if loss == "generalized" else np.flatnonzero(data.train & (data.y >= min_positive))
@@ -346,15 +352,24 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         tr = np.flatnonzero(data.train)
-        hasher = TrigramHasher(min_count=min_count, n_buckets=n_buckets).fit(
-            [data.queries[i] for i in np.unique(data.q_idx[tr])] + [data.docs[i] for i in np.unique(data.d_idx[tr])])
+        train_texts = ([data.queries[i] for i in np.unique(data.q_idx[tr])]
+                       + [data.docs[i] for i in np.unique(data.d_idx[tr])])
+        hasher = TrigramHasher(min_count=min_count, n_buckets=n_buckets).fit(train_texts)
         net = TwoTowerModel(model_config(model, hasher.n_features_, shared=shared, **(sizes or {})))
+        pretrained = None
+        if pretrain == "rbm" and resume is None:
+            from ltr_features.encoders.rbm import pretrain_dssm
+
+            pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
         opt = _make_optimizer(optimizer, net.parameters(), lr)
         q_tokens, d_tokens = hasher.tokenize(data.queries), hasher.tokenize(data.docs)
         sampler = _Sampler(data, rows)
-        header = {"model": net.config, "hasher": hasher.to_json(), "params": params, "data_sha256": data_sha}
+        header = {"model": net.config, "hasher": hasher.to_json(), "params": params, "data_sha256": data_sha,
+                  **({"pretrain": pretrained} if pretrained else {})}
         if resume is not None:
             state, best_state = _read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
+            pretrained = state.get("pretrain")
+            header = {**header, **({"pretrain": pretrained} if pretrained else {})}
             rng.bit_generator.state = state["numpy_rng"]
             history, best, start = state["history"], state["best"], state["epoch"] + 1
         else:
@@ -400,7 +415,8 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
               "n_samples": int(len(rows)), "best_epoch": best["epoch"],
-              "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history}
+              "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history,
+              **({"pretrain": pretrained} if pretrained else {})}
     return Encoder(hasher, net, training=record), history
 
 
