@@ -202,7 +202,8 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                 k=k_folds, valid_fraction=valid_fraction, options=parse_key_values(
                     encoder_options, option="--encoder-option", example="epochs=5") or {},
                 cache=cache_dir, seed=split_seed, quick=quick)
-            folds = [Fold(*f, origin=scheme["description"]) for f in folds]
+            folds = [Fold(*f, origin=f"query fold {i + 1} of {len(folds)} of {pairs_path}, encoder columns "
+                                     f"cross-fitted (see Cross-fitting)") for i, f in enumerate(folds)]
         sets = plan_feature_sets(folds[0].train.feature_map, base=base_spec, neural=groups, alone=alone,
                                  base_name=base_name)
         ranker_params = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,

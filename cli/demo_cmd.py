@@ -19,21 +19,23 @@ import click
 ENCODERS = (("dssm", "softmax"), ("dssm", "generalized"), ("clsm", "softmax"), ("clsm", "generalized"))
 # Sizes chosen so the full demo fits in 5 minutes and --quick in 1 minute on 2 cores.
 PRESETS = {
-    "full": {"world": {"n_queries": 600, "n_docs": 2000, "n_click_queries": 2000},
-             "encoder": {"epochs": 6, "batch_size": 256},
+    "full": {"world": {"n_queries": 600, "n_docs": 2000, "n_click_queries": 1000},
+             "encoder": {"epochs": 3, "batch_size": 512},
              "seeds": (0, 1, 2), "n_estimators": 300, "resamples": 10_000, "k": 5},
     "quick": {"world": {"n_queries": 240, "n_docs": 800, "n_click_queries": 800},
               "encoder": {"epochs": 2, "batch_size": 256},
               "seeds": (0,), "n_estimators": 100, "resamples": 2000, "k": 3},
 }
-QUICK_SIZES = {"dssm": {"hidden": [128], "out": 64}, "clsm": {"conv": 128, "out": 64}}
+# Towers smaller than the papers' (300-300-128, K=300/L=128) so four of them train in the time budget.
+SIZES = {"full": {"dssm": {"hidden": [256, 128], "out": 64}, "clsm": {"conv": 192, "out": 64}},
+         "quick": {"dssm": {"hidden": [128], "out": 64}, "clsm": {"conv": 128, "out": 64}}}
 
 
 def _say(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _train_encoders(clicks, models_dir: Path, *, seed: int, options: dict, quick: bool) -> dict[str, Path]:
+def _train_encoders(clicks, models_dir: Path, *, seed: int, options: dict, sizes: dict) -> dict[str, Path]:
     from ltr_features.encoders.training import train_encoder
 
     table = clicks.rename(columns={"clicks": "label"})[["query", "doc", "label"]]
@@ -42,7 +44,7 @@ def _train_encoders(clicks, models_dir: Path, *, seed: int, options: dict, quick
         name = f"{model}-{loss}"
         start = time.perf_counter()
         encoder, history = train_encoder(table, model=model, loss=loss, soft_labels="clicks", seed=seed,
-                                         sizes=QUICK_SIZES[model] if quick else None, progress=False, **options)
+                                         sizes=sizes[model], progress=False, **options)
         paths[name] = models_dir / f"{name}.ltrenc"
         encoder.save(paths[name])
         best = max((h["val_ndcg@10"] for h in history), default=float("nan"))
@@ -107,7 +109,8 @@ def demo(out_dir, quick, seed):
     _say(f"    {len(world.docs)} documents, {world.judged['qid'].nunique()} judged queries "
          f"({len(world.judged)} pairs), click log of {len(world.clicks)} rows -> {out / 'world'}")
     _say("2/4 training encoders on the click log ...")
-    models = _train_encoders(world.clicks, out / "models", seed=seed, options=preset["encoder"], quick=quick)
+    sizes = SIZES["quick" if quick else "full"]
+    models = _train_encoders(world.clicks, out / "models", seed=seed, options=preset["encoder"], sizes=sizes)
     _say("3/4 extracting lexical and neural features ...")
     data = _features(world, models)
     _say(f"    {data.n_features} columns for {len(data)} judged pairs")
@@ -120,7 +123,8 @@ def demo(out_dir, quick, seed):
                                          "params": {"bagging_fraction": 0.8, "bagging_freq": 1}},
                           progress=not os.environ.get("CI"))
     result.config["encoders"] = {"training_data": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
-                                 "models": {n: str(p) for n, p in models.items()}, "options": preset["encoder"]}
+                                 "models": {n: p.name for n, p in models.items()}, "options": preset["encoder"],
+                                 "sizes": sizes}
     summary = summarise(result, seed=seed, n_resamples=preset["resamples"])
     report = write_report(result, summary, out / "report", overwrite=True)
     for line in headline_table(result, summary):

@@ -138,6 +138,8 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
                           for part in ("train", "valid", "test") if f[part] is not None)
         origin = f" — from {f['origin']}" if f["origin"] else ""
         lines.append(f"  - `{f['name']}`: {sizes}{origin}")
+    if cfg.get("cross_fitting"):
+        lines.append(f"- **Cross-fitting**: {cfg['cross_fitting']['description']}")
     lines.append(f"- **Seeds**: {', '.join(map(str, cfg['seeds']))} — every ranker set is trained with each seed on "
                  "every fold (paired); per-query metrics are averaged over seeds. Single-feature rankers are "
                  "deterministic and run once.")
