@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-slow demo bench clean
+.PHONY: install test test-slow demo bench bench-quick bench-quality clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,6 +26,18 @@ test-slow: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/ltrfeat demo --out demo-out
+
+# Every benchmark (about 30 minutes on 2 cores) -> benchmarks/results/*.json and SUMMARY.md.
+bench: $(STAMP)
+	$(PY) benchmarks/run_all.py
+
+# Smaller sizes, for a loaded machine.
+bench-quick: $(STAMP)
+	$(PY) benchmarks/run_all.py --quick
+
+# Single-feature ranking quality on Home Depot (about 28 minutes; not part of `make bench`).
+bench-quality: $(STAMP)
+	$(PY) benchmarks/quality_homedepot.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
