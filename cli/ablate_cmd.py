@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 import click
 
@@ -182,6 +183,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     from rankers.ablation import Fold, load_letor_folds, plan_feature_sets, run_ablation, summarise
     from rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
 
+    started = time.perf_counter()
     if (folds_dir is None) == (pairs_path is None):
         raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
     seed_list = _seeds(seeds if seeds is not None else (QUICK["seeds"] if quick else "0,1,2"))
@@ -206,6 +208,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                 cache=cache_dir, seed=split_seed, quick=quick)
             folds = [Fold(*f, origin=f"query fold {i + 1} of {len(folds)} of {pairs_path}, encoder columns "
                                      f"cross-fitted (see Cross-fitting)") for i, f in enumerate(folds)]
+        folds_ready = time.perf_counter()
         sets = plan_feature_sets(folds[0].train.feature_map, base=base_spec, neural=groups, alone=alone,
                                  base_name=base_name)
         ranker_params = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
@@ -227,7 +230,9 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     if scheme is not None:
         result.config["cross_fitting"] = scheme
     summary = summarise(result, seed=0, n_resamples=resamples)
-    out = write_report(result, summary, report_dir, overwrite=overwrite)
+    timings = {"wall_seconds": round(time.perf_counter() - started, 1),
+               "folds_and_features_seconds": round(folds_ready - started, 1)}
+    out = write_report(result, summary, report_dir, overwrite=overwrite, timings=timings)
     inert = seed_inert_sets(result)
     if inert:
         click.echo(f"notice: the seeds changed nothing for {', '.join(inert)}: {SEED_HINT} (--param KEY=VALUE)",

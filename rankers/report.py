@@ -314,9 +314,11 @@ def check_report_dir(out_dir, *, overwrite: bool = False) -> Path:
     return out_dir
 
 
-def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: bool = False) -> Path:
+def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: bool = False,
+                 timings: dict | None = None) -> Path:
     """Write ``report.md``, ``report.json``, ``per_query.tsv``, ``timings.json`` and the PNG plots
-    into ``out_dir``, all at once (built in a temporary directory, then renamed)."""
+    into ``out_dir``, all at once (built in a temporary directory, then renamed). ``timings`` (e.g.
+    ``wall_seconds`` and per-stage seconds of the whole command) go to ``timings.json`` beside the runs'."""
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
@@ -334,7 +336,8 @@ def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: b
             result.per_query.to_csv(fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g",
                                     lineterminator="\n")
         with atomic_output(tmp / "timings.json") as fh:
-            json.dump({"total_seconds": sum(r["seconds"] for r in result.runs), "runs": result.runs}, fh, indent=1)
+            json.dump({**(timings or {}), "total_seconds": sum(r["seconds"] for r in result.runs),
+                       "runs": result.runs}, fh, indent=1)
             fh.write("\n")
         plot_metrics(result, summary, tmp / "metrics.png")
         if summary["comparisons"]:
