@@ -27,7 +27,7 @@ test-slow: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/ltrfeat demo --out demo-out
 
-# Every benchmark (about 30 minutes on 2 cores) -> benchmarks/results/*.json and SUMMARY.md.
+# Every benchmark (9-17 minutes on 2 shared cores, 30 at most) -> benchmarks/results/*.json and SUMMARY.md.
 bench: $(STAMP)
 	$(PY) benchmarks/run_all.py
 

@@ -8,7 +8,7 @@ from an earlier run as such, and lists the scaling exponents and the profiles. T
 non-zero only when a benchmark crashed: a missed target or a timed-out benchmark is reported, not fatal.
 ``quality_homedepot.py`` (about 28 minutes) is not part of this run: ``make bench-quality``.
 
-    python benchmarks/run_all.py                      # the issue sizes, about 30 minutes on 2 cores
+    python benchmarks/run_all.py                      # the issue sizes; 9-17 minutes on 2 cores, 30 at most
     python benchmarks/run_all.py --quick              # smaller sizes, for a loaded machine
     python benchmarks/run_all.py --only bench_letor,bench_scaling
     python benchmarks/run_all.py --summary-only       # rewrite SUMMARY.md from the results files
@@ -312,14 +312,14 @@ def _when(timestamp: float) -> str:
 
 
 def ratio_figures(figures, prefix: str = "") -> list[tuple[str, float]]:
-    """Every numeric figure whose name says it is a ratio (ratio, speedup, _vs_, _over_)."""
+    """Every numeric figure whose own name (not its parents') says it is a ratio (ratio, speedup, _vs_, _over_)."""
     out = []
     for key, value in (figures or {}).items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out += ratio_figures(value, name + ".")
         elif (isinstance(value, (int, float)) and not isinstance(value, bool) and not name.startswith("targets.")
-              and "diff" not in name and any(word in name for word in ("ratio", "speedup", "_vs_", "_over_"))):
+              and "diff" not in key and any(word in key for word in ("ratio", "speedup", "_vs_", "_over_"))):
             out.append((name, float(value)))
     return out
 

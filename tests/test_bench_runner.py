@@ -153,8 +153,10 @@ def test_every_target_reads_a_results_file_some_benchmark_writes():
 
 def test_ratio_figures_flattens_and_filters():
     figures = {"speed_ratio": 2.0, "seconds": 3.0, "nested": {"a_vs_b": 4.0, "max_abs_diff_vs_x": 1e-7},
-               "targets": {"clsm_vs_minilm": 100}, "flag_ratio": True}
-    assert run_all.ratio_figures(figures) == [("speed_ratio", 2.0), ("nested.a_vs_b", 4.0)]
+               "targets": {"clsm_vs_minilm": 100}, "flag_ratio": True,
+               "sparse_vs_dense": {"rows_per_s": 5.0, "sparse_vs_dense": 2.5}}
+    assert run_all.ratio_figures(figures) == [("speed_ratio", 2.0), ("nested.a_vs_b", 4.0),
+                                              ("sparse_vs_dense.sparse_vs_dense", 2.5)]
 
 
 def _results(tmp_path, name, figures, mtime=None):
