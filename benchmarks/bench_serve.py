@@ -11,16 +11,12 @@ Run: python benchmarks/bench_serve.py [N_REQUESTS]
 """
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
 import numpy as np
 import torch
 
@@ -28,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from benchmarks._common import write_results  # noqa: E402
+from serving.process import served  # noqa: E402
 from serving.scorer import Scorer  # noqa: E402
 from test_scorer import WORDS, build_world  # noqa: E402
 
@@ -66,38 +63,14 @@ def main() -> None:
             scorer.score(r["query"], r["candidates"])
             local.append((time.perf_counter() - start) * 1000)
 
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        cmd = [sys.executable, "-m", "cli.main", "serve", "--ranker", str(world["ranker"]), "--corpus-stats",
-               str(world["corpus"]), "--encoder", f"clsm={world['encoder']}", "--port", str(port)]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         remote = []
-        try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
-                deadline = time.monotonic() + 60
-                while True:
-                    try:
-                        if http.get("/health").status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        raise SystemExit(f"server did not start: {proc.stderr.read().decode()[-500:]}")
-                    time.sleep(0.2)
-                http.post("/score", json=reqs[0]).raise_for_status()  # warm-up
-                for r in reqs:
-                    start = time.perf_counter()
-                    http.post("/score", json=r).raise_for_status()
-                    remote.append((time.perf_counter() - start) * 1000)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
+        args = ["--ranker", world["ranker"], "--corpus-stats", world["corpus"], "--encoder", f"clsm={world['encoder']}"]
+        with served(args) as (_, http):
+            http.post("/score", json=reqs[0]).raise_for_status()  # warm-up
+            for r in reqs:
+                start = time.perf_counter()
+                http.post("/score", json=r).raise_for_status()
+                remote.append((time.perf_counter() - start) * 1000)
     base, http_ = _percentiles(local), _percentiles(remote)
     figures = {"requests": n, "candidates": N_CANDIDATES, "features": len(scorer.feature_names),
                "in_process": base, "http_loopback": http_,

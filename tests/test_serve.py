@@ -2,28 +2,21 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-httpx = pytest.importorskip("httpx")
+pytest.importorskip("httpx")
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
 from serving.app import create_app  # noqa: E402
+from serving.process import served  # noqa: E402
 from serving.scorer import Scorer  # noqa: E402
 from test_scorer import build_world, candidates_of  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -79,51 +72,23 @@ def test_oversize_body_without_content_length_is_cut(client):
     assert resp.status_code == 413
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_serve_end_to_end(world):
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = [sys.executable, "-m", "cli.main", "serve", "--ranker", str(world["ranker"]), "--corpus-stats",
-           str(world["corpus"]), "--encoder", f"clsm={world['encoder']}", "--port", str(port),
-           "--max-candidates", "50", "--max-bytes", "100000"]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    try:
-        with httpx.Client(base_url=url, timeout=10) as http:
-            deadline = time.monotonic() + 60
-            while True:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                try:
-                    if http.get("/health").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert time.monotonic() < deadline, "server did not become healthy within 60 s"
-                time.sleep(0.2)
-            rows, cands = candidates_of(world, "q2")
-            body = http.post("/score", json={"query": world["queries"]["query"][2], "candidates": cands}).json()
-            np.testing.assert_allclose(body["scores"], world["model"].predict(world["data"])[rows], atol=1e-9)
-            assert sorted(body["order"]) == sorted(c["docid"] for c in cands)
-            bad = http.post("/score", content=b"[1,", headers={"content-type": "application/json"})
-            assert bad.status_code == 400
-            assert http.post("/score", json={"query": "q"}).status_code == 422
-            assert http.get("/nope").status_code == 404
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    args = ["--ranker", world["ranker"], "--corpus-stats", world["corpus"], "--encoder", f"clsm={world['encoder']}",
+            "--max-candidates", "50", "--max-bytes", "100000"]
+    with served(args, request_timeout=10) as (proc, http):
+        rows, cands = candidates_of(world, "q2")
+        body = http.post("/score", json={"query": world["queries"]["query"][2], "candidates": cands}).json()
+        np.testing.assert_allclose(body["scores"], world["model"].predict(world["data"])[rows], atol=1e-9)
+        assert sorted(body["order"]) == sorted(c["docid"] for c in cands)
+        bad = http.post("/score", content=b"[1,", headers={"content-type": "application/json"})
+        assert bad.status_code == 400
+        assert http.post("/score", json={"query": "q"}).status_code == 422
+        assert http.get("/nope").status_code == 404
+        address = str(http.base_url).rstrip("/")
     err = proc.stderr.read().decode()
     # uvicorn shuts down gracefully, then re-raises the signal it caught (exit by SIGTERM)
     assert proc.returncode in (0, -signal.SIGTERM), err
-    assert f"on http://127.0.0.1:{port}" in err and "Traceback" not in err
+    assert f"on {address}" in err and "Traceback" not in err
 
 
 def test_serve_refuses_a_ranker_it_cannot_feed(world):
