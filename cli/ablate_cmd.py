@@ -92,9 +92,9 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 @click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
               help="Text mode: an id naming different texts on different rows fails, or keeps its first text.")
 @click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all').")
-@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][=PATH]",
+@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][+rbm][=PATH]",
               help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
-                   "sbert, sbert=PATH.")
+                   "dssm:hinge+rbm (DSE pre-training), deepmatch, sbert, sbert=PATH.")
 @click.option("--train-pairs", "train_pairs_path", type=click.Path(dir_okay=False), default=None,
               help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
                    "filtered by query text so no fold's test query is trained on. Default: the judged pairs.")
