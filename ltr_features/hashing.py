@@ -161,44 +161,39 @@ class TrigramHasher:
             raise RuntimeError("TrigramHasher is not fitted; call fit(texts) first")
 
     def _reset_cache(self):
+        # word -> row of the word table; the table is flat trigram ids with per-word start and length
         self._word_index: dict[str, int] = {_SEP: _SEP_ID}
-        self._word_trigrams: list[np.ndarray] = []
         self._flat = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=np.int64)
         self._lens = np.zeros(0, dtype=np.int64)
-        self._pending = 0  # words added to the dict but not yet to the flat arrays
 
-    def _trigram_id(self, tri: str) -> int:
+    def _trigram_ids(self, trigrams: list[str]) -> np.ndarray:
         if self.vocabulary_ is None:
-            return N_RESERVED + zlib.crc32(tri.encode("utf-8")) % int(self.n_buckets)
-        return self.vocabulary_.get(tri, UNKNOWN_ID)
+            n = int(self.n_buckets)
+            values = (N_RESERVED + zlib.crc32(t.encode("utf-8")) % n for t in trigrams)
+        else:
+            values = map(self.vocabulary_.get, trigrams, repeat(UNKNOWN_ID))
+        return np.fromiter(values, dtype=np.int64, count=len(trigrams))
+
+    def _add_words(self, words: list[str]) -> None:
+        """Append distinct, not yet cached words to the word table, all in one pass."""
+        marked = [f"#{w}#" for w in words]
+        trigrams = [m[i : i + 3] for m in marked for i in range(len(m) - 2)]
+        lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))  # len(#w#) - 2 trigrams
+        starts = len(self._flat) + np.cumsum(lens) - lens
+        first = len(self._lens)
+        self._word_index.update(zip(words, range(first, first + len(words))))
+        self._flat = np.concatenate([self._flat, self._trigram_ids(trigrams)])
+        self._starts = np.concatenate([self._starts, starts])
+        self._lens = np.concatenate([self._lens, lens])
 
     def word_trigrams(self, word: str) -> list[int]:
         """Trigram ids of one (already normalised) word; cached per word."""
-        return self._word_ids_array(word).tolist()
-
-    def _word_ids_array(self, word: str) -> np.ndarray:
         self._check_fitted()
-        index = self._word_index.get(word)
-        if index is None:
-            index = len(self._word_trigrams)
-            self._word_index[word] = index
-            self._word_trigrams.append(np.array([self._trigram_id(t) for t in self.trigrams(word)], dtype=np.int64))
-            self._pending += 1
-        return self._word_trigrams[index]
-
-    def _sync_flat(self):
-        """Append the trigram arrays of newly cached words to the flat word table."""
-        if not self._pending:
-            return
-        new = self._word_trigrams[-self._pending :]
-        lens = np.fromiter((len(a) for a in new), dtype=np.int64, count=len(new))
-        base = len(self._flat)
-        starts = base + np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64)
-        self._flat = np.concatenate([self._flat, *new])
-        self._starts = np.concatenate([self._starts, starts])
-        self._lens = np.concatenate([self._lens, lens])
-        self._pending = 0
+        if word not in self._word_index:
+            self._add_words([word])
+        row = self._word_index[word]
+        return self._flat[self._starts[row] : self._starts[row] + self._lens[row]].tolist()
 
     # -- batches -------------------------------------------------------------------------
     def tokenize(self, texts) -> TokenizedTexts:
@@ -216,11 +211,10 @@ class TrigramHasher:
         if tokens and max(map(len, tokens)) > cut:
             tokens = [w[:cut] for w in tokens]
         ids = np.fromiter(map(self._word_index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
-        for pos in np.flatnonzero(ids == -1):
-            word = tokens[pos]
-            self._word_ids_array(word)
-            ids[pos] = self._word_index[word]
-        self._sync_flat()
+        missing = np.flatnonzero(ids == -1)
+        if len(missing):
+            self._add_words(list(dict.fromkeys(tokens[p] for p in missing)))
+            ids[missing] = [self._word_index[tokens[p]] for p in missing]
         sep = ids == _SEP_ID
         text_of_word = np.cumsum(sep)[~sep]
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)

@@ -121,5 +121,5 @@ def test_sequence_batch_matches_per_text_windows(texts, d):
 def test_batches_reuse_the_word_cache():
     h = fitted()
     h.bag_batch(["boy toy"] * 3)
-    assert len(h._word_trigrams) == 2
+    assert len(h._lens) == 2
     assert np.array_equal(h.bag_batch(["boy"]).ids, np.array(h.word_trigrams("boy")))

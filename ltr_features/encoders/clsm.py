@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ltr_features.hashing import SequenceBatch, TrigramHasher
@@ -14,7 +15,7 @@ class ClsmTower(nn.Module):
     The window ``l_t = [f_{t-d}; ...; f_{t+d}]`` of trigram count vectors times
     ``W_c = [W_{-d} ... W_d]`` equals ``sum_k W_k f_{t+k}``: one ``nn.EmbeddingBag`` (sum) maps
     each distinct word of the batch to all ``n = 2d + 1`` per-offset projections at once, and
-    ``h_t`` is the sum of ``n`` gathers over the flat list of the batch's windows -- no dense
+    ``h_t`` is one more bag sum of ``n`` of those rows per window of the batch -- no dense
     one-hot windows, no padding between texts, no loop over texts. ``h_t = tanh(W_c l_t + b)``,
     ``v = max_t h_t`` over each text's own windows (a segment max), ``y = tanh(W_s v + b_s)``.
 
@@ -42,18 +43,22 @@ class ClsmTower(nn.Module):
         """Model input for ``texts`` (str list or ``TokenizedTexts``)."""
         return hasher.sequence_batch(texts, context=self.context)
 
-    def local_features(self, batch: SequenceBatch) -> torch.Tensor:
-        """``h_t`` (N, K) of every window of the batch, texts back to back."""
+    def _convolve(self, batch: SequenceBatch) -> torch.Tensor:
+        """``W_c l_t + b`` (N, K) of every window of the batch, texts back to back.
+
+        Row ``3w + k`` of the flattened word projections is word ``w``'s offset-``k`` projection,
+        so each window is a bag of ``n`` rows summed by one ``embedding_bag`` call.
+        """
         words = self.trigrams(torch.from_numpy(batch.word_ids), torch.from_numpy(batch.word_offsets))
-        words = words.view(-1, self.window, self.conv)
-        windows = torch.from_numpy(batch.windows)
-        h = self.conv_bias
-        for k in range(self.window):
-            h = h + words[:, k].index_select(0, windows[:, k])
-        return torch.tanh(h)
+        rows = torch.from_numpy(batch.windows) * self.window + torch.arange(self.window)
+        return F.embedding_bag(rows, words.view(-1, self.conv), mode="sum") + self.conv_bias
+
+    def local_features(self, batch: SequenceBatch) -> torch.Tensor:
+        """``h_t = tanh(W_c l_t + b)`` (N, K) of every window of the batch, texts back to back."""
+        return torch.tanh(self._convolve(batch))
 
     def forward(self, batch: SequenceBatch) -> torch.Tensor:
-        h = self.local_features(batch)
-        # max over each text's own windows only: segments, so padding never enters the max
-        v = torch.segment_reduce(h, "max", lengths=torch.from_numpy(batch.lengths), axis=0)
-        return torch.tanh(self.semantic(v))
+        # max over each text's own windows only: segments, so padding never enters the max;
+        # tanh is monotone, so max_t tanh(x_t) = tanh(max_t x_t) and tanh runs on (B, K) only
+        x = torch.segment_reduce(self._convolve(batch), "max", lengths=torch.from_numpy(batch.lengths), axis=0)
+        return torch.tanh(self.semantic(torch.tanh(x)))
