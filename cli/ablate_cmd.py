@@ -19,8 +19,10 @@ QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
 SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
 # Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
 # (early stopping on validation NDCG@10 still applies); --quick is a smoke run, not a measurement.
-ENCODER_DEFAULTS = {"epochs": 4}
-QUICK_ENCODER = {"epochs": 2}
+# A "MODEL." prefix applies a default to one model only (ltr_features.encoder_options): fine-tuning MiniLM
+# costs minutes per epoch on 2 cores, and one epoch from the pre-trained weights is what it needs.
+ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
+QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
 # rankers.ablation / report (LightGBM, XGBoost, matplotlib) are imported inside the command
 # so that every other ltrfeat command starts fast.
 
@@ -50,6 +52,7 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
                 train_columns, k, valid_fraction, options, cache, seed, quick):
     """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltr_features.crossfit)."""
     from ltr_features.crossfit import EncoderSpec, n_trainings, text_folds
+    from ltr_features.encoder_options import merge_options
     from ltr_features.extract import lexical_extractors
     from ltr_features.text import read_judged_pairs
 
@@ -65,7 +68,7 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
     extractors = lexical_extractors(lexical, fields=["doc"])
     if not extractors:
         raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
-    options = {**(QUICK_ENCODER if quick else ENCODER_DEFAULTS), **options}
+    options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, options)
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
     click.echo(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds "
                f"({n_train} encoder trainings)", err=True)
@@ -92,9 +95,12 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 @click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
               help="Text mode: an id naming different texts on different rows fails, or keeps its first text.")
 @click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all').")
-@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][+rbm][=PATH]",
+@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][+rbm|+teacher][@SCORE][=PATH]",
               help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
-                   "dssm:hinge+rbm (DSE pre-training), deepmatch, sbert, sbert=PATH.")
+                   "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
+                   "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
+                   "+teacher=DIR for another sentence-transformer), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
+                   "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).")
 @click.option("--train-pairs", "train_pairs_path", type=click.Path(dir_okay=False), default=None,
               help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
                    "filtered by query text so no fold's test query is trained on. Default: the judged pairs.")
@@ -105,7 +111,9 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 @click.option("--valid-fraction", type=click.FloatRange(0, 0.5), default=0.1, show_default=True,
               help="Text mode: share of each fold's ranker queries held out for early stopping.")
 @click.option("--encoder-option", "encoder_options", multiple=True, metavar="KEY=VALUE",
-              help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10.")
+              help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
+                   "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
+                   "Defaults: epochs=4, sbert-ft.epochs=1.")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
               help="Text mode: cache trained encoders here (keyed by data, options and seed).")
 @click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders.")

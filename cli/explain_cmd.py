@@ -1,4 +1,4 @@
-"""``ltrfeat explain``: the cosine of one (query, document) pair and which words produced it."""
+"""``ltrfeat explain``: the score (cosine or dot) of one (query, document) pair and which words produced it."""
 from __future__ import annotations
 
 import json
@@ -16,11 +16,12 @@ import click
               help="CLSM: neurons in both sides' top N are listed as shared.")
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 def explain(model, query, document, top, shared_top, as_json):
-    """Explain an encoder's cosine for one query and one document text.
+    """Explain an encoder's score for one query and one document text: the cosine, or the
+    dot product for an encoder trained with --score dot (DSE).
 
     CLSM: the five most active max-pooling neurons of each side, the word (centre of the
     window) that wins each, and the neurons both sides share among their top N. DSSM: the
-    letter trigrams whose removal lowers the cosine most.
+    letter trigrams whose removal lowers the score most.
 
     \b
     Example:

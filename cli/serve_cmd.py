@@ -20,7 +20,8 @@ def _encoders(specs) -> dict:
 @click.command()
 @click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
 @click.option("--encoder", "encoders", multiple=True, metavar="NAME=PATH",
-              help="Encoder for NAME_<field>_cos features: .ltrenc bundle or ONNX export directory (repeatable).")
+              help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
+                   "bundle or ONNX export directory (repeatable).")
 @click.option("--corpus-stats", type=click.Path(dir_okay=False), help="Corpus statistics for lexical features.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
@@ -45,6 +46,8 @@ def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes,
     \b
     Example:
       ltrfeat serve --ranker ranker.txt --corpus-stats corpus.npz --encoder clsm=clsm.ltrenc --port 8080
+      ltrfeat serve --ranker ranker.txt --corpus-stats corpus.npz --encoder dssm=dse.ltrenc \\
+          --encoder deepmatch=dm.ltrenc --port 8080
       curl -s localhost:8080/score -H 'Content-Type: application/json' \\
           -d '{"query": "cheap flights", "candidates": [{"docid": "d1", "title": "Cheap flights to Rome"}]}'
     """

@@ -32,12 +32,16 @@ from tqdm.auto import tqdm
 from .dataset import RankingSet
 from .errors import LtrfeatError
 
-TRAINABLE = ("clsm", "dssm", "deepmatch")
+TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
-PRETRAIN = ("rbm",)
-_SPEC = re.compile(r"^(?P<model>[a-z]+)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:=(?P<path>.+))?$")
+PRETRAIN = ("rbm", "teacher")
+SCORES = ("cosine", "dot")
+_SPEC = re.compile(r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
+                   r"(?:=(?P<path>.+))?$")
 _SPEC_FIX = ("use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
-             "deepmatch, sbert or sbert=PATH")
+             "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), "
+             "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
+             "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)")
 
 
 class LeakageError(LtrfeatError):
@@ -47,23 +51,45 @@ class LeakageError(LtrfeatError):
 @dataclasses.dataclass(frozen=True)
 class EncoderSpec:
     """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``dssm:hinge+rbm`` (DSE: towers
-    pre-trained as RBMs), ``deepmatch`` (pair interaction model), ``sbert`` or ``sbert=PATH``."""
+    pre-trained as RBMs, dot-product score), ``clsm:generalized+teacher`` (towers first distilled from the
+    packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``deepmatch`` (pair interaction
+    model), ``sbert`` or ``sbert=PATH``. A trained DSSM/CLSM spec may end in ``@dot`` or ``@cosine`` to choose its score
+    (``dssm:hinge@dot``, ``dssm:hinge+rbm@cosine``); the default is cosine, and dot for ``+rbm`` (DSE
+    as in the paper), so ``dssm:hinge`` stays comparable with earlier cosine results."""
 
     model: str
     loss: str | None = None
     path: str | None = None
     pretrain: str | None = None
+    score: str | None = None  # None: the default_score
+
+    @property
+    def default_score(self) -> str | None:
+        """The score this spec trains without an ``@`` choice (None: not a trained two-tower encoder)."""
+        if self.model not in ("clsm", "dssm"):
+            return None
+        return "dot" if self.pretrain == "rbm" else "cosine"
+
+    @property
+    def resolved_score(self) -> str | None:
+        """``"cosine"`` or ``"dot"`` for a trained DSSM/CLSM, None otherwise."""
+        return self.score or self.default_score
 
     @property
     def name(self) -> str:
-        """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``)."""
+        """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``); a
+        score other than the spec's default is appended (``dssm-hinge-dot``, ``dssm-hinge-rbm-cosine``)."""
         parts = [self.model] + [p for p in (self.loss, self.pretrain) if p is not None]
+        if self.resolved_score != self.default_score:
+            parts.append(self.resolved_score)
         return "-".join(parts)
 
     @property
     def column_suffix(self) -> str:
-        """``score`` for a pair scorer (DeepMatch), ``cos`` for a text encoder's cosine."""
-        return "score" if self.model == "deepmatch" else "cos"
+        """``score`` for a pair scorer (DeepMatch), ``dot`` for a dot-product encoder, ``cos`` for a cosine."""
+        if self.model == "deepmatch":
+            return "score"
+        return "dot" if self.resolved_score == "dot" else "cos"
 
     @property
     def trainable(self) -> bool:
@@ -74,16 +100,24 @@ class EncoderSpec:
         m = _SPEC.match(text.strip())
         if not m or m["model"] not in TRAINABLE + ZERO_SHOT:
             raise LtrfeatError(f"unknown encoder {text!r}", fix=_SPEC_FIX)
-        model, loss, path, pretrain = m["model"], m["loss"], m["path"], m["pretrain"]
-        if pretrain is not None and (model != "dssm" or pretrain not in PRETRAIN):
-            raise LtrfeatError(f"encoder {text!r}: only dssm takes a pre-training, and only +rbm",
-                               fix="write dssm:hinge+rbm")
+        model, loss, path, pretrain, score = m["model"], m["loss"], m["path"], m["pretrain"], m["score"]
+        if pretrain is not None and (pretrain not in PRETRAIN or model not in ("clsm", "dssm")
+                                     or (pretrain == "rbm" and model != "dssm")):
+            raise LtrfeatError(f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher",
+                               fix="write dssm:hinge+rbm, clsm:generalized+teacher or clsm:generalized+teacher=DIR")
+        if score is not None and (model not in ("clsm", "dssm") or score not in SCORES):
+            raise LtrfeatError(f"encoder {text!r}: only clsm and dssm take a score, @dot or @cosine",
+                               fix="write e.g. dssm:hinge@dot or clsm:softmax@cosine")
         if model == "deepmatch":
             if loss is not None or path is not None:
                 raise LtrfeatError(f"encoder {text!r}: deepmatch has its own large-margin loss and takes no path",
                                    fix="write deepmatch")
+        elif model == "sbert-ft":  # path: the base model directory (default: the packaged MiniLM)
+            loss = loss or "softmax"
+            if loss not in ("softmax", "generalized", "hinge"):
+                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
         elif model in TRAINABLE:
-            if path is not None:
+            if path is not None and pretrain != "teacher":  # +teacher=PATH: the teacher model directory
                 raise LtrfeatError(f"encoder {text!r}: a trained encoder takes no path",
                                    fix=f"write {model}:{loss or 'softmax'}")
             loss = loss or "softmax"
@@ -91,7 +125,7 @@ class EncoderSpec:
                 raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
         elif loss is not None:
             raise LtrfeatError(f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH")
-        return cls(model, loss, path, pretrain)
+        return cls(model, loss, path, pretrain, score)
 
 
 class CrossFitFold(NamedTuple):
@@ -168,8 +202,10 @@ def check_disjoint(trained_on: set, scored: set, what: str) -> None:
 
 def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int) -> str:
     h = hashlib.sha256()
-    # a spec without pre-training keys as before the field existed, so existing caches stay valid
-    spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k != "pretrain" or v is not None}
+    # a spec without pre-training or dot score keys as before those fields existed: existing caches stay valid
+    spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("pretrain", "score")}
+    spec_key.update({"pretrain": spec.pretrain} if spec.pretrain else {})
+    spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
     h.update(json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1},
                         sort_keys=True, default=str).encode())
     for col in ("query", "doc", "label"):
@@ -188,25 +224,51 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
     if cache is not None:
         path = cache / "encoders" / f"{spec.name}-{_cache_key(spec, options, table, seed)}.ltrenc"
         if path.exists():
+            if spec.model == "sbert-ft":
+                from .encoders.sbert_finetuned import SbertFinetuned
+
+                return SbertFinetuned.load(path)
             return DeepMatch.load(path) if spec.model == "deepmatch" else Encoder.load(path)
-    if spec.model == "deepmatch":
+    if spec.model == "sbert-ft":
+        from .encoders.sbert_training import train_sbert
+
+        encoder, _ = train_sbert(table, base=spec.path, loss=spec.loss, seed=seed, progress=False, **options)
+    elif spec.model == "deepmatch":
         # the encoder options are shared by every --encoder: DeepMatch takes the ones it has (epochs, negatives...)
         accepted = inspect.signature(train_deepmatch).parameters
         encoder, _ = train_deepmatch(table, seed=seed, progress=False,
                                      **{k: v for k, v in options.items() if k in accepted})
     else:
         extra = {"pretrain": spec.pretrain} if spec.pretrain else {}
-        encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, seed=seed, progress=False, **extra,
-                                   **options)
+        if spec.pretrain == "teacher":
+            extra = {"teacher": f"sbert={spec.path}" if spec.path else "sbert"}
+        encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, score=spec.resolved_score, seed=seed,
+                                   progress=False, **extra, **options)
     if path is not None:
         encoder.save(path)
     return encoder
 
 
-def _zero_shot(spec: EncoderSpec):
-    from .encoders.sbert import SbertEncoder
+def spec_options(spec: EncoderSpec, options: dict) -> dict:
+    """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
+    :mod:`ltr_features.encoder_options`); sbert-ft drops unprefixed keys its trainer does not take."""
+    import inspect
 
-    return SbertEncoder.load(spec.path)
+    from .encoder_options import model_options
+
+    accepted = None
+    if spec.model == "sbert-ft":
+        from .encoders.sbert_training import train_sbert
+
+        accepted = set(inspect.signature(train_sbert).parameters) - {"pairs", "base", "loss", "seed", "progress"}
+    return model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
+
+
+def _zero_shot(spec: EncoderSpec):
+    # through the teacher-vector cache: a +teacher encoder of the same run reuses these vectors
+    from .encoders.distill import CachedTeacher
+
+    return CachedTeacher(f"sbert={spec.path}" if spec.path else "sbert")
 
 
 def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[EncoderSpec], *,
@@ -221,6 +283,9 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
     training (tests).
     """
     options = dict(options or {})
+    if "score" in options:
+        raise LtrfeatError("the score is chosen per encoder, not as an encoder option (it names the column)",
+                           fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine")
     cache = None if cache is None else Path(cache)
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
@@ -250,7 +315,7 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
                     check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
                 bar.set_postfix_str(f"{spec.name} on {len(table)} pairs")
                 encoder = (train_fn(spec, table) if train_fn is not None
-                           else _train(spec, table, options=options, seed=seed, cache=cache))
+                           else _train(spec, table, options=spec_options(spec, options), seed=seed, cache=cache))
                 for fold, scored in targets:
                     target = np.flatnonzero(np.isin(row_qid, list(scored)))
                     values[fold][target] = encoder.similarity([queries[i] for i in target],

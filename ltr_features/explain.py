@@ -5,8 +5,11 @@ neurons, the activation of a single word-n-gram window. For each side we report 
 with the largest pooled activation, the window (and its centre word) that won each, and the neurons
 that are in both sides' ``shared_top`` lists -- where query and document meet in the semantic layer's input.
 
-DSSM has no positions; its explanation is an occlusion test per letter trigram: the cosine drop when
+DSSM has no positions; its explanation is an occlusion test per letter trigram: the score drop when
 every occurrence of that trigram is removed from the text (one batched forward pass per side).
+
+The score explained is the encoder's own (:attr:`Encoder.score`): the cosine, or the raw dot product of
+an encoder trained with ``score="dot"`` (DSE).
 """
 from __future__ import annotations
 
@@ -36,15 +39,17 @@ class Neuron:
 class TrigramEffect:
     trigram: str
     count: int
-    cosine_drop: float  # cosine(full) - cosine(without this trigram)
+    drop: float  # score(full) - score(without this trigram)
 
 
 @dataclass
 class Explanation:
-    """An explanation of one pair; ``kind`` is the encoder architecture."""
+    """An explanation of one pair; ``kind`` is the encoder architecture, ``score`` ``"cosine"`` or ``"dot"``
+    (what ``similarity`` is)."""
 
     kind: str
-    cosine: float
+    score: str
+    similarity: float
     query_words: list[str]
     doc_words: list[str]
     query_top: list[Neuron] = field(default_factory=list)
@@ -59,13 +64,14 @@ class Explanation:
 
 
 def explain(encoder: Encoder, query: str, doc: str, *, top: int = 5, shared_top: int = 10) -> Explanation:
-    """Explain ``encoder``'s cosine for one (query, doc) pair (see the module docstring)."""
+    """Explain ``encoder``'s score for one (query, doc) pair (see the module docstring)."""
     if top < 1 or shared_top < 1:
         raise ValueError("top and shared_top must be >= 1")
     kind = encoder.model.config["architecture"]
-    cosine = float(encoder.similarity([query], [doc])[0])
+    similarity = float(encoder.similarity([query], [doc])[0])
     words = {"query": encoder.hasher.words(query), "doc": encoder.hasher.words(doc)}
-    result = Explanation(kind=kind, cosine=cosine, query_words=words["query"], doc_words=words["doc"])
+    result = Explanation(kind=kind, score=encoder.score, similarity=similarity, query_words=words["query"],
+                         doc_words=words["doc"])
     if kind == "clsm":
         pooled = {side: _pooled_winners(encoder, text, side) for side, text in (("query", query), ("doc", doc))}
         tops = {side: _neurons(encoder, words[side], *pooled[side], n=max(top, shared_top)) for side in pooled}
@@ -101,7 +107,7 @@ def _neurons(encoder: Encoder, words: list[str], values, positions, *, n: int) -
 
 # -- DSSM ----------------------------------------------------------------------------------
 def _occlusion(encoder: Encoder, text: str, side: str, other: np.ndarray, top: int) -> list[TrigramEffect]:
-    """The ``top`` trigrams of ``text`` whose removal lowers the cosine with ``other`` most."""
+    """The ``top`` trigrams of ``text`` whose removal lowers the score with ``other`` most."""
     hasher = encoder.hasher
     strings, ids = [], []
     for word in hasher.words(text):
@@ -117,19 +123,21 @@ def _occlusion(encoder: Encoder, text: str, side: str, other: np.ndarray, top: i
     offsets = np.concatenate([[0], np.cumsum([len(p) for p in parts])[:-1]]).astype(np.int64)
     tower = encoder.model.tower(side)
     with torch.inference_mode():
-        vectors = F.normalize(tower(BagBatch(ids=np.concatenate(parts), offsets=offsets)), dim=1).numpy()
-    cosines = vectors @ other
-    drops = cosines[0] - cosines[1:]
+        vectors = tower(BagBatch(ids=np.concatenate(parts), offsets=offsets))
+        if encoder.model.normalized:
+            vectors = F.normalize(vectors, dim=1)
+    scores = vectors.numpy() @ other
+    drops = scores[0] - scores[1:]
     names = [strings[i] if t != 0 else "(unknown trigrams)" for t, i in zip(distinct, first)]
     counts = [int((ids == t).sum()) for t in distinct]
     order = np.argsort(-drops, kind="stable")[:top]
-    return [TrigramEffect(trigram=names[i], count=counts[i], cosine_drop=float(drops[i])) for i in order]
+    return [TrigramEffect(trigram=names[i], count=counts[i], drop=float(drops[i])) for i in order]
 
 
 # -- text ----------------------------------------------------------------------------------
 def format_explanation(ex: Explanation, *, query: str, doc: str) -> str:
     """A plain-text report of :func:`explain`'s result."""
-    lines = [f"{ex.kind} cosine({query!r}, {doc!r}) = {ex.cosine:.4f}"]
+    lines = [f"{ex.kind} {ex.score}({query!r}, {doc!r}) = {ex.similarity:.4f}"]
     if ex.kind == "clsm":
         for side, top in (("query", ex.query_top), ("document", ex.doc_top)):
             lines += ["", f"{side}: top {len(top)} max-pooling neurons", "  neuron  activation  word (window)"]
@@ -139,7 +147,7 @@ def format_explanation(ex: Explanation, *, query: str, doc: str) -> str:
                   for q, d in ex.shared]
     elif ex.kind == "dssm":
         for side, effects in (("query", ex.query_trigrams), ("document", ex.doc_trigrams)):
-            lines += ["", f"{side}: letter trigrams whose removal lowers the cosine most",
-                      "  trigram  count  cosine drop"]
-            lines += [f"  {e.trigram:<7}  {e.count:>5}  {e.cosine_drop:>+11.4f}" for e in effects]
+            lines += ["", f"{side}: letter trigrams whose removal lowers the {ex.score} most",
+                      f"  trigram  count  {ex.score + ' drop':>11}"]
+            lines += [f"  {e.trigram:<7}  {e.count:>5}  {e.drop:>+11.4f}" for e in effects]
     return "\n".join(lines)

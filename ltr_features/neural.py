@@ -1,13 +1,16 @@
 """Neural similarity columns for the extract pipeline: CLSM / DSSM bundles and sentence-transformers models.
 
 An :class:`EncoderExtractor` appends ``{name}_{field}_cos``, the cosine between the query's and the
-document field's vectors. Vectors are kept in a bounded LRU cache per side for the whole run, so a
-file streamed in chunks through :func:`ltr_features.extract.extract_file` encodes each distinct query
-and document text once (as long as the cache holds them), in batches.
+document field's vectors -- ``{name}_{field}_dot`` for a bundle trained with the dot-product score
+(DSE), ``{name}_{field}_score`` for a pair scorer (DeepMatch). Vectors are kept in a bounded LRU
+cache per side for the whole run, so a file streamed in chunks through
+:func:`ltr_features.extract.extract_file` encodes each distinct query and document text once (as long
+as the cache holds them), in batches.
 
 Names: ``clsm``, ``dssm`` or ``sbert``, optionally with a ``-label`` suffix to tell two encoders of
 one kind apart (``clsm-generalized_title_cos``). A ``clsm``/``dssm`` name must match the bundle's
-architecture; ``sbert`` without a path is the packaged all-MiniLM-L6-v2.
+architecture; ``sbert`` without a path is the packaged all-MiniLM-L6-v2, with a directory a local
+sentence-transformers model, with a file a fine-tuned ``.ltrenc`` bundle (``sbert-ft=ft.ltrenc``).
 """
 from __future__ import annotations
 
@@ -22,9 +25,10 @@ from .errors import LtrfeatError, ModelFileError
 from .extract import register_extractor
 
 KINDS = {
-    "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine",
-    "dssm": "DSSM encoder bundle: dssm=MODEL.ltrenc -> dssm_<field>_cos, query/field cosine",
-    "sbert": "sentence-transformers model: sbert[=DIR] (default: packaged all-MiniLM-L6-v2) -> sbert_<field>_cos",
+    "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine (_dot: dot-scored)",
+    "dssm": "DSSM encoder bundle: dssm=MODEL.ltrenc -> dssm_<field>_cos, query/field cosine (_dot: dot-scored)",
+    "sbert": "sentence-transformers model: sbert[=DIR] (default: packaged all-MiniLM-L6-v2) -> sbert_<field>_cos; "
+             "a fine-tuned bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
     "deepmatch": "DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
 }
 PAIR_SCORERS = ("deepmatch",)  # score (query, text) pairs directly: no per-text vectors to cache
@@ -53,8 +57,10 @@ def load_encoder(name: str, path=None):
         raise LtrfeatError(f"unknown encoder name {name!r}", fix=_SPEC_FIX)
     if kind == "sbert":
         from .encoders.sbert import SbertEncoder
+        from .encoders.sbert_finetuned import SbertFinetuned, is_finetuned_bundle
 
-        return SbertEncoder.load(path)
+        # a directory is a zero-shot model; a file is a fine-tuned bundle (train-encoder --model sbert)
+        return SbertFinetuned.load(path) if is_finetuned_bundle(path) else SbertEncoder.load(path)
     if path is None:
         raise LtrfeatError(f"encoder {name!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
     if kind == "deepmatch":
@@ -102,7 +108,8 @@ class _VectorCache:
 
 
 class EncoderExtractor(BaseEstimator):
-    """Cosine similarity between a query and document field(s) under a neural text encoder.
+    """Cosine similarity (or the dot product of a dot-scored bundle, or a pair scorer's match score)
+    between a query and document field(s) under a neural encoder.
 
     Parameters
     ----------
@@ -145,8 +152,15 @@ class EncoderExtractor(BaseEstimator):
         return self
 
     def feature_names(self) -> list[str]:
-        suffix = "score" if _NAME.match(self.name)["kind"] in PAIR_SCORERS else "cos"
-        return [f"{self.name}_{f}_{suffix}" for f in self.fields]
+        """``<name>_<field>_<suffix>``; the ``dot`` suffix of a dot-scored bundle is known once fitted."""
+        return [f"{self.name}_{f}_{self.column_suffix}" for f in self.fields]
+
+    @property
+    def column_suffix(self) -> str:
+        """``score`` (pair scorer), ``dot`` (fitted dot-scored bundle) or ``cos``."""
+        if _NAME.match(self.name)["kind"] in PAIR_SCORERS:
+            return "score"
+        return "dot" if getattr(getattr(self, "encoder_", None), "score", "cosine") == "dot" else "cos"
 
     @property
     def texts_encoded(self) -> dict[str, int]:
@@ -154,7 +168,7 @@ class EncoderExtractor(BaseEstimator):
         return {side: cache.encoded for side, cache in self._caches.items()}
 
     def transform(self, pairs: pd.DataFrame) -> np.ndarray:
-        """float32 (n, n_fields): cosine of ``pairs.query`` with each field's text."""
+        """float32 (n, n_fields): similarity of ``pairs.query`` with each field's text."""
         if not hasattr(self, "encoder_"):
             raise RuntimeError("EncoderExtractor is not fitted; call fit(docs) first")
         absent = [c for c in ("query", *self.fields) if c not in pairs.columns]

@@ -3,9 +3,11 @@
 :meth:`Scorer.load` reads the ranker and builds exactly the extractors its feature names call
 for -- lexical names (``bm25_title``, ``tf_sum_body``, ``query_len`` ...) become one
 :class:`~ltr_features.lexical.LexicalExtractor` over the saved corpus statistics, and
-``<name>_<field>_cos`` columns the encoder given under ``<name>`` (an ``.ltrenc`` bundle,
-``sbert``, or an ONNX export directory run by onnxruntime). A feature nothing can produce
-fails at load time. The document fields come from the feature names (``bm25_title`` -> ``title``);
+``<name>_<field>_cos`` / ``_dot`` / ``_score`` columns the encoder given under ``<name>``: an
+``.ltrenc`` bundle (cosine, or dot product for a dot-scored DSSM/CLSM; a DeepMatch bundle scores
+each pair, ``_score``), ``sbert``, or an ONNX export directory run by onnxruntime. A feature
+nothing can produce -- also a ``_dot`` column given a cosine encoder and vice versa -- fails at
+load time. The document fields come from the feature names (``bm25_title`` -> ``title``);
 every candidate must carry them as text.
 """
 from __future__ import annotations
@@ -23,6 +25,7 @@ from ltr_features.lexical import FAMILIES, QUERY_ONLY, LexicalExtractor
 from rankers.lambdamart import LambdaMART
 
 LEXICAL_PARAMS = ("k1", "b", "mu", "jm_lambda", "ad_delta")
+ENCODER_SUFFIXES = ("cos", "dot", "score")  # cosine, dot product, pair scorer's match score
 
 
 class CandidateError(LtrfeatError):
@@ -40,8 +43,19 @@ def _lexical_column(name: str, fields) -> tuple[str, str | None] | None:
     return None
 
 
-class _OnnxCosine:
-    """``<name>_<field>_cos`` columns from an ONNX encoder export (query/doc cosine)."""
+def _encoder_column(name: str, encoders) -> tuple[str, str] | None:
+    """``(encoder name, field)`` of a ``<encoder>_<field>_<cos|dot|score>`` column, or None."""
+    for encoder in encoders:
+        for suffix in ENCODER_SUFFIXES:
+            if name.startswith(encoder + "_") and name.endswith("_" + suffix) \
+                    and len(name) > len(encoder) + len(suffix) + 2:
+                return encoder, name[len(encoder) + 1 : -len(suffix) - 1]
+    return None
+
+
+class _OnnxEncoder:
+    """``<name>_<field>_cos`` (or ``_dot`` for a dot-scored export) columns from an ONNX encoder export:
+    the dot product of the two sides' embeddings (normalised ones for cosine)."""
 
     def __init__(self, name: str, path, fields):
         from ltr_features.encoders.onnx_export import OnnxEncoder
@@ -50,7 +64,8 @@ class _OnnxCosine:
         self.encoder_ = OnnxEncoder.load(path)
 
     def feature_names(self) -> list[str]:
-        return [f"{self.name}_{f}_cos" for f in self.fields]
+        suffix = "dot" if self.encoder_.score == "dot" else "cos"
+        return [f"{self.name}_{f}_{suffix}" for f in self.fields]
 
     def transform(self, pairs: pd.DataFrame) -> np.ndarray:
         q = self.encoder_.encode(pairs["query"].tolist(), side="query")
@@ -62,7 +77,7 @@ def _encoder_extractor(name: str, path, fields):
     from ltr_features.neural import EncoderExtractor
 
     if path is not None and Path(path).is_dir() and (Path(path) / "encoder.json").exists():
-        return _OnnxCosine(name, path, fields)
+        return _OnnxEncoder(name, path, fields)
     # a bounded doc-vector cache: repeated candidates are encoded once across requests
     return EncoderExtractor(name=name, path=path, field=tuple(fields), cache_size=100_000).fit()
 
@@ -92,8 +107,9 @@ class Scorer:
         Parameters
         ----------
         ranker : model file written by ``train-ranker`` (or a fitted :class:`LambdaMART`).
-        encoders : ``{name: path}`` for ``<name>_<field>_cos`` columns; path is an ``.ltrenc``
-            bundle, an ONNX export directory, or None for ``sbert`` (packaged MiniLM).
+        encoders : ``{name: path}`` for ``<name>_<field>_cos`` / ``_dot`` / ``_score`` columns; path is
+            an ``.ltrenc`` bundle (DSSM, CLSM or DeepMatch), an ONNX export directory, or None for
+            ``sbert`` (packaged MiniLM).
         corpus_stats : corpus statistics file (``extract --save-corpus-stats``), needed for
             lexical features.
         lexical_params : BM25 / language-model parameters used at extraction (``k1``, ``b``,
@@ -112,10 +128,9 @@ class Scorer:
         by_encoder: dict[str, dict[str, None]] = {}
         missing = []
         for name in model.feature_map_.names:
-            encoder = next((e for e in encoders if name.startswith(e + "_") and name.endswith("_cos")
-                            and len(name) > len(e) + 5), None)
-            if encoder is not None:
-                by_encoder.setdefault(encoder, {})[name[len(encoder) + 1:-4]] = None
+            column = _encoder_column(name, encoders)
+            if column is not None:
+                by_encoder.setdefault(column[0], {})[column[1]] = None
                 continue
             lexical = _lexical_column(name, corpus.fields) if corpus is not None else None
             if lexical is None:
@@ -131,14 +146,25 @@ class Scorer:
                 f"the ranker needs {len(missing)} feature(s) the scorer cannot compute: {shown}",
                 path=ranker if not isinstance(ranker, LambdaMART) else None,
                 fix=f"{hint}lexical columns need the corpus statistics they were extracted with, "
-                    f"<name>_<field>_cos columns an encoder given as <name>=PATH (given: {', '.join(encoders) or 'none'})")
+                    f"<name>_<field>_cos/_dot/_score columns an encoder given as <name>=PATH "
+                    f"(given: {', '.join(encoders) or 'none'})")
         extractors = []
         if families:
             fields = tuple(lexical_fields) or corpus.fields[:1]
             extractors.append(LexicalExtractor(features=tuple(families), fields=fields, corpus=corpus,
                                                **params).fit(None))
         for encoder, fields in by_encoder.items():
-            extractors.append(_encoder_extractor(encoder, encoders[encoder], tuple(fields)))
+            extractor = _encoder_extractor(encoder, encoders[encoder], tuple(fields))
+            wrong = [n for n in model.feature_map_.names
+                     if _encoder_column(n, [encoder]) is not None and n not in extractor.feature_names()]
+            if wrong:
+                raise LtrfeatError(
+                    f"the ranker needs {wrong[0]} but encoder {encoder}={encoders[encoder]} gives "
+                    f"{', '.join(extractor.feature_names())}",
+                    path=ranker if not isinstance(ranker, LambdaMART) else None,
+                    fix="give the encoder the ranker's features were extracted with (a _dot column needs a "
+                        "dot-scored bundle, _cos a cosine one, _score a DeepMatch bundle)")
+            extractors.append(extractor)
         needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
         return cls(model, extractors, needed)
 

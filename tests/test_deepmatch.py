@@ -272,3 +272,71 @@ def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_p
     write_bundle(tmp_path / "bad.ltrenc", kind="encoder", header=model.header(), tensors=tensors)
     with pytest.raises(ModelFileError, match="disagree"):
         DeepMatch.load(tmp_path / "bad.ltrenc")
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monkeypatch):
+    from ltr_features.encoders import deepmatch
+
+    pairs, opts = make_pairs(), {**TINY, "epochs": 3, "hard_negatives": 1}
+    full, full_history = train_deepmatch(pairs, seed=0, **opts)
+    write = deepmatch._write_checkpoint
+
+    def write_then_stop(path, **kw):
+        write(path, **kw)
+        if kw["header"]["epoch"] == 1:
+            raise Interrupt
+
+    monkeypatch.setattr(deepmatch, "_write_checkpoint", write_then_stop)
+    with pytest.raises(Interrupt):
+        train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", **opts)
+    monkeypatch.setattr(deepmatch, "_write_checkpoint", write)
+
+    def no_lda(*args, **kwargs):
+        raise AssertionError("LDA refitted on resume")
+
+    monkeypatch.setattr(deepmatch, "fit_topics", no_lda)
+    resumed, history = train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", resume=tmp_path / "dm.ckpt",
+                                       **opts)
+    assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
+    assert resumed.training["best_epoch"] == full.training["best_epoch"]
+    for key, value in full.net.state_dict().items():  # weights and the patches / DAG buffers
+        assert torch.equal(value, resumed.net.state_dict()[key]), key
+    with pytest.raises(ModelFileError, match="other training data or options"):
+        train_deepmatch(pairs, seed=0, resume=tmp_path / "dm.ckpt", **{**opts, "margin": 0.2})
+    with pytest.raises(ModelFileError, match="other training data or options"):
+        train_deepmatch(pairs.iloc[:-1], seed=0, resume=tmp_path / "dm.ckpt", **opts)
+
+
+def test_text_encoder_checkpoint_is_refused_for_deepmatch(tmp_path):
+    from ltr_features.encoders.training import train_encoder
+
+    pairs = make_pairs()
+    train_encoder(pairs, model="dssm", sizes={"hidden": [8], "out": 4}, epochs=1, batch_size=16, threads=1,
+                  progress=False, checkpoint=tmp_path / "t.ckpt")
+    with pytest.raises(ModelFileError, match="other training data or options"):
+        train_deepmatch(pairs, seed=0, resume=tmp_path / "t.ckpt", **TINY)
+
+
+def test_cli_deepmatch_checkpoint_and_resume(tmp_path):
+    path, out = tmp_path / "pairs.tsv", tmp_path / "dm.ltrenc"
+    make_pairs().to_csv(path, sep="\t", index=False)
+    args = ["train-encoder", str(path), "--model", "deepmatch", "--topics", "6,3", "--patch-words", "4",
+            "--epochs", "2", "--batch-size", "16", "--threads", "1", "--out", str(out)]
+    first = CliRunner().invoke(cli, [*args, "--checkpoint", str(tmp_path / "keep.ckpt")])
+    assert first.exit_code == 0, first.output
+    assert (tmp_path / "keep.ckpt").exists() and not (tmp_path / "dm.ltrenc.ckpt").exists()
+    again = CliRunner().invoke(cli, [*args, "--resume", str(tmp_path / "keep.ckpt")])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output.strip().splitlines()[-1])["epochs"] == \
+        json.loads(first.output.strip().splitlines()[-1])["epochs"]
+    assert not (tmp_path / "dm.ltrenc.ckpt").exists()  # the default checkpoint is removed on success
+    bad = CliRunner().invoke(cli, [*args[:-2], "--epochs", "3", "--resume", str(tmp_path / "keep.ckpt"),
+                                   "--out", str(tmp_path / "x.ltrenc")])
+    assert bad.exit_code == 2 and "other training data or options" in bad.output
+    assert not (tmp_path / "x.ltrenc").exists()
+    score = CliRunner().invoke(cli, [*args[:-2], "--score", "dot", "--out", str(tmp_path / "y.ltrenc")])
+    assert score.exit_code == 2 and "--score" in score.output

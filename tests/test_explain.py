@@ -35,7 +35,8 @@ def test_clsm_neurons_are_the_largest_pooled_activations_with_their_winning_word
     enc = tiny_encoder("clsm")
     query, doc = "cordless drill", "dewalt cordless drill kit with battery"
     ex = explain(enc, query, doc, top=5, shared_top=10)
-    assert ex.kind == "clsm" and ex.cosine == pytest.approx(float(enc.similarity([query], [doc])[0]), abs=1e-6)
+    assert ex.kind == "clsm" and ex.score == "cosine"
+    assert ex.similarity == pytest.approx(float(enc.similarity([query], [doc])[0]), abs=1e-6)
     values, winners, words = brute_force_winners(enc, doc, "doc")
     top = np.argsort(-values)[:5]
     assert [n.neuron for n in ex.doc_top] == top.tolist()
@@ -70,9 +71,9 @@ def test_dssm_trigram_effects_are_occlusion_drops():
         v = enc.model.tower("query")(BagBatch(ids=np.array([t for t in ids if t != gone]), offsets=np.array([0])))
     d = enc.encode([doc], side="doc")[0]
     cos = float(torch.nn.functional.normalize(v, dim=1).numpy()[0] @ d)
-    assert effect.cosine_drop == pytest.approx(full - cos, abs=1e-5)
+    assert effect.drop == pytest.approx(full - cos, abs=1e-5)
     assert effect.count == ids.count(gone)
-    drops = [e.cosine_drop for e in ex.query_trigrams]
+    drops = [e.drop for e in ex.query_trigrams]
     assert drops == sorted(drops, reverse=True)
 
 
@@ -101,7 +102,8 @@ def test_cli_explain_prints_text_and_json(bundles):
     res = runner.invoke(cli, ["explain", str(bundles["dssm"]), "garden hose", "hose", "--json", "--top", "2"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.output)
-    assert data["kind"] == "dssm" and len(data["query_trigrams"]) == 2 and -1 <= data["cosine"] <= 1
+    assert data["kind"] == "dssm" and len(data["query_trigrams"]) == 2
+    assert data["score"] == "cosine" and -1 <= data["similarity"] <= 1
 
 
 def test_cli_explain_bad_model_is_one_line(tmp_path):

@@ -147,3 +147,17 @@ def test_bad_options():
         quick(pairs, negatives=0, in_batch=False)
     with pytest.raises(TextTableError, match="min_positive"):
         quick(pairs, min_positive=2.0)
+
+
+def test_in_batch_mask_equals_the_pairwise_lookup():
+    pairs = make_pairs(seed=3)
+    pairs.loc[::7, "label"] = 1  # three grades, so "judged with a label >= y" is not just "judged"
+    data = training._prepare(pairs, how="linear", click_scale=1.0, val_fraction=0.0, seed=0)
+    rows = np.arange(len(pairs))
+    sampler = training._Sampler(data, rows)
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        batch = rng.choice(rows, 40)  # with repeats: the same document twice in a batch
+        q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
+        brute = (d[None, :] == d[:, None]) | sampler.judged_at_least(q[:, None], d[None, :], y[:, None])
+        assert np.array_equal(sampler.in_batch_mask(q, d, y), brute)

@@ -30,6 +30,11 @@ Training (section 4): large-margin loss ``max(0, m + s(x, y-) - s(x, y+))`` with
 (q, d+, d-) triples, d- drawn at random from the training documents (and optionally the same query's
 lower-labelled documents), Adam, early stopping on validation NDCG@10 of the score -- samples,
 negatives and the validation split are those of :func:`ltr_features.encoders.training.train_encoder`.
+
+Checkpoints are those of ``train_encoder`` too (an ``.ltrenc`` file of kind ``checkpoint`` rewritten
+after every epoch): the network's state holds the patches and the DAG as buffers, so a resumed run
+takes the fitted LDA patches from the checkpoint instead of refitting them, and equals the
+uninterrupted run bit for bit.
 """
 from __future__ import annotations
 
@@ -50,8 +55,8 @@ from ltr_features.analysis import Analyzer
 from ltr_features.encoders import losses
 from ltr_features.encoders.bundle import read_bundle, write_bundle
 from ltr_features.encoders.encoder import check_texts, distinct
-from ltr_features.encoders.training import (_prepare, _Sampler, _torch_settings, _validate, data_hash,
-                                            ndcg_at)
+from ltr_features.encoders.training import (_prepare, _read_checkpoint, _Sampler, _torch_settings, _validate,
+                                            _write_checkpoint, data_hash, ndcg_at)
 from ltr_features.errors import ModelFileError, TextTableError
 from ltr_features.hashing import TokenizedTexts
 
@@ -346,7 +351,7 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
                     negatives: int = 4, hard_negatives: int = 0, margin: float = 0.1, batch_size: int = 128,
                     lr: float | None = None, soft_labels: str = "linear", min_positive: float = 0.5,
                     val_fraction: float = 0.1, patience: int = 2, seed: int = 0, threads: int | None = None,
-                    progress: bool | None = None) -> tuple[DeepMatch, list[dict]]:
+                    checkpoint=None, resume=None, progress: bool | None = None) -> tuple[DeepMatch, list[dict]]:
     """Fit patches, DAG and network on judged pairs; returns the model (best validation epoch) and history.
 
     Parameters
@@ -369,6 +374,10 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
     lr : Adam learning rate (default 3e-3).
     soft_labels, min_positive : which pairs are positives (as in ``train_encoder``).
     seed : seeds LDA, weights and sampling. threads : torch threads (default: CPU count).
+    checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint with the LDA
+        patches, the DAG, weights, optimizer and random states).
+    resume : a checkpoint of a run with the same pairs and parameters to continue from (LDA is not
+        refitted); the result equals an uninterrupted run.
     progress : show progress bars (default: stderr is a terminal and ``CI`` is unset).
     """
     n_fine, n_coarse = (int(t) for t in topics)
@@ -391,6 +400,7 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
               "hard_negatives": hard_negatives, "margin": margin, "batch_size": batch_size, "lr": lr,
               "soft_labels": soft_labels, "min_positive": min_positive, "val_fraction": val_fraction,
               "patience": patience, "seed": seed}
+    data_sha = data_hash(pairs)
     data = _prepare(pairs, how=soft_labels, click_scale=1.0, val_fraction=val_fraction, seed=seed)
     rows = np.flatnonzero(data.train & (data.y >= min_positive))
     if len(rows) == 0:
@@ -407,29 +417,34 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
     d_bags = bags(d_tokens, {w: i for i, w in enumerate(d_vocab)})
 
     with _torch_settings(threads):
-        t0 = time.perf_counter()
-        positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
-        if len(positive) > lda_docs:
-            sample = np.random.default_rng([seed, 2]).choice(len(positive), lda_docs, replace=False)
-            positive = positive[np.sort(sample)]
-        pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
-        fine = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_fine, patch_words=patch_words,
-                          max_iter=lda_iter, seed=seed)
-        coarse = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_coarse,
-                            patch_words=patch_words, max_iter=lda_iter, seed=seed + 1)
-        links = link_patches(patch_overlap(coarse, fine, n_q=len(q_vocab), n_d=len(d_vocab)),
-                             min_links=min(min_links, n_fine), max_links=max(max_links, min(min_links, n_fine)))
-        lda_seconds = round(time.perf_counter() - t0, 3)
-        torch.manual_seed(seed)
-        config = {"architecture": ARCHITECTURE, "n_fine": n_fine, "n_coarse": n_coarse, "patch_words": patch_words,
-                  "units": [int(u) for u in units], "latent": latent, "committee": committee,
-                  "link_width": int(links.shape[1]), "n_query_words": len(q_vocab), "n_doc_words": len(d_vocab)}
-        net = DeepMatchNet(config)
-        net.set_structure(fine, coarse, links)
+        if resume is None:
+            t0 = time.perf_counter()
+            positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
+            if len(positive) > lda_docs:
+                sample = np.random.default_rng([seed, 2]).choice(len(positive), lda_docs, replace=False)
+                positive = positive[np.sort(sample)]
+            pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
+            fine = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_fine,
+                              patch_words=patch_words, max_iter=lda_iter, seed=seed)
+            coarse = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_coarse,
+                                patch_words=patch_words, max_iter=lda_iter, seed=seed + 1)
+            links = link_patches(patch_overlap(coarse, fine, n_q=len(q_vocab), n_d=len(d_vocab)),
+                                 min_links=min(min_links, n_fine), max_links=max(max_links, min(min_links, n_fine)))
+            lda_seconds = round(time.perf_counter() - t0, 3)
+            torch.manual_seed(seed)
+            config = {"architecture": ARCHITECTURE, "n_fine": n_fine, "n_coarse": n_coarse,
+                      "patch_words": patch_words, "units": [int(u) for u in units], "latent": latent,
+                      "committee": committee, "link_width": int(links.shape[1]), "n_query_words": len(q_vocab),
+                      "n_doc_words": len(d_vocab)}
+            net = DeepMatchNet(config)
+            net.set_structure(fine, coarse, links)
+        else:
+            net = _checkpoint_net(resume, params=params, data_sha=data_sha)
         opt = torch.optim.Adam(net.parameters(), lr=3e-3 if lr is None else lr)
         rng = np.random.default_rng(seed)
         sampler = _Sampler(data, rows)
         val = np.flatnonzero(~data.train)
+        header = {"model": net.config, "params": params, "data_sha256": data_sha}
 
         def validate():
             if len(val) == 0:
@@ -437,11 +452,17 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
             scores = score_rows(net, q_bags, d_bags, data.q_idx[val], data.d_idx[val])
             return ndcg_at(scores, data.rel[val], data.q_idx[val], k=10)
 
-        first = validate()
-        history = [{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": lda_seconds}]
-        best = {"epoch": 0, "val_ndcg@10": first, "stale": 0}
-        best_state = {k: v.clone() for k, v in net.state_dict().items()}
-        for epoch in range(1, epochs + 1):
+        if resume is None:
+            first = validate()
+            history = [{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": lda_seconds}]
+            best = {"epoch": 0, "val_ndcg@10": first, "stale": 0}
+            best_state = {k: v.clone() for k, v in net.state_dict().items()}
+            start = 1
+        else:
+            state, best_state = _read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
+            rng.bit_generator.state = state["numpy_rng"]
+            history, best, start = state["history"], state["best"], state["epoch"] + 1
+        for epoch in range(start, epochs + 1):
             if best["stale"] >= patience and val_fraction > 0:
                 break
             t0 = time.perf_counter()
@@ -474,9 +495,25 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
                 best_state = {k: v.clone() for k, v in net.state_dict().items()}
             else:
                 best["stale"] += 1
+            if checkpoint is not None:
+                _write_checkpoint(checkpoint, model=net, best_state=best_state, optimizer=opt, rng=rng,
+                                  header={**header, "epoch": epoch, "history": history, "best": best})
         net.load_state_dict(best_state)
         net.eval()
-    record = {"params": params, "data_sha256": data_hash(pairs), "n_pairs": int(len(pairs)),
+    record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(len(tr)), "n_validation_pairs": int(len(val)), "n_samples": int(len(rows)),
               "best_epoch": best["epoch"], "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history}
     return DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record), history
+
+
+def _checkpoint_net(path, *, params: dict, data_sha: str) -> DeepMatchNet:
+    """The network (its config, patches and DAG) of a checkpoint written for these params and data."""
+    header, _ = read_bundle(path, kind="checkpoint")
+    if header.get("params") != params or header.get("data_sha256") != data_sha:
+        raise ModelFileError("checkpoint was written for other training data or options", path=path,
+                             fix="resume with the same PAIRS file and options, or train from scratch")
+    try:
+        return DeepMatchNet(header["model"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelFileError(f"checkpoint does not hold a DeepMatch model ({exc})", path=path,
+                             fix="train from scratch") from None

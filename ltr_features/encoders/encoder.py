@@ -29,7 +29,8 @@ def check_texts(texts, what: str = "text") -> list:
 
 
 def aligned_cosine(encoder, queries, docs, *, batch_size: int) -> np.ndarray:
-    """Row-wise cosine of ``encoder.encode`` vectors (L2-normalised) for aligned query and doc lists."""
+    """Row-wise dot product of ``encoder.encode`` vectors for aligned query and doc lists (their cosine
+    when ``encode`` L2-normalises)."""
     queries, docs = list(queries), list(docs)
     if len(queries) != len(docs):
         raise ValueError(f"{len(queries)} queries but {len(docs)} documents: the lists must be aligned")
@@ -40,6 +41,10 @@ def aligned_cosine(encoder, queries, docs, *, batch_size: int) -> np.ndarray:
 
 class Encoder:
     """A trained two-tower text encoder.
+
+    Its relevance score (:attr:`score`) is the cosine of the semantic vectors, or for an encoder
+    trained with ``score="dot"`` (DSE) their raw dot product; :meth:`encode` returns the vectors that
+    score is a plain dot product of (L2-normalised for cosine, raw tanh outputs in [-1, 1]^L for dot).
 
     Parameters
     ----------
@@ -58,8 +63,14 @@ class Encoder:
     def dim(self) -> int:
         return int(self.model.config["tower"]["out"])
 
+    @property
+    def score(self) -> str:
+        """``"cosine"`` or ``"dot"``: what :meth:`similarity` computes (bundles predating the choice: cosine)."""
+        return self.model.score
+
     def encode(self, texts, *, side: str = "query", batch_size: int = 1024) -> np.ndarray:
-        """L2-normalised float32 vectors (n, L); each distinct text is encoded once."""
+        """float32 vectors (n, L), L2-normalised for a cosine encoder and raw (unnormalised) for a dot
+        encoder, so that ``similarity`` is their dot product either way; each distinct text is encoded once."""
         tower = self.model.tower(side)
         uniq, inverse = distinct(check_texts(texts, side))
         out = np.zeros((len(uniq), self.dim), dtype=np.float32)
@@ -70,13 +81,16 @@ class Encoder:
                 for start in range(0, len(uniq), batch_size):
                     chunk = uniq[start : start + batch_size]
                     vectors = tower(tower.prepare(self.hasher, chunk))
-                    out[start : start + len(chunk)] = F.normalize(vectors, dim=1).numpy()
+                    if self.model.normalized:
+                        vectors = F.normalize(vectors, dim=1)
+                    out[start : start + len(chunk)] = vectors.numpy()
         finally:
             self.model.train(was_training)
         return out[inverse]
 
     def similarity(self, queries, docs, *, batch_size: int = 1024) -> np.ndarray:
-        """Cosine of each aligned (query, doc) pair, float32 (n,)."""
+        """Relevance of each aligned (query, doc) pair, float32 (n,): cosine, or the dot product of a
+        dot encoder (in [-L, L])."""
         return aligned_cosine(self, queries, docs, batch_size=batch_size)
 
     # -- persistence ---------------------------------------------------------------------

