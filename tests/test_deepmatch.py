@@ -279,21 +279,21 @@ class Interrupt(Exception):
 
 
 def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monkeypatch):
-    from ltr_features.encoders import deepmatch
+    from ltr_features.encoders import deepmatch, training
 
     pairs, opts = make_pairs(), {**TINY, "epochs": 3, "hard_negatives": 1}
     full, full_history = train_deepmatch(pairs, seed=0, **opts)
-    write = deepmatch._write_checkpoint
+    write = training._write_checkpoint
 
     def write_then_stop(path, **kw):
         write(path, **kw)
         if kw["header"]["epoch"] == 1:
             raise Interrupt
 
-    monkeypatch.setattr(deepmatch, "_write_checkpoint", write_then_stop)
+    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
     with pytest.raises(Interrupt):
         train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", **opts)
-    monkeypatch.setattr(deepmatch, "_write_checkpoint", write)
+    monkeypatch.setattr(training, "_write_checkpoint", write)
 
     def no_lda(*args, **kwargs):
         raise AssertionError("LDA refitted on resume")

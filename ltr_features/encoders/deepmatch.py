@@ -49,14 +49,13 @@ import pandas as pd
 import scipy.sparse as sp
 import torch
 from torch import nn
-from tqdm import tqdm
 
 from ltr_features.analysis import Analyzer
 from ltr_features.encoders import losses
 from ltr_features.encoders.bundle import read_bundle, write_bundle
 from ltr_features.encoders.encoder import check_texts, distinct
-from ltr_features.encoders.training import (_prepare, _read_checkpoint, _Sampler, _torch_settings, _validate,
-                                            _write_checkpoint, data_hash, ndcg_at)
+from ltr_features.encoders.training import (_begin, _fit_epochs, _prepare, _Sampler, _torch_settings, _validate,
+                                            data_hash, ndcg_at)
 from ltr_features.errors import ModelFileError, TextTableError
 from ltr_features.hashing import TokenizedTexts
 
@@ -452,54 +451,21 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
             scores = score_rows(net, q_bags, d_bags, data.q_idx[val], data.d_idx[val])
             return ndcg_at(scores, data.rel[val], data.q_idx[val], k=10)
 
-        if resume is None:
-            first = validate()
-            history = [{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": lda_seconds}]
-            best = {"epoch": 0, "val_ndcg@10": first, "stale": 0}
-            best_state = {k: v.clone() for k, v in net.state_dict().items()}
-            start = 1
-        else:
-            state, best_state = _read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
-            rng.bit_generator.state = state["numpy_rng"]
-            history, best, start = state["history"], state["best"], state["epoch"] + 1
-        for epoch in range(start, epochs + 1):
-            if best["stale"] >= patience and val_fraction > 0:
-                break
-            t0 = time.perf_counter()
-            order = rng.permutation(rows)
-            n_batches = -(-len(order) // batch_size)
-            total = 0.0
-            bar = tqdm(total=n_batches, desc=f"deepmatch epoch {epoch}/{epochs}", disable=not progress,
-                       file=sys.stderr, leave=False)
-            for b in range(n_batches):
-                batch = order[b * batch_size : (b + 1) * batch_size]
-                q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
-                cand, ok = sampler.candidates(rng, np.searchsorted(rows, batch), q, d, y, negatives=negatives,
-                                              hard=hard_negatives)
-                docs = np.concatenate([d[:, None], cand], axis=1)
-                queries = np.repeat(q[:, None], docs.shape[1], axis=1)
-                scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
-                loss = losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=margin, mask=torch.from_numpy(ok))
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                total += loss.item()
-                bar.update(1)
-                bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{best['val_ndcg@10']:.4f}")
-            bar.close()
-            score = validate()
-            history.append({"epoch": epoch, "train_loss": total / n_batches, "val_ndcg@10": score,
-                            "seconds": round(time.perf_counter() - t0, 3)})
-            if val_fraction == 0 or np.isnan(best["val_ndcg@10"]) or score > best["val_ndcg@10"]:
-                best = {"epoch": epoch, "val_ndcg@10": score, "stale": 0}
-                best_state = {k: v.clone() for k, v in net.state_dict().items()}
-            else:
-                best["stale"] += 1
-            if checkpoint is not None:
-                _write_checkpoint(checkpoint, model=net, best_state=best_state, optimizer=opt, rng=rng,
-                                  header={**header, "epoch": epoch, "history": history, "best": best})
-        net.load_state_dict(best_state)
-        net.eval()
+        def step(batch):
+            q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
+            cand, ok = sampler.candidates(rng, np.searchsorted(rows, batch), q, d, y, negatives=negatives,
+                                          hard=hard_negatives)
+            docs = np.concatenate([d[:, None], cand], axis=1)
+            queries = np.repeat(q[:, None], docs.shape[1], axis=1)
+            scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
+            return losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=margin, mask=torch.from_numpy(ok))
+
+        run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate,
+                        seconds=lda_seconds if resume is None else 0.0)
+        _fit_epochs(net, opt, rng, rows, run, step=step, validate=validate, epochs=epochs, batch_size=batch_size,
+                    patience=patience, early_stopping=val_fraction > 0, checkpoint=checkpoint, header=header,
+                    desc="deepmatch epoch", progress=progress)
+    history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(len(tr)), "n_validation_pairs": int(len(val)), "n_samples": int(len(rows)),
               "best_epoch": best["epoch"], "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history}

@@ -20,18 +20,16 @@ from __future__ import annotations
 import copy
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from ltr_features.encoders.sbert import packaged_model_path
 from ltr_features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
-from ltr_features.encoders.training import (LOSSES, _prepare, _read_checkpoint, _Sampler, _step, _torch_settings,
-                                            _validate, _validation_ndcg, _write_checkpoint, data_hash)
+from ltr_features.encoders.training import (LOSSES, _begin, _fit_epochs, _prepare, _Sampler, _step, _torch_settings,
+                                            _validate, _validation_ndcg, data_hash)
 from ltr_features.errors import LtrfeatError, ModelFileError, TextTableError
 
 _EVAL_CHUNK = 256  # texts per forward pass when no gradient is needed (bounds memory in validation)
@@ -184,53 +182,16 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
         q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
         sampler = _Sampler(data, rows)
         header = {"params": params, "data_sha256": data_sha}
-        if resume is not None:
-            state, best_state = _read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
-            rng.bit_generator.state = state["numpy_rng"]
-            history, best, start = state["history"], state["best"], state["epoch"] + 1
-        else:
-            zero_shot = _validation_ndcg(net, None, q_texts, d_texts, data)
-            history = [{"epoch": 0, "train_loss": None, "val_ndcg@10": zero_shot, "seconds": 0.0}]
-            best = {"epoch": 0, "val_ndcg@10": zero_shot, "stale": 0}
-            best_state = {k: v.clone() for k, v in net.state_dict().items()}
-            start = 1
+        validate = lambda: _validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
+        run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
         net.train()
-        for epoch in range(start, epochs + 1):
-            if best["stale"] >= patience and val_fraction > 0:
-                break
-            t0 = time.perf_counter()
-            order = rng.permutation(rows)
-            n_batches = -(-len(order) // batch_size)
-            total = 0.0
-            bar = tqdm(total=len(order), desc=f"epoch {epoch}/{epochs}", unit="pair", disable=not progress,
-                       file=sys.stderr, leave=False)
-            opt.zero_grad(set_to_none=True)
-            for b in range(n_batches):
-                batch = order[b * batch_size : (b + 1) * batch_size]
-                step_loss = _step(net, None, q_texts, d_texts, data, sampler, rng, batch, idx_of=rows, loss=loss,
-                                  negatives=negatives, hard=hard_negatives, in_batch=in_batch, gamma=gamma,
-                                  margin=margin)
-                (step_loss / accumulate).backward()
-                if (b + 1) % accumulate == 0 or b + 1 == n_batches:
-                    opt.step()
-                    opt.zero_grad(set_to_none=True)
-                total += step_loss.item()
-                bar.update(len(batch))
-                bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{best['val_ndcg@10']:.4f}")
-            bar.close()
-            score = _validation_ndcg(net, None, q_texts, d_texts, data)
-            history.append({"epoch": epoch, "train_loss": total / n_batches, "val_ndcg@10": score,
-                            "seconds": round(time.perf_counter() - t0, 3)})
-            if val_fraction == 0 or np.isnan(best["val_ndcg@10"]) or score > best["val_ndcg@10"]:
-                best = {"epoch": epoch, "val_ndcg@10": score, "stale": 0}
-                best_state = {k: v.clone() for k, v in net.state_dict().items()}
-            else:
-                best["stale"] += 1
-            if checkpoint is not None:
-                _write_checkpoint(checkpoint, model=net, best_state=best_state, optimizer=opt, rng=rng,
-                                  header={**header, "epoch": epoch, "history": history, "best": best})
-        net.load_state_dict(best_state)
-        net.eval()
+        _fit_epochs(net, opt, rng, rows, run, epochs=epochs, batch_size=batch_size, patience=patience,
+                    early_stopping=val_fraction > 0, accumulate=accumulate, validate=validate,
+                    checkpoint=checkpoint, header=header, progress=progress,
+                    step=lambda batch: _step(net, None, q_texts, d_texts, data, sampler, rng, batch, idx_of=rows,
+                                             loss=loss, negatives=negatives, hard=hard_negatives,
+                                             in_batch=in_batch, gamma=gamma, margin=margin))
+    history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
               "n_samples": int(len(rows)), "n_layers": n_layers, "best_epoch": best["epoch"],

@@ -325,6 +325,77 @@ def _read_checkpoint(path, *, params, data_sha, model, optimizer):
     return header, best_state
 
 
+@dataclass
+class _Run:
+    """Progress of an epoch loop: history, best epoch, its weights, and the next epoch to run."""
+
+    history: list
+    best: dict
+    best_state: dict
+    start: int
+
+
+def _begin(net, opt, rng, *, resume, params: dict, data_sha: str, validate, seconds: float = 0.0):
+    """A fresh run (epoch 0 = validation of the initial weights) or the state of ``resume``.
+
+    Returns ``(run, checkpoint header or None)``.
+    """
+    if resume is not None:
+        state, best_state = _read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
+        rng.bit_generator.state = state["numpy_rng"]
+        return _Run(state["history"], state["best"], best_state, state["epoch"] + 1), state
+    first = validate()
+    return _Run([{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": seconds}],
+                {"epoch": 0, "val_ndcg@10": first, "stale": 0},
+                {k: v.clone() for k, v in net.state_dict().items()}, 1), None
+
+
+def _fit_epochs(net, opt, rng, rows, run: _Run, *, step, validate, epochs: int, batch_size: int, patience: int,
+                early_stopping: bool, accumulate: int = 1, checkpoint=None, header=None, desc: str = "epoch",
+                progress: bool = False) -> None:
+    """The epoch loop every trainer shares.
+
+    Each epoch shuffles ``rows`` (with ``rng``), calls ``step(batch) -> loss`` per mini-batch and steps
+    the optimizer every ``accumulate`` mini-batches, then scores ``validate()``; the best epoch's weights
+    are kept, training stops after ``patience`` epochs without improvement (with ``early_stopping``),
+    and a resumable checkpoint is rewritten after every epoch. Ends with the best weights in ``net``.
+    """
+    for epoch in range(run.start, epochs + 1):
+        if run.best["stale"] >= patience and early_stopping:
+            break
+        t0 = time.perf_counter()
+        order = rng.permutation(rows)
+        n_batches = -(-len(order) // batch_size)
+        total = 0.0
+        bar = tqdm(total=len(order), desc=f"{desc} {epoch}/{epochs}", unit="pair", disable=not progress,
+                   file=sys.stderr, leave=False)
+        opt.zero_grad(set_to_none=True)
+        for b in range(n_batches):
+            batch = order[b * batch_size : (b + 1) * batch_size]
+            step_loss = step(batch)
+            (step_loss / accumulate if accumulate > 1 else step_loss).backward()
+            if (b + 1) % accumulate == 0 or b + 1 == n_batches:
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+            total += step_loss.item()
+            bar.update(len(batch))
+            bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{run.best['val_ndcg@10']:.4f}")
+        bar.close()
+        val_score = validate()
+        run.history.append({"epoch": epoch, "train_loss": total / n_batches, "val_ndcg@10": val_score,
+                            "seconds": round(time.perf_counter() - t0, 3)})
+        if not early_stopping or np.isnan(run.best["val_ndcg@10"]) or val_score > run.best["val_ndcg@10"]:
+            run.best = {"epoch": epoch, "val_ndcg@10": val_score, "stale": 0}
+            run.best_state = {k: v.clone() for k, v in net.state_dict().items()}
+        else:
+            run.best["stale"] += 1
+        if checkpoint is not None:
+            _write_checkpoint(checkpoint, model=net, best_state=run.best_state, optimizer=opt, rng=rng,
+                              header={**header, "epoch": epoch, "history": run.history, "best": run.best})
+    net.load_state_dict(run.best_state)
+    net.eval()
+
+
 def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "softmax", score: str = "cosine",
                   epochs: int = 10, negatives: int = 4, hard_negatives: int = 0, in_batch: bool = True,
                   gamma: float | None = None,
@@ -437,52 +508,18 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         sampler = _Sampler(data, rows)
         header = {"model": net.config, "hasher": hasher.to_json(), "params": params, "data_sha256": data_sha,
                   **({"pretrain": pretrained} if pretrained else {})}
-        if resume is not None:
-            state, best_state = _read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
-            pretrained = state.get("pretrain")
-            header = {**header, **({"pretrain": pretrained} if pretrained else {})}
-            rng.bit_generator.state = state["numpy_rng"]
-            history, best, start = state["history"], state["best"], state["epoch"] + 1
-        else:
-            first = _validation_ndcg(net, hasher, q_tokens, d_tokens, data)
-            history = [{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": 0.0}]
-            best = {"epoch": 0, "val_ndcg@10": first, "stale": 0}
-            best_state = {k: v.clone() for k, v in net.state_dict().items()}
-            start = 1
-        for epoch in range(start, epochs + 1):
-            if best["stale"] >= patience and val_fraction > 0:
-                break
-            t0 = time.perf_counter()
-            order = rng.permutation(rows)
-            n_batches = -(-len(order) // batch_size)
-            total = 0.0
-            bar = tqdm(total=n_batches, desc=f"epoch {epoch}/{epochs}", disable=not progress, file=sys.stderr,
-                       leave=False)
-            for b in range(n_batches):
-                batch = order[b * batch_size : (b + 1) * batch_size]
-                step_loss = _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=rows,
-                                  loss=loss, negatives=negatives, hard=hard_negatives, in_batch=in_batch,
-                                  gamma=gamma, margin=margin)
-                opt.zero_grad(set_to_none=True)
-                step_loss.backward()
-                opt.step()
-                total += step_loss.item()
-                bar.update(1)
-                bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{best['val_ndcg@10']:.4f}")
-            bar.close()
-            score = _validation_ndcg(net, hasher, q_tokens, d_tokens, data)
-            history.append({"epoch": epoch, "train_loss": total / n_batches, "val_ndcg@10": score,
-                            "seconds": round(time.perf_counter() - t0, 3)})
-            if val_fraction == 0 or np.isnan(best["val_ndcg@10"]) or score > best["val_ndcg@10"]:
-                best = {"epoch": epoch, "val_ndcg@10": score, "stale": 0}
-                best_state = {k: v.clone() for k, v in net.state_dict().items()}
-            else:
-                best["stale"] += 1
-            if checkpoint is not None:
-                _write_checkpoint(checkpoint, model=net, best_state=best_state, optimizer=opt, rng=rng,
-                                  header={**header, "epoch": epoch, "history": history, "best": best})
-        net.load_state_dict(best_state)
-        net.eval()
+        validate = lambda: _validation_ndcg(net, hasher, q_tokens, d_tokens, data)  # noqa: E731
+        run, state = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
+        if state is not None and state.get("pretrain"):
+            pretrained = state["pretrain"]
+            header = {**header, "pretrain": pretrained}
+        _fit_epochs(net, opt, rng, rows, run, epochs=epochs, batch_size=batch_size, patience=patience,
+                    early_stopping=val_fraction > 0, validate=validate, checkpoint=checkpoint, header=header,
+                    progress=progress,
+                    step=lambda batch: _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=rows,
+                                             loss=loss, negatives=negatives, hard=hard_negatives,
+                                             in_batch=in_batch, gamma=gamma, margin=margin))
+    history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
               "n_samples": int(len(rows)), "best_epoch": best["epoch"],
