@@ -47,7 +47,8 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
               help="Pairs: an id with different texts on different rows fails, or keeps its first text.")
 @click.option("--lexical", default=None, help="Comma-separated lexical features, or 'all'.")
 @click.option("--encoder", "encoders", multiple=True, metavar="KIND[=PATH]",
-              help="Neural cosine column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, sbert[=DIR].")
+              help="Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
+                   "sbert[=DIR] (zero-shot), sbert-ft=FT.ltrenc (fine-tuned).")
 @click.option("--fields", "--field", "fields", default=None,
               help="Document fields to score (default: every text column of the documents/pairs table).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output LETOR file.")

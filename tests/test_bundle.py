@@ -103,3 +103,13 @@ def test_write_is_atomic(tmp_path):
     with pytest.raises(TypeError):
         write_bundle(path, kind="encoder", header={"x": object()}, tensors={})
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("found, wanted, hint", [("checkpoint", "encoder", "not its checkpoint"),
+                                                 ("encoder", "checkpoint", "checkpoint file written during"),
+                                                 ("sbert-ft", "encoder", "--encoder sbert-ft=FILE")])
+def test_a_bundle_of_another_kind_says_what_to_do(tmp_path, found, wanted, hint):
+    path = tmp_path / "m.ltrenc"
+    write_bundle(path, kind=found, header={}, tensors={"w": torch.zeros(1)})
+    with pytest.raises(ModelFileError, match=f"holds a '{found}', not an '{wanted}'.*{hint}"):
+        read_bundle(path, kind=wanted)

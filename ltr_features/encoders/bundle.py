@@ -70,10 +70,16 @@ def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
         raise ModelFileError(
             f"unsupported .ltrenc format version {header.get('format_version')!r} (this ltrfeat reads "
             f"version {FORMAT_VERSION})", path=path, fix="retrain the encoder with this ltrfeat version")
-    if header.get("kind") != kind:
-        raise ModelFileError(f"this .ltrenc file holds a {header.get('kind')!r}, not an {kind!r}", path=path,
-                             fix="give the --out file of train-encoder, not its checkpoint" if kind == "encoder"
-                             else "give the checkpoint file written during training")
+    found = header.get("kind")
+    if found != kind:
+        if kind == "checkpoint":
+            fix = "give the checkpoint file written during training"
+        elif found == "checkpoint":
+            fix = "give the --out file of train-encoder, not its checkpoint"
+        else:
+            fix = (f"a {found!r} bundle is not a CLSM/DSSM/DeepMatch bundle: load it by its own name "
+                   f"(e.g. --encoder {found}=FILE); export-encoder takes CLSM/DSSM bundles only")
+        raise ModelFileError(f"this .ltrenc file holds a {found!r}, not an {kind!r}", path=path, fix=fix)
     try:
         tensors = safetensors.torch.load(data)
     except Exception as exc:  # safetensors raises its own SafetensorError for any corruption
