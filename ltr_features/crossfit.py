@@ -35,6 +35,7 @@ from .errors import LtrfeatError
 TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
 PRETRAIN = ("rbm", "teacher")
+TEACHER_OPTIONS = ("distill_epochs", "distill_lr")  # train_encoder options of the distillation stage
 SCORES = ("cosine", "dot")
 _SPEC = re.compile(r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
                    r"(?:=(?P<path>.+))?$")
@@ -251,7 +252,8 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
 
 def spec_options(spec: EncoderSpec, options: dict) -> dict:
     """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
-    :mod:`ltr_features.encoder_options`); sbert-ft drops unprefixed keys its trainer does not take."""
+    :mod:`ltr_features.encoder_options`); sbert-ft drops unprefixed keys its trainer does not take, and
+    encoders without a teacher drop the distillation options."""
     import inspect
 
     from .encoder_options import model_options
@@ -261,7 +263,11 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
         from .encoders.sbert_training import train_sbert
 
         accepted = set(inspect.signature(train_sbert).parameters) - {"pairs", "base", "loss", "seed", "progress"}
-    return model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
+    resolved = model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
+    if spec.pretrain != "teacher":
+        # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
+        resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
+    return resolved
 
 
 def _zero_shot(spec: EncoderSpec):

@@ -312,3 +312,12 @@ def test_cached_teacher_scores_like_the_teacher(monkeypatch):
             distill_module.CachedTeacher("sbert").similarity([None], ["x"])
     finally:
         distill_module.clear_cache()
+
+
+def test_distillation_options_reach_only_encoders_with_a_teacher():
+    from ltr_features.crossfit import EncoderSpec, spec_options
+
+    options = {"epochs": 4, "clsm.distill_epochs": 2, "distill_lr": 1e-3}
+    assert spec_options(EncoderSpec.parse("clsm:softmax"), options) == {"epochs": 4}
+    assert spec_options(EncoderSpec.parse("clsm:generalized+teacher"), options) == {
+        "epochs": 4, "distill_epochs": 2, "distill_lr": 1e-3}
