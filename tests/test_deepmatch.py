@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cli.main import cli
+from conftest import train_until_interrupted
 from ltr_features.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltr_features.encoders.deepmatch import (DeepMatch, DeepMatchNet, _mixed, bags, link_patches, patch_overlap,
                                              train_deepmatch)
@@ -274,26 +275,14 @@ def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_p
         DeepMatch.load(tmp_path / "bad.ltrenc")
 
 
-class Interrupt(Exception):
-    pass
-
 
 def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monkeypatch):
-    from ltr_features.encoders import deepmatch, training
+    from ltr_features.encoders import deepmatch
 
     pairs, opts = make_pairs(), {**TINY, "epochs": 3, "hard_negatives": 1}
     full, full_history = train_deepmatch(pairs, seed=0, **opts)
-    write = training._write_checkpoint
-
-    def write_then_stop(path, **kw):
-        write(path, **kw)
-        if kw["header"]["epoch"] == 1:
-            raise Interrupt
-
-    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
-    with pytest.raises(Interrupt):
-        train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", **opts)
-    monkeypatch.setattr(training, "_write_checkpoint", write)
+    train_until_interrupted(monkeypatch, epoch=1,
+                            train=lambda: train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", **opts))
 
     def no_lda(*args, **kwargs):
         raise AssertionError("LDA refitted on resume")

@@ -11,6 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from cli.main import cli
+from conftest import train_until_interrupted
 from ltr_features import crossfit
 from ltr_features.crossfit import EncoderSpec
 from ltr_features.encoders import distill as distill_module
@@ -173,26 +174,13 @@ def test_train_encoder_with_teacher_records_the_stage_and_round_trips(tmp_path):
         train_encoder(judged(), teacher=WordTeacher(), pretrain="rbm", **{**OPTS, "model": "dssm", "sizes": {}})
 
 
-class Interrupt(Exception):
-    pass
-
 
 def test_resume_does_not_redo_distillation(tmp_path, monkeypatch):
-    from ltr_features.encoders import training
-
     opts = {**OPTS, "epochs": 3}
     full, full_history = train_encoder(judged(), teacher=WordTeacher(), **opts)
-    write = training._write_checkpoint
-
-    def write_then_stop(path, **kw):
-        write(path, **kw)
-        if kw["header"]["epoch"] == 1:
-            raise Interrupt
-
-    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
-    with pytest.raises(Interrupt):
-        train_encoder(judged(), teacher=WordTeacher(), checkpoint=tmp_path / "part.ckpt", **opts)
-    monkeypatch.setattr(training, "_write_checkpoint", write)
+    train_until_interrupted(monkeypatch, epoch=1,
+                            train=lambda: train_encoder(judged(), teacher=WordTeacher(), checkpoint=tmp_path / "part.ckpt",
+                                                        **opts))
 
     def boom(*args, **kwargs):
         raise AssertionError("distillation ran again on resume")

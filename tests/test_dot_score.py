@@ -12,6 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from cli.main import cli
+from conftest import train_until_interrupted
 from ltr_features.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltr_features.encoders import Encoder, TwoTowerModel, model_config
 from ltr_features.encoders.training import _prepare, ndcg_at, train_encoder
@@ -123,27 +124,13 @@ def test_damaged_score_in_a_bundle_is_refused(tmp_path):
         Encoder.load(tmp_path / "bad.ltrenc")
 
 
-class Interrupt(Exception):
-    pass
-
 
 def test_checkpoint_resume_with_dot_equals_uninterrupted(tmp_path, monkeypatch):
-    from ltr_features.encoders import training
-
     pairs = make_pairs(n_queries=24)
     opts = dict(loss="hinge", score="dot", **{**QUICK, "epochs": 3})
     full, full_history = train_encoder(pairs, **opts)
-    write = training._write_checkpoint
-
-    def write_then_stop(path, **kw):
-        write(path, **kw)
-        if kw["header"]["epoch"] == 1:
-            raise Interrupt
-
-    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
-    with pytest.raises(Interrupt):
-        train_encoder(pairs, **opts, checkpoint=tmp_path / "c.ckpt")
-    monkeypatch.setattr(training, "_write_checkpoint", write)
+    train_until_interrupted(monkeypatch, epoch=1,
+                            train=lambda: train_encoder(pairs, **opts, checkpoint=tmp_path / "c.ckpt"))
     resumed, history = train_encoder(pairs, **opts, resume=tmp_path / "c.ckpt")
     assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
     for name, value in full.model.state_dict().items():

