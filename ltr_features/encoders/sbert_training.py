@@ -28,9 +28,9 @@ import torch
 
 from ltr_features.encoders.sbert import packaged_model_path
 from ltr_features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
-from ltr_features.encoders.training import (LOSSES, _begin, _fit_epochs, _prepare, _Sampler, _step, _torch_settings,
-                                            _validate, _validation_ndcg, data_hash)
-from ltr_features.errors import LtrfeatError, ModelFileError, TextTableError
+from ltr_features.encoders.training import (LOSSES, _begin, _fit_epochs, _prepare, _sample_rows, _Sampler, _step,
+                                            _torch_settings, _validate, _validation_ndcg, data_hash)
+from ltr_features.errors import LtrfeatError, ModelFileError
 
 _EVAL_CHUNK = 256  # texts per forward pass when no gradient is needed (bounds memory in validation)
 
@@ -159,11 +159,7 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
               "min_positive": min_positive, "val_fraction": val_fraction, "patience": patience, "seed": seed}
     data_sha = data_hash(pairs)
     data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
-    samples = data.train if loss == "generalized" else data.train & (data.y >= min_positive)
-    rows = np.flatnonzero(samples)
-    if len(rows) == 0:
-        raise TextTableError(f"no training pair has a soft label >= min_positive={min_positive}",
-                             fix="lower min_positive or check the labels and soft_labels mapping")
+    rows = _sample_rows(data, loss=loss, min_positive=min_positive)
 
     with _torch_settings(threads):
         torch.manual_seed(seed)

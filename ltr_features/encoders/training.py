@@ -181,6 +181,15 @@ def _ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
 
 
+def _sample_rows(data: _Prepared, *, loss: str, min_positive: float) -> np.ndarray:
+    """Training rows that are samples: every pair for the generalized loss, else those with y >= min_positive."""
+    rows = np.flatnonzero(data.train if loss == "generalized" else data.train & (data.y >= min_positive))
+    if len(rows) == 0:
+        raise TextTableError(f"no training pair has a soft label >= min_positive={min_positive}",
+                             fix="lower min_positive or check the labels and soft_labels mapping")
+    return rows
+
+
 class _Sampler:
     """Vectorised negative sampling and masking over the training rows."""
 
@@ -479,10 +488,7 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         params.update(teacher=describe_teacher(teacher), distill_epochs=distill_epochs, distill_lr=distill_lr)
     data_sha = data_hash(pairs)
     data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
-    rows = np.flatnonzero(data.train) if loss == "generalized" else np.flatnonzero(data.train & (data.y >= min_positive))
-    if len(rows) == 0:
-        raise TextTableError(f"no training pair has a soft label >= min_positive={min_positive}",
-                             fix="lower min_positive or check the labels and soft_labels mapping")
+    rows = _sample_rows(data, loss=loss, min_positive=min_positive)
 
     with _torch_settings(threads):
         torch.manual_seed(seed)
