@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
-from benchmarks.quality_homedepot import SPLIT, load, ndcg, split_queries  # noqa: E402
+from benchmarks.quality_homedepot import SPLIT, held_out_test, load, ndcg  # noqa: E402
 from ltr_features.encoders.training import train_encoder  # noqa: E402
 from ltr_features.lexical import LexicalExtractor  # noqa: E402
 
@@ -45,11 +45,7 @@ def main():
     names = [n.strip() for n in args.configs.split(",") if n.strip()]
     start = time.perf_counter()
     pairs, docs = load()
-    split = split_queries(pairs["qid"], args.seed)
-    fit_rows = pairs["qid"].isin(split["train"] | split["valid"]).to_numpy()
-    test = pairs[pairs["qid"].isin(split["test"]).to_numpy()]
-    test = test[test.groupby("qid")["qid"].transform("size") >= 2].reset_index(drop=True)
-    assert not set(test["qid"]) & set(pairs.loc[fit_rows, "qid"])
+    split, fit_rows, test = held_out_test(pairs, args.seed)
     print(f"Home Depot: {len(pairs)} pairs; queries train {len(split['train'])} / valid {len(split['valid'])} / "
           f"test {len(split['test'])} (seed {args.seed}); test rows {len(test)} over {test['qid'].nunique()} "
           f"queries with >= 2 products; {args.epochs} epochs max, {args.threads} torch thread(s)", flush=True)

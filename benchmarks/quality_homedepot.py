@@ -65,6 +65,17 @@ def split_queries(qids, seed: int) -> dict[str, set]:
     return dict(zip(SPLIT, map(set, parts)))
 
 
+def held_out_test(pairs: pd.DataFrame, seed: int):
+    """``(split, fit_rows, test)``: the query split, the rows encoders may train on (training and validation
+    queries) and the test rows of queries with at least two judged products."""
+    split = split_queries(pairs["qid"], seed)
+    fit_rows = pairs["qid"].isin(split["train"] | split["valid"]).to_numpy()
+    test = pairs[pairs["qid"].isin(split["test"]).to_numpy()]
+    test = test[test.groupby("qid")["qid"].transform("size") >= 2].reset_index(drop=True)
+    assert not set(test["qid"]) & set(pairs.loc[fit_rows, "qid"])
+    return split, fit_rows, test
+
+
 def ndcg(test: pd.DataFrame, scores) -> dict:
     per_query = evaluate_queries(test["qid"], test["label"], np.asarray(scores, dtype=np.float64), METRICS)
     return summarise(per_query)
@@ -80,11 +91,7 @@ def main():
     encoders = {name: ENCODERS[name] for name in (args.only or ENCODERS)}
     start = time.perf_counter()
     pairs, docs = load()
-    split = split_queries(pairs["qid"], args.seed)
-    fit_rows = pairs["qid"].isin(split["train"] | split["valid"]).to_numpy()
-    test = pairs[pairs["qid"].isin(split["test"]).to_numpy()]
-    test = test[test.groupby("qid")["qid"].transform("size") >= 2].reset_index(drop=True)
-    assert not set(test["qid"]) & set(pairs.loc[fit_rows, "qid"])
+    split, fit_rows, test = held_out_test(pairs, args.seed)
     print(f"Home Depot: {len(pairs)} pairs; queries train {len(split['train'])} / valid {len(split['valid'])} / "
           f"test {len(split['test'])} (seed {args.seed}); test rows scored {len(test)} over "
           f"{test['qid'].nunique()} queries with >= 2 products; torch threads {torch.get_num_threads()}")

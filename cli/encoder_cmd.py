@@ -1,12 +1,11 @@
 """``ltrfeat train-encoder``: train a DSSM / CLSM encoder or a DeepMatch model on judged or clicked pairs."""
 from __future__ import annotations
 
-import contextlib
 import json
-from pathlib import Path
 
 import click
 
+from cli.options import fit_and_save
 from cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
 
 @click.command("train-encoder")
@@ -151,24 +150,16 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
                          batch_size=batch_size, lr=lr, soft_labels=soft_labels, min_positive=min_positive,
                          val_fraction=val_fraction, patience=patience, seed=seed, threads=threads)
         return
-    ckpt = Path(checkpoint) if checkpoint else Path(f"{out}.ckpt")
-    try:
-        encoder, history = train_encoder(
-            table, model=model, loss=loss, score=score or ("dot" if pretrain == "rbm" else "cosine"), epochs=epochs,
-            negatives=negatives, hard_negatives=hard_negatives,
-            in_batch=in_batch, gamma=gamma, margin=1.0 if margin is None else margin,
-            batch_size=batch_size or 1024, optimizer=optimizer, lr=lr,
-            pretrain=None if pretrain == "none" else pretrain,
-            teacher=teacher, distill_epochs=distill_epochs, distill_lr=distill_lr,
-            soft_labels=soft_labels, click_scale=click_scale, min_positive=min_positive, val_fraction=val_fraction,
-            patience=patience, min_count=min_count, n_buckets=buckets, shared=shared, seed=seed, threads=threads,
-            checkpoint=ckpt, resume=resume)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    encoder.save(out)
-    if checkpoint is None:
-        with contextlib.suppress(FileNotFoundError):
-            ckpt.unlink()
+    encoder, history = fit_and_save(lambda ckpt: train_encoder(
+        table, model=model, loss=loss, score=score or ("dot" if pretrain == "rbm" else "cosine"), epochs=epochs,
+        negatives=negatives, hard_negatives=hard_negatives,
+        in_batch=in_batch, gamma=gamma, margin=1.0 if margin is None else margin,
+        batch_size=batch_size or 1024, optimizer=optimizer, lr=lr,
+        pretrain=None if pretrain == "none" else pretrain,
+        teacher=teacher, distill_epochs=distill_epochs, distill_lr=distill_lr,
+        soft_labels=soft_labels, click_scale=click_scale, min_positive=min_positive, val_fraction=val_fraction,
+        patience=patience, min_count=min_count, n_buckets=buckets, shared=shared, seed=seed, threads=threads,
+        checkpoint=ckpt, resume=resume), out, checkpoint)
     _summary(out, encoder, history)
 
 
@@ -189,17 +180,10 @@ def _train_deepmatch(table, out, *, topics, patch_words, pretrain, score, checkp
         fine, coarse = (int(t) for t in topics.split(","))
     except ValueError:
         raise click.UsageError(f"--topics {topics!r} is not FINE,COARSE (e.g. 50,10)") from None
-    ckpt = Path(checkpoint) if checkpoint else Path(f"{out}.ckpt")
-    try:
-        model, history = train_deepmatch(table, topics=(fine, coarse), patch_words=patch_words,
-                                         margin=0.1 if margin is None else margin, batch_size=batch_size or 128,
-                                         checkpoint=ckpt, resume=resume, **options)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    model.save(out)
-    if checkpoint is None:
-        with contextlib.suppress(FileNotFoundError):
-            ckpt.unlink()
+    model, history = fit_and_save(
+        lambda ckpt: train_deepmatch(table, topics=(fine, coarse), patch_words=patch_words,
+                                     margin=0.1 if margin is None else margin, batch_size=batch_size or 128,
+                                     checkpoint=ckpt, resume=resume, **options), out, checkpoint)
     _summary(out, model, history)
 
 

@@ -34,3 +34,23 @@ def notices():
         finally:
             for message in dict.fromkeys(str(w.message) for w in caught):
                 click.echo(f"notice: {message}", err=True)
+
+
+def fit_and_save(train, out, checkpoint):
+    """Run ``train(ckpt)`` (a trainer writing per-epoch checkpoints to ``ckpt``), save the model to ``out`` and
+    drop the default checkpoint ``OUT.ckpt`` afterwards (an explicit ``--checkpoint`` is kept).
+
+    A ``ValueError`` from the trainer (bad option combination) becomes a usage error. Returns ``(model, history)``.
+    """
+    from pathlib import Path
+
+    ckpt = Path(checkpoint) if checkpoint else Path(f"{out}.ckpt")
+    try:
+        model, history = train(ckpt)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    model.save(out)
+    if checkpoint is None:
+        with contextlib.suppress(FileNotFoundError):
+            ckpt.unlink()
+    return model, history

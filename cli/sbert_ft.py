@@ -6,12 +6,12 @@ defaults apply to the rest (1 epoch, batch 32, lr 2e-5, in-batch negatives only,
 """
 from __future__ import annotations
 
-import contextlib
 import json
-from pathlib import Path
 
 import click
 from click.core import ParameterSource
+
+from cli.options import fit_and_save
 
 # train-encoder parameter -> train_sbert keyword
 PASSED = {"loss": "loss", "epochs": "epochs", "negatives": "negatives", "hard_negatives": "hard_negatives",
@@ -70,16 +70,9 @@ def train_sbert_cmd(ctx: click.Context, table, out, *, soft_labels: str, checkpo
     params = ctx.params
     kwargs = {kw: params[name] for name, kw in PASSED.items() if _given(ctx, name)}
     kwargs["soft_labels"] = soft_labels  # --from-docs sets "identity"
-    ckpt = Path(checkpoint) if checkpoint else Path(f"{out}.ckpt")
-    try:
-        model, history = train_sbert(table, base=params["base"], shared=not params["separate"], seed=params["seed"],
-                                     threads=params["threads"], checkpoint=ckpt, resume=resume, **kwargs)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    model.save(out)
-    if checkpoint is None:
-        with contextlib.suppress(FileNotFoundError):
-            ckpt.unlink()
+    model, history = fit_and_save(
+        lambda ckpt: train_sbert(table, base=params["base"], shared=not params["separate"], seed=params["seed"],
+                                 threads=params["threads"], checkpoint=ckpt, resume=resume, **kwargs), out, checkpoint)
     validation = model.training["validation"]
     click.echo(json.dumps({"out": str(out), "best_epoch": model.training["best_epoch"],
                            "val_ndcg@10": validation["ndcg@10"],

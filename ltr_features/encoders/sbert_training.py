@@ -28,8 +28,8 @@ import torch
 
 from ltr_features.encoders.sbert import packaged_model_path
 from ltr_features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
-from ltr_features.encoders.training import (LOSSES, _begin, _fit_epochs, _prepare, _sample_rows, _Sampler, _step,
-                                            _torch_settings, _validate, _validation_ndcg, data_hash)
+from ltr_features.encoders.training import (LOSSES, _begin, _fit_epochs, _Sampler, _step, _torch_settings,
+                                            _training_data, _validate, _validation_ndcg)
 from ltr_features.errors import LtrfeatError, ModelFileError
 
 _EVAL_CHUNK = 256  # texts per forward pass when no gradient is needed (bounds memory in validation)
@@ -157,9 +157,8 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
               "weight_decay": weight_decay, "max_seq_length": max_seq_length, "freeze_layers": freeze_layers,
               "shared": shared, "soft_labels": soft_labels, "click_scale": click_scale,
               "min_positive": min_positive, "val_fraction": val_fraction, "patience": patience, "seed": seed}
-    data_sha = data_hash(pairs)
-    data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
-    rows = _sample_rows(data, loss=loss, min_positive=min_positive)
+    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=soft_labels, click_scale=click_scale,
+                                          min_positive=min_positive, val_fraction=val_fraction, seed=seed)
 
     with _torch_settings(threads):
         torch.manual_seed(seed)

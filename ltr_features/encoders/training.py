@@ -181,6 +181,13 @@ def _ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
 
 
+def _training_data(pairs: pd.DataFrame, *, loss: str, soft_labels: str, click_scale: float, min_positive: float,
+                   val_fraction: float, seed: int) -> tuple[str, _Prepared, np.ndarray]:
+    """The training table's hash, its prepared arrays (soft labels, validation split) and the sample rows."""
+    data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
+    return data_hash(pairs), data, _sample_rows(data, loss=loss, min_positive=min_positive)
+
+
 def _sample_rows(data: _Prepared, *, loss: str, min_positive: float) -> np.ndarray:
     """Training rows that are samples: every pair for the generalized loss, else those with y >= min_positive."""
     rows = np.flatnonzero(data.train if loss == "generalized" else data.train & (data.y >= min_positive))
@@ -486,9 +493,8 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         from ltr_features.encoders.distill import describe_teacher
 
         params.update(teacher=describe_teacher(teacher), distill_epochs=distill_epochs, distill_lr=distill_lr)
-    data_sha = data_hash(pairs)
-    data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
-    rows = _sample_rows(data, loss=loss, min_positive=min_positive)
+    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=soft_labels, click_scale=click_scale,
+                                          min_positive=min_positive, val_fraction=val_fraction, seed=seed)
 
     with _torch_settings(threads):
         torch.manual_seed(seed)
