@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from itertools import compress
 
 import Stemmer
 import numpy as np
+
+from ltr_features.wordsplit import SEPARATOR, joined_words
 
 # Lucene's default English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET): small and conservative,
 # so product and web titles keep their content words.
@@ -23,8 +26,7 @@ ENGLISH_STOPWORDS = frozenset(
 # Runs of letters and digits (Unicode aware); everything else separates tokens. Underscore is
 # punctuation here, unlike in ``\w``.
 _TOKEN = re.compile(r"[^\W_]+")
-_SEP = "\x00"
-_TOKEN_OR_SEP = re.compile(r"[^\W_]+|\x00")
+_SEP = SEPARATOR.decode()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +64,9 @@ class Analyzer:
             return ENGLISH_STOPWORDS
         return frozenset(w.lower() for w in self.stopwords)
 
+    def _words(self, text: str) -> list[str]:
+        return _TOKEN.findall(text.lower() if self.lowercase else text)
+
     def tokens(self, text: str) -> list[str]:
         """The tokens of one text."""
         return self.analyze([text])[0]
@@ -74,28 +79,25 @@ class Analyzer:
     def analyze_flat(self, texts) -> tuple[list[str], np.ndarray]:
         """All tokens of ``texts`` in one list, and offsets: text ``i`` is ``flat[offsets[i]:offsets[i+1]]``."""
         texts = [str(t) for t in texts]
-        joined = _SEP.join(texts)
-        if self.lowercase:
-            joined = joined.lower()
-        if joined.count(_SEP) == len(texts) - 1:
-            # one regex pass over all texts; each separator comes out as its own token
-            flat = _TOKEN_OR_SEP.findall(joined)
-            bounds = np.asarray([i for i, t in enumerate(flat) if t == _SEP], dtype=np.int64)
-            offsets = np.concatenate([[0], bounds - np.arange(len(bounds)), [len(flat) - len(bounds)]]).astype(np.int64)
+        if not texts:
+            return [], np.zeros(1, dtype=np.int64)
+        flat = joined_words(texts, words_of=self._words, lowercase=self.lowercase).decode("utf-8").split()
+        is_sep = np.fromiter(map(_SEP.__eq__, flat), dtype=bool, count=len(flat))
+        bounds = np.flatnonzero(is_sep)
+        offsets = np.concatenate([[0], bounds - np.arange(len(bounds)), [len(flat) - len(bounds)]]).astype(np.int64)
+        if len(bounds):
             flat = [t for t in flat if t != _SEP]
-        else:  # no texts, or a text holds the separator itself: go text by text
-            per_text = [_TOKEN.findall(t.lower() if self.lowercase else t) for t in texts]
-            flat = [t for toks in per_text for t in toks]
-            offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-            np.cumsum([len(t) for t in per_text], out=offsets[1:])
         stop = self._stopset()
         if stop:
-            keep = np.fromiter(((t if self.lowercase else t.lower()) not in stop for t in flat), dtype=bool, count=len(flat))
+            words = flat if self.lowercase else map(str.lower, flat)
+            keep = ~np.fromiter(map(stop.__contains__, words), dtype=bool, count=len(flat))
             kept_before = np.concatenate([[0], np.cumsum(keep)])
             offsets = kept_before[offsets]
-            flat = [t for t, k in zip(flat, keep.tolist()) if k]
+            flat = list(compress(flat, keep.tolist()))
         if self.stemmer and flat:
-            flat = Stemmer.Stemmer(self.stemmer).stemWords(flat)
+            distinct = list(dict.fromkeys(flat))  # far fewer than the tokens: stem each word once
+            stems = dict(zip(distinct, Stemmer.Stemmer(self.stemmer).stemWords(distinct)))
+            flat = list(map(stems.__getitem__, flat))
         return flat, offsets
 
     def to_json(self) -> dict:

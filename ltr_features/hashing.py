@@ -14,7 +14,7 @@ Trigram ids:
   alphabetical), or, with ``n_buckets``, ``2 + crc32(trigram) % n_buckets`` (no vocabulary).
 
 Each distinct word is hashed once and cached; a batch is assembled with numpy from the cached
-per-word id arrays, so preparing a batch costs one regex per text plus array gathers.
+per-word id arrays, so preparing a batch costs one byte-string split plus array gathers.
 """
 from __future__ import annotations
 
@@ -27,15 +27,16 @@ from itertools import repeat
 
 import numpy as np
 
+from ltr_features.wordsplit import SEPARATOR, joined_words
+
 UNKNOWN_ID = 0
 BOUNDARY_ID = 1
 N_RESERVED = 2
 
 _APOSTROPHES = re.compile(r"['\u2019`]")
 _WORD = re.compile(r"[^\W_]+")
-_SEP = "\x00"  # joins the texts of a batch; never part of a word
-_TOKEN = re.compile(r"[^\W_]+|\x00")
-_SEP_ID = -2  # the separator's id in the word index
+_ASCII_APOSTROPHES = b"'`"
+_SEP_ID = -2  # the text separator's id in the word index
 
 
 @dataclass(frozen=True)
@@ -161,8 +162,9 @@ class TrigramHasher:
             raise RuntimeError("TrigramHasher is not fitted; call fit(texts) first")
 
     def _reset_cache(self):
-        # word -> row of the word table; the table is flat trigram ids with per-word start and length
-        self._word_index: dict[str, int] = {_SEP: _SEP_ID}
+        # word (utf-8 bytes) -> row of the word table; the table is flat trigram ids with per-word start
+        # and length
+        self._word_index: dict[bytes, int] = {SEPARATOR: _SEP_ID}
         self._flat = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=np.int64)
         self._lens = np.zeros(0, dtype=np.int64)
@@ -175,11 +177,11 @@ class TrigramHasher:
             values = map(self.vocabulary_.get, trigrams, repeat(UNKNOWN_ID))
         return np.fromiter(values, dtype=np.int64, count=len(trigrams))
 
-    def _add_words(self, words: list[str]) -> None:
-        """Append distinct, not yet cached words to the word table, all in one pass."""
-        marked = [f"#{w}#" for w in words]
+    def _add_words(self, words: list[bytes]) -> None:
+        """Append distinct, not yet cached words (utf-8) to the word table, all in one pass."""
+        marked = [f"#{w}#" for w in map(bytes.decode, words)]
         trigrams = [m[i : i + 3] for m in marked for i in range(len(m) - 2)]
-        lens = np.fromiter(map(len, words), dtype=np.int64, count=len(words))  # len(#w#) - 2 trigrams
+        lens = np.fromiter(map(len, marked), dtype=np.int64, count=len(words)) - 2  # len(#w#) - 2 trigrams
         starts = len(self._flat) + np.cumsum(lens) - lens
         first = len(self._lens)
         self._word_index.update(zip(words, range(first, first + len(words))))
@@ -190,26 +192,25 @@ class TrigramHasher:
     def word_trigrams(self, word: str) -> list[int]:
         """Trigram ids of one (already normalised) word; cached per word."""
         self._check_fitted()
-        if word not in self._word_index:
-            self._add_words([word])
-        row = self._word_index[word]
+        key = word.encode("utf-8")
+        if key not in self._word_index:
+            self._add_words([key])
+        row = self._word_index[key]
         return self._flat[self._starts[row] : self._starts[row] + self._lens[row]].tolist()
 
     # -- batches -------------------------------------------------------------------------
     def tokenize(self, texts) -> TokenizedTexts:
         """Word ids (into the hasher's cached word table) of each text, as a ragged array.
 
-        The whole list is normalised and split in one pass, with NUL as the text separator.
+        All texts are split as one byte string (:func:`~ltr_features.wordsplit.joined_words`); the
+        words are exactly :meth:`words` of each text.
         """
         self._check_fitted()
         texts = list(texts)
-        if any(_SEP in t for t in texts):
-            texts = [t.replace(_SEP, " ") for t in texts]
-        norm = _APOSTROPHES.sub("", unicodedata.normalize("NFKC", _SEP.join(texts)).lower())
-        tokens = _TOKEN.findall(norm)
+        tokens = joined_words(texts, words_of=self.words, lowercase=True, delete=_ASCII_APOSTROPHES).split()
         cut = self.max_word_len
-        if tokens and max(map(len, tokens)) > cut:
-            tokens = [w[:cut] for w in tokens]
+        if tokens and max(map(len, tokens)) > cut:  # bytes: a non-ASCII word may be short enough in characters
+            tokens = [w if len(w) <= cut else w.decode("utf-8")[:cut].encode("utf-8") for w in tokens]
         ids = np.fromiter(map(self._word_index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
         missing = np.flatnonzero(ids == -1)
         if len(missing):

@@ -436,6 +436,74 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
 
 
 # -- statistics ---------------------------------------------------------------------------
+_ID_COLUMNS = ("feature_set", "fold", "qid", "n_docs", "n_relevant")  # per_query's columns besides the metrics
+
+
+def _comparisons(per_query: pd.DataFrame, pairs, metrics, *, seed: int, n_resamples: int) -> list[dict]:
+    """Paired statistics of each ``(baseline, variant)`` pair on each metric over the queries both have
+    (pooled over folds by (fold, qid), NaN left out), Holm-adjusted across all of them."""
+    comparisons = []
+    for metric in metrics:
+        wide = per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
+        for baseline, variant in pairs:
+            pair = wide[[baseline, variant]].dropna()
+            if pair.empty:
+                continue
+            a, b = pair[baseline].to_numpy(), pair[variant].to_numpy()
+            stats = compare(a, b, seed=seed, n_resamples=n_resamples)
+            comparisons.append({"baseline": baseline, "variant": variant, "metric": metric,
+                                "base_mean": float(a.mean()), "variant_mean": float(b.mean()),
+                                "delta": stats["delta"], "ci95_delta": list(stats["ci95_delta"]),
+                                "relative": stats["relative"], "p_ttest": stats["p_ttest"],
+                                "p_randomization": stats["p_randomization"], "wins": stats["wins"],
+                                "ties": stats["ties"], "losses": stats["losses"], "n_queries": stats["n_queries"]})
+    if comparisons:
+        apply_holm(comparisons)
+    return comparisons
+
+
+def read_per_query(path) -> pd.DataFrame:
+    """An ablation report's ``per_query.tsv`` (ids as text, metrics as floats), checked."""
+    path = Path(path)
+    fix = "give the directory an ablation wrote with --report"
+    if not path.is_file():
+        raise LtrfeatError("no per-query table here", path=path, fix=fix)
+    try:
+        table = pd.read_csv(path, sep="\t", dtype={"feature_set": str, "fold": str, "qid": str}, keep_default_na=False,
+                            na_values=["NaN"])
+    except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
+        raise LtrfeatError(f"not a per-query table ({' '.join(str(exc).split())[:200]})", path=path, fix=fix) from None
+    missing = [c for c in _ID_COLUMNS if c not in table.columns]
+    metrics = [c for c in table.columns if c not in _ID_COLUMNS]
+    if missing or not metrics:
+        raise LtrfeatError(f"not a per-query table: missing columns {', '.join(missing) or 'of metrics'}",
+                           path=path, fix=fix)
+    for metric in metrics:
+        values = pd.to_numeric(table[metric], errors="coerce")
+        bad = values.isna() & (table[metric].astype(str) != "NaN") & table[metric].notna()
+        if bad.any():
+            row = int(np.flatnonzero(bad.to_numpy())[0])
+            raise LtrfeatError(f"{metric} is {table[metric].iloc[row]!r}, not a number", path=path, line=row + 2,
+                               fix=fix)
+        table[metric] = values.astype(np.float64)
+    return table
+
+
+def head_to_head(per_query: pd.DataFrame, pairs, metrics, *, seed: int = 0, n_resamples: int = 10_000) -> list[dict]:
+    """Paired comparisons of chosen feature sets, e.g. ``[("lexical+sbert", "lexical+sbert-ft")]``, from an
+    ablation's per-query table (``per_query.tsv``): the same statistics as :func:`summarise`, Holm-adjusted
+    across the given pairs and metrics only."""
+    available = sorted(set(per_query["feature_set"]))
+    for name in {n for pair in pairs for n in pair}:
+        if name not in available:
+            raise LtrfeatError(f"feature set {name!r} is not in this ablation", fix=f"use one of {', '.join(available)}")
+    for metric in metrics:
+        if metric not in per_query.columns:
+            raise LtrfeatError(f"metric {metric!r} was not computed in this ablation",
+                               fix=f"use one of {', '.join(c for c in per_query.columns if c not in _ID_COLUMNS)}")
+    return _comparisons(per_query, pairs, metrics, seed=seed, n_resamples=n_resamples)
+
+
 def summarise(result: AblationResult, *, baseline: str | None = None, seed: int = 0,
               n_resamples: int = 10_000) -> dict:
     """Means with bootstrap intervals per set and metric, and paired comparisons.
@@ -474,25 +542,8 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
             results.append({"feature_set": fs.name, "kind": fs.kind, "metric": metric,
                             "mean": float(values.mean()) if len(values) else float("nan"),
                             "ci95": [float(ci[0]), float(ci[1])], "n_queries": int(len(values))})
-    comparisons = []
-    for metric in result.metrics:
-        wide = per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
-        for variant in rankers:
-            if variant == baseline or baseline is None:
-                continue
-            pair = wide[[baseline, variant]].dropna()
-            if pair.empty:
-                continue
-            a, b = pair[baseline].to_numpy(), pair[variant].to_numpy()
-            stats = compare(a, b, seed=seed, n_resamples=n_resamples)
-            comparisons.append({"baseline": baseline, "variant": variant, "metric": metric,
-                                "base_mean": float(a.mean()), "variant_mean": float(b.mean()),
-                                "delta": stats["delta"], "ci95_delta": list(stats["ci95_delta"]),
-                                "relative": stats["relative"], "p_ttest": stats["p_ttest"],
-                                "p_randomization": stats["p_randomization"], "wins": stats["wins"],
-                                "ties": stats["ties"], "losses": stats["losses"], "n_queries": stats["n_queries"]})
-    if comparisons:
-        apply_holm(comparisons)
+    pairs = [(baseline, variant) for variant in rankers if baseline is not None and variant != baseline]
+    comparisons = _comparisons(per_query, pairs, result.metrics, seed=seed, n_resamples=n_resamples)
     statistics = {
         "pooling": "test queries of all folds pooled, identified by (fold, qid); per-query values averaged over seeds",
         "marks_test": "paired randomisation (sign-flip) test, two-sided, Holm-adjusted across all comparisons",

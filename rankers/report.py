@@ -113,7 +113,7 @@ def _md_table(header: list[str], rows: list[list]) -> list[str]:
     return lines + ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
 
 
-def _p(p) -> str:
+def format_p(p) -> str:
     if p is None or not math.isfinite(p):
         return "n/a"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
@@ -192,8 +192,8 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
             [[f"`{c['variant']}`", c["metric"], f"{c['base_mean']:.4f}", f"{c['variant_mean']:.4f}",
               f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
               "n/a" if c["relative"] is None or not math.isfinite(c["relative"]) else f"{100 * c['relative']:+.1f}%",
-              _p(c["p_ttest"]), _p(c["p_randomization"]),
-              _p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
+              format_p(c["p_ttest"]), format_p(c["p_randomization"]),
+              format_p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
               f"{c['wins']}/{c['ties']}/{c['losses']}", c["n_queries"]] for c in summary["comparisons"]])
         lines.append("")
     if alone:

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -52,6 +54,18 @@ def test_json_round_trip():
     for a in [Analyzer(), Analyzer(lowercase=False, stopwords=("x", "y"), stemmer="porter"),
               Analyzer(stopwords="english")]:
         assert Analyzer.from_json(a.to_json()) == a
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=30) | st.text("Ab_c-'\x00\t7éÉİß® ", max_size=30), max_size=8), st.booleans())
+def test_tokens_are_the_unicode_letter_digit_runs(texts, lowercase):
+    # the reference: the regex the byte-level splitting replaces
+    expected = [re.findall(r"[^\W_]+", t.lower() if lowercase else t) for t in texts]
+    assert Analyzer(lowercase=lowercase).analyze(texts) == expected
+
+
+def test_lone_surrogates_break_words():
+    assert Analyzer().analyze(["ab\ud800cd", "x"]) == [["ab", "cd"], ["x"]]
 
 
 @settings(max_examples=200, deadline=None)

@@ -153,3 +153,50 @@ def test_ablate_mq2008_rotation(tmp_path):
     assert len(data["comparisons"]) == 11
     assert [f["test"]["queries"] for f in data["config"]["folds"]] == [156, 157, 157, 157, 157]
     assert "Fold1" in (out / "report.md").read_text()
+
+
+def test_compare_repeats_the_report_statistics_for_any_pair(ablated):
+    out, _ = ablated
+    report = json.loads((out / "report.json").read_text())
+    expected = next(c for c in report["comparisons"] if c["metric"] == "ndcg@1")
+    result = run("compare", out, "lexical:lexical+clsm", "lexical+clsm:lexical", "--metrics", "ndcg@1",
+                 "--resamples", "2000", "--json")
+    assert result.exit_code == 0, result.output
+    forward, backward = json.loads(result.output)
+    for key in ("base_mean", "variant_mean", "delta", "ci95_delta", "p_ttest", "p_randomization", "wins", "ties",
+                "losses", "n_queries"):
+        assert forward[key] == pytest.approx(expected[key]), key
+    assert backward["delta"] == pytest.approx(-forward["delta"])
+    assert (backward["wins"], backward["losses"]) == (forward["losses"], forward["wins"])
+    assert forward["p_holm"] >= forward["p_randomization"]  # adjusted over the 2 comparisons asked for
+    table = run("compare", out, "lexical:lexical+clsm", "--resamples", "500")
+    assert table.exit_code == 0 and table.output.count("lexical+clsm") == 3  # ndcg@1,3,10
+    assert "Holm-adjusted over 3 comparisons" in table.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["lexical"], "is not BASELINE:VARIANT"),
+    (["lexical:lexical"], "is not BASELINE:VARIANT"),
+    (["lexical:nope"], "'nope' is not in this ablation; use one of"),
+    (["lexical:lexical+clsm", "--metrics", "err@5"], "'err@5' was not computed"),
+])
+def test_compare_errors(ablated, args, message):
+    out, _ = ablated
+    result = run("compare", out, *args)
+    assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_compare_refuses_a_broken_per_query_table(ablated, tmp_path):
+    out, _ = ablated
+    result = run("compare", tmp_path, "lexical:lexical+clsm")
+    assert result.exit_code == 2 and "per_query.tsv: no per-query table here" in result.output
+    lines = (out / "per_query.tsv").read_text().splitlines()
+    header = lines[0].split("\t")
+    row = lines[3].split("\t")
+    row[header.index("ndcg@1")] = "high"
+    (tmp_path / "per_query.tsv").write_text("\n".join(lines[:3] + ["\t".join(row)] + lines[4:]) + "\n")
+    result = run("compare", tmp_path, "lexical:lexical+clsm")
+    assert result.exit_code == 2 and "per_query.tsv:4: ndcg@1 is 'high', not a number" in result.output
+    (tmp_path / "per_query.tsv").write_text("a\tb\n1\t2\n")
+    result = run("compare", tmp_path, "lexical:lexical+clsm")
+    assert result.exit_code == 2 and "missing columns feature_set" in result.output

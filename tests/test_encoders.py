@@ -38,6 +38,16 @@ def test_dssm_equals_dense_feed_forward():
         assert torch.allclose(got, h, atol=1e-12)
 
 
+def test_dssm_inference_path_equals_the_training_path():
+    enc = make("dssm")
+    tower = enc.model.doc_tower
+    batch = tower.prepare(enc.hasher, CORPUS + ["", "qqq drill"])
+    trained = tower(batch)
+    assert trained.requires_grad
+    with torch.inference_mode():  # the in-place path
+        assert torch.equal(tower(batch), trained.detach())
+
+
 @pytest.mark.parametrize("context", [0, 1, 2])
 def test_clsm_equals_dense_convolution_and_max_pooling(context):
     enc = make("clsm", context=context, conv=7, out=5)

@@ -78,6 +78,28 @@ def test_tokenize_and_take():
     assert sub.words.tolist() == tok.words[[2, 3, 4, 0, 1]].tolist()
 
 
+any_texts = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+                     | st.text(alphabet="Ab_c-'`\u2019\x00\t\n7éÉﬁＣ®İß ", max_size=30), min_size=0, max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=any_texts, cut=st.integers(1, 8))
+def test_tokenize_equals_words_of_each_text(texts, cut):
+    h = TrigramHasher(n_buckets=31, max_word_len=cut).fit()
+    tok = h.tokenize(texts)
+    assert len(tok) == len(texts)
+    words = {row: word for word, row in h._word_index.items()}
+    for i, text in enumerate(texts):
+        got = [words[r].decode() for r in tok.words[tok.offsets[i] : tok.offsets[i + 1]]]
+        assert got == h.words(text)
+
+
+def test_tokenize_keeps_lone_surrogates_out_of_words():
+    h = TrigramHasher(n_buckets=31).fit()
+    tok = h.tokenize(["ab\ud800cd", "x\x00y"])
+    assert tok.lengths.tolist() == [2, 2]
+
+
 def naive_bags(h, texts):
     return [[i for w in h.words(t) for i in h.word_trigrams(w)] for t in texts]
 

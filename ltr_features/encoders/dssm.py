@@ -38,6 +38,11 @@ class DssmTower(nn.Module):
 
     def forward(self, batch: BagBatch) -> torch.Tensor:
         x = self.trigrams(torch.from_numpy(batch.ids), torch.from_numpy(batch.offsets))
+        if not torch.is_grad_enabled():  # inference: the same arithmetic in place, no temporaries
+            x.add_(self.trigram_bias).tanh_()
+            for layer in self.layers:
+                x = layer(x).tanh_()
+            return x
         x = torch.tanh(x + self.trigram_bias)
         for layer in self.layers:
             x = torch.tanh(layer(x))

@@ -13,14 +13,17 @@ from ltr_features.hashing import TrigramHasher
 
 def distinct(texts) -> tuple[list, np.ndarray]:
     """Distinct texts in first-seen order and, for each input, the index of its text."""
-    index: dict = {}
-    inverse = np.fromiter((index.setdefault(t, len(index)) for t in texts), dtype=np.int64, count=len(texts))
-    return list(index), inverse
+    index = dict.fromkeys(texts)
+    for i, text in enumerate(index):
+        index[text] = i
+    return list(index), np.fromiter(map(index.__getitem__, texts), dtype=np.int64, count=len(texts))
 
 
 def check_texts(texts, what: str = "text") -> list:
     """``texts`` as a list, rejecting anything that is not a string (NaN, None, numbers)."""
     texts = list(texts)
+    if set(map(type, texts)) <= {str}:
+        return texts
     for i, text in enumerate(texts):
         if not isinstance(text, str):
             raise TextTableError(f"{what} {i + 1} is {text!r}, not a string",
