@@ -208,14 +208,14 @@ class TrigramHasher:
         self._check_fitted()
         texts = list(texts)
         tokens = joined_words(texts, words_of=self.words, lowercase=True, delete=_ASCII_APOSTROPHES).split()
-        cut = self.max_word_len
-        if tokens and max(map(len, tokens)) > cut:  # bytes: a non-ASCII word may be short enough in characters
-            tokens = [w if len(w) <= cut else w.decode("utf-8")[:cut].encode("utf-8") for w in tokens]
         ids = np.fromiter(map(self._word_index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
         missing = np.flatnonzero(ids == -1)
-        if len(missing):
-            self._add_words(list(dict.fromkeys(tokens[p] for p in missing)))
-            ids[missing] = [self._word_index[tokens[p]] for p in missing]
+        if len(missing):  # new words, and words over max_word_len (the table holds them cut)
+            cut = self.max_word_len
+            new = [tokens[p] for p in missing]
+            new = [w if len(w) <= cut else w.decode("utf-8")[:cut].encode("utf-8") for w in new]
+            self._add_words([w for w in dict.fromkeys(new) if w not in self._word_index])
+            ids[missing] = [self._word_index[w] for w in new]
         sep = ids == _SEP_ID
         text_of_word = np.cumsum(sep)[~sep]
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
