@@ -27,11 +27,14 @@ from cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
               help="rbm: DSE pre-training of the DSSM towers (layer-wise RBMs, CD-1) before fine-tuning.")
 @click.option("--teacher", default=None, metavar="sbert[=DIR]",
               help="clsm/dssm: first distil a sentence-transformer (sbert: the packaged all-MiniLM-L6-v2, "
-                   "sbert=DIR: a model directory) by regressing its in-batch cosines, then train with --loss.")
+                   "sbert=DIR: a model directory) by matching its in-batch cosine rankings (KL), then train with --loss.")
 @click.option("--distill-epochs", type=click.IntRange(min=1), default=8, show_default=True,
               help="With --teacher: distillation epochs over the training pairs.")
 @click.option("--distill-lr", type=click.FloatRange(min=0, min_open=True), default=3e-3, show_default=True,
               help="With --teacher: Adam learning rate of the distillation.")
+@click.option("--distill-weight", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, so "
+                   "training on the judgments does not forget the teacher (1.0 chosen on Home Depot validation).")
 @click.option("--topics", default="50,10", show_default=True,
               help="DeepMatch: FINE,COARSE LDA topic counts, the two patch resolutions (paper: 200,50).")
 @click.option("--patch-words", type=click.IntRange(min=1), default=10, show_default=True,
@@ -77,7 +80,7 @@ from cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
               help="Continue an interrupted run from its checkpoint (same PAIRS and options).")
 @sbert_options
 def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, label_map, model, pretrain, teacher,
-                      distill_epochs, distill_lr, topics,
+                      distill_epochs, distill_lr, distill_weight, topics,
                       patch_words, loss, score, epochs, negatives, hard_negatives,
                       in_batch, gamma, margin, batch_size, optimizer, lr, soft_labels, click_scale, min_positive,
                       val_fraction, patience, min_count, buckets, shared, seed, threads, checkpoint, resume, **_sbert):
@@ -156,7 +159,7 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
         in_batch=in_batch, gamma=gamma, margin=1.0 if margin is None else margin,
         batch_size=batch_size or 1024, optimizer=optimizer, lr=lr,
         pretrain=None if pretrain == "none" else pretrain,
-        teacher=teacher, distill_epochs=distill_epochs, distill_lr=distill_lr,
+        teacher=teacher, distill_epochs=distill_epochs, distill_lr=distill_lr, distill_weight=distill_weight,
         soft_labels=soft_labels, click_scale=click_scale, min_positive=min_positive, val_fraction=val_fraction,
         patience=patience, min_count=min_count, n_buckets=buckets, shared=shared, seed=seed, threads=threads,
         checkpoint=ckpt, resume=resume), out, checkpoint)

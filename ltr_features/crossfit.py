@@ -35,7 +35,7 @@ from .errors import LtrfeatError
 TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
 PRETRAIN = ("rbm", "teacher")
-TEACHER_OPTIONS = ("distill_epochs", "distill_lr")  # train_encoder options of the distillation stage
+TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
 SCORES = ("cosine", "dot")
 _SPEC = re.compile(r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
                    r"(?:=(?P<path>.+))?$")
@@ -303,6 +303,12 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
     columns: dict[str, dict[str, np.ndarray]] = {p.name: {} for p in plans}
     jobs = scoring_jobs(plans)
     n_jobs = len(jobs) * sum(s.trainable for s in specs)
+    teacher_cache = None
+    if cache is not None and train_fn is None and any(not s.trainable or s.pretrain == "teacher" for s in specs):
+        from .encoders import distill
+
+        teacher_cache = cache / "teacher"
+        distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not progress or n_jobs == 0)
     try:
         for spec in specs:
@@ -331,6 +337,8 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
                 columns[plan.name][column] = values[plan.name]
     finally:
         bar.close()
+        if teacher_cache is not None:  # also after an interruption: the vectors computed so far stay valid
+            distill.save_vectors(teacher_cache)
     return columns
 
 

@@ -419,7 +419,7 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
                   soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
                   val_fraction: float = 0.1, patience: int = 2, min_count: int = 1, n_buckets: int | None = None,
                   shared: bool = False, sizes: dict | None = None, pretrain: str | None = None, teacher=None,
-                  distill_epochs: int = 8, distill_lr: float = 3e-3, seed: int = 0, threads: int | None = None,
+                  distill_epochs: int = 8, distill_lr: float = 3e-3, distill_weight: float = 0.0, seed: int = 0, threads: int | None = None,
                   checkpoint=None, resume=None, progress: bool | None = None) -> tuple[Encoder, list[dict]]:
     """Train a DSSM or CLSM encoder; returns the encoder (best validation epoch) and the history.
 
@@ -457,8 +457,11 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         ``"sbert"`` (the packaged MiniLM), ``"sbert=PATH"`` or a model directory, or any object with
         ``encode(texts, side=)``. The towers first fit the teacher's in-batch cosine matrices on the
         training pairs (recorded as the training record's ``pretrain``); a resumed run does not redo it.
-    distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (defaults tuned on
-        Home Depot validation queries: more epochs kept raising agreement and NDCG).
+    distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home Depot
+        validation queries; 16 epochs raised the agreement but not NDCG).
+    distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
+        queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
+        judgments does not forget the teacher; 0 (default): the ranking loss alone.
     seed : seeds weights and sampling.
     threads : torch threads (default: the CPU count).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint).
@@ -477,8 +480,10 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
     if pretrain not in (None, "rbm") or (pretrain == "rbm" and model != "dssm"):
         raise ValueError(f"pretrain must be None or 'rbm' (with model='dssm'), got {pretrain!r} with model={model!r}")
-    if teacher is not None and (pretrain is not None or distill_epochs < 1 or distill_lr <= 0):
-        raise ValueError("teacher needs pretrain=None, distill_epochs >= 1 and distill_lr > 0")
+    if teacher is not None and (pretrain is not None or distill_epochs < 1 or distill_lr <= 0 or distill_weight < 0):
+        raise ValueError("teacher needs pretrain=None, distill_epochs >= 1, distill_lr > 0 and distill_weight >= 0")
+    if distill_weight and teacher is None:
+        raise ValueError("distill_weight needs a teacher")
     if progress is None:
         progress = sys.stderr.isatty() and not os.environ.get("CI")
     pairs = _validate(pairs)
@@ -492,7 +497,8 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
     if teacher is not None:
         from ltr_features.encoders.distill import describe_teacher
 
-        params.update(teacher=describe_teacher(teacher), distill_epochs=distill_epochs, distill_lr=distill_lr)
+        params.update(teacher=describe_teacher(teacher), distill_epochs=distill_epochs, distill_lr=distill_lr,
+                      **({"distill_weight": distill_weight} if distill_weight else {}))
     data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=soft_labels, click_scale=click_scale,
                                           min_positive=min_positive, val_fraction=val_fraction, seed=seed)
 
@@ -517,6 +523,12 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
                                  lr=distill_lr, seed=seed, progress=progress)
         opt = _make_optimizer(optimizer, net.parameters(), lr)
         q_tokens, d_tokens = hasher.tokenize(data.queries), hasher.tokenize(data.docs)
+        kept = None
+        if distill_weight:
+            from ltr_features.encoders.distill import KeptTeacher
+
+            kept = KeptTeacher(teacher, data.queries, data.docs, q_rows=data.q_idx[tr], d_rows=data.d_idx[tr],
+                               weight=distill_weight)
         sampler = _Sampler(data, rows)
         header = {"model": net.config, "hasher": hasher.to_json(), "params": params, "data_sha256": data_sha,
                   **({"pretrain": pretrained} if pretrained else {})}
@@ -530,7 +542,7 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
                     progress=progress,
                     step=lambda batch: _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=rows,
                                              loss=loss, negatives=negatives, hard=hard_negatives,
-                                             in_batch=in_batch, gamma=gamma, margin=margin))
+                                             in_batch=in_batch, gamma=gamma, margin=margin, kept=kept))
     history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
@@ -541,8 +553,19 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
 
 
 def _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of, loss, negatives, hard, in_batch,
-          gamma, margin):
-    """Loss of one mini-batch (``batch`` holds row ids of ``data``)."""
+          gamma, margin, kept=None):
+    """Loss of one mini-batch (``batch`` holds row ids of ``data``), plus the kept teacher term if any."""
+    value = _ranking_step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=idx_of, loss=loss,
+                          negatives=negatives, hard=hard, in_batch=in_batch, gamma=gamma, margin=margin)
+    if kept is None:
+        return value[0]
+    ranking, qb, d_pos = value
+    return ranking + kept.loss(qb, d_pos, data.q_idx[batch], data.d_idx[batch])
+
+
+def _ranking_step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of, loss, negatives, hard,
+                  in_batch, gamma, margin):
+    """``(loss, query vectors, positive document vectors)`` of one mini-batch."""
     samples = np.searchsorted(idx_of, batch)  # positions in the sample list (for the hard-negative tables)
     q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
     cand, ok = sampler.candidates(rng, samples, q, d, y, negatives=negatives, hard=hard)
@@ -559,7 +582,9 @@ def _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of,
         neg = torch.cat([neg, scores], dim=1)
         mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
     if loss == "softmax":
-        return losses.softmax_loss(pos, neg, gamma=gamma, mask=mask)
-    if loss == "generalized":
-        return losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=gamma, mask=mask)
-    return losses.hinge_loss(pos, neg, margin=margin, mask=mask)
+        value = losses.softmax_loss(pos, neg, gamma=gamma, mask=mask)
+    elif loss == "generalized":
+        value = losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=gamma, mask=mask)
+    else:
+        value = losses.hinge_loss(pos, neg, margin=margin, mask=mask)
+    return value, qb, dv[di[:, 0]]
