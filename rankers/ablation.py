@@ -480,7 +480,7 @@ def read_per_query(path) -> pd.DataFrame:
                            path=path, fix=fix)
     for metric in metrics:
         values = pd.to_numeric(table[metric], errors="coerce")
-        bad = values.isna() & (table[metric].astype(str) != "NaN") & table[metric].notna()
+        bad = values.isna() & table[metric].notna()  # "NaN" (an excluded query) was read as missing already
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
             raise LtrfeatError(f"{metric} is {table[metric].iloc[row]!r}, not a number", path=path, line=row + 2,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from ltr_features.dataset import Feature, FeatureMap, RankingSet
 from ltr_features.errors import LtrfeatError
 from ltr_features.letor import write_letor
-from rankers.ablation import (FeatureSet, Fold, load_letor_folds, plan_feature_sets, run_ablation,
+from rankers.ablation import (FeatureSet, Fold, head_to_head, load_letor_folds, plan_feature_sets, run_ablation,
                               summarise)
 from rankers.lambdamart import LambdaMART
 from rankers.metrics import evaluate_queries
@@ -340,3 +341,19 @@ def test_load_letor_folds_errors(tmp_path, folds):
         folds[0].train.feature_map.save(FeatureMap.sidecar_path(tmp_path / "Fold1" / part))
     assert load_letor_folds(tmp_path)[0].test.feature_map.names == NAMES
     assert load_letor_folds(tmp_path, fold_glob="Fold1")[0].name == "Fold1"
+
+
+def test_head_to_head_pairs_queries_by_fold_and_qid_and_skips_excluded_ones():
+    rows = []
+    for fold in ("f1", "f2"):
+        for q in range(5):  # the same qids in both folds are different queries
+            for name, value in (("a", 0.5), ("b", 0.5 + 0.1 * (q % 2)), ("c", np.nan if q == 0 else 0.2)):
+                rows.append({"feature_set": name, "fold": fold, "qid": str(q), "n_docs": 3, "n_relevant": 1,
+                             "ndcg@1": value})
+    per_query = pd.DataFrame(rows)
+    ab, ac = head_to_head(per_query, [("a", "b"), ("a", "c")], ["ndcg@1"], n_resamples=200)
+    assert ab["n_queries"] == 10 and ab["delta"] == pytest.approx(0.04) and (ab["wins"], ab["ties"]) == (4, 6)
+    assert ac["n_queries"] == 8 and ac["delta"] == pytest.approx(-0.3)  # the NaN (excluded) query of each fold
+    assert ab["p_holm"] >= ab["p_randomization"]
+    with pytest.raises(LtrfeatError, match="'d' is not in this ablation"):
+        head_to_head(per_query, [("a", "d")], ["ndcg@1"])
