@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
-from benchmarks.quality_homedepot import SPLIT, held_out_test, load, ndcg  # noqa: E402
+from benchmarks.quality_homedepot import SPLIT, held_out_test, load, single_feature_table  # noqa: E402
 from ltr_features.encoders.training import train_encoder  # noqa: E402
 from ltr_features.lexical import LexicalExtractor  # noqa: E402
 
@@ -67,16 +67,8 @@ def main():
               f"NDCG@10 {encoder.training['validation']['ndcg@10']:.4f} (epoch 0: {history[0]['val_ndcg@10']:.4f}), "
               f"{time.perf_counter() - t0:.0f} s", flush=True)
 
-    results = {name: ndcg(test, s) for name, s in scores.items()}
-    base = results["BM25"]["metrics"]
-    print(f"\nsingle-feature ranking on {results['BM25']['n_evaluated']} test queries "
-          f"({results['BM25']['conventions']['description'].split(';')[0]}):")
-    print(f"  {'feature':<24} {'NDCG@1':>16} {'NDCG@3':>16} {'NDCG@10':>16}  val NDCG@10")
-    for name, res in results.items():
-        m = res["metrics"]
-        cells = [f"{m[k]:.4f} ({m[k] / base[k]:.3f}x)" for k in ("ndcg@1", "ndcg@3", "ndcg@10")]
-        val = records[name]["history"][records[name]["best_epoch"]]["val_ndcg@10"] if name in records else None
-        print(f"  {name:<24} " + " ".join(f"{c:>16}" for c in cells) + (f"  {val:.4f}" if val is not None else ""))
+    validation = {name: f"{r['history'][r['best_epoch']]['val_ndcg@10']:.4f}" for name, r in records.items()}
+    results = single_feature_table(test, scores, extra={"_header": "val NDCG@10", **validation}, width=24)
     total = time.perf_counter() - start
     print(f"total {total / 60:.1f} min")
     figures = {"split": SPLIT, "seed": args.seed, "epochs_cap": args.epochs, "threads": args.threads,

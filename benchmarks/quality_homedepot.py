@@ -81,6 +81,25 @@ def ndcg(test: pd.DataFrame, scores) -> dict:
     return summarise(per_query)
 
 
+def single_feature_table(test: pd.DataFrame, scores: dict, *, extra: dict | None = None, width: int = 20) -> dict:
+    """NDCG of each feature's scores on the test rows, printed as a table with the ratio to BM25 (``scores``
+    must hold "BM25"); ``extra`` maps a feature name to a trailing cell, ``{"_header": title}`` names it."""
+    extra = extra or {}
+    results = {name: ndcg(test, s) for name, s in scores.items()}
+    base = results["BM25"]["metrics"]
+    print(f"\nsingle-feature ranking on {results['BM25']['n_evaluated']} test queries "
+          f"({results['BM25']['conventions']['description'].split(';')[0]}):")
+    cell = width - 6
+    print(f"  {'feature':<{width}} {'NDCG@1':>{cell}} {'NDCG@3':>{cell}} {'NDCG@10':>{cell}}"
+          + (f"  {extra['_header']}" if "_header" in extra else ""))
+    for name, res in results.items():
+        m = res["metrics"]
+        cells = [f"{m[k]:.4f} ({m[k] / base[k]:.3f}x)" for k in ("ndcg@1", "ndcg@3", "ndcg@10")]
+        print(f"  {name:<{width}} " + " ".join(f"{c:>{cell}}" for c in cells)
+              + (f"  {extra[name]}" if name in extra else ""))
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=8, help="maximum epochs per encoder")
@@ -117,15 +136,8 @@ def main():
     scores["MiniLM (zero-shot)"] = SbertEncoder.load().similarity(test["query"], test["doc"])
     print(f"  MiniLM scored {len(test)} pairs in {time.perf_counter() - t0:.0f} s")
 
-    results = {name: ndcg(test, s) for name, s in scores.items()}
+    results = single_feature_table(test, scores)
     base = results["BM25"]["metrics"]
-    print(f"\nsingle-feature ranking on {results['BM25']['n_evaluated']} test queries "
-          f"({results['BM25']['conventions']['description'].split(';')[0]}):")
-    print(f"  {'feature':<20} {'NDCG@1':>14} {'NDCG@3':>14} {'NDCG@10':>14}")
-    for name, res in results.items():
-        m = res["metrics"]
-        cells = [f"{m[k]:.4f} ({m[k] / base[k]:.3f}x)" for k in ("ndcg@1", "ndcg@3", "ndcg@10")]
-        print(f"  {name:<20} " + " ".join(f"{c:>14}" for c in cells))
     clsm_wins = results[TARGET]["metrics"]["ndcg@1"] > base["ndcg@1"] if TARGET in results else None
     verdict = {True: "met", False: "NOT met", None: f"not measured ({TARGET} not trained)"}[clsm_wins]
     print(f"target CLSM alone beats BM25 alone at NDCG@1 ({TARGET}, options chosen on validation queries): {verdict}")

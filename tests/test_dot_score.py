@@ -292,17 +292,12 @@ def served_world(tmp_path_factory):
 
 def test_scorer_serves_dot_and_deepmatch_columns(served_world):
     from serving.scorer import Scorer
-    from tests.test_scorer import candidates_of
+    from tests.test_scorer import assert_scores_equal_offline
 
     w = served_world
     scorer = Scorer.load(w["ranker"], corpus_stats=w["corpus"],
                          encoders={"dssm": w["root"] / "dot.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"})
-    offline = w["model"].predict(w["data"])
-    qtext = dict(zip(w["queries"].qid, w["queries"]["query"]))
-    for qid in ("q0", "q5", "q15"):
-        rows, cands = candidates_of(w, qid)
-        np.testing.assert_allclose(scorer.features(qtext[qid], cands), w["data"].X[rows], atol=1e-5, rtol=1e-5)
-        np.testing.assert_allclose(scorer.score(qtext[qid], cands), offline[rows], atol=1e-6)
+    assert_scores_equal_offline(scorer, w, ("q0", "q5", "q15"), features_tol=1e-5, scores_tol=1e-6)
 
 
 def test_scorer_refuses_an_encoder_of_the_other_score(served_world):

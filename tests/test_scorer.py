@@ -68,16 +68,22 @@ def candidates_of(world, qid):
     return rows, [{"docid": d, "title": docs.loc[d, "title"], "body": docs.loc[d, "body"]} for d in data.docid[rows]]
 
 
+def assert_scores_equal_offline(scorer, world, qids, *, features_tol: float, scores_tol: float):
+    """The scorer's features and scores of each query's candidates equal the offline extraction and ranker."""
+    offline = world["model"].predict(world["data"])
+    qtext = dict(zip(world["queries"].qid, world["queries"]["query"]))
+    for qid in qids:
+        rows, cands = candidates_of(world, qid)
+        np.testing.assert_allclose(scorer.features(qtext[qid], cands), world["data"].X[rows], atol=features_tol,
+                                   rtol=features_tol)
+        np.testing.assert_allclose(scorer.score(qtext[qid], cands), offline[rows], atol=scores_tol)
+
+
 def test_scores_equal_offline_extraction(world):
     scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])
     assert scorer.fields == ("title", "body")
     assert scorer.feature_names == world["data"].feature_map.names
-    offline = world["model"].predict(world["data"])
-    qtext = dict(zip(world["queries"].qid, world["queries"]["query"]))
-    for qid in ("q0", "q7", "q29"):
-        rows, cands = candidates_of(world, qid)
-        np.testing.assert_allclose(scorer.features(qtext[qid], cands), world["data"].X[rows], atol=1e-6, rtol=1e-6)
-        np.testing.assert_allclose(scorer.score(qtext[qid], cands), offline[rows], atol=1e-9)
+    assert_scores_equal_offline(scorer, world, ("q0", "q7", "q29"), features_tol=1e-6, scores_tol=1e-9)
 
 
 def test_onnx_encoder_gives_the_same_scores(world, tmp_path):
