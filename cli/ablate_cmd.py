@@ -7,7 +7,7 @@ import time
 
 import click
 
-from cli.options import notices, parse_key_values
+from cli.options import notices, parse_key_values, selection_config, selection_options
 from ltr_features.errors import LtrfeatError
 from ltr_features.letor import NAN_POLICIES
 from rankers.metrics import GAINS, NO_RELEVANT
@@ -154,10 +154,11 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 @click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
               help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
                    "local[:N] workers); results equal a local run. Needs ltrfeat[dask].")
+@selection_options(default_on=True)
 def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
            train_columns, k_folds, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
            n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
-           report_dir, overwrite, quick, dask):
+           report_dir, overwrite, quick, dask, select, candidates, tune, tune_trials, inner_folds, select_rule):
     """Compare LambdaMART with and without neural features over query folds.
 
     Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
@@ -170,6 +171,13 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     its raw value. Every set is trained on the same folds with the same seeds, so the
     per-query metrics are paired; the base set is compared with each base+neural set by a
     randomisation test over all test queries, Holm-adjusted across the report.
+
+    Model selection (default; --no-select for plain LambdaMART): for each fold and feature set the
+    ranker is chosen among --candidates (LambdaMART, tuned LambdaMART with --tune, a pairwise linear
+    ranker, LambdaMART boosted from the best single feature, the best single feature) by inner
+    cross-validation over the fold's training queries. The report adds every candidate's test
+    scores, the best single feature (chosen per fold on training queries) as a baseline row, the
+    recommended configuration and a verdict, printed last.
 
     \b
     Examples:
@@ -190,6 +198,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     """
     from rankers.ablation import Fold, load_letor_folds, plan_feature_sets, run_ablation, summarise
     from rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
+    from rankers.verdict import verdict_lines
 
     started = time.perf_counter()
     if (folds_dir is None) == (pairs_path is None):
@@ -224,7 +233,9 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                          "params": {**SUBSAMPLE[engine], **(parse_key_values(params) or {})}}
         n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
         click.echo(f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
-                   f"{len(seed_list)} seeds: {n_runs} runs", err=True)
+                   f"{len(seed_list)} seeds: {n_runs} runs" + (" (plain LambdaMART)" if not select else
+                   f", each ranker chosen among {candidates or 'the default candidates'} by {inner_folds}-fold "
+                   "inner cross-validation"), err=True)
         with contextlib.ExitStack() as stack:
             executor = None
             if dask:
@@ -232,9 +243,12 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                 from rankers.distributed import DaskExecutor
 
                 executor = DaskExecutor(stack.enter_context(dask_client(dask)))
+            selection = selection_config(engine, select=select, candidates=candidates, tune=tune,
+                                         tune_trials=tune_trials, inner_folds=inner_folds, select_rule=select_rule,
+                                         seed=split_seed)
             result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
                                   metrics=metrics, gain=gain, no_relevant=no_relevant,
-                                  progress=not os.environ.get("CI"), executor=executor)
+                                  progress=not os.environ.get("CI"), executor=executor, selection=selection)
     if scheme is not None:
         result.config["cross_fitting"] = scheme
     summary = summarise(result, seed=0, n_resamples=resamples)
@@ -251,6 +265,9 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     click.echo(f"marks: {stats['marks_test']}; * p < {stats['marks']['*']}, ** p < {stats['marks']['**']} "
                f"({len(summary['comparisons'])} comparisons)")
     click.echo(f"report: {out / 'report.md'}")
+    if summary.get("verdict"):
+        for line in verdict_lines(summary["verdict"]):
+            click.echo(line)
 
 
 @click.command("compare")

@@ -166,9 +166,9 @@ def evaluate(model_path, test, metrics, per_query, as_json, gain, ties, no_relev
       ltrfeat evaluate model.txt S5.txt --no-relevant zero --per-query s5.tsv --json
     """
     names = parse_metrics(metrics)
-    from rankers.lambdamart import LambdaMART
+    from rankers.models import load_ranker
 
-    model = LambdaMART.load(model_path)
+    model = load_ranker(model_path)
     with notices():
         data = _read(test, nan_policy, align_to=model.feature_map_)
     scores = _predict(model, data, test)
@@ -209,9 +209,9 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
       ltrfeat rank model.txt S5.txt --out S5.scores
       ltrfeat rank model.txt S5.txt --out S5.run --format trec --run-name lambdamart
     """
-    from rankers.lambdamart import LambdaMART
+    from rankers.models import load_ranker
 
-    model = LambdaMART.load(model_path)
+    model = load_ranker(model_path)
     with notices():
         data = _read(file, nan_policy, align_to=model.feature_map_, regroup=regroup or fmt == "trec")
     scores = _predict(model, data, file)

@@ -29,11 +29,17 @@ from ltr_features.errors import LtrfeatError
 from ltr_features.letor import read_letor
 from rankers.lambdamart import ENGINES, LambdaMART
 from rankers.metrics import Conventions, evaluate_queries, parse_metrics
+from rankers.choices import BEST_SINGLE, RECOMMENDED
+from rankers.selection import Candidates, SelectionConfig, choose, describe, select, with_valid
+from rankers.single import concat, feature_scores, rank_single_features
 from rankers.stats import apply_holm, bootstrap_ci, compare
+from rankers.verdict import verdict
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "recall@3", "recall@6", "recall@10",
                    "top3recall@3", "top3recall@6", "top3recall@10", "map", "mrr")
-KINDS = ("ranker", "alone")
+KINDS = ("ranker", "alone")  # the sets a user plans; results add the kinds below
+RESULT_KINDS = ("candidate", "baseline", "recommended")
+SEED_FREE = ("best-single",)  # candidates whose fit does not depend on the seed
 FOLD_FILES = {"train": ("train",), "valid": ("vali", "valid"), "test": ("test",)}
 FOLD_EXTENSIONS = (".letor", ".txt", ".letor.gz", ".txt.gz")
 _RESERVED_PARAMS = ("engine", "seed", "features")
@@ -55,8 +61,12 @@ class Fold:
 class FeatureSet:
     """Feature columns (by name) compared in an ablation.
 
-    ``kind`` is ``"ranker"`` (LambdaMART on these columns) or ``"alone"`` (one column,
-    documents sorted by its raw value).
+    ``kind`` is ``"ranker"`` (LambdaMART on these columns, or with model selection the
+    chosen candidate) or ``"alone"`` (one column, documents sorted by its raw value). Results of
+    a selection ablation add ``"candidate"`` sets (``SET/CANDIDATE``: every candidate's test
+    scores), the ``"baseline"`` set ``best-single`` (the best single feature of all ranker
+    columns, chosen per fold on training queries) and the ``"recommended"`` set (per fold the
+    feature set and candidate that inner cross-validation prefers).
     """
 
     name: str
@@ -282,16 +292,6 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
                                        fix="give every fold the same columns")
 
 
-def _alone_scores(data: RankingSet, column: str) -> np.ndarray:
-    """The raw values as scores (descending order ranks first); NaN/inf go last, keeping ties."""
-    values = data.X[:, data.feature_map.column_of(column)].astype(np.float64)
-    finite = np.isfinite(values)
-    if finite.all():
-        return values
-    low = values[finite].min() if finite.any() else 0.0
-    return np.where(finite, values, low - max(1.0, abs(low)))
-
-
 def _versions(engine: str) -> dict:
     names = ("ltrfeat", "numpy", "pandas", "scipy", "scikit-learn", "matplotlib",
              "lightgbm" if engine == "lightgbm" else "xgboost-cpu")
@@ -324,36 +324,71 @@ def _run_one(fold: Fold, fs: FeatureSet, seed: int | None, *, engine: str, param
         out |= {"best_iteration": model.best_iteration_, "engine_params": model.engine_params_,
                 "shares": {k: v / total_gain for k, v in model.feature_importance_.items()}}
     else:
-        scores = _alone_scores(fold.test, fs.columns[0])
+        scores = feature_scores(fold.test, fold.test.feature_map.column_of(fs.columns[0]))
     out["per_query"] = evaluate_queries(fold.test.qid, fold.test.label, scores, metric_names, gain=gain,
                                         no_relevant=no_relevant)
     out["seconds"] = time.perf_counter() - start
     return out
 
 
-def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 2), ranker_params: dict | None = None,
-                 metrics=DEFAULT_METRICS, gain: str = "exp2", no_relevant: str = "exclude", progress: bool = True,
-                 on_run=None, executor=None) -> AblationResult:
-    """Train and score every (fold, feature set, seed) and keep per-query metrics.
+def _per_query_frame(per_seed: list[pd.DataFrame], metric_names: list, fold: str, name: str) -> tuple[pd.DataFrame, bool]:
+    """Per-query metrics averaged over seeds, with ``feature_set`` and ``fold`` columns, and whether
+    any two seeds differed."""
+    frame = per_seed[0].copy()
+    changed = len(per_seed) > 1 and not all(df.equals(per_seed[0]) for df in per_seed[1:])
+    if len(per_seed) > 1:
+        frame[metric_names] = sum(df[metric_names] for df in per_seed) / len(per_seed)
+    frame = frame.reset_index()
+    frame.insert(0, "fold", fold)
+    frame.insert(0, "feature_set", name)
+    return frame, changed
 
-    Parameters
-    ----------
-    folds : list of :class:`Fold`; a test query may appear in one fold only.
-    feature_sets : list of :class:`FeatureSet` (see :func:`plan_feature_sets`).
-    engine : ``"lightgbm"`` or ``"xgboost"``.
-    seeds : ranker seeds; every ranker set is trained once per seed on every fold.
-    ranker_params : other :class:`~rankers.lambdamart.LambdaMART` parameters
-        (``n_estimators``, ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...);
-        ``n_jobs`` defaults to 1 here (None = all cores).
-    metrics : metric names or spec (see :func:`rankers.metrics.parse_metrics`).
-    gain, no_relevant : NDCG gain and the value of queries without a relevant document
-        (see :class:`rankers.metrics.Conventions`); ties are broken by input order.
-    progress : show a tqdm bar over the runs (stderr, hidden when not a terminal).
-    on_run : called with each run's record (dict) as soon as it finishes (in plan order).
-    executor : runs the (fold, feature set, seed) runs: any object whose ``map(fn, *iterables)``
-        yields results in order, like a ``concurrent.futures`` executor or
-        :class:`rankers.distributed.DaskExecutor`; None runs them one by one in this process.
-    """
+
+def _run_selected(fold: Fold, fs: FeatureSet, *, seeds: list, engine: str, params: dict, metric_names: list,
+                  gain: str, no_relevant: str, selection: SelectionConfig) -> dict:
+    """Model selection for one (fold, feature set): inner cross-validation on the fold's training
+    queries, then every candidate refitted on them (each seed) and scored on the test queries."""
+    start = time.perf_counter()
+    candidates = Candidates(fs.columns, params | {"engine": engine}, gain=gain, no_relevant=no_relevant,
+                            criterion=selection.criterion)
+    if fs.kind == "baseline":
+        chosen_by = None
+        names = [BEST_SINGLE]
+    else:
+        chosen_by = select(fold.train, fold.valid, candidates, selection)
+        names = list(selection.candidates)
+    train, valid = with_valid(fold.train, fold.valid, selection.valid_fraction, selection.seed)
+    table = None
+    if {"best-single", "boost-best"} & set(names):
+        table = rank_single_features(concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain,
+                                     no_relevant=no_relevant)
+    out = {"candidates": {}, "runs": [], "shares": None, "engine_params": None}
+    for name in names:
+        per_seed = []
+        for seed in ([seeds[0]] if name in SEED_FREE else seeds):
+            began = time.perf_counter()
+            model = candidates.make(name, seed=seed, tuned=None if chosen_by is None else chosen_by["tuned"].get(name))
+            candidates.fit(model, train, valid, table)
+            per_seed.append(evaluate_queries(fold.test.qid, fold.test.label, model.predict(fold.test), metric_names,
+                                             gain=gain, no_relevant=no_relevant))
+            info = describe(model)
+            out["runs"].append({"candidate": name, "seed": None if name in SEED_FREE else seed,
+                                "best_iteration": info.get("best_iteration"), "chose": info,
+                                "seconds": time.perf_counter() - began})
+            if name == engine and out["shares"] is None:
+                total = sum(model.feature_importance_.values()) or 1.0
+                out["shares"] = {k: v / total for k, v in model.feature_importance_.items()}
+                out["engine_params"] = model.engine_params_
+        out["candidates"][name] = per_seed
+    if chosen_by is not None:
+        out["selection"] = {k: chosen_by[k] for k in ("chosen", "rule", "stats", "tuned", "trials")}
+        out["cv"] = (chosen_by["qids"], chosen_by["values"][chosen_by["chosen"]])
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def _check_run_args(folds, feature_sets, *, engine, seeds, ranker_params, metrics, gain, no_relevant):
+    """Validated ``(folds, feature_sets, metric_names, conventions, seeds, params)``."""
     folds, feature_sets = list(folds), list(feature_sets)
     metric_names = parse_metrics(metrics)
     try:
@@ -376,7 +411,44 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     if no_relevant == "exclude" and not any((f.test.label >= conventions.relevance_threshold).any() for f in folds):
         raise LtrfeatError("no test query has a relevant document, so every query would be excluded",
                            fix="check the labels, or use --no-relevant zero")
+    return folds, feature_sets, metric_names, conventions, seeds, params
 
+
+def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 2), ranker_params: dict | None = None,
+                 metrics=DEFAULT_METRICS, gain: str = "exp2", no_relevant: str = "exclude", progress: bool = True,
+                 on_run=None, executor=None, selection: SelectionConfig | None = None) -> AblationResult:
+    """Train and score every (fold, feature set, seed) and keep per-query metrics.
+
+    Parameters
+    ----------
+    folds : list of :class:`Fold`; a test query may appear in one fold only.
+    feature_sets : list of :class:`FeatureSet` (see :func:`plan_feature_sets`).
+    engine : ``"lightgbm"`` or ``"xgboost"``.
+    seeds : ranker seeds; every ranker set is trained once per seed on every fold.
+    ranker_params : other :class:`~rankers.lambdamart.LambdaMART` parameters
+        (``n_estimators``, ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...);
+        ``n_jobs`` defaults to 1 here (None = all cores).
+    metrics : metric names or spec (see :func:`rankers.metrics.parse_metrics`).
+    gain, no_relevant : NDCG gain and the value of queries without a relevant document
+        (see :class:`rankers.metrics.Conventions`); ties are broken by input order.
+    progress : show a tqdm bar over the runs (stderr, hidden when not a terminal).
+    on_run : called with each run's record (dict) as soon as it finishes (in plan order).
+    executor : runs the runs: any object whose ``map(fn, *iterables)`` yields results in order, like
+        a ``concurrent.futures`` executor or :class:`rankers.distributed.DaskExecutor`; None runs
+        them one by one in this process.
+    selection : a :class:`~rankers.selection.SelectionConfig`: each ranker set's model is chosen
+        among candidates by inner cross-validation on each fold's training queries (one run per
+        fold and set), every candidate's test scores are kept (sets ``SET/CANDIDATE``), and the
+        ``best-single`` baseline and the ``recommended`` configuration are added. None: LambdaMART
+        with ``ranker_params`` for every ranker set (one run per fold, set and seed).
+    """
+    folds, feature_sets, metric_names, conventions, seeds, params = _check_run_args(
+        folds, feature_sets, engine=engine, seeds=seeds, ranker_params=ranker_params, metrics=metrics, gain=gain,
+        no_relevant=no_relevant)
+    if selection is not None:
+        return _run_with_selection(folds, feature_sets, engine=engine, seeds=seeds, params=params,
+                                   metric_names=metric_names, conventions=conventions, progress=progress,
+                                   on_run=on_run, executor=executor, selection=selection)
     plan = [(fold, fs, seed) for fold in folds for fs in feature_sets
             for seed in (seeds if fs.kind == "ranker" else [None])]
     run = functools.partial(_run_one, engine=engine, params=params, metric_names=metric_names, gain=gain,
@@ -404,24 +476,34 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
             bar.update(1)
             if seed is not None and seed != seeds[-1]:
                 continue  # more seeds of this fold and set to come
-            frame = per_seed[0].copy()
-            if len(per_seed) > 1:
-                seed_effect[fs.name] |= not all(df.equals(per_seed[0]) for df in per_seed[1:])
-                frame[metric_names] = sum(df[metric_names] for df in per_seed) / len(per_seed)
-            frame = frame.reset_index()
-            frame.insert(0, "fold", fold.name)
-            frame.insert(0, "feature_set", fs.name)
+            frame, changed = _per_query_frame(per_seed, metric_names, fold.name, fs.name)
+            if fs.kind == "ranker":
+                seed_effect[fs.name] |= changed
             frames.append(frame)
             per_seed = []
+    config = _config(folds, feature_sets, engine=engine, seeds=seeds, params=params, engine_params=engine_params,
+                     metric_names=metric_names, conventions=conventions)
+    return AblationResult(feature_sets, _per_query_table(frames, metric_names), runs, _importance(shares), config,
+                          seed_effect)
+
+
+def _per_query_table(frames: list[pd.DataFrame], metric_names: list) -> pd.DataFrame:
     per_query = pd.concat(frames, ignore_index=True)
-    per_query = per_query[["feature_set", "fold", "qid", "n_docs", "n_relevant"] + metric_names]
+    return per_query[["feature_set", "fold", "qid", "n_docs", "n_relevant"] + metric_names]
+
+
+def _importance(shares: dict[str, list[dict]]) -> dict[str, dict[str, float]]:
     importance = {}
     for name, dicts in shares.items():
         features = list(dict.fromkeys(k for d in dicts for k in d))
         mean = {k: float(np.mean([d.get(k, 0.0) for d in dicts])) for k in features}
         importance[name] = dict(sorted(mean.items(), key=lambda kv: -kv[1]))
+    return importance
+
+
+def _config(folds, feature_sets, *, engine, seeds, params, engine_params, metric_names, conventions) -> dict:
     defaults = LambdaMART().get_params()
-    config = {
+    return {
         "engine": engine,
         "seeds": seeds,
         "ranker_params": {k: v for k, v in (defaults | params).items() if k not in _RESERVED_PARAMS + ("verbose",)},
@@ -432,20 +514,101 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
         "folds": [_fold_config(f) for f in folds],
         "versions": _versions(engine),
     }
-    return AblationResult(feature_sets, per_query, runs, importance, config, seed_effect)
+
+
+def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_names, conventions, progress, on_run,
+                        executor, selection: SelectionConfig) -> AblationResult:
+    rankers = [s for s in feature_sets if s.kind == "ranker"]
+    union = list(dict.fromkeys(c for s in rankers for c in s.columns))
+    baseline = [FeatureSet(BEST_SINGLE, union, "baseline")] if rankers else []
+    plan = [(fold, fs) for fold in folds for fs in rankers + baseline + [s for s in feature_sets if s.kind == "alone"]]
+    selected = functools.partial(_run_selected, seeds=seeds, engine=engine, params=params, metric_names=metric_names,
+                                 gain=conventions.gain, no_relevant=conventions.no_relevant, selection=selection)
+    plain = functools.partial(_run_one, engine=engine, params=params, metric_names=metric_names, gain=conventions.gain,
+                              no_relevant=conventions.no_relevant)
+
+    def run(fold, fs):
+        return plain(fold, fs, None) if fs.kind == "alone" else selected(fold, fs)
+
+    frames: dict[tuple[str, str], pd.DataFrame] = {}
+    runs, shares, seed_effect, engine_params = [], {s.name: [] for s in rankers}, {s.name: False for s in rankers}, None
+    chosen: dict[str, dict] = {f.name: {} for f in folds}  # fold -> set -> selection summary
+    cv: dict[str, dict] = {f.name: {} for f in folds}
+    with tqdm(total=len(plan), desc="ablation", unit="run", disable=None if progress else True, leave=False) as bar:
+        results = (map if executor is None else executor.map)(run, *zip(*plan))
+        for (fold, fs), out in zip(plan, results):
+            bar.set_postfix_str(f"{fold.name} {fs.name}")
+            bar.update(1)
+            if fs.kind == "alone":
+                frames[(fs.name, fold.name)] = _per_query_frame([out["per_query"]], metric_names, fold.name, fs.name)[0]
+                record = {"fold": fold.name, "feature_set": fs.name, "seed": None, "best_iteration": None,
+                          "seconds": out["seconds"]}
+                runs.append(record)
+                if on_run is not None:
+                    on_run(record)
+                continue
+            for r in out["runs"]:
+                name = fs.name if fs.kind == "baseline" else f"{fs.name}/{r['candidate']}"
+                record = {"fold": fold.name, "feature_set": name, "seed": r["seed"],
+                          "best_iteration": r["best_iteration"], "chose": r["chose"], "seconds": r["seconds"]}
+                runs.append(record)
+                if on_run is not None:
+                    on_run(record)
+            if fs.kind == "baseline":
+                frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][BEST_SINGLE], metric_names,
+                                                                fold.name, fs.name)[0]
+                continue
+            for name, per_seed in out["candidates"].items():
+                frames[(f"{fs.name}/{name}", fold.name)] = _per_query_frame(per_seed, metric_names, fold.name,
+                                                                            f"{fs.name}/{name}")[0]
+            pick = out["selection"]["chosen"]
+            frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][pick], metric_names, fold.name,
+                                                            fs.name)[0]
+            # whether seeds matter is a property of the engine's training (subsampling), not of the choice
+            probe = engine if engine in out["candidates"] else pick
+            seed_effect[fs.name] |= _per_query_frame(out["candidates"][probe], metric_names, fold.name, fs.name)[1]
+            chosen[fold.name][fs.name] = out["selection"]
+            cv[fold.name][fs.name] = out["cv"]
+            if out["shares"] is not None:
+                shares[fs.name].append(out["shares"])
+                engine_params = engine_params or {k: v for k, v in out["engine_params"].items() if k != "seed"}
+    recommended = {}
+    for fold in folds:
+        qids = next(iter(cv[fold.name].values()))[0]
+        values = {name: v for name, (q, v) in cv[fold.name].items() if np.array_equal(q, qids)}
+        best, stats = choose(values, selection.rule, order=[s.name for s in rankers])
+        recommended[fold.name] = {"feature_set": best, "candidate": chosen[fold.name][best]["chosen"],
+                                  "tuned": chosen[fold.name][best]["tuned"].get(chosen[fold.name][best]["chosen"]),
+                                  "stats": stats}
+        frame = frames[(best, fold.name)].copy()
+        frame["feature_set"] = RECOMMENDED
+        frames[(RECOMMENDED, fold.name)] = frame
+    result_sets = list(rankers)
+    if rankers:
+        result_sets += [FeatureSet(RECOMMENDED, union, "recommended"), *baseline]
+    result_sets += [s for s in feature_sets if s.kind == "alone"]
+    result_sets += [FeatureSet(f"{s.name}/{c}", s.columns, "candidate") for s in rankers for c in selection.candidates]
+    ordered = [frames[(s.name, f.name)] for s in result_sets for f in folds]
+    config = _config(folds, feature_sets, engine=engine, seeds=seeds, params=params, engine_params=engine_params,
+                     metric_names=metric_names, conventions=conventions)
+    config["selection"] = selection.to_dict() | {"chosen": chosen, "recommended": recommended}
+    return AblationResult(result_sets, _per_query_table(ordered, metric_names), runs, _importance(shares), config,
+                          seed_effect)
 
 
 # -- statistics ---------------------------------------------------------------------------
 _ID_COLUMNS = ("feature_set", "fold", "qid", "n_docs", "n_relevant")  # per_query's columns besides the metrics
 
 
-def _comparisons(per_query: pd.DataFrame, pairs, metrics, *, seed: int, n_resamples: int) -> list[dict]:
-    """Paired statistics of each ``(baseline, variant)`` pair on each metric over the queries both have
-    (pooled over folds by (fold, qid), NaN left out), Holm-adjusted across all of them."""
+def _comparisons(per_query: pd.DataFrame, groups, *, seed: int, n_resamples: int) -> list[dict]:
+    """Paired statistics of each ``(baseline, variant)`` pair on each metric of its group (``groups``:
+    ``(pairs, metrics)`` tuples) over the queries both have (pooled over folds by (fold, qid), NaN left
+    out), Holm-adjusted across all of them."""
     comparisons = []
-    for metric in metrics:
+    tasks = [(metric, pair) for pairs, metrics in groups for metric in metrics for pair in pairs]
+    for metric in dict.fromkeys(m for m, _ in tasks):
         wide = per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
-        for baseline, variant in pairs:
+        for baseline, variant in (pair for m, pair in tasks if m == metric):
             pair = wide[[baseline, variant]].dropna()
             if pair.empty:
                 continue
@@ -501,7 +664,12 @@ def head_to_head(per_query: pd.DataFrame, pairs, metrics, *, seed: int = 0, n_re
         if metric not in per_query.columns:
             raise LtrfeatError(f"metric {metric!r} was not computed in this ablation",
                                fix=f"use one of {', '.join(c for c in per_query.columns if c not in _ID_COLUMNS)}")
-    return _comparisons(per_query, pairs, metrics, seed=seed, n_resamples=n_resamples)
+    return _comparisons(per_query, [(pairs, metrics)], seed=seed, n_resamples=n_resamples)
+
+
+def _rows_by_set(per_query: pd.DataFrame, names: list[str]) -> list[pd.DataFrame]:
+    groups = dict(tuple(per_query.groupby("feature_set", sort=False)))
+    return [groups.get(name, per_query.iloc[:0]) for name in names]
 
 
 def summarise(result: AblationResult, *, baseline: str | None = None, seed: int = 0,
@@ -533,17 +701,24 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
                            fix=f"use one of {', '.join(rankers)}")
     per_query = result.per_query
     results = []
-    for fs in result.feature_sets:
-        rows = per_query[per_query["feature_set"] == fs.name]
+    for fs, rows in zip(result.feature_sets, _rows_by_set(per_query, [s.name for s in result.feature_sets])):
         for metric in result.metrics:
             values = rows[metric].to_numpy(dtype=np.float64)
             values = values[np.isfinite(values)]
-            ci = bootstrap_ci(values, seed=seed, n_resamples=n_resamples) if len(values) else (np.nan, np.nan)
+            # candidates' intervals would cost a bootstrap each and are not shown: means only
+            ci = (bootstrap_ci(values, seed=seed, n_resamples=n_resamples) if len(values) and fs.kind != "candidate"
+                  else (np.nan, np.nan))
             results.append({"feature_set": fs.name, "kind": fs.kind, "metric": metric,
                             "mean": float(values.mean()) if len(values) else float("nan"),
                             "ci95": [float(ci[0]), float(ci[1])], "n_queries": int(len(values))})
-    pairs = [(baseline, variant) for variant in rankers if baseline is not None and variant != baseline]
-    comparisons = _comparisons(per_query, pairs, result.metrics, seed=seed, n_resamples=n_resamples)
+    groups = [([(baseline, variant) for variant in rankers if baseline is not None and variant != baseline],
+               result.metrics)]
+    if "selection" in result.config and rankers:
+        headline = [m for m in result.config["selection"]["criterion"] if m in result.metrics] or result.metrics[:3]
+        untuned = f"{baseline}/{result.config['engine']}"
+        groups.append(([(BEST_SINGLE, name) for name in rankers] + [(BEST_SINGLE, RECOMMENDED)] +
+                       ([(untuned, RECOMMENDED)] if untuned in set(per_query["feature_set"]) else []), headline))
+    comparisons = _comparisons(per_query, groups, seed=seed, n_resamples=n_resamples)
     statistics = {
         "pooling": "test queries of all folds pooled, identified by (fold, qid); per-query values averaged over seeds",
         "marks_test": "paired randomisation (sign-flip) test, two-sided, Holm-adjusted across all comparisons",
@@ -552,4 +727,6 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
         "bootstrap": {"method": "percentile", "level": 0.95, "n_resamples": n_resamples, "seed": seed},
         "randomization": {"n_resamples": n_resamples, "seed": seed, "exact_up_to_queries": 16},
     }
-    return {"baseline": baseline, "statistics": statistics, "results": results, "comparisons": comparisons}
+    summary = {"baseline": baseline, "statistics": statistics, "results": results, "comparisons": comparisons}
+    summary["verdict"] = verdict(result, summary)
+    return summary

@@ -46,6 +46,16 @@ def meta_path(model_path) -> Path:
     return Path(f"{model_path}.meta.json")
 
 
+def write_model_files(path, raw: bytes, meta: dict) -> None:
+    """``raw`` to ``path`` and ``meta`` (plus the file's name and SHA-256) to ``<path>.meta.json``, atomically."""
+    meta = meta | {"model_file": Path(path).name, "model_sha256": hashlib.sha256(raw).hexdigest()}
+    with atomic_output(path, binary=True) as fh:
+        fh.write(raw)
+    with atomic_output(meta_path(path)) as fh:
+        json.dump(meta, fh, indent=1)
+        fh.write("\n")
+
+
 def _engine_feature_names(feature_map: FeatureMap) -> list[str]:
     """Feature names for the engine: ours when both engines accept them, else ``f<id>``."""
     names = feature_map.names
@@ -93,13 +103,13 @@ class _LightGBM:
         return params | dict(est.params or {})
 
     @staticmethod
-    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar):
-        def dataset(part, reference=None):
+    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
+        def dataset(part, init_score, reference=None):
             X, y, groups = part
             return lgb.Dataset(X, label=y, group=groups, feature_name=names, reference=reference,
-                               free_raw_data=False)
+                               init_score=init_score, free_raw_data=False)
 
-        dtrain = dataset(train)
+        dtrain = dataset(train, init[0])
         history: dict = {}
 
         def progress(env):
@@ -108,7 +118,7 @@ class _LightGBM:
         callbacks = [progress, lgb.record_evaluation(history)]
         valid_sets = []
         if valid is not None:
-            valid_sets = [dataset(valid, reference=dtrain)]
+            valid_sets = [dataset(valid, init[1], reference=dtrain)]
             if early_stopping_rounds:
                 callbacks.append(lgb.early_stopping(early_stopping_rounds, first_metric_only=True, verbose=False))
         booster = lgb.train(params, dtrain, num_boost_round=n_rounds, valid_sets=valid_sets,
@@ -160,10 +170,11 @@ class _XGBoost:
         return params | dict(est.params or {})
 
     @staticmethod
-    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar):
-        def dmatrix(part):
+    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
+        def dmatrix(part, base_margin):
             X, y, groups = part
-            return xgb.DMatrix(X, label=y, group=groups, missing=np.nan, feature_names=names)
+            return xgb.DMatrix(X, label=y, group=groups, missing=np.nan, feature_names=names,
+                               base_margin=base_margin)
 
         class Progress(xgb.callback.TrainingCallback):
             def after_iteration(self, model, epoch, evals_log):
@@ -171,8 +182,8 @@ class _XGBoost:
                 return False
 
         history: dict = {}
-        evals = [] if valid is None else [(dmatrix(valid), "valid")]
-        booster = xgb.train(params, dmatrix(train), num_boost_round=n_rounds, evals=evals,
+        evals = [] if valid is None else [(dmatrix(valid, init[1]), "valid")]
+        booster = xgb.train(params, dmatrix(train, init[0]), num_boost_round=n_rounds, evals=evals,
                             early_stopping_rounds=(early_stopping_rounds or None) if evals else None,
                             evals_result=history, verbose_eval=False, callbacks=[Progress()])
         run = booster.num_boosted_rounds()
@@ -271,13 +282,22 @@ class LambdaMART(BaseEstimator):
         warnings.warn(f"{where}: rows of a query are not contiguous; regrouped by qid (stable)", stacklevel=3)
         return data.regroup(), True
 
-    def fit(self, train: RankingSet, valid: RankingSet | None = None, *, trainer=None) -> "LambdaMART":
+    def fit(self, train: RankingSet, valid: RankingSet | None = None, *, init_score=None, valid_init_score=None,
+            trainer=None) -> "LambdaMART":
         """Train on ``train``; with ``valid``, early-stop on its NDCG@``eval_at``.
 
+        ``init_score`` / ``valid_init_score`` (one float per row) are scores the trees boost from
+        (LightGBM ``init_score``, XGBoost ``base_margin``); :meth:`predict` returns only the trees'
+        part, so the caller adds its initial score back (see :class:`rankers.single.BoostedFromFeature`).
         ``trainer`` replaces the engine's local training call (same arguments and result as
         ``_LightGBM.train``), e.g. :func:`rankers.distributed.dask_trainer` for a Dask cluster.
         """
         self._validate_params()
+        if (init_score is not None or valid_init_score is not None) and trainer is not None:
+            raise LtrfeatError("initial scores are not supported with a custom (e.g. Dask) trainer",
+                               fix="train locally, or boost from zero")
+        if (valid_init_score is not None) != (init_score is not None and valid is not None):
+            raise LtrfeatError("give valid_init_score exactly when init_score and valid are given")
         engine = _ENGINES[self.engine]
         train, train_regrouped = self._grouped(train, "train")
         if train.weight is not None:
@@ -302,9 +322,17 @@ class LambdaMART(BaseEstimator):
         self.engine_params_ = engine.params(self, max_label)
         names = _engine_feature_names(self.feature_map_)
         with _progress(self.n_estimators, self.verbose, f"{self.engine} lambdarank") as bar:
-            train_fn = trainer or engine.train
-            booster, best, run, curve = train_fn(self.engine_params_, self.n_estimators, parts["train"],
-                                                 parts.get("valid"), names, self.early_stopping_rounds, bar)
+            args = (self.engine_params_, self.n_estimators, parts["train"], parts.get("valid"), names,
+                    self.early_stopping_rounds, bar)
+            if trainer is not None:
+                booster, best, run, curve = trainer(*args)
+            elif init_score is None:
+                booster, best, run, curve = engine.train(*args)
+            else:
+                init = (self._row_scores(init_score, train, train_regrouped, "init_score"),
+                        None if valid is None else
+                        self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"))
+                booster, best, run, curve = engine.train(*args, init=init)
         self.booster_ = booster
         self.best_iteration_ = int(best)
         gains = engine.importance(booster, self.best_iteration_, names)
@@ -313,6 +341,15 @@ class LambdaMART(BaseEstimator):
         n_nan = int(np.isnan(parts["train"][0]).sum())
         self.metadata_ = self._metadata(train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped)
         return self
+
+    @staticmethod
+    def _row_scores(values, data: RankingSet, regrouped: bool, name: str) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (len(data),) or not np.isfinite(values).all():
+            raise LtrfeatError(f"{name} must hold one finite score per row ({len(data)} rows), got shape {values.shape}")
+        if regrouped:
+            raise LtrfeatError(f"{name} needs rows of a query to be contiguous", fix="regroup the data first")
+        return values
 
     def _metadata(self, train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped) -> dict:
         if self.engine_params_.get("ndcg_exp_gain") is False:
@@ -386,17 +423,16 @@ class LambdaMART(BaseEstimator):
         """Write the native model to ``path`` and the metadata to ``<path>.meta.json``."""
         if not hasattr(self, "booster_"):
             raise LtrfeatError("this LambdaMART is not fitted", fix="call fit() before save()")
-        raw = _ENGINES[self.engine].dump(self.booster_, self.best_iteration_)
-        meta = self.metadata_ | {"model_file": Path(path).name, "model_sha256": hashlib.sha256(raw).hexdigest()}
-        with atomic_output(path, binary=True) as fh:
-            fh.write(raw)
-        with atomic_output(meta_path(path)) as fh:
-            json.dump(meta, fh, indent=1)
-            fh.write("\n")
+        write_model_files(path, self.booster_dump(), self.metadata_)
+
+    def booster_dump(self) -> bytes:
+        """The engine's native model bytes, holding exactly the trees used for prediction."""
+        return _ENGINES[self.engine].dump(self.booster_, self.best_iteration_)
 
     @classmethod
-    def load(cls, path) -> "LambdaMART":
-        """Load a model written by :meth:`save` (never unpickles)."""
+    def load(cls, path, *, kind: str = "lambdamart") -> "LambdaMART":
+        """Load a model written by :meth:`save` (never unpickles). ``kind``: the ranker kind the
+        metadata must name (``boost-best`` models hold LambdaMART trees too; see :mod:`rankers.models`)."""
         path = Path(path)
         mpath = meta_path(path)
         for p in (path, mpath):
@@ -413,6 +449,10 @@ class LambdaMART(BaseEstimator):
         if not isinstance(meta, dict) or meta.get("format") != META_FORMAT or meta.get("engine") not in ENGINES:
             raise ModelFileError(f"not ltrfeat ranker metadata (expected format {META_FORMAT})", path=mpath,
                                  fix="give the model file written by ltrfeat train-ranker")
+        if meta.get("kind", "lambdamart") != kind:
+            raise ModelFileError(f"this is a {meta.get('kind')!r} ranker (from train-ranker --select), not a plain "
+                                 "LambdaMART", path=mpath, fix="use ltrfeat evaluate/rank for it, or train a LambdaMART "
+                                 "without --select for serving and export")
         raw = path.read_bytes()
         if hashlib.sha256(raw).hexdigest() != meta.get("model_sha256"):
             raise ModelFileError("model file does not match its metadata (SHA-256 differs)", path=path,

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from ltr_features.errors import LtrfeatError
 from ltr_features.fileio import atomic_output
 from rankers.ablation import AblationResult
+from rankers.verdict import verdict_lines
 
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
 REPORT_FORMAT = "ltrfeat.ablation/1"
@@ -72,13 +73,15 @@ def report_json(result: AblationResult, summary: dict) -> dict:
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
     config = result.config | {"baseline": summary["baseline"], "statistics": summary["statistics"]}
     return _clean({"format": REPORT_FORMAT, "config": config, "results": summary["results"],
-                   "comparisons": summary["comparisons"], "runs": runs, "importance": result.importance,
+                   "comparisons": summary["comparisons"], "verdict": summary.get("verdict"), "runs": runs,
+                   "importance": result.importance,
                    "seed_effect": result.seed_effect})
 
 
 def _index(summary: dict):
+    """Means by (set, metric); the comparisons against the report's baseline by (variant, metric)."""
     means = {(r["feature_set"], r["metric"]): r for r in summary["results"]}
-    comps = {(c["variant"], c["metric"]): c for c in summary["comparisons"]}
+    comps = {(c["variant"], c["metric"]): c for c in summary["comparisons"] if c["baseline"] == summary["baseline"]}
     return means, comps
 
 
@@ -101,7 +104,8 @@ def headline_table(result: AblationResult, summary: dict, metrics=None) -> list[
     means, comps = _index(summary)
     marks = summary["statistics"]["marks"]
     rows = [[s.name + (" (alone)" if s.kind == "alone" else "")] +
-            [_cell(means, comps, s.name, m, marks) for m in metrics] for s in result.feature_sets]
+            [_cell(means, comps, s.name, m, marks) for m in metrics] for s in result.feature_sets
+            if s.kind != "candidate"]
     header = ["feature set"] + metrics
     widths = [max(len(str(row[j])) for row in rows + [header]) for j in range(len(header))]
     fmt = lambda row: "  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
@@ -126,9 +130,16 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
     marks = stats["marks"]
     means, comps = _index(summary)
     rankers = [s for s in result.feature_sets if s.kind == "ranker"]
+    shown = [s for s in result.feature_sets if s.kind in ("ranker", "recommended", "baseline")]
     alone = [s for s in result.feature_sets if s.kind == "alone"]
     conv = cfg["conventions"]
     lines = ["# Feature ablation", ""]
+    if summary.get("verdict"):
+        lines += ["## Verdict", "", "```", *verdict_lines(summary["verdict"]), "```", "",
+                  "The recommendation is made per fold on training queries only (inner cross-validation, see "
+                  "Model selection); the test metrics above are pooled over the folds' test queries, compared "
+                  "by the paired randomisation test, Holm-adjusted with every other comparison of this report.",
+                  ""]
 
     lines += ["## Setup", ""]
     lines.append(f"- **Folds**: {len(cfg['folds'])}; each query is tested in exactly one fold and never trained on "
@@ -180,16 +191,18 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
                   "significance mark.", ""]
         lines += _md_table(["feature set", "features"] + cfg["metrics"],
                            [[f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks)
-                                                               for m in cfg["metrics"]] for s in rankers])
+                                                               for m in cfg["metrics"]] for s in shown])
         lines.append("")
+        if cfg.get("selection"):
+            lines += _selection_markdown(result, summary)
     if summary["comparisons"]:
         lines += ["## Comparisons", "",
                   "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
                   "where the variant wins / ties / loses.", ""]
         lines += _md_table(
-            ["variant", "metric", "baseline", "variant mean", "delta [95% CI]", "relative", "p (t-test)",
+            ["baseline", "variant", "metric", "baseline mean", "variant mean", "delta [95% CI]", "relative", "p (t-test)",
              "p (randomisation)", "p (Holm)", "W/T/L", "queries"],
-            [[f"`{c['variant']}`", c["metric"], f"{c['base_mean']:.4f}", f"{c['variant_mean']:.4f}",
+            [[f"`{c['baseline']}`", f"`{c['variant']}`", c["metric"], f"{c['base_mean']:.4f}", f"{c['variant_mean']:.4f}",
               f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
               "n/a" if c["relative"] is None or not math.isfinite(c["relative"]) else f"{100 * c['relative']:+.1f}%",
               format_p(c["p_ttest"]), format_p(c["p_randomization"]),
@@ -223,9 +236,40 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
     lines += ["## Files", "",
               "- `report.json`: config, results, comparisons, per-run best iterations, importance "
               "(identical on reruns with the same inputs and seeds)",
-              "- `per_query.tsv`: one row per feature set, fold and test query (metrics averaged over seeds)",
+              "- `per_query.tsv`: one row per feature set (and, with model selection, per `SET/CANDIDATE`), fold "
+              "and test query (metrics averaged over seeds); `ltrfeat compare` reads it",
               "- `timings.json`: wall time of every run", ""]
     return "\n".join(lines)
+
+
+def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
+    """How each ranker was chosen: the inner-CV scores, the choice per fold, every candidate's test scores."""
+    sel = result.config["selection"]
+    means, _ = _index(summary)
+    headline = headline_metrics(result.metrics)
+    lines = ["## Model selection", "",
+             f"Candidates: {', '.join(f'`{c}`' for c in sel['candidates'])}; tuning: {sel['tune']}"
+             + (f" ({sel['tune_trials']} trials)" if sel["tune"] == "optuna" else "")
+             + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
+             f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
+             f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
+             "(one-se: the simplest candidate within one standard error of the best). The test queries are "
+             "never read. Tuned candidates report their best trial, so their inner scores are optimistic.", ""]
+    rows = []
+    for fold, sets in sel["chosen"].items():
+        rec = sel["recommended"][fold]
+        for name, choice in sets.items():
+            cv = ", ".join(f"{c} {st['mean']:.4f}" for c, st in choice["stats"].items())
+            tuned = choice["tuned"].get(choice["chosen"])
+            rows.append([fold, f"`{name}`", f"`{choice['chosen']}`" + (" (recommended)" if rec["feature_set"] == name
+                                                                       else ""),
+                         cv, "" if not tuned else f"`{json.dumps(_clean(tuned))}`"])
+    lines += _md_table(["fold", "feature set", "chosen", "inner-CV criterion per candidate", "tuned parameters"], rows)
+    lines += ["", "Test scores of every candidate (what selection cost or gained):", ""]
+    candidates = [s for s in result.feature_sets if s.kind == "candidate"]
+    lines += _md_table(["feature set / candidate"] + headline,
+                       [[f"`{s.name}`"] + [_cell(means, {}, s.name, m, {}) for m in headline] for s in candidates])
+    return lines + [""]
 
 
 def _mean_ci(r: dict) -> str:
@@ -245,7 +289,7 @@ def plot_metrics(result: AblationResult, summary: dict, path) -> None:
     """Mean of each headline metric per feature set, with 95% bootstrap intervals."""
     metrics = headline_metrics(result.metrics)
     means, _ = _index(summary)
-    sets = result.feature_sets
+    sets = [s for s in result.feature_sets if s.kind != "candidate"]
     fig = Figure(figsize=(max(6.0, 2.0 + 0.35 * len(sets) * len(metrics)), 5.0), layout="constrained")
     ax = fig.add_subplot()
     width = 0.8 / len(sets)

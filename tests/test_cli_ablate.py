@@ -30,7 +30,7 @@ def folds_dir(tmp_path_factory):
 def ablated(folds_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "report"
     result = run("ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--seeds", "0,1",
-                 "--resamples", "2000", "--report", out, *FAST)
+                 "--resamples", "5000", "--report", out, *FAST)
     return out, result
 
 
@@ -64,7 +64,7 @@ def test_ablate_report_is_reproducible(folds_dir, ablated, tmp_path):
     out, _ = ablated
     again = tmp_path / "again"
     result = run("ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--seeds", "0,1",
-                 "--resamples", "2000", "--report", again, *FAST)
+                 "--resamples", "5000", "--report", again, *FAST)
     assert result.exit_code == 0, result.output
     assert (again / "report.json").read_bytes() == (out / "report.json").read_bytes()
 
@@ -160,7 +160,7 @@ def test_compare_repeats_the_report_statistics_for_any_pair(ablated):
     report = json.loads((out / "report.json").read_text())
     expected = next(c for c in report["comparisons"] if c["metric"] == "ndcg@1")
     result = run("compare", out, "lexical:lexical+clsm", "lexical+clsm:lexical", "--metrics", "ndcg@1",
-                 "--resamples", "2000", "--json")
+                 "--resamples", "5000", "--json")
     assert result.exit_code == 0, result.output
     forward, backward = json.loads(result.output)
     for key in ("base_mean", "variant_mean", "delta", "ci95_delta", "p_ttest", "p_randomization", "wins", "ties",

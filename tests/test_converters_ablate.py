@@ -92,5 +92,6 @@ def test_converted_collection_validates_and_ablates(world, tmp_path, name):
                                  "--report", str(tmp_path / "report")])
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "report" / "report.json").read_text())
-    assert {c["variant"] for c in report["comparisons"]} == {"lexical+dssm-generalized"}
+    assert {c["variant"] for c in report["comparisons"] if c["baseline"] == "lexical"} == {"lexical+dssm-generalized"}
+    assert report["verdict"]["recommended"]
     assert report["config"]["cross_fitting"]["outer_folds"] == 3

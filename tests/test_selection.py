@@ -1,0 +1,190 @@
+"""Model selection: candidates, the one-SE rule, inner cross-validation that never reads test labels,
+deterministic tuning, and a verdict that names the single feature a learned ranker cannot beat."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ltr_features.dataset import Feature, FeatureMap, RankingSet
+from ltr_features.errors import LtrfeatError, ModelFileError
+from rankers.ablation import Fold, plan_feature_sets, run_ablation, summarise
+from rankers.lambdamart import LambdaMART
+from rankers.linear import LinearRanker
+from rankers.models import load_ranker, save_ranker
+from rankers.selection import Candidates, SelectionConfig, choose, inner_splits, select, split_queries
+from rankers.single import BestSingleFeature, BoostedFromFeature, query_zscore
+
+FAST = {"n_estimators": 40, "early_stopping_rounds": 10, "n_jobs": 1}
+
+
+def one_feature_world(*, n_queries: int = 150, docs: int = 12, noise: int = 5, seed: int = 0) -> RankingSet:
+    """Labels follow ``signal`` (plus a little noise); every other feature is pure noise."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * docs
+    latent = rng.normal(size=n)
+    label = np.digitize(latent + rng.normal(scale=0.3, size=n), [0.0, 0.8, 1.6]).astype(float)
+    X = np.column_stack([latent + rng.normal(scale=0.2, size=n)] + [rng.normal(size=n) for _ in range(noise)])
+    fmap = FeatureMap(Feature(i + 1, name) for i, name in enumerate(["signal"] + [f"noise{k}" for k in range(noise)]))
+    return RankingSet(np.repeat([f"q{i:04d}" for i in range(n_queries)], docs), label, X, fmap)
+
+
+def folds_of(data: RankingSet, k: int = 3) -> list[Fold]:
+    queries = data.queries()
+    part = {q: i % k for i, q in enumerate(queries.tolist())}
+    of = np.array([part[q] for q in data.qid.tolist()])
+    return [Fold(f"Fold{i + 1}", data.take(~np.isin(of, [i, (i + 1) % k])), data.take(of == (i + 1) % k),
+                 data.take(of == i)) for i in range(k)]
+
+
+@pytest.fixture(scope="module")
+def world():
+    return one_feature_world()
+
+
+# -- pieces -------------------------------------------------------------------------------
+def test_query_zscore_standardises_within_each_query():
+    z = query_zscore(np.array(["a", "a", "a", "b", "b"], dtype=object), np.array([1.0, 2.0, 3.0, 5.0, 5.0]))
+    assert z[:3] == pytest.approx([-1.2247449, 0.0, 1.2247449]) and list(z[3:]) == [0.0, 0.0]
+
+
+def test_best_single_feature_finds_the_signal_and_its_direction(world):
+    model = BestSingleFeature().fit(world)
+    assert (model.feature_, model.direction_) == ("signal", 1)
+    flipped = dataclasses.replace(world, X=-world.X)
+    assert (BestSingleFeature().fit(flipped).direction_) == -1
+
+
+def test_linear_ranker_weights_the_signal_and_round_trips(world, tmp_path):
+    model = LinearRanker().fit(world)
+    assert np.argmax(np.abs(model.coef_)) == 0 and model.coef_[0] > 0
+    save_ranker(model, tmp_path / "lin.json")
+    again = load_ranker(tmp_path / "lin.json")
+    assert np.array_equal(again.predict(world), model.predict(world))
+
+
+def test_boosted_from_feature_round_trips_and_plain_loader_refuses_it(world, tmp_path):
+    train, valid = world.subset_queries(world.queries()[:100]), world.subset_queries(world.queries()[100:])
+    model = BoostedFromFeature(lambdamart=FAST).fit(train, valid)
+    assert model.feature_ == "signal" and model.scale_ in (1.0, 4.0)
+    save_ranker(model, tmp_path / "boost.txt", extra={"note": 1})
+    again = load_ranker(tmp_path / "boost.txt")
+    assert np.array_equal(again.predict(world), model.predict(world))
+    with pytest.raises(ModelFileError, match="not a plain LambdaMART"):
+        LambdaMART.load(tmp_path / "boost.txt")
+
+
+def test_best_single_model_round_trips_and_names_a_missing_feature(world, tmp_path):
+    model = BestSingleFeature().fit(world)
+    save_ranker(model, tmp_path / "single.json")
+    again = load_ranker(tmp_path / "single.json")
+    assert np.array_equal(again.predict(world), model.predict(world))
+    other = world.select_features("2-6")
+    with pytest.raises(ModelFileError, match="lacks the model's feature 'signal'"):
+        again.predict(other)
+
+
+def test_selection_config_checks_its_settings():
+    with pytest.raises(LtrfeatError, match="unknown candidate 'forest'"):
+        SelectionConfig(candidates=("forest",))
+    with pytest.raises(LtrfeatError, match="needs a search"):
+        SelectionConfig(candidates=("lightgbm-tuned",))
+    with pytest.raises(LtrfeatError, match="inner_folds"):
+        SelectionConfig(inner_folds=1)
+    assert SelectionConfig.default("xgboost", tune="grid").candidates == (
+        "xgboost", "xgboost-tuned", "linear", "boost-best", "best-single")
+
+
+def test_one_se_rule_prefers_the_simpler_candidate_when_the_data_cannot_tell():
+    rng = np.random.default_rng(0)
+    base = rng.random(200)
+    noise = rng.normal(scale=0.05, size=200)
+    cv = {"lightgbm": base + 0.002 + noise - noise.mean(), "linear": base}  # better by 0.002, SE ~0.0035
+    assert choose(cv, "one-se")[0] == "linear"
+    assert choose(cv, "best")[0] == "lightgbm"
+    clear = {"lightgbm": base + 0.2, "linear": base}
+    assert choose(clear, "one-se")[0] == "lightgbm"
+
+
+def test_inner_splits_partition_the_training_queries(world):
+    config = SelectionConfig(inner_folds=3)
+    splits = inner_splits(world, config)
+    held = [set(h.queries().tolist()) for _, _, h in splits]
+    assert set().union(*held) == set(world.queries().tolist()) and sum(map(len, held)) == world.n_queries
+    for (fit, stop, h), queries in zip(splits, held):
+        assert not (set(fit.queries().tolist()) | set(stop.queries().tolist())) & queries
+    kept, out = split_queries(world.queries(), 0.2, 0)
+    assert len(out) == 30 and not set(kept) & set(out)
+
+
+# -- selection never reads the test queries; tuning is deterministic ----------------------
+def _poisoned(fold: Fold, seed: int) -> Fold:
+    rng = np.random.default_rng(seed)
+    test = dataclasses.replace(fold.test, label=rng.integers(0, 4, len(fold.test)).astype(float))
+    return dataclasses.replace(fold, test=test)
+
+
+@pytest.mark.parametrize("tune", ["grid", "optuna"])
+def test_selection_ignores_test_labels_and_is_deterministic(world, tune):
+    pytest.importorskip("optuna") if tune == "optuna" else None
+    fold = folds_of(world.subset_queries(world.queries()[:90]))[0]
+    config = SelectionConfig.default("lightgbm", tune=tune, tune_trials=4)
+    candidates = Candidates(world.feature_map.names, FAST | {"engine": "lightgbm"})
+    first = select(fold.train, fold.valid, candidates, config)
+    poisoned = _poisoned(fold, 1)
+    again = select(poisoned.train, poisoned.valid, candidates, config)
+    assert first["chosen"] == again["chosen"] and first["tuned"] == again["tuned"]
+    assert first["stats"] == again["stats"]
+    assert first["trials"]["lightgbm-tuned"] == again["trials"]["lightgbm-tuned"]
+
+
+def test_ablation_choices_do_not_depend_on_test_labels(world):
+    folds = folds_of(world.subset_queries(world.queries()[:90]))
+    sets = plan_feature_sets(world.feature_map, base="2-6", neural={"sig": "signal"})
+    config = SelectionConfig.default("lightgbm")
+    clean = run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False, selection=config)
+    poisoned = run_ablation([_poisoned(f, 7) for f in folds], sets, seeds=[0], ranker_params=FAST, progress=False,
+                            selection=config)
+    assert clean.config["selection"]["chosen"] == poisoned.config["selection"]["chosen"]
+    assert clean.config["selection"]["recommended"] == poisoned.config["selection"]["recommended"]
+
+
+# -- the verdict on a world where one feature is (almost) the label -----------------------
+@pytest.fixture(scope="module")
+def one_feature_ablation(world):
+    # base: the signal and four noise columns; the "neural" group adds one more noise column
+    sets = plan_feature_sets(world.feature_map, base="1-5", neural={"extra": "noise4"}, alone="signal")
+    result = run_ablation(folds_of(world), sets, seeds=[0, 1], ranker_params=FAST | {
+        "params": {"bagging_fraction": 0.8, "bagging_freq": 1}}, progress=False,
+        selection=SelectionConfig.default("lightgbm"))
+    return result, summarise(result, n_resamples=2000)
+
+
+def test_recommended_never_falls_significantly_below_the_planted_feature(one_feature_ablation):
+    result, summary = one_feature_ablation
+    verdict = summary["verdict"]
+    assert verdict["best_single_features"] == {"signal": 3}
+    comps = {(c["baseline"], c["variant"], c["metric"]): c for c in summary["comparisons"]}
+    for metric in ("ndcg@1", "ndcg@3", "ndcg@10"):
+        c = comps[("best-single", "recommended", metric)]
+        assert not (c["delta"] < 0 and c["p_holm"] < 0.05), c
+    means = {(r["feature_set"], r["metric"]): r["mean"] for r in summary["results"]}
+    assert means[("recommended", "ndcg@10")] >= means[("signal", "ndcg@10")] - 0.01
+
+
+def test_verdict_warns_when_a_ranker_does_not_beat_the_best_single_feature(one_feature_ablation):
+    _, summary = one_feature_ablation
+    warnings = summary["verdict"]["warnings"]
+    assert any("not significantly better than the best single feature" in w or "BELOW" in w for w in warnings)
+    from rankers.verdict import verdict_lines
+    lines = verdict_lines(summary["verdict"])
+    assert lines[0].startswith("verdict: recommended ") and "signal x3" in "\n".join(lines)
+
+
+def test_ablation_without_selection_is_unchanged(world):
+    folds = folds_of(world.subset_queries(world.queries()[:60]))
+    sets = plan_feature_sets(world.feature_map, base="2-6", neural={"sig": "signal"})
+    result = run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False)
+    assert "selection" not in result.config and summarise(result, n_resamples=500)["verdict"] is None
+    assert set(result.per_query["feature_set"]) == {"lexical", "lexical+sig", "signal"}
