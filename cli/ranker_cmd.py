@@ -10,7 +10,7 @@ import numpy as np
 
 from ltr_features import letor as letor_io
 from ltr_features.dataset import FeatureMap, RankingSet
-from cli.options import notices, parse_key_values
+from cli.options import notices, parse_key_values, selection_config, selection_options
 from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
 from rankers.metrics import GAINS, NO_RELEVANT, TIES, evaluate_queries, parse_metrics, summarise
@@ -83,12 +83,20 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
               help="Train on a Dask cluster (LightGBM DaskLGBMRanker / xgboost.dask) with query-aligned partitions; "
                    "scheduler address or file, or local[:N] workers. Needs ltrfeat[dask].")
 @_nan_option
+@selection_options(default_on=False)
 def train_ranker(train, valid, engine, features, out, n_estimators, learning_rate, num_leaves,
-                 early_stopping_rounds, eval_at, seed, threads, params, top, dask, nan_policy):
+                 early_stopping_rounds, eval_at, seed, threads, params, top, dask, nan_policy, select, candidates,
+                 tune, tune_trials, inner_folds, select_rule):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
     regrouped with a notice. Prints the early-stopping result and feature importance.
+
+    With --select the model is chosen as ltrfeat ablate chooses it: the candidates (LambdaMART,
+    tuned LambdaMART with --tune, a pairwise linear ranker, LambdaMART boosted from the best single
+    feature, the best single feature) are compared by inner cross-validation over the queries of
+    TRAIN and --valid, and the chosen one is refitted on them and saved (its kind is in
+    OUT.meta.json; evaluate and rank read every kind, serve and export-ranker only LambdaMART).
 
     \b
     Examples:
@@ -96,12 +104,25 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
       ltrfeat train-ranker train.letor --valid valid.letor --engine xgboost \\
           --features 1-46,bm25_title,clsm_title_cos --out model.json
       ltrfeat train-ranker S1.txt --valid S4.txt --dask local:2 --out model.txt
+      ltrfeat train-ranker S1.txt --valid S4.txt --select --tune grid --out model.txt
     """
     from rankers.lambdamart import LambdaMART, meta_path
 
     with notices():
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
+    config = selection_config(engine, select=select, candidates=candidates, tune=tune, tune_trials=tune_trials,
+                              inner_folds=inner_folds, select_rule=select_rule, seed=seed)
+    if config is not None:
+        if dask:
+            raise click.UsageError("--select trains many small models locally; leave out --dask")
+        ranker = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
+                  "early_stopping_rounds": early_stopping_rounds, "eval_at": eval_at, "n_jobs": threads,
+                  "params": parse_key_values(params), "engine": engine}
+        with notices():
+            _train_selected(train_data, valid_data, features, ranker, config, seed=seed, out=out)
+        return
+    with notices():
         model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
                            num_leaves=num_leaves, early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
                            seed=seed, n_jobs=threads, params=parse_key_values(params), features=features,
@@ -136,6 +157,36 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
         for name, gain in shown:
             click.echo(f"  {name:<{width}}  {gain:14.2f}  {100 * gain / total:5.1f}%")
     click.echo(f"wrote {out} and {meta_path(out)}", err=True)
+
+
+def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, out) -> None:
+    """train-ranker --select: inner cross-validation over the training queries, refit the choice, save it."""
+    from rankers.models import kind_of, save_ranker
+    from rankers.selection import Candidates, describe, select, with_valid
+
+    try:
+        columns = train.feature_map.resolve(features)
+    except KeyError as exc:
+        raise LtrfeatError(f"feature selection {features!r}: {exc.args[0]}",
+                           fix="use ids, id ranges (1-46) or names present in the training data") from None
+    names = [train.feature_map.features[j].name for j in sorted(columns)]
+    candidates = Candidates(names, ranker, criterion=config.criterion)
+    chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, config)
+    name = chosen["chosen"]
+    fit_train, fit_valid = with_valid(train.regroup(), None if valid is None else valid.regroup(),
+                                      config.valid_fraction, config.seed)
+    model = candidates.make(name, seed=seed, tuned=chosen["tuned"].get(name))
+    candidates.fit(model, fit_train, fit_valid, None)
+    record = {"selection": config.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")}}
+    save_ranker(model, out, extra=record)
+    click.echo(f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
+               f"queries ({config.inner_folds}-fold inner cross-validation, rule {config.rule}; criterion: mean "
+               f"{', '.join(config.criterion)}):")
+    for cand, stats in chosen["stats"].items():
+        mark = "  <- chosen" if cand == name else ""
+        click.echo(f"  {cand:<16} {stats['mean']:.4f}  (gap to best {stats['gap_to_best']:+.4f}, "
+                   f"SE {stats['se']:.4f}){mark}")
+    click.echo(f"saved the {kind_of(model)} ranker ({json.dumps(describe(model))}) to {out}")
 
 
 @click.command("evaluate")

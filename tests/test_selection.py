@@ -3,6 +3,7 @@ deterministic tuning, and a verdict that names the single feature a learned rank
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import numpy as np
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from ltr_features.dataset import Feature, FeatureMap, RankingSet
 from ltr_features.errors import LtrfeatError, ModelFileError
 from rankers.ablation import Fold, plan_feature_sets, run_ablation, summarise
-from rankers.lambdamart import LambdaMART
+from rankers.lambdamart import LambdaMART, meta_path
+from rankers.metrics import evaluate_queries
 from rankers.linear import LinearRanker
 from rankers.models import load_ranker, save_ranker
 from rankers.selection import Candidates, SelectionConfig, choose, inner_splits, select, split_queries
@@ -188,3 +190,37 @@ def test_ablation_without_selection_is_unchanged(world):
     result = run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False)
     assert "selection" not in result.config and summarise(result, n_resamples=500)["verdict"] is None
     assert set(result.per_query["feature_set"]) == {"lexical", "lexical+sig", "signal"}
+
+
+# -- train-ranker --select: the model a user ships is the one selection picks ------------
+def test_train_ranker_select_matches_the_api_and_evaluates(world, tmp_path):
+    from click.testing import CliRunner
+
+    from cli.main import cli
+    from ltr_features.letor import write_letor
+
+    train, valid = world.subset_queries(world.queries()[:100]), world.subset_queries(world.queries()[100:])
+    write_letor(tmp_path / "train.letor", train)
+    write_letor(tmp_path / "valid.letor", valid)
+    out = tmp_path / "model.txt"
+    args = ["train-ranker", tmp_path / "train.letor", "--valid", tmp_path / "valid.letor", "--select", "--threads", "1",
+            "--n-estimators", "40", "--early-stopping-rounds", "10", "--out", out]
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    assert "<- chosen" in result.output and "saved the" in result.output
+    meta = json.loads(meta_path(out).read_text())
+    config = SelectionConfig.default("lightgbm")
+    ranker = {"n_estimators": 40, "learning_rate": 0.05, "num_leaves": 31, "early_stopping_rounds": 10, "eval_at": 10,
+              "n_jobs": 1, "params": None, "engine": "lightgbm"}
+    api = select(train, valid, Candidates(world.feature_map.names, ranker), config)
+    assert meta["selection"]["chosen"] == api["chosen"] and meta["kind"] == kind_of_name(api["chosen"])
+    model = load_ranker(out)
+    evaluated = CliRunner().invoke(cli, ["evaluate", str(out), str(tmp_path / "valid.letor"), "--json"])
+    assert evaluated.exit_code == 0, evaluated.output
+    expected = evaluate_queries(valid.qid, valid.label, model.predict(valid), ["ndcg@10"])["ndcg@10"].mean()
+    assert json.loads(evaluated.output)["metrics"]["ndcg@10"] == pytest.approx(expected)
+
+
+def kind_of_name(candidate: str) -> str:
+    return {"lightgbm": "lambdamart", "linear": "linear", "boost-best": "boost-best",
+            "best-single": "best-single"}[candidate]
