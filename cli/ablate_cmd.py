@@ -154,11 +154,13 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 @click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
               help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
                    "local[:N] workers); results equal a local run. Needs ltrfeat[dask].")
+@click.option("--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.")
 @selection_options(default_on=True)
 def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
            train_columns, k_folds, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
            n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
-           report_dir, overwrite, quick, dask, select, candidates, tune, tune_trials, inner_folds, select_rule):
+           report_dir, overwrite, quick, dask, jobs, select, candidates, tune, tune_trials, inner_folds, select_rule):
     """Compare LambdaMART with and without neural features over query folds.
 
     Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
@@ -248,7 +250,8 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                                          seed=split_seed)
             result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
                                   metrics=metrics, gain=gain, no_relevant=no_relevant,
-                                  progress=not os.environ.get("CI"), executor=executor, selection=selection)
+                                  progress=not os.environ.get("CI"), executor=executor, selection=selection,
+                                  jobs=jobs or os.cpu_count() or 1)
     if scheme is not None:
         result.config["cross_fitting"] = scheme
     summary = summarise(result, seed=0, n_resamples=resamples)

@@ -97,6 +97,8 @@ def demo(out_dir, quick, seed):
     from ltr_features.synth import generate_world, write_world
     from rankers.ablation import plan_feature_sets, run_ablation, summarise
     from rankers.report import headline_table, write_report
+    from rankers.selection import SelectionConfig
+    from rankers.verdict import verdict_lines
 
     preset = PRESETS["quick" if quick else "full"]
     out = Path(out_dir)
@@ -114,14 +116,15 @@ def demo(out_dir, quick, seed):
     _say("3/4 extracting lexical and neural features ...")
     data = _features(world, models)
     _say(f"    {data.n_features} columns for {len(data)} judged pairs")
-    _say(f"4/4 ablation: {preset['k']} folds x feature sets x {len(preset['seeds'])} seeds ...")
+    _say(f"4/4 ablation: {preset['k']} folds x feature sets x {len(preset['seeds'])} seeds, each ranker chosen by "
+         "inner cross-validation ...")
     neural = {name: [f"{name}_doc_cos"] for name in models}
     base = ",".join(f.name for f in data.feature_map if f.source.startswith("lexical"))
     sets = plan_feature_sets(data.feature_map, base=base, neural=neural)
     result = run_ablation(_folds(data, k=preset["k"], seed=seed), sets, seeds=preset["seeds"],
                           ranker_params={"n_estimators": preset["n_estimators"], "n_jobs": 1,
                                          "params": {"bagging_fraction": 0.8, "bagging_freq": 1}},
-                          progress=not os.environ.get("CI"))
+                          progress=not os.environ.get("CI"), selection=SelectionConfig.default("lightgbm", seed=seed))
     result.config["encoders"] = {"training_data": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
                                  "models": {n: p.name for n, p in models.items()}, "options": preset["encoder"],
                                  "sizes": sizes}
@@ -133,3 +136,6 @@ def demo(out_dir, quick, seed):
     click.echo(f"models:   {out / 'models'}")
     click.echo(f"world:    {out / 'world'}")
     click.echo(f"time:     {time.perf_counter() - started:.0f} s")
+    click.echo("")
+    for line in verdict_lines(summary["verdict"]):
+        click.echo(line)

@@ -12,8 +12,10 @@ queries of all folds, Holm-adjusted across the whole report.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
+import multiprocessing
 import platform
 import re
 import time
@@ -363,9 +365,11 @@ def _run_selected(fold: Fold, fs: FeatureSet, *, seeds: list, engine: str, param
         table = rank_single_features(concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain,
                                      no_relevant=no_relevant)
     out = {"candidates": {}, "runs": [], "shares": None, "engine_params": None}
+    chosen = names[0] if chosen_by is None else chosen_by["chosen"]
     for name in names:
         per_seed = []
-        for seed in ([seeds[0]] if name in SEED_FREE else seeds):
+        # every seed for the choice and the untuned engine (the verdict's baselines); the first for the others
+        for seed in (seeds if name in (chosen, engine) and name not in SEED_FREE else seeds[:1]):
             began = time.perf_counter()
             model = candidates.make(name, seed=seed, tuned=None if chosen_by is None else chosen_by["tuned"].get(name))
             candidates.fit(model, train, valid, table)
@@ -385,6 +389,10 @@ def _run_selected(fold: Fold, fs: FeatureSet, *, seeds: list, engine: str, param
         out["cv"] = (chosen_by["qids"], chosen_by["values"][chosen_by["chosen"]])
     out["seconds"] = time.perf_counter() - start
     return out
+
+
+def _run_task(fold: Fold, fs: FeatureSet, *, plain, selected) -> dict:
+    return plain(fold, fs, None) if fs.kind == "alone" else selected(fold, fs)
 
 
 def _check_run_args(folds, feature_sets, *, engine, seeds, ranker_params, metrics, gain, no_relevant):
@@ -416,7 +424,7 @@ def _check_run_args(folds, feature_sets, *, engine, seeds, ranker_params, metric
 
 def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 2), ranker_params: dict | None = None,
                  metrics=DEFAULT_METRICS, gain: str = "exp2", no_relevant: str = "exclude", progress: bool = True,
-                 on_run=None, executor=None, selection: SelectionConfig | None = None) -> AblationResult:
+                 on_run=None, executor=None, selection: SelectionConfig | None = None, jobs: int = 1) -> AblationResult:
     """Train and score every (fold, feature set, seed) and keep per-query metrics.
 
     Parameters
@@ -436,6 +444,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     executor : runs the runs: any object whose ``map(fn, *iterables)`` yields results in order, like
         a ``concurrent.futures`` executor or :class:`rankers.distributed.DaskExecutor`; None runs
         them one by one in this process.
+    jobs : without an ``executor``, run the runs in this many worker processes (1: in this process).
     selection : a :class:`~rankers.selection.SelectionConfig`: each ranker set's model is chosen
         among candidates by inner cross-validation on each fold's training queries (one run per
         fold and set), every candidate's test scores are kept (sets ``SET/CANDIDATE``), and the
@@ -445,6 +454,12 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     folds, feature_sets, metric_names, conventions, seeds, params = _check_run_args(
         folds, feature_sets, engine=engine, seeds=seeds, ranker_params=ranker_params, metrics=metrics, gain=gain,
         no_relevant=no_relevant)
+    if executor is None and int(jobs) > 1:
+        # spawn, not fork: the caller may have started torch or engine threads, which fork would copy mid-flight
+        with concurrent.futures.ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+            return run_ablation(folds, feature_sets, engine=engine, seeds=seeds, ranker_params=ranker_params,
+                                metrics=metrics, gain=gain, no_relevant=no_relevant, progress=progress, on_run=on_run,
+                                executor=pool, selection=selection)
     if selection is not None:
         return _run_with_selection(folds, feature_sets, engine=engine, seeds=seeds, params=params,
                                    metric_names=metric_names, conventions=conventions, progress=progress,
@@ -526,9 +541,7 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
                                  gain=conventions.gain, no_relevant=conventions.no_relevant, selection=selection)
     plain = functools.partial(_run_one, engine=engine, params=params, metric_names=metric_names, gain=conventions.gain,
                               no_relevant=conventions.no_relevant)
-
-    def run(fold, fs):
-        return plain(fold, fs, None) if fs.kind == "alone" else selected(fold, fs)
+    run = functools.partial(_run_task, plain=plain, selected=selected)
 
     frames: dict[tuple[str, str], pd.DataFrame] = {}
     runs, shares, seed_effect, engine_params = [], {s.name: [] for s in rankers}, {s.name: False for s in rankers}, None

@@ -224,3 +224,11 @@ def test_train_ranker_select_matches_the_api_and_evaluates(world, tmp_path):
 def kind_of_name(candidate: str) -> str:
     return {"lightgbm": "lambdamart", "linear": "linear", "boost-best": "boost-best",
             "best-single": "best-single"}[candidate]
+
+
+def test_worker_processes_give_the_serial_result(world):
+    folds = folds_of(world.subset_queries(world.queries()[:60]))
+    sets = plan_feature_sets(world.feature_map, base="2-6", neural={"sig": "signal"})
+    runs = [run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False,
+                         selection=SelectionConfig.default("lightgbm"), jobs=jobs) for jobs in (1, 2)]
+    assert runs[0].per_query.equals(runs[1].per_query) and runs[0].config == runs[1].config
