@@ -138,3 +138,22 @@ def test_report_without_comparisons(tmp_path):
     assert sorted(p.name for p in out.glob("*.png")) == ["metrics.png"]
     text = (out / "report.md").read_text()
     assert "deltas.png" not in text and "importance.png" not in text and "## Single features" in text
+
+
+def test_selection_report_opens_with_the_verdict_and_shows_every_candidate(tmp_path):
+    from rankers.selection import SelectionConfig
+
+    folds = planted_folds(n_folds=3, queries_per_fold=30)
+    sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
+    result = run_ablation(folds, sets, seeds=(0,), ranker_params=FAST, progress=False,
+                          selection=SelectionConfig.default("lightgbm"))
+    out = write_report(result, summarise(result, n_resamples=1000), tmp_path / "report")
+    md = (out / "report.md").read_text()
+    assert md.index("## Verdict") < md.index("## Setup") and "verdict: recommended " in md
+    assert "## Model selection" in md and "`lexical/linear`" in md and "`lexical+clsm/best-single`" in md
+    data = json.loads((out / "report.json").read_text())
+    assert data["verdict"]["n_folds"] == 3 and set(data["config"]["selection"]["chosen"]) == {"Fold1", "Fold2", "Fold3"}
+    per_query = pd.read_csv(out / "per_query.tsv", sep="\t")
+    assert {"recommended", "best-single", "lexical/lightgbm"} <= set(per_query["feature_set"])
+    # the headline table leaves the candidates to the report
+    assert not any("/" in line.split()[0] for line in headline_table(result, summarise(result, n_resamples=500))[1:])

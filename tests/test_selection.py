@@ -232,3 +232,34 @@ def test_worker_processes_give_the_serial_result(world):
     runs = [run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False,
                          selection=SelectionConfig.default("lightgbm"), jobs=jobs) for jobs in (1, 2)]
     assert runs[0].per_query.equals(runs[1].per_query) and runs[0].config == runs[1].config
+
+
+# -- real data: Home Depot (shared), lexical features of 600 queries ---------------------
+def test_home_depot_recommendation_is_never_below_the_best_single_feature(tmp_path):
+    import warnings
+
+    from conftest import dataset_path
+    from ltr_features.crossfit import build_folds, group_pairs, plan_folds
+    from ltr_features.extract import extract_pairs, lexical_extractors
+    from ltr_features.text import read_judged_pairs
+
+    path = dataset_path("home_depot", "raw", "train.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pairs = read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,"
+                                  "label=relevance", encoding="latin-1", label_map="linear:1:3:7")
+        keep = list(dict.fromkeys(pairs["qid"]))[:600]
+        pairs = group_pairs(pairs[pairs["qid"].isin(keep)].reset_index(drop=True))
+        base = extract_pairs(pairs, lexical_extractors("all", fields=["doc"]), conflicts="first")
+    plans = plan_folds(pairs["qid"], k=3, seed=0)
+    folds = [Fold(*f) for f in build_folds(base, plans, {p.name: {} for p in plans})]
+    names = base.feature_map.names
+    sets = plan_feature_sets(base.feature_map, base=",".join(n for n in names if not n.startswith("trigram")),
+                             neural={"trigram": [n for n in names if n.startswith("trigram")]})
+    result = run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False,
+                          selection=SelectionConfig.default("lightgbm"))
+    summary = summarise(result, n_resamples=2000)
+    below = [c for c in summary["comparisons"] if (c["baseline"], c["variant"]) == ("best-single", "recommended")
+             and c["delta"] < 0 and c["p_holm"] < 0.05]
+    assert not below, below
+    assert summary["verdict"]["n_folds"] == 3
