@@ -124,7 +124,8 @@ def demo(out_dir, quick, seed):
     result = run_ablation(_folds(data, k=preset["k"], seed=seed), sets, seeds=preset["seeds"],
                           ranker_params={"n_estimators": preset["n_estimators"], "n_jobs": 1,
                                          "params": {"bagging_fraction": 0.8, "bagging_freq": 1}},
-                          progress=not os.environ.get("CI"), selection=SelectionConfig.default("lightgbm", seed=seed))
+                          progress=not os.environ.get("CI"), selection=SelectionConfig.default("lightgbm", seed=seed),
+                          jobs=os.cpu_count() or 1)
     result.config["encoders"] = {"training_data": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
                                  "models": {n: p.name for n, p in models.items()}, "options": preset["encoder"],
                                  "sizes": sizes}

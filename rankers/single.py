@@ -164,7 +164,9 @@ class BoostedFromFeature(BaseEstimator):
     (LightGBM ``init_score`` / XGBoost ``base_margin``) the trees correct. With early stopping
     on the validation queries the trees stop as soon as they stop helping, so on small data
     the ranker stays close to its best input. Each ``scales`` value is trained and the one with
-    the best validation criterion kept (without validation data: the first).
+    the best validation criterion kept (without validation data: the first). One scale by default:
+    each costs a LambdaMART training, and at 2 two documents one standard deviation apart start at a
+    pairwise probability of 0.88 — a confident start the trees can still overturn.
 
     Parameters
     ----------
@@ -173,7 +175,7 @@ class BoostedFromFeature(BaseEstimator):
     **lambdamart : parameters of the :class:`~rankers.lambdamart.LambdaMART` (engine, seed, ...).
     """
 
-    def __init__(self, *, scales=(1.0, 4.0), criterion=DEFAULT_CRITERION, gain: str = "exp2",
+    def __init__(self, *, scales=(2.0,), criterion=DEFAULT_CRITERION, gain: str = "exp2",
                  no_relevant: str = "exclude", lambdamart: dict | None = None):
         self.scales = scales
         self.criterion = criterion

@@ -69,7 +69,9 @@ def test_linear_ranker_weights_the_signal_and_round_trips(world, tmp_path):
 def test_boosted_from_feature_round_trips_and_plain_loader_refuses_it(world, tmp_path):
     train, valid = world.subset_queries(world.queries()[:100]), world.subset_queries(world.queries()[100:])
     model = BoostedFromFeature(lambdamart=FAST).fit(train, valid)
-    assert model.feature_ == "signal" and model.scale_ in (1.0, 4.0)
+    assert model.feature_ == "signal" and model.scale_ == 2.0
+    two = BoostedFromFeature(lambdamart=FAST, scales=(1.0, 4.0)).fit(train, valid)
+    assert two.scale_ in (1.0, 4.0) and set(two.validation_scores_) == {1.0, 4.0}
     save_ranker(model, tmp_path / "boost.txt", extra={"note": 1})
     again = load_ranker(tmp_path / "boost.txt")
     assert np.array_equal(again.predict(world), model.predict(world))
