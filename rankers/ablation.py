@@ -30,6 +30,7 @@ from ltr_features.letor import read_letor
 from rankers.lambdamart import ENGINES, LambdaMART
 from rankers.metrics import Conventions, evaluate_queries, parse_metrics
 from rankers.stats import apply_holm, bootstrap_ci, compare
+from ltr_features.logs import show_progress
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "recall@3", "recall@6", "recall@10",
                    "top3recall@3", "top3recall@6", "top3recall@10", "map", "mrr")
@@ -387,7 +388,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     seed_effect = {name: False for name in shares}
     engine_params = None
     per_seed: list[pd.DataFrame] = []
-    with tqdm(total=len(plan), desc="ablation", unit="run", disable=None if progress else True, leave=False) as bar:
+    with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
         results = (map if executor is None else executor.map)(run, *zip(*plan))
         for (fold, fs, seed), out in zip(plan, results):
             bar.set_postfix_str(f"{fold.name} {fs.name}" + ("" if seed is None else f" seed {seed}"))
