@@ -10,6 +10,12 @@ from ltr_features.errors import LtrfeatError
 RANKER_TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
 
 
+def encoder_width(encoder) -> int:
+    """Vector width of a loaded encoder (bundles know it; others encode one text to find out)."""
+    dim = getattr(encoder, "dim", None)
+    return int(dim) if dim else int(encoder.encode(["x"], side="doc").shape[1])
+
+
 def _json_file(path, what: str) -> dict | None:
     if path is None:
         return None
@@ -38,7 +44,16 @@ def _json_file(path, what: str) -> dict | None:
                    '{"minimum", "maximum"}: the plugin\'s feature_normalizers.')
 @click.option("--missing-as-zero", is_flag=True,
               help="Export a model trained with NaN cells; the plugins score a missing value as 0.")
-def export_ranker(model, target, out_path, name, featureset, templates, normalizers, missing_as_zero):
+@click.option("--encoder", "encoders", multiple=True, metavar="NAME=PATH",
+              help="Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.")
+@click.option("--corpus-stats", type=click.Path(dir_okay=False),
+              help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.")
+@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 used at extraction.")
+@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b used at extraction.")
+@click.option("--fill-zero", is_flag=True,
+              help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.")
+def export_ranker(model, target, out_path, name, featureset, templates, normalizers, missing_as_zero, encoders,
+                  corpus_stats, k1, b, fill_zero):
     """Export a trained ranker for Elasticsearch/OpenSearch LTR, XGBoost JSON or LightGBM.
 
     es-ltr/opensearch-ltr write OUT (the _createmodel body: model/xgboost+json for XGBoost
@@ -56,13 +71,27 @@ def export_ranker(model, target, out_path, name, featureset, templates, normaliz
     from rankers.export import export_ranker as export
     from rankers.lambdamart import LambdaMART
 
+    dims = {}
+    for spec in encoders:
+        from ltr_features.neural import load_encoder, parse_encoder_spec
+
+        enc_name, path = parse_encoder_spec(spec)
+        dims[enc_name] = encoder_width(load_encoder(enc_name, path))
+    analyzer = None
+    if corpus_stats:
+        from ltr_features.corpus import CorpusStats
+
+        analyzer = CorpusStats.load(corpus_stats).analyzer
     manifest = export(LambdaMART.load(model), out_path, to=target, name=name, featureset=featureset,
                       templates=_json_file(templates, "--templates"),
-                      normalizers=_json_file(normalizers, "--normalizers"), missing_as_zero=missing_as_zero)
+                      normalizers=_json_file(normalizers, "--normalizers"), missing_as_zero=missing_as_zero,
+                      dims=dims, analyzer=analyzer, bm25=(k1, b), fill_zero=fill_zero)
     click.echo(f"wrote {', '.join(manifest['files'])} ({manifest['trees']} trees, "
                f"{len(manifest['features'])} features) and {out_path}.export.json", err=True)
     for line in manifest.get("upload", []):
         click.echo(f"  upload: {line}", err=True)
+    for feature, reason in (manifest.get("not_reproduced") or {}).items():
+        click.echo(f"warning: the engine cannot compute {feature}: {reason}", err=True)
     untemplated = manifest.get("features_without_template") or []
     if untemplated:
         click.echo(f"warning: {len(untemplated)} feature(s) have no query template ({', '.join(untemplated[:6])}"
@@ -91,3 +120,35 @@ def export_encoder(model, target, out_dir):
     sidecar = export_onnx(Encoder.load(model), out_dir)
     click.echo(f"wrote {out_dir}/query.onnx, doc.onnx and encoder.json ({sidecar['architecture']}, "
                f"dim {sidecar['dim']}, opset {sidecar['opset']})", err=True)
+
+
+@click.command("embed")
+@click.option("--docs", "docs_path", required=True, type=click.Path(dir_okay=False),
+              help="Documents table (docid + text fields).")
+@click.option("--encoder", "encoders", multiple=True, required=True, metavar="NAME=PATH",
+              help="Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.")
+@click.option("--fields", default="title", show_default=True, help="Comma-separated document fields to embed.")
+@click.option("--index", "index_name", required=True, help="Target index name for the bulk action lines.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output NDJSON file.")
+@click.option("--update", is_flag=True, help="Write update actions with the vectors only (documents already indexed).")
+def embed(docs_path, encoders, fields, index_name, out_path, update):
+    """Write document vectors as Elasticsearch/OpenSearch _bulk NDJSON, for the exported featureset's
+    script_score templates (index mapping: export-ranker's OUT.index.json).
+
+    \b
+    Example:
+      ltrfeat embed --docs data/docs.tsv --encoder clsm=clsm.ltrenc --fields title --index products --out bulk.ndjson
+      curl -s -XPOST localhost:9200/_bulk -H 'Content-Type: application/x-ndjson' --data-binary @bulk.ndjson
+    """
+    from ltr_features.neural import load_encoder, parse_encoder_spec
+    from ltr_features.text import read_docs
+    from serving.bulk import write_bulk
+
+    field_list = [f.strip() for f in fields.split(",") if f.strip()]
+    docs = read_docs(docs_path, fields=field_list)
+    loaded = {}
+    for spec in encoders:
+        name, path = parse_encoder_spec(spec)
+        loaded[name] = load_encoder(name, path)
+    n = write_bulk(docs, loaded, out_path, fields=field_list, index=index_name, update=update)
+    click.echo(f"wrote {n} documents x {len(loaded) * len(field_list)} vector field(s) to {out_path}", err=True)

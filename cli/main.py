@@ -29,14 +29,20 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(_version(), "--version", prog_name="ltrfeat")
-def cli():
+@click.option("-v", "--verbose", count=True, help="More log lines on stderr (-v info, -vv debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Quieter: no progress bars, notices or log lines below errors.")
+def cli(verbose, quiet):
     """Learning-to-rank features: lexical and neural similarity columns for LETOR files,
     LambdaMART rankers, and ablations that say whether a neural feature helps.
 
     \b
     Example:
       ltrfeat letor info data/train.letor
+      ltrfeat -v extract ...        # log what each step does
     """
+    from ltr_features.logs import configure_cli_logging
+
+    configure_cli_logging(-1 if quiet else verbose)
 
 
 # Command registration: one line per command module.
@@ -62,6 +68,7 @@ cli.add_command(ablate_cmd.compare)
 cli.add_command(explain_cmd.explain)
 cli.add_command(export_cmd.export_ranker)
 cli.add_command(export_cmd.export_encoder)
+cli.add_command(export_cmd.embed)
 cli.add_command(serve_cmd.serve)
 cli.add_command(encoder_cmd.train_encoder_cmd)
 cli.add_command(demo_cmd.demo)

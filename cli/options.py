@@ -32,8 +32,18 @@ def notices():
         try:
             yield
         finally:
-            for message in dict.fromkeys(str(w.message) for w in caught):
-                click.echo(f"notice: {message}", err=True)
+            if not quiet():
+                for message in dict.fromkeys(str(w.message) for w in caught):
+                    click.echo(f"notice: {message}", err=True)
+
+
+def quiet() -> bool:
+    """Whether ``ltrfeat -q`` asked for errors only."""
+    import logging
+
+    from ltr_features.logs import logger
+
+    return logger.getEffectiveLevel() > logging.WARNING
 
 
 def fit_and_save(train, out, checkpoint):

@@ -31,6 +31,7 @@ from tqdm.auto import tqdm
 
 from .dataset import RankingSet
 from .errors import LtrfeatError
+from ltr_features.logs import show_progress
 
 TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
@@ -309,7 +310,7 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
 
         teacher_cache = cache / "teacher"
         distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
-    bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not progress or n_jobs == 0)
+    bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
     try:
         for spec in specs:
             column = f"{spec.name}_{field}_{spec.column_suffix}"

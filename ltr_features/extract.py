@@ -10,7 +10,6 @@ for an in-memory judged-pairs table (no input features).
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from typing import Callable, Protocol, runtime_checkable
 
@@ -25,8 +24,10 @@ from .errors import LtrfeatError, TextTableError
 from .letor import LetorWriter, iter_letor
 from .lexical import FAMILIES, LexicalExtractor
 from .text import PAIR_COLUMNS, pairs_to_ranking
+from ltr_features.logs import get_logger, show_progress
 
 MISSING_POLICIES = ("error", "nan", "zero")
+_log = get_logger("extract")
 
 
 @runtime_checkable
@@ -263,6 +264,8 @@ def extract_file(in_path, out_path, *, queries: pd.DataFrame, docs: pd.DataFrame
         if tally.rows and missing == "error":
             raise TextTableError(tally.message(), path=in_path,
                                  fix="add the texts to the queries/documents tables, or pass --missing nan|zero")
+    _log.info("extract: %d rows of %s, %d new column(s) -> %s", rows, in_path,
+              len(out_map.names) - len(first.feature_map.names), out_path)
     return rows
 
 
@@ -295,5 +298,5 @@ def extract_ranking(data: RankingSet, extractors, *, queries: pd.DataFrame, docs
 
 
 def _progress(enabled: bool):
-    disable = not enabled or not sys.stderr.isatty() or bool(os.environ.get("CI"))
+    disable = not show_progress(enabled)
     return tqdm(desc="extract", unit="rows", disable=disable, file=sys.stderr)

@@ -15,7 +15,6 @@ corpus row order.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
@@ -28,6 +27,7 @@ from tqdm.auto import tqdm
 from .analysis import Analyzer
 from .corpus import CorpusStats, FieldStats, TermEncoder, TokenBatch
 from .errors import TextTableError
+from ltr_features.logs import show_progress
 
 _FIELD = "text"
 
@@ -145,7 +145,7 @@ class BM25Retriever(BaseEstimator):
         qids = queries["qid"].to_numpy(dtype=object)
         n = qmat.shape[0]
         out_q, out_d, out_s, out_r = [], [], [], []
-        disable = not progress or not sys.stderr.isatty() or bool(os.environ.get("CI"))
+        disable = not show_progress(progress)
         with tqdm(total=n, desc="bm25 top-k", unit="query", disable=disable, file=sys.stderr) as bar:
             for start in range(0, n, int(self.batch_size)):
                 block = (qmat[start:start + int(self.batch_size)] @ self.weights_).tocsr()

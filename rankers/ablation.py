@@ -36,6 +36,7 @@ from rankers.selection import Candidates, SelectionConfig, choose, describe, sel
 from rankers.single import concat, feature_scores, rank_single_features
 from rankers.stats import apply_holm, bootstrap_ci, compare
 from rankers.verdict import verdict
+from ltr_features.logs import show_progress
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "recall@3", "recall@6", "recall@10",
                    "top3recall@3", "top3recall@6", "top3recall@10", "map", "mrr")
@@ -474,7 +475,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     seed_effect = {name: False for name in shares}
     engine_params = None
     per_seed: list[pd.DataFrame] = []
-    with tqdm(total=len(plan), desc="ablation", unit="run", disable=None if progress else True, leave=False) as bar:
+    with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
         results = (map if executor is None else executor.map)(run, *zip(*plan))
         for (fold, fs, seed), out in zip(plan, results):
             bar.set_postfix_str(f"{fold.name} {fs.name}" + ("" if seed is None else f" seed {seed}"))
@@ -547,7 +548,7 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
     runs, shares, seed_effect, engine_params = [], {s.name: [] for s in rankers}, {s.name: False for s in rankers}, None
     chosen: dict[str, dict] = {f.name: {} for f in folds}  # fold -> set -> selection summary
     cv: dict[str, dict] = {f.name: {} for f in folds}
-    with tqdm(total=len(plan), desc="ablation", unit="run", disable=None if progress else True, leave=False) as bar:
+    with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
         results = (map if executor is None else executor.map)(run, *zip(*plan))
         for (fold, fs), out in zip(plan, results):
             bar.set_postfix_str(f"{fold.name} {fs.name}")

@@ -3,8 +3,10 @@
 Targets (``--to``):
 
 - ``es-ltr`` / ``opensearch-ltr`` -- the Elasticsearch (o19s) / OpenSearch Learning-to-Rank
-  plugin: ``OUT`` is the ``_createmodel`` request body and ``OUT.featureset.json`` the
-  featureset body naming every feature in the model's order. XGBoost models become
+  plugin: ``OUT`` is the ``_createmodel`` request body, ``OUT.featureset.json`` the
+  featureset body naming every feature in the model's order, with a template for every feature
+  the engine can compute (see :mod:`rankers.plugin_features`), and ``OUT.index.json`` the index
+  settings and mappings those templates need. XGBoost models become
   ``model/xgboost+json``, LightGBM models ``model/ranklib`` (a LambdaMART ensemble with 1-based
   feature ordinals); ``feature_normalizers`` (``standard`` / ``min_max``) are carried when given.
 - ``xgboost-json`` -- XGBoost's JSON tree dump (the ``model/xgboost+json`` definition), for
@@ -43,6 +45,7 @@ import numpy as np
 from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
 from rankers.lambdamart import LambdaMART
+from rankers.plugin_features import index_body, plugin_featureset
 
 TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
 MANIFEST_FORMAT = "ltrfeat.export/1"
@@ -192,17 +195,9 @@ def xgboost_dump(trees: list[dict], names: list[str]) -> list[dict]:
     return [build(tree, 0, 0, [1]) for tree in trees]
 
 
-def _featureset(name: str, features: list[str], templates: dict) -> dict:
-    """Featureset body; ``bm25_<field>`` gets a ``match`` query, other features need a template."""
-    entries = []
-    for feature in features:
-        template = templates.get(feature)
-        field = re.fullmatch(r"bm25_(.+)", feature)
-        if template is None and field:
-            template = {"match": {field.group(1): "{{keywords}}"}}
-        entries.append({"name": feature, "params": ["keywords"], "template_language": "mustache",
-                        "template": template})
-    return {"featureset": {"name": name, "features": entries}}
+def index_path(path) -> Path:
+    """``<out>.index.json`` beside an exported plugin model: the index settings and mappings."""
+    return Path(f"{path}.index.json")
 
 
 def _check_normalizers(normalizers: dict, features: list[str]) -> dict:
@@ -227,7 +222,8 @@ def _sha(data: bytes) -> str:
 
 def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, featureset: str | None = None,
                   templates: dict | None = None, normalizers: dict | None = None,
-                  missing_as_zero: bool = False) -> dict:
+                  missing_as_zero: bool = False, dims: dict | None = None, analyzer=None,
+                  bm25: tuple[float, float] = (1.2, 0.75), fill_zero: bool = False) -> dict:
     """Write ``model`` for serving (see the module docstring) and return the manifest.
 
     Parameters
@@ -237,9 +233,14 @@ def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, f
         ``out.featureset.json``).
     to : one of :data:`TARGETS`.
     name, featureset : plugin model and featureset names (default: the file stem).
-    templates : plugin query template per feature name (``bm25_<field>`` defaults to a ``match``).
+    templates : plugin query template per feature name, instead of the generated ones
+        (:mod:`rankers.plugin_features` writes one for every feature the engine can compute).
     normalizers : plugin ``feature_normalizers`` per feature name (plugin targets only).
     missing_as_zero : accept a model trained with NaN cells (the plugins score missing as 0).
+    dims : ``{encoder name: vector width}`` for the index mapping of neural features (and dot scores).
+    analyzer, bm25 : the extraction's :class:`~ltr_features.analysis.Analyzer` and BM25 ``(k1, b)``,
+        written into ``out.index.json``.
+    fill_zero : give features the engine cannot compute a ``match_none`` template (the model then sees 0).
     """
     if to not in TARGETS:
         raise LtrfeatError(f"unknown export target {to!r}", fix=f"use one of {', '.join(TARGETS)}")
@@ -274,16 +275,28 @@ def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, f
             model_name, set_name = name or out.stem, featureset or out.stem
             manifest["model_type"] = "model/ranklib" if use_ranklib else "model/xgboost+json"
             body = {"model": {"name": model_name, "model": {"type": manifest["model_type"], "definition": definition}}}
+            plan = plugin_featureset(features, target=to, dims=dims, templates=templates, fill_zero=fill_zero)
+            clash = sorted(set(normalizers) & set(plan["normalizers"]))
+            if clash:
+                raise LtrfeatError(f"{clash[0]} is a neural feature: its normalizer maps the engine's shifted score "
+                                   "back to the cosine the model was trained on", fix="drop it from --normalizers")
+            normalizers = {**normalizers, **plan["normalizers"]}
             if normalizers:
                 body["model"]["model"]["feature_normalizers"] = normalizers
-            fs = _featureset(set_name, features, dict(templates or {}))
+            fs = {"featureset": {"name": set_name, "features": plan["features"]}}
+            index = index_body(plan["fields"], target=to, vectors=plan["vectors"], analyzer=analyzer,
+                               k1=bm25[0], b=bm25[1])
             prefix = UPLOAD_PREFIX[to]
-            manifest["upload"] = [f"PUT {prefix}/_featureset/{set_name}  <- {featureset_path(out).name}",
+            manifest["upload"] = [f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: "
+                                  "ltrfeat embed)",
+                                  f"PUT {prefix}/_featureset/{set_name}  <- {featureset_path(out).name}",
                                   f"POST {prefix}/_featureset/{set_name}/_createmodel  <- {out.name}"]
             manifest["features_without_template"] = [f["name"] for f in fs["featureset"]["features"]
                                                      if f["template"] is None]
+            manifest["not_reproduced"] = plan["not_reproduced"]
             files[out.name] = (json.dumps(body, indent=1) + "\n").encode()
             files[featureset_path(out).name] = (json.dumps(fs, indent=1) + "\n").encode()
+            files[index_path(out).name] = (json.dumps(index, indent=1) + "\n").encode()
         else:
             manifest["model_type"] = "xgboost-json-dump"
             files[out.name] = (definition + "\n").encode()

@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from ltr_features.dataset import FeatureMap, RankingSet
 from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
+from ltr_features.logs import show_progress
 
 META_FORMAT = "ltrfeat.ranker/1"
 ENGINES = ("lightgbm", "xgboost")
@@ -77,7 +78,7 @@ def _check_labels(label: np.ndarray, where: str) -> int:
 
 
 def _progress(total: int, verbose: bool, desc: str):
-    return tqdm(total=total, desc=desc, unit="tree", disable=None if verbose else True, leave=False)
+    return tqdm(total=total, desc=desc, unit="tree", disable=not show_progress(verbose), leave=False)
 
 
 class _LightGBM:

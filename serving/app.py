@@ -1,4 +1,8 @@
-"""The HTTP re-ranking service (FastAPI): ``GET /health`` and ``POST /score``.
+"""The HTTP re-ranking service (FastAPI): ``GET /health``, ``POST /score`` and ``POST /embed``.
+
+``POST /embed`` takes ``{"query": "..."}`` and answers ``{"params": {...}}``: the parameters of the
+exported LTR featureset for that query (``keywords``, each encoder's ``<name>_query_vector``, the
+query-level values), ready to send as an ``sltr`` query's ``params`` (see ``rankers.plugin_features``).
 
 ``POST /score`` takes ``{"query": "...", "candidates": [{"docid": "...", "<field>": "..."}]}``
 and answers ``{"scores": [...], "order": [docids, best first]}``. Errors are JSON
@@ -24,6 +28,13 @@ class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str
     candidates: list[dict]
+
+
+class EmbedRequest(BaseModel):
+    """Body of ``POST /embed``."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str
 
 
 def _error(status: int, detail: str) -> JSONResponse:
@@ -74,5 +85,9 @@ def create_app(scorer: Scorer, *, max_candidates: int = 1000, max_bytes: int = 1
         order = np.argsort(-scores, kind="stable")
         return {"scores": [float(s) for s in scores],
                 "order": [str(req.candidates[i]["docid"]) for i in order]}
+
+    @app.post("/embed")
+    async def embed(req: EmbedRequest):
+        return {"params": await run_in_threadpool(scorer.query_params, req.query)}
 
     return app

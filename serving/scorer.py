@@ -203,6 +203,19 @@ class Scorer:
                         X[:, position[name]] = values[:, k]
         return X
 
+    def query_params(self, query: str) -> dict:
+        """Template parameters of the exported LTR featureset for ``query`` (``/embed``): ``keywords``,
+        each encoder's query vector, ``query_len`` / ``idf_*`` values and the distinct term count."""
+        from rankers.plugin_features import query_params
+
+        if not isinstance(query, str):
+            raise CandidateError(f"query must be a string, got {type(query).__name__}")
+        lexical = next((ex for ex in self.extractors if isinstance(ex, LexicalExtractor)), None)
+        with self._lock:
+            vectors = {ex.name: ex.encoder_.encode([query], side="query")[0] for ex in self.extractors
+                       if hasattr(getattr(ex, "encoder_", None), "encode")}
+            return query_params(query, self.feature_names, lexical=lexical, vectors=vectors)
+
     def score(self, query: str, candidates: list[dict]) -> np.ndarray:
         """Ranker scores (float64), one per candidate, in the candidates' order."""
         with self._lock:

@@ -38,8 +38,6 @@ uninterrupted run bit for bit.
 """
 from __future__ import annotations
 
-import os
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -58,6 +56,7 @@ from ltr_features.encoders.training import (_begin, _fit_epochs, _prepare, _Samp
                                             data_hash, ndcg_at)
 from ltr_features.errors import ModelFileError, TextTableError
 from ltr_features.hashing import TokenizedTexts
+from ltr_features.logs import show_progress
 
 ARCHITECTURE = "deepmatch"
 DEFAULT_ANALYZER = Analyzer(stopwords="english", stemmer="english")
@@ -388,7 +387,7 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
     if not 0 < margin < 1:
         raise ValueError(f"margin must be in (0, 1) for a score in (0, 1), got {margin}")
     if progress is None:
-        progress = sys.stderr.isatty() and not os.environ.get("CI")
+        progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
     pairs = _validate(pairs)
     params = {"model": ARCHITECTURE, "topics": [n_fine, n_coarse], "patch_words": patch_words,

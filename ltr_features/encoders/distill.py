@@ -33,6 +33,7 @@ from tqdm import tqdm
 
 from ltr_features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltr_features.errors import LtrfeatError
+from ltr_features.logs import show_progress
 
 # teacher key -> loaded model; (teacher key, side) -> {text: vector}
 _TEACHERS: dict[str, object] = {}
@@ -293,7 +294,7 @@ def distill(net, hasher, queries, docs, teacher, *, epochs: int = 8, batch_size:
         raise ValueError("need epochs >= 1, batch_size >= 2, lr > 0, same_side >= 0, temperature > 0 and "
                          f"loss 'mse' or 'kl' (got loss={loss!r})")
     if progress is None:
-        progress = sys.stderr.isatty() and not os.environ.get("CI")
+        progress = show_progress()
     if isinstance(teacher, str):
         key = key or teacher_key(teacher)
         teacher = load_teacher(teacher)

@@ -14,7 +14,6 @@ values. Known mismatch: the tower sums trigram *counts*, the RBM saw binary occu
 """
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ import torch
 from tqdm import tqdm
 
 from ltr_features.hashing import UNKNOWN_ID, TrigramHasher
+from ltr_features.logs import show_progress
 
 
 @dataclass
@@ -111,7 +111,7 @@ def pretrain_dssm(model, hasher: TrigramHasher, texts, *, epochs: int = 1, batch
     if model.config["architecture"] != "dssm":
         raise ValueError(f"RBM pre-training is for DSSM towers, not {model.config['architecture']}")
     if progress is None:
-        progress = sys.stderr.isatty() and not os.environ.get("CI")
+        progress = show_progress()
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng([seed, 3])
     texts = list(dict.fromkeys(texts))

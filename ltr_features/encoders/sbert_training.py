@@ -18,8 +18,6 @@ result is bit-identical, also when resumed from a checkpoint.
 from __future__ import annotations
 
 import copy
-import os
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +29,7 @@ from ltr_features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
 from ltr_features.encoders.training import (LOSSES, _begin, _fit_epochs, _Sampler, _step, _torch_settings,
                                             _training_data, _validate, _validation_ndcg)
 from ltr_features.errors import LtrfeatError, ModelFileError
+from ltr_features.logs import show_progress
 
 _EVAL_CHUNK = 256  # texts per forward pass when no gradient is needed (bounds memory in validation)
 
@@ -149,7 +148,7 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
     if not (negatives or hard_negatives or in_batch):
         raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
     if progress is None:
-        progress = sys.stderr.isatty() and not os.environ.get("CI")
+        progress = show_progress()
     pairs = _validate(pairs)
     params = {"model": "sbert", "base": None if base is None else str(base), "loss": loss, "epochs": epochs,
               "negatives": negatives, "hard_negatives": hard_negatives, "in_batch": in_batch, "gamma": gamma,

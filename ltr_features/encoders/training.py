@@ -60,11 +60,13 @@ from ltr_features.encoders.encoder import Encoder, distinct
 from ltr_features.encoders.model import SCORES, TwoTowerModel, model_config
 from ltr_features.errors import ModelFileError, TextTableError
 from ltr_features.hashing import TrigramHasher
+from ltr_features.logs import get_logger, show_progress
 
 LOSSES = ("softmax", "generalized", "hinge")
 SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 _MAX_REL = 30
+_log = get_logger("train")
 
 
 # -- metric ------------------------------------------------------------------------------
@@ -400,6 +402,8 @@ def _fit_epochs(net, opt, rng, rows, run: _Run, *, step, validate, epochs: int, 
         val_score = validate()
         run.history.append({"epoch": epoch, "train_loss": total / n_batches, "val_ndcg@10": val_score,
                             "seconds": round(time.perf_counter() - t0, 3)})
+        _log.info("%s %d/%d: train loss %.4f, validation NDCG@10 %.4f (%.1f s)", desc, epoch, epochs,
+                  total / n_batches, val_score, run.history[-1]["seconds"])
         if not early_stopping or np.isnan(run.best["val_ndcg@10"]) or val_score > run.best["val_ndcg@10"]:
             run.best = {"epoch": epoch, "val_ndcg@10": val_score, "stale": 0}
             run.best_state = {k: v.clone() for k, v in net.state_dict().items()}
@@ -485,7 +489,7 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
     if distill_weight and teacher is None:
         raise ValueError("distill_weight needs a teacher")
     if progress is None:
-        progress = sys.stderr.isatty() and not os.environ.get("CI")
+        progress = show_progress()
     pairs = _validate(pairs)
     params = {"model": model, "loss": loss, "epochs": epochs, "negatives": negatives,
               "hard_negatives": hard_negatives, "in_batch": in_batch, "gamma": gamma, "margin": margin,
