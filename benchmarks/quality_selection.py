@@ -14,6 +14,7 @@ candidate ``SET/lightgbm``, so "tuned vs untuned" and "vs BM25 alone" are paired
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import SHARED, write_results  # noqa: E402
+from _common import RESULTS, SHARED, write_results  # noqa: E402
 from rankers.ablation import Fold, head_to_head, plan_feature_sets, run_ablation, summarise  # noqa: E402
 from rankers.selection import SelectionConfig  # noqa: E402
 from rankers.verdict import verdict_lines  # noqa: E402
@@ -129,6 +130,9 @@ def main(argv=None):
         else:
             print(f"Home Depot features and cross-fitted DSSM: {time.perf_counter() - started:.0f} s")
             figures["homedepot"] = measure("Home Depot", *loaded, tunes)
+    previous = RESULTS / "quality_selection.json"
+    if args.only and previous.is_file():  # keep the other data set's figures of an earlier run
+        figures = json.loads(previous.read_text())["figures"] | figures
     write_results("quality_selection", figures)
 
 

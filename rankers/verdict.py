@@ -52,14 +52,18 @@ def verdict(result, summary: dict) -> dict | None:
                       "p_holm_vs_best_single": vs_single["p_holm"]})
     warnings = []
     rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
+    below, not_above = collections.defaultdict(list), collections.defaultdict(list)  # metrics -> set names
     for name in rankers + [RECOMMENDED]:
-        below = [m for m in metrics if _worse(comps.get((BEST_SINGLE, name, m)))]
-        not_above = [m for m in metrics if not _better(comps.get((BEST_SINGLE, name, m))) and m not in below]
-        if below:
-            warnings.append(f"`{name}` is significantly BELOW the best single feature at {', '.join(below)}")
-        if not_above:
-            warnings.append(f"`{name}` is not significantly better than the best single feature at "
-                            f"{', '.join(not_above)}")
+        worse = tuple(m for m in metrics if _worse(comps.get((BEST_SINGLE, name, m))))
+        level = tuple(m for m in metrics if not _better(comps.get((BEST_SINGLE, name, m))) and m not in worse)
+        if worse:
+            below[worse].append(name)
+        if level:
+            not_above[level].append(name)
+    for found, text in ((below, "significantly BELOW"), (not_above, "not significantly better than")):
+        for at, names in found.items():
+            warnings.append(f"{', '.join(f'`{n}`' for n in names)} {'is' if len(names) == 1 else 'are'} {text} "
+                            f"the best single feature at {', '.join(at)}")
     for name in rankers:
         if name == base:
             continue
