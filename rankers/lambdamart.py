@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 from ltr_features.dataset import FeatureMap, RankingSet
 from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
+from rankers.model_check import check_model, lightgbm_messages
 
 META_FORMAT = "ltrfeat.ranker/1"
 ENGINES = ("lightgbm", "xgboost")
@@ -132,7 +133,11 @@ class _LightGBM:
 
     @staticmethod
     def load(raw: bytes):
-        return lgb.Booster(model_str=raw.decode())
+        with lightgbm_messages() as messages:  # a warning while loading our own file means it was changed
+            booster = lgb.Booster(model_str=raw.decode())
+        if messages:
+            raise ValueError(messages[0])
+        return booster
 
 
 class _XGBoost:
@@ -417,6 +422,13 @@ class LambdaMART(BaseEstimator):
         if hashlib.sha256(raw).hexdigest() != meta.get("model_sha256"):
             raise ModelFileError("model file does not match its metadata (SHA-256 differs)", path=path,
                                  fix=f"keep {path.name} and {mpath.name} from the same train-ranker run")
+        try:
+            names = [str(n) for n in meta["engine_feature_names"]]
+            best = int(meta["training"]["best_iteration"])
+        except (KeyError, TypeError, ValueError):
+            raise ModelFileError("metadata lacks engine_feature_names or best_iteration", path=mpath,
+                                 fix="re-run train-ranker") from None
+        check_model(meta["engine"], raw, feature_names=names, min_trees=best, path=path)  # before native code
         try:
             model = cls(**meta["params"])
             model.booster_ = _ENGINES[meta["engine"]].load(raw)
