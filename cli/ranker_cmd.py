@@ -1,6 +1,7 @@
 """``ltrfeat train-ranker``, ``evaluate`` and ``rank``: LambdaMART over LETOR / svmlight files."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -13,7 +14,8 @@ from ltr_features.dataset import FeatureMap, RankingSet
 from cli.options import notices, parse_key_values
 from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
-from rankers.metrics import GAINS, NO_RELEVANT, TIES, evaluate_queries, parse_metrics, summarise
+from rankers.metrics import (GAINS, NO_RELEVANT, TIES, MetricInputError, evaluate_queries, parse_metrics,
+                             summarise)
 
 DEFAULT_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
 ENGINES = ("lightgbm", "xgboost")
@@ -49,6 +51,15 @@ def _read(path, nan_policy: str, align_to: FeatureMap | None = None, regroup: bo
 
 def _id_list(ids: list[int]) -> str:
     return ", ".join(map(str, ids[:10])) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+
+
+@contextlib.contextmanager
+def _label_file(paths: dict, error_type):
+    """Name the file of a label error (``exc.part`` is a key of ``paths``)."""
+    try:
+        yield
+    except error_type as exc:
+        raise LtrfeatError(exc.problem, path=paths.get(getattr(exc, "part", None)), fix=exc.fix) from None
 
 
 def _predict(model, data: RankingSet, path) -> np.ndarray:
@@ -97,9 +108,9 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
           --features 1-46,bm25_title,clsm_title_cos --out model.json
       ltrfeat train-ranker S1.txt --valid S4.txt --dask local:2 --out model.txt
     """
-    from rankers.lambdamart import LambdaMART, meta_path
+    from rankers.lambdamart import LabelError, LambdaMART, meta_path
 
-    with notices():
+    with notices(), _label_file({"train": train, "valid": valid}, LabelError):
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
@@ -172,8 +183,9 @@ def evaluate(model_path, test, metrics, per_query, as_json, gain, ties, no_relev
     with notices():
         data = _read(test, nan_policy, align_to=model.feature_map_)
     scores = _predict(model, data, test)
-    df = evaluate_queries(data.qid, data.label, scores, names, gain=gain, no_relevant=no_relevant, ties=ties,
-                          relevance_threshold=relevance_threshold)
+    with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
+        df = evaluate_queries(data.qid, data.label, scores, names, gain=gain, no_relevant=no_relevant, ties=ties,
+                              relevance_threshold=relevance_threshold)
     summary = summarise(df)
     if per_query is not None:
         with atomic_output(per_query) as fh:

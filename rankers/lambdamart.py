@@ -39,6 +39,7 @@ META_FORMAT = "ltrfeat.ranker/1"
 ENGINES = ("lightgbm", "xgboost")
 LIGHTGBM_DEFAULT_MAX_LABEL = 30  # LightGBM's default label_gain covers labels 0..30
 XGBOOST_EXP_GAIN_MAX_LABEL = 31  # XGBoost's exponential NDCG gain accepts labels <= 31
+MAX_LABEL = 1023  # 2^1024 - 1 overflows a double: no engine can weigh larger grades
 MISSING_POLICY = "NaN cells are passed to the engine as missing values (it learns a default split direction)"
 
 
@@ -55,15 +56,29 @@ def _engine_feature_names(feature_map: FeatureMap) -> list[str]:
     return [f"f{i}" for i in feature_map.ids]
 
 
+class LabelError(LtrfeatError):
+    """Labels LambdaMART cannot train on; ``part`` is ``"train"`` or ``"valid"`` (the CLI adds the file)."""
+
+    def __init__(self, problem: str, *, part: str, row: int, fix: str):
+        self.part, self.row = part, row
+        super().__init__(problem, fix=fix)
+
+
 def _check_labels(label: np.ndarray, where: str) -> int:
-    """Labels must be non-negative integers; returns the largest."""
+    """Labels must be non-negative integers up to :data:`MAX_LABEL`; returns the largest."""
     bad = ~np.isfinite(label) | (label < 0) | (label != np.round(label))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise LtrfeatError(
+        raise LabelError(
             f"{where} labels must be non-negative integer grades for lambdarank; "
-            f"row {row + 1} has {float(label[row]):g}",
+            f"row {row + 1} has {float(label[row]):g}", part=where, row=row + 1,
             fix="map fractional or negative labels to integer grades first (e.g. the label mapping of the text tables)")
+    if label.max(initial=0) > MAX_LABEL:
+        row = int(np.argmax(label))
+        raise LabelError(
+            f"{where} label {float(label[row]):g} at row {row + 1} is above {MAX_LABEL} "
+            "(the gain 2^label-1 overflows a double)", part=where, row=row + 1,
+            fix=f"map the labels to at most {MAX_LABEL + 1} grades (e.g. by rank or in bins)")
     return int(label.max())
 
 
