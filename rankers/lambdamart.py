@@ -31,9 +31,9 @@ from sklearn.base import BaseEstimator
 from tqdm.auto import tqdm
 
 from ltr_features.dataset import FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError, ModelFileError
+from ltr_features.errors import LtrfeatError, ModelFileError, OptionError
 from ltr_features.fileio import atomic_output
-from rankers.model_check import check_model, lightgbm_messages
+from rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
 
 META_FORMAT = "ltrfeat.ranker/1"
 ENGINES = ("lightgbm", "xgboost")
@@ -323,8 +323,14 @@ class LambdaMART(BaseEstimator):
         names = _engine_feature_names(self.feature_map_)
         with _progress(self.n_estimators, self.verbose, f"{self.engine} lambdarank") as bar:
             train_fn = trainer or engine.train
-            booster, best, run, curve = train_fn(self.engine_params_, self.n_estimators, parts["train"],
-                                                 parts.get("valid"), names, self.early_stopping_rounds, bar)
+            if self.engine == "lightgbm":
+                check_lightgbm_params(self.engine_params_, len(self.feature_map_))
+            try:
+                booster, best, run, curve = train_fn(self.engine_params_, self.n_estimators, parts["train"],
+                                                     parts.get("valid"), names, self.early_stopping_rounds, bar)
+            except (lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:  # mostly bad --param values
+                raise OptionError(f"{self.engine} refused to train: {engine_message(exc)}",
+                                  fix="check the --param names and values against the engine's documentation") from None
         self.booster_ = booster
         self.best_iteration_ = int(best)
         gains = engine.importance(booster, self.best_iteration_, names)
@@ -452,7 +458,7 @@ class LambdaMART(BaseEstimator):
             model.engine_params_ = meta["engine_params"]
             model.feature_importance_ = dict(meta["feature_importance_gain"])
         except (KeyError, TypeError, ValueError, lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:
-            raise ModelFileError(f"cannot load model ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})",
+            raise ModelFileError(f"cannot load model ({type(exc).__name__}: {engine_message(exc)})",
                                  path=path, fix="re-run train-ranker") from None
         model.metadata_ = {k: v for k, v in meta.items() if k not in ("model_file", "model_sha256")}
         return model

@@ -404,3 +404,50 @@ def lightgbm_messages():
         yield messages
     finally:
         lgb.register_logger(previous[0], info_method_name=previous[1], warning_method_name=previous[2])
+
+
+def engine_message(exc: Exception) -> str:
+    """The first line of a LightGBM / XGBoost error without XGBoost's ``[time] source:line:`` prefix."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    text = re.sub(r" at \S+, line \d+ ?\.?$", "", text)
+    return re.sub(r"^\[[\d:]+\] [^ ]+:\d+: ", "", text)[:300]
+
+
+@contextlib.contextmanager
+def _stderr_captured():
+    """Send what native code writes to file descriptor 2 into the yielded list (after the block)."""
+    import os
+    import sys
+    import tempfile
+
+    captured: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield captured
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            captured.extend(tmp.read().decode("utf-8", "replace").splitlines())
+
+
+def check_lightgbm_params(params: dict, n_features: int) -> None:
+    """Let LightGBM parse ``params`` on a two-row data set first, so that a bad value is a one-line
+    :class:`OptionError` instead of LightGBM's own ``[Fatal]`` line on stderr plus an exception."""
+    import lightgbm as lgb
+    import numpy as np
+
+    from ltr_features.errors import OptionError
+
+    probe = {k: v for k, v in params.items() if k not in ("eval_at", "metric")} | {"verbosity": -1}
+    try:
+        with _stderr_captured(), lightgbm_messages():
+            X = np.arange(2.0 * n_features).reshape(2, n_features)  # as many columns as the real data
+            data = lgb.Dataset(X, label=[0, 1], group=[2], params={"verbosity": -1})
+            lgb.Booster(probe, data)
+    except lgb.basic.LightGBMError as exc:
+        raise OptionError(f"lightgbm refused the parameters: {engine_message(exc)}",
+                          fix="check the --param names and values against LightGBM's documentation") from None

@@ -75,3 +75,74 @@ def test_train_ranker_absurd_labels_are_one_line(tmp_path, label):
     out = tmp_path / "m.txt"
     one_line_error(run("train-ranker", path, "--out", out, "--n-estimators", "2"), path, "above 1023", "row 7")
     assert not out.exists()
+
+
+def test_cr_only_line_endings_are_refused_not_read_as_one_row(tmp_path):
+    # before: validate said "ok: 1 rows" for this 4-row file, convert raised a ValueError traceback
+    path = tmp_path / "mac.letor"
+    path.write_bytes(b"".join(b"%d qid:1 1:0.5 #docid = d%d\r" % (i % 2, i) for i in range(4)))
+    one_line_error(run("letor", "validate", path), f"{path}:1:", "carriage return")
+    out = tmp_path / "out.svm"
+    one_line_error(run("letor", "convert", path, out, "--to", "svmlight"), f"{path}:1:")
+    assert not out.exists()
+
+
+def test_extract_refuses_to_append_ids_of_ten_digits(tmp_path):
+    # before: extract wrote ids of 1e9 and more that its own validate rejects
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    lines = (data / "test.letor").read_text().splitlines()[:40]
+    path = tmp_path / "wide.letor"
+    path.write_text("".join(line.replace(" #", " 999999999:1 #", 1) + "\n" for line in lines))
+    out = tmp_path / "out.letor"
+    one_line_error(run("extract", path, "--queries", data / "queries.tsv", "--docs", data / "docs.tsv",
+                       "--lexical", "bm25", "--out", out), "above 999999999")
+    assert not out.exists()
+
+
+def test_feature_ranges_beyond_the_file_are_refused(tmp_path):
+    from ltr_features.dataset import FeatureMap
+
+    fmap = FeatureMap.dense(46)
+    with pytest.raises(KeyError, match="beyond"):
+        fmap.resolve("1-99")
+    with pytest.raises(KeyError, match="beyond"):
+        fmap.resolve("5-99")
+    assert len(fmap.resolve("1-46")) == 46
+
+
+def test_column_mapping_of_only_commas_is_refused():
+    from ltr_features.errors import TextTableError
+    from ltr_features.text import parse_column_mapping
+
+    with pytest.raises(TextTableError, match="names no column"):
+        parse_column_mapping(",,,")
+    assert parse_column_mapping("") == {}
+
+
+def test_damaged_gzip_and_unwritable_output_are_one_line(tmp_path, model):
+    import gzip
+
+    good = gzip.compress(b"1 qid:1 1:0.5\n0 qid:1 1:0.1\n" * 50)
+    cut = tmp_path / "cut.letor.gz"
+    cut.write_bytes(good[: len(good) // 2])  # before: a bare "Aborted!" (EOFError caught by click)
+    one_line_error(run("letor", "validate", cut), cut, "gzip data is damaged")
+    method = tmp_path / "method.letor.gz"
+    method.write_bytes(good[:2] + b"\x07" + good[3:])  # before: BadGzipFile traceback
+    one_line_error(run("letor", "validate", method), method, "gzip data is damaged")
+    src = tmp_path / "ok.letor"
+    src.write_bytes(gzip.decompress(good))
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    one_line_error(run("letor", "convert", src, blocker / "sub" / "out.letor"), "cannot write the output")
+
+
+def test_bad_param_values_are_one_line(tmp_path):
+    path = tmp_path / "t.letor"
+    write_letor(path, synthetic(seed=0, n_queries=5, docs=4, n_features=3))
+    for param, needle in (("num_leaves=abc", "num_leaves"), ("objective=nonsense", "nonsense")):
+        one_line_error(run("train-ranker", path, "--out", tmp_path / "m.txt", "--param", param), needle, "--param")
+    one_line_error(run("train-ranker", path, "--out", tmp_path / "m.json", "--engine", "xgboost", "--param",
+                       "learning_rate=x"), "learning_rate")
+    assert not (tmp_path / "m.txt").exists() and not (tmp_path / "m.json").exists()
