@@ -146,3 +146,27 @@ def test_bad_param_values_are_one_line(tmp_path):
     one_line_error(run("train-ranker", path, "--out", tmp_path / "m.json", "--engine", "xgboost", "--param",
                        "learning_rate=x"), "learning_rate")
     assert not (tmp_path / "m.txt").exists() and not (tmp_path / "m.json").exists()
+
+
+def test_flipped_byte_in_encoder_weights_is_refused(tmp_path):
+    # before: a flipped byte in an .ltrenc weight file loaded silently (no weight checksum)
+    from test_bundle import make
+
+    path = tmp_path / "m.ltrenc"
+    make("dssm").save(path)
+    raw = bytearray(path.read_bytes())
+    raw[-5] ^= 0x01  # inside the last tensor's bytes; the safetensors layout stays valid
+    bad = tmp_path / "bad.ltrenc"
+    bad.write_bytes(bytes(raw))
+    one_line_error(run("explain", bad, "red hose", "garden hose"), bad, "does not match its SHA-256")
+    assert run("explain", path, "red hose", "garden hose").exit_code == 0
+
+
+def test_serve_checks_encoder_paths_and_names_before_starting(model, tmp_path):
+    missing = tmp_path / "nope.ltrenc"
+    one_line_error(run("serve", "--ranker", model, "--encoder", f"clsm={missing}"), missing, "--encoder clsm")
+    from test_bundle import make
+
+    path = tmp_path / "m.ltrenc"
+    make("dssm").save(path)
+    one_line_error(run("serve", "--ranker", model, "--encoder", f"dssm={path}"), "encoder dssm is given")
