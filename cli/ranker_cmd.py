@@ -13,7 +13,7 @@ from ltr_features import letor as letor_io
 from ltr_features.dataset import FeatureMap, RankingSet
 from cli.options import notices, parse_key_values
 from ltr_features.errors import LtrfeatError, ModelFileError
-from ltr_features.fileio import atomic_output
+from ltr_features.fileio import atomic_output, check_writable
 from rankers.metrics import (GAINS, NO_RELEVANT, TIES, MetricInputError, evaluate_queries, parse_metrics,
                              summarise)
 
@@ -54,12 +54,14 @@ def _id_list(ids: list[int]) -> str:
 
 
 @contextlib.contextmanager
-def _label_file(paths: dict, error_type):
-    """Name the file of a label error (``exc.part`` is a key of ``paths``)."""
+def _label_file(paths: dict, error_type, default=None):
+    """Name the file of a data error that has none (``exc.part``, if set, is a key of ``paths``)."""
     try:
         yield
     except error_type as exc:
-        raise LtrfeatError(exc.problem, path=paths.get(getattr(exc, "part", None)), fix=exc.fix) from None
+        if exc.path is not None:
+            raise
+        raise LtrfeatError(exc.problem, path=paths.get(getattr(exc, "part", None), default), fix=exc.fix) from None
 
 
 def _predict(model, data: RankingSet, path) -> np.ndarray:
@@ -110,7 +112,9 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
     """
     from rankers.lambdamart import LabelError, LambdaMART, meta_path
 
-    with notices(), _label_file({"train": train, "valid": valid}, LabelError):
+    # label errors name their file; a feature mismatch can only be the validation file's
+    check_writable(out)  # before the training, not after it
+    with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,

@@ -57,6 +57,24 @@ def open_input(path, *, binary: bool = True, encoding: str = "utf-8"):
     return io.TextIOWrapper(raw, encoding=encoding, newline="")
 
 
+def check_writable(path) -> None:
+    """Fail early (before a long run) when ``path`` could not be written: its nearest existing
+    ancestor must be a writable directory, and ``path`` itself not a directory."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    problem = None
+    if path.is_dir():
+        problem = "is a directory"
+    elif not parent.is_dir():
+        problem = f"{parent} is not a directory"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        problem = f"{parent} is not writable"
+    if problem:
+        raise LtrfeatError(f"cannot write the output ({problem})", path=path, fix="choose a file in a writable directory")
+
+
 @contextlib.contextmanager
 def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
     """Yield a writable file whose content replaces ``path`` only if the block succeeds.

@@ -8,7 +8,6 @@ import pytest
 from click.testing import CliRunner
 
 from cli.main import cli
-from ltr_features.dataset import RankingSet
 from ltr_features.letor import write_letor
 from test_lambdamart import small, synthetic
 
