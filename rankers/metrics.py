@@ -176,6 +176,9 @@ class _Ranked:
             with np.errstate(divide="ignore"):
                 log_continue = np.where(self.label == g, -g * math.log(2.0),
                                         np.log1p(np.exp2(-g) - np.exp2(self.label - g)))
+            # floored at -60 (a chance of going on below e^-60 ~ 1e-26 changes nothing): the cumulative
+            # sums below subtract each other, and huge terms would leave rounding errors of whole units
+            log_continue = np.maximum(log_continue, -60.0)
             reach = np.exp(self.within_query_cumsum(log_continue) - log_continue)
             return self.sum(stop * reach * top / self.rank)
         raise LtrfeatError(f"unknown metric {name!r}", fix=f"known metrics: {KNOWN_METRICS}")
