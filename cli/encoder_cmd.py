@@ -7,6 +7,7 @@ import click
 
 from cli.options import fit_and_save
 from cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
+from ltr_features.fileio import check_writable
 
 @click.command("train-encoder")
 @click.argument("pairs", required=False, type=click.Path(exists=True, dir_okay=False))
@@ -140,6 +141,8 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
     else:
         raise click.UsageError("give PAIRS or --from-docs DOCS")
     check_model_options(click.get_current_context(), model)
+    if out:
+        check_writable(out)  # before the training, not after it
     if model == "sbert":
         train_sbert_cmd(click.get_current_context(), table, out, soft_labels=soft_labels, checkpoint=checkpoint,
                         resume=resume)

@@ -17,14 +17,26 @@ def _version() -> str:
 
 
 class _Group(click.Group):
-    """Turns library errors into one line on stderr and exit code 2, with no traceback."""
+    """Turns library errors, usage errors and unreadable files into one line on stderr and exit code 2,
+    with no traceback."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except LtrfeatError as exc:
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(2)
+            _fail(str(exc))
+        except click.UsageError as exc:  # click prints usage, a blank line and the error: keep the error
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            _fail(f"{exc.format_message().rstrip('.')}; see '{where} --help'")
+        except OSError as exc:  # a file that could not be opened or written, outside the library's checks
+            if exc.filename is None:
+                raise
+            _fail(f"{exc.filename}: {exc.strerror or exc}; check the path and its permissions")
+
+
+def _fail(message: str):
+    click.echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(2)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

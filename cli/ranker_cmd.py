@@ -1,6 +1,7 @@
 """``ltrfeat train-ranker``, ``evaluate`` and ``rank``: LambdaMART over LETOR / svmlight files."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -12,8 +13,9 @@ from ltr_features import letor as letor_io
 from ltr_features.dataset import FeatureMap, RankingSet
 from cli.options import notices, parse_key_values, selection_config, selection_options
 from ltr_features.errors import LtrfeatError, ModelFileError
-from ltr_features.fileio import atomic_output
-from rankers.metrics import GAINS, NO_RELEVANT, TIES, evaluate_queries, parse_metrics, summarise
+from ltr_features.fileio import atomic_output, check_writable
+from rankers.metrics import (GAINS, NO_RELEVANT, TIES, MetricInputError, evaluate_queries, parse_metrics,
+                             summarise)
 
 DEFAULT_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
 ENGINES = ("lightgbm", "xgboost")
@@ -49,6 +51,17 @@ def _read(path, nan_policy: str, align_to: FeatureMap | None = None, regroup: bo
 
 def _id_list(ids: list[int]) -> str:
     return ", ".join(map(str, ids[:10])) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+
+
+@contextlib.contextmanager
+def _label_file(paths: dict, error_type, default=None):
+    """Name the file of a data error that has none (``exc.part``, if set, is a key of ``paths``)."""
+    try:
+        yield
+    except error_type as exc:
+        if exc.path is not None:
+            raise
+        raise LtrfeatError(exc.problem, path=paths.get(getattr(exc, "part", None), default), fix=exc.fix) from None
 
 
 def _predict(model, data: RankingSet, path) -> np.ndarray:
@@ -106,23 +119,23 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
       ltrfeat train-ranker S1.txt --valid S4.txt --dask local:2 --out model.txt
       ltrfeat train-ranker S1.txt --valid S4.txt --select --tune grid --out model.txt
     """
-    from rankers.lambdamart import LambdaMART, meta_path
+    from rankers.lambdamart import LabelError, LambdaMART, meta_path
 
-    with notices():
-        train_data = _read(train, nan_policy)
-        valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
+    # label errors name their file; a feature mismatch can only be the validation file's
+    check_writable(out)  # before the training, not after it
     config = selection_config(engine, select=select, candidates=candidates, tune=tune, tune_trials=tune_trials,
                               inner_folds=inner_folds, select_rule=select_rule, seed=seed)
-    if config is not None:
-        if dask:
-            raise click.UsageError("--select trains many small models locally; leave out --dask")
-        ranker = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                  "early_stopping_rounds": early_stopping_rounds, "eval_at": eval_at, "n_jobs": threads,
-                  "params": parse_key_values(params), "engine": engine}
-        with notices():
+    if config is not None and dask:
+        raise click.UsageError("--select trains many small models locally; leave out --dask")
+    with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
+        train_data = _read(train, nan_policy)
+        valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
+        if config is not None:
+            ranker = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
+                      "early_stopping_rounds": early_stopping_rounds, "eval_at": eval_at, "n_jobs": threads,
+                      "params": parse_key_values(params), "engine": engine}
             _train_selected(train_data, valid_data, features, ranker, config, seed=seed, out=out)
-        return
-    with notices():
+            return
         model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
                            num_leaves=num_leaves, early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
                            seed=seed, n_jobs=threads, params=parse_key_values(params), features=features,
@@ -223,8 +236,9 @@ def evaluate(model_path, test, metrics, per_query, as_json, gain, ties, no_relev
     with notices():
         data = _read(test, nan_policy, align_to=model.feature_map_)
     scores = _predict(model, data, test)
-    df = evaluate_queries(data.qid, data.label, scores, names, gain=gain, no_relevant=no_relevant, ties=ties,
-                          relevance_threshold=relevance_threshold)
+    with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
+        df = evaluate_queries(data.qid, data.label, scores, names, gain=gain, no_relevant=no_relevant, ties=ties,
+                              relevance_threshold=relevance_threshold)
     summary = summarise(df)
     if per_query is not None:
         with atomic_output(per_query) as fh:

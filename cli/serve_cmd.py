@@ -1,6 +1,8 @@
 """``ltrfeat serve``: the HTTP re-ranking service on one host/port."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ltr_features.errors import LtrfeatError
@@ -14,6 +16,9 @@ def _encoders(specs) -> dict:
         if not name or name in out:
             raise LtrfeatError(f"bad or repeated --encoder {spec!r}", fix="write NAME=PATH once per encoder name")
         out[name] = path.strip() or None if sep else None
+        if out[name] is not None and not Path(out[name]).exists():  # checked before anything starts
+            raise LtrfeatError(f"--encoder {name}: no such file or directory", path=out[name],
+                               fix="give NAME=PATH of an .ltrenc bundle or an ONNX export directory")
     return out
 
 

@@ -14,6 +14,7 @@ from itertools import compress
 import Stemmer
 import numpy as np
 
+from ltr_features.errors import OptionError
 from ltr_features.wordsplit import SEPARATOR, joined_words
 
 # Lucene's default English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET): small and conservative,
@@ -55,7 +56,8 @@ class Analyzer:
         if isinstance(self.stopwords, str) and self.stopwords != "english":
             raise ValueError(f"stopwords must be None, 'english' or a list of words, got {self.stopwords!r}")
         if self.stemmer is not None and self.stemmer not in Stemmer.algorithms():
-            raise ValueError(f"unknown stemmer {self.stemmer!r}; PyStemmer offers {', '.join(Stemmer.algorithms())}")
+            raise OptionError(f"unknown stemmer {self.stemmer!r}",
+                              fix=f"give --stem one of PyStemmer's: {', '.join(Stemmer.algorithms())}")
 
     def _stopset(self) -> frozenset:
         if self.stopwords is None:

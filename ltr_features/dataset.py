@@ -20,6 +20,7 @@ from .errors import LetorFormatError
 from .fileio import atomic_output
 
 FEATURE_MAP_FORMAT = "ltrfeat.features/1"
+MAX_FEATURE_ID = 10 ** 9 - 1  # LETOR readers (ours included) refuse ids of ten digits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +119,8 @@ class FeatureMap:
                 if lo > hi:
                     raise KeyError(f"empty id range {item!r}")
                 found = [j for j, f in enumerate(self.features) if lo <= f.id <= hi]
+                if found and (lo < self.features[0].id or hi > self.max_id):
+                    raise KeyError(f"id range {item!r} reaches beyond the ids present ({self._id_summary()})")
                 if not found:
                     raise KeyError(f"no feature ids in range {item!r} (ids {self._id_summary()})")
                 cols.extend(found)
@@ -134,6 +137,10 @@ class FeatureMap:
     def append(self, names, source: str) -> "FeatureMap":
         """A new map with ``names`` appended after the largest id."""
         start = self.max_id + 1
+        if start + len(names) - 1 > MAX_FEATURE_ID:
+            raise LetorFormatError(f"appending {len(names)} columns after id {self.max_id} needs ids above "
+                                   f"{MAX_FEATURE_ID}, which LETOR files cannot hold",
+                                   fix="renumber the input's features from 1 (e.g. ltrfeat letor convert)")
         return FeatureMap(self.features + tuple(Feature(start + k, n, source) for k, n in enumerate(names)))
 
     def to_json(self) -> dict:
@@ -170,6 +177,12 @@ class FeatureMap:
         try:
             with open(path, encoding="utf-8") as fh:
                 obj = json.load(fh)
+        except UnicodeDecodeError as exc:
+            raise LetorFormatError(f"feature map is not UTF-8 text (byte offset {exc.start})", path=path,
+                                   fix="regenerate it with ltrfeat or delete it to use default names") from None
+        except OSError as exc:
+            raise LetorFormatError(f"cannot read the feature map ({exc.strerror or exc})", path=path,
+                                   fix="check the file and its permissions") from None
         except json.JSONDecodeError as exc:
             raise LetorFormatError(f"feature map is not valid JSON ({exc.msg})", path=path, line=exc.lineno,
                                    fix="regenerate it with ltrfeat or delete it to use default names") from None

@@ -41,3 +41,11 @@ class TextTableError(LtrfeatError):
 
 class ModelFileError(LtrfeatError):
     """A model or bundle file is corrupt, of the wrong kind, or does not match the data."""
+
+
+class OptionError(LtrfeatError, ValueError):
+    """An option or parameter value out of range (also a ``ValueError`` for library callers)."""
+
+
+class LetorWriteError(LetorFormatError, ValueError):
+    """Data that a LETOR / svmlight file cannot carry (also a ``ValueError`` for library callers)."""

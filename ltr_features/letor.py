@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from .dataset import FeatureMap, RankingSet
-from .errors import LetorFormatError
+from .errors import LetorFormatError, LetorWriteError
 from .fileio import atomic_output, open_input
 
 FORMATS = ("letor", "svmlight")
@@ -232,6 +232,7 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     """
     buf = np.frombuffer(data, dtype=np.uint8)
     n = len(buf)
+    _refuse_lone_cr(buf, path=path, line0=line0)
     sep = buf <= 32
     special = np.flatnonzero((buf == 58) | (buf == 35) | (buf == 10))  # one scan for ":", "#", "\\n"
     kind = buf[special]
@@ -350,6 +351,17 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
             comment[r] = text_
     return _Block(label=label, qid=qid, comment=comment, lineno=data_lines + line0, fid=fid, value=value,
                   row=feat_line, nbytes=n)
+
+
+def _refuse_lone_cr(buf: np.ndarray, *, path, line0: int) -> None:
+    """A carriage return not followed by a line feed (old Mac line endings) would silently join lines."""
+    cr = np.flatnonzero(buf == 13)
+    if len(cr):
+        lone = cr[buf[np.minimum(cr + 1, len(buf) - 1)] != 10]
+        if len(lone):
+            line = line0 + int(np.count_nonzero(buf[:lone[0]] == 10))
+            raise LetorFormatError("carriage return without a line feed (\\r line endings would join lines)",
+                                   path=path, line=line, fix="convert the line endings to \\n, e.g. tr '\\r' '\\n'")
 
 
 def _spans(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -785,7 +797,8 @@ def _comment_text(comment, docid) -> str:
     if comment is None:
         return "" if docid is None else f" #docid = {docid}"
     if "\n" in comment or "\r" in comment:
-        raise ValueError(f"comment {comment[:40]!r} contains a line break")
+        raise LetorWriteError(f"comment {comment[:40]!r} contains a line break, which a LETOR line cannot hold",
+                              fix="remove line breaks from comments")
     return " #" + (" " + comment if comment[:1].isspace() else comment)
 
 
@@ -861,7 +874,8 @@ class LetorWriter:
         for start, end in zip(b[:-1].tolist(), b[1:].tolist()):
             q = str(chunk.qid[start])
             if not q or any(ch.isspace() for ch in q) or "#" in q:
-                raise ValueError(f"qid {q!r} cannot be written (empty, whitespace or '#')")
+                raise LetorWriteError(f"qid {q!r} cannot be written (empty, whitespace or '#')", path=self.path,
+                                      fix="use query ids without spaces or '#'")
             if q == self._last_qid:
                 self._groups[-1] += end - start
                 continue

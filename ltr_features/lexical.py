@@ -41,7 +41,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .corpus import CorpusStats, TermEncoder, TokenBatch
-from .errors import ModelFileError, TextTableError
+from .errors import ModelFileError, OptionError, TextTableError
 
 # family -> (one-line description, column stems). Query-only families have no field suffix.
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -123,7 +123,9 @@ class LexicalExtractor(BaseEstimator):
                                 ("mu", self.mu, self.mu > 0), ("jm_lambda", self.jm_lambda, 0 < self.jm_lambda < 1),
                                 ("ad_delta", self.ad_delta, 0 < self.ad_delta < 1)]:
             if not ok:
-                raise ValueError(f"{name}={value} is out of range (k1 >= 0, 0 <= b <= 1, mu > 0, 0 < jm_lambda, ad_delta < 1)")
+                raise OptionError(f"{name}={value} is out of range",
+                                  fix=f"give --{name.replace('_', '-')} in range: k1 >= 0, 0 <= b <= 1, mu > 0, "
+                                      "0 < jm_lambda < 1, 0 < ad_delta < 1")
         if self.corpus is not None:
             self.corpus.check_fields(fields)
             if self.analyzer is not None and self.analyzer != self.corpus.analyzer:

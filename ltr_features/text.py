@@ -445,6 +445,9 @@ def parse_column_mapping(spec: str) -> dict[str, str]:
     values are file columns. Whitespace around names is ignored.
     """
     mapping: dict[str, str] = {}
+    if spec.strip() and not spec.replace(",", "").strip():
+        raise TextTableError(f"column mapping {spec!r} names no column",
+                             fix="write NAME=COLUMN pairs separated by commas, e.g. query=search_term,doc=title")
     for item in spec.split(","):
         if not item.strip():
             continue
@@ -634,13 +637,13 @@ def pairs_to_ranking(pairs: pd.DataFrame, *, fields=("doc",), conflicts: str = "
                              fix="read them with read_judged_pairs or add the columns")
     if len(pairs) == 0:
         raise TextTableError("no judged pairs", path=path, fix="check the input table")
-    for key in ("qid", "docid"):
-        spaced = pairs[key].astype(str).str.contains(r"\s", regex=True).to_numpy()
+    for key, pattern, what in (("qid", r"[\s#]", "whitespace or '#'"), ("docid", r"\s", "whitespace")):
+        spaced = pairs[key].astype(str).str.contains(pattern, regex=True).to_numpy()
         if spaced.any():
             bad = _lines_of(pairs)[spaced]
-            raise TextTableError(f"{key} {pairs[key].to_numpy()[spaced][0]!r} contains whitespace, which a LETOR "
+            raise TextTableError(f"{key} {pairs[key].to_numpy()[spaced][0]!r} contains {what}, which a LETOR "
                                  f"file cannot carry (lines {_line_list(bad)})", path=path, line=int(bad[0]),
-                                 fix="use ids without spaces, or leave the id column unmapped to derive ids")
+                                 fix=f"use ids without {what}, or leave the id column unmapped to derive ids")
     _check_unique(pairs, ["qid", "docid"], "judged pair", path, "judge each (query, document) pair once")
     codes, _ = pd.factorize(pairs["qid"].to_numpy(dtype=object))
     grouped = pairs.iloc[np.argsort(codes, kind="stable")]

@@ -46,6 +46,7 @@ from ltr_features.errors import LtrfeatError, ModelFileError
 from ltr_features.fileio import atomic_output
 from rankers.lambdamart import LambdaMART
 from rankers.plugin_features import index_body, plugin_featureset
+from rankers.model_check import check_model
 
 TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
 MANIFEST_FORMAT = "ltrfeat.export/1"
@@ -437,6 +438,8 @@ def load_export(path) -> ExportedRanker:
         raise ModelFileError("the manifest does not describe this file", path=path, fix=fix)
     try:
         if target == "lightgbm":
+            check_model("lightgbm", model_raw, feature_names=None, min_trees=int(manifest.get("trees") or 0),
+                        path=path)  # LightGBM's parser crashes on a damaged file
             return ExportedRanker(target, features, manifest, booster=lgb.Booster(model_str=model_raw.decode()))
         text = model_raw.decode("utf-8")
         normalizers = None

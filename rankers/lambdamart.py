@@ -31,14 +31,16 @@ from sklearn.base import BaseEstimator
 from tqdm.auto import tqdm
 
 from ltr_features.dataset import FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError, ModelFileError
+from ltr_features.errors import LtrfeatError, ModelFileError, OptionError
 from ltr_features.fileio import atomic_output
 from ltr_features.logs import show_progress
+from rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
 
 META_FORMAT = "ltrfeat.ranker/1"
 ENGINES = ("lightgbm", "xgboost")
 LIGHTGBM_DEFAULT_MAX_LABEL = 30  # LightGBM's default label_gain covers labels 0..30
 XGBOOST_EXP_GAIN_MAX_LABEL = 31  # XGBoost's exponential NDCG gain accepts labels <= 31
+MAX_LABEL = 1023  # 2^1024 - 1 overflows a double: no engine can weigh larger grades
 MISSING_POLICY = "NaN cells are passed to the engine as missing values (it learns a default split direction)"
 
 
@@ -65,15 +67,29 @@ def _engine_feature_names(feature_map: FeatureMap) -> list[str]:
     return [f"f{i}" for i in feature_map.ids]
 
 
+class LabelError(LtrfeatError):
+    """Labels LambdaMART cannot train on; ``part`` is ``"train"`` or ``"valid"`` (the CLI adds the file)."""
+
+    def __init__(self, problem: str, *, part: str, row: int, fix: str):
+        self.part, self.row = part, row
+        super().__init__(problem, fix=fix)
+
+
 def _check_labels(label: np.ndarray, where: str) -> int:
-    """Labels must be non-negative integers; returns the largest."""
+    """Labels must be non-negative integers up to :data:`MAX_LABEL`; returns the largest."""
     bad = ~np.isfinite(label) | (label < 0) | (label != np.round(label))
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise LtrfeatError(
+        raise LabelError(
             f"{where} labels must be non-negative integer grades for lambdarank; "
-            f"row {row + 1} has {float(label[row]):g}",
+            f"row {row + 1} has {float(label[row]):g}", part=where, row=row + 1,
             fix="map fractional or negative labels to integer grades first (e.g. the label mapping of the text tables)")
+    if label.max(initial=0) > MAX_LABEL:
+        row = int(np.argmax(label))
+        raise LabelError(
+            f"{where} label {float(label[row]):g} at row {row + 1} is above {MAX_LABEL} "
+            "(the gain 2^label-1 overflows a double)", part=where, row=row + 1,
+            fix=f"map the labels to at most {MAX_LABEL + 1} grades (e.g. by rank or in bins)")
     return int(label.max())
 
 
@@ -143,7 +159,11 @@ class _LightGBM:
 
     @staticmethod
     def load(raw: bytes):
-        return lgb.Booster(model_str=raw.decode())
+        with lightgbm_messages() as messages:  # a warning while loading our own file means it was changed
+            booster = lgb.Booster(model_str=raw.decode())
+        if messages:
+            raise ValueError(messages[0])
+        return booster
 
 
 class _XGBoost:
@@ -325,15 +345,21 @@ class LambdaMART(BaseEstimator):
         with _progress(self.n_estimators, self.verbose, f"{self.engine} lambdarank") as bar:
             args = (self.engine_params_, self.n_estimators, parts["train"], parts.get("valid"), names,
                     self.early_stopping_rounds, bar)
-            if trainer is not None:
-                booster, best, run, curve = trainer(*args)
-            elif init_score is None:
-                booster, best, run, curve = engine.train(*args)
-            else:
-                init = (self._row_scores(init_score, train, train_regrouped, "init_score"),
-                        None if valid is None else
-                        self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"))
-                booster, best, run, curve = engine.train(*args, init=init)
+            if self.engine == "lightgbm":
+                check_lightgbm_params(self.engine_params_, len(self.feature_map_))
+            try:
+                if trainer is not None:
+                    booster, best, run, curve = trainer(*args)
+                elif init_score is None:
+                    booster, best, run, curve = engine.train(*args)
+                else:
+                    init = (self._row_scores(init_score, train, train_regrouped, "init_score"),
+                            None if valid is None else
+                            self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"))
+                    booster, best, run, curve = engine.train(*args, init=init)
+            except (lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:  # mostly bad --param values
+                raise OptionError(f"{self.engine} refused to train: {engine_message(exc)}",
+                                  fix="check the --param names and values against the engine's documentation") from None
         self.booster_ = booster
         self.best_iteration_ = int(best)
         gains = engine.importance(booster, self.best_iteration_, names)
@@ -459,6 +485,13 @@ class LambdaMART(BaseEstimator):
             raise ModelFileError("model file does not match its metadata (SHA-256 differs)", path=path,
                                  fix=f"keep {path.name} and {mpath.name} from the same train-ranker run")
         try:
+            names = [str(n) for n in meta["engine_feature_names"]]
+            best = int(meta["training"]["best_iteration"])
+        except (KeyError, TypeError, ValueError):
+            raise ModelFileError("metadata lacks engine_feature_names or best_iteration", path=mpath,
+                                 fix="re-run train-ranker") from None
+        check_model(meta["engine"], raw, feature_names=names, min_trees=best, path=path)  # before native code
+        try:
             model = cls(**meta["params"])
             model.booster_ = _ENGINES[meta["engine"]].load(raw)
             model.feature_map_ = FeatureMap.from_json(meta["features"], path=mpath)
@@ -466,7 +499,7 @@ class LambdaMART(BaseEstimator):
             model.engine_params_ = meta["engine_params"]
             model.feature_importance_ = dict(meta["feature_importance_gain"])
         except (KeyError, TypeError, ValueError, lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:
-            raise ModelFileError(f"cannot load model ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})",
+            raise ModelFileError(f"cannot load model ({type(exc).__name__}: {engine_message(exc)})",
                                  path=path, fix="re-run train-ranker") from None
         model.metadata_ = {k: v for k, v in meta.items() if k not in ("model_file", "model_sha256")}
         return model

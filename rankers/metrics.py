@@ -133,7 +133,15 @@ class _Ranked:
         return out
 
     def gain(self, label: np.ndarray) -> np.ndarray:
-        return np.exp2(label) - 1.0 if self.conv.gain == "exp2" else label
+        """Gains scaled per query by a power of two that keeps them finite: ``(2^rel - 1) / 2^m``
+        with m the query's largest label (``rel / 2^e`` for linear gain, 2^e <= the largest label).
+        A power of two scales exactly, and NDCG is a ratio within one query, so the values equal
+        the unscaled ones wherever those are finite, and labels of 1024 and more do not overflow."""
+        top = self.ideal_label[self.starts][self.group]  # each query's largest label
+        if self.conv.gain == "exp2":
+            return np.exp2(label - top) - np.exp2(-top)
+        _, exponent = np.frexp(top)
+        return np.ldexp(label, -exponent)
 
     def metric(self, name: str) -> np.ndarray:
         family, _, k = name.partition("@")
@@ -162,9 +170,15 @@ class _Ranked:
             return self.sum(first / self.rank)
         if family == "err":
             g = self.max_label
-            stop = (np.exp2(self.label) - 1.0) / np.exp2(g)
-            # log(1 - stop), written so that label == max_label stays finite for large labels
-            log_continue = np.log(np.exp2(g) - np.exp2(self.label) + 1.0) - g * math.log(2.0)
+            # R = (2^rel - 1) / 2^g and log(1 - R), written without 2^rel so that labels of 1024 and
+            # more neither overflow nor turn into NaN
+            stop = np.exp2(self.label - g) - np.exp2(-g)
+            with np.errstate(divide="ignore"):
+                log_continue = np.where(self.label == g, -g * math.log(2.0),
+                                        np.log1p(np.exp2(-g) - np.exp2(self.label - g)))
+            # floored at -60 (a chance of going on below e^-60 ~ 1e-26 changes nothing): the cumulative
+            # sums below subtract each other, and huge terms would leave rounding errors of whole units
+            log_continue = np.maximum(log_continue, -60.0)
             reach = np.exp(self.within_query_cumsum(log_continue) - log_continue)
             return self.sum(stop * reach * top / self.rank)
         raise LtrfeatError(f"unknown metric {name!r}", fix=f"known metrics: {KNOWN_METRICS}")
@@ -176,16 +190,35 @@ class _Ranked:
         return values
 
 
+class MetricInputError(LtrfeatError, ValueError):
+    """Labels or scores a metric cannot be computed from (a ``ValueError`` too, for library callers)."""
+
+
 def _check_arrays(label, score) -> tuple[np.ndarray, np.ndarray]:
     label = np.asarray(label, dtype=np.float64)
     score = np.asarray(score, dtype=np.float64)
     if label.shape != score.shape or label.ndim != 1:
         raise ValueError(f"labels {label.shape} and scores {score.shape} must be 1-d of equal length")
-    if not np.isfinite(label).all() or (label < 0).any():
-        raise ValueError("labels must be finite and >= 0")
+    bad = ~np.isfinite(label) | (label < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise MetricInputError(f"labels must be finite and >= 0: row {row + 1} has label {label[row]:g}",
+                               fix="map labels to non-negative relevance grades")
     if not np.isfinite(score).all():
-        raise ValueError(f"{int((~np.isfinite(score)).sum())} scores are NaN or infinite")
+        row = int(np.flatnonzero(~np.isfinite(score))[0])
+        raise MetricInputError(f"{int((~np.isfinite(score)).sum())} scores are NaN or infinite (first: row {row + 1})",
+                               fix="check the model and the feature values")
     return label, score
+
+
+def _check_no_nan(columns: dict, n_relevant: np.ndarray, uniques) -> None:
+    """A metric of a query with a relevant document is a number: NaN there is an error, never dropped."""
+    for name, values in columns.items():
+        bad = np.isnan(values) & (n_relevant > 0)
+        if bad.any():
+            q = uniques[int(np.flatnonzero(bad)[0])]
+            raise MetricInputError(f"{name} is NaN for {int(bad.sum())} queries with relevant documents "
+                                   f"(first: qid {q})", fix="report this as a bug with the input file")
 
 
 def evaluate_queries(qid, label, score, metrics=("ndcg@10",), *, gain: str = "exp2",
@@ -216,6 +249,7 @@ def evaluate_queries(qid, label, score, metrics=("ndcg@10",), *, gain: str = "ex
         raise ValueError(f"{len(codes)} qids for {len(label)} labels")
     ranked = _Ranked(codes.astype(np.int64), len(uniques), label, score, conv)
     columns = {name: ranked.apply_no_relevant(ranked.metric(name)) for name in names}
+    _check_no_nan(columns, ranked.n_relevant, uniques)
     columns["n_docs"] = np.bincount(codes, minlength=len(uniques))
     columns["n_relevant"] = ranked.n_relevant.astype(np.int64)
     df = pd.DataFrame(columns, index=pd.Index(uniques, name="qid"))
@@ -231,6 +265,11 @@ def summarise(per_query: pd.DataFrame) -> dict:
     conventions = per_query.attrs.get("conventions", Conventions().to_dict())
     excluded = (per_query["n_relevant"] == 0) if conventions["no_relevant"] == "exclude" else \
         pd.Series(False, index=per_query.index)
+    for c in metric_cols:  # means skip NaN: a NaN outside the excluded queries would vanish silently
+        n_nan = int(per_query.loc[~excluded, c].isna().sum())
+        if n_nan:
+            raise MetricInputError(f"{c} is NaN for {n_nan} evaluated queries; a mean without them would be wrong",
+                                   fix="check the per-query values (or exclude those queries explicitly)")
     return {
         "metrics": {c: float(per_query[c].mean()) if (~excluded).any() else float("nan") for c in metric_cols},
         "n_queries": int(len(per_query)),

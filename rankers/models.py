@@ -67,8 +67,10 @@ def _meta(path: Path) -> dict:
             raise ModelFileError("file not found", path=p, fix=_FIX)
     try:
         meta = json.loads(mpath.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(f"metadata is not JSON text ({type(exc).__name__})", path=mpath, fix=_FIX) from None
+    except UnicodeDecodeError:
+        raise ModelFileError("metadata is not UTF-8 text", path=mpath, fix=_FIX) from None
+    except json.JSONDecodeError as exc:
+        raise ModelFileError(f"metadata is not valid JSON ({exc.msg})", path=mpath, line=exc.lineno, fix=_FIX) from None
     if not isinstance(meta, dict) or meta.get("format") != META_FORMAT or meta.get("kind", "lambdamart") not in KINDS:
         raise ModelFileError(f"not ltrfeat ranker metadata (expected format {META_FORMAT} and a kind of "
                              f"{', '.join(KINDS)})", path=mpath, fix=_FIX)

@@ -139,6 +139,12 @@ class Scorer:
             families[lexical[0]] = None
             if lexical[1] is not None:
                 lexical_fields[lexical[1]] = None
+        unused = [e for e in encoders if e not in by_encoder]
+        if unused:
+            raise LtrfeatError(f"encoder {unused[0]} is given but the ranker has no {unused[0]}_* feature",
+                               path=ranker if not isinstance(ranker, LambdaMART) else None,
+                               fix=f"drop it or rename it; the ranker's features are "
+                                   f"{', '.join(model.feature_map_.names[:8])}{', ...' if len(model.feature_map_) > 8 else ''}")
         if missing:
             shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
             hint = ("" if corpus is not None else "no --corpus-stats was given for lexical features; ")

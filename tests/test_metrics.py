@@ -228,3 +228,52 @@ def test_bad_inputs():
         M.evaluate_queries(["a"], [1], [1.0], ties="random")
     with pytest.raises(ValueError, match="equal length"):
         M.evaluate_queries(["a"], [1, 0], [1.0])
+
+
+def exact_ndcg(labels, scores, k):
+    """NDCG@k with exact integer gains 2^rel - 1 (Python ints) and Fractions: no overflow at any label."""
+    from fractions import Fraction
+
+    order = sorted(range(len(labels)), key=lambda i: (-scores[i], i))
+    ideal = sorted(labels, reverse=True)
+
+    def dcg(labs):
+        return sum(Fraction(2 ** int(lab) - 1) * Fraction(1 / math.log2(r + 2)) for r, lab in enumerate(labs[:k]))
+
+    best = dcg(ideal)
+    return float(dcg([labels[i] for i in order]) / best) if best else float("nan")
+
+
+def test_labels_of_1024_and_more_give_exact_ndcg_not_nan():
+    # issue 21 item 2: 2^1024 overflowed, the query's NDCG became NaN and vanished from the mean
+    df = M.evaluate_queries(["a", "a", "b", "b"], [1024, 0, 0, 1], [0.0, 1.0, 1.0, 0.0], "ndcg@10,err@10")
+    assert df["ndcg@10"].tolist() == pytest.approx([1 / math.log2(3)] * 2, rel=1e-12)
+    assert df["err@10"]["a"] == pytest.approx(0.5) and np.isfinite(df["err@10"]).all()
+    assert M.summarise(df)["n_evaluated"] == 2
+    assert M.ndcg_at_k([1e300, 0], [0, 1], 2) == pytest.approx(1 / math.log2(3), rel=1e-12)
+    assert M.ndcg_at_k([1e300, 0], [0, 1], 2, gain="linear") == pytest.approx(1 / math.log2(3), rel=1e-12)
+
+
+def test_nan_metric_is_an_error_never_dropped_from_the_mean():
+    df = M.evaluate_queries(["a", "b"], [1, 1], [0.0, 0.0], "ndcg@10")
+    df.loc["b", "ndcg@10"] = np.nan  # what the overflow used to produce
+    with pytest.raises(LtrfeatError, match="NaN for 1 evaluated queries"):
+        M.summarise(df)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2000), st.integers(0, 50)), min_size=1, max_size=40),
+       st.sampled_from([1, 3, 10]))
+def test_property_large_labels_exp2_ndcg_exact_and_linear_matches_pytrec_eval(rows, k):
+    qid = np.array([f"q{q}" for q, _, _ in rows], dtype=object)
+    label = np.array([lab for _, lab, _ in rows], dtype=float)
+    score = np.array([s for _, _, s in rows], dtype=float) + np.arange(len(rows)) * 1e-6  # unique scores
+    df = M.evaluate_queries(qid, label, score, f"ndcg@{k}", no_relevant="zero")
+    for q in df.index:
+        rows_q = qid == q
+        expected = exact_ndcg(label[rows_q].tolist(), score[rows_q].tolist(), k)
+        assert df.loc[q, f"ndcg@{k}"] == pytest.approx(0.0 if math.isnan(expected) else expected, rel=1e-9, abs=1e-12)
+    lin = M.evaluate_queries(qid, label * 1000, score, f"ndcg@{k}", gain="linear", no_relevant="zero")
+    ref = trec_eval(qid, label * 1000, score, {f"ndcg_cut.{k}"})
+    np.testing.assert_allclose(lin[f"ndcg@{k}"].to_numpy(), [ref[q][f"ndcg_cut_{k}"] for q in lin.index],
+                               rtol=0, atol=1e-9)

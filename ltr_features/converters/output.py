@@ -40,7 +40,7 @@ def parse_split(spec: str | None) -> tuple[float, float, float] | None:
     except ValueError:
         shares = ()
     if len(shares) != 3 or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-6:
-        raise LtrfeatError(f"bad split {spec!r}", fix="give three positive shares summing to 1, e.g. 0.6,0.2,0.2")
+        raise LtrfeatError(f"bad split {spec!r}", fix="give --split three positive shares summing to 1, e.g. 0.6,0.2,0.2")
     return shares
 
 

@@ -9,6 +9,7 @@ training record). Reading parses the header with ``json`` and the tensors with
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from importlib.metadata import PackageNotFoundError, version
@@ -37,12 +38,21 @@ def library_versions() -> dict:
             "safetensors": safetensors.__version__}
 
 
+def _tensor_sha256(t: torch.Tensor) -> str:
+    """SHA-256 of a tensor's bytes as safetensors stores them (contiguous, little-endian)."""
+    return hashlib.sha256(t.detach().cpu().contiguous().flatten().view(torch.uint8).numpy().tobytes()).hexdigest()
+
+
 def write_bundle(path, *, kind: str, header: dict, tensors: dict[str, torch.Tensor]) -> None:
-    """Write ``tensors`` and the JSON ``header`` to ``path`` atomically."""
+    """Write ``tensors`` and the JSON ``header`` to ``path`` atomically.
+
+    The header records the SHA-256 of every tensor (``tensor_sha256``), checked by
+    :func:`read_bundle`: a flipped byte in the weights is refused instead of loaded."""
+    tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
     full = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
-            "library_versions": library_versions(), **header}
-    data = safetensors.torch.save({k: v.detach().contiguous() for k, v in tensors.items()},
-                                  metadata={FORMAT: json.dumps(full, sort_keys=True)})
+            "library_versions": library_versions(), **header,
+            "tensor_sha256": {k: _tensor_sha256(v) for k, v in sorted(tensors.items())}}
+    data = safetensors.torch.save(tensors, metadata={FORMAT: json.dumps(full, sort_keys=True)})
     with atomic_output(path, binary=True) as fh:
         fh.write(data)
 
@@ -62,7 +72,8 @@ def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
     if n > min(len(data) - 8, _MAX_HEADER):
         raise ModelFileError("not an .ltrenc encoder bundle (no safetensors header)", **not_bundle)
     try:
-        meta = json.loads(data[8 : 8 + n].decode("utf-8")).get("__metadata__") or {}
+        st_header = json.loads(data[8 : 8 + n].decode("utf-8"))
+        meta = st_header.get("__metadata__") or {}
         header = json.loads(meta[FORMAT])
     except (UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError):
         raise ModelFileError("not an .ltrenc encoder bundle (no ltrenc header)", **not_bundle) from None
@@ -85,4 +96,21 @@ def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
     except Exception as exc:  # safetensors raises its own SafetensorError for any corruption
         raise ModelFileError(f"corrupt .ltrenc file: {exc}", path=path,
                              fix="the file is damaged or truncated; copy or retrain it") from None
+    _verify_tensors(header, st_header, data[8 + n:], tensors, path)
     return header, tensors
+
+
+def _verify_tensors(header: dict, st_header: dict, payload: bytes, tensors: dict, path) -> None:
+    """Compare each tensor's bytes with the SHA-256 recorded at write time (bundles written before
+    the checksums existed have none and load as before)."""
+    expected = header.get("tensor_sha256")
+    if expected is None:
+        return
+    fix = "the weights are damaged or were edited; copy the file again or retrain the encoder"
+    if not isinstance(expected, dict) or set(expected) != set(tensors):
+        raise ModelFileError("the tensors differ from the ones the bundle lists", path=path, fix=fix)
+    for name in sorted(expected):
+        start, end = st_header[name]["data_offsets"]
+        if hashlib.sha256(payload[start:end]).hexdigest() != expected[name]:
+            raise ModelFileError(f"tensor {name!r} does not match its SHA-256 (a changed byte in the weights)",
+                                 path=path, fix=fix)

@@ -1,0 +1,465 @@
+"""The robustness catalogue: bad input files and bad CLI arguments, run through every command.
+
+Each case must end with a non-zero exit code and exactly one line of error output (``error: ...``)
+naming the file, line or option concerned, with no traceback, and must leave no file behind (the
+workspace is listed before and after). Cases run in process through click's CliRunner; the ones
+that could crash natively (damaged model files) run in a child process.
+
+Add a case by adding a row to ``CASES``: ``(id, argv, needle)``; ``{w}`` in an argument is the
+workspace directory and ``{d}`` the repository's ``data/`` sample (read only).
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from ltr_features.letor import write_letor
+from test_lambdamart import small, synthetic
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "data"
+NAMES = ["bm25_title", "tfidf", "noise_a", "noise_b", "len_title", "cos"]
+
+GOOD_LINES = b"".join(b"%d qid:%d 1:0.5 2:%d 3:1 #docid = d%d\n" % (i % 3, i // 4, i % 5, i) for i in range(40))
+
+
+def _lines(text: str) -> bytes:
+    return text.encode()
+
+
+# name -> bytes of a bad (or auxiliary) input file written into the workspace
+BAD_FILES = {
+    "cr_only.letor": GOOD_LINES.replace(b"\n", b"\r"),
+    "mixed_cr.letor": GOOD_LINES[:200] + b"\r" + GOOD_LINES[200:],
+    "cut.letor.gz": gzip.compress(GOOD_LINES)[:60],
+    "badmethod.letor.gz": gzip.compress(GOOD_LINES)[:2] + b"\x07" + gzip.compress(GOOD_LINES)[3:],
+    "garbage.letor.gz": b"\x1f\x8b\x08\x00garbage-garbage-garbage",
+    "empty.letor": b"",
+    "only_comments.letor": b"# nothing here\n\n   \n",
+    "binary.letor": bytes(range(256)) * 4,
+    "no_qid.letor": b"1 1:0.5 2:0.1\n0 1:0.3 2:0.2\n",
+    "label_word.letor": b"high qid:1 1:0.5\n",
+    "label_nan.letor": b"nan qid:1 1:0.5\n0 qid:1 1:0.1\n",
+    "label_inf.letor": b"inf qid:1 1:0.5\n0 qid:1 1:0.1\n",
+    "empty_qid.letor": b"1 qid: 1:0.5\n",
+    "fid_zero.letor": b"1 qid:1 0:0.5\n",
+    "fid_word.letor": b"1 qid:1 x:0.5\n",
+    "fid_lead0.letor": b"1 qid:1 01:0.5\n",
+    "fid_huge.letor": b"1 qid:1 1234567890:0.5\n",
+    "fid_order.letor": b"1 qid:1 2:0.5 1:0.3\n",
+    "fid_dup.letor": b"1 qid:1 2:0.5 2:0.3\n",
+    "value_word.letor": b"1 qid:1 1:abc\n",
+    "value_empty.letor": b"1 qid:1 1:\n",
+    "two_colons.letor": b"1 qid:1 1:2:3\n",
+    "dup_qid.letor": b"1 qid:1 qid:2 1:0.5\n",
+    "qid_bad_utf8.letor": b"1 qid:\xff\xfe 1:0.5\n",
+    "comment_bad_utf8.letor": b"1 qid:1 1:0.5 #\xff\xfe\n",
+    "value_nan.letor": b"1 qid:1 1:nan\n0 qid:1 1:0.5\n",
+    "noncontig.letor": b"1 qid:1 1:1\n0 qid:2 1:1\n1 qid:1 1:0\n",
+    "neg_label.letor": b"-1 qid:1 1:0.5 2:1 3:1 4:1 5:1 6:1\n1 qid:1 1:0.1 2:1 3:1 4:1 5:1 6:1\n",
+    "big_label.letor": b"1100 qid:1 1:0.5 2:1 3:1 4:1 5:1 6:1\n1 qid:1 1:0.1 2:1 3:1 4:1 5:1 6:1\n",
+    "huge_label.letor": b"1e300 qid:1 1:0.5 2:1 3:1 4:1 5:1 6:1\n1 qid:1 1:0.1 2:1 3:1 4:1 5:1 6:1\n",
+    "frac_label.letor": b"1.5 qid:1 1:0.5 2:1 3:1 4:1 5:1 6:1\n1 qid:1 1:0.1 2:1 3:1 4:1 5:1 6:1\n",
+    "other_features.letor": b"1 qid:1 7:0.5\n0 qid:1 7:0.1\n",
+    "unknown_qid.letor": b"1 qid:zzz 1:0.5 #docid = D00001\n0 qid:zzz 1:0.1 #docid = D00002\n",
+    "sparse.svm": b"1 1:0.5\n0 1:0.1\n1 1:0.3\n",
+    "groups_bad.svm": b"1 1:0.5\n0 1:0.1\n",
+    "groups_bad.svm.query": b"two\n",
+    "groups_zero.svm": b"1 1:0.5\n0 1:0.1\n",
+    "groups_zero.svm.query": b"0\n2\n",
+    "groups_short.svm": b"1 1:0.5\n0 1:0.1\n1 1:0.2\n",
+    "groups_short.svm.query": b"2\n",
+    "groups_long.svm": b"1 1:0.5\n0 1:0.1\n",
+    "groups_long.svm.query": b"2\n3\n",
+    "weights_bad.letor": b"1 qid:1 1:0.5\n0 qid:1 1:0.1\n",
+    "weights_bad.letor.weight": b"1\nheavy\n",
+    "weights_short.letor": b"1 qid:1 1:0.5\n0 qid:1 1:0.1\n",
+    "weights_short.letor.weight": b"1\n",
+    "sidecar_utf8.letor": b"1 qid:1 1:0.5\n",
+    "sidecar_utf8.letor.features.json": b"\xff\xfe{}",
+    "sidecar_json.letor": b"1 qid:1 1:0.5\n",
+    "sidecar_json.letor.features.json": b"{not json",
+    "sidecar_kind.letor": b"1 qid:1 1:0.5\n",
+    "sidecar_kind.letor.features.json": b'{"format": "something else"}',
+    "sidecar_ids.letor": b"1 qid:1 1:0.5\n",
+    "sidecar_ids.letor.features.json": b'{"format": "ltrfeat.features/1", "features": [{"id": "x", "name": "a"}]}',
+    # text tables
+    "pairs_hash.tsv": _lines("qid\tquery\tdocid\tdoc\tlabel\nq#1\tred hose\td1\tgarden hose\t1\n"),
+    "pairs_space.tsv": _lines("qid\tquery\tdocid\tdoc\tlabel\nq 1\tred hose\td1\tgarden hose\t1\n"),
+    "pairs_label.tsv": _lines("query\tdoc\tlabel\nred hose\tgarden hose\thigh\n"),
+    "pairs_frac.tsv": _lines("query\tdoc\tlabel\nred hose\tgarden hose\t1.5\n"),
+    "pairs_fields.tsv": _lines("query\tdoc\tlabel\nred hose\tgarden hose\n"),
+    "pairs_nodoc.tsv": _lines("query\tlabel\nred hose\t1\n"),
+    "pairs_empty.tsv": b"",
+    "pairs_header.tsv": _lines("query\tdoc\tlabel\n"),
+    "pairs_latin1.tsv": "query\tdoc\tlabel\nchaise caf\u00e9\tcaf\u00e9 chair\t1\n".encode("latin-1"),
+    "pairs_dupcol.tsv": _lines("query\tquery\tdoc\tlabel\na\tb\tc\t1\n"),
+    "pairs.jsonl": _lines('{"query": "a", "doc": "b", "label": 1}\n{not json}\n'),
+    "pairs_list.jsonl": _lines('[1, 2]\n'),
+    "pairs_bad.csv": _lines('query,doc,label\n"a,b,1\n'),
+    "pairs.xyz": _lines("query\tdoc\tlabel\na\tb\t1\n"),
+    "pairs.tsv.gz": gzip.compress(b"query\tdoc\tlabel\na\tb\t1\n")[:20],
+    "pairs_bin.parquet": b"PAR1 not really parquet",
+    "queries_dup.tsv": _lines("qid\tquery\nq1\ta\nq1\tb\n"),
+    "queries_empty_id.tsv": _lines("qid\tquery\n\ta\n"),
+    "docs_nofield.tsv": _lines("docid\nd1\n"),
+    "json_bad.json": b"{not json",
+    "json_list.json": b"[1, 2, 3]",
+    "not_a_bundle.ltrenc": b"label qid:1 1:0.5\n",
+    "short.ltrenc": b"\x01\x02",
+    "not_npz.npz": b"not a zip file",
+}
+
+W, D = "{w}", "{d}"
+M_TXT, M_JSON, ENC = f"{W}/m.txt", f"{W}/m.json", f"{W}/enc.ltrenc"
+TRAIN, TEST = f"{W}/train.letor", f"{W}/test.letor"
+OUT = f"{W}/out/result.letor"
+
+# malformed LETOR files -> needle in the error line (the file and, where there is one, the line)
+LINE_1 = ("no_qid", "label_word", "label_nan", "label_inf", "empty_qid", "fid_zero", "fid_word", "fid_lead0",
+          "fid_huge", "fid_order", "fid_dup", "value_word", "value_empty", "two_colons", "dup_qid", "qid_bad_utf8",
+          "comment_bad_utf8")
+LETOR_BAD = {f"{n}.letor": f"{n}.letor:1:" for n in LINE_1} | {
+    "cr_only.letor": "cr_only.letor:1: carriage return", "mixed_cr.letor": "mixed_cr.letor:",
+    "cut.letor.gz": "cut.letor.gz: gzip data", "badmethod.letor.gz": "badmethod.letor.gz: gzip data",
+    "garbage.letor.gz": "garbage.letor.gz", "binary.letor": "binary.letor:",
+    "groups_bad.svm": "groups_bad.svm.query:1:", "groups_zero.svm": "groups_zero.svm.query:1:",
+    "groups_short.svm": "groups_short.svm", "groups_long.svm": "groups_long.svm",
+    "weights_bad.letor": "weights_bad.letor.weight:2:", "weights_short.letor": "weights_short.letor",
+    "sidecar_utf8.letor": "sidecar_utf8.letor.features.json", "sidecar_json.letor": "sidecar_json.letor.features.json:1:",
+    "sidecar_kind.letor": "sidecar_kind.letor.features.json", "sidecar_ids.letor": "sidecar_ids.letor.features.json",
+    "missing.letor": "missing.letor",
+}
+
+CASES = []
+# every malformed LETOR file through validate, info and convert
+for name, needle in LETOR_BAD.items():
+    CASES.append((f"validate-{name}", ["letor", "validate", f"{W}/{name}"], needle))
+for name in ("cr_only.letor", "cut.letor.gz", "fid_huge.letor", "value_word.letor", "sidecar_utf8.letor",
+             "weights_bad.letor", "groups_bad.svm", "missing.letor", "qid_bad_utf8.letor"):
+    CASES.append((f"info-{name}", ["letor", "info", f"{W}/{name}"], LETOR_BAD[name]))
+    CASES.append((f"convert-{name}", ["letor", "convert", f"{W}/{name}", OUT, "--to", "svmlight"], LETOR_BAD[name]))
+CASES += [
+    ("validate-value-nan-policy-error", ["letor", "validate", f"{W}/value_nan.letor", "--nan-policy", "error"],
+     "value_nan.letor:1:"),
+    ("validate-noncontiguous", ["letor", "validate", f"{W}/noncontig.letor"], "noncontig.letor"),
+    ("validate-empty", ["letor", "validate", f"{W}/empty.letor"], "empty.letor"),
+    ("validate-only-comments", ["letor", "validate", f"{W}/only_comments.letor"], "only_comments.letor"),
+    ("validate-svmlight-no-group", ["letor", "validate", f"{W}/sparse.svm", "--from", "svmlight"], "sparse.svm"),
+    ("validate-missing-group", ["letor", "validate", f"{W}/sparse.svm", "--group", f"{W}/nope.query"], "nope.query"),
+    ("validate-from-choice", ["letor", "validate", TRAIN, "--from", "csv"], "'--from'"),
+    ("validate-directory", ["letor", "validate", W], "'FILE'"),
+    ("convert-to-choice", ["letor", "convert", TRAIN, OUT, "--to", "parquet"], "'--to'"),
+    ("convert-chunk-zero", ["letor", "convert", TRAIN, OUT, "--chunk-queries", "0"], "'--chunk-queries'"),
+    ("convert-out-under-file", ["letor", "convert", TRAIN, f"{W}/train.letor/sub/x.letor"], "cannot write the output"),
+    ("convert-out-is-dir", ["letor", "convert", TRAIN, f"{W}/out"], "TARGET"),
+    ("convert-svmlight-group-missing", ["letor", "convert", f"{W}/sparse.svm", OUT, "--from", "svmlight", "--group",
+                                       f"{W}/nope.query"], "nope.query"),
+    ("letor-unknown-subcommand", ["letor", "explode", TRAIN], "explode"),
+    ("unknown-command", ["frobnicate"], "frobnicate"),
+    ("unknown-option", ["letor", "info", TRAIN, "--colour"], "--colour"),
+]
+
+# train-ranker
+TR = ["train-ranker", TRAIN, "--out", f"{W}/out/m.txt", "--n-estimators", "3", "--threads", "1"]
+CASES += [
+    ("train-neg-label", ["train-ranker", f"{W}/neg_label.letor", "--out", f"{W}/out/m.txt"], "neg_label.letor"),
+    ("train-label-1100", ["train-ranker", f"{W}/big_label.letor", "--out", f"{W}/out/m.txt"], "big_label.letor"),
+    ("train-label-1e300", ["train-ranker", f"{W}/huge_label.letor", "--out", f"{W}/out/m.txt"], "huge_label.letor"),
+    ("train-label-fraction", ["train-ranker", f"{W}/frac_label.letor", "--out", f"{W}/out/m.txt"], "frac_label.letor"),
+    ("train-valid-label-1100", TR + ["--valid", f"{W}/big_label.letor"], "big_label.letor"),
+    ("train-features-beyond", TR + ["--features", "1-99"], "'1-99'"),
+    ("train-features-unknown-name", TR + ["--features", "bm25_body"], "bm25_body"),
+    ("train-features-reversed", TR + ["--features", "5-2"], "5-2"),
+    ("train-features-id", TR + ["--features", "42"], "42"),
+    ("train-param-type", TR + ["--param", "num_leaves=abc"], "num_leaves"),
+    ("train-param-range", TR + ["--param", "num_leaves=-3"], "num_leaves"),
+    ("train-param-objective", TR + ["--param", "objective=nonsense"], "nonsense"),
+    ("train-param-float", TR + ["--param", "learning_rate=x"], "--param"),
+    ("train-param-not-kv", TR + ["--param", "num_leaves"], "--param"),
+    ("train-xgb-param", TR[:3] + [f"{W}/out/m.json", "--engine", "xgboost", "--param", "learning_rate=x"],
+     "learning_rate"),
+    ("train-xgb-objective", TR[:3] + [f"{W}/out/m.json", "--engine", "xgboost", "--param", "objective=nope"], "nope"),
+    ("train-engine-choice", TR + ["--engine", "catboost"], "'--engine'"),
+    ("train-n-estimators-zero", TR + ["--n-estimators", "0"], "'--n-estimators'"),
+    ("train-learning-rate-zero", TR + ["--learning-rate", "0"], "'--learning-rate'"),
+    ("train-num-leaves-one", TR + ["--num-leaves", "1"], "'--num-leaves'"),
+    ("train-missing-file", ["train-ranker", f"{W}/missing.letor", "--out", f"{W}/out/m.txt"], "missing.letor"),
+    ("train-bad-file", ["train-ranker", f"{W}/fid_word.letor", "--out", f"{W}/out/m.txt"], "fid_word.letor:1:"),
+    ("train-valid-other-features", TR + ["--valid", f"{W}/other_features.letor"], "other_features.letor"),
+    ("train-out-under-file", ["train-ranker", TRAIN, "--out", f"{W}/train.letor/m.txt"], "cannot write the output"),
+    ("train-dask-bad", TR + ["--dask", "local:zero"], "local:zero"),
+]
+
+# evaluate and rank
+CASES += [
+    ("evaluate-neg-label", ["evaluate", M_TXT, f"{W}/neg_label.letor"], "neg_label.letor"),
+    ("evaluate-metric", ["evaluate", M_TXT, TEST, "--metrics", "ndcg@0"], "ndcg@0"),
+    ("evaluate-metric-word", ["evaluate", M_TXT, TEST, "--metrics", "accuracy"], "accuracy"),
+    ("evaluate-metric-cutoff", ["evaluate", M_TXT, TEST, "--metrics", "3,ndcg@3"], "'3'"),
+    ("evaluate-threshold", ["evaluate", M_TXT, TEST, "--relevance-threshold", "0"], "'--relevance-threshold'"),
+    ("evaluate-features-missing", ["evaluate", M_TXT, f"{W}/other_features.letor"], "other_features.letor"),
+    ("evaluate-model-missing", ["evaluate", f"{W}/nope.txt", TEST], "nope.txt"),
+    ("evaluate-model-no-meta", ["evaluate", f"{W}/lonely.txt", TEST], "lonely.txt.meta.json"),
+    ("evaluate-meta-json", ["evaluate", f"{W}/badmeta.txt", TEST], "badmeta.txt.meta.json:1:"),
+    ("evaluate-meta-format", ["evaluate", f"{W}/oldmeta.txt", TEST], "oldmeta.txt.meta.json"),
+    ("evaluate-sha-mismatch", ["evaluate", f"{W}/edited.txt", TEST], "edited.txt"),
+    ("evaluate-bad-test", ["evaluate", M_TXT, f"{W}/cut.letor.gz"], "cut.letor.gz"),
+    ("evaluate-per-query-under-file", ["evaluate", M_TXT, TEST, "--per-query", f"{W}/train.letor/q.tsv"],
+     "cannot write the output"),
+    ("rank-trec-no-docid", ["rank", M_TXT, f"{W}/test_nodocid.letor", "--out", f"{W}/out/run", "--format", "trec"],
+     "test_nodocid.letor"),
+    ("rank-format", ["rank", M_TXT, TEST, "--out", f"{W}/out/run", "--format", "csv"], "'--format'"),
+    ("rank-noncontig", ["rank", M_TXT, f"{W}/noncontig.letor", "--out", f"{W}/out/run"], "noncontig.letor"),
+    ("rank-out-under-file", ["rank", M_TXT, TEST, "--out", f"{W}/train.letor/run"], "cannot write the output"),
+]
+# damaged models whose checksum was fixed up (run in a child process: these used to crash natively)
+# (the others go through the same check in process; tests/test_model_files.py fuzzes it in a child process)
+NATIVE = {"evaluate-truncated-lightgbm", "export-truncated-lightgbm", "serve-truncated-lightgbm",
+          "evaluate-truncated-xgboost"}
+CASES += [
+    ("evaluate-truncated-lightgbm", ["evaluate", f"{W}/cut.txt", TEST], "cut.txt:"),
+    ("rank-truncated-lightgbm", ["rank", f"{W}/cut.txt", TEST, "--out", f"{W}/out/run"], "cut.txt:"),
+    ("export-truncated-lightgbm", ["export-ranker", f"{W}/cut.txt", "--to", "es-ltr", "--out", f"{W}/out/x.json"],
+     "cut.txt:"),
+    ("serve-truncated-lightgbm", ["serve", "--ranker", f"{W}/cut.txt"], "cut.txt:"),
+    ("evaluate-truncated-xgboost", ["evaluate", f"{W}/cut.json", TEST], "cut.json:"),
+    ("evaluate-params-cut-lightgbm", ["evaluate", f"{W}/tail.txt", TEST], "tail.txt:"),
+]
+
+# extract
+EX = ["extract", f"{D}/test.letor", "--queries", f"{D}/queries.tsv", "--docs", f"{D}/docs.tsv", "--out", OUT]
+
+
+def ex_letor(letor, *, queries=f"{D}/queries.tsv", docs=f"{D}/docs.tsv"):
+    return ["extract", letor, "--queries", queries, "--docs", docs, "--lexical", "bm25", "--out", OUT]
+
+
+def ex_pairs(pairs, *extra):
+    return ["extract", "--pairs", pairs, *extra, "--lexical", "bm25", "--out", OUT]
+
+
+CASES += [
+    ("extract-k1-negative", EX + ["--lexical", "bm25", "--k1", "-5"], "--k1"),
+    ("extract-k1-nan", EX + ["--lexical", "bm25", "--k1", "nan"], "--k1"),
+    ("extract-b-above-one", EX + ["--lexical", "bm25", "--b", "2"], "--b"),
+    ("extract-mu-negative", EX + ["--lexical", "lm_dirichlet", "--mu", "-2000"], "--mu"),
+    ("extract-jm-lambda", EX + ["--lexical", "lm_jm", "--jm-lambda", "1.5"], "--jm-lambda"),
+    ("extract-stem", EX + ["--lexical", "bm25", "--stem", "klingon"], "--stem"),
+    ("extract-stopwords", EX + ["--lexical", "bm25", "--stopwords", "french"], "'--stopwords'"),
+    ("extract-lexical-unknown", EX + ["--lexical", "bm99"], "bm99"),
+    ("extract-field-unknown", EX + ["--lexical", "bm25", "--fields", "colour"], "colour"),
+    ("extract-encoder-missing-file", EX + ["--encoder", f"dssm={W}/nope.ltrenc"], "nope.ltrenc"),
+    ("extract-encoder-not-bundle", EX + ["--encoder", f"dssm={W}/not_a_bundle.ltrenc"], "not_a_bundle.ltrenc"),
+    ("extract-encoder-short", EX + ["--encoder", f"dssm={W}/short.ltrenc"], "short.ltrenc"),
+    ("extract-encoder-flipped", EX + ["--encoder", f"dssm={W}/flipped.ltrenc"], "flipped.ltrenc"),
+    ("extract-encoder-kind", EX + ["--encoder", f"klingon={ENC}"], "klingon"),
+    ("extract-corpus-stats-bad", EX + ["--lexical", "bm25", "--corpus-stats", f"{W}/not_npz.npz"], "not_npz.npz"),
+    ("extract-corpus-stats-missing", EX + ["--lexical", "bm25", "--corpus-stats", f"{W}/nope.npz"], "nope.npz"),
+    ("extract-ids-ten-digits", ex_letor(f"{W}/wide.letor"), "999999999"),
+    ("extract-queries-missing", ex_letor(f"{D}/test.letor", queries=f"{W}/nope.tsv"), "nope.tsv"),
+    ("extract-queries-dup", ex_letor(f"{D}/test.letor", queries=f"{W}/queries_dup.tsv"), "queries_dup.tsv"),
+    ("extract-queries-empty-id", ex_letor(f"{D}/test.letor", queries=f"{W}/queries_empty_id.tsv"),
+     "queries_empty_id.tsv"),
+    ("extract-docs-nofield", ex_letor(f"{D}/test.letor", docs=f"{W}/docs_nofield.tsv"), "docs_nofield.tsv"),
+    ("extract-letor-bad", ex_letor(f"{W}/cr_only.letor"), "cr_only.letor:1:"),
+    ("extract-name-clash", ex_letor(TEST), "bm25_title"),
+    ("extract-unknown-qids", ex_letor(f"{W}/unknown_qid.letor"), "zzz"),
+    ("extract-pairs-encoding-unknown", ex_pairs(f"{D}/judged.tsv", "--encoding", "klingon"), "klingon"),
+]
+PAIRS_BAD = {  # judged-pairs tables: file -> needle
+    "pairs_hash.tsv": "pairs_hash.tsv:2:", "pairs_space.tsv": "pairs_space.tsv:2:", "pairs_label.tsv": "pairs_label.tsv",
+    "pairs_frac.tsv": "pairs_frac.tsv", "pairs_fields.tsv": "pairs_fields.tsv:2:", "pairs_nodoc.tsv": "pairs_nodoc.tsv",
+    "pairs_empty.tsv": "pairs_empty.tsv", "pairs_header.tsv": "pairs_header.tsv", "pairs_latin1.tsv": "pairs_latin1.tsv",
+    "pairs_dupcol.tsv": "pairs_dupcol.tsv:1:", "pairs.jsonl": "pairs.jsonl:2:", "pairs_list.jsonl": "pairs_list.jsonl:1:",
+    "pairs_bad.csv": "pairs_bad.csv", "pairs.xyz": "pairs.xyz", "pairs.tsv.gz": "pairs.tsv.gz",
+    "pairs_bin.parquet": "pairs_bin.parquet",
+}
+CASES += [(f"extract-{name}", ex_pairs(f"{W}/{name}"), needle) for name, needle in PAIRS_BAD.items()]
+CASES += [
+    ("extract-columns-commas", ex_pairs(f"{D}/judged.tsv", "--columns", ",,,"), "',,,'"),
+    ("extract-columns-bad-item", ex_pairs(f"{D}/judged.tsv", "--columns", "query"), "'query'"),
+    ("extract-columns-unknown", ex_pairs(f"{D}/judged.tsv", "--columns", "query=nope"), "nope"),
+    ("extract-label-map", ex_pairs(f"{D}/judged.tsv", "--label-map", "linear:3:1:2"), "linear:3:1:2"),
+    ("extract-pairs-and-letor", ["extract", f"{D}/test.letor", "--pairs", f"{D}/judged.tsv", "--lexical", "bm25",
+                                 "--out", OUT], "--pairs"),
+    ("extract-nothing", ["extract", f"{D}/test.letor", "--out", OUT], "--queries"),
+    ("extract-out-under-file", EX[:-1] + [f"{W}/train.letor/x.letor", "--lexical", "bm25"], "cannot write the output"),
+]
+
+# encoders: train-encoder, explain, export-encoder
+TE = ["train-encoder", f"{D}/judged.tsv", "--out", f"{W}/out/e.ltrenc", "--epochs", "1"]
+CASES += [
+    ("train-encoder-missing", ["train-encoder", f"{W}/nope.tsv", "--out", f"{W}/out/e.ltrenc"], "nope.tsv"),
+    ("train-encoder-columns", TE + ["--columns", ",,,"], "',,,'"),
+    ("train-encoder-model", TE + ["--model", "bert"], "'--model'"),
+    ("train-encoder-loss", TE + ["--loss", "mse"], "'--loss'"),
+    ("train-encoder-epochs", TE + ["--epochs", "0"], "'--epochs'"),
+    ("train-encoder-label-word", ["train-encoder", f"{W}/pairs_label.tsv", "--out", f"{W}/out/e.ltrenc"],
+     "pairs_label.tsv"),
+    ("train-encoder-topics", TE + ["--model", "deepmatch", "--topics", "many"], "--topics"),
+    ("train-encoder-resume-bad", TE + ["--resume", f"{W}/not_a_bundle.ltrenc"], "not_a_bundle.ltrenc"),
+    ("train-encoder-out-under-file", TE[:2] + ["--out", f"{W}/train.letor/e.ltrenc"], "cannot write the output"),
+    ("train-encoder-nothing", ["train-encoder", "--out", f"{W}/out/e.ltrenc"], "PAIRS"),
+    ("explain-missing", ["explain", f"{W}/nope.ltrenc", "a", "b"], "nope.ltrenc"),
+    ("explain-not-bundle", ["explain", f"{W}/not_a_bundle.ltrenc", "a", "b"], "not_a_bundle.ltrenc"),
+    ("explain-flipped", ["explain", f"{W}/flipped.ltrenc", "a", "b"], "flipped.ltrenc"),
+    ("explain-top-zero", ["explain", ENC, "a", "b", "--top", "0"], "'--top'"),
+    ("export-encoder-flipped", ["export-encoder", f"{W}/flipped.ltrenc", "--out", f"{W}/out/onnx"], "flipped.ltrenc"),
+    ("export-encoder-short", ["export-encoder", f"{W}/short.ltrenc", "--out", f"{W}/out/onnx"], "short.ltrenc"),
+    ("export-encoder-to", ["export-encoder", ENC, "--to", "tflite", "--out", f"{W}/out/onnx"], "'--to'"),
+]
+
+# export-ranker and serve
+ER = ["export-ranker", M_TXT, "--out", f"{W}/out/x.json"]
+CASES += [
+    ("export-ranker-to", ER + ["--to", "solr"], "'--to'"),
+    ("export-ranker-missing", ["export-ranker", f"{W}/nope.txt", "--to", "es-ltr", "--out", f"{W}/out/x.json"],
+     "nope.txt"),
+    ("export-ranker-templates-json", ER + ["--to", "es-ltr", "--templates", f"{W}/json_bad.json"], "json_bad.json"),
+    ("export-ranker-templates-list", ER + ["--to", "es-ltr", "--templates", f"{W}/json_list.json"], "json_list.json"),
+    ("export-ranker-normalizers", ER + ["--to", "es-ltr", "--normalizers", f"{W}/json_list.json"], "json_list.json"),
+    ("export-ranker-out-under-file", ["export-ranker", M_TXT, "--to", "es-ltr", "--out", f"{W}/train.letor/x.json"],
+     "cannot write the output"),
+    ("serve-ranker-missing", ["serve", "--ranker", f"{W}/nope.txt"], "nope.txt"),
+    ("serve-encoder-missing", ["serve", "--ranker", M_TXT, "--encoder", f"clsm={W}/nope.ltrenc"], "nope.ltrenc"),
+    ("serve-encoder-unused", ["serve", "--ranker", M_TXT, "--corpus-stats", f"{W}/not_npz.npz", "--encoder",
+                              f"dssm={ENC}"], "not_npz.npz"),
+    ("serve-encoder-not-needed", ["serve", "--ranker", M_TXT, "--encoder", f"dssm={ENC}"], "encoder dssm"),
+    ("serve-encoder-repeated", ["serve", "--ranker", M_TXT, "--encoder", f"dssm={ENC}", "--encoder", f"dssm={ENC}"],
+     "--encoder"),
+    ("serve-no-corpus", ["serve", "--ranker", M_TXT], "--corpus-stats"),
+    ("serve-port", ["serve", "--ranker", M_TXT, "--port", "70000"], "'--port'"),
+]
+
+# ablate, compare, datasets
+CASES += [
+    ("ablate-no-mode", ["ablate", "--report", f"{W}/out/abl"], "--folds"),
+    ("ablate-neural-beyond", ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g=5-99", "--quick",
+                              "--report", f"{W}/out/abl"], "5-99"),
+    ("ablate-base-beyond", ["ablate", "--folds", f"{W}/folds", "--base", "1-40", "--neural", "g=6", "--quick",
+                            "--report", f"{W}/out/abl"], "1-40"),
+    ("ablate-neural-not-kv", ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g", "--quick",
+                              "--report", f"{W}/out/abl"], "--neural"),
+    ("ablate-folds-empty", ["ablate", "--folds", f"{W}/out", "--base", "1-4", "--neural", "g=5", "--quick",
+                            "--report", f"{W}/out/abl"], "out"),
+    ("ablate-pairs-columns", ["ablate", "--pairs", f"{D}/judged.tsv", "--columns", ",,,", "--encoder", "dssm",
+                              "--quick", "--report", f"{W}/out/abl"], "',,,'"),
+    ("ablate-pairs-bad", ["ablate", "--pairs", f"{W}/pairs_label.tsv", "--encoder", "dssm", "--quick",
+                          "--report", f"{W}/out/abl"], "pairs_label.tsv"),
+    ("ablate-encoder-spec", ["ablate", "--pairs", f"{D}/judged.tsv", "--encoder", "lstm:softmax", "--quick",
+                             "--report", f"{W}/out/abl"], "lstm"),
+    ("ablate-seeds", ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g=5", "--seeds", "a,b",
+                      "--report", f"{W}/out/abl"], "--seeds"),
+    ("compare-missing", ["compare", f"{W}/nope_report", "a:b"], "nope_report"),
+    ("compare-not-report", ["compare", f"{W}/out", "a:b"], "out"),
+    ("synth-queries-zero", ["datasets", "synth", "--out", f"{W}/out/world", "--queries", "0"], "'--queries'"),
+    ("synth-candidates", ["datasets", "synth", "--out", f"{W}/out/world", "--candidates", "9-3"], "'--candidates'"),
+    ("convert-dataset-unknown", ["datasets", "convert", "imagenet", f"{W}/x", "--out", f"{W}/out/ds"], "imagenet"),
+    ("convert-dataset-missing", ["datasets", "convert", "homedepot", f"{W}/nope.csv", "--out", f"{W}/out/ds"],
+     "nope.csv"),
+    ("convert-dataset-stem", ["datasets", "convert", "homedepot", f"{W}/pairs_bad.csv", "--out", f"{W}/out/ds",
+                              "--stem", "klingon"], "--stem"),
+    ("convert-dataset-split", ["datasets", "convert", "homedepot", f"{W}/pairs_bad.csv", "--out", f"{W}/out/ds",
+                               "--split", "0.5,0.9,0.1"], "--split"),
+]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """Good files (LETOR data, two rankers, an encoder, LETOR folds) and every bad file of ``BAD_FILES``."""
+    from test_bundle import make
+
+    w = tmp_path_factory.mktemp("catalogue")
+    for name, data in BAD_FILES.items():
+        (w / name).write_bytes(data)
+    write_letor(w / "train.letor", synthetic(seed=0, n_queries=20, docs=10, n_features=6, names=NAMES))
+    write_letor(w / "test.letor", synthetic(seed=2, n_queries=10, docs=10, n_features=6, names=NAMES))
+    nodoc = synthetic(seed=3, n_queries=3, docs=4, n_features=6, names=NAMES)
+    nodoc.docid = None
+    write_letor(w / "test_nodocid.letor", nodoc)
+    for engine, name in (("lightgbm", "m.txt"), ("xgboost", "m.json")):
+        small(engine, n_estimators=8, early_stopping_rounds=0).fit(
+            synthetic(seed=0, n_queries=20, docs=10, n_features=6, names=NAMES)).save(w / name)
+    raw_txt, raw_json = (w / "m.txt").read_bytes(), (w / "m.json").read_bytes()
+    meta_txt = json.loads((w / "m.txt.meta.json").read_text())
+
+    def model_copy(name, raw, meta, *, fix_sha=True):
+        (w / name).write_bytes(raw)
+        m = dict(meta)
+        if fix_sha:
+            m["model_sha256"] = hashlib.sha256(raw).hexdigest()
+        (w / f"{name}.meta.json").write_text(json.dumps(m))
+
+    model_copy("cut.txt", raw_txt[: len(raw_txt) // 2], meta_txt)
+    model_copy("tail.txt", raw_txt[: int(len(raw_txt) * 0.99)], meta_txt)
+    model_copy("cut.json", raw_json[: len(raw_json) // 2], json.loads((w / "m.json.meta.json").read_text()))
+    model_copy("edited.txt", raw_txt.replace(b"shrinkage=", b"shrinkage=1", 1), meta_txt, fix_sha=False)
+    (w / "lonely.txt").write_bytes(raw_txt)
+    (w / "badmeta.txt").write_bytes(raw_txt)
+    (w / "badmeta.txt.meta.json").write_text("{oops")
+    model_copy("oldmeta.txt", raw_txt, meta_txt | {"format": "ltrfeat.ranker/0"})
+    make("dssm").save(w / "enc.ltrenc")
+    flipped = bytearray((w / "enc.ltrenc").read_bytes())
+    flipped[-5] ^= 0x01
+    (w / "flipped.ltrenc").write_bytes(bytes(flipped))
+    lines = (DATA / "test.letor").read_text().splitlines()[:30]
+    (w / "wide.letor").write_text("".join(line.replace(" #", " 999999999:1 #", 1) + "\n" for line in lines))
+    for part in ("train", "vali", "test"):
+        fold = w / "folds" / "Fold1"
+        fold.mkdir(parents=True, exist_ok=True)
+        data = synthetic(seed=len(part), n_queries=8, docs=6, n_features=6)
+        write_letor(fold / f"{part}.letor", data)
+    (w / "out").mkdir()
+    return w
+
+
+def _listing(root: Path) -> set:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def _argv(args, w):
+    return [a.replace(W, str(w)).replace(D, str(DATA)) for a in args]
+
+
+def _run(args, w, native: bool):
+    if not native:
+        res = CliRunner().invoke(cli, args)
+        return res.exit_code, res.stdout, res.stderr, res.exception
+    env = os.environ | {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "CI": "1"}
+    res = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=w, env=env, capture_output=True, text=True,
+                         timeout=120)
+    return res.returncode, res.stdout, res.stderr, None
+
+
+def test_catalogue_has_at_least_100_cases_with_unique_ids():
+    ids = [c[0] for c in CASES]
+    assert len(ids) >= 100 and len(set(ids)) == len(ids)
+    commands = {c[1][0] if c[1][0] not in ("letor", "datasets") else " ".join(c[1][:2]) for c in CASES}
+    assert {"letor validate", "letor info", "letor convert", "extract", "train-ranker", "evaluate", "rank",
+            "export-ranker", "export-encoder", "train-encoder", "explain", "serve", "ablate", "compare",
+            "datasets synth", "datasets convert"} <= commands
+
+
+@pytest.mark.parametrize("case_id,args,needle", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_is_one_line_error(workspace, case_id, args, needle):
+    before = _listing(workspace)
+    code, out, err, exc = _run(_argv(args, workspace), workspace, case_id in NATIVE)
+    assert code not in (0, None), f"exit {code}: {out} {err}"
+    assert code > 0, f"killed by signal {-code}: {err}"
+    assert exc is None or isinstance(exc, SystemExit), repr(exc)
+    assert "Traceback" not in out + err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("error: "), lines[0]
+    assert needle.replace(W, str(workspace)) in lines[0], (needle, lines[0])
+    assert _listing(workspace) == before, sorted(_listing(workspace) ^ before)

@@ -1,0 +1,90 @@
+"""Hypothesis fuzzing of the input readers: damaged LETOR text is parsed or refused with a
+:class:`LtrfeatError`, never another exception; metrics stay finite for any labels.
+
+The default suite runs a few hundred examples; ``-m slow`` runs >= 10,000 of the LETOR fuzz.
+"""
+from __future__ import annotations
+
+import math
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ltr_features.dataset import FeatureMap
+from ltr_features.errors import LtrfeatError
+from ltr_features.letor import read_letor
+from ltr_features.text import parse_column_mapping
+from rankers import metrics as M
+
+SEED_TEXT = b"".join(b"%d qid:%d 1:0.5 2:-%d.25 4:1e-3 #docid = d%d\n" % (i % 3, i // 4, i % 5, i) for i in range(12))
+ALPHABET = b"0123456789:.-+eE #qid\n\r\t\x00\xff\xc3naif"
+
+edits = st.lists(st.tuples(st.integers(0, len(SEED_TEXT)), st.integers(0, 4),
+                           st.binary(max_size=4).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b))),
+                 min_size=1, max_size=6)
+
+
+def mutate(data: bytes, changes) -> bytes:
+    for pos, cut, insert in changes:
+        pos = min(pos, len(data))
+        data = data[:pos] + insert + data[pos + cut:]
+    return data
+
+
+_TMP = Path(tempfile.mkdtemp(prefix="ltrfeat-fuzz-"))
+
+
+def read_or_refuse(data: bytes, suffix: str = ".letor") -> None:
+    path = _TMP / f"f{suffix}"
+    path.write_bytes(data)
+    try:
+        ranking = read_letor(path)
+    except LtrfeatError as exc:
+        assert "\n" not in str(exc) and str(path) in str(exc)
+        return
+    assert len(ranking.label) == ranking.X.shape[0] and np.isfinite(ranking.label).all()
+    assert len(ranking.label) == sum(1 for line in data.split(b"\n") if line.split(b"#")[0].strip())
+
+
+def _fuzz_letor(changes):
+    read_or_refuse(mutate(SEED_TEXT, changes))
+
+
+test_letor_fuzz = settings(max_examples=300, deadline=None)(given(edits)(_fuzz_letor))
+test_letor_fuzz_10k = pytest.mark.slow(
+    settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))(given(edits)(_fuzz_letor)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.integers(0, 5), st.integers(0, 5000),
+                                                       st.floats(0, 1e300)), st.floats(-1e6, 1e6)),
+                min_size=1, max_size=30),
+       st.sampled_from(M.GAINS))
+def test_metrics_are_finite_for_any_finite_labels(rows, gain):
+    qid = [f"q{q}" for q, _, _ in rows]
+    label = [lab for _, lab, _ in rows]
+    score = [s for _, _, s in rows]
+    df = M.evaluate_queries(qid, label, score, "ndcg@3,ndcg@10,err@10,map,recall@3", gain=gain)
+    evaluated = df[df["n_relevant"] > 0].drop(columns=["n_docs", "n_relevant"])
+    values = evaluated.to_numpy(float)
+    assert np.isfinite(values).all() and (values >= -1e-12).all() and (values <= 1 + 1e-9).all()
+    summary = M.summarise(df)
+    assert summary["n_evaluated"] == len(evaluated)
+    assert all(math.isfinite(v) for v in summary["metrics"].values()) or not len(evaluated)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=",=-0123456789abq_ ", max_size=20))
+def test_selection_and_mapping_specs_are_parsed_or_refused(spec):
+    try:
+        FeatureMap.dense(46).resolve(spec)
+    except KeyError:
+        pass
+    try:
+        parse_column_mapping(spec)
+    except LtrfeatError:
+        pass
