@@ -174,8 +174,13 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
 
 def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, out) -> None:
     """train-ranker --select: inner cross-validation over the training queries, refit the choice, save it."""
+    from rankers.lambdamart import _check_labels
     from rankers.models import kind_of, save_ranker
     from rankers.selection import Candidates, describe, select, with_valid
+
+    _check_labels(train.label, "train")  # before any candidate trains, so the error names the file
+    if valid is not None:
+        _check_labels(valid.label, "valid")
 
     try:
         columns = train.feature_map.resolve(features)

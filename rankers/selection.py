@@ -152,7 +152,7 @@ def inner_splits(pool: RankingSet, config: SelectionConfig) -> list[tuple[Rankin
     queries = pool.queries()
     if len(queries) < 2 * config.inner_folds:
         raise LtrfeatError(f"{len(queries)} training queries are too few for {config.inner_folds} inner folds",
-                           fix="lower --inner-folds or pass --select none")
+                           fix="lower --inner-folds, or pass --no-select")
     order = np.random.default_rng(config.seed).permutation(len(queries))
     folds = np.array_split(order, config.inner_folds)
     out = []

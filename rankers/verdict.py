@@ -91,6 +91,8 @@ def verdict_lines(v: dict) -> list[str]:
         text += f" vs best single feature {row['best_single']:.4f} (p Holm {_fmt(row['p_holm_vs_best_single'])})"
         lines.append(text)
     lines.append(f"  best single feature per fold (chosen on training queries): {singles}")
+    lines.append("  to ship: ltrfeat train-ranker TRAIN --valid VALID --select chooses among the same candidates by "
+                 "the same rule on all your judged queries")
     lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in v["warnings"]]
     if not v["warnings"]:
         lines.append("no warning: every learned ranker is significantly better than the best single feature")

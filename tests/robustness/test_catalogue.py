@@ -198,6 +198,14 @@ CASES += [
     ("train-valid-other-features", TR + ["--valid", f"{W}/other_features.letor"], "other_features.letor"),
     ("train-out-under-file", ["train-ranker", TRAIN, "--out", f"{W}/train.letor/m.txt"], "cannot write the output"),
     ("train-dask-bad", TR + ["--dask", "local:zero"], "local:zero"),
+    ("train-select-candidate", TR + ["--select", "--candidates", "forest"], "forest"),
+    ("train-select-tuned-no-search", TR + ["--select", "--candidates", "lightgbm-tuned"], "--tune"),
+    ("train-select-inner-folds", TR + ["--select", "--inner-folds", "1"], "'--inner-folds'"),
+    ("train-select-too-few", TR + ["--select", "--inner-folds", "15"], "--inner-folds"),
+    ("train-select-dask", TR + ["--select", "--dask", "local:2"], "--dask"),
+    ("train-select-tune", TR + ["--select", "--tune", "random"], "'--tune'"),
+    ("train-select-neg-label", ["train-ranker", f"{W}/neg_label.letor", "--out", f"{W}/out/m.txt", "--select"],
+     "neg_label.letor"),
 ]
 
 # evaluate and rank
