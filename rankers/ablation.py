@@ -730,8 +730,10 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
     if "selection" in result.config and rankers:
         headline = [m for m in result.config["selection"]["criterion"] if m in result.metrics] or result.metrics[:3]
         untuned = f"{baseline}/{result.config['engine']}"
+        bm25 = [s.name for s in result.feature_sets if s.kind == "alone" and s.name.startswith("bm25")]
         groups.append(([(BEST_SINGLE, name) for name in rankers] + [(BEST_SINGLE, RECOMMENDED)] +
-                       ([(untuned, RECOMMENDED)] if untuned in set(per_query["feature_set"]) else []), headline))
+                       ([(untuned, RECOMMENDED)] if untuned in set(per_query["feature_set"]) else []) +
+                       [(name, RECOMMENDED) for name in bm25], headline))
     comparisons = _comparisons(per_query, groups, seed=seed, n_resamples=n_resamples)
     statistics = {
         "pooling": "test queries of all folds pooled, identified by (fold, qid); per-query values averaged over seeds",

@@ -46,10 +46,12 @@ def verdict(result, summary: dict) -> dict | None:
     table = []
     for m in metrics:
         vs_untuned, vs_single = comps.get((untuned, RECOMMENDED, m)), comps[(BEST_SINGLE, RECOMMENDED, m)]
+        bm25 = {c["baseline"]: {"mean": c["base_mean"], "p_holm": c["p_holm"]} for c in summary["comparisons"]
+                if c["variant"] == RECOMMENDED and c["metric"] == m and c["baseline"].startswith("bm25")}
         table.append({"metric": m, "recommended": means.get((RECOMMENDED, m)), "untuned": means.get((untuned, m)),
                       "best_single": means.get((BEST_SINGLE, m)),
                       "p_holm_vs_untuned": None if vs_untuned is None else vs_untuned["p_holm"],
-                      "p_holm_vs_best_single": vs_single["p_holm"]})
+                      "p_holm_vs_best_single": vs_single["p_holm"], "bm25_alone": bm25})
     warnings = []
     rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
     below, not_above = collections.defaultdict(list), collections.defaultdict(list)  # metrics -> set names
@@ -89,6 +91,8 @@ def verdict_lines(v: dict) -> list[str]:
         if row["untuned"] is not None:
             text += f" vs untuned `{v['untuned']}` {row['untuned']:.4f} (p Holm {_fmt(row['p_holm_vs_untuned'])})"
         text += f" vs best single feature {row['best_single']:.4f} (p Holm {_fmt(row['p_holm_vs_best_single'])})"
+        text += "".join(f" vs {name} alone {b['mean']:.4f} (p Holm {_fmt(b['p_holm'])})"
+                        for name, b in row.get("bm25_alone", {}).items())
         lines.append(text)
     lines.append(f"  best single feature per fold (chosen on training queries): {singles}")
     lines.append("  to ship: ltrfeat train-ranker TRAIN --valid VALID --select chooses among the same candidates by "

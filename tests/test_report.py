@@ -153,6 +153,9 @@ def test_selection_report_opens_with_the_verdict_and_shows_every_candidate(tmp_p
     assert "## Model selection" in md and "`lexical/linear`" in md and "`lexical+clsm/best-single`" in md
     data = json.loads((out / "report.json").read_text())
     assert data["verdict"]["n_folds"] == 3 and set(data["config"]["selection"]["chosen"]) == {"Fold1", "Fold2", "Fold3"}
+    # the recommendation is tested against BM25 alone too (same Holm family)
+    assert set(data["verdict"]["metrics"][0]["bm25_alone"]) == {"bm25_title"}
+    assert "vs bm25_title alone" in md
     per_query = pd.read_csv(out / "per_query.tsv", sep="\t")
     assert {"recommended", "best-single", "lexical/lightgbm"} <= set(per_query["feature_set"])
     # the headline table leaves the candidates to the report
