@@ -150,13 +150,14 @@ def _lightgbm(raw: bytes) -> tuple[int, list[str]]:
     if any(s <= 0 for s in sizes):
         raise _Fail("tree_sizes holds a non-positive size")
     pos = header_end + 2
+    line0 = text.count("\n", 0, pos) + 1
     for i, size in enumerate(sizes):
         block = text[pos:pos + size]
-        line0 = text.count("\n", 0, pos) + 1
         if len(block) != size or not block.startswith(f"Tree={i}\n"):
             raise _Fail(f"tree {i} is not where tree_sizes puts it (file truncated or edited?)", line0)
         _lightgbm_tree(block, i, n_features, line0)
         pos += size
+        line0 += block.count("\n")
     if not text.startswith("end of trees", pos):
         raise _Fail("'end of trees' does not follow the last tree (file truncated or edited?)",
                     text.count("\n", 0, pos) + 1)
@@ -205,6 +206,19 @@ _LGB_OBJECTIVES = ("lambdarank", "rank_xendcg")
 _LGB_PER_LEAF = ("leaf_weight", "leaf_count", "leaf_const", "num_features")
 _LGB_PER_NODE = ("split_gain", "internal_value", "internal_weight", "internal_count")
 _LGB_NUMBER = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|inf|nan)", re.IGNORECASE)
+_LGB_NUMBER_CHARS = re.compile(r"[0-9eE.+\- ]*")
+
+
+def _lightgbm_numbers(value: str) -> bool:
+    """Space-separated numbers as LightGBM writes them (one space between tokens)."""
+    if _LGB_NUMBER_CHARS.fullmatch(value):  # the common case: a fast scan, then Python's parser per token
+        try:
+            for token in value.split(" "):
+                float(token)
+        except ValueError:
+            return False
+        return "_" not in value
+    return all(_LGB_NUMBER.fullmatch(t) for t in value.split(" "))  # inf / nan tokens
 
 
 def _lightgbm_tree(block: str, i: int, n_features: int, line0: int) -> None:
@@ -217,7 +231,7 @@ def _lightgbm_tree(block: str, i: int, n_features: int, line0: int) -> None:
         if not sep or key not in _LGB_TREE_FIELDS or key in fields:
             raise _Fail(f"tree {i}: line {line[:40]!r} is not a known key=value field", k)
         # LightGBM's own number parser aborts the process on a bad token: check every one here
-        if value and not all(_LGB_NUMBER.fullmatch(t) for t in value.split(" ")):
+        if value and not _lightgbm_numbers(value):
             raise _Fail(f"tree {i}: {key} holds something that is not a number", k)
         fields[key], lines[key] = value, k
 
