@@ -4,8 +4,8 @@ Generates a LETOR file of N judged pairs (default 1M; queries of 1-150 documents
 (titles from a Zipfian vocabulary) and an untrained default-size CLSM bundle (300 conv, 128 out; the
 speed does not depend on the weights). Then, in one run:
 
-- ``local``: :func:`ltr_features.extract.extract_file` in this process (torch uses every core);
-- ``dask_1`` / ``dask_2``: :func:`ltr_features.distributed.extract_file_dask` on a LocalCluster of 1 / 2
+- ``local``: :func:`ltrfeat.features.extract.extract_file` in this process (torch uses every core);
+- ``dask_1`` / ``dask_2``: :func:`ltrfeat.features.distributed.extract_file_dask` on a LocalCluster of 1 / 2
   single-threaded worker processes (cluster start-up excluded, shipping the extractors included);
 - ``noop``: the same two paths with an extractor that only returns zeros, which measures the client's
   serial work (parse, join, write) and the per-partition overhead of the cluster round trip.
@@ -51,8 +51,8 @@ class Zeros(BaseEstimator):
 
 
 def generate(root: Path, n_pairs: int, seed: int = 0):
-    from ltr_features.dataset import FeatureMap, RankingSet
-    from ltr_features.letor import write_letor
+    from ltrfeat.features.dataset import FeatureMap, RankingSet
+    from ltrfeat.features.letor import write_letor
 
     rng = np.random.default_rng(seed)
     vocab = np.array([f"term{i}" for i in range(5000)])
@@ -80,9 +80,9 @@ def generate(root: Path, n_pairs: int, seed: int = 0):
 def clsm_bundle(root: Path, docs, queries) -> Path:
     import torch
 
-    from ltr_features.encoders.encoder import Encoder
-    from ltr_features.encoders.model import TwoTowerModel, model_config
-    from ltr_features.hashing import TrigramHasher
+    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+    from ltrfeat.features.hashing import TrigramHasher
 
     torch.manual_seed(0)
     hasher = TrigramHasher().fit(list(docs["title"]) + list(queries["query"]))
@@ -95,7 +95,7 @@ def agreement(path: Path, reference: Path) -> str:
     in other batch shapes; everything else must be equal)."""
     if path.read_bytes() == reference.read_bytes():
         return "byte-identical"
-    from ltr_features.letor import read_letor
+    from ltrfeat.features.letor import read_letor
 
     a, b = read_letor(path), read_letor(reference)
     same_rows = (a.qid == b.qid).all() and (a.label == b.label).all() and (a.comment == b.comment).all()
@@ -110,9 +110,9 @@ def main():
 
     import distributed
 
-    from ltr_features.distributed import extract_file_dask
-    from ltr_features.extract import extract_file, lexical_extractors
-    from ltr_features.neural import EncoderExtractor
+    from ltrfeat.features.distributed import extract_file_dask
+    from ltrfeat.features.extract import extract_file, lexical_extractors
+    from ltrfeat.features.neural import EncoderExtractor
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

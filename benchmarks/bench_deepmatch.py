@@ -28,11 +28,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
-from ltr_features.encoders.deepmatch import _mixed, score_rows, train_deepmatch  # noqa: E402
-from ltr_features.encoders.encoder import Encoder  # noqa: E402
-from ltr_features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltr_features.hashing import TrigramHasher  # noqa: E402
-from ltr_features.text import read_judged_pairs  # noqa: E402
+from ltrfeat.features.encoders.deepmatch import _mixed, score_rows, train_deepmatch  # noqa: E402
+from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.features.text import read_judged_pairs  # noqa: E402
 
 N_FIT = 20_000
 N_SCORE = 20_000

@@ -33,12 +33,12 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
-from ltr_features.encoders.encoder import Encoder  # noqa: E402
-from ltr_features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltr_features.encoders.sbert import SbertEncoder  # noqa: E402
-from ltr_features.encoders.training import train_encoder  # noqa: E402
-from ltr_features.hashing import BOUNDARY_ID, TrigramHasher  # noqa: E402
-from ltr_features.text import read_judged_pairs  # noqa: E402
+from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
+from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.features.hashing import BOUNDARY_ID, TrigramHasher  # noqa: E402
+from ltrfeat.features.text import read_judged_pairs  # noqa: E402
 
 N_OURS = 20_000  # titles encoded by DSSM / CLSM
 N_MINILM = 2_000

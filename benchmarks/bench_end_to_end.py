@@ -1,6 +1,6 @@
 """End-to-end wall time: ``ltrfeat demo`` (full and ``--quick``) and the Home Depot ablation.
 
-Each demo runs as a fresh ``python -m cli.main demo`` subprocess; its stage times are read from the
+Each demo runs as a fresh ``python -m ltrfeat.cli.main demo`` subprocess; its stage times are read from the
 moments its ``k/4`` progress lines appear on stderr. The figures are ratios against the issue's budgets
 (full demo 5 min, quick 1 min): below 1.0 is within budget. The full demo's time is also given as a
 ratio to the quick one measured in the same run.
@@ -46,7 +46,7 @@ def stage_seconds(events: list[tuple[float, str]], end: float) -> dict[str, floa
 def run_demo(*, quick: bool, timeout: float) -> dict:
     """Wall time and stage times of one demo run in a fresh process."""
     with tempfile.TemporaryDirectory(prefix="bench-demo-") as tmp:
-        cmd = [sys.executable, "-m", "cli.main", "demo", "--out", str(Path(tmp) / "demo")]
+        cmd = [sys.executable, "-m", "ltrfeat.cli.main", "demo", "--out", str(Path(tmp) / "demo")]
         cmd += ["--quick"] if quick else []
         env = dict(os.environ, PYTHONPATH=str(ROOT), CI="1")
         start = time.perf_counter()

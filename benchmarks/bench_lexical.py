@@ -21,8 +21,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import home_depot_pairs, timed, write_results  # noqa: E402
-from ltr_features.analysis import Analyzer  # noqa: E402
-from ltr_features.lexical import LexicalExtractor  # noqa: E402
+from ltrfeat.features.analysis import Analyzer  # noqa: E402
+from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
 
 K1, B = 1.2, 0.75
 

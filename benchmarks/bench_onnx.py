@@ -20,9 +20,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
-from ltr_features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
-from ltr_features.encoders.onnx_export import OnnxEncoder, export_onnx  # noqa: E402
-from ltr_features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.features.encoders.onnx_export import OnnxEncoder, export_onnx  # noqa: E402
+from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
 THREADS = 2
 N_TEXTS = 4000

@@ -27,8 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
-from ltr_features.dataset import FeatureMap, RankingSet  # noqa: E402
-from rankers.lambdamart import LambdaMART  # noqa: E402
+from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
+from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 
 
 def generate(rows: int, n_features: int, docs_per_query: int, seed: int = 0) -> RankingSet:

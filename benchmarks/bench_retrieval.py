@@ -17,8 +17,8 @@ from _common import timed, write_results
 import numpy as np
 import pandas as pd
 
-from ltr_features.analysis import Analyzer
-from ltr_features.retrieval import BM25Retriever
+from ltrfeat.features.analysis import Analyzer
+from ltrfeat.features.retrieval import BM25Retriever
 
 
 def corpus(n_docs: int, n_queries: int, seed: int = 0):

@@ -105,20 +105,20 @@ def _vocab_pairs(n: int, *, seed: int, vocab: np.ndarray):
 
 
 def _point_extraction(workdir: Path) -> float:
-    import ltr_features.extract  # noqa: F401  (imports are start-up cost, not extraction: done before the clock)
-    import ltr_features.neural  # noqa: F401
-    from cli.main import cli
+    import ltrfeat.features.extract  # noqa: F401  (imports are start-up cost, not extraction: done before the clock)
+    import ltrfeat.features.neural  # noqa: F401
+    from ltrfeat.cli.main import cli
 
     args = ["extract", str(workdir / "in.letor"), "--queries", str(workdir / "queries.tsv"),
             "--docs", str(workdir / "docs.tsv"), "--lexical", "all", "--fields", "title",
             "--encoder", f"clsm={workdir / 'clsm.ltrenc'}", "--out", str(workdir / "out.letor"), "--no-progress"]
     start = time.perf_counter()
-    cli.main(args=args, standalone_mode=False)
+    ltrfeat.cli.main(args=args, standalone_mode=False)
     return time.perf_counter() - start
 
 
 def _point_encoder(size: int) -> float:
-    from ltr_features.encoders.training import train_encoder
+    from ltrfeat.features.encoders.training import train_encoder
 
     pairs = _vocab_pairs(size, seed=1, vocab=letter_words(20_000, seed=1))
     start = time.perf_counter()
@@ -129,7 +129,7 @@ def _point_encoder(size: int) -> float:
 
 def _point_ranker(size: int) -> float:
     from benchmarks.bench_rankers import generate
-    from rankers.lambdamart import LambdaMART
+    from ltrfeat.rankers.lambdamart import LambdaMART
 
     data = generate(size, 136, 100)
     start = time.perf_counter()
@@ -151,7 +151,7 @@ def run_point(stage: str, size: int, workdir: Path) -> None:
 # -- the parent: data, budget, fit, plots --------------------------------------------------------------------
 def extraction_bundle(path: Path) -> Path:
     """A CLSM bundle (default sizes) trained for one epoch on 2,000 pairs of the extraction world's vocabulary."""
-    from ltr_features.encoders.training import train_encoder
+    from ltrfeat.features.encoders.training import train_encoder
 
     terms = np.array([f"term{i}" for i in range(5000)])  # bench_dask.generate's vocabulary
     encoder, _ = train_encoder(_vocab_pairs(2000, seed=0, vocab=terms), model="clsm", epochs=1, soft_labels="identity",

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from benchmarks._common import write_results  # noqa: E402
-from serving.process import served  # noqa: E402
-from serving.scorer import Scorer  # noqa: E402
+from ltrfeat.serving.process import served  # noqa: E402
+from ltrfeat.serving.scorer import Scorer  # noqa: E402
 from test_scorer import WORDS, build_world  # noqa: E402
 
 N_CANDIDATES = 100

@@ -117,7 +117,7 @@ def profile_demo(*, quick: bool, interval: float):
     """Run ``ltrfeat demo`` under pyinstrument; returns (session root frame, wall seconds)."""
     from pyinstrument import Profiler
 
-    from cli.main import cli
+    from ltrfeat.cli.main import cli
 
     os.environ.setdefault("CI", "1")  # no progress bars in the profile
     with tempfile.TemporaryDirectory(prefix="profile-demo-") as tmp:
@@ -126,7 +126,7 @@ def profile_demo(*, quick: bool, interval: float):
         start = time.perf_counter()
         profiler.start()
         try:
-            cli.main(args=args, standalone_mode=False)
+            ltrfeat.cli.main(args=args, standalone_mode=False)
         finally:
             profiler.stop()
         return profiler.last_session.root_frame(), time.perf_counter() - start

@@ -6,7 +6,7 @@ encoder training, 15 % validation, 15 % test. ``train_encoder`` gets the trainin
 holds out its own seeded 15/85 share of their queries for early stopping; the distillation settings are
 chosen on those held-out VALIDATION queries only (a small grid, distilled-only models). The test queries
 are scored once, for the chosen setting. Metrics: mean NDCG@1/10 of the cosine alone
-(``rankers.metrics``: gain 2^rel - 1, ties by input order, queries without a relevant product excluded).
+(``ltrfeat.rankers.metrics``: gain 2^rel - 1, ties by input order, queries without a relevant product excluded).
 
 Run: python benchmarks/quality_distill_homedepot.py [--epochs 2] [--seed 0] [--queries 3000]
 """
@@ -24,11 +24,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
 from benchmarks.quality_homedepot import SPLIT, load, ndcg, split_queries  # noqa: E402
-from ltr_features.encoders.distill import CachedTeacher, distill, load_teacher  # noqa: E402
-from ltr_features.encoders.encoder import Encoder  # noqa: E402
-from ltr_features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltr_features.encoders.training import _prepare, train_encoder  # noqa: E402
-from ltr_features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.features.encoders.distill import CachedTeacher, distill, load_teacher  # noqa: E402
+from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.features.encoders.training import _prepare, train_encoder  # noqa: E402
+from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
 # (distill epochs, lr, same_side weight), loss "kl" (the default); the MSE loss was tried first
 # (4 ep lr 1e-3 / 4 ep 3e-3 / 8 ep 3e-3: validation NDCG@1 .612 / .609 / .624, KL 8 ep 3e-3: .657); 16 epochs

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarks._common import write_results  # noqa: E402
-from ltr_features.encoders.training import train_encoder  # noqa: E402
-from ltr_features.lexical import LexicalExtractor  # noqa: E402
+from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
 from quality_homedepot import load, ndcg, split_queries  # noqa: E402
 
 CONFIGS = {  # name -> train_encoder options (each with J = 4 random + in-batch negatives)

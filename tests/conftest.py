@@ -25,7 +25,7 @@ def train_until_interrupted(monkeypatch, train, *, epoch: int = 1) -> None:
     """Run ``train()`` (which writes checkpoints) and stop it right after epoch ``epoch``'s checkpoint."""
     import pytest
 
-    from ltr_features.encoders import training
+    from ltrfeat.features.encoders import training
 
     write = training._write_checkpoint
 

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr_features.dataset import Feature, FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError
-from ltr_features.letor import write_letor
-from rankers.ablation import (FeatureSet, Fold, head_to_head, load_letor_folds, plan_feature_sets, run_ablation,
+from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.features.letor import write_letor
+from ltrfeat.rankers.ablation import (FeatureSet, Fold, head_to_head, load_letor_folds, plan_feature_sets, run_ablation,
                               summarise)
-from rankers.lambdamart import LambdaMART
-from rankers.metrics import evaluate_queries
+from ltrfeat.rankers.lambdamart import LambdaMART
+from ltrfeat.rankers.metrics import evaluate_queries
 
 NAMES = ["bm25_title", "tfidf_title", "len_title", "clsm_title_cos"]
 FAST = {"n_estimators": 30, "num_leaves": 7, "learning_rate": 0.1, "early_stopping_rounds": 10, "n_jobs": 1}

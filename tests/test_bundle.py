@@ -10,10 +10,10 @@ import pytest
 import safetensors.torch
 import torch
 
-from ltr_features.encoders import Encoder, TwoTowerModel, model_config
-from ltr_features.encoders.bundle import FORMAT, read_bundle, write_bundle
-from ltr_features.errors import ModelFileError
-from ltr_features.hashing import TrigramHasher
+from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+from ltrfeat.features.encoders.bundle import FORMAT, read_bundle, write_bundle
+from ltrfeat.features.errors import ModelFileError
+from ltrfeat.features.hashing import TrigramHasher
 
 TEXTS = ["cordless drill 18v", "red garden hose", "ceiling fan", "", "unseen zzz words"]
 

@@ -7,7 +7,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from ltrfeat.cli.main import cli
 from conftest import dataset_path
 from test_ablation import planted_folds, write_folds
 

@@ -6,8 +6,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.synth import generate_world, write_world
+from ltrfeat.cli.main import cli
+from ltrfeat.features.synth import generate_world, write_world
 
 TINY = ["--k-folds", "3", "--encoder-option", "epochs=1", "--encoder-option", 'sizes={"hidden": [32], "out": 16}',
         "--n-estimators", "20", "--num-leaves", "7", "--resamples", "500", "--seeds", "0"]

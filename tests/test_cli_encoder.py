@@ -6,8 +6,8 @@ import json
 import numpy as np
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.encoders import Encoder
+from ltrfeat.cli.main import cli
+from ltrfeat.features.encoders import Encoder
 from test_training import make_pairs
 
 FAST = ["--epochs", "2", "--batch-size", "32", "--lr", "0.01", "--threads", "1", "--val-fraction", "0.25"]

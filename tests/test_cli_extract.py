@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.dataset import FeatureMap
-from ltr_features.letor import read_letor
+from ltrfeat.cli.main import cli
+from ltrfeat.features.dataset import FeatureMap
+from ltrfeat.features.letor import read_letor
 
 PAIRS_CSV = (
     "search_term,product_uid,product_title,relevance\n"

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.dataset import FeatureMap
-from ltr_features.letor import read_letor
+from ltrfeat.cli.main import cli
+from ltrfeat.features.dataset import FeatureMap
+from ltrfeat.features.letor import read_letor
 
 LETOR = (
     "2 qid:10 1:0.5 2:1 #docid = A inc = 1\n"

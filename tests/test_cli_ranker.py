@@ -9,13 +9,13 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli import ranker_cmd
-from cli.main import cli
+from ltrfeat.cli import ranker_cmd
+from ltrfeat.cli.main import cli
 from conftest import dataset_path
-from ltr_features.letor import read_letor, write_letor
-from rankers import lambdamart
-from rankers.lambdamart import LambdaMART, meta_path
-from rankers.metrics import evaluate_queries
+from ltrfeat.features.letor import read_letor, write_letor
+from ltrfeat.rankers import lambdamart
+from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
+from ltrfeat.rankers.metrics import evaluate_queries
 from test_lambdamart import synthetic
 
 NAMES = ["bm25_title", "tfidf", "noise_a", "noise_b", "len_title", "clsm_title_cos"]

@@ -10,13 +10,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cli.main import cli
-from ltr_features.converters import convert, convert_to_dir, resolve_inputs
-from ltr_features.converters.cranfield import read_records
-from ltr_features.converters.trec import read_qrels
-from ltr_features.errors import LtrfeatError, TextTableError
-from ltr_features.letor import read_letor
-from ltr_features.text import read_docs, read_judged_pairs, read_queries
+from ltrfeat.cli.main import cli
+from ltrfeat.features.converters import convert, convert_to_dir, resolve_inputs
+from ltrfeat.features.converters.cranfield import read_records
+from ltrfeat.features.converters.trec import read_qrels
+from ltrfeat.features.errors import LtrfeatError, TextTableError
+from ltrfeat.features.letor import read_letor
+from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
 from tests.conftest import dataset_path
 
 # ---------------------------------------------------------------------------------- fixtures
@@ -156,7 +156,7 @@ def run(runner, *args):
 
 # ---------------------------------------------------------------------------------- every source
 
-@pytest.mark.filterwarnings("ignore::ltr_features.text.TextTableWarning")  # empty titles / descriptions
+@pytest.mark.filterwarnings("ignore::ltrfeat.features.text.TextTableWarning")  # empty titles / descriptions
 @pytest.mark.parametrize("name", ALL)
 def test_output_validates_and_reads_back(name, tmp_path, runner):
     out = tmp_path / "out"

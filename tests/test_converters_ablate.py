@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.synth import generate_world
+from ltrfeat.cli.main import cli
+from ltrfeat.features.synth import generate_world
 
 TINY_ABLATE = ["--quick", "--k-folds", "3", "--lexical", "bm25,coverage", "--encoder", "dssm:generalized",
                "--encoder-option", "epochs=1", "--encoder-option", 'sizes={"hidden": [16], "out": 8}',

@@ -2,10 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltr_features.crossfit import (CrossFitFold, EncoderSpec, LeakageError, build_folds, check_disjoint,
+from ltrfeat.features.crossfit import (CrossFitFold, EncoderSpec, LeakageError, build_folds, check_disjoint,
                                    crossfit_columns, n_trainings, normalise_query, plan_folds, scoring_jobs)
-from ltr_features.dataset import FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError
+from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.features.errors import LtrfeatError
 
 
 def _pairs(n_queries=40, per_query=5, seed=0):
@@ -129,8 +129,8 @@ def test_build_folds_splits_rows_and_appends_columns():
 
 
 def test_text_folds_end_to_end_with_stub_encoder():
-    from ltr_features.crossfit import text_folds
-    from ltr_features.extract import lexical_extractors
+    from ltrfeat.features.crossfit import text_folds
+    from ltrfeat.features.extract import lexical_extractors
 
     pairs = _pairs(n_queries=16, per_query=4).sample(frac=1.0, random_state=0).reset_index(drop=True)
     stub = type("E", (), {"similarity": staticmethod(lambda q, d: np.array([len(x) for x in d], float))})()

@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from ltr_features.dataset import Feature, FeatureMap, RankingSet
-from ltr_features.errors import LetorFormatError
+from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.features.errors import LetorFormatError
 
 
 def _set(qids, n_features=3):

@@ -12,13 +12,13 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cli.main import cli
+from ltrfeat.cli.main import cli
 from conftest import train_until_interrupted
-from ltr_features.crossfit import EncoderSpec, crossfit_columns, plan_folds
-from ltr_features.encoders.deepmatch import (DeepMatch, DeepMatchNet, _mixed, bags, link_patches, patch_overlap,
+from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.features.encoders.deepmatch import (DeepMatch, DeepMatchNet, _mixed, bags, link_patches, patch_overlap,
                                              train_deepmatch)
-from ltr_features.errors import LtrfeatError, ModelFileError
-from ltr_features.neural import EncoderExtractor
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.neural import EncoderExtractor
 
 PATCH_PARAMS = ("lx", "ly", "b1", "w2", "b2")
 TINY = dict(topics=(6, 3), patch_words=4, min_links=2, max_links=4, units=(2, 2), latent=3, committee=6,
@@ -180,7 +180,7 @@ def test_bundle_round_trip(trained, tmp_path):
 
 
 def test_loading_a_non_deepmatch_file_fails_clearly(tmp_path):
-    from ltr_features.encoders.bundle import write_bundle
+    from ltrfeat.features.encoders.bundle import write_bundle
 
     write_bundle(tmp_path / "x.ltrenc", kind="encoder", header={"model": {"architecture": "clsm"}}, tensors={})
     with pytest.raises(ModelFileError, match="clsm encoder, not deepmatch"):
@@ -265,7 +265,7 @@ def test_cli_extract_emits_deepmatch_title_score(trained, tmp_path):
 
 
 def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_path):
-    from ltr_features.encoders.bundle import write_bundle
+    from ltrfeat.features.encoders.bundle import write_bundle
 
     model, _ = trained
     tensors = dict(model.net.state_dict())
@@ -277,7 +277,7 @@ def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_p
 
 
 def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monkeypatch):
-    from ltr_features.encoders import deepmatch
+    from ltrfeat.features.encoders import deepmatch
 
     pairs, opts = make_pairs(), {**TINY, "epochs": 3, "hard_negatives": 1}
     full, full_history = train_deepmatch(pairs, seed=0, **opts)
@@ -301,7 +301,7 @@ def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monk
 
 
 def test_text_encoder_checkpoint_is_refused_for_deepmatch(tmp_path):
-    from ltr_features.encoders.training import train_encoder
+    from ltrfeat.features.encoders.training import train_encoder
 
     pairs = make_pairs()
     train_encoder(pairs, model="dssm", sizes={"hidden": [8], "out": 4}, epochs=1, batch_size=16, threads=1,

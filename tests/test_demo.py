@@ -6,7 +6,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from ltrfeat.cli.main import cli
 
 
 def run_demo(out):

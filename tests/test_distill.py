@@ -10,18 +10,18 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from cli.main import cli
+from ltrfeat.cli.main import cli
 from conftest import train_until_interrupted
-from ltr_features import crossfit
-from ltr_features.crossfit import EncoderSpec
-from ltr_features.encoders import distill as distill_module
-from ltr_features.encoders.distill import agreement, distill, teacher_key, teacher_vectors
-from ltr_features.encoders.encoder import Encoder
-from ltr_features.encoders.model import TwoTowerModel, model_config
-from ltr_features.encoders.training import train_encoder
-from ltr_features.errors import LtrfeatError
-from ltr_features.hashing import TrigramHasher
-from ltr_features.letor import read_letor
+from ltrfeat.features import crossfit
+from ltrfeat.features.crossfit import EncoderSpec
+from ltrfeat.features.encoders import distill as distill_module
+from ltrfeat.features.encoders.distill import agreement, distill, teacher_key, teacher_vectors
+from ltrfeat.features.encoders.encoder import Encoder
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.features.letor import read_letor
 
 SMALL = {"conv": 48, "out": 24}
 WORDS = [f"{a}{b}" for a in ("red", "blu", "grn", "wht", "blk", "ylw") for b in ("drill", "saw", "tape", "paint")]
@@ -280,7 +280,7 @@ def test_crossfit_train_passes_the_teacher(monkeypatch, tmp_path):
         seen.append(kwargs)
         raise RuntimeError("stop")
 
-    monkeypatch.setattr("ltr_features.encoders.training.train_encoder", fake_train_encoder)
+    monkeypatch.setattr("ltrfeat.features.encoders.training.train_encoder", fake_train_encoder)
     for text, teacher in (("clsm:generalized+teacher", "sbert"), (f"clsm:generalized+teacher={tmp_path}",
                                                                   f"sbert={tmp_path}"), ("clsm:generalized", None)):
         with pytest.raises(RuntimeError):
@@ -290,7 +290,7 @@ def test_crossfit_train_passes_the_teacher(monkeypatch, tmp_path):
 
 def test_ablation_with_teacher_encodes_each_text_once(tmp_path, monkeypatch):
     """Six cross-fitted trainings and the zero-shot sbert column share the process-level teacher vectors."""
-    from ltr_features.synth import generate_world, write_world
+    from ltrfeat.features.synth import generate_world, write_world
 
     write_world(generate_world(seed=3, n_queries=45, n_docs=120, n_click_queries=60), tmp_path / "world")
     teacher = WordTeacher()
@@ -329,7 +329,7 @@ def test_cached_teacher_scores_like_the_teacher(monkeypatch):
 
 
 def test_distillation_options_reach_only_encoders_with_a_teacher():
-    from ltr_features.crossfit import EncoderSpec, spec_options
+    from ltrfeat.features.crossfit import EncoderSpec, spec_options
 
     options = {"epochs": 4, "clsm.distill_epochs": 2, "distill_lr": 1e-3, "clsm.distill_weight": 1.0}
     assert spec_options(EncoderSpec.parse("clsm:softmax"), options) == {"epochs": 4}
@@ -364,7 +364,7 @@ def test_teacher_vectors_round_trip_through_disk(tmp_path, monkeypatch):
 
 
 def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch):
-    from ltr_features.synth import generate_world, write_world
+    from ltrfeat.features.synth import generate_world, write_world
 
     write_world(generate_world(seed=3, n_queries=30, n_docs=80, n_click_queries=40), tmp_path / "world")
     model = tmp_path / "model"

@@ -13,16 +13,16 @@ from sklearn.base import BaseEstimator
 distributed = pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402  (a dependency of distributed)
 
-from cli.main import cli  # noqa: E402
-from ltr_features import distributed as dist  # noqa: E402
-from ltr_features.dataset import FeatureMap, RankingSet  # noqa: E402
-from ltr_features.encoders.encoder import Encoder  # noqa: E402
-from ltr_features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltr_features.errors import LtrfeatError, TextTableError  # noqa: E402
-from ltr_features.extract import extract_file, extract_ranking, lexical_extractors  # noqa: E402
-from ltr_features.hashing import TrigramHasher  # noqa: E402
-from ltr_features.letor import read_letor, write_letor  # noqa: E402
-from ltr_features.neural import EncoderExtractor  # noqa: E402
+from ltrfeat.cli.main import cli  # noqa: E402
+from ltrfeat.features import distributed as dist  # noqa: E402
+from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
+from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.features.errors import LtrfeatError, TextTableError  # noqa: E402
+from ltrfeat.features.extract import extract_file, extract_ranking, lexical_extractors  # noqa: E402
+from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.features.letor import read_letor, write_letor  # noqa: E402
+from ltrfeat.features.neural import EncoderExtractor  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
 WORDS = [f"w{i}" for i in range(120)]

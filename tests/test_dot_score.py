@@ -11,15 +11,15 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from cli.main import cli
+from ltrfeat.cli.main import cli
 from conftest import train_until_interrupted
-from ltr_features.crossfit import EncoderSpec, crossfit_columns, plan_folds
-from ltr_features.encoders import Encoder, TwoTowerModel, model_config
-from ltr_features.encoders.training import _prepare, ndcg_at, train_encoder
-from ltr_features.errors import LtrfeatError, ModelFileError
-from ltr_features.explain import explain, format_explanation
-from ltr_features.hashing import TrigramHasher
-from ltr_features.neural import EncoderExtractor
+from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+from ltrfeat.features.encoders.training import _prepare, ndcg_at, train_encoder
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.explain import explain, format_explanation
+from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.features.neural import EncoderExtractor
 from tests.test_training import make_pairs
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -117,7 +117,7 @@ def test_damaged_score_in_a_bundle_is_refused(tmp_path):
     enc = tiny("dssm", "dot")
     header = enc.header()
     header["model"] = {**header["model"], "score": "manhattan"}
-    from ltr_features.encoders.bundle import write_bundle
+    from ltrfeat.features.encoders.bundle import write_bundle
 
     write_bundle(tmp_path / "bad.ltrenc", kind="encoder", header=header, tensors=enc.model.state_dict())
     with pytest.raises(ModelFileError, match="score must be one of"):
@@ -180,7 +180,7 @@ def test_crossfit_trains_the_spec_score_and_names_the_column(tmp_path):
 
 
 def test_crossfit_training_uses_the_spec_score_and_keys_the_cache_by_it(tmp_path):
-    from ltr_features.crossfit import _cache_key, _train
+    from ltrfeat.features.crossfit import _cache_key, _train
 
     table = make_pairs(n_queries=12)
     options = {"sizes": {"hidden": [8], "out": 4}, "epochs": 1, "batch_size": 16, "threads": 1}
@@ -234,7 +234,7 @@ def test_cli_train_encoder_score_dot_and_explain(tmp_path):
 def test_onnx_export_of_a_dot_encoder_is_unnormalised(tmp_path, arch):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    from ltr_features.encoders.onnx_export import SIDECAR, OnnxEncoder, export_onnx
+    from ltrfeat.features.encoders.onnx_export import SIDECAR, OnnxEncoder, export_onnx
 
     enc = tiny(arch, "dot")
     sidecar = export_onnx(enc, tmp_path / "onnx")
@@ -258,9 +258,9 @@ def test_onnx_export_of_a_dot_encoder_is_unnormalised(tmp_path, arch):
 @pytest.fixture(scope="module")
 def served_world(tmp_path_factory):
     """A ranker over lexical columns, a dot-scored DSSM's ``dssm_title_dot`` and ``deepmatch_title_score``."""
-    from ltr_features.encoders.deepmatch import train_deepmatch
-    from ltr_features.extract import extract_ranking
-    from rankers.lambdamart import LambdaMART
+    from ltrfeat.features.encoders.deepmatch import train_deepmatch
+    from ltrfeat.features.extract import extract_ranking
+    from ltrfeat.rankers.lambdamart import LambdaMART
     from tests.test_deepmatch import TINY
     from tests.test_scorer import build_world
 
@@ -291,7 +291,7 @@ def served_world(tmp_path_factory):
 
 
 def test_scorer_serves_dot_and_deepmatch_columns(served_world):
-    from serving.scorer import Scorer
+    from ltrfeat.serving.scorer import Scorer
     from tests.test_scorer import assert_scores_equal_offline
 
     w = served_world
@@ -301,7 +301,7 @@ def test_scorer_serves_dot_and_deepmatch_columns(served_world):
 
 
 def test_scorer_refuses_an_encoder_of_the_other_score(served_world):
-    from serving.scorer import Scorer
+    from ltrfeat.serving.scorer import Scorer
 
     w = served_world
     with pytest.raises(LtrfeatError, match="needs dssm_title_dot but encoder dssm=.*gives dssm_title_cos"):
@@ -314,8 +314,8 @@ def test_scorer_refuses_an_encoder_of_the_other_score(served_world):
 def test_scorer_with_a_dot_onnx_export(served_world, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    from ltr_features.encoders.onnx_export import export_onnx
-    from serving.scorer import Scorer
+    from ltrfeat.features.encoders.onnx_export import export_onnx
+    from ltrfeat.serving.scorer import Scorer
     from tests.test_scorer import candidates_of
 
     w = served_world
@@ -334,8 +334,8 @@ def test_http_score_with_dot_and_deepmatch(served_world):
     pytest.importorskip("httpx")
     from fastapi.testclient import TestClient
 
-    from serving.app import create_app
-    from serving.scorer import Scorer
+    from ltrfeat.serving.app import create_app
+    from ltrfeat.serving.scorer import Scorer
     from tests.test_scorer import candidates_of
 
     w = served_world

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from ltr_features.encoders import Encoder, TwoTowerModel, model_config
-from ltr_features.errors import TextTableError
-from ltr_features.hashing import TrigramHasher
+from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+from ltrfeat.features.errors import TextTableError
+from ltrfeat.features.hashing import TrigramHasher
 
 CORPUS = ["cordless drill 18v", "red garden hose 50 ft", "ceiling fan with light", "drill bits", "hose"]
 

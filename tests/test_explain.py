@@ -5,11 +5,11 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.encoders.encoder import Encoder
-from ltr_features.encoders.model import TwoTowerModel, model_config
-from ltr_features.explain import EMPTY, explain, format_explanation
-from ltr_features.hashing import BagBatch, TrigramHasher
+from ltrfeat.cli.main import cli
+from ltrfeat.features.encoders.encoder import Encoder
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.explain import EMPTY, explain, format_explanation
+from ltrfeat.features.hashing import BagBatch, TrigramHasher
 
 TEXTS = ["cordless drill", "dewalt cordless drill kit with battery", "blue wall paint", "garden hose"]
 

@@ -10,10 +10,10 @@ import pytest
 import xgboost as xgb
 
 from conftest import dataset_path
-from ltr_features.dataset import Feature, FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError, ModelFileError
-from rankers.export import export_ranker, featureset_path, load_export, manifest_path
-from rankers.lambdamart import LambdaMART
+from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.rankers.export import export_ranker, featureset_path, load_export, manifest_path
+from ltrfeat.rankers.lambdamart import LambdaMART
 
 NAMES = ["bm25_title", "tf_sum_title", "query_len", "clsm_title_cos", "f5"]
 
@@ -304,7 +304,7 @@ def test_unknown_target(tmp_path):
 # ------------------------------------------------------------------ real data
 
 def test_mq2008_fold1_round_trip(tmp_path):
-    from ltr_features.letor import read_letor
+    from ltrfeat.features.letor import read_letor
 
     raw = dataset_path("letor4_mq2008", "raw")
     train, test = read_letor(raw / "S1.txt"), read_letor(raw / "S2.txt")
@@ -327,7 +327,7 @@ def test_mq2008_fold1_round_trip(tmp_path):
 def test_cli_export_ranker(tmp_path):
     from click.testing import CliRunner
 
-    from cli.main import cli
+    from ltrfeat.cli.main import cli
 
     model = LambdaMART(n_estimators=8, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(_data())
     model.save(tmp_path / "r.txt")

@@ -2,12 +2,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltr_features.dataset import FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError, TextTableError
-from ltr_features.extract import (FeatureExtractor, available_extractors, extract_file, extract_pairs,
+from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.features.errors import LtrfeatError, TextTableError
+from ltrfeat.features.extract import (FeatureExtractor, available_extractors, extract_file, extract_pairs,
                                   extract_ranking, lexical_extractors)
-from ltr_features.lexical import FAMILIES, LexicalExtractor
-from ltr_features.letor import read_letor, write_letor
+from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
+from ltrfeat.features.letor import read_letor, write_letor
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})
 DOCS = pd.DataFrame({"docid": ["a", "b", "c", "d"],

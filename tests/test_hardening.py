@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.letor import write_letor
+from ltrfeat.cli.main import cli
+from ltrfeat.features.letor import write_letor
 from test_lambdamart import small, synthetic
 
 
@@ -40,7 +40,7 @@ def test_evaluate_with_label_1024_reports_the_exact_ndcg(model, tmp_path):
     data.label[:] = [1024, 0, 1, 0]
     path = tmp_path / "big.letor"
     write_letor(path, data)
-    from rankers.lambdamart import LambdaMART
+    from ltrfeat.rankers.lambdamart import LambdaMART
 
     scores = LambdaMART.load(model).predict(data)
     expected = []
@@ -101,7 +101,7 @@ def test_extract_refuses_to_append_ids_of_ten_digits(tmp_path):
 
 
 def test_feature_ranges_beyond_the_file_are_refused(tmp_path):
-    from ltr_features.dataset import FeatureMap
+    from ltrfeat.features.dataset import FeatureMap
 
     fmap = FeatureMap.dense(46)
     with pytest.raises(KeyError, match="beyond"):
@@ -112,8 +112,8 @@ def test_feature_ranges_beyond_the_file_are_refused(tmp_path):
 
 
 def test_column_mapping_of_only_commas_is_refused():
-    from ltr_features.errors import TextTableError
-    from ltr_features.text import parse_column_mapping
+    from ltrfeat.features.errors import TextTableError
+    from ltrfeat.features.text import parse_column_mapping
 
     with pytest.raises(TextTableError, match="names no column"):
         parse_column_mapping(",,,")

@@ -9,10 +9,10 @@ import pytest
 import xgboost as xgb
 from sklearn.base import clone
 
-from ltr_features.dataset import Feature, FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError, ModelFileError
-from rankers.lambdamart import LambdaMART, meta_path
-from rankers.metrics import evaluate_queries
+from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
+from ltrfeat.rankers.metrics import evaluate_queries
 
 ENGINES = ["lightgbm", "xgboost"]
 
@@ -229,6 +229,6 @@ def test_rankers_never_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, rankers.lambdamart, rankers.metrics; sys.exit('torch' in sys.modules)"
+    code = "import sys, ltrfeat.rankers.lambdamart, ltrfeat.rankers.metrics; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

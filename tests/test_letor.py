@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ltr_features import letor
-from ltr_features.dataset import FeatureMap, RankingSet
-from ltr_features.errors import LetorFormatError
-from ltr_features.letor import (LetorWriter, iter_letor, letor_summary, parse_comment, read_letor,
+from ltrfeat.features import letor
+from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.features.errors import LetorFormatError
+from ltrfeat.features.letor import (LetorWriter, iter_letor, letor_summary, parse_comment, read_letor,
                                 write_letor)
 
 from conftest import dataset_path

@@ -7,10 +7,10 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from ltr_features.analysis import Analyzer
-from ltr_features.corpus import CorpusStats, word_trigrams
-from ltr_features.errors import ModelFileError, TextTableError
-from ltr_features.lexical import FAMILIES, LexicalExtractor
+from ltrfeat.features.analysis import Analyzer
+from ltrfeat.features.corpus import CorpusStats, word_trigrams
+from ltrfeat.features.errors import ModelFileError, TextTableError
+from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
 from tests.conftest import dataset_path
 
 # N = 3 documents, |C| = 10; df: a 1, b 2, c 2, d 1, e 1; cf: a 2, b 2, c 4, d 1, e 1.

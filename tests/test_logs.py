@@ -5,8 +5,8 @@ import logging
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features import logs
+from ltrfeat.cli.main import cli
+from ltrfeat.features import logs
 
 
 @pytest.fixture(autouse=True)

@@ -6,9 +6,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ltr_features.encoders.losses import generalized_loss, hinge_loss, softmax_loss
-from ltr_features.encoders.model import TwoTowerModel, model_config
-from ltr_features.hashing import TrigramHasher
+from ltrfeat.features.encoders.losses import generalized_loss, hinge_loss, softmax_loss
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.hashing import TrigramHasher
 
 POS = torch.tensor([0.5, 0.2], dtype=torch.float64)
 NEG = torch.tensor([[0.1, -0.2], [0.3, 0.2]], dtype=torch.float64)

@@ -9,8 +9,8 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltr_features.errors import LtrfeatError
-from rankers import metrics as M
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.rankers import metrics as M
 
 
 def random_queries(n_queries, seed, max_docs=30, max_label=4):

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from ltr_features.errors import ModelFileError
-from ltr_features.letor import write_letor
-from rankers.lambdamart import LambdaMART, meta_path
-from rankers.model_check import check_model
+from ltrfeat.features.errors import ModelFileError
+from ltrfeat.features.letor import write_letor
+from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
+from ltrfeat.rankers.model_check import check_model
 from test_lambdamart import small, synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +47,7 @@ def damaged_copy(src: Path, dst: Path, data: bytes) -> Path:
 
 def run_cli(*args, cwd):
     env = os.environ | {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "CI": "1"}
-    return subprocess.run([sys.executable, "-m", "cli.main", *map(str, args)], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120)
 
 

@@ -4,15 +4,15 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.dataset import FeatureMap, RankingSet
-from ltr_features.encoders.encoder import Encoder
-from ltr_features.encoders.model import TwoTowerModel, model_config
-from ltr_features.errors import LtrfeatError, ModelFileError
-from ltr_features.extract import available_extractors, extract_file, extract_pairs
-from ltr_features.hashing import TrigramHasher
-from ltr_features.letor import read_letor, write_letor
-from ltr_features.neural import EncoderExtractor, encoder_extractors, parse_encoder_spec
+from ltrfeat.cli.main import cli
+from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.features.encoders.encoder import Encoder
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.extract import available_extractors, extract_file, extract_pairs
+from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.features.letor import read_letor, write_letor
+from ltrfeat.features.neural import EncoderExtractor, encoder_extractors, parse_encoder_spec
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})
 DOCS = pd.DataFrame({"docid": ["a", "b", "c", "d"],

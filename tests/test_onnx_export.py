@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from ltr_features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
-from ltr_features.encoders.onnx_export import SIDECAR, OnnxEncoder, export_onnx, prepare  # noqa: E402
-from ltr_features.errors import LtrfeatError, ModelFileError  # noqa: E402
-from ltr_features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.features.encoders.onnx_export import SIDECAR, OnnxEncoder, export_onnx, prepare  # noqa: E402
+from ltrfeat.features.errors import LtrfeatError, ModelFileError  # noqa: E402
+from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
 TRAIN = ["cheap flights to london", "london hotels near the river", "the quick brown fox jumps",
          "Rivière café: naïve crème brûlée", "how to fix a flat bicycle tyre"]
@@ -119,7 +119,7 @@ def test_export_replaces_an_old_export_but_not_other_files(exports, tmp_path):
 def test_cli_export_encoder(exports, tmp_path):
     from click.testing import CliRunner
 
-    from cli.main import cli
+    from ltrfeat.cli.main import cli
 
     enc = exports["clsm"][0]
     enc.save(tmp_path / "m.ltrenc")

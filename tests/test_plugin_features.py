@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pytest
 
-from ltr_features.extract import extract_ranking, lexical_extractors
-from ltr_features.letor import read_letor
-from ltr_features.neural import EncoderExtractor
-from ltr_features.text import read_docs, read_queries
-from rankers import plugin_features as pf
+from ltrfeat.features.extract import extract_ranking, lexical_extractors
+from ltrfeat.features.letor import read_letor
+from ltrfeat.features.neural import EncoderExtractor
+from ltrfeat.features.text import read_docs, read_queries
+from ltrfeat.rankers import plugin_features as pf
 
 FIELDS = ["title", "description"]
 
@@ -21,8 +21,8 @@ def _random_encoder(path, texts, *, seed=0):
     """A small CLSM with random weights: parity does not need a trained encoder, only its vectors."""
     import torch
 
-    from ltr_features.encoders import Encoder, TwoTowerModel, model_config
-    from ltr_features.hashing import TrigramHasher
+    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+    from ltrfeat.features.hashing import TrigramHasher
 
     torch.manual_seed(seed)
     hasher = TrigramHasher().fit(texts)
@@ -124,7 +124,7 @@ def test_index_body_mappings():
     assert set(props["title"]["fields"]) == {"length", "terms", "bigrams"}
     os_ = pf.index_body(["title"], target="opensearch-ltr", vectors={"clsm_title_vector": ("clsm", 16)})
     assert os_["mappings"]["properties"]["clsm_title_vector"] == {"type": "knn_vector", "dimension": 16}
-    from ltr_features.analysis import Analyzer
+    from ltrfeat.features.analysis import Analyzer
 
     stemmed = pf.index_body(["title"], analyzer=Analyzer(stopwords="english", stemmer="english"))
     assert stemmed["settings"]["analysis"]["analyzer"]["ltrfeat"]["filter"] == ["lowercase", "ltrfeat_stop", "ltrfeat_stem"]
@@ -139,9 +139,9 @@ def test_export_embed_and_logging_round_trip(demo, tmp_path):
     indexes; a logging response parsed back equals the features ltrfeat computed."""
     from click.testing import CliRunner
 
-    from cli.main import cli
-    from rankers.export import featureset_path, index_path, load_export
-    from rankers.lambdamart import LambdaMART
+    from ltrfeat.cli.main import cli
+    from ltrfeat.rankers.export import featureset_path, index_path, load_export
+    from ltrfeat.rankers.lambdamart import LambdaMART
 
     data = demo["data"]
     model = LambdaMART(n_estimators=10, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(data)
@@ -194,9 +194,9 @@ def test_embed_endpoint_answers_the_template_params(demo, tmp_path):
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
-    from rankers.lambdamart import LambdaMART
-    from serving.app import create_app
-    from serving.scorer import Scorer
+    from ltrfeat.rankers.lambdamart import LambdaMART
+    from ltrfeat.serving.app import create_app
+    from ltrfeat.serving.scorer import Scorer
 
     model = LambdaMART(n_estimators=5, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(demo["data"])
     demo["lexical"].corpus_.save(tmp_path / "corpus.npz")

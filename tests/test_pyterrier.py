@@ -1,4 +1,4 @@
-"""PyTerrier transformers (serving.pyterrier): pt.Experiment over the demo data gives ltrfeat evaluate's numbers,
+"""PyTerrier transformers (ltrfeat.serving.pyterrier): pt.Experiment over the demo data gives ltrfeat evaluate's numbers,
 without Java. Skipped politely when the pyterrier extra is not installed."""
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ import pytest
 
 pt = pytest.importorskip("pyterrier")
 
-from ltr_features.errors import LtrfeatError  # noqa: E402
-from ltr_features.extract import extract_ranking, lexical_extractors  # noqa: E402
-from ltr_features.letor import read_letor  # noqa: E402
-from ltr_features.text import read_docs, read_queries  # noqa: E402
-from rankers.lambdamart import LambdaMART  # noqa: E402
-from rankers.metrics import evaluate_queries  # noqa: E402
-from serving import pyterrier as ltr  # noqa: E402
+from ltrfeat.features.errors import LtrfeatError  # noqa: E402
+from ltrfeat.features.extract import extract_ranking, lexical_extractors  # noqa: E402
+from ltrfeat.features.letor import read_letor  # noqa: E402
+from ltrfeat.features.text import read_docs, read_queries  # noqa: E402
+from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
+from ltrfeat.rankers.metrics import evaluate_queries  # noqa: E402
+from ltrfeat.serving import pyterrier as ltr  # noqa: E402
 
 FIELDS = ["title", "description"]
 

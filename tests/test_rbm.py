@@ -10,12 +10,12 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.encoders.dssm import DssmTower
-from ltr_features.encoders.model import TwoTowerModel, model_config
-from ltr_features.encoders.rbm import RBM, cd1_gradients, load_stack, pretrain_dssm, train_rbm
-from ltr_features.encoders.training import train_encoder
-from ltr_features.hashing import TrigramHasher
+from ltrfeat.cli.main import cli
+from ltrfeat.features.encoders.dssm import DssmTower
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.encoders.rbm import RBM, cd1_gradients, load_stack, pretrain_dssm, train_rbm
+from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.features.hashing import TrigramHasher
 
 W = [[0.5, -1.0], [0.25, 0.75], [-0.5, 0.0]]
 B_VIS, C_HID = [0.1, -0.2, 0.3], [0.0, 0.5]

@@ -6,10 +6,10 @@ import json
 import pandas as pd
 import pytest
 
-from ltr_features.errors import LtrfeatError
-from rankers import report
-from rankers.ablation import plan_feature_sets, run_ablation, summarise
-from rankers.report import headline_table, significance_mark, write_report
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.rankers import report
+from ltrfeat.rankers.ablation import plan_feature_sets, run_ablation, summarise
+from ltrfeat.rankers.report import headline_table, significance_mark, write_report
 from test_ablation import FAST, planted_folds
 
 
@@ -141,7 +141,7 @@ def test_report_without_comparisons(tmp_path):
 
 
 def test_selection_report_opens_with_the_verdict_and_shows_every_candidate(tmp_path):
-    from rankers.selection import SelectionConfig
+    from ltrfeat.rankers.selection import SelectionConfig
 
     folds = planted_folds(n_folds=3, queries_per_fold=30)
     sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})

@@ -5,10 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 
-from ltr_features.analysis import Analyzer
-from ltr_features.errors import TextTableError
-from ltr_features.lexical import LexicalExtractor
-from ltr_features.retrieval import BM25Retriever, joined_text
+from ltrfeat.features.analysis import Analyzer
+from ltrfeat.features.errors import TextTableError
+from ltrfeat.features.lexical import LexicalExtractor
+from ltrfeat.features.retrieval import BM25Retriever, joined_text
 
 WORDS = ["wing", "flow", "heat", "shock", "wave", "plate", "boundary", "layer", "jet", "nozzle"]
 

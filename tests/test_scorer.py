@@ -5,12 +5,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltr_features.dataset import FeatureMap, RankingSet
-from ltr_features.errors import LtrfeatError
-from ltr_features.extract import extract_ranking, lexical_extractors
-from ltr_features.neural import EncoderExtractor
-from rankers.lambdamart import LambdaMART
-from serving.scorer import CandidateError, Scorer
+from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.features.extract import extract_ranking, lexical_extractors
+from ltrfeat.features.neural import EncoderExtractor
+from ltrfeat.rankers.lambdamart import LambdaMART
+from ltrfeat.serving.scorer import CandidateError, Scorer
 
 WORDS = ("cheap flights london hotel river bike tyre repair fox quick brown garden chair table lamp red blue "
          "shoes running trail coffee beans grinder").split()
@@ -22,8 +22,8 @@ def build_world(root, *, n_queries=30, per_query=10, seed=0, encoder=True):
     Returns a dict of paths and tables; shared by the serving tests and the benchmark."""
     import torch
 
-    from ltr_features.encoders import Encoder, TwoTowerModel, model_config
-    from ltr_features.hashing import TrigramHasher
+    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+    from ltrfeat.features.hashing import TrigramHasher
 
     rng = np.random.default_rng(seed)
     n_docs = n_queries * per_query
@@ -88,8 +88,8 @@ def test_scores_equal_offline_extraction(world):
 
 def test_onnx_encoder_gives_the_same_scores(world, tmp_path):
     pytest.importorskip("onnxruntime")
-    from ltr_features.encoders import Encoder
-    from ltr_features.encoders.onnx_export import export_onnx
+    from ltrfeat.features.encoders import Encoder
+    from ltrfeat.features.encoders.onnx_export import export_onnx
 
     export_onnx(Encoder.load(world["encoder"]), tmp_path / "onnx")
     torch_scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])

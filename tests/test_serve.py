@@ -13,9 +13,9 @@ pytest.importorskip("uvicorn")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from serving.app import create_app  # noqa: E402
-from serving.process import served  # noqa: E402
-from serving.scorer import Scorer  # noqa: E402
+from ltrfeat.serving.app import create_app  # noqa: E402
+from ltrfeat.serving.process import served  # noqa: E402
+from ltrfeat.serving.scorer import Scorer  # noqa: E402
 from test_scorer import build_world, candidates_of  # noqa: E402
 
 
@@ -94,7 +94,7 @@ def test_serve_end_to_end(world):
 def test_serve_refuses_a_ranker_it_cannot_feed(world):
     from click.testing import CliRunner
 
-    from cli.main import cli
+    from ltrfeat.cli.main import cli
 
     result = CliRunner().invoke(cli, ["serve", "--ranker", str(world["ranker"]), "--corpus-stats", str(world["corpus"])])
     assert result.exit_code == 2

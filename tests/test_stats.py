@@ -7,7 +7,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rankers.stats import (
+from ltrfeat.rankers.stats import (
     apply_holm,
     bootstrap_ci,
     compare,

@@ -15,15 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from cli.main import cli
-from ltr_features.letor import read_letor
-from ltr_features.synth import PRESETS, SPLITS, generate_world, realism_stats, write_world
-from ltr_features.synth.judging import overlap
-from ltr_features.synth.lexicon import (AMBIGUOUS_WORDS, COLOURS, MATERIALS, PRODUCT_TYPES, UNITS, content_tokens,
+from ltrfeat.cli.main import cli
+from ltrfeat.features.letor import read_letor
+from ltrfeat.features.synth import PRESETS, SPLITS, generate_world, realism_stats, write_world
+from ltrfeat.features.synth.judging import overlap
+from ltrfeat.features.synth.lexicon import (AMBIGUOUS_WORDS, COLOURS, MATERIALS, PRODUCT_TYPES, UNITS, content_tokens,
                                         tokens)
-from ltr_features.synth.queries import make_queries, query_key
-from ltr_features.synth.surface import feature_forms, inflect, misspell, size_forms, title_case
-from ltr_features.text import read_docs, read_judged_pairs, read_queries
+from ltrfeat.features.synth.queries import make_queries, query_key
+from ltrfeat.features.synth.surface import feature_forms, inflect, misspell, size_forms, title_case
+from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
 
 QUICK = PRESETS["quick"]
 SMALL = {"n_queries": 60, "n_docs": 300, "n_click_queries": 60}
@@ -229,7 +229,7 @@ def test_cli_is_byte_identical_across_processes_and_seeds_differ(tmp_path):
     assert result.exit_code == 0, result.output
     assert "wrote" in result.output and "realism:" in result.output
     env = {**os.environ, "PYTHONHASHSEED": "123"}
-    subprocess.run([sys.executable, "-m", "cli.main", *args, "--out", str(tmp_path / "b")], check=True, env=env,
+    subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *args, "--out", str(tmp_path / "b")], check=True, env=env,
                    cwd=Path(__file__).resolve().parents[1], capture_output=True)
     assert _read_all(tmp_path / "a") == _read_all(tmp_path / "b")
     result = CliRunner().invoke(cli, [*args[:3], "6", *args[4:], "--out", str(tmp_path / "c")])

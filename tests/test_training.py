@@ -7,9 +7,9 @@ import pytest
 from sklearn.metrics import ndcg_score
 
 from conftest import train_until_interrupted
-from ltr_features.encoders import training
-from ltr_features.encoders.training import map_soft_labels, ndcg_at, train_encoder
-from ltr_features.errors import ModelFileError, TextTableError
+from ltrfeat.features.encoders import training
+from ltrfeat.features.encoders.training import map_soft_labels, ndcg_at, train_encoder
+from ltrfeat.features.errors import ModelFileError, TextTableError
 
 SMALL = {"dssm": {"hidden": [48], "out": 24}, "clsm": {"conv": 48, "out": 24}}
 

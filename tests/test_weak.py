@@ -5,10 +5,10 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ltr_features.encoders.training import train_encoder
-from ltr_features.encoders.weak import docs_to_pairs, parse_pair
-from ltr_features.errors import TextTableError
-from ltr_features.text import TextTableWarning
+from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.features.encoders.weak import docs_to_pairs, parse_pair
+from ltrfeat.features.errors import TextTableError
+from ltrfeat.features.text import TextTableWarning
 
 DOCS = pd.DataFrame({"docid": ["a", "b", "c", "d"],
                      "title": ["red cat", "blue dog", "", "green mat"],
@@ -79,8 +79,8 @@ def test_weak_pairs_train_an_encoder_with_a_meaningful_validation():
 def test_cli_train_encoder_from_docs(tmp_path):
     from click.testing import CliRunner
 
-    from cli.main import cli
-    from ltr_features.encoders.encoder import Encoder
+    from ltrfeat.cli.main import cli
+    from ltrfeat.features.encoders.encoder import Encoder
 
     rows = [f"{i},{t} {i},a {t} for the home number {i}" for i, t in enumerate(["drill", "paint", "hose", "saw"] * 4)]
     (tmp_path / "docs.csv").write_text("docid,title,body\n" + "\n".join(rows) + "\n99,,orphan body\n")

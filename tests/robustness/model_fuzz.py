@@ -39,8 +39,8 @@ def corruptions(raw: bytes, n: int, seed: int):
 
 
 def main(model: str, n: int, seed: int) -> None:
-    from ltr_features.errors import ModelFileError
-    from rankers.lambdamart import LambdaMART, meta_path
+    from ltrfeat.features.errors import ModelFileError
+    from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 
     model = Path(model)
     raw = model.read_bytes()
@@ -61,7 +61,7 @@ def main(model: str, n: int, seed: int) -> None:
                 refused += 1
                 continue
             engine_names = meta["engine_feature_names"]
-            from rankers.lambdamart import _ENGINES
+            from ltrfeat.rankers.lambdamart import _ENGINES
             _ENGINES[m.engine].predict(m.booster_, X, m.best_iteration_, engine_names)
             loaded += 1
     shutil.rmtree(tmp, ignore_errors=True)

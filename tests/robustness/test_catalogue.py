@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
-from ltr_features.letor import write_letor
+from ltrfeat.cli.main import cli
+from ltrfeat.features.letor import write_letor
 from test_lambdamart import small, synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -444,7 +444,7 @@ def _run(args, w, native: bool):
         res = CliRunner().invoke(cli, args)
         return res.exit_code, res.stdout, res.stderr, res.exception
     env = os.environ | {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "CI": "1"}
-    res = subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=w, env=env, capture_output=True, text=True,
+    res = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *args], cwd=w, env=env, capture_output=True, text=True,
                          timeout=120)
     return res.returncode, res.stdout, res.stderr, None
 

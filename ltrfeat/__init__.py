@@ -1,0 +1,50 @@
+"""ltrfeat: lexical and neural (CLSM/DSSM) features for learning to rank, LambdaMART rankers with model
+selection, and ablations that say with significance tests whether a neural feature helps.
+
+The public API is listed in ``__all__``; each name is imported on first use, so ``import ltrfeat`` stays
+light (no torch, LightGBM or XGBoost until a name that needs them is used). Subpackages:
+``ltrfeat.features`` (pairs -> feature columns), ``ltrfeat.rankers`` (everything after the feature
+matrix), ``ltrfeat.serving`` (scoring service, exports, PyTerrier) and ``ltrfeat.cli`` (the command line).
+"""
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("ltrfeat")
+except PackageNotFoundError:  # running from a source tree that was never installed
+    __version__ = "0+unknown"
+
+_API = {
+    # data
+    "RankingSet": "ltrfeat.features.dataset", "FeatureMap": "ltrfeat.features.dataset",
+    "read_letor": "ltrfeat.features.letor", "write_letor": "ltrfeat.features.letor",
+    "read_judged_pairs": "ltrfeat.features.text",
+    # features
+    "extract_pairs": "ltrfeat.features.extract", "lexical_extractors": "ltrfeat.features.extract",
+    "train_encoder": "ltrfeat.features.encoders.training",
+    # rankers
+    "LambdaMART": "ltrfeat.rankers.lambdamart", "LinearRanker": "ltrfeat.rankers.linear",
+    "BestSingleFeature": "ltrfeat.rankers.single", "BoostedFromFeature": "ltrfeat.rankers.single",
+    "SelectionConfig": "ltrfeat.rankers.selection", "select": "ltrfeat.rankers.selection",
+    "load_ranker": "ltrfeat.rankers.models", "save_ranker": "ltrfeat.rankers.models",
+    "evaluate_queries": "ltrfeat.rankers.metrics",
+    # ablations
+    "Fold": "ltrfeat.rankers.ablation", "FeatureSet": "ltrfeat.rankers.ablation",
+    "plan_feature_sets": "ltrfeat.rankers.ablation", "run_ablation": "ltrfeat.rankers.ablation",
+    "summarise": "ltrfeat.rankers.ablation", "write_report": "ltrfeat.rankers.report",
+}
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        value = getattr(importlib.import_module(_API[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ltrfeat' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -1,0 +1,326 @@
+"""``ltrfeat ablate``: does a neural feature lift LambdaMART? Folds × feature sets × seeds, with a report."""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+import click
+
+from ltrfeat.cli.options import notices, parse_key_values, selection_config, selection_options
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.features.letor import NAN_POLICIES
+from ltrfeat.rankers.metrics import GAINS, NO_RELEVANT
+
+ENGINES = ("lightgbm", "xgboost")
+QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
+# Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
+# wasted); --param bagging_fraction=1 (LightGBM) or --param subsample=1 (XGBoost) turns it off.
+SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
+# Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
+# (early stopping on validation NDCG@10 still applies); --quick is a smoke run, not a measurement.
+# A "MODEL." prefix applies a default to one model only (ltrfeat.features.encoder_options): fine-tuning MiniLM
+# costs minutes per epoch on 2 cores, and one epoch from the pre-trained weights is what it needs.
+ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
+QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
+# ltrfeat.rankers.ablation / report (LightGBM, XGBoost, matplotlib) are imported inside the command
+# so that every other ltrfeat command starts fast.
+
+
+def _neural_groups(pairs) -> dict:
+    groups = {}
+    for pair in pairs:
+        name, sep, spec = pair.partition("=")
+        if not sep or not name.strip() or not spec.strip():
+            raise LtrfeatError(f"--neural {pair!r} is not NAME=SPEC",
+                               fix="e.g. --neural clsm=47 or --neural clsm=clsm_title_cos")
+        if name.strip() in groups:
+            raise LtrfeatError(f"--neural group {name.strip()!r} is given twice", fix="give each group once")
+        groups[name.strip()] = spec.strip()
+    return groups
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise LtrfeatError(f"--seeds {text!r} is not a comma-separated list of integers",
+                           fix="e.g. --seeds 0,1,2") from None
+
+
+def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
+                train_columns, k, valid_fraction, options, cache, seed, quick):
+    """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit)."""
+    from ltrfeat.features.crossfit import EncoderSpec, n_trainings, text_folds
+    from ltrfeat.features.encoder_options import merge_options
+    from ltrfeat.features.extract import lexical_extractors
+    from ltrfeat.features.text import read_judged_pairs
+
+    if not encoders:
+        raise click.UsageError("text mode needs at least one --encoder (e.g. --encoder clsm:softmax)")
+    specs = [EncoderSpec.parse(e) for e in encoders]
+    if len({s.name for s in specs}) != len(specs):
+        raise click.UsageError("each --encoder may be given once")
+    pairs = read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map)
+    train_table = None
+    if train_pairs_path is not None:
+        train_table = read_judged_pairs(train_pairs_path, columns=train_columns, encoding=encoding)
+    extractors = lexical_extractors(lexical, fields=["doc"])
+    if not extractors:
+        raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
+    options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, options)
+    n_train = n_trainings(k) * sum(s.trainable for s in specs)
+    click.echo(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds "
+               f"({n_train} encoder trainings)", err=True)
+    folds, groups, base, scheme = text_folds(
+        pairs, lexical=extractors, specs=specs, k=k, valid_fraction=valid_fraction, seed=seed,
+        train_table=train_table, options=options, cache=cache, conflicts=conflicts,
+        progress=not os.environ.get("CI"))
+    scheme["encoder_options"] = options
+    return folds, groups, ",".join(base), scheme
+
+
+
+@click.command("ablate")
+@click.option("--folds", "folds_dir", type=click.Path(file_okay=False), default=None,
+              help="LETOR mode: directory of fold directories, each with train, vali (optional) and test files "
+                   "(.letor or .txt, optionally .gz).")
+@click.option("--pairs", "pairs_path", type=click.Path(dir_okay=False), default=None,
+              help="Text mode: judged pairs (query, doc, label; optional qid, docid) — lexical features are "
+                   "computed and --encoder encoders cross-fitted over query folds.")
+@click.option("--columns", default=None, help="Text mode: pairs column mapping, e.g. query=search_term,doc=product_title.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Text mode: encoding of the tables.")
+@click.option("--label-map", default="none", show_default=True,
+              help="Text mode: label mapping (none | round | linear:LO:HI:GRADES | threshold:T1,T2,...).")
+@click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
+              help="Text mode: an id naming different texts on different rows fails, or keeps its first text.")
+@click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all').")
+@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][+rbm|+teacher][@SCORE][=PATH]",
+              help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
+                   "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
+                   "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
+                   "+teacher=DIR for another sentence-transformer), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
+                   "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).")
+@click.option("--train-pairs", "train_pairs_path", type=click.Path(dir_okay=False), default=None,
+              help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
+                   "filtered by query text so no fold's test query is trained on. Default: the judged pairs.")
+@click.option("--train-columns", default=None, help="Column mapping of --train-pairs.")
+@click.option("--k-folds", type=click.IntRange(min=3), default=3, show_default=True,
+              help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
+                   "15 for 5; 3 keeps a Home Depot-sized ablation under 45 minutes on 2 cores).")
+@click.option("--valid-fraction", type=click.FloatRange(0, 0.5), default=0.1, show_default=True,
+              help="Text mode: share of each fold's ranker queries held out for early stopping.")
+@click.option("--encoder-option", "encoder_options", multiple=True, metavar="KEY=VALUE",
+              help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
+                   "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
+                   "Defaults: epochs=4, sbert-ft.epochs=1.")
+@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
+              help="Text mode: cache trained encoders here (keyed by data, options and seed).")
+@click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders.")
+@click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories.")
+@click.option("--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40.")
+@click.option("--neural", "neural", multiple=True, metavar="NAME=SPEC",
+              help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.")
+@click.option("--alone", default=None,
+              help="Features ranked alone besides every neural feature (default: base features named bm25*; "
+                   "'all' = every feature).")
+@click.option("--base-name", default="lexical", show_default=True, help="Name of the base feature set.")
+@click.option("--engine", type=click.Choice(ENGINES), default="lightgbm", show_default=True)
+@click.option("--seeds", default=None, help="Comma-separated ranker seeds [default: 0,1,2; --quick: 0].")
+@click.option("--metrics", default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
+              show_default=True, help="Metrics; a bare number repeats the previous metric.")
+@click.option("--no-relevant", type=click.Choice(NO_RELEVANT), default="exclude", show_default=True,
+              help="Queries without a relevant document: leave out, score 0, or score 1.")
+@click.option("--gain", type=click.Choice(GAINS), default="exp2", show_default=True,
+              help="NDCG gain: 2^rel-1 or linear rel.")
+@click.option("--n-estimators", type=click.IntRange(min=1), default=None,
+              help="Maximum boosting rounds [default: 500; --quick: 50].")
+@click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True), default=0.05, show_default=True)
+@click.option("--num-leaves", type=click.IntRange(min=2), default=31, show_default=True)
+@click.option("--early-stopping-rounds", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Patience on the fold's validation NDCG@10; 0 disables.")
+@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Engine threads per model; 0 = all cores (only pays off for large folds).")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Extra engine parameter (repeatable), e.g. --param bagging_fraction=0.8 --param bagging_freq=1.")
+@click.option("--resamples", type=click.IntRange(min=100), default=None,
+              help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].")
+@click.option("--nan-policy", type=click.Choice(list(NAN_POLICIES)), default="keep", show_default=True,
+              help="NaN/inf feature values: keep as missing, replace by 0, or fail.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False), required=True,
+              help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).")
+@click.option("--overwrite", is_flag=True, help="Replace an existing report directory.")
+@click.option("--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win).")
+@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
+              help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
+                   "local[:N] workers); results equal a local run. Needs ltrfeat[dask].")
+@click.option("--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.")
+@selection_options(default_on=True)
+def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
+           train_columns, k_folds, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
+           n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
+           report_dir, overwrite, quick, dask, jobs, select, candidates, tune, tune_trials, inner_folds, select_rule):
+    """Compare LambdaMART with and without neural features over query folds.
+
+    Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
+    and every --encoder is cross-fitted over --k-folds query folds, so no encoder ever scores
+    a query it was trained on (the scheme is written into the report). LETOR mode (--folds):
+    fold directories whose files already hold the columns.
+
+    Feature sets: the base features; base + each --neural group (text mode: each encoder); base + all groups (when
+    there are several); and each neural feature (plus --alone features) ranking alone by
+    its raw value. Every set is trained on the same folds with the same seeds, so the
+    per-query metrics are paired; the base set is compared with each base+neural set by a
+    randomisation test over all test queries, Holm-adjusted across the report.
+
+    Model selection (default; --no-select for plain LambdaMART): for each fold and feature set the
+    ranker is chosen among --candidates (LambdaMART, tuned LambdaMART with --tune, a pairwise linear
+    ranker, LambdaMART boosted from the best single feature, the best single feature) by inner
+    cross-validation over the fold's training queries. The report adds every candidate's test
+    scores, the best single feature (chosen per fold on training queries) as a baseline row, the
+    recommended configuration and a verdict, printed last.
+
+    \b
+    Examples:
+      ltrfeat ablate --pairs data/judged.tsv --encoder clsm:softmax --encoder dssm:generalized \\
+          --report ablation/
+      ltrfeat ablate --pairs train.csv --encoding latin-1 --label-map linear:1:3:7 --conflicts first \\
+          --columns query=search_term,doc=product_title,docid=product_uid,label=relevance \\
+          --encoder clsm:softmax --encoder sbert --cache cache/ --report hd/
+      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --report ablation/
+      ltrfeat ablate --folds folds/ --base 1-46 --neural clsm=clsm_title_cos \\
+          --neural dssm=dssm_title_cos --engine xgboost --seeds 0,1,2,3,4 --report out/
+      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/
+      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --dask local:2 --report dask/
+
+    \b
+    DIR/Fold1/{train,vali,test}.{letor,txt} (MQ2008 names train.txt vali.txt test.txt) are read;
+    features are named by their .features.json sidecars or f<id>.
+    """
+    from ltrfeat.rankers.ablation import Fold, load_letor_folds, plan_feature_sets, run_ablation, summarise
+    from ltrfeat.rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
+    from ltrfeat.rankers.verdict import verdict_lines
+
+    started = time.perf_counter()
+    if (folds_dir is None) == (pairs_path is None):
+        raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
+    seed_list = _seeds(seeds if seeds is not None else (QUICK["seeds"] if quick else "0,1,2"))
+    n_estimators = n_estimators or (QUICK["n_estimators"] if quick else 500)
+    resamples = resamples or (QUICK["resamples"] if quick else 10_000)
+    check_report_dir(report_dir, overwrite=overwrite)
+    with notices():
+        if folds_dir is not None:
+            if base is None or not neural:
+                raise click.UsageError("LETOR mode needs --base SPEC and at least one --neural NAME=SPEC")
+            folds = load_letor_folds(folds_dir, fold_glob=fold_glob, nan_policy=nan_policy)
+            groups, base_spec, scheme = _neural_groups(neural), base, None
+        else:
+            if base is not None or neural:
+                raise click.UsageError("--base/--neural are for --folds; in text mode the lexical features are "
+                                       "the base and each --encoder is a neural group")
+            folds, groups, base_spec, scheme = _text_folds(
+                pairs_path, columns=columns, encoding=encoding, label_map=label_map, conflicts=conflicts,
+                lexical=lexical, encoders=encoders, train_pairs_path=train_pairs_path, train_columns=train_columns,
+                k=k_folds, valid_fraction=valid_fraction, options=parse_key_values(
+                    encoder_options, option="--encoder-option", example="epochs=5") or {},
+                cache=cache_dir, seed=split_seed, quick=quick)
+            folds = [Fold(*f, origin=f"query fold {i + 1} of {len(folds)} of {pairs_path}, encoder columns "
+                                     f"cross-fitted (see Cross-fitting)") for i, f in enumerate(folds)]
+        folds_ready = time.perf_counter()
+        sets = plan_feature_sets(folds[0].train.feature_map, base=base_spec, neural=groups, alone=alone,
+                                 base_name=base_name)
+        ranker_params = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
+                         "early_stopping_rounds": early_stopping_rounds, "n_jobs": threads or None,
+                         "params": {**SUBSAMPLE[engine], **(parse_key_values(params) or {})}}
+        n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
+        click.echo(f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
+                   f"{len(seed_list)} seeds: {n_runs} runs" + (" (plain LambdaMART)" if not select else
+                   f", each ranker chosen among {candidates or 'the default candidates'} by {inner_folds}-fold "
+                   "inner cross-validation"), err=True)
+        with contextlib.ExitStack() as stack:
+            executor = None
+            if dask:
+                from ltrfeat.features.distributed import dask_client
+                from ltrfeat.rankers.distributed import DaskExecutor
+
+                executor = DaskExecutor(stack.enter_context(dask_client(dask)))
+            selection = selection_config(engine, select=select, candidates=candidates, tune=tune,
+                                         tune_trials=tune_trials, inner_folds=inner_folds, select_rule=select_rule,
+                                         seed=split_seed)
+            result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
+                                  metrics=metrics, gain=gain, no_relevant=no_relevant,
+                                  progress=not os.environ.get("CI"), executor=executor, selection=selection,
+                                  jobs=jobs or os.cpu_count() or 1)
+    if scheme is not None:
+        result.config["cross_fitting"] = scheme
+    summary = summarise(result, seed=0, n_resamples=resamples)
+    timings = {"wall_seconds": round(time.perf_counter() - started, 1),
+               "folds_and_features_seconds": round(folds_ready - started, 1)}
+    out = write_report(result, summary, report_dir, overwrite=overwrite, timings=timings)
+    inert = seed_inert_sets(result)
+    if inert:
+        click.echo(f"notice: the seeds changed nothing for {', '.join(inert)}: {SEED_HINT} (--param KEY=VALUE)",
+                   err=True)
+    for line in headline_table(result, summary):
+        click.echo(line)
+    stats = summary["statistics"]
+    click.echo(f"marks: {stats['marks_test']}; * p < {stats['marks']['*']}, ** p < {stats['marks']['**']} "
+               f"({len(summary['comparisons'])} comparisons)")
+    click.echo(f"report: {out / 'report.md'}")
+    if summary.get("verdict"):
+        for line in verdict_lines(summary["verdict"]):
+            click.echo(line)
+
+
+@click.command("compare")
+@click.argument("report_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("pairs", nargs=-1, required=True, metavar="BASELINE:VARIANT...")
+@click.option("--metrics", default="ndcg@1,3,10", show_default=True,
+              help="Metrics of the ablation to compare; a bare number repeats the previous metric.")
+@click.option("--resamples", type=click.IntRange(min=100), default=10_000, show_default=True,
+              help="Bootstrap and randomisation-test resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
+def compare(report_dir, pairs, metrics, resamples, seed, as_json):
+    """Head-to-head comparisons of feature sets of a finished ablation (its per_query.tsv).
+
+    The ablation report compares every set with the base set; this compares any two sets, e.g. fine-tuned
+    against zero-shot MiniLM, with the report's statistics (paired randomisation test, Holm-adjusted across
+    the pairs and metrics given here; paired t-test; bootstrap interval; per-query wins/ties/losses).
+
+    \b
+    Example:
+      ltrfeat compare hd/ lexical+sbert:lexical+sbert-ft-generalized lexical+sbert-ft-generalized:lexical+all
+    """
+    import json
+    from pathlib import Path
+
+    from ltrfeat.rankers.ablation import head_to_head, read_per_query
+    from ltrfeat.rankers.metrics import parse_metrics
+    from ltrfeat.rankers.report import format_p, significance_mark
+
+    parsed = []
+    for pair in pairs:
+        baseline, sep, variant = pair.partition(":")
+        if not sep or not baseline or not variant or baseline == variant:
+            raise LtrfeatError(f"{pair!r} is not BASELINE:VARIANT", fix="e.g. lexical+sbert:lexical+sbert-ft-generalized")
+        parsed.append((baseline, variant))
+    per_query = read_per_query(Path(report_dir) / "per_query.tsv")
+    comparisons = head_to_head(per_query, parsed, parse_metrics(metrics), seed=seed, n_resamples=resamples)
+    if as_json:
+        click.echo(json.dumps(comparisons, indent=1, default=lambda x: None if x is None else float(x)))
+        return
+    rows = [("baseline", "variant", "metric", "baseline mean", "variant mean", "delta [95% CI]", "p (t)",
+             "p (rand.)", "p (Holm)", "W/T/L", "queries")]
+    for c in comparisons:
+        lo, hi = c["ci95_delta"]
+        rows.append((c["baseline"], c["variant"], c["metric"], f"{c['base_mean']:.4f}", f"{c['variant_mean']:.4f}",
+                     f"{c['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]", format_p(c["p_ttest"]), format_p(c["p_randomization"]),
+                     format_p(c["p_holm"]) + significance_mark(c["p_holm"]), f"{c['wins']}/{c['ties']}/{c['losses']}",
+                     str(c["n_queries"])))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    click.echo(f"paired randomisation test ({resamples} resamples, seed {seed}), Holm-adjusted over "
+               f"{len(comparisons)} comparisons; * p < 0.05, ** p < 0.01")

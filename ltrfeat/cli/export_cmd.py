@@ -1,0 +1,154 @@
+"""``ltrfeat export-ranker`` (LTR plugins, XGBoost JSON, LightGBM) and ``export-encoder`` (ONNX)."""
+from __future__ import annotations
+
+import json
+
+import click
+
+from ltrfeat.features.errors import LtrfeatError
+
+RANKER_TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
+
+
+def encoder_width(encoder) -> int:
+    """Vector width of a loaded encoder (bundles know it; others encode one text to find out)."""
+    dim = getattr(encoder, "dim", None)
+    return int(dim) if dim else int(encoder.encode(["x"], side="doc").shape[1])
+
+
+def _json_file(path, what: str) -> dict | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            value = json.load(fh)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LtrfeatError(f"cannot read {what}: {exc}", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise LtrfeatError(f"{what} is not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    if not isinstance(value, dict):
+        raise LtrfeatError(f"{what} must be a JSON object keyed by feature name", path=path)
+    return value
+
+
+@click.command("export-ranker")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--to", "target", type=click.Choice(RANKER_TARGETS), required=True, help="Export format.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output model file.")
+@click.option("--name", default=None, help="Plugin model name (default: the output file stem).")
+@click.option("--featureset", default=None, help="Plugin featureset name (default: the output file stem).")
+@click.option("--templates", type=click.Path(dir_okay=False),
+              help="JSON {feature: ES query template} for the featureset (bm25_<field> gets a match query).")
+@click.option("--normalizers", type=click.Path(dir_okay=False),
+              help='JSON {feature: {"standard": {"mean": M, "standard_deviation": S}}} or min_max '
+                   '{"minimum", "maximum"}: the plugin\'s feature_normalizers.')
+@click.option("--missing-as-zero", is_flag=True,
+              help="Export a model trained with NaN cells; the plugins score a missing value as 0.")
+@click.option("--encoder", "encoders", multiple=True, metavar="NAME=PATH",
+              help="Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.")
+@click.option("--corpus-stats", type=click.Path(dir_okay=False),
+              help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.")
+@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 used at extraction.")
+@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b used at extraction.")
+@click.option("--fill-zero", is_flag=True,
+              help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.")
+def export_ranker(model, target, out_path, name, featureset, templates, normalizers, missing_as_zero, encoders,
+                  corpus_stats, k1, b, fill_zero):
+    """Export a trained ranker for Elasticsearch/OpenSearch LTR, XGBoost JSON or LightGBM.
+
+    es-ltr/opensearch-ltr write OUT (the _createmodel body: model/xgboost+json for XGBoost
+    rankers, model/ranklib for LightGBM ones) and OUT.featureset.json (every feature in the
+    model's order). Every target writes OUT.export.json with checksums; the exported trees
+    give the same scores as the ranker (to float32 precision) for inputs without NaN.
+
+    \b
+    Examples:
+      ltrfeat export-ranker ranker.txt --to es-ltr --out ltr_model.json --featureset my_features
+      curl -XPUT localhost:9200/_ltr/_featureset/my_features -H 'Content-Type: application/json' \\
+          -d @ltr_model.json.featureset.json
+      ltrfeat export-ranker ranker.txt --to xgboost-json --out trees.json
+    """
+    from ltrfeat.rankers.export import export_ranker as export
+    from ltrfeat.rankers.lambdamart import LambdaMART
+
+    dims = {}
+    for spec in encoders:
+        from ltrfeat.features.neural import load_encoder, parse_encoder_spec
+
+        enc_name, path = parse_encoder_spec(spec)
+        dims[enc_name] = encoder_width(load_encoder(enc_name, path))
+    analyzer = None
+    if corpus_stats:
+        from ltrfeat.features.corpus import CorpusStats
+
+        analyzer = CorpusStats.load(corpus_stats).analyzer
+    manifest = export(LambdaMART.load(model), out_path, to=target, name=name, featureset=featureset,
+                      templates=_json_file(templates, "--templates"),
+                      normalizers=_json_file(normalizers, "--normalizers"), missing_as_zero=missing_as_zero,
+                      dims=dims, analyzer=analyzer, bm25=(k1, b), fill_zero=fill_zero)
+    click.echo(f"wrote {', '.join(manifest['files'])} ({manifest['trees']} trees, "
+               f"{len(manifest['features'])} features) and {out_path}.export.json", err=True)
+    for line in manifest.get("upload", []):
+        click.echo(f"  upload: {line}", err=True)
+    for feature, reason in (manifest.get("not_reproduced") or {}).items():
+        click.echo(f"warning: the engine cannot compute {feature}: {reason}", err=True)
+    untemplated = manifest.get("features_without_template") or []
+    if untemplated:
+        click.echo(f"warning: {len(untemplated)} feature(s) have no query template ({', '.join(untemplated[:6])}"
+                   f"{', ...' if len(untemplated) > 6 else ''}); add them with --templates before uploading", err=True)
+
+
+@click.command("export-encoder")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--to", "target", type=click.Choice(["onnx"]), default="onnx", show_default=True, help="Export format.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Output directory: query.onnx, doc.onnx and encoder.json (hashing table).")
+def export_encoder(model, target, out_dir):
+    """Export a CLSM/DSSM encoder's query and document towers to ONNX.
+
+    The text-to-trigram hashing stays outside the graphs: OUT/encoder.json holds the
+    vocabulary and normalisation rules, and ltrfeat.features.encoders.onnx_export.prepare builds
+    the graph inputs with numpy alone; OnnxEncoder.load(OUT).encode(texts, side=...) runs them.
+
+    \b
+    Example:
+      ltrfeat export-encoder clsm.ltrenc --to onnx --out clsm_onnx
+    """
+    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.features.encoders.onnx_export import export_onnx
+
+    sidecar = export_onnx(Encoder.load(model), out_dir)
+    click.echo(f"wrote {out_dir}/query.onnx, doc.onnx and encoder.json ({sidecar['architecture']}, "
+               f"dim {sidecar['dim']}, opset {sidecar['opset']})", err=True)
+
+
+@click.command("embed")
+@click.option("--docs", "docs_path", required=True, type=click.Path(dir_okay=False),
+              help="Documents table (docid + text fields).")
+@click.option("--encoder", "encoders", multiple=True, required=True, metavar="NAME=PATH",
+              help="Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.")
+@click.option("--fields", default="title", show_default=True, help="Comma-separated document fields to embed.")
+@click.option("--index", "index_name", required=True, help="Target index name for the bulk action lines.")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output NDJSON file.")
+@click.option("--update", is_flag=True, help="Write update actions with the vectors only (documents already indexed).")
+def embed(docs_path, encoders, fields, index_name, out_path, update):
+    """Write document vectors as Elasticsearch/OpenSearch _bulk NDJSON, for the exported featureset's
+    script_score templates (index mapping: export-ranker's OUT.index.json).
+
+    \b
+    Example:
+      ltrfeat embed --docs data/docs.tsv --encoder clsm=clsm.ltrenc --fields title --index products --out bulk.ndjson
+      curl -s -XPOST localhost:9200/_bulk -H 'Content-Type: application/x-ndjson' --data-binary @bulk.ndjson
+    """
+    from ltrfeat.features.neural import load_encoder, parse_encoder_spec
+    from ltrfeat.features.text import read_docs
+    from ltrfeat.serving.bulk import write_bulk
+
+    field_list = [f.strip() for f in fields.split(",") if f.strip()]
+    docs = read_docs(docs_path, fields=field_list)
+    loaded = {}
+    for spec in encoders:
+        name, path = parse_encoder_spec(spec)
+        loaded[name] = load_encoder(name, path)
+    n = write_bulk(docs, loaded, out_path, fields=field_list, index=index_name, update=update)
+    click.echo(f"wrote {n} documents x {len(loaded) * len(field_list)} vector field(s) to {out_path}", err=True)

@@ -1,0 +1,94 @@
+"""The ``ltrfeat`` click application: thin commands over ``ltrfeat.features`` and ``rankers``."""
+from __future__ import annotations
+
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from ltrfeat.features.errors import LtrfeatError
+
+
+def _version() -> str:
+    try:
+        return version("ltrfeat")
+    except PackageNotFoundError:  # running from a source tree
+        return "0+unknown"
+
+
+class _Group(click.Group):
+    """Turns library errors, usage errors and unreadable files into one line on stderr and exit code 2,
+    with no traceback."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except LtrfeatError as exc:
+            _fail(str(exc))
+        except click.UsageError as exc:  # click prints usage, a blank line and the error: keep the error
+            where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
+            _fail(f"{exc.format_message().rstrip('.')}; see '{where} --help'")
+        except OSError as exc:  # a file that could not be opened or written, outside the library's checks
+            if exc.filename is None:
+                raise
+            _fail(f"{exc.filename}: {exc.strerror or exc}; check the path and its permissions")
+
+
+def _fail(message: str):
+    click.echo(f"error: {' '.join(message.split())}", err=True)
+    sys.exit(2)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", prog_name="ltrfeat")
+@click.option("-v", "--verbose", count=True, help="More log lines on stderr (-v info, -vv debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Quieter: no progress bars, notices or log lines below errors.")
+def cli(verbose, quiet):
+    """Learning-to-rank features: lexical and neural similarity columns for LETOR files,
+    LambdaMART rankers, and ablations that say whether a neural feature helps.
+
+    \b
+    Example:
+      ltrfeat letor info data/train.letor
+      ltrfeat -v extract ...        # log what each step does
+    """
+    from ltrfeat.features.logs import configure_cli_logging
+
+    configure_cli_logging(-1 if quiet else verbose)
+
+
+# Command registration: one line per command module.
+from ltrfeat.cli import letor_cmd  # noqa: E402
+from ltrfeat.cli import extract_cmd  # noqa: E402
+from ltrfeat.cli import ranker_cmd  # noqa: E402
+from ltrfeat.cli import datasets_cmd  # noqa: E402
+from ltrfeat.cli import ablate_cmd  # noqa: E402
+from ltrfeat.cli import explain_cmd  # noqa: E402
+from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
+from ltrfeat.cli import encoder_cmd  # noqa: E402
+from ltrfeat.cli import demo_cmd  # noqa: E402
+
+cli.add_command(letor_cmd.letor)
+cli.add_command(extract_cmd.extract)
+cli.add_command(extract_cmd.features)
+cli.add_command(ranker_cmd.train_ranker)
+cli.add_command(ranker_cmd.evaluate)
+cli.add_command(ranker_cmd.rank)
+cli.add_command(datasets_cmd.datasets)
+cli.add_command(ablate_cmd.ablate)
+cli.add_command(ablate_cmd.compare)
+cli.add_command(explain_cmd.explain)
+cli.add_command(export_cmd.export_ranker)
+cli.add_command(export_cmd.export_encoder)
+cli.add_command(export_cmd.embed)
+cli.add_command(serve_cmd.serve)
+cli.add_command(encoder_cmd.train_encoder_cmd)
+cli.add_command(demo_cmd.demo)
+
+
+def main():
+    cli(prog_name="ltrfeat")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,302 @@
+"""``ltrfeat train-ranker``, ``evaluate`` and ``rank``: LambdaMART over LETOR / svmlight files."""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+
+import click
+import numpy as np
+
+from ltrfeat.features import letor as letor_io
+from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.cli.options import notices, parse_key_values, selection_config, selection_options
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.fileio import atomic_output, check_writable
+from ltrfeat.rankers.metrics import (GAINS, NO_RELEVANT, TIES, MetricInputError, evaluate_queries, parse_metrics,
+                             summarise)
+
+DEFAULT_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
+ENGINES = ("lightgbm", "xgboost")
+# ltrfeat.rankers.lambdamart (LightGBM, XGBoost, scikit-learn: ~1 s) is imported inside the commands
+# so that every other ltrfeat command starts fast.
+
+_nan_option = click.option(
+    "--nan-policy", type=click.Choice(list(letor_io.NAN_POLICIES)), default="keep", show_default=True,
+    help="NaN/inf feature values: keep them as missing values for the engine, replace them by 0, or fail.")
+
+
+
+def _read(path, nan_policy: str, align_to: FeatureMap | None = None, regroup: bool = True) -> RankingSet:
+    """Read a ranking file, by default regrouping non-contiguous queries (with a notice).
+
+    LETOR and svmlight omit zero values, so in a file without a ``.features.json`` sidecar a
+    default-named feature (``f<id>``) of ``align_to`` that never occurs is a column of zeros.
+    """
+    data = letor_io.read_letor(path, nan_policy=nan_policy, regroup=regroup)
+    if align_to is None or FeatureMap.sidecar_path(path).exists():
+        return data
+    have = set(data.feature_map.ids)
+    absent = [f for f in align_to if f.id not in have and f.name == f"f{f.id}"]
+    if not absent:
+        return data
+    click.echo(f"notice: {path}: feature ids {_id_list([f.id for f in absent])} never occur; read as 0", err=True)
+    features = sorted(list(data.feature_map) + absent, key=lambda f: f.id)
+    X = np.zeros((len(data), len(features)), dtype=np.float32)
+    position = {f.id: j for j, f in enumerate(features)}
+    X[:, [position[i] for i in data.feature_map.ids]] = data.X
+    return dataclasses.replace(data, X=X, feature_map=FeatureMap(features))
+
+
+def _id_list(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:10])) + (f" (+{len(ids) - 10} more)" if len(ids) > 10 else "")
+
+
+@contextlib.contextmanager
+def _label_file(paths: dict, error_type, default=None):
+    """Name the file of a data error that has none (``exc.part``, if set, is a key of ``paths``)."""
+    try:
+        yield
+    except error_type as exc:
+        if exc.path is not None:
+            raise
+        raise LtrfeatError(exc.problem, path=paths.get(getattr(exc, "part", None), default), fix=exc.fix) from None
+
+
+def _predict(model, data: RankingSet, path) -> np.ndarray:
+    try:
+        return model.predict(data)
+    except ModelFileError as exc:
+        raise ModelFileError(exc.problem, path=path, fix=exc.fix) from None
+
+
+@click.command("train-ranker")
+@click.argument("train", type=click.Path(dir_okay=False))
+@click.option("--valid", type=click.Path(dir_okay=False), default=None,
+              help="Validation file for early stopping on NDCG@--eval-at.")
+@click.option("--engine", type=click.Choice(ENGINES), default="lightgbm", show_default=True)
+@click.option("--features", default=None, help="Feature ids, id ranges and names, e.g. 1-46,bm25_title (default all).")
+@click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
+              help="Model file (native engine format); OUT.meta.json is written beside it.")
+@click.option("--n-estimators", type=click.IntRange(min=1), default=500, show_default=True)
+@click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True), default=0.05, show_default=True)
+@click.option("--num-leaves", type=click.IntRange(min=2), default=31, show_default=True)
+@click.option("--early-stopping-rounds", type=click.IntRange(min=0), default=50, show_default=True,
+              help="Patience in rounds; 0 disables early stopping.")
+@click.option("--eval-at", type=click.IntRange(min=1), default=10, show_default=True,
+              help="k of the validation NDCG@k used for early stopping.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Engine threads (default: all cores).")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Extra engine parameter (repeatable), e.g. --param min_data_in_leaf=50.")
+@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True,
+              help="Features shown in the importance table.")
+@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
+              help="Train on a Dask cluster (LightGBM DaskLGBMRanker / xgboost.dask) with query-aligned partitions; "
+                   "scheduler address or file, or local[:N] workers. Needs ltrfeat[dask].")
+@_nan_option
+@selection_options(default_on=False)
+def train_ranker(train, valid, engine, features, out, n_estimators, learning_rate, num_leaves,
+                 early_stopping_rounds, eval_at, seed, threads, params, top, dask, nan_policy, select, candidates,
+                 tune, tune_trials, inner_folds, select_rule):
+    """Train a LambdaMART ranker on TRAIN and save it to --out.
+
+    Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
+    regrouped with a notice. Prints the early-stopping result and feature importance.
+
+    With --select the model is chosen as ltrfeat ablate chooses it: the candidates (LambdaMART,
+    tuned LambdaMART with --tune, a pairwise linear ranker, LambdaMART boosted from the best single
+    feature, the best single feature) are compared by inner cross-validation over the queries of
+    TRAIN and --valid, and the chosen one is refitted on them and saved (its kind is in
+    OUT.meta.json; evaluate and rank read every kind, serve and export-ranker only LambdaMART).
+
+    \b
+    Examples:
+      ltrfeat train-ranker S1.txt --valid S4.txt --engine lightgbm --out model.txt
+      ltrfeat train-ranker train.letor --valid valid.letor --engine xgboost \\
+          --features 1-46,bm25_title,clsm_title_cos --out model.json
+      ltrfeat train-ranker S1.txt --valid S4.txt --dask local:2 --out model.txt
+      ltrfeat train-ranker S1.txt --valid S4.txt --select --tune grid --out model.txt
+    """
+    from ltrfeat.rankers.lambdamart import LabelError, LambdaMART, meta_path
+
+    # label errors name their file; a feature mismatch can only be the validation file's
+    check_writable(out)  # before the training, not after it
+    config = selection_config(engine, select=select, candidates=candidates, tune=tune, tune_trials=tune_trials,
+                              inner_folds=inner_folds, select_rule=select_rule, seed=seed)
+    if config is not None and dask:
+        raise click.UsageError("--select trains many small models locally; leave out --dask")
+    with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
+        train_data = _read(train, nan_policy)
+        valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
+        if config is not None:
+            ranker = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
+                      "early_stopping_rounds": early_stopping_rounds, "eval_at": eval_at, "n_jobs": threads,
+                      "params": parse_key_values(params), "engine": engine}
+            _train_selected(train_data, valid_data, features, ranker, config, seed=seed, out=out)
+            return
+        model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
+                           num_leaves=num_leaves, early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
+                           seed=seed, n_jobs=threads, params=parse_key_values(params), features=features,
+                           verbose=not os.environ.get("CI"))
+        if dask:
+            from ltrfeat.features.distributed import dask_client
+            from ltrfeat.rankers.distributed import fit_dask
+
+            with dask_client(dask) as client:
+                fit_dask(model, train_data, valid_data, client=client)
+        else:
+            model.fit(train_data, valid_data)
+    model.metadata_["missing_values"]["read_nan_policy"] = nan_policy
+    model.metadata_["training"] |= {"train_file": str(train), "valid_file": None if valid is None else str(valid)}
+    model.save(out)
+
+    t = model.metadata_["training"]
+    click.echo(f"trained {engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
+               f"{len(model.feature_map_)} features")
+    if valid is None:
+        click.echo(f"no validation file: used all {model.best_iteration_} rounds")
+    else:
+        k, score = next(iter(t["best_valid_score"].items()))
+        how = f"stopped early after {t['iterations_run']} rounds" if t["stopped_early"] else \
+            f"ran all {t['iterations_run']} rounds"
+        click.echo(f"early stopping: best iteration {model.best_iteration_} (valid {k} = {score:.4f}); {how}")
+    total = sum(model.feature_importance_.values()) or 1.0
+    shown = list(model.feature_importance_.items())[:top]
+    if shown:
+        click.echo("feature importance (total gain):")
+        width = max(len(name) for name, _ in shown)
+        for name, gain in shown:
+            click.echo(f"  {name:<{width}}  {gain:14.2f}  {100 * gain / total:5.1f}%")
+    click.echo(f"wrote {out} and {meta_path(out)}", err=True)
+
+
+def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, out) -> None:
+    """train-ranker --select: inner cross-validation over the training queries, refit the choice, save it."""
+    from ltrfeat.rankers.lambdamart import _check_labels
+    from ltrfeat.rankers.models import kind_of, save_ranker
+    from ltrfeat.rankers.selection import Candidates, describe, select, with_valid
+
+    _check_labels(train.label, "train")  # before any candidate trains, so the error names the file
+    if valid is not None:
+        _check_labels(valid.label, "valid")
+
+    try:
+        columns = train.feature_map.resolve(features)
+    except KeyError as exc:
+        raise LtrfeatError(f"feature selection {features!r}: {exc.args[0]}",
+                           fix="use ids, id ranges (1-46) or names present in the training data") from None
+    names = [train.feature_map.features[j].name for j in sorted(columns)]
+    candidates = Candidates(names, ranker, criterion=config.criterion)
+    chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, config)
+    name = chosen["chosen"]
+    fit_train, fit_valid = with_valid(train.regroup(), None if valid is None else valid.regroup(),
+                                      config.valid_fraction, config.seed)
+    model = candidates.make(name, seed=seed, tuned=chosen["tuned"].get(name))
+    candidates.fit(model, fit_train, fit_valid, None)
+    record = {"selection": config.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")}}
+    save_ranker(model, out, extra=record)
+    click.echo(f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
+               f"queries ({config.inner_folds}-fold inner cross-validation, rule {config.rule}; criterion: mean "
+               f"{', '.join(config.criterion)}):")
+    for cand, stats in chosen["stats"].items():
+        mark = "  <- chosen" if cand == name else ""
+        click.echo(f"  {cand:<16} {stats['mean']:.4f}  (gap to best {stats['gap_to_best']:+.4f}, "
+                   f"SE {stats['se']:.4f}){mark}")
+    click.echo(f"saved the {kind_of(model)} ranker ({json.dumps(describe(model))}) to {out}")
+
+
+@click.command("evaluate")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("test", type=click.Path(dir_okay=False))
+@click.option("--metrics", default=DEFAULT_METRICS, show_default=True,
+              help="Metrics; a bare number repeats the previous metric: ndcg@1,3,10,recall@3,6,10,"
+                   "top3recall@3,p@5,map,mrr,err@10.")
+@click.option("--per-query", type=click.Path(dir_okay=False), default=None,
+              help="Write one TSV row per query (first line states the conventions).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option("--gain", type=click.Choice(GAINS), default="exp2", show_default=True,
+              help="NDCG gain: 2^rel-1 or linear rel (trec_eval).")
+@click.option("--ties", type=click.Choice(TIES), default="stable", show_default=True,
+              help="Order of equal scores: input order, relevant last, or relevant first.")
+@click.option("--no-relevant", type=click.Choice(NO_RELEVANT), default="exclude", show_default=True,
+              help="Queries without a relevant document: leave out, score 0, or score 1.")
+@click.option("--relevance-threshold", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
+              help="Labels >= this count as relevant.")
+@_nan_option
+def evaluate(model_path, test, metrics, per_query, as_json, gain, ties, no_relevant, relevance_threshold,
+             nan_policy):
+    """Score TEST with MODEL and report ranking metrics with their conventions.
+
+    \b
+    Examples:
+      ltrfeat evaluate model.txt S5.txt --metrics ndcg@1,3,10,recall@3,6,10,map
+      ltrfeat evaluate model.txt S5.txt --no-relevant zero --per-query s5.tsv --json
+    """
+    names = parse_metrics(metrics)
+    from ltrfeat.rankers.models import load_ranker
+
+    model = load_ranker(model_path)
+    with notices():
+        data = _read(test, nan_policy, align_to=model.feature_map_)
+    scores = _predict(model, data, test)
+    with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
+        df = evaluate_queries(data.qid, data.label, scores, names, gain=gain, no_relevant=no_relevant, ties=ties,
+                              relevance_threshold=relevance_threshold)
+    summary = summarise(df)
+    if per_query is not None:
+        with atomic_output(per_query) as fh:
+            fh.write(f"# conventions: {summary['conventions']['description']}\n")
+            df.to_csv(fh, sep="\t", na_rep="NaN", lineterminator="\n")
+    if as_json:
+        click.echo(json.dumps({"model": str(model_path), "data": str(test)} | summary, indent=1))
+        return
+    click.echo(f"conventions: {summary['conventions']['description']}")
+    click.echo(f"queries: {summary['n_queries']} ({summary['n_evaluated']} evaluated, "
+               f"{summary['n_excluded_no_relevant']} excluded without a relevant document)")
+    width = max(len(n) for n in names)
+    for name, value in summary["metrics"].items():
+        click.echo(f"{name:<{width}}  {value:.4f}")
+
+
+@click.command("rank")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output file (.gz compresses).")
+@click.option("--format", "fmt", type=click.Choice(["scores", "trec"]), default="scores", show_default=True,
+              help="scores: one score per input row, in row order; trec: 'qid Q0 docid rank score run' "
+                   "lines sorted by score within each query (needs docids).")
+@click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag of the TREC format.")
+@click.option("--regroup", is_flag=True,
+              help="Accept non-contiguous queries; scores then follow the regrouped row order.")
+@_nan_option
+def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
+    """Score every row of FILE with MODEL.
+
+    \b
+    Examples:
+      ltrfeat rank model.txt S5.txt --out S5.scores
+      ltrfeat rank model.txt S5.txt --out S5.run --format trec --run-name lambdamart
+    """
+    from ltrfeat.rankers.models import load_ranker
+
+    model = load_ranker(model_path)
+    with notices():
+        data = _read(file, nan_policy, align_to=model.feature_map_, regroup=regroup or fmt == "trec")
+    scores = _predict(model, data, file)
+    if fmt == "trec":
+        if data.docid is None or any(d is None for d in data.docid.tolist()):
+            row = 1 if data.docid is None else data.docid.tolist().index(None) + 1
+            raise LtrfeatError(f"row {row} has no docid, which the TREC run format needs", path=file,
+                               fix="give rows a '#docid = X' comment, or use --format scores")
+        bounds = data.query_boundaries()
+    with atomic_output(out) as fh:
+        if fmt == "scores":
+            fh.writelines(f"{s:.17g}\n" for s in scores)
+        else:
+            for start, end in zip(bounds[:-1], bounds[1:]):
+                order = start + np.argsort(-scores[start:end], kind="stable")
+                for r, i in enumerate(order, start=1):
+                    fh.write(f"{data.qid[i]} Q0 {data.docid[i]} {r} {scores[i]:.17g} {run_name}\n")
+    click.echo(f"wrote {out}: {len(scores)} rows, {data.n_queries} queries", err=True)

@@ -1,0 +1,414 @@
+"""Cross-fitted neural features for ablations: no encoder ever scores a query it was trained on.
+
+The scheme (written into every report):
+
+* Queries are split into ``k`` outer folds ``T_1..T_k`` (seeded). For outer fold ``f`` the ranker is tested
+  on ``T_f`` and trained on the other folds (a seeded share of them held out for early stopping).
+* Test rows of fold ``f`` get scores from an encoder ``E_f`` trained on every training pair whose query is
+  not in ``T_f``.
+* The ranker's rows of fold ``g != f`` get scores from an encoder ``E_fg`` trained without ``T_f`` and
+  ``T_g`` — out-of-fold scores, so the ranker learns how far to trust the feature from scores of the kind
+  it sees at test time. ``E_fg = E_gf`` serves both outer folds ``f`` and ``g``, so a trained encoder costs
+  ``k + k(k-1)/2`` trainings (inner cross-fitting over the other ``k - 1`` folds).
+* Queries are matched by normalised text (lowercase, collapsed whitespace), so a separate click table is
+  filtered by the same rule; an encoder's training queries and the queries it scores are checked to be
+  disjoint before every training (:class:`LeakageError` otherwise).
+
+Zero-shot encoders (``sbert``) are not trained and score every row once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from .dataset import RankingSet
+from .errors import LtrfeatError
+from ltrfeat.features.logs import show_progress
+
+TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
+ZERO_SHOT = ("sbert",)
+PRETRAIN = ("rbm", "teacher")
+TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
+SCORES = ("cosine", "dot")
+_SPEC = re.compile(r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
+                   r"(?:=(?P<path>.+))?$")
+_SPEC_FIX = ("use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
+             "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), "
+             "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
+             "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)")
+
+
+class LeakageError(LtrfeatError):
+    """An encoder would score queries it was trained on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+    """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``dssm:hinge+rbm`` (DSE: towers
+    pre-trained as RBMs, dot-product score), ``clsm:generalized+teacher`` (towers first distilled from the
+    packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``deepmatch`` (pair interaction
+    model), ``sbert`` or ``sbert=PATH``. A trained DSSM/CLSM spec may end in ``@dot`` or ``@cosine`` to choose its score
+    (``dssm:hinge@dot``, ``dssm:hinge+rbm@cosine``); the default is cosine, and dot for ``+rbm`` (DSE
+    as in the paper), so ``dssm:hinge`` stays comparable with earlier cosine results."""
+
+    model: str
+    loss: str | None = None
+    path: str | None = None
+    pretrain: str | None = None
+    score: str | None = None  # None: the default_score
+
+    @property
+    def default_score(self) -> str | None:
+        """The score this spec trains without an ``@`` choice (None: not a trained two-tower encoder)."""
+        if self.model not in ("clsm", "dssm"):
+            return None
+        return "dot" if self.pretrain == "rbm" else "cosine"
+
+    @property
+    def resolved_score(self) -> str | None:
+        """``"cosine"`` or ``"dot"`` for a trained DSSM/CLSM, None otherwise."""
+        return self.score or self.default_score
+
+    @property
+    def name(self) -> str:
+        """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``); a
+        score other than the spec's default is appended (``dssm-hinge-dot``, ``dssm-hinge-rbm-cosine``)."""
+        parts = [self.model] + [p for p in (self.loss, self.pretrain) if p is not None]
+        if self.resolved_score != self.default_score:
+            parts.append(self.resolved_score)
+        return "-".join(parts)
+
+    @property
+    def column_suffix(self) -> str:
+        """``score`` for a pair scorer (DeepMatch), ``dot`` for a dot-product encoder, ``cos`` for a cosine."""
+        if self.model == "deepmatch":
+            return "score"
+        return "dot" if self.resolved_score == "dot" else "cos"
+
+    @property
+    def trainable(self) -> bool:
+        return self.model in TRAINABLE
+
+    @classmethod
+    def parse(cls, text: str) -> "EncoderSpec":
+        m = _SPEC.match(text.strip())
+        if not m or m["model"] not in TRAINABLE + ZERO_SHOT:
+            raise LtrfeatError(f"unknown encoder {text!r}", fix=_SPEC_FIX)
+        model, loss, path, pretrain, score = m["model"], m["loss"], m["path"], m["pretrain"], m["score"]
+        if pretrain is not None and (pretrain not in PRETRAIN or model not in ("clsm", "dssm")
+                                     or (pretrain == "rbm" and model != "dssm")):
+            raise LtrfeatError(f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher",
+                               fix="write dssm:hinge+rbm, clsm:generalized+teacher or clsm:generalized+teacher=DIR")
+        if score is not None and (model not in ("clsm", "dssm") or score not in SCORES):
+            raise LtrfeatError(f"encoder {text!r}: only clsm and dssm take a score, @dot or @cosine",
+                               fix="write e.g. dssm:hinge@dot or clsm:softmax@cosine")
+        if model == "deepmatch":
+            if loss is not None or path is not None:
+                raise LtrfeatError(f"encoder {text!r}: deepmatch has its own large-margin loss and takes no path",
+                                   fix="write deepmatch")
+        elif model == "sbert-ft":  # path: the base model directory (default: the packaged MiniLM)
+            loss = loss or "softmax"
+            if loss not in ("softmax", "generalized", "hinge"):
+                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
+        elif model in TRAINABLE:
+            if path is not None and pretrain != "teacher":  # +teacher=PATH: the teacher model directory
+                raise LtrfeatError(f"encoder {text!r}: a trained encoder takes no path",
+                                   fix=f"write {model}:{loss or 'softmax'}")
+            loss = loss or "softmax"
+            if loss not in ("softmax", "generalized", "hinge"):
+                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
+        elif loss is not None:
+            raise LtrfeatError(f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH")
+        return cls(model, loss, path, pretrain, score)
+
+
+class CrossFitFold(NamedTuple):
+    """Ranker train / validation / test sets of one outer fold (same fields as ``ltrfeat.rankers.ablation.Fold``)."""
+
+    name: str
+    train: RankingSet
+    valid: RankingSet | None
+    test: RankingSet
+
+
+@dataclasses.dataclass
+class FoldPlan:
+    """Query sets of one outer fold: test, ranker training and ranker validation."""
+
+    name: str
+    test: frozenset
+    train: frozenset
+    valid: frozenset
+
+
+def normalise_query(text: str) -> str:
+    return " ".join(str(text).lower().split())
+
+
+def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
+    """Seeded outer folds over distinct ``qids``, each with a ranker validation share of its training queries."""
+    queries = list(dict.fromkeys(qids))
+    if k < 3:
+        raise LtrfeatError(f"cross-fitting needs at least 3 folds (got {k}): with 2, the encoder for the ranker's "
+                           "training rows would have no queries left to train on", fix="use --k-folds >= 3")
+    if len(queries) < 2 * k:
+        raise LtrfeatError(f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds")
+    rng = np.random.default_rng(seed)
+    order = [queries[i] for i in rng.permutation(len(queries))]
+    outer = [frozenset(order[f::k]) for f in range(k)]
+    plans = []
+    for f, test in enumerate(outer):
+        rest = [q for q in order if q not in test]
+        rest = [rest[i] for i in rng.permutation(len(rest))]
+        n_valid = int(round(valid_fraction * len(rest)))
+        plans.append(FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(rest[:n_valid]),
+                              train=frozenset(rest[n_valid:])))
+    return plans
+
+
+def scoring_jobs(plans: list[FoldPlan]) -> list[tuple[frozenset, list[tuple[str, frozenset]]]]:
+    """Every encoder training: (queries excluded from it, [(outer fold name, queries it scores there)]).
+
+    ``E_f`` (excluding ``T_f``) scores ``T_f`` for fold ``f``; ``E_fg`` (excluding ``T_f | T_g``) scores
+    ``T_g`` for fold ``f`` and ``T_f`` for fold ``g``.
+    """
+    jobs = [(p.test, [(p.name, p.test)]) for p in plans]
+    for i, a in enumerate(plans):
+        for b in plans[i + 1:]:
+            jobs.append((a.test | b.test, [(a.name, b.test), (b.name, a.test)]))
+    return jobs
+
+
+def training_rows(train_table: pd.DataFrame, excluded_texts: set) -> np.ndarray:
+    """Row indices of ``train_table`` whose normalised query is not excluded."""
+    keys = train_table["query"].map(normalise_query).to_numpy()
+    return np.flatnonzero(~np.isin(keys, list(excluded_texts)))
+
+
+def check_disjoint(trained_on: set, scored: set, what: str) -> None:
+    """Raise :class:`LeakageError` when an encoder would score a query it was trained on."""
+    overlap = trained_on & scored
+    if overlap:
+        example = sorted(overlap)[0]
+        raise LeakageError(f"{what}: {len(overlap)} scored queries are in the encoder's training data (e.g. {example!r})",
+                           fix="train encoders only on queries outside the scored fold")
+
+
+def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int) -> str:
+    h = hashlib.sha256()
+    # a spec without pre-training or dot score keys as before those fields existed: existing caches stay valid
+    spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("pretrain", "score")}
+    spec_key.update({"pretrain": spec.pretrain} if spec.pretrain else {})
+    spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
+    h.update(json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1},
+                        sort_keys=True, default=str).encode())
+    for col in ("query", "doc", "label"):
+        h.update("\x1e".join(map(repr, table[col].tolist())).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:24]
+
+
+def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None):
+    import inspect
+
+    from .encoders.deepmatch import DeepMatch, train_deepmatch
+    from .encoders.encoder import Encoder
+    from .encoders.training import train_encoder
+
+    path = None
+    if cache is not None:
+        path = cache / "encoders" / f"{spec.name}-{_cache_key(spec, options, table, seed)}.ltrenc"
+        if path.exists():
+            if spec.model == "sbert-ft":
+                from .encoders.sbert_finetuned import SbertFinetuned
+
+                return SbertFinetuned.load(path)
+            return DeepMatch.load(path) if spec.model == "deepmatch" else Encoder.load(path)
+    if spec.model == "sbert-ft":
+        from .encoders.sbert_training import train_sbert
+
+        encoder, _ = train_sbert(table, base=spec.path, loss=spec.loss, seed=seed, progress=False, **options)
+    elif spec.model == "deepmatch":
+        # the encoder options are shared by every --encoder: DeepMatch takes the ones it has (epochs, negatives...)
+        accepted = inspect.signature(train_deepmatch).parameters
+        encoder, _ = train_deepmatch(table, seed=seed, progress=False,
+                                     **{k: v for k, v in options.items() if k in accepted})
+    else:
+        extra = {"pretrain": spec.pretrain} if spec.pretrain else {}
+        if spec.pretrain == "teacher":
+            extra = {"teacher": f"sbert={spec.path}" if spec.path else "sbert"}
+        encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, score=spec.resolved_score, seed=seed,
+                                   progress=False, **extra, **options)
+    if path is not None:
+        encoder.save(path)
+    return encoder
+
+
+def spec_options(spec: EncoderSpec, options: dict) -> dict:
+    """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
+    :mod:`ltrfeat.features.encoder_options`); sbert-ft drops unprefixed keys its trainer does not take, and
+    encoders without a teacher drop the distillation options."""
+    import inspect
+
+    from .encoder_options import model_options
+
+    accepted = None
+    if spec.model == "sbert-ft":
+        from .encoders.sbert_training import train_sbert
+
+        accepted = set(inspect.signature(train_sbert).parameters) - {"pairs", "base", "loss", "seed", "progress"}
+    resolved = model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
+    if spec.pretrain != "teacher":
+        # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
+        resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
+    return resolved
+
+
+def _zero_shot(spec: EncoderSpec):
+    # through the teacher-vector cache: a +teacher encoder of the same run reuses these vectors
+    from .encoders.distill import CachedTeacher
+
+    return CachedTeacher(f"sbert={spec.path}" if spec.path else "sbert")
+
+
+def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[EncoderSpec], *,
+                     train_table: pd.DataFrame | None = None, field: str = "doc", options: dict | None = None,
+                     seed: int = 0, cache=None, progress: bool = True,
+                     train_fn: Callable | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """Neural similarity columns for every outer fold.
+
+    Returns ``{fold name: {column name: float32 array over all rows of pairs}}``; rows outside the fold's
+    queries are NaN. ``pairs`` has ``qid, query, docid, <field>, label``; ``train_table`` (default: the
+    judged pairs themselves) has ``query, doc, label``. ``train_fn(spec, table)`` replaces encoder
+    training (tests).
+    """
+    options = dict(options or {})
+    if "score" in options:
+        raise LtrfeatError("the score is chosen per encoder, not as an encoder option (it names the column)",
+                           fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine")
+    cache = None if cache is None else Path(cache)
+    if train_table is None:
+        train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
+    train_table = train_table.reset_index(drop=True)
+    train_keys = train_table["query"].map(normalise_query)
+    qid_text = dict(zip(pairs["qid"], pairs["query"].map(normalise_query)))
+    row_qid = pairs["qid"].to_numpy()
+    queries, docs = pairs["query"].tolist(), pairs[field].tolist()
+    columns: dict[str, dict[str, np.ndarray]] = {p.name: {} for p in plans}
+    jobs = scoring_jobs(plans)
+    n_jobs = len(jobs) * sum(s.trainable for s in specs)
+    teacher_cache = None
+    if cache is not None and train_fn is None and any(not s.trainable or s.pretrain == "teacher" for s in specs):
+        from .encoders import distill
+
+        teacher_cache = cache / "teacher"
+        distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
+    bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
+    try:
+        for spec in specs:
+            column = f"{spec.name}_{field}_{spec.column_suffix}"
+            if not spec.trainable:
+                scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
+                for plan in plans:
+                    columns[plan.name][column] = scores
+                continue
+            values = {plan.name: np.full(len(pairs), np.nan, dtype=np.float32) for plan in plans}
+            for excluded, targets in jobs:
+                rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
+                table = train_table.iloc[rows]
+                trained_on = set(train_keys.iloc[rows])
+                for fold, scored in targets:
+                    check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
+                bar.set_postfix_str(f"{spec.name} on {len(table)} pairs")
+                encoder = (train_fn(spec, table) if train_fn is not None
+                           else _train(spec, table, options=spec_options(spec, options), seed=seed, cache=cache))
+                for fold, scored in targets:
+                    target = np.flatnonzero(np.isin(row_qid, list(scored)))
+                    values[fold][target] = encoder.similarity([queries[i] for i in target],
+                                                              [docs[i] for i in target])
+                bar.update()
+            for plan in plans:
+                columns[plan.name][column] = values[plan.name]
+    finally:
+        bar.close()
+        if teacher_cache is not None:  # also after an interruption: the vectors computed so far stay valid
+            distill.save_vectors(teacher_cache)
+    return columns
+
+
+def build_folds(base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict[str, np.ndarray]], *,
+                source: str = "encoder") -> list[CrossFitFold]:
+    """Per outer fold, ``base`` (rows aligned with the pairs) plus that fold's neural columns, split
+    into ranker train / validation / test by the plan."""
+    folds = []
+    for plan in plans:
+        data = base
+        for name, values in columns[plan.name].items():
+            data = data.with_columns([name], values, source=f"{source}:{name.rsplit('_', 2)[0]}")
+        part = lambda qs: data.take(np.flatnonzero(np.isin(data.qid, list(qs))))  # noqa: E731
+        folds.append(CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None,
+                                  part(plan.test)))
+    return folds
+
+
+def group_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Rows grouped by query (queries in order of first appearance, rows in input order), as
+    :func:`ltrfeat.features.text.pairs_to_ranking` orders them."""
+    first = {q: i for i, q in enumerate(dict.fromkeys(pairs["qid"]))}
+    order = np.argsort(pairs["qid"].map(first).to_numpy(), kind="stable")
+    out = pairs.iloc[order].reset_index(drop=True)
+    out.attrs = dict(pairs.attrs)
+    return out
+
+
+def n_trainings(k: int) -> int:
+    """Encoder trainings per trained encoder for ``k`` outer folds."""
+    return k + k * (k - 1) // 2
+
+
+def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool) -> dict:
+    """The cross-fitting scheme in words and numbers, for the report."""
+    source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
+    return {
+        "outer_folds": k, "inner_parts": k - 1, "ranker_valid_fraction": valid_fraction, "seed": seed,
+        "encoder_training_data": source, "trainings_per_encoder": n_trainings(k),
+        "description": (
+            f"Queries are split into {k} folds (seed {seed}). For each fold, the ranker is tested on the fold's "
+            f"queries and trained on the others ({valid_fraction:.0%} of them held out for early stopping). Test "
+            f"rows are scored by an encoder trained on {source} without the test queries; the ranker's rows of "
+            f"each other fold are scored by an encoder trained without the test queries and without that fold "
+            f"(out-of-fold scores). No encoder scores a query it was trained on; {n_trainings(k)} trainings per "
+            f"trained encoder."),
+    }
+
+
+def text_folds(pairs: pd.DataFrame, *, lexical, specs: list[EncoderSpec], field: str = "doc", k: int = 5,
+               valid_fraction: float = 0.1, seed: int = 0, train_table: pd.DataFrame | None = None,
+               options: dict | None = None, cache=None, conflicts: str = "error", progress: bool = True,
+               train_fn: Callable | None = None):
+    """From judged pairs to cross-fitted ablation folds.
+
+    ``lexical`` is a list of unfitted lexical extractors (fitted on all documents: corpus statistics use
+    no labels). Returns ``(folds, neural groups {name: [column]}, base column names, scheme dict)``.
+    """
+    from .extract import extract_pairs
+
+    pairs = group_pairs(pairs)
+    base = extract_pairs(pairs, lexical, conflicts=conflicts)
+    if not (np.array_equal(base.qid, pairs["qid"].to_numpy(object))
+            and np.array_equal(base.docid, pairs["docid"].to_numpy(object))):
+        raise AssertionError("lexical features are not aligned with the judged pairs")
+    plans = plan_folds(pairs["qid"], k=k, valid_fraction=valid_fraction, seed=seed)
+    columns = crossfit_columns(pairs, plans, specs, train_table=train_table, field=field, options=options,
+                               seed=seed, cache=cache, progress=progress, train_fn=train_fn)
+    folds = build_folds(base, plans, columns)
+    groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
+    info = scheme(k=k, valid_fraction=valid_fraction, seed=seed, separate_table=train_table is not None)
+    return folds, groups, base.feature_map.names, info

@@ -1,0 +1,116 @@
+"""The ``.ltrenc`` file: one safetensors file whose metadata carries a JSON header.
+
+Layout: a standard safetensors file (8-byte little-endian header length, JSON header, raw
+tensor bytes). Its ``__metadata__`` holds one key, ``"ltrenc"``, whose value is a JSON
+object with ``format`` (= ``"ltrenc"``), ``format_version``, ``kind`` (``"encoder"`` or
+``"checkpoint"``), ``library_versions`` and the payload (model config, hashing vocabulary,
+training record). Reading parses the header with ``json`` and the tensors with
+``safetensors.torch.load`` -- nothing is ever unpickled.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+import numpy as np
+import safetensors
+import safetensors.torch
+import torch
+
+from ltrfeat.features.errors import ModelFileError
+from ltrfeat.features.fileio import atomic_output
+
+FORMAT = "ltrenc"
+FORMAT_VERSION = 1
+_MAX_HEADER = 100 * 2**20
+
+
+def library_versions() -> dict:
+    """Versions of the libraries that shape an encoder's numbers."""
+    try:
+        ltrfeat = version("ltrfeat")
+    except PackageNotFoundError:
+        ltrfeat = "0+unknown"
+    return {"ltrfeat": ltrfeat, "torch": torch.__version__, "numpy": np.__version__,
+            "safetensors": safetensors.__version__}
+
+
+def _tensor_sha256(t: torch.Tensor) -> str:
+    """SHA-256 of a tensor's bytes as safetensors stores them (contiguous, little-endian)."""
+    return hashlib.sha256(t.detach().cpu().contiguous().flatten().view(torch.uint8).numpy().tobytes()).hexdigest()
+
+
+def write_bundle(path, *, kind: str, header: dict, tensors: dict[str, torch.Tensor]) -> None:
+    """Write ``tensors`` and the JSON ``header`` to ``path`` atomically.
+
+    The header records the SHA-256 of every tensor (``tensor_sha256``), checked by
+    :func:`read_bundle`: a flipped byte in the weights is refused instead of loaded."""
+    tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
+    full = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
+            "library_versions": library_versions(), **header,
+            "tensor_sha256": {k: _tensor_sha256(v) for k, v in sorted(tensors.items())}}
+    data = safetensors.torch.save(tensors, metadata={FORMAT: json.dumps(full, sort_keys=True)})
+    with atomic_output(path, binary=True) as fh:
+        fh.write(data)
+
+
+def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Header and tensors of an ``.ltrenc`` file of the given ``kind``; clear errors otherwise."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelFileError(f"cannot read encoder file: {exc.strerror}", path=path,
+                             fix="check the path given") from None
+    not_bundle = dict(path=path, fix="give a file written by `ltrfeat train-encoder` (.ltrenc)")
+    if len(data) < 8:
+        raise ModelFileError("not an .ltrenc encoder bundle (file too short)", **not_bundle)
+    (n,) = struct.unpack("<Q", data[:8])
+    if n > min(len(data) - 8, _MAX_HEADER):
+        raise ModelFileError("not an .ltrenc encoder bundle (no safetensors header)", **not_bundle)
+    try:
+        st_header = json.loads(data[8 : 8 + n].decode("utf-8"))
+        meta = st_header.get("__metadata__") or {}
+        header = json.loads(meta[FORMAT])
+    except (UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError):
+        raise ModelFileError("not an .ltrenc encoder bundle (no ltrenc header)", **not_bundle) from None
+    if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
+        raise ModelFileError(
+            f"unsupported .ltrenc format version {header.get('format_version')!r} (this ltrfeat reads "
+            f"version {FORMAT_VERSION})", path=path, fix="retrain the encoder with this ltrfeat version")
+    found = header.get("kind")
+    if found != kind:
+        if kind == "checkpoint":
+            fix = "give the checkpoint file written during training"
+        elif found == "checkpoint":
+            fix = "give the --out file of train-encoder, not its checkpoint"
+        else:
+            fix = (f"a {found!r} bundle is not a CLSM/DSSM/DeepMatch bundle: load it by its own name "
+                   f"(e.g. --encoder {found}=FILE); export-encoder takes CLSM/DSSM bundles only")
+        raise ModelFileError(f"this .ltrenc file holds a {found!r}, not an {kind!r}", path=path, fix=fix)
+    try:
+        tensors = safetensors.torch.load(data)
+    except Exception as exc:  # safetensors raises its own SafetensorError for any corruption
+        raise ModelFileError(f"corrupt .ltrenc file: {exc}", path=path,
+                             fix="the file is damaged or truncated; copy or retrain it") from None
+    _verify_tensors(header, st_header, data[8 + n:], tensors, path)
+    return header, tensors
+
+
+def _verify_tensors(header: dict, st_header: dict, payload: bytes, tensors: dict, path) -> None:
+    """Compare each tensor's bytes with the SHA-256 recorded at write time (bundles written before
+    the checksums existed have none and load as before)."""
+    expected = header.get("tensor_sha256")
+    if expected is None:
+        return
+    fix = "the weights are damaged or were edited; copy the file again or retrain the encoder"
+    if not isinstance(expected, dict) or set(expected) != set(tensors):
+        raise ModelFileError("the tensors differ from the ones the bundle lists", path=path, fix=fix)
+    for name in sorted(expected):
+        start, end = st_header[name]["data_offsets"]
+        if hashlib.sha256(payload[start:end]).hexdigest() != expected[name]:
+            raise ModelFileError(f"tensor {name!r} does not match its SHA-256 (a changed byte in the weights)",
+                                 path=path, fix=fix)

@@ -1,0 +1,194 @@
+"""Fine-tuning a sentence-transformers model (default: the packaged all-MiniLM-L6-v2) with the papers' losses.
+
+Samples, negatives, soft labels, the validation split, NDCG@10 early stopping, checkpoints and the
+loss computation are those of :mod:`ltrfeat.features.encoders.training` (its helpers are reused): R(Q, D)
+is the cosine of the towers' L2-normalised sentence embeddings, scaled by ``gamma`` in the softmax and
+generalized losses; the hinge loss works on the cosine with ``margin``.
+
+CPU-sensible options: ``max_seq_length`` truncates texts (titles and queries fit in 32 tokens);
+``freeze_layers`` freezes the embeddings and the lowest N transformer layers (no gradients are
+computed through them: 4 of MiniLM's 6 layers about halves the step time); ``accumulate`` sums
+gradients over several mini-batches before an optimizer step (in-batch negatives stay per
+mini-batch). Random corpus negatives cost a forward pass each, so the defaults use in-batch
+negatives only.
+
+Reproducibility: the seed fixes sampling and dropout; with the same seed, data and thread count the
+result is bit-identical, also when resumed from a checkpoint.
+"""
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from ltrfeat.features.encoders.sbert import packaged_model_path
+from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
+from ltrfeat.features.encoders.training import (LOSSES, _begin, _fit_epochs, _Sampler, _step, _torch_settings,
+                                            _training_data, _validate, _validation_ndcg)
+from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.logs import show_progress
+
+_EVAL_CHUNK = 256  # texts per forward pass when no gradient is needed (bounds memory in validation)
+
+
+class _Texts(list):
+    """Texts indexed like the hashed token tables of training.py (``take(indices)``)."""
+
+    def take(self, idx):
+        return [self[i] for i in idx]
+
+
+class _Tower(torch.nn.Module):
+    """A SentenceTransformer as a training tower: ``prepare`` tokenizes, ``forward`` embeds."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.st = model
+
+    def prepare(self, _hasher, texts: list):
+        return texts
+
+    def forward(self, texts: list) -> torch.Tensor:
+        if torch.is_grad_enabled():
+            return self.st(self.st.preprocess(texts))["sentence_embedding"]
+        return torch.cat([self.st(self.st.preprocess(texts[i:i + _EVAL_CHUNK]))["sentence_embedding"]
+                          for i in range(0, len(texts), _EVAL_CHUNK)])
+
+
+class _Towers(torch.nn.Module):
+    normalized = True  # R(Q, D) is the cosine (training.py's helpers read this)
+
+    def __init__(self, towers: dict):
+        super().__init__()
+        self.towers = torch.nn.ModuleDict({k: _Tower(v) for k, v in towers.items()})
+
+    def tower(self, side: str) -> _Tower:
+        return self.towers["shared"] if "shared" in self.towers else self.towers[side]
+
+
+def _transformer(model, base):
+    """The Hugging Face model inside a SentenceTransformer (its first module)."""
+    first = model[0]
+    hf = getattr(first, "auto_model", None) or getattr(first, "model", None)
+    if hf is None:
+        raise LtrfeatError("the sbert model's first module is not a transformer", path=base,
+                           fix="give a sentence-transformers model directory whose first module is a Transformer")
+    return hf
+
+
+def freeze_lower(model, n_layers: int, *, base=None) -> int:
+    """Freeze the embeddings and the lowest ``n_layers`` layers (BERT-like models); returns the layer count."""
+    hf = _transformer(model, base)
+    embeddings, layers = getattr(hf, "embeddings", None), getattr(getattr(hf, "encoder", None), "layer", None)
+    if embeddings is None or layers is None:
+        raise LtrfeatError("cannot find embeddings and encoder layers to freeze in this model", path=base,
+                           fix="use freeze_layers=0 (full fine-tuning) with this architecture")
+    if n_layers > len(layers):
+        raise ValueError(f"freeze_layers={n_layers} but the model has {len(layers)} layers")
+    if n_layers >= 0:
+        embeddings.requires_grad_(False)
+        for layer in layers[:n_layers]:
+            layer.requires_grad_(False)
+    return len(layers)
+
+
+def _load_base(base):
+    path = packaged_model_path() if base is None else Path(base)
+    if not path.is_dir() or not (path / "modules.json").is_file():
+        raise ModelFileError("base model is not a sentence-transformers model directory (no modules.json)",
+                             path=path, fix="give a directory saved by SentenceTransformer.save(), or no base "
+                                            "for the packaged all-MiniLM-L6-v2")
+    return load_model_dir(path)
+
+
+def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs: int = 1, negatives: int = 0,
+                hard_negatives: int = 0, in_batch: bool = True, gamma: float = 20.0, margin: float = 0.2,
+                batch_size: int = 32, accumulate: int = 1, lr: float = 2e-5, weight_decay: float = 0.01,
+                max_seq_length: int = 32, freeze_layers: int = 4, shared: bool = True,
+                soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
+                val_fraction: float = 0.1, patience: int = 1, seed: int = 0, threads: int | None = None,
+                checkpoint=None, resume=None, progress: bool | None = None) -> tuple[SbertFinetuned, list[dict]]:
+    """Fine-tune a local sentence-transformers model; returns the encoder (best validation epoch) and the history.
+
+    Parameters
+    ----------
+    pairs : DataFrame with columns ``query``, ``doc``, ``label`` and optionally ``qid``.
+    base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
+    loss : ``"softmax"``, ``"generalized"`` (soft labels on every pair) or ``"hinge"``.
+    epochs : maximum passes over the samples.
+    negatives : J random training documents per sample (each costs a forward pass).
+    hard_negatives : same-query lower-labelled documents per sample.
+    in_batch : use the other samples' documents of the mini-batch as negatives.
+    gamma : scale of the cosine in the softmax (softmax, generalized).
+    margin : hinge margin on the cosine.
+    batch_size : samples per mini-batch (and in-batch negatives per sample).
+    accumulate : mini-batches whose gradients are summed per optimizer step.
+    lr, weight_decay : AdamW learning rate and weight decay.
+    max_seq_length : tokens per text; longer texts are truncated (training and inference).
+    freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
+    shared : one tower for both sides; False fine-tunes separate query and document copies.
+    soft_labels, click_scale, min_positive, val_fraction, patience : as in
+        :func:`ltrfeat.features.encoders.training.train_encoder`.
+    seed : seeds sampling and dropout.
+    threads : torch threads (default: the CPU count).
+    checkpoint : path rewritten after every epoch (a resumable checkpoint).
+    resume : a checkpoint to continue from; the result equals an uninterrupted run.
+    progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
+    """
+    if loss not in LOSSES:
+        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
+    if batch_size < 2 or epochs < 1 or negatives < 0 or hard_negatives < 0 or gamma <= 0 or accumulate < 1:
+        raise ValueError("need batch_size >= 2, epochs >= 1, negatives >= 0, hard_negatives >= 0, gamma > 0, "
+                         "accumulate >= 1")
+    if max_seq_length < 2 or freeze_layers < -1 or lr <= 0:
+        raise ValueError("need max_seq_length >= 2, freeze_layers >= -1, lr > 0")
+    if not (negatives or hard_negatives or in_batch):
+        raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
+    if progress is None:
+        progress = show_progress()
+    pairs = _validate(pairs)
+    params = {"model": "sbert", "base": None if base is None else str(base), "loss": loss, "epochs": epochs,
+              "negatives": negatives, "hard_negatives": hard_negatives, "in_batch": in_batch, "gamma": gamma,
+              "margin": margin, "batch_size": batch_size, "accumulate": accumulate, "lr": lr,
+              "weight_decay": weight_decay, "max_seq_length": max_seq_length, "freeze_layers": freeze_layers,
+              "shared": shared, "soft_labels": soft_labels, "click_scale": click_scale,
+              "min_positive": min_positive, "val_fraction": val_fraction, "patience": patience, "seed": seed}
+    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=soft_labels, click_scale=click_scale,
+                                          min_positive=min_positive, val_fraction=val_fraction, seed=seed)
+
+    with _torch_settings(threads):
+        torch.manual_seed(seed)
+        rng = np.random.default_rng(seed)
+        first = _load_base(base)
+        first.max_seq_length = max_seq_length
+        towers = {"shared": first} if shared else {"query": first, "doc": copy.deepcopy(first)}
+        n_layers = 0
+        for model in towers.values():
+            n_layers = freeze_lower(model, freeze_layers, base=base)
+        net = _Towers(towers)
+        trainable = [p for p in net.parameters() if p.requires_grad]
+        if not trainable:
+            raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")
+        opt = torch.optim.AdamW(trainable, lr=lr, weight_decay=weight_decay)
+        q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
+        sampler = _Sampler(data, rows)
+        header = {"params": params, "data_sha256": data_sha}
+        validate = lambda: _validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
+        run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
+        net.train()
+        _fit_epochs(net, opt, rng, rows, run, epochs=epochs, batch_size=batch_size, patience=patience,
+                    early_stopping=val_fraction > 0, accumulate=accumulate, validate=validate,
+                    checkpoint=checkpoint, header=header, progress=progress,
+                    step=lambda batch: _step(net, None, q_texts, d_texts, data, sampler, rng, batch, idx_of=rows,
+                                             loss=loss, negatives=negatives, hard=hard_negatives,
+                                             in_batch=in_batch, gamma=gamma, margin=margin))
+    history, best = run.history, run.best
+    record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
+              "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
+              "n_samples": int(len(rows)), "n_layers": n_layers, "best_epoch": best["epoch"],
+              "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
+              "history": history}
+    return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record), history

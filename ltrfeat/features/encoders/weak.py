@@ -1,0 +1,72 @@
+"""Weak supervision without a click log: a document collection's own fields as training pairs.
+
+Each document gives one positive pair (its ``query_field`` -- e.g. the title -- as the query, its
+``doc_field`` -- e.g. the body -- as the clicked document); the trainer's random and in-batch
+negatives supply the other documents as non-clicked ones. ``negatives`` > 0 also adds that many
+label-0 pairs per document (other documents' ``doc_field``, drawn with the seed): they do not change
+the softmax loss's samples, but they give the trainer's held-out queries something to rank, so its
+validation NDCG@10 (and early stopping) measures whether a title finds its own body among others.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ltrfeat.features.errors import TextTableError
+from ltrfeat.features.text import TextTableWarning
+
+
+def parse_pair(spec: str) -> tuple[str, str]:
+    """``"title:body"`` -> ``("title", "body")``."""
+    query_field, sep, doc_field = spec.partition(":")
+    if not sep or not query_field.strip() or not doc_field.strip() or query_field.strip() == doc_field.strip():
+        raise TextTableError(f"bad field pair {spec!r}", fix="write QUERY_FIELD:DOC_FIELD, e.g. title:body")
+    return query_field.strip(), doc_field.strip()
+
+
+def docs_to_pairs(docs: pd.DataFrame, *, query_field: str = "title", doc_field: str = "body", negatives: int = 0,
+                  seed: int = 0) -> pd.DataFrame:
+    """Training pairs ``[qid, query, doc, label]`` from a documents table (``docid`` + fields).
+
+    ``qid`` is the document's id. Documents whose ``query_field`` or ``doc_field`` is empty (or
+    missing) are dropped with a :class:`TextTableWarning` saying how many. See the module
+    docstring for ``negatives``.
+    """
+    absent = [f for f in ("docid", query_field, doc_field) if f not in docs.columns]
+    if absent:
+        raise TextTableError(f"documents table has no column(s) {', '.join(absent)} "
+                             f"(columns: {', '.join(map(str, docs.columns))})", path=docs.attrs.get("source"),
+                             fix="choose --pair QUERY_FIELD:DOC_FIELD among the table's fields")
+    if negatives < 0:
+        raise ValueError(f"negatives must be >= 0, got {negatives}")
+
+    def usable(col):
+        return docs[col].map(lambda v: isinstance(v, str) and bool(v.strip())).to_numpy(dtype=bool)
+
+    keep = usable(query_field) & usable(doc_field)
+    dropped = int((~keep).sum())
+    if dropped:
+        warnings.warn(f"{dropped} of {len(docs)} documents have an empty {query_field} or {doc_field} and were "
+                      f"left out of the training pairs", TextTableWarning, stacklevel=2)
+    kept = docs.loc[keep]
+    if len(kept) < 2:
+        raise TextTableError(f"only {len(kept)} document(s) have both {query_field} and {doc_field}",
+                             path=docs.attrs.get("source"), fix="weak supervision needs at least two documents")
+    qid = kept["docid"].astype(str).to_numpy(dtype=object)
+    query = kept[query_field].to_numpy(dtype=object)
+    body = kept[doc_field].to_numpy(dtype=object)
+    pairs = pd.DataFrame({"qid": qid, "query": query, "doc": body, "label": np.ones(len(kept))})
+    if not negatives:
+        return pairs
+    n = len(kept)
+    rng = np.random.default_rng(seed)
+    # another document's index: shift by 1..n-1 so a document never gets its own body
+    other = (np.repeat(np.arange(n), negatives) + rng.integers(1, n, size=n * negatives)) % n
+    own = np.repeat(np.arange(n), negatives)
+    neg = pd.DataFrame({"qid": qid[own], "query": query[own], "doc": body[other], "label": np.zeros(len(own))})
+    # each query's rows together: its positive first, then its negatives
+    both = pd.concat([pairs, neg], ignore_index=True)
+    order = np.lexsort((np.r_[np.zeros(n), np.ones(len(own))], np.r_[np.arange(n), own]))
+    return both.iloc[order].reset_index(drop=True)

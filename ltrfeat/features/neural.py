@@ -1,0 +1,213 @@
+"""Neural similarity columns for the extract pipeline: CLSM / DSSM bundles and sentence-transformers models.
+
+An :class:`EncoderExtractor` appends ``{name}_{field}_cos``, the cosine between the query's and the
+document field's vectors -- ``{name}_{field}_dot`` for a bundle trained with the dot-product score
+(DSE), ``{name}_{field}_score`` for a pair scorer (DeepMatch). Vectors are kept in a bounded LRU
+cache per side for the whole run, so a file streamed in chunks through
+:func:`ltrfeat.features.extract.extract_file` encodes each distinct query and document text once (as long
+as the cache holds them), in batches.
+
+Names: ``clsm``, ``dssm`` or ``sbert``, optionally with a ``-label`` suffix to tell two encoders of
+one kind apart (``clsm-generalized_title_cos``). A ``clsm``/``dssm`` name must match the bundle's
+architecture; ``sbert`` without a path is the packaged all-MiniLM-L6-v2, with a directory a local
+sentence-transformers model, with a file a fine-tuned ``.ltrenc`` bundle (``sbert-ft=ft.ltrenc``).
+"""
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+
+import numpy as np
+import pandas as pd
+from sklearn.base import BaseEstimator
+
+from .errors import LtrfeatError, ModelFileError
+from .extract import register_extractor
+
+KINDS = {
+    "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine (_dot: dot-scored)",
+    "dssm": "DSSM encoder bundle: dssm=MODEL.ltrenc -> dssm_<field>_cos, query/field cosine (_dot: dot-scored)",
+    "sbert": "sentence-transformers model: sbert[=DIR] (default: packaged all-MiniLM-L6-v2) -> sbert_<field>_cos; "
+             "a fine-tuned bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
+    "deepmatch": "DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
+}
+PAIR_SCORERS = ("deepmatch",)  # score (query, text) pairs directly: no per-text vectors to cache
+_NAME = re.compile(r"^(?P<kind>[a-z]+)(?:-[A-Za-z0-9_]+)?$")
+_SPEC_FIX = "write clsm=MODEL.ltrenc, dssm=MODEL.ltrenc, sbert or sbert=DIR (a name may carry a suffix: clsm-gen=...)"
+
+
+def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
+    """``"clsm=m.ltrenc"`` -> ``("clsm", "m.ltrenc")``; ``"sbert"`` -> ``("sbert", None)``."""
+    name, sep, path = spec.strip().partition("=")
+    name = name.strip()
+    match = _NAME.match(name)
+    if not match or match["kind"] not in KINDS:
+        raise LtrfeatError(f"unknown encoder {spec!r}", fix=_SPEC_FIX)
+    if sep and not path.strip():
+        raise LtrfeatError(f"encoder {spec!r} has an empty path", fix=_SPEC_FIX)
+    if not sep and match["kind"] != "sbert":
+        raise LtrfeatError(f"encoder {spec!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
+    return name, (path.strip() or None)
+
+
+def load_encoder(name: str, path=None):
+    """The encoder a name/path pair stands for (``Encoder`` or ``SbertEncoder``); never unpickles."""
+    kind = _NAME.match(name)["kind"] if _NAME.match(name) else None
+    if kind not in KINDS:
+        raise LtrfeatError(f"unknown encoder name {name!r}", fix=_SPEC_FIX)
+    if kind == "sbert":
+        from .encoders.sbert import SbertEncoder
+        from .encoders.sbert_finetuned import SbertFinetuned, is_finetuned_bundle
+
+        # a directory is a zero-shot model; a file is a fine-tuned bundle (train-encoder --model sbert)
+        return SbertFinetuned.load(path) if is_finetuned_bundle(path) else SbertEncoder.load(path)
+    if path is None:
+        raise LtrfeatError(f"encoder {name!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
+    if kind == "deepmatch":
+        from .encoders.deepmatch import DeepMatch
+
+        return DeepMatch.load(path)
+    from .encoders.encoder import Encoder
+
+    encoder = Encoder.load(path)
+    architecture = encoder.model.config["architecture"]
+    if architecture != kind:
+        raise ModelFileError(f"the bundle holds a {architecture} encoder, not {kind}", path=path,
+                             fix=f"write {architecture}={path}")
+    return encoder
+
+
+class _VectorCache:
+    """LRU cache text -> vector for one encoder side; misses are encoded together in one call."""
+
+    def __init__(self, encoder, side: str, *, capacity: int, batch_size: int):
+        self.encoder, self.side, self.capacity, self.batch_size = encoder, side, capacity, batch_size
+        self.vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.encoded = 0  # texts sent to the encoder so far
+
+    def lookup(self, texts: list) -> np.ndarray:
+        """Vectors (n, dim) of ``texts`` (non-empty list), encoding the ones not cached."""
+        uniq = list(dict.fromkeys(texts))
+        found = {}
+        for text in uniq:
+            vec = self.vectors.get(text)
+            if vec is not None:
+                self.vectors.move_to_end(text)
+                found[text] = vec
+        missing = [t for t in uniq if t not in found]
+        if missing:
+            new = self.encoder.encode(missing, side=self.side, batch_size=self.batch_size)
+            self.encoded += len(missing)
+            for text, vec in zip(missing, new):
+                found[text] = vec
+                self.vectors[text] = vec
+        # evict only after this call's vectors are gathered (a chunk larger than the cache still works)
+        while len(self.vectors) > self.capacity:
+            self.vectors.popitem(last=False)
+        return np.stack([found[t] for t in texts])
+
+
+class EncoderExtractor(BaseEstimator):
+    """Cosine similarity (or the dot product of a dot-scored bundle, or a pair scorer's match score)
+    between a query and document field(s) under a neural encoder.
+
+    Parameters
+    ----------
+    name : ``clsm``, ``dssm`` or ``sbert`` (optionally ``-label`` suffixed); the column prefix.
+    path : the ``.ltrenc`` bundle, or the sentence-transformers directory (None: packaged MiniLM).
+    field : the document field to compare with the query, or a list of fields (one column each).
+    batch_size : texts per encoder forward pass.
+    cache_size : vectors kept per side across chunks (least recently used are dropped first).
+    """
+
+    feature_source = "neural"
+
+    def __init__(self, *, name: str, path=None, field="title", batch_size: int = 1024, cache_size: int = 1_000_000):
+        self.name = name
+        self.path = path
+        self.field = field
+        self.batch_size = batch_size
+        self.cache_size = cache_size
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The document fields read (the extract pipeline joins these)."""
+        return (self.field,) if isinstance(self.field, str) else tuple(self.field)
+
+    def fit(self, docs: pd.DataFrame | None = None, queries: pd.DataFrame | None = None) -> "EncoderExtractor":
+        """Load the encoder (nothing is learned from ``docs``; a named field must exist there)."""
+        if not self.fields or len(set(self.fields)) != len(self.fields):
+            raise ValueError(f"field must name one or more distinct fields, got {self.field!r}")
+        if int(self.batch_size) < 1 or int(self.cache_size) < 1:
+            raise ValueError("batch_size and cache_size must be >= 1")
+        if docs is not None:
+            absent = [f for f in self.fields if f not in docs.columns]
+            if absent:
+                raise LtrfeatError(f"{self.name}: documents table has no field(s) {', '.join(absent)}",
+                                   path=docs.attrs.get("source"),
+                                   fix=f"choose among {', '.join(c for c in docs.columns if c != 'docid')}")
+        self.encoder_ = load_encoder(self.name, self.path)
+        self._caches = {side: _VectorCache(self.encoder_, side, capacity=int(self.cache_size),
+                                           batch_size=int(self.batch_size)) for side in ("query", "doc")}
+        return self
+
+    def feature_names(self) -> list[str]:
+        """``<name>_<field>_<suffix>``; the ``dot`` suffix of a dot-scored bundle is known once fitted."""
+        return [f"{self.name}_{f}_{self.column_suffix}" for f in self.fields]
+
+    @property
+    def column_suffix(self) -> str:
+        """``score`` (pair scorer), ``dot`` (fitted dot-scored bundle) or ``cos``."""
+        if _NAME.match(self.name)["kind"] in PAIR_SCORERS:
+            return "score"
+        return "dot" if getattr(getattr(self, "encoder_", None), "score", "cosine") == "dot" else "cos"
+
+    @property
+    def texts_encoded(self) -> dict[str, int]:
+        """How many texts each side has sent to the encoder since ``fit`` (cache misses)."""
+        return {side: cache.encoded for side, cache in self._caches.items()}
+
+    def transform(self, pairs: pd.DataFrame) -> np.ndarray:
+        """float32 (n, n_fields): similarity of ``pairs.query`` with each field's text."""
+        if not hasattr(self, "encoder_"):
+            raise RuntimeError("EncoderExtractor is not fitted; call fit(docs) first")
+        absent = [c for c in ("query", *self.fields) if c not in pairs.columns]
+        if absent:
+            raise LtrfeatError(f"{self.name}: pairs lack column(s) {', '.join(absent)}",
+                               fix="give the query text and the document fields")
+        out = np.zeros((len(pairs), len(self.fields)), dtype=np.float32)
+        if len(pairs) == 0:
+            return out
+        if not hasattr(self.encoder_, "encode"):  # a pair scorer (DeepMatch)
+            for j, field in enumerate(self.fields):
+                out[:, j] = self.encoder_.similarity(pairs["query"].tolist(), pairs[field].tolist(),
+                                                     batch_size=int(self.batch_size))
+            return out
+        q = self._caches["query"].lookup(pairs["query"].tolist())
+        for j, field in enumerate(self.fields):
+            d = self._caches["doc"].lookup(pairs[field].tolist())
+            out[:, j] = np.einsum("ij,ij->i", q, d)
+        return out
+
+
+def _factory(kind: str):
+    def factory(*, fields, path=None, **params) -> EncoderExtractor:
+        return EncoderExtractor(name=kind, path=path, field=tuple(fields), **params)
+    return factory
+
+
+def encoder_extractors(specs, *, fields) -> list[EncoderExtractor]:
+    """One extractor per ``--encoder`` spec (``clsm=PATH``, ``sbert`` ...), each scoring every field."""
+    extractors, seen = [], set()
+    for spec in specs:
+        name, path = parse_encoder_spec(spec)
+        if name in seen:
+            raise LtrfeatError(f"encoder name {name!r} is given twice",
+                               fix=f"tell them apart with a suffix, e.g. {name}-a=... and {name}-b=...")
+        seen.add(name)
+        extractors.append(EncoderExtractor(name=name, path=path, field=tuple(fields)))
+    return extractors
+
+
+for _kind, _description in KINDS.items():
+    register_extractor(_kind, _description, _factory(_kind))

@@ -1,0 +1,516 @@
+"""LambdaMART behind one scikit-learn style interface, over LightGBM or XGBoost.
+
+Both engines are used through their own training APIs (``lightgbm.train`` with
+``objective="lambdarank"``, ``xgboost.train`` with ``objective="rank:ndcg"``); this
+module only prepares groups, labels and feature columns, records what was done, and
+saves the model in the engine's native format:
+
+- ``MODEL`` — LightGBM text model or XGBoost JSON model, holding exactly the trees used
+  for prediction (up to the best early-stopping iteration);
+- ``MODEL.meta.json`` — features (ids and names), label handling, engine parameters,
+  training-data hashes, early-stopping result, feature importance and library versions,
+  plus the SHA-256 of ``MODEL`` so a mismatched pair is refused.
+
+Loading never unpickles. Missing feature values are NaN and go to the engine as missing
+(LightGBM ``use_missing``, XGBoost ``missing=NaN``), which learns a default direction.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+import warnings
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+import sklearn
+import xgboost as xgb
+from sklearn.base import BaseEstimator
+from tqdm.auto import tqdm
+
+from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.features.errors import LtrfeatError, ModelFileError, OptionError
+from ltrfeat.features.fileio import atomic_output
+from ltrfeat.features.logs import show_progress
+from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
+
+META_FORMAT = "ltrfeat.ranker/1"
+ENGINES = ("lightgbm", "xgboost")
+LIGHTGBM_DEFAULT_MAX_LABEL = 30  # LightGBM's default label_gain covers labels 0..30
+XGBOOST_EXP_GAIN_MAX_LABEL = 31  # XGBoost's exponential NDCG gain accepts labels <= 31
+MAX_LABEL = 1023  # 2^1024 - 1 overflows a double: no engine can weigh larger grades
+MISSING_POLICY = "NaN cells are passed to the engine as missing values (it learns a default split direction)"
+
+
+def meta_path(model_path) -> Path:
+    """``<model>.meta.json`` beside a model file."""
+    return Path(f"{model_path}.meta.json")
+
+
+def write_model_files(path, raw: bytes, meta: dict) -> None:
+    """``raw`` to ``path`` and ``meta`` (plus the file's name and SHA-256) to ``<path>.meta.json``, atomically."""
+    meta = meta | {"model_file": Path(path).name, "model_sha256": hashlib.sha256(raw).hexdigest()}
+    with atomic_output(path, binary=True) as fh:
+        fh.write(raw)
+    with atomic_output(meta_path(path)) as fh:
+        json.dump(meta, fh, indent=1)
+        fh.write("\n")
+
+
+def _engine_feature_names(feature_map: FeatureMap) -> list[str]:
+    """Feature names for the engine: ours when both engines accept them, else ``f<id>``."""
+    names = feature_map.names
+    if all(re.fullmatch(r"[A-Za-z0-9_.\-]+", n) for n in names):
+        return names
+    return [f"f{i}" for i in feature_map.ids]
+
+
+class LabelError(LtrfeatError):
+    """Labels LambdaMART cannot train on; ``part`` is ``"train"`` or ``"valid"`` (the CLI adds the file)."""
+
+    def __init__(self, problem: str, *, part: str, row: int, fix: str):
+        self.part, self.row = part, row
+        super().__init__(problem, fix=fix)
+
+
+def _check_labels(label: np.ndarray, where: str) -> int:
+    """Labels must be non-negative integers up to :data:`MAX_LABEL`; returns the largest."""
+    bad = ~np.isfinite(label) | (label < 0) | (label != np.round(label))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise LabelError(
+            f"{where} labels must be non-negative integer grades for lambdarank; "
+            f"row {row + 1} has {float(label[row]):g}", part=where, row=row + 1,
+            fix="map fractional or negative labels to integer grades first (e.g. the label mapping of the text tables)")
+    if label.max(initial=0) > MAX_LABEL:
+        row = int(np.argmax(label))
+        raise LabelError(
+            f"{where} label {float(label[row]):g} at row {row + 1} is above {MAX_LABEL} "
+            "(the gain 2^label-1 overflows a double)", part=where, row=row + 1,
+            fix=f"map the labels to at most {MAX_LABEL + 1} grades (e.g. by rank or in bins)")
+    return int(label.max())
+
+
+def _progress(total: int, verbose: bool, desc: str):
+    return tqdm(total=total, desc=desc, unit="tree", disable=not show_progress(verbose), leave=False)
+
+
+class _LightGBM:
+    """Parameters, training, prediction and (de)serialisation through LightGBM's own API."""
+
+    @staticmethod
+    def params(est: "LambdaMART", max_label: int) -> dict:
+        params = {
+            "objective": "lambdarank",
+            "metric": "ndcg",
+            "eval_at": [est.eval_at],
+            "learning_rate": est.learning_rate,
+            "num_leaves": est.num_leaves,
+            "seed": est.seed,
+            "deterministic": est.deterministic,
+            "num_threads": est.n_jobs or 0,
+            "verbosity": -1,
+        }
+        if est.deterministic:
+            params["force_row_wise"] = True
+        if max_label > LIGHTGBM_DEFAULT_MAX_LABEL:
+            params["label_gain"] = [float(2.0 ** i - 1) for i in range(max_label + 1)]
+        return params | dict(est.params or {})
+
+    @staticmethod
+    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
+        def dataset(part, init_score, reference=None):
+            X, y, groups = part
+            return lgb.Dataset(X, label=y, group=groups, feature_name=names, reference=reference,
+                               init_score=init_score, free_raw_data=False)
+
+        dtrain = dataset(train, init[0])
+        history: dict = {}
+
+        def progress(env):
+            bar.update(1)
+
+        callbacks = [progress, lgb.record_evaluation(history)]
+        valid_sets = []
+        if valid is not None:
+            valid_sets = [dataset(valid, init[1], reference=dtrain)]
+            if early_stopping_rounds:
+                callbacks.append(lgb.early_stopping(early_stopping_rounds, first_metric_only=True, verbose=False))
+        booster = lgb.train(params, dtrain, num_boost_round=n_rounds, valid_sets=valid_sets,
+                            valid_names=["valid"][:len(valid_sets)], callbacks=callbacks)
+        # lgb.train keeps only the best trees after early stopping: count rounds from the history
+        curve = next(iter(history["valid"].values())) if valid is not None else []
+        best = booster.best_iteration or booster.current_iteration()
+        return booster, best, len(curve) or booster.current_iteration(), list(curve)
+
+    @staticmethod
+    def predict(booster, X, n_trees, names):
+        return booster.predict(X, num_iteration=n_trees)
+
+    @staticmethod
+    def importance(booster, n_trees, names) -> np.ndarray:
+        return booster.feature_importance("gain", iteration=n_trees)
+
+    @staticmethod
+    def dump(booster, n_trees) -> bytes:
+        return booster.model_to_string(num_iteration=n_trees).encode()
+
+    @staticmethod
+    def load(raw: bytes):
+        with lightgbm_messages() as messages:  # a warning while loading our own file means it was changed
+            booster = lgb.Booster(model_str=raw.decode())
+        if messages:
+            raise ValueError(messages[0])
+        return booster
+
+
+class _XGBoost:
+    """The same operations through XGBoost's own API."""
+
+    @staticmethod
+    def params(est: "LambdaMART", max_label: int) -> dict:
+        # Leaf-wise growth with a leaf budget, like LightGBM, so num_leaves means the same.
+        params = {
+            "objective": "rank:ndcg",
+            "eval_metric": f"ndcg@{est.eval_at}",
+            "eta": est.learning_rate,
+            "tree_method": "hist",
+            "grow_policy": "lossguide",
+            "max_leaves": est.num_leaves,
+            "max_depth": 0,
+            "seed": est.seed,
+            "nthread": est.n_jobs or 0,
+            "verbosity": 0,
+        }
+        if max_label > XGBOOST_EXP_GAIN_MAX_LABEL:
+            warnings.warn(f"XGBoost's exponential NDCG gain accepts labels <= {XGBOOST_EXP_GAIN_MAX_LABEL}; "
+                          f"labels reach {max_label}, so training uses linear gain (ndcg_exp_gain=false)", stacklevel=4)
+            params["ndcg_exp_gain"] = False
+        return params | dict(est.params or {})
+
+    @staticmethod
+    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
+        def dmatrix(part, base_margin):
+            X, y, groups = part
+            return xgb.DMatrix(X, label=y, group=groups, missing=np.nan, feature_names=names,
+                               base_margin=base_margin)
+
+        class Progress(xgb.callback.TrainingCallback):
+            def after_iteration(self, model, epoch, evals_log):
+                bar.update(1)
+                return False
+
+        history: dict = {}
+        evals = [] if valid is None else [(dmatrix(valid, init[1]), "valid")]
+        booster = xgb.train(params, dmatrix(train, init[0]), num_boost_round=n_rounds, evals=evals,
+                            early_stopping_rounds=(early_stopping_rounds or None) if evals else None,
+                            evals_result=history, verbose_eval=False, callbacks=[Progress()])
+        run = booster.num_boosted_rounds()
+        best = booster.best_iteration + 1 if evals and early_stopping_rounds else run
+        curve = next(iter(history["valid"].values())) if evals else []
+        return booster, best, run, list(curve)
+
+    @staticmethod
+    def predict(booster, X, n_trees, names):
+        data = xgb.DMatrix(X, missing=np.nan, feature_names=names)
+        return booster.predict(data, iteration_range=(0, n_trees))
+
+    @staticmethod
+    def importance(booster, n_trees, names) -> np.ndarray:
+        scores = booster[:n_trees].get_score(importance_type="total_gain")
+        return np.array([scores.get(n, 0.0) for n in names])
+
+    @staticmethod
+    def dump(booster, n_trees) -> bytes:
+        return bytes(booster[:n_trees].save_raw(raw_format="json"))
+
+    @staticmethod
+    def load(raw: bytes):
+        booster = xgb.Booster()
+        booster.load_model(bytearray(raw))
+        return booster
+
+
+_ENGINES = {"lightgbm": _LightGBM, "xgboost": _XGBoost}
+
+
+class LambdaMART(BaseEstimator):
+    """LambdaMART ranker trained with LightGBM or XGBoost.
+
+    Parameters
+    ----------
+    engine : ``"lightgbm"`` (lambdarank) or ``"xgboost"`` (rank:ndcg).
+    n_estimators : maximum boosting rounds.
+    learning_rate : shrinkage per tree.
+    num_leaves : leaves per tree (XGBoost grows leaf-wise with ``max_leaves``).
+    early_stopping_rounds : stop when validation NDCG@``eval_at`` has not improved for this
+        many rounds (needs ``valid``); 0 or None disables.
+    eval_at : cutoff k of the validation NDCG used for early stopping.
+    seed : random seed passed to the engine.
+    deterministic : LightGBM ``deterministic`` + ``force_row_wise`` so reruns give identical
+        models (XGBoost's CPU ``hist`` method is deterministic already).
+    n_jobs : engine threads; None uses the engine default (all cores).
+    params : extra engine parameters, applied last (they override the ones above).
+    features : feature selection, e.g. ``"1-46,bm25_title"`` (ids, id ranges, names); None = all.
+    verbose : show a tqdm progress bar on stderr (only when it is a terminal).
+
+    Fitted attributes
+    -----------------
+    booster_ : the engine's booster. feature_map_ : features used, in column order.
+    best_iteration_ : trees used for prediction. feature_importance_ : total gain by name.
+    engine_params_ : the exact parameter dict given to the engine. metadata_ : what
+    ``save`` writes beside the model.
+    """
+
+    def __init__(self, *, engine: str = "lightgbm", n_estimators: int = 500, learning_rate: float = 0.05,
+                 num_leaves: int = 31, early_stopping_rounds: int | None = 50, eval_at: int = 10, seed: int = 0,
+                 deterministic: bool = True, n_jobs: int | None = None, params: dict | None = None,
+                 features=None, verbose: bool = False):
+        self.engine = engine
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.early_stopping_rounds = early_stopping_rounds
+        self.eval_at = eval_at
+        self.seed = seed
+        self.deterministic = deterministic
+        self.n_jobs = n_jobs
+        self.params = params
+        self.features = features
+        self.verbose = verbose
+
+    # -- fitting -----------------------------------------------------------------------
+    def _validate_params(self) -> None:
+        if self.engine not in ENGINES:
+            raise LtrfeatError(f"unknown engine {self.engine!r}", fix=f"use one of {', '.join(ENGINES)}")
+        for name in ("n_estimators", "num_leaves", "eval_at"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, np.integer)) or value < (2 if name == "num_leaves" else 1):
+                raise LtrfeatError(f"{name} must be a positive integer (num_leaves >= 2), got {value!r}")
+        if not self.learning_rate > 0:
+            raise LtrfeatError(f"learning_rate must be > 0, got {self.learning_rate!r}")
+        if self.params is not None and not isinstance(self.params, dict):
+            raise LtrfeatError(f"params must be a dict of engine parameters, got {type(self.params).__name__}")
+
+    @staticmethod
+    def _grouped(data: RankingSet, where: str) -> tuple[RankingSet, bool]:
+        if len(data) == 0:
+            raise LtrfeatError(f"{where} data has no rows", fix="check the input file")
+        if data.is_contiguous():
+            return data, False
+        warnings.warn(f"{where}: rows of a query are not contiguous; regrouped by qid (stable)", stacklevel=3)
+        return data.regroup(), True
+
+    def fit(self, train: RankingSet, valid: RankingSet | None = None, *, init_score=None, valid_init_score=None,
+            trainer=None) -> "LambdaMART":
+        """Train on ``train``; with ``valid``, early-stop on its NDCG@``eval_at``.
+
+        ``init_score`` / ``valid_init_score`` (one float per row) are scores the trees boost from
+        (LightGBM ``init_score``, XGBoost ``base_margin``); :meth:`predict` returns only the trees'
+        part, so the caller adds its initial score back (see :class:`ltrfeat.rankers.single.BoostedFromFeature`).
+        ``trainer`` replaces the engine's local training call (same arguments and result as
+        ``_LightGBM.train``), e.g. :func:`ltrfeat.rankers.distributed.dask_trainer` for a Dask cluster.
+        """
+        self._validate_params()
+        if (init_score is not None or valid_init_score is not None) and trainer is not None:
+            raise LtrfeatError("initial scores are not supported with a custom (e.g. Dask) trainer",
+                               fix="train locally, or boost from zero")
+        if (valid_init_score is not None) != (init_score is not None and valid is not None):
+            raise LtrfeatError("give valid_init_score exactly when init_score and valid are given")
+        engine = _ENGINES[self.engine]
+        train, train_regrouped = self._grouped(train, "train")
+        if train.weight is not None:
+            warnings.warn("train: row weights are ignored (the lambdarank objectives here are unweighted)",
+                          stacklevel=2)
+        try:
+            columns = sorted(train.feature_map.resolve(self.features), key=lambda j: train.feature_map.features[j].id)
+        except KeyError as exc:
+            raise LtrfeatError(f"feature selection {self.features!r}: {exc.args[0]}",
+                               fix="use ids, id ranges (1-46) or names present in the training data") from None
+        if not columns:
+            raise LtrfeatError(f"feature selection {self.features!r} selects no feature")
+        self.feature_map_ = train.feature_map.select(columns)
+        max_label = _check_labels(train.label, "train")
+        parts = {"train": (self._columns(train), train.label, train.group_sizes())}
+        valid_regrouped = False
+        if valid is not None:
+            valid, valid_regrouped = self._grouped(valid, "valid")
+            max_label = max(max_label, _check_labels(valid.label, "valid"))
+            parts["valid"] = (self._columns(valid), valid.label, valid.group_sizes())
+
+        self.engine_params_ = engine.params(self, max_label)
+        names = _engine_feature_names(self.feature_map_)
+        with _progress(self.n_estimators, self.verbose, f"{self.engine} lambdarank") as bar:
+            args = (self.engine_params_, self.n_estimators, parts["train"], parts.get("valid"), names,
+                    self.early_stopping_rounds, bar)
+            if self.engine == "lightgbm":
+                check_lightgbm_params(self.engine_params_, len(self.feature_map_))
+            try:
+                if trainer is not None:
+                    booster, best, run, curve = trainer(*args)
+                elif init_score is None:
+                    booster, best, run, curve = engine.train(*args)
+                else:
+                    init = (self._row_scores(init_score, train, train_regrouped, "init_score"),
+                            None if valid is None else
+                            self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"))
+                    booster, best, run, curve = engine.train(*args, init=init)
+            except (lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:  # mostly bad --param values
+                raise OptionError(f"{self.engine} refused to train: {engine_message(exc)}",
+                                  fix="check the --param names and values against the engine's documentation") from None
+        self.booster_ = booster
+        self.best_iteration_ = int(best)
+        gains = engine.importance(booster, self.best_iteration_, names)
+        order = np.argsort(-gains, kind="stable")
+        self.feature_importance_ = {self.feature_map_.names[j]: float(gains[j]) for j in order}
+        n_nan = int(np.isnan(parts["train"][0]).sum())
+        self.metadata_ = self._metadata(train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped)
+        return self
+
+    @staticmethod
+    def _row_scores(values, data: RankingSet, regrouped: bool, name: str) -> np.ndarray:
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != (len(data),) or not np.isfinite(values).all():
+            raise LtrfeatError(f"{name} must hold one finite score per row ({len(data)} rows), got shape {values.shape}")
+        if regrouped:
+            raise LtrfeatError(f"{name} needs rows of a query to be contiguous", fix="regroup the data first")
+        return values
+
+    def _metadata(self, train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped) -> dict:
+        if self.engine_params_.get("ndcg_exp_gain") is False:
+            gain = "label (linear: XGBoost ndcg_exp_gain=false)"
+        elif "label_gain" in self.engine_params_:
+            gain = "LightGBM label_gain from engine_params (set to 2^label-1 up to max_label)"
+        else:
+            gain = "2^label-1 (engine default)"
+        training = {
+            "train_hash": train.content_hash(),
+            "train_rows": len(train),
+            "train_queries": int(len(train.group_sizes())),
+            "train_regrouped": train_regrouped,
+            "iterations_run": int(run),
+            "best_iteration": self.best_iteration_,
+        }
+        if valid is not None:
+            training |= {
+                "valid_hash": valid.content_hash(),
+                "valid_rows": len(valid),
+                "valid_queries": int(len(valid.group_sizes())),
+                "valid_regrouped": valid_regrouped,
+                "early_stopping_rounds": self.early_stopping_rounds,
+                "stopped_early": bool(run < self.n_estimators),
+                "best_valid_score": {f"ndcg@{self.eval_at}": float(curve[self.best_iteration_ - 1])},
+            }
+        return {
+            "format": META_FORMAT,
+            "engine": self.engine,
+            "params": self.get_params(),
+            "engine_params": self.engine_params_,
+            "features": self.feature_map_.to_json(),
+            "engine_feature_names": _engine_feature_names(self.feature_map_),
+            "labels": {"mapping": "identity (integer grades)", "max_label": max_label, "gain": gain},
+            "missing_values": {"policy": MISSING_POLICY,
+                               "train_nan_cells": n_nan},
+            "training": training,
+            "feature_importance_gain": self.feature_importance_,
+            "versions": _versions(self.engine),
+        }
+
+    # -- prediction --------------------------------------------------------------------
+    def _selected(self, data: RankingSet) -> list[int]:
+        """Columns of ``data`` holding the model's features (matched by name), in model order."""
+        available = {name: j for j, name in enumerate(data.feature_map.names)}
+        missing = [f for f in self.feature_map_ if f.name not in available]
+        if missing:
+            shown = ", ".join(f"{f.id}:{f.name}" for f in missing[:5])
+            raise ModelFileError(
+                f"the data lacks {len(missing)} of the model's {len(self.feature_map_)} features ({shown}"
+                f"{', ...' if len(missing) > 5 else ''}); it has {data.feature_map!r}",
+                fix="use a file with the same features (and its .features.json sidecar) as the training data")
+        return [available[f.name] for f in self.feature_map_]
+
+    def _columns(self, data: RankingSet) -> np.ndarray:
+        """The model's feature matrix from ``data`` (no copy when the columns already match)."""
+        selected = self._selected(data)
+        return data.X if selected == list(range(data.n_features)) else data.X[:, selected]
+
+    def predict(self, data: RankingSet) -> np.ndarray:
+        """Scores (float64), one per row of ``data`` in its row order."""
+        if not hasattr(self, "booster_"):
+            raise LtrfeatError("this LambdaMART is not fitted", fix="call fit() or LambdaMART.load() first")
+        X = self._columns(data)
+        engine = _ENGINES[self.engine]
+        names = _engine_feature_names(self.feature_map_)
+        return np.asarray(engine.predict(self.booster_, X, self.best_iteration_, names), dtype=np.float64)
+
+    # -- persistence -------------------------------------------------------------------
+    def save(self, path) -> None:
+        """Write the native model to ``path`` and the metadata to ``<path>.meta.json``."""
+        if not hasattr(self, "booster_"):
+            raise LtrfeatError("this LambdaMART is not fitted", fix="call fit() before save()")
+        write_model_files(path, self.booster_dump(), self.metadata_)
+
+    def booster_dump(self) -> bytes:
+        """The engine's native model bytes, holding exactly the trees used for prediction."""
+        return _ENGINES[self.engine].dump(self.booster_, self.best_iteration_)
+
+    @classmethod
+    def load(cls, path, *, kind: str = "lambdamart") -> "LambdaMART":
+        """Load a model written by :meth:`save` (never unpickles). ``kind``: the ranker kind the
+        metadata must name (``boost-best`` models hold LambdaMART trees too; see :mod:`ltrfeat.rankers.models`)."""
+        path = Path(path)
+        mpath = meta_path(path)
+        for p in (path, mpath):
+            if not p.is_file():
+                raise ModelFileError("file not found", path=p, fix="give the model file written by train-ranker; "
+                                     "its .meta.json must sit beside it")
+        try:
+            meta = json.loads(mpath.read_text(encoding="utf-8"))
+        except UnicodeDecodeError:
+            raise ModelFileError("metadata is not UTF-8 text", path=mpath, fix="re-run train-ranker") from None
+        except json.JSONDecodeError as exc:
+            raise ModelFileError(f"metadata is not valid JSON ({exc.msg})", path=mpath, line=exc.lineno,
+                                 fix="re-run train-ranker") from None
+        if not isinstance(meta, dict) or meta.get("format") != META_FORMAT or meta.get("engine") not in ENGINES:
+            raise ModelFileError(f"not ltrfeat ranker metadata (expected format {META_FORMAT})", path=mpath,
+                                 fix="give the model file written by ltrfeat train-ranker")
+        if meta.get("kind", "lambdamart") != kind:
+            raise ModelFileError(f"this is a {meta.get('kind')!r} ranker (from train-ranker --select), not a plain "
+                                 "LambdaMART", path=mpath, fix="use ltrfeat evaluate/rank for it, or train a LambdaMART "
+                                 "without --select for serving and export")
+        raw = path.read_bytes()
+        if hashlib.sha256(raw).hexdigest() != meta.get("model_sha256"):
+            raise ModelFileError("model file does not match its metadata (SHA-256 differs)", path=path,
+                                 fix=f"keep {path.name} and {mpath.name} from the same train-ranker run")
+        try:
+            names = [str(n) for n in meta["engine_feature_names"]]
+            best = int(meta["training"]["best_iteration"])
+        except (KeyError, TypeError, ValueError):
+            raise ModelFileError("metadata lacks engine_feature_names or best_iteration", path=mpath,
+                                 fix="re-run train-ranker") from None
+        check_model(meta["engine"], raw, feature_names=names, min_trees=best, path=path)  # before native code
+        try:
+            model = cls(**meta["params"])
+            model.booster_ = _ENGINES[meta["engine"]].load(raw)
+            model.feature_map_ = FeatureMap.from_json(meta["features"], path=mpath)
+            model.best_iteration_ = int(meta["training"]["best_iteration"])
+            model.engine_params_ = meta["engine_params"]
+            model.feature_importance_ = dict(meta["feature_importance_gain"])
+        except (KeyError, TypeError, ValueError, lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:
+            raise ModelFileError(f"cannot load model ({type(exc).__name__}: {engine_message(exc)})",
+                                 path=path, fix="re-run train-ranker") from None
+        model.metadata_ = {k: v for k, v in meta.items() if k not in ("model_file", "model_sha256")}
+        return model
+
+
+def _versions(engine: str) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        ltrfeat_version = version("ltrfeat")
+    except PackageNotFoundError:
+        ltrfeat_version = "0+unknown"
+    return {"ltrfeat": ltrfeat_version, engine: (lgb if engine == "lightgbm" else xgb).__version__,
+            "numpy": np.__version__, "scikit-learn": sklearn.__version__, "python": platform.python_version()}

@@ -1,0 +1,291 @@
+"""Model selection that survives small data: candidates scored by inner cross-validation over
+the training queries only, and a rule that prefers the simpler candidate when the data cannot
+tell them apart.
+
+Candidates (:data:`CANDIDATES`): LambdaMART with defaults (``lightgbm``, ``xgboost``), the same
+with hyperparameters searched (``lightgbm-tuned``, ``xgboost-tuned``: a fixed grid or Optuna's
+TPE sampler), a pairwise linear ranker (``linear``), LambdaMART boosted from the best single
+feature (``boost-best``) and the best single feature itself (``best-single``).
+
+Protocol. The training queries (a fold's train and validation parts together) are cut into
+``inner_folds`` query folds. For each inner fold every candidate is fitted exactly as it will be
+fitted at the end — trees early-stop on a ``valid_fraction`` share of the remaining queries — and
+scored on the held-out inner fold by the per-query mean of the ``criterion`` metrics. Every
+candidate sees the same splits (paired), every feature set the same candidates and trial budget.
+The test queries are never read. Rule ``one-se``: among the candidates whose mean is within one
+standard error (of the paired per-query difference) of the best, take the simplest; rule
+``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
+optimistic; the one-SE rule and the test scores of every candidate in the report keep that visible.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+import pandas as pd
+
+from ltrfeat.features.dataset import RankingSet
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.rankers.choices import CANDIDATES, RULES, SIMPLICITY, TUNE_METHODS
+from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
+from ltrfeat.rankers.linear import LinearRanker
+from ltrfeat.rankers.metrics import parse_metrics
+from ltrfeat.rankers.single import (DEFAULT_CRITERION, BestSingleFeature, BoostedFromFeature, concat, criterion_per_query,
+                            rank_single_features)
+
+
+# Hand-picked configurations (LightGBM names) from small data (few leaves, many rows per leaf, strong
+# shrinkage) to big; XGBoost gets the same ones translated by _for_engine.
+GRID = [
+    {"num_leaves": 3, "min_data_in_leaf": 50, "learning_rate": 0.1},
+    {"num_leaves": 7, "min_data_in_leaf": 20, "learning_rate": 0.05},
+    {"num_leaves": 15, "min_data_in_leaf": 100, "learning_rate": 0.05, "lambda_l2": 10.0},
+    {"num_leaves": 31, "min_data_in_leaf": 200, "learning_rate": 0.02, "feature_fraction": 0.7},
+    {"num_leaves": 63, "min_data_in_leaf": 50, "learning_rate": 0.05, "lambda_l2": 1.0},
+    {"num_leaves": 127, "min_data_in_leaf": 10, "learning_rate": 0.03, "feature_fraction": 0.8},
+    {"num_leaves": 255, "min_data_in_leaf": 5, "learning_rate": 0.1, "lambda_l1": 1.0},
+    {"num_leaves": 7, "min_data_in_leaf": 1, "learning_rate": 0.1, "lambda_l2": 100.0},
+]
+_XGBOOST_NAMES = {"num_leaves": "max_leaves", "learning_rate": "eta", "lambda_l1": "alpha", "lambda_l2": "lambda",
+                  "feature_fraction": "colsample_bytree", "bagging_fraction": "subsample"}
+# rank:ndcg hessians are small (about 0.01-0.25 per row), so a leaf's row minimum becomes a hessian minimum
+_HESSIAN_PER_ROW = 0.05
+
+
+def _for_engine(params: dict, engine: str) -> dict:
+    """LightGBM-named parameters in ``engine``'s names (XGBoost: max_leaves, eta, min_child_weight, ...)."""
+    if engine == "lightgbm":
+        return dict(params)
+    out = {_XGBOOST_NAMES[k]: v for k, v in params.items() if k in _XGBOOST_NAMES}
+    if "min_data_in_leaf" in params:
+        out["min_child_weight"] = params["min_data_in_leaf"] * _HESSIAN_PER_ROW
+    return out
+
+
+def _optuna_space(trial, engine: str) -> dict:
+    """The Optuna search space (LightGBM names, translated for XGBoost): small data (3 leaves, 200 rows
+    per leaf) to big (255 leaves, 1 row)."""
+    params = {"num_leaves": trial.suggest_int("num_leaves", 3, 255, log=True),
+              "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 1, 200, log=True),
+              "learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
+              "lambda_l1": trial.suggest_float("lambda_l1", 1e-8, 10.0, log=True),
+              "lambda_l2": trial.suggest_float("lambda_l2", 1e-8, 10.0, log=True),
+              "feature_fraction": trial.suggest_float("feature_fraction", 0.5, 1.0),
+              "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0)}
+    return _for_engine(params, engine) | ({"bagging_freq": 1} if engine == "lightgbm" else {})
+
+
+@dataclasses.dataclass(frozen=True)
+class SelectionConfig:
+    """How rankers are chosen (validated on creation; see the module docstring).
+
+    candidates : names from :data:`CANDIDATES`; ``*-tuned`` ones need ``tune`` != ``"none"``.
+    tune : ``none``, ``grid`` (:data:`GRID`) or ``optuna`` (TPE, ``tune_trials`` trials).
+    inner_folds : query folds of the inner cross-validation (>= 2).
+    valid_fraction : share of an inner training part held out for the trees' early stopping
+        (and of a fold's training queries, when the fold has no validation part).
+    criterion : metrics whose per-query mean is compared.
+    rule : ``one-se`` or ``best``.
+    seed : seed of the inner splits, the tuning sampler and the selection fits.
+    """
+
+    candidates: tuple[str, ...] = ("lightgbm", "linear", "boost-best", "best-single")
+    tune: str = "none"
+    tune_trials: int = 20
+    inner_folds: int = 3
+    valid_fraction: float = 0.2
+    criterion: tuple[str, ...] = DEFAULT_CRITERION
+    rule: str = "one-se"
+    seed: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "candidates", tuple(dict.fromkeys(self.candidates)))
+        object.__setattr__(self, "criterion", tuple(parse_metrics(self.criterion)))
+        unknown = [c for c in self.candidates if c not in CANDIDATES]
+        if unknown or not self.candidates:
+            raise LtrfeatError(f"unknown candidate {unknown[0]!r}" if unknown else "no candidate given",
+                               fix=f"choose from {', '.join(CANDIDATES)}")
+        if self.tune not in TUNE_METHODS:
+            raise LtrfeatError(f"unknown tuning method {self.tune!r}", fix=f"use one of {', '.join(TUNE_METHODS)}")
+        tuned = [c for c in self.candidates if c.endswith("-tuned")]
+        if tuned and self.tune == "none":
+            raise LtrfeatError(f"candidate {tuned[0]!r} needs a search", fix="pass --tune grid or --tune optuna")
+        if self.rule not in RULES:
+            raise LtrfeatError(f"unknown selection rule {self.rule!r}", fix=f"use one of {', '.join(RULES)}")
+        if int(self.inner_folds) < 2 or int(self.tune_trials) < 1 or not 0 < self.valid_fraction < 1:
+            raise LtrfeatError(f"inner_folds must be >= 2, tune_trials >= 1 and 0 < valid_fraction < 1; got "
+                               f"{self.inner_folds}, {self.tune_trials}, {self.valid_fraction}")
+
+    @classmethod
+    def default(cls, engine: str = "lightgbm", *, tune: str = "none", **kwargs) -> "SelectionConfig":
+        """The default candidates for ``engine``, plus its tuned variant when ``tune`` is not ``none``."""
+        if engine not in ENGINES:
+            raise LtrfeatError(f"unknown engine {engine!r}", fix=f"use one of {', '.join(ENGINES)}")
+        candidates = [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + ["linear", "boost-best",
+                                                                                  "best-single"]
+        return cls(candidates=tuple(candidates), tune=tune, **kwargs)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self) | {"candidates": list(self.candidates), "criterion": list(self.criterion)}
+
+
+def split_queries(qids, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(kept, held out): a seeded share ``fraction`` of the distinct ``qids`` held out (at least one
+    query each side when there are two or more)."""
+    qids = np.asarray(qids, dtype=object)
+    order = np.random.default_rng(seed).permutation(len(qids))
+    n_out = min(max(1, int(round(fraction * len(qids)))), len(qids) - 1) if len(qids) > 1 else 0
+    return np.sort(qids[order[n_out:]]), np.sort(qids[order[:n_out]])
+
+
+def with_valid(train: RankingSet, valid: RankingSet | None, fraction: float, seed: int):
+    """``(train, valid)``; without a validation part, a seeded share of the training queries becomes one."""
+    if valid is not None:
+        return train, valid
+    kept, held = split_queries(train.queries(), fraction, seed)
+    return train.subset_queries(kept), (train.subset_queries(held) if len(held) else None)
+
+
+def inner_splits(pool: RankingSet, config: SelectionConfig) -> list[tuple[RankingSet, RankingSet, RankingSet]]:
+    """``(fit, early_stop, held_out)`` parts of the pool for each inner fold (seeded, by query)."""
+    queries = pool.queries()
+    if len(queries) < 2 * config.inner_folds:
+        raise LtrfeatError(f"{len(queries)} training queries are too few for {config.inner_folds} inner folds",
+                           fix="lower --inner-folds, or pass --no-select")
+    order = np.random.default_rng(config.seed).permutation(len(queries))
+    folds = np.array_split(order, config.inner_folds)
+    out = []
+    for i, held in enumerate(folds):
+        rest = queries[np.sort(np.concatenate([f for j, f in enumerate(folds) if j != i]))]
+        fit_q, stop_q = split_queries(rest, config.valid_fraction, config.seed + 1 + i)
+        out.append((pool.subset_queries(fit_q), pool.subset_queries(stop_q), pool.subset_queries(queries[np.sort(held)])))
+    return out
+
+
+@dataclasses.dataclass
+class Candidates:
+    """Builds every candidate for one feature set (its columns), with shared settings."""
+
+    columns: list[str]
+    ranker_params: dict
+    gain: str = "exp2"
+    no_relevant: str = "exclude"
+    criterion: tuple[str, ...] = DEFAULT_CRITERION
+
+    def make(self, name: str, *, seed: int, tuned: dict | None = None):
+        """An unfitted candidate ``name`` (``tuned``: the engine parameters found for ``*-tuned``)."""
+        lambdamart = self.ranker_params | {"seed": seed, "features": list(self.columns)}
+        if name in ENGINES or name.endswith("-tuned"):
+            engine = name.removesuffix("-tuned")
+            extra = dict(lambdamart.get("params") or {}) | dict(tuned or {})
+            return LambdaMART(**(lambdamart | {"engine": engine, "params": extra}))
+        if name == "linear":
+            return LinearRanker(features=list(self.columns), seed=seed)
+        common = {"criterion": self.criterion, "gain": self.gain, "no_relevant": self.no_relevant}
+        if name == "boost-best":
+            return BoostedFromFeature(lambdamart=lambdamart, **common)
+        if name == "best-single":
+            return BestSingleFeature(features=list(self.columns), **common)
+        raise LtrfeatError(f"unknown candidate {name!r}", fix=f"choose from {', '.join(CANDIDATES)}")
+
+    def fit(self, model, train: RankingSet, valid: RankingSet | None, table: pd.DataFrame | None):
+        """Fit ``model``; the single-feature candidates reuse a precomputed criterion ``table``."""
+        if isinstance(model, (BestSingleFeature, BoostedFromFeature)) and table is not None:
+            qids = concat(train, valid).queries()
+            return model.fit(train, valid, table=table.loc[qids])
+        return model.fit(train, valid)
+
+    def per_query(self, data: RankingSet, scores: np.ndarray) -> np.ndarray:
+        return criterion_per_query(data.qid, data.label, scores, self.criterion, gain=self.gain,
+                                   no_relevant=self.no_relevant)
+
+
+def describe(model) -> dict:
+    """What a fitted candidate chose (best iteration, feature, weights), for reports."""
+    if isinstance(model, LambdaMART):
+        return {"best_iteration": model.best_iteration_}
+    return model.describe()
+
+
+def choose(cv: dict[str, np.ndarray], rule: str, order=SIMPLICITY) -> tuple[str, dict]:
+    """The chosen name among ``cv`` (name -> per-query criterion values on the same queries, NaN =
+    excluded) and, per name, its mean and the paired difference to the best with its standard error."""
+    names = list(cv)
+    valid = np.all([np.isfinite(cv[n]) for n in names], axis=0)
+    if not valid.any():
+        raise LtrfeatError("no inner held-out query has a relevant document", fix="check the labels")
+    means = {n: float(cv[n][valid].mean()) for n in names}
+    ranked = sorted(names, key=lambda n: (order.index(n) if n in order else len(order), names.index(n)))
+    best = max(ranked, key=lambda n: means[n])  # first (simplest) among equal means
+    stats = {}
+    for n in names:
+        d = cv[best][valid] - cv[n][valid]
+        se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
+        stats[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": se}
+    if rule == "best":
+        return best, stats
+    chosen = next(n for n in ranked if stats[n]["gap_to_best"] <= stats[n]["se"])
+    return chosen, stats
+
+
+def _search(engine: str, config: SelectionConfig, score_params) -> tuple[dict, np.ndarray, list[dict]]:
+    """The engine parameters with the best inner-CV mean: ``(params, per-query values, trials)``."""
+    trials = []
+    if config.tune == "grid":
+        for params in (_for_engine(p, engine) for p in GRID):
+            values = score_params(params)
+            trials.append({"params": params, "score": float(np.nanmean(values)), "values": values})
+    else:
+        try:
+            import optuna
+        except ImportError:
+            raise LtrfeatError("--tune optuna needs the optuna package",
+                               fix="pip install 'ltrfeat[tune]' (or use --tune grid)") from None
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+        def objective(trial):
+            params = _optuna_space(trial, engine)
+            values = score_params(params)
+            trials.append({"params": params, "score": float(np.nanmean(values)), "values": values})
+            return trials[-1]["score"]
+
+        study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=config.seed))
+        study.optimize(objective, n_trials=int(config.tune_trials))
+    best = max(range(len(trials)), key=lambda i: (trials[i]["score"], -i))
+    return trials[best]["params"], trials[best]["values"], [{k: v for k, v in t.items() if k != "values"}
+                                                             for t in trials]
+
+
+def select(train: RankingSet, valid: RankingSet | None, candidates: Candidates, config: SelectionConfig) -> dict:
+    """Inner cross-validation of every candidate over the queries of ``train`` and ``valid``.
+
+    Returns ``{"chosen", "rule", "stats": {name: {mean, gap_to_best, se}}, "tuned": {name: params},
+    "trials": {name: [...]}, "qids", "values": {name: per-query criterion array}}``.
+    """
+    pool = concat(train, valid)
+    splits = inner_splits(pool, config)
+    table = None
+    if {"best-single", "boost-best"} & set(config.candidates):
+        table = rank_single_features(pool, candidates.columns, criterion=candidates.criterion,
+                                     gain=candidates.gain, no_relevant=candidates.no_relevant)
+    held_qids = np.concatenate([held.queries() for _, _, held in splits])
+
+    def cross_validate(name: str, tuned: dict | None = None) -> np.ndarray:
+        values = []
+        for fit_part, stop_part, held in splits:
+            model = candidates.make(name, seed=config.seed, tuned=tuned)
+            candidates.fit(model, fit_part, stop_part, table)
+            values.append(candidates.per_query(held, model.predict(held)))
+        return np.concatenate(values)
+
+    cv, tuned, trials = {}, {}, {}
+    for name in config.candidates:
+        if name.endswith("-tuned"):
+            engine = name.removesuffix("-tuned")
+            tuned[name], cv[name], trials[name] = _search(engine, config, functools.partial(cross_validate, name))
+        else:
+            cv[name] = cross_validate(name)
+    chosen, stats = choose(cv, config.rule)
+    return {"chosen": chosen, "rule": config.rule, "stats": stats, "tuned": tuned, "trials": trials,
+            "qids": held_qids, "values": cv}

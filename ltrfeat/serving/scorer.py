@@ -1,0 +1,233 @@
+"""Online re-ranking: every feature a trained ranker needs, computed for one query's candidates.
+
+:meth:`Scorer.load` reads the ranker and builds exactly the extractors its feature names call
+for -- lexical names (``bm25_title``, ``tf_sum_body``, ``query_len`` ...) become one
+:class:`~ltrfeat.features.lexical.LexicalExtractor` over the saved corpus statistics, and
+``<name>_<field>_cos`` / ``_dot`` / ``_score`` columns the encoder given under ``<name>``: an
+``.ltrenc`` bundle (cosine, or dot product for a dot-scored DSSM/CLSM; a DeepMatch bundle scores
+each pair, ``_score``), ``sbert``, or an ONNX export directory run by onnxruntime. A feature
+nothing can produce -- also a ``_dot`` column given a cosine encoder and vice versa -- fails at
+load time. The document fields come from the feature names (``bm25_title`` -> ``title``);
+every candidate must carry them as text.
+"""
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ltrfeat.features.corpus import CorpusStats
+from ltrfeat.features.dataset import RankingSet
+from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, LexicalExtractor
+from ltrfeat.rankers.lambdamart import LambdaMART
+
+LEXICAL_PARAMS = ("k1", "b", "mu", "jm_lambda", "ad_delta")
+ENCODER_SUFFIXES = ("cos", "dot", "score")  # cosine, dot product, pair scorer's match score
+
+
+class CandidateError(LtrfeatError):
+    """A scoring request is malformed (missing field, non-text value); the HTTP layer answers 422."""
+
+
+def _lexical_column(name: str, fields) -> tuple[str, str | None] | None:
+    """``(family, field)`` of a lexical column name, or None."""
+    for family, (_, stems) in FAMILIES.items():
+        for stem in stems:
+            if family in QUERY_ONLY and name == stem:
+                return family, None
+            if family not in QUERY_ONLY and name.startswith(stem + "_") and name[len(stem) + 1:] in fields:
+                return family, name[len(stem) + 1:]
+    return None
+
+
+def _encoder_column(name: str, encoders) -> tuple[str, str] | None:
+    """``(encoder name, field)`` of a ``<encoder>_<field>_<cos|dot|score>`` column, or None."""
+    for encoder in encoders:
+        for suffix in ENCODER_SUFFIXES:
+            if name.startswith(encoder + "_") and name.endswith("_" + suffix) \
+                    and len(name) > len(encoder) + len(suffix) + 2:
+                return encoder, name[len(encoder) + 1 : -len(suffix) - 1]
+    return None
+
+
+class _OnnxEncoder:
+    """``<name>_<field>_cos`` (or ``_dot`` for a dot-scored export) columns from an ONNX encoder export:
+    the dot product of the two sides' embeddings (normalised ones for cosine)."""
+
+    def __init__(self, name: str, path, fields):
+        from ltrfeat.features.encoders.onnx_export import OnnxEncoder
+
+        self.name, self.fields = name, tuple(fields)
+        self.encoder_ = OnnxEncoder.load(path)
+
+    def feature_names(self) -> list[str]:
+        suffix = "dot" if self.encoder_.score == "dot" else "cos"
+        return [f"{self.name}_{f}_{suffix}" for f in self.fields]
+
+    def transform(self, pairs: pd.DataFrame) -> np.ndarray:
+        q = self.encoder_.encode(pairs["query"].tolist(), side="query")
+        return np.column_stack([np.einsum("ij,ij->i", q, self.encoder_.encode(pairs[f].tolist(), side="doc"))
+                                for f in self.fields]).astype(np.float32)
+
+
+def _encoder_extractor(name: str, path, fields):
+    from ltrfeat.features.neural import EncoderExtractor
+
+    if path is not None and Path(path).is_dir() and (Path(path) / "encoder.json").exists():
+        return _OnnxEncoder(name, path, fields)
+    # a bounded doc-vector cache: repeated candidates are encoded once across requests
+    return EncoderExtractor(name=name, path=path, field=tuple(fields), cache_size=100_000).fit()
+
+
+class Scorer:
+    """Scores candidate documents of one query with a trained ranker.
+
+    Build with :meth:`load`. Parameters: ``ranker`` (a fitted :class:`LambdaMART`),
+    ``extractors`` (objects with ``feature_names()`` and ``transform(pairs)``), ``fields``
+    (document fields the candidates must carry). :meth:`score` is thread-safe (serialised).
+    """
+
+    def __init__(self, ranker: LambdaMART, extractors: list, fields: tuple):
+        self.ranker = ranker
+        self.extractors = extractors
+        self.fields = tuple(fields)
+        self._lock = threading.Lock()
+
+    @property
+    def feature_names(self) -> list[str]:
+        return self.ranker.feature_map_.names
+
+    @classmethod
+    def load(cls, ranker, *, encoders: dict | None = None, corpus_stats=None, lexical_params: dict | None = None) -> "Scorer":
+        """Load the ranker and build the extractors its features need.
+
+        Parameters
+        ----------
+        ranker : model file written by ``train-ranker`` (or a fitted :class:`LambdaMART`).
+        encoders : ``{name: path}`` for ``<name>_<field>_cos`` / ``_dot`` / ``_score`` columns; path is
+            an ``.ltrenc`` bundle (DSSM, CLSM or DeepMatch), an ONNX export directory, or None for
+            ``sbert`` (packaged MiniLM).
+        corpus_stats : corpus statistics file (``extract --save-corpus-stats``), needed for
+            lexical features.
+        lexical_params : BM25 / language-model parameters used at extraction (``k1``, ``b``,
+            ``mu``, ``jm_lambda``, ``ad_delta``); defaults as in ``ltrfeat extract``.
+        """
+        model = ranker if isinstance(ranker, LambdaMART) else LambdaMART.load(ranker)
+        encoders = dict(encoders or {})
+        params = dict(lexical_params or {})
+        unknown = set(params) - set(LEXICAL_PARAMS)
+        if unknown:
+            raise LtrfeatError(f"unknown lexical parameter(s) {', '.join(sorted(unknown))}",
+                               fix=f"use {', '.join(LEXICAL_PARAMS)}")
+        corpus = CorpusStats.load(corpus_stats) if corpus_stats is not None else None
+        families: dict[str, None] = {}
+        lexical_fields: dict[str, None] = {}
+        by_encoder: dict[str, dict[str, None]] = {}
+        missing = []
+        for name in model.feature_map_.names:
+            column = _encoder_column(name, encoders)
+            if column is not None:
+                by_encoder.setdefault(column[0], {})[column[1]] = None
+                continue
+            lexical = _lexical_column(name, corpus.fields) if corpus is not None else None
+            if lexical is None:
+                missing.append(name)
+                continue
+            families[lexical[0]] = None
+            if lexical[1] is not None:
+                lexical_fields[lexical[1]] = None
+        unused = [e for e in encoders if e not in by_encoder]
+        if unused:
+            raise LtrfeatError(f"encoder {unused[0]} is given but the ranker has no {unused[0]}_* feature",
+                               path=ranker if not isinstance(ranker, LambdaMART) else None,
+                               fix=f"drop it or rename it; the ranker's features are "
+                                   f"{', '.join(model.feature_map_.names[:8])}{', ...' if len(model.feature_map_) > 8 else ''}")
+        if missing:
+            shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
+            hint = ("" if corpus is not None else "no --corpus-stats was given for lexical features; ")
+            raise LtrfeatError(
+                f"the ranker needs {len(missing)} feature(s) the scorer cannot compute: {shown}",
+                path=ranker if not isinstance(ranker, LambdaMART) else None,
+                fix=f"{hint}lexical columns need the corpus statistics they were extracted with, "
+                    f"<name>_<field>_cos/_dot/_score columns an encoder given as <name>=PATH "
+                    f"(given: {', '.join(encoders) or 'none'})")
+        extractors = []
+        if families:
+            fields = tuple(lexical_fields) or corpus.fields[:1]
+            extractors.append(LexicalExtractor(features=tuple(families), fields=fields, corpus=corpus,
+                                               **params).fit(None))
+        for encoder, fields in by_encoder.items():
+            extractor = _encoder_extractor(encoder, encoders[encoder], tuple(fields))
+            wrong = [n for n in model.feature_map_.names
+                     if _encoder_column(n, [encoder]) is not None and n not in extractor.feature_names()]
+            if wrong:
+                raise LtrfeatError(
+                    f"the ranker needs {wrong[0]} but encoder {encoder}={encoders[encoder]} gives "
+                    f"{', '.join(extractor.feature_names())}",
+                    path=ranker if not isinstance(ranker, LambdaMART) else None,
+                    fix="give the encoder the ranker's features were extracted with (a _dot column needs a "
+                        "dot-scored bundle, _cos a cosine one, _score a DeepMatch bundle)")
+            extractors.append(extractor)
+        needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
+        return cls(model, extractors, needed)
+
+    def _pairs(self, query, candidates) -> pd.DataFrame:
+        if not isinstance(query, str):
+            raise CandidateError(f"query must be a string, got {type(query).__name__}")
+        if not isinstance(candidates, (list, tuple)):
+            raise CandidateError(f"candidates must be a list of objects, got {type(candidates).__name__}")
+        columns = {"docid": [], **{f: [] for f in self.fields}}
+        for i, cand in enumerate(candidates):
+            if not isinstance(cand, dict):
+                raise CandidateError(f"candidate {i} is {type(cand).__name__}, not an object")
+            docid = cand.get("docid")
+            if not isinstance(docid, (str, int)) or isinstance(docid, bool):
+                raise CandidateError(f"candidate {i} needs a string 'docid'")
+            columns["docid"].append(str(docid))
+            for f in self.fields:
+                value = cand.get(f)
+                if not isinstance(value, str):
+                    raise CandidateError(f"candidate {i} ({docid}) needs text field {f!r}"
+                                         + ("" if value is None else f", got {type(value).__name__}"))
+                columns[f].append(value)
+        pairs = pd.DataFrame({"qid": "q", "query": query, **columns})
+        return pairs
+
+    def features(self, query: str, candidates: list[dict]) -> np.ndarray:
+        """The ranker's feature matrix (float32, one row per candidate, ranker column order)."""
+        pairs = self._pairs(query, candidates)
+        position = {name: j for j, name in enumerate(self.feature_names)}
+        X = np.zeros((len(pairs), len(position)), dtype=np.float32)
+        if len(pairs):
+            for ex in self.extractors:
+                values = np.asarray(ex.transform(pairs), dtype=np.float32)
+                for k, name in enumerate(ex.feature_names()):
+                    if name in position:
+                        X[:, position[name]] = values[:, k]
+        return X
+
+    def query_params(self, query: str) -> dict:
+        """Template parameters of the exported LTR featureset for ``query`` (``/embed``): ``keywords``,
+        each encoder's query vector, ``query_len`` / ``idf_*`` values and the distinct term count."""
+        from ltrfeat.rankers.plugin_features import query_params
+
+        if not isinstance(query, str):
+            raise CandidateError(f"query must be a string, got {type(query).__name__}")
+        lexical = next((ex for ex in self.extractors if isinstance(ex, LexicalExtractor)), None)
+        with self._lock:
+            vectors = {ex.name: ex.encoder_.encode([query], side="query")[0] for ex in self.extractors
+                       if hasattr(getattr(ex, "encoder_", None), "encode")}
+            return query_params(query, self.feature_names, lexical=lexical, vectors=vectors)
+
+    def score(self, query: str, candidates: list[dict]) -> np.ndarray:
+        """Ranker scores (float64), one per candidate, in the candidates' order."""
+        with self._lock:
+            X = self.features(query, candidates)
+            if not len(X):
+                return np.zeros(0)
+            data = RankingSet(qid=np.full(len(X), "q", dtype=object), label=np.zeros(len(X)), X=X,
+                              feature_map=self.ranker.feature_map_)
+            return self.ranker.predict(data)

@@ -1,4 +1,0 @@
-"""Online serving: the :class:`Scorer` API and the HTTP re-ranking service (``ltrfeat serve``)."""
-from serving.scorer import CandidateError, Scorer
-
-__all__ = ["CandidateError", "Scorer"]

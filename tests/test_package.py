@@ -1,0 +1,27 @@
+"""The installed namespace: one light `ltrfeat` package whose public API resolves name by name."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import ltrfeat
+
+
+def test_import_is_light_and_versioned():
+    code = ("import sys, ltrfeat; heavy = [m for m in ('torch', 'lightgbm', 'xgboost', 'sklearn') if m in sys.modules];"
+            " print(ltrfeat.__version__, heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] and out[0] != "0+unknown" and out[1:] == ["[]"]
+
+
+def test_every_public_name_resolves():
+    for name in ltrfeat.__all__:
+        assert getattr(ltrfeat, name) is not None, name
+    assert ltrfeat.LambdaMART.__module__ == "ltrfeat.rankers.lambdamart"
+    assert sorted(dir(ltrfeat)) == sorted(ltrfeat.__all__)
+
+
+def test_the_console_script_runs_the_namespaced_cli():
+    out = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", "--version"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.startswith("ltrfeat, version ")
