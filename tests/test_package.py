@@ -25,3 +25,16 @@ def test_the_console_script_runs_the_namespaced_cli():
     out = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", "--version"], capture_output=True, text=True,
                          check=True).stdout
     assert out.startswith("ltrfeat, version ")
+
+
+def test_layers_keep_their_direction():
+    """features never imports rankers; rankers never imports torch (read from the source, imports only)."""
+    from pathlib import Path
+    import re
+
+    root = Path(ltrfeat.__file__).parent
+    imports = re.compile(r"^\s*(?:from|import)\s+([\w.]+)", re.M)
+    for path in (root / "features").rglob("*.py"):
+        assert not [m for m in imports.findall(path.read_text()) if m.startswith("ltrfeat.rankers")], path
+    for path in (root / "rankers").rglob("*.py"):
+        assert not [m for m in imports.findall(path.read_text()) if m.split(".")[0] == "torch"], path
