@@ -200,8 +200,9 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, gai
             return
         skipped = summary["skipped"]
         click.echo(f"conventions: {summary['conventions']['description']}")
-        click.echo(f"queries: {summary['n_queries']} evaluated; skipped: {skipped['run_queries_without_qrels']} run "
-                   f"queries without qrels, {skipped['qrels_queries_without_run']} qrels queries without a run")
+        click.echo(f"queries: {summary['n_queries']} evaluated ({summary['qrels_queries_without_run_scored_0']} of them "
+                   f"absent from the run, scored 0); skipped: {skipped['run_queries_without_qrels']} run queries "
+                   f"without qrels, {skipped['qrels_queries_without_run']} qrels queries without a run")
         _echo_metrics(names, summary["metrics"])
         return
     from rankers.lambdamart import LambdaMART

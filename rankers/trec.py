@@ -137,6 +137,23 @@ def read_qrels(path) -> pd.DataFrame:
     return out
 
 
+def write_qrels(path, qid, docid, label) -> int:
+    """Write judgements as TREC qrels ``QID 0 DOCID GRADE`` (integer grades), atomically."""
+    label = np.asarray(label, dtype=np.float64)
+    if not (np.isfinite(label) & (label == np.round(label))).all():
+        raise LtrfeatError("qrels grades must be integers", fix="map the labels to integer grades first")
+    rows = list(zip(np.asarray(qid, dtype=object).tolist(), np.asarray(docid, dtype=object).tolist(),
+                    label.astype(np.int64).tolist()))
+    bad = next((i for i, (q, d, _) in enumerate(rows) if not str(q).split() == [str(q)] or not str(d).split() == [str(d)]),
+               None)
+    if bad is not None:
+        raise LtrfeatError(f"row {bad + 1}: ids {rows[bad][0]!r} / {rows[bad][1]!r} are empty or hold whitespace",
+                           fix="use ids without spaces")
+    with atomic_output(path) as fh:
+        fh.writelines(f"{q} 0 {d} {g}\n" for q, d, g in rows)
+    return len(rows)
+
+
 def trec_order(qid, docid, scores) -> np.ndarray:
     """Row order of a TREC run: queries in order of first appearance, then score descending, then
     docid descending (trec_eval's tie-break, so written ranks equal the order evaluators use)."""
@@ -247,6 +264,7 @@ def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, metrics="ndcg@10", *, g
     } | {k: v for k, v in conventions.items() if k == "err_max_label"}
     per_query.attrs["skipped"] = {"run_queries_without_qrels": int((~run_q.isin(judged_q)).sum()),
                                   "qrels_queries_without_run": int(len(absent)) if missing_queries == "skip" else 0}
+    per_query.attrs["zero_filled"] = int(len(absent)) if missing_queries == "zero" else 0
     return per_query
 
 
@@ -266,4 +284,5 @@ def summarise_run(per_query: pd.DataFrame) -> dict:
                         for c in metric_cols},
             "n_queries": int(len(per_query)),
             "skipped": per_query.attrs.get("skipped", {}),
+            "qrels_queries_without_run_scored_0": per_query.attrs.get("zero_filled", 0),
             "conventions": per_query.attrs.get("conventions", {})}
