@@ -329,13 +329,14 @@ class LambdaMART(BaseEstimator):
         warnings.warn(f"{where}: rows of a query are not contiguous; regrouped by qid (stable)", stacklevel=3)
         return data.regroup(), True
 
-    def fit(self, train, valid=None, *, group=None, qid=None, eval_set=None, eval_group=None, trainer=None
+    def fit(self, X, y=None, *, group=None, qid=None, eval_set=None, eval_group=None, trainer=None
             ) -> "LambdaMART":
-        """Train on ``train``; with validation data, early-stop on its NDCG@``eval_at``.
+        """Train; with validation data, early-stop on its NDCG@``eval_at``.
 
         Two calling conventions:
 
-        * ``fit(train: RankingSet, valid: RankingSet | None = None)``;
+        * ``fit(train: RankingSet, valid: RankingSet | None = None)`` (positional: the second
+          argument is the validation set);
         * scikit-learn / LightGBM: ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``, with X a
           2-d numeric array or DataFrame (its string column names become the feature names, else
           ``f1..fn``), ``y`` integer grades, ``group`` the number of rows of each query in row order
@@ -346,6 +347,7 @@ class LambdaMART(BaseEstimator):
         ``trainer`` replaces the engine's local training call (same arguments and result as
         ``_LightGBM.train``), e.g. :func:`rankers.distributed.dask_trainer` for a Dask cluster.
         """
+        train, valid = X, y
         if not isinstance(train, RankingSet):
             train, valid = self._arrays_to_rankings(train, valid, group, qid, eval_set, eval_group)
         elif group is not None or qid is not None or eval_set is not None or eval_group is not None:

@@ -104,7 +104,10 @@ def read_run(path) -> pd.DataFrame:
         raise TextTableError(f"query {out['qid'].iat[first]!r} lists document {out['docid'].iat[first]!r} twice "
                              f"(lines {', '.join(str(int(lines[j])) for j in same[:5])})", path=path,
                              line=int(lines[same[1]]), fix="keep one line per (query, document)")
-    out.index = pd.Index(_nonblank_lines(text) if lines is None else lines, name="line")
+    if lines is None:
+        n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        lines = np.arange(1, len(out) + 1) if n_lines == len(out) else _nonblank_lines(text)  # no blank line
+    out.index = pd.Index(lines, name="line")
     out.attrs["source"] = str(path)
     return out
 
