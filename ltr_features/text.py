@@ -276,6 +276,14 @@ def _fast_delimited(data: bytes, path: str, fmt: str) -> _RawTable | None:
         return None
     frame = table.to_pandas()
     cells = {h: frame[h] for h in header}
+    if fmt == "tsv":  # the exact parser skips lines of tabs and spaces only; pyarrow keeps them as rows
+        blank_row = _empty_text(cells[header[0]]).copy()
+        for h in header[1:]:
+            if not blank_row.any():
+                break
+            blank_row[blank_row] = _empty_text(cells[h][blank_row])
+        if blank_row.any():
+            return None
     return _RawTable(path, fmt, header, cells, lines.astype(np.int64))
 
 

@@ -119,3 +119,12 @@ def test_parquet_types_become_text(tmp_path):
     pairs = pd.DataFrame({"query": ["a", "b"], "doc": ["x", "y"], "label": [1.0, 2.0]})
     pairs.to_parquet(p)
     assert T.read_judged_pairs(p)["label"].tolist() == [1.0, 2.0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(raw=st.text(alphabet='ab,"\n\r \t\x0c', max_size=40))
+def test_fast_tsv_never_disagrees_on_hostile_bytes(raw):
+    fast, exact = both(("qid\tquery\n" + raw).encode(), "tsv")
+    if fast is not None:
+        assert not isinstance(exact, TextTableError), raw
+        same(fast, exact)
