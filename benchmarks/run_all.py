@@ -63,6 +63,7 @@ BENCHMARKS = (
     Benchmark("profile_stages.py", "profiles", expected_s=70),
     Benchmark("bench_scaling.py", "scaling", quick=("--quick",), timeout_s=1000, budget_s=(780, 240)),
     Benchmark("bench_text.py", "text", timeout_s=120, needs=("home_depot",), expected_s=5),
+    Benchmark("bench_tables.py", "tables", timeout_s=120, needs=("home_depot",), expected_s=10),
     Benchmark("bench_stats.py", "stats", timeout_s=120, expected_s=5),
     Benchmark("bench_retrieval.py", "retrieval", quick=("--docs", "20000", "--queries", "300"), timeout_s=300,
               expected_s=40),

@@ -208,33 +208,72 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
 
 
 @click.command("evaluate")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("test", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="[MODEL", type=click.Path(dir_okay=False), required=False)
+@click.argument("test", metavar="TEST]", type=click.Path(dir_okay=False), required=False)
+@click.option("--qrels", type=click.Path(dir_okay=False), default=None,
+              help="TREC qrels ('QID ITER DOCID GRADE', or BEIR 'QID DOCID GRADE'); with --run, instead of MODEL TEST.")
+@click.option("--run", "run_path", type=click.Path(dir_okay=False), default=None,
+              help="TREC run ('QID Q0 DOCID RANK SCORE TAG') to evaluate against --qrels.")
 @click.option("--metrics", default=DEFAULT_METRICS, show_default=True,
               help="Metrics; a bare number repeats the previous metric: ndcg@1,3,10,recall@3,6,10,"
-                   "top3recall@3,p@5,map,mrr,err@10.")
+                   "top3recall@3,p@5,map,mrr,err@10 (err only with MODEL TEST).")
 @click.option("--per-query", type=click.Path(dir_okay=False), default=None,
               help="Write one TSV row per query (first line states the conventions).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-@click.option("--gain", type=click.Choice(GAINS), default="exp2", show_default=True,
-              help="NDCG gain: 2^rel-1 or linear rel (trec_eval).")
+@click.option("--gain", type=click.Choice(GAINS), default=None,
+              help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
+                   "trec_eval's ndcg_cut).")
 @click.option("--ties", type=click.Choice(TIES), default="stable", show_default=True,
-              help="Order of equal scores: input order, relevant last, or relevant first.")
+              help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
+                   "--run always uses trec_eval's order (docid descending).")
 @click.option("--no-relevant", type=click.Choice(NO_RELEVANT), default="exclude", show_default=True,
-              help="Queries without a relevant document: leave out, score 0, or score 1.")
+              help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
+                   "--run: such queries score 0 (trec_eval).")
 @click.option("--relevance-threshold", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
               help="Labels >= this count as relevant.")
+@click.option("--missing-queries", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
+              help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
+                   "(trec_eval, pytrec_eval).")
 @_nan_option
-def evaluate(model_path, test, metrics, per_query, as_json, gain, ties, no_relevant, relevance_threshold,
-             nan_policy):
-    """Score TEST with MODEL and report ranking metrics with their conventions.
+def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, gain, ties, no_relevant,
+             relevance_threshold, missing_queries, nan_policy):
+    """Score TEST with MODEL, or a TREC run against qrels, and report metrics with their conventions.
+
+    \b
+    TREC mode (--qrels QRELS --run RUN) follows trec_eval, so numbers equal trec_eval / pytrec_eval /
+    ir-measures (nDCG@k, R@k, P@k, AP, RR): ranked by score with ties broken by docid descending (the
+    RANK column is ignored); unjudged documents are not relevant and negative grades count as 0; the
+    NDCG ideal ranking and the recall/MAP denominators use every judged document, retrieved or not;
+    queries without a relevant document score 0; run queries absent from the qrels are skipped
+    (counted in the output); qrels queries absent from the run follow --missing-queries.
 
     \b
     Examples:
       ltrfeat evaluate model.txt S5.txt --metrics ndcg@1,3,10,recall@3,6,10,map
       ltrfeat evaluate model.txt S5.txt --no-relevant zero --per-query s5.tsv --json
+      ltrfeat evaluate --qrels qrels.dl19.txt --run bm25.run --metrics ndcg@10,recall@100,map,mrr
     """
     names = parse_metrics(metrics)
+    if (qrels is None) != (run_path is None) or (qrels is not None) == (model_path is not None) \
+            or (model_path is None) != (test is None):
+        raise click.UsageError("give MODEL TEST, or --qrels QRELS --run RUN")
+    if qrels is not None:
+        from ltrfeat.rankers.trec import evaluate_run, read_qrels, read_run, summarise_run
+
+        df = evaluate_run(read_qrels(qrels), read_run(run_path), names, gain=gain or "linear",
+                          relevance_threshold=relevance_threshold, missing_queries=missing_queries)
+        summary = summarise_run(df)
+        _write_per_query(per_query, summary, df)
+        if as_json:
+            click.echo(json.dumps({"qrels": str(qrels), "run": str(run_path)} | summary, indent=1))
+            return
+        skipped = summary["skipped"]
+        click.echo(f"conventions: {summary['conventions']['description']}")
+        click.echo(f"queries: {summary['n_queries']} evaluated ({summary['qrels_queries_without_run_scored_0']} of them "
+                   f"absent from the run, scored 0); skipped: {skipped['run_queries_without_qrels']} run queries "
+                   f"without qrels, {skipped['qrels_queries_without_run']} qrels queries without a run")
+        _echo_metrics(names, summary["metrics"])
+        return
     from ltrfeat.rankers.models import load_ranker
 
     model = load_ranker(model_path)
@@ -242,21 +281,29 @@ def evaluate(model_path, test, metrics, per_query, as_json, gain, ties, no_relev
         data = _read(test, nan_policy, align_to=model.feature_map_)
     scores = _predict(model, data, test)
     with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
-        df = evaluate_queries(data.qid, data.label, scores, names, gain=gain, no_relevant=no_relevant, ties=ties,
+        df = evaluate_queries(data.qid, data.label, scores, names, gain=gain or "exp2", no_relevant=no_relevant, ties=ties,
                               relevance_threshold=relevance_threshold)
     summary = summarise(df)
-    if per_query is not None:
-        with atomic_output(per_query) as fh:
-            fh.write(f"# conventions: {summary['conventions']['description']}\n")
-            df.to_csv(fh, sep="\t", na_rep="NaN", lineterminator="\n")
+    _write_per_query(per_query, summary, df)
     if as_json:
         click.echo(json.dumps({"model": str(model_path), "data": str(test)} | summary, indent=1))
         return
     click.echo(f"conventions: {summary['conventions']['description']}")
     click.echo(f"queries: {summary['n_queries']} ({summary['n_evaluated']} evaluated, "
                f"{summary['n_excluded_no_relevant']} excluded without a relevant document)")
+    _echo_metrics(names, summary["metrics"])
+
+
+def _write_per_query(path, summary: dict, df) -> None:
+    if path is not None:
+        with atomic_output(path) as fh:
+            fh.write(f"# conventions: {summary['conventions']['description']}\n")
+            df.to_csv(fh, sep="\t", na_rep="NaN", lineterminator="\n")
+
+
+def _echo_metrics(names, values: dict) -> None:
     width = max(len(n) for n in names)
-    for name, value in summary["metrics"].items():
+    for name, value in values.items():
         click.echo(f"{name:<{width}}  {value:.4f}")
 
 
@@ -286,17 +333,68 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
         data = _read(file, nan_policy, align_to=model.feature_map_, regroup=regroup or fmt == "trec")
     scores = _predict(model, data, file)
     if fmt == "trec":
+        from ltrfeat.rankers.trec import write_trec_run
+
         if data.docid is None or any(d is None for d in data.docid.tolist()):
             row = 1 if data.docid is None else data.docid.tolist().index(None) + 1
             raise LtrfeatError(f"row {row} has no docid, which the TREC run format needs", path=file,
                                fix="give rows a '#docid = X' comment, or use --format scores")
-        bounds = data.query_boundaries()
-    with atomic_output(out) as fh:
-        if fmt == "scores":
+        write_trec_run(out, data.qid, data.docid, scores, run_name)
+    else:
+        with atomic_output(out) as fh:
             fh.writelines(f"{s:.17g}\n" for s in scores)
-        else:
-            for start, end in zip(bounds[:-1], bounds[1:]):
-                order = start + np.argsort(-scores[start:end], kind="stable")
-                for r, i in enumerate(order, start=1):
-                    fh.write(f"{data.qid[i]} Q0 {data.docid[i]} {r} {scores[i]:.17g} {run_name}\n")
     click.echo(f"wrote {out}: {len(scores)} rows, {data.n_queries} queries", err=True)
+
+
+@click.command("rerank")
+@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.option("--run", "run_path", type=click.Path(dir_okay=False), required=True,
+              help="TREC run to re-rank ('QID Q0 DOCID RANK SCORE TAG', e.g. from Anserini, Pyserini or Terrier).")
+@click.option("--queries", type=click.Path(dir_okay=False), required=True,
+              help="Query table (qid, query): TSV/CSV/JSONL/Parquet.")
+@click.option("--docs", type=click.Path(dir_okay=False), required=True,
+              help="Document table (docid + the fields the ranker's features read).")
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="The re-ranked TREC run (.gz compresses).")
+@click.option("--encoder", "encoders", multiple=True, metavar="NAME=PATH",
+              help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.")
+@click.option("--corpus-stats", type=click.Path(dir_okay=False),
+              help="Corpus statistics (extract --save-corpus-stats) for lexical features.")
+@click.option("--depth", type=click.IntRange(min=1), default=None,
+              help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.")
+@click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
+@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
+@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 used at extraction.")
+@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b used at extraction.")
+@click.option("--mu", type=float, default=2000.0, show_default=True, help="Dirichlet prior used at extraction.")
+@click.option("--jm-lambda", type=float, default=0.1, show_default=True, help="Jelinek-Mercer lambda.")
+@click.option("--ad-delta", type=float, default=0.7, show_default=True, help="Absolute discounting delta.")
+def rerank(model_path, run_path, queries, docs, out, encoders, corpus_stats, depth, run_name, encoding, k1, b, mu,
+           jm_lambda, ad_delta):
+    """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.
+
+    Every feature MODEL needs is computed from the query and document texts (lexical columns need
+    --corpus-stats, encoder columns --encoder NAME=PATH), as `ltrfeat serve` does. The output is
+    written with trec_eval's order: score descending, ties by docid descending, ranks from 1.
+
+    \b
+    Examples:
+      ltrfeat rerank ranker.txt --run bm25.run --queries queries.tsv --docs docs.tsv \\
+          --corpus-stats corpus.npz --out reranked.run --depth 100
+      ltrfeat evaluate --qrels qrels.txt --run reranked.run --metrics ndcg@10,map
+    """
+    from ltrfeat.cli.serve_cmd import _encoders
+    from ltrfeat.features.text import read_docs, read_queries
+    from ltrfeat.rankers.trec import read_run, write_trec_run
+    from ltrfeat.serving.rerank import rerank_run
+    from ltrfeat.serving.scorer import Scorer
+
+    scorer = Scorer.load(model_path, encoders=_encoders(encoders), corpus_stats=corpus_stats,
+                         lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta})
+    run = read_run(run_path)
+    with notices():
+        qtable = read_queries(queries, encoding=encoding)
+        dtable = read_docs(docs, fields=list(scorer.fields) or None, encoding=encoding)
+    new = rerank_run(scorer, run, qtable, dtable, depth=depth)
+    written = write_trec_run(out, new["qid"], new["docid"], new["score"], run_name)
+    click.echo(f"wrote {out}: {written} lines, {new['qid'].nunique()} queries, {new.attrs['reranked']} re-scored",
+               err=True)

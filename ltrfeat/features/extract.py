@@ -15,6 +15,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
+from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
@@ -118,6 +119,75 @@ def _output_map(feature_map, extractors):
         raise LtrfeatError(f"cannot append the new columns ({exc})",
                            fix="drop those columns from the input or choose other extractors") from None
     return feature_map
+
+
+class PairFeatures(TransformerMixin, BaseEstimator):
+    """scikit-learn transformer from a pairs DataFrame to the extractors' feature matrix.
+
+    The first step of a Pipeline that goes from (query, document) pairs to ranker scores::
+
+        pipe = Pipeline([("features", PairFeatures([LexicalExtractor(features=("bm25",), fields=("doc",))])),
+                         ("ranker", LambdaMART())])
+        pipe.fit(train_pairs, train_pairs["label"], ranker__qid=train_pairs["qid"])
+        scores = pipe.predict(test_pairs)
+
+    Parameters
+    ----------
+    extractors : :class:`FeatureExtractor` list (e.g. ``LexicalExtractor``, ``EncoderExtractor``).
+        ``fit`` fits clones of them (``extractors_``); the given objects are left untouched.
+
+    ``fit(pairs)`` fits every extractor on the pairs' distinct documents (first row of each
+    ``docid``) and queries; ``transform(pairs)`` returns float32 ``(len(pairs), n_features)``
+    whose columns :meth:`get_feature_names_out` names (``set_output(transform="pandas")`` gives a
+    DataFrame, whose names a :class:`ltrfeat.rankers.lambdamart.LambdaMART` then keeps). Pairs need
+    ``qid, query, docid`` and every document field the extractors read (``doc`` as from
+    :func:`ltrfeat.features.text.read_judged_pairs`); a missing text is an error.
+    """
+
+    def __init__(self, extractors=()):
+        self.extractors = extractors
+
+    def fit(self, pairs: pd.DataFrame, y=None) -> "PairFeatures":
+        self._check_pairs(pairs, ["qid", "query", "docid"])
+        extractors = [clone(ex) for ex in self.extractors]
+        if not extractors:
+            raise LtrfeatError("PairFeatures has no extractors", fix="pass e.g. [LexicalExtractor(fields=('doc',))]")
+        docs = pairs.drop_duplicates("docid")
+        fields = _doc_fields(docs[[c for c in docs.columns if c not in ("qid", "query", "label")]], extractors)
+        self._check_pairs(pairs, fields)
+        fit_extractors(extractors, docs[["docid", *fields]].reset_index(drop=True),
+                       pairs.drop_duplicates("qid")[["qid", "query"]].reset_index(drop=True))
+        self.extractors_ = extractors
+        self.fields_ = fields
+        self.feature_names_ = [name for ex in extractors for name in ex.feature_names()]
+        return self
+
+    @staticmethod
+    def _check_pairs(pairs, columns) -> None:
+        if not isinstance(pairs, pd.DataFrame):
+            raise LtrfeatError(f"PairFeatures takes a pairs DataFrame, got {type(pairs).__name__}",
+                               fix="read one with ltrfeat.features.text.read_judged_pairs")
+        absent = [c for c in columns if c not in pairs.columns]
+        if absent:
+            raise TextTableError(f"pairs lack column(s) {', '.join(absent)} (columns: {', '.join(map(str, pairs.columns))})",
+                                 path=pairs.attrs.get("source"), fix="give qid, query, docid and the document fields")
+
+    def transform(self, pairs: pd.DataFrame) -> np.ndarray:
+        check_is_fitted(self, "extractors_")
+        self._check_pairs(pairs, ["query", *self.fields_])
+        empty = np.zeros(len(pairs), dtype=bool)
+        for column in ["query", *self.fields_]:
+            empty |= pairs[column].isna().to_numpy()
+        if empty.any():
+            raise TextTableError(f"{int(empty.sum())} pairs have no text (rows {', '.join(map(str, (np.flatnonzero(empty) + 1)[:5]))})",
+                                 path=pairs.attrs.get("source"), fix="fill in the query and document texts")
+        ok = np.ones(len(pairs), dtype=bool)
+        blocks = _transform(self.extractors_, pairs.reset_index(drop=True), ok, "error")
+        return np.hstack(blocks) if blocks else np.zeros((len(pairs), 0), dtype=np.float32)
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        check_is_fitted(self, "extractors_")
+        return np.asarray(self.feature_names_, dtype=object)
 
 
 def _append_columns(data: RankingSet, extractors, blocks) -> RankingSet:

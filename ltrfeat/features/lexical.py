@@ -143,6 +143,10 @@ class LexicalExtractor(BaseEstimator):
         self._check_fitted()
         return list(self.feature_names_)
 
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """scikit-learn's name for :meth:`feature_names` (an object array; ``input_features`` is unused)."""
+        return np.asarray(self.feature_names(), dtype=object)
+
     def _check_fitted(self):
         if not hasattr(self, "corpus_"):
             raise NotFittedError("LexicalExtractor is not fitted; call fit(docs) first")

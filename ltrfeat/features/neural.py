@@ -20,6 +20,7 @@ from collections import OrderedDict
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 
 from .errors import LtrfeatError, ModelFileError
 from .extract import register_extractor
@@ -154,6 +155,12 @@ class EncoderExtractor(BaseEstimator):
     def feature_names(self) -> list[str]:
         """``<name>_<field>_<suffix>``; the ``dot`` suffix of a dot-scored bundle is known once fitted."""
         return [f"{self.name}_{f}_{self.column_suffix}" for f in self.fields]
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """scikit-learn's name for :meth:`feature_names` (an object array; ``input_features`` is unused)."""
+        if not hasattr(self, "encoder_"):
+            raise NotFittedError("EncoderExtractor is not fitted; call fit(docs) first")
+        return np.asarray(self.feature_names(), dtype=object)
 
     @property
     def column_suffix(self) -> str:

@@ -76,7 +76,7 @@ class _RawTable:
     path: str
     fmt: str
     columns: list[str]
-    cells: dict[str, list]  # column -> list of str | None
+    cells: dict[str, pd.Series]  # column -> values (text: str, missing: NA), positional index
     lines: np.ndarray  # 1-based source line (row number for Parquet) of each row
 
     def __len__(self) -> int:
@@ -86,6 +86,17 @@ class _RawTable:
     def header_line(self) -> int | None:
         return 1 if self.fmt in ("tsv", "csv") else None
 
+    def text(self, column: str) -> pd.Series:
+        """A column as text: numbers and booleans of Parquet files become strings, missing stays NA."""
+        values = self.cells[column]
+        if pd.api.types.is_string_dtype(values.dtype) or values.dtype == object:
+            return values
+        if pd.api.types.is_bool_dtype(values.dtype):
+            return values.map({True: "true", False: "false"}).astype("str")
+        if pd.api.types.is_float_dtype(values.dtype):
+            return values.map(lambda v: None if math.isnan(v) else repr(v)).astype("str")
+        return values.astype("str").where(values.notna())
+
 
 def _read_raw(path, *, encoding: str, fmt: str | None) -> _RawTable:
     fmt = table_format(path, fmt)
@@ -93,9 +104,13 @@ def _read_raw(path, *, encoding: str, fmt: str | None) -> _RawTable:
         if fmt == "parquet":
             table = _read_parquet(path)
         else:
-            text = _decode(path, encoding)
-            reader = {"tsv": _parse_tsv, "csv": _parse_csv, "jsonl": _parse_jsonl}[fmt]
-            table = reader(text, str(path))
+            raw, codec = _read_bytes(path, encoding)
+            # UTF-8 goes to pyarrow undecoded (it checks UTF-8 itself); other encodings are transcoded first
+            table = None if fmt == "jsonl" else _fast_delimited(
+                raw if codec == "utf-8" else _decode(raw, codec, path, encoding).encode("utf-8"), str(path), fmt)
+            if table is None:  # JSONL, or a file the fast reader leaves to the exact line-by-line parser
+                reader = {"tsv": _parse_tsv, "csv": _parse_csv, "jsonl": _parse_jsonl}[fmt]
+                table = reader(_decode(raw, codec, path, encoding), str(path))
     except FileNotFoundError:
         raise TextTableError("file not found", path=path, fix="check the path") from None
     except IsADirectoryError:
@@ -108,27 +123,40 @@ def _read_raw(path, *, encoding: str, fmt: str | None) -> _RawTable:
     return table
 
 
-def _decode(path, encoding: str) -> str:
+def _read_bytes(path, encoding: str) -> tuple[bytes, str]:
+    """The file's bytes (a UTF-8 BOM removed) and the normalised codec name."""
     try:
-        name = codecs.lookup(encoding).name
+        codec = codecs.lookup(encoding).name
     except LookupError:
         raise TextTableError(f"unknown encoding {encoding!r}", path=path,
                              fix="use a Python codec name such as utf-8, cp1252 or latin-1") from None
     with open_input(path) as fh:
         raw = fh.read()
-    start = len(codecs.BOM_UTF8) if name == "utf-8" and raw.startswith(codecs.BOM_UTF8) else 0
+    if codec == "utf-8" and raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+    return raw, codec
+
+
+def _decode(raw: bytes, codec: str, path, encoding: str) -> str:
+    """``raw`` as text; undecodable bytes are an error naming the line, the byte offset and a likely encoding."""
     try:
-        text = raw[start:].decode(name)
+        text = raw.decode(codec)
     except UnicodeDecodeError as exc:
-        offset = start + exc.start
-        line = raw.count(b"\n", 0, offset) + 1
-        bad = raw[offset:start + exc.end]
-        guess = _guess_encoding(raw, failed=name)
+        bom = len(codecs.BOM_UTF8) if codec == "utf-8" and _starts_with_bom(path) else 0
+        offset = bom + exc.start
+        line = raw.count(b"\n", 0, exc.start) + 1
+        bad = raw[exc.start:exc.end]
+        guess = _guess_encoding(raw, failed=codec)
         raise TextTableError(
             f"cannot decode byte {bad.hex(' ')} at byte offset {offset} as {encoding}", path=path, line=line,
             fix=f"the file decodes as {guess}: pass encoding={guess!r} (CLI: --encoding {guess})",
         ) from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def _starts_with_bom(path) -> bool:
+    with open_input(path) as fh:
+        return fh.read(len(codecs.BOM_UTF8)) == codecs.BOM_UTF8
 
 
 def _guess_encoding(raw: bytes, *, failed: str) -> str:
@@ -156,8 +184,107 @@ def _check_header(header: list[str], path: str) -> list[str]:
 
 def _columnar(path, fmt, header, rows, lines) -> _RawTable:
     columns = list(zip(*rows)) if rows else [()] * len(header)
-    cells = {name: [v if v != "" else None for v in col] for name, col in zip(header, columns)}
+    cells = {name: pd.Series([v if v != "" else None for v in col], dtype="str") for name, col in zip(header, columns)}
     return _RawTable(path, fmt, header, cells, np.asarray(lines, dtype=np.int64))
+
+
+_CSV_QUOTE_NEIGHBOURS = np.array([ord('"'), ord(","), ord("\n"), ord("\r")], dtype=np.uint8)
+
+
+def _record_bounds(b: np.ndarray, fmt: str):
+    """Start and end offsets of the records of a CSV/TSV byte buffer, and whether a quoted CSV
+    field spans lines; None when the quoting is not plain RFC 4180 (the exact parser decides)."""
+    newlines = np.flatnonzero(b == ord("\n"))
+    separators, multiline = newlines, False
+    if fmt == "csv":
+        quotes = np.flatnonzero(b == ord('"'))
+        if len(quotes) % 2:
+            return None  # an unterminated quote
+        if len(quotes):
+            # Counting quotes from the start, odd ones open a field (or are the second of a doubled
+            # quote) and must follow a separator or a quote; even ones close it (or are the first of
+            # a doubled quote) and must precede one. Anything else is a quote inside an unquoted field
+            # or text after a closing quote: left to the exact parser and its line-numbered error.
+            opening, closing = quotes[0::2], quotes[1::2]
+            before = np.where(opening > 0, b[np.maximum(opening - 1, 0)], ord("\n"))
+            after = np.where(closing + 1 < len(b), b[np.minimum(closing + 1, len(b) - 1)], ord("\n"))
+            if not (np.isin(before, _CSV_QUOTE_NEIGHBOURS[:3]).all() and np.isin(after, _CSV_QUOTE_NEIGHBOURS).all()):
+                return None
+            inside = (np.searchsorted(quotes, newlines) % 2).astype(bool)
+            separators, multiline = newlines[~inside], bool(inside.any())
+    starts = np.concatenate([[0], separators + 1])
+    ends = np.concatenate([separators, [len(b)]])
+    return starts, ends, newlines, multiline
+
+
+def _fast_delimited(data: bytes, path: str, fmt: str) -> _RawTable | None:
+    """CSV/TSV through pyarrow's multithreaded reader, every column as text.
+
+    Record boundaries and source lines come from a vectorised scan of the bytes. Returns None,
+    leaving the file to the exact line-by-line parser (and its line-numbered errors), whenever
+    the two could disagree: unusual quoting, rows with the wrong number of fields, blank lines
+    that hold spaces, one-column tables, a lone carriage return.
+    """
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
+        return None  # a lone carriage return: the exact parser counts it as a line break
+    b = np.frombuffer(data, dtype=np.uint8)
+    bounds = _record_bounds(b, fmt)
+    if bounds is None:
+        return None
+    starts, ends, newlines, multiline = bounds
+    length = ends - starts
+    first = np.where(starts < len(b), b[np.minimum(starts, max(len(b) - 1, 0))], 0) if len(b) else starts * 0
+    blank = (length == 0) | ((length == 1) & (first == ord("\r")))
+    records = np.flatnonzero(~blank)
+    if len(records) == 0:
+        return None
+    head = int(records[0])
+    try:
+        header_text = data[starts[head]:ends[head]].decode("utf-8").removesuffix("\r")
+    except UnicodeDecodeError:
+        return None
+    if fmt == "tsv":
+        header = header_text.split("\t")
+    else:
+        header = next(csv.reader(io.StringIO(header_text, newline="")), [])
+    header = _check_header(header, path)
+    if len(header) < 2:
+        return None
+    rows = records[1:]
+    if head == 0 and len(rows) == len(starts) - 1 - int(length[-1] == 0) and not multiline:
+        lines = np.arange(2, len(rows) + 2)  # one record per line, no blank line
+    else:
+        lines = np.searchsorted(newlines, starts[rows]) + 1
+    if len(rows) == 0:
+        return _RawTable(path, fmt, header, {h: pd.Series([], dtype="str") for h in header}, lines)
+    body = pa.py_buffer(memoryview(data)[int(starts[rows[0]]):])
+    parse = (pa_csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False)
+             if fmt == "tsv" else pa_csv.ParseOptions(newlines_in_values=multiline))
+    try:
+        table = pa_csv.read_csv(
+            pa.BufferReader(body), parse_options=parse,
+            read_options=pa_csv.ReadOptions(column_names=header),
+            convert_options=pa_csv.ConvertOptions(column_types={h: pa.string() for h in header},
+                                                  strings_can_be_null=True, quoted_strings_can_be_null=True,
+                                                  null_values=[""]))
+    except pa.ArrowInvalid:
+        return None
+    if table.num_rows != len(lines):
+        return None
+    frame = table.to_pandas()
+    cells = {h: frame[h] for h in header}
+    if fmt == "tsv":  # the exact parser skips lines of tabs and spaces only; pyarrow keeps them as rows
+        blank_row = _empty_text(cells[header[0]]).copy()
+        for h in header[1:]:
+            if not blank_row.any():
+                break
+            blank_row[blank_row] = _empty_text(cells[h][blank_row])
+        if blank_row.any():
+            return None
+    return _RawTable(path, fmt, header, cells, lines.astype(np.int64))
 
 
 def _parse_tsv(text: str, path: str) -> _RawTable:
@@ -226,7 +353,8 @@ def _from_records(path, fmt, records, lines) -> _RawTable:
     columns: dict[str, None] = {}
     for rec in records:
         columns.update(dict.fromkeys(rec))
-    cells = {c: [_cell(rec.get(c), path=path, line=ln, column=c) for rec, ln in zip(records, lines)] for c in columns}
+    cells = {c: pd.Series([_cell(rec.get(c), path=path, line=ln, column=c) for rec, ln in zip(records, lines)],
+                          dtype="str") for c in columns}
     return _RawTable(path, fmt, list(columns), cells, np.asarray(lines, dtype=np.int64))
 
 
@@ -261,10 +389,15 @@ def _read_parquet(path) -> _RawTable:
         raise TextTableError(f"not a readable Parquet file ({exc})", path=path,
                              fix="check the file, or pass the right format") from None
     path = str(path)
+    for name, column in zip(table.column_names, table.columns):
+        if pa.types.is_nested(column.type):
+            row = int(np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False))[0]) + 1 \
+                if column.null_count < len(column) else 1
+            raise TextTableError(f"column {name!r} holds a nested value ({column.type})", path=path, line=row,
+                                 fix="store text, ids and labels as plain strings or numbers")
+    frame = table.to_pandas(ignore_metadata=True)
     lines = np.arange(1, table.num_rows + 1, dtype=np.int64)
-    cells = {name: [_cell(v, path=path, line=i + 1, column=name) for i, v in enumerate(table.column(name).to_pylist())]
-             for name in table.column_names}
-    return _RawTable(path, "parquet", list(table.column_names), cells, lines)
+    return _RawTable(path, "parquet", list(table.column_names), {c: frame[c] for c in table.column_names}, lines)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,13 +417,18 @@ def _require(table: _RawTable, wanted: dict[str, str], how) -> None:
                                  path=table.path, line=table.header_line, fix=how(role))
 
 
-def _ids(table: _RawTable, column: str, what: str, fix: str) -> list[str]:
-    values = [None if v is None else v.strip() for v in table.cells[column]]
-    empty = [i for i, v in enumerate(values) if not v]
-    if empty:
+def _ids(table: _RawTable, column: str, what: str, fix: str) -> pd.Series:
+    values = table.text(column).str.strip()
+    empty = np.flatnonzero((values.isna() | (values == "")).to_numpy(dtype=bool))
+    if len(empty):
         raise TextTableError(f"{len(empty)} rows have an empty {what} (lines {_line_list(table.lines[empty])})",
                              path=table.path, line=int(table.lines[empty[0]]), fix=fix)
     return values
+
+
+def _empty_text(values: pd.Series) -> np.ndarray:
+    """Rows whose text is missing, empty or only whitespace."""
+    return (values.isna() | (values.str.strip() == "")).to_numpy(dtype=bool)
 
 
 def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.ndarray:
@@ -301,7 +439,7 @@ def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.n
     bad = np.zeros(len(table), dtype=bool)
     per_column = []
     for col in columns:
-        empty = np.fromiter((v is None or not v.strip() for v in table.cells[col]), dtype=bool, count=len(table))
+        empty = _empty_text(table.text(col))
         if empty.any():
             per_column.append(f"{int(empty.sum())} in {col!r}")
         bad |= empty
@@ -316,16 +454,17 @@ def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.n
     warnings.warn(f"{table.path}: {summary}: {action}", TextTableWarning, stacklevel=3)
     if missing == "keep":
         for col in columns:
-            table.cells[col] = ["" if v is None else v for v in table.cells[col]]
+            table.cells[col] = table.text(col).fillna("")
         return np.ones(len(table), dtype=bool)
     return ~bad
 
 
-def _frame(table: _RawTable, columns: dict[str, list], keep: np.ndarray) -> pd.DataFrame:
-    keep_idx = np.flatnonzero(keep)
-    data = {name: [values[i] for i in keep_idx] if len(keep_idx) < len(table) else list(values)
+def _frame(table: _RawTable, columns: dict[str, pd.Series], keep: np.ndarray) -> pd.DataFrame:
+    everything = bool(keep.all())
+    index = pd.Index(table.lines if everything else table.lines[keep], name="line")
+    data = {name: pd.Series(values.array if everything else values.array[keep], index=index, copy=False)
             for name, values in columns.items()}
-    df = pd.DataFrame(data, index=pd.Index(table.lines[keep_idx], name="line"))
+    df = pd.DataFrame(data, index=index)
     df.attrs["source"] = table.path
     return df
 
@@ -337,7 +476,17 @@ def _lines_of(df: pd.DataFrame) -> np.ndarray:
 
 def _duplicate_positions(keys: pd.Series | pd.DataFrame) -> np.ndarray | None:
     """Positions of all rows sharing the first duplicated key, or None when keys are unique."""
-    dup = keys.duplicated(keep=False).to_numpy()
+    if isinstance(keys, pd.DataFrame):  # one int64 key per row: hashing ints beats hashing string pairs
+        combined = np.zeros(len(keys), dtype=np.int64)
+        for column in keys.columns:
+            codes, uniques = pd.factorize(keys[column])
+            combined = combined * (len(uniques) + 1) + codes + 1
+        keys_ = pd.Series(combined)
+    else:
+        keys_ = keys
+    if keys_.is_unique:  # hashes once; positions are only needed for the error
+        return None
+    dup = keys_.duplicated(keep=False).to_numpy()
     if not dup.any():
         return None
     first = keys.iloc[np.flatnonzero(dup)[0]]
@@ -398,7 +547,7 @@ def read_queries(path, *, qid_col: str = "qid", text_col: str = "query", encodin
              lambda role: f"pick the {role} column with {'qid_col' if role == 'qid' else 'text_col'}=<column>")
     qids = _ids(table, qid_col, "qid", "every query needs an id")
     keep = _missing_mask(table, [text_col], missing=missing)
-    df = _frame(table, {"qid": qids, "query": table.cells[text_col]}, keep)
+    df = _frame(table, {"qid": qids, "query": table.text(text_col)}, keep)
     _check_unique(df, ["qid"], "qid", table.path, "give each query one row with a unique id")
     return df
 
@@ -433,7 +582,7 @@ def read_docs(path, *, docid_col: str = "docid", fields=None, encoding: str = "u
     _require(table, mapping, lambda role: f"list existing columns in fields (field {role!r} is missing)")
     docids = _ids(table, docid_col, "docid", "every document needs an id")
     keep = _missing_mask(table, list(mapping.values()), missing=missing)
-    df = _frame(table, {"docid": docids, **{out: table.cells[col] for out, col in mapping.items()}}, keep)
+    df = _frame(table, {"docid": docids, **{out: table.text(col) for out, col in mapping.items()}}, keep)
     _check_unique(df, ["docid"], "docid", table.path, "give each document one row with a unique id")
     return df
 
@@ -505,19 +654,12 @@ def read_judged_pairs(path, *, columns=None, encoding: str = "utf-8", fmt: str |
     keep = _missing_mask(table, [mapping["query"], *[mapping[f] for f in doc_fields]], missing=missing)
     labels = _parse_labels(table, mapping["label"], keep)
     id_fix = "fill in every id, or leave the id column unmapped to derive ids from the text"
-    out: dict[str, list] = {}
-    queries = table.cells[mapping["query"]]
-    docs = [table.cells[mapping[f]] for f in doc_fields]
-    if "qid" in mapping:
-        out["qid"] = _ids(table, mapping["qid"], "qid", id_fix)
-    else:
-        cache: dict[str, str] = {}  # queries repeat: hash each distinct text once
-        out["qid"] = [None if q is None else cache.get(q) or cache.setdefault(q, derive_id("q", q)) for q in queries]
+    out: dict[str, pd.Series] = {}
+    queries = table.text(mapping["query"])
+    docs = [table.text(mapping[f]) for f in doc_fields]
+    out["qid"] = _ids(table, mapping["qid"], "qid", id_fix) if "qid" in mapping else _derived_ids("q", [queries])
     out["query"] = queries
-    if "docid" in mapping:
-        out["docid"] = _ids(table, mapping["docid"], "docid", id_fix)
-    else:
-        out["docid"] = [derive_id("d", *[t or "" for t in texts]) for texts in zip(*docs)]
+    out["docid"] = _ids(table, mapping["docid"], "docid", id_fix) if "docid" in mapping else _derived_ids("d", docs)
     out.update(zip(doc_fields, docs))
     df = _frame(table, out, keep)
     df["label"] = map_labels(labels, label_map, path=table.path, lines=table.lines[keep])
@@ -525,14 +667,39 @@ def read_judged_pairs(path, *, columns=None, encoding: str = "utf-8", fmt: str |
     return df
 
 
+def _derived_ids(prefix: str, texts: list[pd.Series]) -> pd.Series:
+    """:func:`derive_id` of every row's texts (missing text as ""), hashing each distinct text once."""
+    joined = texts[0].fillna("")
+    if len(texts) > 1:
+        joined = joined.str.cat([t.fillna("") for t in texts[1:]], sep="\x1f")
+    codes, uniques = pd.factorize(joined)
+    sha1 = hashlib.sha1  # derive_id inlined: this loop runs once per distinct text
+    hashed = np.array([prefix + sha1(u.encode("utf-8")).hexdigest()[:12] for u in uniques.tolist()], dtype=object)
+    return pd.Series(hashed[codes], dtype="str")
+
+
 def _parse_labels(table: _RawTable, column: str, keep: np.ndarray) -> np.ndarray:
     """Labels of the kept rows as float64; empty, non-numeric, NaN or infinite labels are errors."""
-    raw = np.asarray(table.cells[column], dtype=object)[keep]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    raw = table.cells[column][keep] if not keep.all() else table.cells[column]
     lines = table.lines[keep]
-    values = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(dtype=np.float64)
+    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+        values = raw.to_numpy(dtype=np.float64, na_value=np.nan)
+    else:
+        try:  # vectorised; any unparsable cell sends every row through pandas to name it
+            values = pc.cast(pc.utf8_trim_whitespace(pa.array(raw, type=pa.string())), pa.float64()) \
+                .to_numpy(zero_copy_only=False)
+            values = np.where(np.isnan(values), np.nan, values)  # nulls come back as NaN
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+            values = pd.to_numeric(pd.Series(raw.to_numpy(dtype=object), dtype=object),
+                                   errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
-        raise TextTableError(f"label {raw[bad[0]]!r} is not a finite number ({len(bad)} such rows, lines "
+        shown = raw.iloc[bad[0]]
+        shown = None if (not isinstance(shown, str) and pd.isna(shown)) else shown
+        raise TextTableError(f"label {shown!r} is not a finite number ({len(bad)} such rows, lines "
                              f"{_line_list(lines[bad])})", path=table.path, line=int(lines[bad[0]]),
                              fix="every judged pair needs a numeric label")
     return values

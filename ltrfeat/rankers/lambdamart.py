@@ -16,6 +16,7 @@ Loading never unpickles. Missing feature values are NaN and go to the engine as 
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import platform
@@ -28,9 +29,10 @@ import numpy as np
 import sklearn
 import xgboost as xgb
 from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
 from tqdm.auto import tqdm
 
-from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError, ModelFileError, OptionError
 from ltrfeat.features.fileio import atomic_output
 from ltrfeat.features.logs import show_progress
@@ -57,6 +59,60 @@ def write_model_files(path, raw: bytes, meta: dict) -> None:
     with atomic_output(meta_path(path)) as fh:
         json.dump(meta, fh, indent=1)
         fh.write("\n")
+class RankerNotFittedError(LtrfeatError, NotFittedError):
+    """``predict``/``save`` before ``fit``: an ltrfeat error that scikit-learn recognises as NotFittedError."""
+
+
+def _as_matrix(X, where: str) -> tuple[np.ndarray, list[str] | None]:
+    """A 2-d float32 feature matrix and, for a DataFrame with string column names, those names."""
+    names = None
+    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
+        if all(isinstance(c, str) for c in X.columns):
+            names = [str(c) for c in X.columns]
+        X = X.to_numpy(dtype=np.float32, na_value=np.nan)
+    try:
+        X = np.asarray(X, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise LtrfeatError(f"{where}: X is not a numeric feature matrix ({exc})",
+                           fix="pass a 2-d numeric array or DataFrame (or a RankingSet)") from None
+    if X.ndim != 2:
+        raise LtrfeatError(f"{where}: X must be 2-d (rows x features), got shape {X.shape}",
+                           fix="reshape it, e.g. X.reshape(-1, 1) for one feature")
+    return X, names
+
+
+def _ranking_from_arrays(X, y, group, qid, where: str) -> RankingSet:
+    """A RankingSet from LightGBM-style ``X, y, group=sizes`` (or per-row ``qid``)."""
+    X, names = _as_matrix(X, where)
+    n = len(X)
+    if y is None:
+        raise LtrfeatError(f"{where}: labels y are missing", fix="call fit(X, y, group=sizes) or fit(ranking_set)")
+    label = np.asarray(y, dtype=np.float64).reshape(-1)
+    if len(label) != n:
+        raise LtrfeatError(f"{where}: X has {n} rows but y has {len(label)} labels")
+    if (group is None) == (qid is None):
+        raise LtrfeatError(f"{where}: LambdaMART needs the query of every row",
+                           fix="pass group= (query sizes in row order, LightGBM's convention) or qid= (one id per row), "
+                               "not both")
+    if group is not None:
+        sizes = np.asarray(group).reshape(-1)
+        if not (np.issubdtype(sizes.dtype, np.number) and (sizes == np.round(sizes)).all() and (sizes > 0).all()) \
+                or int(sizes.sum()) != n:
+            raise LtrfeatError(f"{where}: group must hold positive query sizes summing to the {n} rows "
+                               f"(got {len(sizes)} sizes summing to {sizes.sum() if sizes.size else 0})",
+                               fix="group[i] = number of rows of the i-th query; rows of a query are contiguous")
+        ids = np.repeat(np.arange(len(sizes)), sizes.astype(np.int64)).astype(str).astype(object)
+    else:
+        ids = np.asarray(qid, dtype=object).reshape(-1)
+        if len(ids) != n:
+            raise LtrfeatError(f"{where}: X has {n} rows but qid has {len(ids)} ids")
+        ids = np.array([str(q) for q in ids], dtype=object)
+    try:
+        fmap = FeatureMap.dense(X.shape[1]) if names is None else \
+            FeatureMap(Feature(j + 1, name) for j, name in enumerate(names))
+    except ValueError as exc:
+        raise LtrfeatError(f"{where}: bad feature names ({exc})", fix="give the columns unique names") from None
+    return RankingSet(qid=ids, label=label, X=X, feature_map=fmap)
 
 
 def _engine_feature_names(feature_map: FeatureMap) -> list[str]:
@@ -303,9 +359,21 @@ class LambdaMART(BaseEstimator):
         warnings.warn(f"{where}: rows of a query are not contiguous; regrouped by qid (stable)", stacklevel=3)
         return data.regroup(), True
 
-    def fit(self, train: RankingSet, valid: RankingSet | None = None, *, init_score=None, valid_init_score=None,
-            trainer=None) -> "LambdaMART":
-        """Train on ``train``; with ``valid``, early-stop on its NDCG@``eval_at``.
+    def fit(self, X, y=None, *, group=None, qid=None, eval_set=None, eval_group=None, init_score=None,
+            valid_init_score=None, trainer=None
+            ) -> "LambdaMART":
+        """Train; with validation data, early-stop on its NDCG@``eval_at``.
+
+        Two calling conventions:
+
+        * ``fit(train: RankingSet, valid: RankingSet | None = None)`` (positional: the second
+          argument is the validation set);
+        * scikit-learn / LightGBM: ``fit(X, y, group=sizes)`` or ``fit(X, y, qid=ids)``, with X a
+          2-d numeric array or DataFrame (its string column names become the feature names, else
+          ``f1..fn``), ``y`` integer grades, ``group`` the number of rows of each query in row order
+          (LightGBM's convention) or ``qid`` one query id per row (regrouped when not contiguous);
+          validation as ``eval_set=[(X_val, y_val)]`` with ``eval_group=[sizes]`` (or ``(X, y, qid)``
+          triples). In a Pipeline: ``pipe.fit(pairs, y, ranker__qid=pairs["qid"])``.
 
         ``init_score`` / ``valid_init_score`` (one float per row) are scores the trees boost from
         (LightGBM ``init_score``, XGBoost ``base_margin``); :meth:`predict` returns only the trees'
@@ -313,6 +381,15 @@ class LambdaMART(BaseEstimator):
         ``trainer`` replaces the engine's local training call (same arguments and result as
         ``_LightGBM.train``), e.g. :func:`ltrfeat.rankers.distributed.dask_trainer` for a Dask cluster.
         """
+        train, valid = X, y
+        if not isinstance(train, RankingSet):
+            train, valid = self._arrays_to_rankings(train, valid, group, qid, eval_set, eval_group)
+        elif group is not None or qid is not None or eval_set is not None or eval_group is not None:
+            raise LtrfeatError("group, qid, eval_set and eval_group go with fit(X, y); a RankingSet carries its "
+                               "queries", fix="call fit(train_set, valid_set) or fit(X, y, group=...)")
+        elif valid is not None and not isinstance(valid, RankingSet):
+            raise LtrfeatError(f"valid must be a RankingSet, got {type(valid).__name__}",
+                               fix="with arrays call fit(X, y, group=sizes, eval_set=[(X_val, y_val)], eval_group=[...])")
         self._validate_params()
         if (init_score is not None or valid_init_score is not None) and trainer is not None:
             raise LtrfeatError("initial scores are not supported with a custom (e.g. Dask) trainer",
@@ -378,6 +455,28 @@ class LambdaMART(BaseEstimator):
             raise LtrfeatError(f"{name} needs rows of a query to be contiguous", fix="regroup the data first")
         return values
 
+    @staticmethod
+    def _arrays_to_rankings(X, y, group, qid, eval_set, eval_group) -> tuple[RankingSet, RankingSet | None]:
+        train = _ranking_from_arrays(X, y, group, qid, "train")
+        if eval_set is None:
+            if eval_group is not None:
+                raise LtrfeatError("eval_group without eval_set", fix="pass eval_set=[(X_val, y_val)] as well")
+            return train, None
+        sets = [eval_set] if isinstance(eval_set, tuple) else list(eval_set)
+        if len(sets) != 1:
+            raise LtrfeatError(f"eval_set holds {len(sets)} sets; early stopping uses exactly one",
+                               fix="pass eval_set=[(X_val, y_val)]")
+        groups = [None] if eval_group is None else ([eval_group] if np.ndim(eval_group[0]) == 0 else list(eval_group))
+        part = tuple(sets[0])
+        if len(part) == 3:  # (X, y, qid)
+            return train, _ranking_from_arrays(part[0], part[1], None, part[2], "valid")
+        if len(part) != 2 or len(groups) != 1:
+            raise LtrfeatError("eval_set takes [(X_val, y_val)] with eval_group=[sizes], or [(X_val, y_val, qid_val)]")
+        valid = _ranking_from_arrays(part[0], part[1], groups[0], None, "valid")
+        if valid.n_features != train.n_features:
+            raise LtrfeatError(f"valid has {valid.n_features} features, train {train.n_features}")
+        return train, dataclasses.replace(valid, feature_map=train.feature_map)
+
     def _metadata(self, train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped) -> dict:
         if self.engine_params_.get("ndcg_exp_gain") is False:
             gain = "label (linear: XGBoost ndcg_exp_gain=false)"
@@ -436,20 +535,38 @@ class LambdaMART(BaseEstimator):
         selected = self._selected(data)
         return data.X if selected == list(range(data.n_features)) else data.X[:, selected]
 
-    def predict(self, data: RankingSet) -> np.ndarray:
-        """Scores (float64), one per row of ``data`` in its row order."""
+    def predict(self, data) -> np.ndarray:
+        """Scores (float64), one per row of ``data`` in its row order.
+
+        ``data`` is a RankingSet (columns matched by feature name), a DataFrame (columns matched by
+        name when it has every model feature, else by position) or a 2-d array whose columns are the
+        model's features in order (``feature_map_.names``). Queries play no part in prediction.
+        """
         if not hasattr(self, "booster_"):
-            raise LtrfeatError("this LambdaMART is not fitted", fix="call fit() or LambdaMART.load() first")
-        X = self._columns(data)
+            raise RankerNotFittedError("this LambdaMART is not fitted", fix="call fit() or LambdaMART.load() first")
+        X = self._columns(data) if isinstance(data, RankingSet) else self._matrix(data)
         engine = _ENGINES[self.engine]
         names = _engine_feature_names(self.feature_map_)
         return np.asarray(engine.predict(self.booster_, X, self.best_iteration_, names), dtype=np.float64)
+
+    def _matrix(self, X) -> np.ndarray:
+        """The model's columns of an array or DataFrame given to :meth:`predict`."""
+        matrix, names = _as_matrix(X, "predict")
+        model = self.feature_map_.names
+        if names is not None and set(model) <= set(names):
+            return matrix[:, [names.index(n) for n in model]]
+        if matrix.shape[1] != len(model):
+            shown = ", ".join(model[:5]) + (", ..." if len(model) > 5 else "")
+            raise ModelFileError(f"X has {matrix.shape[1]} columns but the model has {len(model)} features ({shown})",
+                                 fix="pass the model's features in order (feature_map_.names), or a DataFrame "
+                                     "with those column names")
+        return matrix
 
     # -- persistence -------------------------------------------------------------------
     def save(self, path) -> None:
         """Write the native model to ``path`` and the metadata to ``<path>.meta.json``."""
         if not hasattr(self, "booster_"):
-            raise LtrfeatError("this LambdaMART is not fitted", fix="call fit() before save()")
+            raise RankerNotFittedError("this LambdaMART is not fitted", fix="call fit() before save()")
         write_model_files(path, self.booster_dump(), self.metadata_)
 
     def booster_dump(self) -> bytes:

@@ -97,7 +97,8 @@ def parse_metrics(spec) -> list[str]:
 class _Ranked:
     """Labels in predicted and ideal order, grouped by query, with per-row ranks."""
 
-    def __init__(self, group: np.ndarray, n_groups: int, label: np.ndarray, score: np.ndarray, conv: Conventions):
+    def __init__(self, group: np.ndarray, n_groups: int, label: np.ndarray, score: np.ndarray, conv: Conventions,
+                 retrieved: np.ndarray | None = None):
         rows = np.arange(len(label))
         if conv.ties == "stable":
             keys = (rows, -score, group)
@@ -115,6 +116,10 @@ class _Ranked:
         self.ideal_label = label[self.ideal_order]
         self.relevant = (self.label >= conv.relevance_threshold).astype(np.float64)
         self.n_relevant = self.sum(self.relevant)
+        # Judged documents absent from a run count for the ideal ranking and the number of relevant
+        # documents, never as retrieved (they must sort after every retrieved document of their query).
+        self.retrieved = np.ones(len(label)) if retrieved is None else np.asarray(retrieved, dtype=np.float64)[self.order]
+        self.relevant_retrieved = self.relevant * self.retrieved
         self.conv = conv
         self.max_label = float(label.max()) if len(label) else 0.0
 
@@ -146,11 +151,12 @@ class _Ranked:
     def metric(self, name: str) -> np.ndarray:
         family, _, k = name.partition("@")
         k = int(k) if k else 0
-        top = (self.rank <= k).astype(np.float64)
+        top = (self.rank <= k) * self.retrieved
         if family == "ndcg":
             discount = 1.0 / np.log2(self.rank + 1.0)
             dcg = self.sum(self.gain(self.label) * discount * top)
-            return self.divide(dcg, self.sum(self.gain(self.ideal_label) * discount * top))
+            ideal_top = self.rank <= k  # the ideal ranking may use judged documents the run missed
+            return self.divide(dcg, self.sum(self.gain(self.ideal_label) * discount * ideal_top))
         if family == "p":
             return self.sum(self.relevant * top) / k
         if family == "recall":
@@ -163,10 +169,10 @@ class _Ranked:
             hits = self.sum(in_top_n[self.order] * top)
             return self.divide(hits, np.minimum(self.n_relevant, n))
         if family == "map":
-            seen = self.within_query_cumsum(self.relevant)
-            return self.divide(self.sum(self.relevant * seen / self.rank), self.n_relevant)
+            seen = self.within_query_cumsum(self.relevant_retrieved)
+            return self.divide(self.sum(self.relevant_retrieved * seen / self.rank), self.n_relevant)
         if family == "mrr":
-            first = self.relevant * (self.within_query_cumsum(self.relevant) == 1)
+            first = self.relevant_retrieved * (self.within_query_cumsum(self.relevant_retrieved) == 1)
             return self.sum(first / self.rank)
         if family == "err":
             g = self.max_label
@@ -223,7 +229,7 @@ def _check_no_nan(columns: dict, n_relevant: np.ndarray, uniques) -> None:
 
 def evaluate_queries(qid, label, score, metrics=("ndcg@10",), *, gain: str = "exp2",
                      no_relevant: str = "exclude", ties: str = "stable",
-                     relevance_threshold: float = 1.0) -> pd.DataFrame:
+                     relevance_threshold: float = 1.0, retrieved=None) -> pd.DataFrame:
     """Metrics per query, computed for all queries at once.
 
     Parameters
@@ -234,6 +240,10 @@ def evaluate_queries(qid, label, score, metrics=("ndcg@10",), *, gain: str = "ex
     score : per-row predicted scores (finite).
     metrics : names or a spec string, see :func:`parse_metrics`.
     gain, no_relevant, ties, relevance_threshold : see :class:`Conventions`.
+    retrieved : optional per-row booleans; False marks a judged document the system did not
+        return (a TREC run scored against qrels): it counts in the ideal ranking (NDCG) and in the
+        number of relevant documents (recall, MAP) but never as a hit. Such rows need scores below
+        every retrieved row of their query. ``n_docs`` counts every row.
 
     Returns
     -------
@@ -247,7 +257,7 @@ def evaluate_queries(qid, label, score, metrics=("ndcg@10",), *, gain: str = "ex
     codes, uniques = pd.factorize(np.asarray(qid, dtype=object))
     if len(codes) != len(label):
         raise ValueError(f"{len(codes)} qids for {len(label)} labels")
-    ranked = _Ranked(codes.astype(np.int64), len(uniques), label, score, conv)
+    ranked = _Ranked(codes.astype(np.int64), len(uniques), label, score, conv, retrieved)
     columns = {name: ranked.apply_no_relevant(ranked.metric(name)) for name in names}
     _check_no_nan(columns, ranked.n_relevant, uniques)
     columns["n_docs"] = np.bincount(codes, minlength=len(uniques))

@@ -198,7 +198,11 @@ class Scorer:
 
     def features(self, query: str, candidates: list[dict]) -> np.ndarray:
         """The ranker's feature matrix (float32, one row per candidate, ranker column order)."""
-        pairs = self._pairs(query, candidates)
+        return self.pair_features(self._pairs(query, candidates))
+
+    def pair_features(self, pairs: pd.DataFrame) -> np.ndarray:
+        """The ranker's feature matrix for a pairs table of any number of queries (columns ``qid,
+        query, docid`` and the document fields in :attr:`fields`), one float32 row per pair."""
         position = {name: j for j, name in enumerate(self.feature_names)}
         X = np.zeros((len(pairs), len(position)), dtype=np.float32)
         if len(pairs):
