@@ -140,7 +140,7 @@ def test_ablate_mq2008_rotation(tmp_path):
         (d / "test.txt").write_bytes(parts[(k + 4) % 5])
     out = tmp_path / "report"
     result = run("ablate", "--folds", tmp_path / "MQ2008", "--base", "1-40", "--neural", "g=41-46", "--alone", "25",
-                 "--seeds", "0", "--n-estimators", "60", "--report", out)
+                 "--seeds", "0", "--n-estimators", "60", "--write-runs", "--report", out)
     assert result.exit_code == 0, result.output
     data = json.loads((out / "report.json").read_text())
     means = {(r["feature_set"], r["metric"]): r for r in data["results"]}
@@ -156,6 +156,15 @@ def test_ablate_mq2008_rotation(tmp_path):
                 and c["delta"] < 0 and c["p_holm"] < 0.05]
     assert [f["test"]["queries"] for f in data["config"]["folds"]] == [156, 157, 157, 157, 157]
     assert "Fold1" in (out / "report.md").read_text()
+    # the test-fold scores as a TREC run: trec-style evaluation scores the 220 judged-irrelevant queries 0,
+    # so it gives the report's mean over 564 queries x 564/784 (up to the tie-break: 72 queries hold ties)
+    assert data["runs"]["docids"] == "the data's docids"
+    result = run("evaluate", "--qrels", out / "runs" / "qrels.txt", "--run", out / "runs" / "recommended.run",
+                 "--metrics", "ndcg@10", "--gain", "exp2", "--json")
+    assert result.exit_code == 0, result.output
+    trec = json.loads(result.output)
+    assert trec["n_queries"] == 784
+    assert trec["metrics"]["ndcg@10"] == pytest.approx(means[("recommended", "ndcg@10")]["mean"] * 564 / 784, abs=3e-3)
 
 
 def test_compare_repeats_the_report_statistics_for_any_pair(ablated):

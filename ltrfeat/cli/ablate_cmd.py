@@ -150,6 +150,9 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 @click.option("--report", "report_dir", type=click.Path(file_okay=False), required=True,
               help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).")
 @click.option("--overwrite", is_flag=True, help="Replace an existing report directory.")
+@click.option("--write-runs", is_flag=True,
+              help="Also write every set's test-fold scores as TREC runs (REPORT/runs/SET.run) with the test "
+                   "queries' qrels (REPORT/runs/qrels.txt), for trec_eval, ir-measures or ltrfeat evaluate --run.")
 @click.option("--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win).")
 @click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
               help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
@@ -160,7 +163,7 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
            train_columns, k_folds, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
            n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
-           report_dir, overwrite, quick, dask, jobs, select, candidates, tune, tune_trials, inner_folds, select_rule):
+           report_dir, overwrite, write_runs, quick, dask, jobs, select, candidates, tune, tune_trials, inner_folds, select_rule):
     """Compare LambdaMART with and without neural features over query folds.
 
     Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
@@ -192,6 +195,8 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
       ltrfeat ablate --folds folds/ --base 1-46 --neural clsm=clsm_title_cos \\
           --neural dssm=dssm_title_cos --engine xgboost --seeds 0,1,2,3,4 --report out/
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/
+      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --write-runs --report r/ && \\
+          ltrfeat evaluate --qrels r/runs/qrels.txt --run r/runs/g.run --gain exp2
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --dask local:2 --report dask/
 
     \b
@@ -257,7 +262,8 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     summary = summarise(result, seed=0, n_resamples=resamples)
     timings = {"wall_seconds": round(time.perf_counter() - started, 1),
                "folds_and_features_seconds": round(folds_ready - started, 1)}
-    out = write_report(result, summary, report_dir, overwrite=overwrite, timings=timings)
+    out = write_report(result, summary, report_dir, overwrite=overwrite, timings=timings,
+                       runs_of=folds if write_runs else None)
     inert = seed_inert_sets(result)
     if inert:
         click.echo(f"notice: the seeds changed nothing for {', '.join(inert)}: {SEED_HINT} (--param KEY=VALUE)",

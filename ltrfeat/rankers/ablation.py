@@ -94,6 +94,9 @@ class AblationResult:
     config : engine, seeds, ranker and engine parameters, metrics, conventions, folds, versions.
     seed_effect : per ranker set, whether any two seeds gave different per-query metrics on
         some fold (False means training was deterministic: more seeds only cost time).
+    test_scores : per set and fold, ``{"seeds": [...], "scores": [one float64 array per seed]}``:
+        the scores of the fold's test rows, in row order (written as TREC runs by
+        :func:`ltrfeat.rankers.test_runs.write_test_runs`).
     """
 
     feature_sets: list[FeatureSet]
@@ -102,6 +105,7 @@ class AblationResult:
     importance: dict[str, dict[str, float]]
     config: dict
     seed_effect: dict[str, bool] = dataclasses.field(default_factory=dict)
+    test_scores: dict[str, dict[str, dict]] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def metrics(self) -> list[str]:
@@ -328,6 +332,7 @@ def _run_one(fold: Fold, fs: FeatureSet, seed: int | None, *, engine: str, param
                 "shares": {k: v / total_gain for k, v in model.feature_importance_.items()}}
     else:
         scores = feature_scores(fold.test, fold.test.feature_map.column_of(fs.columns[0]))
+    out["scores"] = np.asarray(scores, dtype=np.float64)
     out["per_query"] = evaluate_queries(fold.test.qid, fold.test.label, scores, metric_names, gain=gain,
                                         no_relevant=no_relevant)
     out["seconds"] = time.perf_counter() - start
@@ -365,16 +370,19 @@ def _run_selected(fold: Fold, fs: FeatureSet, *, seeds: list, engine: str, param
     if {"best-single", "boost-best"} & set(names):
         table = rank_single_features(concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain,
                                      no_relevant=no_relevant)
-    out = {"candidates": {}, "runs": [], "shares": None, "engine_params": None}
+    out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None}
     chosen = names[0] if chosen_by is None else chosen_by["chosen"]
     for name in names:
-        per_seed = []
+        per_seed, scores = [], {"seeds": [], "scores": []}
         # every seed for the choice and the untuned engine (the verdict's baselines); the first for the others
         for seed in (seeds if name in (chosen, engine) and name not in SEED_FREE else seeds[:1]):
             began = time.perf_counter()
             model = candidates.make(name, seed=seed, tuned=None if chosen_by is None else chosen_by["tuned"].get(name))
             candidates.fit(model, train, valid, table)
-            per_seed.append(evaluate_queries(fold.test.qid, fold.test.label, model.predict(fold.test), metric_names,
+            predicted = np.asarray(model.predict(fold.test), dtype=np.float64)
+            scores["seeds"].append(None if name in SEED_FREE else seed)
+            scores["scores"].append(predicted)
+            per_seed.append(evaluate_queries(fold.test.qid, fold.test.label, predicted, metric_names,
                                              gain=gain, no_relevant=no_relevant))
             info = describe(model)
             out["runs"].append({"candidate": name, "seed": None if name in SEED_FREE else seed,
@@ -385,6 +393,7 @@ def _run_selected(fold: Fold, fs: FeatureSet, *, seeds: list, engine: str, param
                 out["shares"] = {k: v / total for k, v in model.feature_importance_.items()}
                 out["engine_params"] = model.engine_params_
         out["candidates"][name] = per_seed
+        out["scores"][name] = scores
     if chosen_by is not None:
         out["selection"] = {k: chosen_by[k] for k in ("chosen", "rule", "stats", "tuned", "trials")}
         out["cv"] = (chosen_by["qids"], chosen_by["values"][chosen_by["chosen"]])
@@ -475,6 +484,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     seed_effect = {name: False for name in shares}
     engine_params = None
     per_seed: list[pd.DataFrame] = []
+    test_scores: dict[str, dict[str, dict]] = {}
     with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
         results = (map if executor is None else executor.map)(run, *zip(*plan))
         for (fold, fs, seed), out in zip(plan, results):
@@ -484,6 +494,9 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
                 if engine_params is None:
                     engine_params = {k: v for k, v in out["engine_params"].items() if k not in ("seed",)}
             per_seed.append(out["per_query"])
+            entry = test_scores.setdefault(fs.name, {}).setdefault(fold.name, {"seeds": [], "scores": []})
+            entry["seeds"].append(seed)
+            entry["scores"].append(out["scores"])
             record = {"fold": fold.name, "feature_set": fs.name, "seed": seed, "best_iteration": out["best_iteration"],
                       "seconds": out["seconds"]}
             runs.append(record)
@@ -500,7 +513,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     config = _config(folds, feature_sets, engine=engine, seeds=seeds, params=params, engine_params=engine_params,
                      metric_names=metric_names, conventions=conventions)
     return AblationResult(feature_sets, _per_query_table(frames, metric_names), runs, _importance(shares), config,
-                          seed_effect)
+                          seed_effect, test_scores)
 
 
 def _per_query_table(frames: list[pd.DataFrame], metric_names: list) -> pd.DataFrame:
@@ -545,6 +558,7 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
     run = functools.partial(_run_task, plain=plain, selected=selected)
 
     frames: dict[tuple[str, str], pd.DataFrame] = {}
+    test_scores: dict[str, dict[str, dict]] = {}
     runs, shares, seed_effect, engine_params = [], {s.name: [] for s in rankers}, {s.name: False for s in rankers}, None
     chosen: dict[str, dict] = {f.name: {} for f in folds}  # fold -> set -> selection summary
     cv: dict[str, dict] = {f.name: {} for f in folds}
@@ -555,6 +569,7 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
             bar.update(1)
             if fs.kind == "alone":
                 frames[(fs.name, fold.name)] = _per_query_frame([out["per_query"]], metric_names, fold.name, fs.name)[0]
+                test_scores.setdefault(fs.name, {})[fold.name] = {"seeds": [None], "scores": [out["scores"]]}
                 record = {"fold": fold.name, "feature_set": fs.name, "seed": None, "best_iteration": None,
                           "seconds": out["seconds"]}
                 runs.append(record)
@@ -571,11 +586,14 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
             if fs.kind == "baseline":
                 frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][BEST_SINGLE], metric_names,
                                                                 fold.name, fs.name)[0]
+                test_scores.setdefault(fs.name, {})[fold.name] = out["scores"][BEST_SINGLE]
                 continue
             for name, per_seed in out["candidates"].items():
                 frames[(f"{fs.name}/{name}", fold.name)] = _per_query_frame(per_seed, metric_names, fold.name,
                                                                             f"{fs.name}/{name}")[0]
+                test_scores.setdefault(f"{fs.name}/{name}", {})[fold.name] = out["scores"][name]
             pick = out["selection"]["chosen"]
+            test_scores.setdefault(fs.name, {})[fold.name] = out["scores"][pick]
             frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][pick], metric_names, fold.name,
                                                             fs.name)[0]
             # whether seeds matter is a property of the engine's training (subsampling), not of the choice
@@ -597,6 +615,7 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
         frame = frames[(best, fold.name)].copy()
         frame["feature_set"] = RECOMMENDED
         frames[(RECOMMENDED, fold.name)] = frame
+        test_scores.setdefault(RECOMMENDED, {})[fold.name] = test_scores[best][fold.name]
     result_sets = list(rankers)
     if rankers:
         result_sets += [FeatureSet(RECOMMENDED, union, "recommended"), *baseline]
@@ -607,7 +626,7 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
                      metric_names=metric_names, conventions=conventions)
     config["selection"] = selection.to_dict() | {"chosen": chosen, "recommended": recommended}
     return AblationResult(result_sets, _per_query_table(ordered, metric_names), runs, _importance(shares), config,
-                          seed_effect)
+                          seed_effect, test_scores)
 
 
 # -- statistics ---------------------------------------------------------------------------

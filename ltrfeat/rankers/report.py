@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.fileio import atomic_output
 from ltrfeat.rankers.ablation import AblationResult
+from ltrfeat.rankers.test_runs import RUNS_DIR, write_test_runs
 from ltrfeat.rankers.verdict import verdict_lines
 
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
@@ -359,10 +360,12 @@ def check_report_dir(out_dir, *, overwrite: bool = False) -> Path:
 
 
 def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: bool = False,
-                 timings: dict | None = None) -> Path:
+                 timings: dict | None = None, runs_of=None) -> Path:
     """Write ``report.md``, ``report.json``, ``per_query.tsv``, ``timings.json`` and the PNG plots
     into ``out_dir``, all at once (built in a temporary directory, then renamed). ``timings`` (e.g.
-    ``wall_seconds`` and per-stage seconds of the whole command) go to ``timings.json`` beside the runs'."""
+    ``wall_seconds`` and per-stage seconds of the whole command) go to ``timings.json`` beside the runs'.
+    ``runs_of``: the ablation's folds; every set's test-fold scores are then written as TREC runs
+    into ``runs/`` with the test queries' qrels (see :mod:`ltrfeat.rankers.test_runs`)."""
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
@@ -371,8 +374,11 @@ def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: b
     os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the report is an ordinary directory
     old = None
     try:
+        data = report_json(result, summary)
+        if runs_of is not None:
+            data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
         with atomic_output(tmp / "report.json") as fh:
-            json.dump(report_json(result, summary), fh, indent=1, allow_nan=False)
+            json.dump(data, fh, indent=1, allow_nan=False)
             fh.write("\n")
         with atomic_output(tmp / "report.md") as fh:
             fh.write(report_markdown(result, summary))
