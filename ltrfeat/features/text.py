@@ -225,11 +225,12 @@ def _fast_delimited(data: bytes, path: str, fmt: str) -> _RawTable | None:
     the two could disagree: unusual quoting, rows with the wrong number of fields, blank lines
     that hold spaces, one-column tables, a lone carriage return.
     """
-    import pyarrow as pa
-    import pyarrow.csv as pa_csv
-
     if b"\r" in data and data.count(b"\r") != data.count(b"\r\n"):
         return None  # a lone carriage return: the exact parser counts it as a line break
+    if fmt == "tsv" and not data.startswith((b"\n", b"\r\n")):
+        table = _fast_tsv_lines(data, path)
+        if table is not None:
+            return table
     b = np.frombuffer(data, dtype=np.uint8)
     bounds = _record_bounds(b, fmt)
     if bounds is None:
@@ -260,7 +261,36 @@ def _fast_delimited(data: bytes, path: str, fmt: str) -> _RawTable | None:
         lines = np.searchsorted(newlines, starts[rows]) + 1
     if len(rows) == 0:
         return _RawTable(path, fmt, header, {h: pd.Series([], dtype="str") for h in header}, lines)
-    body = pa.py_buffer(memoryview(data)[int(starts[rows[0]]):])
+    return _arrow_table(data, int(starts[rows[0]]), path, fmt, header, lines, multiline)
+
+
+def _fast_tsv_lines(data: bytes, path: str) -> _RawTable | None:
+    """:func:`_fast_delimited` for a TSV with one record per line (the header is line 1, record k line
+    k+1), without a byte scan; None when that does not hold (pyarrow skips blank lines, so its row
+    count then falls short) or the table needs the exact parser."""
+    end = data.find(b"\n")
+    end = len(data) if end < 0 else end
+    try:
+        header = _check_header(data[:end].decode("utf-8").removesuffix("\r").split("\t"), path)
+    except UnicodeDecodeError:
+        return None
+    if len(header) < 2:
+        return None
+    n_rows = data.count(b"\n") - (1 if data.endswith(b"\n") else 0)
+    lines = np.arange(2, n_rows + 2)
+    if n_rows == 0:
+        return _RawTable(path, "tsv", header, {h: pd.Series([], dtype="str") for h in header}, lines)
+    return _arrow_table(data, end + 1, path, "tsv", header, lines, False)
+
+
+def _arrow_table(data: bytes, offset: int, path: str, fmt: str, header: list[str], lines: np.ndarray,
+                 multiline: bool) -> _RawTable | None:
+    """The records from byte ``offset`` on, read by pyarrow as text columns; None when pyarrow
+    disagrees with the scan (row count, field count) or the TSV holds rows of blanks."""
+    import pyarrow as pa
+    import pyarrow.csv as pa_csv
+
+    body = pa.py_buffer(memoryview(data)[offset:])
     parse = (pa_csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False)
              if fmt == "tsv" else pa_csv.ParseOptions(newlines_in_values=multiline))
     try:
