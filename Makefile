@@ -19,7 +19,9 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(VENV)/bin/ruff check ltrfeat tests benchmarks
+	$(PY) -m pytest -q --cov=ltrfeat --cov-report=
+	@echo "coverage of ltrfeat by the default suite: $$($(PY) -m coverage report --format=total)% of lines"
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

@@ -113,7 +113,7 @@ def _point_extraction(workdir: Path) -> float:
             "--docs", str(workdir / "docs.tsv"), "--lexical", "all", "--fields", "title",
             "--encoder", f"clsm={workdir / 'clsm.ltrenc'}", "--out", str(workdir / "out.letor"), "--no-progress"]
     start = time.perf_counter()
-    ltrfeat.cli.main(args=args, standalone_mode=False)
+    cli(args=args, standalone_mode=False)
     return time.perf_counter() - start
 
 

@@ -126,7 +126,7 @@ def profile_demo(*, quick: bool, interval: float):
         start = time.perf_counter()
         profiler.start()
         try:
-            ltrfeat.cli.main(args=args, standalone_mode=False)
+            cli(args=args, standalone_mode=False)
         finally:
             profiler.stop()
         return profiler.last_session.root_frame(), time.perf_counter() - start

@@ -35,7 +35,7 @@ _API = {
     "plan_feature_sets": "ltrfeat.rankers.ablation", "run_ablation": "ltrfeat.rankers.ablation",
     "summarise": "ltrfeat.rankers.ablation", "write_report": "ltrfeat.rankers.report",
 }
-__all__ = ["__version__", *_API]
+__all__ = ["__version__", *_API]  # noqa: PLE0604 (the keys of _API are strings)
 
 
 def __getattr__(name: str):

@@ -126,7 +126,7 @@ def test_features_list_and_help_examples():
     res = run("features", "list")
     assert res.exit_code == 0
     lines = res.output.strip().splitlines()
-    assert len(lines) >= 14 and lines[0].startswith("bm25 ") and any(l.startswith("trigram_cos") for l in lines)
+    assert len(lines) >= 14 and lines[0].startswith("bm25 ") and any(line.startswith("trigram_cos") for line in lines)
     for command in (["extract"], ["features"], ["features", "list"]):
         help_text = run(*command, "--help").output
         assert "ltrfeat " in help_text and "Example" in help_text

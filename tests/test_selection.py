@@ -116,7 +116,7 @@ def test_inner_splits_partition_the_training_queries(world):
     splits = inner_splits(world, config)
     held = [set(h.queries().tolist()) for _, _, h in splits]
     assert set().union(*held) == set(world.queries().tolist()) and sum(map(len, held)) == world.n_queries
-    for (fit, stop, h), queries in zip(splits, held):
+    for (fit, stop, _), queries in zip(splits, held):
         assert not (set(fit.queries().tolist()) | set(stop.queries().tolist())) & queries
     kept, out = split_queries(world.queries(), 0.2, 0)
     assert len(out) == 30 and not set(kept) & set(out)

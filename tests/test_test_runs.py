@@ -94,7 +94,7 @@ def test_selection_runs_cover_candidates_and_recommendation(tmp_path):
     assert files["lexical/linear"] == {"lexical__linear.run": [0, 0, 0]}
     assert files["best-single"] == {"best-single.run": [None, None, None]}
     chosen = result.config["selection"]["recommended"]
-    for k, fold in enumerate(folds):  # the recommended run holds, per fold, the chosen set's scores
+    for fold in folds:  # the recommended run holds, per fold, the chosen set's scores
         pick = chosen[fold.name]["feature_set"]
         a = read_run(out / "runs" / "recommended.run")
         b = read_run(out / "runs" / f"{run_slug(pick)}.run")

@@ -74,7 +74,7 @@ def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     written = write_world(world, out_dir)
-    for name, path in written.items():
+    for path in written.values():
         click.echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
     stats = realism_stats(world)
     click.echo(f"{'control' if control else 'semantic'} world, seed {seed}: {len(world.docs)} docs, "

@@ -23,7 +23,8 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -352,7 +353,10 @@ def build_folds(base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict
         data = base
         for name, values in columns[plan.name].items():
             data = data.with_columns([name], values, source=f"{source}:{name.rsplit('_', 2)[0]}")
-        part = lambda qs: data.take(np.flatnonzero(np.isin(data.qid, list(qs))))  # noqa: E731
+
+        def part(qs, data=data):
+            return data.take(np.flatnonzero(np.isin(data.qid, list(qs))))
+
         folds.append(CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None,
                                   part(plan.test)))
     return folds

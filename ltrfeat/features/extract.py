@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import itertools
 import sys
-from typing import Callable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd

@@ -221,6 +221,35 @@ class _Block:
         return len(self.label)
 
 
+# bytes the block parser looks at
+_LF, _CR, _SPACE, _HASH, _COLON, _ZERO = 10, 13, 32, 35, 58, 48
+_Q, _I, _D = b"qid"
+
+
+@dataclasses.dataclass
+class _Lines:
+    """Where each line of a block starts and ends, and where its comment (``#``) begins."""
+
+    starts: np.ndarray
+    newline: np.ndarray
+    first_hash: np.ndarray  # the line's first "#", or the end of the block
+    has_hash: np.ndarray
+    body_end: np.ndarray  # the comment's "#" or the newline
+    hashes: np.ndarray
+    colons: np.ndarray
+
+
+@dataclasses.dataclass
+class _Tokens:
+    """Body tokens (runs of bytes above space, outside comments) and body colons, counted per line."""
+
+    start: np.ndarray
+    end: np.ndarray
+    per_line: np.ndarray
+    colons: np.ndarray
+    colons_per_line: np.ndarray
+
+
 def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     """Parse a block of whole lines (``data`` ends with ``\\n``) with numpy.
 
@@ -231,131 +260,160 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     value ...`` for every line. Anything unexpected hands the block to the strict parser.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
-    n = len(buf)
     _refuse_lone_cr(buf, path=path, line0=line0)
-    sep = buf <= 32
-    special = np.flatnonzero((buf == 58) | (buf == 35) | (buf == 10))  # one scan for ":", "#", "\\n"
+    lines = _scan_lines(buf)
+    tokens = _body_tokens(buf, lines)
+    data_lines = np.flatnonzero(tokens.per_line > 0)
+    if not len(data_lines):
+        return _Block(label=np.zeros(0), qid=[], comment=[], lineno=data_lines, fid=np.zeros(0, dtype=np.int64),
+                      value=np.zeros(0), row=data_lines, nbytes=len(buf))
+
+    def fail_at(bad: np.ndarray) -> None:
+        if bad.any():
+            _raise_first_error(data, first=int(data_lines[np.argmax(bad)]), path=path, line0=line0,
+                               svmlight=svmlight)
+
+    # every line: label [qid:Q] fid:value ..., with one colon per qid and feature token
+    n_head = 1 if svmlight else 2
+    first_tok = (np.cumsum(tokens.per_line) - tokens.per_line)[data_lines]
+    first_colon = (np.cumsum(tokens.colons_per_line) - tokens.colons_per_line)[data_lines]
+    n_feat = tokens.per_line[data_lines] - n_head
+    fail_at((n_feat < 0) | (tokens.colons_per_line[data_lines] != n_feat + (n_head - 1)))
+
+    is_feat_tok = np.ones(len(tokens.start), dtype=bool)
+    is_feat_tok[first_tok] = False
+    is_feat_colon = np.ones(len(tokens.colons), dtype=bool)
+    bad = np.zeros(len(data_lines), dtype=bool)
+    q = first_tok + 1  # the qid token of every line (LETOR)
+    if not svmlight:
+        is_feat_tok[q] = False
+        is_feat_colon[first_colon] = False
+        bad |= _bad_qid_tokens(buf, tokens, q, first_colon)
+    f_start, f_end = tokens.start[is_feat_tok], tokens.end[is_feat_tok]
+    f_colon = tokens.colons[is_feat_colon]
+    feat_line = np.repeat(np.arange(len(data_lines)), n_feat)
+    bad[feat_line[(f_colon <= f_start) | (f_colon >= f_end - 1)]] = True  # "fid:value" with both parts
+    fail_at(bad)
+
+    # feature ids as integers; then blank ids, colons, qid tokens and comments, leaving the numbers
+    text = buf.copy()
+    text[tokens.colons] = _SPACE
+    fid, bad_id = _feature_ids(buf, text, f_start, f_colon)
+    if not svmlight:
+        text[_spans(tokens.start[q], tokens.end[q])] = _SPACE
+    text[_spans(lines.first_hash[lines.has_hash], lines.newline[lines.has_hash])] = _SPACE
+    label, value = _labels_and_values(data, text.tobytes(), n_feat, n_values=len(f_start), path=path, line0=line0,
+                                      svmlight=svmlight, first_line=int(data_lines[0]))
+    del text
+    bad_id |= fid < 1
+    same_line = feat_line[1:] == feat_line[:-1]
+    bad[feat_line[bad_id]] = True
+    bad[feat_line[1:][same_line & (fid[1:] <= fid[:-1])]] = True  # ids must increase along a line
+    bad |= ~np.isfinite(label)
+    fail_at(bad)
+
+    qid = None
+    if not svmlight:
+        q0, q1 = (tokens.start[q] + 4).tolist(), tokens.end[q].tolist()
+        qid = _decode_all([data[a:b] for a, b in zip(q0, q1)], data_lines, path=path, line0=line0, what="qid")
+    return _Block(label=label, qid=qid, comment=_comments(data, buf, lines, data_lines, path=path, line0=line0),
+                  lineno=data_lines + line0, fid=fid, value=value, row=feat_line, nbytes=len(buf))
+
+
+def _scan_lines(buf: np.ndarray) -> _Lines:
+    special = np.flatnonzero((buf == _COLON) | (buf == _HASH) | (buf == _LF))  # one scan for the three
     kind = buf[special]
-    newline, hashes, colons = special[kind == 10], special[kind == 35], special[kind == 58]
-    del special, kind
+    newline, hashes, colons = special[kind == _LF], special[kind == _HASH], special[kind == _COLON]
     starts = np.empty_like(newline)
     starts[0] = 0
     starts[1:] = newline[:-1] + 1
-    first_hash = np.append(hashes, n)[np.searchsorted(hashes, starts)]
+    first_hash = np.append(hashes, len(buf))[np.searchsorted(hashes, starts)]
     has_hash = first_hash < newline
-    body_end = np.where(has_hash, first_hash, newline)
+    return _Lines(starts, newline, first_hash, has_hash, np.where(has_hash, first_hash, newline), hashes, colons)
 
-    sep[hashes] = True
+
+def _inside_bodies(positions: np.ndarray, lines: _Lines) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``positions`` (sorted) that lie in a line's body, and each line's [lo, hi) range into them."""
+    lo = np.searchsorted(positions, lines.starts)
+    hi = np.searchsorted(positions, lines.body_end)
+    if lines.has_hash.any():  # drop what lies in comments
+        keep = np.cumsum(np.bincount(lo, minlength=len(positions) + 1)
+                         - np.bincount(hi, minlength=len(positions) + 1))[:-1] > 0
+        return keep, lo, hi
+    return np.ones(len(positions), dtype=bool), lo, hi
+
+
+def _body_tokens(buf: np.ndarray, lines: _Lines) -> _Tokens:
+    sep = buf <= _SPACE
+    sep[lines.hashes] = True
     edges = np.flatnonzero(sep[1:] != sep[:-1]) + 1
     if not sep[0]:
         edges = np.concatenate([[0], edges])
     del sep
-    tok_start, tok_end = edges[0::2], edges[1::2]
-    lo = np.searchsorted(tok_start, starts)
-    hi = np.searchsorted(tok_start, body_end)
-    if has_hash.any():  # drop the tokens of comments
-        keep = np.cumsum(np.bincount(lo, minlength=len(tok_start) + 1)
-                         - np.bincount(hi, minlength=len(tok_start) + 1))[:-1] > 0
-        tok_start, tok_end = tok_start[keep], tok_end[keep]
-    per_line = hi - lo
-    c_lo = np.searchsorted(colons, starts)
-    c_hi = np.searchsorted(colons, body_end)
-    if has_hash.any():
-        keep = np.cumsum(np.bincount(c_lo, minlength=len(colons) + 1)
-                         - np.bincount(c_hi, minlength=len(colons) + 1))[:-1] > 0
-        colons = colons[keep]
-    per_line_colons = c_hi - c_lo
+    start, end = edges[0::2], edges[1::2]
+    keep, lo, hi = _inside_bodies(start, lines)
+    keep_c, c_lo, c_hi = _inside_bodies(lines.colons, lines)
+    return _Tokens(start[keep], end[keep], hi - lo, lines.colons[keep_c], c_hi - c_lo)
 
-    data_lines = np.flatnonzero(per_line > 0)
-    if not len(data_lines):
-        return _Block(label=np.zeros(0), qid=[], comment=[], lineno=data_lines, fid=np.zeros(0, dtype=np.int64),
-                      value=np.zeros(0), row=data_lines, nbytes=n)
-    n_head = 1 if svmlight else 2
-    first_tok = (np.cumsum(per_line) - per_line)[data_lines]
-    first_colon = (np.cumsum(per_line_colons) - per_line_colons)[data_lines]
-    n_feat = per_line[data_lines] - n_head
-    bad = (n_feat < 0) | (per_line_colons[data_lines] != n_feat + (n_head - 1))
-    if bad.any():
-        _raise_first_error(data, first=int(data_lines[np.argmax(bad)]), path=path, line0=line0, svmlight=svmlight)
 
-    is_feat_tok = np.ones(len(tok_start), dtype=bool)
-    is_feat_tok[first_tok] = False
-    is_feat_colon = np.ones(len(colons), dtype=bool)
-    bad = np.zeros(len(data_lines), dtype=bool)
-    if not svmlight:
-        q = first_tok + 1
-        is_feat_tok[q] = False
-        is_feat_colon[first_colon] = False
-        qs = tok_start[q]
-        at = lambda k: buf[np.minimum(qs + k, n - 1)]  # noqa: E731  (the test on length guards the tail)
-        bad |= (colons[first_colon] != qs + 3) | (tok_end[q] - qs <= 4) | (at(0) != 113) | (at(1) != 105) | (at(2) != 100)
-    f_start, f_end = tok_start[is_feat_tok], tok_end[is_feat_tok]
-    f_colon = colons[is_feat_colon]
-    feat_line = np.repeat(np.arange(len(data_lines)), n_feat)
-    misplaced = (f_colon <= f_start) | (f_colon >= f_end - 1)
-    bad[feat_line[misplaced]] = True
-    if bad.any():
-        _raise_first_error(data, first=int(data_lines[np.argmax(bad)]), path=path, line0=line0, svmlight=svmlight)
+def _bad_qid_tokens(buf: np.ndarray, tokens: _Tokens, q: np.ndarray, first_colon: np.ndarray) -> np.ndarray:
+    """Lines whose second token is not ``qid:`` followed by at least one byte."""
+    qs = tokens.start[q]
+    at = lambda k: buf[np.minimum(qs + k, len(buf) - 1)]  # noqa: E731  (the test on length guards the tail)
+    return ((tokens.colons[first_colon] != qs + 3) | (tokens.end[q] - qs <= 4)
+            | (at(0) != _Q) | (at(1) != _I) | (at(2) != _D))
 
+
+def _feature_ids(buf: np.ndarray, text: np.ndarray, f_start: np.ndarray, f_colon: np.ndarray):
+    """Feature ids parsed digit by digit (blanked in ``text``) and which are malformed: not digits,
+    a leading zero, or more than ``_MAX_ID_DIGITS`` digits."""
     fid = np.zeros(len(f_start), dtype=np.int64)
     id_len = f_colon - f_start
-    bad_id = (id_len > _MAX_ID_DIGITS) | ((id_len > 1) & (buf[f_start] == 48))
-    text = buf.copy()
-    text[colons] = 32
+    bad_id = (id_len > _MAX_ID_DIGITS) | ((id_len > 1) & (buf[f_start] == _ZERO))
     for j in range(min(int(id_len.max(initial=0)), _MAX_ID_DIGITS)):
         use = np.flatnonzero(id_len > j)
         pos = f_start[use] + j
-        digit = buf[pos] - np.uint8(48)
+        digit = buf[pos] - np.uint8(_ZERO)
         bad_id[use[digit > 9]] = True
         fid[use] = fid[use] * 10 + digit
-        text[pos] = 32
-    if not svmlight:
-        text[_spans(qs, tok_end[q])] = 32
-    text[_spans(first_hash[has_hash], newline[has_hash])] = 32
+        text[pos] = _SPACE
+    return fid, bad_id
+
+
+def _labels_and_values(data: bytes, numbers_text: bytes, n_feat: np.ndarray, *, n_values: int, path, line0: int,
+                       svmlight: bool, first_line: int) -> tuple[np.ndarray, np.ndarray]:
+    """``label value value ...`` of every line, read at once, split into labels and feature values."""
     try:
-        numbers = np.fromstring(text.tobytes(), dtype=np.float64, sep=" ")
+        numbers = np.fromstring(numbers_text, dtype=np.float64, sep=" ")
     except ValueError:
         numbers = None
-    del text
-    if numbers is None or len(numbers) != len(data_lines) + len(f_start):
-        _raise_first_error(data, first=int(data_lines[0]) if len(data_lines) else 0, path=path, line0=line0,
-                           svmlight=svmlight)
-    label_at = np.arange(len(data_lines)) + (np.cumsum(n_feat) - n_feat)
-    label = numbers[label_at]
+    if numbers is None or len(numbers) != len(n_feat) + n_values:
+        _raise_first_error(data, first=first_line, path=path, line0=line0, svmlight=svmlight)
+    label_at = np.arange(len(n_feat)) + (np.cumsum(n_feat) - n_feat)
     is_value = np.ones(len(numbers), dtype=bool)
     is_value[label_at] = False
-    value = numbers[is_value]
-    del numbers, is_value
-    bad_id |= fid < 1
-    same_line = feat_line[1:] == feat_line[:-1]
-    bad[feat_line[bad_id]] = True
-    bad[feat_line[1:][same_line & (fid[1:] <= fid[:-1])]] = True
-    bad |= ~np.isfinite(label)
-    if bad.any():
-        _raise_first_error(data, first=int(data_lines[np.argmax(bad)]), path=path, line0=line0, svmlight=svmlight)
+    return numbers[label_at], numbers[is_value]
 
-    qid = None
-    if not svmlight:
-        q0, q1 = (qs + 4).tolist(), tok_end[q].tolist()
-        qid = _decode_all([data[a:b] for a, b in zip(q0, q1)], data_lines, path=path, line0=line0, what="qid")
+
+def _comments(data: bytes, buf: np.ndarray, lines: _Lines, data_lines: np.ndarray, *, path, line0: int) -> list:
+    """Each data line's comment (after ``#`` and one space, without a trailing ``\\r``), or None."""
     comment = [None] * len(data_lines)
-    hashed = np.flatnonzero(has_hash[data_lines])
+    hashed = np.flatnonzero(lines.has_hash[data_lines])
     if len(hashed):
-        c0 = first_hash[data_lines[hashed]] + 1
-        c1 = newline[data_lines[hashed]]
-        c1 = c1 - ((buf[c1 - 1] == 13) & (c1 > c0))
-        c0 = c0 + ((buf[c0] == 32) & (c0 < c1))
+        c0 = lines.first_hash[data_lines[hashed]] + 1
+        c1 = lines.newline[data_lines[hashed]]
+        c1 = c1 - ((buf[c1 - 1] == _CR) & (c1 > c0))
+        c0 = c0 + ((buf[c0] == _SPACE) & (c0 < c1))
         texts = _decode_all([data[a:b] for a, b in zip(c0.tolist(), c1.tolist())], data_lines[hashed],
                             path=path, line0=line0, what="comment")
-        for r, text_ in zip(hashed.tolist(), texts):
-            comment[r] = text_
-    return _Block(label=label, qid=qid, comment=comment, lineno=data_lines + line0, fid=fid, value=value,
-                  row=feat_line, nbytes=n)
+        for r, text in zip(hashed.tolist(), texts):
+            comment[r] = text
+    return comment
 
 
 def _refuse_lone_cr(buf: np.ndarray, *, path, line0: int) -> None:
     """A carriage return not followed by a line feed (old Mac line endings) would silently join lines."""
-    cr = np.flatnonzero(buf == 13)
+    cr = np.flatnonzero(buf == _CR)
     if len(cr):
         lone = cr[buf[np.minimum(cr + 1, len(buf) - 1)] != 10]
         if len(lone):

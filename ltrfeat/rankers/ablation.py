@@ -16,10 +16,8 @@ import concurrent.futures
 import dataclasses
 import functools
 import multiprocessing
-import platform
 import re
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +35,7 @@ from ltrfeat.rankers.single import concat, feature_scores, rank_single_features
 from ltrfeat.rankers.stats import apply_holm, bootstrap_ci, compare
 from ltrfeat.rankers.verdict import verdict
 from ltrfeat.features.logs import show_progress
+from ltrfeat.features.versions import library_versions
 
 DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "recall@3", "recall@6", "recall@10",
                    "top3recall@3", "top3recall@6", "top3recall@10", "map", "mrr")
@@ -299,18 +298,6 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
                                        fix="give every fold the same columns")
 
 
-def _versions(engine: str) -> dict:
-    names = ("ltrfeat", "numpy", "pandas", "scipy", "scikit-learn", "matplotlib",
-             "lightgbm" if engine == "lightgbm" else "xgboost-cpu")
-    out = {"python": platform.python_version()}
-    for name in names:
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "0+unknown" if name == "ltrfeat" else None
-    return out
-
-
 def _fold_config(fold: Fold) -> dict:
     sizes = {part: None if getattr(fold, part) is None else
              {"queries": int(getattr(fold, part).n_queries), "rows": len(getattr(fold, part))}
@@ -541,7 +528,7 @@ def _config(folds, feature_sets, *, engine, seeds, params, engine_params, metric
         "conventions": conventions.to_dict(),
         "feature_sets": [dataclasses.asdict(s) for s in feature_sets],
         "folds": [_fold_config(f) for f in folds],
-        "versions": _versions(engine),
+        "versions": library_versions("numpy", "pandas", "scipy", "scikit-learn", "matplotlib", engine),
     }
 
 

@@ -19,14 +19,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import platform
 import re
 import warnings
 from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
-import sklearn
 import xgboost as xgb
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
@@ -36,6 +34,7 @@ from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError, ModelFileError, OptionError
 from ltrfeat.features.fileio import atomic_output
 from ltrfeat.features.logs import show_progress
+from ltrfeat.features.versions import library_versions
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
 
 META_FORMAT = "ltrfeat.ranker/1"
@@ -514,7 +513,7 @@ class LambdaMART(BaseEstimator):
                                "train_nan_cells": n_nan},
             "training": training,
             "feature_importance_gain": self.feature_importance_,
-            "versions": _versions(self.engine),
+            "versions": library_versions(self.engine, "numpy", "scikit-learn"),
         }
 
     # -- prediction --------------------------------------------------------------------
@@ -622,12 +621,3 @@ class LambdaMART(BaseEstimator):
         return model
 
 
-def _versions(engine: str) -> dict:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        ltrfeat_version = version("ltrfeat")
-    except PackageNotFoundError:
-        ltrfeat_version = "0+unknown"
-    return {"ltrfeat": ltrfeat_version, engine: (lgb if engine == "lightgbm" else xgb).__version__,
-            "numpy": np.__version__, "scikit-learn": sklearn.__version__, "python": platform.python_version()}

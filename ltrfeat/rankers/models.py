@@ -19,7 +19,8 @@ from pathlib import Path
 
 from ltrfeat.features.dataset import FeatureMap
 from ltrfeat.features.errors import ModelFileError
-from ltrfeat.rankers.lambdamart import META_FORMAT, LambdaMART, _versions, meta_path, write_model_files
+from ltrfeat.features.versions import library_versions
+from ltrfeat.rankers.lambdamart import META_FORMAT, LambdaMART, meta_path, write_model_files
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.single import BestSingleFeature, BoostedFromFeature, FeatureChoice
 
@@ -56,7 +57,7 @@ def save_ranker(model, path, *, extra: dict | None = None) -> None:
         features = model.feature_map_.to_json()
     raw = (json.dumps(body, indent=1) + "\n").encode()
     meta = extra | {"format": META_FORMAT, "kind": kind, "params": model.get_params(), "features": features,
-                    "versions": _versions("lightgbm")}
+                    "versions": library_versions("numpy", "scikit-learn")}
     write_model_files(path, raw, meta)
 
 

@@ -12,30 +12,19 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-import numpy as np
 import safetensors
 import safetensors.torch
 import torch
 
 from ltrfeat.features.errors import ModelFileError
 from ltrfeat.features.fileio import atomic_output
+from ltrfeat.features.versions import library_versions
 
 FORMAT = "ltrenc"
 FORMAT_VERSION = 1
 _MAX_HEADER = 100 * 2**20
-
-
-def library_versions() -> dict:
-    """Versions of the libraries that shape an encoder's numbers."""
-    try:
-        ltrfeat = version("ltrfeat")
-    except PackageNotFoundError:
-        ltrfeat = "0+unknown"
-    return {"ltrfeat": ltrfeat, "torch": torch.__version__, "numpy": np.__version__,
-            "safetensors": safetensors.__version__}
 
 
 def _tensor_sha256(t: torch.Tensor) -> str:
@@ -50,7 +39,7 @@ def write_bundle(path, *, kind: str, header: dict, tensors: dict[str, torch.Tens
     :func:`read_bundle`: a flipped byte in the weights is refused instead of loaded."""
     tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
     full = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
-            "library_versions": library_versions(), **header,
+            "library_versions": library_versions("torch", "numpy", "safetensors"), **header,
             "tensor_sha256": {k: _tensor_sha256(v) for k, v in sorted(tensors.items())}}
     data = safetensors.torch.save(tensors, metadata={FORMAT: json.dumps(full, sort_keys=True)})
     with atomic_output(path, binary=True) as fh:

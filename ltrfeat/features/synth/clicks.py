@@ -3,7 +3,7 @@ bias and click on what looks relevant (noisily); counts are per distinct user.""
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
