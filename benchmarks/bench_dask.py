@@ -5,7 +5,7 @@ Generates a LETOR file of N judged pairs (default 1M; queries of 1-150 documents
 speed does not depend on the weights). Then, in one run:
 
 - ``local``: :func:`ltrfeat.features.extract.extract_file` in this process (torch uses every core);
-- ``dask_1`` / ``dask_2``: :func:`ltrfeat.features.distributed.extract_file_dask` on a LocalCluster of 1 / 2
+- ``dask_1`` / ``dask_2``: :func:`ltrfeat.features.dask_extract.extract_file_dask` on a LocalCluster of 1 / 2
   single-threaded worker processes (cluster start-up excluded, shipping the extractors included);
 - ``noop``: the same two paths with an extractor that only returns zeros, which measures the client's
   serial work (parse, join, write) and the per-partition overhead of the cluster round trip.
@@ -110,7 +110,7 @@ def main():
 
     import distributed
 
-    from ltrfeat.features.distributed import extract_file_dask
+    from ltrfeat.features.dask_extract import extract_file_dask
     from ltrfeat.features.extract import extract_file, lexical_extractors
     from ltrfeat.features.neural import EncoderExtractor
 

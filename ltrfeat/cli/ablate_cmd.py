@@ -246,8 +246,8 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
         with contextlib.ExitStack() as stack:
             executor = None
             if dask:
-                from ltrfeat.features.distributed import dask_client
-                from ltrfeat.rankers.distributed import DaskExecutor
+                from ltrfeat.features.dask_extract import dask_client
+                from ltrfeat.rankers.dask_training import DaskExecutor
 
                 executor = DaskExecutor(stack.enter_context(dask_client(dask)))
             selection = selection_config(engine, select=select, candidates=candidates, tune=tune,

@@ -121,10 +121,10 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, 
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
         ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=conflicts)
         if dask:
-            from ltrfeat.features import distributed
+            from ltrfeat.features import dask_extract
 
-            with distributed.dask_client(dask) as client:
-                data = distributed.extract_ranking_dask(ranking, extractors, queries=queries, docs=docs,
+            with dask_extract.dask_client(dask) as client:
+                data = dask_extract.extract_ranking_dask(ranking, extractors, queries=queries, docs=docs,
                                                         missing=missing, client=client,
                                                         partition_queries=chunk_queries)
         else:
@@ -143,10 +143,10 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, 
                               missing="keep")  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
         if dask:
-            from ltrfeat.features import distributed
+            from ltrfeat.features import dask_extract
 
-            with distributed.dask_client(dask) as client:
-                rows = distributed.extract_file_dask(letor_in, out_path, queries=queries, docs=docs,
+            with dask_extract.dask_client(dask) as client:
+                rows = dask_extract.extract_file_dask(letor_in, out_path, queries=queries, docs=docs,
                                                      extractors=extractors, missing=missing, client=client,
                                                      partition_queries=chunk_queries, progress=not no_progress)
         else:

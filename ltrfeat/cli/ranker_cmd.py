@@ -141,8 +141,8 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
                            seed=seed, n_jobs=threads, params=parse_key_values(params), features=features,
                            verbose=not os.environ.get("CI"))
         if dask:
-            from ltrfeat.features.distributed import dask_client
-            from ltrfeat.rankers.distributed import fit_dask
+            from ltrfeat.features.dask_extract import dask_client
+            from ltrfeat.rankers.dask_training import fit_dask
 
             with dask_client(dask) as client:
                 fit_dask(model, train_data, valid_data, client=client)

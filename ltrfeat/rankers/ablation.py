@@ -439,7 +439,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     progress : show a tqdm bar over the runs (stderr, hidden when not a terminal).
     on_run : called with each run's record (dict) as soon as it finishes (in plan order).
     executor : runs the runs: any object whose ``map(fn, *iterables)`` yields results in order, like
-        a ``concurrent.futures`` executor or :class:`ltrfeat.rankers.distributed.DaskExecutor`; None runs
+        a ``concurrent.futures`` executor or :class:`ltrfeat.rankers.dask_training.DaskExecutor`; None runs
         them one by one in this process.
     jobs : without an ``executor``, run the runs in this many worker processes (1: in this process).
     selection : a :class:`~ltrfeat.rankers.selection.SelectionConfig`: each ranker set's model is chosen

@@ -378,7 +378,7 @@ class LambdaMART(BaseEstimator):
         (LightGBM ``init_score``, XGBoost ``base_margin``); :meth:`predict` returns only the trees'
         part, so the caller adds its initial score back (see :class:`ltrfeat.rankers.single.BoostedFromFeature`).
         ``trainer`` replaces the engine's local training call (same arguments and result as
-        ``_LightGBM.train``), e.g. :func:`ltrfeat.rankers.distributed.dask_trainer` for a Dask cluster.
+        ``_LightGBM.train``), e.g. :func:`ltrfeat.rankers.dask_training.dask_trainer` for a Dask cluster.
         """
         train, valid = X, y
         if not isinstance(train, RankingSet):

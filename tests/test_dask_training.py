@@ -13,11 +13,11 @@ from scipy.stats import spearmanr
 distributed = pytest.importorskip("distributed")
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from ltrfeat.features import distributed as ltr_distributed  # noqa: E402
+from ltrfeat.features import dask_extract as ltr_distributed  # noqa: E402
 from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
 from ltrfeat.features.letor import read_letor, write_letor  # noqa: E402
 from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation  # noqa: E402
-from ltrfeat.rankers.distributed import (DaskExecutor, _lightgbm_ndcg_curve, best_iteration, fit_dask,  # noqa: E402
+from ltrfeat.rankers.dask_training import (DaskExecutor, _lightgbm_ndcg_curve, best_iteration, fit_dask,  # noqa: E402
                                  query_partitions)
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 from ltrfeat.rankers.metrics import evaluate_queries  # noqa: E402

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 
 from ltrfeat.features.dataset import RankingSet
-from ltrfeat.features.distributed import worker_addresses
+from ltrfeat.features.dask_extract import worker_addresses
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.rankers.lambdamart import LambdaMART
 

@@ -14,7 +14,7 @@ distributed = pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402  (a dependency of distributed)
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from ltrfeat.features import distributed as dist  # noqa: E402
+from ltrfeat.features import dask_extract as dist  # noqa: E402
 from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
 from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
