@@ -26,7 +26,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from benchmarks._common import write_results  # noqa: E402
 from ltrfeat.serving.process import served  # noqa: E402
 from ltrfeat.serving.scorer import Scorer  # noqa: E402
-from test_scorer import WORDS, build_world  # noqa: E402
+from builders import WORDS, build_world  # noqa: E402
 
 N_CANDIDATES = 100
 

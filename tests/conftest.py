@@ -1,40 +1,18 @@
-"""Shared fixtures: where the real data sets live, and skipping politely when absent."""
+"""Shared fixtures over the data builders of ``builders.py`` (plain functions, importable by tests)."""
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
-DATASETS = SHARED / "datasets"
+from builders import build_world, planted_folds
 
 
-def dataset_path(*parts) -> Path:
-    """Path under ``../shared/datasets``; skips the test when it is absent."""
-    path = DATASETS.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"{path} is absent (real data sets live in ../shared/datasets)")
-    return path
+@pytest.fixture(scope="session")
+def planted():
+    """Three LETOR-rotation folds with a planted neural signal (see :func:`builders.planted_folds`)."""
+    return planted_folds()
 
 
-class Interrupted(Exception):
-    """A simulated kill right after a training checkpoint was written."""
-
-
-def train_until_interrupted(monkeypatch, train, *, epoch: int = 1) -> None:
-    """Run ``train()`` (which writes checkpoints) and stop it right after epoch ``epoch``'s checkpoint."""
-    import pytest
-
-    from ltrfeat.features.encoders import training
-
-    write = training._write_checkpoint
-
-    def write_then_stop(path, **kw):
-        write(path, **kw)
-        if kw["header"]["epoch"] == epoch:
-            raise Interrupted
-
-    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
-    with pytest.raises(Interrupted):
-        train()
-    monkeypatch.setattr(training, "_write_checkpoint", write)
+@pytest.fixture(scope="session")
+def scorer_world(tmp_path_factory):
+    """Docs, queries, corpus statistics, a CLSM encoder and a ranker on disk (:func:`builders.build_world`)."""
+    return build_world(tmp_path_factory.mktemp("world"))

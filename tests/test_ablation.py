@@ -11,47 +11,16 @@ from hypothesis import strategies as st
 
 from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features.letor import write_letor
 from ltrfeat.rankers.ablation import (FeatureSet, Fold, head_to_head, load_letor_folds, plan_feature_sets, run_ablation,
                               summarise)
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.rankers.metrics import evaluate_queries
-
-NAMES = ["bm25_title", "tfidf_title", "len_title", "clsm_title_cos"]
-FAST = {"n_estimators": 30, "num_leaves": 7, "learning_rate": 0.1, "early_stopping_rounds": 10, "n_jobs": 1}
-
-
-def planted_folds(*, signal: bool = True, n_folds: int = 3, queries_per_fold: int = 50, docs: int = 15,
-                  seed: int = 0) -> list[Fold]:
-    """Folds whose labels depend on a lexical part ``a`` and a part ``b`` only the neural column sees.
-
-    With ``signal=False`` the neural column is pure noise (the control). Fold k tests part k,
-    validates on part k+1 and trains on the rest (the LETOR rotation).
-    """
-    rng = np.random.default_rng(seed)
-    n_queries = n_folds * queries_per_fold
-    n = n_queries * docs
-    a, b = rng.normal(size=n), rng.normal(size=n)
-    label = np.digitize(a + b + rng.normal(scale=0.5, size=n), [0.5, 1.5]).astype(float)
-    neural = (b if signal else rng.normal(size=n)) + rng.normal(scale=0.3, size=n)
-    X = np.column_stack([a + rng.normal(scale=0.3, size=n), a + rng.normal(scale=0.6, size=n),
-                         rng.normal(size=n), neural])
-    fmap = FeatureMap(Feature(i + 1, name, "encoder:clsm" if name.startswith("clsm") else "lexical")
-                      for i, name in enumerate(NAMES))
-    data = RankingSet(np.repeat([f"q{i}" for i in range(n_queries)], docs), label, X, fmap,
-                      docid=np.array([f"d{i}" for i in range(n)], dtype=object))
-    part_of = np.arange(n) // docs // queries_per_fold
-    folds = []
-    for k in range(n_folds):
-        v = (k + 1) % n_folds
-        folds.append(Fold(f"Fold{k + 1}", data.take(~np.isin(part_of, [k, v])), data.take(part_of == v),
-                          data.take(part_of == k), origin=f"generated part {k + 1}"))
-    return folds
+from builders import NAMES, FAST, planted_folds, write_folds
 
 
 @pytest.fixture(scope="module")
-def folds():
-    return planted_folds()
+def folds(planted):
+    return planted
 
 
 @pytest.fixture(scope="module")
@@ -293,14 +262,6 @@ def test_summary_contract_and_holm_over_all_comparisons(result):
 
 
 # -- reading LETOR folds ------------------------------------------------------------------
-def write_folds(root, folds, *, ext=".txt", sparse=False, sidecars=False):
-    """Write folds as ROOT/<name>/{train,vali,test}<ext> (vali always .txt)."""
-    for fold in folds:
-        d = root / fold.name
-        parts = {f"train{ext}": fold.train, f"test{ext}": fold.test, "vali.txt": fold.valid}
-        for name, data in parts.items():
-            if data is not None:
-                write_letor(d / name, data, sparse=sparse, write_feature_map=sidecars)
 
 
 def test_load_letor_folds_natural_order_and_padding(tmp_path, folds):

@@ -10,20 +10,10 @@ import pytest
 import safetensors.torch
 import torch
 
-from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+from ltrfeat.features.encoders import Encoder
 from ltrfeat.features.encoders.bundle import FORMAT, read_bundle, write_bundle
 from ltrfeat.features.errors import ModelFileError
-from ltrfeat.features.hashing import TrigramHasher
-
-TEXTS = ["cordless drill 18v", "red garden hose", "ceiling fan", "", "unseen zzz words"]
-
-
-def make(arch, **kw):
-    hasher = TrigramHasher(min_count=kw.pop("min_count", 1), n_buckets=kw.pop("n_buckets", None)).fit(TEXTS)
-    torch.manual_seed(1)
-    return Encoder(hasher, TwoTowerModel(model_config(arch, hasher.n_features_, **kw)),
-                   training={"validation": {"ndcg@10": 0.5}})
-
+from builders import TEXTS, tiny_encoder as make
 
 @pytest.mark.parametrize("arch,kw", [("dssm", {}), ("clsm", {}), ("clsm", {"shared": True, "context": 2}),
                                      ("dssm", {"n_buckets": 64}), ("dssm", {"min_count": 2})])

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from conftest import dataset_path
-from test_ablation import planted_folds, write_folds
+from builders import dataset_path
+from builders import planted_folds, write_folds
 
 FAST = ["--n-estimators", "30", "--num-leaves", "7", "--learning-rate", "0.1", "--early-stopping-rounds", "10",
         "--threads", "1"]

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.features.encoders import Encoder
-from test_training import make_pairs
+from builders import make_pairs
 
 FAST = ["--epochs", "2", "--batch-size", "32", "--lr", "0.01", "--threads", "1", "--val-fraction", "0.25"]
 

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 
 from ltrfeat.cli import ranker_cmd
 from ltrfeat.cli.main import cli
-from conftest import dataset_path
+from builders import dataset_path
 from ltrfeat.features.letor import read_letor, write_letor
 from ltrfeat.rankers import lambdamart
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.rankers.metrics import evaluate_queries
-from test_lambdamart import synthetic
+from builders import synthetic
 
 NAMES = ["bm25_title", "tfidf", "noise_a", "noise_b", "len_title", "clsm_title_cos"]
 FAST = ["--n-estimators", "30", "--num-leaves", "7", "--learning-rate", "0.1", "--early-stopping-rounds", "5",

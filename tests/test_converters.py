@@ -17,7 +17,7 @@ from ltrfeat.features.converters.trec import read_qrels
 from ltrfeat.features.errors import LtrfeatError, TextTableError
 from ltrfeat.features.letor import read_letor
 from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
-from tests.conftest import dataset_path
+from builders import dataset_path
 
 # ---------------------------------------------------------------------------------- fixtures
 

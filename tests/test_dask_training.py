@@ -21,7 +21,7 @@ from ltrfeat.rankers.dask_training import (DaskExecutor, _lightgbm_ndcg_curve, b
                                  query_partitions)
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 from ltrfeat.rankers.metrics import evaluate_queries  # noqa: E402
-from tests.conftest import dataset_path  # noqa: E402
+from builders import dataset_path  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -13,17 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
-from conftest import train_until_interrupted
 from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltrfeat.features.encoders.deepmatch import (DeepMatch, DeepMatchNet, _mixed, bags, link_patches, patch_overlap,
                                              train_deepmatch)
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.neural import EncoderExtractor
+from builders import TINY, train_until_interrupted
 
 PATCH_PARAMS = ("lx", "ly", "b1", "w2", "b2")
-TINY = dict(topics=(6, 3), patch_words=4, min_links=2, max_links=4, units=(2, 2), latent=3, committee=6,
-            lda_iter=5, min_df=1, epochs=3, batch_size=16, lr=2e-2, val_fraction=0.25, patience=3, threads=1,
-            progress=False)
 
 
 def make_pairs(n_topics=4, n_queries=48, seed=0) -> pd.DataFrame:

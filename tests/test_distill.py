@@ -11,7 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from conftest import train_until_interrupted
+from builders import train_until_interrupted
 from ltrfeat.features import crossfit
 from ltrfeat.features.crossfit import EncoderSpec
 from ltrfeat.features.encoders import distill as distill_module

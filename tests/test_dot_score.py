@@ -12,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from conftest import train_until_interrupted
+from builders import train_until_interrupted
 from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
 from ltrfeat.features.encoders.training import _prepare, ndcg_at, train_encoder
@@ -20,7 +20,7 @@ from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.explain import explain, format_explanation
 from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.features.neural import EncoderExtractor
-from tests.test_training import make_pairs
+from builders import make_pairs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEXTS = ["cordless drill 18v", "red garden hose", "ceiling fan", "", "unseen zzz words"]
@@ -261,8 +261,8 @@ def served_world(tmp_path_factory):
     from ltrfeat.features.encoders.deepmatch import train_deepmatch
     from ltrfeat.features.extract import extract_ranking
     from ltrfeat.rankers.lambdamart import LambdaMART
-    from tests.test_deepmatch import TINY
-    from tests.test_scorer import build_world
+    from builders import TINY
+    from builders import build_world
 
     root = tmp_path_factory.mktemp("served")
     w = build_world(root, n_queries=16, encoder=False)
@@ -292,7 +292,7 @@ def served_world(tmp_path_factory):
 
 def test_scorer_serves_dot_and_deepmatch_columns(served_world):
     from ltrfeat.serving.scorer import Scorer
-    from tests.test_scorer import assert_scores_equal_offline
+    from builders import assert_scores_equal_offline
 
     w = served_world
     scorer = Scorer.load(w["ranker"], corpus_stats=w["corpus"],
@@ -316,7 +316,7 @@ def test_scorer_with_a_dot_onnx_export(served_world, tmp_path):
     pytest.importorskip("onnx")
     from ltrfeat.features.encoders.onnx_export import export_onnx
     from ltrfeat.serving.scorer import Scorer
-    from tests.test_scorer import candidates_of
+    from builders import candidates_of
 
     w = served_world
     export_onnx(Encoder.load(w["root"] / "dot.ltrenc"), tmp_path / "onnx")
@@ -336,7 +336,7 @@ def test_http_score_with_dot_and_deepmatch(served_world):
 
     from ltrfeat.serving.app import create_app
     from ltrfeat.serving.scorer import Scorer
-    from tests.test_scorer import candidates_of
+    from builders import candidates_of
 
     w = served_world
     scorer = Scorer.load(w["ranker"], corpus_stats=w["corpus"],

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import xgboost as xgb
 
-from conftest import dataset_path
+from builders import dataset_path
 from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.rankers.export import export_ranker, featureset_path, load_export, manifest_path

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.features.letor import write_letor
-from test_lambdamart import small, synthetic
+from builders import small, synthetic
 
 
 def run(*args):
@@ -149,7 +149,7 @@ def test_bad_param_values_are_one_line(tmp_path):
 
 def test_flipped_byte_in_encoder_weights_is_refused(tmp_path):
     # before: a flipped byte in an .ltrenc weight file loaded silently (no weight checksum)
-    from test_bundle import make
+    from builders import tiny_encoder as make
 
     path = tmp_path / "m.ltrenc"
     make("dssm").save(path)
@@ -164,7 +164,7 @@ def test_flipped_byte_in_encoder_weights_is_refused(tmp_path):
 def test_serve_checks_encoder_paths_and_names_before_starting(model, tmp_path):
     missing = tmp_path / "nope.ltrenc"
     one_line_error(run("serve", "--ranker", model, "--encoder", f"clsm={missing}"), missing, "--encoder clsm")
-    from test_bundle import make
+    from builders import tiny_encoder as make
 
     path = tmp_path / "m.ltrenc"
     make("dssm").save(path)

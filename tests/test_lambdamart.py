@@ -13,26 +13,9 @@ from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.rankers.metrics import evaluate_queries
+from builders import synthetic, small
 
 ENGINES = ["lightgbm", "xgboost"]
-
-
-def synthetic(n_queries=60, docs=20, n_features=8, seed=0, max_label=4, names=None):
-    """Queries whose labels depend on the first three features, plus noise columns."""
-    rng = np.random.default_rng(seed)
-    n = n_queries * docs
-    X = rng.normal(size=(n, n_features)).astype(np.float32)
-    signal = X[:, 0] + 0.5 * X[:, 1] - 0.5 * X[:, 2] + rng.normal(scale=0.5, size=n)
-    label = np.clip(np.round((signal + 1.5) * max_label / 4), 0, max_label)
-    qid = np.repeat([f"q{seed}_{i}" for i in range(n_queries)], docs)
-    fmap = FeatureMap.dense(n_features) if names is None else FeatureMap(
-        Feature(i + 1, name) for i, name in enumerate(names))
-    return RankingSet(qid, label, X, fmap, docid=np.array([f"d{i}" for i in range(n)], dtype=object))
-
-
-def small(engine, **kw):
-    kw = {"n_estimators": 40, "num_leaves": 7, "learning_rate": 0.1, "early_stopping_rounds": 10, "n_jobs": 1} | kw
-    return LambdaMART(engine=engine, **kw)
 
 
 def ndcg10(model, data):

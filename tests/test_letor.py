@@ -18,7 +18,7 @@ from ltrfeat.features.errors import LetorFormatError
 from ltrfeat.features.letor import (LetorWriter, iter_letor, letor_summary, parse_comment, read_letor,
                                 write_letor)
 
-from conftest import dataset_path
+from builders import dataset_path
 
 SAMPLE = (
     "2 qid:q1 1:0.5 2:1 3:0 #docid = D1 inc = 1 prob = 0.2\n"

@@ -11,7 +11,7 @@ from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats, word_trigrams
 from ltrfeat.features.errors import ModelFileError, TextTableError
 from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
-from tests.conftest import dataset_path
+from builders import dataset_path
 
 # N = 3 documents, |C| = 10; df: a 1, b 2, c 2, d 1, e 1; cf: a 2, b 2, c 4, d 1, e 1.
 DOCS = pd.DataFrame({"docid": ["d1", "d2", "d3"], "title": ["A b a c", "b, d", "c c-c e"], "body": ["x", "", "a"]})

@@ -20,7 +20,7 @@ from ltrfeat.features.errors import ModelFileError
 from ltrfeat.features.letor import write_letor
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.rankers.model_check import check_model
-from test_lambdamart import small, synthetic
+from builders import small, synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -38,3 +38,14 @@ def test_layers_keep_their_direction():
         assert not [m for m in imports.findall(path.read_text()) if m.startswith("ltrfeat.rankers")], path
     for path in (root / "rankers").rglob("*.py"):
         assert not [m for m in imports.findall(path.read_text()) if m.split(".")[0] == "torch"], path
+
+
+def test_tests_share_builders_not_each_other():
+    """Test modules import shared data from builders.py (fixtures from conftest.py), never from another test."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    pattern = re.compile(r"^\s*(from|import)\s+(tests\.)?(test_\w+|conftest)\b", re.M)
+    offenders = [str(p.relative_to(root)) for p in root.rglob("*.py") if pattern.search(p.read_text())]
+    assert offenders == []

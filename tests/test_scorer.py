@@ -2,81 +2,18 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from ltrfeat.features.dataset import FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features.extract import extract_ranking, lexical_extractors
-from ltrfeat.features.neural import EncoderExtractor
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.serving.scorer import CandidateError, Scorer
-
-WORDS = ("cheap flights london hotel river bike tyre repair fox quick brown garden chair table lamp red blue "
-         "shoes running trail coffee beans grinder").split()
-
-
-def build_world(root, *, n_queries=30, per_query=10, seed=0, encoder=True):
-    """Docs, queries, corpus stats, a CLSM encoder and a ranker trained on extracted columns.
-
-    Returns a dict of paths and tables; shared by the serving tests and the benchmark."""
-    import torch
-
-    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-    from ltrfeat.features.hashing import TrigramHasher
-
-    rng = np.random.default_rng(seed)
-    n_docs = n_queries * per_query
-    docs = pd.DataFrame({"docid": [f"d{i}" for i in range(n_docs)],
-                         "title": [" ".join(rng.choice(WORDS, size=rng.integers(2, 7))) for _ in range(n_docs)],
-                         "body": [" ".join(rng.choice(WORDS, size=rng.integers(5, 20))) for _ in range(n_docs)]})
-    queries = pd.DataFrame({"qid": [f"q{i}" for i in range(n_queries)],
-                            "query": [" ".join(rng.choice(WORDS, size=rng.integers(1, 4))) for _ in range(n_queries)]})
-    qid = np.repeat(queries.qid.to_numpy(dtype=object), per_query)
-    docid = rng.permutation(docs.docid.to_numpy(dtype=object))[: len(qid)]
-    qtext = dict(zip(queries.qid, queries["query"]))
-    ttext = dict(zip(docs.docid, docs.title))
-    label = np.array([len(set(qtext[q].split()) & set(ttext[d].split())) for q, d in zip(qid, docid)], dtype=float)
-    base = RankingSet(qid=qid, label=np.minimum(label, 3), X=np.zeros((len(qid), 0), np.float32),
-                      feature_map=FeatureMap(), docid=docid)
-    extractors = lexical_extractors(["bm25", "tf", "coverage", "query_len"], fields=["title", "body"])
-    paths = {"corpus": root / "corpus.npz", "ranker": root / "ranker.txt", "encoder": root / "clsm.ltrenc"}
-    if encoder:
-        torch.manual_seed(seed)
-        hasher = TrigramHasher().fit(list(docs.title) + list(queries["query"]))
-        model = TwoTowerModel(model_config("clsm", hasher.n_features_, conv=32, out=16))
-        with torch.no_grad():
-            for p in model.parameters():
-                p.normal_(0, 0.3)
-        Encoder(hasher, model.eval()).save(paths["encoder"])
-        extractors.append(EncoderExtractor(name="clsm", path=str(paths["encoder"]), field="title"))
-    data = extract_ranking(base, extractors, queries=queries, docs=docs)
-    extractors[0].corpus_.save(paths["corpus"])
-    ranker = LambdaMART(n_estimators=30, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(data)
-    ranker.save(paths["ranker"])
-    return {"docs": docs, "queries": queries, "data": data, "model": ranker, **paths}
+from builders import build_world, candidates_of, assert_scores_equal_offline
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    return build_world(tmp_path_factory.mktemp("world"))
-
-
-def candidates_of(world, qid):
-    data, docs = world["data"], world["docs"].set_index("docid")
-    rows = np.flatnonzero(data.qid == qid)
-    return rows, [{"docid": d, "title": docs.loc[d, "title"], "body": docs.loc[d, "body"]} for d in data.docid[rows]]
-
-
-def assert_scores_equal_offline(scorer, world, qids, *, features_tol: float, scores_tol: float):
-    """The scorer's features and scores of each query's candidates equal the offline extraction and ranker."""
-    offline = world["model"].predict(world["data"])
-    qtext = dict(zip(world["queries"].qid, world["queries"]["query"]))
-    for qid in qids:
-        rows, cands = candidates_of(world, qid)
-        np.testing.assert_allclose(scorer.features(qtext[qid], cands), world["data"].X[rows], atol=features_tol,
-                                   rtol=features_tol)
-        np.testing.assert_allclose(scorer.score(qtext[qid], cands), offline[rows], atol=scores_tol)
+def world(scorer_world):
+    return scorer_world
 
 
 def test_scores_equal_offline_extraction(world):

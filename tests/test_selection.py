@@ -240,7 +240,7 @@ def test_worker_processes_give_the_serial_result(world):
 def test_home_depot_recommendation_is_never_below_the_best_single_feature(tmp_path):
     import warnings
 
-    from conftest import dataset_path
+    from builders import dataset_path
     from ltrfeat.features.crossfit import build_folds, group_pairs, plan_folds
     from ltrfeat.features.extract import extract_pairs, lexical_extractors
     from ltrfeat.features.text import read_judged_pairs

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from ltrfeat.serving.app import create_app  # noqa: E402
 from ltrfeat.serving.process import served  # noqa: E402
 from ltrfeat.serving.scorer import Scorer  # noqa: E402
-from test_scorer import build_world, candidates_of  # noqa: E402
+from builders import build_world, candidates_of  # noqa: E402
 
 
 @pytest.fixture(scope="module")

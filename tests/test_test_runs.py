@@ -14,7 +14,7 @@ from ltrfeat.rankers.report import write_report
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.rankers.test_runs import run_slug
 from ltrfeat.rankers.trec import evaluate_run, read_qrels, read_run
-from test_ablation import FAST, planted_folds, write_folds
+from builders import FAST, planted_folds, write_folds
 
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@10", "map"]
 

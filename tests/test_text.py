@@ -20,7 +20,7 @@ from ltrfeat.features.text import (
     table_format,
     write_table,
 )
-from tests.conftest import dataset_path
+from builders import dataset_path
 
 
 def write(path, text, encoding="utf-8"):

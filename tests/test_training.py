@@ -2,38 +2,16 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 from sklearn.metrics import ndcg_score
 
-from conftest import train_until_interrupted
+from builders import train_until_interrupted
 from ltrfeat.features.encoders import training
 from ltrfeat.features.encoders.training import map_soft_labels, ndcg_at, train_encoder
 from ltrfeat.features.errors import ModelFileError, TextTableError
+from builders import make_pairs
 
 SMALL = {"dssm": {"hidden": [48], "out": 24}, "clsm": {"conv": 48, "out": 24}}
-
-
-def make_pairs(n_topics=6, n_queries=72, seed=0) -> pd.DataFrame:
-    """Topics whose queries and documents use different made-up words: only learning can match them."""
-    rng = np.random.default_rng(seed)
-
-    def word():
-        return "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=int(rng.integers(4, 8))))
-
-    q_vocab = [[word() for _ in range(4)] for _ in range(n_topics)]
-    d_vocab = [[word() for _ in range(6)] for _ in range(n_topics)]
-    docs = [(t, " ".join(rng.choice(d_vocab[t], 3)) + f" sku{t}x{k}") for t in range(n_topics) for k in range(12)]
-    rows = []
-    for i in range(n_queries):
-        topic = i % n_topics
-        query = " ".join(rng.choice(q_vocab[topic], 2))
-        same = [j for j, (t, _) in enumerate(docs) if t == topic]
-        other = [j for j, (t, _) in enumerate(docs) if t != topic]
-        for j, label in [(j, 2) for j in rng.choice(same, 3, replace=False)] + \
-                        [(j, 0) for j in rng.choice(other, 5, replace=False)]:
-            rows.append((f"q{i}", query, docs[j][1], label))
-    return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
 
 
 def quick(pairs, **kw):
@@ -91,7 +69,6 @@ def test_same_seed_same_encoder_other_seed_differs():
         assert np.array_equal(value.numpy(), b.model.state_dict()[key].numpy())
     assert not np.array_equal(a.encode(["x y"]), c.encode(["x y"]))
     assert a.training["data_sha256"] == b.training["data_sha256"]
-
 
 
 def test_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch):

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.features.letor import write_letor
-from test_lambdamart import small, synthetic
+from builders import small, synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
@@ -385,7 +385,7 @@ CASES += [
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """Good files (LETOR data, two rankers, an encoder, LETOR folds) and every bad file of ``BAD_FILES``."""
-    from test_bundle import make
+    from builders import tiny_encoder as make
 
     w = tmp_path_factory.mktemp("catalogue")
     for name, data in BAD_FILES.items():

@@ -1,0 +1,217 @@
+"""Data builders shared by the tests (and the serving benchmark): small rankings, planted-signal folds,
+learnable text pairs, a scorer world. Plain functions, not tests; fixtures over them live in conftest.py."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.features.extract import extract_ranking, lexical_extractors
+from ltrfeat.features.letor import write_letor
+from ltrfeat.features.neural import EncoderExtractor
+from ltrfeat.rankers.ablation import Fold
+from ltrfeat.rankers.lambdamart import LambdaMART
+
+
+def synthetic(n_queries=60, docs=20, n_features=8, seed=0, max_label=4, names=None):
+    """Queries whose labels depend on the first three features, plus noise columns."""
+    rng = np.random.default_rng(seed)
+    n = n_queries * docs
+    X = rng.normal(size=(n, n_features)).astype(np.float32)
+    signal = X[:, 0] + 0.5 * X[:, 1] - 0.5 * X[:, 2] + rng.normal(scale=0.5, size=n)
+    label = np.clip(np.round((signal + 1.5) * max_label / 4), 0, max_label)
+    qid = np.repeat([f"q{seed}_{i}" for i in range(n_queries)], docs)
+    fmap = FeatureMap.dense(n_features) if names is None else FeatureMap(
+        Feature(i + 1, name) for i, name in enumerate(names))
+    return RankingSet(qid, label, X, fmap, docid=np.array([f"d{i}" for i in range(n)], dtype=object))
+
+
+def small(engine, **kw):
+    kw = {"n_estimators": 40, "num_leaves": 7, "learning_rate": 0.1, "early_stopping_rounds": 10, "n_jobs": 1} | kw
+    return LambdaMART(engine=engine, **kw)
+
+
+NAMES = ["bm25_title", "tfidf_title", "len_title", "clsm_title_cos"]
+
+
+FAST = {"n_estimators": 30, "num_leaves": 7, "learning_rate": 0.1, "early_stopping_rounds": 10, "n_jobs": 1}
+
+
+def planted_folds(*, signal: bool = True, n_folds: int = 3, queries_per_fold: int = 50, docs: int = 15,
+                  seed: int = 0) -> list[Fold]:
+    """Folds whose labels depend on a lexical part ``a`` and a part ``b`` only the neural column sees.
+
+    With ``signal=False`` the neural column is pure noise (the control). Fold k tests part k,
+    validates on part k+1 and trains on the rest (the LETOR rotation).
+    """
+    rng = np.random.default_rng(seed)
+    n_queries = n_folds * queries_per_fold
+    n = n_queries * docs
+    a, b = rng.normal(size=n), rng.normal(size=n)
+    label = np.digitize(a + b + rng.normal(scale=0.5, size=n), [0.5, 1.5]).astype(float)
+    neural = (b if signal else rng.normal(size=n)) + rng.normal(scale=0.3, size=n)
+    X = np.column_stack([a + rng.normal(scale=0.3, size=n), a + rng.normal(scale=0.6, size=n),
+                         rng.normal(size=n), neural])
+    fmap = FeatureMap(Feature(i + 1, name, "encoder:clsm" if name.startswith("clsm") else "lexical")
+                      for i, name in enumerate(NAMES))
+    data = RankingSet(np.repeat([f"q{i}" for i in range(n_queries)], docs), label, X, fmap,
+                      docid=np.array([f"d{i}" for i in range(n)], dtype=object))
+    part_of = np.arange(n) // docs // queries_per_fold
+    folds = []
+    for k in range(n_folds):
+        v = (k + 1) % n_folds
+        folds.append(Fold(f"Fold{k + 1}", data.take(~np.isin(part_of, [k, v])), data.take(part_of == v),
+                          data.take(part_of == k), origin=f"generated part {k + 1}"))
+    return folds
+
+
+def write_folds(root, folds, *, ext=".txt", sparse=False, sidecars=False):
+    """Write folds as ROOT/<name>/{train,vali,test}<ext> (vali always .txt)."""
+    for fold in folds:
+        d = root / fold.name
+        parts = {f"train{ext}": fold.train, f"test{ext}": fold.test, "vali.txt": fold.valid}
+        for name, data in parts.items():
+            if data is not None:
+                write_letor(d / name, data, sparse=sparse, write_feature_map=sidecars)
+
+
+def make_pairs(n_topics=6, n_queries=72, seed=0) -> pd.DataFrame:
+    """Topics whose queries and documents use different made-up words: only learning can match them."""
+    rng = np.random.default_rng(seed)
+
+    def word():
+        return "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=int(rng.integers(4, 8))))
+
+    q_vocab = [[word() for _ in range(4)] for _ in range(n_topics)]
+    d_vocab = [[word() for _ in range(6)] for _ in range(n_topics)]
+    docs = [(t, " ".join(rng.choice(d_vocab[t], 3)) + f" sku{t}x{k}") for t in range(n_topics) for k in range(12)]
+    rows = []
+    for i in range(n_queries):
+        topic = i % n_topics
+        query = " ".join(rng.choice(q_vocab[topic], 2))
+        same = [j for j, (t, _) in enumerate(docs) if t == topic]
+        other = [j for j, (t, _) in enumerate(docs) if t != topic]
+        for j, label in [(j, 2) for j in rng.choice(same, 3, replace=False)] + \
+                        [(j, 0) for j in rng.choice(other, 5, replace=False)]:
+            rows.append((f"q{i}", query, docs[j][1], label))
+    return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
+
+
+WORDS = ("cheap flights london hotel river bike tyre repair fox quick brown garden chair table lamp red blue "
+         "shoes running trail coffee beans grinder").split()
+
+
+def build_world(root, *, n_queries=30, per_query=10, seed=0, encoder=True):
+    """Docs, queries, corpus stats, a CLSM encoder and a ranker trained on extracted columns.
+
+    Returns a dict of paths and tables; shared by the serving tests and the benchmark."""
+    import torch
+
+    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+    from ltrfeat.features.hashing import TrigramHasher
+
+    rng = np.random.default_rng(seed)
+    n_docs = n_queries * per_query
+    docs = pd.DataFrame({"docid": [f"d{i}" for i in range(n_docs)],
+                         "title": [" ".join(rng.choice(WORDS, size=rng.integers(2, 7))) for _ in range(n_docs)],
+                         "body": [" ".join(rng.choice(WORDS, size=rng.integers(5, 20))) for _ in range(n_docs)]})
+    queries = pd.DataFrame({"qid": [f"q{i}" for i in range(n_queries)],
+                            "query": [" ".join(rng.choice(WORDS, size=rng.integers(1, 4))) for _ in range(n_queries)]})
+    qid = np.repeat(queries.qid.to_numpy(dtype=object), per_query)
+    docid = rng.permutation(docs.docid.to_numpy(dtype=object))[: len(qid)]
+    qtext = dict(zip(queries.qid, queries["query"]))
+    ttext = dict(zip(docs.docid, docs.title))
+    label = np.array([len(set(qtext[q].split()) & set(ttext[d].split())) for q, d in zip(qid, docid)], dtype=float)
+    base = RankingSet(qid=qid, label=np.minimum(label, 3), X=np.zeros((len(qid), 0), np.float32),
+                      feature_map=FeatureMap(), docid=docid)
+    extractors = lexical_extractors(["bm25", "tf", "coverage", "query_len"], fields=["title", "body"])
+    paths = {"corpus": root / "corpus.npz", "ranker": root / "ranker.txt", "encoder": root / "clsm.ltrenc"}
+    if encoder:
+        torch.manual_seed(seed)
+        hasher = TrigramHasher().fit(list(docs.title) + list(queries["query"]))
+        model = TwoTowerModel(model_config("clsm", hasher.n_features_, conv=32, out=16))
+        with torch.no_grad():
+            for p in model.parameters():
+                p.normal_(0, 0.3)
+        Encoder(hasher, model.eval()).save(paths["encoder"])
+        extractors.append(EncoderExtractor(name="clsm", path=str(paths["encoder"]), field="title"))
+    data = extract_ranking(base, extractors, queries=queries, docs=docs)
+    extractors[0].corpus_.save(paths["corpus"])
+    ranker = LambdaMART(n_estimators=30, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(data)
+    ranker.save(paths["ranker"])
+    return {"docs": docs, "queries": queries, "data": data, "model": ranker, **paths}
+
+
+def candidates_of(world, qid):
+    data, docs = world["data"], world["docs"].set_index("docid")
+    rows = np.flatnonzero(data.qid == qid)
+    return rows, [{"docid": d, "title": docs.loc[d, "title"], "body": docs.loc[d, "body"]} for d in data.docid[rows]]
+
+
+def assert_scores_equal_offline(scorer, world, qids, *, features_tol: float, scores_tol: float):
+    """The scorer's features and scores of each query's candidates equal the offline extraction and ranker."""
+    offline = world["model"].predict(world["data"])
+    qtext = dict(zip(world["queries"].qid, world["queries"]["query"]))
+    for qid in qids:
+        rows, cands = candidates_of(world, qid)
+        np.testing.assert_allclose(scorer.features(qtext[qid], cands), world["data"].X[rows], atol=features_tol,
+                                   rtol=features_tol)
+        np.testing.assert_allclose(scorer.score(qtext[qid], cands), offline[rows], atol=scores_tol)
+
+
+TEXTS = ["cordless drill 18v", "red garden hose", "ceiling fan", "", "unseen zzz words"]
+
+
+def tiny_encoder(arch, **kw):
+    """A random-weight encoder with a trigram vocabulary fitted on :data:`TEXTS`."""
+    import torch
+
+    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+    from ltrfeat.features.hashing import TrigramHasher
+
+    hasher = TrigramHasher(min_count=kw.pop("min_count", 1), n_buckets=kw.pop("n_buckets", None)).fit(TEXTS)
+    torch.manual_seed(1)
+    return Encoder(hasher, TwoTowerModel(model_config(arch, hasher.n_features_, **kw)),
+                   training={"validation": {"ndcg@10": 0.5}})
+
+
+# DeepMatch settings small enough for a unit test
+TINY = dict(topics=(6, 3), patch_words=4, min_links=2, max_links=4, units=(2, 2), latent=3, committee=6,
+            lda_iter=5, min_df=1, epochs=3, batch_size=16, lr=2e-2, val_fraction=0.25, patience=3, threads=1,
+            progress=False)
+
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+DATASETS = SHARED / "datasets"
+
+
+def dataset_path(*parts) -> Path:
+    """Path under ``../shared/datasets``; skips the test when it is absent."""
+    path = DATASETS.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent (real data sets live in ../shared/datasets)")
+    return path
+
+
+class Interrupted(Exception):
+    """A simulated kill right after a training checkpoint was written."""
+
+
+def train_until_interrupted(monkeypatch, train, *, epoch: int = 1) -> None:
+    """Run ``train()`` (which writes checkpoints) and stop it right after epoch ``epoch``'s checkpoint."""
+    from ltrfeat.features.encoders import training
+
+    write = training._write_checkpoint
+
+    def write_then_stop(path, **kw):
+        write(path, **kw)
+        if kw["header"]["epoch"] == epoch:
+            raise Interrupted
+
+    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
+    with pytest.raises(Interrupted):
+        train()
+    monkeypatch.setattr(training, "_write_checkpoint", write)
