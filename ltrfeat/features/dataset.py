@@ -126,8 +126,7 @@ class FeatureMap:
                 cols.extend(found)
             else:
                 cols.append(self.column_of(item))
-        seen: set[int] = set()
-        return [c for c in cols if not (c in seen or seen.add(c))]
+        return list(dict.fromkeys(cols))  # first occurrence of each column, in order
 
     def select(self, columns) -> "FeatureMap":
         """The map of a column subset; ids keep their values, order follows ``columns``

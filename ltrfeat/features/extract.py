@@ -262,7 +262,7 @@ def _join(data: RankingSet, queries: _TextIndex, docs: _TextIndex, fields, tally
 
 def _doc_fields(docs: pd.DataFrame, extractors) -> list[str]:
     """Text fields the extractors read (those they name), else every non-id column."""
-    named = []
+    named: list[str] = []
     for ex in extractors:
         own = getattr(ex, "fields", None) or ()
         named.extend([own] if isinstance(own, str) else own)

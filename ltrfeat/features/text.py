@@ -100,6 +100,7 @@ class _RawTable:
 
 def _read_raw(path, *, encoding: str, fmt: str | None) -> _RawTable:
     fmt = table_format(path, fmt)
+    table: _RawTable | None
     try:
         if fmt == "parquet":
             table = _read_parquet(path)
@@ -883,7 +884,7 @@ def write_table(df: pd.DataFrame, path, *, fmt: str | None = None) -> None:
                 fh.write(json.dumps(dict(zip(columns, row)), ensure_ascii=False, allow_nan=False))
                 fh.write("\n")
         elif fmt == "tsv":
-            for row in [columns, *zip(*cells)]:
+            for row in [tuple(columns), *zip(*cells)]:
                 fh.write("\t".join(row))
                 fh.write("\n")
         else:

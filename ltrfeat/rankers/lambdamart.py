@@ -22,6 +22,7 @@ import json
 import re
 import warnings
 from pathlib import Path
+from typing import Any
 
 import lightgbm as lgb
 import numpy as np
@@ -288,7 +289,7 @@ class _XGBoost:
         return booster
 
 
-_ENGINES = {"lightgbm": _LightGBM, "xgboost": _XGBoost}
+_ENGINES: dict[str, Any] = {"lightgbm": _LightGBM, "xgboost": _XGBoost}
 
 
 class LambdaMART(BaseEstimator):

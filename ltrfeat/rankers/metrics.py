@@ -100,6 +100,7 @@ class _Ranked:
     def __init__(self, group: np.ndarray, n_groups: int, label: np.ndarray, score: np.ndarray, conv: Conventions,
                  retrieved: np.ndarray | None = None):
         rows = np.arange(len(label))
+        keys: tuple[np.ndarray, ...]
         if conv.ties == "stable":
             keys = (rows, -score, group)
         else:
@@ -149,8 +150,8 @@ class _Ranked:
         return np.ldexp(label, -exponent)
 
     def metric(self, name: str) -> np.ndarray:
-        family, _, k = name.partition("@")
-        k = int(k) if k else 0
+        family, _, cutoff = name.partition("@")
+        k = int(cutoff) if cutoff else 0
         top = (self.rank <= k) * self.retrieved
         if family == "ndcg":
             discount = 1.0 / np.log2(self.rank + 1.0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -182,7 +183,7 @@ class Candidates:
             return LambdaMART(**(lambdamart | {"engine": engine, "params": extra}))
         if name == "linear":
             return LinearRanker(features=list(self.columns), seed=seed)
-        common = {"criterion": self.criterion, "gain": self.gain, "no_relevant": self.no_relevant}
+        common: dict[str, Any] = {"criterion": self.criterion, "gain": self.gain, "no_relevant": self.no_relevant}
         if name == "boost-best":
             return BoostedFromFeature(lambdamart=lambdamart, **common)
         if name == "best-single":

@@ -24,17 +24,17 @@ DEFAULT_CRITERION = ("ndcg@1", "ndcg@3", "ndcg@10")
 
 def concat(*parts: RankingSet | None) -> RankingSet:
     """The rows of several sets with the same columns, in order (``None`` parts are skipped)."""
-    parts = [p for p in parts if p is not None]
-    if len(parts) == 1:
-        return parts[0]
-    fmap = parts[0].feature_map
-    for p in parts[1:]:
+    given = [p for p in parts if p is not None]
+    if len(given) == 1:
+        return given[0]
+    fmap = given[0].feature_map
+    for p in given[1:]:
         if p.feature_map != fmap:
             raise LtrfeatError("the parts have different feature columns", fix="give them the same features")
-    pick = lambda name: (None if any(getattr(p, name) is None for p in parts)  # noqa: E731
-                         else np.concatenate([getattr(p, name) for p in parts]))
-    return RankingSet(np.concatenate([p.qid for p in parts]), np.concatenate([p.label for p in parts]),
-                      np.vstack([p.X for p in parts]), fmap, pick("docid"), pick("comment"), pick("weight"))
+    pick = lambda name: (None if any(getattr(p, name) is None for p in given)  # noqa: E731
+                         else np.concatenate([getattr(p, name) for p in given]))
+    return RankingSet(np.concatenate([p.qid for p in given]), np.concatenate([p.label for p in given]),
+                      np.vstack([p.X for p in given]), fmap, pick("docid"), pick("comment"), pick("weight"))
 
 
 def criterion_per_query(qid, label, score, criterion=DEFAULT_CRITERION, *, gain: str = "exp2",

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import io
 import math
+from typing import NoReturn
 
 import numpy as np
 import pandas as pd
@@ -117,7 +118,7 @@ def _nonblank_lines(text: str) -> np.ndarray:
     return np.flatnonzero(lengths) + 1
 
 
-def _fail_on_fields(path, width: int, fix: str):
+def _fail_on_fields(path, width: int, fix: str) -> NoReturn:
     rows = _text_lines(path)
     if not rows:
         raise TextTableError("file is empty", path=path, fix=fix)
