@@ -13,7 +13,7 @@ pytest.importorskip("uvicorn")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from ltrfeat.serving.app import create_app  # noqa: E402
+from ltrfeat.serving.app import ServiceLimits, create_app  # noqa: E402
 from ltrfeat.serving.process import served  # noqa: E402
 from ltrfeat.serving.scorer import Scorer  # noqa: E402
 from builders import build_world, candidates_of  # noqa: E402
@@ -27,7 +27,7 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(world):
     scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])
-    with TestClient(create_app(scorer, max_candidates=20, max_bytes=20_000)) as c:
+    with TestClient(create_app(scorer, limits=ServiceLimits(max_candidates=20, max_bytes=20_000))) as c:
         yield c
 
 

@@ -34,6 +34,16 @@ def _encoders(specs) -> dict:
               help="Most candidates in one request (more: 413).")
 @click.option("--max-bytes", type=click.IntRange(min=1), default=1_000_000, show_default=True,
               help="Largest request body in bytes (larger: 413).")
+@click.option("--client-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
+              help="Seconds a client has to send its request headers (else the connection closes) and then its "
+                   "body (else 408).")
+@click.option("--max-concurrent", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Requests in progress at once (reading, waiting or scored); more get 503 with Retry-After.")
+@click.option("--token", envvar="LTRFEAT_SERVE_TOKEN", show_envvar=True, metavar="SECRET",
+              help="Require 'Authorization: Bearer SECRET' on /score, /embed and /health (/healthz and /readyz "
+                   "stay open for probes). Needed to listen beyond loopback.")
+@click.option("--no-token-beyond-loopback", "open_bind", is_flag=True,
+              help="Allow a non-loopback --host without --token (only behind a proxy that authenticates).")
 @click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
               help="torch threads per request (one query's candidates are a small batch; more threads often hurt).")
 @click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 used at extraction.")
@@ -41,12 +51,14 @@ def _encoders(specs) -> dict:
 @click.option("--mu", type=float, default=2000.0, show_default=True, help="Dirichlet prior used at extraction.")
 @click.option("--jm-lambda", type=float, default=0.1, show_default=True, help="Jelinek-Mercer lambda.")
 @click.option("--ad-delta", type=float, default=0.7, show_default=True, help="Absolute discounting delta.")
-def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes, threads, k1, b, mu, jm_lambda, ad_delta):
-    """Serve a ranker over HTTP: GET /health, POST /score.
+def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes, client_timeout, max_concurrent,
+          token, open_bind, threads, k1, b, mu, jm_lambda, ad_delta):
+    """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
-    {"scores": [...], "order": [docids, best first]}. Bad JSON gives 400, too large a
-    request 413, missing or mistyped fields 422. Stop it with Ctrl-C or SIGTERM.
+    {"scores": [...], "order": [docids, best first]}. Bad JSON, lone surrogates or deep
+    nesting give 400, no token 401, a stalled body 408, too large a request 413, missing
+    or mistyped fields 422, a full service 503 with Retry-After. Stop it with Ctrl-C or SIGTERM.
 
     \b
     Example:
@@ -56,16 +68,47 @@ def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes,
       curl -s localhost:8080/score -H 'Content-Type: application/json' \\
           -d '{"query": "cheap flights", "candidates": [{"docid": "d1", "title": "Cheap flights to Rome"}]}'
     """
+    if not token and not open_bind and not _loopback(host):
+        raise LtrfeatError(f"--host {host} listens beyond this machine without authentication",
+                           fix="set --token SECRET (or LTRFEAT_SERVE_TOKEN), or pass --no-token-beyond-loopback "
+                               "behind an authenticating proxy")
     import torch
-    import uvicorn
 
-    from ltrfeat.serving.app import create_app
+    from ltrfeat.serving import server
+    from ltrfeat.serving.app import ServiceLimits, create_app
     from ltrfeat.serving.scorer import Scorer
 
     torch.set_num_threads(threads)
+    _log_to_stderr()
     scorer = Scorer.load(ranker, encoders=_encoders(encoders), corpus_stats=corpus_stats,
                          lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta})
-    app = create_app(scorer, max_candidates=max_candidates, max_bytes=max_bytes)
+    limits = ServiceLimits(max_candidates=max_candidates, max_bytes=max_bytes, client_timeout=client_timeout,
+                           max_concurrent=max_concurrent)
+    app = create_app(scorer, limits=limits, token=token or None)
     click.echo(f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "
-               f"{', '.join(scorer.fields) or 'none'})", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+               f"{', '.join(scorer.fields) or 'none'}; {'bearer token required' if token else 'no token'})", err=True)
+    server.run(app, host=host, port=port, client_timeout=client_timeout)
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _log_to_stderr() -> None:
+    """The service's own warnings (disconnects, slow clients) as one line each on stderr."""
+    import logging
+
+    log = logging.getLogger("ltrfeat.serve")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("ltrfeat serve: %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False

@@ -23,13 +23,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def served(serve_args, *, startup_timeout: float = 60.0, request_timeout: float = 30.0):
-    """Start ``ltrfeat serve SERVE_ARGS --port P`` on 127.0.0.1, wait for ``/health``, yield
-    ``(proc, client)``; always stop the server with SIGTERM (SIGKILL after 20 s)."""
+def served(serve_args, *, startup_timeout: float = 60.0, request_timeout: float = 30.0, env: dict | None = None):
+    """Start ``ltrfeat serve SERVE_ARGS --port P`` on 127.0.0.1, wait for ``/healthz``, yield
+    ``(proc, client)``; always stop the server with SIGTERM (SIGKILL after 20 s). ``env``: extra
+    environment variables for the server (e.g. ``LTRFEAT_SERVE_TOKEN``)."""
     port = free_port()
     cmd = [sys.executable, "-m", "ltrfeat.cli.main", "serve", *map(str, serve_args), "--port", str(port)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=request_timeout) as client:
             deadline = time.monotonic() + startup_timeout
@@ -37,7 +38,7 @@ def served(serve_args, *, startup_timeout: float = 60.0, request_timeout: float 
                 if proc.poll() is not None:
                     raise RuntimeError(f"ltrfeat serve exited: {proc.stderr.read().decode()[-500:]}")
                 with contextlib.suppress(httpx.TransportError):
-                    if client.get("/health").status_code == 200:
+                    if client.get("/healthz").status_code == 200:
                         break
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"ltrfeat serve did not become healthy within {startup_timeout:.0f} s")

@@ -1,0 +1,230 @@
+"""The service against hostile and careless clients: bad Unicode, deep JSON, stalled uploads, slow headers,
+disconnects, bursts over the concurrency limit, missing tokens. In-process where the app decides, and
+against a real ``ltrfeat serve`` on loopback where the server (sockets, timeouts, logs) does."""
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("httpx")
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from fastapi.testclient import TestClient  # noqa: E402
+
+from ltrfeat.serving.app import ServiceLimits, create_app, json_depth, lone_surrogate  # noqa: E402
+from ltrfeat.serving.process import served  # noqa: E402
+from builders import build_world  # noqa: E402
+
+JSON = {"content-type": "application/json"}
+
+
+class _SlowScorer:
+    """Stands in for a Scorer: scores take as long as ``release`` stays unset."""
+
+    feature_names = ["f"]
+    fields = ("title",)
+
+    def __init__(self):
+        self.release, self.entered = threading.Event(), threading.Event()
+
+    def score(self, query, candidates):
+        self.entered.set()
+        self.release.wait(30)
+        return np.zeros(len(candidates))
+
+    def query_params(self, query):
+        return {"keywords": query}
+
+
+def _request(query="q", n=1) -> dict:
+    return {"query": query, "candidates": [{"docid": f"d{i}", "title": "t"} for i in range(n)]}
+
+
+@pytest.fixture
+def fast():
+    scorer = _SlowScorer()
+    scorer.release.set()
+    return scorer
+
+
+@pytest.mark.parametrize("content, where", [
+    (b'{"query": "\\ud800", "candidates": []}', "body.query"),
+    (b'{"query": "ok", "candidates": [{"docid": "a", "title": "x\\udfff"}]}', "body.candidates[0].title"),
+    (b'{"query": "ok", "candidates": [{"\\ud83d": "a"}]}', "body.candidates[0] key"),
+])
+def test_lone_surrogates_are_400_naming_the_field(fast, content, where):
+    client = TestClient(create_app(fast))
+    resp = client.post("/score", content=content, headers=JSON)
+    assert resp.status_code == 400
+    assert resp.json()["detail"].startswith(f"{where} holds a lone UTF-16 surrogate")
+
+
+def test_paired_surrogates_and_non_ascii_text_are_fine(fast):
+    resp = TestClient(create_app(fast)).post("/score", content='{"query": "caf\u00e9 \\ud83d\\ude00", '
+                                             '"candidates": [{"docid": "a", "title": "\u00fcber"}]}'.encode(),
+                                             headers=JSON)
+    assert resp.status_code == 200, resp.text
+
+
+def test_deep_json_is_400_not_a_recursion_error(fast):
+    client = TestClient(create_app(fast))
+    for body in (b"[" * 100_000 + b"]" * 100_000, b'{"query": ' + b"[" * 40 + b"]" * 40 + b"}"):
+        resp = client.post("/score", content=body, headers=JSON)
+        assert resp.status_code == 400
+        assert "levels deep; the limit is 32" in resp.json()["detail"]
+
+
+def test_json_depth_ignores_brackets_inside_strings():
+    assert json_depth(b'{"a": "[[[{{{\\"[[", "b": [1, [2]]}') == 3
+    assert json_depth(b"") == 0 and json_depth(b"3") == 0
+    assert lone_surrogate({"a": ["ok", {"b": "\ud800"}]}) == "body.a[1].b"
+    assert lone_surrogate(["fine", 3, None]) is None
+
+
+def test_bearer_token_guards_everything_but_the_probes(fast):
+    client = TestClient(create_app(fast, token="s3cret"))
+    for path in ("/score", "/embed"):
+        resp = client.post(path, json=_request())
+        assert resp.status_code == 401 and resp.headers["www-authenticate"] == "Bearer"
+    assert client.get("/health").status_code == 401
+    wrong = {"Authorization": "Bearer s3cret-not"}
+    assert client.post("/score", json=_request(), headers=wrong).status_code == 401
+    right = {"Authorization": "Bearer s3cret"}
+    assert client.post("/score", json=_request(), headers=right).status_code == 200
+    assert client.post("/embed", json={"query": "x"}, headers=right).json() == {"params": {"keywords": "x"}}
+    assert client.get("/health", headers=right).status_code == 200
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json()["status"] == "ready"
+
+
+def test_requests_beyond_the_concurrency_limit_get_503_with_retry_after():
+    scorer = _SlowScorer()
+    with TestClient(create_app(scorer, limits=ServiceLimits(max_concurrent=2))) as client:
+        answers = []
+        workers = [threading.Thread(target=lambda: answers.append(client.post("/score", json=_request())))
+                   for _ in range(2)]
+        for w in workers:
+            w.start()
+        assert scorer.entered.wait(10)
+        deadline = time.monotonic() + 10
+        while client.get("/readyz").status_code != 503 and time.monotonic() < deadline:
+            time.sleep(0.02)  # the second request is admitted and waits for the scorer
+        busy = client.post("/score", json=_request())
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert "2 requests in progress" in busy.json()["detail"]
+        assert client.get("/readyz").status_code == 503
+        scorer.release.set()
+        for w in workers:
+            w.join(10)
+        assert [a.status_code for a in answers] == [200, 200]
+        assert client.get("/readyz").status_code == 200
+
+
+def test_memory_is_released_after_a_large_request_only(fast, monkeypatch):
+    import ltrfeat.serving.app as service
+
+    calls = []
+    monkeypatch.setattr(service, "release_memory", lambda: calls.append(1))
+    client = TestClient(create_app(fast, limits=ServiceLimits(trim_after_bytes=5_000)))
+    assert client.post("/score", json=_request(n=3)).status_code == 200
+    assert calls == []
+    assert client.post("/score", json=_request(n=200)).status_code == 200
+    assert calls == [1]
+
+
+def test_release_memory_runs_here():
+    import ltrfeat.serving.app as service
+
+    service.release_memory()  # glibc malloc_trim and pyarrow's pool: must not raise
+
+
+def test_service_limits_are_validated():
+    with pytest.raises(ValueError, match="max_concurrent must be at least 1"):
+        ServiceLimits(max_concurrent=0)
+    with pytest.raises(ValueError, match="client_timeout must be positive"):
+        ServiceLimits(client_timeout=0)
+
+
+# --- a real server: sockets, deadlines and logs -------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    return build_world(tmp_path_factory.mktemp("hostile"), n_queries=8)
+
+
+def _serve_args(world, *extra):
+    return ["--ranker", world["ranker"], "--corpus-stats", world["corpus"], "--encoder", f"clsm={world['encoder']}",
+            "--client-timeout", "1", *extra]
+
+
+def _address(http):
+    return http.base_url.host, http.base_url.port
+
+
+def _recv_all(sock, timeout=5.0) -> bytes:
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+
+
+def test_stalled_clients_are_cut_off_and_disconnects_are_one_line(world):
+    with served(_serve_args(world)) as (proc, http):
+        host, port = _address(http)
+        slow_headers = [socket.create_connection((host, port)) for _ in range(20)]
+        for s in slow_headers:
+            s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+        silent = socket.create_connection((host, port))
+        stalled_body = socket.create_connection((host, port))
+        stalled_body.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: 1000\r\n\r\n{\"query\": ")
+        gone = socket.create_connection((host, port))
+        gone.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"query\"")
+        time.sleep(0.3)
+        gone.close()
+
+        started = time.monotonic()
+        assert all(_recv_all(s) == b"" for s in slow_headers)  # closed by the server, no answer
+        assert _recv_all(silent) == b""
+        answer = _recv_all(stalled_body).decode()
+        assert time.monotonic() - started < 5
+        assert answer.startswith("HTTP/1.1 408") and "request body not received within 1 s" in answer
+        for s in (*slow_headers, silent, stalled_body):
+            s.close()
+        ok = http.post("/score", json={"query": "a", "candidates": [{"docid": "x", "title": "a", "body": "b"}]})
+        assert ok.status_code == 200  # still serving
+    err = proc.stderr.read().decode()
+    assert proc.returncode in (0, -signal.SIGTERM), err
+    assert "Traceback" not in err and "Exception" not in err, err
+    lines = err.strip().splitlines()
+    assert sum("request headers incomplete after 1 s" in line for line in lines) == 20, err
+    assert sum("disconnected before sending its whole /score request" in line for line in lines) == 1, err
+
+
+def test_token_from_the_environment_end_to_end(world):
+    with served(_serve_args(world), env={"LTRFEAT_SERVE_TOKEN": "tok"}) as (_, http):
+        body = json.dumps({"query": "a", "candidates": [{"docid": "x", "title": "a", "body": "b"}]})
+        assert http.post("/score", content=body, headers=JSON).status_code == 401
+        assert http.post("/score", content=body, headers=JSON | {"Authorization": "Bearer tok"}).status_code == 200
+        assert http.get("/readyz").status_code == 200
+
+
+def test_listening_beyond_loopback_needs_a_token(world):
+    from click.testing import CliRunner
+
+    from ltrfeat.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["serve", *map(str, _serve_args(world)), "--host", "0.0.0.0"])
+    assert result.exit_code != 0
+    assert "--host 0.0.0.0 listens beyond this machine without authentication" in result.output
+    assert "Traceback" not in result.output
