@@ -215,3 +215,12 @@ def train_until_interrupted(monkeypatch, train, *, epoch: int = 1) -> None:
     with pytest.raises(Interrupted):
         train()
     monkeypatch.setattr(training, "_write_checkpoint", write)
+
+
+def reproducible_report(path) -> dict:
+    """report.json without ``stage_seconds`` (wall-clock times: the one part that differs between runs)."""
+    import json
+
+    data = json.loads(Path(path).read_text())
+    data.pop("stage_seconds", None)
+    return data

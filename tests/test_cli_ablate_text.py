@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.features.synth import generate_world, write_world
+from builders import reproducible_report
 
 TINY = ["--k-folds", "3", "--encoder-option", "epochs=1", "--encoder-option", 'sizes={"hidden": [32], "out": 16}',
         "--n-estimators", "20", "--num-leaves", "7", "--resamples", "500", "--seeds", "0"]
@@ -35,9 +36,18 @@ def test_text_mode_writes_cross_fitting_scheme_and_is_reproducible(world, tmp_pa
     names = {r["feature_set"] for r in report["results"]}
     assert {"lexical", "lexical+dssm-generalized", "dssm-generalized_doc_cos"} <= names
     assert "No encoder scores a query it was trained on" in (tmp_path / "a" / "report.md").read_text()
+    stages = report["stage_seconds"]
+    assert set(stages) >= {"reading", "lexical features", "encoder columns", "rankers", "tests", "encoders"}
+    dssm = stages["encoders"]["dssm-generalized"]
+    assert dssm["trainings"] == 6 and dssm["from_cache"] == 0 and len(dssm["jobs"]) == 6
+    assert "without fold1+fold2" in dssm["jobs"] and "without fold3" in dssm["jobs"]
+    assert 0 < dssm["train_seconds"] <= stages["encoder columns"]
+    assert stages["teacher_encoding"] == {"seconds": 0.0, "texts": 0}  # no MiniLM in this run
+    md = (tmp_path / "a" / "report.md").read_text()
+    assert "**Time: reading " in md and "dssm-generalized " in md and "in 6 trainings" in md
     second = run(*args, "--report", tmp_path / "b")
     assert second.exit_code == 0, second.output
-    assert (tmp_path / "b" / "report.json").read_bytes() == (tmp_path / "a" / "report.json").read_bytes()
+    assert reproducible_report(tmp_path / "b" / "report.json") == reproducible_report(tmp_path / "a" / "report.json")
 
 
 def test_separate_click_table_trains_the_encoders(world, tmp_path):

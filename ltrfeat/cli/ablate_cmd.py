@@ -49,7 +49,7 @@ def _seeds(text: str) -> list[int]:
 
 
 def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
-                train_columns, k, valid_fraction, options, cache, seed, quick):
+                train_columns, k, valid_fraction, options, cache, seed, quick, profile):
     """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit)."""
     from ltrfeat.features.crossfit import EncoderSpec, n_trainings, text_folds
     from ltrfeat.features.encoder_options import merge_options
@@ -61,10 +61,11 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
     specs = [EncoderSpec.parse(e) for e in encoders]
     if len({s.name for s in specs}) != len(specs):
         raise click.UsageError("each --encoder may be given once")
-    pairs = read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map)
-    train_table = None
-    if train_pairs_path is not None:
-        train_table = read_judged_pairs(train_pairs_path, columns=train_columns, encoding=encoding)
+    with profile.stage("reading"):
+        pairs = read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map)
+        train_table = None
+        if train_pairs_path is not None:
+            train_table = read_judged_pairs(train_pairs_path, columns=train_columns, encoding=encoding)
     extractors = lexical_extractors(lexical, fields=["doc"])
     if not extractors:
         raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
@@ -75,7 +76,7 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
     folds, groups, base, scheme = text_folds(
         pairs, lexical=extractors, specs=specs, k=k, valid_fraction=valid_fraction, seed=seed,
         train_table=train_table, options=options, cache=cache, conflicts=conflicts,
-        progress=not os.environ.get("CI"))
+        progress=not os.environ.get("CI"), profile=profile)
     scheme["encoder_options"] = options
     return folds, groups, ",".join(base), scheme
 
@@ -207,7 +208,10 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     from ltrfeat.rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
     from ltrfeat.rankers.verdict import verdict_lines
 
+    from ltrfeat.features.stages import StageProfile
+
     started = time.perf_counter()
+    profile = StageProfile()
     if (folds_dir is None) == (pairs_path is None):
         raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
     seed_list = _seeds(seeds if seeds is not None else (QUICK["seeds"] if quick else "0,1,2"))
@@ -218,7 +222,8 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
         if folds_dir is not None:
             if base is None or not neural:
                 raise click.UsageError("LETOR mode needs --base SPEC and at least one --neural NAME=SPEC")
-            folds = load_letor_folds(folds_dir, fold_glob=fold_glob, nan_policy=nan_policy)
+            with profile.stage("reading"):
+                folds = load_letor_folds(folds_dir, fold_glob=fold_glob, nan_policy=nan_policy)
             groups, base_spec, scheme = _neural_groups(neural), base, None
         else:
             if base is not None or neural:
@@ -229,7 +234,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                 lexical=lexical, encoders=encoders, train_pairs_path=train_pairs_path, train_columns=train_columns,
                 k=k_folds, valid_fraction=valid_fraction, options=parse_key_values(
                     encoder_options, option="--encoder-option", example="epochs=5") or {},
-                cache=cache_dir, seed=split_seed, quick=quick)
+                cache=cache_dir, seed=split_seed, quick=quick, profile=profile)
             folds = [Fold(*f, origin=f"query fold {i + 1} of {len(folds)} of {pairs_path}, encoder columns "
                                      f"cross-fitted (see Cross-fitting)") for i, f in enumerate(folds)]
         folds_ready = time.perf_counter()
@@ -253,15 +258,18 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
             selection = selection_config(engine, select=select, candidates=candidates, tune=tune,
                                          tune_trials=tune_trials, inner_folds=inner_folds, select_rule=select_rule,
                                          seed=split_seed)
-            result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
-                                  metrics=metrics, gain=gain, no_relevant=no_relevant,
-                                  progress=not os.environ.get("CI"), executor=executor, selection=selection,
-                                  jobs=jobs or os.cpu_count() or 1)
+            with profile.stage("rankers"):
+                result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
+                                      metrics=metrics, gain=gain, no_relevant=no_relevant,
+                                      progress=not os.environ.get("CI"), executor=executor, selection=selection,
+                                      jobs=jobs or os.cpu_count() or 1)
     if scheme is not None:
         result.config["cross_fitting"] = scheme
-    summary = summarise(result, seed=0, n_resamples=resamples)
+    with profile.stage("tests"):
+        summary = summarise(result, seed=0, n_resamples=resamples)
+    summary["stages"] = profile.as_dict()
     timings = {"wall_seconds": round(time.perf_counter() - started, 1),
-               "folds_and_features_seconds": round(folds_ready - started, 1)}
+               "folds_and_features_seconds": round(folds_ready - started, 1), "stages": summary["stages"]}
     out = write_report(result, summary, report_dir, overwrite=overwrite, timings=timings,
                        runs_of=folds if write_runs else None)
     inert = seed_inert_sets(result)

@@ -22,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import re
+import time
 from pathlib import Path
 from typing import NamedTuple
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from tqdm.auto import tqdm
 from .dataset import RankingSet
 from .errors import LtrfeatError
 from ltrfeat.features.logs import show_progress
+from ltrfeat.features.stages import StageProfile
 
 TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
@@ -217,6 +219,7 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int)
 
 
 def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None):
+    """The trained encoder and whether it came from ``cache``."""
     import inspect
 
     from .encoders.deepmatch import DeepMatch, train_deepmatch
@@ -230,8 +233,8 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
             if spec.model == "sbert-ft":
                 from .encoders.sbert_finetuned import SbertFinetuned
 
-                return SbertFinetuned.load(path)
-            return DeepMatch.load(path) if spec.model == "deepmatch" else Encoder.load(path)
+                return SbertFinetuned.load(path), True
+            return (DeepMatch.load(path) if spec.model == "deepmatch" else Encoder.load(path)), True
     if spec.model == "sbert-ft":
         from .encoders.sbert_training import train_sbert
 
@@ -249,7 +252,7 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
                                    progress=False, **extra, **options)
     if path is not None:
         encoder.save(path)
-    return encoder
+    return encoder, False
 
 
 def spec_options(spec: EncoderSpec, options: dict) -> dict:
@@ -281,14 +284,14 @@ def _zero_shot(spec: EncoderSpec):
 
 def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[EncoderSpec], *,
                      train_table: pd.DataFrame | None = None, field: str = "doc", options: dict | None = None,
-                     seed: int = 0, cache=None, progress: bool = True,
-                     train_fn: Callable | None = None) -> dict[str, dict[str, np.ndarray]]:
+                     seed: int = 0, cache=None, progress: bool = True, train_fn: Callable | None = None,
+                     profile: StageProfile | None = None) -> dict[str, dict[str, np.ndarray]]:
     """Neural similarity columns for every outer fold.
 
     Returns ``{fold name: {column name: float32 array over all rows of pairs}}``; rows outside the fold's
     queries are NaN. ``pairs`` has ``qid, query, docid, <field>, label``; ``train_table`` (default: the
     judged pairs themselves) has ``query, doc, label``. ``train_fn(spec, table)`` replaces encoder
-    training (tests).
+    training (tests). ``profile`` records each training's and each scoring's seconds.
     """
     options = dict(options or {})
     if "score" in options:
@@ -316,7 +319,10 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
         for spec in specs:
             column = f"{spec.name}_{field}_{spec.column_suffix}"
             if not spec.trainable:
+                start = time.perf_counter()
                 scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
+                if profile is not None:
+                    profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start)
                 for plan in plans:
                     columns[plan.name][column] = scores
                 continue
@@ -328,12 +334,20 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
                 for fold, scored in targets:
                     check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
                 bar.set_postfix_str(f"{spec.name} on {len(table)} pairs")
-                encoder = (train_fn(spec, table) if train_fn is not None
-                           else _train(spec, table, options=spec_options(spec, options), seed=seed, cache=cache))
+                start = time.perf_counter()
+                encoder, cached = ((train_fn(spec, table), False) if train_fn is not None
+                                   else _train(spec, table, options=spec_options(spec, options), seed=seed,
+                                               cache=cache))
+                trained = time.perf_counter()
                 for fold, scored in targets:
                     target = np.flatnonzero(np.isin(row_qid, list(scored)))
                     values[fold][target] = encoder.similarity([queries[i] for i in target],
                                                               [docs[i] for i in target])
+                if profile is not None:
+                    profile.encoder(spec.name, "without " + "+".join(sorted(p.name for p in plans
+                                                                           if p.test <= excluded)),
+                                    train_seconds=trained - start, score_seconds=time.perf_counter() - trained,
+                                    cached=cached)
                 bar.update()
             for plan in plans:
                 columns[plan.name][column] = values[plan.name]
@@ -396,22 +410,26 @@ def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool) ->
 def text_folds(pairs: pd.DataFrame, *, lexical, specs: list[EncoderSpec], field: str = "doc", k: int = 5,
                valid_fraction: float = 0.1, seed: int = 0, train_table: pd.DataFrame | None = None,
                options: dict | None = None, cache=None, conflicts: str = "error", progress: bool = True,
-               train_fn: Callable | None = None):
+               train_fn: Callable | None = None, profile: StageProfile | None = None):
     """From judged pairs to cross-fitted ablation folds.
 
     ``lexical`` is a list of unfitted lexical extractors (fitted on all documents: corpus statistics use
     no labels). Returns ``(folds, neural groups {name: [column]}, base column names, scheme dict)``.
+    ``profile`` gets the stages "lexical features" and "encoder columns" and every encoder training.
     """
     from .extract import extract_pairs
 
+    profile = profile or StageProfile()
     pairs = group_pairs(pairs)
-    base = extract_pairs(pairs, lexical, conflicts=conflicts)
+    with profile.stage("lexical features"):
+        base = extract_pairs(pairs, lexical, conflicts=conflicts)
     if not (np.array_equal(base.qid, pairs["qid"].to_numpy(object))
             and np.array_equal(base.docid, pairs["docid"].to_numpy(object))):
         raise AssertionError("lexical features are not aligned with the judged pairs")
     plans = plan_folds(pairs["qid"], k=k, valid_fraction=valid_fraction, seed=seed)
-    columns = crossfit_columns(pairs, plans, specs, train_table=train_table, field=field, options=options,
-                               seed=seed, cache=cache, progress=progress, train_fn=train_fn)
+    with profile.stage("encoder columns"):
+        columns = crossfit_columns(pairs, plans, specs, train_table=train_table, field=field, options=options,
+                                   seed=seed, cache=cache, progress=progress, train_fn=train_fn, profile=profile)
     folds = build_folds(base, plans, columns)
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
     info = scheme(k=k, valid_fraction=valid_fraction, seed=seed, separate_table=train_table is not None)

@@ -22,6 +22,7 @@ from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.fileio import atomic_output
 from ltrfeat.rankers.ablation import AblationResult
 from ltrfeat.rankers.test_runs import RUNS_DIR, write_test_runs
+from ltrfeat.features.stages import profile_line
 from ltrfeat.rankers.verdict import verdict_lines
 
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
@@ -76,7 +77,7 @@ def report_json(result: AblationResult, summary: dict) -> dict:
     return _clean({"format": REPORT_FORMAT, "config": config, "results": summary["results"],
                    "comparisons": summary["comparisons"], "verdict": summary.get("verdict"), "runs": runs,
                    "importance": result.importance,
-                   "seed_effect": result.seed_effect})
+                   "seed_effect": result.seed_effect, "stage_seconds": summary.get("stages")})
 
 
 def _index(summary: dict):
@@ -143,6 +144,8 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
                   ""]
 
     lines += ["## Setup", ""]
+    if summary.get("stages"):
+        lines.append(f"- **{profile_line(summary['stages'])[:-1]}** (per training in report.json `stage_seconds`).")
     lines.append(f"- **Folds**: {len(cfg['folds'])}; each query is tested in exactly one fold and never trained on "
                  "in that fold; test queries of all folds are pooled for the statistics.")
     for f in cfg["folds"]:

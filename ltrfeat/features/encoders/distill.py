@@ -34,6 +34,7 @@ from tqdm import tqdm
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.logs import show_progress
+from ltrfeat.features.stages import teacher_clock
 
 # teacher key -> loaded model; (teacher key, side) -> {text: vector}
 _TEACHERS: dict[str, object] = {}
@@ -86,11 +87,13 @@ def teacher_vectors(teacher, texts, *, side: str, key: str | None = None, chunk:
     """
     uniq, inverse = distinct(list(texts))
     if key is None:
-        return np.asarray(teacher.encode(uniq, side=side), dtype=np.float32)[inverse]
+        with teacher_clock(len(uniq)):
+            return np.asarray(teacher.encode(uniq, side=side), dtype=np.float32)[inverse]
     cache = _VECTORS.setdefault((key, side), {})
     missing = [t for t in uniq if t not in cache]
-    with tqdm(total=len(missing), desc=f"teacher {side} texts", disable=not progress or not missing,
-              file=sys.stderr, leave=False, unit="text") as bar:
+    with teacher_clock(len(missing)), tqdm(total=len(missing), desc=f"teacher {side} texts",
+                                           disable=not progress or not missing, file=sys.stderr, leave=False,
+                                           unit="text") as bar:
         for start in range(0, len(missing), chunk):
             part = missing[start : start + chunk]
             cache.update(zip(part, np.asarray(teacher.encode(part, side=side), dtype=np.float32)))
