@@ -288,3 +288,52 @@ def test_ablate_cross_fits_sbert_ft_with_its_own_options(tiny_base, tmp_path):
     params = SbertFinetuned.load(cached[0]).training["params"]
     assert (params["epochs"], params["freeze_layers"], params["loss"], params["base"]) == (
         1, 0, "generalized", str(tiny_base))
+
+
+def test_kept_frozen_layers_give_the_full_forward_pass_exactly(tiny_base):
+    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.features.encoders.sbert_training import _load_base, _transformer, freeze_lower, frozen_key
+
+    model = _load_base(tiny_base)
+    freeze_lower(model, 1)
+    model.eval()
+    texts = ["red drill", "a much longer text about a blue hammer and a green saw", "x", "red drill"]
+    sbert_prefix.clear()
+    prefix = sbert_prefix.FrozenPrefix(model, 1, key=frozen_key(model, 1, base=tiny_base, max_seq_length=32),
+                                       transformer=_transformer(model, tiny_base))
+    with torch.no_grad():
+        full = model(model.preprocess(texts))["sentence_embedding"]
+        kept = prefix.forward(texts)
+        again = prefix.forward(texts[::-1])
+    torch.testing.assert_close(kept, full, atol=1e-5, rtol=0)
+    torch.testing.assert_close(again, full.flip(0), atol=1e-5, rtol=0)
+    assert sbert_prefix.kept_bytes() > 0 and len(sbert_prefix._STORES[prefix.key]) == 3  # distinct texts, once
+
+
+def test_the_store_is_shared_across_trainings_and_bounded(tiny_base, monkeypatch):
+    from ltrfeat.features.encoders import sbert_prefix
+
+    pairs = make_pairs(20)
+    sbert_prefix.clear()
+    quick(tiny_base, pairs, freeze_layers=1, epochs=1)
+    (key, store), = sbert_prefix._STORES.items()
+    first = dict(store)
+    assert set(first) <= set(pairs["query"]) | set(pairs["doc"]) and set(pairs["query"]) <= set(first)
+    quick(tiny_base, pairs.iloc[: len(pairs) // 2], freeze_layers=1, epochs=1)  # another fold's training
+    assert list(sbert_prefix._STORES) == [key] and all(store[t] is first[t] for t in first)
+    sbert_prefix.clear()
+    monkeypatch.setattr(sbert_prefix, "BUDGET_BYTES", 0)
+    bounded, _ = quick(tiny_base, pairs, freeze_layers=1, epochs=1)
+    assert sbert_prefix.kept_bytes() == 0  # over budget: computed, not kept
+    sbert_prefix.clear()
+    kept, _ = quick(tiny_base, pairs, freeze_layers=1, epochs=1)
+    assert np.array_equal(bounded.encode(["red drill"]), kept.encode(["red drill"]))
+
+
+def test_keep_frozen_false_runs_every_layer_each_step(tiny_base):
+    from ltrfeat.features.encoders import sbert_prefix
+
+    sbert_prefix.clear()
+    model, history = quick(tiny_base, make_pairs(20), freeze_layers=1, epochs=1, keep_frozen=False)
+    assert sbert_prefix.kept_bytes() == 0 and model.training["params"]["keep_frozen"] is False
+    assert np.isfinite(history[-1]["val_ndcg@10"])

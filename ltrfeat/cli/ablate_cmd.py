@@ -9,6 +9,7 @@ import click
 
 from ltrfeat.cli.options import notices, parse_key_values, selection_config, selection_options
 from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.features.cores import available_cores
 from ltrfeat.features.letor import NAN_POLICIES
 from ltrfeat.rankers.metrics import GAINS, NO_RELEVANT
 
@@ -262,7 +263,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                 result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
                                       metrics=metrics, gain=gain, no_relevant=no_relevant,
                                       progress=not os.environ.get("CI"), executor=executor, selection=selection,
-                                      jobs=jobs or os.cpu_count() or 1)
+                                      jobs=jobs or available_cores())
     if scheme is not None:
         result.config["cross_fitting"] = scheme
     with profile.stage("tests"):

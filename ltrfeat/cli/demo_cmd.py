@@ -16,6 +16,8 @@ from pathlib import Path
 
 import click
 
+from ltrfeat.features.cores import available_cores
+
 ENCODERS = (("dssm", "softmax"), ("dssm", "generalized"), ("clsm", "softmax"), ("clsm", "generalized"))
 # Sizes chosen so the full demo fits in 5 minutes and --quick in 1 minute on 2 cores.
 PRESETS = {
@@ -125,7 +127,7 @@ def demo(out_dir, quick, seed):
                           ranker_params={"n_estimators": preset["n_estimators"], "n_jobs": 1,
                                          "params": {"bagging_fraction": 0.8, "bagging_freq": 1}},
                           progress=not os.environ.get("CI"), selection=SelectionConfig.default("lightgbm", seed=seed),
-                          jobs=os.cpu_count() or 1)
+                          jobs=available_cores())
     result.config["encoders"] = {"training_data": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
                                  "models": {n: p.name for n, p in models.items()}, "options": preset["encoder"],
                                  "sizes": sizes}

@@ -24,13 +24,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
-import os
 import pickle
 import uuid
 from pathlib import Path
 
 import numpy as np
 
+from .cores import available_cores
 from .dataset import RankingSet
 from .errors import LtrfeatError, TextTableError
 from .extract import (_append_columns, _check_missing, _doc_fields, _join, _MissingTally, _output_map, _progress,
@@ -66,7 +66,7 @@ def dask_client(spec: str, *, timeout: str = "30s"):
     kind, _, count = spec.partition(":")
     if kind == "local":
         try:
-            n_workers = int(count) if count else (os.cpu_count() or 1)
+            n_workers = int(count) if count else available_cores()
         except ValueError:
             n_workers = 0
         if n_workers < 1:

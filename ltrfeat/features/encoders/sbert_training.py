@@ -18,6 +18,7 @@ result is bit-identical, also when resumed from a checkpoint.
 from __future__ import annotations
 
 import copy
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ import torch
 
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
+from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix
 from ltrfeat.features.encoders.training import (LOSSES, _begin, _fit_epochs, _Sampler, _step, _torch_settings,
                                             _training_data, _validate, _validation_ndcg)
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
@@ -42,28 +44,34 @@ class _Texts(list):
 
 
 class _Tower(torch.nn.Module):
-    """A SentenceTransformer as a training tower: ``prepare`` tokenizes, ``forward`` embeds."""
+    """A SentenceTransformer as a training tower: ``prepare`` tokenizes, ``forward`` embeds (through the
+    kept frozen layers when ``prefix`` is given)."""
 
-    def __init__(self, model):
+    def __init__(self, model, prefix: FrozenPrefix | None = None):
         super().__init__()
         self.st = model
+        self.prefix = prefix
 
     def prepare(self, _hasher, texts: list):
         return texts
 
+    def _embed(self, texts: list) -> torch.Tensor:
+        if self.prefix is not None:
+            return self.prefix.forward(texts)
+        return self.st(self.st.preprocess(texts))["sentence_embedding"]
+
     def forward(self, texts: list) -> torch.Tensor:
         if torch.is_grad_enabled():
-            return self.st(self.st.preprocess(texts))["sentence_embedding"]
-        return torch.cat([self.st(self.st.preprocess(texts[i:i + _EVAL_CHUNK]))["sentence_embedding"]
-                          for i in range(0, len(texts), _EVAL_CHUNK)])
+            return self._embed(texts)
+        return torch.cat([self._embed(texts[i:i + _EVAL_CHUNK]) for i in range(0, len(texts), _EVAL_CHUNK)])
 
 
 class _Towers(torch.nn.Module):
     normalized = True  # R(Q, D) is the cosine (training.py's helpers read this)
 
-    def __init__(self, towers: dict):
+    def __init__(self, towers: dict, prefixes: dict | None = None):
         super().__init__()
-        self.towers = torch.nn.ModuleDict({k: _Tower(v) for k, v in towers.items()})
+        self.towers = torch.nn.ModuleDict({k: _Tower(v, (prefixes or {}).get(k)) for k, v in towers.items()})
 
     def tower(self, side: str) -> _Tower:
         return self.towers["shared"] if "shared" in self.towers else self.towers[side]
@@ -95,6 +103,19 @@ def freeze_lower(model, n_layers: int, *, base=None) -> int:
     return len(layers)
 
 
+def frozen_key(model, n_frozen: int, *, base, max_seq_length: int) -> tuple:
+    """Identifies the frozen part's output: SHA-256 of the frozen tensors, the layer count and the
+    tokenizer's truncation (the same base loaded by every cross-fitted training gives the same key)."""
+    hf = _transformer(model, base)
+    h = hashlib.sha256()
+    parts = [hf.embeddings, *hf.encoder.layer[:n_frozen]]
+    for module in parts:
+        for name, tensor in module.state_dict().items():
+            h.update(name.encode())
+            h.update(tensor.detach().contiguous().numpy().tobytes())
+    return (h.hexdigest(), n_frozen, max_seq_length)
+
+
 def _load_base(base):
     path = packaged_model_path() if base is None else Path(base)
     if not path.is_dir() or not (path / "modules.json").is_file():
@@ -107,7 +128,7 @@ def _load_base(base):
 def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs: int = 1, negatives: int = 0,
                 hard_negatives: int = 0, in_batch: bool = True, gamma: float = 20.0, margin: float = 0.2,
                 batch_size: int = 32, accumulate: int = 1, lr: float = 2e-5, weight_decay: float = 0.01,
-                max_seq_length: int = 32, freeze_layers: int = 4, shared: bool = True,
+                max_seq_length: int = 32, freeze_layers: int = 4, keep_frozen: bool = True, shared: bool = True,
                 soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
                 val_fraction: float = 0.1, patience: int = 1, seed: int = 0, threads: int | None = None,
                 checkpoint=None, resume=None, progress: bool | None = None) -> tuple[SbertFinetuned, list[dict]]:
@@ -129,6 +150,9 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
     lr, weight_decay : AdamW learning rate and weight decay.
     max_seq_length : tokens per text; longer texts are truncated (training and inference).
     freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
+    keep_frozen : run the frozen part once per distinct text and keep its output for the process
+        (:mod:`ltrfeat.features.encoders.sbert_prefix`; ~2x faster steps, no dropout in the frozen part);
+        False runs it in every step as before.
     shared : one tower for both sides; False fine-tunes separate query and document copies.
     soft_labels, click_scale, min_positive, val_fraction, patience : as in
         :func:`ltrfeat.features.encoders.training.train_encoder`.
@@ -154,6 +178,7 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
               "negatives": negatives, "hard_negatives": hard_negatives, "in_batch": in_batch, "gamma": gamma,
               "margin": margin, "batch_size": batch_size, "accumulate": accumulate, "lr": lr,
               "weight_decay": weight_decay, "max_seq_length": max_seq_length, "freeze_layers": freeze_layers,
+              "keep_frozen": keep_frozen,
               "shared": shared, "soft_labels": soft_labels, "click_scale": click_scale,
               "min_positive": min_positive, "val_fraction": val_fraction, "patience": patience, "seed": seed}
     data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=soft_labels, click_scale=click_scale,
@@ -168,7 +193,12 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
         n_layers = 0
         for model in towers.values():
             n_layers = freeze_lower(model, freeze_layers, base=base)
-        net = _Towers(towers)
+        prefixes = None
+        if keep_frozen and freeze_layers >= 0:
+            key = frozen_key(first, freeze_layers, base=base, max_seq_length=max_seq_length)
+            prefixes = {side: FrozenPrefix(model, freeze_layers, key=key, transformer=_transformer(model, base))
+                        for side, model in towers.items()}
+        net = _Towers(towers, prefixes)
         trainable = [p for p in net.parameters() if p.requires_grad]
         if not trainable:
             raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")

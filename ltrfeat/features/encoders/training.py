@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -54,6 +53,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from ltrfeat.features.cores import available_cores
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.encoder import Encoder, distinct
@@ -266,7 +266,7 @@ class _Sampler:
 @contextlib.contextmanager
 def _torch_settings(threads: int | None):
     old_threads, old_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    torch.set_num_threads(threads or os.cpu_count() or 1)
+    torch.set_num_threads(threads or available_cores())
     torch.use_deterministic_algorithms(True)
     try:
         yield
