@@ -337,3 +337,20 @@ def test_keep_frozen_false_runs_every_layer_each_step(tiny_base):
     model, history = quick(tiny_base, make_pairs(20), freeze_layers=1, epochs=1, keep_frozen=False)
     assert sbert_prefix.kept_bytes() == 0 and model.training["params"]["keep_frozen"] is False
     assert np.isfinite(history[-1]["val_ndcg@10"])
+
+
+def test_a_trained_encoder_scores_through_the_kept_layers_as_its_saved_bundle_does(tiny_base, tmp_path):
+    from ltrfeat.features.encoders import sbert_prefix
+
+    sbert_prefix.clear()
+    pairs = make_pairs(20)
+    model, _ = quick(tiny_base, pairs, freeze_layers=1, epochs=1)
+    assert model.prefixes  # scoring right after training uses the kept lower layers
+    texts = ["red drill", "unseen text of the test fold", "blue", "red drill"]
+    path = tmp_path / "ft.ltrenc"
+    model.save(path)
+    loaded = SbertFinetuned.load(path)
+    assert not loaded.prefixes
+    for side in ("query", "doc"):
+        np.testing.assert_allclose(model.encode(texts, side=side), loaded.encode(texts, side=side), atol=1e-5)
+    np.testing.assert_allclose(model.similarity(texts, texts[::-1]), loaded.similarity(texts, texts[::-1]), atol=1e-5)

@@ -152,10 +152,14 @@ class SbertFinetuned:
     training : JSON-able record of how it was trained; stored in the bundle.
     """
 
-    def __init__(self, towers: dict, *, max_seq_length: int, training: dict | None = None):
+    def __init__(self, towers: dict, *, max_seq_length: int, training: dict | None = None, prefixes: dict | None = None):
         self.towers = towers
         self.max_seq_length = max_seq_length
         self.training = training or {}
+        self.prefixes = prefixes or {}  # the trainer's kept frozen layers (not saved): encode runs only the top
+
+    def _prefix(self, side: str):
+        return self.prefixes.get("shared") or self.prefixes.get(side)
 
     def tower(self, side: str):
         if side not in ("query", "doc"):
@@ -178,8 +182,12 @@ class SbertFinetuned:
         was_training = model.training
         model.eval()
         try:
-            vectors = model.encode(uniq, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                                   show_progress_bar=False)
+            prefix = self._prefix(side)
+            if prefix is not None:
+                vectors = _encode_with_prefix(prefix, uniq, batch_size=batch_size)
+            else:
+                vectors = model.encode(uniq, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
+                                       show_progress_bar=False)
         finally:
             model.train(was_training)
         return np.asarray(vectors, dtype=np.float32)[inverse]
@@ -229,3 +237,20 @@ def is_finetuned_bundle(path) -> bool:
     """True when ``path`` is a file (an ``.ltrenc`` bundle to load as :class:`SbertFinetuned`), not a model dir."""
     return path is not None and Path(path).is_file()
 
+
+def _encode_with_prefix(prefix, texts: list[str], *, batch_size: int) -> np.ndarray:
+    """Normalised vectors through kept frozen layers, in batches of similar length (less padding)."""
+    import torch
+    import torch.nn.functional as F
+
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    out = np.empty((len(texts), 0), dtype=np.float32)
+    parts = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), batch_size):
+            rows = order[start : start + batch_size]
+            parts.append(F.normalize(prefix.forward([texts[i] for i in rows]), dim=1).numpy())
+    if parts:
+        out = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
+        out[order] = np.concatenate(parts)
+    return out

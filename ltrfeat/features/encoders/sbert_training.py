@@ -221,4 +221,4 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
               "n_samples": int(len(rows)), "n_layers": n_layers, "best_epoch": best["epoch"],
               "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
               "history": history}
-    return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record), history
+    return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history
