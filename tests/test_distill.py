@@ -11,7 +11,7 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from builders import train_until_interrupted
+from builders import reproducible_report, train_until_interrupted
 from ltrfeat.features import crossfit
 from ltrfeat.features.crossfit import EncoderSpec
 from ltrfeat.features.encoders import distill as distill_module
@@ -382,6 +382,6 @@ def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch
             res = CliRunner().invoke(cli, [*args, "--report", str(tmp_path / run)])
             assert res.exit_code == 0, res.output
             assert (teacher.texts > before) == expect_encoded
-        assert ((tmp_path / "a" / "report.json").read_text() == (tmp_path / "b" / "report.json").read_text())
+        assert reproducible_report(tmp_path / "a" / "report.json") == reproducible_report(tmp_path / "b" / "report.json")
     finally:
         distill_module.clear_cache()

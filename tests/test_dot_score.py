@@ -184,7 +184,7 @@ def test_crossfit_training_uses_the_spec_score_and_keys_the_cache_by_it(tmp_path
 
     table = make_pairs(n_queries=12)
     options = {"sizes": {"hidden": [8], "out": 4}, "epochs": 1, "batch_size": 16, "threads": 1}
-    dot = _train(EncoderSpec.parse("dssm:hinge@dot"), table, options=options, seed=0, cache=tmp_path)
+    dot, _ = _train(EncoderSpec.parse("dssm:hinge@dot"), table, options=options, seed=0, cache=tmp_path)
     assert dot.score == "dot" and Encoder.load(next((tmp_path / "encoders").glob("dssm-hinge-dot-*"))).score == "dot"
     keys = {text: _cache_key(EncoderSpec.parse(text), options, table, 0)
             for text in ("dssm:hinge", "dssm:hinge@cosine", "dssm:hinge@dot", "dssm:hinge+rbm",
