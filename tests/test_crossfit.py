@@ -146,3 +146,27 @@ def test_text_folds_end_to_end_with_stub_encoder():
         # the neural column is the stub's value for each row's own document
         docs = dict(zip(pairs["docid"], pairs["doc"]))
         np.testing.assert_array_equal(fold.test.X[:, -1], [len(docs[d]) for d in fold.test.docid])
+
+
+def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypatch):
+    from ltrfeat.features import crossfit
+
+    pairs = _pairs(n_queries=30, per_query=4)
+    plans = plan_folds(pairs["qid"].unique(), k=3, seed=0)
+    options = {"sizes": {"hidden": [8], "out": 4}, "epochs": 1, "batch_size": 16, "threads": 1, "val_fraction": 0}
+    spec = [EncoderSpec("dssm", "softmax")]
+    first = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
+    n_scored = sum(len(targets) for _, targets in scoring_jobs(plans))  # one file per training and scored fold
+    assert len(list((tmp_path / "scores").glob("dssm-softmax-*.npy"))) == n_scored
+    monkeypatch.setattr(crossfit, "_train", lambda *a, **k: pytest.fail("scores were cached: nothing to load"))
+    second = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
+    for fold in first:
+        np.testing.assert_array_equal(first[fold]["dssm-softmax_doc_cos"], second[fold]["dssm-softmax_doc_cos"])
+    # a torn scores file is scored again from the cached encoder, not trusted
+    monkeypatch.undo()
+    torn = next((tmp_path / "scores").glob("*.npy"))
+    torn.write_bytes(torn.read_bytes()[:40])
+    third = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
+    for fold in first:
+        np.testing.assert_array_equal(first[fold]["dssm-softmax_doc_cos"], third[fold]["dssm-softmax_doc_cos"])
+    assert np.load(torn, allow_pickle=False).dtype == np.float32  # and written again whole

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -218,8 +219,34 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int)
     return h.hexdigest()[:24]
 
 
-def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None):
-    """The trained encoder and whether it came from ``cache``."""
+def _scores_path(cache: Path, encoder_key: str, queries: list, docs: list) -> Path:
+    """Where the scores of one cached encoder on these (query, doc) rows are kept: keyed by the encoder's
+    cache key and the rows' texts, so a re-run (say, with one more encoder) neither loads nor re-runs it."""
+    h = hashlib.sha256(encoder_key.encode())
+    for texts in (queries, docs):
+        h.update("\x1e".join(texts).encode("utf-8", "surrogatepass"))
+        h.update(b"\x1f")
+    return cache / "scores" / f"{encoder_key}-{h.hexdigest()[:24]}.npy"
+
+
+def _load_scores(path: Path, n: int) -> np.ndarray | None:
+    try:
+        values = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):  # absent, or a torn or foreign file: score again
+        return None
+    return values if values.shape == (n,) and values.dtype == np.float32 else None
+
+
+def _save_scores(path: Path, values: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")
+    np.save(tmp, np.asarray(values, dtype=np.float32))
+    os.replace(tmp, path)
+
+
+def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None,
+           key: str | None = None):
+    """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known)."""
     import inspect
 
     from .encoders.deepmatch import DeepMatch, train_deepmatch
@@ -228,7 +255,7 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
 
     path = None
     if cache is not None:
-        path = cache / "encoders" / f"{spec.name}-{_cache_key(spec, options, table, seed)}.ltrenc"
+        path = cache / "encoders" / f"{spec.name}-{key or _cache_key(spec, options, table, seed)}.ltrenc"
         if path.exists():
             if spec.model == "sbert-ft":
                 from .encoders.sbert_finetuned import SbertFinetuned
@@ -335,14 +362,25 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
                     check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
                 bar.set_postfix_str(f"{spec.name} on {len(table)} pairs")
                 start = time.perf_counter()
-                encoder, cached = ((train_fn(spec, table), False) if train_fn is not None
-                                   else _train(spec, table, options=spec_options(spec, options), seed=seed,
-                                               cache=cache))
+                rows_of = {fold: np.flatnonzero(np.isin(row_qid, list(scored))) for fold, scored in targets}
+                texts = {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()}
+                kept: dict[str, np.ndarray | None] = {fold: None for fold in rows_of}
+                own, key, paths = spec_options(spec, options), None, {}
+                if cache is not None and train_fn is None:
+                    key = _cache_key(spec, own, table, seed)
+                    paths = {fold: _scores_path(cache, f"{spec.name}-{key}", *texts[fold]) for fold in rows_of}
+                    kept = {fold: _load_scores(paths[fold], len(r)) for fold, r in rows_of.items()}
+                cached = all(v is not None for v in kept.values())
+                if not cached:
+                    encoder, cached = ((train_fn(spec, table), False) if train_fn is not None
+                                       else _train(spec, table, options=own, seed=seed, cache=cache, key=key))
                 trained = time.perf_counter()
-                for fold, scored in targets:
-                    target = np.flatnonzero(np.isin(row_qid, list(scored)))
-                    values[fold][target] = encoder.similarity([queries[i] for i in target],
-                                                              [docs[i] for i in target])
+                for fold, target in rows_of.items():
+                    if kept[fold] is None:
+                        kept[fold] = encoder.similarity(*texts[fold]).astype(np.float32)
+                        if fold in paths:
+                            _save_scores(paths[fold], kept[fold])
+                    values[fold][target] = kept[fold]
                 if profile is not None:
                     profile.encoder(spec.name, "without " + "+".join(sorted(p.name for p in plans
                                                                            if p.test <= excluded)),
