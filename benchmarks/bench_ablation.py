@@ -18,6 +18,7 @@ Run: python benchmarks/bench_ablation.py [--homedepot] [--baseline] [--skip-warm
 """
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -82,10 +83,17 @@ def _print(label: str, run: dict) -> None:
               f" (+{e['from_cache']} cached)  alone NDCG@1 {fmt(q.get('alone_ndcg@1'))} @10 "
               f"{fmt(q.get('alone_ndcg@10'))}  lift NDCG@1 {fmt(q.get('lift_ndcg@1'))}")
     print(f"  MiniLM encoding {st['teacher_encoding']['seconds']:.0f} s for {st['teacher_encoding']['texts']} texts")
+    if "ranker_runs" in st:
+        print(f"  ranker runs {st['ranker_runs']['total']}, {st['ranker_runs']['from_cache']} from cache")
 
 
 def main() -> None:
-    homedepot, baseline, skip_warm = "--homedepot" in sys.argv, "--baseline" in sys.argv, "--skip-warm" in sys.argv
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--homedepot", action="store_true", help="Home Depot train.csv instead of the 10k-pair set")
+    parser.add_argument("--baseline", action="store_true", help="also a cold run with sbert-ft.keep_frozen=false")
+    parser.add_argument("--skip-warm", action="store_true", help="no warm run")
+    args = parser.parse_args()
+    homedepot, baseline, skip_warm = args.homedepot, args.baseline, args.skip_warm
     figures: dict = {"data": "homedepot" if homedepot else "synth 10k pairs", "encoders": ENCODERS}
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)

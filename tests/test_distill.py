@@ -2,6 +2,7 @@
 resume, the bundle, the CLI (train -> extract) and the ablation spec ``clsm:generalized+teacher``."""
 from __future__ import annotations
 
+import json
 import zlib
 
 import numpy as np
@@ -383,5 +384,8 @@ def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch
             assert res.exit_code == 0, res.output
             assert (teacher.texts > before) == expect_encoded
         assert reproducible_report(tmp_path / "a" / "report.json") == reproducible_report(tmp_path / "b" / "report.json")
+        runs = [json.loads((tmp_path / r / "report.json").read_text())["stage_seconds"]["ranker_runs"] for r in "ab"]
+        assert runs[0]["from_cache"] == 0 and runs[1]["from_cache"] == runs[1]["total"] == runs[0]["total"] > 0
+        assert "runs from cache" in (tmp_path / "b" / "report.md").read_text()
     finally:
         distill_module.clear_cache()

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from pathlib import Path
 
 import click
 
@@ -117,7 +118,9 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
                    "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
                    "Defaults: epochs=4, sbert-ft.epochs=1.")
 @click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
-              help="Text mode: cache trained encoders here (keyed by data, options and seed).")
+              help="Keep work here for the next run, keyed by its inputs: trained encoders and their scores "
+                   "(text mode), MiniLM vectors, and every ranker run, so a re-run with one more encoder trains "
+                   "only that encoder and the feature sets that contain it.")
 @click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders.")
 @click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories.")
 @click.option("--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40.")
@@ -206,6 +209,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     features are named by their .features.json sidecars or f<id>.
     """
     from ltrfeat.rankers.ablation import Fold, load_letor_folds, plan_feature_sets, run_ablation, summarise
+    from ltrfeat.rankers.run_cache import RunStore
     from ltrfeat.rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
     from ltrfeat.rankers.verdict import verdict_lines
 
@@ -259,11 +263,14 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
             selection = selection_config(engine, select=select, candidates=candidates, tune=tune,
                                          tune_trials=tune_trials, inner_folds=inner_folds, select_rule=select_rule,
                                          seed=split_seed)
+            store = None if cache_dir is None else RunStore(Path(cache_dir) / "rankers")
             with profile.stage("rankers"):
                 result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
                                       metrics=metrics, gain=gain, no_relevant=no_relevant,
                                       progress=not os.environ.get("CI"), executor=executor, selection=selection,
-                                      jobs=jobs or available_cores())
+                                      jobs=jobs or available_cores(), cache=store)
+            if store is not None:
+                profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
     if scheme is not None:
         result.config["cross_fitting"] = scheme
     with profile.stage("tests"):

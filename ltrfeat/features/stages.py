@@ -40,6 +40,7 @@ class StageProfile:
     def __init__(self):
         self.stages: dict[str, float] = {}
         self.encoders: dict[str, dict] = {}
+        self.runs: dict[str, int] | None = None
         self._teacher_start = teacher_totals()
 
     @contextlib.contextmanager
@@ -65,6 +66,10 @@ class StageProfile:
         self.encoders[name] = {"train_seconds": 0.0, "score_seconds": score_seconds, "trainings": 0,
                                "from_cache": 0, "jobs": {"all folds, zero-shot": round(score_seconds, 2)}}
 
+    def ranker_runs(self, *, from_cache: int, total: int) -> None:
+        """Of ``total`` ranker runs (one per fold and feature set, or per seed too), ``from_cache`` were stored."""
+        self.runs = {"total": total, "from_cache": from_cache}
+
     def as_dict(self) -> dict:
         """Stages in seconds (rounded to 0.01), encoders by kind, teacher encoding since creation."""
         seconds, texts = teacher_totals()
@@ -73,6 +78,8 @@ class StageProfile:
                            for name, e in self.encoders.items()}
         out["teacher_encoding"] = {"seconds": round(seconds - self._teacher_start[0], 2),
                                    "texts": texts - self._teacher_start[1]}
+        if self.runs is not None:
+            out["ranker_runs"] = dict(self.runs)
         return out
 
 
@@ -84,7 +91,7 @@ def profile_line(stages: dict) -> str:
 
     parts = []
     for name, value in stages.items():
-        if name in ("encoders", "teacher_encoding"):
+        if name in ("encoders", "teacher_encoding", "ranker_runs"):
             continue
         if name == "encoder columns" and stages.get("encoders"):
             kinds = ", ".join(f"{kind} {fmt(e['train_seconds'] + e['score_seconds'])} {_trainings(e)}"
@@ -92,6 +99,9 @@ def profile_line(stages: dict) -> str:
             teacher = stages.get("teacher_encoding", {})
             extra = f"; MiniLM encoding {fmt(teacher['seconds'])} of it" if teacher.get("seconds") else ""
             parts.append(f"{name} {fmt(value)} ({kinds}{extra})")
+        elif name == "rankers" and stages.get("ranker_runs", {}).get("from_cache"):
+            runs = stages["ranker_runs"]
+            parts.append(f"{name} {fmt(value)} ({runs['from_cache']} of {runs['total']} runs from cache)")
         else:
             parts.append(f"{name} {fmt(value)}")
     return "Time: " + ", ".join(parts) + "."

@@ -30,6 +30,7 @@ from ltrfeat.features.letor import read_letor
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.rankers.metrics import Conventions, evaluate_queries, parse_metrics
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
+from ltrfeat.rankers.run_cache import RunStore
 from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, describe, select, with_valid
 from ltrfeat.rankers.single import concat, feature_scores, rank_single_features
 from ltrfeat.rankers.stats import apply_holm, bootstrap_ci, compare
@@ -421,7 +422,8 @@ def _check_run_args(folds, feature_sets, *, engine, seeds, ranker_params, metric
 
 def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 2), ranker_params: dict | None = None,
                  metrics=DEFAULT_METRICS, gain: str = "exp2", no_relevant: str = "exclude", progress: bool = True,
-                 on_run=None, executor=None, selection: SelectionConfig | None = None, jobs: int = 1) -> AblationResult:
+                 on_run=None, executor=None, selection: SelectionConfig | None = None, jobs: int = 1,
+                 cache: RunStore | None = None) -> AblationResult:
     """Train and score every (fold, feature set, seed) and keep per-query metrics.
 
     Parameters
@@ -447,6 +449,8 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
         fold and set), every candidate's test scores are kept (sets ``SET/CANDIDATE``), and the
         ``best-single`` baseline and the ``recommended`` configuration are added. None: LambdaMART
         with ``ranker_params`` for every ranker set (one run per fold, set and seed).
+    cache : a :class:`~ltrfeat.rankers.run_cache.RunStore` (its ``settings`` are filled in here): runs whose
+        inputs it holds are taken from it, the others stored in it; results equal an uncached run.
     """
     folds, feature_sets, metric_names, conventions, seeds, params = _check_run_args(
         folds, feature_sets, engine=engine, seeds=seeds, ranker_params=ranker_params, metrics=metrics, gain=gain,
@@ -456,11 +460,17 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
         with concurrent.futures.ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
             return run_ablation(folds, feature_sets, engine=engine, seeds=seeds, ranker_params=ranker_params,
                                 metrics=metrics, gain=gain, no_relevant=no_relevant, progress=progress, on_run=on_run,
-                                executor=pool, selection=selection)
+                                executor=pool, selection=selection, cache=cache)
+    mapper = map if executor is None else executor.map
+    if cache is not None:
+        cache.settings = {"engine": engine, "seeds": seeds, "params": params, "metrics": metric_names,
+                          "conventions": conventions.to_dict(),
+                          "selection": None if selection is None else selection.to_dict()}
+        mapper = functools.partial(cache.map, mapper)
     if selection is not None:
         return _run_with_selection(folds, feature_sets, engine=engine, seeds=seeds, params=params,
                                    metric_names=metric_names, conventions=conventions, progress=progress,
-                                   on_run=on_run, executor=executor, selection=selection)
+                                   on_run=on_run, mapper=mapper, selection=selection)
     plan = [(fold, fs, seed) for fold in folds for fs in feature_sets
             for seed in (seeds if fs.kind == "ranker" else [None])]
     run = functools.partial(_run_one, engine=engine, params=params, metric_names=metric_names, gain=gain,
@@ -473,7 +483,7 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     per_seed: list[pd.DataFrame] = []
     test_scores: dict[str, dict[str, dict]] = {}
     with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
-        results = (map if executor is None else executor.map)(run, *zip(*plan))
+        results = mapper(run, *zip(*plan))
         for (fold, fs, seed), out in zip(plan, results):
             bar.set_postfix_str(f"{fold.name} {fs.name}" + ("" if seed is None else f" seed {seed}"))
             if fs.kind == "ranker":
@@ -533,7 +543,7 @@ def _config(folds, feature_sets, *, engine, seeds, params, engine_params, metric
 
 
 def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_names, conventions, progress, on_run,
-                        executor, selection: SelectionConfig) -> AblationResult:
+                        mapper, selection: SelectionConfig) -> AblationResult:
     rankers = [s for s in feature_sets if s.kind == "ranker"]
     union = list(dict.fromkeys(c for s in rankers for c in s.columns))
     baseline = [FeatureSet(BEST_SINGLE, union, "baseline")] if rankers else []
@@ -550,7 +560,7 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
     chosen: dict[str, dict] = {f.name: {} for f in folds}  # fold -> set -> selection summary
     cv: dict[str, dict] = {f.name: {} for f in folds}
     with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
-        results = (map if executor is None else executor.map)(run, *zip(*plan))
+        results = mapper(run, *zip(*plan))
         for (fold, fs), out in zip(plan, results):
             bar.set_postfix_str(f"{fold.name} {fs.name}")
             bar.update(1)
