@@ -254,7 +254,7 @@ def test_read_judged_pairs_errors(tmp_path):
         read_judged_pairs(p)
     assert err.value.line == 1
     dup = write(tmp_path / "dup.tsv", "qid\tquery\tdocid\tdoc\tlabel\n1\ta\td\tx\t1\n1\ta\td\tx\t2\n")
-    with pytest.raises(TextTableError, match="duplicate judged pair .* at lines 2, 3"):
+    with pytest.raises(TextTableError, match="duplicate judged pairs: 1 row judges .* at lines 2, 3"):
         read_judged_pairs(dup)
     bad = write(tmp_path / "bad.tsv", "query\tdoc\tlabel\na\tx\t1\nb\ty\thigh\nc\tz\t\n")
     with pytest.raises(TextTableError, match="label 'high' is not a finite number .2 such rows") as err:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import notices, parse_key_values, selection_config, selection_options
+from ltrfeat.cli.options import (duplicates_line, duplicates_option, notices, parse_key_values, selection_config,
+                                  selection_options)
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.cores import available_cores
 from ltrfeat.features.letor import NAN_POLICIES
@@ -50,7 +51,7 @@ def _seeds(text: str) -> list[int]:
                            fix="e.g. --seeds 0,1,2") from None
 
 
-def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
+def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, duplicates, lexical, encoders, train_pairs_path,
                 train_columns, k, valid_fraction, options, cache, seed, quick, profile):
     """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit)."""
     from ltrfeat.features.crossfit import EncoderSpec, n_trainings, text_folds
@@ -64,10 +65,17 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
     if len({s.name for s in specs}) != len(specs):
         raise click.UsageError("each --encoder may be given once")
     with profile.stage("reading"):
-        pairs = read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map)
+        pairs = read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map,
+                                  duplicates=duplicates)
         train_table = None
         if train_pairs_path is not None:
-            train_table = read_judged_pairs(train_pairs_path, columns=train_columns, encoding=encoding)
+            train_table = read_judged_pairs(train_pairs_path, columns=train_columns, encoding=encoding,
+                                            duplicates=duplicates)
+    merged = {"pairs": pairs.attrs["duplicates"]} | (
+        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]})
+    for figures in merged.values():
+        if duplicates_line(figures):
+            click.echo(duplicates_line(figures), err=True)
     extractors = lexical_extractors(lexical, fields=["doc"])
     if not extractors:
         raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
@@ -80,6 +88,7 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
         train_table=train_table, options=options, cache=cache, conflicts=conflicts,
         progress=not os.environ.get("CI"), profile=profile)
     scheme["encoder_options"] = options
+    scheme["duplicates"] = merged
     return folds, groups, ",".join(base), scheme
 
 
@@ -165,10 +174,12 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, lexical,
 @click.option("--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.")
 @selection_options(default_on=True)
+@duplicates_option
 def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
            train_columns, k_folds, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
            n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
-           report_dir, overwrite, write_runs, quick, dask, jobs, select, candidates, tune, tune_trials, inner_folds, select_rule):
+           report_dir, overwrite, write_runs, quick, dask, jobs, select, candidates, tune, tune_trials, inner_folds, select_rule,
+           duplicates):
     """Compare LambdaMART with and without neural features over query folds.
 
     Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
@@ -236,6 +247,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                                        "the base and each --encoder is a neural group")
             folds, groups, base_spec, scheme = _text_folds(
                 pairs_path, columns=columns, encoding=encoding, label_map=label_map, conflicts=conflicts,
+                duplicates=duplicates,
                 lexical=lexical, encoders=encoders, train_pairs_path=train_pairs_path, train_columns=train_columns,
                 k=k_folds, valid_fraction=valid_fraction, options=parse_key_values(
                     encoder_options, option="--encoder-option", example="epochs=5") or {},
@@ -272,6 +284,7 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
             if store is not None:
                 profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
     if scheme is not None:
+        result.config["duplicates"] = scheme.pop("duplicates")
         result.config["cross_fitting"] = scheme
     with profile.stage("tests"):
         summary = summarise(result, seed=0, n_resamples=resamples)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ltrfeat.cli.options import duplicates_line, duplicates_option
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.converters import SOURCES, convert_to_dir, parse_split
 from ltrfeat.features.synth import PRESETS, generate_world, realism_stats, write_world
@@ -115,8 +116,9 @@ def _source_help() -> str:
 @click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b for retrieval.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty output directory.")
 @click.option("--no-progress", is_flag=True, help="Hide the retrieval progress bar.")
+@duplicates_option
 def convert(name, inputs, out_dir, top_k, label_map, encoding, split, seed, stem, stopwords, k1, b, overwrite,
-            no_progress):
+            no_progress, duplicates):
     """Convert the public data set NAME from its files INPUTS (in the order shown under
     Sources, or one directory holding them under their usual names) into DIR:
     pairs.tsv (qid, query, docid, doc, label, ...), queries.tsv, docs.tsv, all.letor
@@ -142,7 +144,7 @@ def convert(name, inputs, out_dir, top_k, label_map, encoding, split, seed, stem
         raise click.BadParameter(str(exc), param_hint="--stem") from None
     summary = convert_to_dir(name, inputs, out_dir, split=parse_split(split), seed=seed, overwrite=overwrite,
                              k=top_k, label_map=label_map, encoding=encoding, analyzer=analyzer, k1=k1, b=b,
-                             progress=not no_progress)
+                             progress=not no_progress, duplicates=duplicates)
     counts = summary["counts"]
     click.echo(f"wrote {out_dir}/: {counts['queries']} queries, {counts['docs']} docs, {counts['pairs']} pairs; "
                f"labels {summary['labels']['histogram']}")
@@ -156,3 +158,5 @@ def convert(name, inputs, out_dir, top_k, label_map, encoding, split, seed, stem
                    f"the top {r['k']}; {r['queries_without_candidates']} judged queries had no candidate")
     for note in summary["notes"]:
         click.echo(f"note: {note}", err=True)
+    if duplicates_line(summary["duplicates"]):
+        click.echo(duplicates_line(summary["duplicates"]), err=True)

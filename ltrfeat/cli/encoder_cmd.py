@@ -5,7 +5,7 @@ import json
 
 import click
 
-from ltrfeat.cli.options import fit_and_save
+from ltrfeat.cli.options import duplicates_line, duplicates_option, fit_and_save
 from ltrfeat.cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
 from ltrfeat.features.fileio import check_writable
 
@@ -79,12 +79,14 @@ from ltrfeat.features.fileio import check_writable
               help="Checkpoint rewritten each epoch [default: OUT.ckpt, removed on success].")
 @click.option("--resume", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Continue an interrupted run from its checkpoint (same PAIRS and options).")
+@duplicates_option
 @sbert_options
 def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, label_map, model, pretrain, teacher,
                       distill_epochs, distill_lr, distill_weight, topics,
                       patch_words, loss, score, epochs, negatives, hard_negatives,
                       in_batch, gamma, margin, batch_size, optimizer, lr, soft_labels, click_scale, min_positive,
-                      val_fraction, patience, min_count, buckets, shared, seed, threads, checkpoint, resume, **_sbert):
+                      val_fraction, patience, min_count, buckets, shared, seed, threads, checkpoint, resume, duplicates,
+                      **_sbert):
     """Train a DSSM or CLSM text encoder on PAIRS (a judged-pairs or click table:
     query text, document text, label or click count) and write it as one .ltrenc bundle.
 
@@ -137,7 +139,10 @@ def train_encoder_cmd(pairs, from_docs, field_pair, out, columns, encoding, labe
     if from_docs:
         table, soft_labels = _weak_pairs(from_docs, field_pair, encoding=encoding, pairs=pairs, seed=seed), "identity"
     elif pairs:
-        table = read_judged_pairs(pairs, columns=columns, encoding=encoding, label_map=label_map)
+        table = read_judged_pairs(pairs, columns=columns, encoding=encoding, label_map=label_map,
+                                  duplicates=duplicates)
+        if duplicates_line(table.attrs["duplicates"]):
+            click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
     else:
         raise click.UsageError("give PAIRS or --from-docs DOCS")
     check_model_options(click.get_current_context(), model)

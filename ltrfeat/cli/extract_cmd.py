@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ltrfeat.cli.options import duplicates_line, duplicates_option
 from ltrfeat.features import extract as ex
 from ltrfeat.features import neural, text
 from ltrfeat.features.analysis import Analyzer
@@ -77,10 +78,10 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
               help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "
                    "the output is identical to a local run. Needs ltrfeat[dask].")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@duplicates_option
 def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
-            out_path, missing,
-            encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda, ad_delta, corpus_path,
-            save_corpus_path, texts_dir, chunk_queries, dask, no_progress):
+            out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda, ad_delta,
+            corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress, duplicates):
     """Append lexical and neural feature columns to a LETOR file (or build one from judged pairs).
 
     New columns get ids after the input's largest id and names such as bm25_title in
@@ -104,19 +105,23 @@ def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, c
         warnings.showwarning = lambda message, *args, **kwargs: click.echo(f"warning: {message}", err=True)
         _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders,
                  fields, out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu,
-                 jm_lambda, ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress)
+                 jm_lambda, ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress,
+                 duplicates)
 
 
 def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
              out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda,
-             ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress):
+             ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress, duplicates):
     if bool(pairs_path) == bool(letor_in):
         raise LtrfeatError("give either LETOR_IN (with --queries and --docs) or --pairs",
                            fix="see `ltrfeat extract --help` for both forms")
     options = dict(lexical=lexical, encoders=encoders, stem=stem, stopwords=stopwords, corpus_path=corpus_path, k1=k1,
                    b=b, mu=mu, jm_lambda=jm_lambda, ad_delta=ad_delta)
     if pairs_path:
-        pairs = text.read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map)
+        pairs = text.read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map,
+                                       duplicates=duplicates)
+        if duplicates_line(pairs.attrs["duplicates"]):
+            click.echo(duplicates_line(pairs.attrs["duplicates"]), err=True)
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
         ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=conflicts)

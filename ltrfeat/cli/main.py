@@ -1,7 +1,9 @@
 """The ``ltrfeat`` click application: thin commands over ``ltrfeat.features`` and ``rankers``."""
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 from importlib.metadata import PackageNotFoundError, version
 
 import click
@@ -16,13 +18,36 @@ def _version() -> str:
         return "0+unknown"
 
 
+class Terminated(BaseException):
+    """SIGTERM, raised where the program was (like KeyboardInterrupt for Ctrl-C), so that every output's
+    cleanup runs as the stack unwinds."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+def _stopped(how: str, code: int):
+    from ltrfeat.features import tempfiles
+
+    tempfiles.remove_live()  # whatever an unwinding cleanup did not reach
+    click.echo(f"error: {how}; no partial output was left (run the command again to redo the work)", err=True)
+    sys.exit(code)
+
+
 class _Group(click.Group):
     """Turns library errors, usage errors and unreadable files into one line on stderr and exit code 2,
-    with no traceback."""
+    with no traceback; SIGTERM and Ctrl-C remove the outputs being written and exit 143 and 130."""
 
     def invoke(self, ctx):
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
         try:
             return super().invoke(ctx)
+        except Terminated:
+            _stopped("stopped by SIGTERM", 128 + signal.SIGTERM)
+        except KeyboardInterrupt:
+            _stopped("interrupted", 128 + signal.SIGINT)
         except LtrfeatError as exc:
             _fail(str(exc))
         except click.UsageError as exc:  # click prints usage, a blank line and the error: keep the error
@@ -32,6 +57,9 @@ class _Group(click.Group):
             if exc.filename is None:
                 raise
             _fail(f"{exc.filename}: {exc.strerror or exc}; check the path and its permissions")
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(message: str):

@@ -37,6 +37,21 @@ def notices():
                     click.echo(f"notice: {message}", err=True)
 
 
+duplicates_option = click.option(
+    "--duplicates", type=click.Choice(["error", "first", "mean", "max"]), default="error", show_default=True,
+    help="A (query, document) pair judged on several rows: stop with the count and lines (error), keep the first "
+         "row (first), or its texts with the mean grade rounded half up (mean) or the highest grade (max). "
+         "The choice and counts are recorded in the outputs.")
+
+
+def duplicates_line(figures: dict | None) -> str | None:
+    """One stderr line about merged repeated judgments, or None when there were none."""
+    if not figures or not figures.get("repeated_rows"):
+        return None
+    return (f"note: --duplicates {figures['policy']}: merged {figures['repeated_rows']} repeated rows into "
+            f"{figures['pairs']} judged pairs ({figures['disagreeing_pairs']} had different grades)")
+
+
 def quiet() -> bool:
     """Whether ``ltrfeat -q`` asked for errors only."""
     import logging

@@ -1,6 +1,7 @@
 """``ltrfeat serve``: the HTTP re-ranking service on one host/port."""
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import click
@@ -87,6 +88,8 @@ def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes,
     app = create_app(scorer, limits=limits, token=token or None)
     click.echo(f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "
                f"{', '.join(scorer.fields) or 'none'}; {'bearer token required' if token else 'no token'})", err=True)
+    # the server stops gracefully on SIGTERM itself and then re-raises it: the default action, not an error
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     server.run(app, host=host, port=port, client_timeout=client_timeout)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -34,6 +33,7 @@ from tqdm.auto import tqdm
 
 from .dataset import RankingSet
 from .errors import LtrfeatError
+from .fileio import atomic_output
 from ltrfeat.features.logs import show_progress
 from ltrfeat.features.stages import StageProfile
 
@@ -238,10 +238,8 @@ def _load_scores(path: Path, n: int) -> np.ndarray | None:
 
 
 def _save_scores(path: Path, values: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")
-    np.save(tmp, np.asarray(values, dtype=np.float32))
-    os.replace(tmp, path)
+    with atomic_output(path, binary=True) as fh:
+        np.save(fh, np.asarray(values, dtype=np.float32))
 
 
 def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None,

@@ -49,3 +49,9 @@ class OptionError(LtrfeatError, ValueError):
 
 class LetorWriteError(LetorFormatError, ValueError):
     """Data that a LETOR / svmlight file cannot carry (also a ``ValueError`` for library callers)."""
+
+
+def line_list(lines, limit: int = 5) -> str:
+    """``"3, 7, 9"`` for error messages: the first ``limit`` line numbers, then ``", ..."``."""
+    shown = ", ".join(str(int(x)) for x in lines[:limit])
+    return shown + (", ..." if len(lines) > limit else "")

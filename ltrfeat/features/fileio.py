@@ -5,10 +5,10 @@ import contextlib
 import gzip
 import io
 import os
-import tempfile
 import zlib
 from pathlib import Path
 
+from ltrfeat.features import tempfiles
 from ltrfeat.features.errors import LtrfeatError
 
 
@@ -49,9 +49,12 @@ def open_input(path, *, binary: bool = True, encoding: str = "utf-8"):
 
     Damaged or truncated gzip data is an :class:`LtrfeatError` naming the file when read."""
     path = Path(path)
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    raw = _CheckedGzip(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+    raw = open(path, "rb")
+    # peek, not read-and-reopen: a pipe or FIFO (``<(zcat f)``, /dev/stdin) can be read only once
+    if raw.peek(2)[:2] == b"\x1f\x8b":
+        gz = _CheckedGzip(filename=str(path), mode="rb", fileobj=raw)
+        gz.myfileobj = raw  # closed with the gzip reader, as when GzipFile opens the file itself
+        raw = gz
     if binary:
         return raw
     return io.TextIOWrapper(raw, encoding=encoding, newline="")
@@ -79,9 +82,9 @@ def check_writable(path) -> None:
 def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
     """Yield a writable file whose content replaces ``path`` only if the block succeeds.
 
-    The data goes to a temporary file in the same directory, which is renamed over
-    ``path`` on success and removed on any exception, so a failed run never leaves a
-    partial output. A ``.gz`` path is gzip-compressed (deterministically: mtime 0).
+    The data goes to a temporary file in the same directory (see :mod:`ltrfeat.features.tempfiles`),
+    which is renamed over ``path`` on success and removed on any exception, so a failed run never
+    leaves a partial output. A ``.gz`` path is gzip-compressed (deterministically: mtime 0).
     """
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
@@ -89,7 +92,7 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
         if path.is_dir():
             raise IsADirectoryError(21, "is a directory")
         directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        fd, tmp = tempfiles.new_file(path)
     except OSError as exc:
         raise LtrfeatError(f"cannot write the output ({exc.strerror or exc})", path=path,
                            fix="choose a file in a writable directory") from None
@@ -111,6 +114,8 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        tempfiles.release(tmp)
 
 
 def _umask() -> int:

@@ -33,7 +33,8 @@ import numpy as np
 import pandas as pd
 
 from .dataset import FeatureMap, RankingSet
-from .errors import TextTableError
+from .duplicates import resolve_duplicates
+from .errors import TextTableError, line_list
 from .fileio import atomic_output, is_gzip_path, open_input
 
 FORMATS = ("tsv", "csv", "jsonl", "parquet")
@@ -434,11 +435,6 @@ def _read_parquet(path) -> _RawTable:
 # ---------------------------------------------------------------------------------------------
 # Column checks shared by the three readers.
 
-def _line_list(lines, limit: int = 5) -> str:
-    shown = ", ".join(str(int(x)) for x in lines[:limit])
-    return shown + (", ..." if len(lines) > limit else "")
-
-
 def _require(table: _RawTable, wanted: dict[str, str], how) -> None:
     """Every ``role -> column`` in ``wanted`` exists; ``how(role)`` says how to map another column."""
     for role, column in wanted.items():
@@ -452,7 +448,7 @@ def _ids(table: _RawTable, column: str, what: str, fix: str) -> pd.Series:
     values = table.text(column).str.strip()
     empty = np.flatnonzero((values.isna() | (values == "")).to_numpy(dtype=bool))
     if len(empty):
-        raise TextTableError(f"{len(empty)} rows have an empty {what} (lines {_line_list(table.lines[empty])})",
+        raise TextTableError(f"{len(empty)} rows have an empty {what} (lines {line_list(table.lines[empty])})",
                              path=table.path, line=int(table.lines[empty[0]]), fix=fix)
     return values
 
@@ -477,7 +473,7 @@ def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.n
     if not bad.any():
         return ~bad
     where = table.lines[bad]
-    summary = f"{int(bad.sum())} rows have empty or missing text ({'; '.join(per_column)}; lines {_line_list(where)})"
+    summary = f"{int(bad.sum())} rows have empty or missing text ({'; '.join(per_column)}; lines {line_list(where)})"
     if missing == "error":
         raise TextTableError(summary, path=table.path, line=int(where[0]),
                              fix="fill in the text, or choose missing='drop' to skip such rows or 'keep' to keep empty text")
@@ -531,7 +527,7 @@ def _check_unique(df: pd.DataFrame, key: list[str], what: str, path, fix: str) -
     if pos is not None:
         lines = np.sort(_lines_of(df)[pos])
         value = ", ".join(f"{k} {df[k].iloc[pos[0]]!r}" for k in key)
-        raise TextTableError(f"duplicate {what} ({value}) at lines {_line_list(lines)} "
+        raise TextTableError(f"duplicate {what} ({value}) at lines {line_list(lines)} "
                              f"({int(keys.duplicated().sum())} duplicate rows in all)", path=path,
                              line=int(lines[1]), fix=fix)
 
@@ -547,7 +543,7 @@ def _first_texts(df: pd.DataFrame, key: str, columns: list[str], what: str, *, c
         value = ids[0]
         lines = np.sort(_lines_of(df)[(df[key] == value).to_numpy()])
         summary = (f"{len(set(ids.tolist()))} {key}s name different {what} texts on different rows "
-                   f"(e.g. {key} {value!r} at lines {_line_list(lines)})")
+                   f"(e.g. {key} {value!r} at lines {line_list(lines)})")
         if conflicts == "error":
             raise TextTableError(summary, path=path, line=int(lines[0]),
                                  fix="fix the texts or ids, choose conflicts='first' to keep each id's first text, "
@@ -651,7 +647,7 @@ def derive_id(prefix: str, *texts: str) -> str:
 
 
 def read_judged_pairs(path, *, columns=None, encoding: str = "utf-8", fmt: str | None = None,
-                      label_map: str = "none", missing: str = "error") -> pd.DataFrame:
+                      label_map: str = "none", missing: str = "error", duplicates: str = "error") -> pd.DataFrame:
     """Read judged (query, document, label) pairs.
 
     Returns columns ``qid, query, docid, doc, <extra text fields...>, label`` (``label``
@@ -672,8 +668,10 @@ def read_judged_pairs(path, *, columns=None, encoding: str = "utf-8", fmt: str |
 
     When ``qid`` (``docid``) is neither mapped nor a column, it is derived from the query
     (document) text with :func:`derive_id` (``q``/``d`` prefixes; a document's id hashes
-    all its text fields). A (qid, docid) pair judged twice is an error; an id that
-    names different texts on different rows is reported by :func:`pairs_to_ranking`.
+    all its text fields). A (qid, docid) pair judged on several rows is resolved by
+    ``duplicates`` (see :mod:`ltrfeat.features.duplicates`; default: an error), and the figures
+    are kept in ``attrs["duplicates"]``; an id that names different texts on different rows is
+    reported by :func:`pairs_to_ranking`.
     """
     table = _read_raw(path, encoding=encoding, fmt=fmt)
     mapping = parse_column_mapping(columns) if isinstance(columns, str) else dict(columns or {})
@@ -694,7 +692,8 @@ def read_judged_pairs(path, *, columns=None, encoding: str = "utf-8", fmt: str |
     out.update(zip(doc_fields, docs))
     df = _frame(table, out, keep)
     df["label"] = map_labels(labels, label_map, path=table.path, lines=table.lines[keep])
-    _check_unique(df, ["qid", "docid"], "judged pair", table.path, "judge each (query, document) pair once")
+    df, figures = resolve_duplicates(df, policy=duplicates, path=table.path)
+    df.attrs["duplicates"] = figures
     return df
 
 
@@ -731,7 +730,7 @@ def _parse_labels(table: _RawTable, column: str, keep: np.ndarray) -> np.ndarray
         shown = raw.iloc[bad[0]]
         shown = None if (not isinstance(shown, str) and pd.isna(shown)) else shown
         raise TextTableError(f"label {shown!r} is not a finite number ({len(bad)} such rows, lines "
-                             f"{_line_list(lines[bad])})", path=table.path, line=int(lines[bad[0]]),
+                             f"{line_list(lines[bad])})", path=table.path, line=int(lines[bad[0]]),
                              fix="every judged pair needs a numeric label")
     return values
 
@@ -762,7 +761,7 @@ def map_labels(values, spec: str = "none", *, path=None, lines=None) -> np.ndarr
     def fail(mask, problem, fix):
         bad = np.flatnonzero(mask)
         raise TextTableError(f"label {values[bad[0]]:g} {problem} ({len(bad)} such rows, {where}s "
-                             f"{_line_list(lines[bad])})", path=path, line=int(lines[bad[0]]), fix=fix)
+                             f"{line_list(lines[bad])})", path=path, line=int(lines[bad[0]]), fix=fix)
 
     if not np.isfinite(values).all():
         fail(~np.isfinite(values), "is not a finite number", "every label must be a number")
@@ -840,9 +839,9 @@ def pairs_to_ranking(pairs: pd.DataFrame, *, fields=("doc",), conflicts: str = "
         if spaced.any():
             bad = _lines_of(pairs)[spaced]
             raise TextTableError(f"{key} {pairs[key].to_numpy()[spaced][0]!r} contains {what}, which a LETOR "
-                                 f"file cannot carry (lines {_line_list(bad)})", path=path, line=int(bad[0]),
+                                 f"file cannot carry (lines {line_list(bad)})", path=path, line=int(bad[0]),
                                  fix=f"use ids without {what}, or leave the id column unmapped to derive ids")
-    _check_unique(pairs, ["qid", "docid"], "judged pair", path, "judge each (query, document) pair once")
+    resolve_duplicates(pairs, policy="error", path=path)
     codes, _ = pd.factorize(pairs["qid"].to_numpy(dtype=object))
     grouped = pairs.iloc[np.argsort(codes, kind="stable")]
     queries = _first_texts(grouped, "qid", ["query"], "query", conflicts=conflicts, path=path)

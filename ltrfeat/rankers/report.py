@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from ltrfeat.features import tempfiles
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.fileio import atomic_output
 from ltrfeat.rankers.ablation import AblationResult
@@ -371,10 +370,7 @@ def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: b
     into ``runs/`` with the test queries' qrels (see :mod:`ltrfeat.rankers.test_runs`)."""
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; the report is an ordinary directory
+    tmp = tempfiles.new_dir(out_dir)
     old = None
     try:
         data = report_json(result, summary)
@@ -398,7 +394,7 @@ def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: b
         if any(s.kind == "ranker" for s in result.feature_sets):
             plot_importance(result, tmp / "importance.png")
         if out_dir.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".old", dir=out_dir.parent))
+            old = tempfiles.new_dir(out_dir, suffix=".old")
             out_dir.rename(old / out_dir.name)
         tmp.rename(out_dir)
     except BaseException:
@@ -406,6 +402,9 @@ def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: b
             (old / out_dir.name).rename(out_dir)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        tempfiles.release(tmp)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+        tempfiles.release(old)
     return out_dir

@@ -14,12 +14,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ltrfeat.features.fileio import atomic_output
 from ltrfeat.features.versions import library_versions
 
 FORMAT = 1
@@ -125,10 +125,8 @@ class RunStore:
             text = json.dumps({"format": FORMAT, "key": key, "result": _pack(result)})
         except TypeError:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        tmp = self.directory / f".{key}.{os.getpid()}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, self.directory / f"{key}.json")
+        with atomic_output(self.directory / f"{key}.json") as fh:
+            fh.write(text)
 
     def map(self, mapper, run, *columns):
         """``mapper(run, *columns)`` (like :func:`map`), in order, with stored results taken from the store

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import Analyzer
+from ..duplicates import resolve_duplicates
 from ..errors import TextTableError
 from ..fileio import open_input
 from ..retrieval import BM25Retriever, joined_text
@@ -38,6 +39,7 @@ class Converted:
     labels: dict
     retrieval: dict | None = None
     notes: list = dataclasses.field(default_factory=list)
+    duplicates: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +53,7 @@ class Options:
     k1: float = 1.2
     b: float = 0.75
     progress: bool = False
+    duplicates: str = "error"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +115,8 @@ def resolve_inputs(name: str, inputs) -> dict[str, Path]:
 
 
 def convert(name: str, inputs, *, k: int = 100, label_map: str | None = None, encoding: str | None = None,
-            analyzer: Analyzer | None = None, k1: float = 1.2, b: float = 0.75, progress: bool = False) -> Converted:
+            analyzer: Analyzer | None = None, k1: float = 1.2, b: float = 0.75, progress: bool = False,
+            duplicates: str = "error") -> Converted:
     """Read the data set ``name`` from ``inputs`` (files in role order or their directory).
 
     Parameters
@@ -123,6 +127,8 @@ def convert(name: str, inputs, *, k: int = 100, label_map: str | None = None, en
     encoding : text encoding of the inputs; None = the source's default (homedepot: latin-1).
     analyzer, k1, b : BM25 retrieval settings (qrels sources).
     progress : show a progress bar during retrieval.
+    duplicates : a (query, document) pair judged on several rows: ``error``, ``first``, ``mean`` or ``max``
+        (see :mod:`ltrfeat.features.duplicates`); the figures go to ``Converted.duplicates``.
     """
     src = _source(name)
     if int(k) < 1:
@@ -130,7 +136,7 @@ def convert(name: str, inputs, *, k: int = 100, label_map: str | None = None, en
     if label_map is not None and src.label_map is None:
         raise TextTableError(f"{name} takes no label map: {src.label_rule}", fix="drop --label-map")
     options = Options(k=int(k), label_map=label_map or src.label_map, encoding=encoding or src.encoding,
-                      analyzer=analyzer, k1=k1, b=b, progress=progress)
+                      analyzer=analyzer, k1=k1, b=b, progress=progress, duplicates=duplicates)
     return src.load(resolve_inputs(name, inputs), options)
 
 
@@ -187,22 +193,21 @@ class Qrels:
     path: Path
     frame: pd.DataFrame
 
+    duplicates: dict | None = None
+
     @classmethod
-    def from_rows(cls, path, qid, docid, grade, line) -> "Qrels":
-        """Qrels from parallel lists; a pair judged twice must have one grade (repeats are dropped)."""
+    def from_rows(cls, path, qid, docid, grade, line, *, duplicates: str = "error") -> "Qrels":
+        """Qrels from parallel lists. Repeats of a judgement with the same grade are dropped (qrels files
+        repeat lines); a pair judged with different grades is resolved by ``duplicates`` (see
+        :mod:`ltrfeat.features.duplicates`)."""
         frame = pd.DataFrame({"qid": qid, "docid": docid, "grade": np.asarray(grade, dtype=np.float64),
                               "line": np.asarray(line, dtype=np.int64)})
         if len(frame) == 0:
             raise TextTableError("no judgements", path=path, fix="check that this is the qrels file")
         frame = frame.drop_duplicates(["qid", "docid", "grade"])
-        clash = frame.duplicated(["qid", "docid"], keep=False).to_numpy()
-        if clash.any():
-            rows = frame[clash]
-            first = rows[(rows["qid"] == rows["qid"].iat[0]) & (rows["docid"] == rows["docid"].iat[0])]
-            raise TextTableError(f"query {first['qid'].iat[0]!r} and document {first['docid'].iat[0]!r} are judged "
-                                 f"with different grades at lines {', '.join(map(str, first['line']))}", path=path,
-                                 line=int(first["line"].iat[1]), fix="keep one judgement per pair")
-        return cls(Path(path), frame.reset_index(drop=True))
+        frame, figures = resolve_duplicates(frame, policy=duplicates, label="grade", lines=frame["line"].to_numpy(),
+                                            path=path)
+        return cls(Path(path), frame.reset_index(drop=True), figures)
 
 
 def judged_by_retrieval(queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels, *, fields,

@@ -86,7 +86,7 @@ def _queries(path, encoding) -> pd.DataFrame:
                          "cran_id": [r["id"] for r in records]})
 
 
-def _qrels(path, encoding, n_queries: int) -> tuple[Qrels, int]:
+def _qrels(path, encoding, n_queries: int, duplicates: str) -> tuple[Qrels, int]:
     qid, docid, grade, lines, dropped = [], [], [], [], 0
     fix = "cranqrel lines are 'QUERY DOC CODE' with QUERY the 1-based position in cran.qry and CODE in -1, 1..4"
     for lineno, line in read_lines(path, encoding):
@@ -113,7 +113,7 @@ def _qrels(path, encoding, n_queries: int) -> tuple[Qrels, int]:
         docid.append(d)
         grade.append(_GRADE[code])
         lines.append(lineno)
-    return Qrels.from_rows(path, qid, docid, grade, lines), dropped
+    return Qrels.from_rows(path, qid, docid, grade, lines, duplicates=duplicates), dropped
 
 
 @register(name="cranfield", roles=("docs", "queries", "qrels"),
@@ -124,9 +124,9 @@ def _qrels(path, encoding, n_queries: int) -> tuple[Qrels, int]:
 def cranfield(paths, options: Options) -> Converted:
     docs = _docs(paths["docs"], options.encoding)
     queries = _queries(paths["queries"], options.encoding)
-    qrels, dropped = _qrels(paths["qrels"], options.encoding, len(queries))
+    qrels, dropped = _qrels(paths["qrels"], options.encoding, len(queries), options.duplicates)
     pairs, queries, docs, figures = judged_by_retrieval(queries, docs, qrels, fields=["title", "body"],
                                                         options=options)
     labels = {"rule": SOURCES["cranfield"].label_rule, "dropped_qrels_code_minus_1": dropped, "histogram": label_histogram(pairs["label"])}
     return Converted(source="cranfield", inputs=dict(paths), pairs=pairs, queries=queries, docs=docs,
-                     fields=tuple(figures["fields"]), labels=labels, retrieval=figures)
+                     fields=tuple(figures["fields"]), labels=labels, retrieval=figures, duplicates=qrels.duplicates)

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ..duplicates import resolve_duplicates
 from ..errors import TextTableError
 from ..text import TextTableWarning, derive_id, pairs_to_ranking, read_judged_pairs
 from .base import SOURCES, Converted, Options, add_doc_text, clean_text, label_histogram, register
@@ -16,7 +17,7 @@ def _read(path, columns: dict, options: Options, *, required: list[str]) -> pd.D
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", TextTableWarning)  # missing="keep" warns; empties are checked below
         df = read_judged_pairs(path, columns=columns, encoding=options.encoding, label_map=options.label_map,
-                               missing="keep")
+                               missing="keep", duplicates=options.duplicates)
     for col in df.columns:
         if col not in ("qid", "docid", "label"):
             df[col] = [clean_text(v) for v in df[col].tolist()]
@@ -32,8 +33,12 @@ def _read(path, columns: dict, options: Options, *, required: list[str]) -> pd.D
 
 def _finish(source: str, path, pairs: pd.DataFrame, fields: list[str], options: Options) -> Converted:
     """Group ``pairs`` by query and take each id's first text for the query and document tables."""
+    read = pairs.attrs.get("duplicates") or {}
+    # cleaning the text (crowdflower's ids are derived from it) can make more rows judge one pair
+    pairs, figures = resolve_duplicates(pairs, policy=options.duplicates, path=path)
     pairs = pairs.copy()
     pairs.attrs["source"] = str(path)
+    pairs.attrs["duplicates"] = {**figures, **{k: figures[k] + read.get(k, 0) for k in figures if k != "policy"}}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", TextTableWarning)
         _, queries, docs = pairs_to_ranking(pairs, fields=fields, conflicts="first")
@@ -42,7 +47,7 @@ def _finish(source: str, path, pairs: pd.DataFrame, fields: list[str], options: 
     labels = {"rule": SOURCES[source].label_rule, "label_map": options.label_map,
               "histogram": label_histogram(grouped["label"])}
     return Converted(source=source, inputs={"pairs": path}, pairs=grouped, queries=queries, docs=docs,
-                     fields=tuple(fields), labels=labels,
+                     fields=tuple(fields), labels=labels, duplicates=pairs.attrs.get("duplicates"),
                      notes=[str(w.message) for w in caught if issubclass(w.category, TextTableWarning)])
 
 

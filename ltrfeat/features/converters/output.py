@@ -14,12 +14,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from .. import tempfiles
 from ..dataset import FeatureMap, RankingSet
 from ..errors import LtrfeatError
 from ..fileio import atomic_output
@@ -84,22 +84,22 @@ def _sha256(path: Path) -> str:
 def _staging(out: Path):
     """A temporary sibling directory that replaces ``out`` when the block succeeds."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent))
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o777 & ~mask)
+    tmp = tempfiles.new_dir(out)
     try:
         yield tmp
         if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
+            old = tempfiles.new_dir(out, suffix=".old")
             os.replace(out, old / out.name)
             os.replace(tmp, out)
             shutil.rmtree(old)
+            tempfiles.release(old)
         else:
             os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        tempfiles.release(tmp)
 
 
 def write_converted(conv: Converted, out_dir, *, split=None, seed: int = 0, overwrite: bool = False,
@@ -137,6 +137,7 @@ def write_converted(conv: Converted, out_dir, *, split=None, seed: int = 0, over
             "counts": {"queries": int(queries["qid"].nunique()), "docs": len(conv.docs), "pairs": len(pairs),
                        "fields": list(conv.fields), "splits": split_counts or None},
             "labels": conv.labels,
+            "duplicates": conv.duplicates,
             "retrieval": conv.retrieval,
             "notes": conv.notes,
             "outputs": {p.name: _sha256(p) for p in sorted(tmp.iterdir())},

@@ -102,7 +102,7 @@ def read_queries(path, encoding: str) -> pd.DataFrame:
     return frame.drop(columns="line").rename(columns={"id": "qid"})
 
 
-def read_qrels(path, encoding: str) -> Qrels:
+def read_qrels(path, encoding: str, *, duplicates: str = "error") -> Qrels:
     """BEIR (``q d grade``, optional header) or TREC (``q iter d grade``) qrels."""
     qid, docid, grade, lines = [], [], [], []
     width, seen_data = None, False
@@ -128,19 +128,19 @@ def read_qrels(path, encoding: str) -> Qrels:
         docid.append(parts[-2])
         grade.append(int(value))
         lines.append(lineno)
-    return Qrels.from_rows(path, qid, docid, grade, lines)
+    return Qrels.from_rows(path, qid, docid, grade, lines, duplicates=duplicates)
 
 
 def _convert(name: str, paths, options: Options) -> Converted:
     docs = read_docs(paths["docs"], options.encoding)
     queries = read_queries(paths["queries"], options.encoding)
-    qrels = read_qrels(paths["qrels"], options.encoding)
+    qrels = read_qrels(paths["qrels"], options.encoding, duplicates=options.duplicates)
     negative = int((qrels.frame["grade"] < 0).sum())
     pairs, queries, docs, figures = judged_by_retrieval(queries, docs, qrels, fields=["title", "body"], options=options)
     labels = {"rule": SOURCES[name].label_rule, "negative_grades_as_0": negative,
               "histogram": label_histogram(pairs["label"])}
     return Converted(source=name, inputs=dict(paths), pairs=pairs, queries=queries, docs=docs,
-                     fields=tuple(figures["fields"]), labels=labels, retrieval=figures)
+                     fields=tuple(figures["fields"]), labels=labels, retrieval=figures, duplicates=qrels.duplicates)
 
 
 _RULE = "qrels grades kept as given; negative grades and BM25 candidates without a judgement -> 0"

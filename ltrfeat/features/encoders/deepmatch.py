@@ -48,6 +48,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
+from ltrfeat.features.duplicates import data_record
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
@@ -467,7 +468,8 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
     history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(len(tr)), "n_validation_pairs": int(len(val)), "n_samples": int(len(rows)),
-              "best_epoch": best["epoch"], "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history}
+              "best_epoch": best["epoch"], "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history,
+              **data_record(pairs)}
     return DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record), history
 
 

@@ -21,7 +21,6 @@ overlapping texts in one process) encode each text once. Loaded teacher models a
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ from tqdm import tqdm
 
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.features.fileio import atomic_output
 from ltrfeat.features.logs import show_progress
 from ltrfeat.features.stages import teacher_clock
 
@@ -140,11 +140,10 @@ def save_vectors(directory) -> None:
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum([len(t) for t in texts], out=offsets[1:])
         name = hashlib.sha256(f"{key}\x1e{side}".encode()).hexdigest()[:24]
-        tmp = directory / f".{name}.tmp.npz"
-        np.savez(tmp, key=np.array(key), side=np.array(side), fingerprint=np.array(fingerprints[key]),
-                 vectors=np.stack(list(cache.values())).astype(np.float32),
-                 text_utf8=np.frombuffer(b"".join(texts), dtype=np.uint8), text_offsets=offsets)
-        os.replace(tmp, directory / f"{name}.npz")
+        with atomic_output(directory / f"{name}.npz", binary=True) as fh:
+            np.savez(fh, key=np.array(key), side=np.array(side), fingerprint=np.array(fingerprints[key]),
+                     vectors=np.stack(list(cache.values())).astype(np.float32),
+                     text_utf8=np.frombuffer(b"".join(texts), dtype=np.uint8), text_offsets=offsets)
 
 
 def load_vectors(directory) -> int:

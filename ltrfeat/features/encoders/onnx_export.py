@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import unicodedata
 import warnings
 import zlib
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltrfeat.features import tempfiles
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 
 SIDECAR = "encoder.json"
@@ -118,7 +118,7 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
                "opset": opset, "torch": torch.__version__, "files": {}}
     sample = prepare(sidecar, ["a tiny example", "another one here", ""])
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = tempfiles.new_dir(out)
     try:
         for side in SIDES:
             graph = _graph(encoder.model.tower(side), architecture, normalize=encoder.model.normalized)
@@ -135,20 +135,16 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
                                   opset_version=opset, dynamo=False)
             sidecar["files"][f"{side}.onnx"] = hashlib.sha256((tmp / f"{side}.onnx").read_bytes()).hexdigest()
         (tmp / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o777 & ~_umask())
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        tempfiles.release(tmp)
     return sidecar
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 # ------------------------------------------------------------------------------ prepare (numpy only)

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ltrfeat.features.duplicates import data_record
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
 from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix
@@ -220,5 +221,5 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
               "n_samples": int(len(rows)), "n_layers": n_layers, "best_epoch": best["epoch"],
               "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
-              "history": history}
+              "history": history, **data_record(pairs)}
     return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history

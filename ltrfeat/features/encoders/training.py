@@ -53,6 +53,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from ltrfeat.features.duplicates import data_record
 from ltrfeat.features.cores import available_cores
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
@@ -552,7 +553,7 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
               "n_samples": int(len(rows)), "best_epoch": best["epoch"],
               "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history,
-              **({"pretrain": pretrained} if pretrained else {})}
+              **({"pretrain": pretrained} if pretrained else {}), **data_record(pairs)}
     return Encoder(hasher, net, training=record), history
 
 

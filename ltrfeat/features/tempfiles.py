@@ -1,0 +1,133 @@
+"""Temporary siblings of outputs: named after their process, removed on any exit, swept when stale.
+
+Every output is written to a hidden sibling (``.NAME.PID-HOST.XXXXXXXX.tmp``, a file or a directory)
+and renamed over ``NAME`` only when complete. The live ones are registered, so a command stopped
+by SIGTERM or Ctrl-C removes them (see :func:`remove_live`). A run killed outright (``kill -9``, an
+out-of-memory kill, a power cut) cannot clean up after itself: the next write of the same output
+removes the siblings whose process is gone (same host, pid no longer running) and says so in one line
+on stderr. Siblings of a live process, of another host, or without a pid (older versions) are left alone.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import shutil
+import socket
+import tempfile
+import threading
+from pathlib import Path
+
+log = logging.getLogger("ltrfeat")
+
+_LIVE: set[Path] = set()
+_LOCK = threading.Lock()
+
+
+def _host_tag() -> str:
+    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _prefix(name: str) -> str:
+    return f".{name}.{os.getpid()}-{_host_tag()}."
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def sweep_stale(directory, name: str) -> list[Path]:
+    """Remove the temporary siblings of ``directory/name`` left by dead processes of this host; one
+    stderr line (log warning) names them. Returns the removed paths."""
+    pattern = re.compile(rf"^\.{re.escape(name)}\.(\d+)-([0-9a-f]{{8}})\.[^./]+\.(?:tmp|old)$")
+    host = _host_tag()
+    removed = []
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if not match or match.group(2) != host or _alive(int(match.group(1))):
+            continue
+        path = Path(entry.path)
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        except FileNotFoundError:  # another run swept it first
+            continue
+        except OSError:
+            continue
+        removed.append(path)
+    if removed:
+        pids = sorted({int(pattern.match(p.name).group(1)) for p in removed})  # type: ignore[union-attr]
+        log.warning("removed %d temporary file%s of %s left by killed run%s (pid %s): %s", len(removed),
+                    "" if len(removed) == 1 else "s", Path(directory) / name, "" if len(pids) == 1 else "s",
+                    ", ".join(map(str, pids)), ", ".join(p.name for p in removed))
+    return removed
+
+
+def new_file(final) -> tuple[int, Path]:
+    """``(fd, path)`` of a new registered temporary file beside ``final`` (stale ones swept first)."""
+    final = Path(final)
+    directory = final.parent if str(final.parent) else Path(".")
+    sweep_stale(directory, final.name)
+    fd, tmp = tempfile.mkstemp(prefix=_prefix(final.name), suffix=".tmp", dir=directory)
+    _register(Path(tmp))
+    return fd, Path(tmp)
+
+
+def new_dir(final, *, suffix: str = ".tmp") -> Path:
+    """A new registered temporary directory beside ``final`` (mode as for any new directory; stale
+    ones swept first). ``suffix``: ``.tmp``, or ``.old`` for a replaced output kept until the swap is done."""
+    final = Path(final)
+    directory = final.parent if str(final.parent) else Path(".")
+    if suffix == ".tmp":
+        sweep_stale(directory, final.name)
+    tmp = Path(tempfile.mkdtemp(prefix=_prefix(final.name), suffix=suffix, dir=directory))
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private; outputs are ordinary directories
+    _register(tmp)
+    return tmp
+
+
+def _register(path: Path) -> None:
+    with _LOCK:
+        _LIVE.add(path)
+
+
+def release(path) -> None:
+    """``path`` was renamed into place or removed: forget it."""
+    with _LOCK:
+        _LIVE.discard(Path(path))
+
+
+def remove_live() -> int:
+    """Remove every registered temporary file and directory of this process (on SIGTERM or Ctrl-C,
+    for the ones an unwinding ``except`` did not reach); returns how many were still there."""
+    with _LOCK:
+        paths = list(_LIVE)
+        _LIVE.clear()
+    removed = 0
+    for path in paths:
+        try:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            removed += 1
+        except OSError:
+            pass
+    return removed
