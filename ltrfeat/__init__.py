@@ -23,13 +23,14 @@ _API = {
     "read_judged_pairs": "ltrfeat.features.text",
     # features
     "extract_pairs": "ltrfeat.features.extract", "lexical_extractors": "ltrfeat.features.extract",
-    "train_encoder": "ltrfeat.features.encoders.training",
+    "train_encoder": "ltrfeat.features.encoders.training", "EncoderConfig": "ltrfeat.features.encoders.config",
+    "SbertConfig": "ltrfeat.features.encoders.config", "DeepMatchConfig": "ltrfeat.features.encoders.config",
     # rankers
     "LambdaMART": "ltrfeat.rankers.lambdamart", "LinearRanker": "ltrfeat.rankers.linear",
     "BestSingleFeature": "ltrfeat.rankers.single", "BoostedFromFeature": "ltrfeat.rankers.single",
     "SelectionConfig": "ltrfeat.rankers.selection", "select": "ltrfeat.rankers.selection",
     "load_ranker": "ltrfeat.rankers.models", "save_ranker": "ltrfeat.rankers.models",
-    "evaluate_queries": "ltrfeat.rankers.metrics",
+    "evaluate_queries": "ltrfeat.features.metrics",
     # ablations
     "Fold": "ltrfeat.rankers.ablation", "FeatureSet": "ltrfeat.rankers.ablation",
     "plan_feature_sets": "ltrfeat.rankers.ablation", "run_ablation": "ltrfeat.rankers.ablation",

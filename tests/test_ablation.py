@@ -14,7 +14,7 @@ from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.rankers.ablation import (FeatureSet, Fold, head_to_head, load_letor_folds, plan_feature_sets, run_ablation,
                               summarise)
 from ltrfeat.rankers.lambdamart import LambdaMART
-from ltrfeat.rankers.metrics import evaluate_queries
+from ltrfeat.features.metrics import evaluate_queries
 from builders import NAMES, FAST, planted_folds, write_folds
 
 

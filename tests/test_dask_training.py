@@ -20,7 +20,7 @@ from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation  # no
 from ltrfeat.rankers.dask_training import (DaskExecutor, _lightgbm_ndcg_curve, best_iteration, fit_dask,  # noqa: E402
                                  query_partitions)
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
-from ltrfeat.rankers.metrics import evaluate_queries  # noqa: E402
+from ltrfeat.features.metrics import evaluate_queries  # noqa: E402
 from builders import dataset_path  # noqa: E402
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.rankers import metrics as M
+from ltrfeat.features import metrics as M
 
 
 def random_queries(n_queries, seed, max_docs=30, max_label=4):

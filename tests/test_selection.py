@@ -12,7 +12,7 @@ from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation, summarise
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
-from ltrfeat.rankers.metrics import evaluate_queries
+from ltrfeat.features.metrics import evaluate_queries
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.models import load_ranker, save_ranker
 from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, inner_splits, select, split_queries

@@ -19,7 +19,7 @@ from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.features.neural import EncoderExtractor
 from ltrfeat.features.text import read_judged_pairs
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART, RankerNotFittedError
-from ltrfeat.rankers.metrics import evaluate_queries
+from ltrfeat.features.metrics import evaluate_queries
 from builders import small, synthetic
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -8,14 +8,13 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import (duplicates_line, duplicates_option, notices, parse_key_values, selection_config,
+from ltrfeat.cli.options import (duplicates_line, duplicates_option, notices, parse_key_values, selection_config, ranker_options,
                                   selection_options)
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.cores import available_cores
 from ltrfeat.features.letor import NAN_POLICIES
-from ltrfeat.rankers.metrics import GAINS, NO_RELEVANT
+from ltrfeat.features.metrics import GAINS, NO_RELEVANT
 
-ENGINES = ("lightgbm", "xgboost")
 QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
 # wasted); --param bagging_fraction=1 (LightGBM) or --param subsample=1 (XGBoost) turns it off.
@@ -107,11 +106,13 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, duplicat
 @click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
               help="Text mode: an id naming different texts on different rows fails, or keeps its first text.")
 @click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all').")
-@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][+rbm|+teacher][@SCORE][=PATH]",
+@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][+rbm|+teacher|+init][@SCORE][=PATH]",
               help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
                    "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
                    "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
-                   "+teacher=DIR for another sentence-transformer), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
+                   "+teacher=DIR for another sentence-transformer), clsm:generalized+init=BUNDLE (every fold's "
+                   "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
+                   "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
                    "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).")
 @click.option("--train-pairs", "train_pairs_path", type=click.Path(dir_okay=False), default=None,
               help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
@@ -139,7 +140,6 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, duplicat
               help="Features ranked alone besides every neural feature (default: base features named bm25*; "
                    "'all' = every feature).")
 @click.option("--base-name", default="lexical", show_default=True, help="Name of the base feature set.")
-@click.option("--engine", type=click.Choice(ENGINES), default="lightgbm", show_default=True)
 @click.option("--seeds", default=None, help="Comma-separated ranker seeds [default: 0,1,2; --quick: 0].")
 @click.option("--metrics", default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
               show_default=True, help="Metrics; a bare number repeats the previous metric.")
@@ -147,16 +147,8 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, duplicat
               help="Queries without a relevant document: leave out, score 0, or score 1.")
 @click.option("--gain", type=click.Choice(GAINS), default="exp2", show_default=True,
               help="NDCG gain: 2^rel-1 or linear rel.")
-@click.option("--n-estimators", type=click.IntRange(min=1), default=None,
-              help="Maximum boosting rounds [default: 500; --quick: 50].")
-@click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True), default=0.05, show_default=True)
-@click.option("--num-leaves", type=click.IntRange(min=2), default=31, show_default=True)
-@click.option("--early-stopping-rounds", type=click.IntRange(min=0), default=50, show_default=True,
-              help="Patience on the fold's validation NDCG@10; 0 disables.")
-@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Engine threads per model; 0 = all cores (only pays off for large folds).")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Extra engine parameter (repeatable), e.g. --param bagging_fraction=0.8 --param bagging_freq=1.")
+@ranker_options(n_estimators=None, n_estimators_help="Maximum boosting rounds [default: 500; --quick: 50].",
+                threads=1, threads_what="of the LambdaMART engine per model (more only pays off for large folds)")
 @click.option("--resamples", type=click.IntRange(min=100), default=None,
               help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].")
 @click.option("--nan-policy", type=click.Choice(list(NAN_POLICIES)), default="keep", show_default=True,
@@ -332,7 +324,7 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     from pathlib import Path
 
     from ltrfeat.rankers.ablation import head_to_head, read_per_query
-    from ltrfeat.rankers.metrics import parse_metrics
+    from ltrfeat.features.metrics import parse_metrics
     from ltrfeat.rankers.report import format_p, significance_mark
 
     parsed = []

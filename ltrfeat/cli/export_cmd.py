@@ -5,6 +5,7 @@ import json
 
 import click
 
+from ltrfeat.cli.options import lexical_options
 from ltrfeat.features.errors import LtrfeatError
 
 RANKER_TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
@@ -48,8 +49,7 @@ def _json_file(path, what: str) -> dict | None:
               help="Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.")
 @click.option("--corpus-stats", type=click.Path(dir_okay=False),
               help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.")
-@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 used at extraction.")
-@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b used at extraction.")
+@lexical_options(used_at_extraction=True, names=("k1", "b"))
 @click.option("--fill-zero", is_flag=True,
               help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.")
 def export_ranker(model, target, out_path, name, featureset, templates, normalizers, missing_as_zero, encoders,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import duplicates_line, duplicates_option
+from ltrfeat.cli.options import duplicates_line, duplicates_option, lexical_options
 from ltrfeat.features import extract as ex
 from ltrfeat.features import neural, text
 from ltrfeat.features.analysis import Analyzer
@@ -61,11 +61,7 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
 @click.option("--docid-col", default="docid", show_default=True, help="Document id column of --docs.")
 @click.option("--stem", default=None, help="Snowball stemmer (PyStemmer), e.g. english.")
 @click.option("--stopwords", type=click.Choice(["english"]), default=None, help="Drop Lucene's English stopwords.")
-@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1.")
-@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b.")
-@click.option("--mu", type=float, default=2000.0, show_default=True, help="Dirichlet prior.")
-@click.option("--jm-lambda", type=float, default=0.1, show_default=True, help="Jelinek-Mercer lambda.")
-@click.option("--ad-delta", type=float, default=0.7, show_default=True, help="Absolute discounting delta.")
+@lexical_options()
 @click.option("--corpus-stats", "corpus_path", type=click.Path(dir_okay=False),
               help="Use saved corpus statistics (e.g. fitted on the training documents).")
 @click.option("--save-corpus-stats", "save_corpus_path", type=click.Path(dir_okay=False),

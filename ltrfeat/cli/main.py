@@ -95,6 +95,7 @@ from ltrfeat.cli import explain_cmd  # noqa: E402
 from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
 from ltrfeat.cli import encoder_cmd  # noqa: E402
 from ltrfeat.cli import demo_cmd  # noqa: E402
+from ltrfeat.cli.options import add_config_option  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
 cli.add_command(extract_cmd.extract)
@@ -113,6 +114,7 @@ cli.add_command(export_cmd.embed)
 cli.add_command(serve_cmd.serve)
 cli.add_command(encoder_cmd.train_encoder_cmd)
 cli.add_command(demo_cmd.demo)
+add_config_option(cli)
 
 
 def main():

@@ -124,3 +124,148 @@ def selection_config(engine: str, *, select: bool, candidates, tune: str, tune_t
         return SelectionConfig.default(engine, tune=tune, **settings)
     names = tuple(c.strip() for c in candidates.split(",") if c.strip())
     return SelectionConfig(candidates=names, tune=tune, **settings)
+
+
+def config_option() -> click.Option:
+    """``--config FILE``: option values from a TOML, YAML or JSON file; options given on the command line win.
+
+    Keys are the command's option names (``epochs``, ``label-map`` or ``label_map``), at the top level or in a
+    table named after the command (``[train-encoder]``, ``[datasets.convert]``), so one file can serve several
+    commands. Unknown keys are an error naming the file and the key.
+    """
+    return click.Option(["--config"], type=click.Path(exists=True, dir_okay=False), is_eager=True,
+                        expose_value=False, callback=_apply_config_file,
+                        help="Read option values from a TOML/YAML/JSON file (KEY = VALUE, option names as keys, "
+                             "optionally in a [COMMAND] table); options given here override it.")
+
+
+def _apply_config_file(ctx: click.Context, param: click.Parameter, value) -> None:
+    from ltrfeat.features.config_files import read_config
+
+    if value is None:
+        return
+    settings = read_config(value)
+    path = ctx.command_path.split()[1:]  # without the program name
+    table, where = settings, ""
+    if path and isinstance(settings.get(path[0]), dict):
+        for part in path:
+            table = table.get(part) if isinstance(table, dict) else None
+            if not isinstance(table, dict):
+                raise LtrfeatError(f"no [{'.'.join(path)}] table for this command", path=value,
+                                   fix=f"put the settings of '{' '.join(path)}' in a [{'.'.join(path)}] table")
+        where = f"[{'.'.join(path)}] "
+    names = {}
+    for p in ctx.command.params:
+        if p.name is None or p.name == "config" or not p.expose_value:
+            continue
+        names[p.name] = p.name
+        names[p.name.replace("_", "-")] = p.name
+        for opt in getattr(p, "opts", []):
+            names[opt.lstrip("-")] = p.name
+            names[opt.lstrip("-").replace("-", "_")] = p.name
+    defaults = {}
+    for key, setting in table.items():
+        if key in names:
+            defaults[names[key]] = setting
+            continue
+        if not where and isinstance(setting, dict):
+            raise LtrfeatError(f"no [{'.'.join(path)}] table for this command (the file has [{key}])", path=value,
+                               fix=f"put the settings of '{' '.join(path)}' in a [{'.'.join(path)}] table")
+        import difflib
+
+        known = sorted({n for n in names if "_" not in n})
+        close = difflib.get_close_matches(str(key), known, n=1)
+        raise LtrfeatError(f"{where}'{' '.join(path)}' has no option {key!r}", path=value,
+                           fix=f"did you mean {close[0]!r}?" if close else
+                           f"use its option names (without the leading --): {', '.join(known)}")
+    ctx.default_map = {**(ctx.default_map or {}), **defaults}
+
+
+def add_config_option(group: click.Group) -> None:
+    """Give every command under ``group`` the ``--config`` option."""
+    for command in group.commands.values():
+        if isinstance(command, click.Group):
+            add_config_option(command)
+        elif not any(p.name == "config" for p in command.params):
+            command.params.append(config_option())
+
+
+def threads_option(*, default: int, what: str):
+    """``--threads N``, with one meaning in every command: CPU threads each model (or request) may use;
+    0 means all the cores available to the process (affinity and cgroup quota counted)."""
+    return click.option("--threads", type=click.IntRange(min=0), default=default, show_default=True,
+                        help=f"CPU threads {what}; 0 = all available cores.")
+
+
+def threads_value(threads: int) -> int:
+    """The thread count ``--threads`` stands for (0: the available cores)."""
+    from ltrfeat.features.cores import available_cores
+
+    return threads or available_cores()
+
+
+LEXICAL_PARAMS = (("k1", 1.2, "BM25 k1"), ("b", 0.75, "BM25 b"), ("mu", 2000.0, "Dirichlet prior"),
+                  ("jm_lambda", 0.1, "Jelinek-Mercer lambda"), ("ad_delta", 0.7, "Absolute discounting delta"))
+
+
+def lexical_options(*, used_at_extraction: bool = False, names=("k1", "b", "mu", "jm_lambda", "ad_delta")):
+    """The lexical models' parameters (``--k1 --b --mu --jm-lambda --ad-delta``); a command that scores with
+    features extracted earlier (``used_at_extraction``) must be given the values the extraction used."""
+    suffix = " (the value used at extraction)" if used_at_extraction else ""
+
+    def decorator(fn):
+        for name, default, what in reversed([p for p in LEXICAL_PARAMS if p[0] in names]):
+            fn = click.option(f"--{name.replace('_', '-')}", name, type=float, default=default, show_default=True,
+                              help=f"{what}{suffix}.")(fn)
+        return fn
+
+    return decorator
+
+
+def ranker_options(*, n_estimators: int | None, n_estimators_help: str = "Maximum boosting rounds.",
+                   threads: int, threads_what: str = "of the LambdaMART engine"):
+    """The LambdaMART options shared by ``train-ranker`` and ``ablate``: ``--engine --n-estimators
+    --learning-rate --num-leaves --early-stopping-rounds --threads --param``."""
+    from ltrfeat.rankers.choices import ENGINES
+
+    def decorator(fn):
+        options = [
+            click.option("--engine", type=click.Choice(ENGINES), default="lightgbm", show_default=True,
+                         help="LambdaMART implementation."),
+            click.option("--n-estimators", type=click.IntRange(min=1), default=n_estimators,
+                         show_default=n_estimators is not None, help=n_estimators_help),
+            click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True), default=0.05,
+                         show_default=True, help="Shrinkage of each tree."),
+            click.option("--num-leaves", type=click.IntRange(min=2), default=31, show_default=True,
+                         help="Leaves per tree."),
+            click.option("--early-stopping-rounds", type=click.IntRange(min=0), default=50, show_default=True,
+                         help="Patience in rounds on the validation NDCG; 0 disables early stopping."),
+            threads_option(default=threads, what=threads_what),
+            click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+                         help="Extra engine parameter (repeatable), e.g. --param min_data_in_leaf=50."),
+        ]
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorator
+
+
+def option_group(name: str, *options):
+    """Click options that reach the command as one dict keyword ``name`` ({parameter name: value}), so a command
+    with many options keeps a short signature; ``ctx.params`` still holds each value under its own name."""
+    import functools
+
+    names = [opt(lambda: None).__click_params__[-1].name for opt in options]
+
+    def decorator(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            kwargs[name] = {key: kwargs.pop(key) for key in names}
+            return fn(*args, **kwargs)
+
+        for option in reversed(options):
+            wrapper = option(wrapper)
+        return wrapper
+
+    return decorator

@@ -11,14 +11,14 @@ import numpy as np
 
 from ltrfeat.features import letor as letor_io
 from ltrfeat.features.dataset import FeatureMap, RankingSet
-from ltrfeat.cli.options import notices, parse_key_values, selection_config, selection_options
+from ltrfeat.cli.options import (lexical_options, notices, parse_key_values, selection_config, selection_options,
+                                 ranker_options)
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.fileio import atomic_output, check_writable
-from ltrfeat.rankers.metrics import (GAINS, NO_RELEVANT, TIES, MetricInputError, evaluate_queries, parse_metrics,
+from ltrfeat.features.metrics import (GAINS, NO_RELEVANT, TIES, MetricInputError, evaluate_queries, parse_metrics,
                              summarise)
 
 DEFAULT_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
-ENGINES = ("lightgbm", "xgboost")
 # ltrfeat.rankers.lambdamart (LightGBM, XGBoost, scikit-learn: ~1 s) is imported inside the commands
 # so that every other ltrfeat command starts fast.
 
@@ -75,21 +75,13 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
 @click.argument("train", type=click.Path(dir_okay=False))
 @click.option("--valid", type=click.Path(dir_okay=False), default=None,
               help="Validation file for early stopping on NDCG@--eval-at.")
-@click.option("--engine", type=click.Choice(ENGINES), default="lightgbm", show_default=True)
 @click.option("--features", default=None, help="Feature ids, id ranges and names, e.g. 1-46,bm25_title (default all).")
 @click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
               help="Model file (native engine format); OUT.meta.json is written beside it.")
-@click.option("--n-estimators", type=click.IntRange(min=1), default=500, show_default=True)
-@click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True), default=0.05, show_default=True)
-@click.option("--num-leaves", type=click.IntRange(min=2), default=31, show_default=True)
-@click.option("--early-stopping-rounds", type=click.IntRange(min=0), default=50, show_default=True,
-              help="Patience in rounds; 0 disables early stopping.")
+@ranker_options(n_estimators=500, threads=0)
 @click.option("--eval-at", type=click.IntRange(min=1), default=10, show_default=True,
               help="k of the validation NDCG@k used for early stopping.")
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Engine threads (default: all cores).")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Extra engine parameter (repeatable), e.g. --param min_data_in_leaf=50.")
 @click.option("--top", type=click.IntRange(min=0), default=15, show_default=True,
               help="Features shown in the importance table.")
 @click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
@@ -132,13 +124,13 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         if config is not None:
             ranker = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                      "early_stopping_rounds": early_stopping_rounds, "eval_at": eval_at, "n_jobs": threads,
+                      "early_stopping_rounds": early_stopping_rounds, "eval_at": eval_at, "n_jobs": threads or None,
                       "params": parse_key_values(params), "engine": engine}
             _train_selected(train_data, valid_data, features, ranker, config, seed=seed, out=out)
             return
         model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
                            num_leaves=num_leaves, early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
-                           seed=seed, n_jobs=threads, params=parse_key_values(params), features=features,
+                           seed=seed, n_jobs=threads or None, params=parse_key_values(params), features=features,
                            verbose=not os.environ.get("CI"))
         if dask:
             from ltrfeat.features.dask_extract import dask_client
@@ -363,11 +355,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
               help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.")
 @click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
-@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 used at extraction.")
-@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b used at extraction.")
-@click.option("--mu", type=float, default=2000.0, show_default=True, help="Dirichlet prior used at extraction.")
-@click.option("--jm-lambda", type=float, default=0.1, show_default=True, help="Jelinek-Mercer lambda.")
-@click.option("--ad-delta", type=float, default=0.7, show_default=True, help="Absolute discounting delta.")
+@lexical_options(used_at_extraction=True)
 def rerank(model_path, run_path, queries, docs, out, encoders, corpus_stats, depth, run_name, encoding, k1, b, mu,
            jm_lambda, ad_delta):
     """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.

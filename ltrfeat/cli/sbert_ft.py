@@ -72,7 +72,7 @@ def train_sbert_cmd(ctx: click.Context, table, out, *, soft_labels: str, checkpo
     kwargs["soft_labels"] = soft_labels  # --from-docs sets "identity"
     model, history = fit_and_save(
         lambda ckpt: train_sbert(table, base=params["base"], shared=not params["separate"], seed=params["seed"],
-                                 threads=params["threads"], checkpoint=ckpt, resume=resume, **kwargs), out, checkpoint)
+                                 threads=params["threads"] or None, checkpoint=ckpt, resume=resume, **kwargs), out, checkpoint)
     validation = model.training["validation"]
     click.echo(json.dumps({"out": str(out), "best_epoch": model.training["best_epoch"],
                            "val_ndcg@10": validation["ndcg@10"],

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ltrfeat.cli.options import lexical_options, threads_option, threads_value
 from ltrfeat.features.errors import LtrfeatError
 
 
@@ -45,13 +46,8 @@ def _encoders(specs) -> dict:
                    "stay open for probes). Needed to listen beyond loopback.")
 @click.option("--no-token-beyond-loopback", "open_bind", is_flag=True,
               help="Allow a non-loopback --host without --token (only behind a proxy that authenticates).")
-@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True,
-              help="torch threads per request (one query's candidates are a small batch; more threads often hurt).")
-@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 used at extraction.")
-@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b used at extraction.")
-@click.option("--mu", type=float, default=2000.0, show_default=True, help="Dirichlet prior used at extraction.")
-@click.option("--jm-lambda", type=float, default=0.1, show_default=True, help="Jelinek-Mercer lambda.")
-@click.option("--ad-delta", type=float, default=0.7, show_default=True, help="Absolute discounting delta.")
+@threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
+@lexical_options(used_at_extraction=True)
 def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes, client_timeout, max_concurrent,
           token, open_bind, threads, k1, b, mu, jm_lambda, ad_delta):
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
@@ -79,7 +75,7 @@ def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes,
     from ltrfeat.serving.app import ServiceLimits, create_app
     from ltrfeat.serving.scorer import Scorer
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(threads_value(threads))
     _log_to_stderr()
     scorer = Scorer.load(ranker, encoders=_encoders(encoders), corpus_stats=corpus_stats,
                          lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta})

@@ -32,6 +32,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from .dataset import RankingSet
+from .encoders.config import SCORES
 from .errors import LtrfeatError
 from .fileio import atomic_output
 from ltrfeat.features.logs import show_progress
@@ -39,13 +40,13 @@ from ltrfeat.features.stages import StageProfile
 
 TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
-PRETRAIN = ("rbm", "teacher")
+PRETRAIN = ("rbm", "teacher", "init")
 TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
-SCORES = ("cosine", "dot")
 _SPEC = re.compile(r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
                    r"(?:=(?P<path>.+))?$")
 _SPEC_FIX = ("use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
-             "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), "
+             "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), clsm:LOSS+init=BUNDLE (fine-tuned from a "
+             "pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair spans:title), "
              "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
              "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)")
 
@@ -58,7 +59,9 @@ class LeakageError(LtrfeatError):
 class EncoderSpec:
     """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``dssm:hinge+rbm`` (DSE: towers
     pre-trained as RBMs, dot-product score), ``clsm:generalized+teacher`` (towers first distilled from the
-    packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``deepmatch`` (pair interaction
+    packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``clsm:generalized+init=BUNDLE``
+    (every fold's encoder starts from a pre-trained ``.ltrenc``, e.g. trained on the collection's own text
+    without judgments, and is fine-tuned on the fold's training pairs), ``deepmatch`` (pair interaction
     model), ``sbert`` or ``sbert=PATH``. A trained DSSM/CLSM spec may end in ``@dot`` or ``@cosine`` to choose its score
     (``dssm:hinge@dot``, ``dssm:hinge+rbm@cosine``); the default is cosine, and dot for ``+rbm`` (DSE
     as in the paper), so ``dssm:hinge`` stays comparable with earlier cosine results."""
@@ -86,6 +89,8 @@ class EncoderSpec:
         """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``); a
         score other than the spec's default is appended (``dssm-hinge-dot``, ``dssm-hinge-rbm-cosine``)."""
         parts = [self.model] + [p for p in (self.loss, self.pretrain) if p is not None]
+        if self.pretrain == "init":  # the bundle's file name tells two +init encoders apart
+            parts.append(re.sub(r"[^a-z0-9]+", "-", Path(self.path or "").stem.lower()).strip("-"))
         if self.resolved_score != self.default_score:
             parts.append(self.resolved_score)
         return "-".join(parts)
@@ -109,8 +114,11 @@ class EncoderSpec:
         model, loss, path, pretrain, score = m["model"], m["loss"], m["path"], m["pretrain"], m["score"]
         if pretrain is not None and (pretrain not in PRETRAIN or model not in ("clsm", "dssm")
                                      or (pretrain == "rbm" and model != "dssm")):
-            raise LtrfeatError(f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher",
-                               fix="write dssm:hinge+rbm, clsm:generalized+teacher or clsm:generalized+teacher=DIR")
+            raise LtrfeatError(f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher or +init",
+                               fix="write dssm:hinge+rbm, clsm:generalized+teacher[=DIR] or clsm:generalized+init=BUNDLE")
+        if pretrain == "init" and not path:
+            raise LtrfeatError(f"encoder {text!r}: +init needs the pre-trained bundle",
+                               fix="write e.g. clsm:generalized+init=collection.ltrenc")
         if score is not None and (model not in ("clsm", "dssm") or score not in SCORES):
             raise LtrfeatError(f"encoder {text!r}: only clsm and dssm take a score, @dot or @cosine",
                                fix="write e.g. dssm:hinge@dot or clsm:softmax@cosine")
@@ -123,7 +131,7 @@ class EncoderSpec:
             if loss not in ("softmax", "generalized", "hinge"):
                 raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
         elif model in TRAINABLE:
-            if path is not None and pretrain != "teacher":  # +teacher=PATH: the teacher model directory
+            if path is not None and pretrain not in ("teacher", "init"):  # +teacher=DIR, +init=BUNDLE
                 raise LtrfeatError(f"encoder {text!r}: a trained encoder takes no path",
                                    fix=f"write {model}:{loss or 'softmax'}")
             loss = loss or "softmax"
@@ -212,6 +220,8 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int)
     spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("pretrain", "score")}
     spec_key.update({"pretrain": spec.pretrain} if spec.pretrain else {})
     spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
+    if spec.pretrain == "init":  # the bundle's bytes, not its path
+        spec_key["path"] = hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
     h.update(json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1},
                         sort_keys=True, default=str).encode())
     for col in ("query", "doc", "label"):
@@ -245,8 +255,6 @@ def _save_scores(path: Path, values: np.ndarray) -> None:
 def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None,
            key: str | None = None):
     """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known)."""
-    import inspect
-
     from .encoders.deepmatch import DeepMatch, train_deepmatch
     from .encoders.encoder import Encoder
     from .encoders.training import train_encoder
@@ -265,14 +273,13 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
 
         encoder, _ = train_sbert(table, base=spec.path, loss=spec.loss, seed=seed, progress=False, **options)
     elif spec.model == "deepmatch":
-        # the encoder options are shared by every --encoder: DeepMatch takes the ones it has (epochs, negatives...)
-        accepted = inspect.signature(train_deepmatch).parameters
-        encoder, _ = train_deepmatch(table, seed=seed, progress=False,
-                                     **{k: v for k, v in options.items() if k in accepted})
+        encoder, _ = train_deepmatch(table, seed=seed, progress=False, **options)
     else:
-        extra = {"pretrain": spec.pretrain} if spec.pretrain else {}
+        extra: dict = {"pretrain": spec.pretrain} if spec.pretrain else {}
         if spec.pretrain == "teacher":
             extra = {"teacher": f"sbert={spec.path}" if spec.path else "sbert"}
+        elif spec.pretrain == "init":
+            extra = {"init": Encoder.load(spec.path)}
         encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, score=spec.resolved_score, seed=seed,
                                    progress=False, **extra, **options)
     if path is not None:
@@ -282,17 +289,20 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
 
 def spec_options(spec: EncoderSpec, options: dict) -> dict:
     """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
-    :mod:`ltrfeat.features.encoder_options`); sbert-ft drops unprefixed keys its trainer does not take, and
-    encoders without a teacher drop the distillation options."""
-    import inspect
-
+    :mod:`ltrfeat.features.encoder_options`). Each encoder keeps the unprefixed keys its training config
+    has (:mod:`ltrfeat.features.encoders.config`); an unprefixed key no trainer has, or a prefixed key its
+    model's trainer lacks, is an error. Encoders without a teacher drop the distillation options."""
     from .encoder_options import model_options
+    from .encoders.config import CONFIGS
 
-    accepted = None
-    if spec.model == "sbert-ft":
-        from .encoders.sbert_training import train_sbert
-
-        accepted = set(inspect.signature(train_sbert).parameters) - {"pairs", "base", "loss", "seed", "progress"}
+    fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
+    runtime = {"threads"}  # a trainer argument beside its config
+    known = set().union(*(c.names() for c in CONFIGS.values()), runtime) - fixed
+    unknown = sorted(k for k in options if "." not in k and k not in known)
+    if unknown:
+        raise LtrfeatError(f"encoder option {unknown[0]!r}: no encoder training has it",
+                           fix=f"use one of {', '.join(sorted(known))}")
+    accepted = (set(CONFIGS[spec.model].names()) | runtime) - fixed
     resolved = model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
     if spec.pretrain != "teacher":
         # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys

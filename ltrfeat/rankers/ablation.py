@@ -28,7 +28,7 @@ from ltrfeat.features.dataset import FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.letor import read_letor
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
-from ltrfeat.rankers.metrics import Conventions, evaluate_queries, parse_metrics
+from ltrfeat.features.metrics import Conventions, evaluate_queries, parse_metrics
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.rankers.run_cache import RunStore
 from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, describe, select, with_valid
@@ -435,9 +435,9 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
     ranker_params : other :class:`~ltrfeat.rankers.lambdamart.LambdaMART` parameters
         (``n_estimators``, ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...);
         ``n_jobs`` defaults to 1 here (None = all cores).
-    metrics : metric names or spec (see :func:`ltrfeat.rankers.metrics.parse_metrics`).
+    metrics : metric names or spec (see :func:`ltrfeat.features.metrics.parse_metrics`).
     gain, no_relevant : NDCG gain and the value of queries without a relevant document
-        (see :class:`ltrfeat.rankers.metrics.Conventions`); ties are broken by input order.
+        (see :class:`ltrfeat.features.metrics.Conventions`); ties are broken by input order.
     progress : show a tqdm bar over the runs (stderr, hidden when not a terminal).
     on_run : called with each run's record (dict) as soon as it finishes (in plan order).
     executor : runs the runs: any object whose ``map(fn, *iterables)`` yields results in order, like

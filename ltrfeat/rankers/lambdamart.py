@@ -36,10 +36,10 @@ from ltrfeat.features.errors import LtrfeatError, ModelFileError, OptionError
 from ltrfeat.features.fileio import atomic_output
 from ltrfeat.features.logs import show_progress
 from ltrfeat.features.versions import library_versions
+from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
 
 META_FORMAT = "ltrfeat.ranker/1"
-ENGINES = ("lightgbm", "xgboost")
 LIGHTGBM_DEFAULT_MAX_LABEL = 30  # LightGBM's default label_gain covers labels 0..30
 XGBOOST_EXP_GAIN_MAX_LABEL = 31  # XGBoost's exponential NDCG gain accepts labels <= 31
 MAX_LABEL = 1023  # 2^1024 - 1 overflows a double: no engine can weigh larger grades

@@ -31,7 +31,7 @@ from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.rankers.choices import CANDIDATES, RULES, SIMPLICITY, TUNE_METHODS
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.rankers.linear import LinearRanker
-from ltrfeat.rankers.metrics import parse_metrics
+from ltrfeat.features.metrics import parse_metrics
 from ltrfeat.rankers.single import (DEFAULT_CRITERION, BestSingleFeature, BoostedFromFeature, concat, criterion_per_query,
                             rank_single_features)
 

@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator
 from ltrfeat.features.dataset import RankingSet
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.rankers.lambdamart import LambdaMART
-from ltrfeat.rankers.metrics import evaluate_queries, parse_metrics
+from ltrfeat.features.metrics import evaluate_queries, parse_metrics
 
 DEFAULT_CRITERION = ("ndcg@1", "ndcg@3", "ndcg@10")
 
@@ -113,8 +113,8 @@ class BestSingleFeature(BaseEstimator):
     Parameters
     ----------
     features : candidate features (names), default every column of the training data.
-    criterion : metrics whose per-query mean decides (see :func:`ltrfeat.rankers.metrics.parse_metrics`).
-    gain, no_relevant : metric conventions (see :class:`ltrfeat.rankers.metrics.Conventions`).
+    criterion : metrics whose per-query mean decides (see :func:`ltrfeat.features.metrics.parse_metrics`).
+    gain, no_relevant : metric conventions (see :class:`ltrfeat.features.metrics.Conventions`).
 
     Fitted attributes
     -----------------

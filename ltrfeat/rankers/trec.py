@@ -33,7 +33,7 @@ import pandas as pd
 from ltrfeat.features.errors import LtrfeatError, TextTableError
 from ltrfeat.features.fileio import atomic_output, open_input
 
-from .metrics import evaluate_queries, parse_metrics
+from ltrfeat.features.metrics import evaluate_queries, parse_metrics
 
 RUN_FIX = "write 'QID Q0 DOCID RANK SCORE TAG' lines: six fields separated by spaces or tabs"
 MISSING_QUERIES = ("skip", "zero")

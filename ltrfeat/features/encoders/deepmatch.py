@@ -52,6 +52,7 @@ from ltrfeat.features.duplicates import data_record
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
+from ltrfeat.features.encoders.config import DeepMatchConfig
 from ltrfeat.features.encoders.encoder import check_texts, distinct
 from ltrfeat.features.encoders.training import (_begin, _fit_epochs, _prepare, _Sampler, _torch_settings, _validate,
                                             data_hash, ndcg_at)
@@ -343,64 +344,54 @@ def score_rows(net: DeepMatchNet, q_bags: TokenizedTexts, d_bags: TokenizedTexts
 
 
 # -- training -------------------------------------------------------------------------------
-def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 10, min_links: int = 3,
-                    max_links: int = 8, units=(3, 3), latent: int = 4, committee: int = 16, lda_iter: int = 5,
-                    lda_docs: int = 20000, min_df: int = 2, max_vocab: int = 20000,
-                    analyzer: Analyzer | None = None, epochs: int = 10,
-                    negatives: int = 4, hard_negatives: int = 0, margin: float = 0.1, batch_size: int = 128,
-                    lr: float | None = None, soft_labels: str = "linear", min_positive: float = 0.5,
-                    val_fraction: float = 0.1, patience: int = 2, seed: int = 0, threads: int | None = None,
-                    checkpoint=None, resume=None, progress: bool | None = None) -> tuple[DeepMatch, list[dict]]:
+def train_deepmatch(pairs: pd.DataFrame, config: DeepMatchConfig | None = None, *, analyzer: Analyzer | None = None,
+                    threads: int | None = None, checkpoint=None, resume=None, progress: bool | None = None,
+                    **options) -> tuple[DeepMatch, list[dict]]:
     """Fit patches, DAG and network on judged pairs; returns the model (best validation epoch) and history.
 
     Parameters
     ----------
     pairs : DataFrame with ``query``, ``doc``, ``label`` and optionally ``qid`` (as for ``train_encoder``).
-    topics : (fine, coarse) LDA topic counts: the two patch resolutions (paper: e.g. (200, 50)).
-    patch_words : most probable words per side kept in each patch.
-    min_links, max_links : links per coarse patch in the DAG (at least m = ``min_links``).
-    units : (K1, K2) decision units per fine / coarse patch.
-    latent : D_p, rank of each local bilinear decision.
-    committee : width of the fully connected committee layer.
-    lda_iter : passes of online LDA.
-    lda_docs : joint documents LDA is fitted on (a seeded sample of the distinct positive pairs).
-    min_df, max_vocab : per-side vocabulary: words in >= ``min_df`` training texts, most frequent first.
+    config : a :class:`~ltrfeat.features.encoders.config.DeepMatchConfig` (default: its defaults).
+    **options : settings of the config to replace, e.g. ``epochs=3``:
+
+        - topics : (fine, coarse) LDA topic counts: the two patch resolutions (paper: e.g. (200, 50)).
+        - patch_words : most probable words per side kept in each patch.
+        - min_links, max_links : links per coarse patch in the DAG (at least m = ``min_links``).
+        - units : (K1, K2) decision units per fine / coarse patch.
+        - latent : D_p, rank of each local bilinear decision.
+        - committee : width of the fully connected committee layer.
+        - lda_iter : passes of online LDA.
+        - lda_docs : joint documents LDA is fitted on (a seeded sample of the distinct positive pairs).
+        - min_df, max_vocab : per-side vocabulary: words in >= ``min_df`` training texts, most frequent first.
+        - epochs, patience, val_fraction : training length and early stopping on validation NDCG@10.
+        - negatives, hard_negatives : random / same-query lower-labelled negatives per positive.
+        - margin : m of the large-margin loss (paper: 0.1).
+        - batch_size : positives per mini-batch.
+        - lr : Adam learning rate (default 3e-3).
+        - soft_labels, min_positive : which pairs are positives (as in ``train_encoder``).
+        - seed : seeds LDA, weights and sampling.
     analyzer : word analyzer (default: lowercase, English stopwords, Porter2 stemming).
-    epochs, patience, val_fraction : training length and early stopping on validation NDCG@10.
-    negatives, hard_negatives : random / same-query lower-labelled negatives per positive.
-    margin : m of the large-margin loss (paper: 0.1).
-    batch_size : positives per mini-batch.
-    lr : Adam learning rate (default 3e-3).
-    soft_labels, min_positive : which pairs are positives (as in ``train_encoder``).
-    seed : seeds LDA, weights and sampling. threads : torch threads (default: CPU count).
+    threads : torch threads (default: the cores available to the process).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint with the LDA
         patches, the DAG, weights, optimizer and random states).
     resume : a checkpoint of a run with the same pairs and parameters to continue from (LDA is not
         refitted); the result equals an uninterrupted run.
     progress : show progress bars (default: stderr is a terminal and ``CI`` is unset).
     """
-    n_fine, n_coarse = (int(t) for t in topics)
-    if not 1 <= n_coarse <= n_fine:
-        raise ValueError(f"topics must be (fine, coarse) with 1 <= coarse <= fine, got {tuple(topics)}")
-    if min(patch_words, latent, committee, epochs, *units) < 1 or batch_size < 2 or negatives + hard_negatives < 1:
-        raise ValueError("need patch_words, latent, committee, epochs, units >= 1, batch_size >= 2 and "
-                         "at least one negative")
-    if not 0 < margin < 1:
-        raise ValueError(f"margin must be in (0, 1) for a score in (0, 1), got {margin}")
+    cfg = DeepMatchConfig.build(config, options)
+    n_fine, n_coarse = (int(t) for t in cfg.topics)
+    patch_words, min_links, max_links, units, latent = (cfg.patch_words, cfg.min_links, cfg.max_links, cfg.units,
+                                                        cfg.latent)
+    min_df, max_vocab, lda_docs, min_positive, seed = (cfg.min_df, cfg.max_vocab, cfg.lda_docs, cfg.min_positive,
+                                                       cfg.seed)
     if progress is None:
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
     pairs = _validate(pairs)
-    params = {"model": ARCHITECTURE, "topics": [n_fine, n_coarse], "patch_words": patch_words,
-              "min_links": min_links, "max_links": max_links, "units": list(units), "latent": latent,
-              "committee": committee, "lda_iter": lda_iter, "lda_docs": lda_docs, "min_df": min_df,
-              "max_vocab": max_vocab,
-              "analyzer": analyzer.to_json(), "epochs": epochs, "negatives": negatives,
-              "hard_negatives": hard_negatives, "margin": margin, "batch_size": batch_size, "lr": lr,
-              "soft_labels": soft_labels, "min_positive": min_positive, "val_fraction": val_fraction,
-              "patience": patience, "seed": seed}
+    params = {"model": ARCHITECTURE, **cfg.to_dict(), "analyzer": analyzer.to_json()}
     data_sha = data_hash(pairs)
-    data = _prepare(pairs, how=soft_labels, click_scale=1.0, val_fraction=val_fraction, seed=seed)
+    data = _prepare(pairs, how=cfg.soft_labels, click_scale=1.0, val_fraction=cfg.val_fraction, seed=seed)
     rows = np.flatnonzero(data.train & (data.y >= min_positive))
     if len(rows) == 0:
         raise TextTableError(f"no training pair has a soft label >= min_positive={min_positive}",
@@ -424,22 +415,22 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
                 positive = positive[np.sort(sample)]
             pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
             fine = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_fine,
-                              patch_words=patch_words, max_iter=lda_iter, seed=seed)
+                              patch_words=patch_words, max_iter=cfg.lda_iter, seed=seed)
             coarse = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_coarse,
-                                patch_words=patch_words, max_iter=lda_iter, seed=seed + 1)
+                                patch_words=patch_words, max_iter=cfg.lda_iter, seed=seed + 1)
             links = link_patches(patch_overlap(coarse, fine, n_q=len(q_vocab), n_d=len(d_vocab)),
                                  min_links=min(min_links, n_fine), max_links=max(max_links, min(min_links, n_fine)))
             lda_seconds = round(time.perf_counter() - t0, 3)
             torch.manual_seed(seed)
             config = {"architecture": ARCHITECTURE, "n_fine": n_fine, "n_coarse": n_coarse,
                       "patch_words": patch_words, "units": [int(u) for u in units], "latent": latent,
-                      "committee": committee, "link_width": int(links.shape[1]), "n_query_words": len(q_vocab),
+                      "committee": cfg.committee, "link_width": int(links.shape[1]), "n_query_words": len(q_vocab),
                       "n_doc_words": len(d_vocab)}
             net = DeepMatchNet(config)
             net.set_structure(fine, coarse, links)
         else:
             net = _checkpoint_net(resume, params=params, data_sha=data_sha)
-        opt = torch.optim.Adam(net.parameters(), lr=3e-3 if lr is None else lr)
+        opt = torch.optim.Adam(net.parameters(), lr=3e-3 if cfg.lr is None else cfg.lr)
         rng = np.random.default_rng(seed)
         sampler = _Sampler(data, rows)
         val = np.flatnonzero(~data.train)
@@ -453,17 +444,17 @@ def train_deepmatch(pairs: pd.DataFrame, *, topics=(50, 10), patch_words: int = 
 
         def step(batch):
             q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
-            cand, ok = sampler.candidates(rng, np.searchsorted(rows, batch), q, d, y, negatives=negatives,
-                                          hard=hard_negatives)
+            cand, ok = sampler.candidates(rng, np.searchsorted(rows, batch), q, d, y, negatives=cfg.negatives,
+                                          hard=cfg.hard_negatives)
             docs = np.concatenate([d[:, None], cand], axis=1)
             queries = np.repeat(q[:, None], docs.shape[1], axis=1)
             scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
-            return losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=margin, mask=torch.from_numpy(ok))
+            return losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=cfg.margin, mask=torch.from_numpy(ok))
 
         run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate,
                         seconds=lda_seconds if resume is None else 0.0)
-        _fit_epochs(net, opt, rng, rows, run, step=step, validate=validate, epochs=epochs, batch_size=batch_size,
-                    patience=patience, early_stopping=val_fraction > 0, checkpoint=checkpoint, header=header,
+        _fit_epochs(net, opt, rng, rows, run, step=step, validate=validate, epochs=cfg.epochs,
+                    batch_size=cfg.batch_size, patience=cfg.patience, early_stopping=cfg.val_fraction > 0, checkpoint=checkpoint, header=header,
                     desc="deepmatch epoch", progress=progress)
     history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),

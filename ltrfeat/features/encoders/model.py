@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from ltrfeat.features.encoders.clsm import ClsmTower
+from ltrfeat.features.encoders.config import SCORES
 from ltrfeat.features.encoders.dssm import DssmTower
 
 ARCHITECTURES = {"dssm": DssmTower, "clsm": ClsmTower}
@@ -12,7 +13,6 @@ DEFAULTS = {
     "dssm": {"hidden": [300, 300], "out": 128},
     "clsm": {"context": 1, "conv": 300, "out": 128},
 }
-SCORES = ("cosine", "dot")
 
 
 def model_config(architecture: str, n_features: int, *, shared: bool = False, score: str = "cosine",

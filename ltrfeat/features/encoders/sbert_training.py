@@ -26,10 +26,11 @@ import pandas as pd
 import torch
 
 from ltrfeat.features.duplicates import data_record
+from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
 from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix
-from ltrfeat.features.encoders.training import (LOSSES, _begin, _fit_epochs, _Sampler, _step, _torch_settings,
+from ltrfeat.features.encoders.training import (_begin, _fit_epochs, _Sampler, _step, _torch_settings,
                                             _training_data, _validate, _validation_ndcg)
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.logs import show_progress
@@ -126,64 +127,52 @@ def _load_base(base):
     return load_model_dir(path)
 
 
-def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs: int = 1, negatives: int = 0,
-                hard_negatives: int = 0, in_batch: bool = True, gamma: float = 20.0, margin: float = 0.2,
-                batch_size: int = 32, accumulate: int = 1, lr: float = 2e-5, weight_decay: float = 0.01,
-                max_seq_length: int = 32, freeze_layers: int = 4, keep_frozen: bool = True, shared: bool = True,
-                soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
-                val_fraction: float = 0.1, patience: int = 1, seed: int = 0, threads: int | None = None,
-                checkpoint=None, resume=None, progress: bool | None = None) -> tuple[SbertFinetuned, list[dict]]:
+def train_sbert(pairs: pd.DataFrame, config: SbertConfig | None = None, *, base=None, threads: int | None = None,
+                checkpoint=None, resume=None, progress: bool | None = None,
+                **options) -> tuple[SbertFinetuned, list[dict]]:
     """Fine-tune a local sentence-transformers model; returns the encoder (best validation epoch) and the history.
 
     Parameters
     ----------
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` and optionally ``qid``.
+    config : an :class:`~ltrfeat.features.encoders.config.SbertConfig` (default: its defaults).
+    **options : settings of the config to replace, e.g. ``epochs=2``:
+
+        - loss : ``"softmax"``, ``"generalized"`` (soft labels on every pair) or ``"hinge"``.
+        - epochs : maximum passes over the samples.
+        - negatives : J random training documents per sample (each costs a forward pass).
+        - hard_negatives : same-query lower-labelled documents per sample.
+        - in_batch : use the other samples' documents of the mini-batch as negatives.
+        - gamma : scale of the cosine in the softmax (softmax, generalized).
+        - margin : hinge margin on the cosine.
+        - batch_size : samples per mini-batch (and in-batch negatives per sample).
+        - accumulate : mini-batches whose gradients are summed per optimizer step.
+        - lr, weight_decay : AdamW learning rate and weight decay.
+        - max_seq_length : tokens per text; longer texts are truncated (training and inference).
+        - freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
+        - keep_frozen : run the frozen part once per distinct text and keep its output for the process
+          (:mod:`ltrfeat.features.encoders.sbert_prefix`; ~2x faster steps, no dropout in the frozen part);
+          False runs it in every step as before.
+        - shared : one tower for both sides; False fine-tunes separate query and document copies.
+        - soft_labels, click_scale, min_positive, val_fraction, patience : as in
+          :func:`ltrfeat.features.encoders.training.train_encoder`.
+        - seed : seeds sampling and dropout.
     base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
-    loss : ``"softmax"``, ``"generalized"`` (soft labels on every pair) or ``"hinge"``.
-    epochs : maximum passes over the samples.
-    negatives : J random training documents per sample (each costs a forward pass).
-    hard_negatives : same-query lower-labelled documents per sample.
-    in_batch : use the other samples' documents of the mini-batch as negatives.
-    gamma : scale of the cosine in the softmax (softmax, generalized).
-    margin : hinge margin on the cosine.
-    batch_size : samples per mini-batch (and in-batch negatives per sample).
-    accumulate : mini-batches whose gradients are summed per optimizer step.
-    lr, weight_decay : AdamW learning rate and weight decay.
-    max_seq_length : tokens per text; longer texts are truncated (training and inference).
-    freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
-    keep_frozen : run the frozen part once per distinct text and keep its output for the process
-        (:mod:`ltrfeat.features.encoders.sbert_prefix`; ~2x faster steps, no dropout in the frozen part);
-        False runs it in every step as before.
-    shared : one tower for both sides; False fine-tunes separate query and document copies.
-    soft_labels, click_scale, min_positive, val_fraction, patience : as in
-        :func:`ltrfeat.features.encoders.training.train_encoder`.
-    seed : seeds sampling and dropout.
     threads : torch threads (default: the CPU count).
     checkpoint : path rewritten after every epoch (a resumable checkpoint).
     resume : a checkpoint to continue from; the result equals an uninterrupted run.
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
     """
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if batch_size < 2 or epochs < 1 or negatives < 0 or hard_negatives < 0 or gamma <= 0 or accumulate < 1:
-        raise ValueError("need batch_size >= 2, epochs >= 1, negatives >= 0, hard_negatives >= 0, gamma > 0, "
-                         "accumulate >= 1")
-    if max_seq_length < 2 or freeze_layers < -1 or lr <= 0:
-        raise ValueError("need max_seq_length >= 2, freeze_layers >= -1, lr > 0")
-    if not (negatives or hard_negatives or in_batch):
-        raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
+    cfg = SbertConfig.build(config, options)
+    loss, seed, shared, freeze_layers, max_seq_length = (cfg.loss, cfg.seed, cfg.shared, cfg.freeze_layers,
+                                                          cfg.max_seq_length)
     if progress is None:
         progress = show_progress()
     pairs = _validate(pairs)
-    params = {"model": "sbert", "base": None if base is None else str(base), "loss": loss, "epochs": epochs,
-              "negatives": negatives, "hard_negatives": hard_negatives, "in_batch": in_batch, "gamma": gamma,
-              "margin": margin, "batch_size": batch_size, "accumulate": accumulate, "lr": lr,
-              "weight_decay": weight_decay, "max_seq_length": max_seq_length, "freeze_layers": freeze_layers,
-              "keep_frozen": keep_frozen,
-              "shared": shared, "soft_labels": soft_labels, "click_scale": click_scale,
-              "min_positive": min_positive, "val_fraction": val_fraction, "patience": patience, "seed": seed}
-    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=soft_labels, click_scale=click_scale,
-                                          min_positive=min_positive, val_fraction=val_fraction, seed=seed)
+    params = {"model": "sbert", "base": None if base is None else str(base), **cfg.to_dict()}
+    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=cfg.soft_labels,
+                                          click_scale=cfg.click_scale, min_positive=cfg.min_positive,
+                                          val_fraction=cfg.val_fraction, seed=seed)
 
     with _torch_settings(threads):
         torch.manual_seed(seed)
@@ -195,7 +184,7 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
         for model in towers.values():
             n_layers = freeze_lower(model, freeze_layers, base=base)
         prefixes = None
-        if keep_frozen and freeze_layers >= 0:
+        if cfg.keep_frozen and freeze_layers >= 0:
             key = frozen_key(first, freeze_layers, base=base, max_seq_length=max_seq_length)
             prefixes = {side: FrozenPrefix(model, freeze_layers, key=key, transformer=_transformer(model, base))
                         for side, model in towers.items()}
@@ -203,19 +192,19 @@ def train_sbert(pairs: pd.DataFrame, *, base=None, loss: str = "softmax", epochs
         trainable = [p for p in net.parameters() if p.requires_grad]
         if not trainable:
             raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")
-        opt = torch.optim.AdamW(trainable, lr=lr, weight_decay=weight_decay)
+        opt = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
         q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
         sampler = _Sampler(data, rows)
         header = {"params": params, "data_sha256": data_sha}
         validate = lambda: _validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
         run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
         net.train()
-        _fit_epochs(net, opt, rng, rows, run, epochs=epochs, batch_size=batch_size, patience=patience,
-                    early_stopping=val_fraction > 0, accumulate=accumulate, validate=validate,
+        _fit_epochs(net, opt, rng, rows, run, epochs=cfg.epochs, batch_size=cfg.batch_size, patience=cfg.patience,
+                    early_stopping=cfg.val_fraction > 0, accumulate=cfg.accumulate, validate=validate,
                     checkpoint=checkpoint, header=header, progress=progress,
                     step=lambda batch: _step(net, None, q_texts, d_texts, data, sampler, rng, batch, idx_of=rows,
-                                             loss=loss, negatives=negatives, hard=hard_negatives,
-                                             in_batch=in_batch, gamma=gamma, margin=margin))
+                                             loss=loss, negatives=cfg.negatives, hard=cfg.hard_negatives,
+                                             in_batch=cfg.in_batch, gamma=cfg.gamma, margin=cfg.margin))
     history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),

@@ -42,6 +42,7 @@ seed, data and thread count the result is bit-identical, also when resumed from 
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import sys
 import time
@@ -57,44 +58,35 @@ from ltrfeat.features.duplicates import data_record
 from ltrfeat.features.cores import available_cores
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
+from ltrfeat.features.encoders.config import OPTIMIZERS, SOFT_LABELS, EncoderConfig
 from ltrfeat.features.encoders.encoder import Encoder, distinct
-from ltrfeat.features.encoders.model import SCORES, TwoTowerModel, model_config
-from ltrfeat.features.errors import ModelFileError, TextTableError
+from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.errors import ModelFileError, OptionError, TextTableError
 from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.features.metrics import evaluate_queries
 from ltrfeat.features.logs import get_logger, show_progress
 
-LOSSES = ("softmax", "generalized", "hinge")
-SOFT_LABELS = ("linear", "clicks", "identity")
-OPTIMIZERS = ("adam", "sgd")
 _MAX_REL = 30
 _log = get_logger("train")
 
 
 # -- metric ------------------------------------------------------------------------------
 def ndcg_at(scores, rels, groups, *, k: int = 10) -> float:
-    """Mean NDCG@k over groups (vectorised), gain ``2^rel - 1``, log2 discount.
+    """Mean NDCG@k over the groups that have a positive grade, by the project's one metric implementation
+    (:func:`ltrfeat.features.metrics.evaluate_queries`: gain ``2^rel - 1``, log2 discount, ties in input order).
 
-    ``groups`` are integer group ids; ties in ``scores`` keep input order; groups whose ideal
-    DCG is 0 are skipped (NaN if none is left).
+    NaN when no group has a positive grade, or when a score is not finite (a diverged model: never the
+    best epoch).
     """
     scores = np.asarray(scores, dtype=np.float64)
-    gains = np.exp2(np.asarray(rels, dtype=np.float64)) - 1.0
-    groups = np.asarray(groups)
-    n = len(scores)
-    if n == 0:
+    if len(scores) == 0 or not np.isfinite(scores).all():
         return float("nan")
-
-    def dcg(order):
-        g = groups[order]
-        starts = np.r_[0, np.flatnonzero(g[1:] != g[:-1]) + 1]
-        rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-        contrib = np.where(rank < k, gains[order] / np.log2(rank + 2.0), 0.0)
-        return g[starts], np.add.reduceat(contrib, starts)
-
-    keys, actual = dcg(np.lexsort((np.arange(n), -scores, groups)))
-    _, ideal = dcg(np.lexsort((np.arange(n), -gains, groups)))
-    ok = ideal > 0
-    return float(np.mean(actual[ok] / ideal[ok])) if ok.any() else float("nan")
+    name = f"ndcg@{k}"
+    # any positive grade counts as relevant, so only all-zero groups (ideal DCG 0) are left out
+    per_query = evaluate_queries(np.asarray(groups), np.asarray(rels, dtype=np.float64), scores, [name],
+                                 relevance_threshold=float(np.finfo(np.float64).tiny))
+    values = per_query[name].dropna()
+    return float(values.mean()) if len(values) else float("nan")
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -417,95 +409,80 @@ def _fit_epochs(net, opt, rng, rows, run: _Run, *, step, validate, epochs: int, 
     net.eval()
 
 
-def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "softmax", score: str = "cosine",
-                  epochs: int = 10, negatives: int = 4, hard_negatives: int = 0, in_batch: bool = True,
-                  gamma: float | None = None,
-                  margin: float = 1.0, batch_size: int = 1024, optimizer: str = "adam", lr: float | None = None,
-                  soft_labels: str = "linear", click_scale: float = 1.0, min_positive: float = 0.5,
-                  val_fraction: float = 0.1, patience: int = 2, min_count: int = 1, n_buckets: int | None = None,
-                  shared: bool = False, sizes: dict | None = None, pretrain: str | None = None, teacher=None,
-                  distill_epochs: int = 8, distill_lr: float = 3e-3, distill_weight: float = 0.0, seed: int = 0, threads: int | None = None,
-                  checkpoint=None, resume=None, progress: bool | None = None) -> tuple[Encoder, list[dict]]:
+def train_encoder(pairs: pd.DataFrame, config: EncoderConfig | None = None, *, teacher=None,
+                  init: Encoder | None = None, threads: int | None = None, checkpoint=None, resume=None, progress: bool | None = None,
+                  **options) -> tuple[Encoder, list[dict]]:
     """Train a DSSM or CLSM encoder; returns the encoder (best validation epoch) and the history.
 
     Parameters
     ----------
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` (grade or click count) and
         optionally ``qid`` (groups queries for the validation split and NDCG).
-    model : ``"clsm"`` or ``"dssm"``.
-    loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels) or ``"hinge"`` (DSE).
-    score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
-        ``"dot"`` product of the semantic vectors (DSE; see "Scores" in the module docstring).
-    epochs : maximum number of passes over the samples.
-    negatives : J, random corpus documents per sample.
-    hard_negatives : same-query lower-labelled documents per sample.
-    in_batch : also use the other samples' documents of the mini-batch as negatives.
-    gamma : softmax smoothing factor (softmax and generalized losses), multiplying R(Q, D); None for
-        10.0 with cosine and 1.0 with dot.
-    margin : hinge loss margin, in units of R(Q, D).
-    batch_size : samples per mini-batch.
-    optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
-    lr : learning rate; None for the optimizer's default above.
-    soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (see the module docstring).
-    click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
-    min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
-    val_fraction : share of queries held out for early stopping (0: none, train all epochs).
-    patience : epochs without validation improvement before stopping.
-    min_count, n_buckets : trigram hashing options (:class:`TrigramHasher`).
-    shared : one tower for queries and documents instead of two.
-    sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
-        ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
-    pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
-        CD-1 on the training texts (:func:`ltrfeat.features.encoders.rbm.pretrain_dssm`) before the
-        discriminative training; None for random initialisation.
+    config : an :class:`~ltrfeat.features.encoders.config.EncoderConfig` (default: its defaults).
+    **options : settings of the config to replace, e.g. ``epochs=5`` (checked like the config itself):
+
+        - model : ``"clsm"`` or ``"dssm"``.
+        - loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels) or ``"hinge"`` (DSE).
+        - score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
+          ``"dot"`` product of the semantic vectors (DSE; see "Scores" in the module docstring).
+        - epochs : maximum number of passes over the samples.
+        - negatives : J, random corpus documents per sample.
+        - hard_negatives : same-query lower-labelled documents per sample.
+        - in_batch : also use the other samples' documents of the mini-batch as negatives.
+        - gamma : softmax smoothing factor (softmax and generalized losses), multiplying R(Q, D); None for
+          10.0 with cosine and 1.0 with dot.
+        - margin : hinge loss margin, in units of R(Q, D).
+        - batch_size : samples per mini-batch.
+        - optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
+        - lr : learning rate; None for the optimizer's default above.
+        - soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (see the module docstring).
+        - click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
+        - min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
+        - val_fraction : share of queries held out for early stopping (0: none, train all epochs).
+        - patience : epochs without validation improvement before stopping.
+        - min_count, n_buckets : trigram hashing options (:class:`TrigramHasher`).
+        - shared : one tower for queries and documents instead of two.
+        - sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
+          ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
+        - pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
+          CD-1 on the training texts (:func:`ltrfeat.features.encoders.rbm.pretrain_dssm`) before the
+          discriminative training; None for random initialisation.
+        - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home
+          Depot validation queries; 16 epochs raised the agreement but not NDCG).
+        - distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
+          queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
+          judgments does not forget the teacher; 0 (default): the ranking loss alone.
+        - seed : seeds weights and sampling.
     teacher : distil a sentence-transformer before the ranking loss (:mod:`ltrfeat.features.encoders.distill`):
         ``"sbert"`` (the packaged MiniLM), ``"sbert=PATH"`` or a model directory, or any object with
         ``encode(texts, side=)``. The towers first fit the teacher's in-batch cosine matrices on the
         training pairs (recorded as the training record's ``pretrain``); a resumed run does not redo it.
-    distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home Depot
-        validation queries; 16 epochs raised the agreement but not NDCG).
-    distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
-        queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
-        judgments does not forget the teacher; 0 (default): the ranking loss alone.
-    seed : seeds weights and sampling.
-    threads : torch threads (default: the CPU count).
+    init : an :class:`Encoder` to start from (e.g. pre-trained on a collection's own text,
+        :func:`ltrfeat.features.encoders.weak.span_pairs`): its trigram vocabulary, towers and weights are
+        kept and trained further; the config's ``model``, ``score`` and ``shared`` must match it, and its
+        ``sizes``, ``min_count`` and ``n_buckets`` are not used. Recorded as the training record's ``init``.
+    threads : torch threads (default: the cores available to the process).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint).
     resume : a checkpoint to continue from; the result equals an uninterrupted run.
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
     """
-    if loss not in LOSSES:
-        raise ValueError(f"loss must be one of {LOSSES}, got {loss!r}")
-    if score not in SCORES:
-        raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-    if gamma is None:
-        gamma = 10.0 if score == "cosine" else 1.0
-    if batch_size < 2 or epochs < 1 or negatives < 0 or hard_negatives < 0 or gamma <= 0:
-        raise ValueError("need batch_size >= 2, epochs >= 1, negatives >= 0, hard_negatives >= 0, gamma > 0")
-    if not (negatives or hard_negatives or in_batch):
-        raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
-    if pretrain not in (None, "rbm") or (pretrain == "rbm" and model != "dssm"):
-        raise ValueError(f"pretrain must be None or 'rbm' (with model='dssm'), got {pretrain!r} with model={model!r}")
-    if teacher is not None and (pretrain is not None or distill_epochs < 1 or distill_lr <= 0 or distill_weight < 0):
-        raise ValueError("teacher needs pretrain=None, distill_epochs >= 1, distill_lr > 0 and distill_weight >= 0")
-    if distill_weight and teacher is None:
+    cfg = EncoderConfig.build(config, options)
+    if teacher is not None and cfg.pretrain is not None:
+        raise ValueError("teacher needs pretrain=None")
+    if cfg.distill_weight and teacher is None:
         raise ValueError("distill_weight needs a teacher")
+    if init is not None:
+        _check_init(init, cfg, teacher)
+    model, loss, score, seed, gamma = cfg.model, cfg.loss, cfg.score, cfg.seed, cfg.resolved_gamma
     if progress is None:
         progress = show_progress()
     pairs = _validate(pairs)
-    params = {"model": model, "loss": loss, "epochs": epochs, "negatives": negatives,
-              "hard_negatives": hard_negatives, "in_batch": in_batch, "gamma": gamma, "margin": margin,
-              "batch_size": batch_size, "optimizer": optimizer, "lr": lr, "soft_labels": soft_labels,
-              "click_scale": click_scale, "min_positive": min_positive, "val_fraction": val_fraction,
-              "patience": patience, "min_count": min_count, "n_buckets": n_buckets, "shared": shared,
-              "sizes": dict(sizes or {}), "seed": seed, **({"pretrain": pretrain} if pretrain else {}),
-              **({"score": score} if score != "cosine" else {})}  # as before dot existed: old checkpoints resume
-    if teacher is not None:
-        from ltrfeat.features.encoders.distill import describe_teacher
-
-        params.update(teacher=describe_teacher(teacher), distill_epochs=distill_epochs, distill_lr=distill_lr,
-                      **({"distill_weight": distill_weight} if distill_weight else {}))
-    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=soft_labels, click_scale=click_scale,
-                                          min_positive=min_positive, val_fraction=val_fraction, seed=seed)
+    params = _record_params(cfg, teacher)
+    if init is not None:
+        params["init"] = {"data_sha256": init.training.get("data_sha256"), "params": init.training.get("params")}
+    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=cfg.soft_labels,
+                                          click_scale=cfg.click_scale, min_positive=cfg.min_positive,
+                                          val_fraction=cfg.val_fraction, seed=seed)
 
     with _torch_settings(threads):
         torch.manual_seed(seed)
@@ -513,10 +490,15 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         tr = np.flatnonzero(data.train)
         train_texts = ([data.queries[i] for i in np.unique(data.q_idx[tr])]
                        + [data.docs[i] for i in np.unique(data.d_idx[tr])])
-        hasher = TrigramHasher(min_count=min_count, n_buckets=n_buckets).fit(train_texts)
-        net = TwoTowerModel(model_config(model, hasher.n_features_, shared=shared, score=score, **(sizes or {})))
+        if init is None:
+            hasher = TrigramHasher(min_count=cfg.min_count, n_buckets=cfg.n_buckets).fit(train_texts)
+            net = TwoTowerModel(model_config(model, hasher.n_features_, shared=cfg.shared, score=score,
+                                             **(cfg.sizes or {})))
+        else:
+            hasher, net = init.hasher, copy.deepcopy(init.model)
+            net.train()
         pretrained = None
-        if pretrain == "rbm" and resume is None:
+        if cfg.pretrain == "rbm" and resume is None:
             from ltrfeat.features.encoders.rbm import pretrain_dssm
 
             pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
@@ -524,16 +506,16 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
             from ltrfeat.features.encoders.distill import distill
 
             pretrained = distill(net, hasher, [data.queries[i] for i in data.q_idx[tr]],
-                                 [data.docs[i] for i in data.d_idx[tr]], teacher, epochs=distill_epochs,
-                                 lr=distill_lr, seed=seed, progress=progress)
-        opt = _make_optimizer(optimizer, net.parameters(), lr)
+                                 [data.docs[i] for i in data.d_idx[tr]], teacher, epochs=cfg.distill_epochs,
+                                 lr=cfg.distill_lr, seed=seed, progress=progress)
+        opt = _make_optimizer(cfg.optimizer, net.parameters(), cfg.lr)
         q_tokens, d_tokens = hasher.tokenize(data.queries), hasher.tokenize(data.docs)
         kept = None
-        if distill_weight:
+        if cfg.distill_weight:
             from ltrfeat.features.encoders.distill import KeptTeacher
 
             kept = KeptTeacher(teacher, data.queries, data.docs, q_rows=data.q_idx[tr], d_rows=data.d_idx[tr],
-                               weight=distill_weight)
+                               weight=cfg.distill_weight)
         sampler = _Sampler(data, rows)
         header = {"model": net.config, "hasher": hasher.to_json(), "params": params, "data_sha256": data_sha,
                   **({"pretrain": pretrained} if pretrained else {})}
@@ -542,12 +524,12 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
         if state is not None and state.get("pretrain"):
             pretrained = state["pretrain"]
             header = {**header, "pretrain": pretrained}
-        _fit_epochs(net, opt, rng, rows, run, epochs=epochs, batch_size=batch_size, patience=patience,
-                    early_stopping=val_fraction > 0, validate=validate, checkpoint=checkpoint, header=header,
+        _fit_epochs(net, opt, rng, rows, run, epochs=cfg.epochs, batch_size=cfg.batch_size, patience=cfg.patience,
+                    early_stopping=cfg.val_fraction > 0, validate=validate, checkpoint=checkpoint, header=header,
                     progress=progress,
                     step=lambda batch: _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=rows,
-                                             loss=loss, negatives=negatives, hard=hard_negatives,
-                                             in_batch=in_batch, gamma=gamma, margin=margin, kept=kept))
+                                             loss=loss, negatives=cfg.negatives, hard=cfg.hard_negatives,
+                                             in_batch=cfg.in_batch, gamma=gamma, margin=cfg.margin, kept=kept))
     history, best = run.history, run.best
     record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
               "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
@@ -555,6 +537,40 @@ def train_encoder(pairs: pd.DataFrame, *, model: str = "clsm", loss: str = "soft
               "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history,
               **({"pretrain": pretrained} if pretrained else {}), **data_record(pairs)}
     return Encoder(hasher, net, training=record), history
+
+
+def _check_init(init, cfg: EncoderConfig, teacher) -> None:
+    if not isinstance(init, Encoder):
+        raise TypeError(f"init must be an Encoder (a CLSM/DSSM bundle), got {type(init).__name__}")
+    have = {"model": init.model.config["architecture"], "score": init.model.score,
+            "shared": bool(init.model.config["shared"])}
+    want = {"model": cfg.model, "score": cfg.score, "shared": cfg.shared}
+    differ = [k for k in have if have[k] != want[k]]
+    if differ:
+        raise OptionError(f"init encoder has {', '.join(f'{k}={have[k]!r}' for k in differ)} but the config asks "
+                         f"for {', '.join(f'{k}={want[k]!r}' for k in differ)}; train with the init's settings")
+    if teacher is not None or cfg.pretrain is not None:
+        raise OptionError("init replaces pre-training: give init, or a teacher / pretrain, not both")
+
+
+def _record_params(cfg: EncoderConfig, teacher) -> dict:
+    """The training record's ``params``: the config's settings in the layout every bundle and checkpoint has
+    had (``gamma`` resolved; ``score``, ``pretrain`` and the distillation settings only when they apply), so
+    older checkpoints resume and cache keys stay put."""
+    params = {"model": cfg.model, "loss": cfg.loss, "epochs": cfg.epochs, "negatives": cfg.negatives,
+              "hard_negatives": cfg.hard_negatives, "in_batch": cfg.in_batch, "gamma": cfg.resolved_gamma,
+              "margin": cfg.margin, "batch_size": cfg.batch_size, "optimizer": cfg.optimizer, "lr": cfg.lr,
+              "soft_labels": cfg.soft_labels, "click_scale": cfg.click_scale, "min_positive": cfg.min_positive,
+              "val_fraction": cfg.val_fraction, "patience": cfg.patience, "min_count": cfg.min_count,
+              "n_buckets": cfg.n_buckets, "shared": cfg.shared, "sizes": dict(cfg.sizes or {}), "seed": cfg.seed,
+              **({"pretrain": cfg.pretrain} if cfg.pretrain else {}),
+              **({"score": cfg.score} if cfg.score != "cosine" else {})}
+    if teacher is not None:
+        from ltrfeat.features.encoders.distill import describe_teacher
+
+        params.update(teacher=describe_teacher(teacher), distill_epochs=cfg.distill_epochs,
+                      distill_lr=cfg.distill_lr, **({"distill_weight": cfg.distill_weight} if cfg.distill_weight else {}))
+    return params
 
 
 def _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of, loss, negatives, hard, in_batch,

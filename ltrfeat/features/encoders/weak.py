@@ -70,3 +70,55 @@ def docs_to_pairs(docs: pd.DataFrame, *, query_field: str = "title", doc_field: 
     both = pd.concat([pairs, neg], ignore_index=True)
     order = np.lexsort((np.r_[np.zeros(n), np.ones(len(own))], np.r_[np.arange(n), own]))
     return both.iloc[order].reset_index(drop=True)
+
+
+def span_pairs(docs: pd.DataFrame, *, field: str = "title", per_doc: int = 4, max_words: int = 4,
+               negatives: int = 1, seed: int = 0) -> pd.DataFrame:
+    """Query-like training pairs from a collection's own text, no judgments read: ``[qid, query, doc, label]``.
+
+    Each document with text in ``field`` gives up to ``per_doc`` distinct spans of 1 to ``max_words``
+    consecutive words (start and length drawn with ``seed``; spans without a letter are skipped), each
+    paired with the whole text as its positive (label 1) and with ``negatives`` other documents' texts
+    (label 0, for the trainer's validation NDCG). A span's ``qid`` is ``DOCID#N``. The trainer's random
+    and in-batch negatives supply the rest of the collection as non-matching documents.
+    """
+    if "docid" not in docs.columns or field not in docs.columns:
+        raise TextTableError(f"documents table has no column(s) {', '.join(c for c in ('docid', field) if c not in docs)}"
+                             f" (columns: {', '.join(map(str, docs.columns))})", path=docs.attrs.get("source"),
+                             fix="choose --pair spans:FIELD among the table's fields")
+    if per_doc < 1 or max_words < 1 or negatives < 0:
+        raise ValueError(f"need per_doc >= 1, max_words >= 1, negatives >= 0; got {per_doc}, {max_words}, {negatives}")
+    texts = docs[field].to_numpy(dtype=object)
+    keep = np.array([isinstance(t, str) and any(c.isalpha() for c in t) for t in texts], dtype=bool)
+    if keep.sum() < 2:
+        raise TextTableError(f"only {int(keep.sum())} document(s) have text in {field}", path=docs.attrs.get("source"),
+                             fix="query-like spans need at least two documents with text")
+    ids, texts = docs["docid"].astype(str).to_numpy(dtype=object)[keep], texts[keep]
+    rng = np.random.default_rng([seed, 5])
+    qid, query, own = [], [], []
+    for i, text in enumerate(texts):
+        words = text.split()
+        seen = set()
+        for _ in range(per_doc * 3):  # a few more draws than spans wanted: short texts repeat spans
+            length = int(rng.integers(1, min(max_words, len(words)) + 1))
+            start = int(rng.integers(0, len(words) - length + 1))
+            span = " ".join(words[start : start + length])
+            if span in seen or not any(c.isalpha() for c in span):
+                continue
+            seen.add(span)
+            qid.append(f"{ids[i]}#{len(seen)}")
+            query.append(span)
+            own.append(i)
+            if len(seen) == per_doc:
+                break
+    own_arr = np.asarray(own)
+    pos = pd.DataFrame({"qid": qid, "query": query, "doc": texts[own_arr], "label": np.ones(len(own))})
+    if not negatives:
+        return pos
+    n, rows = len(texts), np.repeat(np.arange(len(own)), negatives)
+    other = (own_arr[rows] + rng.integers(1, n, size=len(rows))) % n  # never the span's own document
+    neg = pd.DataFrame({"qid": pos["qid"].to_numpy()[rows], "query": pos["query"].to_numpy()[rows],
+                        "doc": texts[other], "label": np.zeros(len(rows))})
+    both = pd.concat([pos, neg], ignore_index=True)
+    order = np.lexsort((np.r_[np.zeros(len(pos)), np.ones(len(neg))], np.r_[np.arange(len(pos)), rows]))
+    return both.iloc[order].reset_index(drop=True)
