@@ -3,6 +3,7 @@
 Every benchmark prints its figures as ratios against a baseline measured in the same run, and writes
 ``benchmarks/results/<name>.json`` with the figures plus the environment they were measured in.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,18 @@ RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
 
-_PACKAGES = ("numpy", "scipy", "pandas", "scikit-learn", "lightgbm", "xgboost-cpu", "torch", "rank-bm25",
-             "bm25s", "sentence-transformers")
+_PACKAGES = (
+    "numpy",
+    "scipy",
+    "pandas",
+    "scikit-learn",
+    "lightgbm",
+    "xgboost-cpu",
+    "torch",
+    "rank-bm25",
+    "bm25s",
+    "sentence-transformers",
+)
 
 
 def timed(fn, *, repeat: int = 3):
@@ -35,15 +46,22 @@ def timed(fn, *, repeat: int = 3):
 def environment() -> dict:
     """Hardware, threads, library versions and git commit, for the results file."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         head = None
     cpuinfo = Path("/proc/cpuinfo")
     model = None
     if cpuinfo.exists():
-        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                      if line.startswith("model name")), None)
+        model = next(
+            (
+                line.split(":", 1)[1].strip()
+                for line in cpuinfo.read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            None,
+        )
     versions = {}
     for name in _PACKAGES:
         try:
@@ -53,10 +71,16 @@ def environment() -> dict:
     threads = {}
     if "torch" in sys.modules:
         threads["torch"] = sys.modules["torch"].get_num_threads()
-    return {"cpu_count": os.cpu_count(), "cpu_model": model or platform.processor(),
-            "python": platform.python_version(), "platform": platform.platform(), "threads": threads,
-            "versions": versions, "git_head": head,
-            "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None}
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": model or platform.processor(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "threads": threads,
+        "versions": versions,
+        "git_head": head,
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+    }
 
 
 def write_results(name: str, figures: dict) -> Path:
@@ -64,8 +88,10 @@ def write_results(name: str, figures: dict) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
     tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps({"benchmark": name, "figures": figures, "environment": environment()},
-                              indent=1, default=float) + "\n")
+    tmp.write_text(
+        json.dumps({"benchmark": name, "figures": figures, "environment": environment()}, indent=1, default=float)
+        + "\n"
+    )
     os.replace(tmp, path)
     return path
 
@@ -82,7 +108,8 @@ def home_depot_pairs():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 15 retitled products keep their first title
-        pairs = read_judged_pairs(HOME_DEPOT, columns=HOME_DEPOT_COLUMNS, encoding="ISO-8859-1",
-                                  label_map="linear:1:3:7")
+        pairs = read_judged_pairs(
+            HOME_DEPOT, columns=HOME_DEPOT_COLUMNS, encoding="ISO-8859-1", label_map="linear:1:3:7"
+        )
         _, _, docs = pairs_to_ranking(pairs, conflicts="first")
     return pairs, docs

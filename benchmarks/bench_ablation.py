@@ -16,6 +16,7 @@ the lexical+encoder LambdaMART's NDCG@1 lift over lexical.
 
 Run: python benchmarks/bench_ablation.py [--homedepot] [--baseline] [--skip-warm]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,18 +36,47 @@ ENCODERS = ["clsm:softmax", "dssm:generalized", "sbert", "sbert-ft:generalized",
 
 
 def _ltrfeat(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)], cwd=ROOT, text=True,
-                          capture_output=True, env={**__import__("os").environ, "CI": "1"})
+    return subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        env={**__import__("os").environ, "CI": "1"},
+    )
 
 
 def _data(tmp: Path, homedepot: bool) -> list:
     if homedepot:
         if not HOME_DEPOT.exists():
             sys.exit(f"Home Depot data not found at {HOME_DEPOT}")
-        return ["--pairs", HOME_DEPOT, "--encoding", "latin-1", "--label-map", "linear:1:3:7", "--conflicts", "first",
-                "--columns", HOME_DEPOT_COLUMNS]
-    done = _ltrfeat("datasets", "synth", "--out", tmp / "world", "--seed", 5, "--queries", 400, "--docs", 3000,
-                    "--click-queries", 0, "--candidates", "20-30")
+        return [
+            "--pairs",
+            HOME_DEPOT,
+            "--encoding",
+            "latin-1",
+            "--label-map",
+            "linear:1:3:7",
+            "--conflicts",
+            "first",
+            "--columns",
+            HOME_DEPOT_COLUMNS,
+        ]
+    done = _ltrfeat(
+        "datasets",
+        "synth",
+        "--out",
+        tmp / "world",
+        "--seed",
+        5,
+        "--queries",
+        400,
+        "--docs",
+        3000,
+        "--click-queries",
+        0,
+        "--candidates",
+        "20-30",
+    )
     if done.returncode:
         sys.exit(done.stderr)
     return ["--pairs", tmp / "world" / "judged.tsv"]
@@ -54,8 +84,17 @@ def _data(tmp: Path, homedepot: bool) -> list:
 
 def _ablate(data: list, encoders: list[str], cache: Path, report: Path, *extra) -> dict:
     start = time.perf_counter()
-    done = _ltrfeat("ablate", *data, *[a for e in encoders for a in ("--encoder", e)], "--cache", cache,
-                    "--report", report, "--overwrite", *extra)
+    done = _ltrfeat(
+        "ablate",
+        *data,
+        *[a for e in encoders for a in ("--encoder", e)],
+        "--cache",
+        cache,
+        "--report",
+        report,
+        "--overwrite",
+        *extra,
+    )
     wall = time.perf_counter() - start
     if done.returncode:
         sys.exit(f"ablate failed: {done.stderr[-2000:]}")
@@ -67,21 +106,28 @@ def _ablate(data: list, encoders: list[str], cache: Path, report: Path, *extra) 
         lift = None
         if ("lexical+" + name, "ndcg@1") in means and ("lexical", "ndcg@1") in means:
             lift = means[("lexical+" + name, "ndcg@1")] - means[("lexical", "ndcg@1")]
-        quality[name] = {"alone_ndcg@1": means.get((alone, "ndcg@1")), "alone_ndcg@10": means.get((alone, "ndcg@10")),
-                         "lift_ndcg@1": lift}
+        quality[name] = {
+            "alone_ndcg@1": means.get((alone, "ndcg@1")),
+            "alone_ndcg@10": means.get((alone, "ndcg@10")),
+            "lift_ndcg@1": lift,
+        }
     return {"wall_seconds": wall, "stages": rep["stage_seconds"], "quality": quality}
 
 
 def _print(label: str, run: dict) -> None:
     st = run["stages"]
-    print(f"{label}: {run['wall_seconds']:.0f} s wall; " + ", ".join(
-        f"{k} {v:.0f} s" for k, v in st.items() if isinstance(v, float)))
+    print(
+        f"{label}: {run['wall_seconds']:.0f} s wall; "
+        + ", ".join(f"{k} {v:.0f} s" for k, v in st.items() if isinstance(v, float))
+    )
     for name, e in st["encoders"].items():
         q = run["quality"].get(name, {})
         fmt = lambda x: "n/a" if x is None else f"{x:.4f}"  # noqa: E731
-        print(f"  {name:<28} {e['train_seconds'] + e['score_seconds']:>7.0f} s  trainings {e['trainings']}"
-              f" (+{e['from_cache']} cached)  alone NDCG@1 {fmt(q.get('alone_ndcg@1'))} @10 "
-              f"{fmt(q.get('alone_ndcg@10'))}  lift NDCG@1 {fmt(q.get('lift_ndcg@1'))}")
+        print(
+            f"  {name:<28} {e['train_seconds'] + e['score_seconds']:>7.0f} s  trainings {e['trainings']}"
+            f" (+{e['from_cache']} cached)  alone NDCG@1 {fmt(q.get('alone_ndcg@1'))} @10 "
+            f"{fmt(q.get('alone_ndcg@10'))}  lift NDCG@1 {fmt(q.get('lift_ndcg@1'))}"
+        )
     print(f"  MiniLM encoding {st['teacher_encoding']['seconds']:.0f} s for {st['teacher_encoding']['texts']} texts")
     if "ranker_runs" in st:
         print(f"  ranker runs {st['ranker_runs']['total']}, {st['ranker_runs']['from_cache']} from cache")
@@ -99,8 +145,9 @@ def main() -> None:
         tmp = Path(tmp_)
         data = _data(tmp, homedepot)
         if baseline:
-            figures["baseline"] = _ablate(data, ENCODERS, tmp / "cache-base", tmp / "rep-base",
-                                          "--encoder-option", "sbert-ft.keep_frozen=false")
+            figures["baseline"] = _ablate(
+                data, ENCODERS, tmp / "cache-base", tmp / "rep-base", "--encoder-option", "sbert-ft.keep_frozen=false"
+            )
             _print("baseline (MiniLM without the frozen-layer store), cold", figures["baseline"])
         figures["cold"] = _ablate(data, ENCODERS, tmp / "cache", tmp / "rep-cold")
         _print("cold", figures["cold"])

@@ -6,6 +6,7 @@ and with ``n_jobs=None`` (all cores) in the same process, and prints the ratio.
 
     python benchmarks/ablation_threads.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -35,8 +36,11 @@ def mq2008_folds(root: Path, n_folds: int = 2):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         folds = mq2008_folds(Path(tmp))
-    sets = [s for s in plan_feature_sets(folds[0].train.feature_map, base="1-40", neural={"g": "41-46"})
-            if s.kind == "ranker"]
+    sets = [
+        s
+        for s in plan_feature_sets(folds[0].train.feature_map, base="1-40", neural={"g": "41-46"})
+        if s.kind == "ranker"
+    ]
     params = {"n_estimators": 50, "early_stopping_rounds": 50}
 
     def ablation(n_jobs):
@@ -46,11 +50,18 @@ def main():
     every, result_all = timed(lambda: ablation(None), repeat=2)
     n_models = len(result_one.runs)
     same = result_one.per_query.equals(result_all.per_query)
-    figures = {"models": n_models, "seconds_one_thread": one, "seconds_all_cores": every,
-               "all_cores_over_one_thread": every / one, "identical_metrics": same}
+    figures = {
+        "models": n_models,
+        "seconds_one_thread": one,
+        "seconds_all_cores": every,
+        "all_cores_over_one_thread": every / one,
+        "identical_metrics": same,
+    }
     env = environment()
-    print(f"{n_models} models (MQ2008 Fold1-2, 2 feature sets, 50 trees), best of 2, "
-          f"{env['cpu_count']} cores, load average {env['load_average']}")
+    print(
+        f"{n_models} models (MQ2008 Fold1-2, 2 feature sets, 50 trees), best of 2, "
+        f"{env['cpu_count']} cores, load average {env['load_average']}"
+    )
     print(f"  n_jobs=1 (ablation default): {one:7.2f} s   (baseline)")
     print(f"  n_jobs=None (all cores):     {every:7.2f} s   ratio {every / one:.2f}x")
     print(f"  same per-query metrics: {same}")

@@ -15,6 +15,7 @@ Prints throughputs as ratios against ``local`` and writes ``results/bench_dask.j
 
 Run: python benchmarks/bench_dask.py [--pairs 1000000] [--partition-queries 500]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,15 +65,26 @@ def generate(root: Path, n_pairs: int, seed: int = 0):
         sizes.append(int(rng.integers(1, 151)))
     sizes[-1] -= sum(sizes) - n_pairs
     qids = [f"q{i}" for i in range(len(sizes))]
-    docs = pd.DataFrame({"docid": [f"d{i}" for i in range(n_docs)],
-                         "title": [" ".join(rng.choice(vocab, int(rng.integers(4, 12)), p=p)) for _ in range(n_docs)]})
-    queries = pd.DataFrame({"qid": qids, "query": [" ".join(rng.choice(vocab, int(rng.integers(1, 5)), p=p))
-                                                   for _ in qids]})
+    docs = pd.DataFrame(
+        {
+            "docid": [f"d{i}" for i in range(n_docs)],
+            "title": [" ".join(rng.choice(vocab, int(rng.integers(4, 12)), p=p)) for _ in range(n_docs)],
+        }
+    )
+    queries = pd.DataFrame(
+        {"qid": qids, "query": [" ".join(rng.choice(vocab, int(rng.integers(1, 5)), p=p)) for _ in qids]}
+    )
     qid = np.repeat(qids, sizes)
     docid = np.char.add("d", rng.integers(0, n_docs, n_pairs).astype(str)).astype(object)
     X = rng.random((n_pairs, 5)).astype(np.float32)
-    data = RankingSet(qid, rng.integers(0, 3, n_pairs).astype(float), X, FeatureMap.from_ids([1, 2, 3, 4, 5]),
-                      docid=docid, comment=[f"docid = {d}" for d in docid.tolist()])
+    data = RankingSet(
+        qid,
+        rng.integers(0, 3, n_pairs).astype(float),
+        X,
+        FeatureMap.from_ids([1, 2, 3, 4, 5]),
+        docid=docid,
+        comment=[f"docid = {d}" for d in docid.tolist()],
+    )
     write_letor(root / "in.letor", data, write_feature_map=False)
     return queries, docs, len(sizes)
 
@@ -119,29 +131,50 @@ def main():
         start = time.perf_counter()
         queries, docs, n_queries = generate(root, args.pairs)
         bundle = clsm_bundle(root, docs, queries)
-        print(f"generated {args.pairs} pairs, {n_queries} queries, {len(docs)} documents "
-              f"in {time.perf_counter() - start:.1f}s; partitions of {args.partition_queries} queries "
-              f"({-(-n_queries // args.partition_queries)} partitions)")
+        print(
+            f"generated {args.pairs} pairs, {n_queries} queries, {len(docs)} documents "
+            f"in {time.perf_counter() - start:.1f}s; partitions of {args.partition_queries} queries "
+            f"({-(-n_queries // args.partition_queries)} partitions)"
+        )
 
         def full():
-            return lexical_extractors(LEXICAL, fields=["title"]) + [EncoderExtractor(name="clsm", path=str(bundle),
-                                                                                    field="title")]
+            return lexical_extractors(LEXICAL, fields=["title"]) + [
+                EncoderExtractor(name="clsm", path=str(bundle), field="title")
+            ]
 
         def run_local(make, name):
             t = time.perf_counter()
-            extract_file(root / "in.letor", root / f"{name}.letor", queries=queries, docs=docs, extractors=make(),
-                         chunk_queries=args.partition_queries, progress=False)
+            extract_file(
+                root / "in.letor",
+                root / f"{name}.letor",
+                queries=queries,
+                docs=docs,
+                extractors=make(),
+                chunk_queries=args.partition_queries,
+                progress=False,
+            )
             return time.perf_counter() - t
 
         seconds = {"local": run_local(full, "local"), "noop_local": run_local(lambda: [Zeros()], "noop_local")}
         for workers in (1, 2):
-            with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                          dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+            with (
+                distributed.LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+                ) as cluster,
+                distributed.Client(cluster) as client,
+            ):
                 for name, make in ((f"dask_{workers}", full), (f"noop_dask_{workers}", lambda: [Zeros()])):
                     t = time.perf_counter()
-                    extract_file_dask(root / "in.letor", root / f"{name}.letor", queries=queries, docs=docs,
-                                      extractors=make(), client=client, partition_queries=args.partition_queries,
-                                      progress=False)
+                    extract_file_dask(
+                        root / "in.letor",
+                        root / f"{name}.letor",
+                        queries=queries,
+                        docs=docs,
+                        extractors=make(),
+                        client=client,
+                        partition_queries=args.partition_queries,
+                        progress=False,
+                    )
                     seconds[name] = time.perf_counter() - t
             print(f"  {workers} worker(s) done", flush=True)
         identical = {name: agreement(root / f"{name}.letor", root / "local.letor") for name in ("dask_1", "dask_2")}
@@ -150,9 +183,13 @@ def main():
     rate = {name: args.pairs / s for name, s in seconds.items()}
     overhead = (seconds["noop_dask_2"] - seconds["noop_local"]) / n_parts
     figures = {
-        "pairs": args.pairs, "queries": n_queries, "documents": len(docs), "partitions": n_parts,
+        "pairs": args.pairs,
+        "queries": n_queries,
+        "documents": len(docs),
+        "partitions": n_parts,
         "extractors": f"lexical ({LEXICAL}) on title + CLSM 300/128 on title",
-        "seconds": seconds, "pairs_per_s": rate,
+        "seconds": seconds,
+        "pairs_per_s": rate,
         "ratio_vs_local": {name: rate[name] / rate["local"] for name in ("dask_1", "dask_2")},
         "speedup_2_vs_1_workers": seconds["dask_1"] / seconds["dask_2"],
         "client_serial_pairs_per_s": rate["noop_local"],
@@ -162,12 +199,16 @@ def main():
     }
     print(f"local (1 process, torch on all cores): {rate['local']:>9.0f} pairs/s  (1.00)")
     for name in ("dask_1", "dask_2"):
-        print(f"{name:<37}: {rate[name]:>9.0f} pairs/s  ({figures['ratio_vs_local'][name]:.2f}x local)"
-              f"  output vs local: {identical[name]}")
+        print(
+            f"{name:<37}: {rate[name]:>9.0f} pairs/s  ({figures['ratio_vs_local'][name]:.2f}x local)"
+            f"  output vs local: {identical[name]}"
+        )
     print(f"2 workers vs 1 worker: {figures['speedup_2_vs_1_workers']:.2f}x")
     shown = f"{1000 * overhead:.1f} ms" if overhead > 0 else f"below the noise ({1000 * overhead:.1f} ms measured)"
-    print(f"client serial work (no-op extractor, local): {rate['noop_local']:.0f} pairs/s; "
-          f"per-partition cluster overhead: {shown}")
+    print(
+        f"client serial work (no-op extractor, local): {rate['noop_local']:.0f} pairs/s; "
+        f"per-partition cluster overhead: {shown}"
+    )
     print(f"one worker's extraction compute: {figures['worker_compute_pairs_per_s']:.0f} pairs/s")
     print(f"wrote {write_results('bench_dask', figures)}")
 

@@ -16,6 +16,7 @@ Also printed: the share of fine patches active per pair (the paper reports ~5% o
 
 Run: python benchmarks/bench_deepmatch.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -43,8 +44,12 @@ def load_pairs():
     path = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
-                                 encoding="ISO-8859-1", label_map="linear:1:3:7")
+        return read_judged_pairs(
+            path,
+            columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
+            encoding="ISO-8859-1",
+            label_map="linear:1:3:7",
+        )
 
 
 @torch.inference_mode()
@@ -82,8 +87,15 @@ def main():
     rng = np.random.default_rng(0)
     fit_rows = rng.choice(len(pairs), N_FIT, replace=False)
     model, history = train_deepmatch(pairs.iloc[np.sort(fit_rows)], epochs=1, val_fraction=0, seed=0, progress=False)
-    paper_model, _ = train_deepmatch(pairs.iloc[np.sort(fit_rows)], topics=(200, 50), patch_words=20, epochs=1,
-                                     val_fraction=0, seed=0, progress=False)
+    paper_model, _ = train_deepmatch(
+        pairs.iloc[np.sort(fit_rows)],
+        topics=(200, 50),
+        patch_words=20,
+        epochs=1,
+        val_fraction=0,
+        seed=0,
+        progress=False,
+    )
     picked = rng.choice(len(pairs), N_SCORE, replace=False)
     queries, docs = pairs["query"].iloc[picked].tolist(), pairs["doc"].iloc[picked].tolist()
 
@@ -102,28 +114,40 @@ def main():
         assert np.allclose(dense, sparse, atol=1e-5), "dense and sparse DeepMatch disagree"
         batch = m.net.batch(q_bags, d_bags)
         sparse_vs_dense[label] = {
-            "topics": [m.net.config["n_fine"], m.net.config["n_coarse"]], "patch_words": m.net.config["patch_words"],
-            "sparse_pairs_per_s": N_DENSE / sparse_s, "dense_pairs_per_s": N_DENSE / dense_s,
+            "topics": [m.net.config["n_fine"], m.net.config["n_coarse"]],
+            "patch_words": m.net.config["patch_words"],
+            "sparse_pairs_per_s": N_DENSE / sparse_s,
+            "dense_pairs_per_s": N_DENSE / dense_s,
             "sparse_vs_dense": dense_s / sparse_s,
             "active_fine_patch_share": len(batch.active) / (N_DENSE * m.net.config["n_fine"]),
-            "active_coarse_patch_share": len(batch.active2) / (N_DENSE * m.net.config["n_coarse"])}
+            "active_coarse_patch_share": len(batch.active2) / (N_DENSE * m.net.config["n_coarse"]),
+        }
 
     figures = {
-        "n_pairs": N_SCORE, "config": model.net.config, "lda_and_one_epoch_s": sum(h["seconds"] for h in history),
-        "deepmatch_pairs_per_s": N_SCORE / dm_s, "clsm_pairs_per_s": N_SCORE / clsm_s,
+        "n_pairs": N_SCORE,
+        "config": model.net.config,
+        "lda_and_one_epoch_s": sum(h["seconds"] for h in history),
+        "deepmatch_pairs_per_s": N_SCORE / dm_s,
+        "clsm_pairs_per_s": N_SCORE / clsm_s,
         "deepmatch_vs_clsm": clsm_s / dm_s,
         "sparse_vs_dense": sparse_vs_dense,
     }
-    print(f"DeepMatch scoring, {N_SCORE} Home Depot pairs (topics {model.net.config['n_fine']}/"
-          f"{model.net.config['n_coarse']}, {model.net.config['patch_words']} words per side):")
-    print(f"  DeepMatch            {figures['deepmatch_pairs_per_s']:>10,.0f} pairs/s  "
-          f"= {figures['deepmatch_vs_clsm']:.2f}x CLSM")
+    print(
+        f"DeepMatch scoring, {N_SCORE} Home Depot pairs (topics {model.net.config['n_fine']}/"
+        f"{model.net.config['n_coarse']}, {model.net.config['patch_words']} words per side):"
+    )
+    print(
+        f"  DeepMatch            {figures['deepmatch_pairs_per_s']:>10,.0f} pairs/s  "
+        f"= {figures['deepmatch_vs_clsm']:.2f}x CLSM"
+    )
     print(f"  BASELINE CLSM        {figures['clsm_pairs_per_s']:>10,.0f} pairs/s  (encode distinct texts + cosine)")
     for label, f in sparse_vs_dense.items():
-        print(f"  sparse vs BASELINE dense network, {label} size ({f['topics'][0]}/{f['topics'][1]} topics, "
-              f"{f['patch_words']} words), {N_DENSE} pairs from word bags: {f['sparse_pairs_per_s']:,.0f} vs "
-              f"{f['dense_pairs_per_s']:,.0f} pairs/s = {f['sparse_vs_dense']:.1f}x (same scores); active patches "
-              f"per pair: fine {f['active_fine_patch_share']:.1%}, coarse {f['active_coarse_patch_share']:.1%}")
+        print(
+            f"  sparse vs BASELINE dense network, {label} size ({f['topics'][0]}/{f['topics'][1]} topics, "
+            f"{f['patch_words']} words), {N_DENSE} pairs from word bags: {f['sparse_pairs_per_s']:,.0f} vs "
+            f"{f['dense_pairs_per_s']:,.0f} pairs/s = {f['sparse_vs_dense']:.1f}x (same scores); active patches "
+            f"per pair: fine {f['active_fine_patch_share']:.1%}, coarse {f['active_coarse_patch_share']:.1%}"
+        )
     print(f"wrote {write_results('bench_deepmatch', figures)}")
 
 

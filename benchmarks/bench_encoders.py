@@ -19,6 +19,7 @@ training epoch <= 60 s.
 
 Run: python benchmarks/bench_encoders.py
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,12 @@ def load_pairs():
     path = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
-                                 encoding="ISO-8859-1", label_map="linear:1:3:7")  # grades 0..6
+        return read_judged_pairs(
+            path,
+            columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
+            encoding="ISO-8859-1",
+            label_map="linear:1:3:7",
+        )  # grades 0..6
 
 
 def random_encoder(arch: str, hasher: TrigramHasher, seed: int = 0) -> Encoder:
@@ -121,8 +126,10 @@ def main():
     rng = np.random.default_rng(0)
     sample = [titles[i] for i in rng.permutation(len(titles))[:N_OURS]]
     hasher = TrigramHasher().fit(titles + list(dict.fromkeys(pairs["query"])))
-    print(f"Home Depot: {len(titles)} distinct titles, trigram vocabulary {hasher.n_features_}, "
-          f"torch threads {torch.get_num_threads()}")
+    print(
+        f"Home Depot: {len(titles)} distinct titles, trigram vocabulary {hasher.n_features_}, "
+        f"torch threads {torch.get_num_threads()}"
+    )
 
     dssm, clsm = random_encoder("dssm", hasher), random_encoder("clsm", hasher)
     dssm_tps, clsm_tps = texts_per_s(dssm, sample), texts_per_s(clsm, sample)
@@ -139,29 +146,53 @@ def main():
 
     relevant = pairs[pairs["label"] >= 3].iloc[:N_TRAIN]
     train = relevant.assign(label=1.0)[["qid", "query", "doc", "label"]]
-    _, history = train_encoder(train, model="clsm", loss="softmax", epochs=1, negatives=4, in_batch=False,
-                               batch_size=1024, soft_labels="identity", val_fraction=0.0, seed=0, progress=False)
+    _, history = train_encoder(
+        train,
+        model="clsm",
+        loss="softmax",
+        epochs=1,
+        negatives=4,
+        in_batch=False,
+        batch_size=1024,
+        soft_labels="identity",
+        val_fraction=0.0,
+        seed=0,
+        progress=False,
+    )
     epoch_s = history[-1]["seconds"]
 
     figures = {
         "titles_encoded": {"dssm": N_OURS, "clsm": N_OURS, "minilm": N_MINILM, "dense_conv1d_clsm": N_DENSE},
         "texts_per_s": {"dssm": dssm_tps, "clsm": clsm_tps, "minilm": minilm_tps, "dense_conv1d_clsm": dense_tps},
-        "ratios": {"dssm_vs_minilm": dssm_tps / minilm_tps, "clsm_vs_minilm": clsm_tps / minilm_tps,
-                   "clsm_vs_dense": clsm_tps / dense_tps},
+        "ratios": {
+            "dssm_vs_minilm": dssm_tps / minilm_tps,
+            "clsm_vs_minilm": clsm_tps / minilm_tps,
+            "clsm_vs_dense": clsm_tps / dense_tps,
+        },
         "dense_vs_ours_max_abs_diff": max_diff,
-        "train": {"pairs": len(train), "negatives_J": 4, "in_batch": False, "batch_size": 1024,
-                  "epoch_seconds": epoch_s, "pairs_per_s": len(train) / epoch_s},
+        "train": {
+            "pairs": len(train),
+            "negatives_J": 4,
+            "in_batch": False,
+            "batch_size": 1024,
+            "epoch_seconds": epoch_s,
+            "pairs_per_s": len(train) / epoch_s,
+        },
         "targets": TARGETS,
     }
     r = figures["ratios"]
     print("inference, document tower, texts/s (higher is better):")
     print(f"  DSSM                 {dssm_tps:>10.0f}   {r['dssm_vs_minilm']:>7.0f}x MiniLM  (target >= 300x)")
-    print(f"  CLSM                 {clsm_tps:>10.0f}   {r['clsm_vs_minilm']:>7.0f}x MiniLM  (target >= 100x)"
-          f"   {r['clsm_vs_dense']:.0f}x dense Conv1d (target >= 20x)")
+    print(
+        f"  CLSM                 {clsm_tps:>10.0f}   {r['clsm_vs_minilm']:>7.0f}x MiniLM  (target >= 100x)"
+        f"   {r['clsm_vs_dense']:.0f}x dense Conv1d (target >= 20x)"
+    )
     print(f"  MiniLM (baseline)    {minilm_tps:>10.1f}")
     print(f"  dense Conv1d CLSM    {dense_tps:>10.1f}   (baseline; same vectors as ours to {max_diff:.1e})")
-    print(f"training: CLSM, J=4, one epoch over {len(train)} pairs: {epoch_s:.1f} s "
-          f"({len(train) / epoch_s:.0f} pairs/s; target <= 60 s)")
+    print(
+        f"training: CLSM, J=4, one epoch over {len(train)} pairs: {epoch_s:.1f} s "
+        f"({len(train) / epoch_s:.0f} pairs/s; target <= 60 s)"
+    )
     print(f"wrote {write_results('bench_encoders', figures)}")
     if max_diff > 1e-4:
         raise SystemExit(f"the dense reference disagrees with our CLSM by {max_diff}")

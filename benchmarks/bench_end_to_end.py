@@ -14,6 +14,7 @@ seconds (``total_seconds``); a ``wall_seconds`` entry, when present, is preferre
     python benchmarks/bench_end_to_end.py --quick-only    # quick demo only (a loaded machine)
     python benchmarks/bench_end_to_end.py --homedepot-report out/hd-ablation
 """
+
 from __future__ import annotations
 
 import argparse
@@ -72,29 +73,39 @@ def run_demo(*, quick: bool, timeout: float) -> dict:
 def homedepot_ablation(report) -> dict:
     """The ablation's time from ``REPORT/timings.json``, or ``not run``."""
     if not report:
-        return {"status": "not run", "how": "pass --homedepot-report DIR (or LTRFEAT_HOMEDEPOT_REPORT) of a run of "
-                                            "ltrfeat ablate on Home Depot"}
+        return {
+            "status": "not run",
+            "how": "pass --homedepot-report DIR (or LTRFEAT_HOMEDEPOT_REPORT) of a run of ltrfeat ablate on Home Depot",
+        }
     path = Path(report) / "timings.json"
     if not path.is_file():
         return {"status": f"not run: {path} is absent"}
     timings = json.loads(path.read_text())
     if "wall_seconds" in timings:
         return {"status": "ok", "wall_s": float(timings["wall_seconds"]), "source": str(path)}
-    return {"status": "ok", "wall_s": float(timings["total_seconds"]), "source": str(path),
-            "note": "sum of the ranker runs in timings.json: encoder training is not included (a lower bound)"}
+    return {
+        "status": "ok",
+        "wall_s": float(timings["total_seconds"]),
+        "source": str(path),
+        "note": "sum of the ranker runs in timings.json: encoder training is not included (a lower bound)",
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick-only", action="store_true", help="run only `ltrfeat demo --quick`")
-    parser.add_argument("--homedepot-report", default=os.environ.get("LTRFEAT_HOMEDEPOT_REPORT"),
-                        help="report directory of a Home Depot `ltrfeat ablate` run")
+    parser.add_argument(
+        "--homedepot-report",
+        default=os.environ.get("LTRFEAT_HOMEDEPOT_REPORT"),
+        help="report directory of a Home Depot `ltrfeat ablate` run",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a demo run is stopped")
     args = parser.parse_args()
 
     runs = {"demo_quick": run_demo(quick=True, timeout=args.timeout)}
-    runs["demo"] = {"status": "not run (--quick-only)"} if args.quick_only else run_demo(quick=False,
-                                                                                           timeout=args.timeout)
+    runs["demo"] = (
+        {"status": "not run (--quick-only)"} if args.quick_only else run_demo(quick=False, timeout=args.timeout)
+    )
     runs["homedepot_ablation"] = homedepot_ablation(args.homedepot_report)
     for name, run in runs.items():
         run["budget_s"] = BUDGETS_S[name]
@@ -109,8 +120,11 @@ def main() -> None:
             print(f"{name:20s} {run['status']}")
             continue
         stages = "  ".join(f"{k} {v:.0f} s" for k, v in run.get("stages_s", {}).items())
-        print(f"{name:20s} {run['wall_s']:8.1f} s = {run['ratio_to_budget']:.2f}x the {run['budget_s']:.0f} s budget"
-              + (f"   ({stages})" if stages else "") + (f"   [{run['note']}]" if "note" in run else ""))
+        print(
+            f"{name:20s} {run['wall_s']:8.1f} s = {run['ratio_to_budget']:.2f}x the {run['budget_s']:.0f} s budget"
+            + (f"   ({stages})" if stages else "")
+            + (f"   [{run['note']}]" if "note" in run else "")
+        )
     print(f"wrote {path}")
     if "full_over_quick" in figures:
         print(f"full demo / quick demo wall time: {figures['full_over_quick']:.2f}x")

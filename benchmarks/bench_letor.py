@@ -12,6 +12,7 @@ the parent's peak into a forked child). Target: ours ≥ 2× scikit-learn's rows
     python benchmarks/bench_letor.py            # full size
     python benchmarks/bench_letor.py --rows 30000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,16 +37,21 @@ def generate(path: Path, rows: int, *, seed: int = 0) -> None:
     counts = rng.poisson(3.0, size=(n_bodies, N_FEATURES)).astype(str)
     floats = np.char.mod("%.6f", rng.gamma(1.0, 2.0, size=(n_bodies, N_FEATURES)) * rng.choice([1, -1], (n_bodies, 1)))
     use_float = rng.random(N_FEATURES) < 0.6
-    bodies = [" ".join(f"{j + 1}:{floats[i, j] if use_float[j] else counts[i, j]}" for j in range(N_FEATURES))
-              for i in range(n_bodies)]
+    bodies = [
+        " ".join(f"{j + 1}:{floats[i, j] if use_float[j] else counts[i, j]}" for j in range(N_FEATURES))
+        for i in range(n_bodies)
+    ]
     pick = rng.integers(0, n_bodies, rows)
     labels = rng.choice(5, rows, p=[0.5, 0.3, 0.13, 0.05, 0.02])
     probs = rng.random(rows)
     with open(path, "w") as fh:
         for start in range(0, rows, 50_000):
-            fh.write("".join(
-                f"{labels[r]} qid:{r // 20 + 1} {bodies[pick[r]]} #docid = D{r} inc = 1 prob = {probs[r]:.6f}\n"
-                for r in range(start, min(rows, start + 50_000))))
+            fh.write(
+                "".join(
+                    f"{labels[r]} qid:{r // 20 + 1} {bodies[pick[r]]} #docid = D{r} inc = 1 prob = {probs[r]:.6f}\n"
+                    for r in range(start, min(rows, start + 50_000))
+                )
+            )
 
 
 _MEMORY_PROBE = """
@@ -59,8 +65,14 @@ print(json.dumps({"peak": peak, "matrix": data.X.nbytes}))
 
 
 def memory(path: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], capture_output=True, text=True,
-                         check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_PROBE, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return json.loads(out.stdout)
 
 
@@ -79,8 +91,10 @@ def main() -> None:
         start = time.perf_counter()
         generate(path, args.rows)
         size_mb = path.stat().st_size / 1e6
-        print(f"generated {args.rows:,} rows x {N_FEATURES} features, {size_mb:.0f} MB "
-              f"in {time.perf_counter() - start:.1f} s")
+        print(
+            f"generated {args.rows:,} rows x {N_FEATURES} features, {size_mb:.0f} MB "
+            f"in {time.perf_counter() - start:.1f} s"
+        )
 
         ours_s, data = timed(lambda: read_letor(path), repeat=args.repeat)
         assert len(data) == args.rows and data.n_features == N_FEATURES and data.comment is not None
@@ -92,22 +106,33 @@ def main() -> None:
 
     ours_rps, sk_rps = args.rows / ours_s, args.rows / sk_s
     figures = {
-        "rows": args.rows, "features": N_FEATURES, "file_mb": round(size_mb, 1),
-        "ours_seconds": round(ours_s, 3), "ours_rows_per_s": round(ours_rps), "ours_mb_per_s": round(size_mb / ours_s, 1),
-        "sklearn_seconds": round(sk_s, 3), "sklearn_rows_per_s": round(sk_rps),
+        "rows": args.rows,
+        "features": N_FEATURES,
+        "file_mb": round(size_mb, 1),
+        "ours_seconds": round(ours_s, 3),
+        "ours_rows_per_s": round(ours_rps),
+        "ours_mb_per_s": round(size_mb / ours_s, 1),
+        "sklearn_seconds": round(sk_s, 3),
+        "sklearn_rows_per_s": round(sk_rps),
         "sklearn_mb_per_s": round(size_mb / sk_s, 1),
         "speed_ratio_ours_over_sklearn": round(ours_rps / sk_rps, 2),
-        "peak_tracemalloc_bytes": mem["peak"], "matrix_bytes": mem["matrix"],
+        "peak_tracemalloc_bytes": mem["peak"],
+        "matrix_bytes": mem["matrix"],
         "peak_over_matrix": round(mem["peak"] / mem["matrix"], 2),
         "memory_method": "tracemalloc peak in a fresh subprocess (numpy buffers included)",
     }
-    print(f"read_letor (keeps qids, comments, docids): {ours_s:7.2f} s  {ours_rps:9,.0f} rows/s  "
-          f"{size_mb / ours_s:6.1f} MB/s")
-    print(f"sklearn load_svmlight_file(query_id=True): {sk_s:7.2f} s  {sk_rps:9,.0f} rows/s  "
-          f"{size_mb / sk_s:6.1f} MB/s")
+    print(
+        f"read_letor (keeps qids, comments, docids): {ours_s:7.2f} s  {ours_rps:9,.0f} rows/s  "
+        f"{size_mb / ours_s:6.1f} MB/s"
+    )
+    print(
+        f"sklearn load_svmlight_file(query_id=True): {sk_s:7.2f} s  {sk_rps:9,.0f} rows/s  {size_mb / sk_s:6.1f} MB/s"
+    )
     print(f"ratio ours / sklearn rows/s: {ours_rps / sk_rps:.2f}x   (target >= 2x)")
-    print(f"peak memory (tracemalloc): {mem['peak'] / 1e6:.0f} MB = {figures['peak_over_matrix']:.2f}x the float32 "
-          f"matrix ({mem['matrix'] / 1e6:.0f} MB; target <= 2.5x)")
+    print(
+        f"peak memory (tracemalloc): {mem['peak'] / 1e6:.0f} MB = {figures['peak_over_matrix']:.2f}x the float32 "
+        f"matrix ({mem['matrix'] / 1e6:.0f} MB; target <= 2.5x)"
+    )
     print(f"wrote {write_results('bench_letor', figures)}")
 
 

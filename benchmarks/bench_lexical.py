@@ -9,6 +9,7 @@ Also checks that our BM25 equals bm25s's on every pair.
 
 Run: python benchmarks/bench_lexical.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -31,8 +32,14 @@ def load():
     pairs, docs = home_depot_pairs()
     docs = docs.reset_index(drop=True).rename(columns={"doc": "title"})
     title = docs.set_index("docid")["title"]
-    table = pd.DataFrame({"qid": pairs["qid"].to_numpy(), "query": pairs["query"].to_numpy(),
-                          "docid": pairs["docid"].to_numpy(), "title": title.loc[pairs["docid"]].to_numpy()})
+    table = pd.DataFrame(
+        {
+            "qid": pairs["qid"].to_numpy(),
+            "query": pairs["query"].to_numpy(),
+            "docid": pairs["docid"].to_numpy(),
+            "title": title.loc[pairs["docid"]].to_numpy(),
+        }
+    )
     return table, docs
 
 
@@ -52,6 +59,7 @@ def main():
     e2e_s, _ = timed(lambda: ours.transform(pairs))
 
     from rank_bm25 import BM25Okapi
+
     rb = BM25Okapi(doc_tokens, k1=K1, b=B)
 
     def rank_bm25_scores():
@@ -59,9 +67,11 @@ def main():
         for g in groups:
             out[g] = rb.get_batch_scores(query_tokens[g[0]], position[g].tolist())
         return out
+
     rb_s, _ = timed(rank_bm25_scores, repeat=1)
 
     import bm25s
+
     retriever = bm25s.BM25(method="lucene", k1=K1, b=B)
     retriever.index(doc_tokens, show_progress=False)
 
@@ -72,6 +82,7 @@ def main():
             if ids:
                 out[g] = retriever.get_scores_from_ids(ids)[position[g]]
         return out
+
     bs_s, bs_scores = timed(bm25s_scores, repeat=1)
     max_diff = float(np.abs(ours_scores - bs_scores).max())
 
@@ -82,27 +93,44 @@ def main():
 
     rate = lambda s: n / s  # noqa: E731
     figures = {
-        "pairs": n, "queries": len(groups), "documents": len(docs),
-        "ours_fit_s": fit_s, "ours_score_s": score_s, "ours_end_to_end_s": e2e_s,
-        "rank_bm25_score_s": rb_s, "bm25s_score_s": bs_s,
-        "ours_score_pairs_per_s": rate(score_s), "ours_end_to_end_pairs_per_s": rate(e2e_s),
-        "rank_bm25_pairs_per_s": rate(rb_s), "bm25s_pairs_per_s": rate(bs_s),
-        "score_vs_rank_bm25": rb_s / score_s, "score_vs_bm25s": bs_s / score_s,
-        "end_to_end_vs_rank_bm25": rb_s / e2e_s, "end_to_end_vs_bm25s": bs_s / e2e_s,
+        "pairs": n,
+        "queries": len(groups),
+        "documents": len(docs),
+        "ours_fit_s": fit_s,
+        "ours_score_s": score_s,
+        "ours_end_to_end_s": e2e_s,
+        "rank_bm25_score_s": rb_s,
+        "bm25s_score_s": bs_s,
+        "ours_score_pairs_per_s": rate(score_s),
+        "ours_end_to_end_pairs_per_s": rate(e2e_s),
+        "rank_bm25_pairs_per_s": rate(rb_s),
+        "bm25s_pairs_per_s": rate(bs_s),
+        "score_vs_rank_bm25": rb_s / score_s,
+        "score_vs_bm25s": bs_s / score_s,
+        "end_to_end_vs_rank_bm25": rb_s / e2e_s,
+        "end_to_end_vs_bm25s": bs_s / e2e_s,
         "max_abs_diff_vs_bm25s": max_diff,
-        "full_set_columns": X.shape[1], "full_set_fit_s": full_fit_s, "full_set_transform_s": full_s,
+        "full_set_columns": X.shape[1],
+        "full_set_fit_s": full_fit_s,
+        "full_set_transform_s": full_s,
         "full_set_total_s": full_fit_s + full_s,
     }
     print(f"BM25 scoring, {n} pairs (pairs/s; ratio = their time / ours):")
     print(f"  ours, from analysed tokens   {rate(score_s):>12,.0f}/s   {score_s:7.3f} s")
     print(f"  ours, end-to-end from text   {rate(e2e_s):>12,.0f}/s   {e2e_s:7.3f} s")
-    print(f"  rank_bm25 get_batch_scores   {rate(rb_s):>12,.0f}/s   {rb_s:7.3f} s   "
-          f"ours x{rb_s / score_s:,.0f} (tokens), x{rb_s / e2e_s:,.1f} (end-to-end)   target >= 50")
-    print(f"  bm25s lucene get_scores      {rate(bs_s):>12,.0f}/s   {bs_s:7.3f} s   "
-          f"ours x{bs_s / score_s:,.1f} (tokens), x{bs_s / e2e_s:,.1f} (end-to-end)   target >= 1")
+    print(
+        f"  rank_bm25 get_batch_scores   {rate(rb_s):>12,.0f}/s   {rb_s:7.3f} s   "
+        f"ours x{rb_s / score_s:,.0f} (tokens), x{rb_s / e2e_s:,.1f} (end-to-end)   target >= 50"
+    )
+    print(
+        f"  bm25s lucene get_scores      {rate(bs_s):>12,.0f}/s   {bs_s:7.3f} s   "
+        f"ours x{bs_s / score_s:,.1f} (tokens), x{bs_s / e2e_s:,.1f} (end-to-end)   target >= 1"
+    )
     print(f"  max |ours - bm25s| over all pairs: {max_diff:.2e}")
-    print(f"Full lexical set ({X.shape[1]} columns): fit {full_fit_s:.2f} s + transform {full_s:.2f} s "
-          f"= {full_fit_s + full_s:.2f} s   target < 10 s")
+    print(
+        f"Full lexical set ({X.shape[1]} columns): fit {full_fit_s:.2f} s + transform {full_s:.2f} s "
+        f"= {full_fit_s + full_s:.2f} s   target < 10 s"
+    )
     print(f"results: {write_results('bench_lexical', figures)}")
 
 

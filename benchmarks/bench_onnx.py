@@ -8,6 +8,7 @@ The script also checks the two give the same vectors (max abs difference, <= 1e-
 Texts: Home Depot product titles when ../shared/datasets/home_depot is present, else generated
 titles. Run: python benchmarks/bench_onnx.py
 """
+
 from __future__ import annotations
 
 import sys
@@ -64,11 +65,17 @@ def main() -> None:
         t_torch, v_torch = timed(run_torch)
         t_onnx, v_onnx = timed(run_onnx)
         diff = float(np.abs(v_torch - v_onnx).max())
-        row = {"torch_texts_per_s": len(texts) / t_torch, "onnxruntime_texts_per_s": len(texts) / t_onnx,
-               "ratio_onnx_over_torch": t_torch / t_onnx, "max_abs_diff": diff}
+        row = {
+            "torch_texts_per_s": len(texts) / t_torch,
+            "onnxruntime_texts_per_s": len(texts) / t_onnx,
+            "ratio_onnx_over_torch": t_torch / t_onnx,
+            "max_abs_diff": diff,
+        }
         figures[arch] = row
-        print(f"  {arch}: torch {row['torch_texts_per_s']:9.0f}/s  onnxruntime {row['onnxruntime_texts_per_s']:9.0f}/s"
-              f"  ratio onnxruntime/torch = {row['ratio_onnx_over_torch']:.2f}x  max |diff| = {diff:.1e}")
+        print(
+            f"  {arch}: torch {row['torch_texts_per_s']:9.0f}/s  onnxruntime {row['onnxruntime_texts_per_s']:9.0f}/s"
+            f"  ratio onnxruntime/torch = {row['ratio_onnx_over_torch']:.2f}x  max |diff| = {diff:.1e}"
+        )
     print(f"results: {write_results('bench_onnx', figures)}")
 
 

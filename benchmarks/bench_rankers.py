@@ -12,6 +12,7 @@ as a share of the raw fit. Prediction is timed the same way.
 Writes ``benchmarks/results/bench_rankers.json``. On a shared, loaded machine prefer
 ``--threads 1``: OpenMP threads that outnumber free cores make both sides erratic.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,10 @@ def main() -> None:
     args = parser.parse_args()
 
     data = generate(args.rows, args.features, args.docs_per_query)
-    print(f"data: {len(data)} rows, {data.n_queries} queries, {data.n_features} features; "
-          f"{args.rounds} rounds, {args.threads} threads, {args.repeats} repeats (alternating)")
+    print(
+        f"data: {len(data)} rows, {data.n_queries} queries, {data.n_features} features; "
+        f"{args.rounds} rounds, {args.threads} threads, {args.repeats} repeats (alternating)"
+    )
 
     inside = []  # seconds the wrapper spent inside lightgbm.train: the rest is its own overhead
     real_train = lgb.train
@@ -75,8 +78,9 @@ def main() -> None:
 
     def raw(params):
         t = time.perf_counter()
-        booster = lgb.train(params, lgb.Dataset(data.X, data.label, group=data.group_sizes()),
-                            num_boost_round=args.rounds)
+        booster = lgb.train(
+            params, lgb.Dataset(data.X, data.label, group=data.group_sizes()), num_boost_round=args.rounds
+        )
         return time.perf_counter() - t, booster
 
     fit_w, fit_r, pred_w, pred_r = [], [], [], []
@@ -104,17 +108,29 @@ def main() -> None:
     pw, pr = statistics.median(pred_w), statistics.median(pred_r)
     figures = {
         "config": vars(args),
-        "fit_wrapper_median_s": fw, "fit_raw_median_s": fr, "fit_ratio_median": fw / fr,
+        "fit_wrapper_median_s": fw,
+        "fit_raw_median_s": fr,
+        "fit_ratio_median": fw / fr,
         "fit_ratio_best": min(fit_w) / min(fit_r),
-        "wrapper_own_s": own, "wrapper_own_over_raw_fit": own / fr,
-        "predict_wrapper_median_s": pw, "predict_raw_median_s": pr, "predict_ratio_median": pw / pr,
-        "fit_wrapper_runs_s": fit_w, "fit_raw_runs_s": fit_r, "identical_predictions": True,
-        "lightgbm_threads": args.threads, "lightgbm": lgb.__version__,
+        "wrapper_own_s": own,
+        "wrapper_own_over_raw_fit": own / fr,
+        "predict_wrapper_median_s": pw,
+        "predict_raw_median_s": pr,
+        "predict_ratio_median": pw / pr,
+        "fit_wrapper_runs_s": fit_w,
+        "fit_raw_runs_s": fit_r,
+        "identical_predictions": True,
+        "lightgbm_threads": args.threads,
+        "lightgbm": lgb.__version__,
     }
-    print(f"fit      wrapper {fw:8.2f} s   raw lightgbm.train  {fr:8.2f} s   ratio {fw / fr:.3f} median, "
-          f"{figures['fit_ratio_best']:.3f} best-of-{args.repeats} (target <= 1.05)")
-    print(f"wrapper's own work (fit time outside lightgbm.train) {own:.3f} s = {100 * own / fr:.2f} % of raw fit "
-          f"(the load-independent overhead figure)")
+    print(
+        f"fit      wrapper {fw:8.2f} s   raw lightgbm.train  {fr:8.2f} s   ratio {fw / fr:.3f} median, "
+        f"{figures['fit_ratio_best']:.3f} best-of-{args.repeats} (target <= 1.05)"
+    )
+    print(
+        f"wrapper's own work (fit time outside lightgbm.train) {own:.3f} s = {100 * own / fr:.2f} % of raw fit "
+        f"(the load-independent overhead figure)"
+    )
     print(f"predict  wrapper {pw:8.3f} s   raw Booster.predict {pr:8.3f} s   ratio {pw / pr:.3f}")
     print(f"runs (s): wrapper {[round(x, 2) for x in fit_w]}  raw {[round(x, 2) for x in fit_r]}")
     print(f"wrote {write_results('bench_rankers', figures)}")

@@ -8,6 +8,7 @@ like ours). Our
 the bm25s ones do not. Also reports how many of bm25s's top-k documents ours returns
 (equal up to float ties). Prints seconds and ratios; writes results/retrieval.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,11 +30,18 @@ def corpus(n_docs: int, n_queries: int, seed: int = 0):
     lengths = rng.integers(20, 81, n_docs)
     tokens = vocab[rng.choice(len(vocab), size=int(lengths.sum()), p=p)]
     bounds = np.concatenate([[0], np.cumsum(lengths)])
-    docs = pd.DataFrame({"docid": [f"d{i}" for i in range(n_docs)],
-                         "title": [" ".join(tokens[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]})
-    queries = pd.DataFrame({"qid": [str(i) for i in range(n_queries)],
-                            "query": [" ".join(vocab[rng.choice(len(vocab), size=rng.integers(2, 6), p=p)])
-                                      for _ in range(n_queries)]})
+    docs = pd.DataFrame(
+        {
+            "docid": [f"d{i}" for i in range(n_docs)],
+            "title": [" ".join(tokens[a:b]) for a, b in zip(bounds[:-1], bounds[1:])],
+        }
+    )
+    queries = pd.DataFrame(
+        {
+            "qid": [str(i) for i in range(n_queries)],
+            "query": [" ".join(vocab[rng.choice(len(vocab), size=rng.integers(2, 6), p=p)]) for _ in range(n_queries)],
+        }
+    )
     return docs, queries
 
 
@@ -50,6 +58,7 @@ def main():
     search_s, ours = timed(lambda: retriever.retrieve(queries, k=args.k), repeat=2)
 
     import bm25s
+
     analyzer = Analyzer()
     doc_tokens = analyzer.analyze(docs["title"])
     query_tokens = analyzer.analyze(queries["query"])
@@ -58,19 +67,31 @@ def main():
         model = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
         model.index(doc_tokens, show_progress=False)
         return model
+
     base_fit_s, model = timed(bm25s_index, repeat=1)
     base_search_s, (top, scores) = timed(
-        lambda: model.retrieve(query_tokens, k=args.k, show_progress=False, n_threads=1), repeat=2)
+        lambda: model.retrieve(query_tokens, k=args.k, show_progress=False, n_threads=1), repeat=2
+    )
 
     # share of bm25s's matching (score > 0) top-k documents that ours returns too
     found = ours.groupby("qid", sort=False)["docid"].apply(set)
-    overlap = np.mean([len(found.get(qid, set()) & {f"d{i}" for i in t[s > 0]}) / max(int((s > 0).sum()), 1)
-                       for qid, t, s in zip(queries["qid"], top, scores)])
+    overlap = np.mean(
+        [
+            len(found.get(qid, set()) & {f"d{i}" for i in t[s > 0]}) / max(int((s > 0).sum()), 1)
+            for qid, t, s in zip(queries["qid"], top, scores)
+        ]
+    )
     figures = {
-        "docs": args.docs, "queries": args.queries, "k": args.k,
-        "fit_s": fit_s, "retrieve_s": search_s, "queries_per_s": args.queries / search_s,
-        "bm25s_index_s": base_fit_s, "bm25s_search_s": base_search_s,
-        "fit_ratio_vs_bm25s": fit_s / base_fit_s, "retrieve_ratio_vs_bm25s": search_s / base_search_s,
+        "docs": args.docs,
+        "queries": args.queries,
+        "k": args.k,
+        "fit_s": fit_s,
+        "retrieve_s": search_s,
+        "queries_per_s": args.queries / search_s,
+        "bm25s_index_s": base_fit_s,
+        "bm25s_search_s": base_search_s,
+        "fit_ratio_vs_bm25s": fit_s / base_fit_s,
+        "retrieve_ratio_vs_bm25s": search_s / base_search_s,
         "total_ratio_vs_bm25s": (fit_s + search_s) / (base_fit_s + base_search_s),
         "top_k_overlap_with_bm25s": float(overlap),
     }

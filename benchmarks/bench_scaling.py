@@ -24,6 +24,7 @@ Targets: extraction near-linear (time exponent <= 1.15) and 1M pairs under 2 GiB
     python benchmarks/bench_scaling.py --quick               # small sizes for a loaded machine
     python benchmarks/bench_scaling.py --stages extraction --extraction-sizes 10000,30000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,12 +47,14 @@ from benchmarks._common import RESULTS, write_results  # noqa: E402
 STAGES = ("extraction", "ranker", "encoder")  # in order of priority: a short budget cuts the last ones
 # Shares of the time budget; what a stage leaves unused goes to the stages after it.
 WEIGHTS = {"extraction": 0.45, "ranker": 0.2, "encoder": 0.35}
-FULL_SIZES = {"extraction": (10_000, 100_000, 1_000_000), "encoder": (10_000, 100_000),
-              "ranker": (10_000, 100_000, 1_000_000)}
-QUICK_SIZES = {"extraction": (10_000, 30_000, 100_000), "encoder": (3_000, 10_000),
-               "ranker": (10_000, 30_000, 100_000)}
+FULL_SIZES = {
+    "extraction": (10_000, 100_000, 1_000_000),
+    "encoder": (10_000, 100_000),
+    "ranker": (10_000, 100_000, 1_000_000),
+}
+QUICK_SIZES = {"extraction": (10_000, 30_000, 100_000), "encoder": (3_000, 10_000), "ranker": (10_000, 30_000, 100_000)}
 RANKER_ROUNDS = 20
-RSS_LIMIT = 2 * 1024 ** 3  # extraction of 1M pairs, lexical + CLSM
+RSS_LIMIT = 2 * 1024**3  # extraction of 1M pairs, lexical + CLSM
 GROWTH_MARGIN = 1.3  # safety factor on the extrapolated time of the next size
 
 
@@ -78,6 +81,7 @@ def _peak_rss_bytes() -> int:
         if match:
             return int(match.group(1)) * 1024
     import resource
+
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -100,8 +104,9 @@ def _vocab_pairs(n: int, *, seed: int, vocab: np.ndarray):
     queries = [" ".join(rng.choice(vocab, int(rng.integers(1, 5)), p=p)) for _ in range(max(1, n // 10))]
     qi = rng.integers(0, len(queries), n)
     docs = [queries[q] + " " + " ".join(rng.choice(vocab, int(rng.integers(3, 9)), p=p)) for q in qi]
-    return pd.DataFrame({"qid": [f"q{q}" for q in qi], "query": [queries[q] for q in qi], "doc": docs,
-                         "label": np.ones(n)})
+    return pd.DataFrame(
+        {"qid": [f"q{q}" for q in qi], "query": [queries[q] for q in qi], "doc": docs, "label": np.ones(n)}
+    )
 
 
 def _point_extraction(workdir: Path) -> float:
@@ -109,9 +114,23 @@ def _point_extraction(workdir: Path) -> float:
     import ltrfeat.features.neural  # noqa: F401
     from ltrfeat.cli.main import cli
 
-    args = ["extract", str(workdir / "in.letor"), "--queries", str(workdir / "queries.tsv"),
-            "--docs", str(workdir / "docs.tsv"), "--lexical", "all", "--fields", "title",
-            "--encoder", f"clsm={workdir / 'clsm.ltrenc'}", "--out", str(workdir / "out.letor"), "--no-progress"]
+    args = [
+        "extract",
+        str(workdir / "in.letor"),
+        "--queries",
+        str(workdir / "queries.tsv"),
+        "--docs",
+        str(workdir / "docs.tsv"),
+        "--lexical",
+        "all",
+        "--fields",
+        "title",
+        "--encoder",
+        f"clsm={workdir / 'clsm.ltrenc'}",
+        "--out",
+        str(workdir / "out.letor"),
+        "--no-progress",
+    ]
     start = time.perf_counter()
     cli(args=args, standalone_mode=False)
     return time.perf_counter() - start
@@ -122,8 +141,19 @@ def _point_encoder(size: int) -> float:
 
     pairs = _vocab_pairs(size, seed=1, vocab=letter_words(20_000, seed=1))
     start = time.perf_counter()
-    train_encoder(pairs, model="clsm", loss="softmax", epochs=1, negatives=4, in_batch=False, batch_size=1024,
-                  soft_labels="identity", val_fraction=0.0, seed=0, progress=False)
+    train_encoder(
+        pairs,
+        model="clsm",
+        loss="softmax",
+        epochs=1,
+        negatives=4,
+        in_batch=False,
+        batch_size=1024,
+        soft_labels="identity",
+        val_fraction=0.0,
+        seed=0,
+        progress=False,
+    )
     return time.perf_counter() - start
 
 
@@ -154,8 +184,15 @@ def extraction_bundle(path: Path) -> Path:
     from ltrfeat.features.encoders.training import train_encoder
 
     terms = np.array([f"term{i}" for i in range(5000)])  # bench_dask.generate's vocabulary
-    encoder, _ = train_encoder(_vocab_pairs(2000, seed=0, vocab=terms), model="clsm", epochs=1, soft_labels="identity",
-                               val_fraction=0.0, seed=0, progress=False)
+    encoder, _ = train_encoder(
+        _vocab_pairs(2000, seed=0, vocab=terms),
+        model="clsm",
+        epochs=1,
+        soft_labels="identity",
+        val_fraction=0.0,
+        seed=0,
+        progress=False,
+    )
     encoder.save(path)
     return path
 
@@ -195,11 +232,17 @@ def run_stage(stage: str, sizes, budget: float) -> dict:
             done = [p for p in points if p["status"] == "ok"]
             left = budget - (time.monotonic() - started)
             if done:
-                expected = GROWTH_MARGIN * predict_seconds([p["size"] for p in done], [p["seconds"] for p in done],
-                                                           size)
+                expected = GROWTH_MARGIN * predict_seconds(
+                    [p["size"] for p in done], [p["seconds"] for p in done], size
+                )
                 if expected > left:
-                    points.append({"size": size, "status": f"skipped: about {expected:.0f} s expected, "
-                                                           f"{max(left, 0):.0f} s of the stage budget left"})
+                    points.append(
+                        {
+                            "size": size,
+                            "status": f"skipped: about {expected:.0f} s expected, "
+                            f"{max(left, 0):.0f} s of the stage budget left",
+                        }
+                    )
                     print(f"  {stage:10s} {size:>9,d}: {points[-1]['status']}", flush=True)
                     continue
             workdir = Path(tmp) / str(size)
@@ -217,8 +260,10 @@ def run_stage(stage: str, sizes, budget: float) -> dict:
 def describe(point: dict) -> str:
     if point["status"] != "ok":
         return point["status"]
-    return (f"{point['seconds']:8.2f} s  {point['size'] / point['seconds']:>10,.0f}/s  "
-            f"peak RSS {point['peak_rss_bytes'] / 2 ** 20:7.0f} MiB")
+    return (
+        f"{point['seconds']:8.2f} s  {point['size'] / point['seconds']:>10,.0f}/s  "
+        f"peak RSS {point['peak_rss_bytes'] / 2**20:7.0f} MiB"
+    )
 
 
 def summarise_stage(points: list[dict]) -> dict:
@@ -226,11 +271,14 @@ def summarise_stage(points: list[dict]) -> dict:
     (largest measured vs smallest)."""
     ok = [p for p in points if p["status"] == "ok"]
     sizes = [p["size"] for p in ok]
-    out = {"points": points, "measured_sizes": sizes,
-           "time_exponent": fit_exponent(sizes, [p["seconds"] for p in ok]),
-           "memory_exponent": fit_exponent(sizes, [p["peak_rss_bytes"] for p in ok]),
-           # fixed costs flatten the fit at small sizes: the slope between the two largest sizes is the growth now
-           "time_exponent_largest_two": fit_exponent(sizes[-2:], [p["seconds"] for p in ok[-2:]])}
+    out = {
+        "points": points,
+        "measured_sizes": sizes,
+        "time_exponent": fit_exponent(sizes, [p["seconds"] for p in ok]),
+        "memory_exponent": fit_exponent(sizes, [p["peak_rss_bytes"] for p in ok]),
+        # fixed costs flatten the fit at small sizes: the slope between the two largest sizes is the growth now
+        "time_exponent_largest_two": fit_exponent(sizes[-2:], [p["seconds"] for p in ok[-2:]]),
+    }
     if len(ok) >= 2:
         first, last = ok[0], ok[-1]
         out["work_ratio"] = last["size"] / first["size"]
@@ -241,6 +289,7 @@ def summarise_stage(points: list[dict]) -> dict:
 
 def plot_stage(stage: str, summary: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -249,8 +298,9 @@ def plot_stage(stage: str, summary: dict, path: Path) -> None:
     fig, (ax_t, ax_m) = plt.subplots(1, 2, figsize=(10, 4))
     unit = {"extraction": "judged pairs", "encoder": "training pairs (one epoch)", "ranker": "rows"}[stage]
     for ax, key, scale, label, exponent in (
-            (ax_t, "seconds", 1.0, "wall time (s)", summary["time_exponent"]),
-            (ax_m, "peak_rss_bytes", 2 ** -20, "peak RSS (MiB)", summary["memory_exponent"])):
+        (ax_t, "seconds", 1.0, "wall time (s)", summary["time_exponent"]),
+        (ax_m, "peak_rss_bytes", 2**-20, "peak RSS (MiB)", summary["memory_exponent"]),
+    ):
         values = np.array([p[key] for p in ok], dtype=float) * scale
         ax.loglog(sizes, values, "o-", label="measured")
         if exponent is not None:
@@ -277,8 +327,12 @@ def main() -> None:
     parser.add_argument("--stages", default=",".join(STAGES), help="comma-separated subset of " + ",".join(STAGES))
     for stage in STAGES:
         parser.add_argument(f"--{stage}-sizes", help=f"comma-separated sizes for {stage} (overrides the profile)")
-    parser.add_argument("--budget", type=float, default=900.0,
-                        help="seconds for all stages (shared by weight; unused time passes to the next stage)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=900.0,
+        help="seconds for all stages (shared by weight; unused time passes to the next stage)",
+    )
     parser.add_argument("--point", nargs=2, metavar=("STAGE", "SIZE"), help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -292,14 +346,21 @@ def main() -> None:
     stages = [s for s in STAGES if s in wanted]
     started = time.monotonic()
     profile = QUICK_SIZES if args.quick else FULL_SIZES
-    figures = {"profile": "quick" if args.quick else "full", "budget_s": args.budget, "ranker_rounds": RANKER_ROUNDS,
-               "memory_method": "VmHWM of each point's own fresh process", "stages": {}}
+    figures = {
+        "profile": "quick" if args.quick else "full",
+        "budget_s": args.budget,
+        "ranker_rounds": RANKER_ROUNDS,
+        "memory_method": "VmHWM of each point's own fresh process",
+        "stages": {},
+    }
     for stage in stages:
         override = getattr(args, f"{stage}_sizes")
         sizes = sorted(int(s) for s in override.split(",")) if override else profile[stage]
         print(f"{stage}: sizes {', '.join(f'{s:,}' for s in sizes)}", flush=True)
         left = args.budget - (time.monotonic() - started)
-        summary = run_stage(stage, sizes, left * WEIGHTS[stage] / sum(WEIGHTS[s] for s in stages[stages.index(stage):]))
+        summary = run_stage(
+            stage, sizes, left * WEIGHTS[stage] / sum(WEIGHTS[s] for s in stages[stages.index(stage) :])
+        )
         figures["stages"][stage] = summary
         if summary["measured_sizes"]:
             plot = RESULTS / f"scaling_{stage}.png"
@@ -309,9 +370,11 @@ def main() -> None:
     print(f"wrote {write_results('scaling', figures)}")
     for stage, s in figures["stages"].items():
         if "work_ratio" in s:
-            print(f"{stage:10s} {s['work_ratio']:.0f}x the work (baseline: {s['measured_sizes'][0]:,}) took "
-                  f"{s['time_ratio']:.1f}x the time and {s['memory_ratio']:.2f}x the peak memory: "
-                  f"time ~ N^{s['time_exponent']:.2f}, memory ~ N^{s['memory_exponent']:.2f}")
+            print(
+                f"{stage:10s} {s['work_ratio']:.0f}x the work (baseline: {s['measured_sizes'][0]:,}) took "
+                f"{s['time_ratio']:.1f}x the time and {s['memory_ratio']:.2f}x the peak memory: "
+                f"time ~ N^{s['time_exponent']:.2f}, memory ~ N^{s['memory_exponent']:.2f}"
+            )
         else:
             print(f"{stage:10s} fewer than two sizes measured: no exponent")
 

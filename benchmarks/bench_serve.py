@@ -9,6 +9,7 @@ torch thread: on this 2-core machine two intra-op threads made 100-candidate bat
 
 Run: python benchmarks/bench_serve.py [N_REQUESTS]
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -33,14 +34,28 @@ N_CANDIDATES = 100
 
 def _requests(n: int) -> list[dict]:
     rng = np.random.default_rng(1)
-    return [{"query": " ".join(rng.choice(WORDS, size=rng.integers(1, 4))),
-             "candidates": [{"docid": f"r{r}d{i}", "title": " ".join(rng.choice(WORDS, size=rng.integers(2, 8))),
-                             "body": " ".join(rng.choice(WORDS, size=rng.integers(5, 30)))}
-                            for i in range(N_CANDIDATES)]} for r in range(n)]
+    return [
+        {
+            "query": " ".join(rng.choice(WORDS, size=rng.integers(1, 4))),
+            "candidates": [
+                {
+                    "docid": f"r{r}d{i}",
+                    "title": " ".join(rng.choice(WORDS, size=rng.integers(2, 8))),
+                    "body": " ".join(rng.choice(WORDS, size=rng.integers(5, 30))),
+                }
+                for i in range(N_CANDIDATES)
+            ],
+        }
+        for r in range(n)
+    ]
 
 
 def _percentiles(ms: list[float]) -> dict:
-    return {"p50_ms": float(np.percentile(ms, 50)), "p99_ms": float(np.percentile(ms, 99)), "mean_ms": float(np.mean(ms))}
+    return {
+        "p50_ms": float(np.percentile(ms, 50)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "mean_ms": float(np.mean(ms)),
+    }
 
 
 def main() -> None:
@@ -52,8 +67,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         # trained in another process: LightGBM training leaves OpenMP threads that slow torch here
         subprocess.run([sys.executable, __file__, "--build", tmp], check=True, timeout=300)
-        world = {"ranker": Path(tmp) / "ranker.txt", "encoder": Path(tmp) / "clsm.ltrenc",
-                 "corpus": Path(tmp) / "corpus.npz"}
+        world = {
+            "ranker": Path(tmp) / "ranker.txt",
+            "encoder": Path(tmp) / "clsm.ltrenc",
+            "corpus": Path(tmp) / "corpus.npz",
+        }
         torch.set_num_threads(1)  # as `ltrfeat serve --threads 1` (the default)
         scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])
         scorer.score(reqs[0]["query"], reqs[0]["candidates"])  # warm-up
@@ -72,15 +90,22 @@ def main() -> None:
                 http.post("/score", json=r).raise_for_status()
                 remote.append((time.perf_counter() - start) * 1000)
     base, http_ = _percentiles(local), _percentiles(remote)
-    figures = {"requests": n, "candidates": N_CANDIDATES, "features": len(scorer.feature_names),
-               "in_process": base, "http_loopback": http_,
-               "ratio_p50_http_over_in_process": http_["p50_ms"] / base["p50_ms"],
-               "ratio_p99_http_over_in_process": http_["p99_ms"] / base["p99_ms"]}
+    figures = {
+        "requests": n,
+        "candidates": N_CANDIDATES,
+        "features": len(scorer.feature_names),
+        "in_process": base,
+        "http_loopback": http_,
+        "ratio_p50_http_over_in_process": http_["p50_ms"] / base["p50_ms"],
+        "ratio_p99_http_over_in_process": http_["p99_ms"] / base["p99_ms"],
+    }
     print(f"{n} requests x {N_CANDIDATES} candidates, {len(scorer.feature_names)} features (lexical + CLSM cosine)")
     print(f"  in-process Scorer.score (baseline): p50 {base['p50_ms']:.2f} ms  p99 {base['p99_ms']:.2f} ms")
     print(f"  HTTP /score on 127.0.0.1:           p50 {http_['p50_ms']:.2f} ms  p99 {http_['p99_ms']:.2f} ms")
-    print(f"  ratio http/in-process: p50 {figures['ratio_p50_http_over_in_process']:.2f}x  "
-          f"p99 {figures['ratio_p99_http_over_in_process']:.2f}x")
+    print(
+        f"  ratio http/in-process: p50 {figures['ratio_p50_http_over_in_process']:.2f}x  "
+        f"p99 {figures['ratio_p99_http_over_in_process']:.2f}x"
+    )
     print(f"results: {write_results('bench_serve', figures)}")
 
 

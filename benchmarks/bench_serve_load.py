@@ -11,6 +11,7 @@ attempt. The slowloris phase opens 300 connections that drip request headers one
 
 Run: python benchmarks/bench_serve_load.py [--quick]
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,10 +37,17 @@ CLIENT_TIMEOUT = 10
 
 
 def _request(rng, n=N_CANDIDATES, body_words=(5, 30)) -> dict:
-    return {"query": " ".join(rng.choice(WORDS, size=rng.integers(1, 4))),
-            "candidates": [{"docid": f"d{i}", "title": " ".join(rng.choice(WORDS, size=rng.integers(2, 8))),
-                            "body": " ".join(rng.choice(WORDS, size=rng.integers(*body_words)))}
-                           for i in range(n)]}
+    return {
+        "query": " ".join(rng.choice(WORDS, size=rng.integers(1, 4))),
+        "candidates": [
+            {
+                "docid": f"d{i}",
+                "title": " ".join(rng.choice(WORDS, size=rng.integers(2, 8))),
+                "body": " ".join(rng.choice(WORDS, size=rng.integers(*body_words))),
+            }
+            for i in range(n)
+        ],
+    }
 
 
 def _percentiles(ms) -> dict:
@@ -81,9 +89,16 @@ async def _load(base_url: str, clients: int, total: int, seed: int) -> dict:
         start = time.perf_counter()
         await asyncio.gather(*(client(http) for _ in range(clients)))
         seconds = time.perf_counter() - start
-    return {"clients": clients, "requests": total, **counts, "error_rate": counts["errors"] / total,
-            "busy_rate": counts["busy_503"] / (total + counts["busy_503"]), "seconds": seconds,
-            "requests_per_s": counts["ok"] / seconds, **_percentiles(latencies)}
+    return {
+        "clients": clients,
+        "requests": total,
+        **counts,
+        "error_rate": counts["errors"] / total,
+        "busy_rate": counts["busy_503"] / (total + counts["busy_503"]),
+        "seconds": seconds,
+        "requests_per_s": counts["ok"] / seconds,
+        **_percentiles(latencies),
+    }
 
 
 async def _slowloris(host: str, port: int, n: int, seconds: float) -> dict:
@@ -99,7 +114,7 @@ async def _slowloris(host: str, port: int, n: int, seconds: float) -> dict:
     while time.monotonic() - start < seconds:
         for reader, writer in conns:
             if not reader.at_eof() and not writer.is_closing():
-                writer.write(header[position:position + 1])
+                writer.write(header[position : position + 1])
         position += 1
         await asyncio.sleep(1.0)
         for reader, _ in conns:
@@ -137,9 +152,20 @@ def main() -> None:
     scale = 0.1 if quick else 1.0
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([sys.executable, __file__, "--build", tmp], check=True, timeout=300)
-        args = ["--ranker", Path(tmp) / "ranker.txt", "--corpus-stats", Path(tmp) / "corpus.npz",
-                "--encoder", f"clsm={Path(tmp) / 'clsm.ltrenc'}", "--client-timeout", CLIENT_TIMEOUT,
-                "--max-bytes", 30_000_000, "--max-candidates", 5000]
+        args = [
+            "--ranker",
+            Path(tmp) / "ranker.txt",
+            "--corpus-stats",
+            Path(tmp) / "corpus.npz",
+            "--encoder",
+            f"clsm={Path(tmp) / 'clsm.ltrenc'}",
+            "--client-timeout",
+            CLIENT_TIMEOUT,
+            "--max-bytes",
+            30_000_000,
+            "--max-candidates",
+            5000,
+        ]
         with served(args, request_timeout=120) as (proc, http):
             base_url = str(http.base_url).rstrip("/")
             host, port = http.base_url.host, http.base_url.port
@@ -168,24 +194,46 @@ def main() -> None:
             under_attack = _percentiles(_serial(http, int(100 * scale) or 10, seed=9))
             slowloris = loop.run_until_complete(attack)
             loop.close()
-    memory = {"rss_start_mb": rss_start, "rss_after_10k_mb": rss_10k, "rss_peak_large_mb": rss_peak,
-              "rss_2s_after_large_mb": rss_after_large, "requests_before_10k": requests_before}
-    figures = {"candidates": N_CANDIDATES, "client_timeout_s": CLIENT_TIMEOUT, "max_concurrent": 64,
-               "single_client": baseline, "load": load, "slowloris": slowloris,
-               "single_client_under_slowloris": under_attack, "memory": memory}
-    print(f"requests of {N_CANDIDATES} candidates; one client in sequence (baseline): "
-          f"p50 {baseline['p50_ms']:.1f} ms  p99 {baseline['p99_ms']:.1f} ms")
+    memory = {
+        "rss_start_mb": rss_start,
+        "rss_after_10k_mb": rss_10k,
+        "rss_peak_large_mb": rss_peak,
+        "rss_2s_after_large_mb": rss_after_large,
+        "requests_before_10k": requests_before,
+    }
+    figures = {
+        "candidates": N_CANDIDATES,
+        "client_timeout_s": CLIENT_TIMEOUT,
+        "max_concurrent": 64,
+        "single_client": baseline,
+        "load": load,
+        "slowloris": slowloris,
+        "single_client_under_slowloris": under_attack,
+        "memory": memory,
+    }
+    print(
+        f"requests of {N_CANDIDATES} candidates; one client in sequence (baseline): "
+        f"p50 {baseline['p50_ms']:.1f} ms  p99 {baseline['p99_ms']:.1f} ms"
+    )
     for p in load:
-        print(f"  {p['clients']:>3} clients, {p['requests']} requests: p50 {p['p50_ms']:.0f} ms "
-              f"({p['p50_ms'] / baseline['p50_ms']:.1f}x)  p99 {p['p99_ms']:.0f} ms  "
-              f"{p['requests_per_s']:.0f} req/s  errors {p['error_rate']:.2%}  503 {p['busy_rate']:.1%} of attempts")
+        print(
+            f"  {p['clients']:>3} clients, {p['requests']} requests: p50 {p['p50_ms']:.0f} ms "
+            f"({p['p50_ms'] / baseline['p50_ms']:.1f}x)  p99 {p['p99_ms']:.0f} ms  "
+            f"{p['requests_per_s']:.0f} req/s  errors {p['error_rate']:.2%}  503 {p['busy_rate']:.1%} of attempts"
+        )
     held = slowloris["open_after_s"]
-    print(f"slowloris, 300 connections dripping headers: still open after {', '.join(f'{s}s: {n}' for s, n in held.items())}")
-    print(f"  one client meanwhile: p50 {under_attack['p50_ms']:.1f} ms "
-          f"({under_attack['p50_ms'] / baseline['p50_ms']:.2f}x the baseline)")
-    print(f"server RSS: {rss_start:.0f} MB at start, {rss_10k:.0f} MB after {requests_before} + "
-          f"{int(10_000 * scale)} requests, {rss_peak:.0f} MB right after a 5000-candidate 26 MB request, "
-          f"{rss_after_large:.0f} MB 2 s later")
+    print(
+        f"slowloris, 300 connections dripping headers: still open after {', '.join(f'{s}s: {n}' for s, n in held.items())}"
+    )
+    print(
+        f"  one client meanwhile: p50 {under_attack['p50_ms']:.1f} ms "
+        f"({under_attack['p50_ms'] / baseline['p50_ms']:.2f}x the baseline)"
+    )
+    print(
+        f"server RSS: {rss_start:.0f} MB at start, {rss_10k:.0f} MB after {requests_before} + "
+        f"{int(10_000 * scale)} requests, {rss_peak:.0f} MB right after a 5000-candidate 26 MB request, "
+        f"{rss_after_large:.0f} MB 2 s later"
+    )
     write_results("bench_serve_load" + ("_quick" if quick else ""), figures)
 
 

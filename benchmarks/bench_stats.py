@@ -3,6 +3,7 @@
 Baseline (same process): the textbook per-resample Python loop for the same randomisation
 test and bootstrap. Prints seconds and the speed-up ratio; writes results/stats.json.
 """
+
 from __future__ import annotations
 
 from _common import timed, write_results
@@ -39,9 +40,14 @@ def main():
     fast_boot = timed(lambda: bootstrap_ci(d, n_resamples=N_RESAMPLES))[0]
     fast_compare = timed(lambda: compare(a, b, seed=0, n_resamples=N_RESAMPLES))[0]
     figures = {
-        "n_queries": N_QUERIES, "n_resamples": N_RESAMPLES,
-        "randomization_s": fast_rand, "randomization_loop_s": loop_rand, "randomization_speedup": loop_rand / fast_rand,
-        "bootstrap_s": fast_boot, "bootstrap_loop_s": loop_boot, "bootstrap_speedup": loop_boot / fast_boot,
+        "n_queries": N_QUERIES,
+        "n_resamples": N_RESAMPLES,
+        "randomization_s": fast_rand,
+        "randomization_loop_s": loop_rand,
+        "randomization_speedup": loop_rand / fast_rand,
+        "bootstrap_s": fast_boot,
+        "bootstrap_loop_s": loop_boot,
+        "bootstrap_speedup": loop_boot / fast_boot,
         "compare_s": fast_compare,
     }
     for key, value in figures.items():

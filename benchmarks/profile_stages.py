@@ -10,6 +10,7 @@ Writes ``results/profiles.json`` and a readable call tree per stage, ``results/p
     python benchmarks/profile_stages.py            # quick demo, about a minute on 2 idle cores
     python benchmarks/profile_stages.py --full --top 15
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,9 +27,15 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import RESULTS, write_results  # noqa: E402
 
-STAGE_NAMES = {"generate_world": "world", "write_world": "world_write", "_train_encoders": "encoders",
-               "_features": "extraction", "run_ablation": "ablation", "summarise": "statistics",
-               "write_report": "report"}
+STAGE_NAMES = {
+    "generate_world": "world",
+    "write_world": "world_write",
+    "_train_encoders": "encoders",
+    "_features": "extraction",
+    "run_ablation": "ablation",
+    "summarise": "statistics",
+    "write_report": "report",
+}
 N_SLOWEST = 2
 
 
@@ -75,8 +82,11 @@ def find_node(node: Node, function: str, file_part: str) -> Node | None:
 
 def stages(demo: Node) -> list[tuple[str, Node]]:
     """The demo's direct callees as (stage name, node), slowest first; lazy imports are left out."""
-    found = [(STAGE_NAMES.get(child.function, child.function), child) for child in demo.children.values()
-             if "importlib" not in child.location]
+    found = [
+        (STAGE_NAMES.get(child.function, child.function), child)
+        for child in demo.children.values()
+        if "importlib" not in child.location
+    ]
     return sorted(found, key=lambda item: item[1].time, reverse=True)
 
 
@@ -144,16 +154,28 @@ def main() -> None:
     if demo is None:
         raise SystemExit("no 'demo' frame in the profile: did cli/demo_cmd.py change?")
     ranked = stages(demo)
-    figures = {"workload": f"ltrfeat demo{'' if args.full else ' --quick'}", "interval_s": args.interval,
-               "wall_s": wall, "profiled_demo_s": demo.time,
-               "stages_s": {name: node.time for name, node in ranked}, "slowest": []}
+    figures = {
+        "workload": f"ltrfeat demo{'' if args.full else ' --quick'}",
+        "interval_s": args.interval,
+        "wall_s": wall,
+        "profiled_demo_s": demo.time,
+        "stages_s": {name: node.time for name, node in ranked},
+        "slowest": [],
+    }
     RESULTS.mkdir(parents=True, exist_ok=True)
     for name, node in ranked[:N_SLOWEST]:
         tree = RESULTS / f"profile_{name}.txt"
         tree.write_text("\n".join(render_tree(node)) + "\n")
-        figures["slowest"].append({"stage": name, "seconds": node.time, "share_of_demo": node.time / demo.time,
-                                   "top_self": top_self_frames(node, args.top), "hot_path": hot_path(node),
-                                   "tree": tree.name})
+        figures["slowest"].append(
+            {
+                "stage": name,
+                "seconds": node.time,
+                "share_of_demo": node.time / demo.time,
+                "top_self": top_self_frames(node, args.top),
+                "hot_path": hot_path(node),
+                "tree": tree.name,
+            }
+        )
     print(f"wrote {write_results('profiles', figures)}")
     print(f"stages of `{figures['workload']}` ({demo.time:.1f} s profiled):")
     for name, node in ranked:

@@ -13,6 +13,7 @@ budgets, not converged models.
 
 Run: python benchmarks/quality_dse_score.py [--epochs 4] [--seed 0] [--threads 1]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,9 +47,12 @@ def main():
     start = time.perf_counter()
     pairs, docs = load()
     split, fit_rows, test = held_out_test(pairs, args.seed)
-    print(f"Home Depot: {len(pairs)} pairs; queries train {len(split['train'])} / valid {len(split['valid'])} / "
-          f"test {len(split['test'])} (seed {args.seed}); test rows {len(test)} over {test['qid'].nunique()} "
-          f"queries with >= 2 products; {args.epochs} epochs max, {args.threads} torch thread(s)", flush=True)
+    print(
+        f"Home Depot: {len(pairs)} pairs; queries train {len(split['train'])} / valid {len(split['valid'])} / "
+        f"test {len(split['test'])} (seed {args.seed}); test rows {len(test)} over {test['qid'].nunique()} "
+        f"queries with >= 2 products; {args.epochs} epochs max, {args.threads} torch thread(s)",
+        flush=True,
+    )
 
     scores, records = {}, {}
     scores["BM25"] = LexicalExtractor(features=("bm25",), fields=("doc",)).fit(docs).transform(test)[:, 0]
@@ -57,23 +61,48 @@ def main():
     for name in names:
         options = CONFIGS[name]
         t0 = time.perf_counter()
-        encoder, history = train_encoder(table, model="dssm", loss="hinge", margin=1.0, epochs=args.epochs,
-                                         negatives=4, val_fraction=val_fraction, patience=2, seed=args.seed,
-                                         threads=args.threads, progress=False, **options)
+        encoder, history = train_encoder(
+            table,
+            model="dssm",
+            loss="hinge",
+            margin=1.0,
+            epochs=args.epochs,
+            negatives=4,
+            val_fraction=val_fraction,
+            patience=2,
+            seed=args.seed,
+            threads=args.threads,
+            progress=False,
+            **options,
+        )
         scores[name] = encoder.similarity(test["query"].tolist(), test["doc"].tolist())
-        records[name] = {"options": options, "best_epoch": encoder.training["best_epoch"], "history": history,
-                         "train_seconds": time.perf_counter() - t0}
-        print(f"  trained {name}: best epoch {encoder.training['best_epoch']} of {len(history) - 1}, validation "
-              f"NDCG@10 {encoder.training['validation']['ndcg@10']:.4f} (epoch 0: {history[0]['val_ndcg@10']:.4f}), "
-              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        records[name] = {
+            "options": options,
+            "best_epoch": encoder.training["best_epoch"],
+            "history": history,
+            "train_seconds": time.perf_counter() - t0,
+        }
+        print(
+            f"  trained {name}: best epoch {encoder.training['best_epoch']} of {len(history) - 1}, validation "
+            f"NDCG@10 {encoder.training['validation']['ndcg@10']:.4f} (epoch 0: {history[0]['val_ndcg@10']:.4f}), "
+            f"{time.perf_counter() - t0:.0f} s",
+            flush=True,
+        )
 
     validation = {name: f"{r['history'][r['best_epoch']]['val_ndcg@10']:.4f}" for name, r in records.items()}
     results = single_feature_table(test, scores, extra={"_header": "val NDCG@10", **validation}, width=24)
     total = time.perf_counter() - start
     print(f"total {total / 60:.1f} min")
-    figures = {"split": SPLIT, "seed": args.seed, "epochs_cap": args.epochs, "threads": args.threads,
-               "n_test_queries_scored": results["BM25"]["n_evaluated"], "results": results, "training": records,
-               "total_seconds": total}
+    figures = {
+        "split": SPLIT,
+        "seed": args.seed,
+        "epochs_cap": args.epochs,
+        "threads": args.threads,
+        "n_test_queries_scored": results["BM25"]["n_evaluated"],
+        "results": results,
+        "training": records,
+        "total_seconds": total,
+    }
     print(f"wrote {write_results('quality_dse_score', figures)}")
 
 

@@ -16,6 +16,7 @@ by ``tune_clsm_homedepot.py``.
 
 Run: python benchmarks/quality_homedepot.py [--epochs 8] [--seed 0] [--only 'CLSM (tuned)' ...]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -87,16 +88,23 @@ def single_feature_table(test: pd.DataFrame, scores: dict, *, extra: dict | None
     extra = extra or {}
     results = {name: ndcg(test, s) for name, s in scores.items()}
     base = results["BM25"]["metrics"]
-    print(f"\nsingle-feature ranking on {results['BM25']['n_evaluated']} test queries "
-          f"({results['BM25']['conventions']['description'].split(';')[0]}):")
+    print(
+        f"\nsingle-feature ranking on {results['BM25']['n_evaluated']} test queries "
+        f"({results['BM25']['conventions']['description'].split(';')[0]}):"
+    )
     cell = width - 6
-    print(f"  {'feature':<{width}} {'NDCG@1':>{cell}} {'NDCG@3':>{cell}} {'NDCG@10':>{cell}}"
-          + (f"  {extra['_header']}" if "_header" in extra else ""))
+    print(
+        f"  {'feature':<{width}} {'NDCG@1':>{cell}} {'NDCG@3':>{cell}} {'NDCG@10':>{cell}}"
+        + (f"  {extra['_header']}" if "_header" in extra else "")
+    )
     for name, res in results.items():
         m = res["metrics"]
         cells = [f"{m[k]:.4f} ({m[k] / base[k]:.3f}x)" for k in ("ndcg@1", "ndcg@3", "ndcg@10")]
-        print(f"  {name:<{width}} " + " ".join(f"{c:>{cell}}" for c in cells)
-              + (f"  {extra[name]}" if name in extra else ""))
+        print(
+            f"  {name:<{width}} "
+            + " ".join(f"{c:>{cell}}" for c in cells)
+            + (f"  {extra[name]}" if name in extra else "")
+        )
     return results
 
 
@@ -104,16 +112,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--epochs", type=int, default=8, help="maximum epochs per encoder")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--only", action="append", choices=list(ENCODERS), default=None,
-                        help="train only these encoders (repeatable; BM25 and MiniLM are always scored)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=list(ENCODERS),
+        default=None,
+        help="train only these encoders (repeatable; BM25 and MiniLM are always scored)",
+    )
     args = parser.parse_args()
     encoders = {name: ENCODERS[name] for name in (args.only or ENCODERS)}
     start = time.perf_counter()
     pairs, docs = load()
     split, fit_rows, test = held_out_test(pairs, args.seed)
-    print(f"Home Depot: {len(pairs)} pairs; queries train {len(split['train'])} / valid {len(split['valid'])} / "
-          f"test {len(split['test'])} (seed {args.seed}); test rows scored {len(test)} over "
-          f"{test['qid'].nunique()} queries with >= 2 products; torch threads {torch.get_num_threads()}")
+    print(
+        f"Home Depot: {len(pairs)} pairs; queries train {len(split['train'])} / valid {len(split['valid'])} / "
+        f"test {len(split['test'])} (seed {args.seed}); test rows scored {len(test)} over "
+        f"{test['qid'].nunique()} queries with >= 2 products; torch threads {torch.get_num_threads()}"
+    )
 
     scores, records = {}, {}
     bm25 = LexicalExtractor(features=("bm25",), fields=("doc",)).fit(docs)
@@ -123,14 +138,28 @@ def main():
     val_fraction = SPLIT["valid"] / (SPLIT["train"] + SPLIT["valid"])
     for name, options in encoders.items():
         t0 = time.perf_counter()
-        encoder, history = train_encoder(table, epochs=args.epochs, negatives=4, val_fraction=val_fraction,
-                                         patience=2, seed=args.seed, progress=False, **options)
+        encoder, history = train_encoder(
+            table,
+            epochs=args.epochs,
+            negatives=4,
+            val_fraction=val_fraction,
+            patience=2,
+            seed=args.seed,
+            progress=False,
+            **options,
+        )
         scores[name] = encoder.similarity(test["query"], test["doc"])
-        records[name] = {"options": options, "best_epoch": encoder.training["best_epoch"],
-                         "history": history, "train_seconds": time.perf_counter() - t0}
-        print(f"  trained {name}: best epoch {encoder.training['best_epoch']} of {len(history) - 1}, "
-              f"validation NDCG@10 {encoder.training['validation']['ndcg@10']:.4f}, "
-              f"{time.perf_counter() - t0:.0f} s")
+        records[name] = {
+            "options": options,
+            "best_epoch": encoder.training["best_epoch"],
+            "history": history,
+            "train_seconds": time.perf_counter() - t0,
+        }
+        print(
+            f"  trained {name}: best epoch {encoder.training['best_epoch']} of {len(history) - 1}, "
+            f"validation NDCG@10 {encoder.training['validation']['ndcg@10']:.4f}, "
+            f"{time.perf_counter() - t0:.0f} s"
+        )
 
     t0 = time.perf_counter()
     scores["MiniLM (zero-shot)"] = SbertEncoder.load().similarity(test["query"], test["doc"])
@@ -143,9 +172,17 @@ def main():
     print(f"target CLSM alone beats BM25 alone at NDCG@1 ({TARGET}, options chosen on validation queries): {verdict}")
     total = time.perf_counter() - start
     print(f"total {total / 60:.1f} min")
-    figures = {"split": SPLIT, "seed": args.seed, "epochs_cap": args.epochs, "n_test_queries_scored":
-               results["BM25"]["n_evaluated"], "results": results, "training": records,
-               "clsm_beats_bm25_at_ndcg1": clsm_wins, "target_encoder": TARGET, "total_seconds": total}
+    figures = {
+        "split": SPLIT,
+        "seed": args.seed,
+        "epochs_cap": args.epochs,
+        "n_test_queries_scored": results["BM25"]["n_evaluated"],
+        "results": results,
+        "training": records,
+        "clsm_beats_bm25_at_ndcg1": clsm_wins,
+        "target_encoder": TARGET,
+        "total_seconds": total,
+    }
     print(f"wrote {write_results('quality_homedepot', figures)}")
 
 

@@ -11,6 +11,7 @@ candidate ``SET/lightgbm``, so "tuned vs untuned" and "vs BM25 alone" are paired
 
     python benchmarks/quality_selection.py [--only homedepot|mq2008] [--tune none,grid] [--cache DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,11 +41,24 @@ def homedepot_folds(cache):
     path = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
     if not path.is_file():
         return None
-    pairs = read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
-                              encoding="latin-1", label_map="linear:1:3:7")
-    folds, groups, base, _ = text_folds(pairs, lexical=lexical_extractors("all", fields=["doc"]),
-                                        specs=[EncoderSpec.parse("dssm:generalized")], k=3, valid_fraction=0.1,
-                                        seed=0, options={"epochs": 4}, cache=cache, conflicts="first", progress=False)
+    pairs = read_judged_pairs(
+        path,
+        columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
+        encoding="latin-1",
+        label_map="linear:1:3:7",
+    )
+    folds, groups, base, _ = text_folds(
+        pairs,
+        lexical=lexical_extractors("all", fields=["doc"]),
+        specs=[EncoderSpec.parse("dssm:generalized")],
+        k=3,
+        valid_fraction=0.1,
+        seed=0,
+        options={"epochs": 4},
+        cache=cache,
+        conflicts="first",
+        progress=False,
+    )
     folds = [Fold(*f) for f in folds]
     return folds, plan_feature_sets(folds[0].train.feature_map, base=",".join(base), neural=groups)
 
@@ -68,8 +82,11 @@ def mq2008_folds():
 
 
 def measure(name: str, folds, sets, tunes: list[str]) -> dict:
-    print(f"\n== {name}: {len(folds)} folds, {sum(f.test.n_queries for f in folds)} test queries, seeds "
-          f"{','.join(map(str, SEEDS))}", flush=True)
+    print(
+        f"\n== {name}: {len(folds)} folds, {sum(f.test.n_queries for f in folds)} test queries, seeds "
+        f"{','.join(map(str, SEEDS))}",
+        flush=True,
+    )
     out = {}
     start = time.perf_counter()
     run_ablation(folds, sets, seeds=SEEDS, ranker_params=SUBSAMPLE, progress=False)
@@ -80,8 +97,14 @@ def measure(name: str, folds, sets, tunes: list[str]) -> dict:
     bm25 = next((s.name for s in sets if s.kind == "alone" and s.name.startswith("bm25")), None)
     for tune in tunes:
         start = time.perf_counter()
-        result = run_ablation(folds, sets, seeds=SEEDS, ranker_params=SUBSAMPLE, progress=False,
-                              selection=SelectionConfig.default("lightgbm", tune=tune))
+        result = run_ablation(
+            folds,
+            sets,
+            seeds=SEEDS,
+            ranker_params=SUBSAMPLE,
+            progress=False,
+            selection=SelectionConfig.default("lightgbm", tune=tune),
+        )
         seconds = time.perf_counter() - start
         summary = summarise(result, n_resamples=10_000)
         pairs = [(f"{base}/lightgbm", base), (f"{base}/lightgbm", "recommended"), ("best-single", "recommended")]
@@ -91,20 +114,31 @@ def measure(name: str, folds, sets, tunes: list[str]) -> dict:
         means = {(r["feature_set"], r["metric"]): r["mean"] for r in summary["results"]}
         print(f"-- selection, tune={tune}: ranker stage {seconds:.1f} s = {seconds / plain:.1f}x without selection")
         for metric in METRICS:
-            row = "  ".join(f"{s.name} {means[(s.name, metric)]:.4f}" for s in result.feature_sets
-                            if s.kind != "candidate")
+            row = "  ".join(
+                f"{s.name} {means[(s.name, metric)]:.4f}" for s in result.feature_sets if s.kind != "candidate"
+            )
             print(f"  {metric}: {row}")
-            print("  " + "  ".join(f"{s.name} {means[(s.name, metric)]:.4f}" for s in result.feature_sets
-                                   if s.kind == "candidate"))
+            print(
+                "  "
+                + "  ".join(
+                    f"{s.name} {means[(s.name, metric)]:.4f}" for s in result.feature_sets if s.kind == "candidate"
+                )
+            )
         for c in comps:
-            print(f"  {c['metric']}: {c['variant']} - {c['baseline']} = {c['delta']:+.4f} "
-                  f"[{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}], p {c['p_randomization']:.2g}, "
-                  f"Holm {c['p_holm']:.2g}, W/T/L {c['wins']}/{c['ties']}/{c['losses']}")
+            print(
+                f"  {c['metric']}: {c['variant']} - {c['baseline']} = {c['delta']:+.4f} "
+                f"[{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}], p {c['p_randomization']:.2g}, "
+                f"Holm {c['p_holm']:.2g}, W/T/L {c['wins']}/{c['ties']}/{c['losses']}"
+            )
         for line in verdict_lines(summary["verdict"]):
             print("  " + line)
-        out[f"tune_{tune}"] = {"seconds": round(seconds, 1), "ratio_to_plain": round(seconds / plain, 2),
-                               "means": {f"{k[0]}|{k[1]}": v for k, v in means.items() if k[1] in METRICS},
-                               "comparisons": comps, "verdict": summary["verdict"]}
+        out[f"tune_{tune}"] = {
+            "seconds": round(seconds, 1),
+            "ratio_to_plain": round(seconds / plain, 2),
+            "means": {f"{k[0]}|{k[1]}": v for k, v in means.items() if k[1] in METRICS},
+            "comparisons": comps,
+            "verdict": summary["verdict"],
+        }
     return out
 
 

@@ -18,6 +18,7 @@ printed comparisons) of lexical+variant against lexical+sbert; the pre-training 
 
 Run: python benchmarks/quality_small_data.py [--queries 300] [--spans-per-doc 4] [--epochs 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,8 +40,13 @@ from benchmarks._common import HOME_DEPOT, write_results  # noqa: E402
 
 def _ltrfeat(*args) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)], cwd=ROOT, text=True,
-                          capture_output=True, env={**__import__("os").environ, "CI": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        env={**__import__("os").environ, "CI": "1"},
+    )
     if done.returncode:
         sys.exit(f"ltrfeat {' '.join(map(str, args[:3]))} failed: {done.stderr[-3000:]}")
     return time.perf_counter() - start
@@ -72,37 +78,89 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         collection, judged = _data(tmp, args.queries, args.seed)
-        common = ["--from-docs", collection, "--pair", "spans:title", "--model", "clsm", "--loss", "softmax",
-                  "--epochs", args.epochs, "--val-fraction", 0.02]
-        seconds = {"collection": _ltrfeat("train-encoder", *common, "--spans-per-doc", args.spans_per_doc,
-                                          "--out", tmp / "spans.ltrenc"),
-                   "collection+T": _ltrfeat("train-encoder", *common, "--spans-per-doc", args.teacher_spans_per_doc,
-                                            "--teacher", "sbert", "--out", tmp / "spans_t.ltrenc")}
-        variants = {"scratch": "clsm:generalized", "teacher": "clsm:generalized+teacher",
-                    "collection": f"clsm:generalized+init={tmp / 'spans.ltrenc'}",
-                    "collection+T": f"clsm:generalized+init={tmp / 'spans_t.ltrenc'}"}
+        common = [
+            "--from-docs",
+            collection,
+            "--pair",
+            "spans:title",
+            "--model",
+            "clsm",
+            "--loss",
+            "softmax",
+            "--epochs",
+            args.epochs,
+            "--val-fraction",
+            0.02,
+        ]
+        seconds = {
+            "collection": _ltrfeat(
+                "train-encoder", *common, "--spans-per-doc", args.spans_per_doc, "--out", tmp / "spans.ltrenc"
+            ),
+            "collection+T": _ltrfeat(
+                "train-encoder",
+                *common,
+                "--spans-per-doc",
+                args.teacher_spans_per_doc,
+                "--teacher",
+                "sbert",
+                "--out",
+                tmp / "spans_t.ltrenc",
+            ),
+        }
+        variants = {
+            "scratch": "clsm:generalized",
+            "teacher": "clsm:generalized+teacher",
+            "collection": f"clsm:generalized+init={tmp / 'spans.ltrenc'}",
+            "collection+T": f"clsm:generalized+init={tmp / 'spans_t.ltrenc'}",
+        }
         report = tmp / "report"
         seconds["ablation"] = _ltrfeat(
-            "ablate", "--pairs", judged, "--encoding", "latin-1", "--label-map", "linear:1:3:7",
-            "--columns", "query=search_term,doc=product_title,docid=product_uid,label=relevance",
-            "--k-folds", 3, "--seeds", "0,1,2", *[a for v in variants.values() for a in ("--encoder", v)],
-            "--encoder", "sbert", "--report", report)
+            "ablate",
+            "--pairs",
+            judged,
+            "--encoding",
+            "latin-1",
+            "--label-map",
+            "linear:1:3:7",
+            "--columns",
+            "query=search_term,doc=product_title,docid=product_uid,label=relevance",
+            "--k-folds",
+            3,
+            "--seeds",
+            "0,1,2",
+            *[a for v in variants.values() for a in ("--encoder", v)],
+            "--encoder",
+            "sbert",
+            "--report",
+            report,
+        )
         rep = json.loads((report / "report.json").read_text())
         sets = sorted({r["feature_set"] for r in rep["results"]})
         means = {(r["feature_set"], r["metric"]): r["mean"] for r in rep["results"]}
-        print(f"Home Depot, {args.queries} judged queries (seed {args.seed}), collection of "
-              f"{sum(1 for _ in open(collection)) - 1} titles; 3 folds, ranker seeds 0,1,2")
+        print(
+            f"Home Depot, {args.queries} judged queries (seed {args.seed}), collection of "
+            f"{sum(1 for _ in open(collection)) - 1} titles; 3 folds, ranker seeds 0,1,2"
+        )
         print("feature sets:", ", ".join(sets))
-        out = {"settings": vars(args), "seconds": seconds, "sets": sets,
-               "means": {f"{s}|{m}": v for (s, m), v in means.items()}}
-        pairs = [f"lexical+sbert:lexical+{s.split('lexical+', 1)[1]}" for s in sets
-                 if s.startswith("lexical+clsm")]
-        done = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", "compare", report, *pairs, "--metrics",
-                               "ndcg@1,10", "--json"], cwd=ROOT, text=True, capture_output=True)
+        out = {
+            "settings": vars(args),
+            "seconds": seconds,
+            "sets": sets,
+            "means": {f"{s}|{m}": v for (s, m), v in means.items()},
+        }
+        pairs = [f"lexical+sbert:lexical+{s.split('lexical+', 1)[1]}" for s in sets if s.startswith("lexical+clsm")]
+        done = subprocess.run(
+            [sys.executable, "-m", "ltrfeat.cli.main", "compare", report, *pairs, "--metrics", "ndcg@1,10", "--json"],
+            cwd=ROOT,
+            text=True,
+            capture_output=True,
+        )
         out["compare"] = json.loads(done.stdout) if done.returncode == 0 else done.stderr
         for s in sets:
-            print(f"  {s:<45} NDCG@1 {means.get((s, 'ndcg@1'), float('nan')):.4f}  "
-                  f"NDCG@10 {means.get((s, 'ndcg@10'), float('nan')):.4f}")
+            print(
+                f"  {s:<45} NDCG@1 {means.get((s, 'ndcg@1'), float('nan')):.4f}  "
+                f"NDCG@10 {means.get((s, 'ndcg@10'), float('nan')):.4f}"
+            )
         print("seconds:", {k: round(v) for k, v in seconds.items()})
         print(done.stdout if done.returncode == 0 else done.stderr)
         write_results("quality_small_data", out)

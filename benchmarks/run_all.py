@@ -13,6 +13,7 @@ non-zero only when a benchmark crashed: a missed target or a timed-out benchmark
     python benchmarks/run_all.py --only bench_letor,bench_scaling
     python benchmarks/run_all.py --summary-only       # rewrite SUMMARY.md from the results files
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 ROOT = BENCH_DIR.parent
 RESULTS = BENCH_DIR / "results"
 DATASETS = ROOT.parent / "shared" / "datasets"
-GIB = 1024 ** 3
+GIB = 1024**3
 
 
 @dataclass(frozen=True)
@@ -57,20 +58,25 @@ BENCHMARKS = (
     Benchmark("bench_letor.py", "bench_letor", quick=("--rows", "30000"), expected_s=150),
     Benchmark("bench_lexical.py", "bench_lexical", timeout_s=300, needs=("home_depot",), expected_s=30),
     Benchmark("bench_encoders.py", "bench_encoders", needs=("home_depot",), expected_s=180),
-    Benchmark("bench_rankers.py", "bench_rankers", full=("--rows", "300000", "--rounds", "25", "--threads", "1"),
-              quick=("--rows", "30000", "--rounds", "25", "--threads", "1"), expected_s=120),
+    Benchmark(
+        "bench_rankers.py",
+        "bench_rankers",
+        full=("--rows", "300000", "--rounds", "25", "--threads", "1"),
+        quick=("--rows", "30000", "--rounds", "25", "--threads", "1"),
+        expected_s=120,
+    ),
     Benchmark("bench_end_to_end.py", "end_to_end", quick=("--quick-only",), timeout_s=900, expected_s=360),
     Benchmark("profile_stages.py", "profiles", expected_s=70),
     Benchmark("bench_scaling.py", "scaling", quick=("--quick",), timeout_s=1000, budget_s=(780, 240)),
     Benchmark("bench_text.py", "text", timeout_s=120, needs=("home_depot",), expected_s=5),
     Benchmark("bench_tables.py", "tables", timeout_s=120, needs=("home_depot",), expected_s=10),
     Benchmark("bench_stats.py", "stats", timeout_s=120, expected_s=5),
-    Benchmark("bench_retrieval.py", "retrieval", quick=("--docs", "20000", "--queries", "300"), timeout_s=300,
-              expected_s=40),
+    Benchmark(
+        "bench_retrieval.py", "retrieval", quick=("--docs", "20000", "--queries", "300"), timeout_s=300, expected_s=40
+    ),
     Benchmark("bench_onnx.py", "bench_onnx", timeout_s=300, expected_s=15),
     Benchmark("bench_serve.py", "bench_serve", quick=("100",), timeout_s=300, expected_s=30),
-    Benchmark("bench_ablation_threads.py", "ablation_threads", timeout_s=300, needs=("letor4_mq2008",),
-              expected_s=20),
+    Benchmark("bench_ablation_threads.py", "ablation_threads", timeout_s=300, needs=("letor4_mq2008",), expected_s=20),
     Benchmark("bench_dask.py", "bench_dask", full=("--pairs", "50000"), quick=("--pairs", "20000"), expected_s=40),
     Benchmark("bench_deepmatch.py", "bench_deepmatch", needs=("home_depot",), expected_s=150),
 )
@@ -117,14 +123,17 @@ def lookup(figures: dict, path: str):
 
 def figure(path: str, *, note: str = "", note_path: str | None = None, note_unit: str = "x") -> Callable:
     """A measure reading ``path``; ``note_path`` adds a second figure to the note."""
+
     def measure(figures: dict) -> Measured:
         extra = lookup(figures, note_path) if note_path else None
         return Measured(lookup(figures, path), note.format(fmt(extra, note_unit)) if extra is not None else "")
+
     return measure
 
 
 def scaling_point(stage: str, size: int, key: str, scale: float = 1.0) -> Callable:
     """A measure reading one scaling point; when it was not measured the note names the largest that was."""
+
     def measure(figures: dict) -> Measured:
         points = lookup(figures, f"stages.{stage}.points") or []
         for point in points:
@@ -132,17 +141,23 @@ def scaling_point(stage: str, size: int, key: str, scale: float = 1.0) -> Callab
                 return Measured(point[key] * scale)
         ok = [p for p in points if p["status"] == "ok"]
         status = next((p["status"] for p in points if p["size"] == size), "not in this profile")
-        largest = (f"; largest measured: {ok[-1]['size']:,} at {fmt(ok[-1][key] * scale, 'GiB' if scale != 1 else 's')}"
-                   if ok else "")
+        largest = (
+            f"; largest measured: {ok[-1]['size']:,} at {fmt(ok[-1][key] * scale, 'GiB' if scale != 1 else 's')}"
+            if ok
+            else ""
+        )
         return Measured(None, f"{size:,}: {status}{largest}")
+
     return measure
 
 
 def run_time(name: str) -> Callable:
     """A measure reading an end-to-end run's wall time; the note gives its status when it has none."""
+
     def measure(figures: dict) -> Measured:
         run = figures.get(name, {})
         return Measured(run.get("wall_s"), "" if run.get("status") == "ok" else run.get("status", "absent"))
+
     return measure
 
 
@@ -154,30 +169,79 @@ def ablation_time(figures: dict) -> Measured:
 
 
 TARGETS = (
-    Target("LETOR reader rows/s vs scikit-learn load_svmlight_file", "bench_letor",
-           figure("speed_ratio_ours_over_sklearn"), ">=", 2, "x"),
+    Target(
+        "LETOR reader rows/s vs scikit-learn load_svmlight_file",
+        "bench_letor",
+        figure("speed_ratio_ours_over_sklearn"),
+        ">=",
+        2,
+        "x",
+    ),
     Target("LETOR reader peak memory / float32 matrix", "bench_letor", figure("peak_over_matrix"), "<=", 2.5, "x"),
-    Target("BM25 vs rank_bm25 (same tokens, scoring)", "bench_lexical",
-           figure("score_vs_rank_bm25", note="end-to-end from raw text: {}", note_path="end_to_end_vs_rank_bm25"),
-           ">=", 50, "x"),
-    Target("BM25 vs bm25s (same tokens, scoring)", "bench_lexical",
-           figure("score_vs_bm25s", note="end-to-end from raw text: {}", note_path="end_to_end_vs_bm25s"),
-           ">=", 1, "x"),
-    Target("full lexical set, 74k Home Depot pairs (fit + transform)", "bench_lexical",
-           figure("full_set_total_s"), "<=", 10, "s"),
+    Target(
+        "BM25 vs rank_bm25 (same tokens, scoring)",
+        "bench_lexical",
+        figure("score_vs_rank_bm25", note="end-to-end from raw text: {}", note_path="end_to_end_vs_rank_bm25"),
+        ">=",
+        50,
+        "x",
+    ),
+    Target(
+        "BM25 vs bm25s (same tokens, scoring)",
+        "bench_lexical",
+        figure("score_vs_bm25s", note="end-to-end from raw text: {}", note_path="end_to_end_vs_bm25s"),
+        ">=",
+        1,
+        "x",
+    ),
+    Target(
+        "full lexical set, 74k Home Depot pairs (fit + transform)",
+        "bench_lexical",
+        figure("full_set_total_s"),
+        "<=",
+        10,
+        "s",
+    ),
     Target("CLSM texts/s vs MiniLM", "bench_encoders", figure("ratios.clsm_vs_minilm"), ">=", 100, "x"),
     Target("DSSM texts/s vs MiniLM", "bench_encoders", figure("ratios.dssm_vs_minilm"), ">=", 300, "x"),
-    Target("CLSM texts/s vs dense one-hot Conv1d CLSM", "bench_encoders", figure("ratios.clsm_vs_dense"),
-           ">=", 20, "x"),
+    Target(
+        "CLSM texts/s vs dense one-hot Conv1d CLSM", "bench_encoders", figure("ratios.clsm_vs_dense"), ">=", 20, "x"
+    ),
     Target("CLSM training epoch, 50k pairs, J=4", "bench_encoders", figure("train.epoch_seconds"), "<=", 60, "s"),
-    Target("LambdaMART wrapper fit time / raw lightgbm.train (median)", "bench_rankers",
-           figure("fit_ratio_median", note="wrapper's own work: {} of the raw fit",
-                  note_path="wrapper_own_over_raw_fit", note_unit="%"), "<=", 1.05, "x"),
-    Target("extraction of 1M pairs, lexical + CLSM: peak RSS", "scaling",
-           scaling_point("extraction", 1_000_000, "peak_rss_bytes", 1 / GIB), "<=", 2, "GiB"),
-    Target("extraction time growth exponent (near-linear)", "scaling",
-           figure("stages.extraction.time_exponent", note="between the two largest sizes: {}",
-                  note_path="stages.extraction.time_exponent_largest_two", note_unit=""), "<=", 1.15, ""),
+    Target(
+        "LambdaMART wrapper fit time / raw lightgbm.train (median)",
+        "bench_rankers",
+        figure(
+            "fit_ratio_median",
+            note="wrapper's own work: {} of the raw fit",
+            note_path="wrapper_own_over_raw_fit",
+            note_unit="%",
+        ),
+        "<=",
+        1.05,
+        "x",
+    ),
+    Target(
+        "extraction of 1M pairs, lexical + CLSM: peak RSS",
+        "scaling",
+        scaling_point("extraction", 1_000_000, "peak_rss_bytes", 1 / GIB),
+        "<=",
+        2,
+        "GiB",
+    ),
+    Target(
+        "extraction time growth exponent (near-linear)",
+        "scaling",
+        figure(
+            "stages.extraction.time_exponent",
+            note="between the two largest sizes: {}",
+            note_path="stages.extraction.time_exponent_largest_two",
+            note_unit="",
+        ),
+        "<=",
+        1.15,
+        "",
+    ),
     Target("ltrfeat demo wall time", "end_to_end", run_time("demo"), "<=", 300, "s"),
     Target("ltrfeat demo --quick wall time", "end_to_end", run_time("demo_quick"), "<=", 60, "s"),
     Target("Home Depot ablation wall time (minutes)", "end_to_end", ablation_time, "<=", 45, ""),
@@ -263,8 +327,15 @@ def run_logged(cmd: list[str], log: Path, *, timeout: float, env: dict) -> tuple
     return (None if timed_out else proc.returncode), seconds
 
 
-def run_benchmark(bench: Benchmark, *, quick: bool, time_left: float, reserved: float = 0.0,
-                  datasets: Path | None = None, results: Path | None = None) -> Outcome:
+def run_benchmark(
+    bench: Benchmark,
+    *,
+    quick: bool,
+    time_left: float,
+    reserved: float = 0.0,
+    datasets: Path | None = None,
+    results: Path | None = None,
+) -> Outcome:
     """Run one benchmark within ``time_left`` seconds (``reserved`` of them kept for the ones after it)."""
     datasets, results = datasets or DATASETS, results or RESULTS
     missing = [name for name in bench.needs if not (datasets / name).is_dir()]
@@ -273,8 +344,11 @@ def run_benchmark(bench: Benchmark, *, quick: bool, time_left: float, reserved: 
     if time_left < 30:
         return Outcome(bench, "skipped: the time budget is spent")
     timeout = min(bench.timeout_s, time_left)
-    cmd = [sys.executable, str(BENCH_DIR / bench.script),
-           *arguments(bench, quick=quick, time_left=time_left, reserved=reserved)]
+    cmd = [
+        sys.executable,
+        str(BENCH_DIR / bench.script),
+        *arguments(bench, quick=quick, time_left=time_left, reserved=reserved),
+    ]
     env = dict(os.environ, PYTHONPATH=str(ROOT), CI="1")
     code, seconds = run_logged(cmd, results / "logs" / f"{Path(bench.script).stem}.log", timeout=timeout, env=env)
     if code is None:
@@ -319,38 +393,60 @@ def ratio_figures(figures, prefix: str = "") -> list[tuple[str, float]]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             out += ratio_figures(value, name + ".")
-        elif (isinstance(value, (int, float)) and not isinstance(value, bool) and not name.startswith("targets.")
-              and "diff" not in key and any(word in key for word in ("ratio", "speedup", "_vs_", "_over_"))):
+        elif (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and not name.startswith("targets.")
+            and "diff" not in key
+            and any(word in key for word in ("ratio", "speedup", "_vs_", "_over_"))
+        ):
             out.append((name, float(value)))
     return out
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     clean = lambda cell: str(cell).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    return (["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-            + ["| " + " | ".join(clean(c) for c in row) + " |" for row in rows])
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
+        "| " + " | ".join(clean(c) for c in row) + " |" for row in rows
+    ]
 
 
 def runs_record(outcomes: list[Outcome], *, profile: str, started: float) -> dict:
     """What ``results/run_all.json`` keeps of a run, for the summary (also when rewritten later)."""
-    return {"profile": profile, "started": started,
-            "outcomes": [{"script": o.benchmark.script, "status": o.status, "seconds": o.seconds,
-                          "arguments": " ".join(o.command[2:])} for o in outcomes]}
+    return {
+        "profile": profile,
+        "started": started,
+        "outcomes": [
+            {
+                "script": o.benchmark.script,
+                "status": o.status,
+                "seconds": o.seconds,
+                "arguments": " ".join(o.command[2:]),
+            }
+            for o in outcomes
+        ],
+    }
 
 
-def summary_markdown(results: dict[str, dict], runs: dict | None, *, since: float | None,
-                     profile: str | None) -> str:
+def summary_markdown(results: dict[str, dict], runs: dict | None, *, since: float | None, profile: str | None) -> str:
     """The SUMMARY.md text: targets, benchmark runs (``runs_record``), scaling, end-to-end, profiles and every
     ratio. ``profile`` None: rewritten from the results files, outside a run."""
     lines = ["# Benchmark summary", ""]
     newest = max(results.values(), key=lambda r: r["_mtime"], default={})
     env = newest.get("environment") or {}
-    run = (f"Profile: **{profile}**." if profile else "Rewritten from the results files (`--summary-only`): "
-           "the results column says when each figure was measured.")
-    lines += [f"{run} Machine: {env.get('cpu_count', '?')} × {env.get('cpu_model', '?')}, "
-              f"Python {env.get('python', '?')}, commit {(env.get('git_head') or '?')[:10]}, load average at the "
-              f"last benchmark {env.get('load_average') or '?'}. The machine is shared: timings are noisy; "
-              f"each figure is a ratio to a baseline measured in the same run where one exists.", ""]
+    run = (
+        f"Profile: **{profile}**."
+        if profile
+        else "Rewritten from the results files (`--summary-only`): "
+        "the results column says when each figure was measured."
+    )
+    lines += [
+        f"{run} Machine: {env.get('cpu_count', '?')} × {env.get('cpu_model', '?')}, "
+        f"Python {env.get('python', '?')}, commit {(env.get('git_head') or '?')[:10]}, load average at the "
+        f"last benchmark {env.get('load_average') or '?'}. The machine is shared: timings are noisy; "
+        f"each figure is a ratio to a baseline measured in the same run where one exists.",
+        "",
+    ]
 
     rows = []
     for target in TARGETS:
@@ -358,31 +454,51 @@ def summary_markdown(results: dict[str, dict], runs: dict | None, *, since: floa
         row.source = f"{target.results} ({freshness(results.get(target.results), since)})"
         rows.append(row)
     met = sum(r.status == "met" for r in rows)
-    lines += ["## Targets", "",
-              f"{met} of {len(rows)} targets met. *vs goal* = measured / goal for ≥ goals and goal / measured for "
-              "≤ goals: above 1 is headroom, below 1 is the shortfall.", ""]
-    lines += _table(["target", "goal", "measured", "vs goal", "status", "note", "results"],
-                    [[r.name, r.goal, r.measured, r.vs_goal, r.status, r.note, r.source] for r in rows])
+    lines += [
+        "## Targets",
+        "",
+        f"{met} of {len(rows)} targets met. *vs goal* = measured / goal for ≥ goals and goal / measured for "
+        "≤ goals: above 1 is headroom, below 1 is the shortfall.",
+        "",
+    ]
+    lines += _table(
+        ["target", "goal", "measured", "vs goal", "status", "note", "results"],
+        [[r.name, r.goal, r.measured, r.vs_goal, r.status, r.note, r.source] for r in rows],
+    )
 
     if runs:
         lines += ["", "## Benchmark runs", ""]
         if profile is None:
             lines += [f"The last `run_all.py` run ({runs['profile']} profile, started {_when(runs['started'])}):", ""]
-        lines += _table(["script", "status", "seconds", "arguments"],
-                        [[o["script"], o["status"], f"{o['seconds']:.0f}", o["arguments"] or "(defaults)"]
-                         for o in runs["outcomes"]])
-        lines += ["", f"Total: {sum(o['seconds'] for o in runs['outcomes']) / 60:.1f} minutes. "
-                      "Logs: `logs/<script>.log`."]
+        lines += _table(
+            ["script", "status", "seconds", "arguments"],
+            [
+                [o["script"], o["status"], f"{o['seconds']:.0f}", o["arguments"] or "(defaults)"]
+                for o in runs["outcomes"]
+            ],
+        )
+        lines += [
+            "",
+            f"Total: {sum(o['seconds'] for o in runs['outcomes']) / 60:.1f} minutes. Logs: `logs/<script>.log`.",
+        ]
 
     lines += _scaling_section(results.get("scaling"))
     lines += _end_to_end_section(results.get("end_to_end"))
     lines += _profile_section(results.get("profiles"), results.get("end_to_end"))
 
-    lines += ["", "## Every ratio figure", "", "Ratios the benchmarks report, with or without a target (see each "
-              "script's docstring for the baseline).", ""]
-    other = [[name, key, f"{value:,.3g}"] for name in sorted(results)
-             if name not in {"scaling", "end_to_end", "profiles"}
-             for key, value in ratio_figures(results[name].get("figures"))]
+    lines += [
+        "",
+        "## Every ratio figure",
+        "",
+        "Ratios the benchmarks report, with or without a target (see each script's docstring for the baseline).",
+        "",
+    ]
+    other = [
+        [name, key, f"{value:,.3g}"]
+        for name in sorted(results)
+        if name not in {"scaling", "end_to_end", "profiles"}
+        for key, value in ratio_figures(results[name].get("figures"))
+    ]
     lines += _table(["results", "figure", "value"], other) if other else ["(none)"]
     return "\n".join(lines) + "\n"
 
@@ -392,18 +508,35 @@ def _scaling_section(data: dict | None) -> list[str]:
     if data is None:
         return lines + ["Not measured (`python benchmarks/bench_scaling.py`)."]
     figures = data["figures"]
-    lines += [f"Profile {figures.get('profile')}; each point in a fresh process; "
-              f"peak memory = {figures.get('memory_method')}. "
-              "Exponent: least-squares slope of log time (memory) on log size; 1 = linear.", ""]
+    lines += [
+        f"Profile {figures.get('profile')}; each point in a fresh process; "
+        f"peak memory = {figures.get('memory_method')}. "
+        "Exponent: least-squares slope of log time (memory) on log size; 1 = linear.",
+        "",
+    ]
     rows = []
     for stage, s in figures.get("stages", {}).items():
         for p in s["points"]:
             ok = p["status"] == "ok"
-            rows.append([stage, f"{p['size']:,}", fmt(p["seconds"], "s") if ok else "—",
-                         f"{p['peak_rss_bytes'] / 2 ** 20:,.0f} MiB" if ok else "—", "" if ok else p["status"]])
+            rows.append(
+                [
+                    stage,
+                    f"{p['size']:,}",
+                    fmt(p["seconds"], "s") if ok else "—",
+                    f"{p['peak_rss_bytes'] / 2**20:,.0f} MiB" if ok else "—",
+                    "" if ok else p["status"],
+                ]
+            )
         exp_t, exp_m = s.get("time_exponent"), s.get("memory_exponent")
-        rows.append([f"**{stage}**", "exponent", "—" if exp_t is None else f"N^{exp_t:.2f}",
-                     "—" if exp_m is None else f"N^{exp_m:.2f}", ""])
+        rows.append(
+            [
+                f"**{stage}**",
+                "exponent",
+                "—" if exp_t is None else f"N^{exp_t:.2f}",
+                "—" if exp_m is None else f"N^{exp_m:.2f}",
+                "",
+            ]
+        )
     lines += _table(["stage", "size", "time", "peak RSS", "note"], rows)
     for stage, s in figures.get("stages", {}).items():
         if s.get("plot"):
@@ -420,8 +553,15 @@ def _end_to_end_section(data: dict | None) -> list[str]:
         if not isinstance(run, dict):
             continue
         stages = ", ".join(f"{k} {v:.0f} s" for k, v in run.get("stages_s", {}).items())
-        rows.append([name, run["status"], fmt(run["wall_s"], "s") if "wall_s" in run else "—",
-                     fmt(run["budget_s"], "s"), stages or run.get("note", "")])
+        rows.append(
+            [
+                name,
+                run["status"],
+                fmt(run["wall_s"], "s") if "wall_s" in run else "—",
+                fmt(run["budget_s"], "s"),
+                stages or run.get("note", ""),
+            ]
+        )
     return lines + _table(["run", "status", "wall time", "budget", "stages / note"], rows)
 
 
@@ -434,16 +574,25 @@ def _profile_section(data: dict | None, end_to_end: dict | None = None) -> list[
     lines += [f"`{figures['workload']}` under pyinstrument: {stages}."]
     run = lookup(end_to_end or {}, "figures.demo" + ("_quick" if figures["workload"].endswith("--quick") else ""))
     if run and run.get("status") == "ok":
-        lines[-1] += (f" Unprofiled (bench_end_to_end): {run['wall_s']:.1f} s in all, "
-                      + ", ".join(f"{k} {v:.1f} s" for k, v in run.get("stages_s", {}).items())
-                      + "; the machine's load differs between the two runs.")
+        lines[-1] += (
+            f" Unprofiled (bench_end_to_end): {run['wall_s']:.1f} s in all, "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in run.get("stages_s", {}).items())
+            + "; the machine's load differs between the two runs."
+        )
     lines += [""]
     for stage in figures.get("slowest", []):
-        lines += [f"**{stage['stage']}** ({stage['seconds']:.1f} s, {100 * stage['share_of_demo']:.0f} % of the demo; "
-                  f"call tree `{stage['tree']}`). Most self time:", ""]
-        lines += _table(["frame", "self s", "share of stage"],
-                        [[r["frame"], f"{r['self_seconds']:.2f}", f"{100 * r['share_of_stage']:.1f} %"]
-                         for r in stage["top_self"][:8]])
+        lines += [
+            f"**{stage['stage']}** ({stage['seconds']:.1f} s, {100 * stage['share_of_demo']:.0f} % of the demo; "
+            f"call tree `{stage['tree']}`). Most self time:",
+            "",
+        ]
+        lines += _table(
+            ["frame", "self s", "share of stage"],
+            [
+                [r["frame"], f"{r['self_seconds']:.2f}", f"{100 * r['share_of_stage']:.1f} %"]
+                for r in stage["top_self"][:8]
+            ],
+        )
         lines += [""]
     return lines
 
@@ -459,23 +608,29 @@ def main(argv=None) -> int:
 
     def names(text):
         return {n.strip().removesuffix(".py") for n in (text or "").split(",") if n.strip()}
+
     known = {Path(b.script).stem for b in BENCHMARKS}
     unknown = (names(args.only) | names(args.skip)) - known
     if unknown:
         parser.error(f"unknown benchmark(s) {sorted(unknown)}; known: {', '.join(sorted(known))}")
-    chosen = [b for b in BENCHMARKS if (not args.only or Path(b.script).stem in names(args.only))
-              and Path(b.script).stem not in names(args.skip)]
+    chosen = [
+        b
+        for b in BENCHMARKS
+        if (not args.only or Path(b.script).stem in names(args.only)) and Path(b.script).stem not in names(args.skip)
+    ]
 
     started, outcomes = time.time(), []
     if not args.summary_only:
         deadline = time.monotonic() + args.budget
         for i, bench in enumerate(chosen):
-            reserved = sum(b.expected_s for b in chosen[i + 1:]) * (0.3 if args.quick else 1.0)
+            reserved = sum(b.expected_s for b in chosen[i + 1 :]) * (0.3 if args.quick else 1.0)
             print(f"== {bench.script}", flush=True)
             outcome = run_benchmark(bench, quick=args.quick, time_left=deadline - time.monotonic(), reserved=reserved)
             outcomes.append(outcome)
-            print(f"== {bench.script}: {outcome.status} ({outcome.seconds:.0f} s) {' '.join(outcome.command[2:])}",
-                  flush=True)
+            print(
+                f"== {bench.script}: {outcome.status} ({outcome.seconds:.0f} s) {' '.join(outcome.command[2:])}",
+                flush=True,
+            )
     RESULTS.mkdir(parents=True, exist_ok=True)
     record = RESULTS / "run_all.json"
     if args.summary_only:
@@ -490,9 +645,11 @@ def main(argv=None) -> int:
     tmp.write_text(text)
     os.replace(tmp, RESULTS / "SUMMARY.md")
     rows = [evaluate(t, results.get(t.results)) for t in TARGETS]
-    print(f"\nwrote {RESULTS / 'SUMMARY.md'}: {sum(r.status == 'met' for r in rows)} of {len(rows)} targets met, "
-          f"{sum(r.status == 'missed' for r in rows)} missed, "
-          f"{sum(r.status not in ('met', 'missed') for r in rows)} not measured or unknown")
+    print(
+        f"\nwrote {RESULTS / 'SUMMARY.md'}: {sum(r.status == 'met' for r in rows)} of {len(rows)} targets met, "
+        f"{sum(r.status == 'missed' for r in rows)} missed, "
+        f"{sum(r.status not in ('met', 'missed') for r in rows)} not measured or unknown"
+    )
     crashed = [o.benchmark.script for o in outcomes if o.crashed]
     if crashed:
         print(f"crashed: {', '.join(crashed)} (see results/logs/)", file=sys.stderr)

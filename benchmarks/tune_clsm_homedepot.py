@@ -7,6 +7,7 @@ The test queries are not loaded. The chosen options go into ``quality_homedepot.
 
 Run: python benchmarks/tune_clsm_homedepot.py [--configs JSON] [--seed 0]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,9 @@ CONFIGS = {  # name -> train_encoder options (each with J = 4 random + in-batch 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--configs", default=None, help="JSON {name: train_encoder options} instead of the built-in grid")
+    parser.add_argument(
+        "--configs", default=None, help="JSON {name: train_encoder options} instead of the built-in grid"
+    )
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
@@ -49,14 +52,28 @@ def main():
     print(f"validation queries scored: {valid['qid'].nunique()}; BM25 NDCG@1 {results['BM25']['ndcg@1']:.4f}")
     for name, options in configs.items():
         t0 = time.perf_counter()
-        encoder, history = train_encoder(train, model="clsm", epochs=args.epochs, negatives=4, val_fraction=0.15,
-                                         patience=2, seed=args.seed, progress=False, **options)
+        encoder, history = train_encoder(
+            train,
+            model="clsm",
+            epochs=args.epochs,
+            negatives=4,
+            val_fraction=0.15,
+            patience=2,
+            seed=args.seed,
+            progress=False,
+            **options,
+        )
         results[name] = ndcg(valid, encoder.similarity(valid["query"], valid["doc"]))["metrics"]
-        print(f"  {name:<40} NDCG@1 {results[name]['ndcg@1']:.4f}  NDCG@10 {results[name]['ndcg@10']:.4f}  "
-              f"best epoch {encoder.training['best_epoch']}  {time.perf_counter() - t0:.0f} s", flush=True)
+        print(
+            f"  {name:<40} NDCG@1 {results[name]['ndcg@1']:.4f}  NDCG@10 {results[name]['ndcg@10']:.4f}  "
+            f"best epoch {encoder.training['best_epoch']}  {time.perf_counter() - t0:.0f} s",
+            flush=True,
+        )
     best = max((n for n in results if n != "BM25"), key=lambda n: results[n]["ndcg@1"])
     print(f"chosen on validation NDCG@1: {best}")
-    print(f"wrote {write_results('tune_clsm_homedepot', {'seed': args.seed, 'configs': configs, 'results': results, 'chosen': best})}")
+    print(
+        f"wrote {write_results('tune_clsm_homedepot', {'seed': args.seed, 'configs': configs, 'results': results, 'chosen': best})}"
+    )
 
 
 if __name__ == "__main__":

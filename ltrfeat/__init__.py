@@ -6,6 +6,7 @@ light (no torch, LightGBM or XGBoost until a name that needs them is used). Subp
 ``ltrfeat.features`` (pairs -> feature columns), ``ltrfeat.rankers`` (everything after the feature
 matrix), ``ltrfeat.serving`` (scoring service, exports, PyTerrier) and ``ltrfeat.cli`` (the command line).
 """
+
 from __future__ import annotations
 
 import importlib
@@ -18,23 +19,35 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 _API = {
     # data
-    "RankingSet": "ltrfeat.features.dataset", "FeatureMap": "ltrfeat.features.dataset",
-    "read_letor": "ltrfeat.features.letor", "write_letor": "ltrfeat.features.letor",
+    "RankingSet": "ltrfeat.features.dataset",
+    "FeatureMap": "ltrfeat.features.dataset",
+    "read_letor": "ltrfeat.features.letor",
+    "write_letor": "ltrfeat.features.letor",
     "read_judged_pairs": "ltrfeat.features.text",
     # features
-    "extract_pairs": "ltrfeat.features.extract", "lexical_extractors": "ltrfeat.features.extract",
-    "train_encoder": "ltrfeat.features.encoders.training", "EncoderConfig": "ltrfeat.features.encoders.config",
-    "SbertConfig": "ltrfeat.features.encoders.config", "DeepMatchConfig": "ltrfeat.features.encoders.config",
+    "extract_pairs": "ltrfeat.features.extract",
+    "lexical_extractors": "ltrfeat.features.extract",
+    "train_encoder": "ltrfeat.features.encoders.training",
+    "EncoderConfig": "ltrfeat.features.encoders.config",
+    "SbertConfig": "ltrfeat.features.encoders.config",
+    "DeepMatchConfig": "ltrfeat.features.encoders.config",
     # rankers
-    "LambdaMART": "ltrfeat.rankers.lambdamart", "LinearRanker": "ltrfeat.rankers.linear",
-    "BestSingleFeature": "ltrfeat.rankers.single", "BoostedFromFeature": "ltrfeat.rankers.single",
-    "SelectionConfig": "ltrfeat.rankers.selection", "select": "ltrfeat.rankers.selection",
-    "load_ranker": "ltrfeat.rankers.models", "save_ranker": "ltrfeat.rankers.models",
+    "LambdaMART": "ltrfeat.rankers.lambdamart",
+    "LinearRanker": "ltrfeat.rankers.linear",
+    "BestSingleFeature": "ltrfeat.rankers.single",
+    "BoostedFromFeature": "ltrfeat.rankers.single",
+    "SelectionConfig": "ltrfeat.rankers.selection",
+    "select": "ltrfeat.rankers.selection",
+    "load_ranker": "ltrfeat.rankers.models",
+    "save_ranker": "ltrfeat.rankers.models",
     "evaluate_queries": "ltrfeat.features.metrics",
     # ablations
-    "Fold": "ltrfeat.rankers.ablation", "FeatureSet": "ltrfeat.rankers.ablation",
-    "plan_feature_sets": "ltrfeat.rankers.ablation", "run_ablation": "ltrfeat.rankers.ablation",
-    "summarise": "ltrfeat.rankers.ablation", "write_report": "ltrfeat.rankers.report",
+    "Fold": "ltrfeat.rankers.ablation",
+    "FeatureSet": "ltrfeat.rankers.ablation",
+    "plan_feature_sets": "ltrfeat.rankers.ablation",
+    "run_ablation": "ltrfeat.rankers.ablation",
+    "summarise": "ltrfeat.rankers.ablation",
+    "write_report": "ltrfeat.rankers.report",
 }
 __all__ = ["__version__", *_API]  # noqa: PLE0604 (the keys of _API are strings)
 

@@ -1,5 +1,6 @@
 """Data builders shared by the tests (and the serving benchmark): small rankings, planted-signal folds,
 learnable text pairs, a scorer world. Plain functions, not tests; fixtures over them live in conftest.py."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,11 @@ def synthetic(n_queries=60, docs=20, n_features=8, seed=0, max_label=4, names=No
     signal = X[:, 0] + 0.5 * X[:, 1] - 0.5 * X[:, 2] + rng.normal(scale=0.5, size=n)
     label = np.clip(np.round((signal + 1.5) * max_label / 4), 0, max_label)
     qid = np.repeat([f"q{seed}_{i}" for i in range(n_queries)], docs)
-    fmap = FeatureMap.dense(n_features) if names is None else FeatureMap(
-        Feature(i + 1, name) for i, name in enumerate(names))
+    fmap = (
+        FeatureMap.dense(n_features)
+        if names is None
+        else FeatureMap(Feature(i + 1, name) for i, name in enumerate(names))
+    )
     return RankingSet(qid, label, X, fmap, docid=np.array([f"d{i}" for i in range(n)], dtype=object))
 
 
@@ -40,8 +44,9 @@ NAMES = ["bm25_title", "tfidf_title", "len_title", "clsm_title_cos"]
 FAST = {"n_estimators": 30, "num_leaves": 7, "learning_rate": 0.1, "early_stopping_rounds": 10, "n_jobs": 1}
 
 
-def planted_folds(*, signal: bool = True, n_folds: int = 3, queries_per_fold: int = 50, docs: int = 15,
-                  seed: int = 0) -> list[Fold]:
+def planted_folds(
+    *, signal: bool = True, n_folds: int = 3, queries_per_fold: int = 50, docs: int = 15, seed: int = 0
+) -> list[Fold]:
     """Folds whose labels depend on a lexical part ``a`` and a part ``b`` only the neural column sees.
 
     With ``signal=False`` the neural column is pure noise (the control). Fold k tests part k,
@@ -53,18 +58,32 @@ def planted_folds(*, signal: bool = True, n_folds: int = 3, queries_per_fold: in
     a, b = rng.normal(size=n), rng.normal(size=n)
     label = np.digitize(a + b + rng.normal(scale=0.5, size=n), [0.5, 1.5]).astype(float)
     neural = (b if signal else rng.normal(size=n)) + rng.normal(scale=0.3, size=n)
-    X = np.column_stack([a + rng.normal(scale=0.3, size=n), a + rng.normal(scale=0.6, size=n),
-                         rng.normal(size=n), neural])
-    fmap = FeatureMap(Feature(i + 1, name, "encoder:clsm" if name.startswith("clsm") else "lexical")
-                      for i, name in enumerate(NAMES))
-    data = RankingSet(np.repeat([f"q{i}" for i in range(n_queries)], docs), label, X, fmap,
-                      docid=np.array([f"d{i}" for i in range(n)], dtype=object))
+    X = np.column_stack(
+        [a + rng.normal(scale=0.3, size=n), a + rng.normal(scale=0.6, size=n), rng.normal(size=n), neural]
+    )
+    fmap = FeatureMap(
+        Feature(i + 1, name, "encoder:clsm" if name.startswith("clsm") else "lexical") for i, name in enumerate(NAMES)
+    )
+    data = RankingSet(
+        np.repeat([f"q{i}" for i in range(n_queries)], docs),
+        label,
+        X,
+        fmap,
+        docid=np.array([f"d{i}" for i in range(n)], dtype=object),
+    )
     part_of = np.arange(n) // docs // queries_per_fold
     folds = []
     for k in range(n_folds):
         v = (k + 1) % n_folds
-        folds.append(Fold(f"Fold{k + 1}", data.take(~np.isin(part_of, [k, v])), data.take(part_of == v),
-                          data.take(part_of == k), origin=f"generated part {k + 1}"))
+        folds.append(
+            Fold(
+                f"Fold{k + 1}",
+                data.take(~np.isin(part_of, [k, v])),
+                data.take(part_of == v),
+                data.take(part_of == k),
+                origin=f"generated part {k + 1}",
+            )
+        )
     return folds
 
 
@@ -94,14 +113,17 @@ def make_pairs(n_topics=6, n_queries=72, seed=0) -> pd.DataFrame:
         query = " ".join(rng.choice(q_vocab[topic], 2))
         same = [j for j, (t, _) in enumerate(docs) if t == topic]
         other = [j for j, (t, _) in enumerate(docs) if t != topic]
-        for j, label in [(j, 2) for j in rng.choice(same, 3, replace=False)] + \
-                        [(j, 0) for j in rng.choice(other, 5, replace=False)]:
+        for j, label in [(j, 2) for j in rng.choice(same, 3, replace=False)] + [
+            (j, 0) for j in rng.choice(other, 5, replace=False)
+        ]:
             rows.append((f"q{i}", query, docs[j][1], label))
     return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
 
 
-WORDS = ("cheap flights london hotel river bike tyre repair fox quick brown garden chair table lamp red blue "
-         "shoes running trail coffee beans grinder").split()
+WORDS = (
+    "cheap flights london hotel river bike tyre repair fox quick brown garden chair table lamp red blue "
+    "shoes running trail coffee beans grinder"
+).split()
 
 
 def build_world(root, *, n_queries=30, per_query=10, seed=0, encoder=True):
@@ -115,18 +137,31 @@ def build_world(root, *, n_queries=30, per_query=10, seed=0, encoder=True):
 
     rng = np.random.default_rng(seed)
     n_docs = n_queries * per_query
-    docs = pd.DataFrame({"docid": [f"d{i}" for i in range(n_docs)],
-                         "title": [" ".join(rng.choice(WORDS, size=rng.integers(2, 7))) for _ in range(n_docs)],
-                         "body": [" ".join(rng.choice(WORDS, size=rng.integers(5, 20))) for _ in range(n_docs)]})
-    queries = pd.DataFrame({"qid": [f"q{i}" for i in range(n_queries)],
-                            "query": [" ".join(rng.choice(WORDS, size=rng.integers(1, 4))) for _ in range(n_queries)]})
+    docs = pd.DataFrame(
+        {
+            "docid": [f"d{i}" for i in range(n_docs)],
+            "title": [" ".join(rng.choice(WORDS, size=rng.integers(2, 7))) for _ in range(n_docs)],
+            "body": [" ".join(rng.choice(WORDS, size=rng.integers(5, 20))) for _ in range(n_docs)],
+        }
+    )
+    queries = pd.DataFrame(
+        {
+            "qid": [f"q{i}" for i in range(n_queries)],
+            "query": [" ".join(rng.choice(WORDS, size=rng.integers(1, 4))) for _ in range(n_queries)],
+        }
+    )
     qid = np.repeat(queries.qid.to_numpy(dtype=object), per_query)
     docid = rng.permutation(docs.docid.to_numpy(dtype=object))[: len(qid)]
     qtext = dict(zip(queries.qid, queries["query"]))
     ttext = dict(zip(docs.docid, docs.title))
     label = np.array([len(set(qtext[q].split()) & set(ttext[d].split())) for q, d in zip(qid, docid)], dtype=float)
-    base = RankingSet(qid=qid, label=np.minimum(label, 3), X=np.zeros((len(qid), 0), np.float32),
-                      feature_map=FeatureMap(), docid=docid)
+    base = RankingSet(
+        qid=qid,
+        label=np.minimum(label, 3),
+        X=np.zeros((len(qid), 0), np.float32),
+        feature_map=FeatureMap(),
+        docid=docid,
+    )
     extractors = lexical_extractors(["bm25", "tf", "coverage", "query_len"], fields=["title", "body"])
     paths = {"corpus": root / "corpus.npz", "ranker": root / "ranker.txt", "encoder": root / "clsm.ltrenc"}
     if encoder:
@@ -157,8 +192,9 @@ def assert_scores_equal_offline(scorer, world, qids, *, features_tol: float, sco
     qtext = dict(zip(world["queries"].qid, world["queries"]["query"]))
     for qid in qids:
         rows, cands = candidates_of(world, qid)
-        np.testing.assert_allclose(scorer.features(qtext[qid], cands), world["data"].X[rows], atol=features_tol,
-                                   rtol=features_tol)
+        np.testing.assert_allclose(
+            scorer.features(qtext[qid], cands), world["data"].X[rows], atol=features_tol, rtol=features_tol
+        )
         np.testing.assert_allclose(scorer.score(qtext[qid], cands), offline[rows], atol=scores_tol)
 
 
@@ -174,14 +210,30 @@ def tiny_encoder(arch, **kw):
 
     hasher = TrigramHasher(min_count=kw.pop("min_count", 1), n_buckets=kw.pop("n_buckets", None)).fit(TEXTS)
     torch.manual_seed(1)
-    return Encoder(hasher, TwoTowerModel(model_config(arch, hasher.n_features_, **kw)),
-                   training={"validation": {"ndcg@10": 0.5}})
+    return Encoder(
+        hasher, TwoTowerModel(model_config(arch, hasher.n_features_, **kw)), training={"validation": {"ndcg@10": 0.5}}
+    )
 
 
 # DeepMatch settings small enough for a unit test
-TINY = dict(topics=(6, 3), patch_words=4, min_links=2, max_links=4, units=(2, 2), latent=3, committee=6,
-            lda_iter=5, min_df=1, epochs=3, batch_size=16, lr=2e-2, val_fraction=0.25, patience=3, threads=1,
-            progress=False)
+TINY = dict(
+    topics=(6, 3),
+    patch_words=4,
+    min_links=2,
+    max_links=4,
+    units=(2, 2),
+    latent=3,
+    committee=6,
+    lda_iter=5,
+    min_df=1,
+    epochs=3,
+    batch_size=16,
+    lr=2e-2,
+    val_fraction=0.25,
+    patience=3,
+    threads=1,
+    progress=False,
+)
 
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

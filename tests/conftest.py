@@ -1,4 +1,5 @@
 """Shared fixtures over the data builders of ``builders.py`` (plain functions, importable by tests)."""
+
 from __future__ import annotations
 
 import pytest

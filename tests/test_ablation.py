@@ -1,4 +1,5 @@
 """Ablation engine: feature-set planning, fold checks, paired runs, the planted-signal lift, fold loading."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,15 @@ from hypothesis import strategies as st
 
 from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.rankers.ablation import (FeatureSet, Fold, head_to_head, load_letor_folds, plan_feature_sets, run_ablation,
-                              summarise)
+from ltrfeat.rankers.ablation import (
+    FeatureSet,
+    Fold,
+    head_to_head,
+    load_letor_folds,
+    plan_feature_sets,
+    run_ablation,
+    summarise,
+)
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.features.metrics import evaluate_queries
 from builders import NAMES, FAST, planted_folds, write_folds
@@ -42,9 +50,16 @@ def test_plan_has_base_each_group_all_and_alone_sets():
     fmap = _map(["bm25_title", "bm25_body", "tfidf", "clsm_cos", "dssm_cos", "dssm_body"])
     sets = plan_feature_sets(fmap, base="1-3", neural={"clsm": "clsm_cos", "dssm": ["dssm_cos", 6]})
     assert [(s.name, s.kind) for s in sets] == [
-        ("lexical", "ranker"), ("lexical+clsm", "ranker"), ("lexical+dssm", "ranker"), ("lexical+all", "ranker"),
-        ("clsm_cos", "alone"), ("dssm_cos", "alone"), ("dssm_body", "alone"), ("bm25_title", "alone"),
-        ("bm25_body", "alone")]
+        ("lexical", "ranker"),
+        ("lexical+clsm", "ranker"),
+        ("lexical+dssm", "ranker"),
+        ("lexical+all", "ranker"),
+        ("clsm_cos", "alone"),
+        ("dssm_cos", "alone"),
+        ("dssm_body", "alone"),
+        ("bm25_title", "alone"),
+        ("bm25_body", "alone"),
+    ]
     by_name = {s.name: s.columns for s in sets}
     assert by_name["lexical"] == ["bm25_title", "bm25_body", "tfidf"]
     assert by_name["lexical+dssm"] == ["bm25_title", "bm25_body", "tfidf", "dssm_cos", "dssm_body"]
@@ -60,10 +75,17 @@ def test_plan_single_group_has_no_all_set_and_alone_spec():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["bm25", "tf", "idf", "len", "clsm", "dssm", "pr"]), min_size=2, max_size=7,
-                unique=True).flatmap(lambda names: st.tuples(
-                    st.just(names), st.integers(1, len(names) - 1),
-                    st.lists(st.integers(0, 2), min_size=len(names), max_size=len(names)))))
+@given(
+    st.lists(
+        st.sampled_from(["bm25", "tf", "idf", "len", "clsm", "dssm", "pr"]), min_size=2, max_size=7, unique=True
+    ).flatmap(
+        lambda names: st.tuples(
+            st.just(names),
+            st.integers(1, len(names) - 1),
+            st.lists(st.integers(0, 2), min_size=len(names), max_size=len(names)),
+        )
+    )
+)
 def test_plan_invariants(case):
     names, n_base, group_of = case
     fmap = _map(names)
@@ -79,19 +101,23 @@ def test_plan_invariants(case):
     assert len(rankers) == 1 + len(groups) + (len(groups) > 1)
     for s in rankers:
         assert s.columns[:n_base] == base and s.columns == [n for n in names if n in s.columns]
-    assert [s.columns[0] for s in sets if s.kind == "alone"] == \
-        [n for cols in groups.values() for n in cols] + (["bm25"] if "bm25" in base else [])
+    assert [s.columns[0] for s in sets if s.kind == "alone"] == [n for cols in groups.values() for n in cols] + (
+        ["bm25"] if "bm25" in base else []
+    )
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"base": "1-3", "neural": {"g": "3"}}, "is also a base feature"),
-    ({"base": "1-2", "neural": {"g": "nope"}}, "no feature named 'nope'"),
-    ({"base": "9-12", "neural": {"g": "3"}}, "no feature ids in range"),
-    ({"base": "1-2", "neural": {}}, "no neural feature group"),
-    ({"base": "", "neural": {"g": "3"}}, "base feature selection is empty"),
-    ({"base": "1-2", "neural": {"bad name": "3"}}, "neural group name"),
-    ({"base": "1-2", "neural": {"g": "3"}, "base_name": "clsm_cos"}, "two feature sets would be named"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"base": "1-3", "neural": {"g": "3"}}, "is also a base feature"),
+        ({"base": "1-2", "neural": {"g": "nope"}}, "no feature named 'nope'"),
+        ({"base": "9-12", "neural": {"g": "3"}}, "no feature ids in range"),
+        ({"base": "1-2", "neural": {}}, "no neural feature group"),
+        ({"base": "", "neural": {"g": "3"}}, "base feature selection is empty"),
+        ({"base": "1-2", "neural": {"bad name": "3"}}, "neural group name"),
+        ({"base": "1-2", "neural": {"g": "3"}, "base_name": "clsm_cos"}, "two feature sets would be named"),
+    ],
+)
 def test_plan_rejects_bad_selections(kwargs, message):
     with pytest.raises(LtrfeatError, match=message):
         plan_feature_sets(_map(["bm25_title", "tfidf", "clsm_cos"]), **kwargs)
@@ -135,10 +161,10 @@ def test_runs_are_paired_over_folds_sets_and_seeds(result, folds, sets):
 
 def test_per_query_values_are_the_seed_average(result, folds, sets):
     fold, fs = folds[1], sets[1]
-    scores = [LambdaMART(**FAST, seed=s, features=fs.columns).fit(fold.train, fold.valid).predict(fold.test)
-              for s in (0, 1)]
-    expected = sum(evaluate_queries(fold.test.qid, fold.test.label, sc, result.metrics)["ndcg@10"]
-                   for sc in scores) / 2
+    scores = [
+        LambdaMART(**FAST, seed=s, features=fs.columns).fit(fold.train, fold.valid).predict(fold.test) for s in (0, 1)
+    ]
+    expected = sum(evaluate_queries(fold.test.qid, fold.test.label, sc, result.metrics)["ndcg@10"] for sc in scores) / 2
     got = result.per_query.query("feature_set == @fs.name and fold == @fold.name").set_index("qid")["ndcg@10"]
     np.testing.assert_allclose(got.loc[expected.index].to_numpy(), expected.to_numpy(), equal_nan=True)
 
@@ -167,8 +193,12 @@ def test_alone_puts_nan_last_and_keeps_ties():
 
 def test_on_run_and_reruns_are_identical(folds, sets):
     seen = []
-    kw = dict(seeds=(3,), ranker_params=FAST | {"params": {"bagging_fraction": 0.7, "bagging_freq": 1}},
-              metrics="ndcg@10,map", progress=False)
+    kw = dict(
+        seeds=(3,),
+        ranker_params=FAST | {"params": {"bagging_fraction": 0.7, "bagging_freq": 1}},
+        metrics="ndcg@10,map",
+        progress=False,
+    )
     first = run_ablation(folds[:2], sets[:2], on_run=seen.append, **kw)
     second = run_ablation(folds[:2], sets[:2], **kw)
     assert [(r["fold"], r["feature_set"]) for r in seen] == [(f.name, s.name) for f in folds[:2] for s in sets[:2]]
@@ -179,14 +209,21 @@ def test_on_run_and_reruns_are_identical(folds, sets):
 
 def test_seed_effect_tells_deterministic_training_apart(result, folds, sets):
     assert result.seed_effect == {"lexical": False, "lexical+clsm": False}  # no subsampling: seeds are inert
-    bagged = run_ablation(folds[:1], sets[:1], seeds=(0, 1), metrics="ndcg@10", progress=False,
-                          ranker_params=FAST | {"params": {"bagging_fraction": 0.5, "bagging_freq": 1}})
+    bagged = run_ablation(
+        folds[:1],
+        sets[:1],
+        seeds=(0, 1),
+        metrics="ndcg@10",
+        progress=False,
+        ranker_params=FAST | {"params": {"bagging_fraction": 0.5, "bagging_freq": 1}},
+    )
     assert bagged.seed_effect == {"lexical": True}
 
 
 def test_xgboost_engine(folds, sets):
-    res = run_ablation(folds[:1], sets[:2], engine="xgboost", seeds=(0,), ranker_params=FAST, metrics="ndcg@10",
-                       progress=False)
+    res = run_ablation(
+        folds[:1], sets[:2], engine="xgboost", seeds=(0,), ranker_params=FAST, metrics="ndcg@10", progress=False
+    )
     assert res.config["engine_params"]["objective"] == "rank:ndcg"
     means = res.per_query.groupby("feature_set")["ndcg@10"].mean()
     assert means["lexical+clsm"] > means["lexical"]
@@ -196,8 +233,15 @@ def test_xgboost_engine(folds, sets):
 
 # -- fold checks --------------------------------------------------------------------------
 def test_query_tested_in_two_folds_is_an_error(folds, sets):
-    twice = [folds[0], dataclasses.replace(folds[1], test=folds[0].test, valid=None, train=folds[1].train.take(
-        ~np.isin(folds[1].train.qid, folds[0].test.qid)))]
+    twice = [
+        folds[0],
+        dataclasses.replace(
+            folds[1],
+            test=folds[0].test,
+            valid=None,
+            train=folds[1].train.take(~np.isin(folds[1].train.qid, folds[0].test.qid)),
+        ),
+    ]
     with pytest.raises(LtrfeatError, match=r"query 'q0' is in the test sets of folds 'Fold1' and 'Fold2'"):
         run_ablation(twice, sets, progress=False)
 
@@ -210,14 +254,17 @@ def test_train_test_leak_and_missing_feature_are_errors(folds, sets):
         run_ablation(folds, [FeatureSet("x", ["bm25_title", "dssm_cos"])], progress=False)
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"engine": "catboost"}, "unknown engine"),
-    ({"seeds": (1, 1)}, "seeds must be distinct"),
-    ({"seeds": ()}, "seeds must be distinct"),
-    ({"ranker_params": {"seed": 3}}, "may not set 'seed'"),
-    ({"metrics": "ndcg@0"}, "unknown metric"),
-    ({"gain": "cubic"}, "gain must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"engine": "catboost"}, "unknown engine"),
+        ({"seeds": (1, 1)}, "seeds must be distinct"),
+        ({"seeds": ()}, "seeds must be distinct"),
+        ({"ranker_params": {"seed": 3}}, "may not set 'seed'"),
+        ({"metrics": "ndcg@0"}, "unknown metric"),
+        ({"gain": "cubic"}, "gain must be one of"),
+    ],
+)
 def test_bad_run_options(folds, sets, kwargs, message):
     with pytest.raises(LtrfeatError, match=message):
         run_ablation(folds, sets, progress=False, **kwargs)
@@ -234,8 +281,9 @@ def test_no_relevant_conventions_change_the_pooled_queries(folds, sets):
     zero = summarise(run_ablation([fold0], alone, no_relevant="zero", progress=False), n_resamples=200)
     assert excluded["results"][0]["n_queries"] == 49 and zero["results"][0]["n_queries"] == 50
     with pytest.raises(LtrfeatError, match="no test query has a relevant document"):
-        run_ablation([dataclasses.replace(fold, test=dataclasses.replace(fold.test, label=label * 0))], alone,
-                     progress=False)
+        run_ablation(
+            [dataclasses.replace(fold, test=dataclasses.replace(fold.test, label=label * 0))], alone, progress=False
+        )
 
 
 # -- summary ------------------------------------------------------------------------------
@@ -246,15 +294,27 @@ def test_summary_contract_and_holm_over_all_comparisons(result):
     for r in summary["results"]:
         assert set(r) >= {"feature_set", "metric", "mean", "ci95", "n_queries"}
         assert r["ci95"][0] <= r["mean"] <= r["ci95"][1] and r["n_queries"] <= 150
-    keys = {"baseline", "variant", "metric", "delta", "relative", "p_ttest", "p_randomization", "p_holm", "wins",
-            "ties", "losses"}
+    keys = {
+        "baseline",
+        "variant",
+        "metric",
+        "delta",
+        "relative",
+        "p_ttest",
+        "p_randomization",
+        "p_holm",
+        "wins",
+        "ties",
+        "losses",
+    }
     for c in summary["comparisons"]:
         assert set(c) >= keys and c["variant"] == "lexical+clsm"
         assert c["p_holm"] >= c["p_randomization"]
         assert c["wins"] + c["ties"] + c["losses"] == c["n_queries"]
     smallest = min(c["p_randomization"] for c in summary["comparisons"])
     assert min(c["p_holm"] for c in summary["comparisons"]) == pytest.approx(
-        min(1.0, smallest * len(summary["comparisons"])))
+        min(1.0, smallest * len(summary["comparisons"]))
+    )
     reverse = summarise(result, baseline="lexical+clsm", n_resamples=500)
     assert all(c["variant"] == "lexical" and c["delta"] < 0 for c in reverse["comparisons"][:3])
     with pytest.raises(LtrfeatError, match="not a ranker set"):
@@ -309,8 +369,9 @@ def test_head_to_head_pairs_queries_by_fold_and_qid_and_skips_excluded_ones():
     for fold in ("f1", "f2"):
         for q in range(5):  # the same qids in both folds are different queries
             for name, value in (("a", 0.5), ("b", 0.5 + 0.1 * (q % 2)), ("c", np.nan if q == 0 else 0.2)):
-                rows.append({"feature_set": name, "fold": fold, "qid": str(q), "n_docs": 3, "n_relevant": 1,
-                             "ndcg@1": value})
+                rows.append(
+                    {"feature_set": name, "fold": fold, "qid": str(q), "n_docs": 3, "n_relevant": 1, "ndcg@1": value}
+                )
     per_query = pd.DataFrame(rows)
     ab, ac = head_to_head(per_query, [("a", "b"), ("a", "c")], ["ndcg@1"], n_resamples=200)
     assert ab["n_queries"] == 10 and ab["delta"] == pytest.approx(0.04) and (ab["wins"], ab["ties"]) == (4, 6)

@@ -9,7 +9,18 @@ from ltrfeat.features.analysis import ENGLISH_STOPWORDS, Analyzer
 
 def test_lowercase_and_punctuation_split_words():
     assert Analyzer().tokens("Simpson Strong-Tie 12-Gauge, 3/4 in. snake_case & Co.") == [
-        "simpson", "strong", "tie", "12", "gauge", "3", "4", "in", "snake", "case", "co"]
+        "simpson",
+        "strong",
+        "tie",
+        "12",
+        "gauge",
+        "3",
+        "4",
+        "in",
+        "snake",
+        "case",
+        "co",
+    ]
 
 
 def test_case_kept_when_asked():
@@ -51,8 +62,11 @@ def test_text_holding_the_internal_separator_falls_back_to_per_text():
 
 
 def test_json_round_trip():
-    for a in [Analyzer(), Analyzer(lowercase=False, stopwords=("x", "y"), stemmer="porter"),
-              Analyzer(stopwords="english")]:
+    for a in [
+        Analyzer(),
+        Analyzer(lowercase=False, stopwords=("x", "y"), stemmer="porter"),
+        Analyzer(stopwords="english"),
+    ]:
         assert Analyzer.from_json(a.to_json()) == a
 
 
@@ -69,8 +83,10 @@ def test_lone_surrogates_break_words():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.text(max_size=30), max_size=8),
-       st.sampled_from([Analyzer(), Analyzer(stopwords="english", stemmer="english"), Analyzer(lowercase=False)]))
+@given(
+    st.lists(st.text(max_size=30), max_size=8),
+    st.sampled_from([Analyzer(), Analyzer(stopwords="english", stemmer="english"), Analyzer(lowercase=False)]),
+)
 def test_batch_analysis_equals_one_text_at_a_time(texts, analyzer):
     flat, offsets = analyzer.analyze_flat(texts)
     assert len(offsets) == len(texts) + 1 and offsets[0] == 0 and offsets[-1] == len(flat)

@@ -1,5 +1,6 @@
 """The benchmark runner's own logic on synthetic inputs: target evaluation, the summary, the growth-exponent
 fit, stage times of the demo, the profile summaries, and the runner's exit status. No real benchmark runs."""
+
 from __future__ import annotations
 
 import json
@@ -24,13 +25,13 @@ from benchmarks import bench_end_to_end, bench_scaling, profile_stages, run_all 
 @given(exponent=st.floats(0.2, 2.5), coef=st.floats(1e-6, 1e3))
 def test_fit_exponent_recovers_an_exact_power_law(exponent, coef):
     sizes = [1e4, 1e5, 1e6]
-    assert bench_scaling.fit_exponent(sizes, [coef * n ** exponent for n in sizes]) == pytest.approx(exponent, abs=1e-9)
+    assert bench_scaling.fit_exponent(sizes, [coef * n**exponent for n in sizes]) == pytest.approx(exponent, abs=1e-9)
 
 
 def test_fit_exponent_is_a_least_squares_slope_under_noise():
     rng = np.random.default_rng(0)
     sizes = np.geomspace(1e3, 1e6, 12)
-    values = 3e-5 * sizes ** 1.1 * np.exp(rng.normal(0, 0.05, sizes.size))
+    values = 3e-5 * sizes**1.1 * np.exp(rng.normal(0, 0.05, sizes.size))
     assert bench_scaling.fit_exponent(sizes, values) == pytest.approx(1.1, abs=0.05)
     slope = np.polyfit(np.log(sizes), np.log(values), 1)[0]
     assert bench_scaling.fit_exponent(sizes, values) == pytest.approx(slope)
@@ -80,8 +81,9 @@ def test_run_stage_skips_sizes_beyond_the_budget(monkeypatch):
 
 
 def test_plot_stage_writes_a_png(tmp_path):
-    s = bench_scaling.summarise_stage([_point(10, 1.0, 2 ** 20), _point(100, 9.0, 2 ** 21),
-                                       {"size": 1000, "status": "skipped"}])
+    s = bench_scaling.summarise_stage(
+        [_point(10, 1.0, 2**20), _point(100, 9.0, 2**21), {"size": 1000, "status": "skipped"}]
+    )
     bench_scaling.plot_stage("extraction", s, tmp_path / "p.png")
     assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -91,10 +93,17 @@ def _target(op, goal, path="x", unit="x", results="b"):
     return run_all.Target("t", results, run_all.figure(path), op, goal, unit)
 
 
-@pytest.mark.parametrize("op,goal,value,status,vs_goal", [
-    (">=", 2, 4.0, "met", "2.00"), (">=", 2, 1.0, "missed", "0.50"), (">=", 2, 2.0, "met", "1.00"),
-    ("<=", 10, 5.0, "met", "2.00"), ("<=", 10, 20.0, "missed", "0.50"), ("<=", 10, 10.0, "met", "1.00"),
-])
+@pytest.mark.parametrize(
+    "op,goal,value,status,vs_goal",
+    [
+        (">=", 2, 4.0, "met", "2.00"),
+        (">=", 2, 1.0, "missed", "0.50"),
+        (">=", 2, 2.0, "met", "1.00"),
+        ("<=", 10, 5.0, "met", "2.00"),
+        ("<=", 10, 20.0, "missed", "0.50"),
+        ("<=", 10, 10.0, "met", "1.00"),
+    ],
+)
 def test_evaluate_met_missed_and_the_ratio(op, goal, value, status, vs_goal):
     row = run_all.evaluate(_target(op, goal), {"figures": {"x": value}})
     assert (row.status, row.vs_goal) == (status, vs_goal)
@@ -115,13 +124,27 @@ def test_figure_reads_nested_paths_and_notes():
 
 
 def test_scaling_point_names_the_largest_measured_size_when_the_target_size_is_missing():
-    figures = {"stages": {"extraction": {"points": [_point(10_000, 1.0, 2 ** 30),
-                                                    {"size": 1_000_000, "status": "skipped: about 900 s expected"}]}}}
+    figures = {
+        "stages": {
+            "extraction": {
+                "points": [_point(10_000, 1.0, 2**30), {"size": 1_000_000, "status": "skipped: about 900 s expected"}]
+            }
+        }
+    }
     m = run_all.scaling_point("extraction", 1_000_000, "peak_rss_bytes", 1 / run_all.GIB)(figures)
     assert m.value is None and "skipped" in m.note and "largest measured: 10,000 at 1.00 GiB" in m.note
-    figures["stages"]["extraction"]["points"][1] = _point(1_000_000, 60.0, 3 * 2 ** 30)
-    row = run_all.evaluate(run_all.Target("rss", "scaling", run_all.scaling_point(
-        "extraction", 1_000_000, "peak_rss_bytes", 1 / run_all.GIB), "<=", 2, "GiB"), {"figures": figures})
+    figures["stages"]["extraction"]["points"][1] = _point(1_000_000, 60.0, 3 * 2**30)
+    row = run_all.evaluate(
+        run_all.Target(
+            "rss",
+            "scaling",
+            run_all.scaling_point("extraction", 1_000_000, "peak_rss_bytes", 1 / run_all.GIB),
+            "<=",
+            2,
+            "GiB",
+        ),
+        {"figures": figures},
+    )
     assert (row.measured, row.status) == ("3.00 GiB", "missed")
 
 
@@ -152,11 +175,19 @@ def test_every_target_reads_a_results_file_some_benchmark_writes():
 
 
 def test_ratio_figures_flattens_and_filters():
-    figures = {"speed_ratio": 2.0, "seconds": 3.0, "nested": {"a_vs_b": 4.0, "max_abs_diff_vs_x": 1e-7},
-               "targets": {"clsm_vs_minilm": 100}, "flag_ratio": True,
-               "sparse_vs_dense": {"rows_per_s": 5.0, "sparse_vs_dense": 2.5}}
-    assert run_all.ratio_figures(figures) == [("speed_ratio", 2.0), ("nested.a_vs_b", 4.0),
-                                              ("sparse_vs_dense.sparse_vs_dense", 2.5)]
+    figures = {
+        "speed_ratio": 2.0,
+        "seconds": 3.0,
+        "nested": {"a_vs_b": 4.0, "max_abs_diff_vs_x": 1e-7},
+        "targets": {"clsm_vs_minilm": 100},
+        "flag_ratio": True,
+        "sparse_vs_dense": {"rows_per_s": 5.0, "sparse_vs_dense": 2.5},
+    }
+    assert run_all.ratio_figures(figures) == [
+        ("speed_ratio", 2.0),
+        ("nested.a_vs_b", 4.0),
+        ("sparse_vs_dense.sparse_vs_dense", 2.5),
+    ]
 
 
 def _results(tmp_path, name, figures, mtime=None):
@@ -165,6 +196,7 @@ def _results(tmp_path, name, figures, mtime=None):
     path.write_text(json.dumps({"benchmark": name, "figures": figures, "environment": environment}))
     if mtime is not None:
         import os
+
         os.utime(path, (mtime, mtime))
     return path
 
@@ -187,20 +219,39 @@ def test_summary_lists_every_target_with_status_and_freshness(tmp_path):
 
 
 def test_summary_renders_scaling_end_to_end_and_profiles(tmp_path):
-    scaling = {"profile": "full", "memory_method": "VmHWM", "stages": {"extraction": bench_scaling.summarise_stage(
-        [_point(10_000, 1.0, 2 ** 28), _point(100_000, 10.0, 2 ** 29)]) | {"plot": "scaling_extraction.png"}}}
-    end_to_end = {"demo": {"status": "ok", "wall_s": 240.0, "budget_s": 300.0, "stages_s": {"world": 3.0}},
-                  "demo_quick": {"status": "timed out after 900 s", "budget_s": 60.0}, "full_over_quick": 4.0}
-    profiles = {"workload": "ltrfeat demo --quick", "stages_s": {"encoders": 40.0, "ablation": 5.0},
-                "slowest": [{"stage": "encoders", "seconds": 40.0, "share_of_demo": 0.8, "tree": "profile_encoders.txt",
-                             "top_self": [{"frame": "run_backward (<built-in>:0)", "self_seconds": 20.0,
-                                           "share_of_stage": 0.5}]}]}
+    scaling = {
+        "profile": "full",
+        "memory_method": "VmHWM",
+        "stages": {
+            "extraction": bench_scaling.summarise_stage([_point(10_000, 1.0, 2**28), _point(100_000, 10.0, 2**29)])
+            | {"plot": "scaling_extraction.png"}
+        },
+    }
+    end_to_end = {
+        "demo": {"status": "ok", "wall_s": 240.0, "budget_s": 300.0, "stages_s": {"world": 3.0}},
+        "demo_quick": {"status": "timed out after 900 s", "budget_s": 60.0},
+        "full_over_quick": 4.0,
+    }
+    profiles = {
+        "workload": "ltrfeat demo --quick",
+        "stages_s": {"encoders": 40.0, "ablation": 5.0},
+        "slowest": [
+            {
+                "stage": "encoders",
+                "seconds": 40.0,
+                "share_of_demo": 0.8,
+                "tree": "profile_encoders.txt",
+                "top_self": [{"frame": "run_backward (<built-in>:0)", "self_seconds": 20.0, "share_of_stage": 0.5}],
+            }
+        ],
+    }
     for name, figures in (("scaling", scaling), ("end_to_end", end_to_end), ("profiles", profiles)):
         _results(tmp_path, name, figures)
     outcome = run_all.Outcome(run_all.BENCHMARKS[0], "crashed (exit 1)", 12.0)
     runs = run_all.runs_record([outcome], profile="full", started=0.0)
-    text = run_all.summary_markdown(run_all.load_results(["scaling", "end_to_end", "profiles"], tmp_path), runs,
-                                    since=None, profile="full")
+    text = run_all.summary_markdown(
+        run_all.load_results(["scaling", "end_to_end", "profiles"], tmp_path), runs, since=None, profile="full"
+    )
     assert "![extraction scaling](scaling_extraction.png)" in text
     assert "| **extraction** | exponent | N^1.00 | N^0.30 |  |" in text
     assert "| extraction time growth exponent (near-linear) | ≤ 1.15 | 1.00 | 1.15 | met |" in text
@@ -234,12 +285,18 @@ def test_run_benchmark_statuses(tmp_path, monkeypatch):
     assert bad.status == "crashed (exit 3)" and bad.crashed
 
     (tmp_path / "slow.py").write_text("import time; time.sleep(30)\n")
-    slow = run_all.run_benchmark(run_all.Benchmark("slow.py", "slow", timeout_s=1), quick=False, time_left=60,
-                                 results=tmp_path)
+    slow = run_all.run_benchmark(
+        run_all.Benchmark("slow.py", "slow", timeout_s=1), quick=False, time_left=60, results=tmp_path
+    )
     assert slow.status == "timed out after 1 s" and not slow.crashed and slow.seconds < 20
 
-    absent = run_all.run_benchmark(run_all.Benchmark("ok.py", "ok", needs=("nowhere",)), quick=False, time_left=60,
-                                   datasets=tmp_path, results=tmp_path)
+    absent = run_all.run_benchmark(
+        run_all.Benchmark("ok.py", "ok", needs=("nowhere",)),
+        quick=False,
+        time_left=60,
+        datasets=tmp_path,
+        results=tmp_path,
+    )
     assert absent.status.startswith("skipped: data set nowhere absent")
     spent = run_all.run_benchmark(ok, quick=False, time_left=5, results=tmp_path)
     assert spent.status == "skipped: the time budget is spent"
@@ -250,8 +307,9 @@ def test_elastic_budget_leaves_room_for_the_benchmarks_after_it():
     assert run_all.arguments(bench, quick=False, time_left=1800, reserved=300) == ["--x", "--budget", "600"]
     assert run_all.arguments(bench, quick=False, time_left=800, reserved=500) == ["--x", "--budget", "300"]
     assert run_all.arguments(bench, quick=True, time_left=100, reserved=500) == ["--quick", "--budget", "60"]
-    assert run_all.arguments(run_all.Benchmark("t.py", "t", full=("--y",)), quick=False, time_left=10,
-                             reserved=0) == ["--y"]
+    assert run_all.arguments(run_all.Benchmark("t.py", "t", full=("--y",)), quick=False, time_left=10, reserved=0) == [
+        "--y"
+    ]
 
 
 def test_main_exits_non_zero_only_on_a_crash(tmp_path, monkeypatch, capsys):
@@ -263,8 +321,9 @@ def test_main_exits_non_zero_only_on_a_crash(tmp_path, monkeypatch, capsys):
     assert run_all.main(["--budget", "60"]) == 0  # every target unmeasured: reported, not fatal
     summary = (tmp_path / "results" / "SUMMARY.md").read_text()
     assert "0 of 15 targets met" in summary and "| fine.py | ok |" in summary
-    monkeypatch.setattr(run_all, "BENCHMARKS", (run_all.Benchmark("fine.py", "fine"),
-                                                run_all.Benchmark("boom.py", "b")))
+    monkeypatch.setattr(
+        run_all, "BENCHMARKS", (run_all.Benchmark("fine.py", "fine"), run_all.Benchmark("boom.py", "b"))
+    )
     assert run_all.main(["--budget", "60"]) == 1
     assert "crashed: boom.py" in capsys.readouterr().err
     assert run_all.main(["--summary-only"]) == 0  # keeps the last run's table
@@ -276,10 +335,17 @@ def test_main_exits_non_zero_only_on_a_crash(tmp_path, monkeypatch, capsys):
 
 # -- end to end and profiles ---------------------------------------------------------------------------------------
 def test_stage_seconds_from_progress_lines():
-    events = [(0.5, "1/4 generating the world"), (0.6, "    800 documents"), (2.0, "2/4 training encoders"),
-              (12.0, "3/4 extracting"), (13.0, "4/4 ablation: 3 folds"), (14.0, "  x 1/4 not a stage")]
+    events = [
+        (0.5, "1/4 generating the world"),
+        (0.6, "    800 documents"),
+        (2.0, "2/4 training encoders"),
+        (12.0, "3/4 extracting"),
+        (13.0, "4/4 ablation: 3 folds"),
+        (14.0, "  x 1/4 not a stage"),
+    ]
     assert bench_end_to_end.stage_seconds(events, end=20.0) == pytest.approx(
-        {"world": 1.5, "encoders": 10.0, "extraction": 1.0, "ablation": 7.0})
+        {"world": 1.5, "encoders": 10.0, "extraction": 1.0, "ablation": 7.0}
+    )
     assert bench_end_to_end.stage_seconds([], end=3.0) == {}
 
 
@@ -290,30 +356,53 @@ def test_homedepot_ablation_from_timings(tmp_path):
     run = bench_end_to_end.homedepot_ablation(tmp_path)
     assert run["wall_s"] == 1200.0 and "lower bound" in run["note"]
     (tmp_path / "timings.json").write_text(json.dumps({"total_seconds": 1200.0, "wall_seconds": 2000.0}))
-    assert bench_end_to_end.homedepot_ablation(tmp_path) == {"status": "ok", "wall_s": 2000.0,
-                                                            "source": str(tmp_path / "timings.json")}
+    assert bench_end_to_end.homedepot_ablation(tmp_path) == {
+        "status": "ok",
+        "wall_s": 2000.0,
+        "source": str(tmp_path / "timings.json"),
+    }
 
 
 def _frame(function, time_, children=(), synthetic=False):
-    return SimpleNamespace(function=function, file_path_short="m.py", file_path="/x/m.py", line_no=1, time=time_,
-                           children=list(children), is_synthetic=synthetic)
+    return SimpleNamespace(
+        function=function,
+        file_path_short="m.py",
+        file_path="/x/m.py",
+        line_no=1,
+        time=time_,
+        children=list(children),
+        is_synthetic=synthetic,
+    )
 
 
 def test_profile_tree_merges_call_sites_and_ranks_stages():
-    root = _frame("demo", 10.0, [
-        _frame("_train_encoders", 7.0, [_frame("backward", 4.0, [_frame("[self]", 4.0, synthetic=True)]),
-                                        _frame("backward", 2.0), _frame("[self]", 1.0, synthetic=True)]),
-        _frame("run_ablation", 2.5, [_frame("update", 2.5)]),
-        _frame("generate_world", 0.5),
-    ])
+    root = _frame(
+        "demo",
+        10.0,
+        [
+            _frame(
+                "_train_encoders",
+                7.0,
+                [
+                    _frame("backward", 4.0, [_frame("[self]", 4.0, synthetic=True)]),
+                    _frame("backward", 2.0),
+                    _frame("[self]", 1.0, synthetic=True),
+                ],
+            ),
+            _frame("run_ablation", 2.5, [_frame("update", 2.5)]),
+            _frame("generate_world", 0.5),
+        ],
+    )
     demo = profile_stages.call_tree(root)
     ranked = profile_stages.stages(demo)
     assert [(name, node.time) for name, node in ranked] == [("encoders", 7.0), ("ablation", 2.5), ("world", 0.5)]
     encoders = ranked[0][1]
     assert list(encoders.children) == ["backward (m.py:1)"] and encoders.children["backward (m.py:1)"].time == 6.0
     top = profile_stages.top_self_frames(encoders, 5)
-    assert [(r["frame"], r["self_seconds"]) for r in top] == [("backward (m.py:1)", 6.0),
-                                                              ("_train_encoders (m.py:1)", 1.0)]
+    assert [(r["frame"], r["self_seconds"]) for r in top] == [
+        ("backward (m.py:1)", 6.0),
+        ("_train_encoders (m.py:1)", 1.0),
+    ]
     assert math.isclose(sum(r["self_seconds"] for r in top), encoders.time)
     assert [p["frame"] for p in profile_stages.hot_path(encoders)] == ["backward (m.py:1)"]
     assert profile_stages.render_tree(encoders)[1].strip().startswith("6.00 s  85.7 %  backward")

@@ -1,4 +1,5 @@
 """The .ltrenc bundle: bit-identical round trip, clear errors for anything else, no pickle."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,17 @@ from ltrfeat.features.encoders.bundle import FORMAT, read_bundle, write_bundle
 from ltrfeat.features.errors import ModelFileError
 from builders import TEXTS, tiny_encoder as make
 
-@pytest.mark.parametrize("arch,kw", [("dssm", {}), ("clsm", {}), ("clsm", {"shared": True, "context": 2}),
-                                     ("dssm", {"n_buckets": 64}), ("dssm", {"min_count": 2})])
+
+@pytest.mark.parametrize(
+    "arch,kw",
+    [
+        ("dssm", {}),
+        ("clsm", {}),
+        ("clsm", {"shared": True, "context": 2}),
+        ("dssm", {"n_buckets": 64}),
+        ("dssm", {"min_count": 2}),
+    ],
+)
 def test_round_trip_gives_bit_identical_embeddings(tmp_path, arch, kw):
     enc = make(arch, **kw)
     path = tmp_path / "m.ltrenc"
@@ -95,9 +105,14 @@ def test_write_is_atomic(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("found, wanted, hint", [("checkpoint", "encoder", "not its checkpoint"),
-                                                 ("encoder", "checkpoint", "checkpoint file written during"),
-                                                 ("sbert-ft", "encoder", "--encoder sbert-ft=FILE")])
+@pytest.mark.parametrize(
+    "found, wanted, hint",
+    [
+        ("checkpoint", "encoder", "not its checkpoint"),
+        ("encoder", "checkpoint", "checkpoint file written during"),
+        ("sbert-ft", "encoder", "--encoder sbert-ft=FILE"),
+    ],
+)
 def test_a_bundle_of_another_kind_says_what_to_do(tmp_path, found, wanted, hint):
     path = tmp_path / "m.ltrenc"
     write_bundle(path, kind=found, header={}, tensors={"w": torch.zeros(1)})

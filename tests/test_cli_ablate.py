@@ -1,4 +1,5 @@
 """``ltrfeat ablate`` on generated LETOR folds, its errors, and the MQ2008 run (slow)."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,18 @@ from ltrfeat.cli.main import cli
 from builders import dataset_path, reproducible_report
 from builders import planted_folds, write_folds
 
-FAST = ["--n-estimators", "30", "--num-leaves", "7", "--learning-rate", "0.1", "--early-stopping-rounds", "10",
-        "--threads", "1"]
+FAST = [
+    "--n-estimators",
+    "30",
+    "--num-leaves",
+    "7",
+    "--learning-rate",
+    "0.1",
+    "--early-stopping-rounds",
+    "10",
+    "--threads",
+    "1",
+]
 
 
 def run(*args):
@@ -29,8 +40,22 @@ def folds_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ablated(folds_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("out") / "report"
-    result = run("ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--seeds", "0,1",
-                 "--resamples", "5000", "--report", out, *FAST)
+    result = run(
+        "ablate",
+        "--folds",
+        folds_dir,
+        "--base",
+        "1-3",
+        "--neural",
+        "clsm=clsm_title_cos",
+        "--seeds",
+        "0,1",
+        "--resamples",
+        "5000",
+        "--report",
+        out,
+        *FAST,
+    )
     return out, result
 
 
@@ -52,8 +77,24 @@ def test_ablate_prints_headline_and_writes_report(ablated):
 
 
 def test_without_subsampling_seeds_are_reported_inert(folds_dir, tmp_path):
-    result = run("ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--seeds", "0,1",
-                 "--resamples", "500", "--param", "bagging_fraction=1.0", "--report", tmp_path / "r", *FAST)
+    result = run(
+        "ablate",
+        "--folds",
+        folds_dir,
+        "--base",
+        "1-3",
+        "--neural",
+        "clsm=clsm_title_cos",
+        "--seeds",
+        "0,1",
+        "--resamples",
+        "500",
+        "--param",
+        "bagging_fraction=1.0",
+        "--report",
+        tmp_path / "r",
+        *FAST,
+    )
     assert result.exit_code == 0, result.output
     assert "notice: the seeds changed nothing for lexical, lexical+clsm" in result.output
     config = json.loads((tmp_path / "r" / "report.json").read_text())["config"]
@@ -63,18 +104,58 @@ def test_without_subsampling_seeds_are_reported_inert(folds_dir, tmp_path):
 def test_ablate_report_is_reproducible(folds_dir, ablated, tmp_path):
     out, _ = ablated
     again = tmp_path / "again"
-    result = run("ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--seeds", "0,1",
-                 "--resamples", "5000", "--report", again, *FAST)
+    result = run(
+        "ablate",
+        "--folds",
+        folds_dir,
+        "--base",
+        "1-3",
+        "--neural",
+        "clsm=clsm_title_cos",
+        "--seeds",
+        "0,1",
+        "--resamples",
+        "5000",
+        "--report",
+        again,
+        *FAST,
+    )
     assert result.exit_code == 0, result.output
     assert reproducible_report(again / "report.json") == reproducible_report(out / "report.json")
 
 
 def test_ablate_quick_and_options(folds_dir, tmp_path):
     out = tmp_path / "quick"
-    result = run("ablate", "--folds", folds_dir, "--base", "bm25_title,tfidf_title", "--neural", "c=4",
-                 "--alone", "len_title", "--engine", "xgboost", "--metrics", "ndcg@10,map", "--gain", "linear",
-                 "--no-relevant", "zero", "--base-name", "lex", "--quick", "--report", out, "--threads", "1",
-                 "--param", "subsample=0.7", "--seeds", "0,1")
+    result = run(
+        "ablate",
+        "--folds",
+        folds_dir,
+        "--base",
+        "bm25_title,tfidf_title",
+        "--neural",
+        "c=4",
+        "--alone",
+        "len_title",
+        "--engine",
+        "xgboost",
+        "--metrics",
+        "ndcg@10,map",
+        "--gain",
+        "linear",
+        "--no-relevant",
+        "zero",
+        "--base-name",
+        "lex",
+        "--quick",
+        "--report",
+        out,
+        "--threads",
+        "1",
+        "--param",
+        "subsample=0.7",
+        "--seeds",
+        "0,1",
+    )
     assert result.exit_code == 0, result.output
     cfg = json.loads((out / "report.json").read_text())["config"]
     assert cfg["seeds"] == [0, 1] and cfg["ranker_params"]["n_estimators"] == 50
@@ -86,13 +167,16 @@ def test_ablate_quick_and_options(folds_dir, tmp_path):
     assert "ndcg@10" in result.output and "lex+c" in result.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--neural", "clsm"], "--neural 'clsm' is not NAME=SPEC"),
-    (["--neural", "a=4", "--neural", "a=3"], "group 'a' is given twice"),
-    (["--neural", "clsm=1"], "is also a base feature"),
-    (["--neural", "clsm=dssm_cos"], "no feature named 'dssm_cos'"),
-    (["--neural", "clsm=4", "--seeds", "0,x"], "--seeds '0,x' is not a comma-separated list"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--neural", "clsm"], "--neural 'clsm' is not NAME=SPEC"),
+        (["--neural", "a=4", "--neural", "a=3"], "group 'a' is given twice"),
+        (["--neural", "clsm=1"], "is also a base feature"),
+        (["--neural", "clsm=dssm_cos"], "no feature named 'dssm_cos'"),
+        (["--neural", "clsm=4", "--seeds", "0,x"], "--seeds '0,x' is not a comma-separated list"),
+    ],
+)
 def test_ablate_bad_options_give_one_line_errors(folds_dir, tmp_path, args, message):
     out = tmp_path / "report"
     result = run("ablate", "--folds", folds_dir, "--base", "1-3", *args, "--report", out, "--quick")
@@ -103,8 +187,9 @@ def test_ablate_bad_options_give_one_line_errors(folds_dir, tmp_path, args, mess
 
 
 def test_ablate_bad_folds_and_existing_report(folds_dir, tmp_path):
-    result = run("ablate", "--folds", tmp_path / "missing", "--base", "1-3", "--neural", "c=4",
-                 "--report", tmp_path / "r")
+    result = run(
+        "ablate", "--folds", tmp_path / "missing", "--base", "1-3", "--neural", "c=4", "--report", tmp_path / "r"
+    )
     assert result.exit_code == 2 and "not a directory" in result.output and not (tmp_path / "r").exists()
 
     broken = tmp_path / "broken"
@@ -139,8 +224,24 @@ def test_ablate_mq2008_rotation(tmp_path):
         (d / "vali.txt").write_bytes(parts[(k + 3) % 5])
         (d / "test.txt").write_bytes(parts[(k + 4) % 5])
     out = tmp_path / "report"
-    result = run("ablate", "--folds", tmp_path / "MQ2008", "--base", "1-40", "--neural", "g=41-46", "--alone", "25",
-                 "--seeds", "0", "--n-estimators", "60", "--write-runs", "--report", out)
+    result = run(
+        "ablate",
+        "--folds",
+        tmp_path / "MQ2008",
+        "--base",
+        "1-40",
+        "--neural",
+        "g=41-46",
+        "--alone",
+        "25",
+        "--seeds",
+        "0",
+        "--n-estimators",
+        "60",
+        "--write-runs",
+        "--report",
+        out,
+    )
     assert result.exit_code == 0, result.output
     data = json.loads((out / "report.json").read_text())
     means = {(r["feature_set"], r["metric"]): r for r in data["results"]}
@@ -152,15 +253,28 @@ def test_ablate_mq2008_rotation(tmp_path):
     assert {r["feature_set"] for r in data["results"]} >= {"lexical", "lexical+g", "f41", "f46", "f25"}
     assert len([c for c in data["comparisons"] if c["baseline"] == "lexical"]) == 11
     # model selection on a shipped set: the recommendation is never significantly below the best single feature
-    assert not [c for c in data["comparisons"] if (c["baseline"], c["variant"]) == ("best-single", "recommended")
-                and c["delta"] < 0 and c["p_holm"] < 0.05]
+    assert not [
+        c
+        for c in data["comparisons"]
+        if (c["baseline"], c["variant"]) == ("best-single", "recommended") and c["delta"] < 0 and c["p_holm"] < 0.05
+    ]
     assert [f["test"]["queries"] for f in data["config"]["folds"]] == [156, 157, 157, 157, 157]
     assert "Fold1" in (out / "report.md").read_text()
     # the test-fold scores as a TREC run: trec-style evaluation scores the 220 judged-irrelevant queries 0,
     # so it gives the report's mean over 564 queries x 564/784 (up to the tie-break: 72 queries hold ties)
     assert data["runs"]["docids"] == "the data's docids"
-    result = run("evaluate", "--qrels", out / "runs" / "qrels.txt", "--run", out / "runs" / "recommended.run",
-                 "--metrics", "ndcg@10", "--gain", "exp2", "--json")
+    result = run(
+        "evaluate",
+        "--qrels",
+        out / "runs" / "qrels.txt",
+        "--run",
+        out / "runs" / "recommended.run",
+        "--metrics",
+        "ndcg@10",
+        "--gain",
+        "exp2",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     trec = json.loads(result.output)
     assert trec["n_queries"] == 784
@@ -171,12 +285,31 @@ def test_compare_repeats_the_report_statistics_for_any_pair(ablated):
     out, _ = ablated
     report = json.loads((out / "report.json").read_text())
     expected = next(c for c in report["comparisons"] if c["metric"] == "ndcg@1")
-    result = run("compare", out, "lexical:lexical+clsm", "lexical+clsm:lexical", "--metrics", "ndcg@1",
-                 "--resamples", "5000", "--json")
+    result = run(
+        "compare",
+        out,
+        "lexical:lexical+clsm",
+        "lexical+clsm:lexical",
+        "--metrics",
+        "ndcg@1",
+        "--resamples",
+        "5000",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     forward, backward = json.loads(result.output)
-    for key in ("base_mean", "variant_mean", "delta", "ci95_delta", "p_ttest", "p_randomization", "wins", "ties",
-                "losses", "n_queries"):
+    for key in (
+        "base_mean",
+        "variant_mean",
+        "delta",
+        "ci95_delta",
+        "p_ttest",
+        "p_randomization",
+        "wins",
+        "ties",
+        "losses",
+        "n_queries",
+    ):
         assert forward[key] == pytest.approx(expected[key]), key
     assert backward["delta"] == pytest.approx(-forward["delta"])
     assert (backward["wins"], backward["losses"]) == (forward["losses"], forward["wins"])
@@ -186,12 +319,15 @@ def test_compare_repeats_the_report_statistics_for_any_pair(ablated):
     assert "Holm-adjusted over 3 comparisons" in table.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["lexical"], "is not BASELINE:VARIANT"),
-    (["lexical:lexical"], "is not BASELINE:VARIANT"),
-    (["lexical:nope"], "'nope' is not in this ablation; use one of"),
-    (["lexical:lexical+clsm", "--metrics", "err@5"], "'err@5' was not computed"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["lexical"], "is not BASELINE:VARIANT"),
+        (["lexical:lexical"], "is not BASELINE:VARIANT"),
+        (["lexical:nope"], "'nope' is not in this ablation; use one of"),
+        (["lexical:lexical+clsm", "--metrics", "err@5"], "'err@5' was not computed"),
+    ],
+)
 def test_compare_errors(ablated, args, message):
     out, _ = ablated
     result = run("compare", out, *args)

@@ -1,4 +1,5 @@
 """``ltrfeat ablate --pairs``: text mode with cross-fitted encoders on a generated world."""
+
 from __future__ import annotations
 
 import json
@@ -10,8 +11,22 @@ from ltrfeat.cli.main import cli
 from ltrfeat.features.synth import generate_world, write_world
 from builders import reproducible_report
 
-TINY = ["--k-folds", "3", "--encoder-option", "epochs=1", "--encoder-option", 'sizes={"hidden": [32], "out": 16}',
-        "--n-estimators", "20", "--num-leaves", "7", "--resamples", "500", "--seeds", "0"]
+TINY = [
+    "--k-folds",
+    "3",
+    "--encoder-option",
+    "epochs=1",
+    "--encoder-option",
+    'sizes={"hidden": [32], "out": 16}',
+    "--n-estimators",
+    "20",
+    "--num-leaves",
+    "7",
+    "--resamples",
+    "500",
+    "--seeds",
+    "0",
+]
 
 
 def run(*args):
@@ -51,20 +66,36 @@ def test_text_mode_writes_cross_fitting_scheme_and_is_reproducible(world, tmp_pa
 
 
 def test_separate_click_table_trains_the_encoders(world, tmp_path):
-    result = run("ablate", "--pairs", world / "judged.tsv", "--train-pairs", world / "clicks.tsv",
-                 "--train-columns", "label=clicks", "--encoder", "dssm:generalized", "--encoder-option",
-                 "soft_labels=clicks", *TINY, "--report", tmp_path / "r")
+    result = run(
+        "ablate",
+        "--pairs",
+        world / "judged.tsv",
+        "--train-pairs",
+        world / "clicks.tsv",
+        "--train-columns",
+        "label=clicks",
+        "--encoder",
+        "dssm:generalized",
+        "--encoder-option",
+        "soft_labels=clicks",
+        *TINY,
+        "--report",
+        tmp_path / "r",
+    )
     assert result.exit_code == 0, result.output
     scheme = json.loads((tmp_path / "r" / "report.json").read_text())["config"]["cross_fitting"]
     assert "separate training table" in scheme["encoder_training_data"]
 
 
-@pytest.mark.parametrize("args, message", [
-    ([], "needs at least one --encoder"),
-    (["--encoder", "bert"], "unknown encoder 'bert'"),
-    (["--encoder", "clsm", "--base", "1"], "--base/--neural are for --folds"),
-    (["--encoder", "clsm", "--folds", "x"], "exactly one of --folds"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ([], "needs at least one --encoder"),
+        (["--encoder", "bert"], "unknown encoder 'bert'"),
+        (["--encoder", "clsm", "--base", "1"], "--base/--neural are for --folds"),
+        (["--encoder", "clsm", "--folds", "x"], "exactly one of --folds"),
+    ],
+)
 def test_text_mode_usage_errors(world, tmp_path, args, message):
     result = run("ablate", "--pairs", world / "judged.tsv", *args, "--report", tmp_path / "r")
     assert result.exit_code == 2 and message in result.output
@@ -76,8 +107,9 @@ def test_text_mode_usage_errors(world, tmp_path, args, message):
 def test_planted_semantic_signal_is_significant_and_control_is_not(tmp_path, semantic):
     out = tmp_path / "world"
     write_world(generate_world(seed=1, n_queries=240, n_docs=800, n_click_queries=800, semantic=semantic), out)
-    result = run("ablate", "--pairs", out / "judged.tsv", "--encoder", "dssm:generalized", "--quick",
-                 "--report", tmp_path / "r")
+    result = run(
+        "ablate", "--pairs", out / "judged.tsv", "--encoder", "dssm:generalized", "--quick", "--report", tmp_path / "r"
+    )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     lift = [c for c in report["comparisons"] if c["variant"] == "lexical+dssm-generalized"]

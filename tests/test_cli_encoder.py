@@ -1,4 +1,5 @@
 """``ltrfeat train-encoder`` end to end on small generated tables."""
+
 from __future__ import annotations
 
 import json
@@ -27,8 +28,9 @@ def test_help_shows_a_runnable_example():
 
 def test_trains_and_writes_a_loadable_bundle(tmp_path):
     path, out = write_table(tmp_path), tmp_path / "m.ltrenc"
-    result = CliRunner().invoke(cli, ["train-encoder", str(path), "--model", "dssm", "--loss", "generalized",
-                                      "--out", str(out), *FAST])
+    result = CliRunner().invoke(
+        cli, ["train-encoder", str(path), "--model", "dssm", "--loss", "generalized", "--out", str(out), *FAST]
+    )
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["best_epoch"] >= 1 and len(summary["epochs"]) == 3
@@ -41,8 +43,19 @@ def test_trains_and_writes_a_loadable_bundle(tmp_path):
 def test_column_mapping_and_resume(tmp_path):
     pairs = make_pairs().rename(columns={"query": "search_term", "doc": "title", "label": "relevance"})
     path, out, ckpt = write_table(tmp_path, pairs), tmp_path / "m.ltrenc", tmp_path / "run.ckpt"
-    args = ["train-encoder", str(path), "--columns", "query=search_term,doc=title,label=relevance",
-            "--model", "clsm", "--out", str(out), "--checkpoint", str(ckpt), *FAST]
+    args = [
+        "train-encoder",
+        str(path),
+        "--columns",
+        "query=search_term,doc=title,label=relevance",
+        "--model",
+        "clsm",
+        "--out",
+        str(out),
+        "--checkpoint",
+        str(ckpt),
+        *FAST,
+    ]
     first = CliRunner().invoke(cli, args)
     assert first.exit_code == 0, first.output
     assert ckpt.exists()

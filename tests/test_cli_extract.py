@@ -37,9 +37,23 @@ def files(tmp_path):
 def test_pairs_to_letor_then_letor_info_shows_the_named_columns(tmp_path):
     pairs = write_pairs(tmp_path)
     out = tmp_path / "out.letor"
-    res = run("extract", "--pairs", pairs, "--columns", COLUMNS, "--label-map", "linear:1:3:7",
-              "--lexical", "bm25,coverage,trigram_cos", "--out", out, "--write-texts", tmp_path / "texts",
-              "--save-corpus-stats", tmp_path / "corpus.npz")
+    res = run(
+        "extract",
+        "--pairs",
+        pairs,
+        "--columns",
+        COLUMNS,
+        "--label-map",
+        "linear:1:3:7",
+        "--lexical",
+        "bm25,coverage,trigram_cos",
+        "--out",
+        out,
+        "--write-texts",
+        tmp_path / "texts",
+        "--save-corpus-stats",
+        tmp_path / "corpus.npz",
+    )
     assert res.exit_code == 0, res.output
     assert "wrote" in res.output and "bm25_doc" in res.output
     names = ["bm25_doc", "coverage_doc", "trigram_cos_doc"]
@@ -55,13 +69,37 @@ def test_pairs_to_letor_then_letor_info_shows_the_named_columns(tmp_path):
 
     # second pass: LETOR + the written texts + the saved statistics append more columns
     out2 = tmp_path / "out2.letor"
-    res = run("extract", out, "--queries", tmp_path / "texts" / "queries.csv", "--docs", tmp_path / "texts" / "docs.csv",
-              "--corpus-stats", tmp_path / "corpus.npz", "--lexical", "lm_dirichlet,bm25", "--out", out2,
-              "--no-progress")
+    res = run(
+        "extract",
+        out,
+        "--queries",
+        tmp_path / "texts" / "queries.csv",
+        "--docs",
+        tmp_path / "texts" / "docs.csv",
+        "--corpus-stats",
+        tmp_path / "corpus.npz",
+        "--lexical",
+        "lm_dirichlet,bm25",
+        "--out",
+        out2,
+        "--no-progress",
+    )
     assert res.exit_code == 2 and "duplicate feature names" in res.output  # bm25_doc is already there
     assert not out2.exists()
-    res = run("extract", out, "--queries", tmp_path / "texts" / "queries.csv", "--docs", tmp_path / "texts" / "docs.csv",
-              "--corpus-stats", tmp_path / "corpus.npz", "--lexical", "lm_dirichlet", "--out", out2)
+    res = run(
+        "extract",
+        out,
+        "--queries",
+        tmp_path / "texts" / "queries.csv",
+        "--docs",
+        tmp_path / "texts" / "docs.csv",
+        "--corpus-stats",
+        tmp_path / "corpus.npz",
+        "--lexical",
+        "lm_dirichlet",
+        "--out",
+        out2,
+    )
     assert res.exit_code == 0, res.output
     again = read_letor(out2)
     assert again.feature_map.names == names + ["lm_dirichlet_doc"] and again.feature_map.ids == [1, 2, 3, 4]
@@ -73,8 +111,22 @@ def test_letor_input_with_fields_and_stemming(tmp_path):
     (tmp_path / "d.tsv").write_text("docid\ttitle\tbody\nA\tRun shoe\tshoes for running\nB\tcat\tred cat toys\n")
     (tmp_path / "in.letor").write_text("1 qid:1 3:0.5 #docid = A\n0 qid:1 3:0.1 #docid = B\n1 qid:2 3:0.2 #docid = B\n")
     out = tmp_path / "out.letor"
-    res = run("extract", tmp_path / "in.letor", "--queries", tmp_path / "q.tsv", "--docs", tmp_path / "d.tsv",
-              "--fields", "body", "--stem", "english", "--lexical", "tf,query_len", "--out", out)
+    res = run(
+        "extract",
+        tmp_path / "in.letor",
+        "--queries",
+        tmp_path / "q.tsv",
+        "--docs",
+        tmp_path / "d.tsv",
+        "--fields",
+        "body",
+        "--stem",
+        "english",
+        "--lexical",
+        "tf,query_len",
+        "--out",
+        out,
+    )
     assert res.exit_code == 0, res.output
     data = read_letor(out)
     assert data.feature_map.names == ["f3", "tf_sum_body", "tf_min_body", "tf_max_body", "tf_mean_body", "query_len"]
@@ -85,36 +137,85 @@ def test_missing_text_gives_one_line_error_and_no_output(tmp_path):
     (tmp_path / "q.tsv").write_text("qid\tquery\n1\tred\n")
     (tmp_path / "d.tsv").write_text("docid\ttitle\nA\tred\n")
     (tmp_path / "in.letor").write_text("1 qid:1 1:1 #docid = A\n0 qid:1 1:2 #docid = GONE\n0 qid:7 1:2 #docid = A\n")
-    res = run("extract", tmp_path / "in.letor", "--queries", tmp_path / "q.tsv", "--docs", tmp_path / "d.tsv",
-              "--lexical", "bm25", "--out", tmp_path / "out.letor")
+    res = run(
+        "extract",
+        tmp_path / "in.letor",
+        "--queries",
+        tmp_path / "q.tsv",
+        "--docs",
+        tmp_path / "d.tsv",
+        "--lexical",
+        "bm25",
+        "--out",
+        tmp_path / "out.letor",
+    )
     assert res.exit_code == 2
     line = res.output.strip()
     assert line.count("\n") == 0 and line.startswith("error: ") and "2 rows have no text" in line
     assert "GONE" in line and "(7)" in line
     assert files(tmp_path) == []
-    res = run("extract", tmp_path / "in.letor", "--queries", tmp_path / "q.tsv", "--docs", tmp_path / "d.tsv",
-              "--lexical", "bm25", "--missing", "zero", "--out", tmp_path / "out.letor")
+    res = run(
+        "extract",
+        tmp_path / "in.letor",
+        "--queries",
+        tmp_path / "q.tsv",
+        "--docs",
+        tmp_path / "d.tsv",
+        "--lexical",
+        "bm25",
+        "--missing",
+        "zero",
+        "--out",
+        tmp_path / "out.letor",
+    )
     assert res.exit_code == 0 and files(tmp_path) == ["out.letor", "out.letor.features.json"]
 
 
 def test_mismatched_encoding_is_reported_with_the_fix_and_no_output(tmp_path):
     pairs = write_pairs(tmp_path, encoding="latin-1")
-    res = run("extract", "--pairs", pairs, "--columns", COLUMNS, "--label-map", "round", "--lexical", "bm25",
-              "--out", tmp_path / "out.letor")
+    res = run(
+        "extract",
+        "--pairs",
+        pairs,
+        "--columns",
+        COLUMNS,
+        "--label-map",
+        "round",
+        "--lexical",
+        "bm25",
+        "--out",
+        tmp_path / "out.letor",
+    )
     assert res.exit_code == 2
     assert "cannot decode" in res.output and "--encoding" in res.output and "pairs.csv:7" in res.output
     assert files(tmp_path) == []
-    res = run("extract", "--pairs", pairs, "--columns", COLUMNS, "--label-map", "round", "--lexical", "bm25",
-              "--encoding", "latin-1", "--out", tmp_path / "out.letor")
+    res = run(
+        "extract",
+        "--pairs",
+        pairs,
+        "--columns",
+        COLUMNS,
+        "--label-map",
+        "round",
+        "--lexical",
+        "bm25",
+        "--encoding",
+        "latin-1",
+        "--out",
+        tmp_path / "out.letor",
+    )
     assert res.exit_code == 0, res.output
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--lexical", "bm25"], "either LETOR_IN"),
-    (["--pairs", "P", "--lexical", "bm99"], "unknown lexical feature(s) bm99"),
-    (["--pairs", "P"], "no extractor chosen"),
-    (["--pairs", "P", "--lexical", "bm25", "--corpus-stats", "NOPE.npz"], "corpus statistics file not found"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--lexical", "bm25"], "either LETOR_IN"),
+        (["--pairs", "P", "--lexical", "bm99"], "unknown lexical feature(s) bm99"),
+        (["--pairs", "P"], "no extractor chosen"),
+        (["--pairs", "P", "--lexical", "bm25", "--corpus-stats", "NOPE.npz"], "corpus statistics file not found"),
+    ],
+)
 def test_usage_errors(tmp_path, args, message):
     args = [str(write_pairs(tmp_path)) if a == "P" else a for a in args]
     res = run("extract", *args, "--columns", COLUMNS, "--label-map", "round", "--out", tmp_path / "out.letor")
@@ -137,7 +238,18 @@ def test_conflicting_doc_texts_need_a_policy(tmp_path):
     path.write_text("search_term,product_uid,product_title,relevance\na,1,x y,1\nb,1,x z,2\n")
     res = run("extract", "--pairs", path, "--columns", COLUMNS, "--lexical", "bm25", "--out", tmp_path / "out.letor")
     assert res.exit_code == 2 and "different" in res.output
-    res = run("extract", "--pairs", path, "--columns", COLUMNS, "--lexical", "bm25", "--conflicts", "first",
-              "--out", tmp_path / "out.letor")
+    res = run(
+        "extract",
+        "--pairs",
+        path,
+        "--columns",
+        COLUMNS,
+        "--lexical",
+        "bm25",
+        "--conflicts",
+        "first",
+        "--out",
+        tmp_path / "out.letor",
+    )
     assert res.exit_code == 0 and "warning:" in res.output
     assert json.loads((tmp_path / "out.letor.features.json").read_text())["features"][0]["name"] == "bm25_doc"

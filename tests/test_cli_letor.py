@@ -1,4 +1,5 @@
 """``ltrfeat letor info|validate|convert`` through click's CliRunner on small generated files."""
+
 from __future__ import annotations
 
 import json
@@ -64,7 +65,8 @@ def test_validate_ok_and_bad(runner, letor_file, tmp_path):
     result = runner.invoke(cli, ["letor", "validate", str(bad)])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        f"error: {bad}:2: feature ids are not increasing (2 then 1); sort each line's features by id and drop duplicates"]
+        f"error: {bad}:2: feature ids are not increasing (2 then 1); sort each line's features by id and drop duplicates"
+    ]
 
 
 def test_validate_noncontiguous_and_regroup_flag(runner, tmp_path):
@@ -87,8 +89,9 @@ def test_convert_round_trip_keeps_sidecar(runner, letor_file, tmp_path):
     fmap = FeatureMap.from_ids([1]).append(["bm25_title"], "lexical")
     fmap.save(FeatureMap.sidecar_path(letor_file))
     svm = tmp_path / "out" / "train.svm.gz"
-    result = runner.invoke(cli, ["letor", "convert", str(letor_file), str(svm), "--to", "svmlight", "--sparse",
-                                 "--chunk-queries", "1"])
+    result = runner.invoke(
+        cli, ["letor", "convert", str(letor_file), str(svm), "--to", "svmlight", "--sparse", "--chunk-queries", "1"]
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "train.svm.gz.query").read_text() == "2\n1\n"
     assert FeatureMap.load(FeatureMap.sidecar_path(svm)) == fmap

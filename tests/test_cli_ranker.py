@@ -1,4 +1,5 @@
 """``ltrfeat train-ranker / evaluate / rank`` on generated files, plus the real-data checks."""
+
 from __future__ import annotations
 
 import json
@@ -17,8 +18,18 @@ from ltrfeat.features.metrics import evaluate_queries
 from builders import synthetic
 
 NAMES = ["bm25_title", "tfidf", "noise_a", "noise_b", "len_title", "clsm_title_cos"]
-FAST = ["--n-estimators", "30", "--num-leaves", "7", "--learning-rate", "0.1", "--early-stopping-rounds", "5",
-        "--threads", "1"]
+FAST = [
+    "--n-estimators",
+    "30",
+    "--num-leaves",
+    "7",
+    "--learning-rate",
+    "0.1",
+    "--early-stopping-rounds",
+    "5",
+    "--threads",
+    "1",
+]
 
 
 def run(*args):
@@ -38,8 +49,17 @@ def files(tmp_path):
 @pytest.fixture
 def trained(files, tmp_path):
     model = tmp_path / "model.txt"
-    result = run("train-ranker", files["train"], "--valid", files["valid"], "--features", "1-2,clsm_title_cos",
-                 "--out", model, *FAST)
+    result = run(
+        "train-ranker",
+        files["train"],
+        "--valid",
+        files["valid"],
+        "--features",
+        "1-2,clsm_title_cos",
+        "--out",
+        model,
+        *FAST,
+    )
     assert result.exit_code == 0, result.output
     return model, result
 
@@ -62,14 +82,27 @@ def test_evaluate_text_json_and_per_query(trained, files, tmp_path):
     assert text.exit_code == 0, text.output
     assert "conventions: NDCG gain 2^rel-1" in text.output and "ndcg@10" in text.output
     per_query = tmp_path / "pq.tsv"
-    res = run("evaluate", model, files["test"], "--metrics", "ndcg@10,top3recall@3,mrr", "--json",
-              "--per-query", per_query, "--no-relevant", "zero", "--gain", "linear")
+    res = run(
+        "evaluate",
+        model,
+        files["test"],
+        "--metrics",
+        "ndcg@10,top3recall@3,mrr",
+        "--json",
+        "--per-query",
+        per_query,
+        "--no-relevant",
+        "zero",
+        "--gain",
+        "linear",
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output)
     assert summary["conventions"]["no_relevant"] == "zero" and summary["conventions"]["gain"] == "linear"
     data = read_letor(files["test"])
-    expected = evaluate_queries(data.qid, data.label, LambdaMART.load(model).predict(data), "ndcg@10",
-                                gain="linear", no_relevant="zero")
+    expected = evaluate_queries(
+        data.qid, data.label, LambdaMART.load(model).predict(data), "ndcg@10", gain="linear", no_relevant="zero"
+    )
     assert summary["metrics"]["ndcg@10"] == pytest.approx(expected["ndcg@10"].mean(), abs=1e-12)
     assert per_query.read_text().startswith("# conventions: NDCG gain rel (linear)")
     table = pd.read_csv(per_query, sep="\t", comment="#", dtype={"qid": str})
@@ -163,8 +196,21 @@ def test_non_contiguous_train_file_is_regrouped_with_notice(files, tmp_path):
 
 def test_xgboost_engine_and_extra_params(files, tmp_path):
     model = tmp_path / "model.json"
-    res = run("train-ranker", files["train"], "--valid", files["valid"], "--engine", "xgboost", "--out", model,
-              "--param", "min_child_weight=2", "--param", "lambdarank_pair_method=mean", *FAST)
+    res = run(
+        "train-ranker",
+        files["train"],
+        "--valid",
+        files["valid"],
+        "--engine",
+        "xgboost",
+        "--out",
+        model,
+        "--param",
+        "min_child_weight=2",
+        "--param",
+        "lambdarank_pair_method=mean",
+        *FAST,
+    )
     assert res.exit_code == 0, res.output
     meta = json.loads(meta_path(model).read_text())
     assert meta["engine_params"]["min_child_weight"] == 2
@@ -183,16 +229,35 @@ def test_cli_vs_lightgbm_api_parity_on_the_lambdarank_example(tmp_path):
     """LightGBM's examples/lambdarank: our CLI and LightGBM's own API, same parameters, same predictions."""
     raw = dataset_path("lightgbm_lambdarank", "raw")
     model = tmp_path / "model.txt"
-    res = run("train-ranker", raw / "rank.train", "--valid", raw / "rank.test", "--out", model,
-              "--n-estimators", "100", "--threads", "1")
+    res = run(
+        "train-ranker",
+        raw / "rank.train",
+        "--valid",
+        raw / "rank.test",
+        "--out",
+        model,
+        "--n-estimators",
+        "100",
+        "--threads",
+        "1",
+    )
     assert res.exit_code == 0, res.output
     assert "rank.test: feature ids 53 never occur; read as 0" in res.output  # an id only rank.train has
     scores = tmp_path / "scores.txt"
     assert run("rank", model, raw / "rank.test", "--out", scores).exit_code == 0
 
-    params = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [10], "learning_rate": 0.05,
-              "num_leaves": 31, "seed": 0, "deterministic": True, "force_row_wise": True, "num_threads": 1,
-              "verbosity": -1}
+    params = {
+        "objective": "lambdarank",
+        "metric": "ndcg",
+        "eval_at": [10],
+        "learning_rate": 0.05,
+        "num_leaves": 31,
+        "seed": 0,
+        "deterministic": True,
+        "force_row_wise": True,
+        "num_threads": 1,
+        "verbosity": -1,
+    }
     assert json.loads(meta_path(model).read_text())["engine_params"] == params
     # The same float32 matrices (LightGBM's own text parser would keep float64 values, which can
     # move a split threshold by a rounding step), LightGBM's column j = feature id j.
@@ -206,8 +271,13 @@ def test_cli_vs_lightgbm_api_parity_on_the_lambdarank_example(tmp_path):
 
     dtrain = lgb.Dataset(matrix(train), train.label, group=train.group_sizes())
     dvalid = lgb.Dataset(matrix(test), test.label, group=test.group_sizes(), reference=dtrain)
-    booster = lgb.train(params, dtrain, num_boost_round=100, valid_sets=[dvalid],
-                        callbacks=[lgb.early_stopping(50, first_metric_only=True, verbose=False)])
+    booster = lgb.train(
+        params,
+        dtrain,
+        num_boost_round=100,
+        valid_sets=[dvalid],
+        callbacks=[lgb.early_stopping(50, first_metric_only=True, verbose=False)],
+    )
     expected = booster.predict(matrix(test), num_iteration=booster.best_iteration)
     np.testing.assert_array_equal(np.loadtxt(scores), expected)
 
@@ -223,8 +293,12 @@ def test_mq2008_five_fold_ndcg10(engine):
 
     def concat(names):
         sets = [parts[n] for n in names]
-        return type(sets[0])(np.concatenate([s.qid for s in sets]), np.concatenate([s.label for s in sets]),
-                             np.vstack([s.X for s in sets]), sets[0].feature_map)
+        return type(sets[0])(
+            np.concatenate([s.qid for s in sets]),
+            np.concatenate([s.label for s in sets]),
+            np.vstack([s.X for s in sets]),
+            sets[0].feature_map,
+        )
 
     per_fold = []
     for fold in range(5):

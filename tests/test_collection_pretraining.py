@@ -1,4 +1,5 @@
 """Pre-training on a collection's own text (query-like spans, no judgments) and fine-tuning from it (+init)."""
+
 from __future__ import annotations
 
 import copy
@@ -24,8 +25,12 @@ def _docs(pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_spans_are_short_pieces_of_their_own_document_and_negatives_are_others():
-    docs = pd.DataFrame({"docid": ["a", "b", "c", "d"],
-                         "title": ["red cordless drill 18 volt", "blue garden hose", "123 456", "oak table"]})
+    docs = pd.DataFrame(
+        {
+            "docid": ["a", "b", "c", "d"],
+            "title": ["red cordless drill 18 volt", "blue garden hose", "123 456", "oak table"],
+        }
+    )
     pairs = span_pairs(docs, per_doc=3, max_words=2, negatives=2, seed=1)
     assert list(pairs.columns) == ["qid", "query", "doc", "label"]
     assert not pairs["qid"].str.startswith("c#").any()  # no letter in "123 456": not a document for spans
@@ -53,8 +58,14 @@ def test_span_pairs_refuse_unusable_collections():
 @pytest.fixture(scope="module")
 def pretrained():
     pairs = make_pairs()
-    encoder, history = train_encoder(span_pairs(_docs(pairs), per_doc=3, seed=0), model="clsm", epochs=2,
-                                     batch_size=128, val_fraction=0.1, progress=False)
+    encoder, history = train_encoder(
+        span_pairs(_docs(pairs), per_doc=3, seed=0),
+        model="clsm",
+        epochs=2,
+        batch_size=128,
+        val_fraction=0.1,
+        progress=False,
+    )
     return pairs, encoder, history
 
 
@@ -66,15 +77,18 @@ def test_the_span_task_is_learnt(pretrained):
 def test_fine_tuning_starts_from_the_init_weights_and_vocabulary(pretrained):
     pairs, init, _ = pretrained
     before = {k: v.clone() for k, v in init.model.state_dict().items()}
-    tuned, _ = train_encoder(pairs, model="clsm", loss="generalized", epochs=1, batch_size=128, init=init,
-                             val_fraction=0, progress=False)  # no early stopping: the trained weights are kept
+    tuned, _ = train_encoder(
+        pairs, model="clsm", loss="generalized", epochs=1, batch_size=128, init=init, val_fraction=0, progress=False
+    )  # no early stopping: the trained weights are kept
     assert tuned.hasher.to_json() == init.hasher.to_json()
     assert all(torch.equal(v, init.model.state_dict()[k]) for k, v in before.items())  # the init is not changed
     assert any(not torch.equal(v, tuned.model.state_dict()[k]) for k, v in before.items())
-    _, history = train_encoder(pairs, model="clsm", loss="generalized", epochs=1, batch_size=128, init=init,
-                               progress=False)
-    _, scratch_history = train_encoder(pairs, model="clsm", loss="generalized", epochs=1, batch_size=128,
-                                       progress=False)
+    _, history = train_encoder(
+        pairs, model="clsm", loss="generalized", epochs=1, batch_size=128, init=init, progress=False
+    )
+    _, scratch_history = train_encoder(
+        pairs, model="clsm", loss="generalized", epochs=1, batch_size=128, progress=False
+    )
     assert history[0]["val_ndcg@10"] != scratch_history[0]["val_ndcg@10"]  # epoch 0 scores the init's weights
     assert tuned.training["params"]["init"]["data_sha256"] == init.training["data_sha256"]
 
@@ -93,7 +107,12 @@ def test_ablation_spec_fine_tunes_every_fold_from_the_bundle(pretrained, tmp_pat
     pairs, init, _ = pretrained
     init.save(tmp_path / "coll.ltrenc")
     spec = EncoderSpec.parse(f"clsm:generalized+init={tmp_path / 'coll.ltrenc'}")
-    assert (spec.model, spec.loss, spec.pretrain, spec.name) == ("clsm", "generalized", "init", "clsm-generalized-init-coll")
+    assert (spec.model, spec.loss, spec.pretrain, spec.name) == (
+        "clsm",
+        "generalized",
+        "init",
+        "clsm-generalized-init-coll",
+    )
     encoder, cached = _train(spec, pairs, options={"epochs": 1, "batch_size": 128}, seed=0, cache=tmp_path / "cache")
     assert not cached and encoder.hasher.to_json() == init.hasher.to_json()
     assert _train(spec, pairs, options={"epochs": 1, "batch_size": 128}, seed=0, cache=tmp_path / "cache")[1]
@@ -114,18 +133,56 @@ def test_cli_pretrains_on_spans_then_fine_tunes_from_the_bundle(tmp_path):
     _docs(pairs).to_csv(tmp_path / "docs.tsv", sep="\t", index=False)
     pairs.to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
     runner = CliRunner()
-    res = runner.invoke(cli, ["train-encoder", "--from-docs", str(tmp_path / "docs.tsv"), "--pair", "spans:title",
-                              "--spans-per-doc", "2", "--epochs", "1", "--out", str(tmp_path / "coll.ltrenc")])
+    res = runner.invoke(
+        cli,
+        [
+            "train-encoder",
+            "--from-docs",
+            str(tmp_path / "docs.tsv"),
+            "--pair",
+            "spans:title",
+            "--spans-per-doc",
+            "2",
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "coll.ltrenc"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     coll = Encoder.load(tmp_path / "coll.ltrenc")
     assert coll.training["n_pairs"] == 72 * 2 * 5  # 72 titles x 2 spans x (1 positive + 4 negatives)
-    res = runner.invoke(cli, ["train-encoder", str(tmp_path / "pairs.tsv"), "--init", str(tmp_path / "coll.ltrenc"),
-                              "--loss", "generalized", "--epochs", "1", "--out", str(tmp_path / "tuned.ltrenc")])
+    res = runner.invoke(
+        cli,
+        [
+            "train-encoder",
+            str(tmp_path / "pairs.tsv"),
+            "--init",
+            str(tmp_path / "coll.ltrenc"),
+            "--loss",
+            "generalized",
+            "--epochs",
+            "1",
+            "--out",
+            str(tmp_path / "tuned.ltrenc"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     tuned = Encoder.load(tmp_path / "tuned.ltrenc")
     assert tuned.training["params"]["init"]["data_sha256"] == coll.training["data_sha256"]
     assert np.isfinite(tuned.similarity(["a b"], ["c d"])).all()
-    res = runner.invoke(cli, ["train-encoder", str(tmp_path / "pairs.tsv"), "--init", str(tmp_path / "coll.ltrenc"),
-                              "--model", "dssm", "--out", str(tmp_path / "bad.ltrenc")])
+    res = runner.invoke(
+        cli,
+        [
+            "train-encoder",
+            str(tmp_path / "pairs.tsv"),
+            "--init",
+            str(tmp_path / "coll.ltrenc"),
+            "--model",
+            "dssm",
+            "--out",
+            str(tmp_path / "bad.ltrenc"),
+        ],
+    )
     assert res.exit_code == 2 and "init encoder has model='clsm'" in res.output
     assert not (tmp_path / "bad.ltrenc").exists()

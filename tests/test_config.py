@@ -1,4 +1,5 @@
 """Training configs (ltrfeat.features.encoders.config), settings files and the CLI's --config."""
+
 from __future__ import annotations
 
 import json
@@ -26,20 +27,23 @@ def test_configs_round_trip_through_plain_values(cls):
         config.epochs = 5
 
 
-@pytest.mark.parametrize("cls, bad, match", [
-    (EncoderConfig, {"loss": "ranknet"}, "loss must be one of softmax, generalized, hinge"),
-    (EncoderConfig, {"negatives": 0, "in_batch": False}, "no negatives"),
-    (EncoderConfig, {"pretrain": "rbm"}, "with model='dssm'"),
-    (EncoderConfig, {"batch_size": 1}, "batch_size must be a number >= 2"),
-    (EncoderConfig, {"epochs": True}, "epochs must be a number >= 1"),
-    (EncoderConfig, {"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
-    (EncoderConfig, {"gamma": 0}, "gamma must be > 0"),
-    (SbertConfig, {"freeze_layers": -2}, "freeze_layers must be a number >= -1"),
-    (SbertConfig, {"lr": 0}, "must be > 0"),
-    (DeepMatchConfig, {"topics": (10, 50)}, "1 <= coarse <= fine"),
-    (DeepMatchConfig, {"margin": 1.5}, r"margin must be in \(0, 1\)"),
-    (EncoderConfig, {"epoch": 3}, "no setting 'epoch'; use one of"),
-])
+@pytest.mark.parametrize(
+    "cls, bad, match",
+    [
+        (EncoderConfig, {"loss": "ranknet"}, "loss must be one of softmax, generalized, hinge"),
+        (EncoderConfig, {"negatives": 0, "in_batch": False}, "no negatives"),
+        (EncoderConfig, {"pretrain": "rbm"}, "with model='dssm'"),
+        (EncoderConfig, {"batch_size": 1}, "batch_size must be a number >= 2"),
+        (EncoderConfig, {"epochs": True}, "epochs must be a number >= 1"),
+        (EncoderConfig, {"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
+        (EncoderConfig, {"gamma": 0}, "gamma must be > 0"),
+        (SbertConfig, {"freeze_layers": -2}, "freeze_layers must be a number >= -1"),
+        (SbertConfig, {"lr": 0}, "must be > 0"),
+        (DeepMatchConfig, {"topics": (10, 50)}, "1 <= coarse <= fine"),
+        (DeepMatchConfig, {"margin": 1.5}, r"margin must be in \(0, 1\)"),
+        (EncoderConfig, {"epoch": 3}, "no setting 'epoch'; use one of"),
+    ],
+)
 def test_a_bad_setting_is_refused_when_the_config_is_made(cls, bad, match):
     with pytest.raises(ValueError, match=match):
         cls.build(None, bad)
@@ -69,11 +73,14 @@ def test_a_config_and_the_same_keyword_options_train_the_same_encoder(tmp_path):
         train_encoder(pairs, SbertConfig())
 
 
-@pytest.mark.parametrize("name, text", [
-    ("enc.toml", 'model = "dssm"\nepochs = 2\nsizes = {out = 32}\n'),
-    ("enc.yaml", "model: dssm\nepochs: 2\nsizes: {out: 32}\n"),
-    ("enc.json", '{"model": "dssm", "epochs": 2, "sizes": {"out": 32}}'),
-])
+@pytest.mark.parametrize(
+    "name, text",
+    [
+        ("enc.toml", 'model = "dssm"\nepochs = 2\nsizes = {out = 32}\n'),
+        ("enc.yaml", "model: dssm\nepochs: 2\nsizes: {out: 32}\n"),
+        ("enc.json", '{"model": "dssm", "epochs": 2, "sizes": {"out": 32}}'),
+    ],
+)
 def test_configs_load_from_toml_yaml_and_json(tmp_path, name, text):
     path = tmp_path / name
     path.write_text(text)
@@ -81,10 +88,20 @@ def test_configs_load_from_toml_yaml_and_json(tmp_path, name, text):
 
 
 def test_settings_files_fail_with_file_line_and_fix(tmp_path):
-    cases = {"a.toml": "epochs = \n", "b.yaml": "epochs: [1\n", "c.json": '{"epochs": }', "d.ini": "x=1",
-             "e.yaml": "- 1\n- 2\n"}
-    expected = {"a.toml": "a.toml:1: bad TOML", "b.yaml": "b.yaml:2: bad YAML", "c.json": "c.json:1: bad JSON",
-                "d.ini": "unknown settings file type", "e.yaml": "holds a list, not a table"}
+    cases = {
+        "a.toml": "epochs = \n",
+        "b.yaml": "epochs: [1\n",
+        "c.json": '{"epochs": }',
+        "d.ini": "x=1",
+        "e.yaml": "- 1\n- 2\n",
+    }
+    expected = {
+        "a.toml": "a.toml:1: bad TOML",
+        "b.yaml": "b.yaml:2: bad YAML",
+        "c.json": "c.json:1: bad JSON",
+        "d.ini": "unknown settings file type",
+        "e.yaml": "holds a list, not a table",
+    }
     for name, text in cases.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(LtrfeatError, match=expected[name]):
@@ -108,8 +125,7 @@ def _train_cli(tmp_path, *args):
 
 def test_cli_config_file_sets_options_and_the_command_line_wins(tmp_path):
     cfg = tmp_path / "settings.toml"
-    cfg.write_text('[train-encoder]\nmodel = "dssm"\nepochs = 1\nbatch-size = 64\n'
-                   '[ablate]\nseeds = "0"\n')
+    cfg.write_text('[train-encoder]\nmodel = "dssm"\nepochs = 1\nbatch-size = 64\n[ablate]\nseeds = "0"\n')
     res = _train_cli(tmp_path, "--config", str(cfg))
     assert res.exit_code == 0, res.output
     params = Encoder.load(tmp_path / "m.ltrenc").training["params"]
@@ -120,12 +136,18 @@ def test_cli_config_file_sets_options_and_the_command_line_wins(tmp_path):
     assert (params["model"], params["epochs"], params["batch_size"]) == ("clsm", 2, 64)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[train-encoder]\nepoch = 1\n", "[train-encoder] 'train-encoder' has no option 'epoch'; did you mean 'epochs'?"),
-    ("[ablate]\nseeds = '0'\n", "no [train-encoder] table for this command (the file has [ablate])"),
-    ("epochs = 'many'\n", "'many' is not a valid integer"),
-    ("epochs = \n", "bad TOML"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        (
+            "[train-encoder]\nepoch = 1\n",
+            "[train-encoder] 'train-encoder' has no option 'epoch'; did you mean 'epochs'?",
+        ),
+        ("[ablate]\nseeds = '0'\n", "no [train-encoder] table for this command (the file has [ablate])"),
+        ("epochs = 'many'\n", "'many' is not a valid integer"),
+        ("epochs = \n", "bad TOML"),
+    ],
+)
 def test_cli_config_file_errors_are_one_line(tmp_path, text, message):
     cfg = tmp_path / "settings.toml"
     cfg.write_text(text)
@@ -148,7 +170,7 @@ def test_every_command_takes_a_config_file_including_nested_ones(tmp_path):
     commands = dict(leaves(cli))
     assert len(commands) > 15 and all(any(p.name == "config" for p in c.params) for c in commands.values())
     cfg = tmp_path / "settings.toml"
-    cfg.write_text('[datasets.synth]\nqueries = 12\ndocs = 60\nclick-queries = 0\nseed = 4\n')
+    cfg.write_text("[datasets.synth]\nqueries = 12\ndocs = 60\nclick-queries = 0\nseed = 4\n")
     res = CliRunner().invoke(cli, ["datasets", "synth", "--config", str(cfg), "--out", str(tmp_path / "w")])
     assert res.exit_code == 0, res.output
     options = json.loads((tmp_path / "w" / "world.json").read_text())["options"]

@@ -1,4 +1,5 @@
 """Dataset converters on tiny fixtures written here, reproducing each source's quirks."""
+
 from __future__ import annotations
 
 import json
@@ -22,17 +23,17 @@ from builders import dataset_path
 # ---------------------------------------------------------------------------------- fixtures
 
 HOMEDEPOT = (
-    'id,product_uid,product_title,search_term,relevance\n'
-    '2,100001,Simpson Strong-Tie 12-Gauge Angle,angle bracket,3\n'
-    '3,100001,Simpson Strong-Tie 12-Gauge Angle,l bracket,2.5\n'
+    "id,product_uid,product_title,search_term,relevance\n"
+    "2,100001,Simpson Strong-Tie 12-Gauge Angle,angle bracket,3\n"
+    "3,100001,Simpson Strong-Tie 12-Gauge Angle,l bracket,2.5\n"
     '9,100002,"BEHR Premium 8 oz. Deckover\nSample, 30\xb0",deck over,2.33\n'
-    '16,100005,Delta Vero 1-Handle Shower,rain shower head,1.33\n'
-    '17,100005,Delta Vero 1-Handle Shower,shower only faucet,2.67\n'
-    '18,100006,Whirlpool 1.9 cu. ft. Over the Range,convection otr,3\n'
-    '20,100006,Whirlpool 1.9 cu. ft. Over the Range,microwave over stove,1\n'
-    '21,100007,Lithonia Lighting Quantum 2-Light,emergency light,1.67\n'
-    '23,100009,House of Fara 3/4 in. x 3 in. x 8 ft.,angle bracket,2\n'
-    '24,100006,Whirlpool 1.9 cu. ft. Over-the-Range,otr microwave,2.33\n'
+    "16,100005,Delta Vero 1-Handle Shower,rain shower head,1.33\n"
+    "17,100005,Delta Vero 1-Handle Shower,shower only faucet,2.67\n"
+    "18,100006,Whirlpool 1.9 cu. ft. Over the Range,convection otr,3\n"
+    "20,100006,Whirlpool 1.9 cu. ft. Over the Range,microwave over stove,1\n"
+    "21,100007,Lithonia Lighting Quantum 2-Light,emergency light,1.67\n"
+    "23,100009,House of Fara 3/4 in. x 3 in. x 8 ft.,angle bracket,2\n"
+    "24,100006,Whirlpool 1.9 cu. ft. Over-the-Range,otr microwave,2.33\n"
 )
 
 
@@ -43,13 +44,13 @@ def homedepot_csv(tmp_path, text=HOMEDEPOT, encoding="latin-1"):
 
 
 CROWDFLOWER = (
-    'id,query,product_title,product_description,median_relevance,relevance_variance\n'
+    "id,query,product_title,product_description,median_relevance,relevance_variance\n"
     '1,bridal shower decorations,Accent Pillow with Heart Design - Red/Black,"Red satin accent pillow\nembroidered",1,0\n'
-    '2,led christmas lights,Set of 10 Battery Operated Multi LED Train Christmas Lights - Clear Wire,,4,0\n'
-    '4,projector,ViewSonic Pro8200 DLP Multimedia Projector,,4,0.471\n'
-    '5,wine rack,Concept Housewares WR-44526 Solid-Wood Ceiling/Wall-Mount Wine Rack,Like a silent and sturdy tree,4,0\n'
+    "2,led christmas lights,Set of 10 Battery Operated Multi LED Train Christmas Lights - Clear Wire,,4,0\n"
+    "4,projector,ViewSonic Pro8200 DLP Multimedia Projector,,4,0.471\n"
+    "5,wine rack,Concept Housewares WR-44526 Solid-Wood Ceiling/Wall-Mount Wine Rack,Like a silent and sturdy tree,4,0\n"
     '7,light bulb,Wintergreen Lighting Christmas LED Light Bulb (Pack of 25),"WTGR1011\tChristmas",4,0\n'
-    '8,led christmas lights,Set of 10 Battery Operated Train Lights,,3,0.5\n'
+    "8,led christmas lights,Set of 10 Battery Operated Train Lights,,3,0.5\n"
     '9,projector,Epson Home Cinema projector,"Bright\r\nand sharp",2,0.8\n'
 )
 
@@ -87,7 +88,12 @@ def cranfield_files(tmp_path, docs=CRAN_DOCS, qry=CRAN_QRY, qrel=CRAN_QREL):
 
 
 BEIR_CORPUS = [
-    {"_id": "d1", "title": "Aspirin and heart", "text": "Aspirin lowers the risk of heart attack.", "metadata": {"y": 1}},
+    {
+        "_id": "d1",
+        "title": "Aspirin and heart",
+        "text": "Aspirin lowers the risk of heart attack.",
+        "metadata": {"y": 1},
+    },
     {"_id": "d2", "title": "", "text": "Statins lower cholesterol in the blood."},
     {"_id": "d3", "title": "Vitamin D", "text": "Vitamin D and bone\ndensity in adults.", "metadata": {}},
     {"_id": "d4", "title": "Heart rate", "text": "Exercise raises the heart rate."},
@@ -111,20 +117,27 @@ def beir_dir(tmp_path, qrels=BEIR_QRELS, corpus=BEIR_CORPUS, queries=BEIR_QUERIE
     return root
 
 
-MSMARCO_COLLECTION = ("0\tThe presence of communication amid scientific minds was important.\n"
-                      "1\tThe Manhattan Project and its atomic bomb helped bring an end to World War II.\n"
-                      "2\tEssay on the Manhattan Project - The Manhattan Project was to see if making an atomic bomb "
-                      "was possible.\n"
-                      "3\tA hammer is a tool.\n")
-MSMARCO_QUERIES = ("1048585\twhat is paula deen's brother\n2\tmanhattan project atomic bomb\n3\thammer tool\n"
-                   "4\twhat ended world war II\n")
+MSMARCO_COLLECTION = (
+    "0\tThe presence of communication amid scientific minds was important.\n"
+    "1\tThe Manhattan Project and its atomic bomb helped bring an end to World War II.\n"
+    "2\tEssay on the Manhattan Project - The Manhattan Project was to see if making an atomic bomb "
+    "was possible.\n"
+    "3\tA hammer is a tool.\n"
+)
+MSMARCO_QUERIES = (
+    "1048585\twhat is paula deen's brother\n2\tmanhattan project atomic bomb\n3\thammer tool\n"
+    "4\twhat ended world war II\n"
+)
 MSMARCO_QRELS = "2\t0\t1\t1\n2 0 3 -2\n3 0 3 1\n4 0 1 2\n"
 
 
 def msmarco_files(tmp_path):
     paths = []
-    for name, text in (("collection.tsv", MSMARCO_COLLECTION), ("queries.tsv", MSMARCO_QUERIES),
-                       ("qrels.tsv", MSMARCO_QRELS)):
+    for name, text in (
+        ("collection.tsv", MSMARCO_COLLECTION),
+        ("queries.tsv", MSMARCO_QUERIES),
+        ("qrels.tsv", MSMARCO_QRELS),
+    ):
         (tmp_path / name).write_text(text)
         paths.append(tmp_path / name)
     return paths
@@ -156,16 +169,30 @@ def run(runner, *args):
 
 # ---------------------------------------------------------------------------------- every source
 
+
 @pytest.mark.filterwarnings("ignore::ltrfeat.features.text.TextTableWarning")  # empty titles / descriptions
 @pytest.mark.parametrize("name", ALL)
 def test_output_validates_and_reads_back(name, tmp_path, runner):
     out = tmp_path / "out"
-    result = run(runner, "datasets", "convert", name, *fixture_inputs(name, tmp_path), "--out", out,
-                 "--split", "0.4,0.3,0.3", "--seed", "3", "--no-progress")
+    result = run(
+        runner,
+        "datasets",
+        "convert",
+        name,
+        *fixture_inputs(name, tmp_path),
+        "--out",
+        out,
+        "--split",
+        "0.4,0.3,0.3",
+        "--seed",
+        "3",
+        "--no-progress",
+    )
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ["pairs.tsv", "queries.tsv", "docs.tsv", "convert.json"]
-        + [f"{s}.letor{x}" for s in ("all", "train", "vali", "test") for x in ("", ".features.json")])
+        + [f"{s}.letor{x}" for s in ("all", "train", "vali", "test") for x in ("", ".features.json")]
+    )
     for part in ("all", "train", "vali", "test"):
         check = run(runner, "letor", "validate", out / f"{part}.letor")
         assert check.exit_code == 0 and check.output.startswith("ok"), check.output
@@ -199,11 +226,20 @@ def test_conversion_is_reproducible(name, tmp_path):
 
 # ---------------------------------------------------------------------------------- sources
 
+
 def test_homedepot_labels_latin1_and_retitled_products(tmp_path):
     conv = convert("homedepot", [homedepot_csv(tmp_path)])
     p = conv.pairs
-    assert dict(zip(p["raw_label"], p["label"])) == {"3": 6, "2.5": 5, "2.33": 4, "1.33": 1, "2.67": 5, "1": 0,
-                                                     "1.67": 2, "2": 3}
+    assert dict(zip(p["raw_label"], p["label"])) == {
+        "3": 6,
+        "2.5": 5,
+        "2.33": 4,
+        "1.33": 1,
+        "2.67": 5,
+        "1": 0,
+        "1.67": 2,
+        "2": 3,
+    }
     # rows of a query are contiguous: both "angle bracket" rows come first
     assert p["query"].tolist()[:2] == ["angle bracket", "angle bracket"]
     assert "BEHR Premium 8 oz. Deckover Sample, 30\xb0" in p["doc"].tolist()  # newline cleaned, Latin-1 decoded
@@ -300,6 +336,7 @@ def test_inputs_from_a_directory_and_wrong_counts(tmp_path):
 
 # ---------------------------------------------------------------------------------- bad input
 
+
 def expect_error(runner, tmp_path, name, inputs, *patterns, extra=()):
     out = tmp_path / "out"
     result = runner.invoke(cli, ["datasets", "convert", name, *map(str, inputs), "--out", str(out), *extra])
@@ -317,11 +354,15 @@ def test_errors_name_file_line_and_fix(tmp_path, runner):
     hd = homedepot_csv(tmp_path, HOMEDEPOT.replace("search_term", "query"))
     expect_error(runner, tmp_path, "homedepot", [hd], "train.csv:1:", "no column 'search_term'")
     hd = homedepot_csv(tmp_path)
-    expect_error(runner, tmp_path, "homedepot", [hd], "train.csv:5:", "cannot decode", "cp1252",
-                 extra=["--encoding", "utf-8"])
-    expect_error(runner, tmp_path, "homedepot", [hd], "outside the linear map range", extra=["--label-map", "linear:1:2:3"])
-    expect_error(runner, tmp_path, "cranfield", cranfield_files(tmp_path), "takes no label map",
-                 extra=["--label-map", "round"])
+    expect_error(
+        runner, tmp_path, "homedepot", [hd], "train.csv:5:", "cannot decode", "cp1252", extra=["--encoding", "utf-8"]
+    )
+    expect_error(
+        runner, tmp_path, "homedepot", [hd], "outside the linear map range", extra=["--label-map", "linear:1:2:3"]
+    )
+    expect_error(
+        runner, tmp_path, "cranfield", cranfield_files(tmp_path), "takes no label map", extra=["--label-map", "round"]
+    )
     cf = homedepot_csv(tmp_path, CROWDFLOWER.replace("1,bridal shower decorations", "1,"), "utf-8")
     expect_error(runner, tmp_path, "crowdflower", [cf], "train.csv:2:", "empty 'query'")
 
@@ -357,21 +398,24 @@ def test_output_directory_rules(tmp_path, runner):
     (out / "keep.txt").write_text("x")
     result = runner.invoke(cli, ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(out)])
     assert result.exit_code == 2 and "not empty" in result.output and (out / "keep.txt").exists()
-    result = runner.invoke(cli, ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(out),
-                                 "--overwrite"])
+    result = runner.invoke(
+        cli, ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(out), "--overwrite"]
+    )
     assert result.exit_code == 0 and not (out / "keep.txt").exists() and (out / "all.letor").exists()
     with pytest.raises(LtrfeatError, match="too few"):
         convert_to_dir("homedepot", inputs, tmp_path / "x", split=(0.98, 0.01, 0.01))
     assert not (tmp_path / "x").exists()
-    result = runner.invoke(cli, ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(tmp_path / "y"),
-                                 "--split", "0.5,0.5"])
+    result = runner.invoke(
+        cli, ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(tmp_path / "y"), "--split", "0.5,0.5"]
+    )
     assert result.exit_code == 2 and "bad split" in result.output
 
 
 def test_cli_reports_candidates_outside_top_k(tmp_path, runner):
     cranfield_files(tmp_path)
-    result = run(runner, "datasets", "convert", "cranfield", tmp_path, "--out", tmp_path / "c", "--k", "1",
-                 "--stem", "english")
+    result = run(
+        runner, "datasets", "convert", "cranfield", tmp_path, "--out", tmp_path / "c", "--k", "1", "--stem", "english"
+    )
     assert result.exit_code == 0
     assert "judged relevant documents retrieved" in result.output and "outside the top 1" in result.output
     summary = json.loads((tmp_path / "c" / "convert.json").read_text())
@@ -385,26 +429,37 @@ _TEXT = st.lists(_WORD, min_size=1, max_size=12)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(records=st.lists(st.tuples(_TEXT, _TEXT, st.integers(1, 4)), min_size=1, max_size=6),
-       crlf=st.booleans())
+@given(records=st.lists(st.tuples(_TEXT, _TEXT, st.integers(1, 4)), min_size=1, max_size=6), crlf=st.booleans())
 def test_cranfield_records_round_trip(tmp_path, records, crlf):
     lines = []
     for i, (title, body, width) in enumerate(records):
-        lines += [f".I {i + 1}", ".T", *[" ".join(title[j:j + width]) for j in range(0, len(title), width)],
-                  ".A", "someone", ".W", *[" ".join(body[j:j + width]) for j in range(0, len(body), width)]]
+        lines += [
+            f".I {i + 1}",
+            ".T",
+            *[" ".join(title[j : j + width]) for j in range(0, len(title), width)],
+            ".A",
+            "someone",
+            ".W",
+            *[" ".join(body[j : j + width]) for j in range(0, len(body), width)],
+        ]
     path = tmp_path / "cran.all"
     path.write_bytes(("\r\n" if crlf else "\n").join(lines).encode())
     got = read_records(path, "utf-8", {"T": "title", "W": "body"})
     assert [(r["id"], r["title"], r["body"]) for r in got] == [
-        (str(i + 1), " ".join(t), " ".join(b)) for i, (t, b, _) in enumerate(records)]
+        (str(i + 1), " ".join(t), " ".join(b)) for i, (t, b, _) in enumerate(records)
+    ]
 
 
 _ID = st.text(alphabet="abcXYZ0123456789_-.", min_size=1, max_size=6)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(rows=st.dictionaries(st.tuples(_ID, _ID), st.integers(-2, 5), min_size=1, max_size=20),
-       trec=st.booleans(), header=st.booleans(), sep=st.sampled_from(["\t", " "]))
+@given(
+    rows=st.dictionaries(st.tuples(_ID, _ID), st.integers(-2, 5), min_size=1, max_size=20),
+    trec=st.booleans(),
+    header=st.booleans(),
+    sep=st.sampled_from(["\t", " "]),
+)
 def test_qrels_round_trip(tmp_path, rows, trec, header, sep):
     body = [sep.join([q, "0", d, str(g)] if trec else [q, d, str(g)]) for (q, d), g in rows.items()]
     if header and not trec:
@@ -417,11 +472,17 @@ def test_qrels_round_trip(tmp_path, rows, trec, header, sep):
 
 # ---------------------------------------------------------------------------------- real data
 
+
 def test_real_home_depot(tmp_path):
     path = dataset_path("home_depot", "raw", "train.csv")
     summary = convert_to_dir("homedepot", [path], tmp_path / "hd", split=(0.6, 0.2, 0.2), seed=1)
-    assert summary["counts"] == {"queries": 11795, "docs": 54667, "pairs": 74067, "fields": ["title"],
-                                 "splits": summary["counts"]["splits"]}
+    assert summary["counts"] == {
+        "queries": 11795,
+        "docs": 54667,
+        "pairs": 74067,
+        "fields": ["title"],
+        "splits": summary["counts"]["splits"],
+    }
     assert summary["labels"]["histogram"]["6"] == 19125 and summary["labels"]["histogram"]["0"] == 2105
     assert summary["inputs"]["pairs"]["sha256"].startswith("4a754892f569")
     assert np.isclose(sum(v["queries"] for v in summary["counts"]["splits"].values()), 11795)

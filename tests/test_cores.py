@@ -1,4 +1,5 @@
 """Available cores: affinity mask and cgroup quota, never more than the host has, at least 1."""
+
 from __future__ import annotations
 
 import os
@@ -8,8 +9,17 @@ import pytest
 from ltrfeat.features import cores
 
 
-@pytest.mark.parametrize("text, expected", [("max 100000", None), ("200000 100000", 2), ("150000 100000", 2),
-                                            ("50000 100000", 1), ("garbage", None), ("", None)])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("max 100000", None),
+        ("200000 100000", 2),
+        ("150000 100000", 2),
+        ("50000 100000", 1),
+        ("garbage", None),
+        ("", None),
+    ],
+)
 def test_cgroup_quota(tmp_path, text, expected):
     path = tmp_path / "cpu.max"
     path.write_text(text)

@@ -2,8 +2,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltrfeat.features.crossfit import (CrossFitFold, EncoderSpec, LeakageError, build_folds, check_disjoint,
-                                   crossfit_columns, n_trainings, normalise_query, plan_folds, scoring_jobs)
+from ltrfeat.features.crossfit import (
+    CrossFitFold,
+    EncoderSpec,
+    LeakageError,
+    build_folds,
+    check_disjoint,
+    crossfit_columns,
+    n_trainings,
+    normalise_query,
+    plan_folds,
+    scoring_jobs,
+)
 from ltrfeat.features.dataset import FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError
 
@@ -13,8 +23,15 @@ def _pairs(n_queries=40, per_query=5, seed=0):
     rows = []
     for q in range(n_queries):
         for d in range(per_query):
-            rows.append({"qid": f"q{q}", "query": f"Query  {q}", "docid": f"d{q}_{d}", "doc": f"doc {q} {d}",
-                         "label": float(rng.integers(0, 3))})
+            rows.append(
+                {
+                    "qid": f"q{q}",
+                    "query": f"Query  {q}",
+                    "docid": f"d{q}_{d}",
+                    "doc": f"doc {q} {d}",
+                    "label": float(rng.integers(0, 3)),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -77,8 +94,9 @@ def test_no_encoder_ever_trains_on_the_queries_it_scores():
             trained.append((self.table_queries, scored))
             return np.zeros(len(queries))
 
-    columns = crossfit_columns(pairs, plans, [EncoderSpec("clsm", "softmax")], train_fn=lambda s, t: Spy(t),
-                               progress=False)
+    columns = crossfit_columns(
+        pairs, plans, [EncoderSpec("clsm", "softmax")], train_fn=lambda s, t: Spy(t), progress=False
+    )
     assert len(trained) == 10 * 2 - 4  # E_f scores one fold, E_fg two
     for plan in plans:
         values = columns[plan.name]["clsm-softmax_doc_cos"]
@@ -100,8 +118,9 @@ def test_separate_click_table_is_filtered_by_query_text():
         seen.append(set(table["query"].map(normalise_query)))
         return type("E", (), {"similarity": staticmethod(lambda q, d: np.ones(len(q)))})()
 
-    crossfit_columns(pairs, plans, [EncoderSpec("dssm", "generalized")], train_table=clicks, train_fn=train_fn,
-                     progress=False)
+    crossfit_columns(
+        pairs, plans, [EncoderSpec("dssm", "generalized")], train_table=clicks, train_fn=train_fn, progress=False
+    )
     assert len(seen) == n_trainings(3)
     for plan, queries in zip(plans, seen):
         test_texts = {normalise_query(f"Query  {q[1:]}") for q in plan.test}
@@ -115,8 +134,13 @@ def test_check_disjoint_raises():
 
 def test_build_folds_splits_rows_and_appends_columns():
     pairs = _pairs(n_queries=20)
-    base = RankingSet(pairs["qid"].to_numpy(object), pairs["label"], np.ones((len(pairs), 2)), FeatureMap.dense(2),
-                      docid=pairs["docid"].to_numpy(object))
+    base = RankingSet(
+        pairs["qid"].to_numpy(object),
+        pairs["label"],
+        np.ones((len(pairs), 2)),
+        FeatureMap.dense(2),
+        docid=pairs["docid"].to_numpy(object),
+    )
     plans = plan_folds(pairs["qid"], k=4, seed=0)
     cols = {p.name: {"clsm-softmax_doc_cos": np.arange(len(pairs), dtype=np.float32)} for p in plans}
     folds = build_folds(base, plans, cols)
@@ -135,8 +159,14 @@ def test_text_folds_end_to_end_with_stub_encoder():
     pairs = _pairs(n_queries=16, per_query=4).sample(frac=1.0, random_state=0).reset_index(drop=True)
     stub = type("E", (), {"similarity": staticmethod(lambda q, d: np.array([len(x) for x in d], float))})()
     folds, groups, base_names, info = text_folds(
-        pairs, lexical=lexical_extractors("bm25,coverage", fields=["doc"]), specs=[EncoderSpec("clsm", "softmax")],
-        k=4, seed=0, train_fn=lambda spec, table: stub, progress=False)
+        pairs,
+        lexical=lexical_extractors("bm25,coverage", fields=["doc"]),
+        specs=[EncoderSpec("clsm", "softmax")],
+        k=4,
+        seed=0,
+        train_fn=lambda spec, table: stub,
+        progress=False,
+    )
     assert groups == {"clsm-softmax": ["clsm-softmax_doc_cos"]}
     assert base_names == ["bm25_doc", "coverage_doc"]
     assert len(folds) == 4 and info["outer_folds"] == 4 and "out-of-fold" in info["description"]

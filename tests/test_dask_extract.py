@@ -1,4 +1,5 @@
 """Extraction on a 2-worker LocalCluster equals the local run byte for byte; failures leave no output."""
+
 import contextlib
 import os
 import signal
@@ -33,8 +34,10 @@ SIZES = [1, 250, 2, 1, 40, 3, 7, 1, 90, 5, 1, 1, 12, 60, 2, 30, 1, 8]
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster, timeout="60s") as c:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        distributed.Client(cluster, timeout="60s") as c,
+    ):
         yield c
 
 
@@ -44,14 +47,24 @@ def make_world(tmp_path, sizes=SIZES, seed=0):
     qid = np.repeat(qids, sizes)
     docid = np.array([f"d{k}" for k in rng.integers(0, N_DOCS, len(qid))], dtype=object)
     X = rng.random((len(qid), 3)).astype(np.float32)
-    data = RankingSet(qid, rng.integers(0, 3, len(qid)).astype(float), X, FeatureMap.from_ids([1, 2, 5]),
-                      docid=docid, comment=[f"docid = {d} inc = 1" for d in docid])
+    data = RankingSet(
+        qid,
+        rng.integers(0, 3, len(qid)).astype(float),
+        X,
+        FeatureMap.from_ids([1, 2, 5]),
+        docid=docid,
+        comment=[f"docid = {d} inc = 1" for d in docid],
+    )
     path = tmp_path / "in.letor"
     write_letor(path, data, write_feature_map=False)
     queries = pd.DataFrame({"qid": qids, "query": [" ".join(rng.choice(WORDS, 3)) for _ in qids]})
-    docs = pd.DataFrame({"docid": [f"d{k}" for k in range(N_DOCS)],
-                         "title": [" ".join(rng.choice(WORDS, 5)) for _ in range(N_DOCS)],
-                         "body": [" ".join(rng.choice(WORDS, 20)) for _ in range(N_DOCS)]})
+    docs = pd.DataFrame(
+        {
+            "docid": [f"d{k}" for k in range(N_DOCS)],
+            "title": [" ".join(rng.choice(WORDS, 5)) for _ in range(N_DOCS)],
+            "body": [" ".join(rng.choice(WORDS, 20)) for _ in range(N_DOCS)],
+        }
+    )
     return path, queries, docs
 
 
@@ -71,24 +84,35 @@ def both(tmp_path, client, make_extractors, *, chunk=5, partition=3, world=None,
     path, queries, docs = world or make_world(tmp_path)
     local, remote = tmp_path / "local.letor", tmp_path / "dask.letor"
     extract_file(path, local, queries=queries, docs=docs, extractors=make_extractors(), chunk_queries=chunk, **kwargs)
-    rows = dist.extract_file_dask(path, remote, queries=queries, docs=docs, extractors=make_extractors(),
-                                  client=client, partition_queries=partition, timeout=60, **kwargs)
+    rows = dist.extract_file_dask(
+        path,
+        remote,
+        queries=queries,
+        docs=docs,
+        extractors=make_extractors(),
+        client=client,
+        partition_queries=partition,
+        timeout=60,
+        **kwargs,
+    )
     sidecar = lambda p: p.with_name(p.name + ".features.json").read_bytes()  # noqa: E731
     return (local.read_bytes(), sidecar(local)), (remote.read_bytes(), sidecar(remote)), rows
 
 
 @pytest.mark.parametrize("partition", [1, 4, 1000])
 def test_lexical_output_is_byte_identical(tmp_path, client, partition):
-    local, remote, rows = both(tmp_path, client, lambda: lexical_extractors("all", fields=["title", "body"]),
-                               partition=partition)
+    local, remote, rows = both(
+        tmp_path, client, lambda: lexical_extractors("all", fields=["title", "body"]), partition=partition
+    )
     assert rows == sum(SIZES)
     assert remote == local
 
 
 def test_lexical_and_clsm_output_is_byte_identical(tmp_path, client, bundle):
     def make():
-        return lexical_extractors("bm25,coverage", fields=["title"]) + \
-            [EncoderExtractor(name="clsm", path=str(bundle), field=("title", "body"))]
+        return lexical_extractors("bm25,coverage", fields=["title"]) + [
+            EncoderExtractor(name="clsm", path=str(bundle), field=("title", "body"))
+        ]
 
     local, remote, _ = both(tmp_path, client, make, partition=2)
     assert remote[1] == local[1] and b"clsm_body_cos" in remote[1]
@@ -105,16 +129,30 @@ def test_lexical_and_clsm_output_is_byte_identical(tmp_path, client, bundle):
 def test_output_of_rows_without_text_matches_the_local_policy(tmp_path, client):
     path, queries, docs = make_world(tmp_path)
     world = (path, queries.iloc[1:], docs.iloc[:-40])  # q0 and some documents have no text
-    local, remote, _ = both(tmp_path, client, lambda: lexical_extractors("bm25", fields=["title"]), world=world,
-                            missing="nan")
+    local, remote, _ = both(
+        tmp_path, client, lambda: lexical_extractors("bm25", fields=["title"]), world=world, missing="nan"
+    )
     assert remote == local
     out = tmp_path / "fail.letor"
     with pytest.raises(TextTableError) as local_error:
-        extract_file(path, out, queries=world[1], docs=world[2], chunk_queries=2,
-                     extractors=lexical_extractors("bm25", fields=["title"]))
+        extract_file(
+            path,
+            out,
+            queries=world[1],
+            docs=world[2],
+            chunk_queries=2,
+            extractors=lexical_extractors("bm25", fields=["title"]),
+        )
     with pytest.raises(TextTableError) as remote_error:
-        dist.extract_file_dask(path, out, queries=world[1], docs=world[2], client=client, partition_queries=2,
-                               extractors=lexical_extractors("bm25", fields=["title"]))
+        dist.extract_file_dask(
+            path,
+            out,
+            queries=world[1],
+            docs=world[2],
+            client=client,
+            partition_queries=2,
+            extractors=lexical_extractors("bm25", fields=["title"]),
+        )
     assert str(remote_error.value) == str(local_error.value)
     assert not out.exists() and not list(tmp_path.glob(".fail.letor*"))
 
@@ -123,8 +161,15 @@ def test_extract_ranking_dask_equals_extract_ranking(tmp_path, client):
     path, queries, docs = make_world(tmp_path)
     data = read_letor(path)
     local = extract_ranking(data, lexical_extractors("all", fields=["title"]), queries=queries, docs=docs)
-    remote = dist.extract_ranking_dask(data, lexical_extractors("all", fields=["title"]), queries=queries, docs=docs,
-                                       client=client, partition_queries=4, timeout=60)
+    remote = dist.extract_ranking_dask(
+        data,
+        lexical_extractors("all", fields=["title"]),
+        queries=queries,
+        docs=docs,
+        client=client,
+        partition_queries=4,
+        timeout=60,
+    )
     assert remote.feature_map == local.feature_map
     np.testing.assert_array_equal(remote.X, local.X)
     np.testing.assert_array_equal(remote.qid, local.qid)
@@ -174,8 +219,17 @@ def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, client
     allowed, scheduler.allowed_failures = scheduler.allowed_failures, 0
     try:
         with pytest.raises(LtrfeatError, match="failed on the Dask cluster: KilledWorker.*no output was written"):
-            dist.extract_file_dask(path, out, queries=queries, docs=docs, extractors=killers(tmp_path / "never", False),
-                                   client=client, partition_queries=100, retries=0, timeout=60)
+            dist.extract_file_dask(
+                path,
+                out,
+                queries=queries,
+                docs=docs,
+                extractors=killers(tmp_path / "never", False),
+                client=client,
+                partition_queries=100,
+                retries=0,
+                timeout=60,
+            )
     finally:
         scheduler.allowed_failures = allowed
     assert not out.exists() and not FeatureMap.sidecar_path(out).exists()
@@ -192,8 +246,9 @@ def test_pack_ships_encoders_as_bundle_bytes(tmp_path, bundle):
     assert restored[1].feature_names() == ex.feature_names() and restored[1].path != str(bundle)
     pairs = pd.DataFrame({"query": ["w1 w2"], "title": ["w2 w3"]})
     np.testing.assert_array_equal(restored[1].transform(pairs), ex.transform(pairs))
-    np.testing.assert_array_equal(restored[0].transform(pairs.assign(qid="1", docid="a")),
-                                  lexical.transform(pairs.assign(qid="1", docid="a")))
+    np.testing.assert_array_equal(
+        restored[0].transform(pairs.assign(qid="1", docid="a")), lexical.transform(pairs.assign(qid="1", docid="a"))
+    )
 
 
 def test_dask_client_rejects_bad_specs_and_starts_a_local_cluster():
@@ -210,8 +265,18 @@ def test_cli_extract_with_dask_matches_the_local_cli(tmp_path, client, monkeypat
     queries.to_csv(tmp_path / "q.tsv", sep="\t", index=False)
     docs.to_csv(tmp_path / "d.tsv", sep="\t", index=False)
     monkeypatch.setattr(dist, "dask_client", lambda spec: contextlib.nullcontext(client))
-    common = ["extract", str(path), "--queries", str(tmp_path / "q.tsv"), "--docs", str(tmp_path / "d.tsv"),
-              "--lexical", "all", "--chunk-queries", "3"]
+    common = [
+        "extract",
+        str(path),
+        "--queries",
+        str(tmp_path / "q.tsv"),
+        "--docs",
+        str(tmp_path / "d.tsv"),
+        "--lexical",
+        "all",
+        "--chunk-queries",
+        "3",
+    ]
     runner = CliRunner()
     local = runner.invoke(cli, common + ["--out", str(tmp_path / "a.letor")])
     remote = runner.invoke(cli, common + ["--out", str(tmp_path / "b.letor"), "--dask", "local:2"])

@@ -1,4 +1,5 @@
 """LambdaMART training and ablation runs on a 2-worker LocalCluster."""
+
 import contextlib
 import dataclasses
 
@@ -17,8 +18,13 @@ from ltrfeat.features import dask_extract as ltr_distributed  # noqa: E402
 from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
 from ltrfeat.features.letor import read_letor, write_letor  # noqa: E402
 from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation  # noqa: E402
-from ltrfeat.rankers.dask_training import (DaskExecutor, _lightgbm_ndcg_curve, best_iteration, fit_dask,  # noqa: E402
-                                 query_partitions)
+from ltrfeat.rankers.dask_training import (  # noqa: E402
+    DaskExecutor,
+    _lightgbm_ndcg_curve,
+    best_iteration,
+    fit_dask,
+    query_partitions,
+)
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 from ltrfeat.features.metrics import evaluate_queries  # noqa: E402
 from builders import dataset_path  # noqa: E402
@@ -26,8 +32,10 @@ from builders import dataset_path  # noqa: E402
 
 @pytest.fixture(scope="module")
 def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, distributed.Client(cluster, timeout="60s") as c:
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        distributed.Client(cluster, timeout="60s") as c,
+    ):
         yield c
 
 
@@ -43,6 +51,7 @@ def ranking(n_queries=120, seed=0, n_features=6, prefix="q"):
 
 
 # ---------------------------------------------------------------------------- pure helpers
+
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=60), st.integers(1, 12))
@@ -65,8 +74,17 @@ def test_query_partitions_balance_rows():
 def test_ndcg_curve_and_best_iteration_follow_lightgbm():
     train, valid = ranking(seed=1), ranking(seed=2)
     valid.label[valid.qid == valid.qid[0]] = 0  # a query without relevant documents counts 1
-    params = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [5], "verbosity": -1, "num_threads": 1,
-              "learning_rate": 0.3, "seed": 0, "deterministic": True, "force_row_wise": True}
+    params = {
+        "objective": "lambdarank",
+        "metric": "ndcg",
+        "eval_at": [5],
+        "verbosity": -1,
+        "num_threads": 1,
+        "learning_rate": 0.3,
+        "seed": 0,
+        "deterministic": True,
+        "force_row_wise": True,
+    }
 
     def data(d, reference=None):
         return lgb.Dataset(d.X, d.label, group=d.group_sizes(), reference=reference, free_raw_data=False)
@@ -77,13 +95,19 @@ def test_ndcg_curve_and_best_iteration_follow_lightgbm():
     curve = _lightgbm_ndcg_curve(full, (valid.X, valid.label, valid.group_sizes()), 60, 5, None)
     np.testing.assert_allclose(curve, history["valid_0"]["ndcg@5"], rtol=0, atol=1e-12)
     for patience in (1, 3, 10):
-        stopped = lgb.train(params, dtrain, 60, valid_sets=[data(valid, dtrain)],
-                            callbacks=[lgb.early_stopping(patience, verbose=False)])
+        stopped = lgb.train(
+            params,
+            dtrain,
+            60,
+            valid_sets=[data(valid, dtrain)],
+            callbacks=[lgb.early_stopping(patience, verbose=False)],
+        )
         assert best_iteration(curve, patience) == stopped.best_iteration
     assert best_iteration(curve, None) == 60
-    gains = [float(2 ** i - 1) for i in range(4)]
-    np.testing.assert_allclose(_lightgbm_ndcg_curve(full, (valid.X, valid.label, valid.group_sizes()), 3, 5, gains),
-                               curve[:3])
+    gains = [float(2**i - 1) for i in range(4)]
+    np.testing.assert_allclose(
+        _lightgbm_ndcg_curve(full, (valid.X, valid.label, valid.group_sizes()), 3, 5, gains), curve[:3]
+    )
 
 
 # ---------------------------------------------------------------------------- training on the cluster
@@ -113,24 +137,29 @@ def folds_and_sets():
     data = ranking(90, seed=6)
     bounds = data.query_boundaries()
     take = lambda q0, q1: data.take(np.arange(bounds[q0], bounds[q1]))  # noqa: E731
-    folds = [Fold("Fold1", take(0, 50), take(50, 60), take(60, 90)),
-             Fold("Fold2", take(30, 80), take(80, 90), take(0, 30))]
+    folds = [
+        Fold("Fold1", take(0, 50), take(50, 60), take(60, 90)),
+        Fold("Fold2", take(30, 80), take(80, 90), take(0, 30)),
+    ]
     sets = plan_feature_sets(data.feature_map, base="1-4", neural={"g": "5-6"})
     return folds, sets
 
 
 def test_ablation_on_the_cluster_equals_the_local_run(client):
     folds, sets = folds_and_sets()
-    kw = dict(seeds=(0, 1), ranker_params={"n_estimators": 15, "num_leaves": 7, "params": {"bagging_fraction": 0.8,
-                                                                                            "bagging_freq": 1}},
-              progress=False)
+    kw = dict(
+        seeds=(0, 1),
+        ranker_params={"n_estimators": 15, "num_leaves": 7, "params": {"bagging_fraction": 0.8, "bagging_freq": 1}},
+        progress=False,
+    )
     local = run_ablation(folds, sets, **kw)
     seen = []
     remote = run_ablation(folds, sets, executor=DaskExecutor(client), on_run=seen.append, **kw)
     assert remote.per_query.equals(local.per_query)
     assert [r["best_iteration"] for r in remote.runs] == [r["best_iteration"] for r in local.runs]
-    assert [(r["fold"], r["feature_set"], r["seed"]) for r in seen] == \
-        [(r["fold"], r["feature_set"], r["seed"]) for r in local.runs]
+    assert [(r["fold"], r["feature_set"], r["seed"]) for r in seen] == [
+        (r["fold"], r["feature_set"], r["seed"]) for r in local.runs
+    ]
     assert remote.importance == local.importance and remote.seed_effect == local.seed_effect
 
 
@@ -150,22 +179,50 @@ def test_dask_executor_reports_a_failing_task(client):
 
 # ---------------------------------------------------------------------------- CLI
 
+
 def test_cli_train_ranker_and_ablate_with_dask(tmp_path, client, monkeypatch):
     monkeypatch.setattr(ltr_distributed, "dask_client", lambda spec: contextlib.nullcontext(client))
     write_letor(tmp_path / "train.letor", ranking(200, seed=7))
     write_letor(tmp_path / "valid.letor", ranking(40, seed=8, prefix="v"))
     runner = CliRunner()
-    result = runner.invoke(cli, ["train-ranker", str(tmp_path / "train.letor"), "--valid",
-                                 str(tmp_path / "valid.letor"), "--n-estimators", "20", "--dask", "local:2",
-                                 "--out", str(tmp_path / "m.txt")])
+    result = runner.invoke(
+        cli,
+        [
+            "train-ranker",
+            str(tmp_path / "train.letor"),
+            "--valid",
+            str(tmp_path / "valid.letor"),
+            "--n-estimators",
+            "20",
+            "--dask",
+            "local:2",
+            "--out",
+            str(tmp_path / "m.txt"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert LambdaMART.load(tmp_path / "m.txt").metadata_["training"]["distributed"]["workers"] == 2
     folds, _ = folds_and_sets()
     for fold in folds:
         for part in ("train", "valid", "test"):
             write_letor(tmp_path / "folds" / fold.name / f"{part}.letor", getattr(fold, part))
-    result = runner.invoke(cli, ["ablate", "--folds", str(tmp_path / "folds"), "--base", "1-4", "--neural", "g=5-6",
-                                 "--quick", "--dask", "local:2", "--report", str(tmp_path / "report")])
+    result = runner.invoke(
+        cli,
+        [
+            "ablate",
+            "--folds",
+            str(tmp_path / "folds"),
+            "--base",
+            "1-4",
+            "--neural",
+            "g=5-6",
+            "--quick",
+            "--dask",
+            "local:2",
+            "--report",
+            str(tmp_path / "report"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert (tmp_path / "report" / "report.md").exists()
     assert "--dask local:2" in runner.invoke(cli, ["train-ranker", "--help"]).output
@@ -174,13 +231,19 @@ def test_cli_train_ranker_and_ablate_with_dask(tmp_path, client, monkeypatch):
 
 # ---------------------------------------------------------------------------- real data
 
+
 @pytest.mark.slow
 def test_mq2008_fold1_dask_lightgbm_matches_local(client):
     raw = dataset_path("letor4_mq2008", "raw")
     parts = [read_letor(raw / f"S{i}.txt") for i in (1, 2, 3)]
-    train = dataclasses.replace(parts[0], qid=np.concatenate([p.qid for p in parts]),
-                                label=np.concatenate([p.label for p in parts]), X=np.concatenate([p.X for p in parts]),
-                                comment=np.concatenate([p.comment for p in parts]), docid=None)
+    train = dataclasses.replace(
+        parts[0],
+        qid=np.concatenate([p.qid for p in parts]),
+        label=np.concatenate([p.label for p in parts]),
+        X=np.concatenate([p.X for p in parts]),
+        comment=np.concatenate([p.comment for p in parts]),
+        docid=None,
+    )
     valid, test = read_letor(raw / "S4.txt"), read_letor(raw / "S5.txt")
     # a fixed number of trees: with early stopping on the small S4, which of two nearly equal
     # validation scores wins moves the comparison more than the training does

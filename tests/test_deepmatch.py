@@ -1,5 +1,6 @@
 """DeepMatch: patch gating, the DAG's minimum-links rule, the sparse forward against a direct one,
 training, bundles, and the extract / cross-fitting / CLI integrations."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,15 @@ from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
 from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
-from ltrfeat.features.encoders.deepmatch import (DeepMatch, DeepMatchNet, _mixed, bags, link_patches, patch_overlap,
-                                             train_deepmatch)
+from ltrfeat.features.encoders.deepmatch import (
+    DeepMatch,
+    DeepMatchNet,
+    _mixed,
+    bags,
+    link_patches,
+    patch_overlap,
+    train_deepmatch,
+)
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.neural import EncoderExtractor
 from builders import TINY, train_until_interrupted
@@ -35,8 +43,9 @@ def make_pairs(n_topics=4, n_queries=48, seed=0) -> pd.DataFrame:
         query = " ".join(rng.choice(q_words[topic], 2, replace=False))
         same = [j for j, (t, _) in enumerate(docs) if t == topic]
         other = [j for j, (t, _) in enumerate(docs) if t != topic]
-        for j, label in [(j, 2) for j in rng.choice(same, 2, replace=False)] + \
-                        [(j, 0) for j in rng.choice(other, 3, replace=False)]:
+        for j, label in [(j, 2) for j in rng.choice(same, 2, replace=False)] + [
+            (j, 0) for j in rng.choice(other, 3, replace=False)
+        ]:
             rows.append((f"q{i}", query, docs[j][1], label))
     return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"]).drop_duplicates(["qid", "doc"])
 
@@ -49,8 +58,18 @@ def trained():
 def small_net(seed=0) -> DeepMatchNet:
     """Two fine patches, one coarse: fine 0 = q{0,1} x d{0,1}, fine 1 = q{2,3} x d{2,3}."""
     torch.manual_seed(seed)
-    config = {"architecture": "deepmatch", "n_fine": 2, "n_coarse": 1, "patch_words": 2, "units": [2, 2],
-              "latent": 3, "committee": 4, "link_width": 2, "n_query_words": 4, "n_doc_words": 4}
+    config = {
+        "architecture": "deepmatch",
+        "n_fine": 2,
+        "n_coarse": 1,
+        "patch_words": 2,
+        "units": [2, 2],
+        "latent": 3,
+        "committee": 4,
+        "link_width": 2,
+        "n_query_words": 4,
+        "n_doc_words": 4,
+    }
     net = DeepMatchNet(config)
     fine = (np.array([[0, 1], [2, 3]]), np.array([[0, 1], [2, 3]]))
     net.set_structure(fine, (np.array([[0, 2]]), np.array([[1, 3]])), np.array([[0, 1]]))
@@ -127,8 +146,9 @@ def test_sparse_forward_matches_the_direct_computation(trained):
 # -- the DAG -------------------------------------------------------------------------------------
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 12), st.integers(1, 4), st.integers(0, 4), st.integers(0, 2**31 - 1))
-def test_every_coarse_patch_gets_at_least_m_links_to_its_most_overlapping_fine_patches(n_coarse, n_fine, m, extra,
-                                                                                        seed):
+def test_every_coarse_patch_gets_at_least_m_links_to_its_most_overlapping_fine_patches(
+    n_coarse, n_fine, m, extra, seed
+):
     m = min(m, n_fine)
     overlap = np.random.default_rng(seed).integers(0, 4, size=(n_coarse, n_fine))
     links = link_patches(overlap, min_links=m, max_links=m + extra)
@@ -237,8 +257,24 @@ def test_crossfit_trains_deepmatch_per_fold():
 def test_cli_train_encoder_deepmatch(tmp_path):
     path, out = tmp_path / "pairs.tsv", tmp_path / "dm.ltrenc"
     make_pairs().to_csv(path, sep="\t", index=False)
-    args = ["train-encoder", str(path), "--model", "deepmatch", "--topics", "6,3", "--patch-words", "4",
-            "--epochs", "1", "--batch-size", "16", "--threads", "1", "--out", str(out)]
+    args = [
+        "train-encoder",
+        str(path),
+        "--model",
+        "deepmatch",
+        "--topics",
+        "6,3",
+        "--patch-words",
+        "4",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.strip().splitlines()[-1])["out"] == str(out)
@@ -254,8 +290,20 @@ def test_cli_extract_emits_deepmatch_title_score(trained, tmp_path):
     pairs = make_pairs(seed=4).rename(columns={"doc": "title"})
     pairs.to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
     out = tmp_path / "out.letor"
-    result = CliRunner().invoke(cli, ["extract", "--pairs", str(tmp_path / "pairs.tsv"), "--columns", "doc=title",
-                                      "--encoder", f"deepmatch={tmp_path / 'dm.ltrenc'}", "--out", str(out)])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "extract",
+            "--pairs",
+            str(tmp_path / "pairs.tsv"),
+            "--columns",
+            "doc=title",
+            "--encoder",
+            f"deepmatch={tmp_path / 'dm.ltrenc'}",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     names = json.loads((tmp_path / "out.letor.features.json").read_text())
     assert "deepmatch_doc_score" in json.dumps(names)
@@ -272,21 +320,22 @@ def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_p
         DeepMatch.load(tmp_path / "bad.ltrenc")
 
 
-
 def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monkeypatch):
     from ltrfeat.features.encoders import deepmatch
 
     pairs, opts = make_pairs(), {**TINY, "epochs": 3, "hard_negatives": 1}
     full, full_history = train_deepmatch(pairs, seed=0, **opts)
-    train_until_interrupted(monkeypatch, epoch=1,
-                            train=lambda: train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", **opts))
+    train_until_interrupted(
+        monkeypatch, epoch=1, train=lambda: train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", **opts)
+    )
 
     def no_lda(*args, **kwargs):
         raise AssertionError("LDA refitted on resume")
 
     monkeypatch.setattr(deepmatch, "fit_topics", no_lda)
-    resumed, history = train_deepmatch(pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", resume=tmp_path / "dm.ckpt",
-                                       **opts)
+    resumed, history = train_deepmatch(
+        pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", resume=tmp_path / "dm.ckpt", **opts
+    )
     assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
     assert resumed.training["best_epoch"] == full.training["best_epoch"]
     for key, value in full.net.state_dict().items():  # weights and the patches / DAG buffers
@@ -301,8 +350,16 @@ def test_text_encoder_checkpoint_is_refused_for_deepmatch(tmp_path):
     from ltrfeat.features.encoders.training import train_encoder
 
     pairs = make_pairs()
-    train_encoder(pairs, model="dssm", sizes={"hidden": [8], "out": 4}, epochs=1, batch_size=16, threads=1,
-                  progress=False, checkpoint=tmp_path / "t.ckpt")
+    train_encoder(
+        pairs,
+        model="dssm",
+        sizes={"hidden": [8], "out": 4},
+        epochs=1,
+        batch_size=16,
+        threads=1,
+        progress=False,
+        checkpoint=tmp_path / "t.ckpt",
+    )
     with pytest.raises(ModelFileError, match="other training data or options"):
         train_deepmatch(pairs, seed=0, resume=tmp_path / "t.ckpt", **TINY)
 
@@ -310,18 +367,37 @@ def test_text_encoder_checkpoint_is_refused_for_deepmatch(tmp_path):
 def test_cli_deepmatch_checkpoint_and_resume(tmp_path):
     path, out = tmp_path / "pairs.tsv", tmp_path / "dm.ltrenc"
     make_pairs().to_csv(path, sep="\t", index=False)
-    args = ["train-encoder", str(path), "--model", "deepmatch", "--topics", "6,3", "--patch-words", "4",
-            "--epochs", "2", "--batch-size", "16", "--threads", "1", "--out", str(out)]
+    args = [
+        "train-encoder",
+        str(path),
+        "--model",
+        "deepmatch",
+        "--topics",
+        "6,3",
+        "--patch-words",
+        "4",
+        "--epochs",
+        "2",
+        "--batch-size",
+        "16",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    ]
     first = CliRunner().invoke(cli, [*args, "--checkpoint", str(tmp_path / "keep.ckpt")])
     assert first.exit_code == 0, first.output
     assert (tmp_path / "keep.ckpt").exists() and not (tmp_path / "dm.ltrenc.ckpt").exists()
     again = CliRunner().invoke(cli, [*args, "--resume", str(tmp_path / "keep.ckpt")])
     assert again.exit_code == 0, again.output
-    assert json.loads(again.output.strip().splitlines()[-1])["epochs"] == \
-        json.loads(first.output.strip().splitlines()[-1])["epochs"]
+    assert (
+        json.loads(again.output.strip().splitlines()[-1])["epochs"]
+        == json.loads(first.output.strip().splitlines()[-1])["epochs"]
+    )
     assert not (tmp_path / "dm.ltrenc.ckpt").exists()  # the default checkpoint is removed on success
-    bad = CliRunner().invoke(cli, [*args[:-2], "--epochs", "3", "--resume", str(tmp_path / "keep.ckpt"),
-                                   "--out", str(tmp_path / "x.ltrenc")])
+    bad = CliRunner().invoke(
+        cli, [*args[:-2], "--epochs", "3", "--resume", str(tmp_path / "keep.ckpt"), "--out", str(tmp_path / "x.ltrenc")]
+    )
     assert bad.exit_code == 2 and "other training data or options" in bad.output
     assert not (tmp_path / "x.ltrenc").exists()
     score = CliRunner().invoke(cli, [*args[:-2], "--score", "dot", "--out", str(tmp_path / "y.ltrenc")])

@@ -1,5 +1,6 @@
 """Teacher distillation: agreement, determinism, the teacher-vector cache, train_encoder(teacher=...) with
 resume, the bundle, the CLI (train -> extract) and the ablation spec ``clsm:generalized+teacher``."""
+
 from __future__ import annotations
 
 import json
@@ -66,8 +67,9 @@ def student(train_texts, seed=0):
 
 def held_out_agreement(hasher, net, teacher, queries, docs):
     enc = Encoder(hasher, net)
-    return agreement(enc.encode(queries, side="query"), enc.encode(docs, side="doc"),
-                     teacher.encode(queries), teacher.encode(docs))
+    return agreement(
+        enc.encode(queries, side="query"), enc.encode(docs, side="doc"), teacher.encode(queries), teacher.encode(docs)
+    )
 
 
 def test_distillation_raises_agreement_on_held_out_texts():
@@ -76,8 +78,7 @@ def test_distillation_raises_agreement_on_held_out_texts():
     hasher, net = student(q + d)
     held_q, held_d = texts(100, 3), texts(100, 4)
     before = held_out_agreement(hasher, net, teacher, held_q, held_d)
-    record = distill(net, hasher, q, d, teacher, epochs=8, batch_size=64, lr=1e-2, loss="mse", seed=0,
-                     progress=False)
+    record = distill(net, hasher, q, d, teacher, epochs=8, batch_size=64, lr=1e-2, loss="mse", seed=0, progress=False)
     after = held_out_agreement(hasher, net, teacher, held_q, held_d)
     assert after["pearson"] > before["pearson"] + 0.3 and after["pearson"] > 0.35
     assert after["mse"] < before["mse"] / 2
@@ -90,8 +91,9 @@ def test_kl_loss_also_raises_agreement():
     teacher = WordTeacher()
     q, d = texts(150, 1), texts(150, 2)
     hasher, net = student(q + d)
-    record = distill(net, hasher, q, d, teacher, epochs=6, batch_size=64, lr=1e-2, loss="kl", temperature=0.1,
-                     seed=0, progress=False)
+    record = distill(
+        net, hasher, q, d, teacher, epochs=6, batch_size=64, lr=1e-2, loss="kl", temperature=0.1, seed=0, progress=False
+    )
     assert record["loss_function"] == "kl" and record["temperature"] == 0.1
     assert record["agreement"]["after"]["pearson"] > record["agreement"]["before"]["pearson"] + 0.2
     with pytest.raises(ValueError, match="loss"):
@@ -103,8 +105,9 @@ def test_same_side_term_and_determinism():
 
     def run(seed, same_side=0.0):
         hasher, net = student(q + d)
-        distill(net, hasher, q, d, WordTeacher(), epochs=2, batch_size=16, seed=seed, same_side=same_side,
-                progress=False)
+        distill(
+            net, hasher, q, d, WordTeacher(), epochs=2, batch_size=16, seed=seed, same_side=same_side, progress=False
+        )
         return net.state_dict()
 
     a, b, c, e = run(0), run(0), run(1), run(0, same_side=1.0)
@@ -150,8 +153,19 @@ def test_teacher_key_and_validation(tmp_path):
         distill(net, hasher, ["a"], ["b"], WordTeacher(), epochs=0)
 
 
-OPTS = dict(model="clsm", loss="generalized", sizes=SMALL, epochs=2, batch_size=32, lr=1e-2, val_fraction=0.25,
-            patience=5, progress=False, threads=1, seed=0)
+OPTS = dict(
+    model="clsm",
+    loss="generalized",
+    sizes=SMALL,
+    epochs=2,
+    batch_size=32,
+    lr=1e-2,
+    val_fraction=0.25,
+    patience=5,
+    progress=False,
+    threads=1,
+    seed=0,
+)
 
 
 def test_train_encoder_with_teacher_records_the_stage_and_round_trips(tmp_path):
@@ -175,7 +189,6 @@ def test_train_encoder_with_teacher_records_the_stage_and_round_trips(tmp_path):
         train_encoder(judged(), teacher=WordTeacher(), pretrain="rbm", **{**OPTS, "model": "dssm", "sizes": {}})
 
 
-
 def test_kept_teacher_term_holds_the_student_closer_to_the_teacher():
     table = judged(n_queries=60)
     q, d = texts(80, seed=7), texts(80, seed=8)  # texts outside the training table
@@ -186,8 +199,9 @@ def test_kept_teacher_term_holds_the_student_closer_to_the_teacher():
     assert kept.training["params"]["distill_weight"] == 3.0 and "distill_weight" not in plain.training["params"]
 
     def held_out(encoder):
-        return agreement(encoder.encode(q, side="query"), encoder.encode(d, side="doc"),
-                         teacher.encode(q), teacher.encode(d))["pearson"]
+        return agreement(
+            encoder.encode(q, side="query"), encoder.encode(d, side="doc"), teacher.encode(q), teacher.encode(d)
+        )["pearson"]
 
     assert held_out(kept) > held_out(plain) + 0.1  # seeds 0 and 1: .29 vs .02, .32 vs .11
     with pytest.raises(ValueError, match="distill_weight needs a teacher"):
@@ -199,9 +213,11 @@ def test_kept_teacher_term_holds_the_student_closer_to_the_teacher():
 def test_resume_does_not_redo_distillation(tmp_path, monkeypatch):
     opts = {**OPTS, "epochs": 3}
     full, full_history = train_encoder(judged(), teacher=WordTeacher(), **opts)
-    train_until_interrupted(monkeypatch, epoch=1,
-                            train=lambda: train_encoder(judged(), teacher=WordTeacher(), checkpoint=tmp_path / "part.ckpt",
-                                                        **opts))
+    train_until_interrupted(
+        monkeypatch,
+        epoch=1,
+        train=lambda: train_encoder(judged(), teacher=WordTeacher(), checkpoint=tmp_path / "part.ckpt", **opts),
+    )
 
     def boom(*args, **kwargs):
         raise AssertionError("distillation ran again on resume")
@@ -231,38 +247,69 @@ def test_cli_train_with_teacher_then_extract(tmp_path):
     pairs = judged(20, seed=5)
     pairs.assign(docid=[f"d{i}" for i in range(len(pairs))]).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
     model = tmp_path / "m.ltrenc"
-    base = ["train-encoder", str(tmp_path / "pairs.tsv"), "--model", "clsm", "--loss", "generalized", "--epochs", "1",
-            "--batch-size", "16", "--threads", "1"]
+    base = [
+        "train-encoder",
+        str(tmp_path / "pairs.tsv"),
+        "--model",
+        "clsm",
+        "--loss",
+        "generalized",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--threads",
+        "1",
+    ]
     res = CliRunner().invoke(cli, [*base, "--teacher", "sbert", "--distill-epochs", "2", "--out", str(model)])
     assert res.exit_code == 0, res.output
     encoder = Encoder.load(model)
     assert encoder.training["params"]["teacher"] == "sbert" and encoder.training["pretrain"]["epochs"] == 2
     out = tmp_path / "out.letor"
-    res = CliRunner().invoke(cli, ["extract", "--pairs", str(tmp_path / "pairs.tsv"), "--lexical", "bm25",
-                                   "--encoder", f"clsm={model}", "--out", str(out)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "extract",
+            "--pairs",
+            str(tmp_path / "pairs.tsv"),
+            "--lexical",
+            "bm25",
+            "--encoder",
+            f"clsm={model}",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     data = read_letor(out)
     assert data.feature_map.names[-1].startswith("clsm") and np.isfinite(data.X).all()
     # bad teacher directory / wrong model: one-line error, exit 2, no output file
-    bad = CliRunner().invoke(cli, [*base, "--teacher", f"sbert={tmp_path / 'none'}", "--out",
-                                   str(tmp_path / "x.ltrenc")])
+    bad = CliRunner().invoke(
+        cli, [*base, "--teacher", f"sbert={tmp_path / 'none'}", "--out", str(tmp_path / "x.ltrenc")]
+    )
     assert bad.exit_code == 2 and "error:" in bad.output and "none" in bad.output
-    bad = CliRunner().invoke(cli, [*base[:2], "--model", "deepmatch", "--teacher", "sbert", "--out",
-                                   str(tmp_path / "x.ltrenc")])
+    bad = CliRunner().invoke(
+        cli, [*base[:2], "--model", "deepmatch", "--teacher", "sbert", "--out", str(tmp_path / "x.ltrenc")]
+    )
     assert bad.exit_code == 2 and "--teacher" in bad.output
     bad = CliRunner().invoke(cli, [*base, "--distill-weight", "1", "--out", str(tmp_path / "x.ltrenc")])
     assert bad.exit_code == 2 and "distill_weight needs a teacher" in bad.output
     assert not (tmp_path / "x.ltrenc").exists()
-    res = CliRunner().invoke(cli, [*base, "--teacher", "sbert", "--distill-epochs", "1", "--distill-weight", "1",
-                                   "--out", str(model)])
+    res = CliRunner().invoke(
+        cli, [*base, "--teacher", "sbert", "--distill-epochs", "1", "--distill-weight", "1", "--out", str(model)]
+    )
     assert res.exit_code == 0, res.output
     assert Encoder.load(model).training["params"]["distill_weight"] == 1.0
 
 
 def test_encoder_spec_with_teacher(tmp_path):
     spec = EncoderSpec.parse("clsm:generalized+teacher")
-    assert (spec.name, spec.pretrain, spec.path, spec.column_suffix) == ("clsm-generalized-teacher", "teacher", None,
-                                                                         "cos")
+    assert (spec.name, spec.pretrain, spec.path, spec.column_suffix) == (
+        "clsm-generalized-teacher",
+        "teacher",
+        None,
+        "cos",
+    )
     with_dir = EncoderSpec.parse(f"dssm:softmax+teacher={tmp_path}")
     assert with_dir.name == "dssm-softmax-teacher" and with_dir.path == str(tmp_path)
     for bad in ("deepmatch+teacher", "clsm:softmax+rbm", "sbert+teacher", "clsm:softmax=somewhere"):
@@ -282,8 +329,11 @@ def test_crossfit_train_passes_the_teacher(monkeypatch, tmp_path):
         raise RuntimeError("stop")
 
     monkeypatch.setattr("ltrfeat.features.encoders.training.train_encoder", fake_train_encoder)
-    for text, teacher in (("clsm:generalized+teacher", "sbert"), (f"clsm:generalized+teacher={tmp_path}",
-                                                                  f"sbert={tmp_path}"), ("clsm:generalized", None)):
+    for text, teacher in (
+        ("clsm:generalized+teacher", "sbert"),
+        (f"clsm:generalized+teacher={tmp_path}", f"sbert={tmp_path}"),
+        ("clsm:generalized", None),
+    ):
         with pytest.raises(RuntimeError):
             crossfit._train(EncoderSpec.parse(text), judged(6), options={"epochs": 1}, seed=0, cache=None)
         assert seen[-1].get("teacher") == teacher and "pretrain" not in seen[-1]
@@ -298,12 +348,36 @@ def test_ablation_with_teacher_encodes_each_text_once(tmp_path, monkeypatch):
     monkeypatch.setattr(distill_module, "load_teacher", lambda spec: teacher)
     distill_module.clear_cache()
     try:
-        res = CliRunner().invoke(cli, [
-            "ablate", "--pairs", str(tmp_path / "world" / "judged.tsv"), "--encoder", "dssm:generalized+teacher",
-            "--encoder", "sbert",
-            "--k-folds", "3", "--encoder-option", "epochs=1", "--encoder-option", "distill_epochs=1",
-            "--encoder-option", 'sizes={"hidden": [32], "out": 16}', "--n-estimators", "20", "--num-leaves", "7",
-            "--resamples", "200", "--seeds", "0", "--report", str(tmp_path / "report")])
+        res = CliRunner().invoke(
+            cli,
+            [
+                "ablate",
+                "--pairs",
+                str(tmp_path / "world" / "judged.tsv"),
+                "--encoder",
+                "dssm:generalized+teacher",
+                "--encoder",
+                "sbert",
+                "--k-folds",
+                "3",
+                "--encoder-option",
+                "epochs=1",
+                "--encoder-option",
+                "distill_epochs=1",
+                "--encoder-option",
+                'sizes={"hidden": [32], "out": 16}',
+                "--n-estimators",
+                "20",
+                "--num-leaves",
+                "7",
+                "--resamples",
+                "200",
+                "--seeds",
+                "0",
+                "--report",
+                str(tmp_path / "report"),
+            ],
+        )
         assert res.exit_code == 0, res.output
         assert "cross-fitting dssm-generalized-teacher, sbert over 3 query folds (6 encoder trainings)" in res.output
         encoded = sum(len(v) for v in distill_module._VECTORS.values())
@@ -335,7 +409,11 @@ def test_distillation_options_reach_only_encoders_with_a_teacher():
     options = {"epochs": 4, "clsm.distill_epochs": 2, "distill_lr": 1e-3, "clsm.distill_weight": 1.0}
     assert spec_options(EncoderSpec.parse("clsm:softmax"), options) == {"epochs": 4}
     assert spec_options(EncoderSpec.parse("clsm:generalized+teacher"), options) == {
-        "epochs": 4, "distill_epochs": 2, "distill_lr": 1e-3, "distill_weight": 1.0}
+        "epochs": 4,
+        "distill_epochs": 2,
+        "distill_lr": 1e-3,
+        "distill_weight": 1.0,
+    }
 
 
 def test_teacher_vectors_round_trip_through_disk(tmp_path, monkeypatch):
@@ -373,9 +451,23 @@ def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch
     (model / "weights.bin").write_bytes(b"v1")
     teacher = WordTeacher()
     monkeypatch.setattr(distill_module, "load_teacher", lambda spec: teacher)
-    args = ["ablate", "--pairs", str(tmp_path / "world" / "judged.tsv"), "--encoder", f"sbert={model}",
-            "--n-estimators", "10", "--num-leaves", "7", "--resamples", "200", "--seeds", "0",
-            "--cache", str(tmp_path / "cache")]
+    args = [
+        "ablate",
+        "--pairs",
+        str(tmp_path / "world" / "judged.tsv"),
+        "--encoder",
+        f"sbert={model}",
+        "--n-estimators",
+        "10",
+        "--num-leaves",
+        "7",
+        "--resamples",
+        "200",
+        "--seeds",
+        "0",
+        "--cache",
+        str(tmp_path / "cache"),
+    ]
     try:
         for run, expect_encoded in (("a", True), ("b", False)):
             distill_module.clear_cache()  # a new process
@@ -383,7 +475,9 @@ def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch
             res = CliRunner().invoke(cli, [*args, "--report", str(tmp_path / run)])
             assert res.exit_code == 0, res.output
             assert (teacher.texts > before) == expect_encoded
-        assert reproducible_report(tmp_path / "a" / "report.json") == reproducible_report(tmp_path / "b" / "report.json")
+        assert reproducible_report(tmp_path / "a" / "report.json") == reproducible_report(
+            tmp_path / "b" / "report.json"
+        )
         runs = [json.loads((tmp_path / r / "report.json").read_text())["stage_seconds"]["ranker_runs"] for r in "ab"]
         assert runs[0]["from_cache"] == 0 and runs[1]["from_cache"] == runs[1]["total"] == runs[0]["total"] > 0
         assert "runs from cache" in (tmp_path / "b" / "report.md").read_text()

@@ -1,5 +1,6 @@
 """Dot-product scoring (DSE): raw vectors, training and validation on the dot, bundles (and bundles
 written before the option existed), specs and column names, explain, ONNX and serving."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,18 @@ from builders import make_pairs
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEXTS = ["cordless drill 18v", "red garden hose", "ceiling fan", "", "unseen zzz words"]
-QUICK = dict(model="dssm", sizes={"hidden": [48], "out": 24}, epochs=4, batch_size=32, lr=1e-2, val_fraction=0.25,
-             patience=4, progress=False, threads=1, seed=0)
+QUICK = dict(
+    model="dssm",
+    sizes={"hidden": [48], "out": 24},
+    epochs=4,
+    batch_size=32,
+    lr=1e-2,
+    val_fraction=0.25,
+    patience=4,
+    progress=False,
+    threads=1,
+    seed=0,
+)
 
 
 def tiny(arch="dssm", score="dot", seed=0):
@@ -80,8 +91,9 @@ def test_validation_ndcg_is_the_ndcg_of_the_dot(trained):
     data = _prepare(pairs, how="linear", click_scale=1.0, val_fraction=0.25, seed=0)
     val = np.flatnonzero(~data.train)
     scores = encoder.similarity(pairs["query"].iloc[val].tolist(), pairs["doc"].iloc[val].tolist())
-    assert ndcg_at(scores, data.rel[val], data.q_idx[val]) == pytest.approx(encoder.training["validation"]["ndcg@10"],
-                                                                           abs=1e-6)
+    assert ndcg_at(scores, data.rel[val], data.q_idx[val]) == pytest.approx(
+        encoder.training["validation"]["ndcg@10"], abs=1e-6
+    )
 
 
 def test_softmax_and_generalized_train_with_dot_and_default_gamma():
@@ -107,8 +119,9 @@ def test_bundle_written_before_dot_scoring_loads_as_cosine():
     old = Encoder.load(FIXTURES / "dssm_before_dot.ltrenc")
     assert "score" not in old.model.config and old.score == "cosine"
     np.testing.assert_allclose(old.encode(expected["texts"]), expected["query"], atol=1e-6)
-    np.testing.assert_allclose(old.similarity(expected["texts"], expected["texts"][::-1]), expected["similarity"],
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        old.similarity(expected["texts"], expected["texts"][::-1]), expected["similarity"], atol=1e-6
+    )
     ex = EncoderExtractor(name="dssm", path=str(FIXTURES / "dssm_before_dot.ltrenc"), field="title").fit()
     assert ex.feature_names() == ["dssm_title_cos"]
 
@@ -124,13 +137,13 @@ def test_damaged_score_in_a_bundle_is_refused(tmp_path):
         Encoder.load(tmp_path / "bad.ltrenc")
 
 
-
 def test_checkpoint_resume_with_dot_equals_uninterrupted(tmp_path, monkeypatch):
     pairs = make_pairs(n_queries=24)
     opts = dict(loss="hinge", score="dot", **{**QUICK, "epochs": 3})
     full, full_history = train_encoder(pairs, **opts)
-    train_until_interrupted(monkeypatch, epoch=1,
-                            train=lambda: train_encoder(pairs, **opts, checkpoint=tmp_path / "c.ckpt"))
+    train_until_interrupted(
+        monkeypatch, epoch=1, train=lambda: train_encoder(pairs, **opts, checkpoint=tmp_path / "c.ckpt")
+    )
     resumed, history = train_encoder(pairs, **opts, resume=tmp_path / "c.ckpt")
     assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
     for name, value in full.model.state_dict().items():
@@ -140,15 +153,18 @@ def test_checkpoint_resume_with_dot_equals_uninterrupted(tmp_path, monkeypatch):
 
 
 # -- specs, columns, explain ------------------------------------------------------------------
-@pytest.mark.parametrize("text, name, suffix, score", [
-    ("dssm:hinge", "dssm-hinge", "cos", "cosine"),
-    ("dssm:hinge+rbm", "dssm-hinge-rbm", "dot", "dot"),
-    ("dssm:hinge@dot", "dssm-hinge-dot", "dot", "dot"),
-    ("dssm:hinge+rbm@cosine", "dssm-hinge-rbm-cosine", "cos", "cosine"),
-    ("clsm:softmax@dot", "clsm-softmax-dot", "dot", "dot"),
-    ("deepmatch", "deepmatch", "score", None),
-    ("sbert", "sbert", "cos", None),
-])
+@pytest.mark.parametrize(
+    "text, name, suffix, score",
+    [
+        ("dssm:hinge", "dssm-hinge", "cos", "cosine"),
+        ("dssm:hinge+rbm", "dssm-hinge-rbm", "dot", "dot"),
+        ("dssm:hinge@dot", "dssm-hinge-dot", "dot", "dot"),
+        ("dssm:hinge+rbm@cosine", "dssm-hinge-rbm-cosine", "cos", "cosine"),
+        ("clsm:softmax@dot", "clsm-softmax-dot", "dot", "dot"),
+        ("deepmatch", "deepmatch", "score", None),
+        ("sbert", "sbert", "cos", None),
+    ],
+)
 def test_spec_scores_names_and_suffixes(text, name, suffix, score):
     spec = EncoderSpec.parse(text)
     assert (spec.name, spec.column_suffix, spec.resolved_score) == (name, suffix, score)
@@ -175,8 +191,9 @@ def test_crossfit_trains_the_spec_score_and_names_the_column(tmp_path):
     assert list(columns["fold1"]) == ["dssm-hinge-rbm_title_dot", "dssm-hinge_title_cos"]
     assert set(seen) == {"dot", "cosine"}
     with pytest.raises(LtrfeatError, match="@dot"):
-        crossfit_columns(pairs, plans, specs, field="title", options={"score": "dot"}, progress=False,
-                         train_fn=fake_train)
+        crossfit_columns(
+            pairs, plans, specs, field="title", options={"score": "dot"}, progress=False, train_fn=fake_train
+        )
 
 
 def test_crossfit_training_uses_the_spec_score_and_keys_the_cache_by_it(tmp_path):
@@ -186,9 +203,10 @@ def test_crossfit_training_uses_the_spec_score_and_keys_the_cache_by_it(tmp_path
     options = {"sizes": {"hidden": [8], "out": 4}, "epochs": 1, "batch_size": 16, "threads": 1}
     dot, _ = _train(EncoderSpec.parse("dssm:hinge@dot"), table, options=options, seed=0, cache=tmp_path)
     assert dot.score == "dot" and Encoder.load(next((tmp_path / "encoders").glob("dssm-hinge-dot-*"))).score == "dot"
-    keys = {text: _cache_key(EncoderSpec.parse(text), options, table, 0)
-            for text in ("dssm:hinge", "dssm:hinge@cosine", "dssm:hinge@dot", "dssm:hinge+rbm",
-                         "dssm:hinge+rbm@cosine")}
+    keys = {
+        text: _cache_key(EncoderSpec.parse(text), options, table, 0)
+        for text in ("dssm:hinge", "dssm:hinge@cosine", "dssm:hinge@dot", "dssm:hinge+rbm", "dssm:hinge+rbm@cosine")
+    }
     assert keys["dssm:hinge"] == keys["dssm:hinge@cosine"]  # unchanged for cosine: old caches stay valid
     assert len({keys["dssm:hinge"], keys["dssm:hinge@dot"], keys["dssm:hinge+rbm"], keys["dssm:hinge+rbm@cosine"]}) == 4
 
@@ -205,8 +223,9 @@ def test_extract_emits_dot_columns(tmp_path):
 def test_explain_says_dot(arch):
     enc = tiny(arch, "dot")
     ex = explain(enc, "cordless drill", "red garden hose", top=2)
-    assert ex.score == "dot" and ex.similarity == pytest.approx(float(enc.similarity(["cordless drill"],
-                                                                                      ["red garden hose"])[0]))
+    assert ex.score == "dot" and ex.similarity == pytest.approx(
+        float(enc.similarity(["cordless drill"], ["red garden hose"])[0])
+    )
     text = format_explanation(ex, query="cordless drill", doc="red garden hose")
     assert text.startswith(f"{arch} dot('cordless drill', 'red garden hose') = ") and "cosine" not in text
     if arch == "dssm":  # occlusion drops are differences of raw dot products
@@ -216,8 +235,20 @@ def test_explain_says_dot(arch):
 def test_cli_train_encoder_score_dot_and_explain(tmp_path):
     path = tmp_path / "pairs.tsv"
     make_pairs(n_queries=24).to_csv(path, sep="\t", index=False)
-    base = ["train-encoder", str(path), "--model", "dssm", "--epochs", "1", "--batch-size", "16", "--threads", "1",
-            "--loss", "hinge"]
+    base = [
+        "train-encoder",
+        str(path),
+        "--model",
+        "dssm",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--threads",
+        "1",
+        "--loss",
+        "hinge",
+    ]
     result = CliRunner().invoke(cli, [*base, "--score", "dot", "--out", str(tmp_path / "dot.ltrenc")])
     assert result.exit_code == 0, result.output
     assert Encoder.load(tmp_path / "dot.ltrenc").score == "dot"
@@ -277,12 +308,20 @@ def served_world(tmp_path_factory):
         Encoder(hasher, model.eval()).save(root / f"{score}.ltrenc")
     data = w["data"]
     qtext, ttext = dict(zip(w["queries"].qid, w["queries"]["query"])), dict(zip(w["docs"].docid, w["docs"].title))
-    pairs = pd.DataFrame({"qid": data.qid, "query": [qtext[q] for q in data.qid],
-                          "doc": [ttext[d] for d in data.docid], "label": data.label})
+    pairs = pd.DataFrame(
+        {
+            "qid": data.qid,
+            "query": [qtext[q] for q in data.qid],
+            "doc": [ttext[d] for d in data.docid],
+            "label": data.label,
+        }
+    )
     dm, _ = train_deepmatch(pairs, seed=0, **{**TINY, "epochs": 1})
     dm.save(root / "dm.ltrenc")
-    extractors = [EncoderExtractor(name="dssm", path=str(root / "dot.ltrenc"), field="title"),
-                  EncoderExtractor(name="deepmatch", path=str(root / "dm.ltrenc"), field="title")]
+    extractors = [
+        EncoderExtractor(name="dssm", path=str(root / "dot.ltrenc"), field="title"),
+        EncoderExtractor(name="deepmatch", path=str(root / "dm.ltrenc"), field="title"),
+    ]
     data = extract_ranking(data, extractors, queries=w["queries"], docs=w["docs"])
     assert data.feature_map.names[-2:] == ["dssm_title_dot", "deepmatch_title_score"]
     ranker = LambdaMART(n_estimators=20, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(data)
@@ -295,8 +334,11 @@ def test_scorer_serves_dot_and_deepmatch_columns(served_world):
     from builders import assert_scores_equal_offline
 
     w = served_world
-    scorer = Scorer.load(w["ranker"], corpus_stats=w["corpus"],
-                         encoders={"dssm": w["root"] / "dot.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"})
+    scorer = Scorer.load(
+        w["ranker"],
+        corpus_stats=w["corpus"],
+        encoders={"dssm": w["root"] / "dot.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"},
+    )
     assert_scores_equal_offline(scorer, w, ("q0", "q5", "q15"), features_tol=1e-5, scores_tol=1e-6)
 
 
@@ -305,8 +347,11 @@ def test_scorer_refuses_an_encoder_of_the_other_score(served_world):
 
     w = served_world
     with pytest.raises(LtrfeatError, match="needs dssm_title_dot but encoder dssm=.*gives dssm_title_cos"):
-        Scorer.load(w["ranker"], corpus_stats=w["corpus"],
-                    encoders={"dssm": w["root"] / "cosine.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"})
+        Scorer.load(
+            w["ranker"],
+            corpus_stats=w["corpus"],
+            encoders={"dssm": w["root"] / "cosine.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"},
+        )
     with pytest.raises(LtrfeatError, match="cannot compute: deepmatch_title_score"):
         Scorer.load(w["ranker"], corpus_stats=w["corpus"], encoders={"dssm": w["root"] / "dot.ltrenc"})
 
@@ -323,10 +368,11 @@ def test_scorer_with_a_dot_onnx_export(served_world, tmp_path):
     encoders = {"dssm": tmp_path / "onnx", "deepmatch": w["root"] / "dm.ltrenc"}
     onnx = Scorer.load(w["ranker"], corpus_stats=w["corpus"], encoders=encoders)
     rows, cands = candidates_of(w, "q3")
-    np.testing.assert_allclose(onnx.features("river hotel", cands)[:, -2],
-                               Encoder.load(w["root"] / "dot.ltrenc").similarity(["river hotel"] * len(cands),
-                                                                                [c["title"] for c in cands]),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        onnx.features("river hotel", cands)[:, -2],
+        Encoder.load(w["root"] / "dot.ltrenc").similarity(["river hotel"] * len(cands), [c["title"] for c in cands]),
+        atol=1e-5,
+    )
 
 
 def test_http_score_with_dot_and_deepmatch(served_world):
@@ -339,8 +385,11 @@ def test_http_score_with_dot_and_deepmatch(served_world):
     from builders import candidates_of
 
     w = served_world
-    scorer = Scorer.load(w["ranker"], corpus_stats=w["corpus"],
-                         encoders={"dssm": w["root"] / "dot.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"})
+    scorer = Scorer.load(
+        w["ranker"],
+        corpus_stats=w["corpus"],
+        encoders={"dssm": w["root"] / "dot.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"},
+    )
     rows, cands = candidates_of(w, "q2")
     query = dict(zip(w["queries"].qid, w["queries"]["query"]))["q2"]
     with TestClient(create_app(scorer, limits=ServiceLimits(max_candidates=50, max_bytes=100_000))) as client:

@@ -1,4 +1,5 @@
 """One duplicate-judgment policy (error | first | mean | max) for every reader of judged pairs."""
+
 import json
 
 import numpy as np
@@ -13,19 +14,27 @@ from ltrfeat.features.duplicates import data_record, resolve_duplicates
 from ltrfeat.features.errors import TextTableError
 from ltrfeat.features.text import pairs_to_ranking, read_judged_pairs
 
-CSV = ("search_term,product_uid,product_title,relevance\n"
-       "drill,1,Cordless Drill,3\n"       # line 2
-       "drill,2,Hammer Drill,2\n"
-       "drill,1,Cordless Drill,2\n"       # line 4: pair (drill, 1) again, another grade
-       "hose,3,Garden Hose,1\n"
-       "drill,1,Cordless Drill,1\n"       # line 6: and again
-       "hose,3,Garden Hose,1\n")          # line 7: (hose, 3) again, same grade
+CSV = (
+    "search_term,product_uid,product_title,relevance\n"
+    "drill,1,Cordless Drill,3\n"  # line 2
+    "drill,2,Hammer Drill,2\n"
+    "drill,1,Cordless Drill,2\n"  # line 4: pair (drill, 1) again, another grade
+    "hose,3,Garden Hose,1\n"
+    "drill,1,Cordless Drill,1\n"  # line 6: and again
+    "hose,3,Garden Hose,1\n"
+)  # line 7: (hose, 3) again, same grade
 COLUMNS = "query=search_term,doc=product_title,docid=product_uid,label=relevance"
 
 
 def _frame():
-    return pd.DataFrame({"qid": ["a", "a", "a", "b", "a", "b"], "docid": ["1", "2", "1", "3", "1", "3"],
-                         "label": [3.0, 2.0, 2.0, 1.0, 1.0, 1.0], "doc": ["x", "y", "x2", "z", "x3", "z"]})
+    return pd.DataFrame(
+        {
+            "qid": ["a", "a", "a", "b", "a", "b"],
+            "docid": ["1", "2", "1", "3", "1", "3"],
+            "label": [3.0, 2.0, 2.0, 1.0, 1.0, 1.0],
+            "doc": ["x", "y", "x2", "z", "x3", "z"],
+        }
+    )
 
 
 def test_error_names_the_count_the_first_pair_its_lines_and_the_fix():
@@ -85,9 +94,15 @@ def _invoke(*args):
 
 def test_datasets_convert_records_the_policy_in_convert_json(tmp_path):
     path = tmp_path / "train.csv"
-    path.write_text(CSV.replace("relevance", "relevance").replace("search_term,product_uid,product_title,relevance",
-                                                                    "id,search_term,product_uid,product_title,relevance")
-                    .replace("\ndrill", "\n0,drill").replace("\nhose", "\n0,hose"), encoding="latin-1")
+    path.write_text(
+        CSV.replace("relevance", "relevance")
+        .replace(
+            "search_term,product_uid,product_title,relevance", "id,search_term,product_uid,product_title,relevance"
+        )
+        .replace("\ndrill", "\n0,drill")
+        .replace("\nhose", "\n0,hose"),
+        encoding="latin-1",
+    )
     res = _invoke("datasets", "convert", "homedepot", path, "--out", tmp_path / "out")
     assert res.exit_code == 2 and "--duplicates" in res.output and not (tmp_path / "out").exists()
     res = _invoke("datasets", "convert", "homedepot", path, "--out", tmp_path / "out", "--duplicates", "mean")
@@ -106,12 +121,24 @@ def test_train_encoder_and_extract_take_the_policy(tmp_path):
     common = ["--columns", COLUMNS, "--label-map", "round"]
     res = _invoke("train-encoder", path, *common, "--out", tmp_path / "e.ltrenc", "--epochs", "1")
     assert res.exit_code == 2 and "3 rows judge a (query, document) pair again" in res.output
-    res = _invoke("train-encoder", path, *common, "--out", tmp_path / "e.ltrenc", "--epochs", "1",
-                  "--duplicates", "first", "--val-fraction", "0")
+    res = _invoke(
+        "train-encoder",
+        path,
+        *common,
+        "--out",
+        tmp_path / "e.ltrenc",
+        "--epochs",
+        "1",
+        "--duplicates",
+        "first",
+        "--val-fraction",
+        "0",
+    )
     assert res.exit_code == 0, res.output
     assert Encoder.load(tmp_path / "e.ltrenc").training["duplicates"]["policy"] == "first"
-    res = _invoke("extract", "--pairs", path, *common, "--lexical", "bm25", "--out", tmp_path / "x.letor",
-                  "--duplicates", "mean")
+    res = _invoke(
+        "extract", "--pairs", path, *common, "--lexical", "bm25", "--out", tmp_path / "x.letor", "--duplicates", "mean"
+    )
     assert res.exit_code == 0, res.output
     assert len(read_letor(tmp_path / "x.letor")) == 43 and "--duplicates mean: merged 3" in res.output
 
@@ -122,8 +149,25 @@ def test_ablate_records_the_policy_in_the_report(tmp_path):
     rows += ["q1,1_0,doc 0 of 1,3", "q1,1_0,doc 0 of 1,1"]
     path = tmp_path / "pairs.csv"
     path.write_text("search_term,product_uid,product_title,relevance\n" + "\n".join(rows) + "\n")
-    args = ["ablate", "--pairs", path, "--columns", COLUMNS, "--label-map", "round", "--encoder", "dssm:softmax",
-            "--encoder-option", "epochs=1", "--k-folds", "3", "--quick", "--no-select", "--report", tmp_path / "r"]
+    args = [
+        "ablate",
+        "--pairs",
+        path,
+        "--columns",
+        COLUMNS,
+        "--label-map",
+        "round",
+        "--encoder",
+        "dssm:softmax",
+        "--encoder-option",
+        "epochs=1",
+        "--k-folds",
+        "3",
+        "--quick",
+        "--no-select",
+        "--report",
+        tmp_path / "r",
+    ]
     assert _invoke(*args).exit_code == 2
     res = _invoke(*args, "--duplicates", "max")
     assert res.exit_code == 0, res.output
@@ -138,15 +182,29 @@ HOME_DEPOT = DATASETS / "home_depot" / "raw" / "train.csv"
 def test_home_depot_with_title_ids_repeats_pairs_and_every_policy_reads_it(tmp_path):
     # without product_uid a document is its title: 1,227 rows share a (query, title) with another row
     columns = "query=search_term,doc=product_title,label=relevance"
-    res = _invoke("extract", "--pairs", HOME_DEPOT, "--encoding", "latin-1", "--columns", columns,
-                  "--label-map", "linear:1:3:7", "--lexical", "bm25", "--out", tmp_path / "hd.letor")
+    res = _invoke(
+        "extract",
+        "--pairs",
+        HOME_DEPOT,
+        "--encoding",
+        "latin-1",
+        "--columns",
+        columns,
+        "--label-map",
+        "linear:1:3:7",
+        "--lexical",
+        "bm25",
+        "--out",
+        tmp_path / "hd.letor",
+    )
     assert res.exit_code == 2 and not (tmp_path / "hd.letor").exists()
     first_line = res.output.strip().splitlines()[-1]
     assert first_line.startswith("error: ") and "rows judge a (query, document) pair again" in first_line
     sizes = {}
     for policy in ("first", "mean", "max"):
-        pairs = read_judged_pairs(HOME_DEPOT, encoding="latin-1", columns=columns, label_map="linear:1:3:7",
-                                  duplicates=policy)
+        pairs = read_judged_pairs(
+            HOME_DEPOT, encoding="latin-1", columns=columns, label_map="linear:1:3:7", duplicates=policy
+        )
         sizes[policy] = (len(pairs), pairs.attrs["duplicates"]["repeated_rows"], pairs["label"].sum())
     assert sizes["first"][0] == sizes["mean"][0] == sizes["max"][0] == 74_067 - sizes["first"][1]
     assert sizes["first"][1] > 500 and sizes["max"][2] > sizes["mean"][2]

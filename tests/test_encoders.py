@@ -1,4 +1,5 @@
 """DSSM / CLSM towers against dense reference computations, padding invariance, and the Encoder API."""
+
 from __future__ import annotations
 
 import numpy as np

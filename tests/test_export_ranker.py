@@ -1,5 +1,6 @@
 """Ranker export: every format read back by an evaluator written here (or by the engine itself)
 and compared with LambdaMART.predict to 1e-5; tampered, truncated and unsupported exports."""
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,9 @@ def _data(n_queries=60, seed=0, nan=False) -> RankingSet:
     if nan:
         X[rng.random(n) < 0.1, 0] = np.nan
     fmap = FeatureMap(Feature(i + 1, name) for i, name in enumerate(NAMES))
-    return RankingSet(qid=np.repeat([f"q{i}" for i in range(n_queries)], 12).astype(object), label=y, X=X,
-                      feature_map=fmap)
+    return RankingSet(
+        qid=np.repeat([f"q{i}" for i in range(n_queries)], 12).astype(object), label=y, X=X, feature_map=fmap
+    )
 
 
 def engine_scale(X):
@@ -43,17 +45,22 @@ def engine_scale(X):
 @pytest.fixture(scope="module", params=["lightgbm", "xgboost"])
 def trained(request):
     data = _data()
-    model = LambdaMART(engine=request.param, n_estimators=40, num_leaves=8, early_stopping_rounds=None,
-                       n_jobs=1).fit(data)
+    model = LambdaMART(engine=request.param, n_estimators=40, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(
+        data
+    )
     return model, _data(seed=1)
 
 
 # ------------------------------------------------------------------ independent evaluators
 
+
 def eval_ranklib(text: str, X: np.ndarray) -> np.ndarray:
     """RankLib semantics: feature ordinal 1-based, float32 x <= float32 threshold -> left, sum weight * output."""
-    tokens = re.findall(r'<tree id="\d+" weight="([^"]+)">|<feature>\s*(\S+)\s*</feature>|'
-                        r'<threshold>\s*(\S+)\s*</threshold>|<output>\s*(\S+)\s*</output>', text)
+    tokens = re.findall(
+        r'<tree id="\d+" weight="([^"]+)">|<feature>\s*(\S+)\s*</feature>|'
+        r"<threshold>\s*(\S+)\s*</threshold>|<output>\s*(\S+)\s*</output>",
+        text,
+    )
     pos = 0
 
     def parse():
@@ -108,8 +115,15 @@ def eval_lightgbm_text(text: str, X: np.ndarray) -> np.ndarray:
             continue
         arr = {k: kv[k].split() for k in ("split_feature", "threshold", "left_child", "right_child", "decision_type")}
         assert all(int(d) & 1 == 0 for d in arr["decision_type"])  # numerical splits only
-        trees.append(([int(v) for v in arr["split_feature"]], leaf, [float(v) for v in arr["threshold"]],
-                      [int(v) for v in arr["left_child"]], [int(v) for v in arr["right_child"]]))
+        trees.append(
+            (
+                [int(v) for v in arr["split_feature"]],
+                leaf,
+                [float(v) for v in arr["threshold"]],
+                [int(v) for v in arr["left_child"]],
+                [int(v) for v in arr["right_child"]],
+            )
+        )
 
     def walk(tree, x):
         if tree[0] is None:
@@ -125,6 +139,7 @@ def eval_lightgbm_text(text: str, X: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ round trips
+
 
 @pytest.mark.parametrize("target", ["es-ltr", "opensearch-ltr"])
 def test_plugin_export_matches_predict(trained, target, tmp_path):
@@ -161,8 +176,9 @@ def test_xgboost_json_dump_matches_engine(trained, tmp_path):
     trees = json.loads(out.read_text())
     theirs = eval_xgb_dump(trees, NAMES, test.X)
     if model.engine == "xgboost":  # compare with XGBoost itself, not through LambdaMART
-        engine = model.booster_.predict(xgb.DMatrix(test.X, feature_names=NAMES),
-                                        iteration_range=(0, model.best_iteration_))
+        engine = model.booster_.predict(
+            xgb.DMatrix(test.X, feature_names=NAMES), iteration_range=(0, model.best_iteration_)
+        )
         np.testing.assert_allclose(theirs, engine, atol=1e-5, rtol=0)
     np.testing.assert_allclose(theirs, model.predict(test), atol=1e-5, rtol=0)
     np.testing.assert_allclose(load_export(out).predict(test.X), theirs, atol=1e-5, rtol=0)
@@ -185,8 +201,11 @@ def test_lightgbm_text_export(trained, tmp_path):
 def test_feature_normalizers_are_carried(kind, tmp_path):
     raw = _data()
     a, b = np.float32(raw.X[:, 0].mean()), np.float32(raw.X[:, 0].std())
-    spec = {"mean": float(a), "standard_deviation": float(b)} if kind == "standard" else \
-        {"minimum": float(a), "maximum": float(a + 3 * b)}
+    spec = (
+        {"mean": float(a), "standard_deviation": float(b)}
+        if kind == "standard"
+        else {"minimum": float(a), "maximum": float(a + 3 * b)}
+    )
     scale = b if kind == "standard" else np.float32(a + 3 * b) - a
 
     def normalised(data):
@@ -200,27 +219,35 @@ def test_feature_normalizers_are_carried(kind, tmp_path):
     inner = json.loads(out.read_text())["model"]["model"]
     assert inner["feature_normalizers"]["bm25_title"] == {kind: spec}
     test = _data(seed=2)
-    np.testing.assert_allclose(load_export(out).predict(engine_scale(test.X)), model.predict(normalised(test)),
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        load_export(out).predict(engine_scale(test.X)), model.predict(normalised(test)), atol=1e-5, rtol=0
+    )
 
 
 def test_bad_normalizers_refused(tmp_path):
     model = LambdaMART(n_estimators=3, early_stopping_rounds=None, n_jobs=1).fit(_data())
-    for bad in ({"nope": {"standard": {"mean": 0, "standard_deviation": 1}}},
-                {"f5": {"standard": {"mean": 0, "standard_deviation": 0}}},
-                {"f5": {"zscore": {}}}):
+    for bad in (
+        {"nope": {"standard": {"mean": 0, "standard_deviation": 1}}},
+        {"f5": {"standard": {"mean": 0, "standard_deviation": 0}}},
+        {"f5": {"zscore": {}}},
+    ):
         with pytest.raises(LtrfeatError):
             export_ranker(model, tmp_path / "m.json", to="es-ltr", normalizers=bad)
     with pytest.raises(LtrfeatError, match="plugin feature"):
-        export_ranker(model, tmp_path / "m.json", to="xgboost-json",
-                      normalizers={"f5": {"standard": {"mean": 0, "standard_deviation": 1}}})
+        export_ranker(
+            model,
+            tmp_path / "m.json",
+            to="xgboost-json",
+            normalizers={"f5": {"standard": {"mean": 0, "standard_deviation": 1}}},
+        )
     assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
 def test_nan_trained_model_needs_missing_as_zero(engine, tmp_path):
-    model = LambdaMART(engine=engine, n_estimators=15, num_leaves=8, early_stopping_rounds=None,
-                       n_jobs=1).fit(_data(nan=True))
+    model = LambdaMART(engine=engine, n_estimators=15, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(
+        _data(nan=True)
+    )
     out = tmp_path / "m.json"
     with pytest.raises(LtrfeatError, match="missing-as-zero"):
         export_ranker(model, out, to="es-ltr")
@@ -233,8 +260,9 @@ def test_nan_trained_model_needs_missing_as_zero(engine, tmp_path):
 
 
 def test_zero_as_missing_is_refused(tmp_path):
-    model = LambdaMART(n_estimators=5, num_leaves=8, early_stopping_rounds=None, n_jobs=1,
-                       params={"zero_as_missing": True}).fit(_data())
+    model = LambdaMART(
+        n_estimators=5, num_leaves=8, early_stopping_rounds=None, n_jobs=1, params={"zero_as_missing": True}
+    ).fit(_data())
     with pytest.raises(LtrfeatError, match="zero_as_missing"):
         export_ranker(model, tmp_path / "m.json", to="es-ltr")
 
@@ -248,6 +276,7 @@ def test_saved_and_loaded_model_exports_the_same(tmp_path):
 
 
 # ------------------------------------------------------------------ damaged exports
+
 
 @pytest.fixture
 def exported(tmp_path):
@@ -303,6 +332,7 @@ def test_unknown_target(tmp_path):
 
 # ------------------------------------------------------------------ real data
 
+
 def test_mq2008_fold1_round_trip(tmp_path):
     from ltrfeat.features.letor import read_letor
 
@@ -324,6 +354,7 @@ def test_mq2008_fold1_round_trip(tmp_path):
 
 # ------------------------------------------------------------------ CLI
 
+
 def test_cli_export_ranker(tmp_path):
     from click.testing import CliRunner
 
@@ -333,16 +364,44 @@ def test_cli_export_ranker(tmp_path):
     model.save(tmp_path / "r.txt")
     (tmp_path / "t.json").write_text(json.dumps({"f5": {"match": {"body": "{{keywords}}"}}}))
     runner = CliRunner()
-    result = runner.invoke(cli, ["export-ranker", str(tmp_path / "r.txt"), "--to", "opensearch-ltr", "--out",
-                                 str(tmp_path / "m.json"), "--featureset", "fs", "--templates", str(tmp_path / "t.json")])
+    result = runner.invoke(
+        cli,
+        [
+            "export-ranker",
+            str(tmp_path / "r.txt"),
+            "--to",
+            "opensearch-ltr",
+            "--out",
+            str(tmp_path / "m.json"),
+            "--featureset",
+            "fs",
+            "--templates",
+            str(tmp_path / "t.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "POST _plugins/_ltr/_featureset/fs/_createmodel" in result.output
     assert "no query template" not in result.output
-    np.testing.assert_allclose(load_export(tmp_path / "m.json").predict(engine_scale(_data(seed=4).X)),
-                               model.predict(_data(seed=4)), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        load_export(tmp_path / "m.json").predict(engine_scale(_data(seed=4).X)),
+        model.predict(_data(seed=4)),
+        atol=1e-5,
+        rtol=0,
+    )
     (tmp_path / "bad.json").write_text("{oops")
-    result = runner.invoke(cli, ["export-ranker", str(tmp_path / "r.txt"), "--to", "es-ltr", "--out",
-                                 str(tmp_path / "n.json"), "--normalizers", str(tmp_path / "bad.json")])
+    result = runner.invoke(
+        cli,
+        [
+            "export-ranker",
+            str(tmp_path / "r.txt"),
+            "--to",
+            "es-ltr",
+            "--out",
+            str(tmp_path / "n.json"),
+            "--normalizers",
+            str(tmp_path / "bad.json"),
+        ],
+    )
     assert result.exit_code == 2 and "not valid JSON" in result.output
     assert not (tmp_path / "n.json").exists()
     assert "--to es-ltr" in runner.invoke(cli, ["export-ranker", "--help"]).output

@@ -4,15 +4,25 @@ import pytest
 
 from ltrfeat.features.dataset import FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError, TextTableError
-from ltrfeat.features.extract import (FeatureExtractor, available_extractors, extract_file, extract_pairs,
-                                  extract_ranking, lexical_extractors)
+from ltrfeat.features.extract import (
+    FeatureExtractor,
+    available_extractors,
+    extract_file,
+    extract_pairs,
+    extract_ranking,
+    lexical_extractors,
+)
 from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
 from ltrfeat.features.letor import read_letor, write_letor
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})
-DOCS = pd.DataFrame({"docid": ["a", "b", "c", "d"],
-                     "title": ["red cat", "blue dog house", "a green mat", "cat and dog"],
-                     "body": ["the red cat sat", "", "green mats for cats", "dogs"]})
+DOCS = pd.DataFrame(
+    {
+        "docid": ["a", "b", "c", "d"],
+        "title": ["red cat", "blue dog house", "a green mat", "cat and dog"],
+        "body": ["the red cat sat", "", "green mats for cats", "dogs"],
+    }
+)
 
 
 def letor_file(tmp_path, rows, name="in.letor"):
@@ -59,8 +69,12 @@ def test_extract_file_appends_named_columns_after_the_largest_id(tmp_path):
     assert data.docid.tolist() == [r[1] for r in ROWS]
     np.testing.assert_array_equal(data.X[:, :2], read_letor(src).X)
     # the same values as transforming the joined pairs directly
-    pairs = pd.DataFrame({"query": QUERIES.set_index("qid").loc[[r[0] for r in ROWS], "query"].to_numpy(),
-                          **{f: DOCS.set_index("docid").loc[[r[1] for r in ROWS], f].to_numpy() for f in ("title", "body")}})
+    pairs = pd.DataFrame(
+        {
+            "query": QUERIES.set_index("qid").loc[[r[0] for r in ROWS], "query"].to_numpy(),
+            **{f: DOCS.set_index("docid").loc[[r[1] for r in ROWS], f].to_numpy() for f in ("title", "body")},
+        }
+    )
     np.testing.assert_allclose(data.X[:, 2:], ex.transform(pairs), rtol=1e-6)
     assert data.X[0, 4] == 1.0 and data.X[1, 4] == 0.0  # coverage_title of "red cat" in a / b
 
@@ -68,7 +82,9 @@ def test_extract_file_appends_named_columns_after_the_largest_id(tmp_path):
 def test_chunking_does_not_change_the_output(tmp_path):
     src = letor_file(tmp_path, ROWS)
     ex = lexical_extractors("all", fields=["title", "body"])
-    extract_file(src, tmp_path / "one.letor", queries=QUERIES, docs=DOCS, extractors=ex, chunk_queries=1, progress=False)
+    extract_file(
+        src, tmp_path / "one.letor", queries=QUERIES, docs=DOCS, extractors=ex, chunk_queries=1, progress=False
+    )
     extract_file(src, tmp_path / "all.letor", queries=QUERIES, docs=DOCS, extractors=ex, progress=False)
     assert (tmp_path / "one.letor").read_bytes() == (tmp_path / "all.letor").read_bytes()
 
@@ -81,8 +97,15 @@ def test_missing_texts_error_lists_ids_and_count_and_writes_nothing(tmp_path):
     rows = ROWS + [("9", "a", 0), ("9", "zz", 1), ("3", "yy", 0)]
     src = letor_file(tmp_path, [r for r in rows if r[0] != "3"] + [r for r in rows if r[0] == "3"])
     with pytest.raises(TextTableError) as err:
-        extract_file(src, tmp_path / "out.letor", queries=QUERIES, docs=DOCS, extractors=lexical_extractors(
-            "bm25", fields=["title"]), chunk_queries=1, progress=False)
+        extract_file(
+            src,
+            tmp_path / "out.letor",
+            queries=QUERIES,
+            docs=DOCS,
+            extractors=lexical_extractors("bm25", fields=["title"]),
+            chunk_queries=1,
+            progress=False,
+        )
     msg = str(err.value)
     assert msg.startswith(str(src)) and "3 rows have no text" in msg
     assert "1 qids not in the queries table (9)" in msg and "2 docids not in the documents table (zz, yy)" in msg
@@ -94,8 +117,15 @@ def test_missing_policies_nan_and_zero(tmp_path):
     src = letor_file(tmp_path, [("1", "a", 1), ("1", "nope", 0), ("1", None, 0)])
     for policy, check in [("nan", np.isnan), ("zero", lambda v: v == 0)]:
         out = tmp_path / f"out_{policy}.letor"
-        extract_file(src, out, queries=QUERIES, docs=DOCS, extractors=lexical_extractors("bm25", fields=["title"]),
-                     missing=policy, progress=False)
+        extract_file(
+            src,
+            out,
+            queries=QUERIES,
+            docs=DOCS,
+            extractors=lexical_extractors("bm25", fields=["title"]),
+            missing=policy,
+            progress=False,
+        )
         X = read_letor(out, nan_policy="keep").X
         assert X[0, 2] > 0 and check(X[1, 2]) and check(X[2, 2])
 
@@ -103,19 +133,32 @@ def test_missing_policies_nan_and_zero(tmp_path):
 def test_rows_without_docid_comment_are_reported_by_row_number(tmp_path):
     src = letor_file(tmp_path, [("1", "a", 1), ("1", None, 0)])
     with pytest.raises(TextTableError, match=r"1 rows without a '#docid = X' comment \(row numbers\) \(2\)"):
-        extract_file(src, tmp_path / "out.letor", queries=QUERIES, docs=DOCS,
-                     extractors=lexical_extractors("bm25", fields=["title"]), progress=False)
+        extract_file(
+            src,
+            tmp_path / "out.letor",
+            queries=QUERIES,
+            docs=DOCS,
+            extractors=lexical_extractors("bm25", fields=["title"]),
+            progress=False,
+        )
     assert outputs(tmp_path) == []
 
 
 def test_name_clash_with_existing_columns_is_an_error(tmp_path):
     src = letor_file(tmp_path, ROWS)
     out = tmp_path / "out.letor"
-    extract_file(src, out, queries=QUERIES, docs=DOCS, extractors=lexical_extractors("bm25", fields=["title"]),
-                 progress=False)
+    extract_file(
+        src, out, queries=QUERIES, docs=DOCS, extractors=lexical_extractors("bm25", fields=["title"]), progress=False
+    )
     with pytest.raises(LtrfeatError, match="duplicate feature names.*bm25_title"):
-        extract_file(out, tmp_path / "out2.letor", queries=QUERIES, docs=DOCS,
-                     extractors=lexical_extractors("bm25", fields=["title"]), progress=False)
+        extract_file(
+            out,
+            tmp_path / "out2.letor",
+            queries=QUERIES,
+            docs=DOCS,
+            extractors=lexical_extractors("bm25", fields=["title"]),
+            progress=False,
+        )
     assert not (tmp_path / "out2.letor").exists()
 
 
@@ -123,11 +166,23 @@ def test_bad_tables_and_policies(tmp_path):
     src = letor_file(tmp_path, ROWS)
     ex = lexical_extractors("bm25", fields=["title"])
     with pytest.raises(TextTableError, match="repeats docid 'a'"):
-        extract_file(src, tmp_path / "out.letor", queries=QUERIES, docs=pd.concat([DOCS, DOCS.iloc[:1]]),
-                     extractors=ex, progress=False)
+        extract_file(
+            src,
+            tmp_path / "out.letor",
+            queries=QUERIES,
+            docs=pd.concat([DOCS, DOCS.iloc[:1]]),
+            extractors=ex,
+            progress=False,
+        )
     with pytest.raises(TextTableError, match="no column.*abstract"):
-        extract_file(src, tmp_path / "out.letor", queries=QUERIES, docs=DOCS,
-                     extractors=lexical_extractors("bm25", fields=["abstract"]), progress=False)
+        extract_file(
+            src,
+            tmp_path / "out.letor",
+            queries=QUERIES,
+            docs=DOCS,
+            extractors=lexical_extractors("bm25", fields=["abstract"]),
+            progress=False,
+        )
     with pytest.raises(LtrfeatError, match="missing-text policy"):
         extract_file(src, tmp_path / "out.letor", queries=QUERIES, docs=DOCS, extractors=ex, missing="skip")
     assert outputs(tmp_path) == []
@@ -142,8 +197,15 @@ def test_prefitted_extractors_are_not_refitted(tmp_path):
 
 
 def test_extract_pairs_groups_queries_and_records_docids():
-    pairs = pd.DataFrame({"qid": ["q1", "q2", "q1"], "query": ["red cat", "dog", "red cat"], "docid": ["a", "b", "c"],
-                          "doc": ["red cat", "blue dog", "green mat"], "label": [2.0, 1.0, 0.0]})
+    pairs = pd.DataFrame(
+        {
+            "qid": ["q1", "q2", "q1"],
+            "query": ["red cat", "dog", "red cat"],
+            "docid": ["a", "b", "c"],
+            "doc": ["red cat", "blue dog", "green mat"],
+            "label": [2.0, 1.0, 0.0],
+        }
+    )
     data = extract_pairs(pairs, lexical_extractors("bm25,query_len", fields=["doc"]))
     assert data.qid.tolist() == ["q1", "q1", "q2"] and data.docid.tolist() == ["a", "c", "b"]
     assert data.comment.tolist() == ["docid = a", "docid = c", "docid = b"]
@@ -155,6 +217,7 @@ def test_extract_ranking_missing_texts():
     data = RankingSet(["1", "1"], [1, 0], np.zeros((2, 0)), FeatureMap(()), docid=["a", "zz"])
     with pytest.raises(TextTableError, match="1 docids not in the documents table"):
         extract_ranking(data, lexical_extractors("bm25", fields=["title"]), queries=QUERIES, docs=DOCS)
-    out = extract_ranking(data, lexical_extractors("bm25", fields=["title"]), queries=QUERIES, docs=DOCS,
-                          missing="zero")
+    out = extract_ranking(
+        data, lexical_extractors("bm25", fields=["title"]), queries=QUERIES, docs=DOCS, missing="zero"
+    )
     assert out.X.shape == (2, 1) and out.X[1, 0] == 0

@@ -52,6 +52,7 @@ def test_error_message_is_one_line_with_file_line_and_fix():
 
 def test_outputs_get_umask_permissions_not_private(tmp_path):
     import os
+
     with atomic_output(tmp_path / "p.txt") as fh:
         fh.write("x")
     mask = os.umask(0)

@@ -1,4 +1,5 @@
 """Issue 21 (part A) regressions: each test reproduces one reported defect through the CLI."""
+
 from __future__ import annotations
 
 import math
@@ -95,8 +96,21 @@ def test_extract_refuses_to_append_ids_of_ten_digits(tmp_path):
     path = tmp_path / "wide.letor"
     path.write_text("".join(line.replace(" #", " 999999999:1 #", 1) + "\n" for line in lines))
     out = tmp_path / "out.letor"
-    one_line_error(run("extract", path, "--queries", data / "queries.tsv", "--docs", data / "docs.tsv",
-                       "--lexical", "bm25", "--out", out), "above 999999999")
+    one_line_error(
+        run(
+            "extract",
+            path,
+            "--queries",
+            data / "queries.tsv",
+            "--docs",
+            data / "docs.tsv",
+            "--lexical",
+            "bm25",
+            "--out",
+            out,
+        ),
+        "above 999999999",
+    )
     assert not out.exists()
 
 
@@ -142,8 +156,10 @@ def test_bad_param_values_are_one_line(tmp_path):
     write_letor(path, synthetic(seed=0, n_queries=5, docs=4, n_features=3))
     for param, needle in (("num_leaves=abc", "num_leaves"), ("objective=nonsense", "nonsense")):
         one_line_error(run("train-ranker", path, "--out", tmp_path / "m.txt", "--param", param), needle, "--param")
-    one_line_error(run("train-ranker", path, "--out", tmp_path / "m.json", "--engine", "xgboost", "--param",
-                       "learning_rate=x"), "learning_rate")
+    one_line_error(
+        run("train-ranker", path, "--out", tmp_path / "m.json", "--engine", "xgboost", "--param", "learning_rate=x"),
+        "learning_rate",
+    )
     assert not (tmp_path / "m.txt").exists() and not (tmp_path / "m.json").exists()
 
 

@@ -1,4 +1,5 @@
 """Letter-trigram hashing: normalisation, vocabulary, unknowns, buckets and vectorised batches."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -78,8 +79,12 @@ def test_tokenize_and_take():
     assert sub.words.tolist() == tok.words[[2, 3, 4, 0, 1]].tolist()
 
 
-any_texts = st.lists(st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
-                     | st.text(alphabet="Ab_c-'`\u2019\x00\t\n7éÉﬁＣ®İß ", max_size=30), min_size=0, max_size=6)
+any_texts = st.lists(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+    | st.text(alphabet="Ab_c-'`\u2019\x00\t\n7éÉﬁＣ®İß ", max_size=30),
+    min_size=0,
+    max_size=6,
+)
 
 
 @settings(max_examples=300, deadline=None)

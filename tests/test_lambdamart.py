@@ -1,4 +1,5 @@
 """LambdaMART wrapper: groups, labels, features, determinism, save/load, engine parity."""
+
 from __future__ import annotations
 
 import json
@@ -44,10 +45,20 @@ def test_fit_predict_learns_signal_and_records_metadata(engine):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_rerun_gives_identical_predictions(engine):
     train, valid = synthetic(seed=0), synthetic(seed=1)
-    a = small(engine, params={"bagging_fraction": 0.7, "bagging_freq": 1} if engine == "lightgbm"
-              else {"subsample": 0.7}).fit(train, valid).predict(valid)
-    b = small(engine, params={"bagging_fraction": 0.7, "bagging_freq": 1} if engine == "lightgbm"
-              else {"subsample": 0.7}).fit(train, valid).predict(valid)
+    a = (
+        small(
+            engine, params={"bagging_fraction": 0.7, "bagging_freq": 1} if engine == "lightgbm" else {"subsample": 0.7}
+        )
+        .fit(train, valid)
+        .predict(valid)
+    )
+    b = (
+        small(
+            engine, params={"bagging_fraction": 0.7, "bagging_freq": 1} if engine == "lightgbm" else {"subsample": 0.7}
+        )
+        .fit(train, valid)
+        .predict(valid)
+    )
     np.testing.assert_array_equal(a, b)
 
 
@@ -71,7 +82,7 @@ def test_save_load_roundtrip_and_file_checks(engine, tmp_path):
     path.write_bytes(path.read_bytes() + b"\n")
     with pytest.raises(ModelFileError, match="does not match its metadata"):
         LambdaMART.load(path)
-    meta_path(path).write_text("{\n  \"format\": oops\n}")
+    meta_path(path).write_text('{\n  "format": oops\n}')
     with pytest.raises(ModelFileError, match=r"m\.\w+\.meta\.json:2: metadata is not valid JSON"):
         LambdaMART.load(path)
     meta_path(path).unlink()
@@ -104,8 +115,12 @@ def test_non_contiguous_qids_are_regrouped_with_a_notice(engine):
 def test_single_document_queries(engine):
     train = synthetic(seed=0)
     singles = synthetic(n_queries=10, docs=1, seed=5)
-    mixed = RankingSet(np.concatenate([train.qid, singles.qid]), np.concatenate([train.label, singles.label]),
-                       np.vstack([train.X, singles.X]), train.feature_map)
+    mixed = RankingSet(
+        np.concatenate([train.qid, singles.qid]),
+        np.concatenate([train.label, singles.label]),
+        np.vstack([train.X, singles.X]),
+        train.feature_map,
+    )
     model = small(engine).fit(mixed, synthetic(seed=1))
     assert np.isfinite(model.predict(singles)).all()
 
@@ -115,7 +130,7 @@ def test_labels_up_to_60():
     assert train.label.max() == 60
     model = small("lightgbm").fit(train, valid)
     gain = model.engine_params_["label_gain"]
-    assert len(gain) == 61 and gain[60] == 2.0 ** 60 - 1
+    assert len(gain) == 61 and gain[60] == 2.0**60 - 1
     assert model.metadata_["labels"]["max_label"] == 60
     assert ndcg10(model, valid) > 0.5
     with pytest.warns(UserWarning, match="linear gain"):
@@ -141,8 +156,9 @@ def test_feature_selection_by_ranges_and_names_and_matching_by_name():
     model = small("lightgbm", features="1-2,clsm_title_cos,3").fit(train, valid)
     assert model.feature_map_.names == ["bm25_title", "tfidf", "noise_a", "clsm_title_cos"]
     # a file holding the same features in another column order (and extra ones) predicts the same
-    reordered = RankingSet(valid.qid, valid.label, valid.X[:, ::-1],
-                           FeatureMap(Feature(i + 1, n) for i, n in enumerate(names[::-1])))
+    reordered = RankingSet(
+        valid.qid, valid.label, valid.X[:, ::-1], FeatureMap(Feature(i + 1, n) for i, n in enumerate(names[::-1]))
+    )
     np.testing.assert_array_equal(model.predict(reordered), model.predict(valid))
     with pytest.raises(ModelFileError, match="lacks 1 of the model's 4 features .*6:clsm_title_cos"):
         model.predict(valid.select_features("1-5"))
@@ -169,22 +185,28 @@ def test_lightgbm_parity_with_the_engine_api():
         return lgb.Dataset(d.X, d.label, group=d.group_sizes(), reference=ref)
 
     dtrain = ds(train)
-    booster = lgb.train(model.engine_params_, dtrain, num_boost_round=40, valid_sets=[ds(valid, dtrain)],
-                        callbacks=[lgb.early_stopping(10, first_metric_only=True, verbose=False)])
+    booster = lgb.train(
+        model.engine_params_,
+        dtrain,
+        num_boost_round=40,
+        valid_sets=[ds(valid, dtrain)],
+        callbacks=[lgb.early_stopping(10, first_metric_only=True, verbose=False)],
+    )
     assert booster.best_iteration == model.best_iteration_
-    np.testing.assert_array_equal(booster.predict(valid.X, num_iteration=booster.best_iteration),
-                                  model.predict(valid))
+    np.testing.assert_array_equal(booster.predict(valid.X, num_iteration=booster.best_iteration), model.predict(valid))
 
 
 def test_xgboost_parity_with_the_engine_api():
     train, valid = synthetic(seed=0), synthetic(seed=1)
     model = small("xgboost").fit(train, valid)
     dm = lambda d: xgb.DMatrix(d.X, d.label, group=d.group_sizes())  # noqa: E731
-    booster = xgb.train(model.engine_params_, dm(train), 40, evals=[(dm(valid), "v")], early_stopping_rounds=10,
-                        verbose_eval=False)
+    booster = xgb.train(
+        model.engine_params_, dm(train), 40, evals=[(dm(valid), "v")], early_stopping_rounds=10, verbose_eval=False
+    )
     assert booster.best_iteration + 1 == model.best_iteration_
     np.testing.assert_array_equal(
-        booster.predict(xgb.DMatrix(valid.X), iteration_range=(0, booster.best_iteration + 1)), model.predict(valid))
+        booster.predict(xgb.DMatrix(valid.X), iteration_range=(0, booster.best_iteration + 1)), model.predict(valid)
+    )
 
 
 def test_without_validation_uses_every_round():
@@ -214,4 +236,3 @@ def test_rankers_never_import_torch():
 
     code = "import sys, ltrfeat.rankers.lambdamart, ltrfeat.features.metrics; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
-

@@ -1,4 +1,5 @@
 """LETOR / svmlight reading and writing: round trips, every error message, streaming, real files."""
+
 from __future__ import annotations
 
 import gzip
@@ -15,16 +16,11 @@ from hypothesis import strategies as st
 from ltrfeat.features import letor
 from ltrfeat.features.dataset import FeatureMap, RankingSet
 from ltrfeat.features.errors import LetorFormatError
-from ltrfeat.features.letor import (LetorWriter, iter_letor, letor_summary, parse_comment, read_letor,
-                                write_letor)
+from ltrfeat.features.letor import LetorWriter, iter_letor, letor_summary, parse_comment, read_letor, write_letor
 
 from builders import dataset_path
 
-SAMPLE = (
-    "2 qid:q1 1:0.5 2:1 3:0 #docid = D1 inc = 1 prob = 0.2\n"
-    "0 qid:q1 1:0.25 3:7 # 7555 rambo\n"
-    "1 qid:7 2:-1.5e-3\n"
-)
+SAMPLE = "2 qid:q1 1:0.5 2:1 3:0 #docid = D1 inc = 1 prob = 0.2\n0 qid:q1 1:0.25 3:7 # 7555 rambo\n1 qid:7 2:-1.5e-3\n"
 
 
 def write(tmp_path, text, name="data.txt", mode="w"):
@@ -209,7 +205,9 @@ def test_group_file_errors(tmp_path):
     path = write(tmp_path, "1 1:1\n0 1:2\n1 1:3\n")
     query = tmp_path / "data.txt.query"
     query.write_text("1\n1\n")
-    with pytest.raises(LetorFormatError, match=r"data.txt:3: more rows than the group sizes in .*data.txt.query sum to \(2\)"):
+    with pytest.raises(
+        LetorFormatError, match=r"data.txt:3: more rows than the group sizes in .*data.txt.query sum to \(2\)"
+    ):
         read_letor(path)
     query.write_text("2\n5\n")
     with pytest.raises(LetorFormatError, match=r"data.txt.query: group sizes sum to 7 but the data file has 3 rows"):
@@ -223,7 +221,9 @@ def test_group_file_errors(tmp_path):
     query.unlink()
     with pytest.raises(LetorFormatError, match=r"data.txt:1: missing qid:"):
         read_letor(path)
-    with pytest.raises(LetorFormatError, match=r"svmlight file without a group file; write the group sizes to data.txt.query"):
+    with pytest.raises(
+        LetorFormatError, match=r"svmlight file without a group file; write the group sizes to data.txt.query"
+    ):
         read_letor(path, fmt="svmlight")
 
 
@@ -255,9 +255,15 @@ def test_bad_sidecar_and_missing_file(tmp_path):
 # ------------------------------------------------------------------ round trips
 
 _qid = st.text(alphabet="abcxyz0123456789_-", min_size=1, max_size=6)
-_comment = st.one_of(st.none(), st.text(alphabet=st.characters(blacklist_categories=("Cs",),
-                                                               blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
-                                        max_size=20))
+_comment = st.one_of(
+    st.none(),
+    st.text(
+        alphabet=st.characters(
+            blacklist_categories=("Cs",), blacklist_characters="\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+        ),
+        max_size=20,
+    ),
+)
 _value = st.floats(width=32, allow_nan=False, allow_infinity=False)
 
 
@@ -275,8 +281,15 @@ def ranking_sets(draw, *, with_qids=True):
     weights = draw(st.one_of(st.none(), st.lists(st.floats(0, 10), min_size=n, max_size=n)))
     qid = np.repeat(np.asarray(qids if with_qids else [str(i + 1) for i in range(n_queries)], dtype=object), sizes)
     docid = [letor._docid_of(c) for c in comments]
-    return RankingSet(qid, labels, X, FeatureMap.from_ids(ids), docid=docid if any(docid) else None,
-                      comment=comments if any(c is not None for c in comments) else None, weight=weights)
+    return RankingSet(
+        qid,
+        labels,
+        X,
+        FeatureMap.from_ids(ids),
+        docid=docid if any(docid) else None,
+        comment=comments if any(c is not None for c in comments) else None,
+        weight=weights,
+    )
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -322,8 +335,14 @@ def test_values_equal_python_float_then_float32(tmp_path, values):
 
 
 def test_writer_formats_and_comment_spacing(tmp_path):
-    data = RankingSet(["a", "a"], [2.0, 0.5], np.array([[0.1, 0], [3, 1e-7]], dtype=np.float32),
-                      FeatureMap.from_ids([1, 4]), docid=["D1", None], comment=[None, "  two spaces"])
+    data = RankingSet(
+        ["a", "a"],
+        [2.0, 0.5],
+        np.array([[0.1, 0], [3, 1e-7]], dtype=np.float32),
+        FeatureMap.from_ids([1, 4]),
+        docid=["D1", None],
+        comment=[None, "  two spaces"],
+    )
     path = tmp_path / "w.txt"
     write_letor(path, data)
     assert path.read_text() == "2 qid:a 1:0.1 4:0 #docid = D1\n0.5 qid:a 1:3 4:1e-07 #   two spaces\n"
@@ -358,10 +377,14 @@ def test_iter_letor_chunks_concatenate_to_read_letor(tmp_path, monkeypatch, bloc
     assert all(c.feature_map == whole.feature_map for c in chunks)
     qids_per_chunk = [set(c.qid.tolist()) for c in chunks]
     assert sum(len(q) for q in qids_per_chunk) == len(set().union(*qids_per_chunk))  # no query split
-    joined = RankingSet(np.concatenate([c.qid for c in chunks]), np.concatenate([c.label for c in chunks]),
-                        np.vstack([c.X for c in chunks]), whole.feature_map,
-                        docid=np.concatenate([c.docid for c in chunks]),
-                        comment=np.concatenate([c.comment for c in chunks]))
+    joined = RankingSet(
+        np.concatenate([c.qid for c in chunks]),
+        np.concatenate([c.label for c in chunks]),
+        np.vstack([c.X for c in chunks]),
+        whole.feature_map,
+        docid=np.concatenate([c.docid for c in chunks]),
+        comment=np.concatenate([c.comment for c in chunks]),
+    )
     assert_same(joined, whole)
 
 
@@ -398,8 +421,12 @@ def test_letor_writer_streams_merges_split_queries_and_is_atomic(tmp_path):
     with pytest.raises(ValueError, match="differ"):
         with LetorWriter(failed, data.feature_map) as w:
             w.write(data.select_features("1-2"))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "out.svm", "out.svm.features.json",
-                                                           "out.svm.query"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "data.txt",
+        "out.svm",
+        "out.svm.features.json",
+        "out.svm.query",
+    ]
 
 
 def test_summary(tmp_path):

@@ -86,11 +86,22 @@ def test_empty_query_and_out_of_vocabulary_terms_give_zeros():
 
 def test_column_names_are_stable_and_query_len_has_no_field():
     ex = LexicalExtractor(features=["bm25", "query_len", "tf"], fields=["title", "body"]).fit(DOCS)
-    assert ex.feature_names() == ["bm25_title", "bm25_body", "query_len", "tf_sum_title", "tf_min_title",
-                                  "tf_max_title", "tf_mean_title", "tf_sum_body", "tf_min_body", "tf_max_body",
-                                  "tf_mean_body"]
-    assert len(LexicalExtractor(features="all", fields=["t"]).fit(DOCS.rename(columns={"title": "t"})).feature_names()) \
-        == sum(len(stems) for stems in [v[1] for v in FAMILIES.values()])
+    assert ex.feature_names() == [
+        "bm25_title",
+        "bm25_body",
+        "query_len",
+        "tf_sum_title",
+        "tf_min_title",
+        "tf_max_title",
+        "tf_mean_title",
+        "tf_sum_body",
+        "tf_min_body",
+        "tf_max_body",
+        "tf_mean_body",
+    ]
+    assert len(
+        LexicalExtractor(features="all", fields=["t"]).fit(DOCS.rename(columns={"title": "t"})).feature_names()
+    ) == sum(len(stems) for stems in [v[1] for v in FAMILIES.values()])
 
 
 def test_sklearn_conventions_and_validation():

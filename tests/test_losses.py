@@ -1,4 +1,5 @@
 """Losses against hand-computed values, the paper's gradient, and a gradient check on a tiny model."""
+
 from __future__ import annotations
 
 import math
@@ -27,7 +28,9 @@ def test_generalized_loss_by_hand_and_equal_to_softmax_when_y_is_one():
     expected = (-(0.3 * math.log(p[0]) + 0.7 * math.log(1 - p[0])) - math.log(p[1])) / 2
     assert math.isclose(generalized_loss(POS, NEG, y, gamma=10).item(), expected, rel_tol=1e-12)
     ones = torch.ones(2, dtype=torch.float64)
-    assert torch.allclose(generalized_loss(POS, NEG, ones, gamma=7), softmax_loss(POS, NEG, gamma=7), atol=0, rtol=1e-15)
+    assert torch.allclose(
+        generalized_loss(POS, NEG, ones, gamma=7), softmax_loss(POS, NEG, gamma=7), atol=0, rtol=1e-15
+    )
 
 
 def test_hinge_loss_by_hand():
@@ -78,7 +81,7 @@ def test_gradient_check_on_a_tiny_model():
             state = dict(zip(names, params))
 
             def side(tower, prefix, batch):
-                own = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+                own = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
                 return F.normalize(torch.func.functional_call(tower, own, (batch,)), dim=1)
 
             q, d = side(qt, "query_tower.", qb), side(dt, "doc_tower.", db)

@@ -1,4 +1,5 @@
 """Metrics against pytrec_eval (the oracle) and against plain per-query reference loops."""
+
 from __future__ import annotations
 
 import math
@@ -31,9 +32,19 @@ def trec_eval(qid, label, score, measures, docids=None, relevance_level=1):
     return pytrec_eval.RelevanceEvaluator(qrel, measures, relevance_level=relevance_level).evaluate(run)
 
 
-TREC_NAMES = {"ndcg@1": "ndcg_cut_1", "ndcg@3": "ndcg_cut_3", "ndcg@10": "ndcg_cut_10",
-              "recall@3": "recall_3", "recall@6": "recall_6", "recall@10": "recall_10",
-              "p@1": "P_1", "p@5": "P_5", "p@10": "P_10", "map": "map", "mrr": "recip_rank"}
+TREC_NAMES = {
+    "ndcg@1": "ndcg_cut_1",
+    "ndcg@3": "ndcg_cut_3",
+    "ndcg@10": "ndcg_cut_10",
+    "recall@3": "recall_3",
+    "recall@6": "recall_6",
+    "recall@10": "recall_10",
+    "p@1": "P_1",
+    "p@5": "P_5",
+    "p@10": "P_10",
+    "map": "map",
+    "mrr": "recip_rank",
+}
 TREC_MEASURES = {"ndcg_cut.1,3,10", "recall.3,6,10", "P.1,5,10", "map", "recip_rank"}
 
 
@@ -49,8 +60,9 @@ def test_oracle_pytrec_eval_linear_gain_1500_queries():
 
 def test_oracle_relevance_threshold_matches_trec_relevance_level():
     qid, label, score = random_queries(300, seed=1)
-    df = M.evaluate_queries(qid, label, score, ["recall@5", "p@5", "map", "mrr"], no_relevant="zero",
-                            relevance_threshold=3)
+    df = M.evaluate_queries(
+        qid, label, score, ["recall@5", "p@5", "map", "mrr"], no_relevant="zero", relevance_threshold=3
+    )
     ref = trec_eval(qid, label, score, {"recall.5", "P.5", "map", "recip_rank"}, relevance_level=3)
     for ours, theirs in {"recall@5": "recall_5", "p@5": "P_5", "map": "map", "mrr": "recip_rank"}.items():
         np.testing.assert_allclose(df[ours], [ref[q][theirs] for q in df.index], atol=1e-9)
@@ -62,7 +74,7 @@ def ref_order(label, score):
 
 
 def ref_ndcg(label, score, k, gain):
-    g = (lambda x: 2.0 ** x - 1) if gain == "exp2" else (lambda x: x)
+    g = (lambda x: 2.0**x - 1) if gain == "exp2" else (lambda x: x)
     dcg = sum(g(label[i]) / math.log2(r + 2) for r, i in enumerate(ref_order(label, score)[:k]))
     idcg = sum(g(x) / math.log2(r + 2) for r, x in enumerate(sorted(label, reverse=True)[:k]))
     return dcg / idcg
@@ -71,7 +83,7 @@ def ref_ndcg(label, score, k, gain):
 def ref_err(label, score, k, max_label):
     err, p_continue = 0.0, 1.0
     for r, i in enumerate(ref_order(label, score)[:k], start=1):
-        stop = (2.0 ** label[i] - 1) / 2.0 ** max_label
+        stop = (2.0 ** label[i] - 1) / 2.0**max_label
         err += p_continue * stop / r
         p_continue *= 1 - stop
     return err
@@ -189,8 +201,10 @@ def test_single_document_queries_and_labels_up_to_60():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.floats(-1e6, 1e6)), min_size=1, max_size=60),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.floats(-1e6, 1e6)), min_size=1, max_size=60),
+    st.randoms(use_true_random=False),
+)
 def test_property_bounds_and_row_permutation_invariance(rows, rnd):
     qid = np.array([f"q{q}" for q, _, _ in rows], dtype=object)
     label = np.array([lab for _, lab, _ in rows], dtype=float)
@@ -211,9 +225,21 @@ def test_property_bounds_and_row_permutation_invariance(rows, rnd):
 
 def test_parse_metrics():
     assert M.parse_metrics("ndcg@1,3,10,recall@3,6,10,map") == [
-        "ndcg@1", "ndcg@3", "ndcg@10", "recall@3", "recall@6", "recall@10", "map"]
+        "ndcg@1",
+        "ndcg@3",
+        "ndcg@10",
+        "recall@3",
+        "recall@6",
+        "recall@10",
+        "map",
+    ]
     assert M.parse_metrics(["NDCG@5", "mrr,err@3,4", "top3recall@3"]) == [
-        "ndcg@5", "mrr", "err@3", "err@4", "top3recall@3"]
+        "ndcg@5",
+        "mrr",
+        "err@3",
+        "err@4",
+        "top3recall@3",
+    ]
     for bad in ("ndcg", "3,ndcg@3", "foo@3", "ndcg@0", ""):
         with pytest.raises(LtrfeatError, match="metric"):
             M.parse_metrics(bad)
@@ -262,8 +288,10 @@ def test_nan_metric_is_an_error_never_dropped_from_the_mean():
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2000), st.integers(0, 50)), min_size=1, max_size=40),
-       st.sampled_from([1, 3, 10]))
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2000), st.integers(0, 50)), min_size=1, max_size=40),
+    st.sampled_from([1, 3, 10]),
+)
 def test_property_large_labels_exp2_ndcg_exact_and_linear_matches_pytrec_eval(rows, k):
     qid = np.array([f"q{q}" for q, _, _ in rows], dtype=object)
     label = np.array([lab for _, lab, _ in rows], dtype=float)
@@ -275,5 +303,6 @@ def test_property_large_labels_exp2_ndcg_exact_and_linear_matches_pytrec_eval(ro
         assert df.loc[q, f"ndcg@{k}"] == pytest.approx(0.0 if math.isnan(expected) else expected, rel=1e-9, abs=1e-12)
     lin = M.evaluate_queries(qid, label * 1000, score, f"ndcg@{k}", gain="linear", no_relevant="zero")
     ref = trec_eval(qid, label * 1000, score, {f"ndcg_cut.{k}"})
-    np.testing.assert_allclose(lin[f"ndcg@{k}"].to_numpy(), [ref[q][f"ndcg_cut_{k}"] for q in lin.index],
-                               rtol=0, atol=1e-9)
+    np.testing.assert_allclose(
+        lin[f"ndcg@{k}"].to_numpy(), [ref[q][f"ndcg_cut_{k}"] for q in lin.index], rtol=0, atol=1e-9
+    )

@@ -4,6 +4,7 @@ Issue 21 item 1: a truncated LightGBM model with ``model_sha256`` updated killed
 SIGSEGV (exit 139) and ``export-ranker`` / ``serve`` with an abort (134). The crash itself can only be
 observed from a child process, so those reproductions run the CLI as a subprocess.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -47,8 +48,14 @@ def damaged_copy(src: Path, dst: Path, data: bytes) -> Path:
 
 def run_cli(*args, cwd):
     env = os.environ | {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "CI": "1"}
-    return subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
@@ -75,17 +82,28 @@ def test_export_ranker_on_a_truncated_lightgbm_model_does_not_abort(models):
     assert not out.exists()
 
 
-@pytest.mark.parametrize("engine,cases", [("lightgbm", 200), ("xgboost", 100),
-                                          pytest.param("lightgbm", 4000, marks=pytest.mark.slow),
-                                          pytest.param("xgboost", 4000, marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "engine,cases",
+    [
+        ("lightgbm", 200),
+        ("xgboost", 100),
+        pytest.param("lightgbm", 4000, marks=pytest.mark.slow),
+        pytest.param("xgboost", 4000, marks=pytest.mark.slow),
+    ],
+)
 def test_damaged_models_never_crash_the_process(models, engine, cases):
     """Truncations, bit flips, deleted/duplicated lines and digit edits, each loaded and used to predict in
     one child process: a native crash anywhere fails the test and names the damage on stderr."""
     tmp, paths = models
     script = Path(__file__).parent / "robustness" / "model_fuzz.py"
     env = os.environ | {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    res = subprocess.run([sys.executable, str(script), str(paths[engine]), str(cases), "0"], env=env,
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, str(script), str(paths[engine]), str(cases), "0"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, f"crashed (exit {res.returncode}) on {res.stderr.strip().splitlines()[-1:]}"
     assert f"checked={cases - cases % 5}" in res.stdout and "refused=" in res.stdout
 

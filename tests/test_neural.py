@@ -15,9 +15,13 @@ from ltrfeat.features.letor import read_letor, write_letor
 from ltrfeat.features.neural import EncoderExtractor, encoder_extractors, parse_encoder_spec
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})
-DOCS = pd.DataFrame({"docid": ["a", "b", "c", "d"],
-                     "title": ["red cat", "blue dog house", "a green mat", "cat and dog"],
-                     "body": ["the red cat sat", "", "green mats for cats", "dogs"]})
+DOCS = pd.DataFrame(
+    {
+        "docid": ["a", "b", "c", "d"],
+        "title": ["red cat", "blue dog house", "a green mat", "cat and dog"],
+        "body": ["the red cat sat", "", "green mats for cats", "dogs"],
+    }
+)
 ROWS = [("1", "a", 2), ("1", "b", 0), ("1", "d", 1), ("2", "b", 2), ("2", "d", 1), ("3", "c", 1), ("3", "a", 0)]
 SIZES = {"clsm": {"conv": 16, "out": 8}, "dssm": {"hidden": [16], "out": 8}}
 
@@ -56,8 +60,9 @@ def expected(path, rows=ROWS, field="title"):
 def test_transform_is_the_encoders_cosine_per_field(bundles):
     ex = EncoderExtractor(name="clsm", path=bundles["clsm"], field=("title", "body")).fit(DOCS)
     assert ex.feature_names() == ["clsm_title_cos", "clsm_body_cos"] and ex.fields == ("title", "body")
-    pairs = pd.DataFrame({"query": ["red cat", "blue dog"], "title": ["red cat", "cat and dog"],
-                          "body": ["the red cat sat", "dogs"]})
+    pairs = pd.DataFrame(
+        {"query": ["red cat", "blue dog"], "title": ["red cat", "cat and dog"], "body": ["the red cat sat", "dogs"]}
+    )
     got = ex.transform(pairs)
     assert got.dtype == np.float32 and got.shape == (2, 2)
     enc = Encoder.load(bundles["clsm"])
@@ -77,8 +82,9 @@ def test_each_distinct_text_is_encoded_once_across_chunks(tmp_path, bundles, mon
 
     monkeypatch.setattr(ex.encoder_, "encode", counting)
     out = tmp_path / "out.letor"
-    extract_file(letor_file(tmp_path), out, queries=QUERIES, docs=DOCS, extractors=[ex], chunk_queries=1,
-                 progress=False)
+    extract_file(
+        letor_file(tmp_path), out, queries=QUERIES, docs=DOCS, extractors=[ex], chunk_queries=1, progress=False
+    )
     # one batched call per side and chunk at most; chunk 2's documents were all cached already
     assert [side for side, _ in calls] == ["query", "doc", "query", "query", "doc"]
     docs_sent = [t for side, texts in calls if side == "doc" for t in texts]
@@ -92,8 +98,12 @@ def test_each_distinct_text_is_encoded_once_across_chunks(tmp_path, bundles, mon
 
 
 def test_a_tiny_cache_evicts_but_gives_the_same_values(bundles):
-    pairs = pd.DataFrame({"query": ["red cat", "blue dog", "red cat", "green mat"] * 2,
-                          "title": ["red cat", "blue dog house", "a green mat", "cat and dog"] * 2})
+    pairs = pd.DataFrame(
+        {
+            "query": ["red cat", "blue dog", "red cat", "green mat"] * 2,
+            "title": ["red cat", "blue dog house", "a green mat", "cat and dog"] * 2,
+        }
+    )
     big = EncoderExtractor(name="clsm", path=bundles["clsm"]).fit()
     small = EncoderExtractor(name="clsm", path=bundles["clsm"], cache_size=1).fit()
     np.testing.assert_array_equal(small.transform(pairs), big.transform(pairs))
@@ -115,15 +125,28 @@ def test_unknown_field_and_unfitted_use_are_errors(bundles):
         EncoderExtractor(name="clsm", path=bundles["clsm"]).transform(pd.DataFrame({"query": [], "title": []}))
 
 
-@pytest.mark.parametrize("spec, parsed", [("clsm=m.ltrenc", ("clsm", "m.ltrenc")), ("sbert", ("sbert", None)),
-                                          (" dssm-gen = x/y.ltrenc", ("dssm-gen", "x/y.ltrenc")),
-                                          ("sbert=/models/minilm", ("sbert", "/models/minilm"))])
+@pytest.mark.parametrize(
+    "spec, parsed",
+    [
+        ("clsm=m.ltrenc", ("clsm", "m.ltrenc")),
+        ("sbert", ("sbert", None)),
+        (" dssm-gen = x/y.ltrenc", ("dssm-gen", "x/y.ltrenc")),
+        ("sbert=/models/minilm", ("sbert", "/models/minilm")),
+    ],
+)
 def test_parse_encoder_spec(spec, parsed):
     assert parse_encoder_spec(spec) == parsed
 
 
-@pytest.mark.parametrize("spec, message", [("bert=x", "unknown encoder"), ("clsm", "needs a model file"),
-                                           ("clsm=", "empty path"), ("clsm gen=x", "unknown encoder")])
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("bert=x", "unknown encoder"),
+        ("clsm", "needs a model file"),
+        ("clsm=", "empty path"),
+        ("clsm gen=x", "unknown encoder"),
+    ],
+)
 def test_parse_encoder_spec_rejects(spec, message):
     with pytest.raises(LtrfeatError, match=message):
         parse_encoder_spec(spec)
@@ -146,12 +169,20 @@ def test_registry_lists_the_neural_kinds():
 
 
 def test_extract_pairs_with_an_encoder(bundles):
-    pairs = pd.DataFrame({"qid": ["q1", "q1", "q2"], "query": ["red cat", "red cat", "dog"], "docid": ["a", "b", "c"],
-                          "doc": ["red cat", "blue dog", "dogs"], "label": [1.0, 0.0, 1.0]})
+    pairs = pd.DataFrame(
+        {
+            "qid": ["q1", "q1", "q2"],
+            "query": ["red cat", "red cat", "dog"],
+            "docid": ["a", "b", "c"],
+            "doc": ["red cat", "blue dog", "dogs"],
+            "label": [1.0, 0.0, 1.0],
+        }
+    )
     data = extract_pairs(pairs, [EncoderExtractor(name="dssm", path=bundles["dssm"], field="doc")])
     assert data.feature_map.names == ["dssm_doc_cos"]
-    np.testing.assert_allclose(data.X[:, 0], Encoder.load(bundles["dssm"]).similarity(pairs["query"], pairs["doc"]),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        data.X[:, 0], Encoder.load(bundles["dssm"]).similarity(pairs["query"], pairs["doc"]), atol=1e-6
+    )
 
 
 # -- CLI ------------------------------------------------------------------------------------------------------
@@ -168,9 +199,27 @@ def texts(tmp_path):
 def test_cli_extract_appends_lexical_then_encoder_columns(tmp_path, bundles):
     queries, docs = texts(tmp_path)
     out = tmp_path / "out.letor"
-    res = run("extract", letor_file(tmp_path), "--queries", queries, "--docs", docs, "--lexical", "bm25",
-              "--encoder", f"clsm={bundles['clsm']}", "--encoder", f"dssm={bundles['dssm']}", "--field", "title",
-              "--out", out, "--chunk-queries", "1", "--no-progress")
+    res = run(
+        "extract",
+        letor_file(tmp_path),
+        "--queries",
+        queries,
+        "--docs",
+        docs,
+        "--lexical",
+        "bm25",
+        "--encoder",
+        f"clsm={bundles['clsm']}",
+        "--encoder",
+        f"dssm={bundles['dssm']}",
+        "--field",
+        "title",
+        "--out",
+        out,
+        "--chunk-queries",
+        "1",
+        "--no-progress",
+    )
     assert res.exit_code == 0, res.output
     data = read_letor(out)
     assert data.feature_map.names == ["f1", "bm25_title", "clsm_title_cos", "dssm_title_cos"]
@@ -178,15 +227,29 @@ def test_cli_extract_appends_lexical_then_encoder_columns(tmp_path, bundles):
     np.testing.assert_allclose(data.X[:, 3], expected(bundles["dssm"]), atol=1e-6)
 
 
-@pytest.mark.parametrize("content, message", [(b"not a model at all, just text", "not an .ltrenc encoder bundle"),
-                                              (b"", "file too short")])
+@pytest.mark.parametrize(
+    "content, message", [(b"not a model at all, just text", "not an .ltrenc encoder bundle"), (b"", "file too short")]
+)
 def test_cli_extract_with_a_bad_model_file_fails_on_one_line_and_writes_nothing(tmp_path, content, message):
     queries, docs = texts(tmp_path)
     model = tmp_path / "bad.ltrenc"
     model.write_bytes(content)
     out = tmp_path / "out.letor"
-    res = run("extract", letor_file(tmp_path), "--queries", queries, "--docs", docs, "--encoder", f"clsm={model}",
-              "--field", "title", "--out", out, "--no-progress")
+    res = run(
+        "extract",
+        letor_file(tmp_path),
+        "--queries",
+        queries,
+        "--docs",
+        docs,
+        "--encoder",
+        f"clsm={model}",
+        "--field",
+        "title",
+        "--out",
+        out,
+        "--no-progress",
+    )
     assert res.exit_code == 2
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0] and "bad.ltrenc" in lines[0]
@@ -197,8 +260,19 @@ def test_cli_extract_rejects_a_truncated_bundle(tmp_path, bundles):
     queries, docs = texts(tmp_path)
     model = tmp_path / "cut.ltrenc"
     model.write_bytes(bundles["clsm"].read_bytes()[:-100])
-    res = run("extract", letor_file(tmp_path), "--queries", queries, "--docs", docs, "--encoder", f"clsm={model}",
-              "--out", tmp_path / "out.letor", "--no-progress")
+    res = run(
+        "extract",
+        letor_file(tmp_path),
+        "--queries",
+        queries,
+        "--docs",
+        docs,
+        "--encoder",
+        f"clsm={model}",
+        "--out",
+        tmp_path / "out.letor",
+        "--no-progress",
+    )
     assert res.exit_code == 2 and "corrupt" in res.output and not (tmp_path / "out.letor").exists()
 
 

@@ -1,4 +1,5 @@
 """ONNX encoder export: onnxruntime embeddings equal torch's to 1e-5; damaged exports are refused."""
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,23 @@ from ltrfeat.features.encoders.onnx_export import SIDECAR, OnnxEncoder, export_o
 from ltrfeat.features.errors import LtrfeatError, ModelFileError  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
-TRAIN = ["cheap flights to london", "london hotels near the river", "the quick brown fox jumps",
-         "Rivière café: naïve crème brûlée", "how to fix a flat bicycle tyre"]
-TEXTS = ["cheap london hotels", "", "unseen zzqx words entirely", "Don't STOP–believing, 42 times!",
-         "a " * 40 + "very long text", "fox", "ﬁne ligatures and full-width ＡＢＣ", "london london london"]
+TRAIN = [
+    "cheap flights to london",
+    "london hotels near the river",
+    "the quick brown fox jumps",
+    "Rivière café: naïve crème brûlée",
+    "how to fix a flat bicycle tyre",
+]
+TEXTS = [
+    "cheap london hotels",
+    "",
+    "unseen zzqx words entirely",
+    "Don't STOP–believing, 42 times!",
+    "a " * 40 + "very long text",
+    "fox",
+    "ﬁne ligatures and full-width ＡＢＣ",
+    "london london london",
+]
 SIZES = {"dssm": {"hidden": [24, 24], "out": 16}, "clsm": {"conv": 24, "out": 16}}
 
 
@@ -40,8 +54,13 @@ def _encoder(arch, *, shared=False, buckets=None, context=1, seed=0):
 def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("onnx")
     out = {}
-    for key, kwargs in {"dssm": {}, "clsm": {}, "clsm-shared-buckets": {"shared": True, "buckets": 500},
-                        "clsm-d2": {"context": 2}, "dssm-buckets": {"buckets": 300}}.items():
+    for key, kwargs in {
+        "dssm": {},
+        "clsm": {},
+        "clsm-shared-buckets": {"shared": True, "buckets": 500},
+        "clsm-d2": {"context": 2},
+        "dssm-buckets": {"buckets": 300},
+    }.items():
         arch = key.split("-")[0]
         enc = _encoder(arch, **kwargs)
         export_onnx(enc, root / key)
@@ -55,13 +74,17 @@ def test_onnxruntime_equals_torch(exports, key, side):
     enc, onnx_enc, _ = exports[key]
     np.testing.assert_allclose(onnx_enc.encode(TEXTS, side=side), enc.encode(TEXTS, side=side), atol=1e-5, rtol=0)
     # other batch shapes through the same graph (dynamic axes)
-    np.testing.assert_allclose(onnx_enc.encode(TEXTS, side=side, batch_size=3), enc.encode(TEXTS, side=side),
-                               atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        onnx_enc.encode(TEXTS, side=side, batch_size=3), enc.encode(TEXTS, side=side), atol=1e-5, rtol=0
+    )
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30),
-                min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=30), min_size=1, max_size=6
+    )
+)
 def test_prepare_matches_torch_on_any_text(exports, texts):
     for key in ("dssm", "clsm"):
         enc, onnx_enc, _ = exports[key]
@@ -123,11 +146,16 @@ def test_cli_export_encoder(exports, tmp_path):
 
     enc = exports["clsm"][0]
     enc.save(tmp_path / "m.ltrenc")
-    result = CliRunner().invoke(cli, ["export-encoder", str(tmp_path / "m.ltrenc"), "--to", "onnx", "--out",
-                                      str(tmp_path / "out")])
+    result = CliRunner().invoke(
+        cli, ["export-encoder", str(tmp_path / "m.ltrenc"), "--to", "onnx", "--out", str(tmp_path / "out")]
+    )
     assert result.exit_code == 0, result.output
-    np.testing.assert_allclose(OnnxEncoder.load(tmp_path / "out").encode(TEXTS, side="query"),
-                               enc.encode(TEXTS, side="query"), atol=1e-5, rtol=0)
+    np.testing.assert_allclose(
+        OnnxEncoder.load(tmp_path / "out").encode(TEXTS, side="query"),
+        enc.encode(TEXTS, side="query"),
+        atol=1e-5,
+        rtol=0,
+    )
     result = CliRunner().invoke(cli, ["export-encoder", str(tmp_path / "nope.ltrenc"), "--out", str(tmp_path / "o2")])
     assert result.exit_code == 2 and "error:" in result.output
     assert not (tmp_path / "o2").exists()

@@ -1,4 +1,5 @@
 """The installed namespace: one light `ltrfeat` package whose public API resolves name by name."""
+
 from __future__ import annotations
 
 import subprocess
@@ -8,8 +9,10 @@ import ltrfeat
 
 
 def test_import_is_light_and_versioned():
-    code = ("import sys, ltrfeat; heavy = [m for m in ('torch', 'lightgbm', 'xgboost', 'sklearn') if m in sys.modules];"
-            " print(ltrfeat.__version__, heavy)")
+    code = (
+        "import sys, ltrfeat; heavy = [m for m in ('torch', 'lightgbm', 'xgboost', 'sklearn') if m in sys.modules];"
+        " print(ltrfeat.__version__, heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[0] and out[0] != "0+unknown" and out[1:] == ["[]"]
 
@@ -22,8 +25,9 @@ def test_every_public_name_resolves():
 
 
 def test_the_console_script_runs_the_namespaced_cli():
-    out = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", "--version"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", "--version"], capture_output=True, text=True, check=True
+    ).stdout
     assert out.startswith("ltrfeat, version ")
 
 
@@ -54,15 +58,31 @@ def test_tests_share_builders_not_each_other():
 # Functions over 10 parameters (keyword options of click commands, internal steps), with their counts today.
 # Trainers take a config object instead (ltrfeat.features.encoders.config). The list may only shrink.
 WIDE_FUNCTIONS = {
-    "cli.ablate_cmd:ablate": 46, "cli.encoder_cmd:train_encoder_cmd": 39, "cli.extract_cmd:extract": 30,
-    "cli.extract_cmd:_extract": 30, "cli.ranker_cmd:train_ranker": 22, "cli.ablate_cmd:_text_folds": 17,
-    "cli.serve_cmd:serve": 17, "features.encoders.training:_fit_epochs": 16, "features.encoders.training:_step": 16,
-    "cli.datasets_cmd:convert": 15, "cli.ranker_cmd:rerank": 15, "features.encoders.training:_ranking_step": 15,
-    "features.crossfit:text_folds": 14, "features.encoders.distill:distill": 14, "rankers.ablation:run_ablation": 14,
-    "cli.export_cmd:export_ranker": 13, "cli.ranker_cmd:evaluate": 13, "features.dask_extract:extract_file_dask": 12,
-    "features.encoders.rbm:train_rbm": 12, "rankers.export:export_ranker": 12, "rankers.lambdamart:__init__": 12,
-    "cli.extract_cmd:build_extractors": 11, "features.crossfit:crossfit_columns": 11,
-    "features.encoders.distill:_batch_loss": 11, "rankers.ablation:_run_with_selection": 11,
+    "cli.ablate_cmd:ablate": 46,
+    "cli.encoder_cmd:train_encoder_cmd": 39,
+    "cli.extract_cmd:extract": 30,
+    "cli.extract_cmd:_extract": 30,
+    "cli.ranker_cmd:train_ranker": 22,
+    "cli.ablate_cmd:_text_folds": 17,
+    "cli.serve_cmd:serve": 17,
+    "features.encoders.training:_fit_epochs": 16,
+    "features.encoders.training:_step": 16,
+    "cli.datasets_cmd:convert": 15,
+    "cli.ranker_cmd:rerank": 15,
+    "features.encoders.training:_ranking_step": 15,
+    "features.crossfit:text_folds": 14,
+    "features.encoders.distill:distill": 14,
+    "rankers.ablation:run_ablation": 14,
+    "cli.export_cmd:export_ranker": 13,
+    "cli.ranker_cmd:evaluate": 13,
+    "features.dask_extract:extract_file_dask": 12,
+    "features.encoders.rbm:train_rbm": 12,
+    "rankers.export:export_ranker": 12,
+    "rankers.lambdamart:__init__": 12,
+    "cli.extract_cmd:build_extractors": 11,
+    "features.crossfit:crossfit_columns": 11,
+    "features.encoders.distill:_batch_loss": 11,
+    "rankers.ablation:_run_with_selection": 11,
 }
 
 

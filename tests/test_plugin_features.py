@@ -1,6 +1,7 @@
 """ES/OpenSearch LTR export with every feature: template shapes, index body, bulk vectors, /embed, feature
 logging, and parity of a local re-implementation of the engine's scoring with ltrfeat's own features on
 the committed demo data (no cluster here)."""
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,15 @@ def demo(tmp_path_factory):
     lexical = lexical_extractors(["all"], fields=FIELDS)
     neural = EncoderExtractor(name="clsm", path=str(enc_path), field=tuple(FIELDS))
     out = extract_ranking(data, [*lexical, neural], queries=queries, docs=docs)
-    return {"root": root, "queries": queries, "docs": docs, "data": out, "lexical": lexical[0], "neural": neural,
-            "encoder": enc_path}
+    return {
+        "root": root,
+        "queries": queries,
+        "docs": docs,
+        "data": out,
+        "lexical": lexical[0],
+        "neural": neural,
+        "encoder": enc_path,
+    }
 
 
 def _engine_features(demo, target, *, vectors=None):
@@ -55,18 +63,22 @@ def _engine_features(demo, target, *, vectors=None):
     index = pf.index_body(plan["fields"], target=target, vectors=plan["vectors"])
     enc = demo["neural"].encoder_
     if vectors is None:
-        vectors = {pf.vector_field("clsm", f): dict(zip(demo["docs"].docid, enc.encode(list(demo["docs"][f]), side="doc")))
-                   for f in FIELDS}
+        vectors = {
+            pf.vector_field("clsm", f): dict(zip(demo["docs"].docid, enc.encode(list(demo["docs"][f]), side="doc")))
+            for f in FIELDS
+        }
     sim = pf.EngineSimulator(demo["docs"], index, vectors=vectors)
     qtext = dict(zip(demo["queries"].qid, demo["queries"]["query"]))
     data, rows = demo["data"], []
     for qid in dict.fromkeys(data.qid):
         rows_q = data.qid == qid
-        params = pf.query_params(qtext[qid], names, lexical=demo["lexical"],
-                                 vectors={"clsm": enc.encode([qtext[qid]], side="query")[0]})
+        params = pf.query_params(
+            qtext[qid], names, lexical=demo["lexical"], vectors={"clsm": enc.encode([qtext[qid]], side="query")[0]}
+        )
         json.dumps(params)  # what /embed sends must be plain JSON
-        rows.append(pf.normalize(sim.features(plan["features"], params, data.docid[rows_q]), names,
-                                 plan["normalizers"]))
+        rows.append(
+            pf.normalize(sim.features(plan["features"], params, data.docid[rows_q]), names, plan["normalizers"])
+        )
     return plan, np.vstack(rows)
 
 
@@ -95,21 +107,30 @@ def test_template_shapes_follow_the_plugin_docs(demo):
             assert e["template_language"] == "mustache" and isinstance(e["params"], list)
     assert es["bm25_title"]["template"] == {"match": {"title": "{{keywords}}"}}
     assert es["tf_max_description"]["template"] == {
-        "match_explorer": {"type": "max_raw_tf", "query": {"match": {"description": "{{keywords}}"}}}}
+        "match_explorer": {"type": "max_raw_tf", "query": {"match": {"description": "{{keywords}}"}}}
+    }
     # a vector cannot be a quoted mustache value: the template is a string with an inline toJson section
     vec = [0.5, -0.25]
     es_q = pf._render(es["clsm_title_cos"]["template"], {"clsm_query_vector": vec})
     assert es["clsm_title_cos"]["params"] == ["clsm_query_vector"]
-    assert es_q["script_score"]["script"] == {"source": "cosineSimilarity(params.query_vector, 'clsm_title_vector') "
-                                                        "+ params.offset", "params": {"offset": 1.0, "query_vector": vec}}
+    assert es_q["script_score"]["script"] == {
+        "source": "cosineSimilarity(params.query_vector, 'clsm_title_vector') + params.offset",
+        "params": {"offset": 1.0, "query_vector": vec},
+    }
     os_q = pf._render(os_["clsm_title_cos"]["template"], {"clsm_query_vector": vec})
-    assert os_q["script_score"]["script"]["source"] == "params.offset + cosineSimilarity(params.query_value, doc[params.field])"
+    assert (
+        os_q["script_score"]["script"]["source"]
+        == "params.offset + cosineSimilarity(params.query_value, doc[params.field])"
+    )
     assert os_q["script_score"]["script"]["params"] == {"field": "clsm_title_vector", "offset": 1.0, "query_value": vec}
     assert pf._render(es["query_len"]["template"], {"query_len": 3.0}) == {
-        "constant_score": {"filter": {"match_all": {}}, "boost": 3.0}}
+        "constant_score": {"filter": {"match_all": {}}, "boost": 3.0}
+    }
     # dot scores: Elasticsearch's dotProduct plus the width; OpenSearch has none
     dot = pf.plugin_featureset(["dssm_title_dot"], target="es-ltr", dims={"dssm": 8})
-    assert "dotProduct" in dot["features"][0]["template"] and dot["normalizers"]["dssm_title_dot"]["standard"]["mean"] == 8
+    assert (
+        "dotProduct" in dot["features"][0]["template"] and dot["normalizers"]["dssm_title_dot"]["standard"]["mean"] == 8
+    )
     assert "dssm_title_dot" in pf.plugin_featureset(["dssm_title_dot"], target="opensearch-ltr")["not_reproduced"]
     filled = pf.plugin_featureset(["lm_jm_title", "mystery"], fill_zero=True)
     assert [e["template"] for e in filled["features"]] == [{"match_none": {}}, {"match_none": {}}]
@@ -127,7 +148,11 @@ def test_index_body_mappings():
     from ltrfeat.features.analysis import Analyzer
 
     stemmed = pf.index_body(["title"], analyzer=Analyzer(stopwords="english", stemmer="english"))
-    assert stemmed["settings"]["analysis"]["analyzer"]["ltrfeat"]["filter"] == ["lowercase", "ltrfeat_stop", "ltrfeat_stem"]
+    assert stemmed["settings"]["analysis"]["analyzer"]["ltrfeat"]["filter"] == [
+        "lowercase",
+        "ltrfeat_stop",
+        "ltrfeat_stem",
+    ]
 
 
 def test_lucene_length_norm():
@@ -147,16 +172,43 @@ def test_export_embed_and_logging_round_trip(demo, tmp_path):
     model = LambdaMART(n_estimators=10, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(data)
     model.save(tmp_path / "r.txt")
     runner = CliRunner()
-    result = runner.invoke(cli, ["export-ranker", str(tmp_path / "r.txt"), "--to", "es-ltr", "--out",
-                                 str(tmp_path / "m.json"), "--featureset", "demo", "--encoder",
-                                 f"clsm={demo['encoder']}", "--fill-zero"])
+    result = runner.invoke(
+        cli,
+        [
+            "export-ranker",
+            str(tmp_path / "r.txt"),
+            "--to",
+            "es-ltr",
+            "--out",
+            str(tmp_path / "m.json"),
+            "--featureset",
+            "demo",
+            "--encoder",
+            f"clsm={demo['encoder']}",
+            "--fill-zero",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "warning: the engine cannot compute lm_jm_title" in result.output
     fs = json.loads(featureset_path(tmp_path / "m.json").read_text())["featureset"]["features"]
     index = json.loads(index_path(tmp_path / "m.json").read_text())
     assert index["mappings"]["properties"]["clsm_description_vector"]["dims"] == 16
-    result = runner.invoke(cli, ["embed", "--docs", "data/docs.tsv", "--encoder", f"clsm={demo['encoder']}",
-                                 "--fields", "title,description", "--index", "products", "--out", str(tmp_path / "b.ndjson")])
+    result = runner.invoke(
+        cli,
+        [
+            "embed",
+            "--docs",
+            "data/docs.tsv",
+            "--encoder",
+            f"clsm={demo['encoder']}",
+            "--fields",
+            "title,description",
+            "--index",
+            "products",
+            "--out",
+            str(tmp_path / "b.ndjson"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = (tmp_path / "b.ndjson").read_text().splitlines()
     vectors = {}
@@ -172,21 +224,38 @@ def test_export_embed_and_logging_round_trip(demo, tmp_path):
     qtext = dict(zip(demo["queries"].qid, demo["queries"]["query"]))
     qid = data.qid[0]
     rows = data.qid == qid
-    params = pf.query_params(qtext[qid], names, lexical=demo["lexical"],
-                             vectors={"clsm": demo["neural"].encoder_.encode([qtext[qid]], side="query")[0]})
+    params = pf.query_params(
+        qtext[qid],
+        names,
+        lexical=demo["lexical"],
+        vectors={"clsm": demo["neural"].encoder_.encode([qtext[qid]], side="query")[0]},
+    )
     body = pf.sltr_log_query("demo", params, data.docid[rows])
     assert body["query"]["bool"]["filter"][1]["sltr"]["featureset"] == "demo"
     assert body["ext"]["ltr_log"]["log_specs"]["named_query"] == "logged_featureset"
     raw = sim.features(fs, params, data.docid[rows])
-    response = {"hits": {"hits": [{"_id": d, "fields": {"_ltrlog": [{"ltrfeat": [
-        {"name": n, "value": float(v)} for n, v in zip(names, r)]}]}} for d, r in zip(data.docid[rows], raw)]}}
+    response = {
+        "hits": {
+            "hits": [
+                {
+                    "_id": d,
+                    "fields": {"_ltrlog": [{"ltrfeat": [{"name": n, "value": float(v)} for n, v in zip(names, r)]}]},
+                }
+                for d, r in zip(data.docid[rows], raw)
+            ]
+        }
+    }
     docids, logged = pf.parse_ltr_log(response, names)
     assert docids == list(data.docid[rows])
     exported = load_export(tmp_path / "m.json")
     ours = model.predict(data.take(np.flatnonzero(rows)))
     reproduced = [j for j, n in enumerate(names) if n not in pf.plugin_featureset(names)["not_reproduced"]]
-    np.testing.assert_allclose(pf.normalize(logged, names, exported.normalizers)[:, reproduced],
-                               data.X[rows][:, reproduced], rtol=2e-6, atol=2.5e-7)
+    np.testing.assert_allclose(
+        pf.normalize(logged, names, exported.normalizers)[:, reproduced],
+        data.X[rows][:, reproduced],
+        rtol=2e-6,
+        atol=2.5e-7,
+    )
     assert np.isfinite(exported.predict(logged)).all() and len(ours) == len(logged)
 
 
@@ -207,6 +276,9 @@ def test_embed_endpoint_answers_the_template_params(demo, tmp_path):
     params = answer.json()["params"]
     assert params["keywords"] == "office chair with arms" and len(params["clsm_query_vector"]) == 16
     assert params["query_len"] == 4.0 and params["distinct_terms"] == 4 and "idf_sum_title" in params
-    np.testing.assert_allclose(params["clsm_query_vector"],
-                               demo["neural"].encoder_.encode(["office chair with arms"], side="query")[0], atol=1e-7)
+    np.testing.assert_allclose(
+        params["clsm_query_vector"],
+        demo["neural"].encoder_.encode(["office chair with arms"], side="query")[0],
+        atol=1e-7,
+    )
     assert client.post("/embed", json={"query": 3}).status_code == 422

@@ -1,5 +1,6 @@
 """PyTerrier transformers (ltrfeat.serving.pyterrier): pt.Experiment over the demo data gives ltrfeat evaluate's numbers,
 without Java. Skipped politely when the pyterrier extra is not installed."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,24 +40,49 @@ def test_experiment_matches_ltrfeat_evaluate_without_java(world):
     cands = ltr.candidates("data/test.letor", queries=world["queries"], docs=world["docs"])
     assert list(cands.columns[:4]) == ["qid", "query", "docno", "label"] and "text" in cands
     source = pt.Transformer.from_df(cands.drop(columns=["label"]))
-    bm25 = source >> ltr.Features(lexical_extractors(["bm25"], fields=["title"]), docs=world["docs"]) >> ltr.FeatureScore(0)
-    lambdamart = (source >> ltr.Features.for_ranker(root / "ranker.txt", corpus_stats=root / "corpus.npz")
-                  >> ltr.Ranker(root / "ranker.txt"))
-    table = pt.Experiment([bm25, lambdamart], cands[["qid", "query"]].drop_duplicates(), ltr.qrels(cands),
-                          eval_metrics=[nDCG @ 1, nDCG @ 3, nDCG @ 10, AP(rel=1)], names=["bm25", "ltr"])
+    bm25 = (
+        source
+        >> ltr.Features(lexical_extractors(["bm25"], fields=["title"]), docs=world["docs"])
+        >> ltr.FeatureScore(0)
+    )
+    lambdamart = (
+        source
+        >> ltr.Features.for_ranker(root / "ranker.txt", corpus_stats=root / "corpus.npz")
+        >> ltr.Ranker(root / "ranker.txt")
+    )
+    table = pt.Experiment(
+        [bm25, lambdamart],
+        cands[["qid", "query"]].drop_duplicates(),
+        ltr.qrels(cands),
+        eval_metrics=[nDCG @ 1, nDCG @ 3, nDCG @ 10, AP(rel=1)],
+        names=["bm25", "ltr"],
+    )
     assert not pt.java.started()
     metrics = ["ndcg@1", "ndcg@3", "ndcg@10", "map"]
     scores = {"ltr": world["model"].predict(test), "bm25": test.X[:, test.feature_map.names.index("bm25_title")]}
     for name, score in scores.items():
-        ours = evaluate_queries(test.qid, test.label, score, metrics, gain="linear", no_relevant="zero").mean(numeric_only=True)
+        ours = evaluate_queries(test.qid, test.label, score, metrics, gain="linear", no_relevant="zero").mean(
+            numeric_only=True
+        )
         row = table.set_index("name").loc[name]
-        np.testing.assert_allclose([row["nDCG@1"], row["nDCG@3"], row["nDCG@10"], row["AP"]],
-                                   [ours[m] for m in metrics], atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(
+            [row["nDCG@1"], row["nDCG@3"], row["nDCG@10"], row["AP"]],
+            [ours[m] for m in metrics],
+            atol=1e-9,
+            err_msg=name,
+        )
 
 
 def test_features_map_pyterrier_columns_and_append(world):
-    res = pd.DataFrame({"qid": ["1", "1"], "query": ["office chair", "office chair"], "docno": ["D00001", "D00002"],
-                        "text": ["Mesh Office Chair", "Body Filler"], "features": [np.ones(1), np.zeros(1)]})
+    res = pd.DataFrame(
+        {
+            "qid": ["1", "1"],
+            "query": ["office chair", "office chair"],
+            "docno": ["D00001", "D00002"],
+            "text": ["Mesh Office Chair", "Body Filler"],
+            "features": [np.ones(1), np.zeros(1)],
+        }
+    )
     feats = ltr.Features([world["lexical"]], fields={"title": "text", "description": "text"})
     out = feats(res)
     assert len(out["features"].iat[0]) == 1 + len(world["lexical"].feature_names())

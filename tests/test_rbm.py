@@ -1,5 +1,6 @@
 """DSE pre-training: the CD-1 update by hand, RBM training, loading a stack into a DSSM tower, and
 ``train_encoder(pretrain="rbm")`` / ``train-encoder --pretrain rbm``."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,12 @@ def sig(x):
 
 
 def tiny_rbm(gaussian):
-    return RBM(torch.tensor(W, dtype=torch.float64), torch.tensor(B_VIS, dtype=torch.float64),
-               torch.tensor(C_HID, dtype=torch.float64), gaussian)
+    return RBM(
+        torch.tensor(W, dtype=torch.float64),
+        torch.tensor(B_VIS, dtype=torch.float64),
+        torch.tensor(C_HID, dtype=torch.float64),
+        gaussian,
+    )
 
 
 def test_binary_cd1_update_matches_a_hand_computation():
@@ -38,8 +43,9 @@ def test_binary_cd1_update_matches_a_hand_computation():
     v1 = [sig(B_VIS[i] + sum(W[i][j] * h0[j] for j in range(2))) for i in range(3)]
     p1 = [sig(C_HID[j] + sum(v1[i] * W[i][j] for i in range(3))) for j in range(2)]
     expected_w = [[v0[i] * p0[j] - v1[i] * p1[j] for j in range(2)] for i in range(3)]
-    dw, db, dc, err = cd1_gradients(tiny_rbm(False), torch.tensor([v0], dtype=torch.float64),
-                                    torch.tensor([noise], dtype=torch.float64))
+    dw, db, dc, err = cd1_gradients(
+        tiny_rbm(False), torch.tensor([v0], dtype=torch.float64), torch.tensor([noise], dtype=torch.float64)
+    )
     assert h0 == [1.0, 0.0]
     np.testing.assert_allclose(dw.numpy(), expected_w, rtol=1e-12)
     np.testing.assert_allclose(db.numpy(), [v0[i] - v1[i] for i in range(3)], rtol=1e-12)
@@ -53,8 +59,9 @@ def test_gaussian_cd1_update_matches_a_hand_computation():
     h0 = [m0[j] + noise[j] for j in range(2)]
     v1 = [sig(B_VIS[i] + sum(W[i][j] * h0[j] for j in range(2))) for i in range(3)]
     m1 = [C_HID[j] + sum(v1[i] * W[i][j] for i in range(3)) for j in range(2)]
-    dw, db, dc, _ = cd1_gradients(tiny_rbm(True), torch.tensor([v0], dtype=torch.float64),
-                                  torch.tensor([noise], dtype=torch.float64))
+    dw, db, dc, _ = cd1_gradients(
+        tiny_rbm(True), torch.tensor([v0], dtype=torch.float64), torch.tensor([noise], dtype=torch.float64)
+    )
     np.testing.assert_allclose(dw.numpy(), [[v0[i] * m0[j] - v1[i] * m1[j] for j in range(2)] for i in range(3)])
     np.testing.assert_allclose(dc.numpy(), [m0[j] - m1[j] for j in range(2)])
 
@@ -77,8 +84,7 @@ def test_training_an_rbm_lowers_reconstruction_error():
     def batches():
         return iter(data.split(32))
 
-    _, errors = train_rbm(batches, 8, 4, gaussian=False, epochs=15, lr=0.1, generator=gen,
-                          visible_mean=data.mean(0))
+    _, errors = train_rbm(batches, 8, 4, gaussian=False, epochs=15, lr=0.1, generator=gen, visible_mean=data.mean(0))
     assert errors[-1] < 0.5 * errors[0]
 
 
@@ -86,8 +92,9 @@ def test_loaded_tower_reproduces_the_rbm_stack():
     gen = torch.Generator().manual_seed(1)
     tower = DssmTower(12, hidden=[6, 5], out=3)
     sizes = [(12, 6, False), (6, 5, False), (5, 3, True)]
-    stack = [RBM(torch.randn(v, h, generator=gen), torch.zeros(v), torch.randn(h, generator=gen), g)
-             for v, h, g in sizes]
+    stack = [
+        RBM(torch.randn(v, h, generator=gen), torch.zeros(v), torch.randn(h, generator=gen), g) for v, h, g in sizes
+    ]
     load_stack(tower, stack)
     ids = np.array([2, 5, 7, 3, 11], dtype=np.int64)  # two texts, no repeated trigram, no unknown id
     batch = type("Bag", (), {"ids": ids, "offsets": np.array([0, 3], dtype=np.int64)})()
@@ -126,14 +133,27 @@ def test_pretrain_dssm_initialises_both_towers_reproducibly():
 
 
 def judged_pairs():
-    rows = [(f"q{i}", TEXTS[i], TEXTS[j], 2 if i // 3 == j // 3 else 0) for i in range(12) for j in range(12)
-            if i != j and (i // 3 == j // 3 or (i + j) % 4 == 0)]
+    rows = [
+        (f"q{i}", TEXTS[i], TEXTS[j], 2 if i // 3 == j // 3 else 0)
+        for i in range(12)
+        for j in range(12)
+        if i != j and (i // 3 == j // 3 or (i + j) % 4 == 0)
+    ]
     return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
 
 
 def test_train_encoder_with_rbm_pretraining():
-    opts = dict(model="dssm", loss="hinge", sizes={"hidden": [8], "out": 4}, epochs=2, batch_size=8,
-                val_fraction=0.25, progress=False, threads=1, seed=0)
+    opts = dict(
+        model="dssm",
+        loss="hinge",
+        sizes={"hidden": [8], "out": 4},
+        epochs=2,
+        batch_size=8,
+        val_fraction=0.25,
+        progress=False,
+        threads=1,
+        seed=0,
+    )
     encoder, _ = train_encoder(judged_pairs(), pretrain="rbm", **opts)
     assert encoder.training["params"]["pretrain"] == "rbm"
     assert [layer["hidden"] for layer in encoder.training["pretrain"]["layers"]] == [8, 4]
@@ -148,8 +168,9 @@ def test_cli_pretrain_rbm(tmp_path):
     path = tmp_path / "pairs.tsv"
     judged_pairs().to_csv(path, sep="\t", index=False)
     base = ["train-encoder", str(path), "--epochs", "1", "--batch-size", "8", "--threads", "1"]
-    ok = CliRunner().invoke(cli, [*base, "--model", "dssm", "--loss", "hinge", "--pretrain", "rbm",
-                                  "--out", str(tmp_path / "dse.ltrenc")])
+    ok = CliRunner().invoke(
+        cli, [*base, "--model", "dssm", "--loss", "hinge", "--pretrain", "rbm", "--out", str(tmp_path / "dse.ltrenc")]
+    )
     assert ok.exit_code == 0, ok.output
     bad = CliRunner().invoke(cli, [*base, "--model", "clsm", "--pretrain", "rbm", "--out", str(tmp_path / "x.ltrenc")])
     assert bad.exit_code == 2 and "pretrain" in bad.output and not (tmp_path / "x.ltrenc").exists()

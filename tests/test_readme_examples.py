@@ -1,5 +1,6 @@
 """The README's scikit-learn pipeline and TREC re-ranking story run as written (blocks marked
 ``# README example:``), from a scratch directory holding a link to the committed ``data/``."""
+
 from __future__ import annotations
 
 import contextlib

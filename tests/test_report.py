@@ -1,4 +1,5 @@
 """Ablation report: contract of report.json, reproducibility, Markdown content, plots, atomic directory."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,14 @@ def written(ablation, tmp_path_factory):
 
 def test_report_files(written):
     assert sorted(p.name for p in written.iterdir()) == [
-        "deltas.png", "importance.png", "metrics.png", "per_query.tsv", "report.json", "report.md", "timings.json"]
+        "deltas.png",
+        "importance.png",
+        "metrics.png",
+        "per_query.tsv",
+        "report.json",
+        "report.md",
+        "timings.json",
+    ]
     for png in ("deltas.png", "importance.png", "metrics.png"):
         assert (written / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in written.parent.iterdir() if p.name.startswith(".")]  # no temp dirs left
@@ -52,8 +60,19 @@ def test_report_json_contract(written, ablation):
         assert len(r["ci95"]) == 2 and isinstance(r["n_queries"], int)
     names = {r["feature_set"] for r in data["results"]}
     assert names == {"lexical", "lexical+clsm", "clsm_title_cos", "bm25_title"}
-    types = {"baseline": str, "variant": str, "metric": str, "delta": float, "relative": float, "p_ttest": float,
-             "p_randomization": float, "p_holm": float, "wins": int, "ties": int, "losses": int}
+    types = {
+        "baseline": str,
+        "variant": str,
+        "metric": str,
+        "delta": float,
+        "relative": float,
+        "p_ttest": float,
+        "p_randomization": float,
+        "p_holm": float,
+        "wins": int,
+        "ties": int,
+        "losses": int,
+    }
     assert len(data["comparisons"]) == len(result.metrics)
     for c in data["comparisons"]:
         for key, kind in types.items():
@@ -81,12 +100,28 @@ def test_per_query_tsv_matches_result(written, ablation):
 
 def test_report_markdown_states_the_setup(written):
     text = (written / "report.md").read_text()
-    for needle in ["Fold1", "generated part 1", "**Seeds**: 0, 1", "lightgbm LambdaMART", '"n_estimators": 30',
-                   "NDCG gain 2^rel-1", "ties broken by input order", "without a relevant document excluded",
-                   "randomisation (sign-flip) test", "Holm-adjusted", "adjusted p < 0.05", "adjusted p < 0.01",
-                   "percentile bootstrap, 95% level, 2000 resamples", "smallest attainable", "`lexical+clsm`",
-                   "## Single features", "the seeds changed nothing for `lexical`, `lexical+clsm`",
-                   "clsm_title_cos", "![per-query deltas](deltas.png)", "W/T/L"]:
+    for needle in [
+        "Fold1",
+        "generated part 1",
+        "**Seeds**: 0, 1",
+        "lightgbm LambdaMART",
+        '"n_estimators": 30',
+        "NDCG gain 2^rel-1",
+        "ties broken by input order",
+        "without a relevant document excluded",
+        "randomisation (sign-flip) test",
+        "Holm-adjusted",
+        "adjusted p < 0.05",
+        "adjusted p < 0.01",
+        "percentile bootstrap, 95% level, 2000 resamples",
+        "smallest attainable",
+        "`lexical+clsm`",
+        "## Single features",
+        "the seeds changed nothing for `lexical`, `lexical+clsm`",
+        "clsm_title_cos",
+        "![per-query deltas](deltas.png)",
+        "W/T/L",
+    ]:
         assert needle in text, needle
     assert "(+" in text and "**" in text.split("## Rankers")[1]  # the planted lift is marked
 
@@ -130,8 +165,9 @@ def test_existing_dir_is_refused_or_replaced_atomically(ablation, tmp_path, monk
 
 def test_report_without_comparisons(tmp_path):
     folds = planted_folds(n_folds=2, queries_per_fold=10)
-    sets = [s for s in plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"c": "4"})
-            if s.kind == "alone"]
+    sets = [
+        s for s in plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"c": "4"}) if s.kind == "alone"
+    ]
     result = run_ablation(folds, sets, progress=False)
     out = write_report(result, summarise(result, n_resamples=200), tmp_path / "r")
     assert json.loads((out / "report.json").read_text())["comparisons"] == []
@@ -145,8 +181,9 @@ def test_selection_report_opens_with_the_verdict_and_shows_every_candidate(tmp_p
 
     folds = planted_folds(n_folds=3, queries_per_fold=30)
     sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
-    result = run_ablation(folds, sets, seeds=(0,), ranker_params=FAST, progress=False,
-                          selection=SelectionConfig.default("lightgbm"))
+    result = run_ablation(
+        folds, sets, seeds=(0,), ranker_params=FAST, progress=False, selection=SelectionConfig.default("lightgbm")
+    )
     out = write_report(result, summarise(result, n_resamples=1000), tmp_path / "report")
     md = (out / "report.md").read_text()
     assert md.index("## Verdict") < md.index("## Setup") and "verdict: recommended " in md

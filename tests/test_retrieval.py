@@ -14,20 +14,27 @@ WORDS = ["wing", "flow", "heat", "shock", "wave", "plate", "boundary", "layer", 
 
 
 def random_corpus(rng, n_docs, n_queries, vocab=WORDS):
-    docs = pd.DataFrame({
-        "docid": [f"d{i:03d}" for i in range(n_docs)],
-        "title": [" ".join(rng.choice(vocab, size=rng.integers(1, 4))) for _ in range(n_docs)],
-        "body": [" ".join(rng.choice(vocab, size=rng.integers(0, 12))) or None for _ in range(n_docs)],
-    })
-    queries = pd.DataFrame({"qid": [f"q{i}" for i in range(n_queries)],
-                            "query": [" ".join(rng.choice(vocab, size=rng.integers(1, 4))) for _ in range(n_queries)]})
+    docs = pd.DataFrame(
+        {
+            "docid": [f"d{i:03d}" for i in range(n_docs)],
+            "title": [" ".join(rng.choice(vocab, size=rng.integers(1, 4))) for _ in range(n_docs)],
+            "body": [" ".join(rng.choice(vocab, size=rng.integers(0, 12))) or None for _ in range(n_docs)],
+        }
+    )
+    queries = pd.DataFrame(
+        {
+            "qid": [f"q{i}" for i in range(n_queries)],
+            "query": [" ".join(rng.choice(vocab, size=rng.integers(1, 4))) for _ in range(n_queries)],
+        }
+    )
     return docs, queries
 
 
 def brute_force(docs, queries, k, **params):
     """Top-k by the project's bm25 feature over every (query, doc) pair, ties by docid."""
     lex = LexicalExtractor(features=["bm25"], fields=["text"], **params).fit(
-        pd.DataFrame({"text": joined_text(docs, ["title", "body"])}))
+        pd.DataFrame({"text": joined_text(docs, ["title", "body"])})
+    )
     rows = []
     for qid, query in zip(queries["qid"], queries["query"]):
         pairs = pd.DataFrame({"query": query, "text": joined_text(docs, ["title", "body"])})
@@ -43,7 +50,8 @@ def test_scores_equal_the_lexical_bm25_feature():
     r = BM25Retriever(fields=["title", "body"], k1=0.9, b=0.4).fit(docs)
     got = r.scores(queries["query"]).toarray()
     lex = LexicalExtractor(features=["bm25"], fields=["text"], k1=0.9, b=0.4).fit(
-        pd.DataFrame({"text": joined_text(docs, ["title", "body"])}))
+        pd.DataFrame({"text": joined_text(docs, ["title", "body"])})
+    )
     for i, query in enumerate(queries["query"]):
         pairs = pd.DataFrame({"query": query, "text": joined_text(docs, ["title", "body"])})
         np.testing.assert_allclose(got[i], lex.transform(pairs)[:, 0], rtol=1e-6, atol=1e-6)

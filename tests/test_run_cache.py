@@ -1,4 +1,5 @@
 """The ablation's ranker-run store: exact round trips, keys that follow the inputs, equal results."""
+
 import json
 
 import numpy as np
@@ -17,15 +18,26 @@ def _folds(seed=0):
     def part(n, s):
         return synthetic(n_queries=n, docs=10, n_features=len(NAMES), seed=s, names=NAMES)
 
-    return [Fold(f"Fold{i}", part(24, seed + 10 * i), part(8, seed + 10 * i + 1), part(8, seed + 10 * i + 2))
-            for i in range(2)]
+    return [
+        Fold(f"Fold{i}", part(24, seed + 10 * i), part(8, seed + 10 * i + 1), part(8, seed + 10 * i + 2))
+        for i in range(2)
+    ]
 
 
 def test_pack_round_trips_exactly():
-    frame = pd.DataFrame({"n_docs": np.array([3, 4], np.int64), "ndcg@1": [0.5, np.nan]},
-                         index=pd.Index(np.array(["q1", "q2"], dtype=object), name="qid"))
-    value = {"a": np.array([0.1, 1e-300, np.inf], np.float64), "b": (np.array(["x", None], dtype=object), [1, 2.5]),
-             "c": frame, "d": np.float32(0.25), "e": {1: "int key"}, "__nd__": "a tag as a key", "f": None}
+    frame = pd.DataFrame(
+        {"n_docs": np.array([3, 4], np.int64), "ndcg@1": [0.5, np.nan]},
+        index=pd.Index(np.array(["q1", "q2"], dtype=object), name="qid"),
+    )
+    value = {
+        "a": np.array([0.1, 1e-300, np.inf], np.float64),
+        "b": (np.array(["x", None], dtype=object), [1, 2.5]),
+        "c": frame,
+        "d": np.float32(0.25),
+        "e": {1: "int key"},
+        "__nd__": "a tag as a key",
+        "f": None,
+    }
     back = _unpack(json.loads(json.dumps(_pack(value))))
     np.testing.assert_array_equal(back["a"], value["a"])
     assert back["a"].dtype == np.float64 and isinstance(back["b"], tuple) and back["b"][0].dtype == object
@@ -48,8 +60,12 @@ def test_cached_runs_equal_fresh_ones_and_only_changed_sets_rerun(tmp_path, sele
     fmap = folds[0].train.feature_map
     names = fmap.names
     sets = plan_feature_sets(fmap, base=",".join(names[:3]), neural={"n": names[3]})
-    kw = {"seeds": [0, 1], "ranker_params": {"n_estimators": 10, "num_leaves": 7}, "progress": False,
-          "selection": selection}
+    kw = {
+        "seeds": [0, 1],
+        "ranker_params": {"n_estimators": 10, "num_leaves": 7},
+        "progress": False,
+        "selection": selection,
+    }
     fresh = run_ablation(folds, sets, **kw)
     store = RunStore(tmp_path)
     first = run_ablation(folds, sets, **kw, cache=store)

@@ -87,11 +87,13 @@ def test_cli_extract_with_the_packaged_sbert(tmp_path):
     from ltrfeat.cli.main import cli
     from ltrfeat.features.letor import read_letor
 
-    (tmp_path / "pairs.csv").write_text("query,doc,label\ncordless drill,DEWALT 20V Cordless Drill Kit,2\n"
-                                        "cordless drill,Blue Wall Paint,0\n")
+    (tmp_path / "pairs.csv").write_text(
+        "query,doc,label\ncordless drill,DEWALT 20V Cordless Drill Kit,2\ncordless drill,Blue Wall Paint,0\n"
+    )
     out = tmp_path / "out.letor"
-    res = CliRunner().invoke(cli, ["extract", "--pairs", str(tmp_path / "pairs.csv"), "--encoder", "sbert",
-                                   "--out", str(out)])
+    res = CliRunner().invoke(
+        cli, ["extract", "--pairs", str(tmp_path / "pairs.csv"), "--encoder", "sbert", "--out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     data = read_letor(out)
     assert data.feature_map.names == ["sbert_doc_cos"] and data.X[0, 0] > data.X[1, 0]

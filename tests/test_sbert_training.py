@@ -3,6 +3,7 @@
 A tiny BERT (2 layers, hidden 32) built in a temporary directory with the packaged MiniLM's tokenizer
 stands in for MiniLM, so the file runs in seconds and offline.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,11 +50,18 @@ def tiny_base(tmp_path_factory):
     for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
         shutil.copy(packaged_model_path() / name, hf / name)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=64)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
     BertModel(config).save_pretrained(hf, safe_serialization=True)
-    model = SentenceTransformer(modules=[Transformer(str(hf), max_seq_length=32), Pooling(32, "mean"), Normalize()],
-                                device="cpu")
+    model = SentenceTransformer(
+        modules=[Transformer(str(hf), max_seq_length=32), Pooling(32, "mean"), Normalize()], device="cpu"
+    )
     model.save(str(folder / "st"), safe_serialization=True)
     return folder / "st"
 
@@ -126,19 +134,22 @@ def test_training_is_deterministic_and_freezes_the_lower_layers(tiny_base):
     state_a, state_b = a.towers["shared"].state_dict(), b.towers["shared"].state_dict()
     for key, value in state_a.items():
         assert torch.equal(value, state_b[key]), key
-    changed = {k.split("model.", 1)[1] for k, v in state_a.items()
-               if k.split("model.", 1)[1] in base and not torch.equal(v, base[k.split("model.", 1)[1]])}
+    changed = {
+        k.split("model.", 1)[1]
+        for k, v in state_a.items()
+        if k.split("model.", 1)[1] in base and not torch.equal(v, base[k.split("model.", 1)[1]])
+    }
     assert not any(k.startswith(("embeddings.", "encoder.layer.0.")) for k in changed)
     assert any(k.startswith("encoder.layer.1.") for k in changed)
-
 
 
 def test_resume_equals_an_uninterrupted_run(tiny_base, tmp_path, monkeypatch):
     pairs = make_pairs(20)
     opts = dict(epochs=2, patience=3, shared=False)
     full, full_history = quick(tiny_base, pairs, checkpoint=tmp_path / "full.ckpt", **opts)
-    train_until_interrupted(monkeypatch, epoch=1,
-                            train=lambda: quick(tiny_base, pairs, checkpoint=tmp_path / "part.ckpt", **opts))
+    train_until_interrupted(
+        monkeypatch, epoch=1, train=lambda: quick(tiny_base, pairs, checkpoint=tmp_path / "part.ckpt", **opts)
+    )
     resumed, history = quick(tiny_base, pairs, resume=tmp_path / "part.ckpt", **opts)
     assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
     assert sorted(resumed.towers) == ["doc", "query"]
@@ -171,11 +182,16 @@ def test_bad_bundles_give_one_line_errors(trained, tmp_path):
     write_bundle(tmp_path / "ckpt.ltrenc", kind="checkpoint", header=header, tensors=tensors)
     with pytest.raises(ModelFileError, match="holds a 'checkpoint'"):
         SbertFinetuned.load(tmp_path / "ckpt.ltrenc")
-    for name, change in [("escape", lambda h: h["files"]["shared"].update({"../evil.txt": {"text": "x"}})),
-                         ("module", lambda h: h["files"]["shared"].update(
-                             {"modules.json": {"text": json.dumps([{"idx": 0, "name": "0", "path": "",
-                                                                     "type": "os.system"}])}})),
-                         ("towers", lambda h: h.update(towers=["query"]))]:
+    for name, change in [
+        ("escape", lambda h: h["files"]["shared"].update({"../evil.txt": {"text": "x"}})),
+        (
+            "module",
+            lambda h: h["files"]["shared"].update(
+                {"modules.json": {"text": json.dumps([{"idx": 0, "name": "0", "path": "", "type": "os.system"}])}}
+            ),
+        ),
+        ("towers", lambda h: h.update(towers=["query"])),
+    ]:
         bad = json.loads(json.dumps(header))
         change(bad)
         write_bundle(tmp_path / f"{name}.ltrenc", kind="sbert-ft", header=bad, tensors=tensors)
@@ -203,9 +219,31 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
     pairs.assign(docid=[f"d{i}" for i in range(len(pairs))]).to_csv(tmp_path / "pairs.tsv", sep="\t", index=False)
     runner = CliRunner()
     out = tmp_path / "ft.ltrenc"
-    res = runner.invoke(cli, ["train-encoder", str(tmp_path / "pairs.tsv"), "--model", "sbert", "--base",
-                              str(tiny_base), "--loss", "generalized", "--freeze-layers", "0", "--lr", "0.002",
-                              "--accumulate", "2", "--batch-size", "8", "--threads", "1", "--out", str(out)])
+    res = runner.invoke(
+        cli,
+        [
+            "train-encoder",
+            str(tmp_path / "pairs.tsv"),
+            "--model",
+            "sbert",
+            "--base",
+            str(tiny_base),
+            "--loss",
+            "generalized",
+            "--freeze-layers",
+            "0",
+            "--lr",
+            "0.002",
+            "--accumulate",
+            "2",
+            "--batch-size",
+            "8",
+            "--threads",
+            "1",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output.strip().splitlines()[-1])
     assert summary["best_epoch"] in (0, 1) and "zero_shot_val_ndcg@10" in summary
@@ -213,8 +251,21 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
     params = SbertFinetuned.load(out).training["params"]
     assert (params["epochs"], params["accumulate"], params["freeze_layers"], params["gamma"]) == (1, 2, 0, 20.0)
     letor = tmp_path / "out.letor"
-    res = runner.invoke(cli, ["extract", "--pairs", str(tmp_path / "pairs.tsv"), "--lexical", "bm25",
-                              "--encoder", f"sbert-ft={out}", "--out", str(letor), "--no-progress"])
+    res = runner.invoke(
+        cli,
+        [
+            "extract",
+            "--pairs",
+            str(tmp_path / "pairs.tsv"),
+            "--lexical",
+            "bm25",
+            "--encoder",
+            f"sbert-ft={out}",
+            "--out",
+            str(letor),
+            "--no-progress",
+        ],
+    )
     assert res.exit_code == 0, res.output
     data = read_letor(letor)
     assert data.feature_map.names == ["bm25_doc", "sbert-ft_doc_cos"]
@@ -222,15 +273,19 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
     np.testing.assert_allclose(np.sort(data.X[:, 1]), np.sort(expected), atol=1e-6)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--model", "clsm", "--freeze-layers", "2"], "--freeze-layers is for --model sbert"),
-    (["--model", "sbert", "--optimizer", "sgd"], "--optimizer is not an option of --model sbert"),
-    (["--model", "sbert", "--shared", "--separate"], "exclude each other"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "clsm", "--freeze-layers", "2"], "--freeze-layers is for --model sbert"),
+        (["--model", "sbert", "--optimizer", "sgd"], "--optimizer is not an option of --model sbert"),
+        (["--model", "sbert", "--shared", "--separate"], "exclude each other"),
+    ],
+)
 def test_cli_option_checks(tmp_path, args, message):
     make_pairs(4).to_csv(tmp_path / "p.tsv", sep="\t", index=False)
-    res = CliRunner().invoke(cli, ["train-encoder", str(tmp_path / "p.tsv"), "--out", str(tmp_path / "m.ltrenc"),
-                                   *args])
+    res = CliRunner().invoke(
+        cli, ["train-encoder", str(tmp_path / "p.tsv"), "--out", str(tmp_path / "m.ltrenc"), *args]
+    )
     assert res.exit_code == 2 and message in res.output and not (tmp_path / "m.ltrenc").exists()
 
 
@@ -246,8 +301,7 @@ def test_encoder_spec_for_sbert_ft():
 
 
 def test_per_model_options():
-    options = merge_options({"epochs": 4, "sbert-ft.epochs": 1}, {"negatives": 2, "clsm.epochs": 6,
-                                                                  "min_count": 2})
+    options = merge_options({"epochs": 4, "sbert-ft.epochs": 1}, {"negatives": 2, "clsm.epochs": 6, "min_count": 2})
     assert model_options(options, "clsm") == {"epochs": 6, "negatives": 2, "min_count": 2}
     assert model_options(options, "dssm") == {"epochs": 4, "negatives": 2, "min_count": 2}
     sbert = spec_options(EncoderSpec.parse("sbert-ft:generalized"), options)
@@ -273,21 +327,55 @@ def test_cache_keys_of_existing_encoders_are_unchanged_by_prefixed_options():
 def test_ablate_cross_fits_sbert_ft_with_its_own_options(tiny_base, tmp_path):
     pairs = make_pairs(36)
     pairs.assign(docid=[f"d{i}" for i in range(len(pairs))]).to_csv(tmp_path / "judged.tsv", sep="\t", index=False)
-    res = CliRunner().invoke(cli, [
-        "ablate", "--pairs", str(tmp_path / "judged.tsv"), "--encoder", f"sbert-ft:generalized={tiny_base}",
-        "--k-folds", "3", "--encoder-option", "sbert-ft.freeze_layers=0", "--encoder-option", "sbert-ft.threads=1",
-        "--encoder-option", "min_count=2", "--cache", str(tmp_path / "cache"), "--n-estimators", "10",
-        "--num-leaves", "7", "--resamples", "200", "--seeds", "0", "--report", str(tmp_path / "r")])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "ablate",
+            "--pairs",
+            str(tmp_path / "judged.tsv"),
+            "--encoder",
+            f"sbert-ft:generalized={tiny_base}",
+            "--k-folds",
+            "3",
+            "--encoder-option",
+            "sbert-ft.freeze_layers=0",
+            "--encoder-option",
+            "sbert-ft.threads=1",
+            "--encoder-option",
+            "min_count=2",
+            "--cache",
+            str(tmp_path / "cache"),
+            "--n-estimators",
+            "10",
+            "--num-leaves",
+            "7",
+            "--resamples",
+            "200",
+            "--seeds",
+            "0",
+            "--report",
+            str(tmp_path / "r"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["config"]["cross_fitting"]["encoder_options"] == {
-        "epochs": 4, "sbert-ft.epochs": 1, "sbert-ft.freeze_layers": 0, "sbert-ft.threads": 1, "min_count": 2}
+        "epochs": 4,
+        "sbert-ft.epochs": 1,
+        "sbert-ft.freeze_layers": 0,
+        "sbert-ft.threads": 1,
+        "min_count": 2,
+    }
     assert "sbert-ft-generalized_doc_cos" in {r["feature_set"] for r in report["results"]}
     cached = sorted((tmp_path / "cache" / "encoders").glob("sbert-ft-generalized-*.ltrenc"))
     assert len(cached) == 6
     params = SbertFinetuned.load(cached[0]).training["params"]
     assert (params["epochs"], params["freeze_layers"], params["loss"], params["base"]) == (
-        1, 0, "generalized", str(tiny_base))
+        1,
+        0,
+        "generalized",
+        str(tiny_base),
+    )
 
 
 def test_kept_frozen_layers_give_the_full_forward_pass_exactly(tiny_base):
@@ -299,8 +387,12 @@ def test_kept_frozen_layers_give_the_full_forward_pass_exactly(tiny_base):
     model.eval()
     texts = ["red drill", "a much longer text about a blue hammer and a green saw", "x", "red drill"]
     sbert_prefix.clear()
-    prefix = sbert_prefix.FrozenPrefix(model, 1, key=frozen_key(model, 1, base=tiny_base, max_seq_length=32),
-                                       transformer=_transformer(model, tiny_base))
+    prefix = sbert_prefix.FrozenPrefix(
+        model,
+        1,
+        key=frozen_key(model, 1, base=tiny_base, max_seq_length=32),
+        transformer=_transformer(model, tiny_base),
+    )
     with torch.no_grad():
         full = model(model.preprocess(texts))["sentence_embedding"]
         kept = prefix.forward(texts)
@@ -316,7 +408,7 @@ def test_the_store_is_shared_across_trainings_and_bounded(tiny_base, monkeypatch
     pairs = make_pairs(20)
     sbert_prefix.clear()
     quick(tiny_base, pairs, freeze_layers=1, epochs=1)
-    (key, store), = sbert_prefix._STORES.items()
+    ((key, store),) = sbert_prefix._STORES.items()
     first = dict(store)
     assert set(first) <= set(pairs["query"]) | set(pairs["doc"]) and set(pairs["query"]) <= set(first)
     quick(tiny_base, pairs.iloc[: len(pairs) // 2], freeze_layers=1, epochs=1)  # another fold's training

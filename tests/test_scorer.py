@@ -1,4 +1,5 @@
 """Scorer: online features equal the offline extraction; load-time and request errors."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ def test_onnx_encoder_gives_the_same_scores(world, tmp_path):
     torch_scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])
     onnx_scorer = Scorer.load(world["ranker"], encoders={"clsm": tmp_path / "onnx"}, corpus_stats=world["corpus"])
     _, cands = candidates_of(world, "q3")
-    np.testing.assert_allclose(onnx_scorer.features("cheap london", cands),
-                               torch_scorer.features("cheap london", cands), atol=1e-5)
+    np.testing.assert_allclose(
+        onnx_scorer.features("cheap london", cands), torch_scorer.features("cheap london", cands), atol=1e-5
+    )
 
 
 def test_extra_candidate_keys_ignored_and_empty_list(world):
@@ -44,14 +46,17 @@ def test_extra_candidate_keys_ignored_and_empty_list(world):
     assert scorer.score("river hotel", []).shape == (0,)
 
 
-@pytest.mark.parametrize("query, cands, message", [
-    ("q", [{"title": "a", "body": "b"}], "needs a string 'docid'"),
-    ("q", [{"docid": "x", "title": "a"}], "needs text field 'body'"),
-    ("q", [{"docid": "x", "title": 3, "body": "b"}], "got int"),
-    ("q", ["just a string"], "not an object"),
-    (None, [], "query must be a string"),
-    ("q", {"docid": "x"}, "must be a list"),
-])
+@pytest.mark.parametrize(
+    "query, cands, message",
+    [
+        ("q", [{"title": "a", "body": "b"}], "needs a string 'docid'"),
+        ("q", [{"docid": "x", "title": "a"}], "needs text field 'body'"),
+        ("q", [{"docid": "x", "title": 3, "body": "b"}], "got int"),
+        ("q", ["just a string"], "not an object"),
+        (None, [], "query must be a string"),
+        ("q", {"docid": "x"}, "must be a list"),
+    ],
+)
 def test_bad_candidates(world, query, cands, message):
     scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])
     with pytest.raises(CandidateError, match=message):
@@ -64,8 +69,9 @@ def test_load_fails_when_a_feature_cannot_be_produced(world):
     with pytest.raises(LtrfeatError, match="no --corpus-stats"):
         Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]})
     with pytest.raises(LtrfeatError, match="unknown lexical parameter"):
-        Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"],
-                    lexical_params={"k3": 1})
+        Scorer.load(
+            world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"], lexical_params={"k3": 1}
+        )
 
 
 def test_input_letor_features_are_refused(world, tmp_path):

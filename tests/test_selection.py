@@ -1,5 +1,6 @@
 """Model selection: candidates, the one-SE rule, inner cross-validation that never reads test labels,
 deterministic tuning, and a verdict that names the single feature a learned ranker cannot beat."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,8 +37,12 @@ def folds_of(data: RankingSet, k: int = 3) -> list[Fold]:
     queries = data.queries()
     part = {q: i % k for i, q in enumerate(queries.tolist())}
     of = np.array([part[q] for q in data.qid.tolist()])
-    return [Fold(f"Fold{i + 1}", data.take(~np.isin(of, [i, (i + 1) % k])), data.take(of == (i + 1) % k),
-                 data.take(of == i)) for i in range(k)]
+    return [
+        Fold(
+            f"Fold{i + 1}", data.take(~np.isin(of, [i, (i + 1) % k])), data.take(of == (i + 1) % k), data.take(of == i)
+        )
+        for i in range(k)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +102,12 @@ def test_selection_config_checks_its_settings():
     with pytest.raises(LtrfeatError, match="inner_folds"):
         SelectionConfig(inner_folds=1)
     assert SelectionConfig.default("xgboost", tune="grid").candidates == (
-        "xgboost", "xgboost-tuned", "linear", "boost-best", "best-single")
+        "xgboost",
+        "xgboost-tuned",
+        "linear",
+        "boost-best",
+        "best-single",
+    )
 
 
 def test_one_se_rule_prefers_the_simpler_candidate_when_the_data_cannot_tell():
@@ -148,8 +158,9 @@ def test_ablation_choices_do_not_depend_on_test_labels(world):
     sets = plan_feature_sets(world.feature_map, base="2-6", neural={"sig": "signal"})
     config = SelectionConfig.default("lightgbm")
     clean = run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False, selection=config)
-    poisoned = run_ablation([_poisoned(f, 7) for f in folds], sets, seeds=[0], ranker_params=FAST, progress=False,
-                            selection=config)
+    poisoned = run_ablation(
+        [_poisoned(f, 7) for f in folds], sets, seeds=[0], ranker_params=FAST, progress=False, selection=config
+    )
     assert clean.config["selection"]["chosen"] == poisoned.config["selection"]["chosen"]
     assert clean.config["selection"]["recommended"] == poisoned.config["selection"]["recommended"]
 
@@ -159,9 +170,14 @@ def test_ablation_choices_do_not_depend_on_test_labels(world):
 def one_feature_ablation(world):
     # base: the signal and four noise columns; the "neural" group adds one more noise column
     sets = plan_feature_sets(world.feature_map, base="1-5", neural={"extra": "noise4"}, alone="signal")
-    result = run_ablation(folds_of(world), sets, seeds=[0, 1], ranker_params=FAST | {
-        "params": {"bagging_fraction": 0.8, "bagging_freq": 1}}, progress=False,
-        selection=SelectionConfig.default("lightgbm"))
+    result = run_ablation(
+        folds_of(world),
+        sets,
+        seeds=[0, 1],
+        ranker_params=FAST | {"params": {"bagging_fraction": 0.8, "bagging_freq": 1}},
+        progress=False,
+        selection=SelectionConfig.default("lightgbm"),
+    )
     return result, summarise(result, n_resamples=2000)
 
 
@@ -182,6 +198,7 @@ def test_verdict_warns_when_a_ranker_does_not_beat_the_best_single_feature(one_f
     warnings = summary["verdict"]["warnings"]
     assert any("not significantly better than the best single feature" in w or "BELOW" in w for w in warnings)
     from ltrfeat.rankers.verdict import verdict_lines
+
     lines = verdict_lines(summary["verdict"])
     assert lines[0].startswith("verdict: recommended ") and "signal x3" in "\n".join(lines)
 
@@ -205,15 +222,36 @@ def test_train_ranker_select_matches_the_api_and_evaluates(world, tmp_path):
     write_letor(tmp_path / "train.letor", train)
     write_letor(tmp_path / "valid.letor", valid)
     out = tmp_path / "model.txt"
-    args = ["train-ranker", tmp_path / "train.letor", "--valid", tmp_path / "valid.letor", "--select", "--threads", "1",
-            "--n-estimators", "40", "--early-stopping-rounds", "10", "--out", out]
+    args = [
+        "train-ranker",
+        tmp_path / "train.letor",
+        "--valid",
+        tmp_path / "valid.letor",
+        "--select",
+        "--threads",
+        "1",
+        "--n-estimators",
+        "40",
+        "--early-stopping-rounds",
+        "10",
+        "--out",
+        out,
+    ]
     result = CliRunner().invoke(cli, [str(a) for a in args])
     assert result.exit_code == 0, result.output
     assert "<- chosen" in result.output and "saved the" in result.output
     meta = json.loads(meta_path(out).read_text())
     config = SelectionConfig.default("lightgbm")
-    ranker = {"n_estimators": 40, "learning_rate": 0.05, "num_leaves": 31, "early_stopping_rounds": 10, "eval_at": 10,
-              "n_jobs": 1, "params": None, "engine": "lightgbm"}
+    ranker = {
+        "n_estimators": 40,
+        "learning_rate": 0.05,
+        "num_leaves": 31,
+        "early_stopping_rounds": 10,
+        "eval_at": 10,
+        "n_jobs": 1,
+        "params": None,
+        "engine": "lightgbm",
+    }
     api = select(train, valid, Candidates(world.feature_map.names, ranker), config)
     assert meta["selection"]["chosen"] == api["chosen"] and meta["kind"] == kind_of_name(api["chosen"])
     model = load_ranker(out)
@@ -224,15 +262,26 @@ def test_train_ranker_select_matches_the_api_and_evaluates(world, tmp_path):
 
 
 def kind_of_name(candidate: str) -> str:
-    return {"lightgbm": "lambdamart", "linear": "linear", "boost-best": "boost-best",
-            "best-single": "best-single"}[candidate]
+    return {"lightgbm": "lambdamart", "linear": "linear", "boost-best": "boost-best", "best-single": "best-single"}[
+        candidate
+    ]
 
 
 def test_worker_processes_give_the_serial_result(world):
     folds = folds_of(world.subset_queries(world.queries()[:60]))
     sets = plan_feature_sets(world.feature_map, base="2-6", neural={"sig": "signal"})
-    runs = [run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False,
-                         selection=SelectionConfig.default("lightgbm"), jobs=jobs) for jobs in (1, 2)]
+    runs = [
+        run_ablation(
+            folds,
+            sets,
+            seeds=[0],
+            ranker_params=FAST,
+            progress=False,
+            selection=SelectionConfig.default("lightgbm"),
+            jobs=jobs,
+        )
+        for jobs in (1, 2)
+    ]
     assert runs[0].per_query.equals(runs[1].per_query) and runs[0].config == runs[1].config
 
 
@@ -248,20 +297,31 @@ def test_home_depot_recommendation_is_never_below_the_best_single_feature(tmp_pa
     path = dataset_path("home_depot", "raw", "train.csv")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        pairs = read_judged_pairs(path, columns="query=search_term,doc=product_title,docid=product_uid,"
-                                  "label=relevance", encoding="latin-1", label_map="linear:1:3:7")
+        pairs = read_judged_pairs(
+            path,
+            columns="query=search_term,doc=product_title,docid=product_uid,label=relevance",
+            encoding="latin-1",
+            label_map="linear:1:3:7",
+        )
         keep = list(dict.fromkeys(pairs["qid"]))[:600]
         pairs = group_pairs(pairs[pairs["qid"].isin(keep)].reset_index(drop=True))
         base = extract_pairs(pairs, lexical_extractors("all", fields=["doc"]), conflicts="first")
     plans = plan_folds(pairs["qid"], k=3, seed=0)
     folds = [Fold(*f) for f in build_folds(base, plans, {p.name: {} for p in plans})]
     names = base.feature_map.names
-    sets = plan_feature_sets(base.feature_map, base=",".join(n for n in names if not n.startswith("trigram")),
-                             neural={"trigram": [n for n in names if n.startswith("trigram")]})
-    result = run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False,
-                          selection=SelectionConfig.default("lightgbm"))
+    sets = plan_feature_sets(
+        base.feature_map,
+        base=",".join(n for n in names if not n.startswith("trigram")),
+        neural={"trigram": [n for n in names if n.startswith("trigram")]},
+    )
+    result = run_ablation(
+        folds, sets, seeds=[0], ranker_params=FAST, progress=False, selection=SelectionConfig.default("lightgbm")
+    )
     summary = summarise(result, n_resamples=2000)
-    below = [c for c in summary["comparisons"] if (c["baseline"], c["variant"]) == ("best-single", "recommended")
-             and c["delta"] < 0 and c["p_holm"] < 0.05]
+    below = [
+        c
+        for c in summary["comparisons"]
+        if (c["baseline"], c["variant"]) == ("best-single", "recommended") and c["delta"] < 0 and c["p_holm"] < 0.05
+    ]
     assert not below, below
     assert summary["verdict"]["n_folds"] == 3

@@ -1,4 +1,5 @@
 """The HTTP service: request validation in-process, and `ltrfeat serve` end to end on loopback."""
+
 from __future__ import annotations
 
 import json
@@ -46,17 +47,29 @@ def test_score_and_order(client, world):
     assert body["order"] == best_first
 
 
-@pytest.mark.parametrize("content, status, message", [
-    (b"{not json", 400, "not valid JSON"),
-    (b"\xff\xfe", 400, "not valid JSON"),
-    (json.dumps({"candidates": []}).encode(), 422, "query: Field required"),
-    (json.dumps({"query": "x", "candidates": "nope"}).encode(), 422, "candidates: Input should be a valid list"),
-    (json.dumps({"query": "x", "candidates": [], "extra": 1}).encode(), 422, "extra: Extra inputs"),
-    (json.dumps({"query": "x", "candidates": [{"docid": "a", "title": "t"}]}).encode(), 422, "needs text field 'body'"),
-    (json.dumps({"query": "x", "candidates": [{"docid": str(i), "title": "t", "body": "b"} for i in range(21)]}).encode(),
-     413, "21 candidates exceed the limit of 20"),
-    (json.dumps({"query": "x" * 30_000, "candidates": []}).encode(), 413, "exceeds the limit of 20000"),
-])
+@pytest.mark.parametrize(
+    "content, status, message",
+    [
+        (b"{not json", 400, "not valid JSON"),
+        (b"\xff\xfe", 400, "not valid JSON"),
+        (json.dumps({"candidates": []}).encode(), 422, "query: Field required"),
+        (json.dumps({"query": "x", "candidates": "nope"}).encode(), 422, "candidates: Input should be a valid list"),
+        (json.dumps({"query": "x", "candidates": [], "extra": 1}).encode(), 422, "extra: Extra inputs"),
+        (
+            json.dumps({"query": "x", "candidates": [{"docid": "a", "title": "t"}]}).encode(),
+            422,
+            "needs text field 'body'",
+        ),
+        (
+            json.dumps(
+                {"query": "x", "candidates": [{"docid": str(i), "title": "t", "body": "b"} for i in range(21)]}
+            ).encode(),
+            413,
+            "21 candidates exceed the limit of 20",
+        ),
+        (json.dumps({"query": "x" * 30_000, "candidates": []}).encode(), 413, "exceeds the limit of 20000"),
+    ],
+)
 def test_bad_requests(client, content, status, message):
     resp = client.post("/score", content=content, headers={"content-type": "application/json"})
     assert resp.status_code == status
@@ -73,8 +86,18 @@ def test_oversize_body_without_content_length_is_cut(client):
 
 
 def test_serve_end_to_end(world):
-    args = ["--ranker", world["ranker"], "--corpus-stats", world["corpus"], "--encoder", f"clsm={world['encoder']}",
-            "--max-candidates", "50", "--max-bytes", "100000"]
+    args = [
+        "--ranker",
+        world["ranker"],
+        "--corpus-stats",
+        world["corpus"],
+        "--encoder",
+        f"clsm={world['encoder']}",
+        "--max-candidates",
+        "50",
+        "--max-bytes",
+        "100000",
+    ]
     with served(args, request_timeout=10) as (proc, http):
         rows, cands = candidates_of(world, "q2")
         body = http.post("/score", json={"query": world["queries"]["query"][2], "candidates": cands}).json()
@@ -96,6 +119,8 @@ def test_serve_refuses_a_ranker_it_cannot_feed(world):
 
     from ltrfeat.cli.main import cli
 
-    result = CliRunner().invoke(cli, ["serve", "--ranker", str(world["ranker"]), "--corpus-stats", str(world["corpus"])])
+    result = CliRunner().invoke(
+        cli, ["serve", "--ranker", str(world["ranker"]), "--corpus-stats", str(world["corpus"])]
+    )
     assert result.exit_code == 2
     assert "cannot compute: clsm_title_cos" in result.output

@@ -1,6 +1,7 @@
 """The service against hostile and careless clients: bad Unicode, deep JSON, stalled uploads, slow headers,
 disconnects, bursts over the concurrency limit, missing tokens. In-process where the app decides, and
 against a real ``ltrfeat serve`` on loopback where the server (sockets, timeouts, logs) does."""
+
 from __future__ import annotations
 
 import json
@@ -54,11 +55,14 @@ def fast():
     return scorer
 
 
-@pytest.mark.parametrize("content, where", [
-    (b'{"query": "\\ud800", "candidates": []}', "body.query"),
-    (b'{"query": "ok", "candidates": [{"docid": "a", "title": "x\\udfff"}]}', "body.candidates[0].title"),
-    (b'{"query": "ok", "candidates": [{"\\ud83d": "a"}]}', "body.candidates[0] key"),
-])
+@pytest.mark.parametrize(
+    "content, where",
+    [
+        (b'{"query": "\\ud800", "candidates": []}', "body.query"),
+        (b'{"query": "ok", "candidates": [{"docid": "a", "title": "x\\udfff"}]}', "body.candidates[0].title"),
+        (b'{"query": "ok", "candidates": [{"\\ud83d": "a"}]}', "body.candidates[0] key"),
+    ],
+)
 def test_lone_surrogates_are_400_naming_the_field(fast, content, where):
     client = TestClient(create_app(fast))
     resp = client.post("/score", content=content, headers=JSON)
@@ -67,9 +71,11 @@ def test_lone_surrogates_are_400_naming_the_field(fast, content, where):
 
 
 def test_paired_surrogates_and_non_ascii_text_are_fine(fast):
-    resp = TestClient(create_app(fast)).post("/score", content='{"query": "caf\u00e9 \\ud83d\\ude00", '
-                                             '"candidates": [{"docid": "a", "title": "\u00fcber"}]}'.encode(),
-                                             headers=JSON)
+    resp = TestClient(create_app(fast)).post(
+        "/score",
+        content='{"query": "caf\u00e9 \\ud83d\\ude00", "candidates": [{"docid": "a", "title": "\u00fcber"}]}'.encode(),
+        headers=JSON,
+    )
     assert resp.status_code == 200, resp.text
 
 
@@ -108,8 +114,9 @@ def test_requests_beyond_the_concurrency_limit_get_503_with_retry_after():
     scorer = _SlowScorer()
     with TestClient(create_app(scorer, limits=ServiceLimits(max_concurrent=2))) as client:
         answers = []
-        workers = [threading.Thread(target=lambda: answers.append(client.post("/score", json=_request())))
-                   for _ in range(2)]
+        workers = [
+            threading.Thread(target=lambda: answers.append(client.post("/score", json=_request()))) for _ in range(2)
+        ]
         for w in workers:
             w.start()
         assert scorer.entered.wait(10)
@@ -154,14 +161,24 @@ def test_service_limits_are_validated():
 
 # --- a real server: sockets, deadlines and logs -------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     return build_world(tmp_path_factory.mktemp("hostile"), n_queries=8)
 
 
 def _serve_args(world, *extra):
-    return ["--ranker", world["ranker"], "--corpus-stats", world["corpus"], "--encoder", f"clsm={world['encoder']}",
-            "--client-timeout", "1", *extra]
+    return [
+        "--ranker",
+        world["ranker"],
+        "--corpus-stats",
+        world["corpus"],
+        "--encoder",
+        f"clsm={world['encoder']}",
+        "--client-timeout",
+        "1",
+        *extra,
+    ]
 
 
 def _address(http):
@@ -186,10 +203,12 @@ def test_stalled_clients_are_cut_off_and_disconnects_are_one_line(world):
             s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\n")  # and never the rest
         silent = socket.create_connection((host, port))
         stalled_body = socket.create_connection((host, port))
-        stalled_body.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: 1000\r\n\r\n{\"query\": ")
+        stalled_body.sendall(
+            b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"query": '
+        )
         gone = socket.create_connection((host, port))
-        gone.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{\"query\"")
+        gone.sendall(b'POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"query"')
         time.sleep(0.3)
         gone.close()
 

@@ -1,5 +1,6 @@
 """scikit-learn interop: LambdaMART.fit(X, y, group=...) like LightGBM, get_feature_names_out, a
 Pipeline from a pairs DataFrame to scores, and the estimator checks that apply."""
+
 from __future__ import annotations
 
 import warnings
@@ -33,8 +34,9 @@ def sizes(data) -> np.ndarray:
 def test_fit_arrays_with_group_equals_fit_ranking_set(engine, tmp_path):
     train, valid, test = synthetic(seed=0), synthetic(seed=1), synthetic(seed=2)
     reference = small(engine).fit(train, valid)
-    model = small(engine).fit(train.X, train.label, group=sizes(train), eval_set=[(valid.X, valid.label)],
-                              eval_group=[sizes(valid)])
+    model = small(engine).fit(
+        train.X, train.label, group=sizes(train), eval_set=[(valid.X, valid.label)], eval_group=[sizes(valid)]
+    )
     assert model.best_iteration_ == reference.best_iteration_
     np.testing.assert_array_equal(model.predict(test.X), reference.predict(test))
     np.testing.assert_array_equal(model.predict(test), reference.predict(test))  # names f1..f8 match the file's
@@ -57,13 +59,16 @@ def test_fit_with_qid_regroups_and_dataframe_names_are_kept():
         model.predict(test.X[:, :3])
 
 
-@pytest.mark.parametrize("kwargs,problem", [
-    ({}, "needs the query of every row"),
-    ({"group": [5, 5]}, "summing to"),
-    ({"group": [0, 1200]}, "positive query sizes"),
-    ({"qid": ["a"] * 3}, "has 3 ids"),
-    ({"group": [1200], "qid": ["a"] * 1200}, "not both"),
-])
+@pytest.mark.parametrize(
+    "kwargs,problem",
+    [
+        ({}, "needs the query of every row"),
+        ({"group": [5, 5]}, "summing to"),
+        ({"group": [0, 1200]}, "positive query sizes"),
+        ({"qid": ["a"] * 3}, "has 3 ids"),
+        ({"group": [1200], "qid": ["a"] * 1200}, "not both"),
+    ],
+)
 def test_fit_arrays_input_errors(kwargs, problem):
     train = synthetic(seed=0)
     with pytest.raises(LtrfeatError, match=problem):
@@ -104,9 +109,14 @@ def lexical(**kw):
 
 
 ESTIMATORS = [LambdaMART(), LexicalExtractor(), PairFeatures([lexical()]), EncoderExtractor(name="dssm")]
-CHECKS = [checks.check_get_params_invariance, checks.check_set_params, checks.check_no_attributes_set_in_init,
-          checks.check_estimator_cloneable, checks.check_estimator_repr,
-          checks.check_do_not_raise_errors_in_init_or_set_params]
+CHECKS = [
+    checks.check_get_params_invariance,
+    checks.check_set_params,
+    checks.check_no_attributes_set_in_init,
+    checks.check_estimator_cloneable,
+    checks.check_estimator_repr,
+    checks.check_do_not_raise_errors_in_init_or_set_params,
+]
 
 
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: type(e).__name__)
@@ -143,10 +153,12 @@ def test_pipeline_from_pairs_to_scores_equals_the_extract_path():
     """The README pipeline: pairs DataFrame -> lexical features -> LambdaMART -> scores."""
     pairs = read_judged_pairs(DATA / "judged.tsv")
     train, test = split(pairs)
-    pipe = Pipeline([
-        ("features", PairFeatures([lexical()]).set_output(transform="pandas")),
-        ("ranker", LambdaMART(n_estimators=30, num_leaves=7, n_jobs=1)),
-    ])
+    pipe = Pipeline(
+        [
+            ("features", PairFeatures([lexical()]).set_output(transform="pandas")),
+            ("ranker", LambdaMART(n_estimators=30, num_leaves=7, n_jobs=1)),
+        ]
+    )
     pipe.fit(train, train["label"], ranker__qid=train["qid"])
     scores = pipe.predict(test)
     assert pipe.named_steps["ranker"].feature_map_.names == ["bm25_doc", "coverage_doc"]
@@ -160,8 +172,9 @@ def test_pipeline_from_pairs_to_scores_equals_the_extract_path():
     want = pd.Series(reference.predict(extracted_test), index=extracted_test.docid + "|" + extracted_test.qid)
     got = pd.Series(scores, index=(test["docid"] + "|" + test["qid"]).to_numpy())
     np.testing.assert_allclose(got.to_numpy(), want.reindex(got.index).to_numpy(), rtol=1e-6)
-    lexical_alone = evaluate_queries(test["qid"], test["label"],
-                                     pipe[:-1].transform(test)["bm25_doc"].to_numpy(), "ndcg@10")["ndcg@10"].mean()
+    lexical_alone = evaluate_queries(
+        test["qid"], test["label"], pipe[:-1].transform(test)["bm25_doc"].to_numpy(), "ndcg@10"
+    )["ndcg@10"].mean()
     assert ndcg > lexical_alone  # the ranker beats its best input on held-out queries
     clone(pipe).fit(train, train["label"], ranker__qid=train["qid"])  # clonable as a whole
 

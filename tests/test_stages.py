@@ -1,4 +1,5 @@
 """Stage profile of an ablation: stages add up, encoder trainings are counted, teacher time is process-wide."""
+
 from __future__ import annotations
 
 import time
@@ -16,8 +17,13 @@ def test_stages_accumulate_and_encoders_count_trainings_and_cache_hits():
     out = profile.as_dict()
     assert out["rankers"] >= 0.02
     clsm = out["encoders"]["clsm-softmax"]
-    assert clsm == {"train_seconds": 2.1, "score_seconds": 1.0, "trainings": 1, "from_cache": 1,
-                    "jobs": {"without fold1": 2.5, "without fold2": 0.6}}
+    assert clsm == {
+        "train_seconds": 2.1,
+        "score_seconds": 1.0,
+        "trainings": 1,
+        "from_cache": 1,
+        "jobs": {"without fold1": 2.5, "without fold2": 0.6},
+    }
 
 
 def test_zero_shot_encoders_are_not_trainings():
@@ -39,16 +45,28 @@ def test_teacher_time_counts_only_what_happened_since_the_profile_began():
 
 
 def test_profile_line_names_every_stage_and_encoder():
-    stages = {"reading": 1.0, "lexical features": 2.5, "encoder columns": 1234.0, "rankers": 30.0,
-              "encoders": {"dssm-generalized": {"train_seconds": 1000.0, "score_seconds": 4.0, "trainings": 6,
-                                                "from_cache": 0, "jobs": {}},
-                           "sbert": {"train_seconds": 0.0, "score_seconds": 200.0, "trainings": 0, "from_cache": 0,
-                                     "jobs": {}},
-                           "clsm-softmax": {"train_seconds": 9.0, "score_seconds": 1.0, "trainings": 1,
-                                            "from_cache": 5, "jobs": {}}},
-              "teacher_encoding": {"seconds": 190.0, "texts": 1000}}
+    stages = {
+        "reading": 1.0,
+        "lexical features": 2.5,
+        "encoder columns": 1234.0,
+        "rankers": 30.0,
+        "encoders": {
+            "dssm-generalized": {
+                "train_seconds": 1000.0,
+                "score_seconds": 4.0,
+                "trainings": 6,
+                "from_cache": 0,
+                "jobs": {},
+            },
+            "sbert": {"train_seconds": 0.0, "score_seconds": 200.0, "trainings": 0, "from_cache": 0, "jobs": {}},
+            "clsm-softmax": {"train_seconds": 9.0, "score_seconds": 1.0, "trainings": 1, "from_cache": 5, "jobs": {}},
+        },
+        "teacher_encoding": {"seconds": 190.0, "texts": 1000},
+    }
     line = profile_line(stages)
-    assert line == ("Time: reading 1.0 s, lexical features 2.5 s, encoder columns 1,234 s (dssm-generalized 1,004 s "
-                    "in 6 trainings, sbert 200 s zero-shot, clsm-softmax 10.0 s in 1 training + 5 from cache; MiniLM encoding "
-                    "190 s of it), "
-                    "rankers 30.0 s.")
+    assert line == (
+        "Time: reading 1.0 s, lexical features 2.5 s, encoder columns 1,234 s (dssm-generalized 1,004 s "
+        "in 6 trainings, sbert 200 s zero-shot, clsm-softmax 10.0 s in 1 training + 5 from cache; MiniLM encoding "
+        "190 s of it), "
+        "rankers 30.0 s."
+    )

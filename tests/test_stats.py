@@ -27,6 +27,7 @@ def pair(n, seed=0, shift=0.02):
 
 # ---- t-test ------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("n,seed", [(2, 0), (5, 1), (30, 2), (500, 3)])
 def test_ttest_equals_scipy(n, seed):
     a, b = pair(n, seed)
@@ -41,14 +42,17 @@ def test_ttest_zero_variance():
     assert paired_ttest([0.5, 0.75], [0.0, 0.25]) == (-math.inf, 0.0)
 
 
-@pytest.mark.parametrize("a,b,problem", [([1.0], [1.0], "at least 2"), ([1, 2], [1], "shapes"),
-                                         ([], [], "empty"), ([1, np.nan], [1, 2], "NaN")])
+@pytest.mark.parametrize(
+    "a,b,problem",
+    [([1.0], [1.0], "at least 2"), ([1, 2], [1], "shapes"), ([], [], "empty"), ([1, np.nan], [1, 2], "NaN")],
+)
 def test_ttest_bad_input(a, b, problem):
     with pytest.raises(ValueError, match=problem):
         paired_ttest(a, b)
 
 
 # ---- randomisation test ------------------------------------------------------------------------
+
 
 def brute_force_p(a, b):
     d = np.asarray(b, float) - np.asarray(a, float)
@@ -66,8 +70,13 @@ def test_randomization_exact_matches_enumeration(n, seed):
 
 def test_randomization_exact_matches_scipy_permutation_test():
     a, b = pair(10, 7, shift=0.05)
-    ref = scipy.stats.permutation_test((b, a), lambda x, y, axis: np.mean(x - y, axis=axis),
-                                       permutation_type="samples", n_resamples=np.inf, vectorized=True)
+    ref = scipy.stats.permutation_test(
+        (b, a),
+        lambda x, y, axis: np.mean(x - y, axis=axis),
+        permutation_type="samples",
+        n_resamples=np.inf,
+        vectorized=True,
+    )
     assert randomization_test(a, b) == pytest.approx(ref.pvalue, rel=1e-12)
 
 
@@ -102,6 +111,7 @@ def test_randomization_exact_property(rows):
 
 # ---- bootstrap ---------------------------------------------------------------------------------
 
+
 def test_bootstrap_seeded_and_near_scipy():
     x = np.random.default_rng(0).normal(0.3, 0.2, 400)
     lo, hi = bootstrap_ci(x, seed=3)
@@ -128,6 +138,7 @@ def test_bootstrap_level_and_constant_input():
 
 
 # ---- Holm --------------------------------------------------------------------------------------
+
 
 def test_holm_hand_computation():
     # sorted: 0.01*4=0.04, 0.02*3=0.06, 0.03*2=0.06, 0.5*1=0.5; in input order:
@@ -160,6 +171,7 @@ def test_apply_holm_in_place():
 
 # ---- counts, relative improvement and compare --------------------------------------------------
 
+
 def test_win_tie_loss_and_relative():
     assert win_tie_loss([0.1, 0.5, 0.3, 0.2], [0.2, 0.5, 0.1, 0.2 + 1e-15]) == (1, 2, 1)
     assert relative_improvement(0.4, 0.5) == pytest.approx(0.25)
@@ -169,8 +181,17 @@ def test_win_tie_loss_and_relative():
 def test_compare_contract():
     a, b = pair(300, 9, shift=0.03)
     out = compare(a, b, seed=5)
-    assert set(out) == {"delta", "relative", "p_ttest", "p_randomization", "ci95_delta", "wins", "ties", "losses",
-                        "n_queries"}
+    assert set(out) == {
+        "delta",
+        "relative",
+        "p_ttest",
+        "p_randomization",
+        "ci95_delta",
+        "wins",
+        "ties",
+        "losses",
+        "n_queries",
+    }
     assert out["delta"] == pytest.approx(np.mean(b - a))
     assert out["relative"] == pytest.approx((b.mean() - a.mean()) / a.mean())
     assert out["p_ttest"] == pytest.approx(scipy.stats.ttest_rel(b, a).pvalue)

@@ -1,4 +1,5 @@
 """The synthetic search world: determinism, file formats, leakage rules and realism claims."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,15 @@ from ltrfeat.cli.main import cli
 from ltrfeat.features.letor import read_letor
 from ltrfeat.features.synth import PRESETS, SPLITS, generate_world, realism_stats, write_world
 from ltrfeat.features.synth.judging import overlap
-from ltrfeat.features.synth.lexicon import (AMBIGUOUS_WORDS, COLOURS, MATERIALS, PRODUCT_TYPES, UNITS, content_tokens,
-                                        tokens)
+from ltrfeat.features.synth.lexicon import (
+    AMBIGUOUS_WORDS,
+    COLOURS,
+    MATERIALS,
+    PRODUCT_TYPES,
+    UNITS,
+    content_tokens,
+    tokens,
+)
 from ltrfeat.features.synth.queries import make_queries, query_key
 from ltrfeat.features.synth.surface import feature_forms, inflect, misspell, size_forms, title_case
 from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
@@ -50,11 +58,13 @@ def _levenshtein(a: str, b: str) -> int:
 
 
 def _title_overlap(judged: pd.DataFrame) -> np.ndarray:
-    return np.array([overlap(set(content_tokens(q)), set(content_tokens(d)))
-                     for q, d in zip(judged["query"], judged["doc"])])
+    return np.array(
+        [overlap(set(content_tokens(q)), set(content_tokens(d))) for q, d in zip(judged["query"], judged["doc"])]
+    )
 
 
 # --- lexicon and surface forms -------------------------------------------------------------
+
 
 def test_lexicon_refers_only_to_known_attributes():
     for t in PRODUCT_TYPES:
@@ -65,8 +75,17 @@ def test_lexicon_refers_only_to_known_attributes():
     assert {"office", "body", "mouse", "filter", "fan", "sink", "bulb"} <= set(AMBIGUOUS_WORDS)
 
 
-@pytest.mark.parametrize("word, other", [("chair", "chairs"), ("battery", "batteries"), ("mouse", "mice"),
-                                         ("bookshelf", "bookshelves"), ("brush", "brushes"), ("pads", "pad")])
+@pytest.mark.parametrize(
+    "word, other",
+    [
+        ("chair", "chairs"),
+        ("battery", "batteries"),
+        ("mouse", "mice"),
+        ("bookshelf", "bookshelves"),
+        ("brush", "brushes"),
+        ("pads", "pad"),
+    ],
+)
 def test_inflect_switches_number(word, other):
     assert inflect(word) == other
 
@@ -95,6 +114,7 @@ def test_unit_feature_and_title_forms():
 
 
 # --- determinism and structure ----------------------------------------------------------------
+
 
 def test_same_seed_same_world_and_other_seed_differs(world):
     again = generate_world(seed=0, **QUICK)
@@ -148,6 +168,7 @@ def test_bad_options_raise():
 
 # --- realism claims ---------------------------------------------------------------------------
 
+
 def test_vocabulary_mismatch_relevant_pairs_often_share_no_title_word(world):
     ov, label = _title_overlap(world.judged), world.judged["label"].to_numpy()
     assert np.mean(ov[label >= 2] == 0) >= 0.15
@@ -168,8 +189,11 @@ def test_ambiguous_words_have_both_senses_among_candidates(world):
     found = 0
     for word in ("office", "body", "mouse", "filter", "fan"):
         has_word = judged["query"].map(lambda q, w=word: w in tokens(q))
-        other_sense = has_word & judged["doc"].str.lower().str.contains(word) \
+        other_sense = (
+            has_word
+            & judged["doc"].str.lower().str.contains(word)
             & (judged["category"] != judged["type"].map(categories))
+        )
         if other_sense.any():
             found += 1
             assert judged.loc[other_sense, "label"].mean() < 0.7
@@ -195,6 +219,7 @@ def test_control_world_labels_are_explained_by_overlap(world, control):
 
 
 # --- files ------------------------------------------------------------------------------------
+
 
 def _read_all(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(directory.iterdir())}
@@ -229,8 +254,13 @@ def test_cli_is_byte_identical_across_processes_and_seeds_differ(tmp_path):
     assert result.exit_code == 0, result.output
     assert "wrote" in result.output and "realism:" in result.output
     env = {**os.environ, "PYTHONHASHSEED": "123"}
-    subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *args, "--out", str(tmp_path / "b")], check=True, env=env,
-                   cwd=Path(__file__).resolve().parents[1], capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", *args, "--out", str(tmp_path / "b")],
+        check=True,
+        env=env,
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+    )
     assert _read_all(tmp_path / "a") == _read_all(tmp_path / "b")
     result = CliRunner().invoke(cli, [*args[:3], "6", *args[4:], "--out", str(tmp_path / "c")])
     assert result.exit_code == 0
@@ -238,8 +268,22 @@ def test_cli_is_byte_identical_across_processes_and_seeds_differ(tmp_path):
 
 
 def test_cli_control_flag_and_help(tmp_path):
-    result = CliRunner().invoke(cli, ["datasets", "synth", "--out", str(tmp_path), "--control", "--queries", "30",
-                                      "--docs", "200", "--click-queries", "20"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "datasets",
+            "synth",
+            "--out",
+            str(tmp_path),
+            "--control",
+            "--queries",
+            "30",
+            "--docs",
+            "200",
+            "--click-queries",
+            "20",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "world.json").read_text())["options"]["semantic"] is False
     assert "control world" in result.output
@@ -247,11 +291,14 @@ def test_cli_control_flag_and_help(tmp_path):
     assert "ltrfeat datasets synth --out world --seed 1 --quick" in help_text
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--candidates", "9"], "MIN-MAX"),
-    (["--candidates", "20-10"], "MIN <= MAX"),
-    (["--queries", "2"], "--queries"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--candidates", "9"], "MIN-MAX"),
+        (["--candidates", "20-10"], "MIN <= MAX"),
+        (["--queries", "2"], "--queries"),
+    ],
+)
 def test_cli_rejects_bad_options_without_writing(tmp_path, args, message):
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["datasets", "synth", "--out", str(out), *args])

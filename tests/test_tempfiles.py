@@ -1,4 +1,5 @@
 """Temporary outputs: named after their process, removed on SIGTERM/Ctrl-C, swept after kill -9."""
+
 import logging
 import os
 import signal
@@ -43,9 +44,11 @@ def test_sweep_removes_only_dead_processes_temps_of_this_host(tmp_path, caplog):
     stale_file = _stale(tmp_path, "out.letor", dead)
     stale_dir = tmp_path / f".out.letor.{dead}-{tempfiles._host_tag()}.zz9_x1yq.tmp"
     (stale_dir / "runs").mkdir(parents=True)
-    kept = [_stale(tmp_path, "out.letor", os.getppid()),  # a live process's
-            _stale(tmp_path, "out.letor", dead, host="0badc0de"),  # another host's: its pid means nothing here
-            _stale(tmp_path, "other.letor", dead)]  # another output's
+    kept = [
+        _stale(tmp_path, "out.letor", os.getppid()),  # a live process's
+        _stale(tmp_path, "out.letor", dead, host="0badc0de"),  # another host's: its pid means nothing here
+        _stale(tmp_path, "other.letor", dead),
+    ]  # another output's
     legacy = tmp_path / ".out.letor.k2j3h4g5.tmp"  # an older version's, without a pid
     legacy.write_bytes(b"?")
     with caplog.at_level(logging.WARNING, logger="ltrfeat"):
@@ -85,9 +88,21 @@ def _convert_from_fifo(tmp_path):
     fifo = tmp_path / "in.letor"
     os.mkfifo(fifo)
     FeatureMap.dense(2).save(FeatureMap.sidecar_path(fifo))  # one pass over the input: no id scan
-    proc = subprocess.Popen([sys.executable, "-m", "ltrfeat.cli.main", "letor", "convert", str(fifo),
-                             str(tmp_path / "out.letor"), "--chunk-queries", "1"],
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ltrfeat.cli.main",
+            "letor",
+            "convert",
+            str(fifo),
+            str(tmp_path / "out.letor"),
+            "--chunk-queries",
+            "1",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
     def feed():
         try:
@@ -108,8 +123,9 @@ def _convert_from_fifo(tmp_path):
     return proc
 
 
-@pytest.mark.parametrize("sig, code, says", [(signal.SIGTERM, 143, "stopped by SIGTERM"),
-                                             (signal.SIGINT, 130, "interrupted")])
+@pytest.mark.parametrize(
+    "sig, code, says", [(signal.SIGTERM, 143, "stopped by SIGTERM"), (signal.SIGINT, 130, "interrupted")]
+)
 def test_a_stopped_command_removes_its_partial_output(tmp_path, sig, code, says):
     proc = _convert_from_fifo(tmp_path)
     proc.send_signal(sig)
@@ -127,8 +143,12 @@ def test_a_killed_commands_temp_is_swept_by_the_next_run(tmp_path):
     assert len(stale) == 1 and f".{proc.pid}-" in stale[0].name
     source = tmp_path / "small.letor"
     source.write_text("1 qid:1 1:0.5 2:1\n0 qid:1 1:0.1 2:1\n")
-    done = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", "letor", "convert", str(source),
-                           str(tmp_path / "out.letor")], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", "letor", "convert", str(source), str(tmp_path / "out.letor")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "temporary file" in line]
     assert len(lines) == 1 and stale[0].name in lines[0] and f"pid {proc.pid}" in lines[0]

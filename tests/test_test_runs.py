@@ -1,4 +1,5 @@
 """An ablation's test-fold scores as TREC runs: files, ids, and parity with the report's numbers."""
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,9 @@ METRICS = ["ndcg@1", "ndcg@3", "ndcg@10", "map"]
 
 def _ablate(folds, seeds, selection=None):
     sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
-    return run_ablation(folds, sets, seeds=seeds, ranker_params=FAST, progress=False, metrics=METRICS,
-                        selection=selection)
+    return run_ablation(
+        folds, sets, seeds=seeds, ranker_params=FAST, progress=False, metrics=METRICS, selection=selection
+    )
 
 
 def _per_query_from_run(runs_dir, name):
@@ -42,8 +44,9 @@ def _tied(run_path) -> set:
 def plain(tmp_path_factory):
     folds = planted_folds(n_folds=3, queries_per_fold=20)
     result = _ablate(folds, seeds=(0, 1))
-    out = write_report(result, summarise(result, n_resamples=200), tmp_path_factory.mktemp("r") / "report",
-                       runs_of=folds)
+    out = write_report(
+        result, summarise(result, n_resamples=200), tmp_path_factory.mktemp("r") / "report", runs_of=folds
+    )
     return folds, result, out
 
 
@@ -51,8 +54,16 @@ def test_every_set_gets_a_run_per_seed_and_qrels(plain):
     folds, result, out = plain
     runs = out / "runs"
     assert sorted(p.name for p in runs.iterdir()) == sorted(
-        ["qrels.txt", "lexical.run", "lexical.seed1.run", "lexical_clsm.run", "lexical_clsm.seed1.run",
-         "clsm_title_cos.run", "bm25_title.run"])
+        [
+            "qrels.txt",
+            "lexical.run",
+            "lexical.seed1.run",
+            "lexical_clsm.run",
+            "lexical_clsm.seed1.run",
+            "clsm_title_cos.run",
+            "bm25_title.run",
+        ]
+    )
     record = json.loads((out / "report.json").read_text())["runs"]
     assert record["files"]["lexical"] == {"lexical.run": [0, 0, 0], "lexical.seed1.run": [1, 1, 1]}
     assert record["docids"] == "the data's docids"
@@ -89,8 +100,14 @@ def test_selection_runs_cover_candidates_and_recommendation(tmp_path):
     result = _ablate(folds, seeds=(0,), selection=config)
     out = write_report(result, summarise(result, n_resamples=200), tmp_path / "report", runs_of=folds)
     files = json.loads((out / "report.json").read_text())["runs"]["files"]
-    assert {"lexical", "lexical+clsm", "recommended", "best-single", "lexical/linear", "lexical+clsm/best-single"} \
-        <= set(files)
+    assert {
+        "lexical",
+        "lexical+clsm",
+        "recommended",
+        "best-single",
+        "lexical/linear",
+        "lexical+clsm/best-single",
+    } <= set(files)
     assert files["lexical/linear"] == {"lexical__linear.run": [0, 0, 0]}
     assert files["best-single"] == {"best-single.run": [None, None, None]}
     chosen = result.config["selection"]["recommended"]
@@ -104,8 +121,10 @@ def test_selection_runs_cover_candidates_and_recommendation(tmp_path):
 
 
 def test_rows_without_docids_are_numbered_within_their_query(tmp_path):
-    folds = [Fold(f.name, f.train, f.valid, type(f.test)(f.test.qid, f.test.label, f.test.X, f.test.feature_map),
-                  f.origin) for f in planted_folds(n_folds=3, queries_per_fold=10)]  # test parts without docids
+    folds = [
+        Fold(f.name, f.train, f.valid, type(f.test)(f.test.qid, f.test.label, f.test.X, f.test.feature_map), f.origin)
+        for f in planted_folds(n_folds=3, queries_per_fold=10)
+    ]  # test parts without docids
     result = _ablate(folds, seeds=(0,))
     out = write_report(result, summarise(result, n_resamples=100), tmp_path / "report", runs_of=folds)
     assert json.loads((out / "report.json").read_text())["runs"]["docids"].startswith("r<n>")
@@ -130,19 +149,58 @@ def test_cli_write_runs_then_evaluate(tmp_path):
     write_folds(tmp_path / "folds", planted_folds(n_folds=3, queries_per_fold=15), ext=".letor", sidecars=True)
     out = tmp_path / "report"
     runner = CliRunner()
-    result = runner.invoke(cli, ["ablate", "--folds", str(tmp_path / "folds"), "--base", "1-3", "--neural",
-                                 "clsm=clsm_title_cos", "--seeds", "0", "--resamples", "200", "--no-select",
-                                 "--write-runs", "--report", str(out), "--metrics", "ndcg@10",
-                                 "--n-estimators", "20", "--num-leaves", "7", "--threads", "1"])
+    result = runner.invoke(
+        cli,
+        [
+            "ablate",
+            "--folds",
+            str(tmp_path / "folds"),
+            "--base",
+            "1-3",
+            "--neural",
+            "clsm=clsm_title_cos",
+            "--seeds",
+            "0",
+            "--resamples",
+            "200",
+            "--no-select",
+            "--write-runs",
+            "--report",
+            str(out),
+            "--metrics",
+            "ndcg@10",
+            "--n-estimators",
+            "20",
+            "--num-leaves",
+            "7",
+            "--threads",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     table = tmp_path / "pq.tsv"
-    result = runner.invoke(cli, ["evaluate", "--qrels", str(out / "runs" / "qrels.txt"), "--run",
-                                 str(out / "runs" / "lexical_clsm.run"), "--metrics", "ndcg@10", "--gain", "exp2",
-                                 "--per-query", str(table)])
+    result = runner.invoke(
+        cli,
+        [
+            "evaluate",
+            "--qrels",
+            str(out / "runs" / "qrels.txt"),
+            "--run",
+            str(out / "runs" / "lexical_clsm.run"),
+            "--metrics",
+            "ndcg@10",
+            "--gain",
+            "exp2",
+            "--per-query",
+            str(table),
+        ],
+    )
     assert result.exit_code == 0, result.output
     theirs = pd.read_csv(table, sep="\t", comment="#", dtype={"qid": str}).set_index("qid")["ndcg@10"]
     ours = pd.read_csv(out / "per_query.tsv", sep="\t", dtype={"qid": str})
     ours = ours[ours["feature_set"] == "lexical+clsm"].set_index("qid")
-    keep = [q for q in ours.index if ours.loc[q, "n_relevant"] > 0 and q not in _tied(out / "runs" / "lexical_clsm.run")]
+    keep = [
+        q for q in ours.index if ours.loc[q, "n_relevant"] > 0 and q not in _tied(out / "runs" / "lexical_clsm.run")
+    ]
     assert len(keep) > 30
     np.testing.assert_allclose(theirs.loc[keep].to_numpy(float), ours.loc[keep, "ndcg@10"].to_numpy(float), atol=1e-6)

@@ -30,8 +30,18 @@ def write(path, text, encoding="utf-8"):
 
 # ---- formats -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name,fmt", [("a.tsv", "tsv"), ("a.TSV.gz", "tsv"), ("a.csv", "csv"), ("a.jsonl.gz", "jsonl"),
-                                      ("a.ndjson", "jsonl"), ("a.parquet", "parquet")])
+
+@pytest.mark.parametrize(
+    "name,fmt",
+    [
+        ("a.tsv", "tsv"),
+        ("a.TSV.gz", "tsv"),
+        ("a.csv", "csv"),
+        ("a.jsonl.gz", "jsonl"),
+        ("a.ndjson", "jsonl"),
+        ("a.parquet", "parquet"),
+    ],
+)
 def test_table_format_from_extension(name, fmt):
     assert table_format(name) == fmt
 
@@ -48,12 +58,13 @@ def test_table_format_errors():
 
 # ---- queries -----------------------------------------------------------------------------------
 
+
 def test_read_queries_tsv_keeps_quotes_and_string_ids(tmp_path):
     p = write(tmp_path / "q.tsv", 'qid\tquery\n007\t"quoted" start\n8\tit\'s "half\n')
     df = read_queries(p)
     assert list(df.columns) == ["qid", "query"]
     assert df["qid"].tolist() == ["007", "8"]
-    assert df["query"].tolist() == ['"quoted" start', 'it\'s "half']
+    assert df["query"].tolist() == ['"quoted" start', "it's \"half"]
     assert df.index.name == "line" and df.index.tolist() == [2, 3]
 
 
@@ -75,8 +86,9 @@ def test_read_queries_column_mapping_and_missing_column(tmp_path):
     assert msg.startswith(f"{p}:1: no column 'qid'") and "'id', 'text', 'x'" in msg and "qid_col" in msg
 
 
-@pytest.mark.parametrize("content,problem", [("", "file is empty"), ("\n\n", "file is empty"),
-                                             ("qid\tquery\n", "no data rows")])
+@pytest.mark.parametrize(
+    "content,problem", [("", "file is empty"), ("\n\n", "file is empty"), ("qid\tquery\n", "no data rows")]
+)
 def test_read_queries_empty(tmp_path, content, problem):
     with pytest.raises(TextTableError, match=problem):
         read_queries(write(tmp_path / "q.tsv", content))
@@ -126,6 +138,7 @@ def test_file_not_found(tmp_path):
 
 # ---- encodings ---------------------------------------------------------------------------------
 
+
 def test_decoding_error_names_line_offset_and_suggests_cp1252(tmp_path):
     p = write(tmp_path / "q.tsv", "qid\tquery\n1\tcafe\n2\tcafé “x”\n", encoding="cp1252")
     with pytest.raises(TextTableError) as err:
@@ -161,6 +174,7 @@ def test_gzip_input(tmp_path):
 
 # ---- JSONL and Parquet -------------------------------------------------------------------------
 
+
 def test_jsonl_numbers_become_string_ids(tmp_path):
     p = write(tmp_path / "q.jsonl", '{"qid": 7, "query": "a"}\n\n{"qid": "007", "query": "b\\tc"}\n')
     df = read_queries(p)
@@ -168,8 +182,10 @@ def test_jsonl_numbers_become_string_ids(tmp_path):
     assert df["query"].tolist() == ["a", "b\tc"]
 
 
-@pytest.mark.parametrize("line,problem", [("{bad", "invalid JSON"), ("[1, 2]", "expected a JSON object"),
-                                          ('{"qid": 1, "query": ["x"]}', "nested value")])
+@pytest.mark.parametrize(
+    "line,problem",
+    [("{bad", "invalid JSON"), ("[1, 2]", "expected a JSON object"), ('{"qid": 1, "query": ["x"]}', "nested value")],
+)
 def test_jsonl_errors(tmp_path, line, problem):
     p = write(tmp_path / "q.jsonl", '{"qid": 1, "query": "a"}\n' + line + "\n")
     with pytest.raises(TextTableError, match=problem) as err:
@@ -192,6 +208,7 @@ def test_parquet_integer_ids_and_bad_file(tmp_path):
 
 # ---- documents ---------------------------------------------------------------------------------
 
+
 def test_read_docs_fields(tmp_path):
     p = write(tmp_path / "d.csv", "docid,title,body,url\nd1,T1,B1,u\nd2,T2,B2,v\n")
     assert list(read_docs(p).columns) == ["docid", "title", "body", "url"]
@@ -206,17 +223,18 @@ def test_read_docs_duplicates_and_missing(tmp_path):
     p = write(tmp_path / "d.tsv", "docid\ttitle\nd1\ta\nd2\t\nd1\tc\n")
     with pytest.raises(TextTableError, match="in 'title'"):
         read_docs(p)
-    with pytest.raises(TextTableError, match=r"duplicate docid \(docid 'd1'\) at lines 2, 4"), \
-            pytest.warns(TextTableWarning):
+    with (
+        pytest.raises(TextTableError, match=r"duplicate docid \(docid 'd1'\) at lines 2, 4"),
+        pytest.warns(TextTableWarning),
+    ):
         read_docs(p, missing="keep")
 
 
 # ---- judged pairs ------------------------------------------------------------------------------
 
-PAIRS_CSV = ("search_term,title,uid,relevance,extra\n"
-             "red shoe,Red Shoe,p1,3,x\n"
-             "red shoe,Blue Shoe,p2,1,x\n"
-             "bag,Red Shoe,p1,2,x\n")
+PAIRS_CSV = (
+    "search_term,title,uid,relevance,extra\nred shoe,Red Shoe,p1,3,x\nred shoe,Blue Shoe,p2,1,x\nbag,Red Shoe,p1,2,x\n"
+)
 
 
 def test_parse_column_mapping():
@@ -276,6 +294,7 @@ def test_missing_text_drop_skips_bad_labels_of_dropped_rows(tmp_path):
 
 # ---- labels ------------------------------------------------------------------------------------
 
+
 def test_map_labels_specs():
     home_depot = [1, 1.25, 1.33, 1.5, 1.67, 2, 2.33, 2.5, 2.67, 3]
     np.testing.assert_array_equal(map_labels(home_depot, "linear:1:3:7"), [0, 1, 1, 2, 2, 3, 4, 5, 5, 6])
@@ -285,16 +304,19 @@ def test_map_labels_specs():
     assert map_labels([2.0], "none").dtype == np.float64
 
 
-@pytest.mark.parametrize("values,spec,problem", [
-    ([1, 2.5], "none", "label 2.5 is not an integer grade"),
-    ([1, 3.5], "linear:1:3:7", "outside the linear map range"),
-    ([1, float("nan")], "round", "not a finite number"),
-    ([1], "linear:3:1:7", "bad label map"),
-    ([1], "linear:1:3:1.5", "bad label map"),
-    ([1], "threshold:2,1", "bad label map"),
-    ([1], "threshold:", "bad label map"),
-    ([1], "sqrt", "unknown label map"),
-])
+@pytest.mark.parametrize(
+    "values,spec,problem",
+    [
+        ([1, 2.5], "none", "label 2.5 is not an integer grade"),
+        ([1, 3.5], "linear:1:3:7", "outside the linear map range"),
+        ([1, float("nan")], "round", "not a finite number"),
+        ([1], "linear:3:1:7", "bad label map"),
+        ([1], "linear:1:3:1.5", "bad label map"),
+        ([1], "threshold:2,1", "bad label map"),
+        ([1], "threshold:", "bad label map"),
+        ([1], "sqrt", "unknown label map"),
+    ],
+)
 def test_map_labels_errors(values, spec, problem):
     with pytest.raises(TextTableError, match=problem):
         map_labels(values, spec)
@@ -316,9 +338,12 @@ def test_linear_map_is_monotone_and_in_range(values, grades):
 
 # ---- pairs -> ranking --------------------------------------------------------------------------
 
+
 def test_pairs_to_ranking_groups_queries(tmp_path):
-    p = write(tmp_path / "p.tsv", "qid\tquery\tdocid\tdoc\tlabel\n"
-                                  "b\tqb\td1\tone\t1\na\tqa\td2\ttwo\t0\nb\tqb\td3\tthree\t2\na\tqa\td1\tone\t1\n")
+    p = write(
+        tmp_path / "p.tsv",
+        "qid\tquery\tdocid\tdoc\tlabel\nb\tqb\td1\tone\t1\na\tqa\td2\ttwo\t0\nb\tqb\td3\tthree\t2\na\tqa\td1\tone\t1\n",
+    )
     ranking, queries, docs = pairs_to_ranking(read_judged_pairs(p))
     assert ranking.qid.tolist() == ["b", "b", "a", "a"]
     assert ranking.docid.tolist() == ["d1", "d3", "d2", "d1"]
@@ -351,6 +376,7 @@ def test_pairs_to_ranking_rejects_whitespace_ids_and_missing_columns():
 
 # ---- writing and round trips -------------------------------------------------------------------
 
+
 def test_write_table_refuses_tsv_tabs_without_output(tmp_path):
     out = tmp_path / "q.tsv"
     with pytest.raises(TextTableError) as err:
@@ -367,8 +393,9 @@ def test_csv_lone_carriage_return_round_trip(tmp_path):
 
 @pytest.mark.parametrize("name", ["p.csv", "p.tsv.gz", "p.jsonl", "p.parquet"])
 def test_write_table_pairs_round_trip(tmp_path, name):
-    df = pd.DataFrame({"qid": ["007", "8"], "query": ["a", "b"], "docid": ["d", "e"], "doc": ["x", "y"],
-                       "label": [2.0, 0.1 + 0.2]})
+    df = pd.DataFrame(
+        {"qid": ["007", "8"], "query": ["a", "b"], "docid": ["d", "e"], "doc": ["x", "y"], "label": [2.0, 0.1 + 0.2]}
+    )
     write_table(df, tmp_path / name)
     back = read_judged_pairs(tmp_path / name, label_map="round")
     assert back[["qid", "query", "docid", "doc"]].to_dict("list") == df.drop(columns="label").to_dict("list")
@@ -399,7 +426,7 @@ HEADERS = {".tsv": b"qid\tquery\n1\ta\n", ".csv": b"qid,query\n1,a\n", ".jsonl":
 
 @pytest.mark.parametrize("suffix", sorted(HEADERS))
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(raw=st.binary(max_size=200) | st.text(alphabet="12ab,\t\n\r\"{}:", max_size=60).map(str.encode))
+@given(raw=st.binary(max_size=200) | st.text(alphabet='12ab,\t\n\r"{}:', max_size=60).map(str.encode))
 def test_parsers_fail_only_with_text_table_errors(tmp_path, suffix, raw):
     p = tmp_path / f"q{suffix}"
     p.write_bytes(HEADERS[suffix] + raw)
@@ -414,6 +441,7 @@ def test_parsers_fail_only_with_text_table_errors(tmp_path, suffix, raw):
 
 
 # ---- real data ---------------------------------------------------------------------------------
+
 
 def test_home_depot_train():
     path = dataset_path("home_depot", "raw", "train.csv")

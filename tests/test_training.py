@@ -1,4 +1,5 @@
 """Training: soft labels, the local NDCG, learning on generated data, determinism, checkpoint/resume."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,17 @@ SMALL = {"dssm": {"hidden": [48], "out": 24}, "clsm": {"conv": 48, "out": 24}}
 
 def quick(pairs, **kw):
     arch = kw.pop("model", "dssm")
-    opts = dict(model=arch, sizes=SMALL[arch], epochs=6, batch_size=32, lr=1e-2, val_fraction=0.25,
-                patience=6, progress=False, threads=1)
+    opts = dict(
+        model=arch,
+        sizes=SMALL[arch],
+        epochs=6,
+        batch_size=32,
+        lr=1e-2,
+        val_fraction=0.25,
+        patience=6,
+        progress=False,
+        threads=1,
+    )
     opts.update(kw)
     return train_encoder(pairs, **opts)
 
@@ -26,8 +36,11 @@ def test_ndcg_matches_sklearn_on_random_inputs():
     rng = np.random.default_rng(3)
     groups = np.repeat(np.arange(20), rng.integers(1, 15, size=20))
     scores, rels = rng.random(len(groups)), rng.integers(0, 4, len(groups))
-    expected = [ndcg_score([2.0 ** rels[groups == g] - 1], [scores[groups == g]], k=10)
-                for g in range(20) if (groups == g).sum() > 1 and rels[groups == g].max() > 0]
+    expected = [
+        ndcg_score([2.0 ** rels[groups == g] - 1], [scores[groups == g]], k=10)
+        for g in range(20)
+        if (groups == g).sum() > 1 and rels[groups == g].max() > 0
+    ]
     single = [g for g in range(20) if (groups == g).sum() == 1 and rels[groups == g].max() > 0]
     assert np.isclose(ndcg_at(scores, rels, groups, k=10), np.mean(expected + [1.0] * len(single)))
     # groups need not be contiguous, ties keep input order, no relevant document -> skipped
@@ -48,10 +61,16 @@ def test_soft_label_maps():
         map_soft_labels(np.array([-1.0, 2.0]), "clicks")
 
 
-@pytest.mark.parametrize("arch,loss,extra", [("dssm", "softmax", {}), ("dssm", "generalized", {}),
-                                             ("dssm", "hinge", {"hard_negatives": 2}),
-                                             ("clsm", "softmax", {"in_batch": False, "hard_negatives": 1}),
-                                             ("clsm", "generalized", {"negatives": 0})])
+@pytest.mark.parametrize(
+    "arch,loss,extra",
+    [
+        ("dssm", "softmax", {}),
+        ("dssm", "generalized", {}),
+        ("dssm", "hinge", {"hard_negatives": 2}),
+        ("clsm", "softmax", {"in_batch": False, "hard_negatives": 1}),
+        ("clsm", "generalized", {"negatives": 0}),
+    ],
+)
 def test_training_beats_a_random_encoder(arch, loss, extra):
     encoder, history = quick(make_pairs(), model=arch, loss=loss, **extra)
     random_ndcg = history[0]["val_ndcg@10"]
@@ -76,8 +95,7 @@ def test_resume_equals_an_uninterrupted_run(tmp_path, monkeypatch):
     opts = dict(model="clsm", epochs=4, hard_negatives=1)
     full, full_history = quick(pairs, checkpoint=tmp_path / "full.ckpt", **opts)
 
-    train_until_interrupted(monkeypatch, epoch=2,
-                            train=lambda: quick(pairs, checkpoint=tmp_path / "part.ckpt", **opts))
+    train_until_interrupted(monkeypatch, epoch=2, train=lambda: quick(pairs, checkpoint=tmp_path / "part.ckpt", **opts))
     resumed, history = quick(pairs, checkpoint=tmp_path / "part.ckpt", resume=tmp_path / "part.ckpt", **opts)
     assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
     for key, value in full.model.state_dict().items():
@@ -93,13 +111,16 @@ def test_early_stopping_keeps_the_best_epoch():
     assert len(history) - 1 - encoder.training["best_epoch"] <= 1
 
 
-@pytest.mark.parametrize("change,match", [
-    (lambda p: p.drop(columns="doc"), "lacks column"),
-    (lambda p: p.assign(doc=[None] + p["doc"].tolist()[1:]), "row 1: doc text"),
-    (lambda p: p.assign(label=["x"] + p["label"].tolist()[1:]), "not a finite number"),
-    (lambda p: p.iloc[:0], "empty"),
-    (lambda p: p.assign(label=0), "at least two label values"),
-])
+@pytest.mark.parametrize(
+    "change,match",
+    [
+        (lambda p: p.drop(columns="doc"), "lacks column"),
+        (lambda p: p.assign(doc=[None] + p["doc"].tolist()[1:]), "row 1: doc text"),
+        (lambda p: p.assign(label=["x"] + p["label"].tolist()[1:]), "not a finite number"),
+        (lambda p: p.iloc[:0], "empty"),
+        (lambda p: p.assign(label=0), "at least two label values"),
+    ],
+)
 def test_bad_tables(change, match):
     with pytest.raises(TextTableError, match=match):
         quick(change(make_pairs()))

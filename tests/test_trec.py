@@ -1,5 +1,6 @@
 """TREC runs and qrels: reading (hostile files), writing (ties, round trip), evaluation against
 ir-measures / pytrec_eval, and the CLI story: a run re-ranked with `ltrfeat rerank` and evaluated."""
+
 from __future__ import annotations
 
 import gzip
@@ -33,7 +34,7 @@ def random_collection(tmp_path, seed: int, *, grades=4):
             qrels.append(f"q{q} 0 {d} {int(rng.integers(0, grades))}")
         retrieved = docs[5:] if q % 3 else docs
         if q % 5 == 0:  # short runs: fewer documents than the cutoffs
-            retrieved = retrieved[:int(rng.integers(1, 8))]
+            retrieved = retrieved[: int(rng.integers(1, 8))]
         for d, s in zip(retrieved, rng.integers(0, 6, len(retrieved)) / 2):
             run.append((f"q{q}", d, float(s)))
     run.append(("run-only", "d1", 1.0))
@@ -46,11 +47,13 @@ def random_collection(tmp_path, seed: int, *, grades=4):
 def oracle(qrels_path, run_path) -> dict:
     measures = [ir_measures.parse_measure(m) for m in MEASURES.values()]
     per = {}
-    for m in ir_measures.iter_calc(measures, ir_measures.read_trec_qrels(str(qrels_path)),
-                                   ir_measures.read_trec_run(str(run_path))):
+    for m in ir_measures.iter_calc(
+        measures, ir_measures.read_trec_qrels(str(qrels_path)), ir_measures.read_trec_run(str(run_path))
+    ):
         per.setdefault(str(m.measure), {})[m.query_id] = m.value
-    agg = ir_measures.calc_aggregate(measures, ir_measures.read_trec_qrels(str(qrels_path)),
-                                     ir_measures.read_trec_run(str(run_path)))
+    agg = ir_measures.calc_aggregate(
+        measures, ir_measures.read_trec_qrels(str(qrels_path)), ir_measures.read_trec_run(str(run_path))
+    )
     return {"per": per, "agg": {str(k): v for k, v in agg.items()}}
 
 
@@ -93,13 +96,18 @@ def test_negative_grades_and_relevance_threshold_match_ir_measures(tmp_path):
     assert ours.loc["q1", "map"] == pytest.approx(want["AP"]["q1"])
     assert ours.loc["q2", "ndcg@10"] == 0.0  # no relevant document: 0, in the mean
     strict = evaluate_run(qrels, run, "recall@10", relevance_threshold=2)
-    theirs = next(ir_measures.iter_calc([ir_measures.parse_measure("R(rel=2)@10")],
-                                        ir_measures.read_trec_qrels(str(tmp_path / "qrels")),
-                                        ir_measures.read_trec_run(str(tmp_path / "run"))))
+    theirs = next(
+        ir_measures.iter_calc(
+            [ir_measures.parse_measure("R(rel=2)@10")],
+            ir_measures.read_trec_qrels(str(tmp_path / "qrels")),
+            ir_measures.read_trec_run(str(tmp_path / "run")),
+        )
+    )
     assert strict.loc["q1", "recall@10"] == pytest.approx(theirs.value) == 0.5
 
 
 # ---- writing --------------------------------------------------------------------------------------
+
 
 def test_write_trec_run_order_ties_depth_and_exact_scores(tmp_path):
     path = tmp_path / "r.run"
@@ -115,14 +123,17 @@ def test_write_trec_run_order_ties_depth_and_exact_scores(tmp_path):
     assert [line.split()[2] for line in path.read_text().splitlines()] == ["d3", "d2"]
 
 
-@pytest.mark.parametrize("qid,docid,scores,tag,problem", [
-    (["q 1"], ["d"], [1.0], "t", "whitespace"),
-    (["q"], [""], [1.0], "t", "empty or holds whitespace"),
-    (["q"], ["d"], [float("nan")], "t", "not finite"),
-    (["q", "q"], ["d", "d"], [1.0, 2.0], "t", "twice"),
-    (["q"], ["d"], [1.0], "my run", "tag"),
-    (["q"], ["d", "e"], [1.0], "t", "differ in length"),
-])
+@pytest.mark.parametrize(
+    "qid,docid,scores,tag,problem",
+    [
+        (["q 1"], ["d"], [1.0], "t", "whitespace"),
+        (["q"], [""], [1.0], "t", "empty or holds whitespace"),
+        (["q"], ["d"], [float("nan")], "t", "not finite"),
+        (["q", "q"], ["d", "d"], [1.0, 2.0], "t", "twice"),
+        (["q"], ["d"], [1.0], "my run", "tag"),
+        (["q"], ["d", "e"], [1.0], "t", "differ in length"),
+    ],
+)
 def test_write_trec_run_refuses_what_a_run_cannot_hold(tmp_path, qid, docid, scores, tag, problem):
     with pytest.raises(LtrfeatError, match=problem):
         write_trec_run(tmp_path / "r.run", qid, docid, scores, tag)
@@ -134,17 +145,20 @@ def test_write_trec_run_refuses_what_a_run_cannot_hold(tmp_path, qid, docid, sco
 GOOD = "q1 Q0 d1 1 2.5 t\n"
 
 
-@pytest.mark.parametrize("text,line,problem", [
-    (GOOD + "q1 Q0 d2 2 1.5\n", 2, "expected 6 fields, got 5"),
-    (GOOD + "\n\nq1 Q0 d2 2 1.5 t extra\n", 4, "expected 6 fields, got 7"),
-    (GOOD + "q1 Q0 d2 2 high t\n", 2, "score 'high' is not a finite number"),
-    (GOOD + "\nq1 Q0 d2 2 nan t\n", 3, "score 'nan'"),
-    (GOOD + "q1 Q0 d2 2 inf t\n", 2, "score 'inf'"),
-    (GOOD + "q1 Q0 d2 1.5 1 t\n", 2, "rank '1.5' is not an integer"),
-    (GOOD + "q2 Q0 d1 1 1 t\nq1 Q0 d1 3 1 t\n", 3, "lists document 'd1' twice"),
-    ("", None, "file is empty"),
-    ("\n  \n", None, "file is empty"),
-])
+@pytest.mark.parametrize(
+    "text,line,problem",
+    [
+        (GOOD + "q1 Q0 d2 2 1.5\n", 2, "expected 6 fields, got 5"),
+        (GOOD + "\n\nq1 Q0 d2 2 1.5 t extra\n", 4, "expected 6 fields, got 7"),
+        (GOOD + "q1 Q0 d2 2 high t\n", 2, "score 'high' is not a finite number"),
+        (GOOD + "\nq1 Q0 d2 2 nan t\n", 3, "score 'nan'"),
+        (GOOD + "q1 Q0 d2 2 inf t\n", 2, "score 'inf'"),
+        (GOOD + "q1 Q0 d2 1.5 1 t\n", 2, "rank '1.5' is not an integer"),
+        (GOOD + "q2 Q0 d1 1 1 t\nq1 Q0 d1 3 1 t\n", 3, "lists document 'd1' twice"),
+        ("", None, "file is empty"),
+        ("\n  \n", None, "file is empty"),
+    ],
+)
 def test_hostile_runs_fail_with_file_and_line(tmp_path, text, line, problem):
     path = tmp_path / "bad.run"
     path.write_text(text)
@@ -168,12 +182,15 @@ def test_run_tabs_spaces_blank_lines_gzip_and_bad_bytes(tmp_path):
         read_run(tmp_path / "absent.run")
 
 
-@pytest.mark.parametrize("text,line,problem", [
-    ("q1 0 d1 1\nq1 0 d2 x\n", 2, "not a number"),
-    ("q1 0 d1 1\nq1 0 d2 1.5\n", 2, "not an integer"),
-    ("q1 0 d1 1\nq1 0 d2 1 9\n", 2, "expected 4 fields"),
-    ("q1 0 d1 1\nq1 0 d1 2\n", 2, "different grades"),
-])
+@pytest.mark.parametrize(
+    "text,line,problem",
+    [
+        ("q1 0 d1 1\nq1 0 d2 x\n", 2, "not a number"),
+        ("q1 0 d1 1\nq1 0 d2 1.5\n", 2, "not an integer"),
+        ("q1 0 d1 1\nq1 0 d2 1 9\n", 2, "expected 4 fields"),
+        ("q1 0 d1 1\nq1 0 d1 2\n", 2, "different grades"),
+    ],
+)
 def test_hostile_qrels_fail_with_file_and_line(tmp_path, text, line, problem):
     path = tmp_path / "qrels"
     path.write_text(text)
@@ -184,6 +201,7 @@ def test_hostile_qrels_fail_with_file_and_line(tmp_path, text, line, problem):
 
 # ---- CLI: evaluate a run, re-rank a run -----------------------------------------------------------
 
+
 def invoke(*args):
     result = CliRunner().invoke(cli, [str(a) for a in args])
     if not isinstance(result.exception, (SystemExit, type(None))):
@@ -193,12 +211,24 @@ def invoke(*args):
 
 def test_cli_evaluate_run_matches_library_and_refuses_mixed_modes(tmp_path):
     qrels_path, run_path = random_collection(tmp_path, 3)
-    res = invoke("evaluate", "--qrels", qrels_path, "--run", run_path, "--metrics", "ndcg@10,map", "--json",
-                 "--per-query", tmp_path / "pq.tsv")
+    res = invoke(
+        "evaluate",
+        "--qrels",
+        qrels_path,
+        "--run",
+        run_path,
+        "--metrics",
+        "ndcg@10,map",
+        "--json",
+        "--per-query",
+        tmp_path / "pq.tsv",
+    )
     assert res.exit_code == 0, res.output
     got = json.loads(res.output)
     want = oracle(qrels_path, run_path)["agg"]
-    assert got["metrics"]["ndcg@10"] == pytest.approx(want["nDCG@10"]) and got["metrics"]["map"] == pytest.approx(want["AP"])
+    assert got["metrics"]["ndcg@10"] == pytest.approx(want["nDCG@10"]) and got["metrics"]["map"] == pytest.approx(
+        want["AP"]
+    )
     assert "docid, descending" in got["conventions"]["description"]
     assert got["skipped"] == {"run_queries_without_qrels": 1, "qrels_queries_without_run": 0}
     assert (tmp_path / "pq.tsv").read_text().startswith("# conventions: trec_eval conventions")
@@ -215,12 +245,35 @@ def test_rerank_a_bm25_run_then_evaluate(tmp_path):
     from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
 
     out = tmp_path
-    res = invoke("extract", DATA / "train.letor", "--queries", DATA / "queries.tsv", "--docs", DATA / "docs.tsv",
-                 "--fields", "title,description", "--lexical", "bm25,coverage,lm_dirichlet",
-                 "--save-corpus-stats", out / "corpus.npz", "--out", out / "train.lex.letor")
+    res = invoke(
+        "extract",
+        DATA / "train.letor",
+        "--queries",
+        DATA / "queries.tsv",
+        "--docs",
+        DATA / "docs.tsv",
+        "--fields",
+        "title,description",
+        "--lexical",
+        "bm25,coverage,lm_dirichlet",
+        "--save-corpus-stats",
+        out / "corpus.npz",
+        "--out",
+        out / "train.lex.letor",
+    )
     assert res.exit_code == 0, res.output
-    res = invoke("train-ranker", out / "train.lex.letor", "--out", out / "ranker.txt", "--n-estimators", "40",
-                 "--num-leaves", "7", "--threads", "1")
+    res = invoke(
+        "train-ranker",
+        out / "train.lex.letor",
+        "--out",
+        out / "ranker.txt",
+        "--n-estimators",
+        "40",
+        "--num-leaves",
+        "7",
+        "--threads",
+        "1",
+    )
     assert res.exit_code == 0, res.output
     # first stage: BM25 top 30 of the test queries (a run as Anserini or Pyserini would write it)
     test_qids = {line.split()[1][4:] for line in (DATA / "test.letor").read_text().splitlines()}
@@ -229,11 +282,27 @@ def test_rerank_a_bm25_run_then_evaluate(tmp_path):
     hits = BM25Retriever(fields=("title",)).fit(read_docs(DATA / "docs.tsv")).retrieve(queries, k=30)
     write_trec_run(out / "bm25.run", hits["qid"], hits["docid"], hits["score"], "bm25")
     pairs = read_judged_pairs(DATA / "judged.tsv")
-    (out / "qrels").write_text("".join(f"{q} 0 {d} {int(g)}\n" for q, d, g in
-                                       pairs[["qid", "docid", "label"]].itertuples(index=False)))
-    res = invoke("rerank", out / "ranker.txt", "--run", out / "bm25.run", "--queries", DATA / "queries.tsv",
-                 "--docs", DATA / "docs.tsv", "--corpus-stats", out / "corpus.npz", "--depth", "20",
-                 "--out", out / "reranked.run", "--run-name", "lambdamart")
+    (out / "qrels").write_text(
+        "".join(f"{q} 0 {d} {int(g)}\n" for q, d, g in pairs[["qid", "docid", "label"]].itertuples(index=False))
+    )
+    res = invoke(
+        "rerank",
+        out / "ranker.txt",
+        "--run",
+        out / "bm25.run",
+        "--queries",
+        DATA / "queries.tsv",
+        "--docs",
+        DATA / "docs.tsv",
+        "--corpus-stats",
+        out / "corpus.npz",
+        "--depth",
+        "20",
+        "--out",
+        out / "reranked.run",
+        "--run-name",
+        "lambdamart",
+    )
     assert res.exit_code == 0, res.output
     before, after = read_run(out / "bm25.run"), read_run(out / "reranked.run")
     assert len(after) == len(before) and set(after["tag"]) == {"lambdamart"}
@@ -252,21 +321,51 @@ def test_rerank_a_bm25_run_then_evaluate(tmp_path):
 
 def oracle_ndcg10(qrels_path, run_path) -> float:
     measure = ir_measures.parse_measure("nDCG@10")
-    return ir_measures.calc_aggregate([measure], ir_measures.read_trec_qrels(str(qrels_path)),
-                                      ir_measures.read_trec_run(str(run_path)))[measure]
+    return ir_measures.calc_aggregate(
+        [measure], ir_measures.read_trec_qrels(str(qrels_path)), ir_measures.read_trec_run(str(run_path))
+    )[measure]
 
 
 def test_rerank_names_texts_it_lacks(tmp_path):
     from ltrfeat.rankers.trec import write_trec_run as write
 
     write(tmp_path / "r.run", ["1", "1"], ["D00001", "NOPE"], [2.0, 1.0])
-    res = invoke("extract", DATA / "train.letor", "--queries", DATA / "queries.tsv", "--docs", DATA / "docs.tsv",
-                 "--fields", "title", "--lexical", "bm25", "--save-corpus-stats", tmp_path / "c.npz",
-                 "--out", tmp_path / "t.letor")
+    res = invoke(
+        "extract",
+        DATA / "train.letor",
+        "--queries",
+        DATA / "queries.tsv",
+        "--docs",
+        DATA / "docs.tsv",
+        "--fields",
+        "title",
+        "--lexical",
+        "bm25",
+        "--save-corpus-stats",
+        tmp_path / "c.npz",
+        "--out",
+        tmp_path / "t.letor",
+    )
     assert res.exit_code == 0, res.output
-    assert invoke("train-ranker", tmp_path / "t.letor", "--out", tmp_path / "m.txt", "--n-estimators", "5",
-                  "--threads", "1").exit_code == 0
-    res = invoke("rerank", tmp_path / "m.txt", "--run", tmp_path / "r.run", "--queries", DATA / "queries.tsv",
-                 "--docs", DATA / "docs.tsv", "--corpus-stats", tmp_path / "c.npz", "--out", tmp_path / "o.run")
+    assert (
+        invoke(
+            "train-ranker", tmp_path / "t.letor", "--out", tmp_path / "m.txt", "--n-estimators", "5", "--threads", "1"
+        ).exit_code
+        == 0
+    )
+    res = invoke(
+        "rerank",
+        tmp_path / "m.txt",
+        "--run",
+        tmp_path / "r.run",
+        "--queries",
+        DATA / "queries.tsv",
+        "--docs",
+        DATA / "docs.tsv",
+        "--corpus-stats",
+        tmp_path / "c.npz",
+        "--out",
+        tmp_path / "o.run",
+    )
     assert res.exit_code == 2 and "1 documents of the run have no text" in res.output and "NOPE" in res.output
     assert not (tmp_path / "o.run").exists()

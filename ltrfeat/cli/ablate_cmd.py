@@ -1,4 +1,5 @@
 """``ltrfeat ablate``: does a neural feature lift LambdaMART? Folds × feature sets × seeds, with a report."""
+
 from __future__ import annotations
 
 import contextlib
@@ -8,8 +9,15 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import (duplicates_line, duplicates_option, notices, parse_key_values, selection_config, ranker_options,
-                                  selection_options)
+from ltrfeat.cli.options import (
+    duplicates_line,
+    duplicates_option,
+    notices,
+    parse_key_values,
+    selection_config,
+    ranker_options,
+    selection_options,
+)
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.cores import available_cores
 from ltrfeat.features.letor import NAN_POLICIES
@@ -34,8 +42,9 @@ def _neural_groups(pairs) -> dict:
     for pair in pairs:
         name, sep, spec = pair.partition("=")
         if not sep or not name.strip() or not spec.strip():
-            raise LtrfeatError(f"--neural {pair!r} is not NAME=SPEC",
-                               fix="e.g. --neural clsm=47 or --neural clsm=clsm_title_cos")
+            raise LtrfeatError(
+                f"--neural {pair!r} is not NAME=SPEC", fix="e.g. --neural clsm=47 or --neural clsm=clsm_title_cos"
+            )
         if name.strip() in groups:
             raise LtrfeatError(f"--neural group {name.strip()!r} is given twice", fix="give each group once")
         groups[name.strip()] = spec.strip()
@@ -46,12 +55,31 @@ def _seeds(text: str) -> list[int]:
     try:
         return [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise LtrfeatError(f"--seeds {text!r} is not a comma-separated list of integers",
-                           fix="e.g. --seeds 0,1,2") from None
+        raise LtrfeatError(
+            f"--seeds {text!r} is not a comma-separated list of integers", fix="e.g. --seeds 0,1,2"
+        ) from None
 
 
-def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, duplicates, lexical, encoders, train_pairs_path,
-                train_columns, k, valid_fraction, options, cache, seed, quick, profile):
+def _text_folds(
+    pairs_path,
+    *,
+    columns,
+    encoding,
+    label_map,
+    conflicts,
+    duplicates,
+    lexical,
+    encoders,
+    train_pairs_path,
+    train_columns,
+    k,
+    valid_fraction,
+    options,
+    cache,
+    seed,
+    quick,
+    profile,
+):
     """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit)."""
     from ltrfeat.features.crossfit import EncoderSpec, n_trainings, text_folds
     from ltrfeat.features.encoder_options import merge_options
@@ -64,14 +92,17 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, duplicat
     if len({s.name for s in specs}) != len(specs):
         raise click.UsageError("each --encoder may be given once")
     with profile.stage("reading"):
-        pairs = read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map,
-                                  duplicates=duplicates)
+        pairs = read_judged_pairs(
+            pairs_path, columns=columns, encoding=encoding, label_map=label_map, duplicates=duplicates
+        )
         train_table = None
         if train_pairs_path is not None:
-            train_table = read_judged_pairs(train_pairs_path, columns=train_columns, encoding=encoding,
-                                            duplicates=duplicates)
+            train_table = read_judged_pairs(
+                train_pairs_path, columns=train_columns, encoding=encoding, duplicates=duplicates
+            )
     merged = {"pairs": pairs.attrs["duplicates"]} | (
-        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]})
+        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
+    )
     for figures in merged.values():
         if duplicates_line(figures):
             click.echo(duplicates_line(figures), err=True)
@@ -80,98 +111,251 @@ def _text_folds(pairs_path, *, columns, encoding, label_map, conflicts, duplicat
         raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
     options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, options)
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
-    click.echo(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds "
-               f"({n_train} encoder trainings)", err=True)
+    click.echo(
+        f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds ({n_train} encoder trainings)", err=True
+    )
     folds, groups, base, scheme = text_folds(
-        pairs, lexical=extractors, specs=specs, k=k, valid_fraction=valid_fraction, seed=seed,
-        train_table=train_table, options=options, cache=cache, conflicts=conflicts,
-        progress=not os.environ.get("CI"), profile=profile)
+        pairs,
+        lexical=extractors,
+        specs=specs,
+        k=k,
+        valid_fraction=valid_fraction,
+        seed=seed,
+        train_table=train_table,
+        options=options,
+        cache=cache,
+        conflicts=conflicts,
+        progress=not os.environ.get("CI"),
+        profile=profile,
+    )
     scheme["encoder_options"] = options
     scheme["duplicates"] = merged
     return folds, groups, ",".join(base), scheme
 
 
-
 @click.command("ablate")
-@click.option("--folds", "folds_dir", type=click.Path(file_okay=False), default=None,
-              help="LETOR mode: directory of fold directories, each with train, vali (optional) and test files "
-                   "(.letor or .txt, optionally .gz).")
-@click.option("--pairs", "pairs_path", type=click.Path(dir_okay=False), default=None,
-              help="Text mode: judged pairs (query, doc, label; optional qid, docid) — lexical features are "
-                   "computed and --encoder encoders cross-fitted over query folds.")
-@click.option("--columns", default=None, help="Text mode: pairs column mapping, e.g. query=search_term,doc=product_title.")
+@click.option(
+    "--folds",
+    "folds_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="LETOR mode: directory of fold directories, each with train, vali (optional) and test files "
+    "(.letor or .txt, optionally .gz).",
+)
+@click.option(
+    "--pairs",
+    "pairs_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Text mode: judged pairs (query, doc, label; optional qid, docid) — lexical features are "
+    "computed and --encoder encoders cross-fitted over query folds.",
+)
+@click.option(
+    "--columns", default=None, help="Text mode: pairs column mapping, e.g. query=search_term,doc=product_title."
+)
 @click.option("--encoding", default="utf-8", show_default=True, help="Text mode: encoding of the tables.")
-@click.option("--label-map", default="none", show_default=True,
-              help="Text mode: label mapping (none | round | linear:LO:HI:GRADES | threshold:T1,T2,...).")
-@click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
-              help="Text mode: an id naming different texts on different rows fails, or keeps its first text.")
+@click.option(
+    "--label-map",
+    default="none",
+    show_default=True,
+    help="Text mode: label mapping (none | round | linear:LO:HI:GRADES | threshold:T1,T2,...).",
+)
+@click.option(
+    "--conflicts",
+    type=click.Choice(["error", "first"]),
+    default="error",
+    show_default=True,
+    help="Text mode: an id naming different texts on different rows fails, or keeps its first text.",
+)
 @click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all').")
-@click.option("--encoder", "encoders", multiple=True, metavar="MODEL[:LOSS][+rbm|+teacher|+init][@SCORE][=PATH]",
-              help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
-                   "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
-                   "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
-                   "+teacher=DIR for another sentence-transformer), clsm:generalized+init=BUNDLE (every fold's "
-                   "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
-                   "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
-                   "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).")
-@click.option("--train-pairs", "train_pairs_path", type=click.Path(dir_okay=False), default=None,
-              help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
-                   "filtered by query text so no fold's test query is trained on. Default: the judged pairs.")
+@click.option(
+    "--encoder",
+    "encoders",
+    multiple=True,
+    metavar="MODEL[:LOSS][+rbm|+teacher|+init][@SCORE][=PATH]",
+    help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
+    "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
+    "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
+    "+teacher=DIR for another sentence-transformer), clsm:generalized+init=BUNDLE (every fold's "
+    "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
+    "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
+    "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).",
+)
+@click.option(
+    "--train-pairs",
+    "train_pairs_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
+    "filtered by query text so no fold's test query is trained on. Default: the judged pairs.",
+)
 @click.option("--train-columns", default=None, help="Column mapping of --train-pairs.")
-@click.option("--k-folds", type=click.IntRange(min=3), default=3, show_default=True,
-              help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
-                   "15 for 5; 3 keeps a Home Depot-sized ablation under 45 minutes on 2 cores).")
-@click.option("--valid-fraction", type=click.FloatRange(0, 0.5), default=0.1, show_default=True,
-              help="Text mode: share of each fold's ranker queries held out for early stopping.")
-@click.option("--encoder-option", "encoder_options", multiple=True, metavar="KEY=VALUE",
-              help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
-                   "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
-                   "Defaults: epochs=4, sbert-ft.epochs=1.")
-@click.option("--cache", "cache_dir", type=click.Path(file_okay=False), default=None,
-              help="Keep work here for the next run, keyed by its inputs: trained encoders and their scores "
-                   "(text mode), MiniLM vectors, and every ranker run, so a re-run with one more encoder trains "
-                   "only that encoder and the feature sets that contain it.")
+@click.option(
+    "--k-folds",
+    type=click.IntRange(min=3),
+    default=3,
+    show_default=True,
+    help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
+    "15 for 5; 3 keeps a Home Depot-sized ablation under 45 minutes on 2 cores).",
+)
+@click.option(
+    "--valid-fraction",
+    type=click.FloatRange(0, 0.5),
+    default=0.1,
+    show_default=True,
+    help="Text mode: share of each fold's ranker queries held out for early stopping.",
+)
+@click.option(
+    "--encoder-option",
+    "encoder_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
+    "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
+    "Defaults: epochs=4, sbert-ft.epochs=1.",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Keep work here for the next run, keyed by its inputs: trained encoders and their scores "
+    "(text mode), MiniLM vectors, and every ranker run, so a re-run with one more encoder trains "
+    "only that encoder and the feature sets that contain it.",
+)
 @click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders.")
 @click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories.")
 @click.option("--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40.")
-@click.option("--neural", "neural", multiple=True, metavar="NAME=SPEC",
-              help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.")
-@click.option("--alone", default=None,
-              help="Features ranked alone besides every neural feature (default: base features named bm25*; "
-                   "'all' = every feature).")
+@click.option(
+    "--neural",
+    "neural",
+    multiple=True,
+    metavar="NAME=SPEC",
+    help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.",
+)
+@click.option(
+    "--alone",
+    default=None,
+    help="Features ranked alone besides every neural feature (default: base features named bm25*; "
+    "'all' = every feature).",
+)
 @click.option("--base-name", default="lexical", show_default=True, help="Name of the base feature set.")
 @click.option("--seeds", default=None, help="Comma-separated ranker seeds [default: 0,1,2; --quick: 0].")
-@click.option("--metrics", default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
-              show_default=True, help="Metrics; a bare number repeats the previous metric.")
-@click.option("--no-relevant", type=click.Choice(NO_RELEVANT), default="exclude", show_default=True,
-              help="Queries without a relevant document: leave out, score 0, or score 1.")
-@click.option("--gain", type=click.Choice(GAINS), default="exp2", show_default=True,
-              help="NDCG gain: 2^rel-1 or linear rel.")
-@ranker_options(n_estimators=None, n_estimators_help="Maximum boosting rounds [default: 500; --quick: 50].",
-                threads=1, threads_what="of the LambdaMART engine per model (more only pays off for large folds)")
-@click.option("--resamples", type=click.IntRange(min=100), default=None,
-              help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].")
-@click.option("--nan-policy", type=click.Choice(list(NAN_POLICIES)), default="keep", show_default=True,
-              help="NaN/inf feature values: keep as missing, replace by 0, or fail.")
-@click.option("--report", "report_dir", type=click.Path(file_okay=False), required=True,
-              help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).")
+@click.option(
+    "--metrics",
+    default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
+    show_default=True,
+    help="Metrics; a bare number repeats the previous metric.",
+)
+@click.option(
+    "--no-relevant",
+    type=click.Choice(NO_RELEVANT),
+    default="exclude",
+    show_default=True,
+    help="Queries without a relevant document: leave out, score 0, or score 1.",
+)
+@click.option(
+    "--gain", type=click.Choice(GAINS), default="exp2", show_default=True, help="NDCG gain: 2^rel-1 or linear rel."
+)
+@ranker_options(
+    n_estimators=None,
+    n_estimators_help="Maximum boosting rounds [default: 500; --quick: 50].",
+    threads=1,
+    threads_what="of the LambdaMART engine per model (more only pays off for large folds)",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=100),
+    default=None,
+    help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].",
+)
+@click.option(
+    "--nan-policy",
+    type=click.Choice(list(NAN_POLICIES)),
+    default="keep",
+    show_default=True,
+    help="NaN/inf feature values: keep as missing, replace by 0, or fail.",
+)
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    required=True,
+    help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing report directory.")
-@click.option("--write-runs", is_flag=True,
-              help="Also write every set's test-fold scores as TREC runs (REPORT/runs/SET.run) with the test "
-                   "queries' qrels (REPORT/runs/qrels.txt), for trec_eval, ir-measures or ltrfeat evaluate --run.")
+@click.option(
+    "--write-runs",
+    is_flag=True,
+    help="Also write every set's test-fold scores as TREC runs (REPORT/runs/SET.run) with the test "
+    "queries' qrels (REPORT/runs/qrels.txt), for trec_eval, ir-measures or ltrfeat evaluate --run.",
+)
 @click.option("--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win).")
-@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
-              help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
-                   "local[:N] workers); results equal a local run. Needs ltrfeat[dask].")
-@click.option("--jobs", type=click.IntRange(min=0), default=1, show_default=True,
-              help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.")
+@click.option(
+    "--dask",
+    "dask",
+    default=None,
+    metavar="SCHEDULER|local[:N]",
+    help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
+    "local[:N] workers); results equal a local run. Needs ltrfeat[dask].",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=0),
+    default=1,
+    show_default=True,
+    help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.",
+)
 @selection_options(default_on=True)
 @duplicates_option
-def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexical, encoders, train_pairs_path,
-           train_columns, k_folds, valid_fraction, encoder_options, cache_dir, split_seed, fold_glob, base, neural, alone, base_name, engine, seeds, metrics, no_relevant, gain,
-           n_estimators, learning_rate, num_leaves, early_stopping_rounds, threads, params, resamples, nan_policy,
-           report_dir, overwrite, write_runs, quick, dask, jobs, select, candidates, tune, tune_trials, inner_folds, select_rule,
-           duplicates):
+def ablate(
+    folds_dir,
+    pairs_path,
+    columns,
+    encoding,
+    label_map,
+    conflicts,
+    lexical,
+    encoders,
+    train_pairs_path,
+    train_columns,
+    k_folds,
+    valid_fraction,
+    encoder_options,
+    cache_dir,
+    split_seed,
+    fold_glob,
+    base,
+    neural,
+    alone,
+    base_name,
+    engine,
+    seeds,
+    metrics,
+    no_relevant,
+    gain,
+    n_estimators,
+    learning_rate,
+    num_leaves,
+    early_stopping_rounds,
+    threads,
+    params,
+    resamples,
+    nan_policy,
+    report_dir,
+    overwrite,
+    write_runs,
+    quick,
+    dask,
+    jobs,
+    select,
+    candidates,
+    tune,
+    tune_trials,
+    inner_folds,
+    select_rule,
+    duplicates,
+):
     """Compare LambdaMART with and without neural features over query folds.
 
     Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
@@ -235,28 +419,61 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
             groups, base_spec, scheme = _neural_groups(neural), base, None
         else:
             if base is not None or neural:
-                raise click.UsageError("--base/--neural are for --folds; in text mode the lexical features are "
-                                       "the base and each --encoder is a neural group")
+                raise click.UsageError(
+                    "--base/--neural are for --folds; in text mode the lexical features are "
+                    "the base and each --encoder is a neural group"
+                )
             folds, groups, base_spec, scheme = _text_folds(
-                pairs_path, columns=columns, encoding=encoding, label_map=label_map, conflicts=conflicts,
+                pairs_path,
+                columns=columns,
+                encoding=encoding,
+                label_map=label_map,
+                conflicts=conflicts,
                 duplicates=duplicates,
-                lexical=lexical, encoders=encoders, train_pairs_path=train_pairs_path, train_columns=train_columns,
-                k=k_folds, valid_fraction=valid_fraction, options=parse_key_values(
-                    encoder_options, option="--encoder-option", example="epochs=5") or {},
-                cache=cache_dir, seed=split_seed, quick=quick, profile=profile)
-            folds = [Fold(*f, origin=f"query fold {i + 1} of {len(folds)} of {pairs_path}, encoder columns "
-                                     f"cross-fitted (see Cross-fitting)") for i, f in enumerate(folds)]
+                lexical=lexical,
+                encoders=encoders,
+                train_pairs_path=train_pairs_path,
+                train_columns=train_columns,
+                k=k_folds,
+                valid_fraction=valid_fraction,
+                options=parse_key_values(encoder_options, option="--encoder-option", example="epochs=5") or {},
+                cache=cache_dir,
+                seed=split_seed,
+                quick=quick,
+                profile=profile,
+            )
+            folds = [
+                Fold(
+                    *f,
+                    origin=f"query fold {i + 1} of {len(folds)} of {pairs_path}, encoder columns "
+                    f"cross-fitted (see Cross-fitting)",
+                )
+                for i, f in enumerate(folds)
+            ]
         folds_ready = time.perf_counter()
-        sets = plan_feature_sets(folds[0].train.feature_map, base=base_spec, neural=groups, alone=alone,
-                                 base_name=base_name)
-        ranker_params = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                         "early_stopping_rounds": early_stopping_rounds, "n_jobs": threads or None,
-                         "params": {**SUBSAMPLE[engine], **(parse_key_values(params) or {})}}
+        sets = plan_feature_sets(
+            folds[0].train.feature_map, base=base_spec, neural=groups, alone=alone, base_name=base_name
+        )
+        ranker_params = {
+            "n_estimators": n_estimators,
+            "learning_rate": learning_rate,
+            "num_leaves": num_leaves,
+            "early_stopping_rounds": early_stopping_rounds,
+            "n_jobs": threads or None,
+            "params": {**SUBSAMPLE[engine], **(parse_key_values(params) or {})},
+        }
         n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
-        click.echo(f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
-                   f"{len(seed_list)} seeds: {n_runs} runs" + (" (plain LambdaMART)" if not select else
-                   f", each ranker chosen among {candidates or 'the default candidates'} by {inner_folds}-fold "
-                   "inner cross-validation"), err=True)
+        click.echo(
+            f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
+            f"{len(seed_list)} seeds: {n_runs} runs"
+            + (
+                " (plain LambdaMART)"
+                if not select
+                else f", each ranker chosen among {candidates or 'the default candidates'} by {inner_folds}-fold "
+                "inner cross-validation"
+            ),
+            err=True,
+        )
         with contextlib.ExitStack() as stack:
             executor = None
             if dask:
@@ -264,15 +481,33 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
                 from ltrfeat.rankers.dask_training import DaskExecutor
 
                 executor = DaskExecutor(stack.enter_context(dask_client(dask)))
-            selection = selection_config(engine, select=select, candidates=candidates, tune=tune,
-                                         tune_trials=tune_trials, inner_folds=inner_folds, select_rule=select_rule,
-                                         seed=split_seed)
+            selection = selection_config(
+                engine,
+                select=select,
+                candidates=candidates,
+                tune=tune,
+                tune_trials=tune_trials,
+                inner_folds=inner_folds,
+                select_rule=select_rule,
+                seed=split_seed,
+            )
             store = None if cache_dir is None else RunStore(Path(cache_dir) / "rankers")
             with profile.stage("rankers"):
-                result = run_ablation(folds, sets, engine=engine, seeds=seed_list, ranker_params=ranker_params,
-                                      metrics=metrics, gain=gain, no_relevant=no_relevant,
-                                      progress=not os.environ.get("CI"), executor=executor, selection=selection,
-                                      jobs=jobs or available_cores(), cache=store)
+                result = run_ablation(
+                    folds,
+                    sets,
+                    engine=engine,
+                    seeds=seed_list,
+                    ranker_params=ranker_params,
+                    metrics=metrics,
+                    gain=gain,
+                    no_relevant=no_relevant,
+                    progress=not os.environ.get("CI"),
+                    executor=executor,
+                    selection=selection,
+                    jobs=jobs or available_cores(),
+                    cache=store,
+                )
             if store is not None:
                 profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
     if scheme is not None:
@@ -281,19 +516,26 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
     with profile.stage("tests"):
         summary = summarise(result, seed=0, n_resamples=resamples)
     summary["stages"] = profile.as_dict()
-    timings = {"wall_seconds": round(time.perf_counter() - started, 1),
-               "folds_and_features_seconds": round(folds_ready - started, 1), "stages": summary["stages"]}
-    out = write_report(result, summary, report_dir, overwrite=overwrite, timings=timings,
-                       runs_of=folds if write_runs else None)
+    timings = {
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "folds_and_features_seconds": round(folds_ready - started, 1),
+        "stages": summary["stages"],
+    }
+    out = write_report(
+        result, summary, report_dir, overwrite=overwrite, timings=timings, runs_of=folds if write_runs else None
+    )
     inert = seed_inert_sets(result)
     if inert:
-        click.echo(f"notice: the seeds changed nothing for {', '.join(inert)}: {SEED_HINT} (--param KEY=VALUE)",
-                   err=True)
+        click.echo(
+            f"notice: the seeds changed nothing for {', '.join(inert)}: {SEED_HINT} (--param KEY=VALUE)", err=True
+        )
     for line in headline_table(result, summary):
         click.echo(line)
     stats = summary["statistics"]
-    click.echo(f"marks: {stats['marks_test']}; * p < {stats['marks']['*']}, ** p < {stats['marks']['**']} "
-               f"({len(summary['comparisons'])} comparisons)")
+    click.echo(
+        f"marks: {stats['marks_test']}; * p < {stats['marks']['*']}, ** p < {stats['marks']['**']} "
+        f"({len(summary['comparisons'])} comparisons)"
+    )
     click.echo(f"report: {out / 'report.md'}")
     if summary.get("verdict"):
         for line in verdict_lines(summary["verdict"]):
@@ -303,10 +545,19 @@ def ablate(folds_dir, pairs_path, columns, encoding, label_map, conflicts, lexic
 @click.command("compare")
 @click.argument("report_dir", type=click.Path(exists=True, file_okay=False))
 @click.argument("pairs", nargs=-1, required=True, metavar="BASELINE:VARIANT...")
-@click.option("--metrics", default="ndcg@1,3,10", show_default=True,
-              help="Metrics of the ablation to compare; a bare number repeats the previous metric.")
-@click.option("--resamples", type=click.IntRange(min=100), default=10_000, show_default=True,
-              help="Bootstrap and randomisation-test resamples.")
+@click.option(
+    "--metrics",
+    default="ndcg@1,3,10",
+    show_default=True,
+    help="Metrics of the ablation to compare; a bare number repeats the previous metric.",
+)
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=100),
+    default=10_000,
+    show_default=True,
+    help="Bootstrap and randomisation-test resamples.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling.")
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
 def compare(report_dir, pairs, metrics, resamples, seed, as_json):
@@ -331,23 +582,51 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     for pair in pairs:
         baseline, sep, variant = pair.partition(":")
         if not sep or not baseline or not variant or baseline == variant:
-            raise LtrfeatError(f"{pair!r} is not BASELINE:VARIANT", fix="e.g. lexical+sbert:lexical+sbert-ft-generalized")
+            raise LtrfeatError(
+                f"{pair!r} is not BASELINE:VARIANT", fix="e.g. lexical+sbert:lexical+sbert-ft-generalized"
+            )
         parsed.append((baseline, variant))
     per_query = read_per_query(Path(report_dir) / "per_query.tsv")
     comparisons = head_to_head(per_query, parsed, parse_metrics(metrics), seed=seed, n_resamples=resamples)
     if as_json:
         click.echo(json.dumps(comparisons, indent=1, default=lambda x: None if x is None else float(x)))
         return
-    rows = [("baseline", "variant", "metric", "baseline mean", "variant mean", "delta [95% CI]", "p (t)",
-             "p (rand.)", "p (Holm)", "W/T/L", "queries")]
+    rows = [
+        (
+            "baseline",
+            "variant",
+            "metric",
+            "baseline mean",
+            "variant mean",
+            "delta [95% CI]",
+            "p (t)",
+            "p (rand.)",
+            "p (Holm)",
+            "W/T/L",
+            "queries",
+        )
+    ]
     for c in comparisons:
         lo, hi = c["ci95_delta"]
-        rows.append((c["baseline"], c["variant"], c["metric"], f"{c['base_mean']:.4f}", f"{c['variant_mean']:.4f}",
-                     f"{c['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]", format_p(c["p_ttest"]), format_p(c["p_randomization"]),
-                     format_p(c["p_holm"]) + significance_mark(c["p_holm"]), f"{c['wins']}/{c['ties']}/{c['losses']}",
-                     str(c["n_queries"])))
+        rows.append(
+            (
+                c["baseline"],
+                c["variant"],
+                c["metric"],
+                f"{c['base_mean']:.4f}",
+                f"{c['variant_mean']:.4f}",
+                f"{c['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]",
+                format_p(c["p_ttest"]),
+                format_p(c["p_randomization"]),
+                format_p(c["p_holm"]) + significance_mark(c["p_holm"]),
+                f"{c['wins']}/{c['ties']}/{c['losses']}",
+                str(c["n_queries"]),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
-    click.echo(f"paired randomisation test ({resamples} resamples, seed {seed}), Holm-adjusted over "
-               f"{len(comparisons)} comparisons; * p < 0.05, ** p < 0.01")
+    click.echo(
+        f"paired randomisation test ({resamples} resamples, seed {seed}), Holm-adjusted over "
+        f"{len(comparisons)} comparisons; * p < 0.05, ** p < 0.01"
+    )

@@ -1,4 +1,5 @@
 """``ltrfeat datasets ...``: generate data sets (the synthetic search world) and convert public ones."""
+
 from __future__ import annotations
 
 import textwrap
@@ -34,22 +35,47 @@ def _candidates(ctx, param, value: str) -> tuple[int, int]:
 
 
 @datasets.command()
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory to write into (created; files of the same names are replaced).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write into (created; files of the same names are replaced).",
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same files, byte for byte.")
-@click.option("--queries", "n_queries", type=click.IntRange(min=3),
-              help=f"Judged queries, split 60/20/20 into train/vali/test [default: {PRESETS['default']['n_queries']}; "
-                   f"--quick: {PRESETS['quick']['n_queries']}].")
-@click.option("--docs", "n_docs", type=click.IntRange(min=1),
-              help=f"Products in the catalogue [default: {PRESETS['default']['n_docs']}; "
-                   f"--quick: {PRESETS['quick']['n_docs']}].")
-@click.option("--click-queries", "n_click_queries", type=click.IntRange(min=0),
-              help=f"Distinct click-log queries [default: {PRESETS['default']['n_click_queries']}; "
-                   f"--quick: {PRESETS['quick']['n_click_queries']}].")
-@click.option("--candidates", default="10-20", show_default=True, callback=_candidates, metavar="MIN-MAX",
-              help="Candidates per judged query.")
-@click.option("--control", is_flag=True,
-              help="Control world: labels depend only on query-title word overlap (no semantic signal).")
+@click.option(
+    "--queries",
+    "n_queries",
+    type=click.IntRange(min=3),
+    help=f"Judged queries, split 60/20/20 into train/vali/test [default: {PRESETS['default']['n_queries']}; "
+    f"--quick: {PRESETS['quick']['n_queries']}].",
+)
+@click.option(
+    "--docs",
+    "n_docs",
+    type=click.IntRange(min=1),
+    help=f"Products in the catalogue [default: {PRESETS['default']['n_docs']}; --quick: {PRESETS['quick']['n_docs']}].",
+)
+@click.option(
+    "--click-queries",
+    "n_click_queries",
+    type=click.IntRange(min=0),
+    help=f"Distinct click-log queries [default: {PRESETS['default']['n_click_queries']}; "
+    f"--quick: {PRESETS['quick']['n_click_queries']}].",
+)
+@click.option(
+    "--candidates",
+    default="10-20",
+    show_default=True,
+    callback=_candidates,
+    metavar="MIN-MAX",
+    help="Candidates per judged query.",
+)
+@click.option(
+    "--control",
+    is_flag=True,
+    help="Control world: labels depend only on query-title word overlap (no semantic signal).",
+)
 @click.option("--quick", is_flag=True, help="Small preset for fast demos and tests.")
 def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control, quick):
     """Generate a synthetic product-search world: catalogue, judged train/vali/test LETOR
@@ -78,11 +104,16 @@ def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control
     for path in written.values():
         click.echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
     stats = realism_stats(world)
-    click.echo(f"{'control' if control else 'semantic'} world, seed {seed}: {len(world.docs)} docs, "
-               f"{len(world.queries)} judged queries ({len(world.judged)} pairs), "
-               f"{world.clicks['query'].nunique()} click-log queries ({len(world.clicks)} rows)")
-    click.echo("realism: " + ", ".join(f"{k}={v}" for k, v in stats.items() if k != "label_counts")
-               + f", labels 0..3={list(stats['label_counts'].values())}")
+    click.echo(
+        f"{'control' if control else 'semantic'} world, seed {seed}: {len(world.docs)} docs, "
+        f"{len(world.queries)} judged queries ({len(world.judged)} pairs), "
+        f"{world.clicks['query'].nunique()} click-log queries ({len(world.clicks)} rows)"
+    )
+    click.echo(
+        "realism: "
+        + ", ".join(f"{k}={v}" for k, v in stats.items() if k != "label_counts")
+        + f", labels 0..3={list(stats['label_counts'].values())}"
+    )
 
 
 def _source_help() -> str:
@@ -90,35 +121,73 @@ def _source_help() -> str:
     for name, src in SOURCES.items():
         usual = " ".join(names[0] for names in src.file_names)
         lines.append(f"  {name} {' '.join(r.upper() for r in src.roles)}   e.g. {usual}")
-        lines += textwrap.wrap(f"{src.summary}. Labels: {src.label_rule}.", 96, initial_indent="      ",
-                               subsequent_indent="      ")
+        lines += textwrap.wrap(
+            f"{src.summary}. Labels: {src.label_rule}.", 96, initial_indent="      ", subsequent_indent="      "
+        )
     return "\n".join(lines)
 
 
 @datasets.command(epilog=_source_help())
 @click.argument("name", type=click.Choice(list(SOURCES)))
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Output directory (must be new or empty unless --overwrite; written all at once).")
-@click.option("--k", "top_k", type=click.IntRange(min=1), default=100, show_default=True,
-              help="BM25 candidates per query for qrels sources (cranfield, trec, msmarco).")
-@click.option("--label-map", default=None,
-              help="Raw label -> grade for homedepot [default: linear:1:3:7] and crowdflower [default: linear:1:4:4]; "
-                   "also round or threshold:T1,T2,...")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output directory (must be new or empty unless --overwrite; written all at once).",
+)
+@click.option(
+    "--k",
+    "top_k",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="BM25 candidates per query for qrels sources (cranfield, trec, msmarco).",
+)
+@click.option(
+    "--label-map",
+    default=None,
+    help="Raw label -> grade for homedepot [default: linear:1:3:7] and crowdflower [default: linear:1:4:4]; "
+    "also round or threshold:T1,T2,...",
+)
 @click.option("--encoding", default=None, help="Input encoding [default: latin-1 for homedepot, else utf-8].")
-@click.option("--split", default=None, metavar="TRAIN,VALI,TEST",
-              help="Also write train/vali/test.letor with these shares of queries, e.g. 0.6,0.2,0.2.")
+@click.option(
+    "--split",
+    default=None,
+    metavar="TRAIN,VALI,TEST",
+    help="Also write train/vali/test.letor with these shares of queries, e.g. 0.6,0.2,0.2.",
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the query split.")
 @click.option("--stem", default=None, help="Snowball stemmer for BM25 retrieval (PyStemmer), e.g. english.")
-@click.option("--stopwords", type=click.Choice(["english"]), default=None,
-              help="Drop Lucene's English stopwords in BM25 retrieval.")
+@click.option(
+    "--stopwords",
+    type=click.Choice(["english"]),
+    default=None,
+    help="Drop Lucene's English stopwords in BM25 retrieval.",
+)
 @click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 for retrieval.")
 @click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b for retrieval.")
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty output directory.")
 @click.option("--no-progress", is_flag=True, help="Hide the retrieval progress bar.")
 @duplicates_option
-def convert(name, inputs, out_dir, top_k, label_map, encoding, split, seed, stem, stopwords, k1, b, overwrite,
-            no_progress, duplicates):
+def convert(
+    name,
+    inputs,
+    out_dir,
+    top_k,
+    label_map,
+    encoding,
+    split,
+    seed,
+    stem,
+    stopwords,
+    k1,
+    b,
+    overwrite,
+    no_progress,
+    duplicates,
+):
     """Convert the public data set NAME from its files INPUTS (in the order shown under
     Sources, or one directory holding them under their usual names) into DIR:
     pairs.tsv (qid, query, docid, doc, label, ...), queries.tsv, docs.tsv, all.letor
@@ -142,20 +211,39 @@ def convert(name, inputs, out_dir, top_k, label_map, encoding, split, seed, stem
         analyzer = Analyzer(stemmer=stem, stopwords=stopwords)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--stem") from None
-    summary = convert_to_dir(name, inputs, out_dir, split=parse_split(split), seed=seed, overwrite=overwrite,
-                             k=top_k, label_map=label_map, encoding=encoding, analyzer=analyzer, k1=k1, b=b,
-                             progress=not no_progress, duplicates=duplicates)
+    summary = convert_to_dir(
+        name,
+        inputs,
+        out_dir,
+        split=parse_split(split),
+        seed=seed,
+        overwrite=overwrite,
+        k=top_k,
+        label_map=label_map,
+        encoding=encoding,
+        analyzer=analyzer,
+        k1=k1,
+        b=b,
+        progress=not no_progress,
+        duplicates=duplicates,
+    )
     counts = summary["counts"]
-    click.echo(f"wrote {out_dir}/: {counts['queries']} queries, {counts['docs']} docs, {counts['pairs']} pairs; "
-               f"labels {summary['labels']['histogram']}")
+    click.echo(
+        f"wrote {out_dir}/: {counts['queries']} queries, {counts['docs']} docs, {counts['pairs']} pairs; "
+        f"labels {summary['labels']['histogram']}"
+    )
     if counts["splits"]:
-        click.echo("splits: " + ", ".join(f"{k} {v['queries']} queries / {v['pairs']} pairs"
-                                          for k, v in counts["splits"].items()))
+        click.echo(
+            "splits: "
+            + ", ".join(f"{k} {v['queries']} queries / {v['pairs']} pairs" for k, v in counts["splits"].items())
+        )
     r = summary["retrieval"]
     if r:
-        click.echo(f"BM25 top-{r['k']} over {', '.join(r['fields'])}: {r['relevant_in_top_k']} of "
-                   f"{r['judged_relevant']} judged relevant documents retrieved, {r['relevant_outside_top_k']} outside "
-                   f"the top {r['k']}; {r['queries_without_candidates']} judged queries had no candidate")
+        click.echo(
+            f"BM25 top-{r['k']} over {', '.join(r['fields'])}: {r['relevant_in_top_k']} of "
+            f"{r['judged_relevant']} judged relevant documents retrieved, {r['relevant_outside_top_k']} outside "
+            f"the top {r['k']}; {r['queries_without_candidates']} judged queries had no candidate"
+        )
     for note in summary["notes"]:
         click.echo(f"note: {note}", err=True)
     if duplicates_line(summary["duplicates"]):

@@ -6,6 +6,7 @@
 3. extract lexical and neural features for the judged pairs;
 4. run the ablation (query folds x feature sets x seeds) with significance tests and write the report.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,16 +22,28 @@ from ltrfeat.features.cores import available_cores
 ENCODERS = (("dssm", "softmax"), ("dssm", "generalized"), ("clsm", "softmax"), ("clsm", "generalized"))
 # Sizes chosen so the full demo fits in 5 minutes and --quick in 1 minute on 2 cores.
 PRESETS = {
-    "full": {"world": {"n_queries": 600, "n_docs": 2000, "n_click_queries": 1000},
-             "encoder": {"epochs": 3, "batch_size": 512},
-             "seeds": (0, 1, 2), "n_estimators": 300, "resamples": 10_000, "k": 5},
-    "quick": {"world": {"n_queries": 240, "n_docs": 800, "n_click_queries": 800},
-              "encoder": {"epochs": 2, "batch_size": 256},
-              "seeds": (0,), "n_estimators": 100, "resamples": 2000, "k": 3},
+    "full": {
+        "world": {"n_queries": 600, "n_docs": 2000, "n_click_queries": 1000},
+        "encoder": {"epochs": 3, "batch_size": 512},
+        "seeds": (0, 1, 2),
+        "n_estimators": 300,
+        "resamples": 10_000,
+        "k": 5,
+    },
+    "quick": {
+        "world": {"n_queries": 240, "n_docs": 800, "n_click_queries": 800},
+        "encoder": {"epochs": 2, "batch_size": 256},
+        "seeds": (0,),
+        "n_estimators": 100,
+        "resamples": 2000,
+        "k": 3,
+    },
 }
 # Towers smaller than the papers' (300-300-128, K=300/L=128) so four of them train in the time budget.
-SIZES = {"full": {"dssm": {"hidden": [256, 128], "out": 64}, "clsm": {"conv": 192, "out": 64}},
-         "quick": {"dssm": {"hidden": [128], "out": 64}, "clsm": {"conv": 128, "out": 64}}}
+SIZES = {
+    "full": {"dssm": {"hidden": [256, 128], "out": 64}, "clsm": {"conv": 192, "out": 64}},
+    "quick": {"dssm": {"hidden": [128], "out": 64}, "clsm": {"conv": 128, "out": 64}},
+}
 
 
 def _say(message: str) -> None:
@@ -45,13 +58,23 @@ def _train_encoders(clicks, models_dir: Path, *, seed: int, options: dict, sizes
     for model, loss in ENCODERS:
         name = f"{model}-{loss}"
         start = time.perf_counter()
-        encoder, history = train_encoder(table, model=model, loss=loss, soft_labels="clicks", seed=seed,
-                                         sizes=sizes[model], progress=False, **options)
+        encoder, history = train_encoder(
+            table,
+            model=model,
+            loss=loss,
+            soft_labels="clicks",
+            seed=seed,
+            sizes=sizes[model],
+            progress=False,
+            **options,
+        )
         paths[name] = models_dir / f"{name}.ltrenc"
         encoder.save(paths[name])
         best = max((h["val_ndcg@10"] for h in history), default=float("nan"))
-        _say(f"  {name:17s} {len(history)} epochs, validation NDCG@10 of the cosine alone {best:.3f} "
-             f"({time.perf_counter() - start:.0f} s)")
+        _say(
+            f"  {name:17s} {len(history)} epochs, validation NDCG@10 of the cosine alone {best:.3f} "
+            f"({time.perf_counter() - start:.0f} s)"
+        )
     return paths
 
 
@@ -73,8 +96,10 @@ def _folds(data, *, k: int, seed: int):
     from ltrfeat.features.crossfit import plan_folds
     from ltrfeat.rankers.ablation import Fold
 
-    origin = (f"{k} query folds (seed {seed}) over the judged queries; encoders were trained once on the click "
-              f"log, whose queries are disjoint from every judged query, so no encoder saw a test query")
+    origin = (
+        f"{k} query folds (seed {seed}) over the judged queries; encoders were trained once on the click "
+        f"log, whose queries are disjoint from every judged query, so no encoder saw a test query"
+    )
     folds = []
     for plan in plan_folds(data.qid, k=k, valid_fraction=0.15, seed=seed):
         part = lambda qs: data.subset_queries(qs)  # noqa: E731
@@ -83,8 +108,14 @@ def _folds(data, *, k: int, seed: int):
 
 
 @click.command("demo")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), default="demo-out", show_default=True,
-              help="Directory for the world, models, features and report (replaced if it exists).")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="demo-out",
+    show_default=True,
+    help="Directory for the world, models, features and report (replaced if it exists).",
+)
 @click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: under a minute.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the world, encoders, folds and rankers.")
 def demo(out_dir, quick, seed):
@@ -110,27 +141,42 @@ def demo(out_dir, quick, seed):
     _say(f"1/4 generating the world (seed {seed}) ...")
     world = generate_world(seed=seed, **preset["world"])
     write_world(world, out / "world")
-    _say(f"    {len(world.docs)} documents, {world.judged['qid'].nunique()} judged queries "
-         f"({len(world.judged)} pairs), click log of {len(world.clicks)} rows -> {out / 'world'}")
+    _say(
+        f"    {len(world.docs)} documents, {world.judged['qid'].nunique()} judged queries "
+        f"({len(world.judged)} pairs), click log of {len(world.clicks)} rows -> {out / 'world'}"
+    )
     _say("2/4 training encoders on the click log ...")
     sizes = SIZES["quick" if quick else "full"]
     models = _train_encoders(world.clicks, out / "models", seed=seed, options=preset["encoder"], sizes=sizes)
     _say("3/4 extracting lexical and neural features ...")
     data = _features(world, models)
     _say(f"    {data.n_features} columns for {len(data)} judged pairs")
-    _say(f"4/4 ablation: {preset['k']} folds x feature sets x {len(preset['seeds'])} seeds, each ranker chosen by "
-         "inner cross-validation ...")
+    _say(
+        f"4/4 ablation: {preset['k']} folds x feature sets x {len(preset['seeds'])} seeds, each ranker chosen by "
+        "inner cross-validation ..."
+    )
     neural = {name: [f"{name}_doc_cos"] for name in models}
     base = ",".join(f.name for f in data.feature_map if f.source.startswith("lexical"))
     sets = plan_feature_sets(data.feature_map, base=base, neural=neural)
-    result = run_ablation(_folds(data, k=preset["k"], seed=seed), sets, seeds=preset["seeds"],
-                          ranker_params={"n_estimators": preset["n_estimators"], "n_jobs": 1,
-                                         "params": {"bagging_fraction": 0.8, "bagging_freq": 1}},
-                          progress=not os.environ.get("CI"), selection=SelectionConfig.default("lightgbm", seed=seed),
-                          jobs=available_cores())
-    result.config["encoders"] = {"training_data": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
-                                 "models": {n: p.name for n, p in models.items()}, "options": preset["encoder"],
-                                 "sizes": sizes}
+    result = run_ablation(
+        _folds(data, k=preset["k"], seed=seed),
+        sets,
+        seeds=preset["seeds"],
+        ranker_params={
+            "n_estimators": preset["n_estimators"],
+            "n_jobs": 1,
+            "params": {"bagging_fraction": 0.8, "bagging_freq": 1},
+        },
+        progress=not os.environ.get("CI"),
+        selection=SelectionConfig.default("lightgbm", seed=seed),
+        jobs=available_cores(),
+    )
+    result.config["encoders"] = {
+        "training_data": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
+        "models": {n: p.name for n, p in models.items()},
+        "options": preset["encoder"],
+        "sizes": sizes,
+    }
     summary = summarise(result, seed=seed, n_resamples=preset["resamples"])
     report = write_report(result, summary, out / "report", overwrite=True)
     for line in headline_table(result, summary):

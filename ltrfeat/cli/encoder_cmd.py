@@ -1,4 +1,5 @@
 """``ltrfeat train-encoder``: train a DSSM / CLSM encoder or a DeepMatch model on judged or clicked pairs."""
+
 from __future__ import annotations
 
 import json
@@ -11,74 +12,175 @@ from ltrfeat.features.fileio import check_writable
 
 _READING = option_group(
     "reading",
-    click.option("--columns", default=None,
-                 help="Column mapping, e.g. query=search_term,doc=product_title,label=relevance."),
+    click.option(
+        "--columns", default=None, help="Column mapping, e.g. query=search_term,doc=product_title,label=relevance."
+    ),
     click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of PAIRS."),
-    click.option("--label-map", default="none", show_default=True,
-                 help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,..."),
+    click.option(
+        "--label-map",
+        default="none",
+        show_default=True,
+        help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
+    ),
     duplicates_option,
 )
 
 _START = option_group(
     "start",
-    click.option("--pretrain", type=click.Choice(["none", "rbm"]), default="none", show_default=True,
-                 help="rbm: DSE pre-training of the DSSM towers (layer-wise RBMs, CD-1) before fine-tuning."),
-    click.option("--teacher", default=None, metavar="sbert[=DIR]",
-                 help="clsm/dssm: first distil a sentence-transformer (sbert: the packaged all-MiniLM-L6-v2, "
-                      "sbert=DIR: a model directory) by matching its in-batch cosine rankings (KL), then train "
-                      "with --loss."),
-    click.option("--init", "init", type=click.Path(exists=True, dir_okay=False), default=None,
-                 help="clsm/dssm: start from this encoder bundle (its vocabulary, towers and weights), e.g. one "
-                      "pre-trained with --from-docs DOCS --pair spans:title, and train it further on PAIRS."),
+    click.option(
+        "--pretrain",
+        type=click.Choice(["none", "rbm"]),
+        default="none",
+        show_default=True,
+        help="rbm: DSE pre-training of the DSSM towers (layer-wise RBMs, CD-1) before fine-tuning.",
+    ),
+    click.option(
+        "--teacher",
+        default=None,
+        metavar="sbert[=DIR]",
+        help="clsm/dssm: first distil a sentence-transformer (sbert: the packaged all-MiniLM-L6-v2, "
+        "sbert=DIR: a model directory) by matching its in-batch cosine rankings (KL), then train "
+        "with --loss.",
+    ),
+    click.option(
+        "--init",
+        "init",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="clsm/dssm: start from this encoder bundle (its vocabulary, towers and weights), e.g. one "
+        "pre-trained with --from-docs DOCS --pair spans:title, and train it further on PAIRS.",
+    ),
 )
 
 _TRAINING = option_group(
     "training",
-    click.option("--distill-epochs", type=click.IntRange(min=1), default=8, show_default=True,
-                 help="With --teacher: distillation epochs over the training pairs."),
-    click.option("--distill-lr", type=click.FloatRange(min=0, min_open=True), default=3e-3, show_default=True,
-                 help="With --teacher: Adam learning rate of the distillation."),
-    click.option("--distill-weight", type=click.FloatRange(min=0), default=0.0, show_default=True,
-                 help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
-                      "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
-                      "validation)."),
-    click.option("--topics", default="50,10", show_default=True,
-                 help="DeepMatch: FINE,COARSE LDA topic counts, the two patch resolutions (paper: 200,50)."),
-    click.option("--patch-words", type=click.IntRange(min=1), default=10, show_default=True,
-                 help="DeepMatch: most probable words per side kept in each patch."),
-    click.option("--loss", type=click.Choice(["softmax", "generalized", "hinge"]), default="softmax",
-                 show_default=True,
-                 help="softmax: DSSM/CLSM; generalized: GDSSM soft labels on every pair; hinge: DSE margin loss."),
-    click.option("--score", type=click.Choice(["cosine", "dot"]), default=None,
-                 help="clsm/dssm relevance: cosine of the vectors, or their raw dot product (DSE) "
-                      "[default: dot with --pretrain rbm, else cosine]."),
+    click.option(
+        "--distill-epochs",
+        type=click.IntRange(min=1),
+        default=8,
+        show_default=True,
+        help="With --teacher: distillation epochs over the training pairs.",
+    ),
+    click.option(
+        "--distill-lr",
+        type=click.FloatRange(min=0, min_open=True),
+        default=3e-3,
+        show_default=True,
+        help="With --teacher: Adam learning rate of the distillation.",
+    ),
+    click.option(
+        "--distill-weight",
+        type=click.FloatRange(min=0),
+        default=0.0,
+        show_default=True,
+        help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
+        "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
+        "validation).",
+    ),
+    click.option(
+        "--topics",
+        default="50,10",
+        show_default=True,
+        help="DeepMatch: FINE,COARSE LDA topic counts, the two patch resolutions (paper: 200,50).",
+    ),
+    click.option(
+        "--patch-words",
+        type=click.IntRange(min=1),
+        default=10,
+        show_default=True,
+        help="DeepMatch: most probable words per side kept in each patch.",
+    ),
+    click.option(
+        "--loss",
+        type=click.Choice(["softmax", "generalized", "hinge"]),
+        default="softmax",
+        show_default=True,
+        help="softmax: DSSM/CLSM; generalized: GDSSM soft labels on every pair; hinge: DSE margin loss.",
+    ),
+    click.option(
+        "--score",
+        type=click.Choice(["cosine", "dot"]),
+        default=None,
+        help="clsm/dssm relevance: cosine of the vectors, or their raw dot product (DSE) "
+        "[default: dot with --pretrain rbm, else cosine].",
+    ),
     click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True, help="Maximum epochs."),
-    click.option("--negatives", type=click.IntRange(min=0), default=4, show_default=True,
-                 help="J random corpus negatives per sample."),
-    click.option("--hard-negatives", type=click.IntRange(min=0), default=0, show_default=True,
-                 help="Same-query lower-labelled negatives per sample."),
-    click.option("--in-batch/--no-in-batch", default=True, show_default=True,
-                 help="Also use the other documents of the mini-batch as negatives."),
-    click.option("--gamma", type=click.FloatRange(min=0, min_open=True), default=None,
-                 help="Softmax smoothing factor, multiplying the score [default: 10 cosine, 1 dot]."),
+    click.option(
+        "--negatives",
+        type=click.IntRange(min=0),
+        default=4,
+        show_default=True,
+        help="J random corpus negatives per sample.",
+    ),
+    click.option(
+        "--hard-negatives",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Same-query lower-labelled negatives per sample.",
+    ),
+    click.option(
+        "--in-batch/--no-in-batch",
+        default=True,
+        show_default=True,
+        help="Also use the other documents of the mini-batch as negatives.",
+    ),
+    click.option(
+        "--gamma",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Softmax smoothing factor, multiplying the score [default: 10 cosine, 1 dot].",
+    ),
     click.option("--margin", type=float, default=None, help="Hinge loss margin [default: 1.0; deepmatch 0.1]."),
-    click.option("--batch-size", type=click.IntRange(min=2), default=None,
-                 help="Samples per mini-batch [default: 1024; deepmatch 128]."),
+    click.option(
+        "--batch-size",
+        type=click.IntRange(min=2),
+        default=None,
+        help="Samples per mini-batch [default: 1024; deepmatch 128].",
+    ),
     click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True),
-    click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=None,
-                 help="Learning rate [default: 1e-3 adam, 0.1 sgd]."),
-    click.option("--soft-labels", type=click.Choice(["linear", "clicks", "identity"]), default="linear",
-                 show_default=True,
-                 help="Grades -> [0,1] linearly, click counts c -> c/(c+s), or labels already in [0,1]."),
-    click.option("--click-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-                 help="s in c/(c+s) for --soft-labels clicks."),
-    click.option("--min-positive", type=float, default=0.5, show_default=True,
-                 help="Soft label from which a pair is a positive (softmax, hinge)."),
-    click.option("--val-fraction", type=click.FloatRange(min=0, max=1, max_open=True), default=0.1,
-                 show_default=True, help="Share of queries held out for early stopping on NDCG@10 (0: none)."),
+    click.option(
+        "--lr",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help="Learning rate [default: 1e-3 adam, 0.1 sgd].",
+    ),
+    click.option(
+        "--soft-labels",
+        type=click.Choice(["linear", "clicks", "identity"]),
+        default="linear",
+        show_default=True,
+        help="Grades -> [0,1] linearly, click counts c -> c/(c+s), or labels already in [0,1].",
+    ),
+    click.option(
+        "--click-scale",
+        type=click.FloatRange(min=0, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="s in c/(c+s) for --soft-labels clicks.",
+    ),
+    click.option(
+        "--min-positive",
+        type=float,
+        default=0.5,
+        show_default=True,
+        help="Soft label from which a pair is a positive (softmax, hinge).",
+    ),
+    click.option(
+        "--val-fraction",
+        type=click.FloatRange(min=0, max=1, max_open=True),
+        default=0.1,
+        show_default=True,
+        help="Share of queries held out for early stopping on NDCG@10 (0: none).",
+    ),
     click.option("--patience", type=click.IntRange(min=1), default=2, show_default=True),
-    click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True,
-                 help="Trigrams rarer than this map to the unknown id."),
+    click.option(
+        "--min-count",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Trigrams rarer than this map to the unknown id.",
+    ),
     click.option("--buckets", type=click.IntRange(min=1), default=None, help="Hash trigrams into N buckets instead."),
     click.option("--shared", is_flag=True, help="One tower for queries and documents."),
     click.option("--seed", type=int, default=0, show_default=True),
@@ -87,34 +189,61 @@ _TRAINING = option_group(
 _RUN = option_group(
     "run",
     threads_option(default=0, what="of torch"),
-    click.option("--checkpoint", type=click.Path(dir_okay=False), default=None,
-                 help="Checkpoint rewritten each epoch [default: OUT.ckpt, removed on success]."),
-    click.option("--resume", type=click.Path(exists=True, dir_okay=False), default=None,
-                 help="Continue an interrupted run from its checkpoint (same PAIRS and options)."),
+    click.option(
+        "--checkpoint",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Checkpoint rewritten each epoch [default: OUT.ckpt, removed on success].",
+    ),
+    click.option(
+        "--resume",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="Continue an interrupted run from its checkpoint (same PAIRS and options).",
+    ),
 )
 
 
 @click.command("train-encoder")
 @click.argument("pairs", required=False, type=click.Path(exists=True, dir_okay=False))
-@click.option("--from-docs", "from_docs", type=click.Path(exists=True, dir_okay=False), default=None,
-              help="Instead of PAIRS: weak supervision from a documents table (docid + fields).")
-@click.option("--pair", "field_pair", default="title:body", show_default=True,
-              help="With --from-docs: QUERY_FIELD:DOC_FIELD (the first field plays the query), or spans:FIELD "
-                   "(query-like spans of 1-4 words of each document's FIELD, matched to the whole FIELD).")
-@click.option("--spans-per-doc", type=click.IntRange(min=1), default=4, show_default=True,
-              help="With --pair spans:FIELD: spans drawn per document.")
+@click.option(
+    "--from-docs",
+    "from_docs",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Instead of PAIRS: weak supervision from a documents table (docid + fields).",
+)
+@click.option(
+    "--pair",
+    "field_pair",
+    default="title:body",
+    show_default=True,
+    help="With --from-docs: QUERY_FIELD:DOC_FIELD (the first field plays the query), or spans:FIELD "
+    "(query-like spans of 1-4 words of each document's FIELD, matched to the whole FIELD).",
+)
+@click.option(
+    "--spans-per-doc",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="With --pair spans:FIELD: spans drawn per document.",
+)
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Encoder bundle to write (.ltrenc).")
 @_READING
-@click.option("--model", type=click.Choice(["clsm", "dssm", "deepmatch", "sbert"]), default="clsm", show_default=True,
-              help="clsm / dssm: text encoders (cosine); deepmatch: pair interaction model (match score); sbert: "
-                   "fine-tune a sentence-transformer (its own defaults for options not given: 1 epoch, batch 32, "
-                   "lr 2e-5, in-batch negatives only, gamma 20, margin 0.2).")
+@click.option(
+    "--model",
+    type=click.Choice(["clsm", "dssm", "deepmatch", "sbert"]),
+    default="clsm",
+    show_default=True,
+    help="clsm / dssm: text encoders (cosine); deepmatch: pair interaction model (match score); sbert: "
+    "fine-tune a sentence-transformer (its own defaults for options not given: 1 epoch, batch 32, "
+    "lr 2e-5, in-batch negatives only, gamma 20, margin 0.2).",
+)
 @_START
 @_TRAINING
 @_RUN
 @sbert_options
-def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading, model, start, training, run,
-                      **_sbert):
+def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading, model, start, training, run, **_sbert):
     """Train a DSSM or CLSM text encoder on PAIRS (a judged-pairs or click table:
     query text, document text, label or click count) and write it as one .ltrenc bundle.
 
@@ -168,12 +297,23 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
     t, pretrain, teacher = training, start["pretrain"], start["teacher"]
     soft_labels = t["soft_labels"]
     if from_docs:
-        table = _weak_pairs(from_docs, field_pair, encoding=reading["encoding"], pairs=pairs, seed=t["seed"],
-                            spans_per_doc=spans_per_doc)
+        table = _weak_pairs(
+            from_docs,
+            field_pair,
+            encoding=reading["encoding"],
+            pairs=pairs,
+            seed=t["seed"],
+            spans_per_doc=spans_per_doc,
+        )
         soft_labels = "identity"
     elif pairs:
-        table = read_judged_pairs(pairs, columns=reading["columns"], encoding=reading["encoding"],
-                                  label_map=reading["label_map"], duplicates=reading["duplicates"])
+        table = read_judged_pairs(
+            pairs,
+            columns=reading["columns"],
+            encoding=reading["encoding"],
+            label_map=reading["label_map"],
+            duplicates=reading["duplicates"],
+        )
         if duplicates_line(table.attrs["duplicates"]):
             click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
     else:
@@ -182,8 +322,14 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
     if out:
         check_writable(out)  # before the training, not after it
     if model == "sbert":
-        train_sbert_cmd(click.get_current_context(), table, out, soft_labels=soft_labels, checkpoint=run["checkpoint"],
-                        resume=run["resume"])
+        train_sbert_cmd(
+            click.get_current_context(),
+            table,
+            out,
+            soft_labels=soft_labels,
+            checkpoint=run["checkpoint"],
+            resume=run["resume"],
+        )
         return
     if (teacher is not None or start["init"]) and model == "deepmatch":
         raise click.UsageError("--teacher and --init are for --model clsm/dssm, not deepmatch")
@@ -192,14 +338,32 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
         return
     try:
         config = EncoderConfig(
-            model=model, loss=t["loss"], score=t["score"] or ("dot" if pretrain == "rbm" else "cosine"),
-            epochs=t["epochs"], negatives=t["negatives"], hard_negatives=t["hard_negatives"], in_batch=t["in_batch"],
-            gamma=t["gamma"], margin=1.0 if t["margin"] is None else t["margin"], batch_size=t["batch_size"] or 1024,
-            optimizer=t["optimizer"], lr=t["lr"], pretrain=None if pretrain == "none" else pretrain,
-            distill_epochs=t["distill_epochs"], distill_lr=t["distill_lr"], distill_weight=t["distill_weight"],
-            soft_labels=soft_labels, click_scale=t["click_scale"], min_positive=t["min_positive"],
-            val_fraction=t["val_fraction"], patience=t["patience"], min_count=t["min_count"],
-            n_buckets=t["buckets"], shared=t["shared"], seed=t["seed"])
+            model=model,
+            loss=t["loss"],
+            score=t["score"] or ("dot" if pretrain == "rbm" else "cosine"),
+            epochs=t["epochs"],
+            negatives=t["negatives"],
+            hard_negatives=t["hard_negatives"],
+            in_batch=t["in_batch"],
+            gamma=t["gamma"],
+            margin=1.0 if t["margin"] is None else t["margin"],
+            batch_size=t["batch_size"] or 1024,
+            optimizer=t["optimizer"],
+            lr=t["lr"],
+            pretrain=None if pretrain == "none" else pretrain,
+            distill_epochs=t["distill_epochs"],
+            distill_lr=t["distill_lr"],
+            distill_weight=t["distill_weight"],
+            soft_labels=soft_labels,
+            click_scale=t["click_scale"],
+            min_positive=t["min_positive"],
+            val_fraction=t["val_fraction"],
+            patience=t["patience"],
+            min_count=t["min_count"],
+            n_buckets=t["buckets"],
+            shared=t["shared"],
+            seed=t["seed"],
+        )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     init = None
@@ -207,16 +371,29 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
         from ltrfeat.features.encoders.encoder import Encoder
 
         init = Encoder.load(start["init"])
-    encoder, history = fit_and_save(lambda ckpt: train_encoder(
-        table, config, teacher=teacher, init=init, threads=run["threads"] or None, checkpoint=ckpt,
-        resume=run["resume"]), out, run["checkpoint"])
+    encoder, history = fit_and_save(
+        lambda ckpt: train_encoder(
+            table,
+            config,
+            teacher=teacher,
+            init=init,
+            threads=run["threads"] or None,
+            checkpoint=ckpt,
+            resume=run["resume"],
+        ),
+        out,
+        run["checkpoint"],
+    )
     _summary(out, encoder, history)
 
 
 def _summary(out, model, history):
-    summary = {"out": str(out), "best_epoch": model.training["best_epoch"],
-               "val_ndcg@10": model.training["validation"]["ndcg@10"],
-               "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10")} for h in history]}
+    summary = {
+        "out": str(out),
+        "best_epoch": model.training["best_epoch"],
+        "val_ndcg@10": model.training["validation"]["ndcg@10"],
+        "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10")} for h in history],
+    }
     click.echo(json.dumps(summary))
 
 
@@ -229,13 +406,35 @@ def _train_deepmatch(table, out, t: dict, *, pretrain, soft_labels, run):
         fine, coarse = (int(x) for x in t["topics"].split(","))
     except ValueError:
         raise click.UsageError(f"--topics {t['topics']!r} is not FINE,COARSE (e.g. 50,10)") from None
-    options = {k: t[k] for k in ("epochs", "negatives", "hard_negatives", "lr", "min_positive", "val_fraction",
-                                 "patience", "seed", "patch_words")}
+    options = {
+        k: t[k]
+        for k in (
+            "epochs",
+            "negatives",
+            "hard_negatives",
+            "lr",
+            "min_positive",
+            "val_fraction",
+            "patience",
+            "seed",
+            "patch_words",
+        )
+    }
     model, history = fit_and_save(
-        lambda ckpt: train_deepmatch(table, topics=(fine, coarse), margin=0.1 if t["margin"] is None else t["margin"],
-                                     batch_size=t["batch_size"] or 128, soft_labels=soft_labels,
-                                     threads=run["threads"] or None, checkpoint=ckpt, resume=run["resume"], **options),
-        out, run["checkpoint"])
+        lambda ckpt: train_deepmatch(
+            table,
+            topics=(fine, coarse),
+            margin=0.1 if t["margin"] is None else t["margin"],
+            batch_size=t["batch_size"] or 128,
+            soft_labels=soft_labels,
+            threads=run["threads"] or None,
+            checkpoint=ckpt,
+            resume=run["resume"],
+            **options,
+        ),
+        out,
+        run["checkpoint"],
+    )
     _summary(out, model, history)
 
 

@@ -1,4 +1,5 @@
 """``ltrfeat explain``: the score (cosine or dot) of one (query, document) pair and which words produced it."""
+
 from __future__ import annotations
 
 import json
@@ -10,10 +11,20 @@ import click
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.argument("query")
 @click.argument("document")
-@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True,
-              help="Neurons (CLSM) or trigrams (DSSM) listed per side.")
-@click.option("--shared-top", type=click.IntRange(min=1), default=10, show_default=True,
-              help="CLSM: neurons in both sides' top N are listed as shared.")
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    help="Neurons (CLSM) or trigrams (DSSM) listed per side.",
+)
+@click.option(
+    "--shared-top",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="CLSM: neurons in both sides' top N are listed as shared.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 def explain(model, query, document, top, shared_top, as_json):
     """Explain an encoder's score for one query and one document text: the cosine, or the

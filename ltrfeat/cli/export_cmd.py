@@ -1,4 +1,5 @@
 """``ltrfeat export-ranker`` (LTR plugins, XGBoost JSON, LightGBM) and ``export-encoder`` (ONNX)."""
+
 from __future__ import annotations
 
 import json
@@ -38,22 +39,55 @@ def _json_file(path, what: str) -> dict | None:
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output model file.")
 @click.option("--name", default=None, help="Plugin model name (default: the output file stem).")
 @click.option("--featureset", default=None, help="Plugin featureset name (default: the output file stem).")
-@click.option("--templates", type=click.Path(dir_okay=False),
-              help="JSON {feature: ES query template} for the featureset (bm25_<field> gets a match query).")
-@click.option("--normalizers", type=click.Path(dir_okay=False),
-              help='JSON {feature: {"standard": {"mean": M, "standard_deviation": S}}} or min_max '
-                   '{"minimum", "maximum"}: the plugin\'s feature_normalizers.')
-@click.option("--missing-as-zero", is_flag=True,
-              help="Export a model trained with NaN cells; the plugins score a missing value as 0.")
-@click.option("--encoder", "encoders", multiple=True, metavar="NAME=PATH",
-              help="Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.")
-@click.option("--corpus-stats", type=click.Path(dir_okay=False),
-              help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.")
+@click.option(
+    "--templates",
+    type=click.Path(dir_okay=False),
+    help="JSON {feature: ES query template} for the featureset (bm25_<field> gets a match query).",
+)
+@click.option(
+    "--normalizers",
+    type=click.Path(dir_okay=False),
+    help='JSON {feature: {"standard": {"mean": M, "standard_deviation": S}}} or min_max '
+    '{"minimum", "maximum"}: the plugin\'s feature_normalizers.',
+)
+@click.option(
+    "--missing-as-zero",
+    is_flag=True,
+    help="Export a model trained with NaN cells; the plugins score a missing value as 0.",
+)
+@click.option(
+    "--encoder",
+    "encoders",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.",
+)
+@click.option(
+    "--corpus-stats",
+    type=click.Path(dir_okay=False),
+    help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.",
+)
 @lexical_options(used_at_extraction=True, names=("k1", "b"))
-@click.option("--fill-zero", is_flag=True,
-              help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.")
-def export_ranker(model, target, out_path, name, featureset, templates, normalizers, missing_as_zero, encoders,
-                  corpus_stats, k1, b, fill_zero):
+@click.option(
+    "--fill-zero",
+    is_flag=True,
+    help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.",
+)
+def export_ranker(
+    model,
+    target,
+    out_path,
+    name,
+    featureset,
+    templates,
+    normalizers,
+    missing_as_zero,
+    encoders,
+    corpus_stats,
+    k1,
+    b,
+    fill_zero,
+):
     """Export a trained ranker for Elasticsearch/OpenSearch LTR, XGBoost JSON or LightGBM.
 
     es-ltr/opensearch-ltr write OUT (the _createmodel body: model/xgboost+json for XGBoost
@@ -82,27 +116,48 @@ def export_ranker(model, target, out_path, name, featureset, templates, normaliz
         from ltrfeat.features.corpus import CorpusStats
 
         analyzer = CorpusStats.load(corpus_stats).analyzer
-    manifest = export(LambdaMART.load(model), out_path, to=target, name=name, featureset=featureset,
-                      templates=_json_file(templates, "--templates"),
-                      normalizers=_json_file(normalizers, "--normalizers"), missing_as_zero=missing_as_zero,
-                      dims=dims, analyzer=analyzer, bm25=(k1, b), fill_zero=fill_zero)
-    click.echo(f"wrote {', '.join(manifest['files'])} ({manifest['trees']} trees, "
-               f"{len(manifest['features'])} features) and {out_path}.export.json", err=True)
+    manifest = export(
+        LambdaMART.load(model),
+        out_path,
+        to=target,
+        name=name,
+        featureset=featureset,
+        templates=_json_file(templates, "--templates"),
+        normalizers=_json_file(normalizers, "--normalizers"),
+        missing_as_zero=missing_as_zero,
+        dims=dims,
+        analyzer=analyzer,
+        bm25=(k1, b),
+        fill_zero=fill_zero,
+    )
+    click.echo(
+        f"wrote {', '.join(manifest['files'])} ({manifest['trees']} trees, "
+        f"{len(manifest['features'])} features) and {out_path}.export.json",
+        err=True,
+    )
     for line in manifest.get("upload", []):
         click.echo(f"  upload: {line}", err=True)
     for feature, reason in (manifest.get("not_reproduced") or {}).items():
         click.echo(f"warning: the engine cannot compute {feature}: {reason}", err=True)
     untemplated = manifest.get("features_without_template") or []
     if untemplated:
-        click.echo(f"warning: {len(untemplated)} feature(s) have no query template ({', '.join(untemplated[:6])}"
-                   f"{', ...' if len(untemplated) > 6 else ''}); add them with --templates before uploading", err=True)
+        click.echo(
+            f"warning: {len(untemplated)} feature(s) have no query template ({', '.join(untemplated[:6])}"
+            f"{', ...' if len(untemplated) > 6 else ''}); add them with --templates before uploading",
+            err=True,
+        )
 
 
 @click.command("export-encoder")
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--to", "target", type=click.Choice(["onnx"]), default="onnx", show_default=True, help="Export format.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Output directory: query.onnx, doc.onnx and encoder.json (hashing table).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Output directory: query.onnx, doc.onnx and encoder.json (hashing table).",
+)
 def export_encoder(model, target, out_dir):
     """Export a CLSM/DSSM encoder's query and document towers to ONNX.
 
@@ -118,15 +173,25 @@ def export_encoder(model, target, out_dir):
     from ltrfeat.features.encoders.onnx_export import export_onnx
 
     sidecar = export_onnx(Encoder.load(model), out_dir)
-    click.echo(f"wrote {out_dir}/query.onnx, doc.onnx and encoder.json ({sidecar['architecture']}, "
-               f"dim {sidecar['dim']}, opset {sidecar['opset']})", err=True)
+    click.echo(
+        f"wrote {out_dir}/query.onnx, doc.onnx and encoder.json ({sidecar['architecture']}, "
+        f"dim {sidecar['dim']}, opset {sidecar['opset']})",
+        err=True,
+    )
 
 
 @click.command("embed")
-@click.option("--docs", "docs_path", required=True, type=click.Path(dir_okay=False),
-              help="Documents table (docid + text fields).")
-@click.option("--encoder", "encoders", multiple=True, required=True, metavar="NAME=PATH",
-              help="Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.")
+@click.option(
+    "--docs", "docs_path", required=True, type=click.Path(dir_okay=False), help="Documents table (docid + text fields)."
+)
+@click.option(
+    "--encoder",
+    "encoders",
+    multiple=True,
+    required=True,
+    metavar="NAME=PATH",
+    help="Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.",
+)
 @click.option("--fields", default="title", show_default=True, help="Comma-separated document fields to embed.")
 @click.option("--index", "index_name", required=True, help="Target index name for the bulk action lines.")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output NDJSON file.")

@@ -1,4 +1,5 @@
 """``ltrfeat extract`` (append feature columns to a LETOR file) and ``ltrfeat features list``."""
+
 from __future__ import annotations
 
 import warnings
@@ -19,19 +20,43 @@ def _split(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None, stopwords: str | None,
-                     corpus_path: str | None, k1: float, b: float, mu: float, jm_lambda: float,
-                     ad_delta: float, encoders=()) -> list:
+def build_extractors(
+    *,
+    lexical: str | None,
+    fields: list[str],
+    stem: str | None,
+    stopwords: str | None,
+    corpus_path: str | None,
+    k1: float,
+    b: float,
+    mu: float,
+    jm_lambda: float,
+    ad_delta: float,
+    encoders=(),
+) -> list:
     """Every extractor the options ask for, in output column order (one place to add kinds)."""
     corpus = CorpusStats.load(corpus_path) if corpus_path else None
-    analyzer = None if corpus is not None and stem is None and stopwords is None else \
-        Analyzer(stemmer=stem, stopwords=stopwords)
-    extractors = ex.lexical_extractors(_split(lexical), fields=fields, analyzer=analyzer, corpus=corpus, k1=k1, b=b,
-                                       mu=mu, jm_lambda=jm_lambda, ad_delta=ad_delta)
+    analyzer = (
+        None
+        if corpus is not None and stem is None and stopwords is None
+        else Analyzer(stemmer=stem, stopwords=stopwords)
+    )
+    extractors = ex.lexical_extractors(
+        _split(lexical),
+        fields=fields,
+        analyzer=analyzer,
+        corpus=corpus,
+        k1=k1,
+        b=b,
+        mu=mu,
+        jm_lambda=jm_lambda,
+        ad_delta=ad_delta,
+    )
     extractors += neural.encoder_extractors(encoders, fields=fields)
     if not extractors:
-        raise LtrfeatError("no extractor chosen",
-                           fix="pass --lexical NAMES and/or --encoder KIND=MODEL (see `ltrfeat features list`)")
+        raise LtrfeatError(
+            "no extractor chosen", fix="pass --lexical NAMES and/or --encoder KIND=MODEL (see `ltrfeat features list`)"
+        )
     return extractors
 
 
@@ -39,22 +64,50 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
 @click.argument("letor_in", required=False, type=click.Path(dir_okay=False))
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False), help="Query table (qid, query).")
 @click.option("--docs", "docs_path", type=click.Path(dir_okay=False), help="Document table (docid, fields...).")
-@click.option("--pairs", "pairs_path", type=click.Path(dir_okay=False),
-              help="Judged-pairs table instead of LETOR_IN + --queries/--docs.")
+@click.option(
+    "--pairs",
+    "pairs_path",
+    type=click.Path(dir_okay=False),
+    help="Judged-pairs table instead of LETOR_IN + --queries/--docs.",
+)
 @click.option("--columns", default=None, help="Pairs column mapping, e.g. query=search_term,doc=product_title.")
-@click.option("--label-map", default="none", show_default=True,
-              help="Pairs labels to grades: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...")
-@click.option("--conflicts", type=click.Choice(["error", "first"]), default="error", show_default=True,
-              help="Pairs: an id with different texts on different rows fails, or keeps its first text.")
+@click.option(
+    "--label-map",
+    default="none",
+    show_default=True,
+    help="Pairs labels to grades: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
+)
+@click.option(
+    "--conflicts",
+    type=click.Choice(["error", "first"]),
+    default="error",
+    show_default=True,
+    help="Pairs: an id with different texts on different rows fails, or keeps its first text.",
+)
 @click.option("--lexical", default=None, help="Comma-separated lexical features, or 'all'.")
-@click.option("--encoder", "encoders", multiple=True, metavar="KIND[=PATH]",
-              help="Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
-                   "sbert[=DIR] (zero-shot), sbert-ft=FT.ltrenc (fine-tuned).")
-@click.option("--fields", "--field", "fields", default=None,
-              help="Document fields to score (default: every text column of the documents/pairs table).")
+@click.option(
+    "--encoder",
+    "encoders",
+    multiple=True,
+    metavar="KIND[=PATH]",
+    help="Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
+    "sbert[=DIR] (zero-shot), sbert-ft=FT.ltrenc (fine-tuned).",
+)
+@click.option(
+    "--fields",
+    "--field",
+    "fields",
+    default=None,
+    help="Document fields to score (default: every text column of the documents/pairs table).",
+)
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output LETOR file.")
-@click.option("--missing", type=click.Choice(list(ex.MISSING_POLICIES)), default="error", show_default=True,
-              help="Rows whose query or document text is missing: fail, or NaN / 0 in the new columns.")
+@click.option(
+    "--missing",
+    type=click.Choice(list(ex.MISSING_POLICIES)),
+    default="error",
+    show_default=True,
+    help="Rows whose query or document text is missing: fail, or NaN / 0 in the new columns.",
+)
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
 @click.option("--qid-col", default="qid", show_default=True, help="Query id column of --queries.")
 @click.option("--query-col", default="query", show_default=True, help="Query text column of --queries.")
@@ -62,22 +115,73 @@ def build_extractors(*, lexical: str | None, fields: list[str], stem: str | None
 @click.option("--stem", default=None, help="Snowball stemmer (PyStemmer), e.g. english.")
 @click.option("--stopwords", type=click.Choice(["english"]), default=None, help="Drop Lucene's English stopwords.")
 @lexical_options()
-@click.option("--corpus-stats", "corpus_path", type=click.Path(dir_okay=False),
-              help="Use saved corpus statistics (e.g. fitted on the training documents).")
-@click.option("--save-corpus-stats", "save_corpus_path", type=click.Path(dir_okay=False),
-              help="Save the fitted corpus statistics here for the other splits.")
-@click.option("--write-texts", "texts_dir", type=click.Path(file_okay=False),
-              help="With --pairs: also write DIR/queries.csv and DIR/docs.csv.")
-@click.option("--chunk-queries", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Queries held in memory at a time (with --dask: queries per partition).")
-@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
-              help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "
-                   "the output is identical to a local run. Needs ltrfeat[dask].")
+@click.option(
+    "--corpus-stats",
+    "corpus_path",
+    type=click.Path(dir_okay=False),
+    help="Use saved corpus statistics (e.g. fitted on the training documents).",
+)
+@click.option(
+    "--save-corpus-stats",
+    "save_corpus_path",
+    type=click.Path(dir_okay=False),
+    help="Save the fitted corpus statistics here for the other splits.",
+)
+@click.option(
+    "--write-texts",
+    "texts_dir",
+    type=click.Path(file_okay=False),
+    help="With --pairs: also write DIR/queries.csv and DIR/docs.csv.",
+)
+@click.option(
+    "--chunk-queries",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Queries held in memory at a time (with --dask: queries per partition).",
+)
+@click.option(
+    "--dask",
+    "dask",
+    default=None,
+    metavar="SCHEDULER|local[:N]",
+    help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "
+    "the output is identical to a local run. Needs ltrfeat[dask].",
+)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @duplicates_option
-def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
-            out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda, ad_delta,
-            corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress, duplicates):
+def extract(
+    letor_in,
+    queries_path,
+    docs_path,
+    pairs_path,
+    columns,
+    label_map,
+    conflicts,
+    lexical,
+    encoders,
+    fields,
+    out_path,
+    missing,
+    encoding,
+    qid_col,
+    query_col,
+    docid_col,
+    stem,
+    stopwords,
+    k1,
+    b,
+    mu,
+    jm_lambda,
+    ad_delta,
+    corpus_path,
+    save_corpus_path,
+    texts_dir,
+    chunk_queries,
+    dask,
+    no_progress,
+    duplicates,
+):
     """Append lexical and neural feature columns to a LETOR file (or build one from judged pairs).
 
     New columns get ids after the input's largest id and names such as bm25_title in
@@ -99,23 +203,93 @@ def extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, c
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = lambda message, *args, **kwargs: click.echo(f"warning: {message}", err=True)
-        _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders,
-                 fields, out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu,
-                 jm_lambda, ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress,
-                 duplicates)
+        _extract(
+            letor_in,
+            queries_path,
+            docs_path,
+            pairs_path,
+            columns,
+            label_map,
+            conflicts,
+            lexical,
+            encoders,
+            fields,
+            out_path,
+            missing,
+            encoding,
+            qid_col,
+            query_col,
+            docid_col,
+            stem,
+            stopwords,
+            k1,
+            b,
+            mu,
+            jm_lambda,
+            ad_delta,
+            corpus_path,
+            save_corpus_path,
+            texts_dir,
+            chunk_queries,
+            dask,
+            no_progress,
+            duplicates,
+        )
 
 
-def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, conflicts, lexical, encoders, fields,
-             out_path, missing, encoding, qid_col, query_col, docid_col, stem, stopwords, k1, b, mu, jm_lambda,
-             ad_delta, corpus_path, save_corpus_path, texts_dir, chunk_queries, dask, no_progress, duplicates):
+def _extract(
+    letor_in,
+    queries_path,
+    docs_path,
+    pairs_path,
+    columns,
+    label_map,
+    conflicts,
+    lexical,
+    encoders,
+    fields,
+    out_path,
+    missing,
+    encoding,
+    qid_col,
+    query_col,
+    docid_col,
+    stem,
+    stopwords,
+    k1,
+    b,
+    mu,
+    jm_lambda,
+    ad_delta,
+    corpus_path,
+    save_corpus_path,
+    texts_dir,
+    chunk_queries,
+    dask,
+    no_progress,
+    duplicates,
+):
     if bool(pairs_path) == bool(letor_in):
-        raise LtrfeatError("give either LETOR_IN (with --queries and --docs) or --pairs",
-                           fix="see `ltrfeat extract --help` for both forms")
-    options = dict(lexical=lexical, encoders=encoders, stem=stem, stopwords=stopwords, corpus_path=corpus_path, k1=k1,
-                   b=b, mu=mu, jm_lambda=jm_lambda, ad_delta=ad_delta)
+        raise LtrfeatError(
+            "give either LETOR_IN (with --queries and --docs) or --pairs",
+            fix="see `ltrfeat extract --help` for both forms",
+        )
+    options = dict(
+        lexical=lexical,
+        encoders=encoders,
+        stem=stem,
+        stopwords=stopwords,
+        corpus_path=corpus_path,
+        k1=k1,
+        b=b,
+        mu=mu,
+        jm_lambda=jm_lambda,
+        ad_delta=ad_delta,
+    )
     if pairs_path:
-        pairs = text.read_judged_pairs(pairs_path, columns=columns, encoding=encoding, label_map=label_map,
-                                       duplicates=duplicates)
+        pairs = text.read_judged_pairs(
+            pairs_path, columns=columns, encoding=encoding, label_map=label_map, duplicates=duplicates
+        )
         if duplicates_line(pairs.attrs["duplicates"]):
             click.echo(duplicates_line(pairs.attrs["duplicates"]), err=True)
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
@@ -125,9 +299,15 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, 
             from ltrfeat.features import dask_extract
 
             with dask_extract.dask_client(dask) as client:
-                data = dask_extract.extract_ranking_dask(ranking, extractors, queries=queries, docs=docs,
-                                                        missing=missing, client=client,
-                                                        partition_queries=chunk_queries)
+                data = dask_extract.extract_ranking_dask(
+                    ranking,
+                    extractors,
+                    queries=queries,
+                    docs=docs,
+                    missing=missing,
+                    client=client,
+                    partition_queries=chunk_queries,
+                )
         else:
             data = ex.extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=missing)
         _save_corpus(extractors, save_corpus_path)
@@ -140,23 +320,43 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, columns, label_map, 
         if not queries_path or not docs_path:
             raise LtrfeatError("LETOR_IN needs --queries and --docs", fix="pass the query and document tables")
         queries = text.read_queries(queries_path, qid_col=qid_col, text_col=query_col, encoding=encoding)
-        docs = text.read_docs(docs_path, docid_col=docid_col, fields=_split(fields) or None, encoding=encoding,
-                              missing="keep")  # an empty field is scorable (it matches nothing)
+        docs = text.read_docs(
+            docs_path, docid_col=docid_col, fields=_split(fields) or None, encoding=encoding, missing="keep"
+        )  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
         if dask:
             from ltrfeat.features import dask_extract
 
             with dask_extract.dask_client(dask) as client:
-                rows = dask_extract.extract_file_dask(letor_in, out_path, queries=queries, docs=docs,
-                                                     extractors=extractors, missing=missing, client=client,
-                                                     partition_queries=chunk_queries, progress=not no_progress)
+                rows = dask_extract.extract_file_dask(
+                    letor_in,
+                    out_path,
+                    queries=queries,
+                    docs=docs,
+                    extractors=extractors,
+                    missing=missing,
+                    client=client,
+                    partition_queries=chunk_queries,
+                    progress=not no_progress,
+                )
         else:
-            rows = ex.extract_file(letor_in, out_path, queries=queries, docs=docs, extractors=extractors,
-                                   missing=missing, chunk_queries=chunk_queries, progress=not no_progress)
+            rows = ex.extract_file(
+                letor_in,
+                out_path,
+                queries=queries,
+                docs=docs,
+                extractors=extractors,
+                missing=missing,
+                chunk_queries=chunk_queries,
+                progress=not no_progress,
+            )
         _save_corpus(extractors, save_corpus_path)
     names = [n for e in extractors for n in e.feature_names()]
-    click.echo(f"wrote {out_path}: {rows} rows, {len(names)} new columns ({', '.join(names[:6])}"
-               f"{', ...' if len(names) > 6 else ''})", err=True)
+    click.echo(
+        f"wrote {out_path}: {rows} rows, {len(names)} new columns ({', '.join(names[:6])}"
+        f"{', ...' if len(names) > 6 else ''})",
+        err=True,
+    )
 
 
 def _save_corpus(extractors, path) -> None:

@@ -1,4 +1,5 @@
 """``ltrfeat letor ...``: inspect, validate and convert LETOR / svmlight files."""
+
 from __future__ import annotations
 
 import json
@@ -8,12 +9,28 @@ import click
 from ltrfeat.features import letor as letor_io
 
 _READ_OPTIONS = [
-    click.option("--from", "fmt", type=click.Choice(["auto", "letor", "svmlight"]), default="auto", show_default=True,
-                 help="Input format; auto = svmlight when FILE.query exists and lines have no qid:."),
-    click.option("--group", "group_path", type=click.Path(dir_okay=False), default=None,
-                 help="Group-size file of an svmlight input (default FILE.query)."),
-    click.option("--nan-policy", type=click.Choice(list(letor_io.NAN_POLICIES)), default="error", show_default=True,
-                 help="NaN/inf feature values: fail, keep them, or replace them by 0."),
+    click.option(
+        "--from",
+        "fmt",
+        type=click.Choice(["auto", "letor", "svmlight"]),
+        default="auto",
+        show_default=True,
+        help="Input format; auto = svmlight when FILE.query exists and lines have no qid:.",
+    ),
+    click.option(
+        "--group",
+        "group_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Group-size file of an svmlight input (default FILE.query).",
+    ),
+    click.option(
+        "--nan-policy",
+        type=click.Choice(list(letor_io.NAN_POLICIES)),
+        default="error",
+        show_default=True,
+        help="NaN/inf feature values: fail, keep them, or replace them by 0.",
+    ),
     click.option("--regroup", is_flag=True, help="Stably regroup queries whose rows are not contiguous."),
 ]
 
@@ -63,8 +80,9 @@ def info(file, as_json, fmt, group_path, nan_policy, regroup):
     click.echo(f"file:          {stats['path']} ({stats['format']})")
     click.echo(f"rows:          {stats['rows']}")
     click.echo(f"queries:       {stats['queries']}")
-    click.echo(f"features:      {stats['features']} (max id {stats['max_feature_id']}, names from "
-               f"{stats['feature_map']})")
+    click.echo(
+        f"features:      {stats['features']} (max id {stats['max_feature_id']}, names from {stats['feature_map']})"
+    )
     if stats["feature_map"] == "sidecar":
         for source, names in _by_source(stats["feature_names"]).items():
             click.echo(f"  {source}: {names}")
@@ -89,18 +107,31 @@ def validate(file, fmt, group_path, nan_policy, regroup):
       ltrfeat letor validate S1.txt && echo ok
     """
     stats = letor_io.letor_summary(file, fmt=fmt, group_path=group_path, nan_policy=nan_policy, regroup=regroup)
-    click.echo(f"ok: {stats['path']}: {stats['rows']} rows, {stats['queries']} queries, "
-               f"{stats['features']} features ({stats['format']})")
+    click.echo(
+        f"ok: {stats['path']}: {stats['rows']} rows, {stats['queries']} queries, "
+        f"{stats['features']} features ({stats['format']})"
+    )
 
 
 @letor.command()
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.argument("target", type=click.Path(dir_okay=False))
-@click.option("--to", "to_fmt", type=click.Choice(list(letor_io.FORMATS)), default="letor", show_default=True,
-              help="Output format; svmlight also writes TARGET.query.")
+@click.option(
+    "--to",
+    "to_fmt",
+    type=click.Choice(list(letor_io.FORMATS)),
+    default="letor",
+    show_default=True,
+    help="Output format; svmlight also writes TARGET.query.",
+)
 @click.option("--sparse", is_flag=True, help="Omit zero feature values.")
-@click.option("--chunk-queries", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Queries held in memory at a time.")
+@click.option(
+    "--chunk-queries",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Queries held in memory at a time.",
+)
 @_read_options
 def convert(source, target, to_fmt, sparse, chunk_queries, fmt, group_path, nan_policy, regroup):
     """Convert SOURCE to TARGET (streaming; .gz by extension) and write TARGET.features.json.
@@ -110,8 +141,9 @@ def convert(source, target, to_fmt, sparse, chunk_queries, fmt, group_path, nan_
       ltrfeat letor convert rank.train rank.letor --to letor
       ltrfeat letor convert S1.txt S1.svm.gz --to svmlight --sparse
     """
-    chunks = letor_io.iter_letor(source, chunk_queries=chunk_queries, fmt=fmt, group_path=group_path,
-                                 nan_policy=nan_policy, regroup=regroup)
+    chunks = letor_io.iter_letor(
+        source, chunk_queries=chunk_queries, fmt=fmt, group_path=group_path, nan_policy=nan_policy, regroup=regroup
+    )
     first = next(chunks)
     rows = queries = 0
     with letor_io.LetorWriter(target, first.feature_map, fmt=to_fmt, sparse=sparse) as writer:
@@ -119,8 +151,9 @@ def convert(source, target, to_fmt, sparse, chunk_queries, fmt, group_path, nan_
             writer.write(chunk)
             rows += len(chunk)
             queries += chunk.n_queries
-    click.echo(f"wrote {target}: {rows} rows, {queries} queries, {len(first.feature_map)} features ({to_fmt})",
-               err=True)
+    click.echo(
+        f"wrote {target}: {rows} rows, {queries} queries, {len(first.feature_map)} features ({to_fmt})", err=True
+    )
 
 
 def _chain(first, rest):

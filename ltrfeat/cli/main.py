@@ -1,4 +1,5 @@
 """The ``ltrfeat`` click application: thin commands over ``ltrfeat.features`` and ``rankers``."""
+
 from __future__ import annotations
 
 import signal

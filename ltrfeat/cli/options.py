@@ -1,4 +1,5 @@
 """Option parsing shared by several commands."""
+
 from __future__ import annotations
 
 import contextlib
@@ -38,18 +39,24 @@ def notices():
 
 
 duplicates_option = click.option(
-    "--duplicates", type=click.Choice(["error", "first", "mean", "max"]), default="error", show_default=True,
+    "--duplicates",
+    type=click.Choice(["error", "first", "mean", "max"]),
+    default="error",
+    show_default=True,
     help="A (query, document) pair judged on several rows: stop with the count and lines (error), keep the first "
-         "row (first), or its texts with the mean grade rounded half up (mean) or the highest grade (max). "
-         "The choice and counts are recorded in the outputs.")
+    "row (first), or its texts with the mean grade rounded half up (mean) or the highest grade (max). "
+    "The choice and counts are recorded in the outputs.",
+)
 
 
 def duplicates_line(figures: dict | None) -> str | None:
     """One stderr line about merged repeated judgments, or None when there were none."""
     if not figures or not figures.get("repeated_rows"):
         return None
-    return (f"note: --duplicates {figures['policy']}: merged {figures['repeated_rows']} repeated rows into "
-            f"{figures['pairs']} judged pairs ({figures['disagreeing_pairs']} had different grades)")
+    return (
+        f"note: --duplicates {figures['policy']}: merged {figures['repeated_rows']} repeated rows into "
+        f"{figures['pairs']} judged pairs ({figures['disagreeing_pairs']} had different grades)"
+    )
 
 
 def quiet() -> bool:
@@ -88,22 +95,51 @@ def selection_options(default_on: bool):
 
     def decorator(fn):
         options = [
-            click.option("--select/--no-select", "select", default=default_on, show_default=True,
-                         help="Choose the ranker among --candidates by inner cross-validation over the training "
-                              "queries (never the test queries); --no-select trains plain LambdaMART."),
-            click.option("--candidates", default=None, metavar="LIST",
-                         help=f"Comma-separated candidates of the selection: {', '.join(CANDIDATES)} "
-                              "[default: ENGINE, ENGINE-tuned with --tune, linear, boost-best, best-single]."),
-            click.option("--tune", type=click.Choice(TUNE_METHODS), default="none", show_default=True,
-                         help="Hyperparameter search of the ENGINE-tuned candidate: a fixed grid of 8 "
-                              "configurations or Optuna TPE (--tune-trials); every feature set gets the same budget."),
-            click.option("--tune-trials", type=click.IntRange(min=1), default=20, show_default=True,
-                         help="Optuna trials per feature set and fold."),
-            click.option("--inner-folds", type=click.IntRange(min=2), default=3, show_default=True,
-                         help="Query folds of the inner cross-validation."),
-            click.option("--select-rule", type=click.Choice(RULES), default="one-se", show_default=True,
-                         help="one-se: the simplest candidate within one standard error of the best inner-CV "
-                              "score; best: the best score."),
+            click.option(
+                "--select/--no-select",
+                "select",
+                default=default_on,
+                show_default=True,
+                help="Choose the ranker among --candidates by inner cross-validation over the training "
+                "queries (never the test queries); --no-select trains plain LambdaMART.",
+            ),
+            click.option(
+                "--candidates",
+                default=None,
+                metavar="LIST",
+                help=f"Comma-separated candidates of the selection: {', '.join(CANDIDATES)} "
+                "[default: ENGINE, ENGINE-tuned with --tune, linear, boost-best, best-single].",
+            ),
+            click.option(
+                "--tune",
+                type=click.Choice(TUNE_METHODS),
+                default="none",
+                show_default=True,
+                help="Hyperparameter search of the ENGINE-tuned candidate: a fixed grid of 8 "
+                "configurations or Optuna TPE (--tune-trials); every feature set gets the same budget.",
+            ),
+            click.option(
+                "--tune-trials",
+                type=click.IntRange(min=1),
+                default=20,
+                show_default=True,
+                help="Optuna trials per feature set and fold.",
+            ),
+            click.option(
+                "--inner-folds",
+                type=click.IntRange(min=2),
+                default=3,
+                show_default=True,
+                help="Query folds of the inner cross-validation.",
+            ),
+            click.option(
+                "--select-rule",
+                type=click.Choice(RULES),
+                default="one-se",
+                show_default=True,
+                help="one-se: the simplest candidate within one standard error of the best inner-CV "
+                "score; best: the best score.",
+            ),
         ]
         for option in reversed(options):
             fn = option(fn)
@@ -112,8 +148,17 @@ def selection_options(default_on: bool):
     return decorator
 
 
-def selection_config(engine: str, *, select: bool, candidates, tune: str, tune_trials: int, inner_folds: int,
-                     select_rule: str, seed: int = 0):
+def selection_config(
+    engine: str,
+    *,
+    select: bool,
+    candidates,
+    tune: str,
+    tune_trials: int,
+    inner_folds: int,
+    select_rule: str,
+    seed: int = 0,
+):
     """The SelectionConfig the selection options describe (None with --no-select)."""
     from ltrfeat.rankers.selection import SelectionConfig
 
@@ -133,10 +178,15 @@ def config_option() -> click.Option:
     table named after the command (``[train-encoder]``, ``[datasets.convert]``), so one file can serve several
     commands. Unknown keys are an error naming the file and the key.
     """
-    return click.Option(["--config"], type=click.Path(exists=True, dir_okay=False), is_eager=True,
-                        expose_value=False, callback=_apply_config_file,
-                        help="Read option values from a TOML/YAML/JSON file (KEY = VALUE, option names as keys, "
-                             "optionally in a [COMMAND] table); options given here override it.")
+    return click.Option(
+        ["--config"],
+        type=click.Path(exists=True, dir_okay=False),
+        is_eager=True,
+        expose_value=False,
+        callback=_apply_config_file,
+        help="Read option values from a TOML/YAML/JSON file (KEY = VALUE, option names as keys, "
+        "optionally in a [COMMAND] table); options given here override it.",
+    )
 
 
 def _apply_config_file(ctx: click.Context, param: click.Parameter, value) -> None:
@@ -151,8 +201,11 @@ def _apply_config_file(ctx: click.Context, param: click.Parameter, value) -> Non
         for part in path:
             table = table.get(part) if isinstance(table, dict) else None
             if not isinstance(table, dict):
-                raise LtrfeatError(f"no [{'.'.join(path)}] table for this command", path=value,
-                                   fix=f"put the settings of '{' '.join(path)}' in a [{'.'.join(path)}] table")
+                raise LtrfeatError(
+                    f"no [{'.'.join(path)}] table for this command",
+                    path=value,
+                    fix=f"put the settings of '{' '.join(path)}' in a [{'.'.join(path)}] table",
+                )
         where = f"[{'.'.join(path)}] "
     names = {}
     for p in ctx.command.params:
@@ -169,15 +222,22 @@ def _apply_config_file(ctx: click.Context, param: click.Parameter, value) -> Non
             defaults[names[key]] = setting
             continue
         if not where and isinstance(setting, dict):
-            raise LtrfeatError(f"no [{'.'.join(path)}] table for this command (the file has [{key}])", path=value,
-                               fix=f"put the settings of '{' '.join(path)}' in a [{'.'.join(path)}] table")
+            raise LtrfeatError(
+                f"no [{'.'.join(path)}] table for this command (the file has [{key}])",
+                path=value,
+                fix=f"put the settings of '{' '.join(path)}' in a [{'.'.join(path)}] table",
+            )
         import difflib
 
         known = sorted({n for n in names if "_" not in n})
         close = difflib.get_close_matches(str(key), known, n=1)
-        raise LtrfeatError(f"{where}'{' '.join(path)}' has no option {key!r}", path=value,
-                           fix=f"did you mean {close[0]!r}?" if close else
-                           f"use its option names (without the leading --): {', '.join(known)}")
+        raise LtrfeatError(
+            f"{where}'{' '.join(path)}' has no option {key!r}",
+            path=value,
+            fix=f"did you mean {close[0]!r}?"
+            if close
+            else f"use its option names (without the leading --): {', '.join(known)}",
+        )
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
 
 
@@ -193,8 +253,13 @@ def add_config_option(group: click.Group) -> None:
 def threads_option(*, default: int, what: str):
     """``--threads N``, with one meaning in every command: CPU threads each model (or request) may use;
     0 means all the cores available to the process (affinity and cgroup quota counted)."""
-    return click.option("--threads", type=click.IntRange(min=0), default=default, show_default=True,
-                        help=f"CPU threads {what}; 0 = all available cores.")
+    return click.option(
+        "--threads",
+        type=click.IntRange(min=0),
+        default=default,
+        show_default=True,
+        help=f"CPU threads {what}; 0 = all available cores.",
+    )
 
 
 def threads_value(threads: int) -> int:
@@ -204,8 +269,13 @@ def threads_value(threads: int) -> int:
     return threads or available_cores()
 
 
-LEXICAL_PARAMS = (("k1", 1.2, "BM25 k1"), ("b", 0.75, "BM25 b"), ("mu", 2000.0, "Dirichlet prior"),
-                  ("jm_lambda", 0.1, "Jelinek-Mercer lambda"), ("ad_delta", 0.7, "Absolute discounting delta"))
+LEXICAL_PARAMS = (
+    ("k1", 1.2, "BM25 k1"),
+    ("b", 0.75, "BM25 b"),
+    ("mu", 2000.0, "Dirichlet prior"),
+    ("jm_lambda", 0.1, "Jelinek-Mercer lambda"),
+    ("ad_delta", 0.7, "Absolute discounting delta"),
+)
 
 
 def lexical_options(*, used_at_extraction: bool = False, names=("k1", "b", "mu", "jm_lambda", "ad_delta")):
@@ -215,34 +285,71 @@ def lexical_options(*, used_at_extraction: bool = False, names=("k1", "b", "mu",
 
     def decorator(fn):
         for name, default, what in reversed([p for p in LEXICAL_PARAMS if p[0] in names]):
-            fn = click.option(f"--{name.replace('_', '-')}", name, type=float, default=default, show_default=True,
-                              help=f"{what}{suffix}.")(fn)
+            fn = click.option(
+                f"--{name.replace('_', '-')}",
+                name,
+                type=float,
+                default=default,
+                show_default=True,
+                help=f"{what}{suffix}.",
+            )(fn)
         return fn
 
     return decorator
 
 
-def ranker_options(*, n_estimators: int | None, n_estimators_help: str = "Maximum boosting rounds.",
-                   threads: int, threads_what: str = "of the LambdaMART engine"):
+def ranker_options(
+    *,
+    n_estimators: int | None,
+    n_estimators_help: str = "Maximum boosting rounds.",
+    threads: int,
+    threads_what: str = "of the LambdaMART engine",
+):
     """The LambdaMART options shared by ``train-ranker`` and ``ablate``: ``--engine --n-estimators
     --learning-rate --num-leaves --early-stopping-rounds --threads --param``."""
     from ltrfeat.rankers.choices import ENGINES
 
     def decorator(fn):
         options = [
-            click.option("--engine", type=click.Choice(ENGINES), default="lightgbm", show_default=True,
-                         help="LambdaMART implementation."),
-            click.option("--n-estimators", type=click.IntRange(min=1), default=n_estimators,
-                         show_default=n_estimators is not None, help=n_estimators_help),
-            click.option("--learning-rate", type=click.FloatRange(min=0, min_open=True), default=0.05,
-                         show_default=True, help="Shrinkage of each tree."),
-            click.option("--num-leaves", type=click.IntRange(min=2), default=31, show_default=True,
-                         help="Leaves per tree."),
-            click.option("--early-stopping-rounds", type=click.IntRange(min=0), default=50, show_default=True,
-                         help="Patience in rounds on the validation NDCG; 0 disables early stopping."),
+            click.option(
+                "--engine",
+                type=click.Choice(ENGINES),
+                default="lightgbm",
+                show_default=True,
+                help="LambdaMART implementation.",
+            ),
+            click.option(
+                "--n-estimators",
+                type=click.IntRange(min=1),
+                default=n_estimators,
+                show_default=n_estimators is not None,
+                help=n_estimators_help,
+            ),
+            click.option(
+                "--learning-rate",
+                type=click.FloatRange(min=0, min_open=True),
+                default=0.05,
+                show_default=True,
+                help="Shrinkage of each tree.",
+            ),
+            click.option(
+                "--num-leaves", type=click.IntRange(min=2), default=31, show_default=True, help="Leaves per tree."
+            ),
+            click.option(
+                "--early-stopping-rounds",
+                type=click.IntRange(min=0),
+                default=50,
+                show_default=True,
+                help="Patience in rounds on the validation NDCG; 0 disables early stopping.",
+            ),
             threads_option(default=threads, what=threads_what),
-            click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-                         help="Extra engine parameter (repeatable), e.g. --param min_data_in_leaf=50."),
+            click.option(
+                "--param",
+                "params",
+                multiple=True,
+                metavar="KEY=VALUE",
+                help="Extra engine parameter (repeatable), e.g. --param min_data_in_leaf=50.",
+            ),
         ]
         for option in reversed(options):
             fn = option(fn)

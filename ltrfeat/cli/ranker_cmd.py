@@ -1,4 +1,5 @@
 """``ltrfeat train-ranker``, ``evaluate`` and ``rank``: LambdaMART over LETOR / svmlight files."""
+
 from __future__ import annotations
 
 import contextlib
@@ -11,21 +12,37 @@ import numpy as np
 
 from ltrfeat.features import letor as letor_io
 from ltrfeat.features.dataset import FeatureMap, RankingSet
-from ltrfeat.cli.options import (lexical_options, notices, parse_key_values, selection_config, selection_options,
-                                 ranker_options)
+from ltrfeat.cli.options import (
+    lexical_options,
+    notices,
+    parse_key_values,
+    selection_config,
+    selection_options,
+    ranker_options,
+)
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.fileio import atomic_output, check_writable
-from ltrfeat.features.metrics import (GAINS, NO_RELEVANT, TIES, MetricInputError, evaluate_queries, parse_metrics,
-                             summarise)
+from ltrfeat.features.metrics import (
+    GAINS,
+    NO_RELEVANT,
+    TIES,
+    MetricInputError,
+    evaluate_queries,
+    parse_metrics,
+    summarise,
+)
 
 DEFAULT_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
 # ltrfeat.rankers.lambdamart (LightGBM, XGBoost, scikit-learn: ~1 s) is imported inside the commands
 # so that every other ltrfeat command starts fast.
 
 _nan_option = click.option(
-    "--nan-policy", type=click.Choice(list(letor_io.NAN_POLICIES)), default="keep", show_default=True,
-    help="NaN/inf feature values: keep them as missing values for the engine, replace them by 0, or fail.")
-
+    "--nan-policy",
+    type=click.Choice(list(letor_io.NAN_POLICIES)),
+    default="keep",
+    show_default=True,
+    help="NaN/inf feature values: keep them as missing values for the engine, replace them by 0, or fail.",
+)
 
 
 def _read(path, nan_policy: str, align_to: FeatureMap | None = None, regroup: bool = True) -> RankingSet:
@@ -73,25 +90,66 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
 
 @click.command("train-ranker")
 @click.argument("train", type=click.Path(dir_okay=False))
-@click.option("--valid", type=click.Path(dir_okay=False), default=None,
-              help="Validation file for early stopping on NDCG@--eval-at.")
+@click.option(
+    "--valid",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Validation file for early stopping on NDCG@--eval-at.",
+)
 @click.option("--features", default=None, help="Feature ids, id ranges and names, e.g. 1-46,bm25_title (default all).")
-@click.option("--out", "out", type=click.Path(dir_okay=False), required=True,
-              help="Model file (native engine format); OUT.meta.json is written beside it.")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Model file (native engine format); OUT.meta.json is written beside it.",
+)
 @ranker_options(n_estimators=500, threads=0)
-@click.option("--eval-at", type=click.IntRange(min=1), default=10, show_default=True,
-              help="k of the validation NDCG@k used for early stopping.")
+@click.option(
+    "--eval-at",
+    type=click.IntRange(min=1),
+    default=10,
+    show_default=True,
+    help="k of the validation NDCG@k used for early stopping.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--top", type=click.IntRange(min=0), default=15, show_default=True,
-              help="Features shown in the importance table.")
-@click.option("--dask", "dask", default=None, metavar="SCHEDULER|local[:N]",
-              help="Train on a Dask cluster (LightGBM DaskLGBMRanker / xgboost.dask) with query-aligned partitions; "
-                   "scheduler address or file, or local[:N] workers. Needs ltrfeat[dask].")
+@click.option(
+    "--top", type=click.IntRange(min=0), default=15, show_default=True, help="Features shown in the importance table."
+)
+@click.option(
+    "--dask",
+    "dask",
+    default=None,
+    metavar="SCHEDULER|local[:N]",
+    help="Train on a Dask cluster (LightGBM DaskLGBMRanker / xgboost.dask) with query-aligned partitions; "
+    "scheduler address or file, or local[:N] workers. Needs ltrfeat[dask].",
+)
 @_nan_option
 @selection_options(default_on=False)
-def train_ranker(train, valid, engine, features, out, n_estimators, learning_rate, num_leaves,
-                 early_stopping_rounds, eval_at, seed, threads, params, top, dask, nan_policy, select, candidates,
-                 tune, tune_trials, inner_folds, select_rule):
+def train_ranker(
+    train,
+    valid,
+    engine,
+    features,
+    out,
+    n_estimators,
+    learning_rate,
+    num_leaves,
+    early_stopping_rounds,
+    eval_at,
+    seed,
+    threads,
+    params,
+    top,
+    dask,
+    nan_policy,
+    select,
+    candidates,
+    tune,
+    tune_trials,
+    inner_folds,
+    select_rule,
+):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
@@ -115,23 +173,47 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
 
     # label errors name their file; a feature mismatch can only be the validation file's
     check_writable(out)  # before the training, not after it
-    config = selection_config(engine, select=select, candidates=candidates, tune=tune, tune_trials=tune_trials,
-                              inner_folds=inner_folds, select_rule=select_rule, seed=seed)
+    config = selection_config(
+        engine,
+        select=select,
+        candidates=candidates,
+        tune=tune,
+        tune_trials=tune_trials,
+        inner_folds=inner_folds,
+        select_rule=select_rule,
+        seed=seed,
+    )
     if config is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
     with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         if config is not None:
-            ranker = {"n_estimators": n_estimators, "learning_rate": learning_rate, "num_leaves": num_leaves,
-                      "early_stopping_rounds": early_stopping_rounds, "eval_at": eval_at, "n_jobs": threads or None,
-                      "params": parse_key_values(params), "engine": engine}
+            ranker = {
+                "n_estimators": n_estimators,
+                "learning_rate": learning_rate,
+                "num_leaves": num_leaves,
+                "early_stopping_rounds": early_stopping_rounds,
+                "eval_at": eval_at,
+                "n_jobs": threads or None,
+                "params": parse_key_values(params),
+                "engine": engine,
+            }
             _train_selected(train_data, valid_data, features, ranker, config, seed=seed, out=out)
             return
-        model = LambdaMART(engine=engine, n_estimators=n_estimators, learning_rate=learning_rate,
-                           num_leaves=num_leaves, early_stopping_rounds=early_stopping_rounds, eval_at=eval_at,
-                           seed=seed, n_jobs=threads or None, params=parse_key_values(params), features=features,
-                           verbose=not os.environ.get("CI"))
+        model = LambdaMART(
+            engine=engine,
+            n_estimators=n_estimators,
+            learning_rate=learning_rate,
+            num_leaves=num_leaves,
+            early_stopping_rounds=early_stopping_rounds,
+            eval_at=eval_at,
+            seed=seed,
+            n_jobs=threads or None,
+            params=parse_key_values(params),
+            features=features,
+            verbose=not os.environ.get("CI"),
+        )
         if dask:
             from ltrfeat.features.dask_extract import dask_client
             from ltrfeat.rankers.dask_training import fit_dask
@@ -145,14 +227,19 @@ def train_ranker(train, valid, engine, features, out, n_estimators, learning_rat
     model.save(out)
 
     t = model.metadata_["training"]
-    click.echo(f"trained {engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
-               f"{len(model.feature_map_)} features")
+    click.echo(
+        f"trained {engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
+        f"{len(model.feature_map_)} features"
+    )
     if valid is None:
         click.echo(f"no validation file: used all {model.best_iteration_} rounds")
     else:
         k, score = next(iter(t["best_valid_score"].items()))
-        how = f"stopped early after {t['iterations_run']} rounds" if t["stopped_early"] else \
-            f"ran all {t['iterations_run']} rounds"
+        how = (
+            f"stopped early after {t['iterations_run']} rounds"
+            if t["stopped_early"]
+            else f"ran all {t['iterations_run']} rounds"
+        )
         click.echo(f"early stopping: best iteration {model.best_iteration_} (valid {k} = {score:.4f}); {how}")
     total = sum(model.feature_importance_.values()) or 1.0
     shown = list(model.feature_importance_.items())[:top]
@@ -177,58 +264,118 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
     try:
         columns = train.feature_map.resolve(features)
     except KeyError as exc:
-        raise LtrfeatError(f"feature selection {features!r}: {exc.args[0]}",
-                           fix="use ids, id ranges (1-46) or names present in the training data") from None
+        raise LtrfeatError(
+            f"feature selection {features!r}: {exc.args[0]}",
+            fix="use ids, id ranges (1-46) or names present in the training data",
+        ) from None
     names = [train.feature_map.features[j].name for j in sorted(columns)]
     candidates = Candidates(names, ranker, criterion=config.criterion)
     chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, config)
     name = chosen["chosen"]
-    fit_train, fit_valid = with_valid(train.regroup(), None if valid is None else valid.regroup(),
-                                      config.valid_fraction, config.seed)
+    fit_train, fit_valid = with_valid(
+        train.regroup(), None if valid is None else valid.regroup(), config.valid_fraction, config.seed
+    )
     model = candidates.make(name, seed=seed, tuned=chosen["tuned"].get(name))
     candidates.fit(model, fit_train, fit_valid, None)
     record = {"selection": config.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")}}
     save_ranker(model, out, extra=record)
-    click.echo(f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
-               f"queries ({config.inner_folds}-fold inner cross-validation, rule {config.rule}; criterion: mean "
-               f"{', '.join(config.criterion)}):")
+    click.echo(
+        f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
+        f"queries ({config.inner_folds}-fold inner cross-validation, rule {config.rule}; criterion: mean "
+        f"{', '.join(config.criterion)}):"
+    )
     for cand, stats in chosen["stats"].items():
         mark = "  <- chosen" if cand == name else ""
-        click.echo(f"  {cand:<16} {stats['mean']:.4f}  (gap to best {stats['gap_to_best']:+.4f}, "
-                   f"SE {stats['se']:.4f}){mark}")
+        click.echo(
+            f"  {cand:<16} {stats['mean']:.4f}  (gap to best {stats['gap_to_best']:+.4f}, SE {stats['se']:.4f}){mark}"
+        )
     click.echo(f"saved the {kind_of(model)} ranker ({json.dumps(describe(model))}) to {out}")
 
 
 @click.command("evaluate")
 @click.argument("model_path", metavar="[MODEL", type=click.Path(dir_okay=False), required=False)
 @click.argument("test", metavar="TEST]", type=click.Path(dir_okay=False), required=False)
-@click.option("--qrels", type=click.Path(dir_okay=False), default=None,
-              help="TREC qrels ('QID ITER DOCID GRADE', or BEIR 'QID DOCID GRADE'); with --run, instead of MODEL TEST.")
-@click.option("--run", "run_path", type=click.Path(dir_okay=False), default=None,
-              help="TREC run ('QID Q0 DOCID RANK SCORE TAG') to evaluate against --qrels.")
-@click.option("--metrics", default=DEFAULT_METRICS, show_default=True,
-              help="Metrics; a bare number repeats the previous metric: ndcg@1,3,10,recall@3,6,10,"
-                   "top3recall@3,p@5,map,mrr,err@10 (err only with MODEL TEST).")
-@click.option("--per-query", type=click.Path(dir_okay=False), default=None,
-              help="Write one TSV row per query (first line states the conventions).")
+@click.option(
+    "--qrels",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TREC qrels ('QID ITER DOCID GRADE', or BEIR 'QID DOCID GRADE'); with --run, instead of MODEL TEST.",
+)
+@click.option(
+    "--run",
+    "run_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TREC run ('QID Q0 DOCID RANK SCORE TAG') to evaluate against --qrels.",
+)
+@click.option(
+    "--metrics",
+    default=DEFAULT_METRICS,
+    show_default=True,
+    help="Metrics; a bare number repeats the previous metric: ndcg@1,3,10,recall@3,6,10,"
+    "top3recall@3,p@5,map,mrr,err@10 (err only with MODEL TEST).",
+)
+@click.option(
+    "--per-query",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write one TSV row per query (first line states the conventions).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-@click.option("--gain", type=click.Choice(GAINS), default=None,
-              help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
-                   "trec_eval's ndcg_cut).")
-@click.option("--ties", type=click.Choice(TIES), default="stable", show_default=True,
-              help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
-                   "--run always uses trec_eval's order (docid descending).")
-@click.option("--no-relevant", type=click.Choice(NO_RELEVANT), default="exclude", show_default=True,
-              help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
-                   "--run: such queries score 0 (trec_eval).")
-@click.option("--relevance-threshold", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True,
-              help="Labels >= this count as relevant.")
-@click.option("--missing-queries", type=click.Choice(["zero", "skip"]), default="zero", show_default=True,
-              help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
-                   "(trec_eval, pytrec_eval).")
+@click.option(
+    "--gain",
+    type=click.Choice(GAINS),
+    default=None,
+    help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
+    "trec_eval's ndcg_cut).",
+)
+@click.option(
+    "--ties",
+    type=click.Choice(TIES),
+    default="stable",
+    show_default=True,
+    help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
+    "--run always uses trec_eval's order (docid descending).",
+)
+@click.option(
+    "--no-relevant",
+    type=click.Choice(NO_RELEVANT),
+    default="exclude",
+    show_default=True,
+    help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
+    "--run: such queries score 0 (trec_eval).",
+)
+@click.option(
+    "--relevance-threshold",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Labels >= this count as relevant.",
+)
+@click.option(
+    "--missing-queries",
+    type=click.Choice(["zero", "skip"]),
+    default="zero",
+    show_default=True,
+    help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
+    "(trec_eval, pytrec_eval).",
+)
 @_nan_option
-def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, gain, ties, no_relevant,
-             relevance_threshold, missing_queries, nan_policy):
+def evaluate(
+    model_path,
+    test,
+    qrels,
+    run_path,
+    metrics,
+    per_query,
+    as_json,
+    gain,
+    ties,
+    no_relevant,
+    relevance_threshold,
+    missing_queries,
+    nan_policy,
+):
     """Score TEST with MODEL, or a TREC run against qrels, and report metrics with their conventions.
 
     \b
@@ -246,14 +393,23 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, gai
       ltrfeat evaluate --qrels qrels.dl19.txt --run bm25.run --metrics ndcg@10,recall@100,map,mrr
     """
     names = parse_metrics(metrics)
-    if (qrels is None) != (run_path is None) or (qrels is not None) == (model_path is not None) \
-            or (model_path is None) != (test is None):
+    if (
+        (qrels is None) != (run_path is None)
+        or (qrels is not None) == (model_path is not None)
+        or (model_path is None) != (test is None)
+    ):
         raise click.UsageError("give MODEL TEST, or --qrels QRELS --run RUN")
     if qrels is not None:
         from ltrfeat.rankers.trec import evaluate_run, read_qrels, read_run, summarise_run
 
-        df = evaluate_run(read_qrels(qrels), read_run(run_path), names, gain=gain or "linear",
-                          relevance_threshold=relevance_threshold, missing_queries=missing_queries)
+        df = evaluate_run(
+            read_qrels(qrels),
+            read_run(run_path),
+            names,
+            gain=gain or "linear",
+            relevance_threshold=relevance_threshold,
+            missing_queries=missing_queries,
+        )
         summary = summarise_run(df)
         _write_per_query(per_query, summary, df)
         if as_json:
@@ -261,9 +417,11 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, gai
             return
         skipped = summary["skipped"]
         click.echo(f"conventions: {summary['conventions']['description']}")
-        click.echo(f"queries: {summary['n_queries']} evaluated ({summary['qrels_queries_without_run_scored_0']} of them "
-                   f"absent from the run, scored 0); skipped: {skipped['run_queries_without_qrels']} run queries "
-                   f"without qrels, {skipped['qrels_queries_without_run']} qrels queries without a run")
+        click.echo(
+            f"queries: {summary['n_queries']} evaluated ({summary['qrels_queries_without_run_scored_0']} of them "
+            f"absent from the run, scored 0); skipped: {skipped['run_queries_without_qrels']} run queries "
+            f"without qrels, {skipped['qrels_queries_without_run']} qrels queries without a run"
+        )
         _echo_metrics(names, summary["metrics"])
         return
     from ltrfeat.rankers.models import load_ranker
@@ -273,16 +431,26 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, gai
         data = _read(test, nan_policy, align_to=model.feature_map_)
     scores = _predict(model, data, test)
     with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
-        df = evaluate_queries(data.qid, data.label, scores, names, gain=gain or "exp2", no_relevant=no_relevant, ties=ties,
-                              relevance_threshold=relevance_threshold)
+        df = evaluate_queries(
+            data.qid,
+            data.label,
+            scores,
+            names,
+            gain=gain or "exp2",
+            no_relevant=no_relevant,
+            ties=ties,
+            relevance_threshold=relevance_threshold,
+        )
     summary = summarise(df)
     _write_per_query(per_query, summary, df)
     if as_json:
         click.echo(json.dumps({"model": str(model_path), "data": str(test)} | summary, indent=1))
         return
     click.echo(f"conventions: {summary['conventions']['description']}")
-    click.echo(f"queries: {summary['n_queries']} ({summary['n_evaluated']} evaluated, "
-               f"{summary['n_excluded_no_relevant']} excluded without a relevant document)")
+    click.echo(
+        f"queries: {summary['n_queries']} ({summary['n_evaluated']} evaluated, "
+        f"{summary['n_excluded_no_relevant']} excluded without a relevant document)"
+    )
     _echo_metrics(names, summary["metrics"])
 
 
@@ -303,12 +471,19 @@ def _echo_metrics(names, values: dict) -> None:
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output file (.gz compresses).")
-@click.option("--format", "fmt", type=click.Choice(["scores", "trec"]), default="scores", show_default=True,
-              help="scores: one score per input row, in row order; trec: 'qid Q0 docid rank score run' "
-                   "lines sorted by score within each query (needs docids).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["scores", "trec"]),
+    default="scores",
+    show_default=True,
+    help="scores: one score per input row, in row order; trec: 'qid Q0 docid rank score run' "
+    "lines sorted by score within each query (needs docids).",
+)
 @click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag of the TREC format.")
-@click.option("--regroup", is_flag=True,
-              help="Accept non-contiguous queries; scores then follow the regrouped row order.")
+@click.option(
+    "--regroup", is_flag=True, help="Accept non-contiguous queries; scores then follow the regrouped row order."
+)
 @_nan_option
 def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     """Score every row of FILE with MODEL.
@@ -329,8 +504,11 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
 
         if data.docid is None or any(d is None for d in data.docid.tolist()):
             row = 1 if data.docid is None else data.docid.tolist().index(None) + 1
-            raise LtrfeatError(f"row {row} has no docid, which the TREC run format needs", path=file,
-                               fix="give rows a '#docid = X' comment, or use --format scores")
+            raise LtrfeatError(
+                f"row {row} has no docid, which the TREC run format needs",
+                path=file,
+                fix="give rows a '#docid = X' comment, or use --format scores",
+            )
         write_trec_run(out, data.qid, data.docid, scores, run_name)
     else:
         with atomic_output(out) as fh:
@@ -340,24 +518,61 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
 
 @click.command("rerank")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.option("--run", "run_path", type=click.Path(dir_okay=False), required=True,
-              help="TREC run to re-rank ('QID Q0 DOCID RANK SCORE TAG', e.g. from Anserini, Pyserini or Terrier).")
-@click.option("--queries", type=click.Path(dir_okay=False), required=True,
-              help="Query table (qid, query): TSV/CSV/JSONL/Parquet.")
-@click.option("--docs", type=click.Path(dir_okay=False), required=True,
-              help="Document table (docid + the fields the ranker's features read).")
+@click.option(
+    "--run",
+    "run_path",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="TREC run to re-rank ('QID Q0 DOCID RANK SCORE TAG', e.g. from Anserini, Pyserini or Terrier).",
+)
+@click.option(
+    "--queries", type=click.Path(dir_okay=False), required=True, help="Query table (qid, query): TSV/CSV/JSONL/Parquet."
+)
+@click.option(
+    "--docs",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Document table (docid + the fields the ranker's features read).",
+)
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="The re-ranked TREC run (.gz compresses).")
-@click.option("--encoder", "encoders", multiple=True, metavar="NAME=PATH",
-              help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.")
-@click.option("--corpus-stats", type=click.Path(dir_okay=False),
-              help="Corpus statistics (extract --save-corpus-stats) for lexical features.")
-@click.option("--depth", type=click.IntRange(min=1), default=None,
-              help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.")
+@click.option(
+    "--encoder",
+    "encoders",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
+)
+@click.option(
+    "--corpus-stats",
+    type=click.Path(dir_okay=False),
+    help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
+)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.",
+)
 @click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
 @lexical_options(used_at_extraction=True)
-def rerank(model_path, run_path, queries, docs, out, encoders, corpus_stats, depth, run_name, encoding, k1, b, mu,
-           jm_lambda, ad_delta):
+def rerank(
+    model_path,
+    run_path,
+    queries,
+    docs,
+    out,
+    encoders,
+    corpus_stats,
+    depth,
+    run_name,
+    encoding,
+    k1,
+    b,
+    mu,
+    jm_lambda,
+    ad_delta,
+):
     """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.
 
     Every feature MODEL needs is computed from the query and document texts (lexical columns need
@@ -376,13 +591,18 @@ def rerank(model_path, run_path, queries, docs, out, encoders, corpus_stats, dep
     from ltrfeat.serving.rerank import rerank_run
     from ltrfeat.serving.scorer import Scorer
 
-    scorer = Scorer.load(model_path, encoders=_encoders(encoders), corpus_stats=corpus_stats,
-                         lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta})
+    scorer = Scorer.load(
+        model_path,
+        encoders=_encoders(encoders),
+        corpus_stats=corpus_stats,
+        lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta},
+    )
     run = read_run(run_path)
     with notices():
         qtable = read_queries(queries, encoding=encoding)
         dtable = read_docs(docs, fields=list(scorer.fields) or None, encoding=encoding)
     new = rerank_run(scorer, run, qtable, dtable, depth=depth)
     written = write_trec_run(out, new["qid"], new["docid"], new["score"], run_name)
-    click.echo(f"wrote {out}: {written} lines, {new['qid'].nunique()} queries, {new.attrs['reranked']} re-scored",
-               err=True)
+    click.echo(
+        f"wrote {out}: {written} lines, {new['qid'].nunique()} queries, {new.attrs['reranked']} re-scored", err=True
+    )

@@ -4,6 +4,7 @@ The shared train-encoder options keep their clsm/dssm defaults in ``--help``; wi
 only the options given on the command line are passed on, so :func:`train_sbert`'s own CPU-sensible
 defaults apply to the rest (1 epoch, batch 32, lr 2e-5, in-batch negatives only, gamma 20, margin 0.2).
 """
+
 from __future__ import annotations
 
 import json
@@ -14,30 +15,72 @@ from click.core import ParameterSource
 from ltrfeat.cli.options import fit_and_save
 
 # train-encoder parameter -> train_sbert keyword
-PASSED = {"loss": "loss", "epochs": "epochs", "negatives": "negatives", "hard_negatives": "hard_negatives",
-          "in_batch": "in_batch", "gamma": "gamma", "margin": "margin", "batch_size": "batch_size", "lr": "lr",
-          "soft_labels": "soft_labels", "click_scale": "click_scale", "min_positive": "min_positive",
-          "val_fraction": "val_fraction", "patience": "patience", "freeze_layers": "freeze_layers",
-          "max_seq_length": "max_seq_length", "accumulate": "accumulate"}
+PASSED = {
+    "loss": "loss",
+    "epochs": "epochs",
+    "negatives": "negatives",
+    "hard_negatives": "hard_negatives",
+    "in_batch": "in_batch",
+    "gamma": "gamma",
+    "margin": "margin",
+    "batch_size": "batch_size",
+    "lr": "lr",
+    "soft_labels": "soft_labels",
+    "click_scale": "click_scale",
+    "min_positive": "min_positive",
+    "val_fraction": "val_fraction",
+    "patience": "patience",
+    "freeze_layers": "freeze_layers",
+    "max_seq_length": "max_seq_length",
+    "accumulate": "accumulate",
+}
 SBERT_ONLY = ("base", "freeze_layers", "max_seq_length", "accumulate", "separate")
-NOT_FOR_SBERT = ("pretrain", "score", "topics", "patch_words", "optimizer", "min_count", "buckets", "teacher",
-                 "distill_epochs", "distill_lr")
+NOT_FOR_SBERT = (
+    "pretrain",
+    "score",
+    "topics",
+    "patch_words",
+    "optimizer",
+    "min_count",
+    "buckets",
+    "teacher",
+    "distill_epochs",
+    "distill_lr",
+)
 
 
 def sbert_options(command):
     """Add the sbert-only options to train-encoder."""
     options = [
-        click.option("--base", type=click.Path(exists=True, file_okay=False), default=None,
-                     help="sbert: sentence-transformers model directory to fine-tune [default: packaged "
-                          "all-MiniLM-L6-v2]."),
-        click.option("--freeze-layers", type=click.IntRange(min=-1), default=None,
-                     help="sbert: freeze the embeddings and the lowest N transformer layers (-1: none) [default: 4]."),
-        click.option("--max-seq-length", type=click.IntRange(min=2), default=None,
-                     help="sbert: tokens per text, longer texts truncated [default: 32]."),
-        click.option("--accumulate", type=click.IntRange(min=1), default=None,
-                     help="sbert: mini-batches per optimizer step (gradient accumulation) [default: 1]."),
-        click.option("--separate", is_flag=True,
-                     help="sbert: fine-tune separate query and document towers [default: one shared tower]."),
+        click.option(
+            "--base",
+            type=click.Path(exists=True, file_okay=False),
+            default=None,
+            help="sbert: sentence-transformers model directory to fine-tune [default: packaged all-MiniLM-L6-v2].",
+        ),
+        click.option(
+            "--freeze-layers",
+            type=click.IntRange(min=-1),
+            default=None,
+            help="sbert: freeze the embeddings and the lowest N transformer layers (-1: none) [default: 4].",
+        ),
+        click.option(
+            "--max-seq-length",
+            type=click.IntRange(min=2),
+            default=None,
+            help="sbert: tokens per text, longer texts truncated [default: 32].",
+        ),
+        click.option(
+            "--accumulate",
+            type=click.IntRange(min=1),
+            default=None,
+            help="sbert: mini-batches per optimizer step (gradient accumulation) [default: 1].",
+        ),
+        click.option(
+            "--separate",
+            is_flag=True,
+            help="sbert: fine-tune separate query and document towers [default: one shared tower].",
+        ),
     ]
     for option in reversed(options):
         command = option(command)
@@ -71,11 +114,28 @@ def train_sbert_cmd(ctx: click.Context, table, out, *, soft_labels: str, checkpo
     kwargs = {kw: params[name] for name, kw in PASSED.items() if _given(ctx, name)}
     kwargs["soft_labels"] = soft_labels  # --from-docs sets "identity"
     model, history = fit_and_save(
-        lambda ckpt: train_sbert(table, base=params["base"], shared=not params["separate"], seed=params["seed"],
-                                 threads=params["threads"] or None, checkpoint=ckpt, resume=resume, **kwargs), out, checkpoint)
+        lambda ckpt: train_sbert(
+            table,
+            base=params["base"],
+            shared=not params["separate"],
+            seed=params["seed"],
+            threads=params["threads"] or None,
+            checkpoint=ckpt,
+            resume=resume,
+            **kwargs,
+        ),
+        out,
+        checkpoint,
+    )
     validation = model.training["validation"]
-    click.echo(json.dumps({"out": str(out), "best_epoch": model.training["best_epoch"],
-                           "val_ndcg@10": validation["ndcg@10"],
-                           "zero_shot_val_ndcg@10": validation["zero_shot_ndcg@10"],
-                           "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10", "seconds")}
-                                      for h in history]}))
+    click.echo(
+        json.dumps(
+            {
+                "out": str(out),
+                "best_epoch": model.training["best_epoch"],
+                "val_ndcg@10": validation["ndcg@10"],
+                "zero_shot_val_ndcg@10": validation["zero_shot_ndcg@10"],
+                "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10", "seconds")} for h in history],
+            }
+        )
+    )

@@ -1,4 +1,5 @@
 """``ltrfeat serve``: the HTTP re-ranking service on one host/port."""
+
 from __future__ import annotations
 
 import signal
@@ -19,37 +20,90 @@ def _encoders(specs) -> dict:
             raise LtrfeatError(f"bad or repeated --encoder {spec!r}", fix="write NAME=PATH once per encoder name")
         out[name] = path.strip() or None if sep else None
         if out[name] is not None and not Path(out[name]).exists():  # checked before anything starts
-            raise LtrfeatError(f"--encoder {name}: no such file or directory", path=out[name],
-                               fix="give NAME=PATH of an .ltrenc bundle or an ONNX export directory")
+            raise LtrfeatError(
+                f"--encoder {name}: no such file or directory",
+                path=out[name],
+                fix="give NAME=PATH of an .ltrenc bundle or an ONNX export directory",
+            )
     return out
 
 
 @click.command()
 @click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
-@click.option("--encoder", "encoders", multiple=True, metavar="NAME=PATH",
-              help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
-                   "bundle or ONNX export directory (repeatable).")
+@click.option(
+    "--encoder",
+    "encoders",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
+    "bundle or ONNX export directory (repeatable).",
+)
 @click.option("--corpus-stats", type=click.Path(dir_okay=False), help="Corpus statistics for lexical features.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
-@click.option("--max-candidates", type=click.IntRange(min=1), default=1000, show_default=True,
-              help="Most candidates in one request (more: 413).")
-@click.option("--max-bytes", type=click.IntRange(min=1), default=1_000_000, show_default=True,
-              help="Largest request body in bytes (larger: 413).")
-@click.option("--client-timeout", type=click.FloatRange(min=0.1), default=10.0, show_default=True,
-              help="Seconds a client has to send its request headers (else the connection closes) and then its "
-                   "body (else 408).")
-@click.option("--max-concurrent", type=click.IntRange(min=1), default=64, show_default=True,
-              help="Requests in progress at once (reading, waiting or scored); more get 503 with Retry-After.")
-@click.option("--token", envvar="LTRFEAT_SERVE_TOKEN", show_envvar=True, metavar="SECRET",
-              help="Require 'Authorization: Bearer SECRET' on /score, /embed and /health (/healthz and /readyz "
-                   "stay open for probes). Needed to listen beyond loopback.")
-@click.option("--no-token-beyond-loopback", "open_bind", is_flag=True,
-              help="Allow a non-loopback --host without --token (only behind a proxy that authenticates).")
+@click.option(
+    "--max-candidates",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Most candidates in one request (more: 413).",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Largest request body in bytes (larger: 413).",
+)
+@click.option(
+    "--client-timeout",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="Seconds a client has to send its request headers (else the connection closes) and then its body (else 408).",
+)
+@click.option(
+    "--max-concurrent",
+    type=click.IntRange(min=1),
+    default=64,
+    show_default=True,
+    help="Requests in progress at once (reading, waiting or scored); more get 503 with Retry-After.",
+)
+@click.option(
+    "--token",
+    envvar="LTRFEAT_SERVE_TOKEN",
+    show_envvar=True,
+    metavar="SECRET",
+    help="Require 'Authorization: Bearer SECRET' on /score, /embed and /health (/healthz and /readyz "
+    "stay open for probes). Needed to listen beyond loopback.",
+)
+@click.option(
+    "--no-token-beyond-loopback",
+    "open_bind",
+    is_flag=True,
+    help="Allow a non-loopback --host without --token (only behind a proxy that authenticates).",
+)
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
-def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes, client_timeout, max_concurrent,
-          token, open_bind, threads, k1, b, mu, jm_lambda, ad_delta):
+def serve(
+    ranker,
+    encoders,
+    corpus_stats,
+    host,
+    port,
+    max_candidates,
+    max_bytes,
+    client_timeout,
+    max_concurrent,
+    token,
+    open_bind,
+    threads,
+    k1,
+    b,
+    mu,
+    jm_lambda,
+    ad_delta,
+):
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
@@ -66,9 +120,11 @@ def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes,
           -d '{"query": "cheap flights", "candidates": [{"docid": "d1", "title": "Cheap flights to Rome"}]}'
     """
     if not token and not open_bind and not _loopback(host):
-        raise LtrfeatError(f"--host {host} listens beyond this machine without authentication",
-                           fix="set --token SECRET (or LTRFEAT_SERVE_TOKEN), or pass --no-token-beyond-loopback "
-                               "behind an authenticating proxy")
+        raise LtrfeatError(
+            f"--host {host} listens beyond this machine without authentication",
+            fix="set --token SECRET (or LTRFEAT_SERVE_TOKEN), or pass --no-token-beyond-loopback "
+            "behind an authenticating proxy",
+        )
     import torch
 
     from ltrfeat.serving import server
@@ -77,13 +133,21 @@ def serve(ranker, encoders, corpus_stats, host, port, max_candidates, max_bytes,
 
     torch.set_num_threads(threads_value(threads))
     _log_to_stderr()
-    scorer = Scorer.load(ranker, encoders=_encoders(encoders), corpus_stats=corpus_stats,
-                         lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta})
-    limits = ServiceLimits(max_candidates=max_candidates, max_bytes=max_bytes, client_timeout=client_timeout,
-                           max_concurrent=max_concurrent)
+    scorer = Scorer.load(
+        ranker,
+        encoders=_encoders(encoders),
+        corpus_stats=corpus_stats,
+        lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta},
+    )
+    limits = ServiceLimits(
+        max_candidates=max_candidates, max_bytes=max_bytes, client_timeout=client_timeout, max_concurrent=max_concurrent
+    )
     app = create_app(scorer, limits=limits, token=token or None)
-    click.echo(f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "
-               f"{', '.join(scorer.fields) or 'none'}; {'bearer token required' if token else 'no token'})", err=True)
+    click.echo(
+        f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "
+        f"{', '.join(scorer.fields) or 'none'}; {'bearer token required' if token else 'no token'})",
+        err=True,
+    )
     # the server stops gracefully on SIGTERM itself and then re-raises it: the default action, not an error
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     server.run(app, host=host, port=port, client_timeout=client_timeout)

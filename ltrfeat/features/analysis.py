@@ -5,6 +5,7 @@ defined over the tokens this analyzer produces, so the same :class:`Analyzer`
 configuration must be used to fit and to transform; it is saved with the corpus
 statistics for that reason.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -56,8 +57,10 @@ class Analyzer:
         if isinstance(self.stopwords, str) and self.stopwords != "english":
             raise ValueError(f"stopwords must be None, 'english' or a list of words, got {self.stopwords!r}")
         if self.stemmer is not None and self.stemmer not in Stemmer.algorithms():
-            raise OptionError(f"unknown stemmer {self.stemmer!r}",
-                              fix=f"give --stem one of PyStemmer's: {', '.join(Stemmer.algorithms())}")
+            raise OptionError(
+                f"unknown stemmer {self.stemmer!r}",
+                fix=f"give --stem one of PyStemmer's: {', '.join(Stemmer.algorithms())}",
+            )
 
     def _stopset(self) -> frozenset:
         if self.stopwords is None:
@@ -103,13 +106,17 @@ class Analyzer:
         return flat, offsets
 
     def to_json(self) -> dict:
-        return {"lowercase": self.lowercase,
-                "stopwords": list(self.stopwords) if isinstance(self.stopwords, tuple) else self.stopwords,
-                "stemmer": self.stemmer}
+        return {
+            "lowercase": self.lowercase,
+            "stopwords": list(self.stopwords) if isinstance(self.stopwords, tuple) else self.stopwords,
+            "stemmer": self.stemmer,
+        }
 
     @classmethod
     def from_json(cls, obj: dict) -> "Analyzer":
         stop = obj.get("stopwords")
-        return cls(lowercase=bool(obj.get("lowercase", True)),
-                   stopwords=tuple(stop) if isinstance(stop, list) else stop,
-                   stemmer=obj.get("stemmer"))
+        return cls(
+            lowercase=bool(obj.get("lowercase", True)),
+            stopwords=tuple(stop) if isinstance(stop, list) else stop,
+            stemmer=obj.get("stemmer"),
+        )

@@ -5,6 +5,7 @@
 the reader: the CLI's ``--config`` maps them to a command's options, the encoder configs
 (:mod:`ltrfeat.features.encoders.config`) to their settings.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,11 @@ def read_config(path) -> dict:
     path = Path(path)
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
-        raise LtrfeatError("unknown settings file type", path=path,
-                           fix=f"name it with one of {', '.join(FORMATS)} (TOML, YAML or JSON)")
+        raise LtrfeatError(
+            "unknown settings file type",
+            path=path,
+            fix=f"name it with one of {', '.join(FORMATS)} (TOML, YAML or JSON)",
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -41,8 +45,11 @@ def read_config(path) -> dict:
     if values is None:
         values = {}
     if not isinstance(values, dict):
-        raise LtrfeatError(f"the {kind} file holds a {type(values).__name__}, not a table of settings", path=path,
-                           fix="write KEY = VALUE settings at the top level (or in a table per command)")
+        raise LtrfeatError(
+            f"the {kind} file holds a {type(values).__name__}, not a table of settings",
+            path=path,
+            fix="write KEY = VALUE settings at the top level (or in a table per command)",
+        )
     return values
 
 
@@ -55,20 +62,26 @@ def _toml(text: str, path: Path) -> dict:
         message = str(exc)
         where = re.search(r"\(at line (\d+), column \d+\)", message)
         line = int(where.group(1)) if where else None
-        raise LtrfeatError(f"bad TOML: {re.sub(r' ?[(]at .*[)]', '', message)}", path=path, line=line,
-                           fix="fix the TOML syntax (strings need quotes: key = \"value\")") from None
+        raise LtrfeatError(
+            f"bad TOML: {re.sub(r' ?[(]at .*[)]', '', message)}",
+            path=path,
+            line=line,
+            fix='fix the TOML syntax (strings need quotes: key = "value")',
+        ) from None
 
 
 def _yaml(text: str, path: Path) -> dict:
     try:
         import yaml
     except ImportError:
-        raise LtrfeatError("reading YAML needs PyYAML", path=path,
-                           fix="pip install pyyaml, or write the settings as TOML") from None
+        raise LtrfeatError(
+            "reading YAML needs PyYAML", path=path, fix="pip install pyyaml, or write the settings as TOML"
+        ) from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise LtrfeatError(f"bad YAML: {problem}", path=path, line=None if mark is None else mark.line + 1,
-                           fix="fix the YAML syntax") from None
+        raise LtrfeatError(
+            f"bad YAML: {problem}", path=path, line=None if mark is None else mark.line + 1, fix="fix the YAML syntax"
+        ) from None

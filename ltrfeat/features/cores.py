@@ -3,6 +3,7 @@
 ``os.cpu_count()`` counts the host's cores: in a container limited to 2 CPUs on a 64-core host, torch
 and LightGBM would start 64 threads and spend their time switching. Thread defaults use this instead.
 """
+
 from __future__ import annotations
 
 import math

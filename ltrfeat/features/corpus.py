@@ -10,6 +10,7 @@ every split's features on one scale.
 File format: a NumPy ``.npz`` archive (read with ``allow_pickle=False``) holding a JSON
 ``meta`` record, the vocabulary and trigram lists as UTF-8 text, and integer arrays.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,7 +32,7 @@ CORPUS_FORMAT = "ltrfeat.corpus/1"
 def word_trigrams(token: str) -> list[str]:
     """Letter trigrams of ``#token#`` (DSSM word hashing): ``"cat"`` → ``#ca, cat, at#``."""
     w = f"#{token}#"
-    return [w[i:i + 3] for i in range(len(w) - 2)]
+    return [w[i : i + 3] for i in range(len(w) - 2)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,8 +41,8 @@ class FieldStats:
 
     n_docs: int
     total_len: int
-    df: np.ndarray      # int64 (n_terms,): documents containing the term
-    cf: np.ndarray      # int64 (n_terms,): occurrences of the term in the collection
+    df: np.ndarray  # int64 (n_terms,): documents containing the term
+    cf: np.ndarray  # int64 (n_terms,): occurrences of the term in the collection
     tri_df: np.ndarray  # int64 (n_trigrams,): documents containing the trigram
 
     @property
@@ -108,8 +109,10 @@ class CorpusStats:
             raise ValueError("need at least one text field")
         absent = [f for f in fields if f not in docs.columns]
         if absent:
-            raise TextTableError(f"documents table has no column(s) {', '.join(absent)} (columns: {', '.join(map(str, docs.columns))})",
-                                 fix="choose --fields among the table's text columns")
+            raise TextTableError(
+                f"documents table has no column(s) {', '.join(absent)} (columns: {', '.join(map(str, docs.columns))})",
+                fix="choose --fields among the table's text columns",
+            )
         flat = {f: analyzer.analyze_flat(_texts(docs[f])) for f in fields}
         vocab = sorted({t for toks, _ in flat.values() for t in toks})
         index = {t: i for i, t in enumerate(vocab)}
@@ -155,17 +158,26 @@ class CorpusStats:
     def check_fields(self, fields) -> None:
         absent = [f for f in fields if f not in self.field_stats]
         if absent:
-            raise ModelFileError(f"corpus statistics have no field(s) {', '.join(absent)} (fields: {', '.join(self.fields)})",
-                                 fix="fit the statistics on a documents table with those fields")
+            raise ModelFileError(
+                f"corpus statistics have no field(s) {', '.join(absent)} (fields: {', '.join(self.fields)})",
+                fix="fit the statistics on a documents table with those fields",
+            )
 
     # ---- persistence -------------------------------------------------------------------
     def save(self, path) -> None:
         """Write an ``.npz`` archive (no pickled objects) atomically."""
-        meta = {"format": CORPUS_FORMAT, "analyzer": self.analyzer.to_json(), "fields": list(self.fields),
-                "n_docs": {f: s.n_docs for f, s in self.field_stats.items()},
-                "total_len": {f: s.total_len for f, s in self.field_stats.items()}}
-        arrays = {"meta": _text_array(json.dumps(meta)), "vocab": _text_array("\n".join(self.vocab)),
-                  "trigrams": _text_array("\n".join(self.trigrams))}
+        meta = {
+            "format": CORPUS_FORMAT,
+            "analyzer": self.analyzer.to_json(),
+            "fields": list(self.fields),
+            "n_docs": {f: s.n_docs for f, s in self.field_stats.items()},
+            "total_len": {f: s.total_len for f, s in self.field_stats.items()},
+        }
+        arrays = {
+            "meta": _text_array(json.dumps(meta)),
+            "vocab": _text_array("\n".join(self.vocab)),
+            "trigrams": _text_array("\n".join(self.trigrams)),
+        }
         for k, f in enumerate(self.fields):
             s = self.field_stats[f]
             arrays.update({f"df_{k}": s.df, f"cf_{k}": s.cf, f"tri_df_{k}": s.tri_df})
@@ -186,22 +198,36 @@ class CorpusStats:
         try:
             meta = json.loads(_array_text(arrays["meta"]))
             if meta.get("format") != CORPUS_FORMAT:
-                raise ModelFileError(f"unsupported corpus statistics format {meta.get('format')!r} (expected {CORPUS_FORMAT})",
-                                     path=path, fix=fix)
+                raise ModelFileError(
+                    f"unsupported corpus statistics format {meta.get('format')!r} (expected {CORPUS_FORMAT})",
+                    path=path,
+                    fix=fix,
+                )
             vocab = _split_lines(_array_text(arrays["vocab"]))
             trigrams = _split_lines(_array_text(arrays["trigrams"]))
             field_stats = {}
             for k, f in enumerate(meta["fields"]):
-                s = FieldStats(int(meta["n_docs"][f]), int(meta["total_len"][f]), arrays[f"df_{k}"].astype(np.int64),
-                               arrays[f"cf_{k}"].astype(np.int64), arrays[f"tri_df_{k}"].astype(np.int64))
+                s = FieldStats(
+                    int(meta["n_docs"][f]),
+                    int(meta["total_len"][f]),
+                    arrays[f"df_{k}"].astype(np.int64),
+                    arrays[f"cf_{k}"].astype(np.int64),
+                    arrays[f"tri_df_{k}"].astype(np.int64),
+                )
                 if s.df.shape != (len(vocab),) or s.cf.shape != (len(vocab),) or s.tri_df.shape != (len(trigrams),):
                     raise ModelFileError(f"array sizes of field {f!r} do not match the vocabulary", path=path, fix=fix)
                 field_stats[f] = s
-            return cls(analyzer=Analyzer.from_json(meta["analyzer"]), fields=meta["fields"], vocab=vocab,
-                       trigrams=trigrams, field_stats=field_stats)
+            return cls(
+                analyzer=Analyzer.from_json(meta["analyzer"]),
+                fields=meta["fields"],
+                vocab=vocab,
+                trigrams=trigrams,
+                field_stats=field_stats,
+            )
         except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
-            raise ModelFileError(f"corpus statistics file is incomplete or corrupt ({type(exc).__name__}: {exc})",
-                                 path=path, fix=fix) from None
+            raise ModelFileError(
+                f"corpus statistics file is incomplete or corrupt ({type(exc).__name__}: {exc})", path=path, fix=fix
+            ) from None
 
 
 class TermEncoder:

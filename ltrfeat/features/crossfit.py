@@ -16,6 +16,7 @@ The scheme (written into every report):
 
 Zero-shot encoders (``sbert``) are not trained and score every row once.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,13 +43,17 @@ TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
 PRETRAIN = ("rbm", "teacher", "init")
 TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
-_SPEC = re.compile(r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
-                   r"(?:=(?P<path>.+))?$")
-_SPEC_FIX = ("use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
-             "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), clsm:LOSS+init=BUNDLE (fine-tuned from a "
-             "pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair spans:title), "
-             "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
-             "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)")
+_SPEC = re.compile(
+    r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
+    r"(?:=(?P<path>.+))?$"
+)
+_SPEC_FIX = (
+    "use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
+    "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), clsm:LOSS+init=BUNDLE (fine-tuned from a "
+    "pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair spans:title), "
+    "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
+    "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)"
+)
 
 
 class LeakageError(LtrfeatError):
@@ -112,33 +117,45 @@ class EncoderSpec:
         if not m or m["model"] not in TRAINABLE + ZERO_SHOT:
             raise LtrfeatError(f"unknown encoder {text!r}", fix=_SPEC_FIX)
         model, loss, path, pretrain, score = m["model"], m["loss"], m["path"], m["pretrain"], m["score"]
-        if pretrain is not None and (pretrain not in PRETRAIN or model not in ("clsm", "dssm")
-                                     or (pretrain == "rbm" and model != "dssm")):
-            raise LtrfeatError(f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher or +init",
-                               fix="write dssm:hinge+rbm, clsm:generalized+teacher[=DIR] or clsm:generalized+init=BUNDLE")
+        if pretrain is not None and (
+            pretrain not in PRETRAIN or model not in ("clsm", "dssm") or (pretrain == "rbm" and model != "dssm")
+        ):
+            raise LtrfeatError(
+                f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher or +init",
+                fix="write dssm:hinge+rbm, clsm:generalized+teacher[=DIR] or clsm:generalized+init=BUNDLE",
+            )
         if pretrain == "init" and not path:
-            raise LtrfeatError(f"encoder {text!r}: +init needs the pre-trained bundle",
-                               fix="write e.g. clsm:generalized+init=collection.ltrenc")
+            raise LtrfeatError(
+                f"encoder {text!r}: +init needs the pre-trained bundle",
+                fix="write e.g. clsm:generalized+init=collection.ltrenc",
+            )
         if score is not None and (model not in ("clsm", "dssm") or score not in SCORES):
-            raise LtrfeatError(f"encoder {text!r}: only clsm and dssm take a score, @dot or @cosine",
-                               fix="write e.g. dssm:hinge@dot or clsm:softmax@cosine")
+            raise LtrfeatError(
+                f"encoder {text!r}: only clsm and dssm take a score, @dot or @cosine",
+                fix="write e.g. dssm:hinge@dot or clsm:softmax@cosine",
+            )
         if model == "deepmatch":
             if loss is not None or path is not None:
-                raise LtrfeatError(f"encoder {text!r}: deepmatch has its own large-margin loss and takes no path",
-                                   fix="write deepmatch")
+                raise LtrfeatError(
+                    f"encoder {text!r}: deepmatch has its own large-margin loss and takes no path",
+                    fix="write deepmatch",
+                )
         elif model == "sbert-ft":  # path: the base model directory (default: the packaged MiniLM)
             loss = loss or "softmax"
             if loss not in ("softmax", "generalized", "hinge"):
                 raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
         elif model in TRAINABLE:
             if path is not None and pretrain not in ("teacher", "init"):  # +teacher=DIR, +init=BUNDLE
-                raise LtrfeatError(f"encoder {text!r}: a trained encoder takes no path",
-                                   fix=f"write {model}:{loss or 'softmax'}")
+                raise LtrfeatError(
+                    f"encoder {text!r}: a trained encoder takes no path", fix=f"write {model}:{loss or 'softmax'}"
+                )
             loss = loss or "softmax"
             if loss not in ("softmax", "generalized", "hinge"):
                 raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
         elif loss is not None:
-            raise LtrfeatError(f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH")
+            raise LtrfeatError(
+                f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH"
+            )
         return cls(model, loss, path, pretrain, score)
 
 
@@ -169,10 +186,15 @@ def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) 
     """Seeded outer folds over distinct ``qids``, each with a ranker validation share of its training queries."""
     queries = list(dict.fromkeys(qids))
     if k < 3:
-        raise LtrfeatError(f"cross-fitting needs at least 3 folds (got {k}): with 2, the encoder for the ranker's "
-                           "training rows would have no queries left to train on", fix="use --k-folds >= 3")
+        raise LtrfeatError(
+            f"cross-fitting needs at least 3 folds (got {k}): with 2, the encoder for the ranker's "
+            "training rows would have no queries left to train on",
+            fix="use --k-folds >= 3",
+        )
     if len(queries) < 2 * k:
-        raise LtrfeatError(f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds")
+        raise LtrfeatError(
+            f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds"
+        )
     rng = np.random.default_rng(seed)
     order = [queries[i] for i in rng.permutation(len(queries))]
     outer = [frozenset(order[f::k]) for f in range(k)]
@@ -181,8 +203,9 @@ def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) 
         rest = [q for q in order if q not in test]
         rest = [rest[i] for i in rng.permutation(len(rest))]
         n_valid = int(round(valid_fraction * len(rest)))
-        plans.append(FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(rest[:n_valid]),
-                              train=frozenset(rest[n_valid:])))
+        plans.append(
+            FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(rest[:n_valid]), train=frozenset(rest[n_valid:]))
+        )
     return plans
 
 
@@ -194,7 +217,7 @@ def scoring_jobs(plans: list[FoldPlan]) -> list[tuple[frozenset, list[tuple[str,
     """
     jobs = [(p.test, [(p.name, p.test)]) for p in plans]
     for i, a in enumerate(plans):
-        for b in plans[i + 1:]:
+        for b in plans[i + 1 :]:
             jobs.append((a.test | b.test, [(a.name, b.test), (b.name, a.test)]))
     return jobs
 
@@ -210,8 +233,10 @@ def check_disjoint(trained_on: set, scored: set, what: str) -> None:
     overlap = trained_on & scored
     if overlap:
         example = sorted(overlap)[0]
-        raise LeakageError(f"{what}: {len(overlap)} scored queries are in the encoder's training data (e.g. {example!r})",
-                           fix="train encoders only on queries outside the scored fold")
+        raise LeakageError(
+            f"{what}: {len(overlap)} scored queries are in the encoder's training data (e.g. {example!r})",
+            fix="train encoders only on queries outside the scored fold",
+        )
 
 
 def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int) -> str:
@@ -222,8 +247,9 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int)
     spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
     if spec.pretrain == "init":  # the bundle's bytes, not its path
         spec_key["path"] = hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
-    h.update(json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1},
-                        sort_keys=True, default=str).encode())
+    h.update(
+        json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1}, sort_keys=True, default=str).encode()
+    )
     for col in ("query", "doc", "label"):
         h.update("\x1e".join(map(repr, table[col].tolist())).encode("utf-8", "surrogatepass"))
     return h.hexdigest()[:24]
@@ -252,8 +278,9 @@ def _save_scores(path: Path, values: np.ndarray) -> None:
         np.save(fh, np.asarray(values, dtype=np.float32))
 
 
-def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None,
-           key: str | None = None):
+def _train(
+    spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None, key: str | None = None
+):
     """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known)."""
     from .encoders.deepmatch import DeepMatch, train_deepmatch
     from .encoders.encoder import Encoder
@@ -280,8 +307,16 @@ def _train(spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, 
             extra = {"teacher": f"sbert={spec.path}" if spec.path else "sbert"}
         elif spec.pretrain == "init":
             extra = {"init": Encoder.load(spec.path)}
-        encoder, _ = train_encoder(table, model=spec.model, loss=spec.loss, score=spec.resolved_score, seed=seed,
-                                   progress=False, **extra, **options)
+        encoder, _ = train_encoder(
+            table,
+            model=spec.model,
+            loss=spec.loss,
+            score=spec.resolved_score,
+            seed=seed,
+            progress=False,
+            **extra,
+            **options,
+        )
     if path is not None:
         encoder.save(path)
     return encoder, False
@@ -300,8 +335,9 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
     known = set().union(*(c.names() for c in CONFIGS.values()), runtime) - fixed
     unknown = sorted(k for k in options if "." not in k and k not in known)
     if unknown:
-        raise LtrfeatError(f"encoder option {unknown[0]!r}: no encoder training has it",
-                           fix=f"use one of {', '.join(sorted(known))}")
+        raise LtrfeatError(
+            f"encoder option {unknown[0]!r}: no encoder training has it", fix=f"use one of {', '.join(sorted(known))}"
+        )
     accepted = (set(CONFIGS[spec.model].names()) | runtime) - fixed
     resolved = model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
     if spec.pretrain != "teacher":
@@ -317,10 +353,20 @@ def _zero_shot(spec: EncoderSpec):
     return CachedTeacher(f"sbert={spec.path}" if spec.path else "sbert")
 
 
-def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[EncoderSpec], *,
-                     train_table: pd.DataFrame | None = None, field: str = "doc", options: dict | None = None,
-                     seed: int = 0, cache=None, progress: bool = True, train_fn: Callable | None = None,
-                     profile: StageProfile | None = None) -> dict[str, dict[str, np.ndarray]]:
+def crossfit_columns(
+    pairs: pd.DataFrame,
+    plans: list[FoldPlan],
+    specs: list[EncoderSpec],
+    *,
+    train_table: pd.DataFrame | None = None,
+    field: str = "doc",
+    options: dict | None = None,
+    seed: int = 0,
+    cache=None,
+    progress: bool = True,
+    train_fn: Callable | None = None,
+    profile: StageProfile | None = None,
+) -> dict[str, dict[str, np.ndarray]]:
     """Neural similarity columns for every outer fold.
 
     Returns ``{fold name: {column name: float32 array over all rows of pairs}}``; rows outside the fold's
@@ -330,8 +376,10 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
     """
     options = dict(options or {})
     if "score" in options:
-        raise LtrfeatError("the score is chosen per encoder, not as an encoder option (it names the column)",
-                           fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine")
+        raise LtrfeatError(
+            "the score is chosen per encoder, not as an encoder option (it names the column)",
+            fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine",
+        )
     cache = None if cache is None else Path(cache)
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
@@ -380,8 +428,11 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
                     kept = {fold: _load_scores(paths[fold], len(r)) for fold, r in rows_of.items()}
                 cached = all(v is not None for v in kept.values())
                 if not cached:
-                    encoder, cached = ((train_fn(spec, table), False) if train_fn is not None
-                                       else _train(spec, table, options=own, seed=seed, cache=cache, key=key))
+                    encoder, cached = (
+                        (train_fn(spec, table), False)
+                        if train_fn is not None
+                        else _train(spec, table, options=own, seed=seed, cache=cache, key=key)
+                    )
                 trained = time.perf_counter()
                 for fold, target in rows_of.items():
                     if kept[fold] is None:
@@ -390,10 +441,13 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
                             _save_scores(paths[fold], kept[fold])
                     values[fold][target] = kept[fold]
                 if profile is not None:
-                    profile.encoder(spec.name, "without " + "+".join(sorted(p.name for p in plans
-                                                                           if p.test <= excluded)),
-                                    train_seconds=trained - start, score_seconds=time.perf_counter() - trained,
-                                    cached=cached)
+                    profile.encoder(
+                        spec.name,
+                        "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded)),
+                        train_seconds=trained - start,
+                        score_seconds=time.perf_counter() - trained,
+                        cached=cached,
+                    )
                 bar.update()
             for plan in plans:
                 columns[plan.name][column] = values[plan.name]
@@ -404,8 +458,9 @@ def crossfit_columns(pairs: pd.DataFrame, plans: list[FoldPlan], specs: list[Enc
     return columns
 
 
-def build_folds(base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict[str, np.ndarray]], *,
-                source: str = "encoder") -> list[CrossFitFold]:
+def build_folds(
+    base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict[str, np.ndarray]], *, source: str = "encoder"
+) -> list[CrossFitFold]:
     """Per outer fold, ``base`` (rows aligned with the pairs) plus that fold's neural columns, split
     into ranker train / validation / test by the plan."""
     folds = []
@@ -417,8 +472,9 @@ def build_folds(base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict
         def part(qs, data=data):
             return data.take(np.flatnonzero(np.isin(data.qid, list(qs))))
 
-        folds.append(CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None,
-                                  part(plan.test)))
+        folds.append(
+            CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None, part(plan.test))
+        )
     return folds
 
 
@@ -441,22 +497,40 @@ def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool) ->
     """The cross-fitting scheme in words and numbers, for the report."""
     source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
     return {
-        "outer_folds": k, "inner_parts": k - 1, "ranker_valid_fraction": valid_fraction, "seed": seed,
-        "encoder_training_data": source, "trainings_per_encoder": n_trainings(k),
+        "outer_folds": k,
+        "inner_parts": k - 1,
+        "ranker_valid_fraction": valid_fraction,
+        "seed": seed,
+        "encoder_training_data": source,
+        "trainings_per_encoder": n_trainings(k),
         "description": (
             f"Queries are split into {k} folds (seed {seed}). For each fold, the ranker is tested on the fold's "
             f"queries and trained on the others ({valid_fraction:.0%} of them held out for early stopping). Test "
             f"rows are scored by an encoder trained on {source} without the test queries; the ranker's rows of "
             f"each other fold are scored by an encoder trained without the test queries and without that fold "
             f"(out-of-fold scores). No encoder scores a query it was trained on; {n_trainings(k)} trainings per "
-            f"trained encoder."),
+            f"trained encoder."
+        ),
     }
 
 
-def text_folds(pairs: pd.DataFrame, *, lexical, specs: list[EncoderSpec], field: str = "doc", k: int = 5,
-               valid_fraction: float = 0.1, seed: int = 0, train_table: pd.DataFrame | None = None,
-               options: dict | None = None, cache=None, conflicts: str = "error", progress: bool = True,
-               train_fn: Callable | None = None, profile: StageProfile | None = None):
+def text_folds(
+    pairs: pd.DataFrame,
+    *,
+    lexical,
+    specs: list[EncoderSpec],
+    field: str = "doc",
+    k: int = 5,
+    valid_fraction: float = 0.1,
+    seed: int = 0,
+    train_table: pd.DataFrame | None = None,
+    options: dict | None = None,
+    cache=None,
+    conflicts: str = "error",
+    progress: bool = True,
+    train_fn: Callable | None = None,
+    profile: StageProfile | None = None,
+):
     """From judged pairs to cross-fitted ablation folds.
 
     ``lexical`` is a list of unfitted lexical extractors (fitted on all documents: corpus statistics use
@@ -469,13 +543,26 @@ def text_folds(pairs: pd.DataFrame, *, lexical, specs: list[EncoderSpec], field:
     pairs = group_pairs(pairs)
     with profile.stage("lexical features"):
         base = extract_pairs(pairs, lexical, conflicts=conflicts)
-    if not (np.array_equal(base.qid, pairs["qid"].to_numpy(object))
-            and np.array_equal(base.docid, pairs["docid"].to_numpy(object))):
+    if not (
+        np.array_equal(base.qid, pairs["qid"].to_numpy(object))
+        and np.array_equal(base.docid, pairs["docid"].to_numpy(object))
+    ):
         raise AssertionError("lexical features are not aligned with the judged pairs")
     plans = plan_folds(pairs["qid"], k=k, valid_fraction=valid_fraction, seed=seed)
     with profile.stage("encoder columns"):
-        columns = crossfit_columns(pairs, plans, specs, train_table=train_table, field=field, options=options,
-                                   seed=seed, cache=cache, progress=progress, train_fn=train_fn, profile=profile)
+        columns = crossfit_columns(
+            pairs,
+            plans,
+            specs,
+            train_table=train_table,
+            field=field,
+            options=options,
+            seed=seed,
+            cache=cache,
+            progress=progress,
+            train_fn=train_fn,
+            profile=profile,
+        )
     folds = build_folds(base, plans, columns)
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
     info = scheme(k=k, valid_fraction=valid_fraction, seed=seed, separate_table=train_table is not None)

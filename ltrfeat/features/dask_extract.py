@@ -19,6 +19,7 @@ re-runs failed tasks); when it still fails the run raises :class:`~ltrfeat.featu
 and the output file is never put in place (``LetorWriter`` writes a temporary file and renames it only
 after the last partition).
 """
+
 from __future__ import annotations
 
 import collections
@@ -33,8 +34,18 @@ import numpy as np
 from .cores import available_cores
 from .dataset import RankingSet
 from .errors import LtrfeatError, TextTableError
-from .extract import (_append_columns, _check_missing, _doc_fields, _join, _MissingTally, _output_map, _progress,
-                      _TextIndex, _transform, fit_extractors)
+from .extract import (
+    _append_columns,
+    _check_missing,
+    _doc_fields,
+    _join,
+    _MissingTally,
+    _output_map,
+    _progress,
+    _TextIndex,
+    _transform,
+    fit_extractors,
+)
 from .letor import LetorWriter, iter_letor
 from .neural import EncoderExtractor
 
@@ -51,6 +62,7 @@ _STATES: dict[str, list] = {}  # worker side: fitted extractors by run token
 
 
 # ---------------------------------------------------------------------------- connecting
+
 
 @contextlib.contextmanager
 def dask_client(spec: str, *, timeout: str = "30s"):
@@ -70,19 +82,28 @@ def dask_client(spec: str, *, timeout: str = "30s"):
         except ValueError:
             n_workers = 0
         if n_workers < 1:
-            raise LtrfeatError(f"--dask {spec!r}: the worker count must be a positive integer",
-                               fix="e.g. --dask local:2")
-        with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0") as cluster, distributed.Client(cluster) as client:
+            raise LtrfeatError(
+                f"--dask {spec!r}: the worker count must be a positive integer", fix="e.g. --dask local:2"
+            )
+        with (
+            distributed.LocalCluster(
+                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+            ) as cluster,
+            distributed.Client(cluster) as client,
+        ):
             yield client
         return
     try:
-        client = (distributed.Client(scheduler_file=spec, timeout=timeout) if spec.endswith(".json")
-                  else distributed.Client(spec, timeout=timeout))
+        client = (
+            distributed.Client(scheduler_file=spec, timeout=timeout)
+            if spec.endswith(".json")
+            else distributed.Client(spec, timeout=timeout)
+        )
     except (OSError, ValueError, TimeoutError) as exc:
-        raise LtrfeatError(f"cannot connect to the Dask scheduler {spec!r} ({type(exc).__name__}: {exc})",
-                           fix="give a running scheduler's address (tcp://host:8786), its scheduler file, "
-                               "or local[:N]") from None
+        raise LtrfeatError(
+            f"cannot connect to the Dask scheduler {spec!r} ({type(exc).__name__}: {exc})",
+            fix="give a running scheduler's address (tcp://host:8786), its scheduler file, or local[:N]",
+        ) from None
     with client:
         yield client
 
@@ -97,6 +118,7 @@ def worker_addresses(client) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- shipping extractors
+
 
 def pack_extractors(extractors) -> bytes:
     """Fitted extractors as bytes for the workers: encoder extractors as their bundle bytes and
@@ -158,6 +180,7 @@ def _transform_partition(token: str, pairs, ok: np.ndarray, missing: str) -> lis
 
 # ---------------------------------------------------------------------------- the run
 
+
 class _Run:
     """Submits joined partitions and yields ``(chunk, blocks)`` in input order."""
 
@@ -183,14 +206,25 @@ class _Run:
                 if self.tally.rows and self.missing == "error":
                     self._cancel(pending)  # keep scanning only to report every missing id
                     continue
-                future = self.client.submit(_transform_partition, token, pairs, ok, self.missing,
-                                            key=f"ltrfeat-extract-{token}-{index}", retries=self.retries, pure=False)
+                future = self.client.submit(
+                    _transform_partition,
+                    token,
+                    pairs,
+                    ok,
+                    self.missing,
+                    key=f"ltrfeat-extract-{token}-{index}",
+                    retries=self.retries,
+                    pure=False,
+                )
                 pending.append((chunk, future, index, first_row))
                 while len(pending) >= self.in_flight:
                     yield self._collect(pending)
             if self.tally.rows and self.missing == "error":
-                raise TextTableError(self.tally.message(), path=self.source,
-                                     fix="add the texts to the queries/documents tables, or pass --missing nan|zero")
+                raise TextTableError(
+                    self.tally.message(),
+                    path=self.source,
+                    fix="add the texts to the queries/documents tables, or pass --missing nan|zero",
+                )
             while pending:
                 yield self._collect(pending)
         finally:
@@ -206,10 +240,12 @@ class _Run:
             raise
         except Exception as exc:  # KilledWorker, lost data, a timeout, an extractor's own error
             problem = " ".join(str(exc).split())[:300] or type(exc).__name__
-            raise LtrfeatError(f"partition {index} (rows {first_row + 1}-{first_row + len(chunk)}) failed on the "
-                               f"Dask cluster: {type(exc).__name__}: {problem}; no output was written",
-                               path=self.source, fix="check the workers' logs (memory, killed processes) and rerun"
-                               ) from exc
+            raise LtrfeatError(
+                f"partition {index} (rows {first_row + 1}-{first_row + len(chunk)}) failed on the "
+                f"Dask cluster: {type(exc).__name__}: {problem}; no output was written",
+                path=self.source,
+                fix="check the workers' logs (memory, killed processes) and rerun",
+            ) from exc
         return chunk, blocks
 
     @staticmethod
@@ -220,9 +256,21 @@ class _Run:
             pending.clear()
 
 
-def extract_file_dask(in_path, out_path, *, queries, docs, extractors, client, missing: str = "error",
-                      partition_queries: int = 1000, in_flight: int | None = None, retries: int = 2,
-                      timeout: float | None = None, progress: bool = True) -> int:
+def extract_file_dask(
+    in_path,
+    out_path,
+    *,
+    queries,
+    docs,
+    extractors,
+    client,
+    missing: str = "error",
+    partition_queries: int = 1000,
+    in_flight: int | None = None,
+    retries: int = 2,
+    timeout: float | None = None,
+    progress: bool = True,
+) -> int:
     """:func:`ltrfeat.features.extract.extract_file` with the extractors running on a Dask cluster.
 
     Parameters
@@ -239,8 +287,17 @@ def extract_file_dask(in_path, out_path, *, queries, docs, extractors, client, m
     """
     _check_missing(missing)
     extractors = fit_extractors(extractors, docs, queries)
-    run = _Run(client, extractors, queries=queries, docs=docs, missing=missing, in_flight=in_flight,
-               retries=retries, timeout=timeout, source=in_path)
+    run = _Run(
+        client,
+        extractors,
+        queries=queries,
+        docs=docs,
+        missing=missing,
+        in_flight=in_flight,
+        retries=retries,
+        timeout=timeout,
+        source=in_path,
+    )
     chunks = iter_letor(in_path, chunk_queries=partition_queries)
     first = next(chunks, None)
     if first is None:
@@ -253,9 +310,19 @@ def extract_file_dask(in_path, out_path, *, queries, docs, extractors, client, m
     return run.rows
 
 
-def extract_ranking_dask(data: RankingSet, extractors, *, queries, docs, client, missing: str = "error",
-                         partition_queries: int = 1000, in_flight: int | None = None, retries: int = 2,
-                         timeout: float | None = None) -> RankingSet:
+def extract_ranking_dask(
+    data: RankingSet,
+    extractors,
+    *,
+    queries,
+    docs,
+    client,
+    missing: str = "error",
+    partition_queries: int = 1000,
+    in_flight: int | None = None,
+    retries: int = 2,
+    timeout: float | None = None,
+) -> RankingSet:
     """:func:`ltrfeat.features.extract.extract_ranking` on a Dask cluster (``data`` partitioned by query)."""
     _check_missing(missing)
     extractors = fit_extractors(extractors, docs, queries)
@@ -265,9 +332,20 @@ def extract_ranking_dask(data: RankingSet, extractors, *, queries, docs, client,
     bounds = data.query_boundaries()
     cuts = bounds[::partition_queries].tolist() + ([] if (len(bounds) - 1) % partition_queries == 0 else [len(data)])
     chunks = (data.take(np.arange(a, b)) for a, b in zip(cuts[:-1], cuts[1:]))
-    run = _Run(client, extractors, queries=queries, docs=docs, missing=missing, in_flight=in_flight, retries=retries,
-               timeout=timeout, source=None)
+    run = _Run(
+        client,
+        extractors,
+        queries=queries,
+        docs=docs,
+        missing=missing,
+        in_flight=in_flight,
+        retries=retries,
+        timeout=timeout,
+        source=None,
+    )
     parts = [blocks for _, blocks in run.results(chunks)]
-    joined = [np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, len(ex.feature_names())), np.float32)
-              for k, ex in enumerate(extractors)]
+    joined = [
+        np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, len(ex.feature_names())), np.float32)
+        for k, ex in enumerate(extractors)
+    ]
     return _append_columns(data, extractors, joined)

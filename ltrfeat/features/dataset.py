@@ -6,6 +6,7 @@ A :class:`RankingSet` holds one row per (query, document) pair: ``qid`` (strings
 Rows of one query are contiguous once :meth:`RankingSet.regroup` has been applied
 (readers check this and say so).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -20,7 +21,7 @@ from .errors import LetorFormatError
 from .fileio import atomic_output
 
 FEATURE_MAP_FORMAT = "ltrfeat.features/1"
-MAX_FEATURE_ID = 10 ** 9 - 1  # LETOR readers (ours included) refuse ids of ten digits
+MAX_FEATURE_ID = 10**9 - 1  # LETOR readers (ours included) refuse ids of ten digits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,9 +138,11 @@ class FeatureMap:
         """A new map with ``names`` appended after the largest id."""
         start = self.max_id + 1
         if start + len(names) - 1 > MAX_FEATURE_ID:
-            raise LetorFormatError(f"appending {len(names)} columns after id {self.max_id} needs ids above "
-                                   f"{MAX_FEATURE_ID}, which LETOR files cannot hold",
-                                   fix="renumber the input's features from 1 (e.g. ltrfeat letor convert)")
+            raise LetorFormatError(
+                f"appending {len(names)} columns after id {self.max_id} needs ids above "
+                f"{MAX_FEATURE_ID}, which LETOR files cannot hold",
+                fix="renumber the input's features from 1 (e.g. ltrfeat letor convert)",
+            )
         return FeatureMap(self.features + tuple(Feature(start + k, n, source) for k, n in enumerate(names)))
 
     def to_json(self) -> dict:
@@ -150,16 +153,22 @@ class FeatureMap:
 
     @classmethod
     def from_json(cls, obj, *, path=None) -> "FeatureMap":
-        if not isinstance(obj, dict) or obj.get("format") != FEATURE_MAP_FORMAT or not isinstance(obj.get("features"), list):
+        if (
+            not isinstance(obj, dict)
+            or obj.get("format") != FEATURE_MAP_FORMAT
+            or not isinstance(obj.get("features"), list)
+        ):
             raise LetorFormatError(
                 f"not a feature map (expected {{'format': '{FEATURE_MAP_FORMAT}', 'features': [...]}})",
-                path=path, fix="regenerate it with ltrfeat or delete it to use default names",
+                path=path,
+                fix="regenerate it with ltrfeat or delete it to use default names",
             )
         try:
             return cls(Feature(int(d["id"]), str(d["name"]), str(d.get("source", "input"))) for d in obj["features"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise LetorFormatError(f"bad feature map entry ({exc})", path=path,
-                                   fix="each entry needs an integer 'id' and a 'name'") from None
+            raise LetorFormatError(
+                f"bad feature map entry ({exc})", path=path, fix="each entry needs an integer 'id' and a 'name'"
+            ) from None
 
     @staticmethod
     def sidecar_path(data_path) -> Path:
@@ -177,14 +186,24 @@ class FeatureMap:
             with open(path, encoding="utf-8") as fh:
                 obj = json.load(fh)
         except UnicodeDecodeError as exc:
-            raise LetorFormatError(f"feature map is not UTF-8 text (byte offset {exc.start})", path=path,
-                                   fix="regenerate it with ltrfeat or delete it to use default names") from None
+            raise LetorFormatError(
+                f"feature map is not UTF-8 text (byte offset {exc.start})",
+                path=path,
+                fix="regenerate it with ltrfeat or delete it to use default names",
+            ) from None
         except OSError as exc:
-            raise LetorFormatError(f"cannot read the feature map ({exc.strerror or exc})", path=path,
-                                   fix="check the file and its permissions") from None
+            raise LetorFormatError(
+                f"cannot read the feature map ({exc.strerror or exc})",
+                path=path,
+                fix="check the file and its permissions",
+            ) from None
         except json.JSONDecodeError as exc:
-            raise LetorFormatError(f"feature map is not valid JSON ({exc.msg})", path=path, line=exc.lineno,
-                                   fix="regenerate it with ltrfeat or delete it to use default names") from None
+            raise LetorFormatError(
+                f"feature map is not valid JSON ({exc.msg})",
+                path=path,
+                line=exc.lineno,
+                fix="regenerate it with ltrfeat or delete it to use default names",
+            ) from None
         return cls.from_json(obj, path=path)
 
 
@@ -275,8 +294,15 @@ class RankingSet:
         """A new set holding ``rows`` (indices or boolean mask) in that order."""
         rows = np.asarray(rows)
         pick = lambda a: None if a is None else a[rows]  # noqa: E731
-        return RankingSet(self.qid[rows], self.label[rows], self.X[rows], self.feature_map,
-                          pick(self.docid), pick(self.comment), pick(self.weight))
+        return RankingSet(
+            self.qid[rows],
+            self.label[rows],
+            self.X[rows],
+            self.feature_map,
+            pick(self.docid),
+            pick(self.comment),
+            pick(self.weight),
+        )
 
     def subset_queries(self, qids) -> "RankingSet":
         """Rows whose qid is in ``qids``, in their current order."""
@@ -295,7 +321,9 @@ class RankingSet:
         names = list(names)
         if values.shape[1] != len(names):
             raise ValueError(f"{len(names)} names for {values.shape[1]} columns")
-        return dataclasses.replace(self, X=np.hstack([self.X, values]), feature_map=self.feature_map.append(names, source))
+        return dataclasses.replace(
+            self, X=np.hstack([self.X, values]), feature_map=self.feature_map.append(names, source)
+        )
 
     def content_hash(self) -> str:
         """SHA-256 of qids, labels, features and feature ids: identifies training data in metadata."""

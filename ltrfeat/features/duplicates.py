@@ -11,6 +11,7 @@ Real exports repeat judgments (a product listed twice under one title, a pair re
 :func:`resolve_duplicates` returns the kept rows and the figures (policy, repeated rows, pairs,
 pairs whose grades disagreed), which commands record in convert.json, encoder bundles and reports.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -19,8 +20,10 @@ import pandas as pd
 from ltrfeat.features.errors import TextTableError, line_list
 
 POLICIES = ("error", "first", "mean", "max")
-FIX = ("choose how to merge them with --duplicates first, mean or max (API: duplicates=...), or judge "
-       "each (query, document) pair once")
+FIX = (
+    "choose how to merge them with --duplicates first, mean or max (API: duplicates=...), or judge "
+    "each (query, document) pair once"
+)
 
 
 def _pair_codes(frame: pd.DataFrame, key: list[str]) -> np.ndarray:
@@ -32,8 +35,9 @@ def _pair_codes(frame: pd.DataFrame, key: list[str]) -> np.ndarray:
     return combined
 
 
-def resolve_duplicates(frame: pd.DataFrame, *, policy: str = "error", key=("qid", "docid"), label: str = "label",
-                       lines=None, path=None) -> tuple[pd.DataFrame, dict]:
+def resolve_duplicates(
+    frame: pd.DataFrame, *, policy: str = "error", key=("qid", "docid"), label: str = "label", lines=None, path=None
+) -> tuple[pd.DataFrame, dict]:
     """``(rows kept, figures)`` of ``frame`` under ``policy`` (see the module docstring).
 
     ``lines``: each row's source line (default: the index when it is named ``line``, else row numbers),
@@ -51,8 +55,11 @@ def resolve_duplicates(frame: pd.DataFrame, *, policy: str = "error", key=("qid"
     involved = codes.duplicated(keep=False).to_numpy()
     grades = frame[label].to_numpy(dtype=np.float64)
     spread = pd.Series(grades[involved]).groupby(codes[involved].to_numpy()).agg(["min", "max"])
-    figures.update(repeated_rows=int(repeated.sum()), pairs=int(len(spread)),
-                   disagreeing_pairs=int((spread["min"] != spread["max"]).sum()))
+    figures.update(
+        repeated_rows=int(repeated.sum()),
+        pairs=int(len(spread)),
+        disagreeing_pairs=int((spread["min"] != spread["max"]).sum()),
+    )
     if policy == "error":
         if lines is None:
             lines = frame.index.to_numpy() if frame.index.name == "line" else np.arange(1, len(frame) + 1)
@@ -63,7 +70,11 @@ def resolve_duplicates(frame: pd.DataFrame, *, policy: str = "error", key=("qid"
         raise TextTableError(
             f"duplicate judged pairs: {rows} {'row judges' if rows == 1 else 'rows judge'} a (query, document) pair again ({figures['pairs']} pairs, "
             f"{figures['disagreeing_pairs']} with different grades); the first: {value} at lines "
-            f"{line_list(np.sort(lines[first]))}", path=path, line=int(np.sort(lines[first])[1]), fix=FIX)
+            f"{line_list(np.sort(lines[first]))}",
+            path=path,
+            line=int(np.sort(lines[first])[1]),
+            fix=FIX,
+        )
     kept = frame[~repeated].copy()
     if policy in ("mean", "max"):
         merged = pd.Series(grades).groupby(codes.to_numpy()).agg(policy)

@@ -7,6 +7,7 @@ name (``--encoder-option epochs=2`` means 2 epochs for every model). :func:`mode
 the dict for one model; for a model without prefixed keys the result equals the unprefixed
 options, so cache keys computed from it do not change.
 """
+
 from __future__ import annotations
 
 from .errors import LtrfeatError
@@ -36,14 +37,18 @@ def model_options(options: dict, model: str, *, known_models=(), accepted=None) 
     for key, value in options.items():
         prefix, name = _split(key)
         if prefix is not None and known_models and prefix not in known_models:
-            raise LtrfeatError(f"encoder option {key!r} names an unknown model {prefix!r}",
-                               fix=f"prefix with one of {', '.join(known_models)}, e.g. {known_models[0]}.{name}")
+            raise LtrfeatError(
+                f"encoder option {key!r} names an unknown model {prefix!r}",
+                fix=f"prefix with one of {', '.join(known_models)}, e.g. {known_models[0]}.{name}",
+            )
         if prefix is None:
             plain[name] = value
         elif prefix == model:
             if accepted is not None and name not in accepted:
-                raise LtrfeatError(f"encoder option {key!r}: {model} training has no option {name!r}",
-                                   fix=f"use one of {', '.join(sorted(accepted))}")
+                raise LtrfeatError(
+                    f"encoder option {key!r}: {model} training has no option {name!r}",
+                    fix=f"use one of {', '.join(sorted(accepted))}",
+                )
             own[name] = value
     if accepted is not None:
         plain = {k: v for k, v in plain.items() if k in accepted}

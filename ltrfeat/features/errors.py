@@ -1,4 +1,5 @@
 """Errors that carry the file, line and a fix, so the CLI can print them on one line."""
+
 from __future__ import annotations
 
 

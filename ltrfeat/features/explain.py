@@ -11,6 +11,7 @@ every occurrence of that trigram is removed from the text (one batched forward p
 The score explained is the encoder's own (:attr:`Encoder.score`): the cosine, or the raw dot product of
 an encoder trained with ``score="dot"`` (DSE).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -70,8 +71,9 @@ def explain(encoder: Encoder, query: str, doc: str, *, top: int = 5, shared_top:
     kind = encoder.model.config["architecture"]
     similarity = float(encoder.similarity([query], [doc])[0])
     words = {"query": encoder.hasher.words(query), "doc": encoder.hasher.words(doc)}
-    result = Explanation(kind=kind, score=encoder.score, similarity=similarity, query_words=words["query"],
-                         doc_words=words["doc"])
+    result = Explanation(
+        kind=kind, score=encoder.score, similarity=similarity, query_words=words["query"], doc_words=words["doc"]
+    )
     if kind == "clsm":
         pooled = {side: _pooled_winners(encoder, text, side) for side, text in (("query", query), ("doc", doc))}
         tops = {side: _neurons(encoder, words[side], *pooled[side], n=max(top, shared_top)) for side in pooled}
@@ -100,9 +102,15 @@ def _neurons(encoder: Encoder, words: list[str], values, positions, *, n: int) -
     context = int(encoder.model.config["tower"]["context"])
     padded = ["<s>"] * context + (words or [EMPTY]) + ["<s>"] * context
     order = np.argsort(-values, kind="stable")[:n]
-    return [Neuron(neuron=int(k), activation=float(values[k]), word=padded[context + int(positions[k])],
-                   window=" ".join(padded[int(positions[k]) : int(positions[k]) + 2 * context + 1]))
-            for k in order]
+    return [
+        Neuron(
+            neuron=int(k),
+            activation=float(values[k]),
+            word=padded[context + int(positions[k])],
+            window=" ".join(padded[int(positions[k]) : int(positions[k]) + 2 * context + 1]),
+        )
+        for k in order
+    ]
 
 
 # -- DSSM ----------------------------------------------------------------------------------
@@ -143,11 +151,16 @@ def format_explanation(ex: Explanation, *, query: str, doc: str) -> str:
             lines += ["", f"{side}: top {len(top)} max-pooling neurons", "  neuron  activation  word (window)"]
             lines += [f"  {n.neuron:>6}  {n.activation:>10.4f}  {n.word} ({n.window})" for n in top]
         lines += ["", f"neurons in both sides' top {ex.shared_top}: {len(ex.shared)}"]
-        lines += [f"  {q.neuron:>6}  query {q.word!r} ({q.activation:.4f})  document {d.word!r} ({d.activation:.4f})"
-                  for q, d in ex.shared]
+        lines += [
+            f"  {q.neuron:>6}  query {q.word!r} ({q.activation:.4f})  document {d.word!r} ({d.activation:.4f})"
+            for q, d in ex.shared
+        ]
     elif ex.kind == "dssm":
         for side, effects in (("query", ex.query_trigrams), ("document", ex.doc_trigrams)):
-            lines += ["", f"{side}: letter trigrams whose removal lowers the {ex.score} most",
-                      f"  trigram  count  {ex.score + ' drop':>11}"]
+            lines += [
+                "",
+                f"{side}: letter trigrams whose removal lowers the {ex.score} most",
+                f"  trigram  count  {ex.score + ' drop':>11}",
+            ]
             lines += [f"  {e.trigram:<7}  {e.count:>5}  {e.drop:>+11.4f}" for e in effects]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ its query text (by qid) and document text (by the ``#docid = X`` comment), and a
 extractors' columns after the file's largest feature id; :func:`extract_pairs` does the same
 for an in-memory judged-pairs table (no input features).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -72,6 +73,7 @@ def available_extractors() -> dict[str, tuple[str, Callable]]:
 def _lexical_factory(family: str) -> Callable:
     def factory(*, fields, **params) -> LexicalExtractor:
         return LexicalExtractor(features=(family,), fields=tuple(fields), **params)
+
     return factory
 
 
@@ -90,12 +92,15 @@ def lexical_extractors(names, *, fields, **params) -> list[LexicalExtractor]:
         names = list(FAMILIES)
     unknown = [n for n in names if n not in FAMILIES]
     if unknown:
-        raise LtrfeatError(f"unknown lexical feature(s) {', '.join(unknown)}",
-                           fix=f"choose from {', '.join(FAMILIES)} (see `ltrfeat features list`)")
+        raise LtrfeatError(
+            f"unknown lexical feature(s) {', '.join(unknown)}",
+            fix=f"choose from {', '.join(FAMILIES)} (see `ltrfeat features list`)",
+        )
     return [LexicalExtractor(features=tuple(dict.fromkeys(names)), fields=tuple(fields), **params)]
 
 
 # ---------------------------------------------------------------------------- fitting and naming
+
 
 def fit_extractors(extractors, docs: pd.DataFrame, queries: pd.DataFrame | None = None) -> list:
     """Fit every extractor that is not fitted yet on ``docs`` (and ``queries``)."""
@@ -117,8 +122,9 @@ def _output_map(feature_map, extractors):
         for ex in extractors:
             feature_map = feature_map.append(ex.feature_names(), _source(ex))
     except ValueError as exc:  # a name already in the file
-        raise LtrfeatError(f"cannot append the new columns ({exc})",
-                           fix="drop those columns from the input or choose other extractors") from None
+        raise LtrfeatError(
+            f"cannot append the new columns ({exc})", fix="drop those columns from the input or choose other extractors"
+        ) from None
     return feature_map
 
 
@@ -156,8 +162,11 @@ class PairFeatures(TransformerMixin, BaseEstimator):
         docs = pairs.drop_duplicates("docid")
         fields = _doc_fields(docs[[c for c in docs.columns if c not in ("qid", "query", "label")]], extractors)
         self._check_pairs(pairs, fields)
-        fit_extractors(extractors, docs[["docid", *fields]].reset_index(drop=True),
-                       pairs.drop_duplicates("qid")[["qid", "query"]].reset_index(drop=True))
+        fit_extractors(
+            extractors,
+            docs[["docid", *fields]].reset_index(drop=True),
+            pairs.drop_duplicates("qid")[["qid", "query"]].reset_index(drop=True),
+        )
         self.extractors_ = extractors
         self.fields_ = fields
         self.feature_names_ = [name for ex in extractors for name in ex.feature_names()]
@@ -166,12 +175,17 @@ class PairFeatures(TransformerMixin, BaseEstimator):
     @staticmethod
     def _check_pairs(pairs, columns) -> None:
         if not isinstance(pairs, pd.DataFrame):
-            raise LtrfeatError(f"PairFeatures takes a pairs DataFrame, got {type(pairs).__name__}",
-                               fix="read one with ltrfeat.features.text.read_judged_pairs")
+            raise LtrfeatError(
+                f"PairFeatures takes a pairs DataFrame, got {type(pairs).__name__}",
+                fix="read one with ltrfeat.features.text.read_judged_pairs",
+            )
         absent = [c for c in columns if c not in pairs.columns]
         if absent:
-            raise TextTableError(f"pairs lack column(s) {', '.join(absent)} (columns: {', '.join(map(str, pairs.columns))})",
-                                 path=pairs.attrs.get("source"), fix="give qid, query, docid and the document fields")
+            raise TextTableError(
+                f"pairs lack column(s) {', '.join(absent)} (columns: {', '.join(map(str, pairs.columns))})",
+                path=pairs.attrs.get("source"),
+                fix="give qid, query, docid and the document fields",
+            )
 
     def transform(self, pairs: pd.DataFrame) -> np.ndarray:
         check_is_fitted(self, "extractors_")
@@ -180,8 +194,11 @@ class PairFeatures(TransformerMixin, BaseEstimator):
         for column in ["query", *self.fields_]:
             empty |= pairs[column].isna().to_numpy()
         if empty.any():
-            raise TextTableError(f"{int(empty.sum())} pairs have no text (rows {', '.join(map(str, (np.flatnonzero(empty) + 1)[:5]))})",
-                                 path=pairs.attrs.get("source"), fix="fill in the query and document texts")
+            raise TextTableError(
+                f"{int(empty.sum())} pairs have no text (rows {', '.join(map(str, (np.flatnonzero(empty) + 1)[:5]))})",
+                path=pairs.attrs.get("source"),
+                fix="fill in the query and document texts",
+            )
         ok = np.ones(len(pairs), dtype=bool)
         blocks = _transform(self.extractors_, pairs.reset_index(drop=True), ok, "error")
         return np.hstack(blocks) if blocks else np.zeros((len(pairs), 0), dtype=np.float32)
@@ -200,17 +217,24 @@ def _append_columns(data: RankingSet, extractors, blocks) -> RankingSet:
 
 # ---------------------------------------------------------------------------- joining texts
 
+
 class _TextIndex:
     """Row lookup of a query or document table by id."""
 
     def __init__(self, table: pd.DataFrame, key: str, what: str):
         if key not in table.columns:
-            raise TextTableError(f"{what} table has no {key!r} column", path=table.attrs.get("source"),
-                                 fix=f"read it with read_{what}s or rename the id column to {key!r}")
+            raise TextTableError(
+                f"{what} table has no {key!r} column",
+                path=table.attrs.get("source"),
+                fix=f"read it with read_{what}s or rename the id column to {key!r}",
+            )
         ids = table[key].astype(str)
         if ids.duplicated().any():
-            raise TextTableError(f"{what} table repeats {key} {ids[ids.duplicated()].iloc[0]!r}",
-                                 path=table.attrs.get("source"), fix=f"give each {what} one row")
+            raise TextTableError(
+                f"{what} table repeats {key} {ids[ids.duplicated()].iloc[0]!r}",
+                path=table.attrs.get("source"),
+                fix=f"give each {what} one row",
+            )
         self.table = table.reset_index(drop=True)
         self.index = pd.Index(ids.to_numpy(dtype=object))
 
@@ -237,8 +261,10 @@ class _MissingTally:
         self.kinds[kind] = (count + len(values), first)
 
     def message(self) -> str:
-        parts = [f"{count} {kind} ({', '.join(map(str, first))}{', ...' if count > len(first) else ''})"
-                 for kind, (count, first) in self.kinds.items()]
+        parts = [
+            f"{count} {kind} ({', '.join(map(str, first))}{', ...' if count > len(first) else ''})"
+            for kind, (count, first) in self.kinds.items()
+        ]
         return f"{self.rows} rows have no text: " + "; ".join(parts)
 
 
@@ -269,8 +295,11 @@ def _doc_fields(docs: pd.DataFrame, extractors) -> list[str]:
     fields = list(dict.fromkeys(named)) or [c for c in docs.columns if c != "docid"]
     absent = [f for f in fields if f not in docs.columns]
     if absent:
-        raise TextTableError(f"documents table has no field(s) {', '.join(absent)} (columns: {', '.join(docs.columns)})",
-                             path=docs.attrs.get("source"), fix="choose --fields among the documents table's columns")
+        raise TextTableError(
+            f"documents table has no field(s) {', '.join(absent)} (columns: {', '.join(docs.columns)})",
+            path=docs.attrs.get("source"),
+            fix="choose --fields among the documents table's columns",
+        )
     return fields
 
 
@@ -283,8 +312,9 @@ def _transform(extractors, pairs: pd.DataFrame, ok: np.ndarray, missing: str) ->
         if ok.any():
             got = np.asarray(ex.transform(pairs[ok].reset_index(drop=True)), dtype=np.float32)
             if got.shape != (int(ok.sum()), width):
-                raise ValueError(f"{type(ex).__name__}.transform returned shape {got.shape}, "
-                                 f"expected {(int(ok.sum()), width)}")
+                raise ValueError(
+                    f"{type(ex).__name__}.transform returned shape {got.shape}, expected {(int(ok.sum()), width)}"
+                )
             values[ok] = got
         blocks.append(values)
     return blocks
@@ -297,8 +327,18 @@ def _check_missing(missing: str) -> None:
 
 # ---------------------------------------------------------------------------- entry points
 
-def extract_file(in_path, out_path, *, queries: pd.DataFrame, docs: pd.DataFrame, extractors, missing: str = "error",
-                 chunk_queries: int = 1000, progress: bool = True) -> int:
+
+def extract_file(
+    in_path,
+    out_path,
+    *,
+    queries: pd.DataFrame,
+    docs: pd.DataFrame,
+    extractors,
+    missing: str = "error",
+    chunk_queries: int = 1000,
+    progress: bool = True,
+) -> int:
     """Append the extractors' columns to the LETOR file ``in_path``, writing ``out_path`` and
     its ``.features.json`` sidecar atomically.
 
@@ -333,10 +373,18 @@ def extract_file(in_path, out_path, *, queries: pd.DataFrame, docs: pd.DataFrame
                 continue  # keep scanning only to report every missing id; nothing will be written
             writer.write(_append_columns(chunk, extractors, _transform(extractors, pairs, ok, missing)))
         if tally.rows and missing == "error":
-            raise TextTableError(tally.message(), path=in_path,
-                                 fix="add the texts to the queries/documents tables, or pass --missing nan|zero")
-    _log.info("extract: %d rows of %s, %d new column(s) -> %s", rows, in_path,
-              len(out_map.names) - len(first.feature_map.names), out_path)
+            raise TextTableError(
+                tally.message(),
+                path=in_path,
+                fix="add the texts to the queries/documents tables, or pass --missing nan|zero",
+            )
+    _log.info(
+        "extract: %d rows of %s, %d new column(s) -> %s",
+        rows,
+        in_path,
+        len(out_map.names) - len(first.feature_map.names),
+        out_path,
+    )
     return rows
 
 
@@ -355,16 +403,25 @@ def extract_pairs(pairs: pd.DataFrame, extractors, *, missing: str = "error", co
     return extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=missing)
 
 
-def extract_ranking(data: RankingSet, extractors, *, queries: pd.DataFrame, docs: pd.DataFrame,
-                    missing: str = "error") -> RankingSet:
+def extract_ranking(
+    data: RankingSet, extractors, *, queries: pd.DataFrame, docs: pd.DataFrame, missing: str = "error"
+) -> RankingSet:
     """In-memory :func:`extract_file`: ``data`` (with docids) plus the extractors' columns."""
     _check_missing(missing)
     extractors = fit_extractors(extractors, docs, queries)
     tally = _MissingTally()
-    joined, ok = _join(data, _TextIndex(queries, "qid", "query"), _TextIndex(docs, "docid", "document"),
-                       _doc_fields(docs, extractors), tally, 0)
+    joined, ok = _join(
+        data,
+        _TextIndex(queries, "qid", "query"),
+        _TextIndex(docs, "docid", "document"),
+        _doc_fields(docs, extractors),
+        tally,
+        0,
+    )
     if tally.rows and missing == "error":
-        raise TextTableError(tally.message(), fix="add the texts to the queries/documents tables, or use missing='nan'|'zero'")
+        raise TextTableError(
+            tally.message(), fix="add the texts to the queries/documents tables, or use missing='nan'|'zero'"
+        )
     return _append_columns(data, extractors, _transform(extractors, joined, ok, missing))
 
 

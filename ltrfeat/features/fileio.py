@@ -1,4 +1,5 @@
 """Atomic output (temp file + rename) and transparent gzip by file extension."""
+
 from __future__ import annotations
 
 import contextlib
@@ -25,8 +26,11 @@ class _CheckedGzip(gzip.GzipFile):
         try:
             return method(*args)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-            raise LtrfeatError(f"gzip data is damaged or truncated ({type(exc).__name__}: {exc})", path=self.name,
-                               fix="re-create or re-download the file (gzip -t FILE tests it)") from None
+            raise LtrfeatError(
+                f"gzip data is damaged or truncated ({type(exc).__name__}: {exc})",
+                path=self.name,
+                fix="re-create or re-download the file (gzip -t FILE tests it)",
+            ) from None
 
     def read(self, size=-1):
         return self._checked(super().read, size)
@@ -75,7 +79,9 @@ def check_writable(path) -> None:
     elif not os.access(parent, os.W_OK | os.X_OK):
         problem = f"{parent} is not writable"
     if problem:
-        raise LtrfeatError(f"cannot write the output ({problem})", path=path, fix="choose a file in a writable directory")
+        raise LtrfeatError(
+            f"cannot write the output ({problem})", path=path, fix="choose a file in a writable directory"
+        )
 
 
 @contextlib.contextmanager
@@ -94,8 +100,9 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
         directory.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfiles.new_file(path)
     except OSError as exc:
-        raise LtrfeatError(f"cannot write the output ({exc.strerror or exc})", path=path,
-                           fix="choose a file in a writable directory") from None
+        raise LtrfeatError(
+            f"cannot write the output ({exc.strerror or exc})", path=path, fix="choose a file in a writable directory"
+        ) from None
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
     try:
         with os.fdopen(fd, "wb") as raw:

@@ -16,6 +16,7 @@ Trigram ids:
 Each distinct word is hashed once and cached; a batch is assembled with numpy from the cached
 per-word id arrays, so preparing a batch costs one byte-string split plus array gathers.
 """
+
 from __future__ import annotations
 
 import re
@@ -150,8 +151,9 @@ class TrigramHasher:
                     counts[tri] += count
             kept = sorted((t for t, c in counts.items() if c >= self.min_count), key=lambda t: (-counts[t], t))
             if not kept:
-                raise ValueError("no letter trigram reaches min_count in the training texts; "
-                                 "give non-empty texts or lower min_count")
+                raise ValueError(
+                    "no letter trigram reaches min_count in the training texts; give non-empty texts or lower min_count"
+                )
             self.vocabulary_ = {tri: N_RESERVED + i for i, tri in enumerate(kept)}
             self.n_features_ = N_RESERVED + len(kept)
         self._reset_cache()
@@ -249,25 +251,36 @@ class TrigramHasher:
         text_of_word = np.repeat(np.arange(n), tokens.lengths)
         within = np.arange(len(tokens.words)) - np.repeat(tokens.offsets[:-1], tokens.lengths)
         seq[starts[:-1][text_of_word] + context + within] = 2 + inverse.reshape(-1)
-        first = np.repeat(starts[:-1], lengths) + np.arange(int(lengths.sum())) - np.repeat(
-            np.cumsum(lengths) - lengths, lengths)
+        first = (
+            np.repeat(starts[:-1], lengths)
+            + np.arange(int(lengths.sum()))
+            - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        )
         windows = seq[first[:, None] + np.arange(2 * context + 1)[None, :]]
         # word table: row 0 the empty word, row 1 <s>, then the batch's distinct words
         word_lens = self._lens[uniq]
         cum = np.zeros(len(uniq) + 1, dtype=np.int64)
         np.cumsum(word_lens, out=cum[1:])
         flat = self._flat[_ragged_positions(self._starts[uniq], word_lens, cum)]
-        return SequenceBatch(word_ids=np.concatenate([[BOUNDARY_ID], flat]).astype(np.int64),
-                             word_offsets=np.concatenate([[0, 0], 1 + cum[:-1]]).astype(np.int64),
-                             windows=windows, lengths=lengths)
+        return SequenceBatch(
+            word_ids=np.concatenate([[BOUNDARY_ID], flat]).astype(np.int64),
+            word_offsets=np.concatenate([[0, 0], 1 + cum[:-1]]).astype(np.int64),
+            windows=windows,
+            lengths=lengths,
+        )
 
     # -- persistence ---------------------------------------------------------------------
     def to_json(self) -> dict:
         """Parameters and vocabulary as a JSON-serialisable dict (trigrams in id order)."""
         self._check_fitted()
         vocab = None if self.vocabulary_ is None else sorted(self.vocabulary_, key=self.vocabulary_.get)
-        return {"min_count": self.min_count, "n_buckets": self.n_buckets, "max_word_len": self.max_word_len,
-                "normalisation": "nfkc-lower-strip-apostrophes-split-nonalnum", "vocabulary": vocab}
+        return {
+            "min_count": self.min_count,
+            "n_buckets": self.n_buckets,
+            "max_word_len": self.max_word_len,
+            "normalisation": "nfkc-lower-strip-apostrophes-split-nonalnum",
+            "vocabulary": vocab,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "TrigramHasher":

@@ -26,6 +26,7 @@ and every label and value of the block is converted by one ``np.fromstring`` cal
 anything looks wrong, a strict per-line parser re-reads the block only to name the first
 bad line. Values are parsed as float64 and stored as float32.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -50,8 +51,7 @@ NAN_POLICIES = ("error", "keep", "zero")
 _BLOCK_BYTES = 4 << 20
 _MAX_ID_DIGITS = 9
 _DENSE_LOOKUP_LIMIT = 10_000_000
-_NUMBER_RE = re.compile(
-    rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan(?:\(\w*\))?)", re.IGNORECASE)
+_NUMBER_RE = re.compile(rb"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?|nan(?:\(\w*\))?)", re.IGNORECASE)
 _SEPARATORS = bytes(range(33))
 _TOKEN_SPLIT = re.compile(rb"[\x00-\x20]+")
 _PAIR_RE = re.compile(r"\s*([^\s=]+)\s*=\s*(\S+)")
@@ -60,6 +60,7 @@ _UTF8_FIX = "re-encode the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)"
 
 
 # --------------------------------------------------------------------------- comments
+
 
 def parse_comment(comment: str | None) -> dict:
     """Key/value pairs of a LETOR comment, or its bare leading docid.
@@ -94,6 +95,7 @@ def _docid_of(comment: str | None) -> str | None:
 
 # --------------------------------------------------------------------------- sidecar files
 
+
 def group_path_of(path) -> Path:
     """``<file>.query``: LightGBM's group-size file beside an svmlight file."""
     return Path(f"{path}.query")
@@ -115,14 +117,23 @@ def _read_numbers(path, *, kind: str, integer: bool) -> np.ndarray:
                 try:
                     value = int(text) if integer else float(text)
                 except ValueError:
-                    raise LetorFormatError(f"{kind} {text[:40]!r} is not {'an integer' if integer else 'a number'}",
-                                           path=path, line=lineno, fix=f"write one {kind} per line") from None
+                    raise LetorFormatError(
+                        f"{kind} {text[:40]!r} is not {'an integer' if integer else 'a number'}",
+                        path=path,
+                        line=lineno,
+                        fix=f"write one {kind} per line",
+                    ) from None
                 if integer and value <= 0:
-                    raise LetorFormatError(f"{kind} {value} is not positive", path=path, line=lineno,
-                                           fix="every query needs at least one row")
+                    raise LetorFormatError(
+                        f"{kind} {value} is not positive",
+                        path=path,
+                        line=lineno,
+                        fix="every query needs at least one row",
+                    )
                 if not integer and not math.isfinite(value):
-                    raise LetorFormatError(f"{kind} {text!r} is not finite", path=path, line=lineno,
-                                           fix="use finite weights")
+                    raise LetorFormatError(
+                        f"{kind} {text!r} is not finite", path=path, line=lineno, fix="use finite weights"
+                    )
                 values.append(value)
     except UnicodeDecodeError:
         raise LetorFormatError(f"{kind} file is not valid UTF-8", path=path, fix=_UTF8_FIX) from None
@@ -132,6 +143,7 @@ def _read_numbers(path, *, kind: str, integer: bool) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- strict per-line parser
+
 
 def _strict_check(line: bytes, *, path, lineno: int, svmlight: bool) -> None:
     """Raise the :class:`LetorFormatError` for ``line`` if it is malformed (slow, precise)."""
@@ -154,9 +166,11 @@ def _strict_check(line: bytes, *, path, lineno: int, svmlight: bool) -> None:
     if not svmlight:
         if not features or not features[0].startswith(b"qid:"):
             second = _show(features[0]) if features else "nothing"
-            fail(f"missing qid: (second token is {second})",
-                 "LETOR lines are 'label qid:ID fid:value ...'; for svmlight files without qid: "
-                 "put group sizes in <file>.query")
+            fail(
+                f"missing qid: (second token is {second})",
+                "LETOR lines are 'label qid:ID fid:value ...'; for svmlight files without qid: "
+                "put group sizes in <file>.query",
+            )
         if len(features[0]) == 4:
             fail("empty qid", "write qid:ID with a non-empty ID")
         try:
@@ -182,8 +196,10 @@ def _strict_check(line: bytes, *, path, lineno: int, svmlight: bool) -> None:
         if len(fid) > _MAX_ID_DIGITS:
             fail(f"feature id {_show(fid)} is too large", f"use ids below 10^{_MAX_ID_DIGITS}")
         if int(fid) <= previous:
-            fail(f"feature ids are not increasing ({previous} then {int(fid)})",
-                 "sort each line's features by id and drop duplicates")
+            fail(
+                f"feature ids are not increasing ({previous} then {int(fid)})",
+                "sort each line's features by id and drop duplicates",
+            )
         previous = int(fid)
         if not _NUMBER_RE.fullmatch(value):
             fail(f"value {_show(value)} of feature {int(fid)} is not a number", "write values as decimal numbers")
@@ -198,11 +214,15 @@ def _raise_first_error(data: bytes, *, first: int, path, line0: int, svmlight: b
     lines = data.split(b"\n")
     for k in range(first, len(lines)):
         _strict_check(lines[k], path=path, lineno=line0 + k, svmlight=svmlight)
-    raise LetorFormatError(f"could not parse the numbers of lines {line0 + first}-{line0 + len(lines) - 2}",
-                           path=path, fix="check these lines for unusual number syntax")
+    raise LetorFormatError(
+        f"could not parse the numbers of lines {line0 + first}-{line0 + len(lines) - 2}",
+        path=path,
+        fix="check these lines for unusual number syntax",
+    )
 
 
 # --------------------------------------------------------------------------- vectorised block parser
+
 
 @dataclasses.dataclass
 class _Block:
@@ -265,13 +285,20 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     tokens = _body_tokens(buf, lines)
     data_lines = np.flatnonzero(tokens.per_line > 0)
     if not len(data_lines):
-        return _Block(label=np.zeros(0), qid=[], comment=[], lineno=data_lines, fid=np.zeros(0, dtype=np.int64),
-                      value=np.zeros(0), row=data_lines, nbytes=len(buf))
+        return _Block(
+            label=np.zeros(0),
+            qid=[],
+            comment=[],
+            lineno=data_lines,
+            fid=np.zeros(0, dtype=np.int64),
+            value=np.zeros(0),
+            row=data_lines,
+            nbytes=len(buf),
+        )
 
     def fail_at(bad: np.ndarray) -> None:
         if bad.any():
-            _raise_first_error(data, first=int(data_lines[np.argmax(bad)]), path=path, line0=line0,
-                               svmlight=svmlight)
+            _raise_first_error(data, first=int(data_lines[np.argmax(bad)]), path=path, line0=line0, svmlight=svmlight)
 
     # every line: label [qid:Q] fid:value ..., with one colon per qid and feature token
     n_head = 1 if svmlight else 2
@@ -302,8 +329,16 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     if not svmlight:
         text[_spans(tokens.start[q], tokens.end[q])] = _SPACE
     text[_spans(lines.first_hash[lines.has_hash], lines.newline[lines.has_hash])] = _SPACE
-    label, value = _labels_and_values(data, text.tobytes(), n_feat, n_values=len(f_start), path=path, line0=line0,
-                                      svmlight=svmlight, first_line=int(data_lines[0]))
+    label, value = _labels_and_values(
+        data,
+        text.tobytes(),
+        n_feat,
+        n_values=len(f_start),
+        path=path,
+        line0=line0,
+        svmlight=svmlight,
+        first_line=int(data_lines[0]),
+    )
     del text
     bad_id |= fid < 1
     same_line = feat_line[1:] == feat_line[:-1]
@@ -316,8 +351,16 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     if not svmlight:
         q0, q1 = (tokens.start[q] + 4).tolist(), tokens.end[q].tolist()
         qid = _decode_all([data[a:b] for a, b in zip(q0, q1)], data_lines, path=path, line0=line0, what="qid")
-    return _Block(label=label, qid=qid, comment=_comments(data, buf, lines, data_lines, path=path, line0=line0),
-                  lineno=data_lines + line0, fid=fid, value=value, row=feat_line, nbytes=len(buf))
+    return _Block(
+        label=label,
+        qid=qid,
+        comment=_comments(data, buf, lines, data_lines, path=path, line0=line0),
+        lineno=data_lines + line0,
+        fid=fid,
+        value=value,
+        row=feat_line,
+        nbytes=len(buf),
+    )
 
 
 def _scan_lines(buf: np.ndarray) -> _Lines:
@@ -337,8 +380,12 @@ def _inside_bodies(positions: np.ndarray, lines: _Lines) -> tuple[np.ndarray, np
     lo = np.searchsorted(positions, lines.starts)
     hi = np.searchsorted(positions, lines.body_end)
     if lines.has_hash.any():  # drop what lies in comments
-        keep = np.cumsum(np.bincount(lo, minlength=len(positions) + 1)
-                         - np.bincount(hi, minlength=len(positions) + 1))[:-1] > 0
+        keep = (
+            np.cumsum(np.bincount(lo, minlength=len(positions) + 1) - np.bincount(hi, minlength=len(positions) + 1))[
+                :-1
+            ]
+            > 0
+        )
         return keep, lo, hi
     return np.ones(len(positions), dtype=bool), lo, hi
 
@@ -360,8 +407,13 @@ def _bad_qid_tokens(buf: np.ndarray, tokens: _Tokens, q: np.ndarray, first_colon
     """Lines whose second token is not ``qid:`` followed by at least one byte."""
     qs = tokens.start[q]
     at = lambda k: buf[np.minimum(qs + k, len(buf) - 1)]  # noqa: E731  (the test on length guards the tail)
-    return ((tokens.colons[first_colon] != qs + 3) | (tokens.end[q] - qs <= 4)
-            | (at(0) != _Q) | (at(1) != _I) | (at(2) != _D))
+    return (
+        (tokens.colons[first_colon] != qs + 3)
+        | (tokens.end[q] - qs <= 4)
+        | (at(0) != _Q)
+        | (at(1) != _I)
+        | (at(2) != _D)
+    )
 
 
 def _feature_ids(buf: np.ndarray, text: np.ndarray, f_start: np.ndarray, f_colon: np.ndarray):
@@ -380,8 +432,17 @@ def _feature_ids(buf: np.ndarray, text: np.ndarray, f_start: np.ndarray, f_colon
     return fid, bad_id
 
 
-def _labels_and_values(data: bytes, numbers_text: bytes, n_feat: np.ndarray, *, n_values: int, path, line0: int,
-                       svmlight: bool, first_line: int) -> tuple[np.ndarray, np.ndarray]:
+def _labels_and_values(
+    data: bytes,
+    numbers_text: bytes,
+    n_feat: np.ndarray,
+    *,
+    n_values: int,
+    path,
+    line0: int,
+    svmlight: bool,
+    first_line: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """``label value value ...`` of every line, read at once, split into labels and feature values."""
     try:
         numbers = np.fromstring(numbers_text, dtype=np.float64, sep=" ")
@@ -404,8 +465,13 @@ def _comments(data: bytes, buf: np.ndarray, lines: _Lines, data_lines: np.ndarra
         c1 = lines.newline[data_lines[hashed]]
         c1 = c1 - ((buf[c1 - 1] == _CR) & (c1 > c0))
         c0 = c0 + ((buf[c0] == _SPACE) & (c0 < c1))
-        texts = _decode_all([data[a:b] for a, b in zip(c0.tolist(), c1.tolist())], data_lines[hashed],
-                            path=path, line0=line0, what="comment")
+        texts = _decode_all(
+            [data[a:b] for a, b in zip(c0.tolist(), c1.tolist())],
+            data_lines[hashed],
+            path=path,
+            line0=line0,
+            what="comment",
+        )
         for r, text in zip(hashed.tolist(), texts):
             comment[r] = text
     return comment
@@ -417,9 +483,13 @@ def _refuse_lone_cr(buf: np.ndarray, *, path, line0: int) -> None:
     if len(cr):
         lone = cr[buf[np.minimum(cr + 1, len(buf) - 1)] != 10]
         if len(lone):
-            line = line0 + int(np.count_nonzero(buf[:lone[0]] == 10))
-            raise LetorFormatError("carriage return without a line feed (\\r line endings would join lines)",
-                                   path=path, line=line, fix="convert the line endings to \\n, e.g. tr '\\r' '\\n'")
+            line = line0 + int(np.count_nonzero(buf[: lone[0]] == 10))
+            raise LetorFormatError(
+                "carriage return without a line feed (\\r line endings would join lines)",
+                path=path,
+                line=line,
+                fix="convert the line endings to \\n, e.g. tr '\\r' '\\n'",
+            )
 
 
 def _spans(begin: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -440,8 +510,9 @@ def _decode_all(chunks: list, lines: np.ndarray, *, path, line0: int, what: str)
             try:
                 c.decode("utf-8")
             except UnicodeDecodeError:
-                raise LetorFormatError(f"{what} is not valid UTF-8", path=path, line=int(lines[k]) + line0,
-                                       fix=_UTF8_FIX) from None
+                raise LetorFormatError(
+                    f"{what} is not valid UTF-8", path=path, line=int(lines[k]) + line0, fix=_UTF8_FIX
+                ) from None
         raise
 
 
@@ -467,6 +538,7 @@ def _byte_blocks(path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
 
 
 # --------------------------------------------------------------------------- reading
+
 
 @dataclasses.dataclass
 class _Options:
@@ -497,8 +569,11 @@ def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> 
             fmt = "svmlight"
     svmlight = fmt == "svmlight"
     if svmlight and group_path is None:
-        raise LetorFormatError("svmlight file without a group file", path=path,
-                               fix=f"write the group sizes to {group_path_of(path).name} or pass group_path")
+        raise LetorFormatError(
+            "svmlight file without a group file",
+            path=path,
+            fix=f"write the group sizes to {group_path_of(path).name} or pass group_path",
+        )
     groups = _read_numbers(group_path, kind="group size", integer=True) if svmlight else None
     if weight_path is None and weight_path_of(path).exists():
         weight_path = weight_path_of(path)
@@ -507,8 +582,17 @@ def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> 
     if feature_map is None and FeatureMap.sidecar_path(path).exists():
         map_path = FeatureMap.sidecar_path(path)
         feature_map = FeatureMap.load(map_path)
-    return _Options(path, svmlight, groups, None if group_path is None else Path(group_path), weights,
-                    None if weight_path is None else Path(weight_path), nan_policy, feature_map, map_path)
+    return _Options(
+        path,
+        svmlight,
+        groups,
+        None if group_path is None else Path(group_path),
+        weights,
+        None if weight_path is None else Path(weight_path),
+        nan_policy,
+        feature_map,
+        map_path,
+    )
 
 
 def _first_data_tokens(path) -> list:
@@ -545,7 +629,10 @@ class _Stream:
                     over = block.lineno[int(ends[-1]) - self.rows]
                     raise LetorFormatError(
                         f"more rows than the group sizes in {opts.group_path} sum to ({int(ends[-1])})",
-                        path=opts.path, line=int(over), fix="fix the group file so its sizes sum to the rows")
+                        path=opts.path,
+                        line=int(over),
+                        fix="fix the group file so its sizes sum to the rows",
+                    )
                 g = np.searchsorted(ends, index, side="right") + 1
                 block.qid = [str(x) for x in g.tolist()]
             self._check_contiguous(block)
@@ -565,8 +652,10 @@ class _Stream:
                 if not self.regroup:
                     raise LetorFormatError(
                         f"rows of qid {q!r} are not contiguous (the query appeared earlier)",
-                        path=self.opts.path, line=int(block.lineno[i]),
-                        fix="sort the file by query, or read it with regroup=True (CLI: --regroup)")
+                        path=self.opts.path,
+                        line=int(block.lineno[i]),
+                        fix="sort the file by query, or read it with regroup=True (CLI: --regroup)",
+                    )
                 self.noncontiguous.append(q)
             self._finished.add(q)
         self._last_qid = qid[-1]
@@ -581,23 +670,31 @@ class _Stream:
             k = int(np.argmax(~finite32))
             raise LetorFormatError(
                 f"feature {int(block.fid[k])} is {float(value[k])!r} (NaN, infinite or beyond float32)",
-                path=self.opts.path, line=int(block.lineno[block.row[k]]),
-                fix="clean the value, or read with nan_policy='keep' or 'zero' (CLI: --nan-policy)")
+                path=self.opts.path,
+                line=int(block.lineno[block.row[k]]),
+                fix="clean the value, or read with nan_policy='keep' or 'zero' (CLI: --nan-policy)",
+            )
         if self.opts.nan_policy == "zero":
             value[~finite32] = 0.0
 
     def _check_totals(self) -> None:
         opts = self.opts
         if self.rows == 0:
-            raise LetorFormatError("empty file (no data lines)", path=opts.path,
-                                   fix="write lines like '2 qid:1 1:0.5 2:0.3'")
+            raise LetorFormatError(
+                "empty file (no data lines)", path=opts.path, fix="write lines like '2 qid:1 1:0.5 2:0.3'"
+            )
         if opts.groups is not None and int(opts.groups.sum()) != self.rows:
             raise LetorFormatError(
                 f"group sizes sum to {int(opts.groups.sum())} but the data file has {self.rows} rows",
-                path=opts.group_path, fix="regenerate the group file from the data")
+                path=opts.group_path,
+                fix="regenerate the group file from the data",
+            )
         if opts.weights is not None and len(opts.weights) != self.rows:
-            raise LetorFormatError(f"{len(opts.weights)} weights for {self.rows} rows", path=opts.weight_path,
-                                   fix="write one weight per data row")
+            raise LetorFormatError(
+                f"{len(opts.weights)} weights for {self.rows} rows",
+                path=opts.weight_path,
+                fix="write one weight per data row",
+            )
 
 
 def _seen_ids(fid: np.ndarray) -> np.ndarray:
@@ -614,14 +711,19 @@ def _seen_ids(fid: np.ndarray) -> np.ndarray:
 def _columns_of(block: _Block, ids: np.ndarray, opts: _Options) -> np.ndarray:
     """Column of each feature of ``block`` in a matrix whose columns are ``ids``."""
     col = np.searchsorted(ids, block.fid)
-    missing = (col >= len(ids)) | (ids[np.minimum(col, len(ids) - 1)] != block.fid) if len(ids) else \
-        np.ones(len(col), dtype=bool)
+    missing = (
+        (col >= len(ids)) | (ids[np.minimum(col, len(ids) - 1)] != block.fid)
+        if len(ids)
+        else np.ones(len(col), dtype=bool)
+    )
     if missing.any():
         k = int(np.argmax(missing))
         raise LetorFormatError(
             f"feature id {int(block.fid[k])} is not in the feature map {opts.map_path or ''}".rstrip(),
-            path=opts.path, line=int(block.lineno[block.row[k]]),
-            fix="regenerate or delete the .features.json sidecar, or pass a matching feature_map")
+            path=opts.path,
+            line=int(block.lineno[block.row[k]]),
+            fix="regenerate or delete the .features.json sidecar, or pass a matching feature_map",
+        )
     return col
 
 
@@ -636,14 +738,28 @@ def _ranking_set(X, block_like, fmap, weights, rows) -> RankingSet:
     comment = np.asarray(comment, dtype=object)
     docid = np.array([_docid_of(c) for c in comment.tolist()], dtype=object)
     has_comment = any(c is not None for c in comment.tolist())
-    weight = None if weights is None else weights[rows[0]:rows[1]]
-    return RankingSet(np.asarray(qid, dtype=object), label, X, fmap,
-                      docid=docid if any(d is not None for d in docid.tolist()) else None,
-                      comment=comment if has_comment else None, weight=weight)
+    weight = None if weights is None else weights[rows[0] : rows[1]]
+    return RankingSet(
+        np.asarray(qid, dtype=object),
+        label,
+        X,
+        fmap,
+        docid=docid if any(d is not None for d in docid.tolist()) else None,
+        comment=comment if has_comment else None,
+        weight=weight,
+    )
 
 
-def read_letor(path, *, fmt: str = "auto", group_path=None, weight_path=None, nan_policy: str = "error",
-               regroup: bool = False, feature_map: FeatureMap | None = None) -> RankingSet:
+def read_letor(
+    path,
+    *,
+    fmt: str = "auto",
+    group_path=None,
+    weight_path=None,
+    nan_policy: str = "error",
+    regroup: bool = False,
+    feature_map: FeatureMap | None = None,
+) -> RankingSet:
     """Load a whole LETOR or svmlight file into a :class:`RankingSet`.
 
     Parameters
@@ -664,8 +780,9 @@ def read_letor(path, *, fmt: str = "auto", group_path=None, weight_path=None, na
     arrays: the matrix grows in place (``ndarray.resize``), and is only copied when a later
     block brings feature ids not seen before (possible without a feature map).
     """
-    opts = _resolve(path, fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy,
-                    feature_map=feature_map)
+    opts = _resolve(
+        path, fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy, feature_map=feature_map
+    )
     stream = _Stream(opts, regroup=regroup)
     ids = None if opts.feature_map is None else np.asarray(opts.feature_map.ids, dtype=np.int64)
     X = None
@@ -693,8 +810,11 @@ def read_letor(path, *, fmt: str = "auto", group_path=None, weight_path=None, na
     fmap = opts.feature_map if opts.feature_map is not None else FeatureMap.from_ids(ids.tolist())
     data = _ranking_set(X, (qids, np.concatenate(labels), comments), fmap, opts.weights, (0, n))
     if stream.noncontiguous:
-        warnings.warn(f"{opts.path}: rows of {len(set(stream.noncontiguous))} queries were not contiguous; "
-                      "regrouped them stably (queries in order of first appearance)", stacklevel=2)
+        warnings.warn(
+            f"{opts.path}: rows of {len(set(stream.noncontiguous))} queries were not contiguous; "
+            "regrouped them stably (queries in order of first appearance)",
+            stacklevel=2,
+        )
         data = data.regroup()
     return data
 
@@ -706,9 +826,17 @@ def _estimate_rows(path: Path, first: _Block) -> int:
     return max(len(first), int(size / (first.nbytes / len(first)) * 1.02) + 16)
 
 
-def iter_letor(path, *, chunk_queries: int = 1000, fmt: str = "auto", group_path=None, weight_path=None,
-               nan_policy: str = "error", regroup: bool = False, feature_map: FeatureMap | None = None,
-               ) -> Iterator[RankingSet]:
+def iter_letor(
+    path,
+    *,
+    chunk_queries: int = 1000,
+    fmt: str = "auto",
+    group_path=None,
+    weight_path=None,
+    nan_policy: str = "error",
+    regroup: bool = False,
+    feature_map: FeatureMap | None = None,
+) -> Iterator[RankingSet]:
     """Stream a LETOR or svmlight file as :class:`RankingSet` chunks of ``chunk_queries`` queries.
 
     Chunks never split a query and all share one :class:`FeatureMap`: the given
@@ -720,8 +848,9 @@ def iter_letor(path, *, chunk_queries: int = 1000, fmt: str = "auto", group_path
     """
     if chunk_queries < 1:
         raise ValueError(f"chunk_queries must be at least 1, got {chunk_queries}")
-    options = dict(fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy,
-                   feature_map=feature_map)
+    options = dict(
+        fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy, feature_map=feature_map
+    )
     if regroup:
         data = read_letor(path, regroup=True, **options)
         bounds = data.query_boundaries()
@@ -746,8 +875,13 @@ def iter_letor(path, *, chunk_queries: int = 1000, fmt: str = "auto", group_path
         qid = [q for p in pending for q in p[1]]
         label = np.concatenate([p[2] for p in pending])
         comment = [c for p in pending for c in p[3]]
-        out = _ranking_set(X[:rows], (qid[:rows], label[:rows], comment[:rows]), opts.feature_map,
-                           opts.weights, (emitted, emitted + rows))
+        out = _ranking_set(
+            X[:rows],
+            (qid[:rows], label[:rows], comment[:rows]),
+            opts.feature_map,
+            opts.weights,
+            (emitted, emitted + rows),
+        )
         pending = [(X[rows:], qid[rows:], label[rows:], comment[rows:])] if rows < len(qid) else []
         emitted += rows
         return out
@@ -755,8 +889,9 @@ def iter_letor(path, *, chunk_queries: int = 1000, fmt: str = "auto", group_path
     for block in stream.blocks():
         X = _dense(block, _columns_of(block, ids, opts), len(ids))
         previous = pending[-1][1][-1] if pending else None
-        starts = [i for i in range(len(block.qid)) if (block.qid[i] != block.qid[i - 1] if i else
-                                                         block.qid[0] != previous)]
+        starts = [
+            i for i in range(len(block.qid)) if (block.qid[i] != block.qid[i - 1] if i else block.qid[0] != previous)
+        ]
         pending.append((X, block.qid, block.label, block.comment))
         n_pending_queries += len(starts)
         while n_pending_queries > chunk_queries:  # the last query may continue in the next block
@@ -783,8 +918,9 @@ def _rows_of_first_queries(qid_lists: list, k: int) -> int:
     return rows
 
 
-def letor_summary(path, *, fmt: str = "auto", group_path=None, weight_path=None, nan_policy: str = "error",
-                  regroup: bool = False) -> dict:
+def letor_summary(
+    path, *, fmt: str = "auto", group_path=None, weight_path=None, nan_policy: str = "error", regroup: bool = False
+) -> dict:
     """Statistics of a file in one streaming pass (also a full validation).
 
     Keys: ``path, format, rows, queries, features, max_feature_id, label_histogram``
@@ -792,8 +928,9 @@ def letor_summary(path, *, fmt: str = "auto", group_path=None, weight_path=None,
     (no label > 0), ``rows_with_comment``, ``rows_with_docid``, ``weighted``,
     ``feature_map`` (``"sidecar"`` or ``"ids seen"``), ``regrouped_queries``.
     """
-    opts = _resolve(path, fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy,
-                    feature_map=None)
+    opts = _resolve(
+        path, fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy, feature_map=None
+    )
     stream = _Stream(opts, regroup=regroup)
     seen = np.zeros(0, dtype=np.int64)
     labels: Counter = Counter()
@@ -833,6 +970,7 @@ def letor_summary(path, *, fmt: str = "auto", group_path=None, weight_path=None,
 
 # --------------------------------------------------------------------------- writing
 
+
 def _format_float32(values: np.ndarray) -> np.ndarray:
     """Shortest text that reads back to the same float32, for each value (object array).
 
@@ -855,8 +993,10 @@ def _comment_text(comment, docid) -> str:
     if comment is None:
         return "" if docid is None else f" #docid = {docid}"
     if "\n" in comment or "\r" in comment:
-        raise LetorWriteError(f"comment {comment[:40]!r} contains a line break, which a LETOR line cannot hold",
-                              fix="remove line breaks from comments")
+        raise LetorWriteError(
+            f"comment {comment[:40]!r} contains a line break, which a LETOR line cannot hold",
+            fix="remove line breaks from comments",
+        )
     return " #" + (" " + comment if comment[:1].isspace() else comment)
 
 
@@ -877,8 +1017,9 @@ class LetorWriter:
     write_feature_map : write the ``.features.json`` sidecar.
     """
 
-    def __init__(self, path, feature_map: FeatureMap, *, fmt: str = "letor", sparse: bool = False,
-                 write_feature_map: bool = True):
+    def __init__(
+        self, path, feature_map: FeatureMap, *, fmt: str = "letor", sparse: bool = False, write_feature_map: bool = True
+    ):
         self.path = path
         self.feature_map = feature_map
         self.fmt = fmt
@@ -920,8 +1061,11 @@ class LetorWriter:
         for i, row in enumerate(tokens.tolist()):
             head = labels[i] if self.fmt == "svmlight" else f"{labels[i]} qid:{qids[i]}"
             feats = " ".join(row if nonzero is None else tokens[i, nonzero[i]].tolist())
-            lines.append(f"{head} {feats}{_comment_text(comments[i], docids[i])}" if feats else
-                         f"{head}{_comment_text(comments[i], docids[i])}")
+            lines.append(
+                f"{head} {feats}{_comment_text(comments[i], docids[i])}"
+                if feats
+                else f"{head}{_comment_text(comments[i], docids[i])}"
+            )
         lines.append("")
         self._out.write("\n".join(lines))
         if chunk.weight is not None:
@@ -932,8 +1076,11 @@ class LetorWriter:
         for start, end in zip(b[:-1].tolist(), b[1:].tolist()):
             q = str(chunk.qid[start])
             if not q or any(ch.isspace() for ch in q) or "#" in q:
-                raise LetorWriteError(f"qid {q!r} cannot be written (empty, whitespace or '#')", path=self.path,
-                                      fix="use query ids without spaces or '#'")
+                raise LetorWriteError(
+                    f"qid {q!r} cannot be written (empty, whitespace or '#')",
+                    path=self.path,
+                    fix="use query ids without spaces or '#'",
+                )
             if q == self._last_qid:
                 self._groups[-1] += end - start
                 continue
@@ -957,8 +1104,9 @@ class LetorWriter:
         return self._stack.__exit__(exc_type, exc, tb)
 
 
-def write_letor(path, data: RankingSet, *, fmt: str = "letor", sparse: bool = False,
-                write_feature_map: bool = True) -> None:
+def write_letor(
+    path, data: RankingSet, *, fmt: str = "letor", sparse: bool = False, write_feature_map: bool = True
+) -> None:
     """Write ``data`` atomically as LETOR (``fmt="letor"``) or svmlight with ``<path>.query``.
 
     Also writes ``<path>.weight`` when ``data.weight`` is set and the ``.features.json``

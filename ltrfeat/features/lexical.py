@@ -29,6 +29,7 @@ p(w|C) = cf(w)/|C|):
 A query with no tokens gets 0 for every feature. Everything is vectorised over all pairs
 with scipy.sparse; each distinct query and document text is analysed once per call.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -87,8 +88,19 @@ class LexicalExtractor(BaseEstimator):
 
     feature_source = "lexical"
 
-    def __init__(self, *, features=("bm25",), fields=("title",), analyzer=None, k1=1.2, b=0.75, mu=2000.0,
-                 jm_lambda=0.1, ad_delta=0.7, corpus=None):
+    def __init__(
+        self,
+        *,
+        features=("bm25",),
+        fields=("title",),
+        analyzer=None,
+        k1=1.2,
+        b=0.75,
+        mu=2000.0,
+        jm_lambda=0.1,
+        ad_delta=0.7,
+        corpus=None,
+    ):
         self.features = features
         self.fields = fields
         self.analyzer = analyzer
@@ -119,24 +131,35 @@ class LexicalExtractor(BaseEstimator):
     def fit(self, docs: pd.DataFrame, queries: pd.DataFrame | None = None) -> "LexicalExtractor":
         """Fit corpus statistics on ``docs`` (or adopt ``corpus``). ``queries`` is unused."""
         families, fields = self._families(), self._fields()
-        for name, value, ok in [("k1", self.k1, self.k1 >= 0), ("b", self.b, 0 <= self.b <= 1),
-                                ("mu", self.mu, self.mu > 0), ("jm_lambda", self.jm_lambda, 0 < self.jm_lambda < 1),
-                                ("ad_delta", self.ad_delta, 0 < self.ad_delta < 1)]:
+        for name, value, ok in [
+            ("k1", self.k1, self.k1 >= 0),
+            ("b", self.b, 0 <= self.b <= 1),
+            ("mu", self.mu, self.mu > 0),
+            ("jm_lambda", self.jm_lambda, 0 < self.jm_lambda < 1),
+            ("ad_delta", self.ad_delta, 0 < self.ad_delta < 1),
+        ]:
             if not ok:
-                raise OptionError(f"{name}={value} is out of range",
-                                  fix=f"give --{name.replace('_', '-')} in range: k1 >= 0, 0 <= b <= 1, mu > 0, "
-                                      "0 < jm_lambda < 1, 0 < ad_delta < 1")
+                raise OptionError(
+                    f"{name}={value} is out of range",
+                    fix=f"give --{name.replace('_', '-')} in range: k1 >= 0, 0 <= b <= 1, mu > 0, "
+                    "0 < jm_lambda < 1, 0 < ad_delta < 1",
+                )
         if self.corpus is not None:
             self.corpus.check_fields(fields)
             if self.analyzer is not None and self.analyzer != self.corpus.analyzer:
-                raise ModelFileError(f"the corpus statistics were fitted with {self.corpus.analyzer}, not {self.analyzer}",
-                                     fix="use the same analyzer options as when the statistics were saved")
+                raise ModelFileError(
+                    f"the corpus statistics were fitted with {self.corpus.analyzer}, not {self.analyzer}",
+                    fix="use the same analyzer options as when the statistics were saved",
+                )
             self.corpus_ = self.corpus
         else:
             self.corpus_ = CorpusStats.from_docs(docs, fields=fields, analyzer=self.analyzer)
-        self.feature_names_ = [s if fam in QUERY_ONLY else f"{s}_{field}"
-                               for fam in families for field in (fields[:1] if fam in QUERY_ONLY else fields)
-                               for s in FAMILIES[fam][1]]
+        self.feature_names_ = [
+            s if fam in QUERY_ONLY else f"{s}_{field}"
+            for fam in families
+            for field in (fields[:1] if fam in QUERY_ONLY else fields)
+            for s in FAMILIES[fam][1]
+        ]
         return self
 
     def feature_names(self) -> list[str]:
@@ -161,8 +184,10 @@ class LexicalExtractor(BaseEstimator):
         fields = self._fields()
         absent = [c for c in ["query", *fields] if c not in pairs.columns]
         if absent:
-            raise TextTableError(f"pairs table has no column(s) {', '.join(absent)}",
-                                 fix="join the query text and every document field before extracting")
+            raise TextTableError(
+                f"pairs table has no column(s) {', '.join(absent)}",
+                fix="join the query text and every document field before extracting",
+            )
         enc = TermEncoder(self.corpus_)
         query = enc.encode(pairs["query"])
         docs = {f: enc.encode(pairs[f]) for f in fields}
@@ -174,10 +199,16 @@ class LexicalExtractor(BaseEstimator):
         families, fields = self._families(), self._fields()
         query = _QueryTokens(encoded.query)
         tri = self.corpus_.trigram_matrix(encoded.oov_tokens) if "trigram_cos" in families else None
-        per_field = {f: _FieldMatch(self, query, encoded.docs[f], self.corpus_.field_stats[f], encoded.n_terms, tri)
-                     for f in fields}
-        columns = [col for fam in families for field in (fields[:1] if fam in QUERY_ONLY else fields)
-                   for col in per_field[field].family(fam)]
+        per_field = {
+            f: _FieldMatch(self, query, encoded.docs[f], self.corpus_.field_stats[f], encoded.n_terms, tri)
+            for f in fields
+        }
+        columns = [
+            col
+            for fam in families
+            for field in (fields[:1] if fam in QUERY_ONLY else fields)
+            for col in per_field[field].family(fam)
+        ]
         return np.column_stack(columns).astype(np.float32)
 
 
@@ -197,12 +228,12 @@ class _QueryTokens:
 
     def __init__(self, batch: TokenBatch):
         self.batch = batch
-        self.m = batch.lengths[batch.codes]                        # tokens per row
+        self.m = batch.lengths[batch.codes]  # tokens per row
         self.n = len(batch.codes)
         self.row = np.repeat(np.arange(self.n), self.m)
-        self.start = np.cumsum(self.m) - self.m                      # first flat position of each row
+        self.start = np.cumsum(self.m) - self.m  # first flat position of each row
         within = np.arange(len(self.row)) - self.start[self.row]
-        self.pos = batch.offsets[batch.codes][self.row] + within     # position in batch.ids
+        self.pos = batch.offsets[batch.codes][self.row] + within  # position in batch.ids
         self.term = batch.ids[self.pos]
         self.within = within
 
@@ -231,8 +262,8 @@ class _FieldMatch:
     def __init__(self, est: LexicalExtractor, query: _QueryTokens, docs: TokenBatch, stats, n_terms: int, tri):
         self.est, self.q, self.docs, self.stats, self.tri = est, query, docs, stats, tri
         self.counts = docs.counts(n_terms)
-        self.dl = docs.lengths[docs.codes].astype(np.float64)            # field length per row
-        self.drow = docs.codes[query.row]                                  # distinct doc of each query token
+        self.dl = docs.lengths[docs.codes].astype(np.float64)  # field length per row
+        self.drow = docs.codes[query.row]  # distinct doc of each query token
         self.tf = np.asarray(self.counts[self.drow, query.term]).ravel() if len(query.term) else np.zeros(0)
         pad = n_terms - len(stats.df)
         self.df = np.concatenate([stats.df, np.zeros(pad, np.int64)])[query.term].astype(np.float64)
@@ -254,12 +285,21 @@ class _FieldMatch:
 
     def _tf(self):
         q = self.q
-        return [q.row_sum(self.tf), q.row_reduce(np.minimum, self.tf), q.row_reduce(np.maximum, self.tf), q.row_mean(self.tf)]
+        return [
+            q.row_sum(self.tf),
+            q.row_reduce(np.minimum, self.tf),
+            q.row_reduce(np.maximum, self.tf),
+            q.row_mean(self.tf),
+        ]
 
     def _idf(self):
         q = self.q
-        return [q.row_sum(self.idf), q.row_reduce(np.minimum, self.idf), q.row_reduce(np.maximum, self.idf),
-                q.row_mean(self.idf)]
+        return [
+            q.row_sum(self.idf),
+            q.row_reduce(np.minimum, self.idf),
+            q.row_reduce(np.maximum, self.idf),
+            q.row_mean(self.idf),
+        ]
 
     def _tfidf(self):
         return [self.q.row_sum(self.tf * self.idf)]
@@ -326,8 +366,8 @@ class _FieldMatch:
         width = np.int64(max(int(ids.max(initial=0)), int(q.term.max(initial=0))) + 1)
         codes, uniq = pd.factorize(np.concatenate([da * width + db, qa * width + qb]))
         n_uniq = np.int64(len(uniq))
-        doc_keys = np.sort(dd * n_uniq + codes[:len(da)])
-        query_keys = self.drow[starts] * n_uniq + codes[len(da):]
+        doc_keys = np.sort(dd * n_uniq + codes[: len(da)])
+        query_keys = self.drow[starts] * n_uniq + codes[len(da) :]
         at = np.minimum(np.searchsorted(doc_keys, query_keys), max(len(doc_keys) - 1, 0))
         hits = doc_keys[at] == query_keys if len(doc_keys) else np.zeros(len(starts), dtype=bool)
         return starts, hits
@@ -345,9 +385,9 @@ class _FieldMatch:
         # an exact phrase needs every bigram; check the full sequence only for those candidates
         n_hits = np.bincount(q.row[starts], weights=hits.astype(np.float64), minlength=q.n)
         for r in np.flatnonzero((q.m > 1) & (n_hits == q.m - 1)):
-            qt = q.term[q.start[r]:q.start[r] + q.m[r]].tolist()
+            qt = q.term[q.start[r] : q.start[r] + q.m[r]].tolist()
             d = int(docs.codes[r])
-            dt = docs.ids[docs.offsets[d]:docs.offsets[d + 1]].tolist()
+            dt = docs.ids[docs.offsets[d] : docs.offsets[d + 1]].tolist()
             out[r] = _contains(dt, qt)
         return [out]
 
@@ -371,6 +411,6 @@ def _contains(seq: list, sub: list) -> bool:
     n = len(sub)
     first = sub[0]
     for i in range(len(seq) - n + 1):
-        if seq[i] == first and seq[i:i + n] == sub:
+        if seq[i] == first and seq[i : i + n] == sub:
             return True
     return False

@@ -8,6 +8,7 @@ Progress bars show when :func:`show_progress` says so: stderr is a terminal, ``C
 ``ltrfeat`` logger is not quieted above WARNING (``ltrfeat -q``). Every tqdm bar in the project asks this
 one function.
 """
+
 from __future__ import annotations
 
 import logging

@@ -19,6 +19,7 @@ conventions that change the numbers are explicit (see :class:`Conventions`):
 for the predicted order and one for the ideal order, then segment sums); the per-query
 functions are the same computation on a single query.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -61,9 +62,11 @@ class Conventions:
         ties = {"stable": "input order", "pessimistic": "relevant last", "optimistic": "relevant first"}[self.ties]
         none = {"exclude": "excluded", "zero": "scored 0", "one": "scored 1"}[self.no_relevant]
         thr = f"{self.relevance_threshold:g}"
-        return (f"NDCG gain {gain}, log2(rank+1) discount; ties broken by {ties}; relevant = label >= {thr}; "
-                f"queries without a relevant document {none}; P@k divides by k; "
-                f"ERR uses (2^rel-1)/2^max_label")
+        return (
+            f"NDCG gain {gain}, log2(rank+1) discount; ties broken by {ties}; relevant = label >= {thr}; "
+            f"queries without a relevant document {none}; P@k divides by k; "
+            f"ERR uses (2^rel-1)/2^max_label"
+        )
 
 
 def parse_metrics(spec) -> list[str]:
@@ -80,8 +83,10 @@ def parse_metrics(spec) -> list[str]:
             continue
         if item.isdigit():
             if family is None:
-                raise LtrfeatError(f"metric cutoff {item!r} has no metric before it",
-                                   fix=f"write e.g. ndcg@{item}; known metrics: {KNOWN_METRICS}")
+                raise LtrfeatError(
+                    f"metric cutoff {item!r} has no metric before it",
+                    fix=f"write e.g. ndcg@{item}; known metrics: {KNOWN_METRICS}",
+                )
             item = f"{family}@{item}"
         m = _METRIC_RE.fullmatch(item)
         if m is None or (m.group(2) is not None and int(m.group(2)) < 1):
@@ -97,8 +102,15 @@ def parse_metrics(spec) -> list[str]:
 class _Ranked:
     """Labels in predicted and ideal order, grouped by query, with per-row ranks."""
 
-    def __init__(self, group: np.ndarray, n_groups: int, label: np.ndarray, score: np.ndarray, conv: Conventions,
-                 retrieved: np.ndarray | None = None):
+    def __init__(
+        self,
+        group: np.ndarray,
+        n_groups: int,
+        label: np.ndarray,
+        score: np.ndarray,
+        conv: Conventions,
+        retrieved: np.ndarray | None = None,
+    ):
         rows = np.arange(len(label))
         keys: tuple[np.ndarray, ...]
         if conv.ties == "stable":
@@ -119,7 +131,9 @@ class _Ranked:
         self.n_relevant = self.sum(self.relevant)
         # Judged documents absent from a run count for the ideal ranking and the number of relevant
         # documents, never as retrieved (they must sort after every retrieved document of their query).
-        self.retrieved = np.ones(len(label)) if retrieved is None else np.asarray(retrieved, dtype=np.float64)[self.order]
+        self.retrieved = (
+            np.ones(len(label)) if retrieved is None else np.asarray(retrieved, dtype=np.float64)[self.order]
+        )
         self.relevant_retrieved = self.relevant * self.retrieved
         self.conv = conv
         self.max_label = float(label.max()) if len(label) else 0.0
@@ -181,8 +195,9 @@ class _Ranked:
             # more neither overflow nor turn into NaN
             stop = np.exp2(self.label - g) - np.exp2(-g)
             with np.errstate(divide="ignore"):
-                log_continue = np.where(self.label == g, -g * math.log(2.0),
-                                        np.log1p(np.exp2(-g) - np.exp2(self.label - g)))
+                log_continue = np.where(
+                    self.label == g, -g * math.log(2.0), np.log1p(np.exp2(-g) - np.exp2(self.label - g))
+                )
             # floored at -60 (a chance of going on below e^-60 ~ 1e-26 changes nothing): the cumulative
             # sums below subtract each other, and huge terms would leave rounding errors of whole units
             log_continue = np.maximum(log_continue, -60.0)
@@ -209,12 +224,16 @@ def _check_arrays(label, score) -> tuple[np.ndarray, np.ndarray]:
     bad = ~np.isfinite(label) | (label < 0)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise MetricInputError(f"labels must be finite and >= 0: row {row + 1} has label {label[row]:g}",
-                               fix="map labels to non-negative relevance grades")
+        raise MetricInputError(
+            f"labels must be finite and >= 0: row {row + 1} has label {label[row]:g}",
+            fix="map labels to non-negative relevance grades",
+        )
     if not np.isfinite(score).all():
         row = int(np.flatnonzero(~np.isfinite(score))[0])
-        raise MetricInputError(f"{int((~np.isfinite(score)).sum())} scores are NaN or infinite (first: row {row + 1})",
-                               fix="check the model and the feature values")
+        raise MetricInputError(
+            f"{int((~np.isfinite(score)).sum())} scores are NaN or infinite (first: row {row + 1})",
+            fix="check the model and the feature values",
+        )
     return label, score
 
 
@@ -224,13 +243,24 @@ def _check_no_nan(columns: dict, n_relevant: np.ndarray, uniques) -> None:
         bad = np.isnan(values) & (n_relevant > 0)
         if bad.any():
             q = uniques[int(np.flatnonzero(bad)[0])]
-            raise MetricInputError(f"{name} is NaN for {int(bad.sum())} queries with relevant documents "
-                                   f"(first: qid {q})", fix="report this as a bug with the input file")
+            raise MetricInputError(
+                f"{name} is NaN for {int(bad.sum())} queries with relevant documents (first: qid {q})",
+                fix="report this as a bug with the input file",
+            )
 
 
-def evaluate_queries(qid, label, score, metrics=("ndcg@10",), *, gain: str = "exp2",
-                     no_relevant: str = "exclude", ties: str = "stable",
-                     relevance_threshold: float = 1.0, retrieved=None) -> pd.DataFrame:
+def evaluate_queries(
+    qid,
+    label,
+    score,
+    metrics=("ndcg@10",),
+    *,
+    gain: str = "exp2",
+    no_relevant: str = "exclude",
+    ties: str = "stable",
+    relevance_threshold: float = 1.0,
+    retrieved=None,
+) -> pd.DataFrame:
     """Metrics per query, computed for all queries at once.
 
     Parameters
@@ -274,13 +304,18 @@ def summarise(per_query: pd.DataFrame) -> dict:
     """Means over the evaluated queries, query counts and the conventions used."""
     metric_cols = [c for c in per_query.columns if c not in ("n_docs", "n_relevant")]
     conventions = per_query.attrs.get("conventions", Conventions().to_dict())
-    excluded = (per_query["n_relevant"] == 0) if conventions["no_relevant"] == "exclude" else \
-        pd.Series(False, index=per_query.index)
+    excluded = (
+        (per_query["n_relevant"] == 0)
+        if conventions["no_relevant"] == "exclude"
+        else pd.Series(False, index=per_query.index)
+    )
     for c in metric_cols:  # means skip NaN: a NaN outside the excluded queries would vanish silently
         n_nan = int(per_query.loc[~excluded, c].isna().sum())
         if n_nan:
-            raise MetricInputError(f"{c} is NaN for {n_nan} evaluated queries; a mean without them would be wrong",
-                                   fix="check the per-query values (or exclude those queries explicitly)")
+            raise MetricInputError(
+                f"{c} is NaN for {n_nan} evaluated queries; a mean without them would be wrong",
+                fix="check the per-query values (or exclude those queries explicitly)",
+            )
     return {
         "metrics": {c: float(per_query[c].mean()) if (~excluded).any() else float("nan") for c in metric_cols},
         "n_queries": int(len(per_query)),
@@ -291,8 +326,16 @@ def summarise(per_query: pd.DataFrame) -> dict:
 
 
 def _one(name, labels, scores, *, gain="exp2", ties="stable", no_relevant="exclude", relevance_threshold=1.0):
-    df = evaluate_queries(np.zeros(len(np.asarray(labels)), dtype=np.int64), labels, scores, [name], gain=gain,
-                          ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold)
+    df = evaluate_queries(
+        np.zeros(len(np.asarray(labels)), dtype=np.int64),
+        labels,
+        scores,
+        [name],
+        gain=gain,
+        ties=ties,
+        no_relevant=no_relevant,
+        relevance_threshold=relevance_threshold,
+    )
     return float(df[name].iloc[0]) if len(df) else float("nan")
 
 

@@ -12,6 +12,7 @@ one kind apart (``clsm-generalized_title_cos``). A ``clsm``/``dssm`` name must m
 architecture; ``sbert`` without a path is the packaged all-MiniLM-L6-v2, with a directory a local
 sentence-transformers model, with a file a fine-tuned ``.ltrenc`` bundle (``sbert-ft=ft.ltrenc``).
 """
+
 from __future__ import annotations
 
 import re
@@ -29,7 +30,7 @@ KINDS = {
     "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine (_dot: dot-scored)",
     "dssm": "DSSM encoder bundle: dssm=MODEL.ltrenc -> dssm_<field>_cos, query/field cosine (_dot: dot-scored)",
     "sbert": "sentence-transformers model: sbert[=DIR] (default: packaged all-MiniLM-L6-v2) -> sbert_<field>_cos; "
-             "a fine-tuned bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
+    "a fine-tuned bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
     "deepmatch": "DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
 }
 PAIR_SCORERS = ("deepmatch",)  # score (query, text) pairs directly: no per-text vectors to cache
@@ -73,8 +74,9 @@ def load_encoder(name: str, path=None):
     encoder = Encoder.load(path)
     architecture = encoder.model.config["architecture"]
     if architecture != kind:
-        raise ModelFileError(f"the bundle holds a {architecture} encoder, not {kind}", path=path,
-                             fix=f"write {architecture}={path}")
+        raise ModelFileError(
+            f"the bundle holds a {architecture} encoder, not {kind}", path=path, fix=f"write {architecture}={path}"
+        )
     return encoder
 
 
@@ -144,12 +146,16 @@ class EncoderExtractor(BaseEstimator):
         if docs is not None:
             absent = [f for f in self.fields if f not in docs.columns]
             if absent:
-                raise LtrfeatError(f"{self.name}: documents table has no field(s) {', '.join(absent)}",
-                                   path=docs.attrs.get("source"),
-                                   fix=f"choose among {', '.join(c for c in docs.columns if c != 'docid')}")
+                raise LtrfeatError(
+                    f"{self.name}: documents table has no field(s) {', '.join(absent)}",
+                    path=docs.attrs.get("source"),
+                    fix=f"choose among {', '.join(c for c in docs.columns if c != 'docid')}",
+                )
         self.encoder_ = load_encoder(self.name, self.path)
-        self._caches = {side: _VectorCache(self.encoder_, side, capacity=int(self.cache_size),
-                                           batch_size=int(self.batch_size)) for side in ("query", "doc")}
+        self._caches = {
+            side: _VectorCache(self.encoder_, side, capacity=int(self.cache_size), batch_size=int(self.batch_size))
+            for side in ("query", "doc")
+        }
         return self
 
     def feature_names(self) -> list[str]:
@@ -180,15 +186,18 @@ class EncoderExtractor(BaseEstimator):
             raise RuntimeError("EncoderExtractor is not fitted; call fit(docs) first")
         absent = [c for c in ("query", *self.fields) if c not in pairs.columns]
         if absent:
-            raise LtrfeatError(f"{self.name}: pairs lack column(s) {', '.join(absent)}",
-                               fix="give the query text and the document fields")
+            raise LtrfeatError(
+                f"{self.name}: pairs lack column(s) {', '.join(absent)}",
+                fix="give the query text and the document fields",
+            )
         out = np.zeros((len(pairs), len(self.fields)), dtype=np.float32)
         if len(pairs) == 0:
             return out
         if not hasattr(self.encoder_, "encode"):  # a pair scorer (DeepMatch)
             for j, field in enumerate(self.fields):
-                out[:, j] = self.encoder_.similarity(pairs["query"].tolist(), pairs[field].tolist(),
-                                                     batch_size=int(self.batch_size))
+                out[:, j] = self.encoder_.similarity(
+                    pairs["query"].tolist(), pairs[field].tolist(), batch_size=int(self.batch_size)
+                )
             return out
         q = self._caches["query"].lookup(pairs["query"].tolist())
         for j, field in enumerate(self.fields):
@@ -200,6 +209,7 @@ class EncoderExtractor(BaseEstimator):
 def _factory(kind: str):
     def factory(*, fields, path=None, **params) -> EncoderExtractor:
         return EncoderExtractor(name=kind, path=path, field=tuple(fields), **params)
+
     return factory
 
 
@@ -209,8 +219,10 @@ def encoder_extractors(specs, *, fields) -> list[EncoderExtractor]:
     for spec in specs:
         name, path = parse_encoder_spec(spec)
         if name in seen:
-            raise LtrfeatError(f"encoder name {name!r} is given twice",
-                               fix=f"tell them apart with a suffix, e.g. {name}-a=... and {name}-b=...")
+            raise LtrfeatError(
+                f"encoder name {name!r} is given twice",
+                fix=f"tell them apart with a suffix, e.g. {name}-a=... and {name}-b=...",
+            )
         seen.add(name)
         extractors.append(EncoderExtractor(name=name, path=path, field=tuple(fields)))
     return extractors

@@ -13,6 +13,7 @@ as float32 (the precision feature files hold), so sums that are equal up to roun
 equal scores are ordered by docid (string order), so the result does not depend on the
 corpus row order.
 """
+
 from __future__ import annotations
 
 import sys
@@ -44,11 +45,16 @@ def _index(texts: list[str], analyzer: Analyzer) -> tuple[CorpusStats, sp.csr_ma
     flat, offsets = analyzer.analyze_flat(texts)
     ids, vocab = pd.factorize(np.asarray(flat, dtype=object), sort=True) if flat else (np.zeros(0, np.int64), [])
     counts = TokenBatch(np.arange(len(texts)), ids.astype(np.int64), offsets).counts(len(vocab))
-    stats = FieldStats(n_docs=len(texts), total_len=len(flat),
-                       df=np.bincount(counts.indices, minlength=len(vocab)).astype(np.int64),
-                       cf=np.bincount(counts.indices, weights=counts.data, minlength=len(vocab)).astype(np.int64),
-                       tri_df=np.zeros(0, np.int64))
-    corpus = CorpusStats(analyzer=analyzer, fields=(_FIELD,), vocab=list(vocab), trigrams=(), field_stats={_FIELD: stats})
+    stats = FieldStats(
+        n_docs=len(texts),
+        total_len=len(flat),
+        df=np.bincount(counts.indices, minlength=len(vocab)).astype(np.int64),
+        cf=np.bincount(counts.indices, weights=counts.data, minlength=len(vocab)).astype(np.int64),
+        tri_df=np.zeros(0, np.int64),
+    )
+    corpus = CorpusStats(
+        analyzer=analyzer, fields=(_FIELD,), vocab=list(vocab), trigrams=(), field_stats={_FIELD: stats}
+    )
     return corpus, counts
 
 
@@ -83,19 +89,24 @@ class BM25Retriever(BaseEstimator):
         if not fields:
             raise ValueError("fields must name at least one text column")
         if not (self.k1 >= 0 and 0 <= self.b <= 1 and int(self.batch_size) >= 1):
-            raise ValueError(f"need k1 >= 0, 0 <= b <= 1 and batch_size >= 1 (got k1={self.k1}, b={self.b}, "
-                             f"batch_size={self.batch_size})")
+            raise ValueError(
+                f"need k1 >= 0, 0 <= b <= 1 and batch_size >= 1 (got k1={self.k1}, b={self.b}, "
+                f"batch_size={self.batch_size})"
+            )
         absent = [c for c in ["docid", *fields] if c not in docs.columns]
         if absent:
-            raise TextTableError(f"documents table has no column(s) {', '.join(absent)}",
-                                 fix="index a table with a docid column and the text fields")
+            raise TextTableError(
+                f"documents table has no column(s) {', '.join(absent)}",
+                fix="index a table with a docid column and the text fields",
+            )
         if len(docs) == 0:
             raise TextTableError("documents table is empty", fix="index at least one document")
         docids = docs["docid"].astype(str).to_numpy(dtype=object)
         if pd.Index(docids).has_duplicates:
             dup = pd.Index(docids)[pd.Index(docids).duplicated()][0]
-            raise TextTableError(f"docid {dup!r} occurs more than once in the documents table",
-                                 fix="give every document a unique id")
+            raise TextTableError(
+                f"docid {dup!r} occurs more than once in the documents table", fix="give every document a unique id"
+            )
         self.corpus_, counts = _index(joined_text(docs, fields), self.analyzer or Analyzer())
         self.docids_ = docids
         self.weights_ = self._weights(counts)
@@ -123,7 +134,7 @@ class BM25Retriever(BaseEstimator):
         self._check_fitted()
         encoder = TermEncoder(self.corpus_)
         batch = encoder.encode(pd.Series(list(texts), dtype=object))
-        counts = batch.counts(encoder.n_terms)[:, :self.corpus_.n_terms]
+        counts = batch.counts(encoder.n_terms)[:, : self.corpus_.n_terms]
         return counts[batch.codes].tocsr()
 
     def scores(self, texts) -> sp.csr_matrix:
@@ -148,7 +159,7 @@ class BM25Retriever(BaseEstimator):
         disable = not show_progress(progress)
         with tqdm(total=n, desc="bm25 top-k", unit="query", disable=disable, file=sys.stderr) as bar:
             for start in range(0, n, int(self.batch_size)):
-                block = (qmat[start:start + int(self.batch_size)] @ self.weights_).tocsr()
+                block = (qmat[start : start + int(self.batch_size)] @ self.weights_).tocsr()
                 for i in range(block.shape[0]):
                     lo, hi = block.indptr[i], block.indptr[i + 1]
                     docs, score = self._top(block.indices[lo:hi], block.data[lo:hi].astype(np.float32), k)
@@ -159,9 +170,14 @@ class BM25Retriever(BaseEstimator):
                 bar.update(block.shape[0])
         q = np.concatenate(out_q) if out_q else np.zeros(0, np.int64)
         d = np.concatenate(out_d) if out_d else np.zeros(0, np.int64)
-        return pd.DataFrame({"qid": qids[q], "docid": self.docids_[d],
-                             "rank": np.concatenate(out_r) if out_r else np.zeros(0, np.int64),
-                             "score": np.concatenate(out_s) if out_s else np.zeros(0, np.float32)})
+        return pd.DataFrame(
+            {
+                "qid": qids[q],
+                "docid": self.docids_[d],
+                "rank": np.concatenate(out_r) if out_r else np.zeros(0, np.int64),
+                "score": np.concatenate(out_s) if out_s else np.zeros(0, np.float32),
+            }
+        )
 
     def _top(self, docs: np.ndarray, score: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         positive = score > 0
@@ -170,7 +186,7 @@ class BM25Retriever(BaseEstimator):
             kth = np.partition(score, len(score) - k)[len(score) - k]  # k-th largest score
             above = np.flatnonzero(score > kth)
             tied = np.flatnonzero(score == kth)
-            tied = tied[np.argsort(self.tie_rank_[docs[tied]], kind="stable")[:k - len(above)]]
+            tied = tied[np.argsort(self.tie_rank_[docs[tied]], kind="stable")[: k - len(above)]]
             keep = np.concatenate([above, tied])
             docs, score = docs[keep], score[keep]
         order = np.lexsort((self.tie_rank_[docs], -score))

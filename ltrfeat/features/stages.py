@@ -5,6 +5,7 @@ One :class:`StageProfile` travels through a run; ``report.json`` gets :meth:`Sta
 distillation targets) is counted wherever it happens through :func:`teacher_clock`, so teacher scoring
 shows apart from the students' training.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -53,8 +54,9 @@ class StageProfile:
 
     def encoder(self, name: str, job: str, *, train_seconds: float, score_seconds: float, cached: bool) -> None:
         """One training of encoder ``name`` (``job``: the folds it excludes) and the scoring of its rows."""
-        entry = self.encoders.setdefault(name, {"train_seconds": 0.0, "score_seconds": 0.0, "trainings": 0,
-                                                "from_cache": 0, "jobs": {}})
+        entry = self.encoders.setdefault(
+            name, {"train_seconds": 0.0, "score_seconds": 0.0, "trainings": 0, "from_cache": 0, "jobs": {}}
+        )
         entry["train_seconds"] += train_seconds
         entry["score_seconds"] += score_seconds
         entry["trainings"] += not cached
@@ -63,8 +65,13 @@ class StageProfile:
 
     def zero_shot(self, name: str, *, score_seconds: float) -> None:
         """Encoder ``name`` scored every row without training (``sbert``)."""
-        self.encoders[name] = {"train_seconds": 0.0, "score_seconds": score_seconds, "trainings": 0,
-                               "from_cache": 0, "jobs": {"all folds, zero-shot": round(score_seconds, 2)}}
+        self.encoders[name] = {
+            "train_seconds": 0.0,
+            "score_seconds": score_seconds,
+            "trainings": 0,
+            "from_cache": 0,
+            "jobs": {"all folds, zero-shot": round(score_seconds, 2)},
+        }
 
     def ranker_runs(self, *, from_cache: int, total: int) -> None:
         """Of ``total`` ranker runs (one per fold and feature set, or per seed too), ``from_cache`` were stored."""
@@ -74,10 +81,14 @@ class StageProfile:
         """Stages in seconds (rounded to 0.01), encoders by kind, teacher encoding since creation."""
         seconds, texts = teacher_totals()
         out: dict = {name: round(s, 2) for name, s in self.stages.items()}
-        out["encoders"] = {name: {**{k: round(v, 2) if isinstance(v, float) else v for k, v in e.items()}}
-                           for name, e in self.encoders.items()}
-        out["teacher_encoding"] = {"seconds": round(seconds - self._teacher_start[0], 2),
-                                   "texts": texts - self._teacher_start[1]}
+        out["encoders"] = {
+            name: {**{k: round(v, 2) if isinstance(v, float) else v for k, v in e.items()}}
+            for name, e in self.encoders.items()
+        }
+        out["teacher_encoding"] = {
+            "seconds": round(seconds - self._teacher_start[0], 2),
+            "texts": texts - self._teacher_start[1],
+        }
         if self.runs is not None:
             out["ranker_runs"] = dict(self.runs)
         return out
@@ -86,6 +97,7 @@ class StageProfile:
 def profile_line(stages: dict) -> str:
     """One line for report.md: ``Time: lexical features 2.1 s, encoders 95 s (clsm-softmax 40 s in 6
     trainings, ...), of which MiniLM encoding 12 s, rankers 30 s, tests 4 s.``"""
+
     def fmt(s: float) -> str:
         return f"{s:.1f} s" if s < 100 else f"{s:,.0f} s"
 
@@ -94,8 +106,10 @@ def profile_line(stages: dict) -> str:
         if name in ("encoders", "teacher_encoding", "ranker_runs"):
             continue
         if name == "encoder columns" and stages.get("encoders"):
-            kinds = ", ".join(f"{kind} {fmt(e['train_seconds'] + e['score_seconds'])} {_trainings(e)}"
-                              for kind, e in stages["encoders"].items())
+            kinds = ", ".join(
+                f"{kind} {fmt(e['train_seconds'] + e['score_seconds'])} {_trainings(e)}"
+                for kind, e in stages["encoders"].items()
+            )
             teacher = stages.get("teacher_encoding", {})
             extra = f"; MiniLM encoding {fmt(teacher['seconds'])} of it" if teacher.get("seconds") else ""
             parts.append(f"{name} {fmt(value)} ({kinds}{extra})")

@@ -7,6 +7,7 @@ out-of-memory kill, a power cut) cannot clean up after itself: the next write of
 removes the siblings whose process is gone (same host, pid no longer running) and says so in one line
 on stderr. Siblings of a live process, of another host, or without a pid (older versions) are left alone.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -72,9 +73,15 @@ def sweep_stale(directory, name: str) -> list[Path]:
         removed.append(path)
     if removed:
         pids = sorted({int(pattern.match(p.name).group(1)) for p in removed})  # type: ignore[union-attr]
-        log.warning("removed %d temporary file%s of %s left by killed run%s (pid %s): %s", len(removed),
-                    "" if len(removed) == 1 else "s", Path(directory) / name, "" if len(pids) == 1 else "s",
-                    ", ".join(map(str, pids)), ", ".join(p.name for p in removed))
+        log.warning(
+            "removed %d temporary file%s of %s left by killed run%s (pid %s): %s",
+            len(removed),
+            "" if len(removed) == 1 else "s",
+            Path(directory) / name,
+            "" if len(pids) == 1 else "s",
+            ", ".join(map(str, pids)),
+            ", ".join(p.name for p in removed),
+        )
     return removed
 
 

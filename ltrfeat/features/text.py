@@ -16,6 +16,7 @@ quotes are ordinary characters; so a TSV field cannot hold a tab, newline or car
 return and :func:`write_table` refuses such text rather than corrupt it. CSV uses standard
 quoting (RFC 4180) and holds any text. Text is empty-or-whitespace = missing.
 """
+
 from __future__ import annotations
 
 import codecs
@@ -38,13 +39,21 @@ from .errors import TextTableError, line_list
 from .fileio import atomic_output, is_gzip_path, open_input
 
 FORMATS = ("tsv", "csv", "jsonl", "parquet")
-_SUFFIX_FORMAT = {".tsv": "tsv", ".tab": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl",
-                  ".parquet": "parquet", ".pq": "parquet"}
+_SUFFIX_FORMAT = {
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 PAIR_COLUMNS = ("qid", "query", "docid", "doc", "label")
 MISSING_POLICIES = ("error", "drop", "keep")
 _TSV_FORBIDDEN = ("\t", "\n", "\r")
-_LABEL_MAP_FORMS = ("'none' (labels already integers), 'round', 'linear:LO:HI:GRADES' (e.g. linear:1:3:7), "
-                    "'threshold:T1,T2,...'")
+_LABEL_MAP_FORMS = (
+    "'none' (labels already integers), 'round', 'linear:LO:HI:GRADES' (e.g. linear:1:3:7), 'threshold:T1,T2,...'"
+)
 
 
 class TextTableWarning(UserWarning):
@@ -55,6 +64,7 @@ class TextTableWarning(UserWarning):
 # ---------------------------------------------------------------------------------------------
 # Formats and raw reading: every cell becomes a str or None, with the source line of each row.
 
+
 def table_format(path, fmt: str | None = None) -> str:
     """The table format of ``path``: ``fmt`` if given, else from the extension (``.gz`` ignored)."""
     if fmt is not None:
@@ -64,11 +74,15 @@ def table_format(path, fmt: str | None = None) -> str:
     name = str(path)[:-3] if is_gzip_path(path) else str(path)
     found = _SUFFIX_FORMAT.get(Path(name).suffix.lower())
     if found is None:
-        raise TextTableError("cannot tell the table format from the file name", path=path,
-                             fix=f"use a .tsv, .csv, .jsonl or .parquet name or pass the format ({', '.join(FORMATS)})")
+        raise TextTableError(
+            "cannot tell the table format from the file name",
+            path=path,
+            fix=f"use a .tsv, .csv, .jsonl or .parquet name or pass the format ({', '.join(FORMATS)})",
+        )
     if found == "parquet" and is_gzip_path(path):
-        raise TextTableError("Parquet files are compressed internally and cannot be .gz", path=path,
-                             fix="drop the .gz suffix")
+        raise TextTableError(
+            "Parquet files are compressed internally and cannot be .gz", path=path, fix="drop the .gz suffix"
+        )
     return found
 
 
@@ -108,8 +122,13 @@ def _read_raw(path, *, encoding: str, fmt: str | None) -> _RawTable:
         else:
             raw, codec = _read_bytes(path, encoding)
             # UTF-8 goes to pyarrow undecoded (it checks UTF-8 itself); other encodings are transcoded first
-            table = None if fmt == "jsonl" else _fast_delimited(
-                raw if codec == "utf-8" else _decode(raw, codec, path, encoding).encode("utf-8"), str(path), fmt)
+            table = (
+                None
+                if fmt == "jsonl"
+                else _fast_delimited(
+                    raw if codec == "utf-8" else _decode(raw, codec, path, encoding).encode("utf-8"), str(path), fmt
+                )
+            )
             if table is None:  # JSONL, or a file the fast reader leaves to the exact line-by-line parser
                 reader = {"tsv": _parse_tsv, "csv": _parse_csv, "jsonl": _parse_jsonl}[fmt]
                 table = reader(_decode(raw, codec, path, encoding), str(path))
@@ -120,8 +139,9 @@ def _read_raw(path, *, encoding: str, fmt: str | None) -> _RawTable:
     if not table.columns:
         raise TextTableError("file is empty", path=path, fix="write a header and at least one row")
     if len(table) == 0:
-        raise TextTableError("table has no data rows", path=path, line=table.header_line,
-                             fix="check that the right file was given")
+        raise TextTableError(
+            "table has no data rows", path=path, line=table.header_line, fix="check that the right file was given"
+        )
     return table
 
 
@@ -130,12 +150,13 @@ def _read_bytes(path, encoding: str) -> tuple[bytes, str]:
     try:
         codec = codecs.lookup(encoding).name
     except LookupError:
-        raise TextTableError(f"unknown encoding {encoding!r}", path=path,
-                             fix="use a Python codec name such as utf-8, cp1252 or latin-1") from None
+        raise TextTableError(
+            f"unknown encoding {encoding!r}", path=path, fix="use a Python codec name such as utf-8, cp1252 or latin-1"
+        ) from None
     with open_input(path) as fh:
         raw = fh.read()
     if codec == "utf-8" and raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8):]
+        raw = raw[len(codecs.BOM_UTF8) :]
     return raw, codec
 
 
@@ -147,10 +168,12 @@ def _decode(raw: bytes, codec: str, path, encoding: str) -> str:
         bom = len(codecs.BOM_UTF8) if codec == "utf-8" and _starts_with_bom(path) else 0
         offset = bom + exc.start
         line = raw.count(b"\n", 0, exc.start) + 1
-        bad = raw[exc.start:exc.end]
+        bad = raw[exc.start : exc.end]
         guess = _guess_encoding(raw, failed=codec)
         raise TextTableError(
-            f"cannot decode byte {bad.hex(' ')} at byte offset {offset} as {encoding}", path=path, line=line,
+            f"cannot decode byte {bad.hex(' ')} at byte offset {offset} as {encoding}",
+            path=path,
+            line=line,
             fix=f"the file decodes as {guess}: pass encoding={guess!r} (CLI: --encoding {guess})",
         ) from None
     return text[1:] if text.startswith("\ufeff") else text
@@ -178,8 +201,12 @@ def _check_header(header: list[str], path: str) -> list[str]:
     seen = set()
     for name in header:
         if name in seen:
-            raise TextTableError(f"duplicate column name {name!r} in the header", path=path, line=1,
-                                 fix="give every column a distinct name")
+            raise TextTableError(
+                f"duplicate column name {name!r} in the header",
+                path=path,
+                line=1,
+                fix="give every column a distinct name",
+            )
         seen.add(name)
     return header
 
@@ -246,7 +273,7 @@ def _fast_delimited(data: bytes, path: str, fmt: str) -> _RawTable | None:
         return None
     head = int(records[0])
     try:
-        header_text = data[starts[head]:ends[head]].decode("utf-8").removesuffix("\r")
+        header_text = data[starts[head] : ends[head]].decode("utf-8").removesuffix("\r")
     except UnicodeDecodeError:
         return None
     if fmt == "tsv":
@@ -285,23 +312,32 @@ def _fast_tsv_lines(data: bytes, path: str) -> _RawTable | None:
     return _arrow_table(data, end + 1, path, "tsv", header, lines, False)
 
 
-def _arrow_table(data: bytes, offset: int, path: str, fmt: str, header: list[str], lines: np.ndarray,
-                 multiline: bool) -> _RawTable | None:
+def _arrow_table(
+    data: bytes, offset: int, path: str, fmt: str, header: list[str], lines: np.ndarray, multiline: bool
+) -> _RawTable | None:
     """The records from byte ``offset`` on, read by pyarrow as text columns; None when pyarrow
     disagrees with the scan (row count, field count) or the TSV holds rows of blanks."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
     body = pa.py_buffer(memoryview(data)[offset:])
-    parse = (pa_csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False)
-             if fmt == "tsv" else pa_csv.ParseOptions(newlines_in_values=multiline))
+    parse = (
+        pa_csv.ParseOptions(delimiter="\t", quote_char=False, double_quote=False, escape_char=False)
+        if fmt == "tsv"
+        else pa_csv.ParseOptions(newlines_in_values=multiline)
+    )
     try:
         table = pa_csv.read_csv(
-            pa.BufferReader(body), parse_options=parse,
+            pa.BufferReader(body),
+            parse_options=parse,
             read_options=pa_csv.ReadOptions(column_names=header),
-            convert_options=pa_csv.ConvertOptions(column_types={h: pa.string() for h in header},
-                                                  strings_can_be_null=True, quoted_strings_can_be_null=True,
-                                                  null_values=[""]))
+            convert_options=pa_csv.ConvertOptions(
+                column_types={h: pa.string() for h in header},
+                strings_can_be_null=True,
+                quoted_strings_can_be_null=True,
+                null_values=[""],
+            ),
+        )
     except pa.ArrowInvalid:
         return None
     if table.num_rows != len(lines):
@@ -331,9 +367,12 @@ def _parse_tsv(text: str, path: str) -> _RawTable:
             header = _check_header(fields, path)
             continue
         if len(fields) != len(header):
-            raise TextTableError(f"row has {len(fields)} tab-separated fields, the header has {len(header)}",
-                                 path=path, line=lineno,
-                                 fix="TSV text cannot contain tabs or newlines; clean it or use CSV/JSONL")
+            raise TextTableError(
+                f"row has {len(fields)} tab-separated fields, the header has {len(header)}",
+                path=path,
+                line=lineno,
+                fix="TSV text cannot contain tabs or newlines; clean it or use CSV/JSONL",
+            )
         rows.append(fields)
         lines.append(lineno)
     return _columnar(path, "tsv", header or [], rows, lines)
@@ -353,13 +392,21 @@ def _parse_csv(text: str, path: str) -> _RawTable:
                 header = _check_header(fields, path)
                 continue
             if len(fields) != len(header):
-                raise TextTableError(f"row has {len(fields)} comma-separated fields, the header has {len(header)}",
-                                     path=path, line=lineno, fix="quote fields that contain commas, quotes or newlines")
+                raise TextTableError(
+                    f"row has {len(fields)} comma-separated fields, the header has {len(header)}",
+                    path=path,
+                    line=lineno,
+                    fix="quote fields that contain commas, quotes or newlines",
+                )
             rows.append(fields)
             lines.append(lineno)
     except csv.Error as exc:
-        raise TextTableError(f"malformed CSV ({exc})", path=path, line=reader.line_num,
-                             fix="quote fields that contain commas, quotes or newlines and double inner quotes") from None
+        raise TextTableError(
+            f"malformed CSV ({exc})",
+            path=path,
+            line=reader.line_num,
+            fix="quote fields that contain commas, quotes or newlines and double inner quotes",
+        ) from None
     finally:
         csv.field_size_limit(old_limit)
     return _columnar(path, "csv", header or [], rows, lines)
@@ -376,8 +423,12 @@ def _cell(value, *, path, line, column):
     if isinstance(value, float):
         return None if math.isnan(value) else repr(value)
     if isinstance(value, (dict, list, tuple)):
-        raise TextTableError(f"column {column!r} holds a nested value ({type(value).__name__})", path=path,
-                             line=line, fix="store text, ids and labels as plain strings or numbers")
+        raise TextTableError(
+            f"column {column!r} holds a nested value ({type(value).__name__})",
+            path=path,
+            line=line,
+            fix="store text, ids and labels as plain strings or numbers",
+        )
     return str(value)
 
 
@@ -385,8 +436,10 @@ def _from_records(path, fmt, records, lines) -> _RawTable:
     columns: dict[str, None] = {}
     for rec in records:
         columns.update(dict.fromkeys(rec))
-    cells = {c: pd.Series([_cell(rec.get(c), path=path, line=ln, column=c) for rec, ln in zip(records, lines)],
-                          dtype="str") for c in columns}
+    cells = {
+        c: pd.Series([_cell(rec.get(c), path=path, line=ln, column=c) for rec, ln in zip(records, lines)], dtype="str")
+        for c in columns
+    }
     return _RawTable(path, fmt, list(columns), cells, np.asarray(lines, dtype=np.int64))
 
 
@@ -398,11 +451,19 @@ def _parse_jsonl(text: str, path: str) -> _RawTable:
         try:
             rec = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise TextTableError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno,
-                                 fix="write one JSON object per line") from None
+            raise TextTableError(
+                f"invalid JSON ({exc.msg} at column {exc.colno})",
+                path=path,
+                line=lineno,
+                fix="write one JSON object per line",
+            ) from None
         if not isinstance(rec, dict):
-            raise TextTableError(f"expected a JSON object, found {type(rec).__name__}", path=path, line=lineno,
-                                 fix="write one JSON object per line")
+            raise TextTableError(
+                f"expected a JSON object, found {type(rec).__name__}",
+                path=path,
+                line=lineno,
+                fix="write one JSON object per line",
+            )
         records.append(rec)
         lines.append(lineno)
     return _from_records(path, "jsonl", records, lines)
@@ -418,15 +479,23 @@ def _read_parquet(path) -> _RawTable:
     except (pa.ArrowInvalid, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise
-        raise TextTableError(f"not a readable Parquet file ({exc})", path=path,
-                             fix="check the file, or pass the right format") from None
+        raise TextTableError(
+            f"not a readable Parquet file ({exc})", path=path, fix="check the file, or pass the right format"
+        ) from None
     path = str(path)
     for name, column in zip(table.column_names, table.columns):
         if pa.types.is_nested(column.type):
-            row = int(np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False))[0]) + 1 \
-                if column.null_count < len(column) else 1
-            raise TextTableError(f"column {name!r} holds a nested value ({column.type})", path=path, line=row,
-                                 fix="store text, ids and labels as plain strings or numbers")
+            row = (
+                int(np.flatnonzero(column.is_valid().to_numpy(zero_copy_only=False))[0]) + 1
+                if column.null_count < len(column)
+                else 1
+            )
+            raise TextTableError(
+                f"column {name!r} holds a nested value ({column.type})",
+                path=path,
+                line=row,
+                fix="store text, ids and labels as plain strings or numbers",
+            )
     frame = table.to_pandas(ignore_metadata=True)
     lines = np.arange(1, table.num_rows + 1, dtype=np.int64)
     return _RawTable(path, "parquet", list(table.column_names), {c: frame[c] for c in table.column_names}, lines)
@@ -435,21 +504,30 @@ def _read_parquet(path) -> _RawTable:
 # ---------------------------------------------------------------------------------------------
 # Column checks shared by the three readers.
 
+
 def _require(table: _RawTable, wanted: dict[str, str], how) -> None:
     """Every ``role -> column`` in ``wanted`` exists; ``how(role)`` says how to map another column."""
     for role, column in wanted.items():
         if column not in table.cells:
             found = ", ".join(repr(c) for c in table.columns)
-            raise TextTableError(f"no column {column!r} for the {role} (columns found: {found})",
-                                 path=table.path, line=table.header_line, fix=how(role))
+            raise TextTableError(
+                f"no column {column!r} for the {role} (columns found: {found})",
+                path=table.path,
+                line=table.header_line,
+                fix=how(role),
+            )
 
 
 def _ids(table: _RawTable, column: str, what: str, fix: str) -> pd.Series:
     values = table.text(column).str.strip()
     empty = np.flatnonzero((values.isna() | (values == "")).to_numpy(dtype=bool))
     if len(empty):
-        raise TextTableError(f"{len(empty)} rows have an empty {what} (lines {line_list(table.lines[empty])})",
-                             path=table.path, line=int(table.lines[empty[0]]), fix=fix)
+        raise TextTableError(
+            f"{len(empty)} rows have an empty {what} (lines {line_list(table.lines[empty])})",
+            path=table.path,
+            line=int(table.lines[empty[0]]),
+            fix=fix,
+        )
     return values
 
 
@@ -462,7 +540,9 @@ def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.n
     """Rows to keep; reports rows whose text is empty in any of ``columns`` as ``missing`` says
     (``"keep"`` turns those cells into ``""`` in ``table``)."""
     if missing not in MISSING_POLICIES:
-        raise TextTableError(f"unknown missing-text policy {missing!r}", fix=f"use one of {', '.join(MISSING_POLICIES)}")
+        raise TextTableError(
+            f"unknown missing-text policy {missing!r}", fix=f"use one of {', '.join(MISSING_POLICIES)}"
+        )
     bad = np.zeros(len(table), dtype=bool)
     per_column = []
     for col in columns:
@@ -475,8 +555,12 @@ def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.n
     where = table.lines[bad]
     summary = f"{int(bad.sum())} rows have empty or missing text ({'; '.join(per_column)}; lines {line_list(where)})"
     if missing == "error":
-        raise TextTableError(summary, path=table.path, line=int(where[0]),
-                             fix="fill in the text, or choose missing='drop' to skip such rows or 'keep' to keep empty text")
+        raise TextTableError(
+            summary,
+            path=table.path,
+            line=int(where[0]),
+            fix="fill in the text, or choose missing='drop' to skip such rows or 'keep' to keep empty text",
+        )
     action = "dropped" if missing == "drop" else "kept with empty text"
     warnings.warn(f"{table.path}: {summary}: {action}", TextTableWarning, stacklevel=3)
     if missing == "keep":
@@ -489,8 +573,10 @@ def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.n
 def _frame(table: _RawTable, columns: dict[str, pd.Series], keep: np.ndarray) -> pd.DataFrame:
     everything = bool(keep.all())
     index = pd.Index(table.lines if everything else table.lines[keep], name="line")
-    data = {name: pd.Series(values.array if everything else values.array[keep], index=index, copy=False)
-            for name, values in columns.items()}
+    data = {
+        name: pd.Series(values.array if everything else values.array[keep], index=index, copy=False)
+        for name, values in columns.items()
+    }
     df = pd.DataFrame(data, index=index)
     df.attrs["source"] = table.path
     return df
@@ -527,9 +613,13 @@ def _check_unique(df: pd.DataFrame, key: list[str], what: str, path, fix: str) -
     if pos is not None:
         lines = np.sort(_lines_of(df)[pos])
         value = ", ".join(f"{k} {df[k].iloc[pos[0]]!r}" for k in key)
-        raise TextTableError(f"duplicate {what} ({value}) at lines {line_list(lines)} "
-                             f"({int(keys.duplicated().sum())} duplicate rows in all)", path=path,
-                             line=int(lines[1]), fix=fix)
+        raise TextTableError(
+            f"duplicate {what} ({value}) at lines {line_list(lines)} "
+            f"({int(keys.duplicated().sum())} duplicate rows in all)",
+            path=path,
+            line=int(lines[1]),
+            fix=fix,
+        )
 
 
 def _first_texts(df: pd.DataFrame, key: str, columns: list[str], what: str, *, conflicts: str, path) -> pd.DataFrame:
@@ -542,12 +632,18 @@ def _first_texts(df: pd.DataFrame, key: str, columns: list[str], what: str, *, c
         ids = distinct[key].to_numpy()[clash]
         value = ids[0]
         lines = np.sort(_lines_of(df)[(df[key] == value).to_numpy()])
-        summary = (f"{len(set(ids.tolist()))} {key}s name different {what} texts on different rows "
-                   f"(e.g. {key} {value!r} at lines {line_list(lines)})")
+        summary = (
+            f"{len(set(ids.tolist()))} {key}s name different {what} texts on different rows "
+            f"(e.g. {key} {value!r} at lines {line_list(lines)})"
+        )
         if conflicts == "error":
-            raise TextTableError(summary, path=path, line=int(lines[0]),
-                                 fix="fix the texts or ids, choose conflicts='first' to keep each id's first text, "
-                                     "or leave the id column unmapped to derive ids from the text")
+            raise TextTableError(
+                summary,
+                path=path,
+                line=int(lines[0]),
+                fix="fix the texts or ids, choose conflicts='first' to keep each id's first text, "
+                "or leave the id column unmapped to derive ids from the text",
+            )
         warnings.warn(f"{path}: {summary}: kept the first text of each", TextTableWarning, stacklevel=3)
     return table[~table[key].duplicated()]
 
@@ -555,8 +651,16 @@ def _first_texts(df: pd.DataFrame, key: str, columns: list[str], what: str, *, c
 # ---------------------------------------------------------------------------------------------
 # Public readers.
 
-def read_queries(path, *, qid_col: str = "qid", text_col: str = "query", encoding: str = "utf-8",
-                 fmt: str | None = None, missing: str = "error") -> pd.DataFrame:
+
+def read_queries(
+    path,
+    *,
+    qid_col: str = "qid",
+    text_col: str = "query",
+    encoding: str = "utf-8",
+    fmt: str | None = None,
+    missing: str = "error",
+) -> pd.DataFrame:
     """Read a query table into columns exactly ``["qid", "query"]`` (``qid`` unique strings).
 
     Parameters
@@ -570,8 +674,11 @@ def read_queries(path, *, qid_col: str = "qid", text_col: str = "query", encodin
         (as empty text); dropping and keeping emit a :class:`TextTableWarning`.
     """
     table = _read_raw(path, encoding=encoding, fmt=fmt)
-    _require(table, {"qid": qid_col, "query": text_col},
-             lambda role: f"pick the {role} column with {'qid_col' if role == 'qid' else 'text_col'}=<column>")
+    _require(
+        table,
+        {"qid": qid_col, "query": text_col},
+        lambda role: f"pick the {role} column with {'qid_col' if role == 'qid' else 'text_col'}=<column>",
+    )
     qids = _ids(table, qid_col, "qid", "every query needs an id")
     keep = _missing_mask(table, [text_col], missing=missing)
     df = _frame(table, {"qid": qids, "query": table.text(text_col)}, keep)
@@ -579,8 +686,15 @@ def read_queries(path, *, qid_col: str = "qid", text_col: str = "query", encodin
     return df
 
 
-def read_docs(path, *, docid_col: str = "docid", fields=None, encoding: str = "utf-8",
-              fmt: str | None = None, missing: str = "error") -> pd.DataFrame:
+def read_docs(
+    path,
+    *,
+    docid_col: str = "docid",
+    fields=None,
+    encoding: str = "utf-8",
+    fmt: str | None = None,
+    missing: str = "error",
+) -> pd.DataFrame:
     """Read a document table into columns ``["docid", <fields...>]`` (``docid`` unique strings).
 
     Parameters
@@ -602,8 +716,12 @@ def read_docs(path, *, docid_col: str = "docid", fields=None, encoding: str = "u
         names = [f.strip() for f in fields.split(",")] if isinstance(fields, str) else list(fields)
         mapping = {f: f for f in names if f}
     if not mapping:
-        raise TextTableError("no text fields to read", path=table.path, line=table.header_line,
-                             fix="add at least one text column besides the docid")
+        raise TextTableError(
+            "no text fields to read",
+            path=table.path,
+            line=table.header_line,
+            fix="add at least one text column besides the docid",
+        )
     if "docid" in mapping:
         raise TextTableError("a text field cannot be named 'docid'", path=table.path, fix="rename that field")
     _require(table, mapping, lambda role: f"list existing columns in fields (field {role!r} is missing)")
@@ -622,16 +740,20 @@ def parse_column_mapping(spec: str) -> dict[str, str]:
     """
     mapping: dict[str, str] = {}
     if spec.strip() and not spec.replace(",", "").strip():
-        raise TextTableError(f"column mapping {spec!r} names no column",
-                             fix="write NAME=COLUMN pairs separated by commas, e.g. query=search_term,doc=title")
+        raise TextTableError(
+            f"column mapping {spec!r} names no column",
+            fix="write NAME=COLUMN pairs separated by commas, e.g. query=search_term,doc=title",
+        )
     for item in spec.split(","):
         if not item.strip():
             continue
         key, sep, column = item.partition("=")
         key, column = key.strip(), column.strip()
         if not sep or not key or not column:
-            raise TextTableError(f"bad column mapping item {item.strip()!r}",
-                                 fix="write NAME=COLUMN pairs separated by commas, e.g. query=search_term,doc=title")
+            raise TextTableError(
+                f"bad column mapping item {item.strip()!r}",
+                fix="write NAME=COLUMN pairs separated by commas, e.g. query=search_term,doc=title",
+            )
         if key in mapping:
             raise TextTableError(f"column mapping names {key!r} twice", fix="map each name once")
         mapping[key] = column
@@ -646,8 +768,16 @@ def derive_id(prefix: str, *texts: str) -> str:
     return prefix + hashlib.sha1("\x1f".join(texts).encode("utf-8")).hexdigest()[:12]
 
 
-def read_judged_pairs(path, *, columns=None, encoding: str = "utf-8", fmt: str | None = None,
-                      label_map: str = "none", missing: str = "error", duplicates: str = "error") -> pd.DataFrame:
+def read_judged_pairs(
+    path,
+    *,
+    columns=None,
+    encoding: str = "utf-8",
+    fmt: str | None = None,
+    label_map: str = "none",
+    missing: str = "error",
+    duplicates: str = "error",
+) -> pd.DataFrame:
     """Read judged (query, document, label) pairs.
 
     Returns columns ``qid, query, docid, doc, <extra text fields...>, label`` (``label``
@@ -719,24 +849,30 @@ def _parse_labels(table: _RawTable, column: str, keep: np.ndarray) -> np.ndarray
         values = raw.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
         try:  # vectorised; any unparsable cell sends every row through pandas to name it
-            values = pc.cast(pc.utf8_trim_whitespace(pa.array(raw, type=pa.string())), pa.float64()) \
-                .to_numpy(zero_copy_only=False)
+            values = pc.cast(pc.utf8_trim_whitespace(pa.array(raw, type=pa.string())), pa.float64()).to_numpy(
+                zero_copy_only=False
+            )
             values = np.where(np.isnan(values), np.nan, values)  # nulls come back as NaN
         except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
-            values = pd.to_numeric(pd.Series(raw.to_numpy(dtype=object), dtype=object),
-                                   errors="coerce").to_numpy(dtype=np.float64)
+            values = pd.to_numeric(pd.Series(raw.to_numpy(dtype=object), dtype=object), errors="coerce").to_numpy(
+                dtype=np.float64
+            )
     bad = np.flatnonzero(~np.isfinite(values))
     if len(bad):
         shown = raw.iloc[bad[0]]
         shown = None if (not isinstance(shown, str) and pd.isna(shown)) else shown
-        raise TextTableError(f"label {shown!r} is not a finite number ({len(bad)} such rows, lines "
-                             f"{line_list(lines[bad])})", path=table.path, line=int(lines[bad[0]]),
-                             fix="every judged pair needs a numeric label")
+        raise TextTableError(
+            f"label {shown!r} is not a finite number ({len(bad)} such rows, lines {line_list(lines[bad])})",
+            path=table.path,
+            line=int(lines[bad[0]]),
+            fix="every judged pair needs a numeric label",
+        )
     return values
 
 
 # ---------------------------------------------------------------------------------------------
 # Labels.
+
 
 def map_labels(values, spec: str = "none", *, path=None, lines=None) -> np.ndarray:
     """Map raw relevance labels to integer grades (returned as float64).
@@ -760,8 +896,12 @@ def map_labels(values, spec: str = "none", *, path=None, lines=None) -> np.ndarr
 
     def fail(mask, problem, fix):
         bad = np.flatnonzero(mask)
-        raise TextTableError(f"label {values[bad[0]]:g} {problem} ({len(bad)} such rows, {where}s "
-                             f"{line_list(lines[bad])})", path=path, line=int(lines[bad[0]]), fix=fix)
+        raise TextTableError(
+            f"label {values[bad[0]]:g} {problem} ({len(bad)} such rows, {where}s {line_list(lines[bad])})",
+            path=path,
+            line=int(lines[bad[0]]),
+            fix=fix,
+        )
 
     if not np.isfinite(values).all():
         fail(~np.isfinite(values), "is not a finite number", "every label must be a number")
@@ -770,9 +910,12 @@ def map_labels(values, spec: str = "none", *, path=None, lines=None) -> np.ndarr
     if kind == "none" and not arg:
         fractional = np.abs(values - np.rint(values)) > tiny
         if fractional.any():
-            fail(fractional, "is not an integer grade",
-                 "map fractional labels explicitly with a label map: 'round', 'linear:LO:HI:GRADES' "
-                 "(e.g. linear:1:3:7 maps 1..3 onto 0..6) or 'threshold:T1,T2,...'")
+            fail(
+                fractional,
+                "is not an integer grade",
+                "map fractional labels explicitly with a label map: 'round', 'linear:LO:HI:GRADES' "
+                "(e.g. linear:1:3:7 maps 1..3 onto 0..6) or 'threshold:T1,T2,...'",
+            )
         return np.rint(values)
     if kind == "round" and not arg:
         return np.floor(values + 0.5 + tiny)
@@ -782,8 +925,10 @@ def map_labels(values, spec: str = "none", *, path=None, lines=None) -> np.ndarr
         except ValueError:
             lo = hi = grades = math.nan
         if not (lo < hi and grades >= 2 and grades == int(grades)):
-            raise TextTableError(f"bad label map {spec!r}",
-                                 fix="write linear:LO:HI:GRADES with LO < HI and an integer GRADES >= 2, e.g. linear:1:3:7")
+            raise TextTableError(
+                f"bad label map {spec!r}",
+                fix="write linear:LO:HI:GRADES with LO < HI and an integer GRADES >= 2, e.g. linear:1:3:7",
+            )
         outside = (values < lo - tiny) | (values > hi + tiny)
         if outside.any():
             fail(outside, f"is outside the linear map range [{lo:g}, {hi:g}]", "widen LO:HI or fix the labels")
@@ -795,8 +940,10 @@ def map_labels(values, spec: str = "none", *, path=None, lines=None) -> np.ndarr
         except ValueError:
             thresholds = np.array([math.nan])
         if not len(thresholds) or not np.isfinite(thresholds).all() or (np.diff(thresholds) <= 0).any():
-            raise TextTableError(f"bad label map {spec!r}",
-                                 fix="write threshold:T1,T2,... with strictly increasing numbers, e.g. threshold:1.5,2.5")
+            raise TextTableError(
+                f"bad label map {spec!r}",
+                fix="write threshold:T1,T2,... with strictly increasing numbers, e.g. threshold:1.5,2.5",
+            )
         return np.searchsorted(thresholds, values, side="right").astype(np.float64)
     raise TextTableError(f"unknown label map {spec!r}", fix=f"use {_LABEL_MAP_FORMS}")
 
@@ -804,8 +951,13 @@ def map_labels(values, spec: str = "none", *, path=None, lines=None) -> np.ndarr
 # ---------------------------------------------------------------------------------------------
 # Judged pairs -> ranking set + text tables.
 
-def pairs_to_ranking(pairs: pd.DataFrame, *, fields=("doc",), conflicts: str = "error",
-                     ) -> tuple[RankingSet, pd.DataFrame, pd.DataFrame]:
+
+def pairs_to_ranking(
+    pairs: pd.DataFrame,
+    *,
+    fields=("doc",),
+    conflicts: str = "error",
+) -> tuple[RankingSet, pd.DataFrame, pd.DataFrame]:
     """Split judged pairs into a feature-less ranking set and its query and document tables.
 
     Parameters
@@ -830,17 +982,24 @@ def pairs_to_ranking(pairs: pd.DataFrame, *, fields=("doc",), conflicts: str = "
     needed = ["qid", "query", "docid", "label", *fields]
     absent = [c for c in needed if c not in pairs.columns]
     if absent:
-        raise TextTableError(f"judged pairs lack columns {absent} (found {list(pairs.columns)})", path=path,
-                             fix="read them with read_judged_pairs or add the columns")
+        raise TextTableError(
+            f"judged pairs lack columns {absent} (found {list(pairs.columns)})",
+            path=path,
+            fix="read them with read_judged_pairs or add the columns",
+        )
     if len(pairs) == 0:
         raise TextTableError("no judged pairs", path=path, fix="check the input table")
     for key, pattern, what in (("qid", r"[\s#]", "whitespace or '#'"), ("docid", r"\s", "whitespace")):
         spaced = pairs[key].astype(str).str.contains(pattern, regex=True).to_numpy()
         if spaced.any():
             bad = _lines_of(pairs)[spaced]
-            raise TextTableError(f"{key} {pairs[key].to_numpy()[spaced][0]!r} contains {what}, which a LETOR "
-                                 f"file cannot carry (lines {line_list(bad)})", path=path, line=int(bad[0]),
-                                 fix=f"use ids without {what}, or leave the id column unmapped to derive ids")
+            raise TextTableError(
+                f"{key} {pairs[key].to_numpy()[spaced][0]!r} contains {what}, which a LETOR "
+                f"file cannot carry (lines {line_list(bad)})",
+                path=path,
+                line=int(bad[0]),
+                fix=f"use ids without {what}, or leave the id column unmapped to derive ids",
+            )
     resolve_duplicates(pairs, policy="error", path=path)
     codes, _ = pd.factorize(pairs["qid"].to_numpy(dtype=object))
     grouped = pairs.iloc[np.argsort(codes, kind="stable")]
@@ -860,6 +1019,7 @@ def pairs_to_ranking(pairs: pd.DataFrame, *, fields=("doc",), conflicts: str = "
 
 # ---------------------------------------------------------------------------------------------
 # Writing.
+
 
 def write_table(df: pd.DataFrame, path, *, fmt: str | None = None) -> None:
     """Write ``df`` (its columns, not its index) to ``path`` atomically, format by extension.
@@ -915,11 +1075,19 @@ def _refuse_for_tsv(columns: list[str], cells: list[list[str]], path) -> None:
     for name in columns:
         for ch in _TSV_FORBIDDEN:
             if ch in name:
-                raise TextTableError(f"column name {name!r} contains {names[ch]}, which TSV cannot hold", path=path,
-                                     line=1, fix="rename the column")
+                raise TextTableError(
+                    f"column name {name!r} contains {names[ch]}, which TSV cannot hold",
+                    path=path,
+                    line=1,
+                    fix="rename the column",
+                )
     for name, col in zip(columns, cells):
         for i, v in enumerate(col):
             for ch in _TSV_FORBIDDEN:
                 if ch in v:
-                    raise TextTableError(f"column {name!r} contains {names[ch]}, which TSV cannot hold", path=path,
-                                         line=i + 2, fix="write .csv, .jsonl or .parquet instead, or clean the text")
+                    raise TextTableError(
+                        f"column {name!r} contains {names[ch]}, which TSV cannot hold",
+                        path=path,
+                        line=i + 2,
+                        fix="write .csv, .jsonl or .parquet instead, or clean the text",
+                    )

@@ -1,4 +1,5 @@
 """The versions of Python and of the libraries that shape a result, for bundles, models and reports."""
+
 from __future__ import annotations
 
 import platform

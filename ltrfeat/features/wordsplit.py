@@ -7,6 +7,7 @@ digit. For ASCII text -- nearly all product and web search text -- that is one `
 class. A non-ASCII text is first reduced to its words (the caller's exact Unicode rule) joined by
 spaces, so both paths give the same words.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -17,8 +18,9 @@ SEPARATOR = b"\x00"  # a token of its own between texts: never part of a word
 _BREAKS = bytes(i if i >= 0x80 or i == 0 or chr(i).isalnum() else 0x20 for i in range(256))
 
 
-def joined_words(texts: list[str], *, words_of: Callable[[str], list[str]], lowercase: bool,
-                 delete: bytes = b"") -> bytes:
+def joined_words(
+    texts: list[str], *, words_of: Callable[[str], list[str]], lowercase: bool, delete: bytes = b""
+) -> bytes:
     """UTF-8 words of every text, separated by spaces, with ``SEPARATOR`` between texts.
 
     ``words_of`` gives the words of a non-ASCII text (already lowercased if ``lowercase``); ASCII bytes

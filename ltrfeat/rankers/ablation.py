@@ -10,6 +10,7 @@ per-query values of two sets are paired observations of the same queries. Single
 paired comparisons of the base set against each base+neural set, pooled over the test
 queries of all folds, Holm-adjusted across the whole report.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -38,8 +39,19 @@ from ltrfeat.rankers.verdict import verdict
 from ltrfeat.features.logs import show_progress
 from ltrfeat.features.versions import library_versions
 
-DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@10", "recall@3", "recall@6", "recall@10",
-                   "top3recall@3", "top3recall@6", "top3recall@10", "map", "mrr")
+DEFAULT_METRICS = (
+    "ndcg@1",
+    "ndcg@3",
+    "ndcg@10",
+    "recall@3",
+    "recall@6",
+    "recall@10",
+    "top3recall@3",
+    "top3recall@6",
+    "top3recall@10",
+    "map",
+    "mrr",
+)
 KINDS = ("ranker", "alone")  # the sets a user plans; results add the kinds below
 RESULT_KINDS = ("candidate", "baseline", "recommended")
 SEED_FREE = ("best-single",)  # candidates whose fit does not depend on the seed
@@ -120,15 +132,17 @@ def _names_of(feature_map: FeatureMap, spec, what: str) -> list[str]:
     try:
         columns = feature_map.resolve(spec)
     except KeyError as exc:
-        raise LtrfeatError(f"{what} {spec!r}: {exc.args[0]}",
-                           fix="use ids, id ranges (1-46) or names present in the data") from None
+        raise LtrfeatError(
+            f"{what} {spec!r}: {exc.args[0]}", fix="use ids, id ranges (1-46) or names present in the data"
+        ) from None
     if not columns:
         raise LtrfeatError(f"{what} {spec!r} selects no feature", fix="give feature ids, id ranges or names")
     return [feature_map.features[j].name for j in sorted(columns, key=lambda j: feature_map.features[j].id)]
 
 
-def plan_feature_sets(feature_map: FeatureMap, *, base, neural: dict, alone=None,
-                      base_name: str = "lexical") -> list[FeatureSet]:
+def plan_feature_sets(
+    feature_map: FeatureMap, *, base, neural: dict, alone=None, base_name: str = "lexical"
+) -> list[FeatureSet]:
     """The feature sets of an ablation.
 
     Parameters
@@ -151,13 +165,16 @@ def plan_feature_sets(feature_map: FeatureMap, *, base, neural: dict, alone=None
     groups: dict[str, list[str]] = {}
     for group, spec in neural.items():
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", str(group)):
-            raise LtrfeatError(f"neural group name {group!r} must be letters, digits, '_', '.' or '-'",
-                               fix="e.g. clsm=clsm_title_cos")
+            raise LtrfeatError(
+                f"neural group name {group!r} must be letters, digits, '_', '.' or '-'", fix="e.g. clsm=clsm_title_cos"
+            )
         cols = _names_of(feature_map, spec, f"neural group {group!r}")
         overlap = [c for c in cols if c in base_cols]
         if overlap:
-            raise LtrfeatError(f"neural group {group!r} feature {overlap[0]!r} is also a base feature",
-                               fix="leave the neural features out of the base selection (e.g. base 1-40, neural 41-46)")
+            raise LtrfeatError(
+                f"neural group {group!r} feature {overlap[0]!r} is also a base feature",
+                fix="leave the neural features out of the base selection (e.g. base 1-40, neural 41-46)",
+            )
         groups[str(group)] = cols
     sets = [FeatureSet(base_name, base_cols)]
     sets += [FeatureSet(f"{base_name}+{g}", base_cols + cols) for g, cols in groups.items()]
@@ -173,8 +190,10 @@ def plan_feature_sets(feature_map: FeatureMap, *, base, neural: dict, alone=None
     names = [s.name for s in sets]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate is not None:
-        raise LtrfeatError(f"two feature sets would be named {duplicate!r}",
-                           fix="rename the neural group or the base set so set names stay unique")
+        raise LtrfeatError(
+            f"two feature sets would be named {duplicate!r}",
+            fix="rename the neural group or the base set so set names stay unique",
+        )
     return sets
 
 
@@ -184,15 +203,25 @@ def _natural_key(path: Path):
 
 
 def _fold_file(directory: Path, part: str) -> Path | None:
-    found = [directory / f"{stem}{ext}" for stem in FOLD_FILES[part] for ext in FOLD_EXTENSIONS
-             if (directory / f"{stem}{ext}").is_file()]
+    found = [
+        directory / f"{stem}{ext}"
+        for stem in FOLD_FILES[part]
+        for ext in FOLD_EXTENSIONS
+        if (directory / f"{stem}{ext}").is_file()
+    ]
     if len(found) > 1:
-        raise LtrfeatError(f"{len(found)} {part} files: {', '.join(p.name for p in found)}", path=directory,
-                           fix="keep one file per part")
+        raise LtrfeatError(
+            f"{len(found)} {part} files: {', '.join(p.name for p in found)}",
+            path=directory,
+            fix="keep one file per part",
+        )
     if not found and part != "valid":
         stems = "/".join(FOLD_FILES[part])
-        raise LtrfeatError(f"no {part} file ({stems} with extension {', '.join(FOLD_EXTENSIONS)})", path=directory,
-                           fix="each fold directory needs train and test files (vali is optional)")
+        raise LtrfeatError(
+            f"no {part} file ({stems} with extension {', '.join(FOLD_EXTENSIONS)})",
+            path=directory,
+            fix="each fold directory needs train and test files (vali is optional)",
+        )
     return found[0] if found else None
 
 
@@ -223,11 +252,19 @@ def load_letor_folds(directory, *, fold_glob: str = "Fold*", nan_policy: str = "
         raise LtrfeatError("not a directory", path=directory, fix="give the directory holding Fold1, Fold2, ...")
     fold_dirs = sorted((p for p in directory.glob(fold_glob) if p.is_dir()), key=_natural_key)
     if not fold_dirs:
-        raise LtrfeatError(f"no fold directory matches {fold_glob!r}", path=directory,
-                           fix="lay folds out as DIR/Fold1/{train,vali,test}.txt or pass --fold-glob")
+        raise LtrfeatError(
+            f"no fold directory matches {fold_glob!r}",
+            path=directory,
+            fix="lay folds out as DIR/Fold1/{train,vali,test}.txt or pass --fold-glob",
+        )
     files = {d.name: {part: _fold_file(d, part) for part in FOLD_FILES} for d in fold_dirs}
-    data = {name: {part: None if path is None else read_letor(path, nan_policy=nan_policy, regroup=True)
-                   for part, path in parts.items()} for name, parts in files.items()}
+    data = {
+        name: {
+            part: None if path is None else read_letor(path, nan_policy=nan_policy, regroup=True)
+            for part, path in parts.items()
+        }
+        for name, parts in files.items()
+    }
     loaded = [(files[n][p], d) for n, parts in data.items() for p, d in parts.items() if d is not None]
     if all(_is_default_map(d.feature_map) for _, d in loaded):
         fmap = FeatureMap.from_ids(sorted({i for _, d in loaded for i in d.feature_map.ids}))
@@ -235,17 +272,25 @@ def load_letor_folds(directory, *, fold_glob: str = "Fold*", nan_policy: str = "
         first_path, first = loaded[0]
         for path, d in loaded[1:]:
             if d.feature_map != first.feature_map:
-                raise LtrfeatError(f"its features ({d.feature_map!r}) differ from those of {first_path} "
-                                   f"({first.feature_map!r})", path=path,
-                                   fix="give every fold file the same columns and .features.json sidecar")
+                raise LtrfeatError(
+                    f"its features ({d.feature_map!r}) differ from those of {first_path} ({first.feature_map!r})",
+                    path=path,
+                    fix="give every fold file the same columns and .features.json sidecar",
+                )
         fmap = first.feature_map
     folds = []
     for name, parts in data.items():
         paths = files[name]
         origin = ", ".join(f"{part}={paths[part]}" for part in FOLD_FILES if paths[part] is not None)
-        folds.append(Fold(name, _pad(parts["train"], fmap),
-                          None if parts["valid"] is None else _pad(parts["valid"], fmap),
-                          _pad(parts["test"], fmap), origin=origin))
+        folds.append(
+            Fold(
+                name,
+                _pad(parts["train"], fmap),
+                None if parts["valid"] is None else _pad(parts["valid"], fmap),
+                _pad(parts["test"], fmap),
+                origin=origin,
+            )
+        )
     return folds
 
 
@@ -265,8 +310,10 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
         if s.kind not in KINDS:
             raise LtrfeatError(f"feature set {s.name!r} has kind {s.kind!r}", fix=f"use one of {', '.join(KINDS)}")
         if not s.columns or (s.kind == "alone" and len(s.columns) != 1):
-            raise LtrfeatError(f"feature set {s.name!r} has {len(s.columns)} columns",
-                               fix="ranker sets need at least one column, alone sets exactly one")
+            raise LtrfeatError(
+                f"feature set {s.name!r} has {len(s.columns)} columns",
+                fix="ranker sets need at least one column, alone sets exactly one",
+            )
     tested_in: dict[str, str] = {}
     for fold in folds:
         test_qids = set(fold.test.qid.tolist())
@@ -278,14 +325,17 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
                 continue
             leaked = sorted(test_qids & set(other.qid.tolist()))
             if leaked:
-                raise LtrfeatError(f"query {leaked[0]!r} is in both the {part} and the test set of fold {fold.name!r} "
-                                   f"({len(leaked)} such queries)",
-                                   fix="split folds by query so no test query is trained on")
+                raise LtrfeatError(
+                    f"query {leaked[0]!r} is in both the {part} and the test set of fold {fold.name!r} "
+                    f"({len(leaked)} such queries)",
+                    fix="split folds by query so no test query is trained on",
+                )
         for qid in fold.test.queries().tolist():
             if qid in tested_in:
-                raise LtrfeatError(f"query {qid!r} is in the test sets of folds {tested_in[qid]!r} and {fold.name!r}",
-                                   fix="each query must be tested in exactly one fold "
-                                       "(the folds must partition the queries)")
+                raise LtrfeatError(
+                    f"query {qid!r} is in the test sets of folds {tested_in[qid]!r} and {fold.name!r}",
+                    fix="each query must be tested in exactly one fold (the folds must partition the queries)",
+                )
             tested_in[qid] = fold.name
         for part in ("train", "valid", "test"):
             data = getattr(fold, part)
@@ -295,19 +345,33 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
             for s in feature_sets:
                 missing = [c for c in s.columns if c not in have]
                 if missing:
-                    raise LtrfeatError(f"fold {fold.name!r} {part} data lacks feature {missing[0]!r} of set {s.name!r}",
-                                       fix="give every fold the same columns")
+                    raise LtrfeatError(
+                        f"fold {fold.name!r} {part} data lacks feature {missing[0]!r} of set {s.name!r}",
+                        fix="give every fold the same columns",
+                    )
 
 
 def _fold_config(fold: Fold) -> dict:
-    sizes = {part: None if getattr(fold, part) is None else
-             {"queries": int(getattr(fold, part).n_queries), "rows": len(getattr(fold, part))}
-             for part in ("train", "valid", "test")}
+    sizes = {
+        part: None
+        if getattr(fold, part) is None
+        else {"queries": int(getattr(fold, part).n_queries), "rows": len(getattr(fold, part))}
+        for part in ("train", "valid", "test")
+    }
     return {"name": fold.name, "origin": fold.origin} | sizes
 
 
-def _run_one(fold: Fold, fs: FeatureSet, seed: int | None, *, engine: str, params: dict, metric_names: list,
-             gain: str, no_relevant: str) -> dict:
+def _run_one(
+    fold: Fold,
+    fs: FeatureSet,
+    seed: int | None,
+    *,
+    engine: str,
+    params: dict,
+    metric_names: list,
+    gain: str,
+    no_relevant: str,
+) -> dict:
     """One (fold, feature set, seed) run: per-query metrics of the fold's test queries, plus the
     ranker's best iteration, gain shares and engine parameters (None for alone sets)."""
     start = time.perf_counter()
@@ -316,18 +380,24 @@ def _run_one(fold: Fold, fs: FeatureSet, seed: int | None, *, engine: str, param
         model = LambdaMART(**params, engine=engine, seed=seed, features=fs.columns)
         scores = model.fit(fold.train, fold.valid).predict(fold.test)
         total_gain = sum(model.feature_importance_.values()) or 1.0
-        out |= {"best_iteration": model.best_iteration_, "engine_params": model.engine_params_,
-                "shares": {k: v / total_gain for k, v in model.feature_importance_.items()}}
+        out |= {
+            "best_iteration": model.best_iteration_,
+            "engine_params": model.engine_params_,
+            "shares": {k: v / total_gain for k, v in model.feature_importance_.items()},
+        }
     else:
         scores = feature_scores(fold.test, fold.test.feature_map.column_of(fs.columns[0]))
     out["scores"] = np.asarray(scores, dtype=np.float64)
-    out["per_query"] = evaluate_queries(fold.test.qid, fold.test.label, scores, metric_names, gain=gain,
-                                        no_relevant=no_relevant)
+    out["per_query"] = evaluate_queries(
+        fold.test.qid, fold.test.label, scores, metric_names, gain=gain, no_relevant=no_relevant
+    )
     out["seconds"] = time.perf_counter() - start
     return out
 
 
-def _per_query_frame(per_seed: list[pd.DataFrame], metric_names: list, fold: str, name: str) -> tuple[pd.DataFrame, bool]:
+def _per_query_frame(
+    per_seed: list[pd.DataFrame], metric_names: list, fold: str, name: str
+) -> tuple[pd.DataFrame, bool]:
     """Per-query metrics averaged over seeds, with ``feature_set`` and ``fold`` columns, and whether
     any two seeds differed."""
     frame = per_seed[0].copy()
@@ -340,13 +410,24 @@ def _per_query_frame(per_seed: list[pd.DataFrame], metric_names: list, fold: str
     return frame, changed
 
 
-def _run_selected(fold: Fold, fs: FeatureSet, *, seeds: list, engine: str, params: dict, metric_names: list,
-                  gain: str, no_relevant: str, selection: SelectionConfig) -> dict:
+def _run_selected(
+    fold: Fold,
+    fs: FeatureSet,
+    *,
+    seeds: list,
+    engine: str,
+    params: dict,
+    metric_names: list,
+    gain: str,
+    no_relevant: str,
+    selection: SelectionConfig,
+) -> dict:
     """Model selection for one (fold, feature set): inner cross-validation on the fold's training
     queries, then every candidate refitted on them (each seed) and scored on the test queries."""
     start = time.perf_counter()
-    candidates = Candidates(fs.columns, params | {"engine": engine}, gain=gain, no_relevant=no_relevant,
-                            criterion=selection.criterion)
+    candidates = Candidates(
+        fs.columns, params | {"engine": engine}, gain=gain, no_relevant=no_relevant, criterion=selection.criterion
+    )
     if fs.kind == "baseline":
         chosen_by = None
         names = [BEST_SINGLE]
@@ -356,26 +437,36 @@ def _run_selected(fold: Fold, fs: FeatureSet, *, seeds: list, engine: str, param
     train, valid = with_valid(fold.train, fold.valid, selection.valid_fraction, selection.seed)
     table = None
     if {"best-single", "boost-best"} & set(names):
-        table = rank_single_features(concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain,
-                                     no_relevant=no_relevant)
+        table = rank_single_features(
+            concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain, no_relevant=no_relevant
+        )
     out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None}
     chosen = names[0] if chosen_by is None else chosen_by["chosen"]
     for name in names:
         per_seed, scores = [], {"seeds": [], "scores": []}
         # every seed for the choice and the untuned engine (the verdict's baselines); the first for the others
-        for seed in (seeds if name in (chosen, engine) and name not in SEED_FREE else seeds[:1]):
+        for seed in seeds if name in (chosen, engine) and name not in SEED_FREE else seeds[:1]:
             began = time.perf_counter()
             model = candidates.make(name, seed=seed, tuned=None if chosen_by is None else chosen_by["tuned"].get(name))
             candidates.fit(model, train, valid, table)
             predicted = np.asarray(model.predict(fold.test), dtype=np.float64)
             scores["seeds"].append(None if name in SEED_FREE else seed)
             scores["scores"].append(predicted)
-            per_seed.append(evaluate_queries(fold.test.qid, fold.test.label, predicted, metric_names,
-                                             gain=gain, no_relevant=no_relevant))
+            per_seed.append(
+                evaluate_queries(
+                    fold.test.qid, fold.test.label, predicted, metric_names, gain=gain, no_relevant=no_relevant
+                )
+            )
             info = describe(model)
-            out["runs"].append({"candidate": name, "seed": None if name in SEED_FREE else seed,
-                                "best_iteration": info.get("best_iteration"), "chose": info,
-                                "seconds": time.perf_counter() - began})
+            out["runs"].append(
+                {
+                    "candidate": name,
+                    "seed": None if name in SEED_FREE else seed,
+                    "best_iteration": info.get("best_iteration"),
+                    "chose": info,
+                    "seconds": time.perf_counter() - began,
+                }
+            )
             if name == engine and out["shares"] is None:
                 total = sum(model.feature_importance_.values()) or 1.0
                 out["shares"] = {k: v / total for k, v in model.feature_importance_.items()}
@@ -411,19 +502,35 @@ def _check_run_args(folds, feature_sets, *, engine, seeds, ranker_params, metric
     params = {"n_jobs": 1} | dict(ranker_params or {})
     reserved = [k for k in _RESERVED_PARAMS if k in params]
     if reserved:
-        raise LtrfeatError(f"ranker_params may not set {reserved[0]!r}",
-                           fix="the ablation sets engine, seed and features itself")
+        raise LtrfeatError(
+            f"ranker_params may not set {reserved[0]!r}", fix="the ablation sets engine, seed and features itself"
+        )
     _check_folds(folds, feature_sets)
     if no_relevant == "exclude" and not any((f.test.label >= conventions.relevance_threshold).any() for f in folds):
-        raise LtrfeatError("no test query has a relevant document, so every query would be excluded",
-                           fix="check the labels, or use --no-relevant zero")
+        raise LtrfeatError(
+            "no test query has a relevant document, so every query would be excluded",
+            fix="check the labels, or use --no-relevant zero",
+        )
     return folds, feature_sets, metric_names, conventions, seeds, params
 
 
-def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 2), ranker_params: dict | None = None,
-                 metrics=DEFAULT_METRICS, gain: str = "exp2", no_relevant: str = "exclude", progress: bool = True,
-                 on_run=None, executor=None, selection: SelectionConfig | None = None, jobs: int = 1,
-                 cache: RunStore | None = None) -> AblationResult:
+def run_ablation(
+    folds,
+    feature_sets,
+    *,
+    engine: str = "lightgbm",
+    seeds=(0, 1, 2),
+    ranker_params: dict | None = None,
+    metrics=DEFAULT_METRICS,
+    gain: str = "exp2",
+    no_relevant: str = "exclude",
+    progress: bool = True,
+    on_run=None,
+    executor=None,
+    selection: SelectionConfig | None = None,
+    jobs: int = 1,
+    cache: RunStore | None = None,
+) -> AblationResult:
     """Train and score every (fold, feature set, seed) and keep per-query metrics.
 
     Parameters
@@ -453,28 +560,64 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
         inputs it holds are taken from it, the others stored in it; results equal an uncached run.
     """
     folds, feature_sets, metric_names, conventions, seeds, params = _check_run_args(
-        folds, feature_sets, engine=engine, seeds=seeds, ranker_params=ranker_params, metrics=metrics, gain=gain,
-        no_relevant=no_relevant)
+        folds,
+        feature_sets,
+        engine=engine,
+        seeds=seeds,
+        ranker_params=ranker_params,
+        metrics=metrics,
+        gain=gain,
+        no_relevant=no_relevant,
+    )
     if executor is None and int(jobs) > 1:
         # spawn, not fork: the caller may have started torch or engine threads, which fork would copy mid-flight
         with concurrent.futures.ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
-            return run_ablation(folds, feature_sets, engine=engine, seeds=seeds, ranker_params=ranker_params,
-                                metrics=metrics, gain=gain, no_relevant=no_relevant, progress=progress, on_run=on_run,
-                                executor=pool, selection=selection, cache=cache)
+            return run_ablation(
+                folds,
+                feature_sets,
+                engine=engine,
+                seeds=seeds,
+                ranker_params=ranker_params,
+                metrics=metrics,
+                gain=gain,
+                no_relevant=no_relevant,
+                progress=progress,
+                on_run=on_run,
+                executor=pool,
+                selection=selection,
+                cache=cache,
+            )
     mapper = map if executor is None else executor.map
     if cache is not None:
-        cache.settings = {"engine": engine, "seeds": seeds, "params": params, "metrics": metric_names,
-                          "conventions": conventions.to_dict(),
-                          "selection": None if selection is None else selection.to_dict()}
+        cache.settings = {
+            "engine": engine,
+            "seeds": seeds,
+            "params": params,
+            "metrics": metric_names,
+            "conventions": conventions.to_dict(),
+            "selection": None if selection is None else selection.to_dict(),
+        }
         mapper = functools.partial(cache.map, mapper)
     if selection is not None:
-        return _run_with_selection(folds, feature_sets, engine=engine, seeds=seeds, params=params,
-                                   metric_names=metric_names, conventions=conventions, progress=progress,
-                                   on_run=on_run, mapper=mapper, selection=selection)
-    plan = [(fold, fs, seed) for fold in folds for fs in feature_sets
-            for seed in (seeds if fs.kind == "ranker" else [None])]
-    run = functools.partial(_run_one, engine=engine, params=params, metric_names=metric_names, gain=gain,
-                            no_relevant=no_relevant)
+        return _run_with_selection(
+            folds,
+            feature_sets,
+            engine=engine,
+            seeds=seeds,
+            params=params,
+            metric_names=metric_names,
+            conventions=conventions,
+            progress=progress,
+            on_run=on_run,
+            mapper=mapper,
+            selection=selection,
+        )
+    plan = [
+        (fold, fs, seed) for fold in folds for fs in feature_sets for seed in (seeds if fs.kind == "ranker" else [None])
+    ]
+    run = functools.partial(
+        _run_one, engine=engine, params=params, metric_names=metric_names, gain=gain, no_relevant=no_relevant
+    )
     runs: list[dict] = []
     frames: list[pd.DataFrame] = []
     shares: dict[str, list[dict]] = {s.name: [] for s in feature_sets if s.kind == "ranker"}
@@ -494,8 +637,13 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
             entry = test_scores.setdefault(fs.name, {}).setdefault(fold.name, {"seeds": [], "scores": []})
             entry["seeds"].append(seed)
             entry["scores"].append(out["scores"])
-            record = {"fold": fold.name, "feature_set": fs.name, "seed": seed, "best_iteration": out["best_iteration"],
-                      "seconds": out["seconds"]}
+            record = {
+                "fold": fold.name,
+                "feature_set": fs.name,
+                "seed": seed,
+                "best_iteration": out["best_iteration"],
+                "seconds": out["seconds"],
+            }
             runs.append(record)
             if on_run is not None:
                 on_run(record)
@@ -507,10 +655,25 @@ def run_ablation(folds, feature_sets, *, engine: str = "lightgbm", seeds=(0, 1, 
                 seed_effect[fs.name] |= changed
             frames.append(frame)
             per_seed = []
-    config = _config(folds, feature_sets, engine=engine, seeds=seeds, params=params, engine_params=engine_params,
-                     metric_names=metric_names, conventions=conventions)
-    return AblationResult(feature_sets, _per_query_table(frames, metric_names), runs, _importance(shares), config,
-                          seed_effect, test_scores)
+    config = _config(
+        folds,
+        feature_sets,
+        engine=engine,
+        seeds=seeds,
+        params=params,
+        engine_params=engine_params,
+        metric_names=metric_names,
+        conventions=conventions,
+    )
+    return AblationResult(
+        feature_sets,
+        _per_query_table(frames, metric_names),
+        runs,
+        _importance(shares),
+        config,
+        seed_effect,
+        test_scores,
+    )
 
 
 def _per_query_table(frames: list[pd.DataFrame], metric_names: list) -> pd.DataFrame:
@@ -542,16 +705,42 @@ def _config(folds, feature_sets, *, engine, seeds, params, engine_params, metric
     }
 
 
-def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_names, conventions, progress, on_run,
-                        mapper, selection: SelectionConfig) -> AblationResult:
+def _run_with_selection(
+    folds,
+    feature_sets,
+    *,
+    engine,
+    seeds,
+    params,
+    metric_names,
+    conventions,
+    progress,
+    on_run,
+    mapper,
+    selection: SelectionConfig,
+) -> AblationResult:
     rankers = [s for s in feature_sets if s.kind == "ranker"]
     union = list(dict.fromkeys(c for s in rankers for c in s.columns))
     baseline = [FeatureSet(BEST_SINGLE, union, "baseline")] if rankers else []
     plan = [(fold, fs) for fold in folds for fs in rankers + baseline + [s for s in feature_sets if s.kind == "alone"]]
-    selected = functools.partial(_run_selected, seeds=seeds, engine=engine, params=params, metric_names=metric_names,
-                                 gain=conventions.gain, no_relevant=conventions.no_relevant, selection=selection)
-    plain = functools.partial(_run_one, engine=engine, params=params, metric_names=metric_names, gain=conventions.gain,
-                              no_relevant=conventions.no_relevant)
+    selected = functools.partial(
+        _run_selected,
+        seeds=seeds,
+        engine=engine,
+        params=params,
+        metric_names=metric_names,
+        gain=conventions.gain,
+        no_relevant=conventions.no_relevant,
+        selection=selection,
+    )
+    plain = functools.partial(
+        _run_one,
+        engine=engine,
+        params=params,
+        metric_names=metric_names,
+        gain=conventions.gain,
+        no_relevant=conventions.no_relevant,
+    )
     run = functools.partial(_run_task, plain=plain, selected=selected)
 
     frames: dict[tuple[str, str], pd.DataFrame] = {}
@@ -567,32 +756,46 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
             if fs.kind == "alone":
                 frames[(fs.name, fold.name)] = _per_query_frame([out["per_query"]], metric_names, fold.name, fs.name)[0]
                 test_scores.setdefault(fs.name, {})[fold.name] = {"seeds": [None], "scores": [out["scores"]]}
-                record = {"fold": fold.name, "feature_set": fs.name, "seed": None, "best_iteration": None,
-                          "seconds": out["seconds"]}
+                record = {
+                    "fold": fold.name,
+                    "feature_set": fs.name,
+                    "seed": None,
+                    "best_iteration": None,
+                    "seconds": out["seconds"],
+                }
                 runs.append(record)
                 if on_run is not None:
                     on_run(record)
                 continue
             for r in out["runs"]:
                 name = fs.name if fs.kind == "baseline" else f"{fs.name}/{r['candidate']}"
-                record = {"fold": fold.name, "feature_set": name, "seed": r["seed"],
-                          "best_iteration": r["best_iteration"], "chose": r["chose"], "seconds": r["seconds"]}
+                record = {
+                    "fold": fold.name,
+                    "feature_set": name,
+                    "seed": r["seed"],
+                    "best_iteration": r["best_iteration"],
+                    "chose": r["chose"],
+                    "seconds": r["seconds"],
+                }
                 runs.append(record)
                 if on_run is not None:
                     on_run(record)
             if fs.kind == "baseline":
-                frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][BEST_SINGLE], metric_names,
-                                                                fold.name, fs.name)[0]
+                frames[(fs.name, fold.name)] = _per_query_frame(
+                    out["candidates"][BEST_SINGLE], metric_names, fold.name, fs.name
+                )[0]
                 test_scores.setdefault(fs.name, {})[fold.name] = out["scores"][BEST_SINGLE]
                 continue
             for name, per_seed in out["candidates"].items():
-                frames[(f"{fs.name}/{name}", fold.name)] = _per_query_frame(per_seed, metric_names, fold.name,
-                                                                            f"{fs.name}/{name}")[0]
+                frames[(f"{fs.name}/{name}", fold.name)] = _per_query_frame(
+                    per_seed, metric_names, fold.name, f"{fs.name}/{name}"
+                )[0]
                 test_scores.setdefault(f"{fs.name}/{name}", {})[fold.name] = out["scores"][name]
             pick = out["selection"]["chosen"]
             test_scores.setdefault(fs.name, {})[fold.name] = out["scores"][pick]
-            frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][pick], metric_names, fold.name,
-                                                            fs.name)[0]
+            frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][pick], metric_names, fold.name, fs.name)[
+                0
+            ]
             # whether seeds matter is a property of the engine's training (subsampling), not of the choice
             probe = engine if engine in out["candidates"] else pick
             seed_effect[fs.name] |= _per_query_frame(out["candidates"][probe], metric_names, fold.name, fs.name)[1]
@@ -606,9 +809,12 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
         qids = next(iter(cv[fold.name].values()))[0]
         values = {name: v for name, (q, v) in cv[fold.name].items() if np.array_equal(q, qids)}
         best, stats = choose(values, selection.rule, order=[s.name for s in rankers])
-        recommended[fold.name] = {"feature_set": best, "candidate": chosen[fold.name][best]["chosen"],
-                                  "tuned": chosen[fold.name][best]["tuned"].get(chosen[fold.name][best]["chosen"]),
-                                  "stats": stats}
+        recommended[fold.name] = {
+            "feature_set": best,
+            "candidate": chosen[fold.name][best]["chosen"],
+            "tuned": chosen[fold.name][best]["tuned"].get(chosen[fold.name][best]["chosen"]),
+            "stats": stats,
+        }
         frame = frames[(best, fold.name)].copy()
         frame["feature_set"] = RECOMMENDED
         frames[(RECOMMENDED, fold.name)] = frame
@@ -619,11 +825,26 @@ def _run_with_selection(folds, feature_sets, *, engine, seeds, params, metric_na
     result_sets += [s for s in feature_sets if s.kind == "alone"]
     result_sets += [FeatureSet(f"{s.name}/{c}", s.columns, "candidate") for s in rankers for c in selection.candidates]
     ordered = [frames[(s.name, f.name)] for s in result_sets for f in folds]
-    config = _config(folds, feature_sets, engine=engine, seeds=seeds, params=params, engine_params=engine_params,
-                     metric_names=metric_names, conventions=conventions)
+    config = _config(
+        folds,
+        feature_sets,
+        engine=engine,
+        seeds=seeds,
+        params=params,
+        engine_params=engine_params,
+        metric_names=metric_names,
+        conventions=conventions,
+    )
     config["selection"] = selection.to_dict() | {"chosen": chosen, "recommended": recommended}
-    return AblationResult(result_sets, _per_query_table(ordered, metric_names), runs, _importance(shares), config,
-                          seed_effect, test_scores)
+    return AblationResult(
+        result_sets,
+        _per_query_table(ordered, metric_names),
+        runs,
+        _importance(shares),
+        config,
+        seed_effect,
+        test_scores,
+    )
 
 
 # -- statistics ---------------------------------------------------------------------------
@@ -644,12 +865,24 @@ def _comparisons(per_query: pd.DataFrame, groups, *, seed: int, n_resamples: int
                 continue
             a, b = pair[baseline].to_numpy(), pair[variant].to_numpy()
             stats = compare(a, b, seed=seed, n_resamples=n_resamples)
-            comparisons.append({"baseline": baseline, "variant": variant, "metric": metric,
-                                "base_mean": float(a.mean()), "variant_mean": float(b.mean()),
-                                "delta": stats["delta"], "ci95_delta": list(stats["ci95_delta"]),
-                                "relative": stats["relative"], "p_ttest": stats["p_ttest"],
-                                "p_randomization": stats["p_randomization"], "wins": stats["wins"],
-                                "ties": stats["ties"], "losses": stats["losses"], "n_queries": stats["n_queries"]})
+            comparisons.append(
+                {
+                    "baseline": baseline,
+                    "variant": variant,
+                    "metric": metric,
+                    "base_mean": float(a.mean()),
+                    "variant_mean": float(b.mean()),
+                    "delta": stats["delta"],
+                    "ci95_delta": list(stats["ci95_delta"]),
+                    "relative": stats["relative"],
+                    "p_ttest": stats["p_ttest"],
+                    "p_randomization": stats["p_randomization"],
+                    "wins": stats["wins"],
+                    "ties": stats["ties"],
+                    "losses": stats["losses"],
+                    "n_queries": stats["n_queries"],
+                }
+            )
     if comparisons:
         apply_holm(comparisons)
     return comparisons
@@ -662,22 +895,29 @@ def read_per_query(path) -> pd.DataFrame:
     if not path.is_file():
         raise LtrfeatError("no per-query table here", path=path, fix=fix)
     try:
-        table = pd.read_csv(path, sep="\t", dtype={"feature_set": str, "fold": str, "qid": str}, keep_default_na=False,
-                            na_values=["NaN"])
+        table = pd.read_csv(
+            path,
+            sep="\t",
+            dtype={"feature_set": str, "fold": str, "qid": str},
+            keep_default_na=False,
+            na_values=["NaN"],
+        )
     except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         raise LtrfeatError(f"not a per-query table ({' '.join(str(exc).split())[:200]})", path=path, fix=fix) from None
     missing = [c for c in _ID_COLUMNS if c not in table.columns]
     metrics = [c for c in table.columns if c not in _ID_COLUMNS]
     if missing or not metrics:
-        raise LtrfeatError(f"not a per-query table: missing columns {', '.join(missing) or 'of metrics'}",
-                           path=path, fix=fix)
+        raise LtrfeatError(
+            f"not a per-query table: missing columns {', '.join(missing) or 'of metrics'}", path=path, fix=fix
+        )
     for metric in metrics:
         values = pd.to_numeric(table[metric], errors="coerce")
         bad = values.isna() & table[metric].notna()  # "NaN" (an excluded query) was read as missing already
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise LtrfeatError(f"{metric} is {table[metric].iloc[row]!r}, not a number", path=path, line=row + 2,
-                               fix=fix)
+            raise LtrfeatError(
+                f"{metric} is {table[metric].iloc[row]!r}, not a number", path=path, line=row + 2, fix=fix
+            )
         table[metric] = values.astype(np.float64)
     return table
 
@@ -689,11 +929,15 @@ def head_to_head(per_query: pd.DataFrame, pairs, metrics, *, seed: int = 0, n_re
     available = sorted(set(per_query["feature_set"]))
     for name in {n for pair in pairs for n in pair}:
         if name not in available:
-            raise LtrfeatError(f"feature set {name!r} is not in this ablation", fix=f"use one of {', '.join(available)}")
+            raise LtrfeatError(
+                f"feature set {name!r} is not in this ablation", fix=f"use one of {', '.join(available)}"
+            )
     for metric in metrics:
         if metric not in per_query.columns:
-            raise LtrfeatError(f"metric {metric!r} was not computed in this ablation",
-                               fix=f"use one of {', '.join(c for c in per_query.columns if c not in _ID_COLUMNS)}")
+            raise LtrfeatError(
+                f"metric {metric!r} was not computed in this ablation",
+                fix=f"use one of {', '.join(c for c in per_query.columns if c not in _ID_COLUMNS)}",
+            )
     return _comparisons(per_query, [(pairs, metrics)], seed=seed, n_resamples=n_resamples)
 
 
@@ -702,8 +946,7 @@ def _rows_by_set(per_query: pd.DataFrame, names: list[str]) -> list[pd.DataFrame
     return [groups.get(name, per_query.iloc[:0]) for name in names]
 
 
-def summarise(result: AblationResult, *, baseline: str | None = None, seed: int = 0,
-              n_resamples: int = 10_000) -> dict:
+def summarise(result: AblationResult, *, baseline: str | None = None, seed: int = 0, n_resamples: int = 10_000) -> dict:
     """Means with bootstrap intervals per set and metric, and paired comparisons.
 
     Parameters
@@ -727,8 +970,9 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
     if baseline is None:
         baseline = rankers[0] if rankers else None
     elif baseline not in rankers:
-        raise LtrfeatError(f"baseline {baseline!r} is not a ranker set of this ablation",
-                           fix=f"use one of {', '.join(rankers)}")
+        raise LtrfeatError(
+            f"baseline {baseline!r} is not a ranker set of this ablation", fix=f"use one of {', '.join(rankers)}"
+        )
     per_query = result.per_query
     results = []
     for fs, rows in zip(result.feature_sets, _rows_by_set(per_query, [s.name for s in result.feature_sets])):
@@ -736,20 +980,37 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
             values = rows[metric].to_numpy(dtype=np.float64)
             values = values[np.isfinite(values)]
             # candidates' intervals would cost a bootstrap each and are not shown: means only
-            ci = (bootstrap_ci(values, seed=seed, n_resamples=n_resamples) if len(values) and fs.kind != "candidate"
-                  else (np.nan, np.nan))
-            results.append({"feature_set": fs.name, "kind": fs.kind, "metric": metric,
-                            "mean": float(values.mean()) if len(values) else float("nan"),
-                            "ci95": [float(ci[0]), float(ci[1])], "n_queries": int(len(values))})
-    groups = [([(baseline, variant) for variant in rankers if baseline is not None and variant != baseline],
-               result.metrics)]
+            ci = (
+                bootstrap_ci(values, seed=seed, n_resamples=n_resamples)
+                if len(values) and fs.kind != "candidate"
+                else (np.nan, np.nan)
+            )
+            results.append(
+                {
+                    "feature_set": fs.name,
+                    "kind": fs.kind,
+                    "metric": metric,
+                    "mean": float(values.mean()) if len(values) else float("nan"),
+                    "ci95": [float(ci[0]), float(ci[1])],
+                    "n_queries": int(len(values)),
+                }
+            )
+    groups = [
+        ([(baseline, variant) for variant in rankers if baseline is not None and variant != baseline], result.metrics)
+    ]
     if "selection" in result.config and rankers:
         headline = [m for m in result.config["selection"]["criterion"] if m in result.metrics] or result.metrics[:3]
         untuned = f"{baseline}/{result.config['engine']}"
         bm25 = [s.name for s in result.feature_sets if s.kind == "alone" and s.name.startswith("bm25")]
-        groups.append(([(BEST_SINGLE, name) for name in rankers] + [(BEST_SINGLE, RECOMMENDED)] +
-                       ([(untuned, RECOMMENDED)] if untuned in set(per_query["feature_set"]) else []) +
-                       [(name, RECOMMENDED) for name in bm25], headline))
+        groups.append(
+            (
+                [(BEST_SINGLE, name) for name in rankers]
+                + [(BEST_SINGLE, RECOMMENDED)]
+                + ([(untuned, RECOMMENDED)] if untuned in set(per_query["feature_set"]) else [])
+                + [(name, RECOMMENDED) for name in bm25],
+                headline,
+            )
+        )
     comparisons = _comparisons(per_query, groups, seed=seed, n_resamples=n_resamples)
     statistics = {
         "pooling": "test queries of all folds pooled, identified by (fold, qid); per-query values averaged over seeds",

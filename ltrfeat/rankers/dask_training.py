@@ -15,6 +15,7 @@ a relevant document count 1). XGBoost's Dask training early-stops itself.
 :class:`DaskExecutor` runs an ablation's (fold, feature set, seed) runs as Dask tasks
 (:func:`ltrfeat.rankers.ablation.run_ablation` ``executor=``), shipping each fold once.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -39,8 +40,10 @@ def query_partitions(groups, n_parts: int) -> list[tuple[int, int, int, int]]:
     cuts = np.unique(np.clip(np.searchsorted(ends, targets) + 1, 1, len(groups) - 1)) if n_parts > 1 else []
     group_bounds = [0, *map(int, cuts), len(groups)]
     row_bounds = np.concatenate([[0], ends])[group_bounds]
-    return [(int(row_bounds[i]), int(row_bounds[i + 1]), group_bounds[i], group_bounds[i + 1])
-            for i in range(len(group_bounds) - 1)]
+    return [
+        (int(row_bounds[i]), int(row_bounds[i + 1]), group_bounds[i], group_bounds[i + 1])
+        for i in range(len(group_bounds) - 1)
+    ]
 
 
 def _workers(client) -> int:
@@ -81,7 +84,7 @@ def _lightgbm_ndcg_curve(booster, part, n_trees: int, k: int, label_gain) -> lis
     rowq = np.repeat(np.arange(len(groups)), groups)
     gain_table = np.asarray(label_gain, dtype=np.float64) if label_gain is not None else None
     gains = np.zeros((len(groups), width))
-    gains[rowq, slot] = gain_table[y.astype(np.int64)] if gain_table is not None else 2.0 ** y - 1
+    gains[rowq, slot] = gain_table[y.astype(np.int64)] if gain_table is not None else 2.0**y - 1
     discount = 1.0 / np.log2(np.arange(2, width + 2))
     discount[k:] = 0.0
     ideal = -np.sort(-gains, axis=1) @ discount
@@ -132,8 +135,9 @@ class _LightGBMTrainer:
         bar.update(n_rounds)
         if valid is None:
             return booster, n_rounds, n_rounds, []
-        curve = _lightgbm_ndcg_curve(booster, valid, booster.current_iteration(), params["eval_at"][0],
-                                     params.get("label_gain"))
+        curve = _lightgbm_ndcg_curve(
+            booster, valid, booster.current_iteration(), params["eval_at"][0], params.get("label_gain")
+        )
         return booster, best_iteration(curve, early_stopping_rounds), booster.current_iteration(), curve
 
 
@@ -152,8 +156,15 @@ class _XGBoostTrainer:
 
         evals = [] if valid is None else [(matrix(valid), "valid")]
         params = {k: v for k, v in params.items() if k != "nthread"}  # each worker uses its own threads
-        out = dxgb.train(self.client, params, matrix(train), num_boost_round=n_rounds, evals=evals,
-                         early_stopping_rounds=(early_stopping_rounds or None) if evals else None, verbose_eval=False)
+        out = dxgb.train(
+            self.client,
+            params,
+            matrix(train),
+            num_boost_round=n_rounds,
+            evals=evals,
+            early_stopping_rounds=(early_stopping_rounds or None) if evals else None,
+            verbose_eval=False,
+        )
         booster = out["booster"]
         run = booster.num_boosted_rounds()
         bar.update(run)
@@ -171,8 +182,9 @@ def dask_trainer(client, engine: str, *, n_partitions: int | None = None):
     return trainers[engine](client, n_partitions or _workers(client))
 
 
-def fit_dask(model: LambdaMART, train: RankingSet, valid: RankingSet | None = None, *, client,
-             n_partitions: int | None = None) -> LambdaMART:
+def fit_dask(
+    model: LambdaMART, train: RankingSet, valid: RankingSet | None = None, *, client, n_partitions: int | None = None
+) -> LambdaMART:
     """Fit ``model`` on a Dask cluster; it is then saved, loaded and used exactly like a local one.
 
     ``n_partitions`` query-aligned partitions (default one per worker) are scattered once;
@@ -181,13 +193,18 @@ def fit_dask(model: LambdaMART, train: RankingSet, valid: RankingSet | None = No
     """
     trainer = dask_trainer(client, model.engine, n_partitions=n_partitions)
     model.fit(train, valid, trainer=trainer)
-    how = ("xgboost.dask.train early stopping" if model.engine == "xgboost" else
-           "all rounds trained (lightgbm.dask has no early stopping); best iteration chosen afterwards on the "
-           "validation NDCG by LightGBM's early-stopping rule")
+    how = (
+        "xgboost.dask.train early stopping"
+        if model.engine == "xgboost"
+        else "all rounds trained (lightgbm.dask has no early stopping); best iteration chosen afterwards on the "
+        "validation NDCG by LightGBM's early-stopping rule"
+    )
     model.metadata_["training"]["distributed"] = {
         "interface": "lightgbm.dask.DaskLGBMRanker" if model.engine == "lightgbm" else "xgboost.dask.train",
-        "workers": _workers(client), "partitions": trainer.n_partitions,
-        "best_iteration": how if valid is not None else "all rounds (no validation data)"}
+        "workers": _workers(client),
+        "partitions": trainer.n_partitions,
+        "best_iteration": how if valid is not None else "all rounds (no validation data)",
+    }
     return model
 
 

@@ -30,6 +30,7 @@ directions that the plugins cannot apply; it is refused unless ``missing_as_zero
 accepts that a missing value is scored as 0 (as the plugins do). The exported model itself never
 sees NaN; :class:`ExportedRanker` scores NaN as 0.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -52,8 +53,9 @@ TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
 MANIFEST_FORMAT = "ltrfeat.export/1"
 UPLOAD_PREFIX = {"es-ltr": "_ltr", "opensearch-ltr": "_plugins/_ltr"}
 NORMALIZERS = {"standard": ("mean", "standard_deviation"), "min_max": ("minimum", "maximum")}
-MISSING_POLICY = ("exact for inputs without NaN; NaN is scored as 0 (the plugins score a feature whose "
-                  "query does not match as 0)")
+MISSING_POLICY = (
+    "exact for inputs without NaN; NaN is scored as 0 (the plugins score a feature whose query does not match as 0)"
+)
 
 
 def manifest_path(path) -> Path:
@@ -70,6 +72,7 @@ def featureset_path(path) -> Path:
 # A node is {"leaf": value} or {"feature": column, "threshold": float32 t, "left": node, "right": node}:
 # a row goes left when x <= t.
 
+
 def _f32_floor(t: float) -> np.float32:
     """Largest float32 <= ``t``: for float32 x, ``x <= t`` iff ``x <= _f32_floor(t)``."""
     c = np.float32(t)
@@ -80,13 +83,23 @@ def _lightgbm_node(node: dict, path) -> dict:
     if "leaf_value" in node:
         return {"leaf": float(node["leaf_value"])}
     if node.get("decision_type") != "<=":
-        raise LtrfeatError("the model has categorical splits, which the LTR plugins cannot express", path=path,
-                           fix="train without categorical features")
+        raise LtrfeatError(
+            "the model has categorical splits, which the LTR plugins cannot express",
+            path=path,
+            fix="train without categorical features",
+        )
     if node.get("missing_type") == "Zero":
-        raise LtrfeatError("the model treats 0 as missing (zero_as_missing), which the LTR plugins cannot express",
-                           path=path, fix="retrain without zero_as_missing")
-    return {"feature": int(node["split_feature"]), "threshold": _f32_floor(float(node["threshold"])),
-            "left": _lightgbm_node(node["left_child"], path), "right": _lightgbm_node(node["right_child"], path)}
+        raise LtrfeatError(
+            "the model treats 0 as missing (zero_as_missing), which the LTR plugins cannot express",
+            path=path,
+            fix="retrain without zero_as_missing",
+        )
+    return {
+        "feature": int(node["split_feature"]),
+        "threshold": _f32_floor(float(node["threshold"])),
+        "left": _lightgbm_node(node["left_child"], path),
+        "right": _lightgbm_node(node["right_child"], path),
+    }
 
 
 def _xgboost_node(node: dict, columns: dict, path) -> dict:
@@ -95,9 +108,12 @@ def _xgboost_node(node: dict, columns: dict, path) -> dict:
     children = {c["nodeid"]: c for c in node["children"]}
     # XGBoost: x < t (float32 t) goes to "yes"; x <= previous float32 is the same decision
     t = np.float32(node["split_condition"])
-    return {"feature": columns[node["split"]], "threshold": np.nextafter(t, np.float32(-np.inf)),
-            "left": _xgboost_node(children[node["yes"]], columns, path),
-            "right": _xgboost_node(children[node["no"]], columns, path)}
+    return {
+        "feature": columns[node["split"]],
+        "threshold": np.nextafter(t, np.float32(-np.inf)),
+        "left": _xgboost_node(children[node["yes"]], columns, path),
+        "right": _xgboost_node(children[node["no"]], columns, path),
+    }
 
 
 def _add_to_leaves(node: dict, value: float) -> dict:
@@ -137,11 +153,14 @@ def _check_missing(model: LambdaMART, missing_as_zero: bool, path) -> None:
     if nan_cells and not missing_as_zero:
         raise LtrfeatError(
             f"the model was trained with {nan_cells} NaN cells and learned where missing values go; the LTR "
-            "plugins have no missing values (an unmatched feature scores 0)", path=path,
-            fix="pass --missing-as-zero to accept that a missing value is scored as 0, or retrain without NaN")
+            "plugins have no missing values (an unmatched feature scores 0)",
+            path=path,
+            fix="pass --missing-as-zero to accept that a missing value is scored as 0, or retrain without NaN",
+        )
 
 
 # ------------------------------------------------------------------------------ writers
+
 
 def _num(value) -> str:
     """Shortest text that reads back as the same float32."""
@@ -150,13 +169,21 @@ def _num(value) -> str:
 
 def ranklib_text(trees: list[dict], *, learning_rate: float, source: str) -> str:
     """RankLib LambdaMART ensemble text: 1-based feature ordinals, ``x <= threshold`` goes left, weight 1."""
+
     def leaves(n):
         return 1 if "leaf" in n else leaves(n["left"]) + leaves(n["right"])
 
-    out = ["## LambdaMART", f"## No. of trees = {len(trees)}", f"## No. of leaves = {max(map(leaves, trees))}",
-           "## No. of threshold candidates = 256", f"## Learning rate = {learning_rate}", "## Stop early = 100",
-           f"## Converted by ltrfeat from a {source} model (tree weights 1: the leaves include the shrinkage)",
-           "", "<ensemble>"]
+    out = [
+        "## LambdaMART",
+        f"## No. of trees = {len(trees)}",
+        f"## No. of leaves = {max(map(leaves, trees))}",
+        "## No. of threshold candidates = 256",
+        f"## Learning rate = {learning_rate}",
+        "## Stop early = 100",
+        f"## Converted by ltrfeat from a {source} model (tree weights 1: the leaves include the shrinkage)",
+        "",
+        "<ensemble>",
+    ]
 
     def emit(node, indent):
         pad = "\t" * indent
@@ -182,6 +209,7 @@ def ranklib_text(trees: list[dict], *, learning_rate: float, source: str) -> str
 
 def xgboost_dump(trees: list[dict], names: list[str]) -> list[dict]:
     """XGBoost JSON dump trees: ``x < split_condition`` goes to ``yes`` (the first child)."""
+
     def build(node, nodeid, depth, counter):
         if "leaf" in node:
             return {"nodeid": nodeid, "leaf": float(np.float32(node["leaf"]))}
@@ -189,9 +217,16 @@ def xgboost_dump(trees: list[dict], names: list[str]) -> list[dict]:
         counter[0] += 2
         # x <= t  <=>  x < next float32 after t
         cond = np.nextafter(np.float32(node["threshold"]), np.float32(np.inf))
-        return {"nodeid": nodeid, "depth": depth, "split": names[node["feature"]], "split_condition": float(cond),
-                "yes": yes, "no": no, "missing": yes if 0 <= node["threshold"] else no,  # NaN scores as 0
-                "children": [build(node["left"], yes, depth + 1, counter), build(node["right"], no, depth + 1, counter)]}
+        return {
+            "nodeid": nodeid,
+            "depth": depth,
+            "split": names[node["feature"]],
+            "split_condition": float(cond),
+            "yes": yes,
+            "no": no,
+            "missing": yes if 0 <= node["threshold"] else no,  # NaN scores as 0
+            "children": [build(node["left"], yes, depth + 1, counter), build(node["right"], no, depth + 1, counter)],
+        }
 
     return [build(tree, 0, 0, [1]) for tree in trees]
 
@@ -203,8 +238,10 @@ def index_path(path) -> Path:
 
 def _check_normalizers(normalizers: dict, features: list[str]) -> dict:
     normalizers = dict(normalizers or {})
-    fix = ('give {"FEATURE": {"standard": {"mean": M, "standard_deviation": S}}} or '
-           '{"FEATURE": {"min_max": {"minimum": A, "maximum": B}}}')
+    fix = (
+        'give {"FEATURE": {"standard": {"mean": M, "standard_deviation": S}}} or '
+        '{"FEATURE": {"min_max": {"minimum": A, "maximum": B}}}'
+    )
     for name, spec in normalizers.items():
         if name not in features:
             raise LtrfeatError(f"normalizer for unknown feature {name!r}", fix=f"the model's features are {features}")
@@ -221,10 +258,21 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, featureset: str | None = None,
-                  templates: dict | None = None, normalizers: dict | None = None,
-                  missing_as_zero: bool = False, dims: dict | None = None, analyzer=None,
-                  bm25: tuple[float, float] = (1.2, 0.75), fill_zero: bool = False) -> dict:
+def export_ranker(
+    model: LambdaMART,
+    out,
+    *,
+    to: str,
+    name: str | None = None,
+    featureset: str | None = None,
+    templates: dict | None = None,
+    normalizers: dict | None = None,
+    missing_as_zero: bool = False,
+    dims: dict | None = None,
+    analyzer=None,
+    bm25: tuple[float, float] = (1.2, 0.75),
+    fill_zero: bool = False,
+) -> dict:
     """Write ``model`` for serving (see the module docstring) and return the manifest.
 
     Parameters
@@ -251,17 +299,30 @@ def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, f
     features = model.feature_map_.names
     plugin = to in UPLOAD_PREFIX
     if normalizers and not plugin:
-        raise LtrfeatError(f"feature normalizers are a plugin feature; {to} has none", fix="export to es-ltr or opensearch-ltr")
+        raise LtrfeatError(
+            f"feature normalizers are a plugin feature; {to} has none", fix="export to es-ltr or opensearch-ltr"
+        )
     normalizers = _check_normalizers(normalizers, features)
     files: dict[str, bytes] = {}
-    manifest = {"format": MANIFEST_FORMAT, "target": to, "engine": model.engine, "features": features,
-                "feature_ids": model.feature_map_.ids, "trees": None, "missing": MISSING_POLICY,
-                "source_model": {"engine_version": (model.metadata_.get("versions") or {}).get(model.engine),
-                                 "train_hash": (model.metadata_.get("training") or {}).get("train_hash")}}
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "target": to,
+        "engine": model.engine,
+        "features": features,
+        "feature_ids": model.feature_map_.ids,
+        "trees": None,
+        "missing": MISSING_POLICY,
+        "source_model": {
+            "engine_version": (model.metadata_.get("versions") or {}).get(model.engine),
+            "train_hash": (model.metadata_.get("training") or {}).get("train_hash"),
+        },
+    }
     if to == "lightgbm":
         if model.engine != "lightgbm":
-            raise LtrfeatError("only a LightGBM-trained ranker can be exported as a LightGBM model",
-                               fix="use --to xgboost-json or es-ltr for XGBoost rankers")
+            raise LtrfeatError(
+                "only a LightGBM-trained ranker can be exported as a LightGBM model",
+                fix="use --to xgboost-json or es-ltr for XGBoost rankers",
+            )
         text = model.booster_.model_to_string(num_iteration=model.best_iteration_)
         files[out.name] = text.encode()
         manifest["trees"] = model.best_iteration_
@@ -270,8 +331,11 @@ def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, f
         trees = canonical_trees(model, path=out)
         manifest["trees"] = len(trees)
         use_ranklib = plugin and model.engine == "lightgbm"
-        definition = (ranklib_text(trees, learning_rate=model.learning_rate, source=model.engine) if use_ranklib
-                      else json.dumps(xgboost_dump(trees, features), indent=1))
+        definition = (
+            ranklib_text(trees, learning_rate=model.learning_rate, source=model.engine)
+            if use_ranklib
+            else json.dumps(xgboost_dump(trees, features), indent=1)
+        )
         if plugin:
             model_name, set_name = name or out.stem, featureset or out.stem
             manifest["model_type"] = "model/ranklib" if use_ranklib else "model/xgboost+json"
@@ -279,21 +343,27 @@ def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, f
             plan = plugin_featureset(features, target=to, dims=dims, templates=templates, fill_zero=fill_zero)
             clash = sorted(set(normalizers) & set(plan["normalizers"]))
             if clash:
-                raise LtrfeatError(f"{clash[0]} is a neural feature: its normalizer maps the engine's shifted score "
-                                   "back to the cosine the model was trained on", fix="drop it from --normalizers")
+                raise LtrfeatError(
+                    f"{clash[0]} is a neural feature: its normalizer maps the engine's shifted score "
+                    "back to the cosine the model was trained on",
+                    fix="drop it from --normalizers",
+                )
             normalizers = {**normalizers, **plan["normalizers"]}
             if normalizers:
                 body["model"]["model"]["feature_normalizers"] = normalizers
             fs = {"featureset": {"name": set_name, "features": plan["features"]}}
-            index = index_body(plan["fields"], target=to, vectors=plan["vectors"], analyzer=analyzer,
-                               k1=bm25[0], b=bm25[1])
+            index = index_body(
+                plan["fields"], target=to, vectors=plan["vectors"], analyzer=analyzer, k1=bm25[0], b=bm25[1]
+            )
             prefix = UPLOAD_PREFIX[to]
-            manifest["upload"] = [f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: "
-                                  "ltrfeat embed)",
-                                  f"PUT {prefix}/_featureset/{set_name}  <- {featureset_path(out).name}",
-                                  f"POST {prefix}/_featureset/{set_name}/_createmodel  <- {out.name}"]
-            manifest["features_without_template"] = [f["name"] for f in fs["featureset"]["features"]
-                                                     if f["template"] is None]
+            manifest["upload"] = [
+                f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: ltrfeat embed)",
+                f"PUT {prefix}/_featureset/{set_name}  <- {featureset_path(out).name}",
+                f"POST {prefix}/_featureset/{set_name}/_createmodel  <- {out.name}",
+            ]
+            manifest["features_without_template"] = [
+                f["name"] for f in fs["featureset"]["features"] if f["template"] is None
+            ]
             manifest["not_reproduced"] = plan["not_reproduced"]
             files[out.name] = (json.dumps(body, indent=1) + "\n").encode()
             files[featureset_path(out).name] = (json.dumps(fs, indent=1) + "\n").encode()
@@ -313,6 +383,7 @@ def export_ranker(model: LambdaMART, out, *, to: str, name: str | None = None, f
 
 
 # ------------------------------------------------------------------------------ loading
+
 
 @dataclass
 class ExportedRanker:
@@ -374,8 +445,12 @@ def _parse_ranklib(text: str, n_features: int, path) -> list[dict]:
             raise ValueError(f"feature ordinal {feature + 1} outside 1..{n_features}")
         t = np.float32(split.find("threshold").text)
         sides = {s.get("pos"): s for s in split.findall("split")}
-        return {"feature": feature, "test": lambda x, t=t: x <= t, "left": node(sides["left"]),
-                "right": node(sides["right"])}
+        return {
+            "feature": feature,
+            "test": lambda x, t=t: x <= t,
+            "left": node(sides["left"]),
+            "right": node(sides["right"]),
+        }
 
     if root.tag != "ensemble":
         raise ValueError("no <ensemble>")
@@ -419,7 +494,11 @@ def load_export(path) -> ExportedRanker:
         raise ModelFileError("no export manifest beside the model", path=mpath, fix=fix) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ModelFileError(f"export manifest is not valid JSON ({exc})", path=mpath, fix=fix) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT or manifest.get("target") not in TARGETS:
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != MANIFEST_FORMAT
+        or manifest.get("target") not in TARGETS
+    ):
         raise ModelFileError(f"not an ltrfeat export manifest (expected format {MANIFEST_FORMAT})", path=mpath, fix=fix)
     data = {}
     for fname, digest in (manifest.get("files") or {}).items():
@@ -429,8 +508,9 @@ def load_export(path) -> ExportedRanker:
         except OSError as exc:
             raise ModelFileError(f"cannot read exported file: {exc.strerror}", path=fpath, fix=fix) from None
         if _sha(raw) != digest:
-            raise ModelFileError("exported file was changed or truncated (SHA-256 differs from the manifest)",
-                                 path=fpath, fix=fix)
+            raise ModelFileError(
+                "exported file was changed or truncated (SHA-256 differs from the manifest)", path=fpath, fix=fix
+            )
         data[fname] = raw
     target, features = manifest["target"], list(manifest["features"])
     model_raw = data.get(path.name)
@@ -438,8 +518,9 @@ def load_export(path) -> ExportedRanker:
         raise ModelFileError("the manifest does not describe this file", path=path, fix=fix)
     try:
         if target == "lightgbm":
-            check_model("lightgbm", model_raw, feature_names=None, min_trees=int(manifest.get("trees") or 0),
-                        path=path)  # LightGBM's parser crashes on a damaged file
+            check_model(
+                "lightgbm", model_raw, feature_names=None, min_trees=int(manifest.get("trees") or 0), path=path
+            )  # LightGBM's parser crashes on a damaged file
             return ExportedRanker(target, features, manifest, booster=lgb.Booster(model_str=model_raw.decode()))
         text = model_raw.decode("utf-8")
         normalizers = None
@@ -450,14 +531,19 @@ def load_export(path) -> ExportedRanker:
             if [f["name"] for f in fs] != features:
                 raise ValueError("featureset order differs from the manifest")
             definition = inner["definition"]
-            trees = (_parse_ranklib(definition, len(features), path) if inner["type"] == "model/ranklib"
-                     else _parse_xgboost(json.loads(definition), features, path))
+            trees = (
+                _parse_ranklib(definition, len(features), path)
+                if inner["type"] == "model/ranklib"
+                else _parse_xgboost(json.loads(definition), features, path)
+            )
         else:
             trees = _parse_xgboost(json.loads(text), features, path)
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, ET.ParseError, lgb.basic.LightGBMError) as exc:
-        raise ModelFileError(f"cannot parse the exported model ({type(exc).__name__}: {str(exc)[:200]})",
-                             path=path, fix=fix) from None
+        raise ModelFileError(
+            f"cannot parse the exported model ({type(exc).__name__}: {str(exc)[:200]})", path=path, fix=fix
+        ) from None
     if len(trees) != manifest.get("trees"):
-        raise ModelFileError(f"the export holds {len(trees)} trees, the manifest says {manifest.get('trees')}",
-                             path=path, fix=fix)
+        raise ModelFileError(
+            f"the export holds {len(trees)} trees, the manifest says {manifest.get('trees')}", path=path, fix=fix
+        )
     return ExportedRanker(target, features, manifest, trees=trees, normalizers=normalizers)

@@ -14,6 +14,7 @@ saves the model in the engine's native format:
 Loading never unpickles. Missing feature values are NaN and go to the engine as missing
 (LightGBM ``use_missing``, XGBoost ``missing=NaN``), which learns a default direction.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -59,6 +60,8 @@ def write_model_files(path, raw: bytes, meta: dict) -> None:
     with atomic_output(meta_path(path)) as fh:
         json.dump(meta, fh, indent=1)
         fh.write("\n")
+
+
 class RankerNotFittedError(LtrfeatError, NotFittedError):
     """``predict``/``save`` before ``fit``: an ltrfeat error that scikit-learn recognises as NotFittedError."""
 
@@ -73,11 +76,15 @@ def _as_matrix(X, where: str) -> tuple[np.ndarray, list[str] | None]:
     try:
         X = np.asarray(X, dtype=np.float32)
     except (TypeError, ValueError) as exc:
-        raise LtrfeatError(f"{where}: X is not a numeric feature matrix ({exc})",
-                           fix="pass a 2-d numeric array or DataFrame (or a RankingSet)") from None
+        raise LtrfeatError(
+            f"{where}: X is not a numeric feature matrix ({exc})",
+            fix="pass a 2-d numeric array or DataFrame (or a RankingSet)",
+        ) from None
     if X.ndim != 2:
-        raise LtrfeatError(f"{where}: X must be 2-d (rows x features), got shape {X.shape}",
-                           fix="reshape it, e.g. X.reshape(-1, 1) for one feature")
+        raise LtrfeatError(
+            f"{where}: X must be 2-d (rows x features), got shape {X.shape}",
+            fix="reshape it, e.g. X.reshape(-1, 1) for one feature",
+        )
     return X, names
 
 
@@ -91,16 +98,21 @@ def _ranking_from_arrays(X, y, group, qid, where: str) -> RankingSet:
     if len(label) != n:
         raise LtrfeatError(f"{where}: X has {n} rows but y has {len(label)} labels")
     if (group is None) == (qid is None):
-        raise LtrfeatError(f"{where}: LambdaMART needs the query of every row",
-                           fix="pass group= (query sizes in row order, LightGBM's convention) or qid= (one id per row), "
-                               "not both")
+        raise LtrfeatError(
+            f"{where}: LambdaMART needs the query of every row",
+            fix="pass group= (query sizes in row order, LightGBM's convention) or qid= (one id per row), not both",
+        )
     if group is not None:
         sizes = np.asarray(group).reshape(-1)
-        if not (np.issubdtype(sizes.dtype, np.number) and (sizes == np.round(sizes)).all() and (sizes > 0).all()) \
-                or int(sizes.sum()) != n:
-            raise LtrfeatError(f"{where}: group must hold positive query sizes summing to the {n} rows "
-                               f"(got {len(sizes)} sizes summing to {sizes.sum() if sizes.size else 0})",
-                               fix="group[i] = number of rows of the i-th query; rows of a query are contiguous")
+        if (
+            not (np.issubdtype(sizes.dtype, np.number) and (sizes == np.round(sizes)).all() and (sizes > 0).all())
+            or int(sizes.sum()) != n
+        ):
+            raise LtrfeatError(
+                f"{where}: group must hold positive query sizes summing to the {n} rows "
+                f"(got {len(sizes)} sizes summing to {sizes.sum() if sizes.size else 0})",
+                fix="group[i] = number of rows of the i-th query; rows of a query are contiguous",
+            )
         ids = np.repeat(np.arange(len(sizes)), sizes.astype(np.int64)).astype(str).astype(object)
     else:
         ids = np.asarray(qid, dtype=object).reshape(-1)
@@ -108,8 +120,11 @@ def _ranking_from_arrays(X, y, group, qid, where: str) -> RankingSet:
             raise LtrfeatError(f"{where}: X has {n} rows but qid has {len(ids)} ids")
         ids = np.array([str(q) for q in ids], dtype=object)
     try:
-        fmap = FeatureMap.dense(X.shape[1]) if names is None else \
-            FeatureMap(Feature(j + 1, name) for j, name in enumerate(names))
+        fmap = (
+            FeatureMap.dense(X.shape[1])
+            if names is None
+            else FeatureMap(Feature(j + 1, name) for j, name in enumerate(names))
+        )
     except ValueError as exc:
         raise LtrfeatError(f"{where}: bad feature names ({exc})", fix="give the columns unique names") from None
     return RankingSet(qid=ids, label=label, X=X, feature_map=fmap)
@@ -138,14 +153,20 @@ def _check_labels(label: np.ndarray, where: str) -> int:
         row = int(np.flatnonzero(bad)[0])
         raise LabelError(
             f"{where} labels must be non-negative integer grades for lambdarank; "
-            f"row {row + 1} has {float(label[row]):g}", part=where, row=row + 1,
-            fix="map fractional or negative labels to integer grades first (e.g. the label mapping of the text tables)")
+            f"row {row + 1} has {float(label[row]):g}",
+            part=where,
+            row=row + 1,
+            fix="map fractional or negative labels to integer grades first (e.g. the label mapping of the text tables)",
+        )
     if label.max(initial=0) > MAX_LABEL:
         row = int(np.argmax(label))
         raise LabelError(
             f"{where} label {float(label[row]):g} at row {row + 1} is above {MAX_LABEL} "
-            "(the gain 2^label-1 overflows a double)", part=where, row=row + 1,
-            fix=f"map the labels to at most {MAX_LABEL + 1} grades (e.g. by rank or in bins)")
+            "(the gain 2^label-1 overflows a double)",
+            part=where,
+            row=row + 1,
+            fix=f"map the labels to at most {MAX_LABEL + 1} grades (e.g. by rank or in bins)",
+        )
     return int(label.max())
 
 
@@ -172,15 +193,22 @@ class _LightGBM:
         if est.deterministic:
             params["force_row_wise"] = True
         if max_label > LIGHTGBM_DEFAULT_MAX_LABEL:
-            params["label_gain"] = [float(2.0 ** i - 1) for i in range(max_label + 1)]
+            params["label_gain"] = [float(2.0**i - 1) for i in range(max_label + 1)]
         return params | dict(est.params or {})
 
     @staticmethod
     def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
         def dataset(part, init_score, reference=None):
             X, y, groups = part
-            return lgb.Dataset(X, label=y, group=groups, feature_name=names, reference=reference,
-                               init_score=init_score, free_raw_data=False)
+            return lgb.Dataset(
+                X,
+                label=y,
+                group=groups,
+                feature_name=names,
+                reference=reference,
+                init_score=init_score,
+                free_raw_data=False,
+            )
 
         dtrain = dataset(train, init[0])
         history: dict = {}
@@ -194,8 +222,14 @@ class _LightGBM:
             valid_sets = [dataset(valid, init[1], reference=dtrain)]
             if early_stopping_rounds:
                 callbacks.append(lgb.early_stopping(early_stopping_rounds, first_metric_only=True, verbose=False))
-        booster = lgb.train(params, dtrain, num_boost_round=n_rounds, valid_sets=valid_sets,
-                            valid_names=["valid"][:len(valid_sets)], callbacks=callbacks)
+        booster = lgb.train(
+            params,
+            dtrain,
+            num_boost_round=n_rounds,
+            valid_sets=valid_sets,
+            valid_names=["valid"][: len(valid_sets)],
+            callbacks=callbacks,
+        )
         # lgb.train keeps only the best trees after early stopping: count rounds from the history
         curve = next(iter(history["valid"].values())) if valid is not None else []
         best = booster.best_iteration or booster.current_iteration()
@@ -241,8 +275,11 @@ class _XGBoost:
             "verbosity": 0,
         }
         if max_label > XGBOOST_EXP_GAIN_MAX_LABEL:
-            warnings.warn(f"XGBoost's exponential NDCG gain accepts labels <= {XGBOOST_EXP_GAIN_MAX_LABEL}; "
-                          f"labels reach {max_label}, so training uses linear gain (ndcg_exp_gain=false)", stacklevel=4)
+            warnings.warn(
+                f"XGBoost's exponential NDCG gain accepts labels <= {XGBOOST_EXP_GAIN_MAX_LABEL}; "
+                f"labels reach {max_label}, so training uses linear gain (ndcg_exp_gain=false)",
+                stacklevel=4,
+            )
             params["ndcg_exp_gain"] = False
         return params | dict(est.params or {})
 
@@ -250,8 +287,7 @@ class _XGBoost:
     def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
         def dmatrix(part, base_margin):
             X, y, groups = part
-            return xgb.DMatrix(X, label=y, group=groups, missing=np.nan, feature_names=names,
-                               base_margin=base_margin)
+            return xgb.DMatrix(X, label=y, group=groups, missing=np.nan, feature_names=names, base_margin=base_margin)
 
         class Progress(xgb.callback.TrainingCallback):
             def after_iteration(self, model, epoch, evals_log):
@@ -260,9 +296,16 @@ class _XGBoost:
 
         history: dict = {}
         evals = [] if valid is None else [(dmatrix(valid, init[1]), "valid")]
-        booster = xgb.train(params, dmatrix(train, init[0]), num_boost_round=n_rounds, evals=evals,
-                            early_stopping_rounds=(early_stopping_rounds or None) if evals else None,
-                            evals_result=history, verbose_eval=False, callbacks=[Progress()])
+        booster = xgb.train(
+            params,
+            dmatrix(train, init[0]),
+            num_boost_round=n_rounds,
+            evals=evals,
+            early_stopping_rounds=(early_stopping_rounds or None) if evals else None,
+            evals_result=history,
+            verbose_eval=False,
+            callbacks=[Progress()],
+        )
         run = booster.num_boosted_rounds()
         best = booster.best_iteration + 1 if evals and early_stopping_rounds else run
         curve = next(iter(history["valid"].values())) if evals else []
@@ -320,10 +363,22 @@ class LambdaMART(BaseEstimator):
     ``save`` writes beside the model.
     """
 
-    def __init__(self, *, engine: str = "lightgbm", n_estimators: int = 500, learning_rate: float = 0.05,
-                 num_leaves: int = 31, early_stopping_rounds: int | None = 50, eval_at: int = 10, seed: int = 0,
-                 deterministic: bool = True, n_jobs: int | None = None, params: dict | None = None,
-                 features=None, verbose: bool = False):
+    def __init__(
+        self,
+        *,
+        engine: str = "lightgbm",
+        n_estimators: int = 500,
+        learning_rate: float = 0.05,
+        num_leaves: int = 31,
+        early_stopping_rounds: int | None = 50,
+        eval_at: int = 10,
+        seed: int = 0,
+        deterministic: bool = True,
+        n_jobs: int | None = None,
+        params: dict | None = None,
+        features=None,
+        verbose: bool = False,
+    ):
         self.engine = engine
         self.n_estimators = n_estimators
         self.learning_rate = learning_rate
@@ -359,9 +414,19 @@ class LambdaMART(BaseEstimator):
         warnings.warn(f"{where}: rows of a query are not contiguous; regrouped by qid (stable)", stacklevel=3)
         return data.regroup(), True
 
-    def fit(self, X, y=None, *, group=None, qid=None, eval_set=None, eval_group=None, init_score=None,
-            valid_init_score=None, trainer=None
-            ) -> "LambdaMART":
+    def fit(
+        self,
+        X,
+        y=None,
+        *,
+        group=None,
+        qid=None,
+        eval_set=None,
+        eval_group=None,
+        init_score=None,
+        valid_init_score=None,
+        trainer=None,
+    ) -> "LambdaMART":
         """Train; with validation data, early-stop on its NDCG@``eval_at``.
 
         Two calling conventions:
@@ -385,27 +450,36 @@ class LambdaMART(BaseEstimator):
         if not isinstance(train, RankingSet):
             train, valid = self._arrays_to_rankings(train, valid, group, qid, eval_set, eval_group)
         elif group is not None or qid is not None or eval_set is not None or eval_group is not None:
-            raise LtrfeatError("group, qid, eval_set and eval_group go with fit(X, y); a RankingSet carries its "
-                               "queries", fix="call fit(train_set, valid_set) or fit(X, y, group=...)")
+            raise LtrfeatError(
+                "group, qid, eval_set and eval_group go with fit(X, y); a RankingSet carries its queries",
+                fix="call fit(train_set, valid_set) or fit(X, y, group=...)",
+            )
         elif valid is not None and not isinstance(valid, RankingSet):
-            raise LtrfeatError(f"valid must be a RankingSet, got {type(valid).__name__}",
-                               fix="with arrays call fit(X, y, group=sizes, eval_set=[(X_val, y_val)], eval_group=[...])")
+            raise LtrfeatError(
+                f"valid must be a RankingSet, got {type(valid).__name__}",
+                fix="with arrays call fit(X, y, group=sizes, eval_set=[(X_val, y_val)], eval_group=[...])",
+            )
         self._validate_params()
         if (init_score is not None or valid_init_score is not None) and trainer is not None:
-            raise LtrfeatError("initial scores are not supported with a custom (e.g. Dask) trainer",
-                               fix="train locally, or boost from zero")
+            raise LtrfeatError(
+                "initial scores are not supported with a custom (e.g. Dask) trainer",
+                fix="train locally, or boost from zero",
+            )
         if (valid_init_score is not None) != (init_score is not None and valid is not None):
             raise LtrfeatError("give valid_init_score exactly when init_score and valid are given")
         engine = _ENGINES[self.engine]
         train, train_regrouped = self._grouped(train, "train")
         if train.weight is not None:
-            warnings.warn("train: row weights are ignored (the lambdarank objectives here are unweighted)",
-                          stacklevel=2)
+            warnings.warn(
+                "train: row weights are ignored (the lambdarank objectives here are unweighted)", stacklevel=2
+            )
         try:
             columns = sorted(train.feature_map.resolve(self.features), key=lambda j: train.feature_map.features[j].id)
         except KeyError as exc:
-            raise LtrfeatError(f"feature selection {self.features!r}: {exc.args[0]}",
-                               fix="use ids, id ranges (1-46) or names present in the training data") from None
+            raise LtrfeatError(
+                f"feature selection {self.features!r}: {exc.args[0]}",
+                fix="use ids, id ranges (1-46) or names present in the training data",
+            ) from None
         if not columns:
             raise LtrfeatError(f"feature selection {self.features!r} selects no feature")
         self.feature_map_ = train.feature_map.select(columns)
@@ -420,8 +494,15 @@ class LambdaMART(BaseEstimator):
         self.engine_params_ = engine.params(self, max_label)
         names = _engine_feature_names(self.feature_map_)
         with _progress(self.n_estimators, self.verbose, f"{self.engine} lambdarank") as bar:
-            args = (self.engine_params_, self.n_estimators, parts["train"], parts.get("valid"), names,
-                    self.early_stopping_rounds, bar)
+            args = (
+                self.engine_params_,
+                self.n_estimators,
+                parts["train"],
+                parts.get("valid"),
+                names,
+                self.early_stopping_rounds,
+                bar,
+            )
             if self.engine == "lightgbm":
                 check_lightgbm_params(self.engine_params_, len(self.feature_map_))
             try:
@@ -430,13 +511,18 @@ class LambdaMART(BaseEstimator):
                 elif init_score is None:
                     booster, best, run, curve = engine.train(*args)
                 else:
-                    init = (self._row_scores(init_score, train, train_regrouped, "init_score"),
-                            None if valid is None else
-                            self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"))
+                    init = (
+                        self._row_scores(init_score, train, train_regrouped, "init_score"),
+                        None
+                        if valid is None
+                        else self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"),
+                    )
                     booster, best, run, curve = engine.train(*args, init=init)
             except (lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:  # mostly bad --param values
-                raise OptionError(f"{self.engine} refused to train: {engine_message(exc)}",
-                                  fix="check the --param names and values against the engine's documentation") from None
+                raise OptionError(
+                    f"{self.engine} refused to train: {engine_message(exc)}",
+                    fix="check the --param names and values against the engine's documentation",
+                ) from None
         self.booster_ = booster
         self.best_iteration_ = int(best)
         gains = engine.importance(booster, self.best_iteration_, names)
@@ -450,7 +536,9 @@ class LambdaMART(BaseEstimator):
     def _row_scores(values, data: RankingSet, regrouped: bool, name: str) -> np.ndarray:
         values = np.asarray(values, dtype=np.float64)
         if values.shape != (len(data),) or not np.isfinite(values).all():
-            raise LtrfeatError(f"{name} must hold one finite score per row ({len(data)} rows), got shape {values.shape}")
+            raise LtrfeatError(
+                f"{name} must hold one finite score per row ({len(data)} rows), got shape {values.shape}"
+            )
         if regrouped:
             raise LtrfeatError(f"{name} needs rows of a query to be contiguous", fix="regroup the data first")
         return values
@@ -464,8 +552,10 @@ class LambdaMART(BaseEstimator):
             return train, None
         sets = [eval_set] if isinstance(eval_set, tuple) else list(eval_set)
         if len(sets) != 1:
-            raise LtrfeatError(f"eval_set holds {len(sets)} sets; early stopping uses exactly one",
-                               fix="pass eval_set=[(X_val, y_val)]")
+            raise LtrfeatError(
+                f"eval_set holds {len(sets)} sets; early stopping uses exactly one",
+                fix="pass eval_set=[(X_val, y_val)]",
+            )
         groups = [None] if eval_group is None else ([eval_group] if np.ndim(eval_group[0]) == 0 else list(eval_group))
         part = tuple(sets[0])
         if len(part) == 3:  # (X, y, qid)
@@ -510,8 +600,7 @@ class LambdaMART(BaseEstimator):
             "features": self.feature_map_.to_json(),
             "engine_feature_names": _engine_feature_names(self.feature_map_),
             "labels": {"mapping": "identity (integer grades)", "max_label": max_label, "gain": gain},
-            "missing_values": {"policy": MISSING_POLICY,
-                               "train_nan_cells": n_nan},
+            "missing_values": {"policy": MISSING_POLICY, "train_nan_cells": n_nan},
             "training": training,
             "feature_importance_gain": self.feature_importance_,
             "versions": library_versions(self.engine, "numpy", "scikit-learn"),
@@ -527,7 +616,8 @@ class LambdaMART(BaseEstimator):
             raise ModelFileError(
                 f"the data lacks {len(missing)} of the model's {len(self.feature_map_)} features ({shown}"
                 f"{', ...' if len(missing) > 5 else ''}); it has {data.feature_map!r}",
-                fix="use a file with the same features (and its .features.json sidecar) as the training data")
+                fix="use a file with the same features (and its .features.json sidecar) as the training data",
+            )
         return [available[f.name] for f in self.feature_map_]
 
     def _columns(self, data: RankingSet) -> np.ndarray:
@@ -557,9 +647,10 @@ class LambdaMART(BaseEstimator):
             return matrix[:, [names.index(n) for n in model]]
         if matrix.shape[1] != len(model):
             shown = ", ".join(model[:5]) + (", ..." if len(model) > 5 else "")
-            raise ModelFileError(f"X has {matrix.shape[1]} columns but the model has {len(model)} features ({shown})",
-                                 fix="pass the model's features in order (feature_map_.names), or a DataFrame "
-                                     "with those column names")
+            raise ModelFileError(
+                f"X has {matrix.shape[1]} columns but the model has {len(model)} features ({shown})",
+                fix="pass the model's features in order (feature_map_.names), or a DataFrame with those column names",
+            )
         return matrix
 
     # -- persistence -------------------------------------------------------------------
@@ -581,32 +672,45 @@ class LambdaMART(BaseEstimator):
         mpath = meta_path(path)
         for p in (path, mpath):
             if not p.is_file():
-                raise ModelFileError("file not found", path=p, fix="give the model file written by train-ranker; "
-                                     "its .meta.json must sit beside it")
+                raise ModelFileError(
+                    "file not found",
+                    path=p,
+                    fix="give the model file written by train-ranker; its .meta.json must sit beside it",
+                )
         try:
             meta = json.loads(mpath.read_text(encoding="utf-8"))
         except UnicodeDecodeError:
             raise ModelFileError("metadata is not UTF-8 text", path=mpath, fix="re-run train-ranker") from None
         except json.JSONDecodeError as exc:
-            raise ModelFileError(f"metadata is not valid JSON ({exc.msg})", path=mpath, line=exc.lineno,
-                                 fix="re-run train-ranker") from None
+            raise ModelFileError(
+                f"metadata is not valid JSON ({exc.msg})", path=mpath, line=exc.lineno, fix="re-run train-ranker"
+            ) from None
         if not isinstance(meta, dict) or meta.get("format") != META_FORMAT or meta.get("engine") not in ENGINES:
-            raise ModelFileError(f"not ltrfeat ranker metadata (expected format {META_FORMAT})", path=mpath,
-                                 fix="give the model file written by ltrfeat train-ranker")
+            raise ModelFileError(
+                f"not ltrfeat ranker metadata (expected format {META_FORMAT})",
+                path=mpath,
+                fix="give the model file written by ltrfeat train-ranker",
+            )
         if meta.get("kind", "lambdamart") != kind:
-            raise ModelFileError(f"this is a {meta.get('kind')!r} ranker (from train-ranker --select), not a plain "
-                                 "LambdaMART", path=mpath, fix="use ltrfeat evaluate/rank for it, or train a LambdaMART "
-                                 "without --select for serving and export")
+            raise ModelFileError(
+                f"this is a {meta.get('kind')!r} ranker (from train-ranker --select), not a plain LambdaMART",
+                path=mpath,
+                fix="use ltrfeat evaluate/rank for it, or train a LambdaMART without --select for serving and export",
+            )
         raw = path.read_bytes()
         if hashlib.sha256(raw).hexdigest() != meta.get("model_sha256"):
-            raise ModelFileError("model file does not match its metadata (SHA-256 differs)", path=path,
-                                 fix=f"keep {path.name} and {mpath.name} from the same train-ranker run")
+            raise ModelFileError(
+                "model file does not match its metadata (SHA-256 differs)",
+                path=path,
+                fix=f"keep {path.name} and {mpath.name} from the same train-ranker run",
+            )
         try:
             names = [str(n) for n in meta["engine_feature_names"]]
             best = int(meta["training"]["best_iteration"])
         except (KeyError, TypeError, ValueError):
-            raise ModelFileError("metadata lacks engine_feature_names or best_iteration", path=mpath,
-                                 fix="re-run train-ranker") from None
+            raise ModelFileError(
+                "metadata lacks engine_feature_names or best_iteration", path=mpath, fix="re-run train-ranker"
+            ) from None
         check_model(meta["engine"], raw, feature_names=names, min_trees=best, path=path)  # before native code
         try:
             model = cls(**meta["params"])
@@ -616,9 +720,8 @@ class LambdaMART(BaseEstimator):
             model.engine_params_ = meta["engine_params"]
             model.feature_importance_ = dict(meta["feature_importance_gain"])
         except (KeyError, TypeError, ValueError, lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:
-            raise ModelFileError(f"cannot load model ({type(exc).__name__}: {engine_message(exc)})",
-                                 path=path, fix="re-run train-ranker") from None
+            raise ModelFileError(
+                f"cannot load model ({type(exc).__name__}: {engine_message(exc)})", path=path, fix="re-run train-ranker"
+            ) from None
         model.metadata_ = {k: v for k, v in meta.items() if k not in ("model_file", "model_sha256")}
         return model
-
-

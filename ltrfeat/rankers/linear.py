@@ -4,6 +4,7 @@ with a linear scorer, as RankSVM with a logistic instead of a hinge loss).
 It answers "do trees help at all?": with a few hundred queries a linear scorer over well-made
 features is often as good as LambdaMART and much harder to overfit.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,11 +62,15 @@ class LinearRanker(BaseEstimator):
     def fit(self, train: RankingSet, valid: RankingSet | None = None) -> "LinearRanker":
         """Fit on the queries of ``train`` and ``valid`` together (nothing to early-stop)."""
         if not self.C > 0 or not int(self.max_pairs_per_query) >= 1:
-            raise LtrfeatError(f"C must be > 0 and max_pairs_per_query >= 1, got {self.C!r}, "
-                               f"{self.max_pairs_per_query!r}")
+            raise LtrfeatError(
+                f"C must be > 0 and max_pairs_per_query >= 1, got {self.C!r}, {self.max_pairs_per_query!r}"
+            )
         data = concat(train, valid).regroup()
-        columns = (list(range(data.n_features)) if self.features is None
-                   else sorted({data.feature_map.column_of(f) for f in self.features}))
+        columns = (
+            list(range(data.n_features))
+            if self.features is None
+            else sorted({data.feature_map.column_of(f) for f in self.features})
+        )
         self.feature_map_ = data.feature_map.select(columns)
         X = data.X[:, columns].astype(np.float64)
         X[~np.isfinite(X)] = np.nan
@@ -78,8 +83,9 @@ class LinearRanker(BaseEstimator):
         better, worse = _pairs(data, int(self.max_pairs_per_query), rng)
         self.n_pairs_ = int(len(better))
         if self.n_pairs_ == 0:
-            raise LtrfeatError("no query has two documents with different labels, so there is nothing to learn",
-                               fix="check the labels")
+            raise LtrfeatError(
+                "no query has two documents with different labels, so there is nothing to learn", fix="check the labels"
+            )
         Z = self._standardise(X)
         diff = Z[better] - Z[worse]
         flip = rng.random(len(diff)) < 0.5
@@ -104,18 +110,28 @@ class LinearRanker(BaseEstimator):
 
     def describe(self) -> dict:
         top = np.argsort(-np.abs(self.coef_), kind="stable")[:5]
-        return {"C": self.C, "pairs": self.n_pairs_,
-                "top_weights": {self.feature_map_.names[j]: round(float(self.coef_[j]), 4) for j in top}}
+        return {
+            "C": self.C,
+            "pairs": self.n_pairs_,
+            "top_weights": {self.feature_map_.names[j]: round(float(self.coef_[j]), 4) for j in top},
+        }
 
     def to_json(self) -> dict:
-        return {"features": self.feature_map_.to_json(), "mean": self.mean_.tolist(), "scale": self.scale_.tolist(),
-                "coef": self.coef_.tolist(), "n_pairs": self.n_pairs_}
+        return {
+            "features": self.feature_map_.to_json(),
+            "mean": self.mean_.tolist(),
+            "scale": self.scale_.tolist(),
+            "coef": self.coef_.tolist(),
+            "n_pairs": self.n_pairs_,
+        }
 
     @classmethod
     def from_json(cls, obj: dict, params: dict, *, path=None) -> "LinearRanker":
         model = cls(**params)
         model.feature_map_ = FeatureMap.from_json(obj["features"], path=path)
-        model.mean_, model.scale_, model.coef_ = (np.asarray(obj[k], dtype=np.float64) for k in ("mean", "scale", "coef"))
+        model.mean_, model.scale_, model.coef_ = (
+            np.asarray(obj[k], dtype=np.float64) for k in ("mean", "scale", "coef")
+        )
         if not (len(model.mean_) == len(model.scale_) == len(model.coef_) == len(model.feature_map_)):
             raise ValueError("weights and features differ in length")
         model.n_pairs_ = int(obj["n_pairs"])

@@ -18,6 +18,7 @@ abort) instead of raising. So every model is checked here first, in pure Python:
 
 Any problem is a :class:`ModelFileError` naming the file (and the line for LightGBM).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -47,16 +48,17 @@ def check_model(engine: str, raw: bytes, *, feature_names: list[str] | None, min
         else:
             n_trees, model_features = _xgboost(raw)
         if feature_names is not None and model_features != list(feature_names):
-            raise _Fail(f"the model's {len(model_features)} features differ from the {len(feature_names)} "
-                        "of its metadata")
+            raise _Fail(
+                f"the model's {len(model_features)} features differ from the {len(feature_names)} of its metadata"
+            )
         if n_trees < min_trees:
             raise _Fail(f"the model has {n_trees} trees but its metadata uses {min_trees}")
     except _Fail as exc:
-        raise ModelFileError(f"not a valid {engine} model: {exc.problem}", path=path, line=exc.line,
-                             fix=_FIX) from None
+        raise ModelFileError(f"not a valid {engine} model: {exc.problem}", path=path, line=exc.line, fix=_FIX) from None
 
 
 # ------------------------------------------------------------------------------ shared
+
 
 def _check_tree(left: list, right: list, n_leaves: int | None, *, leaf_of) -> None:
     """``left``/``right`` children of internal nodes; ``leaf_of(child)`` maps a child link to
@@ -111,6 +113,7 @@ def _floats(text: str, what: str, line: int | None = None) -> list[float]:
 
 # ------------------------------------------------------------------------------ LightGBM text
 
+
 def _lightgbm(raw: bytes) -> tuple[int, list[str]]:
     try:
         text = raw.decode("ascii")
@@ -129,8 +132,15 @@ def _lightgbm(raw: bytes) -> tuple[int, list[str]]:
         if not sep:
             raise _Fail(f"header line {line[:40]!r} is not key=value", k)
         header[key] = value
-    for key in ("version", "num_class", "num_tree_per_iteration", "max_feature_idx", "feature_names",
-                "feature_infos", "tree_sizes"):
+    for key in (
+        "version",
+        "num_class",
+        "num_tree_per_iteration",
+        "max_feature_idx",
+        "feature_names",
+        "feature_infos",
+        "tree_sizes",
+    ):
         if key not in header:
             raise _Fail(f"header field {key} is missing")
     if header["num_class"] != "1" or header["num_tree_per_iteration"] != "1":
@@ -152,15 +162,16 @@ def _lightgbm(raw: bytes) -> tuple[int, list[str]]:
     pos = header_end + 2
     line0 = text.count("\n", 0, pos) + 1
     for i, size in enumerate(sizes):
-        block = text[pos:pos + size]
+        block = text[pos : pos + size]
         if len(block) != size or not block.startswith(f"Tree={i}\n"):
             raise _Fail(f"tree {i} is not where tree_sizes puts it (file truncated or edited?)", line0)
         _lightgbm_tree(block, i, n_features, line0)
         pos += size
         line0 += block.count("\n")
     if not text.startswith("end of trees", pos):
-        raise _Fail("'end of trees' does not follow the last tree (file truncated or edited?)",
-                    text.count("\n", 0, pos) + 1)
+        raise _Fail(
+            "'end of trees' does not follow the last tree (file truncated or edited?)", text.count("\n", 0, pos) + 1
+        )
     _lightgbm_trailer(text, pos + len("end of trees"))
     return len(sizes), header["feature_names"].split(" ")
 
@@ -178,30 +189,52 @@ def _lightgbm_trailer(text: str, pos: int) -> None:
                 section = "done"
             elif line and not (line.startswith("[") and line.endswith("]") and ": " in line):
                 raise _Fail(f"parameter line {line[:40]!r} is not '[key: value]' (file truncated or edited?)", k)
-            elif line and known is not None and line[1:line.index(": ")] not in known:
-                raise _Fail(f"unknown parameter {line[1:line.index(': ')][:40]!r} (file edited?)", k)
+            elif line and known is not None and line[1 : line.index(": ")] not in known:
+                raise _Fail(f"unknown parameter {line[1 : line.index(': ')][:40]!r} (file edited?)", k)
         elif line == "parameters:" and section != "done":
             section = "parameters"
         elif line == "feature_importances:" and section is None:
             section = "importances"
         elif line.startswith("pandas_categorical:"):
             try:
-                json.loads(line[len("pandas_categorical:"):])
+                json.loads(line[len("pandas_categorical:") :])
             except json.JSONDecodeError:
                 raise _Fail("pandas_categorical is not JSON", k) from None
             section = "end"
         elif line and (section != "importances" or "=" not in line):
             raise _Fail(f"unexpected line {line[:40]!r} after the trees", k)
     if section == "parameters":
-        raise _Fail("the parameters block is not closed by 'end of parameters' (file truncated?)",
-                    line0 + len(lines) - 1)
+        raise _Fail(
+            "the parameters block is not closed by 'end of parameters' (file truncated?)", line0 + len(lines) - 1
+        )
 
 
-_LGB_TREE_FIELDS = frozenset((
-    "num_leaves", "num_cat", "split_feature", "split_gain", "threshold", "decision_type", "left_child",
-    "right_child", "leaf_value", "leaf_weight", "leaf_count", "internal_value", "internal_weight",
-    "internal_count", "cat_boundaries", "cat_threshold", "is_linear", "shrinkage", "leaf_const", "num_features",
-    "leaf_features", "leaf_coeff"))
+_LGB_TREE_FIELDS = frozenset(
+    (
+        "num_leaves",
+        "num_cat",
+        "split_feature",
+        "split_gain",
+        "threshold",
+        "decision_type",
+        "left_child",
+        "right_child",
+        "leaf_value",
+        "leaf_weight",
+        "leaf_count",
+        "internal_value",
+        "internal_weight",
+        "internal_count",
+        "cat_boundaries",
+        "cat_threshold",
+        "is_linear",
+        "shrinkage",
+        "leaf_const",
+        "num_features",
+        "leaf_features",
+        "leaf_coeff",
+    )
+)
 _LGB_OBJECTIVES = ("lambdarank", "rank_xendcg")
 _LGB_PER_LEAF = ("leaf_weight", "leaf_count", "leaf_const", "num_features")
 _LGB_PER_NODE = ("split_gain", "internal_value", "internal_weight", "internal_count")
@@ -247,8 +280,9 @@ def _lightgbm_tree(block: str, i: int, n_features: int, line0: int) -> None:
     _floats(need("leaf_value"), "leaf_value", lines.get("leaf_value"))
     lengths = {"leaf_value": n_leaves} | {k: n_leaves for k in _LGB_PER_LEAF if k in fields}
     if n_leaves > 1:
-        lengths |= dict.fromkeys(("split_feature", "threshold", "decision_type", "left_child", "right_child"),
-                                 n_leaves - 1)
+        lengths |= dict.fromkeys(
+            ("split_feature", "threshold", "decision_type", "left_child", "right_child"), n_leaves - 1
+        )
         lengths |= {k: n_leaves - 1 for k in _LGB_PER_NODE if k in fields}
     if fields.get("is_linear", "0") not in ("0", "1"):
         raise _Fail(f"tree {i}: is_linear is neither 0 nor 1", lines.get("is_linear"))
@@ -297,6 +331,7 @@ def _lightgbm_parameter_names() -> set | None:
 
 # ------------------------------------------------------------------------------ XGBoost JSON
 
+
 def _xgboost(raw: bytes) -> tuple[int, list[str]]:
     try:
         doc = json.loads(raw.decode("utf-8"))
@@ -324,8 +359,13 @@ def _xgboost(raw: bytes) -> tuple[int, list[str]]:
         if len(model.get("tree_info", [])) != n_trees:
             raise _Fail("tree_info does not list every tree")
         indptr = model.get("iteration_indptr")
-        if indptr is not None and (not isinstance(indptr, list) or indptr != sorted(indptr) or not indptr
-                                   or indptr[0] != 0 or indptr[-1] != n_trees):
+        if indptr is not None and (
+            not isinstance(indptr, list)
+            or indptr != sorted(indptr)
+            or not indptr
+            or indptr[0] != 0
+            or indptr[-1] != n_trees
+        ):
             raise _Fail("iteration_indptr does not match the trees")
         for i, tree in enumerate(trees):
             if tree.get("id") != i or model["tree_info"][i] != 0:
@@ -341,8 +381,16 @@ def _xgboost(raw: bytes) -> tuple[int, list[str]]:
     return n_trees, names or [f"f{i}" for i in range(n_features)]
 
 
-_XGB_NODE_ARRAYS = ("left_children", "right_children", "parents", "split_indices", "split_conditions",
-                    "default_left", "base_weights", "split_type")
+_XGB_NODE_ARRAYS = (
+    "left_children",
+    "right_children",
+    "parents",
+    "split_indices",
+    "split_conditions",
+    "default_left",
+    "base_weights",
+    "split_type",
+)
 
 
 def _xgboost_tree(tree: dict, n_features: int) -> None:
@@ -386,8 +434,7 @@ def _xgboost_tree(tree: dict, n_features: int) -> None:
         if internal[0] != 0:
             raise _Fail("the root is not node 0")
     cats = tree.get("categories", [])
-    nodes, segments, sizes = (tree.get(k, []) for k in ("categories_nodes", "categories_segments",
-                                                        "categories_sizes"))
+    nodes, segments, sizes = (tree.get(k, []) for k in ("categories_nodes", "categories_segments", "categories_sizes"))
     if not len(nodes) == len(segments) == len(sizes):
         raise _Fail("categorical arrays differ in length")
     for node, seg, size in zip(nodes, segments, sizes):
@@ -396,6 +443,7 @@ def _xgboost_tree(tree: dict, n_features: int) -> None:
 
 
 # ------------------------------------------------------------------------------ native messages
+
 
 @contextlib.contextmanager
 def lightgbm_messages():
@@ -463,5 +511,7 @@ def check_lightgbm_params(params: dict, n_features: int) -> None:
             data = lgb.Dataset(X, label=[0, 1], group=[2], params={"verbosity": -1})
             lgb.Booster(probe, data)
     except lgb.basic.LightGBMError as exc:
-        raise OptionError(f"lightgbm refused the parameters: {engine_message(exc)}",
-                          fix="check the --param names and values against LightGBM's documentation") from None
+        raise OptionError(
+            f"lightgbm refused the parameters: {engine_message(exc)}",
+            fix="check the --param names and values against LightGBM's documentation",
+        ) from None

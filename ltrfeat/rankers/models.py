@@ -11,6 +11,7 @@
 Every kind has ``predict(RankingSet) -> scores``; only plain LambdaMART models can be served
 or exported to ES/OpenSearch (they hold nothing but trees).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -29,8 +30,12 @@ _FIX = "give a model file written by ltrfeat train-ranker (its .meta.json beside
 
 
 def kind_of(model) -> str:
-    return {LambdaMART: "lambdamart", BoostedFromFeature: "boost-best", LinearRanker: "linear",
-            BestSingleFeature: "best-single"}[type(model)]
+    return {
+        LambdaMART: "lambdamart",
+        BoostedFromFeature: "boost-best",
+        LinearRanker: "linear",
+        BestSingleFeature: "best-single",
+    }[type(model)]
 
 
 def save_ranker(model, path, *, extra: dict | None = None) -> None:
@@ -44,9 +49,15 @@ def save_ranker(model, path, *, extra: dict | None = None) -> None:
         return
     if kind == "boost-best":
         inner = model.model_
-        meta = inner.metadata_ | extra | {"kind": kind, "boost_params": model.get_params(),
-                                          "init": {"feature": model.feature_, "direction": model.direction_,
-                                                   "scale": model.scale_}}
+        meta = (
+            inner.metadata_
+            | extra
+            | {
+                "kind": kind,
+                "boost_params": model.get_params(),
+                "init": {"feature": model.feature_, "direction": model.direction_, "scale": model.scale_},
+            }
+        )
         write_model_files(path, inner.booster_dump(), meta)
         return
     if kind == "linear":
@@ -56,8 +67,13 @@ def save_ranker(model, path, *, extra: dict | None = None) -> None:
         body = {"format": "ltrfeat.single/1", "feature": model.feature_, "direction": model.direction_}
         features = model.feature_map_.to_json()
     raw = (json.dumps(body, indent=1) + "\n").encode()
-    meta = extra | {"format": META_FORMAT, "kind": kind, "params": model.get_params(), "features": features,
-                    "versions": library_versions("numpy", "scikit-learn")}
+    meta = extra | {
+        "format": META_FORMAT,
+        "kind": kind,
+        "params": model.get_params(),
+        "features": features,
+        "versions": library_versions("numpy", "scikit-learn"),
+    }
     write_model_files(path, raw, meta)
 
 
@@ -73,8 +89,11 @@ def _meta(path: Path) -> dict:
     except json.JSONDecodeError as exc:
         raise ModelFileError(f"metadata is not valid JSON ({exc.msg})", path=mpath, line=exc.lineno, fix=_FIX) from None
     if not isinstance(meta, dict) or meta.get("format") != META_FORMAT or meta.get("kind", "lambdamart") not in KINDS:
-        raise ModelFileError(f"not ltrfeat ranker metadata (expected format {META_FORMAT} and a kind of "
-                             f"{', '.join(KINDS)})", path=mpath, fix=_FIX)
+        raise ModelFileError(
+            f"not ltrfeat ranker metadata (expected format {META_FORMAT} and a kind of {', '.join(KINDS)})",
+            path=mpath,
+            fix=_FIX,
+        )
     return meta
 
 
@@ -90,17 +109,25 @@ def load_ranker(path):
         try:
             model = BoostedFromFeature(**meta["boost_params"])
             init = meta["init"]
-            model.feature_, model.direction_, model.scale_ = str(init["feature"]), int(init["direction"]), float(init["scale"])
+            model.feature_, model.direction_, model.scale_ = (
+                str(init["feature"]),
+                int(init["direction"]),
+                float(init["scale"]),
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"cannot load model ({type(exc).__name__}: {exc})", path=meta_path(path),
-                                 fix=_FIX) from None
+            raise ModelFileError(
+                f"cannot load model ({type(exc).__name__}: {exc})", path=meta_path(path), fix=_FIX
+            ) from None
         model.model_ = inner
         model.feature_map_ = inner.feature_map_
         return model
     raw = path.read_bytes()
     if hashlib.sha256(raw).hexdigest() != meta.get("model_sha256"):
-        raise ModelFileError("model file does not match its metadata (SHA-256 differs)", path=path,
-                             fix=f"keep {path.name} and {meta_path(path).name} from the same train-ranker run")
+        raise ModelFileError(
+            "model file does not match its metadata (SHA-256 differs)",
+            path=path,
+            fix=f"keep {path.name} and {meta_path(path).name} from the same train-ranker run",
+        )
     try:
         body = json.loads(raw.decode("utf-8"))
         if kind == "linear":
@@ -111,4 +138,6 @@ def load_ranker(path):
         model.feature_map_ = FeatureMap.from_json(meta["features"], path=meta_path(path))
         return model
     except (KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
-        raise ModelFileError(f"cannot load model ({type(exc).__name__}: {str(exc)[:200]})", path=path, fix=_FIX) from None
+        raise ModelFileError(
+            f"cannot load model ({type(exc).__name__}: {str(exc)[:200]})", path=path, fix=_FIX
+        ) from None

@@ -37,6 +37,7 @@ one-byte length norms, the plugin's term statistics, boolean similarity, token c
 cosine in float32), so the exported JSON can be checked against ltrfeat's own features without a
 cluster.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,7 @@ _STEMS = sorted(((fam, stem) for fam, (_, stems) in FAMILIES.items() for stem in
 
 REPRODUCED = {
     "bm25": "match (BM25 k1/b of the extraction); Lucene stores field lengths in one byte (exact below 40 "
-            "tokens, 1/8 steps above) and counts N and avgdl over documents that have the field",
+    "tokens, 1/8 steps above) and counts N and avgdl over documents that have the field",
     "tf": "match_explorer raw_tf over the distinct query terms (equal when no query term repeats)",
     "idf": "query-level parameter computed by ltrfeat (/embed)",
     "query_len": "query-level parameter computed by ltrfeat (/embed)",
@@ -86,13 +87,13 @@ def parse_feature(name: str, encoders=()) -> dict:
     for enc in sorted(encoders, key=len, reverse=True):
         for kind in ("cos", "dot", "score"):
             if name.startswith(enc + "_") and name.endswith("_" + kind) and len(name) > len(enc) + len(kind) + 2:
-                return {"kind": "neural", "encoder": enc, "field": name[len(enc) + 1:-len(kind) - 1], "score": kind}
+                return {"kind": "neural", "encoder": enc, "field": name[len(enc) + 1 : -len(kind) - 1], "score": kind}
     for family, stem in _STEMS:
         if family in QUERY_ONLY:
             if name == stem:
                 return {"kind": "lexical", "family": family, "field": None}
         elif name.startswith(stem + "_") and len(name) > len(stem) + 1:
-            return {"kind": "lexical", "family": family, "field": name[len(stem) + 1:]}
+            return {"kind": "lexical", "family": family, "field": name[len(stem) + 1 :]}
     match = _ENCODER.match(name)
     if match:
         return {"kind": "neural", "encoder": match["enc"], "field": match["field"], "score": match["kind"]}
@@ -121,11 +122,15 @@ def _vector_template(name, info, target, dims):
     offset = 1.0 if kind == "cos" else float(dims)
     if target == "es-ltr":
         fn = "cosineSimilarity" if kind == "cos" else "dotProduct"
-        script = {"source": f"{fn}(params.query_vector, '{vfield}') + params.offset",
-                  "params": {"offset": offset, "query_vector": "@VECTOR@"}}
+        script = {
+            "source": f"{fn}(params.query_vector, '{vfield}') + params.offset",
+            "params": {"offset": offset, "query_vector": "@VECTOR@"},
+        }
     else:
-        script = {"source": "params.offset + cosineSimilarity(params.query_value, doc[params.field])",
-                  "params": {"field": vfield, "offset": offset, "query_value": "@VECTOR@"}}
+        script = {
+            "source": "params.offset + cosineSimilarity(params.query_value, doc[params.field])",
+            "params": {"field": vfield, "offset": offset, "query_value": "@VECTOR@"},
+        }
     body = json.dumps({"script_score": {"query": {"match_all": {}}, "script": script}})
     template = body.replace('"@VECTOR@"', "{{#toJson}}%s{{/toJson}}" % param)
     return _entry(name, [param], template), {"standard": {"mean": offset, "standard_deviation": 1.0}}, None
@@ -141,12 +146,26 @@ def _lexical_template(name, family, field):
         stat = name[: -len(field) - 1].replace("tf_", "") + "_raw_tf"
         return _entry(name, [KEYWORDS], {"match_explorer": {"type": stat, "query": {"match": {field: kw}}}})
     if family == "field_len":
-        return _entry(name, [KEYWORDS], {"function_score": {
-            "query": {"match_all": {}}, "field_value_factor": {"field": f"{field}.length", "missing": 0},
-            "boost_mode": "replace"}})
+        return _entry(
+            name,
+            [KEYWORDS],
+            {
+                "function_score": {
+                    "query": {"match_all": {}},
+                    "field_value_factor": {"field": f"{field}.length", "missing": 0},
+                    "boost_mode": "replace",
+                }
+            },
+        )
     if family == "coverage":
-        body = json.dumps({"script_score": {"query": {"match": {f"{field}.terms": kw}},
-                                            "script": {"source": "_score / params.n", "params": {"n": "@N@"}}}})
+        body = json.dumps(
+            {
+                "script_score": {
+                    "query": {"match": {f"{field}.terms": kw}},
+                    "script": {"source": "_score / params.n", "params": {"n": "@N@"}},
+                }
+            }
+        )
         return _entry(name, [KEYWORDS, DISTINCT_TERMS], body.replace('"@N@"', "{{%s}}" % DISTINCT_TERMS))
     if family == "phrase_match":
         return _entry(name, [KEYWORDS], {"constant_score": {"filter": {"match_phrase": {field: kw}}, "boost": 1.0}})
@@ -155,8 +174,9 @@ def _lexical_template(name, family, field):
     return None
 
 
-def plugin_featureset(names, *, target: str = "es-ltr", dims: dict | None = None, templates: dict | None = None,
-                      fill_zero: bool = False) -> dict:
+def plugin_featureset(
+    names, *, target: str = "es-ltr", dims: dict | None = None, templates: dict | None = None, fill_zero: bool = False
+) -> dict:
     """Featureset entries for ``names`` with the reasons for every feature the engine cannot compute.
 
     Parameters
@@ -183,11 +203,18 @@ def plugin_featureset(names, *, target: str = "es-ltr", dims: dict | None = None
             reason = None if entry else NOT_REPRODUCED[info["family"]]
             if entry and info["field"] and info["field"] not in out["fields"]:
                 out["fields"].append(info["field"])
-        elif info["kind"] == "neural" and info["score"] != "score" and not (target != "es-ltr" and info["score"] == "dot"):
+        elif (
+            info["kind"] == "neural"
+            and info["score"] != "score"
+            and not (target != "es-ltr" and info["score"] == "dot")
+        ):
             entry, normalizer, reason = _vector_template(name, info, target, dims.get(info["encoder"]))
             if entry:
                 out["normalizers"][name] = normalizer
-                out["vectors"][vector_field(info["encoder"], info["field"])] = (info["encoder"], dims.get(info["encoder"]))
+                out["vectors"][vector_field(info["encoder"], info["field"])] = (
+                    info["encoder"],
+                    dims.get(info["encoder"]),
+                )
         else:
             reason = NOT_REPRODUCED[info.get("score") if info["kind"] == "neural" else None]
         if entry is None:
@@ -197,8 +224,15 @@ def plugin_featureset(names, *, target: str = "es-ltr", dims: dict | None = None
     return out
 
 
-def index_body(fields, *, target: str = "es-ltr", vectors: dict | None = None, analyzer: Analyzer | None = None,
-               k1: float = 1.2, b: float = 0.75) -> dict:
+def index_body(
+    fields,
+    *,
+    target: str = "es-ltr",
+    vectors: dict | None = None,
+    analyzer: Analyzer | None = None,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> dict:
     """Index settings and mappings the templates rely on (``PUT INDEX`` body).
 
     The ``ltrfeat`` analyzer equals :class:`~ltrfeat.features.analysis.Analyzer`: runs of letters and digits,
@@ -208,29 +242,57 @@ def index_body(fields, *, target: str = "es-ltr", vectors: dict | None = None, a
     analyzer = analyzer or Analyzer()
     filters, defs = (["lowercase"] if analyzer.lowercase else []), {}
     if analyzer.stopwords is not None:
-        defs["ltrfeat_stop"] = {"type": "stop", "stopwords": "_english_" if analyzer.stopwords == "english"
-                                else list(analyzer.stopwords)}
+        defs["ltrfeat_stop"] = {
+            "type": "stop",
+            "stopwords": "_english_" if analyzer.stopwords == "english" else list(analyzer.stopwords),
+        }
         filters.append("ltrfeat_stop")
     if analyzer.stemmer is not None:
-        defs["ltrfeat_stem"] = {"type": "snowball", "language": "English" if analyzer.stemmer == "english"
-                                else analyzer.stemmer.capitalize()}
+        defs["ltrfeat_stem"] = {
+            "type": "snowball",
+            "language": "English" if analyzer.stemmer == "english" else analyzer.stemmer.capitalize(),
+        }
         filters.append("ltrfeat_stem")
-    defs["ltrfeat_bigrams"] = {"type": "shingle", "min_shingle_size": 2, "max_shingle_size": 2,
-                               "output_unigrams": False}
+    defs["ltrfeat_bigrams"] = {
+        "type": "shingle",
+        "min_shingle_size": 2,
+        "max_shingle_size": 2,
+        "output_unigrams": False,
+    }
     tokenizer = {"ltrfeat_words": {"type": "pattern", "pattern": r"[^\p{L}\p{N}]+"}}
-    settings = {"analysis": {"tokenizer": tokenizer, "filter": defs, "analyzer": {
-        "ltrfeat": {"type": "custom", "tokenizer": "ltrfeat_words", "filter": filters},
-        "ltrfeat_bigrams": {"type": "custom", "tokenizer": "ltrfeat_words", "filter": [*filters, "ltrfeat_bigrams"]}}},
-        "similarity": {"ltrfeat_bm25": {"type": "BM25", "k1": k1, "b": b}}}
+    settings = {
+        "analysis": {
+            "tokenizer": tokenizer,
+            "filter": defs,
+            "analyzer": {
+                "ltrfeat": {"type": "custom", "tokenizer": "ltrfeat_words", "filter": filters},
+                "ltrfeat_bigrams": {
+                    "type": "custom",
+                    "tokenizer": "ltrfeat_words",
+                    "filter": [*filters, "ltrfeat_bigrams"],
+                },
+            },
+        },
+        "similarity": {"ltrfeat_bm25": {"type": "BM25", "k1": k1, "b": b}},
+    }
     props = {}
     for field in fields:
-        props[field] = {"type": "text", "analyzer": "ltrfeat", "similarity": "ltrfeat_bm25", "fields": {
-            "length": {"type": "token_count", "analyzer": "ltrfeat"},
-            "terms": {"type": "text", "analyzer": "ltrfeat", "similarity": "boolean"},
-            "bigrams": {"type": "text", "analyzer": "ltrfeat_bigrams", "similarity": "boolean"}}}
+        props[field] = {
+            "type": "text",
+            "analyzer": "ltrfeat",
+            "similarity": "ltrfeat_bm25",
+            "fields": {
+                "length": {"type": "token_count", "analyzer": "ltrfeat"},
+                "terms": {"type": "text", "analyzer": "ltrfeat", "similarity": "boolean"},
+                "bigrams": {"type": "text", "analyzer": "ltrfeat_bigrams", "similarity": "boolean"},
+            },
+        }
     for vfield, (_, width) in (vectors or {}).items():
-        props[vfield] = ({"type": "dense_vector", "dims": width, "index": False} if target == "es-ltr"
-                         else {"type": "knn_vector", "dimension": width})
+        props[vfield] = (
+            {"type": "dense_vector", "dims": width, "index": False}
+            if target == "es-ltr"
+            else {"type": "knn_vector", "dimension": width}
+        )
     if target != "es-ltr" and vectors:
         settings["index"] = {"knn": True}
     return {"settings": settings, "mappings": {"properties": props}}
@@ -256,8 +318,9 @@ def query_params(query: str, names, *, lexical=None, vectors: dict | None = None
         params[DISTINCT_TERMS] = max(len(set(analyzer.tokens(query))), 1)
         if query_level:
             fields = [wanted[n]["field"] for n in query_level if wanted[n]["field"]] or [lexical.corpus_.fields[0]]
-            ex = LexicalExtractor(features=("idf", "query_len"), fields=tuple(dict.fromkeys(fields)),
-                                  corpus=lexical.corpus_).fit(None)
+            ex = LexicalExtractor(
+                features=("idf", "query_len"), fields=tuple(dict.fromkeys(fields)), corpus=lexical.corpus_
+            ).fit(None)
             row = pd.DataFrame({"query": [query], **{f: [""] for f in dict.fromkeys(fields)}})
             values = dict(zip(ex.feature_names(), ex.transform(row)[0].tolist()))
             params.update({n: values[n] for n in query_level})
@@ -266,15 +329,24 @@ def query_params(query: str, names, *, lexical=None, vectors: dict | None = None
 
 # ------------------------------------------------------------------ feature logging (training on engine features)
 
+
 def sltr_log_query(featureset: str, params: dict, ids, *, log_name: str = "ltrfeat") -> dict:
     """Search body that logs every feature of ``featureset`` for the documents ``ids`` of one query
     (the plugins' ``sltr`` query in a filter, named, plus the ``ltr_log`` search extension)."""
-    return {"query": {"bool": {"filter": [
-        {"terms": {"_id": [str(i) for i in ids]}},
-        {"sltr": {"_name": "logged_featureset", "featureset": featureset, "params": params}}]}},
+    return {
+        "query": {
+            "bool": {
+                "filter": [
+                    {"terms": {"_id": [str(i) for i in ids]}},
+                    {"sltr": {"_name": "logged_featureset", "featureset": featureset, "params": params}},
+                ]
+            }
+        },
         "size": len(ids),
-        "ext": {"ltr_log": {"log_specs": {"name": log_name, "named_query": "logged_featureset",
-                                          "missing_as_zero": True}}}}
+        "ext": {
+            "ltr_log": {"log_specs": {"name": log_name, "named_query": "logged_featureset", "missing_as_zero": True}}
+        },
+    }
 
 
 def parse_ltr_log(response: dict, names, *, log_name: str = "ltrfeat") -> tuple[list[str], np.ndarray]:
@@ -289,6 +361,7 @@ def parse_ltr_log(response: dict, names, *, log_name: str = "ltrfeat") -> tuple[
 
 
 # ------------------------------------------------------------------ a local engine for parity tests
+
 
 def _lucene_norm(length: int) -> int:
     """The field length Lucene's BM25 sees after its one-byte norm (SmallFloat.intToByte4, byte4ToInt):
@@ -305,8 +378,11 @@ def _render(template, params: dict):
     """Mustache as the plugins use it: ``{{name}}`` (JSON-escaped) and ``{{#toJson}}name{{/toJson}}``."""
     text = template if isinstance(template, str) else json.dumps(template)
     text = re.sub(r"\{\{#toJson\}\}(\w+)\{\{/toJson\}\}", lambda m: json.dumps(params[m[1]]), text)
-    text = re.sub(r"\{\{(\w+)\}\}", lambda m: json.dumps(params[m[1]])[1:-1] if isinstance(params[m[1]], str)
-                  else json.dumps(params[m[1]]), text)
+    text = re.sub(
+        r"\{\{(\w+)\}\}",
+        lambda m: json.dumps(params[m[1]])[1:-1] if isinstance(params[m[1]], str) else json.dumps(params[m[1]]),
+        text,
+    )
     return json.loads(text)
 
 
@@ -324,8 +400,9 @@ class EngineSimulator:
         self.k1, self.b = float(sim["k1"]), float(sim["b"])
         self.fields = [f for f, p in props.items() if p["type"] == "text"]
         self.docids = [str(d) for d in docs["docid"]]
-        self.tokens = {f: dict(zip(self.docids, self.analyzer.analyze(docs[f].fillna("").astype(str))))
-                       for f in self.fields}
+        self.tokens = {
+            f: dict(zip(self.docids, self.analyzer.analyze(docs[f].fillna("").astype(str)))) for f in self.fields
+        }
         self.stats = {}
         for f, toks in self.tokens.items():
             present = [t for t in toks.values() if t]
@@ -334,35 +411,37 @@ class EngineSimulator:
                 for term in set(t):
                     df[term] = df.get(term, 0) + 1
             self.stats[f] = (len(present), sum(map(len, present)) / max(len(present), 1), df)
-        self.vectors = {k: {str(d): np.asarray(v, dtype=np.float32) for d, v in m.items()}
-                        for k, m in (vectors or {}).items()}
+        self.vectors = {
+            k: {str(d): np.asarray(v, dtype=np.float32) for d, v in m.items()} for k, m in (vectors or {}).items()
+        }
 
     def features(self, featureset: list, params: dict, docids) -> np.ndarray:
         """float32 (len(docids), len(featureset)): each rendered template scored on each document (NaN where
         a feature has no template)."""
         queries = [_render(e["template"], params) for e in featureset]
-        return np.array([[np.nan if q is None else self._score(q, str(d)) for q in queries] for d in docids],
-                        dtype=np.float32)
+        return np.array(
+            [[np.nan if q is None else self._score(q, str(d)) for q in queries] for d in docids], dtype=np.float32
+        )
 
     def _query_terms(self, text: str, bigrams=False) -> list[str]:
         toks = self.analyzer.tokens(text)
         return [f"{a} {b}" for a, b in zip(toks, toks[1:])] if bigrams else toks
 
     def _score(self, q: dict, doc: str) -> float:
-        (kind, body), = q.items()
+        ((kind, body),) = q.items()
         if kind == "match_none":
             return 0.0
         if kind == "match_all":
             return 1.0
         if kind == "match":
-            (field, text), = body.items()
+            ((field, text),) = body.items()
             base, _, sub = field.partition(".")
             if sub in ("terms", "bigrams"):  # boolean similarity: 1 per matching query clause
                 have = set(self._query_terms(" ".join(self.tokens[base][doc]), sub == "bigrams"))
                 return float(sum(t in have for t in self._query_terms(text, sub == "bigrams")))
             return self._bm25(field, self._query_terms(text), doc)
         if kind == "match_explorer":
-            (field, text), = body["query"]["match"].items()
+            ((field, text),) = body["query"]["match"].items()
             doc_toks = self.tokens[field][doc]
             tfs = [doc_toks.count(t) for t in dict.fromkeys(self._query_terms(text))]
             if not any(tfs):
@@ -372,9 +451,9 @@ class EngineSimulator:
         if kind == "constant_score":
             return float(body.get("boost", 1.0)) if self._score(body["filter"], doc) > 0 else 0.0
         if kind == "match_phrase":
-            (field, text), = body.items()
+            ((field, text),) = body.items()
             seq, sub = self.tokens[field][doc], self._query_terms(text)
-            return float(bool(sub) and any(seq[i:i + len(sub)] == sub for i in range(len(seq) - len(sub) + 1)))
+            return float(bool(sub) and any(seq[i : i + len(sub)] == sub for i in range(len(seq) - len(sub) + 1)))
         if kind == "function_score":
             fvf = body["field_value_factor"]
             return float(len(self.tokens[fvf["field"].split(".")[0]][doc]))

@@ -5,6 +5,7 @@
 built under a temporary name beside the target and renamed at the end: a failed run
 leaves no partial report.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,9 +39,11 @@ def significance_mark(p, marks: dict | None = None) -> str:
     return max(hits, key=len) if hits else ""
 
 
-SEED_HINT = ("training without row or feature subsampling is deterministic, so extra seeds only cost time; "
-             "to measure seed variance add subsampling, e.g. LightGBM bagging_fraction=0.8, bagging_freq=1, "
-             "feature_fraction=0.8 or XGBoost subsample=0.8, colsample_bytree=0.8")
+SEED_HINT = (
+    "training without row or feature subsampling is deterministic, so extra seeds only cost time; "
+    "to measure seed variance add subsampling, e.g. LightGBM bagging_fraction=0.8, bagging_freq=1, "
+    "feature_fraction=0.8 or XGBoost subsample=0.8, colsample_bytree=0.8"
+)
 
 
 def seed_inert_sets(result: AblationResult) -> list[str]:
@@ -73,10 +76,19 @@ def report_json(result: AblationResult, summary: dict) -> dict:
     """The ``report.json`` object: config, results, comparisons, per-run best iterations, importance."""
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
     config = result.config | {"baseline": summary["baseline"], "statistics": summary["statistics"]}
-    return _clean({"format": REPORT_FORMAT, "config": config, "results": summary["results"],
-                   "comparisons": summary["comparisons"], "verdict": summary.get("verdict"), "runs": runs,
-                   "importance": result.importance,
-                   "seed_effect": result.seed_effect, "stage_seconds": summary.get("stages")})
+    return _clean(
+        {
+            "format": REPORT_FORMAT,
+            "config": config,
+            "results": summary["results"],
+            "comparisons": summary["comparisons"],
+            "verdict": summary.get("verdict"),
+            "runs": runs,
+            "importance": result.importance,
+            "seed_effect": result.seed_effect,
+            "stage_seconds": summary.get("stages"),
+        }
+    )
 
 
 def _index(summary: dict):
@@ -104,9 +116,11 @@ def headline_table(result: AblationResult, summary: dict, metrics=None) -> list[
     metrics = list(metrics or headline_metrics(result.metrics))
     means, comps = _index(summary)
     marks = summary["statistics"]["marks"]
-    rows = [[s.name + (" (alone)" if s.kind == "alone" else "")] +
-            [_cell(means, comps, s.name, m, marks) for m in metrics] for s in result.feature_sets
-            if s.kind != "candidate"]
+    rows = [
+        [s.name + (" (alone)" if s.kind == "alone" else "")] + [_cell(means, comps, s.name, m, marks) for m in metrics]
+        for s in result.feature_sets
+        if s.kind != "candidate"
+    ]
     header = ["feature set"] + metrics
     widths = [max(len(str(row[j])) for row in rows + [header]) for j in range(len(header))]
     fmt = lambda row: "  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
@@ -136,92 +150,170 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
     conv = cfg["conventions"]
     lines = ["# Feature ablation", ""]
     if summary.get("verdict"):
-        lines += ["## Verdict", "", "```", *verdict_lines(summary["verdict"]), "```", "",
-                  "The recommendation is made per fold on training queries only (inner cross-validation, see "
-                  "Model selection); the test metrics above are pooled over the folds' test queries, compared "
-                  "by the paired randomisation test, Holm-adjusted with every other comparison of this report.",
-                  ""]
+        lines += [
+            "## Verdict",
+            "",
+            "```",
+            *verdict_lines(summary["verdict"]),
+            "```",
+            "",
+            "The recommendation is made per fold on training queries only (inner cross-validation, see "
+            "Model selection); the test metrics above are pooled over the folds' test queries, compared "
+            "by the paired randomisation test, Holm-adjusted with every other comparison of this report.",
+            "",
+        ]
 
     lines += ["## Setup", ""]
     if summary.get("stages"):
         lines.append(f"- **{profile_line(summary['stages'])[:-1]}** (per training in report.json `stage_seconds`).")
-    lines.append(f"- **Folds**: {len(cfg['folds'])}; each query is tested in exactly one fold and never trained on "
-                 "in that fold; test queries of all folds are pooled for the statistics.")
+    lines.append(
+        f"- **Folds**: {len(cfg['folds'])}; each query is tested in exactly one fold and never trained on "
+        "in that fold; test queries of all folds are pooled for the statistics."
+    )
     for f in cfg["folds"]:
-        sizes = ", ".join(f"{part} {f[part]['queries']} queries / {f[part]['rows']} rows"
-                          for part in ("train", "valid", "test") if f[part] is not None)
+        sizes = ", ".join(
+            f"{part} {f[part]['queries']} queries / {f[part]['rows']} rows"
+            for part in ("train", "valid", "test")
+            if f[part] is not None
+        )
         origin = f" — from {f['origin']}" if f["origin"] else ""
         lines.append(f"  - `{f['name']}`: {sizes}{origin}")
     if cfg.get("cross_fitting"):
         lines.append(f"- **Cross-fitting**: {cfg['cross_fitting']['description']}")
-    lines.append(f"- **Seeds**: {', '.join(map(str, cfg['seeds']))} — every ranker set is trained with each seed on "
-                 "every fold (paired); per-query metrics are averaged over seeds. Single-feature rankers are "
-                 "deterministic and run once.")
+    lines.append(
+        f"- **Seeds**: {', '.join(map(str, cfg['seeds']))} — every ranker set is trained with each seed on "
+        "every fold (paired); per-query metrics are averaged over seeds. Single-feature rankers are "
+        "deterministic and run once."
+    )
     inert = seed_inert_sets(result)
     if inert:
-        lines.append(f"- **Note**: the seeds changed nothing for {', '.join(f'`{n}`' for n in inert)}: "
-                     f"{SEED_HINT}.")
-    lines.append(f"- **Engine**: {cfg['engine']} LambdaMART; parameters: `{json.dumps(_clean(cfg['ranker_params']))}`; "
-                 f"engine parameters: `{json.dumps(_clean(cfg['engine_params']))}`. Early stopping uses the fold's "
-                 "validation part when it has one.")
-    lines.append(f"- **Metrics**: {', '.join(cfg['metrics'])}. recall@k = share of the relevant documents in the "
-                 "top k; top3recall@k = share of the query's 3 best relevant documents in the top k (GDSSM paper).")
-    lines.append(f"- **Conventions**: {conv['description']}. NDCG gain: {conv['gain']}; ties: {conv['ties']} "
-                 f"(equal scores keep input order); queries without a relevant document: {conv['no_relevant']}.")
-    lines.append("- **Single-feature rankers** sort documents by the raw feature value, descending; ties keep "
-                 "input order; NaN/inf values go last.")
-    lines.append((f"- **Significance marks**: {stats['marks_test']}; `*` adjusted p < {marks['*']}, "
-                 f"`**` adjusted p < {marks['**']}; {len(summary['comparisons'])} comparisons of "
-                 f"`{summary['baseline']}` against the other ranker sets over all metrics.")
-                 if summary["comparisons"] else "- **Significance marks**: none (no ranker set to compare).")
+        lines.append(f"- **Note**: the seeds changed nothing for {', '.join(f'`{n}`' for n in inert)}: {SEED_HINT}.")
+    lines.append(
+        f"- **Engine**: {cfg['engine']} LambdaMART; parameters: `{json.dumps(_clean(cfg['ranker_params']))}`; "
+        f"engine parameters: `{json.dumps(_clean(cfg['engine_params']))}`. Early stopping uses the fold's "
+        "validation part when it has one."
+    )
+    lines.append(
+        f"- **Metrics**: {', '.join(cfg['metrics'])}. recall@k = share of the relevant documents in the "
+        "top k; top3recall@k = share of the query's 3 best relevant documents in the top k (GDSSM paper)."
+    )
+    lines.append(
+        f"- **Conventions**: {conv['description']}. NDCG gain: {conv['gain']}; ties: {conv['ties']} "
+        f"(equal scores keep input order); queries without a relevant document: {conv['no_relevant']}."
+    )
+    lines.append(
+        "- **Single-feature rankers** sort documents by the raw feature value, descending; ties keep "
+        "input order; NaN/inf values go last."
+    )
+    lines.append(
+        (
+            f"- **Significance marks**: {stats['marks_test']}; `*` adjusted p < {marks['*']}, "
+            f"`**` adjusted p < {marks['**']}; {len(summary['comparisons'])} comparisons of "
+            f"`{summary['baseline']}` against the other ranker sets over all metrics."
+        )
+        if summary["comparisons"]
+        else "- **Significance marks**: none (no ranker set to compare)."
+    )
     b = stats["bootstrap"]
-    lines.append(f"- **Intervals**: {b['method']} bootstrap, {int(b['level'] * 100)}% level, {b['n_resamples']} "
-                 f"resamples, seed {b['seed']}; randomisation test with {stats['randomization']['n_resamples']} "
-                 "sign-flip resamples (exact enumeration up to "
-                 f"{stats['randomization']['exact_up_to_queries']} queries).")
+    lines.append(
+        f"- **Intervals**: {b['method']} bootstrap, {int(b['level'] * 100)}% level, {b['n_resamples']} "
+        f"resamples, seed {b['seed']}; randomisation test with {stats['randomization']['n_resamples']} "
+        "sign-flip resamples (exact enumeration up to "
+        f"{stats['randomization']['exact_up_to_queries']} queries)."
+    )
     if summary["comparisons"]:
         floor = len(summary["comparisons"]) / (stats["randomization"]["n_resamples"] + 1)
-        lines.append(f"- **Resolution**: with {stats['randomization']['n_resamples']} resamples and "
-                     f"{len(summary['comparisons'])} comparisons the smallest attainable Holm-adjusted p is about "
-                     f"{floor:.2g} (for more than {stats['randomization']['exact_up_to_queries']} queries); "
-                     "raise the resamples if that exceeds a mark's threshold.")
+        lines.append(
+            f"- **Resolution**: with {stats['randomization']['n_resamples']} resamples and "
+            f"{len(summary['comparisons'])} comparisons the smallest attainable Holm-adjusted p is about "
+            f"{floor:.2g} (for more than {stats['randomization']['exact_up_to_queries']} queries); "
+            "raise the resamples if that exceeds a mark's threshold."
+        )
     lines.append(f"- **Versions**: {', '.join(f'{k} {v}' for k, v in cfg['versions'].items() if v)}.")
     lines.append("")
 
     if rankers:
-        lines += ["## Rankers", "",
-                  f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
-                  "significance mark.", ""]
-        lines += _md_table(["feature set", "features"] + cfg["metrics"],
-                           [[f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks)
-                                                               for m in cfg["metrics"]] for s in shown])
+        lines += [
+            "## Rankers",
+            "",
+            f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
+            "significance mark.",
+            "",
+        ]
+        lines += _md_table(
+            ["feature set", "features"] + cfg["metrics"],
+            [
+                [f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks) for m in cfg["metrics"]]
+                for s in shown
+            ],
+        )
         lines.append("")
         if cfg.get("selection"):
             lines += _selection_markdown(result, summary)
     if summary["comparisons"]:
-        lines += ["## Comparisons", "",
-                  "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
-                  "where the variant wins / ties / loses.", ""]
+        lines += [
+            "## Comparisons",
+            "",
+            "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
+            "where the variant wins / ties / loses.",
+            "",
+        ]
         lines += _md_table(
-            ["baseline", "variant", "metric", "baseline mean", "variant mean", "delta [95% CI]", "relative", "p (t-test)",
-             "p (randomisation)", "p (Holm)", "W/T/L", "queries"],
-            [[f"`{c['baseline']}`", f"`{c['variant']}`", c["metric"], f"{c['base_mean']:.4f}", f"{c['variant_mean']:.4f}",
-              f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
-              "n/a" if c["relative"] is None or not math.isfinite(c["relative"]) else f"{100 * c['relative']:+.1f}%",
-              format_p(c["p_ttest"]), format_p(c["p_randomization"]),
-              format_p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
-              f"{c['wins']}/{c['ties']}/{c['losses']}", c["n_queries"]] for c in summary["comparisons"]])
+            [
+                "baseline",
+                "variant",
+                "metric",
+                "baseline mean",
+                "variant mean",
+                "delta [95% CI]",
+                "relative",
+                "p (t-test)",
+                "p (randomisation)",
+                "p (Holm)",
+                "W/T/L",
+                "queries",
+            ],
+            [
+                [
+                    f"`{c['baseline']}`",
+                    f"`{c['variant']}`",
+                    c["metric"],
+                    f"{c['base_mean']:.4f}",
+                    f"{c['variant_mean']:.4f}",
+                    f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
+                    "n/a"
+                    if c["relative"] is None or not math.isfinite(c["relative"])
+                    else f"{100 * c['relative']:+.1f}%",
+                    format_p(c["p_ttest"]),
+                    format_p(c["p_randomization"]),
+                    format_p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
+                    f"{c['wins']}/{c['ties']}/{c['losses']}",
+                    c["n_queries"],
+                ]
+                for c in summary["comparisons"]
+            ],
+        )
         lines.append("")
     if alone:
-        lines += ["## Single features", "", "Each feature alone, documents sorted by its raw value (as in Table 5 of "
-                  "the CLSM paper); mean [95% bootstrap interval].", ""]
-        lines += _md_table(["feature"] + cfg["metrics"],
-                           [[f"`{s.name}`"] + [_mean_ci(means[(s.name, m)]) for m in cfg["metrics"]] for s in alone])
+        lines += [
+            "## Single features",
+            "",
+            "Each feature alone, documents sorted by its raw value (as in Table 5 of "
+            "the CLSM paper); mean [95% bootstrap interval].",
+            "",
+        ]
+        lines += _md_table(
+            ["feature"] + cfg["metrics"],
+            [[f"`{s.name}`"] + [_mean_ci(means[(s.name, m)]) for m in cfg["metrics"]] for s in alone],
+        )
         lines.append("")
     if rankers:
-        lines += ["## Feature importance", "",
-                  "Share of each ranker's total split gain, averaged over folds and seeds (top "
-                  f"{_TOP_FEATURES} per set).", ""]
+        lines += [
+            "## Feature importance",
+            "",
+            f"Share of each ranker's total split gain, averaged over folds and seeds (top {_TOP_FEATURES} per set).",
+            "",
+        ]
         for s in rankers:
             top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
             lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
@@ -229,19 +321,27 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
         for r in result.runs:
             if r["best_iteration"] is not None:
                 best.setdefault(r["feature_set"], []).append(r["best_iteration"])
-        lines += ["", "Best iteration (trees used) per ranker set, over folds and seeds: " +
-                  "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()), ""]
+        lines += [
+            "",
+            "Best iteration (trees used) per ranker set, over folds and seeds: "
+            + "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()),
+            "",
+        ]
     lines += ["## Plots", "", "![metric means with 95% intervals](metrics.png)", ""]
     if summary["comparisons"]:
         lines += ["![per-query deltas](deltas.png)", ""]
     if rankers:
         lines += ["![feature importance](importance.png)", ""]
-    lines += ["## Files", "",
-              "- `report.json`: config, results, comparisons, per-run best iterations, importance "
-              "(identical on reruns with the same inputs and seeds)",
-              "- `per_query.tsv`: one row per feature set (and, with model selection, per `SET/CANDIDATE`), fold "
-              "and test query (metrics averaged over seeds); `ltrfeat compare` reads it",
-              "- `timings.json`: wall time of every run", ""]
+    lines += [
+        "## Files",
+        "",
+        "- `report.json`: config, results, comparisons, per-run best iterations, importance "
+        "(identical on reruns with the same inputs and seeds)",
+        "- `per_query.tsv`: one row per feature set (and, with model selection, per `SET/CANDIDATE`), fold "
+        "and test query (metrics averaged over seeds); `ltrfeat compare` reads it",
+        "- `timings.json`: wall time of every run",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -250,28 +350,40 @@ def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
     sel = result.config["selection"]
     means, _ = _index(summary)
     headline = headline_metrics(result.metrics)
-    lines = ["## Model selection", "",
-             f"Candidates: {', '.join(f'`{c}`' for c in sel['candidates'])}; tuning: {sel['tune']}"
-             + (f" ({sel['tune_trials']} trials)" if sel["tune"] == "optuna" else "")
-             + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
-             f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
-             f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
-             "(one-se: the simplest candidate within one standard error of the best). The test queries are "
-             "never read. Tuned candidates report their best trial, so their inner scores are optimistic.", ""]
+    lines = [
+        "## Model selection",
+        "",
+        f"Candidates: {', '.join(f'`{c}`' for c in sel['candidates'])}; tuning: {sel['tune']}"
+        + (f" ({sel['tune_trials']} trials)" if sel["tune"] == "optuna" else "")
+        + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
+        f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
+        f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
+        "(one-se: the simplest candidate within one standard error of the best). The test queries are "
+        "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
+        "",
+    ]
     rows = []
     for fold, sets in sel["chosen"].items():
         rec = sel["recommended"][fold]
         for name, choice in sets.items():
             cv = ", ".join(f"{c} {st['mean']:.4f}" for c, st in choice["stats"].items())
             tuned = choice["tuned"].get(choice["chosen"])
-            rows.append([fold, f"`{name}`", f"`{choice['chosen']}`" + (" (recommended)" if rec["feature_set"] == name
-                                                                       else ""),
-                         cv, "" if not tuned else f"`{json.dumps(_clean(tuned))}`"])
+            rows.append(
+                [
+                    fold,
+                    f"`{name}`",
+                    f"`{choice['chosen']}`" + (" (recommended)" if rec["feature_set"] == name else ""),
+                    cv,
+                    "" if not tuned else f"`{json.dumps(_clean(tuned))}`",
+                ]
+            )
     lines += _md_table(["fold", "feature set", "chosen", "inner-CV criterion per candidate", "tuned parameters"], rows)
     lines += ["", "Test scores of every candidate (what selection cost or gained):", ""]
     candidates = [s for s in result.feature_sets if s.kind == "candidate"]
-    lines += _md_table(["feature set / candidate"] + headline,
-                       [[f"`{s.name}`"] + [_cell(means, {}, s.name, m, {}) for m in headline] for s in candidates])
+    lines += _md_table(
+        ["feature set / candidate"] + headline,
+        [[f"`{s.name}`"] + [_cell(means, {}, s.name, m, {}) for m in headline] for s in candidates],
+    )
     return lines + [""]
 
 
@@ -302,9 +414,15 @@ def plot_metrics(result: AblationResult, summary: dict, path) -> None:
         mean = np.array([np.nan if r["mean"] is None else r["mean"] for r in rows], dtype=float)
         lo = np.array([np.nan if r["ci95"][0] is None else r["ci95"][0] for r in rows], dtype=float)
         hi = np.array([np.nan if r["ci95"][1] is None else r["ci95"][1] for r in rows], dtype=float)
-        ax.bar(x + (k - (len(sets) - 1) / 2) * width, mean, width, yerr=np.vstack([mean - lo, hi - mean]),
-               capsize=2, label=s.name + (" (alone)" if s.kind == "alone" else ""),
-               hatch="//" if s.kind == "alone" else None)
+        ax.bar(
+            x + (k - (len(sets) - 1) / 2) * width,
+            mean,
+            width,
+            yerr=np.vstack([mean - lo, hi - mean]),
+            capsize=2,
+            label=s.name + (" (alone)" if s.kind == "alone" else ""),
+            hatch="//" if s.kind == "alone" else None,
+        )
     ax.set_xticks(x, metrics)
     ax.set_ylabel("mean over test queries")
     ax.set_title("Metrics per feature set (95% bootstrap intervals)")
@@ -356,13 +474,23 @@ def check_report_dir(out_dir, *, overwrite: bool = False) -> Path:
     if out_dir.exists() and not out_dir.is_dir():
         raise LtrfeatError("exists and is not a directory", path=out_dir, fix="choose another --report path")
     if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
-        raise LtrfeatError("report directory exists and is not empty", path=out_dir,
-                           fix="choose another --report directory or pass --overwrite")
+        raise LtrfeatError(
+            "report directory exists and is not empty",
+            path=out_dir,
+            fix="choose another --report directory or pass --overwrite",
+        )
     return out_dir
 
 
-def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: bool = False,
-                 timings: dict | None = None, runs_of=None) -> Path:
+def write_report(
+    result: AblationResult,
+    summary: dict,
+    out_dir,
+    *,
+    overwrite: bool = False,
+    timings: dict | None = None,
+    runs_of=None,
+) -> Path:
     """Write ``report.md``, ``report.json``, ``per_query.tsv``, ``timings.json`` and the PNG plots
     into ``out_dir``, all at once (built in a temporary directory, then renamed). ``timings`` (e.g.
     ``wall_seconds`` and per-stage seconds of the whole command) go to ``timings.json`` beside the runs'.
@@ -382,11 +510,13 @@ def write_report(result: AblationResult, summary: dict, out_dir, *, overwrite: b
         with atomic_output(tmp / "report.md") as fh:
             fh.write(report_markdown(result, summary))
         with atomic_output(tmp / "per_query.tsv") as fh:
-            result.per_query.to_csv(fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g",
-                                    lineterminator="\n")
+            result.per_query.to_csv(fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g", lineterminator="\n")
         with atomic_output(tmp / "timings.json") as fh:
-            json.dump({**(timings or {}), "total_seconds": sum(r["seconds"] for r in result.runs),
-                       "runs": result.runs}, fh, indent=1)
+            json.dump(
+                {**(timings or {}), "total_seconds": sum(r["seconds"] for r in result.runs), "runs": result.runs},
+                fh,
+                indent=1,
+            )
             fh.write("\n")
         plot_metrics(result, summary, tmp / "metrics.png")
         if summary["comparisons"]:

@@ -9,6 +9,7 @@ columns); every other set's runs come back from the store bit for bit.
 Results are stored as JSON with arrays as exact raw bytes (no pickles: a store on a shared disk
 never executes anything when read). A torn or foreign file is ignored and the run recomputed.
 """
+
 from __future__ import annotations
 
 import base64
@@ -33,8 +34,13 @@ def _pack(obj):
         data = np.ascontiguousarray(obj)
         return {"__nd__": [data.dtype.str, list(data.shape), base64.b64encode(data.tobytes()).decode("ascii")]}
     if isinstance(obj, pd.DataFrame):
-        return {"__df__": {"index": _pack(obj.index.to_numpy()), "index_name": obj.index.name,
-                           "columns": [[name, _pack(obj[name].to_numpy())] for name in obj.columns]}}
+        return {
+            "__df__": {
+                "index": _pack(obj.index.to_numpy()),
+                "index_name": obj.index.name,
+                "columns": [[name, _pack(obj[name].to_numpy())] for name in obj.columns],
+            }
+        }
     if isinstance(obj, np.generic):
         return {"__np__": [obj.dtype.str, _pack(obj.item())]}
     if isinstance(obj, tuple):
@@ -56,7 +62,7 @@ def _unpack(obj):
     if not isinstance(obj, dict):
         return obj
     if len(obj) == 1:
-        (tag, value), = obj.items()
+        ((tag, value),) = obj.items()
         if tag == "__nd__":
             dtype, shape, data = value
             return np.frombuffer(base64.b64decode(data), dtype=np.dtype(dtype)).reshape(shape).copy()
@@ -65,8 +71,10 @@ def _unpack(obj):
             out[:] = [_unpack(x) for x in value]
             return out
         if tag == "__df__":
-            return pd.DataFrame({name: _unpack(col) for name, col in value["columns"]},
-                                index=pd.Index(_unpack(value["index"]), name=value["index_name"]))
+            return pd.DataFrame(
+                {name: _unpack(col) for name, col in value["columns"]},
+                index=pd.Index(_unpack(value["index"]), name=value["index_name"]),
+            )
         if tag == "__np__":
             return np.dtype(value[0]).type(_unpack(value[1]))
         if tag == "__tuple__":
@@ -91,10 +99,20 @@ class RunStore:
 
     def key(self, fold, feature_set, seed=None) -> str:
         """The key of one run: ``fold`` (a :class:`~ltrfeat.rankers.ablation.Fold`), ``feature_set``, ``seed``."""
-        h = hashlib.sha256(json.dumps(
-            {"format": FORMAT, "settings": self.settings, "fold": fold.name, "set": [feature_set.kind, feature_set.columns],
-             "seed": seed, "versions": library_versions("numpy", "lightgbm", "xgboost", "scikit-learn")},
-            sort_keys=True, default=str).encode())
+        h = hashlib.sha256(
+            json.dumps(
+                {
+                    "format": FORMAT,
+                    "settings": self.settings,
+                    "fold": fold.name,
+                    "set": [feature_set.kind, feature_set.columns],
+                    "seed": seed,
+                    "versions": library_versions("numpy", "lightgbm", "xgboost", "scikit-learn"),
+                },
+                sort_keys=True,
+                default=str,
+            ).encode()
+        )
         for part in (fold.train, fold.valid, fold.test):
             if part is None:
                 h.update(b"\x00none")

@@ -17,6 +17,7 @@ standard error (of the paired per-query difference) of the best, take the simple
 ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
 optimistic; the one-SE rule and the test scores of every candidate in the report keep that visible.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,8 +33,14 @@ from ltrfeat.rankers.choices import CANDIDATES, RULES, SIMPLICITY, TUNE_METHODS
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.features.metrics import parse_metrics
-from ltrfeat.rankers.single import (DEFAULT_CRITERION, BestSingleFeature, BoostedFromFeature, concat, criterion_per_query,
-                            rank_single_features)
+from ltrfeat.rankers.single import (
+    DEFAULT_CRITERION,
+    BestSingleFeature,
+    BoostedFromFeature,
+    concat,
+    criterion_per_query,
+    rank_single_features,
+)
 
 
 # Hand-picked configurations (LightGBM names) from small data (few leaves, many rows per leaf, strong
@@ -48,8 +55,14 @@ GRID = [
     {"num_leaves": 255, "min_data_in_leaf": 5, "learning_rate": 0.1, "lambda_l1": 1.0},
     {"num_leaves": 7, "min_data_in_leaf": 1, "learning_rate": 0.1, "lambda_l2": 100.0},
 ]
-_XGBOOST_NAMES = {"num_leaves": "max_leaves", "learning_rate": "eta", "lambda_l1": "alpha", "lambda_l2": "lambda",
-                  "feature_fraction": "colsample_bytree", "bagging_fraction": "subsample"}
+_XGBOOST_NAMES = {
+    "num_leaves": "max_leaves",
+    "learning_rate": "eta",
+    "lambda_l1": "alpha",
+    "lambda_l2": "lambda",
+    "feature_fraction": "colsample_bytree",
+    "bagging_fraction": "subsample",
+}
 # rank:ndcg hessians are small (about 0.01-0.25 per row), so a leaf's row minimum becomes a hessian minimum
 _HESSIAN_PER_ROW = 0.05
 
@@ -67,13 +80,15 @@ def _for_engine(params: dict, engine: str) -> dict:
 def _optuna_space(trial, engine: str) -> dict:
     """The Optuna search space (LightGBM names, translated for XGBoost): small data (3 leaves, 200 rows
     per leaf) to big (255 leaves, 1 row)."""
-    params = {"num_leaves": trial.suggest_int("num_leaves", 3, 255, log=True),
-              "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 1, 200, log=True),
-              "learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
-              "lambda_l1": trial.suggest_float("lambda_l1", 1e-8, 10.0, log=True),
-              "lambda_l2": trial.suggest_float("lambda_l2", 1e-8, 10.0, log=True),
-              "feature_fraction": trial.suggest_float("feature_fraction", 0.5, 1.0),
-              "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0)}
+    params = {
+        "num_leaves": trial.suggest_int("num_leaves", 3, 255, log=True),
+        "min_data_in_leaf": trial.suggest_int("min_data_in_leaf", 1, 200, log=True),
+        "learning_rate": trial.suggest_float("learning_rate", 0.01, 0.3, log=True),
+        "lambda_l1": trial.suggest_float("lambda_l1", 1e-8, 10.0, log=True),
+        "lambda_l2": trial.suggest_float("lambda_l2", 1e-8, 10.0, log=True),
+        "feature_fraction": trial.suggest_float("feature_fraction", 0.5, 1.0),
+        "bagging_fraction": trial.suggest_float("bagging_fraction", 0.5, 1.0),
+    }
     return _for_engine(params, engine) | ({"bagging_freq": 1} if engine == "lightgbm" else {})
 
 
@@ -105,8 +120,10 @@ class SelectionConfig:
         object.__setattr__(self, "criterion", tuple(parse_metrics(self.criterion)))
         unknown = [c for c in self.candidates if c not in CANDIDATES]
         if unknown or not self.candidates:
-            raise LtrfeatError(f"unknown candidate {unknown[0]!r}" if unknown else "no candidate given",
-                               fix=f"choose from {', '.join(CANDIDATES)}")
+            raise LtrfeatError(
+                f"unknown candidate {unknown[0]!r}" if unknown else "no candidate given",
+                fix=f"choose from {', '.join(CANDIDATES)}",
+            )
         if self.tune not in TUNE_METHODS:
             raise LtrfeatError(f"unknown tuning method {self.tune!r}", fix=f"use one of {', '.join(TUNE_METHODS)}")
         tuned = [c for c in self.candidates if c.endswith("-tuned")]
@@ -115,16 +132,19 @@ class SelectionConfig:
         if self.rule not in RULES:
             raise LtrfeatError(f"unknown selection rule {self.rule!r}", fix=f"use one of {', '.join(RULES)}")
         if int(self.inner_folds) < 2 or int(self.tune_trials) < 1 or not 0 < self.valid_fraction < 1:
-            raise LtrfeatError(f"inner_folds must be >= 2, tune_trials >= 1 and 0 < valid_fraction < 1; got "
-                               f"{self.inner_folds}, {self.tune_trials}, {self.valid_fraction}")
+            raise LtrfeatError(
+                f"inner_folds must be >= 2, tune_trials >= 1 and 0 < valid_fraction < 1; got "
+                f"{self.inner_folds}, {self.tune_trials}, {self.valid_fraction}"
+            )
 
     @classmethod
     def default(cls, engine: str = "lightgbm", *, tune: str = "none", **kwargs) -> "SelectionConfig":
         """The default candidates for ``engine``, plus its tuned variant when ``tune`` is not ``none``."""
         if engine not in ENGINES:
             raise LtrfeatError(f"unknown engine {engine!r}", fix=f"use one of {', '.join(ENGINES)}")
-        candidates = [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + ["linear", "boost-best",
-                                                                                  "best-single"]
+        candidates = (
+            [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + ["linear", "boost-best", "best-single"]
+        )
         return cls(candidates=tuple(candidates), tune=tune, **kwargs)
 
     def to_dict(self) -> dict:
@@ -152,15 +172,19 @@ def inner_splits(pool: RankingSet, config: SelectionConfig) -> list[tuple[Rankin
     """``(fit, early_stop, held_out)`` parts of the pool for each inner fold (seeded, by query)."""
     queries = pool.queries()
     if len(queries) < 2 * config.inner_folds:
-        raise LtrfeatError(f"{len(queries)} training queries are too few for {config.inner_folds} inner folds",
-                           fix="lower --inner-folds, or pass --no-select")
+        raise LtrfeatError(
+            f"{len(queries)} training queries are too few for {config.inner_folds} inner folds",
+            fix="lower --inner-folds, or pass --no-select",
+        )
     order = np.random.default_rng(config.seed).permutation(len(queries))
     folds = np.array_split(order, config.inner_folds)
     out = []
     for i, held in enumerate(folds):
         rest = queries[np.sort(np.concatenate([f for j, f in enumerate(folds) if j != i]))]
         fit_q, stop_q = split_queries(rest, config.valid_fraction, config.seed + 1 + i)
-        out.append((pool.subset_queries(fit_q), pool.subset_queries(stop_q), pool.subset_queries(queries[np.sort(held)])))
+        out.append(
+            (pool.subset_queries(fit_q), pool.subset_queries(stop_q), pool.subset_queries(queries[np.sort(held)]))
+        )
     return out
 
 
@@ -198,8 +222,9 @@ class Candidates:
         return model.fit(train, valid)
 
     def per_query(self, data: RankingSet, scores: np.ndarray) -> np.ndarray:
-        return criterion_per_query(data.qid, data.label, scores, self.criterion, gain=self.gain,
-                                   no_relevant=self.no_relevant)
+        return criterion_per_query(
+            data.qid, data.label, scores, self.criterion, gain=self.gain, no_relevant=self.no_relevant
+        )
 
 
 def describe(model) -> dict:
@@ -241,8 +266,9 @@ def _search(engine: str, config: SelectionConfig, score_params) -> tuple[dict, n
         try:
             import optuna
         except ImportError:
-            raise LtrfeatError("--tune optuna needs the optuna package",
-                               fix="pip install 'ltrfeat[tune]' (or use --tune grid)") from None
+            raise LtrfeatError(
+                "--tune optuna needs the optuna package", fix="pip install 'ltrfeat[tune]' (or use --tune grid)"
+            ) from None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
 
         def objective(trial):
@@ -254,8 +280,11 @@ def _search(engine: str, config: SelectionConfig, score_params) -> tuple[dict, n
         study = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(seed=config.seed))
         study.optimize(objective, n_trials=int(config.tune_trials))
     best = max(range(len(trials)), key=lambda i: (trials[i]["score"], -i))
-    return trials[best]["params"], trials[best]["values"], [{k: v for k, v in t.items() if k != "values"}
-                                                             for t in trials]
+    return (
+        trials[best]["params"],
+        trials[best]["values"],
+        [{k: v for k, v in t.items() if k != "values"} for t in trials],
+    )
 
 
 def select(train: RankingSet, valid: RankingSet | None, candidates: Candidates, config: SelectionConfig) -> dict:
@@ -268,8 +297,13 @@ def select(train: RankingSet, valid: RankingSet | None, candidates: Candidates, 
     splits = inner_splits(pool, config)
     table = None
     if {"best-single", "boost-best"} & set(config.candidates):
-        table = rank_single_features(pool, candidates.columns, criterion=candidates.criterion,
-                                     gain=candidates.gain, no_relevant=candidates.no_relevant)
+        table = rank_single_features(
+            pool,
+            candidates.columns,
+            criterion=candidates.criterion,
+            gain=candidates.gain,
+            no_relevant=candidates.no_relevant,
+        )
     held_qids = np.concatenate([held.queries() for _, _, held in splits])
 
     def cross_validate(name: str, tuned: dict | None = None) -> np.ndarray:
@@ -288,5 +322,12 @@ def select(train: RankingSet, valid: RankingSet | None, candidates: Candidates, 
         else:
             cv[name] = cross_validate(name)
     chosen, stats = choose(cv, config.rule)
-    return {"chosen": chosen, "rule": config.rule, "stats": stats, "tuned": tuned, "trials": trials,
-            "qids": held_qids, "values": cv}
+    return {
+        "chosen": chosen,
+        "rule": config.rule,
+        "stats": stats,
+        "tuned": tuned,
+        "trials": trials,
+        "qids": held_qids,
+        "values": cv,
+    }

@@ -6,6 +6,7 @@ candidates of model selection (:mod:`ltrfeat.rankers.selection`) and baselines o
 (``+`` larger values rank first, ``-`` smaller values first) and scored by the mean of the
 criterion metrics over the training queries.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -31,14 +32,26 @@ def concat(*parts: RankingSet | None) -> RankingSet:
     for p in given[1:]:
         if p.feature_map != fmap:
             raise LtrfeatError("the parts have different feature columns", fix="give them the same features")
-    pick = lambda name: (None if any(getattr(p, name) is None for p in given)  # noqa: E731
-                         else np.concatenate([getattr(p, name) for p in given]))
-    return RankingSet(np.concatenate([p.qid for p in given]), np.concatenate([p.label for p in given]),
-                      np.vstack([p.X for p in given]), fmap, pick("docid"), pick("comment"), pick("weight"))
+
+    def pick(name):
+        return (
+            None if any(getattr(p, name) is None for p in given) else np.concatenate([getattr(p, name) for p in given])
+        )
+
+    return RankingSet(
+        np.concatenate([p.qid for p in given]),
+        np.concatenate([p.label for p in given]),
+        np.vstack([p.X for p in given]),
+        fmap,
+        pick("docid"),
+        pick("comment"),
+        pick("weight"),
+    )
 
 
-def criterion_per_query(qid, label, score, criterion=DEFAULT_CRITERION, *, gain: str = "exp2",
-                        no_relevant: str = "exclude") -> np.ndarray:
+def criterion_per_query(
+    qid, label, score, criterion=DEFAULT_CRITERION, *, gain: str = "exp2", no_relevant: str = "exclude"
+) -> np.ndarray:
     """Per query (order of first appearance), the mean of the ``criterion`` metrics; NaN for
     queries the no-relevant convention excludes."""
     table = evaluate_queries(qid, label, score, criterion, gain=gain, no_relevant=no_relevant)
@@ -69,9 +82,10 @@ def column_for(data: RankingSet, name: str) -> int:
     try:
         return data.feature_map.column_of(name)
     except KeyError:
-        raise ModelFileError(f"the data lacks the model's feature {name!r}; it has {data.feature_map!r}",
-                             fix="use a file with the same features (and .features.json sidecar) as the training "
-                                 "data") from None
+        raise ModelFileError(
+            f"the data lacks the model's feature {name!r}; it has {data.feature_map!r}",
+            fix="use a file with the same features (and .features.json sidecar) as the training data",
+        ) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,8 +99,9 @@ class FeatureChoice:
         return self.name if self.direction > 0 else f"-{self.name}"
 
 
-def rank_single_features(data: RankingSet, features=None, *, criterion=DEFAULT_CRITERION, gain: str = "exp2",
-                         no_relevant: str = "exclude") -> pd.DataFrame:
+def rank_single_features(
+    data: RankingSet, features=None, *, criterion=DEFAULT_CRITERION, gain: str = "exp2", no_relevant: str = "exclude"
+) -> pd.DataFrame:
     """Per-query criterion of every (feature, direction) of ``features`` (default all) on ``data``:
     a table indexed by qid with one column per :class:`FeatureChoice` (as its string)."""
     columns = range(data.n_features) if features is None else sorted({data.feature_map.column_of(f) for f in features})
@@ -95,8 +110,9 @@ def rank_single_features(data: RankingSet, features=None, *, criterion=DEFAULT_C
     for j in columns:
         for direction in (1, -1):
             choice = FeatureChoice(data.feature_map.features[j].name, direction)
-            out[str(choice)] = criterion_per_query(codes, data.label, feature_scores(data, j, direction),
-                                                   criterion, gain=gain, no_relevant=no_relevant)
+            out[str(choice)] = criterion_per_query(
+                codes, data.label, feature_scores(data, j, direction), criterion, gain=gain, no_relevant=no_relevant
+            )
     return pd.DataFrame(out, index=pd.Index(data.queries(), name="qid"))
 
 
@@ -122,8 +138,7 @@ class BestSingleFeature(BaseEstimator):
     training_scores_ : criterion mean of every (feature, direction) on the training queries.
     """
 
-    def __init__(self, *, features=None, criterion=DEFAULT_CRITERION, gain: str = "exp2",
-                 no_relevant: str = "exclude"):
+    def __init__(self, *, features=None, criterion=DEFAULT_CRITERION, gain: str = "exp2", no_relevant: str = "exclude"):
         self.features = features
         self.criterion = criterion
         self.gain = gain
@@ -136,11 +151,13 @@ class BestSingleFeature(BaseEstimator):
         if len(data) == 0:
             raise LtrfeatError("train data has no rows", fix="check the input file")
         if table is None:
-            table = rank_single_features(data, self.features, criterion=self.criterion, gain=self.gain,
-                                         no_relevant=self.no_relevant)
+            table = rank_single_features(
+                data, self.features, criterion=self.criterion, gain=self.gain, no_relevant=self.no_relevant
+            )
         if table.shape[1] == 0 or table.notna().sum().sum() == 0:
-            raise LtrfeatError("no training query has a relevant document, so no feature can be chosen",
-                               fix="check the labels")
+            raise LtrfeatError(
+                "no training query has a relevant document, so no feature can be chosen", fix="check the labels"
+            )
         self.choice_ = best_of(table)
         self.feature_, self.direction_ = self.choice_.name, self.choice_.direction
         self.feature_map_ = data.feature_map.select([data.feature_map.column_of(self.feature_)])
@@ -175,8 +192,15 @@ class BoostedFromFeature(BaseEstimator):
     **lambdamart : parameters of the :class:`~ltrfeat.rankers.lambdamart.LambdaMART` (engine, seed, ...).
     """
 
-    def __init__(self, *, scales=(2.0,), criterion=DEFAULT_CRITERION, gain: str = "exp2",
-                 no_relevant: str = "exclude", lambdamart: dict | None = None):
+    def __init__(
+        self,
+        *,
+        scales=(2.0,),
+        criterion=DEFAULT_CRITERION,
+        gain: str = "exp2",
+        no_relevant: str = "exclude",
+        lambdamart: dict | None = None,
+    ):
         self.scales = scales
         self.criterion = criterion
         self.gain = gain
@@ -189,19 +213,27 @@ class BoostedFromFeature(BaseEstimator):
 
     def fit(self, train: RankingSet, valid: RankingSet | None = None, *, table: pd.DataFrame | None = None):
         params = dict(self.lambdamart or {})
-        best = BestSingleFeature(features=params.get("features"), criterion=self.criterion, gain=self.gain,
-                                 no_relevant=self.no_relevant).fit(train, valid, table=table)
+        best = BestSingleFeature(
+            features=params.get("features"), criterion=self.criterion, gain=self.gain, no_relevant=self.no_relevant
+        ).fit(train, valid, table=table)
         self.feature_, self.direction_ = best.feature_, best.direction_
         train, valid = train.regroup(), None if valid is None else valid.regroup()
         fits = []
         for scale in self.scales:
-            model = LambdaMART(**params).fit(train, valid, init_score=self._init(train, scale),
-                                             valid_init_score=None if valid is None else self._init(valid, scale))
+            model = LambdaMART(**params).fit(
+                train,
+                valid,
+                init_score=self._init(train, scale),
+                valid_init_score=None if valid is None else self._init(valid, scale),
+            )
             quality = 0.0
             if valid is not None:
                 scores = self._init(valid, scale) + model.predict(valid)
-                quality = np.nanmean(criterion_per_query(valid.qid, valid.label, scores, self.criterion,
-                                                         gain=self.gain, no_relevant=self.no_relevant))
+                quality = np.nanmean(
+                    criterion_per_query(
+                        valid.qid, valid.label, scores, self.criterion, gain=self.gain, no_relevant=self.no_relevant
+                    )
+                )
             fits.append((quality, scale, model))
         k = max(range(len(fits)), key=lambda i: (fits[i][0], -i))
         _, self.scale_, self.model_ = fits[k]
@@ -215,5 +247,9 @@ class BoostedFromFeature(BaseEstimator):
         return self._init(data, self.scale_) + self.model_.predict(data)
 
     def describe(self) -> dict:
-        return {"feature": self.feature_, "direction": self.direction_, "scale": self.scale_,
-                "best_iteration": self.model_.best_iteration_}
+        return {
+            "feature": self.feature_,
+            "direction": self.direction_,
+            "scale": self.scale_,
+            "best_iteration": self.model_.best_iteration_,
+        }

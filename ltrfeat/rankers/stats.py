@@ -4,6 +4,7 @@ Every function takes per-query values of a base system ``a`` and a variant ``b``
 same queries in the same order (pool the test queries of all folds first). Deltas are
 ``d_i = b_i - a_i``, so positive means the variant is better.
 """
+
 from __future__ import annotations
 
 import math
@@ -106,8 +107,9 @@ def bootstrap_ci(x, *, level: float = 0.95, n_resamples: int = 10_000, seed: int
         raise ValueError(f"level must be in (0, 1), got {level}")
     rng = np.random.default_rng(seed)
     n = len(x)
-    means = np.concatenate([x[rng.integers(0, n, size=(size, n), dtype=np.int32)].mean(axis=1)
-                            for size in _chunks(n_resamples, n)])
+    means = np.concatenate(
+        [x[rng.integers(0, n, size=(size, n), dtype=np.int32)].mean(axis=1) for size in _chunks(n_resamples, n)]
+    )
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)
 

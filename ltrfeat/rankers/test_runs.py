@@ -12,6 +12,7 @@ The report averages each query's metric over seeds and breaks equal scores by in
 evaluator reads one run and orders equal scores by docid, descending. With one seed and no tied
 scores the two agree exactly; :func:`write_test_runs` counts the queries with tied scores.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,16 +42,24 @@ def _ids(folds) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], str]:
         usable = fold.test.docid is not None and not pd.isna(pd.Series(fold.test.docid, dtype=object)).any()
         if usable:
             text = pd.Series(fold.test.docid, dtype=object).astype(str)
-            usable = not (text.str.contains(r"\s|^$", regex=True).any()
-                          or pd.DataFrame({"q": q, "d": text}).duplicated().any())
+            usable = not (
+                text.str.contains(r"\s|^$", regex=True).any() or pd.DataFrame({"q": q, "d": text}).duplicated().any()
+            )
         if usable:
             docids[fold.name] = text.to_numpy(dtype=object)
         else:
             from_data = False
             position = pd.Series(q).groupby(q, sort=False).cumcount() + 1
             docids[fold.name] = ("r" + position.astype(str)).to_numpy(dtype=object)
-    return qids, docids, ("the data's docids" if from_data else
-                          "r<n>: the row's position within its query (the data has no unique docid for every row)")
+    return (
+        qids,
+        docids,
+        (
+            "the data's docids"
+            if from_data
+            else "r<n>: the row's position within its query (the data has no unique docid for every row)"
+        ),
+    )
 
 
 def _tied_queries(qid: np.ndarray, scores: np.ndarray) -> int:
@@ -73,8 +82,12 @@ def write_test_runs(result, folds, directory) -> dict:
     record: dict = {"directory": RUNS_DIR, "docids": how, "files": {}, "tied_queries": {}}
     labels = np.concatenate([np.asarray(by_name[f.name].test.label, dtype=np.float64) for f in folds])
     if np.isfinite(labels).all() and (labels == np.round(labels)).all():
-        write_qrels(directory / QRELS, np.concatenate([qids[f.name] for f in folds]),
-                    np.concatenate([docids[f.name] for f in folds]), labels)
+        write_qrels(
+            directory / QRELS,
+            np.concatenate([qids[f.name] for f in folds]),
+            np.concatenate([docids[f.name] for f in folds]),
+            labels,
+        )
         record["qrels"] = QRELS
     else:
         record["qrels"] = None
@@ -89,8 +102,7 @@ def write_test_runs(result, folds, directory) -> dict:
             slug += "_"
         used.add(slug)
         # the first seed of every fold, then each further seed that every fold ran
-        common = [s for s in per_fold[folds[0].name]["seeds"][1:]
-                  if all(s in per_fold[f.name]["seeds"] for f in folds)]
+        common = [s for s in per_fold[folds[0].name]["seeds"][1:] if all(s in per_fold[f.name]["seeds"] for f in folds)]
         q = np.concatenate([qids[f.name] for f in folds])
         d = np.concatenate([docids[f.name] for f in folds])
         files = {}

@@ -21,6 +21,7 @@ ir-measures; tested against ir-measures):
   pytrec_eval's default); queries of the run absent from the qrels are always skipped and counted;
 * a query whose judged documents are all non-relevant scores 0 (included in the means).
 """
+
 from __future__ import annotations
 
 import io
@@ -61,9 +62,12 @@ def _read_text(path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise TextTableError(f"cannot decode byte {raw[exc.start:exc.end].hex(' ')} as UTF-8",
-                             path=path, line=raw.count(b"\n", 0, exc.start) + 1,
-                             fix="TREC files hold UTF-8 (or ASCII) ids") from None
+        raise TextTableError(
+            f"cannot decode byte {raw[exc.start : exc.end].hex(' ')} as UTF-8",
+            path=path,
+            line=raw.count(b"\n", 0, exc.start) + 1,
+            fix="TREC files hold UTF-8 (or ASCII) ids",
+        ) from None
 
 
 def read_run(path) -> pd.DataFrame:
@@ -76,9 +80,17 @@ def read_run(path) -> pd.DataFrame:
     frame = None
     if text.strip():
         try:
-            frame = pd.read_csv(io.StringIO(text), sep=r"\s+", header=None, dtype=str, index_col=False,
-                                names=["qid", "q0", "docid", "rank", "score", "tag"], quoting=3,
-                                na_filter=False, engine="c")
+            frame = pd.read_csv(
+                io.StringIO(text),
+                sep=r"\s+",
+                header=None,
+                dtype=str,
+                index_col=False,
+                names=["qid", "q0", "docid", "rank", "score", "tag"],
+                quoting=3,
+                na_filter=False,
+                engine="c",
+            )
         except (pd.errors.ParserError, ValueError):
             frame = None
     if frame is None or (frame["tag"] == "").any():
@@ -91,20 +103,37 @@ def read_run(path) -> pd.DataFrame:
     if bad_score.any() or bad_rank.any():
         lines = _nonblank_lines(text)
         i = int(np.flatnonzero(bad_score | bad_rank)[0])
-        what = (f"score {frame['score'].iat[i]!r} is not a finite number" if bad_score[i]
-                else f"rank {frame['rank'].iat[i]!r} is not an integer")
+        what = (
+            f"score {frame['score'].iat[i]!r} is not a finite number"
+            if bad_score[i]
+            else f"rank {frame['rank'].iat[i]!r} is not an integer"
+        )
         raise TextTableError(what, path=path, line=int(lines[i]), fix=RUN_FIX)
-    out = pd.DataFrame({"qid": frame["qid"], "docid": frame["docid"], "rank": rank.astype(np.int64),
-                        "score": score, "tag": frame["tag"]})
+    out = pd.DataFrame(
+        {
+            "qid": frame["qid"],
+            "docid": frame["docid"],
+            "rank": rank.astype(np.int64),
+            "score": score,
+            "tag": frame["tag"],
+        }
+    )
     dup = out.duplicated(["qid", "docid"], keep=False).to_numpy()
     if dup.any():
         lines = _nonblank_lines(text)
         first = int(np.flatnonzero(dup)[0])
-        same = np.flatnonzero(dup & (out["qid"] == out["qid"].iat[first]).to_numpy()
-                              & (out["docid"] == out["docid"].iat[first]).to_numpy())
-        raise TextTableError(f"query {out['qid'].iat[first]!r} lists document {out['docid'].iat[first]!r} twice "
-                             f"(lines {', '.join(str(int(lines[j])) for j in same[:5])})", path=path,
-                             line=int(lines[same[1]]), fix="keep one line per (query, document)")
+        same = np.flatnonzero(
+            dup
+            & (out["qid"] == out["qid"].iat[first]).to_numpy()
+            & (out["docid"] == out["docid"].iat[first]).to_numpy()
+        )
+        raise TextTableError(
+            f"query {out['qid'].iat[first]!r} lists document {out['docid'].iat[first]!r} twice "
+            f"(lines {', '.join(str(int(lines[j])) for j in same[:5])})",
+            path=path,
+            line=int(lines[same[1]]),
+            fix="keep one line per (query, document)",
+        )
     if lines is None:
         n_lines = text.count("\n") + (0 if text.endswith("\n") else 1)
         lines = np.arange(1, len(out) + 1) if n_lines == len(out) else _nonblank_lines(text)  # no blank line
@@ -134,9 +163,14 @@ def read_qrels(path) -> pd.DataFrame:
     from ltrfeat.features.converters.trec import read_qrels as read_any_qrels
 
     frame = read_any_qrels(path, "utf-8").frame
-    out = pd.DataFrame({"qid": frame["qid"].to_numpy(), "docid": frame["docid"].to_numpy(),
-                        "label": frame["grade"].to_numpy(dtype=np.float64)},
-                       index=pd.Index(frame["line"].to_numpy(), name="line"))
+    out = pd.DataFrame(
+        {
+            "qid": frame["qid"].to_numpy(),
+            "docid": frame["docid"].to_numpy(),
+            "label": frame["grade"].to_numpy(dtype=np.float64),
+        },
+        index=pd.Index(frame["line"].to_numpy(), name="line"),
+    )
     out.attrs["source"] = str(path)
     return out
 
@@ -146,13 +180,22 @@ def write_qrels(path, qid, docid, label) -> int:
     label = np.asarray(label, dtype=np.float64)
     if not (np.isfinite(label) & (label == np.round(label))).all():
         raise LtrfeatError("qrels grades must be integers", fix="map the labels to integer grades first")
-    rows = list(zip(np.asarray(qid, dtype=object).tolist(), np.asarray(docid, dtype=object).tolist(),
-                    label.astype(np.int64).tolist()))
-    bad = next((i for i, (q, d, _) in enumerate(rows) if not str(q).split() == [str(q)] or not str(d).split() == [str(d)]),
-               None)
+    rows = list(
+        zip(
+            np.asarray(qid, dtype=object).tolist(),
+            np.asarray(docid, dtype=object).tolist(),
+            label.astype(np.int64).tolist(),
+        )
+    )
+    bad = next(
+        (i for i, (q, d, _) in enumerate(rows) if not str(q).split() == [str(q)] or not str(d).split() == [str(d)]),
+        None,
+    )
     if bad is not None:
-        raise LtrfeatError(f"row {bad + 1}: ids {rows[bad][0]!r} / {rows[bad][1]!r} are empty or hold whitespace",
-                           fix="use ids without spaces")
+        raise LtrfeatError(
+            f"row {bad + 1}: ids {rows[bad][0]!r} / {rows[bad][1]!r} are empty or hold whitespace",
+            fix="use ids without spaces",
+        )
     with atomic_output(path) as fh:
         fh.writelines(f"{q} 0 {d} {g}\n" for q, d, g in rows)
     return len(rows)
@@ -188,8 +231,10 @@ def write_trec_run(path, qid, docid, scores, tag: str = "ltrfeat", *, depth: int
         bad = (pd.Series(values, dtype=object).isna() | (text == "") | text.str.contains(r"\s", regex=True)).to_numpy()
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise LtrfeatError(f"row {i + 1}: {name} {values[i]!r} is empty or holds whitespace, which a TREC run "
-                               f"cannot carry", fix=f"use {name}s without spaces")
+            raise LtrfeatError(
+                f"row {i + 1}: {name} {values[i]!r} is empty or holds whitespace, which a TREC run cannot carry",
+                fix=f"use {name}s without spaces",
+            )
     if not np.isfinite(scores).all():
         i = int(np.flatnonzero(~np.isfinite(scores))[0])
         raise LtrfeatError(f"row {i + 1}: score {scores[i]} is not finite", fix="write finite scores only")
@@ -197,8 +242,10 @@ def write_trec_run(path, qid, docid, scores, tag: str = "ltrfeat", *, depth: int
     dup = keys.duplicated(keep=False).to_numpy()
     if dup.any():
         i = int(np.flatnonzero(dup)[0])
-        raise LtrfeatError(f"query {qid[i]!r} holds document {docid[i]!r} twice (row {i + 1})",
-                           fix="score each (query, document) pair once")
+        raise LtrfeatError(
+            f"query {qid[i]!r} holds document {docid[i]!r} twice (row {i + 1})",
+            fix="score each (query, document) pair once",
+        )
     order = trec_order(qid, docid, scores)
     q_sorted = qid[order]
     starts = np.flatnonzero(np.r_[True, q_sorted[1:] != q_sorted[:-1]]) if len(order) else np.zeros(0, int)
@@ -207,14 +254,22 @@ def write_trec_run(path, qid, docid, scores, tag: str = "ltrfeat", *, depth: int
         keep = rank <= depth
         order, q_sorted, rank = order[keep], q_sorted[keep], rank[keep]
     with atomic_output(path) as fh:
-        fh.writelines(f"{q} Q0 {d} {r} {s:.17g} {tag}\n"
-                      for q, d, r, s in zip(q_sorted.tolist(), docid[order].tolist(), rank.tolist(),
-                                            scores[order].tolist()))
+        fh.writelines(
+            f"{q} Q0 {d} {r} {s:.17g} {tag}\n"
+            for q, d, r, s in zip(q_sorted.tolist(), docid[order].tolist(), rank.tolist(), scores[order].tolist())
+        )
     return len(order)
 
 
-def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, metrics="ndcg@10", *, gain: str = "linear",
-                 relevance_threshold: float = 1.0, missing_queries: str = "zero") -> pd.DataFrame:
+def evaluate_run(
+    qrels: pd.DataFrame,
+    run: pd.DataFrame,
+    metrics="ndcg@10",
+    *,
+    gain: str = "linear",
+    relevance_threshold: float = 1.0,
+    missing_queries: str = "zero",
+) -> pd.DataFrame:
     """Per-query metrics of a run (as from :func:`read_run`) against qrels (:func:`read_qrels`).
 
     The conventions are trec_eval's (see the module docstring). Returns one row per evaluated query
@@ -232,8 +287,10 @@ def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, metrics="ndcg@10", *, g
     both = run_q[run_q.isin(judged_q)]
     r = run[run["qid"].isin(both)]
     q = qrels[qrels["qid"].isin(both)]
-    labels = pd.Series(np.maximum(q["label"].to_numpy(dtype=np.float64), 0.0),
-                       index=pd.MultiIndex.from_arrays([q["qid"].to_numpy(dtype=object), q["docid"].to_numpy(dtype=object)]))
+    labels = pd.Series(
+        np.maximum(q["label"].to_numpy(dtype=np.float64), 0.0),
+        index=pd.MultiIndex.from_arrays([q["qid"].to_numpy(dtype=object), q["docid"].to_numpy(dtype=object)]),
+    )
     run_keys = pd.MultiIndex.from_arrays([r["qid"].to_numpy(dtype=object), r["docid"].to_numpy(dtype=object)])
     run_label = labels.reindex(run_keys).fillna(0.0).to_numpy()
     # judged documents the run did not return: ideal ranking and relevant counts only
@@ -248,45 +305,72 @@ def evaluate_run(qrels: pd.DataFrame, run: pd.DataFrame, metrics="ndcg@10", *, g
         # run rows first (trec order), then each query's unretrieved judged documents after them
         regroup = np.lexsort((~retrieved, pd.factorize(qid)[0]))
         qid, label, score, retrieved = qid[regroup], label[regroup], score[regroup], retrieved[regroup]
-        per_query = evaluate_queries(qid, label, score, names, gain=gain, no_relevant="zero", ties="stable",
-                                     relevance_threshold=relevance_threshold, retrieved=retrieved)
-        per_query["n_docs"] = pd.Series(qid[retrieved]).value_counts().reindex(per_query.index).fillna(0).astype(np.int64)
+        per_query = evaluate_queries(
+            qid,
+            label,
+            score,
+            names,
+            gain=gain,
+            no_relevant="zero",
+            ties="stable",
+            relevance_threshold=relevance_threshold,
+            retrieved=retrieved,
+        )
+        per_query["n_docs"] = (
+            pd.Series(qid[retrieved]).value_counts().reindex(per_query.index).fillna(0).astype(np.int64)
+        )
     else:
         per_query = pd.DataFrame(columns=[*names, "n_docs", "n_relevant"], index=pd.Index([], name="qid"))
     conventions = per_query.attrs.get("conventions", {}) if len(qid) else {}
     absent = judged_q[~judged_q.isin(run_q)]
     if missing_queries == "zero" and len(absent):
         relevant = (qrels["label"] >= relevance_threshold).groupby(qrels["qid"]).sum()
-        extra = pd.DataFrame({**{n: 0.0 for n in names}, "n_docs": 0,
-                              "n_relevant": relevant.reindex(absent).to_numpy().astype(np.int64)},
-                             index=pd.Index(absent, name="qid"))
+        extra = pd.DataFrame(
+            {
+                **{n: 0.0 for n in names},
+                "n_docs": 0,
+                "n_relevant": relevant.reindex(absent).to_numpy().astype(np.int64),
+            },
+            index=pd.Index(absent, name="qid"),
+        )
         per_query = pd.concat([per_query, extra])
     per_query.attrs["conventions"] = {
-        "gain": gain, "relevance_threshold": relevance_threshold, "no_relevant": "zero", "ties": "docid-descending",
+        "gain": gain,
+        "relevance_threshold": relevance_threshold,
+        "no_relevant": "zero",
+        "ties": "docid-descending",
         "missing_queries": missing_queries,
         "description": describe_conventions(gain, relevance_threshold, missing_queries),
     } | {k: v for k, v in conventions.items() if k == "err_max_label"}
-    per_query.attrs["skipped"] = {"run_queries_without_qrels": int((~run_q.isin(judged_q)).sum()),
-                                  "qrels_queries_without_run": int(len(absent)) if missing_queries == "skip" else 0}
+    per_query.attrs["skipped"] = {
+        "run_queries_without_qrels": int((~run_q.isin(judged_q)).sum()),
+        "qrels_queries_without_run": int(len(absent)) if missing_queries == "skip" else 0,
+    }
     per_query.attrs["zero_filled"] = int(len(absent)) if missing_queries == "zero" else 0
     return per_query
 
 
 def describe_conventions(gain: str, relevance_threshold: float, missing_queries: str) -> str:
     gain_text = "rel (linear, trec_eval ndcg_cut)" if gain == "linear" else "2^rel-1"
-    missing = ("qrels queries missing from the run skipped (trec_eval, pytrec_eval)" if missing_queries == "skip"
-               else "qrels queries missing from the run scored 0 (ir-measures, trec_eval -c)")
-    return (f"trec_eval conventions: ranked by score, {TIE_BREAK}; unjudged = not relevant, negative grades = 0; "
-            f"relevant = grade >= {relevance_threshold:g}; NDCG gain {gain_text}, ideal from all judged documents; "
-            f"queries without a relevant document scored 0; run queries without qrels skipped; {missing}")
+    missing = (
+        "qrels queries missing from the run skipped (trec_eval, pytrec_eval)"
+        if missing_queries == "skip"
+        else "qrels queries missing from the run scored 0 (ir-measures, trec_eval -c)"
+    )
+    return (
+        f"trec_eval conventions: ranked by score, {TIE_BREAK}; unjudged = not relevant, negative grades = 0; "
+        f"relevant = grade >= {relevance_threshold:g}; NDCG gain {gain_text}, ideal from all judged documents; "
+        f"queries without a relevant document scored 0; run queries without qrels skipped; {missing}"
+    )
 
 
 def summarise_run(per_query: pd.DataFrame) -> dict:
     """Means over the evaluated queries, counts, and the conventions."""
     metric_cols = [c for c in per_query.columns if c not in ("n_docs", "n_relevant")]
-    return {"metrics": {c: float(per_query[c].astype(float).mean()) if len(per_query) else math.nan
-                        for c in metric_cols},
-            "n_queries": int(len(per_query)),
-            "skipped": per_query.attrs.get("skipped", {}),
-            "qrels_queries_without_run_scored_0": per_query.attrs.get("zero_filled", 0),
-            "conventions": per_query.attrs.get("conventions", {})}
+    return {
+        "metrics": {c: float(per_query[c].astype(float).mean()) if len(per_query) else math.nan for c in metric_cols},
+        "n_queries": int(len(per_query)),
+        "skipped": per_query.attrs.get("skipped", {}),
+        "qrels_queries_without_run_scored_0": per_query.attrs.get("zero_filled", 0),
+        "conventions": per_query.attrs.get("conventions", {}),
+    }

@@ -18,6 +18,7 @@ has not arrived within ``client_timeout`` seconds; 413 for a body over ``max_byt
 ``max_candidates`` candidates; 422 for a well-formed body with missing or mistyped fields; 503 (with
 ``Retry-After``) when ``max_concurrent`` requests are already in progress.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -182,14 +183,20 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
             return
         given = request.headers.get("authorization", "").encode("latin-1", "replace")
         if not hmac.compare_digest(given, expected):
-            raise _Refused(401, "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                           {"WWW-Authenticate": "Bearer"})
+            raise _Refused(
+                401,
+                "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+                {"WWW-Authenticate": "Bearer"},
+            )
 
     @contextlib.asynccontextmanager
     async def admitted():
         if state["in_progress"] >= limits.max_concurrent:
-            raise _Refused(503, f"the service is busy ({limits.max_concurrent} requests in progress); retry shortly",
-                           {"Retry-After": "1"})
+            raise _Refused(
+                503,
+                f"the service is busy ({limits.max_concurrent} requests in progress); retry shortly",
+                {"Retry-After": "1"},
+            )
         state["in_progress"] += 1
         try:
             yield
@@ -208,8 +215,11 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
                     if len(body) > limits.max_bytes:
                         raise _Refused(413, f"request body exceeds the limit of {limits.max_bytes} bytes")
         except TimeoutError:
-            raise _Refused(408, f"request body not received within {limits.client_timeout:g} s "
-                                f"({len(body)} bytes arrived)", {"Connection": "close"}) from None
+            raise _Refused(
+                408,
+                f"request body not received within {limits.client_timeout:g} s ({len(body)} bytes arrived)",
+                {"Connection": "close"},
+            ) from None
         depth = json_depth(bytes(body))
         if depth > limits.max_json_depth:
             raise _Refused(400, f"request body nests {depth} levels deep; the limit is {limits.max_json_depth}")
@@ -219,8 +229,11 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
             raise _Refused(400, f"request body is not valid JSON: {exc}") from None
         where = lone_surrogate(payload)
         if where:
-            raise _Refused(400, f"{where} holds a lone UTF-16 surrogate (e.g. \\ud800), which is not text; "
-                                "send valid UTF-8 or paired surrogate escapes")
+            raise _Refused(
+                400,
+                f"{where} holds a lone UTF-16 surrogate (e.g. \\ud800), which is not text; "
+                "send valid UTF-8 or paired surrogate escapes",
+            )
         return payload, len(body)
 
     def validated(model, payload):
@@ -263,8 +276,13 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
             check_token(request)
         except _Refused as exc:
             return _error(exc.status, exc.detail, exc.headers)
-        return {"status": "ok", "features": scorer.feature_names, "fields": list(scorer.fields),
-                "max_candidates": limits.max_candidates, "max_bytes": limits.max_bytes}
+        return {
+            "status": "ok",
+            "features": scorer.feature_names,
+            "fields": list(scorer.fields),
+            "max_candidates": limits.max_candidates,
+            "max_bytes": limits.max_bytes,
+        }
 
     async def score_payload(payload) -> dict:
         req = validated(ScoreRequest, payload)

@@ -5,6 +5,7 @@ the document's text fields plus one ``<encoder>_<field>_vector`` per encoder and
 exported featureset's ``script_score`` templates read; see :mod:`ltrfeat.rankers.plugin_features`). With
 ``update=True`` the pair is ``{"update": ...}`` / ``{"doc": {vectors}}`` for documents already indexed.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,9 @@ from ltrfeat.features.fileio import atomic_output
 from ltrfeat.rankers.plugin_features import vector_field
 
 
-def write_bulk(docs: pd.DataFrame, encoders: dict, out, *, fields, index: str, update: bool = False,
-               batch_size: int = 1024) -> int:
+def write_bulk(
+    docs: pd.DataFrame, encoders: dict, out, *, fields, index: str, update: bool = False, batch_size: int = 1024
+) -> int:
     """Write ``docs`` (``docid`` + ``fields``) with every encoder's document vectors as ``_bulk`` NDJSON.
 
     ``encoders``: ``{name: encoder with encode(texts, side="doc")}``. Returns the number of documents.
@@ -27,8 +29,9 @@ def write_bulk(docs: pd.DataFrame, encoders: dict, out, *, fields, index: str, u
     for name, encoder in encoders.items():
         for field in fields:
             texts = docs[field].fillna("").astype(str).tolist()
-            vectors[vector_field(name, field)] = np.asarray(encoder.encode(texts, side="doc", batch_size=batch_size),
-                                                            dtype=np.float32)
+            vectors[vector_field(name, field)] = np.asarray(
+                encoder.encode(texts, side="doc", batch_size=batch_size), dtype=np.float32
+            )
     with atomic_output(out) as fh:
         for i, docid in enumerate(docs["docid"].astype(str)):
             vecs = {k: [float(x) for x in v[i]] for k, v in vectors.items()}

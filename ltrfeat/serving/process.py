@@ -1,4 +1,5 @@
 """Run ``ltrfeat serve`` as a child process on a free loopback port (tests and benchmarks)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -29,8 +30,13 @@ def served(serve_args, *, startup_timeout: float = 60.0, request_timeout: float 
     environment variables for the server (e.g. ``LTRFEAT_SERVE_TOKEN``)."""
     port = free_port()
     cmd = [sys.executable, "-m", "ltrfeat.cli.main", "serve", *map(str, serve_args), "--port", str(port)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=request_timeout) as client:
             deadline = time.monotonic() + startup_timeout

@@ -17,6 +17,7 @@ ltrfeat frames call them ``qid, query, docid`` and name the fields (``title``, `
   and :func:`qrels` its labels into PyTerrier qrels, so ``pt.Experiment`` scores the same rows as
   ``ltrfeat evaluate``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,15 +43,22 @@ def _pairs(res: pd.DataFrame, fields, mapping: dict) -> pd.DataFrame:
     """An ltrfeat pairs table (``qid, query, docid`` + fields) from a PyTerrier result frame."""
     absent = [c for c in ("qid", "query", "docno") if c not in res.columns]
     if absent:
-        raise LtrfeatError(f"the PyTerrier frame has no column(s) {', '.join(absent)}",
-                           fix="put a retriever or pt.Transformer.from_df(...) with qid, query, docno first")
-    out = {"qid": res["qid"].astype(str).to_numpy(), "query": res["query"].astype(str).to_numpy(),
-           "docid": res["docno"].astype(str).to_numpy()}
+        raise LtrfeatError(
+            f"the PyTerrier frame has no column(s) {', '.join(absent)}",
+            fix="put a retriever or pt.Transformer.from_df(...) with qid, query, docno first",
+        )
+    out = {
+        "qid": res["qid"].astype(str).to_numpy(),
+        "query": res["query"].astype(str).to_numpy(),
+        "docid": res["docno"].astype(str).to_numpy(),
+    }
     for field in fields:
         column = mapping.get(field) or (field if field in res.columns else "text")
         if column not in res.columns:
-            raise LtrfeatError(f"the PyTerrier frame has no column {column!r} for field {field!r}",
-                               fix="add the text (e.g. pt.text.get_text) or map it: fields={'title': 'text'}")
+            raise LtrfeatError(
+                f"the PyTerrier frame has no column {column!r} for field {field!r}",
+                fix="add the text (e.g. pt.text.get_text) or map it: fields={'title': 'text'}",
+            )
         out[field] = res[column].fillna("").astype(str).to_numpy()
     return pd.DataFrame(out)
 
@@ -74,8 +82,9 @@ class Features(_Base):
     append : append to an existing ``features`` column instead of replacing it.
     """
 
-    def __init__(self, extractors, *, docs: pd.DataFrame | None = None, fields: dict | None = None,
-                 append: bool = True):
+    def __init__(
+        self, extractors, *, docs: pd.DataFrame | None = None, fields: dict | None = None, append: bool = True
+    ):
         _require()
         from ltrfeat.features.extract import fit_extractors
 
@@ -85,8 +94,15 @@ class Features(_Base):
         self._scorer = None
 
     @classmethod
-    def for_ranker(cls, ranker, *, corpus_stats=None, encoders: dict | None = None, fields: dict | None = None,
-                   lexical_params: dict | None = None) -> "Features":
+    def for_ranker(
+        cls,
+        ranker,
+        *,
+        corpus_stats=None,
+        encoders: dict | None = None,
+        fields: dict | None = None,
+        lexical_params: dict | None = None,
+    ) -> "Features":
         """Exactly the features ``ranker`` (a model file or fitted LambdaMART) was trained on, in its order --
         what :class:`Ranker` needs (built as ``ltrfeat serve`` builds them)."""
         from ltrfeat.serving.scorer import Scorer
@@ -170,14 +186,22 @@ class Ranker(_Base):
         from ltrfeat.features.dataset import RankingSet
 
         if "features" not in res.columns:
-            raise LtrfeatError("the PyTerrier frame has no features column", fix="put ltrfeat Features(...) before the Ranker")
+            raise LtrfeatError(
+                "the PyTerrier frame has no features column", fix="put ltrfeat Features(...) before the Ranker"
+            )
         width = len(self.ranker.feature_map_.names)
         X = np.vstack(res["features"].to_numpy()).astype(np.float32) if len(res) else np.zeros((0, width), np.float32)
         if X.shape[1] != width:
-            raise LtrfeatError(f"features has {X.shape[1]} columns, the ranker needs {width}",
-                               fix="use Features.for_ranker(ranker, ...) to compute exactly the ranker's features")
-        data = RankingSet(qid=res["qid"].astype(str).to_numpy(dtype=object), label=np.zeros(len(X)), X=X,
-                          feature_map=self.ranker.feature_map_)
+            raise LtrfeatError(
+                f"features has {X.shape[1]} columns, the ranker needs {width}",
+                fix="use Features.for_ranker(ranker, ...) to compute exactly the ranker's features",
+            )
+        data = RankingSet(
+            qid=res["qid"].astype(str).to_numpy(dtype=object),
+            label=np.zeros(len(X)),
+            X=X,
+            feature_map=self.ranker.feature_map_,
+        )
         return _ranked(res, self.ranker.predict(data) if len(X) else [], self.ties)
 
 
@@ -203,8 +227,14 @@ def candidates(letor, *, queries: pd.DataFrame, docs: pd.DataFrame, text: str = 
     if data.docid is None:
         raise LtrfeatError("the LETOR rows carry no docid comments", fix="write '#docid = X' after each row")
     qtext = dict(zip(queries["qid"].astype(str), queries["query"]))
-    frame = pd.DataFrame({"qid": data.qid.astype(str), "query": [qtext.get(q) for q in data.qid.astype(str)],
-                          "docno": data.docid.astype(str), "label": data.label})
+    frame = pd.DataFrame(
+        {
+            "qid": data.qid.astype(str),
+            "query": [qtext.get(q) for q in data.qid.astype(str)],
+            "docno": data.docid.astype(str),
+            "label": data.label,
+        }
+    )
     if frame["query"].isna().any():
         raise LtrfeatError(f"{int(frame['query'].isna().sum())} rows have no query text", fix="check the queries table")
     fields = docs.set_index(docs["docid"].astype(str)).drop(columns=["docid"])

@@ -10,6 +10,7 @@ nothing can produce -- also a ``_dot`` column given a cosine encoder and vice ve
 load time. The document fields come from the feature names (``bm25_title`` -> ``title``);
 every candidate must carry them as text.
 """
+
 from __future__ import annotations
 
 import threading
@@ -38,8 +39,8 @@ def _lexical_column(name: str, fields) -> tuple[str, str | None] | None:
         for stem in stems:
             if family in QUERY_ONLY and name == stem:
                 return family, None
-            if family not in QUERY_ONLY and name.startswith(stem + "_") and name[len(stem) + 1:] in fields:
-                return family, name[len(stem) + 1:]
+            if family not in QUERY_ONLY and name.startswith(stem + "_") and name[len(stem) + 1 :] in fields:
+                return family, name[len(stem) + 1 :]
     return None
 
 
@@ -47,8 +48,11 @@ def _encoder_column(name: str, encoders) -> tuple[str, str] | None:
     """``(encoder name, field)`` of a ``<encoder>_<field>_<cos|dot|score>`` column, or None."""
     for encoder in encoders:
         for suffix in ENCODER_SUFFIXES:
-            if name.startswith(encoder + "_") and name.endswith("_" + suffix) \
-                    and len(name) > len(encoder) + len(suffix) + 2:
+            if (
+                name.startswith(encoder + "_")
+                and name.endswith("_" + suffix)
+                and len(name) > len(encoder) + len(suffix) + 2
+            ):
                 return encoder, name[len(encoder) + 1 : -len(suffix) - 1]
     return None
 
@@ -69,8 +73,9 @@ class _OnnxEncoder:
 
     def transform(self, pairs: pd.DataFrame) -> np.ndarray:
         q = self.encoder_.encode(pairs["query"].tolist(), side="query")
-        return np.column_stack([np.einsum("ij,ij->i", q, self.encoder_.encode(pairs[f].tolist(), side="doc"))
-                                for f in self.fields]).astype(np.float32)
+        return np.column_stack(
+            [np.einsum("ij,ij->i", q, self.encoder_.encode(pairs[f].tolist(), side="doc")) for f in self.fields]
+        ).astype(np.float32)
 
 
 def _encoder_extractor(name: str, path, fields):
@@ -101,7 +106,9 @@ class Scorer:
         return self.ranker.feature_map_.names
 
     @classmethod
-    def load(cls, ranker, *, encoders: dict | None = None, corpus_stats=None, lexical_params: dict | None = None) -> "Scorer":
+    def load(
+        cls, ranker, *, encoders: dict | None = None, corpus_stats=None, lexical_params: dict | None = None
+    ) -> "Scorer":
         """Load the ranker and build the extractors its features need.
 
         Parameters
@@ -120,8 +127,9 @@ class Scorer:
         params = dict(lexical_params or {})
         unknown = set(params) - set(LEXICAL_PARAMS)
         if unknown:
-            raise LtrfeatError(f"unknown lexical parameter(s) {', '.join(sorted(unknown))}",
-                               fix=f"use {', '.join(LEXICAL_PARAMS)}")
+            raise LtrfeatError(
+                f"unknown lexical parameter(s) {', '.join(sorted(unknown))}", fix=f"use {', '.join(LEXICAL_PARAMS)}"
+            )
         corpus = CorpusStats.load(corpus_stats) if corpus_stats is not None else None
         families: dict[str, None] = {}
         lexical_fields: dict[str, None] = {}
@@ -141,35 +149,43 @@ class Scorer:
                 lexical_fields[lexical[1]] = None
         unused = [e for e in encoders if e not in by_encoder]
         if unused:
-            raise LtrfeatError(f"encoder {unused[0]} is given but the ranker has no {unused[0]}_* feature",
-                               path=ranker if not isinstance(ranker, LambdaMART) else None,
-                               fix=f"drop it or rename it; the ranker's features are "
-                                   f"{', '.join(model.feature_map_.names[:8])}{', ...' if len(model.feature_map_) > 8 else ''}")
+            raise LtrfeatError(
+                f"encoder {unused[0]} is given but the ranker has no {unused[0]}_* feature",
+                path=ranker if not isinstance(ranker, LambdaMART) else None,
+                fix=f"drop it or rename it; the ranker's features are "
+                f"{', '.join(model.feature_map_.names[:8])}{', ...' if len(model.feature_map_) > 8 else ''}",
+            )
         if missing:
             shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
-            hint = ("" if corpus is not None else "no --corpus-stats was given for lexical features; ")
+            hint = "" if corpus is not None else "no --corpus-stats was given for lexical features; "
             raise LtrfeatError(
                 f"the ranker needs {len(missing)} feature(s) the scorer cannot compute: {shown}",
                 path=ranker if not isinstance(ranker, LambdaMART) else None,
                 fix=f"{hint}lexical columns need the corpus statistics they were extracted with, "
-                    f"<name>_<field>_cos/_dot/_score columns an encoder given as <name>=PATH "
-                    f"(given: {', '.join(encoders) or 'none'})")
+                f"<name>_<field>_cos/_dot/_score columns an encoder given as <name>=PATH "
+                f"(given: {', '.join(encoders) or 'none'})",
+            )
         extractors = []
         if families:
             fields = tuple(lexical_fields) or corpus.fields[:1]
-            extractors.append(LexicalExtractor(features=tuple(families), fields=fields, corpus=corpus,
-                                               **params).fit(None))
+            extractors.append(
+                LexicalExtractor(features=tuple(families), fields=fields, corpus=corpus, **params).fit(None)
+            )
         for encoder, fields in by_encoder.items():
             extractor = _encoder_extractor(encoder, encoders[encoder], tuple(fields))
-            wrong = [n for n in model.feature_map_.names
-                     if _encoder_column(n, [encoder]) is not None and n not in extractor.feature_names()]
+            wrong = [
+                n
+                for n in model.feature_map_.names
+                if _encoder_column(n, [encoder]) is not None and n not in extractor.feature_names()
+            ]
             if wrong:
                 raise LtrfeatError(
                     f"the ranker needs {wrong[0]} but encoder {encoder}={encoders[encoder]} gives "
                     f"{', '.join(extractor.feature_names())}",
                     path=ranker if not isinstance(ranker, LambdaMART) else None,
                     fix="give the encoder the ranker's features were extracted with (a _dot column needs a "
-                        "dot-scored bundle, _cos a cosine one, _score a DeepMatch bundle)")
+                    "dot-scored bundle, _cos a cosine one, _score a DeepMatch bundle)",
+                )
             extractors.append(extractor)
         needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
         return cls(model, extractors, needed)
@@ -190,8 +206,10 @@ class Scorer:
             for f in self.fields:
                 value = cand.get(f)
                 if not isinstance(value, str):
-                    raise CandidateError(f"candidate {i} ({docid}) needs text field {f!r}"
-                                         + ("" if value is None else f", got {type(value).__name__}"))
+                    raise CandidateError(
+                        f"candidate {i} ({docid}) needs text field {f!r}"
+                        + ("" if value is None else f", got {type(value).__name__}")
+                    )
                 columns[f].append(value)
         pairs = pd.DataFrame({"qid": "q", "query": query, **columns})
         return pairs
@@ -222,8 +240,11 @@ class Scorer:
             raise CandidateError(f"query must be a string, got {type(query).__name__}")
         lexical = next((ex for ex in self.extractors if isinstance(ex, LexicalExtractor)), None)
         with self._lock:
-            vectors = {ex.name: ex.encoder_.encode([query], side="query")[0] for ex in self.extractors
-                       if hasattr(getattr(ex, "encoder_", None), "encode")}
+            vectors = {
+                ex.name: ex.encoder_.encode([query], side="query")[0]
+                for ex in self.extractors
+                if hasattr(getattr(ex, "encoder_", None), "encode")
+            }
             return query_params(query, self.feature_names, lexical=lexical, vectors=vectors)
 
     def score(self, query: str, candidates: list[dict]) -> np.ndarray:
@@ -232,6 +253,10 @@ class Scorer:
             X = self.features(query, candidates)
             if not len(X):
                 return np.zeros(0)
-            data = RankingSet(qid=np.full(len(X), "q", dtype=object), label=np.zeros(len(X)), X=X,
-                              feature_map=self.ranker.feature_map_)
+            data = RankingSet(
+                qid=np.full(len(X), "q", dtype=object),
+                label=np.zeros(len(X)),
+                X=X,
+                feature_map=self.ranker.feature_map_,
+            )
             return self.ranker.predict(data)

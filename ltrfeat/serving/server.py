@@ -6,6 +6,7 @@ after 45 s). :class:`GuardedH11Protocol` closes a connection whose request heade
 arrived ``client_timeout`` seconds after it opened or after its previous response; the body's
 deadline is enforced by the app (``ltrfeat.serving.app``), which answers 408.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -55,8 +56,9 @@ class GuardedH11Protocol(H11Protocol):
             return
         if self.conn.trailing_data[0]:  # part of a request arrived; a silent connection closes quietly
             client = "%s:%d" % self.client if self.client else "a client"
-            log.warning("closed the connection of %s: request headers incomplete after %.0f s",
-                        client, self.client_timeout)
+            log.warning(
+                "closed the connection of %s: request headers incomplete after %.0f s", client, self.client_timeout
+            )
         self.transport.close()
 
 
@@ -70,5 +72,12 @@ def run(app, *, host: str, port: int, client_timeout: float) -> None:
     ``client_timeout`` seconds are closed too."""
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, http=protocol_class(client_timeout), log_level="warning",
-                access_log=False, timeout_keep_alive=max(1, round(client_timeout)))
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        http=protocol_class(client_timeout),
+        log_level="warning",
+        access_log=False,
+        timeout_keep_alive=max(1, round(client_timeout)),
+    )

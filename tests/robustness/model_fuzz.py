@@ -4,6 +4,7 @@ Run as a script (``python model_fuzz.py MODEL N SEED``) in a child process: a na
 kills the child, which the calling test sees as a negative return code. Prints one summary
 line ``checked=N refused=R loaded=L``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -26,16 +27,16 @@ def corruptions(raw: bytes, n: int, seed: int):
         yield f"truncate@{cut}", raw[:cut]
     for _ in range(per_kind):
         i = int(rng.integers(len(raw)))
-        yield f"flip@{i}", raw[:i] + bytes([raw[i] ^ (1 << int(rng.integers(8)))]) + raw[i + 1:]
+        yield f"flip@{i}", raw[:i] + bytes([raw[i] ^ (1 << int(rng.integers(8)))]) + raw[i + 1 :]
     for _ in range(per_kind):
         k = int(rng.integers(len(lines)))
-        yield f"delete-line{k + 1}", b"\n".join(lines[:k] + lines[k + 1:])
+        yield f"delete-line{k + 1}", b"\n".join(lines[:k] + lines[k + 1 :])
     for _ in range(per_kind):
         k = int(rng.integers(len(lines)))
-        yield f"duplicate-line{k + 1}", b"\n".join(lines[:k + 1] + lines[k:])
+        yield f"duplicate-line{k + 1}", b"\n".join(lines[: k + 1] + lines[k:])
     for _ in range(per_kind):
         i = digits[int(rng.integers(len(digits)))]
-        yield f"digit@{i}", raw[:i] + str(int(rng.integers(10))).encode() + raw[i + 1:]
+        yield f"digit@{i}", raw[:i] + str(int(rng.integers(10))).encode() + raw[i + 1 :]
 
 
 def main(model: str, n: int, seed: int) -> None:
@@ -62,6 +63,7 @@ def main(model: str, n: int, seed: int) -> None:
                 continue
             engine_names = meta["engine_feature_names"]
             from ltrfeat.rankers.lambdamart import _ENGINES
+
             _ENGINES[m.engine].predict(m.booster_, X, m.best_iteration_, engine_names)
             loaded += 1
     shutil.rmtree(tmp, ignore_errors=True)

@@ -8,6 +8,7 @@ that could crash natively (damaged model files) run in a child process.
 Add a case by adding a row to ``CASES``: ``(id, argv, needle)``; ``{w}`` in an argument is the
 workspace directory and ``{d}`` the repository's ``data/`` sample (read only).
 """
+
 from __future__ import annotations
 
 import gzip
@@ -104,7 +105,7 @@ BAD_FILES = {
     "pairs_latin1.tsv": "query\tdoc\tlabel\nchaise caf\u00e9\tcaf\u00e9 chair\t1\n".encode("latin-1"),
     "pairs_dupcol.tsv": _lines("query\tquery\tdoc\tlabel\na\tb\tc\t1\n"),
     "pairs.jsonl": _lines('{"query": "a", "doc": "b", "label": 1}\n{not json}\n'),
-    "pairs_list.jsonl": _lines('[1, 2]\n'),
+    "pairs_list.jsonl": _lines("[1, 2]\n"),
     "pairs_bad.csv": _lines('query,doc,label\n"a,b,1\n'),
     "pairs.xyz": _lines("query\tdoc\tlabel\na\tb\t1\n"),
     "pairs.tsv.gz": gzip.compress(b"query\tdoc\tlabel\na\tb\t1\n")[:20],
@@ -125,18 +126,42 @@ TRAIN, TEST = f"{W}/train.letor", f"{W}/test.letor"
 OUT = f"{W}/out/result.letor"
 
 # malformed LETOR files -> needle in the error line (the file and, where there is one, the line)
-LINE_1 = ("no_qid", "label_word", "label_nan", "label_inf", "empty_qid", "fid_zero", "fid_word", "fid_lead0",
-          "fid_huge", "fid_order", "fid_dup", "value_word", "value_empty", "two_colons", "dup_qid", "qid_bad_utf8",
-          "comment_bad_utf8")
+LINE_1 = (
+    "no_qid",
+    "label_word",
+    "label_nan",
+    "label_inf",
+    "empty_qid",
+    "fid_zero",
+    "fid_word",
+    "fid_lead0",
+    "fid_huge",
+    "fid_order",
+    "fid_dup",
+    "value_word",
+    "value_empty",
+    "two_colons",
+    "dup_qid",
+    "qid_bad_utf8",
+    "comment_bad_utf8",
+)
 LETOR_BAD = {f"{n}.letor": f"{n}.letor:1:" for n in LINE_1} | {
-    "cr_only.letor": "cr_only.letor:1: carriage return", "mixed_cr.letor": "mixed_cr.letor:",
-    "cut.letor.gz": "cut.letor.gz: gzip data", "badmethod.letor.gz": "badmethod.letor.gz: gzip data",
-    "garbage.letor.gz": "garbage.letor.gz", "binary.letor": "binary.letor:",
-    "groups_bad.svm": "groups_bad.svm.query:1:", "groups_zero.svm": "groups_zero.svm.query:1:",
-    "groups_short.svm": "groups_short.svm", "groups_long.svm": "groups_long.svm",
-    "weights_bad.letor": "weights_bad.letor.weight:2:", "weights_short.letor": "weights_short.letor",
-    "sidecar_utf8.letor": "sidecar_utf8.letor.features.json", "sidecar_json.letor": "sidecar_json.letor.features.json:1:",
-    "sidecar_kind.letor": "sidecar_kind.letor.features.json", "sidecar_ids.letor": "sidecar_ids.letor.features.json",
+    "cr_only.letor": "cr_only.letor:1: carriage return",
+    "mixed_cr.letor": "mixed_cr.letor:",
+    "cut.letor.gz": "cut.letor.gz: gzip data",
+    "badmethod.letor.gz": "badmethod.letor.gz: gzip data",
+    "garbage.letor.gz": "garbage.letor.gz",
+    "binary.letor": "binary.letor:",
+    "groups_bad.svm": "groups_bad.svm.query:1:",
+    "groups_zero.svm": "groups_zero.svm.query:1:",
+    "groups_short.svm": "groups_short.svm",
+    "groups_long.svm": "groups_long.svm",
+    "weights_bad.letor": "weights_bad.letor.weight:2:",
+    "weights_short.letor": "weights_short.letor",
+    "sidecar_utf8.letor": "sidecar_utf8.letor.features.json",
+    "sidecar_json.letor": "sidecar_json.letor.features.json:1:",
+    "sidecar_kind.letor": "sidecar_kind.letor.features.json",
+    "sidecar_ids.letor": "sidecar_ids.letor.features.json",
     "missing.letor": "missing.letor",
 }
 
@@ -144,13 +169,25 @@ CASES = []
 # every malformed LETOR file through validate, info and convert
 for name, needle in LETOR_BAD.items():
     CASES.append((f"validate-{name}", ["letor", "validate", f"{W}/{name}"], needle))
-for name in ("cr_only.letor", "cut.letor.gz", "fid_huge.letor", "value_word.letor", "sidecar_utf8.letor",
-             "weights_bad.letor", "groups_bad.svm", "missing.letor", "qid_bad_utf8.letor"):
+for name in (
+    "cr_only.letor",
+    "cut.letor.gz",
+    "fid_huge.letor",
+    "value_word.letor",
+    "sidecar_utf8.letor",
+    "weights_bad.letor",
+    "groups_bad.svm",
+    "missing.letor",
+    "qid_bad_utf8.letor",
+):
     CASES.append((f"info-{name}", ["letor", "info", f"{W}/{name}"], LETOR_BAD[name]))
     CASES.append((f"convert-{name}", ["letor", "convert", f"{W}/{name}", OUT, "--to", "svmlight"], LETOR_BAD[name]))
 CASES += [
-    ("validate-value-nan-policy-error", ["letor", "validate", f"{W}/value_nan.letor", "--nan-policy", "error"],
-     "value_nan.letor:1:"),
+    (
+        "validate-value-nan-policy-error",
+        ["letor", "validate", f"{W}/value_nan.letor", "--nan-policy", "error"],
+        "value_nan.letor:1:",
+    ),
     ("validate-noncontiguous", ["letor", "validate", f"{W}/noncontig.letor"], "noncontig.letor"),
     ("validate-empty", ["letor", "validate", f"{W}/empty.letor"], "empty.letor"),
     ("validate-only-comments", ["letor", "validate", f"{W}/only_comments.letor"], "only_comments.letor"),
@@ -162,8 +199,11 @@ CASES += [
     ("convert-chunk-zero", ["letor", "convert", TRAIN, OUT, "--chunk-queries", "0"], "'--chunk-queries'"),
     ("convert-out-under-file", ["letor", "convert", TRAIN, f"{W}/train.letor/sub/x.letor"], "cannot write the output"),
     ("convert-out-is-dir", ["letor", "convert", TRAIN, f"{W}/out"], "TARGET"),
-    ("convert-svmlight-group-missing", ["letor", "convert", f"{W}/sparse.svm", OUT, "--from", "svmlight", "--group",
-                                       f"{W}/nope.query"], "nope.query"),
+    (
+        "convert-svmlight-group-missing",
+        ["letor", "convert", f"{W}/sparse.svm", OUT, "--from", "svmlight", "--group", f"{W}/nope.query"],
+        "nope.query",
+    ),
     ("letor-unknown-subcommand", ["letor", "explode", TRAIN], "explode"),
     ("unknown-command", ["frobnicate"], "frobnicate"),
     ("unknown-option", ["letor", "info", TRAIN, "--colour"], "--colour"),
@@ -186,8 +226,11 @@ CASES += [
     ("train-param-objective", TR + ["--param", "objective=nonsense"], "nonsense"),
     ("train-param-float", TR + ["--param", "learning_rate=x"], "--param"),
     ("train-param-not-kv", TR + ["--param", "num_leaves"], "--param"),
-    ("train-xgb-param", TR[:3] + [f"{W}/out/m.json", "--engine", "xgboost", "--param", "learning_rate=x"],
-     "learning_rate"),
+    (
+        "train-xgb-param",
+        TR[:3] + [f"{W}/out/m.json", "--engine", "xgboost", "--param", "learning_rate=x"],
+        "learning_rate",
+    ),
     ("train-xgb-objective", TR[:3] + [f"{W}/out/m.json", "--engine", "xgboost", "--param", "objective=nope"], "nope"),
     ("train-engine-choice", TR + ["--engine", "catboost"], "'--engine'"),
     ("train-n-estimators-zero", TR + ["--n-estimators", "0"], "'--n-estimators'"),
@@ -204,8 +247,11 @@ CASES += [
     ("train-select-too-few", TR + ["--select", "--inner-folds", "15"], "--inner-folds"),
     ("train-select-dask", TR + ["--select", "--dask", "local:2"], "--dask"),
     ("train-select-tune", TR + ["--select", "--tune", "random"], "'--tune'"),
-    ("train-select-neg-label", ["train-ranker", f"{W}/neg_label.letor", "--out", f"{W}/out/m.txt", "--select"],
-     "neg_label.letor"),
+    (
+        "train-select-neg-label",
+        ["train-ranker", f"{W}/neg_label.letor", "--out", f"{W}/out/m.txt", "--select"],
+        "neg_label.letor",
+    ),
 ]
 
 # evaluate and rank
@@ -222,23 +268,36 @@ CASES += [
     ("evaluate-meta-format", ["evaluate", f"{W}/oldmeta.txt", TEST], "oldmeta.txt.meta.json"),
     ("evaluate-sha-mismatch", ["evaluate", f"{W}/edited.txt", TEST], "edited.txt"),
     ("evaluate-bad-test", ["evaluate", M_TXT, f"{W}/cut.letor.gz"], "cut.letor.gz"),
-    ("evaluate-per-query-under-file", ["evaluate", M_TXT, TEST, "--per-query", f"{W}/train.letor/q.tsv"],
-     "cannot write the output"),
-    ("rank-trec-no-docid", ["rank", M_TXT, f"{W}/test_nodocid.letor", "--out", f"{W}/out/run", "--format", "trec"],
-     "test_nodocid.letor"),
+    (
+        "evaluate-per-query-under-file",
+        ["evaluate", M_TXT, TEST, "--per-query", f"{W}/train.letor/q.tsv"],
+        "cannot write the output",
+    ),
+    (
+        "rank-trec-no-docid",
+        ["rank", M_TXT, f"{W}/test_nodocid.letor", "--out", f"{W}/out/run", "--format", "trec"],
+        "test_nodocid.letor",
+    ),
     ("rank-format", ["rank", M_TXT, TEST, "--out", f"{W}/out/run", "--format", "csv"], "'--format'"),
     ("rank-noncontig", ["rank", M_TXT, f"{W}/noncontig.letor", "--out", f"{W}/out/run"], "noncontig.letor"),
     ("rank-out-under-file", ["rank", M_TXT, TEST, "--out", f"{W}/train.letor/run"], "cannot write the output"),
 ]
 # damaged models whose checksum was fixed up (run in a child process: these used to crash natively)
 # (the others go through the same check in process; tests/test_model_files.py fuzzes it in a child process)
-NATIVE = {"evaluate-truncated-lightgbm", "export-truncated-lightgbm", "serve-truncated-lightgbm",
-          "evaluate-truncated-xgboost"}
+NATIVE = {
+    "evaluate-truncated-lightgbm",
+    "export-truncated-lightgbm",
+    "serve-truncated-lightgbm",
+    "evaluate-truncated-xgboost",
+}
 CASES += [
     ("evaluate-truncated-lightgbm", ["evaluate", f"{W}/cut.txt", TEST], "cut.txt:"),
     ("rank-truncated-lightgbm", ["rank", f"{W}/cut.txt", TEST, "--out", f"{W}/out/run"], "cut.txt:"),
-    ("export-truncated-lightgbm", ["export-ranker", f"{W}/cut.txt", "--to", "es-ltr", "--out", f"{W}/out/x.json"],
-     "cut.txt:"),
+    (
+        "export-truncated-lightgbm",
+        ["export-ranker", f"{W}/cut.txt", "--to", "es-ltr", "--out", f"{W}/out/x.json"],
+        "cut.txt:",
+    ),
     ("serve-truncated-lightgbm", ["serve", "--ranker", f"{W}/cut.txt"], "cut.txt:"),
     ("evaluate-truncated-xgboost", ["evaluate", f"{W}/cut.json", TEST], "cut.json:"),
     ("evaluate-params-cut-lightgbm", ["evaluate", f"{W}/tail.txt", TEST], "tail.txt:"),
@@ -276,8 +335,11 @@ CASES += [
     ("extract-ids-ten-digits", ex_letor(f"{W}/wide.letor"), "999999999"),
     ("extract-queries-missing", ex_letor(f"{D}/test.letor", queries=f"{W}/nope.tsv"), "nope.tsv"),
     ("extract-queries-dup", ex_letor(f"{D}/test.letor", queries=f"{W}/queries_dup.tsv"), "queries_dup.tsv"),
-    ("extract-queries-empty-id", ex_letor(f"{D}/test.letor", queries=f"{W}/queries_empty_id.tsv"),
-     "queries_empty_id.tsv"),
+    (
+        "extract-queries-empty-id",
+        ex_letor(f"{D}/test.letor", queries=f"{W}/queries_empty_id.tsv"),
+        "queries_empty_id.tsv",
+    ),
     ("extract-docs-nofield", ex_letor(f"{D}/test.letor", docs=f"{W}/docs_nofield.tsv"), "docs_nofield.tsv"),
     ("extract-letor-bad", ex_letor(f"{W}/cr_only.letor"), "cr_only.letor:1:"),
     ("extract-name-clash", ex_letor(TEST), "bm25_title"),
@@ -285,11 +347,21 @@ CASES += [
     ("extract-pairs-encoding-unknown", ex_pairs(f"{D}/judged.tsv", "--encoding", "klingon"), "klingon"),
 ]
 PAIRS_BAD = {  # judged-pairs tables: file -> needle
-    "pairs_hash.tsv": "pairs_hash.tsv:2:", "pairs_space.tsv": "pairs_space.tsv:2:", "pairs_label.tsv": "pairs_label.tsv",
-    "pairs_frac.tsv": "pairs_frac.tsv", "pairs_fields.tsv": "pairs_fields.tsv:2:", "pairs_nodoc.tsv": "pairs_nodoc.tsv",
-    "pairs_empty.tsv": "pairs_empty.tsv", "pairs_header.tsv": "pairs_header.tsv", "pairs_latin1.tsv": "pairs_latin1.tsv",
-    "pairs_dupcol.tsv": "pairs_dupcol.tsv:1:", "pairs.jsonl": "pairs.jsonl:2:", "pairs_list.jsonl": "pairs_list.jsonl:1:",
-    "pairs_bad.csv": "pairs_bad.csv", "pairs.xyz": "pairs.xyz", "pairs.tsv.gz": "pairs.tsv.gz",
+    "pairs_hash.tsv": "pairs_hash.tsv:2:",
+    "pairs_space.tsv": "pairs_space.tsv:2:",
+    "pairs_label.tsv": "pairs_label.tsv",
+    "pairs_frac.tsv": "pairs_frac.tsv",
+    "pairs_fields.tsv": "pairs_fields.tsv:2:",
+    "pairs_nodoc.tsv": "pairs_nodoc.tsv",
+    "pairs_empty.tsv": "pairs_empty.tsv",
+    "pairs_header.tsv": "pairs_header.tsv",
+    "pairs_latin1.tsv": "pairs_latin1.tsv",
+    "pairs_dupcol.tsv": "pairs_dupcol.tsv:1:",
+    "pairs.jsonl": "pairs.jsonl:2:",
+    "pairs_list.jsonl": "pairs_list.jsonl:1:",
+    "pairs_bad.csv": "pairs_bad.csv",
+    "pairs.xyz": "pairs.xyz",
+    "pairs.tsv.gz": "pairs.tsv.gz",
     "pairs_bin.parquet": "pairs_bin.parquet",
 }
 CASES += [(f"extract-{name}", ex_pairs(f"{W}/{name}"), needle) for name, needle in PAIRS_BAD.items()]
@@ -298,8 +370,11 @@ CASES += [
     ("extract-columns-bad-item", ex_pairs(f"{D}/judged.tsv", "--columns", "query"), "'query'"),
     ("extract-columns-unknown", ex_pairs(f"{D}/judged.tsv", "--columns", "query=nope"), "nope"),
     ("extract-label-map", ex_pairs(f"{D}/judged.tsv", "--label-map", "linear:3:1:2"), "linear:3:1:2"),
-    ("extract-pairs-and-letor", ["extract", f"{D}/test.letor", "--pairs", f"{D}/judged.tsv", "--lexical", "bm25",
-                                 "--out", OUT], "--pairs"),
+    (
+        "extract-pairs-and-letor",
+        ["extract", f"{D}/test.letor", "--pairs", f"{D}/judged.tsv", "--lexical", "bm25", "--out", OUT],
+        "--pairs",
+    ),
     ("extract-nothing", ["extract", f"{D}/test.letor", "--out", OUT], "--queries"),
     ("extract-out-under-file", EX[:-1] + [f"{W}/train.letor/x.letor", "--lexical", "bm25"], "cannot write the output"),
 ]
@@ -312,8 +387,11 @@ CASES += [
     ("train-encoder-model", TE + ["--model", "bert"], "'--model'"),
     ("train-encoder-loss", TE + ["--loss", "mse"], "'--loss'"),
     ("train-encoder-epochs", TE + ["--epochs", "0"], "'--epochs'"),
-    ("train-encoder-label-word", ["train-encoder", f"{W}/pairs_label.tsv", "--out", f"{W}/out/e.ltrenc"],
-     "pairs_label.tsv"),
+    (
+        "train-encoder-label-word",
+        ["train-encoder", f"{W}/pairs_label.tsv", "--out", f"{W}/out/e.ltrenc"],
+        "pairs_label.tsv",
+    ),
     ("train-encoder-topics", TE + ["--model", "deepmatch", "--topics", "many"], "--topics"),
     ("train-encoder-resume-bad", TE + ["--resume", f"{W}/not_a_bundle.ltrenc"], "not_a_bundle.ltrenc"),
     ("train-encoder-out-under-file", TE[:2] + ["--out", f"{W}/train.letor/e.ltrenc"], "cannot write the output"),
@@ -331,20 +409,32 @@ CASES += [
 ER = ["export-ranker", M_TXT, "--out", f"{W}/out/x.json"]
 CASES += [
     ("export-ranker-to", ER + ["--to", "solr"], "'--to'"),
-    ("export-ranker-missing", ["export-ranker", f"{W}/nope.txt", "--to", "es-ltr", "--out", f"{W}/out/x.json"],
-     "nope.txt"),
+    (
+        "export-ranker-missing",
+        ["export-ranker", f"{W}/nope.txt", "--to", "es-ltr", "--out", f"{W}/out/x.json"],
+        "nope.txt",
+    ),
     ("export-ranker-templates-json", ER + ["--to", "es-ltr", "--templates", f"{W}/json_bad.json"], "json_bad.json"),
     ("export-ranker-templates-list", ER + ["--to", "es-ltr", "--templates", f"{W}/json_list.json"], "json_list.json"),
     ("export-ranker-normalizers", ER + ["--to", "es-ltr", "--normalizers", f"{W}/json_list.json"], "json_list.json"),
-    ("export-ranker-out-under-file", ["export-ranker", M_TXT, "--to", "es-ltr", "--out", f"{W}/train.letor/x.json"],
-     "cannot write the output"),
+    (
+        "export-ranker-out-under-file",
+        ["export-ranker", M_TXT, "--to", "es-ltr", "--out", f"{W}/train.letor/x.json"],
+        "cannot write the output",
+    ),
     ("serve-ranker-missing", ["serve", "--ranker", f"{W}/nope.txt"], "nope.txt"),
     ("serve-encoder-missing", ["serve", "--ranker", M_TXT, "--encoder", f"clsm={W}/nope.ltrenc"], "nope.ltrenc"),
-    ("serve-encoder-unused", ["serve", "--ranker", M_TXT, "--corpus-stats", f"{W}/not_npz.npz", "--encoder",
-                              f"dssm={ENC}"], "not_npz.npz"),
+    (
+        "serve-encoder-unused",
+        ["serve", "--ranker", M_TXT, "--corpus-stats", f"{W}/not_npz.npz", "--encoder", f"dssm={ENC}"],
+        "not_npz.npz",
+    ),
     ("serve-encoder-not-needed", ["serve", "--ranker", M_TXT, "--encoder", f"dssm={ENC}"], "encoder dssm"),
-    ("serve-encoder-repeated", ["serve", "--ranker", M_TXT, "--encoder", f"dssm={ENC}", "--encoder", f"dssm={ENC}"],
-     "--encoder"),
+    (
+        "serve-encoder-repeated",
+        ["serve", "--ranker", M_TXT, "--encoder", f"dssm={ENC}", "--encoder", f"dssm={ENC}"],
+        "--encoder",
+    ),
     ("serve-no-corpus", ["serve", "--ranker", M_TXT], "--corpus-stats"),
     ("serve-port", ["serve", "--ranker", M_TXT, "--port", "70000"], "'--port'"),
 ]
@@ -352,33 +442,100 @@ CASES += [
 # ablate, compare, datasets
 CASES += [
     ("ablate-no-mode", ["ablate", "--report", f"{W}/out/abl"], "--folds"),
-    ("ablate-neural-beyond", ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g=5-99", "--quick",
-                              "--report", f"{W}/out/abl"], "5-99"),
-    ("ablate-base-beyond", ["ablate", "--folds", f"{W}/folds", "--base", "1-40", "--neural", "g=6", "--quick",
-                            "--report", f"{W}/out/abl"], "1-40"),
-    ("ablate-neural-not-kv", ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g", "--quick",
-                              "--report", f"{W}/out/abl"], "--neural"),
-    ("ablate-folds-empty", ["ablate", "--folds", f"{W}/out", "--base", "1-4", "--neural", "g=5", "--quick",
-                            "--report", f"{W}/out/abl"], "out"),
-    ("ablate-pairs-columns", ["ablate", "--pairs", f"{D}/judged.tsv", "--columns", ",,,", "--encoder", "dssm",
-                              "--quick", "--report", f"{W}/out/abl"], "',,,'"),
-    ("ablate-pairs-bad", ["ablate", "--pairs", f"{W}/pairs_label.tsv", "--encoder", "dssm", "--quick",
-                          "--report", f"{W}/out/abl"], "pairs_label.tsv"),
-    ("ablate-encoder-spec", ["ablate", "--pairs", f"{D}/judged.tsv", "--encoder", "lstm:softmax", "--quick",
-                             "--report", f"{W}/out/abl"], "lstm"),
-    ("ablate-seeds", ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g=5", "--seeds", "a,b",
-                      "--report", f"{W}/out/abl"], "--seeds"),
+    (
+        "ablate-neural-beyond",
+        [
+            "ablate",
+            "--folds",
+            f"{W}/folds",
+            "--base",
+            "1-4",
+            "--neural",
+            "g=5-99",
+            "--quick",
+            "--report",
+            f"{W}/out/abl",
+        ],
+        "5-99",
+    ),
+    (
+        "ablate-base-beyond",
+        ["ablate", "--folds", f"{W}/folds", "--base", "1-40", "--neural", "g=6", "--quick", "--report", f"{W}/out/abl"],
+        "1-40",
+    ),
+    (
+        "ablate-neural-not-kv",
+        ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g", "--quick", "--report", f"{W}/out/abl"],
+        "--neural",
+    ),
+    (
+        "ablate-folds-empty",
+        ["ablate", "--folds", f"{W}/out", "--base", "1-4", "--neural", "g=5", "--quick", "--report", f"{W}/out/abl"],
+        "out",
+    ),
+    (
+        "ablate-pairs-columns",
+        [
+            "ablate",
+            "--pairs",
+            f"{D}/judged.tsv",
+            "--columns",
+            ",,,",
+            "--encoder",
+            "dssm",
+            "--quick",
+            "--report",
+            f"{W}/out/abl",
+        ],
+        "',,,'",
+    ),
+    (
+        "ablate-pairs-bad",
+        ["ablate", "--pairs", f"{W}/pairs_label.tsv", "--encoder", "dssm", "--quick", "--report", f"{W}/out/abl"],
+        "pairs_label.tsv",
+    ),
+    (
+        "ablate-encoder-spec",
+        ["ablate", "--pairs", f"{D}/judged.tsv", "--encoder", "lstm:softmax", "--quick", "--report", f"{W}/out/abl"],
+        "lstm",
+    ),
+    (
+        "ablate-seeds",
+        [
+            "ablate",
+            "--folds",
+            f"{W}/folds",
+            "--base",
+            "1-4",
+            "--neural",
+            "g=5",
+            "--seeds",
+            "a,b",
+            "--report",
+            f"{W}/out/abl",
+        ],
+        "--seeds",
+    ),
     ("compare-missing", ["compare", f"{W}/nope_report", "a:b"], "nope_report"),
     ("compare-not-report", ["compare", f"{W}/out", "a:b"], "out"),
     ("synth-queries-zero", ["datasets", "synth", "--out", f"{W}/out/world", "--queries", "0"], "'--queries'"),
     ("synth-candidates", ["datasets", "synth", "--out", f"{W}/out/world", "--candidates", "9-3"], "'--candidates'"),
     ("convert-dataset-unknown", ["datasets", "convert", "imagenet", f"{W}/x", "--out", f"{W}/out/ds"], "imagenet"),
-    ("convert-dataset-missing", ["datasets", "convert", "homedepot", f"{W}/nope.csv", "--out", f"{W}/out/ds"],
-     "nope.csv"),
-    ("convert-dataset-stem", ["datasets", "convert", "homedepot", f"{W}/pairs_bad.csv", "--out", f"{W}/out/ds",
-                              "--stem", "klingon"], "--stem"),
-    ("convert-dataset-split", ["datasets", "convert", "homedepot", f"{W}/pairs_bad.csv", "--out", f"{W}/out/ds",
-                               "--split", "0.5,0.9,0.1"], "--split"),
+    (
+        "convert-dataset-missing",
+        ["datasets", "convert", "homedepot", f"{W}/nope.csv", "--out", f"{W}/out/ds"],
+        "nope.csv",
+    ),
+    (
+        "convert-dataset-stem",
+        ["datasets", "convert", "homedepot", f"{W}/pairs_bad.csv", "--out", f"{W}/out/ds", "--stem", "klingon"],
+        "--stem",
+    ),
+    (
+        "convert-dataset-split",
+        ["datasets", "convert", "homedepot", f"{W}/pairs_bad.csv", "--out", f"{W}/out/ds", "--split", "0.5,0.9,0.1"],
+        "--split",
+    ),
 ]
 
 
@@ -397,7 +554,8 @@ def workspace(tmp_path_factory):
     write_letor(w / "test_nodocid.letor", nodoc)
     for engine, name in (("lightgbm", "m.txt"), ("xgboost", "m.json")):
         small(engine, n_estimators=8, early_stopping_rounds=0).fit(
-            synthetic(seed=0, n_queries=20, docs=10, n_features=6, names=NAMES)).save(w / name)
+            synthetic(seed=0, n_queries=20, docs=10, n_features=6, names=NAMES)
+        ).save(w / name)
     raw_txt, raw_json = (w / "m.txt").read_bytes(), (w / "m.json").read_bytes()
     meta_txt = json.loads((w / "m.txt.meta.json").read_text())
 
@@ -444,8 +602,9 @@ def _run(args, w, native: bool):
         res = CliRunner().invoke(cli, args)
         return res.exit_code, res.stdout, res.stderr, res.exception
     env = os.environ | {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "CI": "1"}
-    res = subprocess.run([sys.executable, "-m", "ltrfeat.cli.main", *args], cwd=w, env=env, capture_output=True, text=True,
-                         timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", *args], cwd=w, env=env, capture_output=True, text=True, timeout=120
+    )
     return res.returncode, res.stdout, res.stderr, None
 
 
@@ -453,9 +612,24 @@ def test_catalogue_has_at_least_100_cases_with_unique_ids():
     ids = [c[0] for c in CASES]
     assert len(ids) >= 100 and len(set(ids)) == len(ids)
     commands = {c[1][0] if c[1][0] not in ("letor", "datasets") else " ".join(c[1][:2]) for c in CASES}
-    assert {"letor validate", "letor info", "letor convert", "extract", "train-ranker", "evaluate", "rank",
-            "export-ranker", "export-encoder", "train-encoder", "explain", "serve", "ablate", "compare",
-            "datasets synth", "datasets convert"} <= commands
+    assert {
+        "letor validate",
+        "letor info",
+        "letor convert",
+        "extract",
+        "train-ranker",
+        "evaluate",
+        "rank",
+        "export-ranker",
+        "export-encoder",
+        "train-encoder",
+        "explain",
+        "serve",
+        "ablate",
+        "compare",
+        "datasets synth",
+        "datasets convert",
+    } <= commands
 
 
 @pytest.mark.parametrize("case_id,args,needle", CASES, ids=[c[0] for c in CASES])

@@ -3,6 +3,7 @@
 
 The default suite runs a few hundred examples; ``-m slow`` runs >= 10,000 of the LETOR fuzz.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,15 +24,21 @@ from ltrfeat.features import metrics as M
 SEED_TEXT = b"".join(b"%d qid:%d 1:0.5 2:-%d.25 4:1e-3 #docid = d%d\n" % (i % 3, i // 4, i % 5, i) for i in range(12))
 ALPHABET = b"0123456789:.-+eE #qid\n\r\t\x00\xff\xc3naif"
 
-edits = st.lists(st.tuples(st.integers(0, len(SEED_TEXT)), st.integers(0, 4),
-                           st.binary(max_size=4).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b))),
-                 min_size=1, max_size=6)
+edits = st.lists(
+    st.tuples(
+        st.integers(0, len(SEED_TEXT)),
+        st.integers(0, 4),
+        st.binary(max_size=4).map(lambda b: bytes(ALPHABET[x % len(ALPHABET)] for x in b)),
+    ),
+    min_size=1,
+    max_size=6,
+)
 
 
 def mutate(data: bytes, changes) -> bytes:
     for pos, cut, insert in changes:
         pos = min(pos, len(data))
-        data = data[:pos] + insert + data[pos + cut:]
+        data = data[:pos] + insert + data[pos + cut :]
     return data
 
 
@@ -56,14 +63,23 @@ def _fuzz_letor(changes):
 
 test_letor_fuzz = settings(max_examples=300, deadline=None)(given(edits)(_fuzz_letor))
 test_letor_fuzz_10k = pytest.mark.slow(
-    settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))(given(edits)(_fuzz_letor)))
+    settings(max_examples=10_000, deadline=None, suppress_health_check=list(HealthCheck))(given(edits)(_fuzz_letor))
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3), st.one_of(st.integers(0, 5), st.integers(0, 5000),
-                                                       st.floats(0, 1e300)), st.floats(-1e6, 1e6)),
-                min_size=1, max_size=30),
-       st.sampled_from(M.GAINS))
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.one_of(st.integers(0, 5), st.integers(0, 5000), st.floats(0, 1e300)),
+            st.floats(-1e6, 1e6),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from(M.GAINS),
+)
 def test_metrics_are_finite_for_any_finite_labels(rows, gain):
     qid = [f"q{q}" for q, _, _ in rows]
     label = [lab for _, lab, _ in rows]

@@ -6,9 +6,18 @@ documents); :func:`write_converted` writes it into a directory atomically;
 :func:`convert_to_dir` does both. Sources judged only through qrels get their candidates
 from BM25 top-k retrieval over the corpus (:mod:`ltrfeat.features.retrieval`).
 """
+
 from .base import Converted, SOURCES, convert, resolve_inputs
 from .output import check_out_dir, convert_to_dir, parse_split, write_converted
 from . import kaggle, cranfield, trec  # noqa: F401,I001  (register the sources, in help order)
 
-__all__ = ["Converted", "SOURCES", "check_out_dir", "convert", "convert_to_dir", "parse_split", "resolve_inputs",
-           "write_converted"]
+__all__ = [
+    "Converted",
+    "SOURCES",
+    "check_out_dir",
+    "convert",
+    "convert_to_dir",
+    "parse_split",
+    "resolve_inputs",
+    "write_converted",
+]

@@ -1,5 +1,6 @@
 """What every converter shares: the source registry, input lookup, text cleaning, line reading
 and qrels labelling of BM25 top-k candidates."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -76,9 +77,11 @@ SOURCES: dict[str, Source] = {}
 
 def register(**spec) -> Callable:
     """Decorator registering ``load(paths: dict[role, Path], options: Options) -> Converted``."""
+
     def wrap(load):
         SOURCES[spec["name"]] = Source(load=load, **spec)
         return load
+
     return wrap
 
 
@@ -100,23 +103,39 @@ def resolve_inputs(name: str, inputs) -> dict[str, Path]:
         for role, names in zip(src.roles, src.file_names):
             found = [inputs[0] / n for n in names if (inputs[0] / n).is_file()]
             if not found:
-                raise TextTableError(f"no {role} file ({' or '.join(names)}) in the directory", path=inputs[0],
-                                     fix=f"pass the files explicitly: {usage}")
+                raise TextTableError(
+                    f"no {role} file ({' or '.join(names)}) in the directory",
+                    path=inputs[0],
+                    fix=f"pass the files explicitly: {usage}",
+                )
             paths[role] = found[0]
         return paths
     if len(inputs) != len(src.roles):
-        raise TextTableError(f"{name} needs {len(src.roles)} input(s), {usage} (e.g. {usual}), or their directory; "
-                             f"got {len(inputs)}", fix=f"ltrfeat datasets convert {name} {usual} --out DIR")
+        raise TextTableError(
+            f"{name} needs {len(src.roles)} input(s), {usage} (e.g. {usual}), or their directory; got {len(inputs)}",
+            fix=f"ltrfeat datasets convert {name} {usual} --out DIR",
+        )
     for path in inputs:
         if not path.is_file():
-            raise TextTableError("input file not found" if not path.exists() else "input is not a file", path=path,
-                                 fix="check the path")
+            raise TextTableError(
+                "input file not found" if not path.exists() else "input is not a file", path=path, fix="check the path"
+            )
     return dict(zip(src.roles, inputs))
 
 
-def convert(name: str, inputs, *, k: int = 100, label_map: str | None = None, encoding: str | None = None,
-            analyzer: Analyzer | None = None, k1: float = 1.2, b: float = 0.75, progress: bool = False,
-            duplicates: str = "error") -> Converted:
+def convert(
+    name: str,
+    inputs,
+    *,
+    k: int = 100,
+    label_map: str | None = None,
+    encoding: str | None = None,
+    analyzer: Analyzer | None = None,
+    k1: float = 1.2,
+    b: float = 0.75,
+    progress: bool = False,
+    duplicates: str = "error",
+) -> Converted:
     """Read the data set ``name`` from ``inputs`` (files in role order or their directory).
 
     Parameters
@@ -135,12 +154,21 @@ def convert(name: str, inputs, *, k: int = 100, label_map: str | None = None, en
         raise TextTableError(f"k must be at least 1, got {k}", fix="pass --k 100 or another positive number")
     if label_map is not None and src.label_map is None:
         raise TextTableError(f"{name} takes no label map: {src.label_rule}", fix="drop --label-map")
-    options = Options(k=int(k), label_map=label_map or src.label_map, encoding=encoding or src.encoding,
-                      analyzer=analyzer, k1=k1, b=b, progress=progress, duplicates=duplicates)
+    options = Options(
+        k=int(k),
+        label_map=label_map or src.label_map,
+        encoding=encoding or src.encoding,
+        analyzer=analyzer,
+        k1=k1,
+        b=b,
+        progress=progress,
+        duplicates=duplicates,
+    )
     return src.load(resolve_inputs(name, inputs), options)
 
 
 # --------------------------------------------------------------------------- text and lines
+
 
 def clean_text(value) -> str | None:
     """Whitespace runs (tabs, line breaks included) become one space; empty → None."""
@@ -162,11 +190,16 @@ def read_lines(path, encoding: str) -> Iterator[tuple[int, str]]:
             try:
                 text = raw.decode(encoding)
             except UnicodeDecodeError as exc:
-                raise TextTableError(f"cannot decode byte {raw[exc.start:exc.end].hex(' ')} as {encoding}", path=path,
-                                     line=lineno, fix="pass the file's encoding with --encoding (e.g. latin-1)") from None
+                raise TextTableError(
+                    f"cannot decode byte {raw[exc.start : exc.end].hex(' ')} as {encoding}",
+                    path=path,
+                    line=lineno,
+                    fix="pass the file's encoding with --encoding (e.g. latin-1)",
+                ) from None
             except LookupError:
-                raise TextTableError(f"unknown encoding {encoding!r}", path=path,
-                                     fix="use a Python codec name such as utf-8 or latin-1") from None
+                raise TextTableError(
+                    f"unknown encoding {encoding!r}", path=path, fix="use a Python codec name such as utf-8 or latin-1"
+                ) from None
             if lineno == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             yield lineno, text.rstrip("\r\n")
@@ -186,6 +219,7 @@ def add_doc_text(docs: pd.DataFrame, fields) -> pd.DataFrame:
 
 # --------------------------------------------------------------------------- qrels sources
 
+
 @dataclasses.dataclass
 class Qrels:
     """Judgements ``qid, docid, grade`` with the ``line`` of each in ``path``."""
@@ -200,18 +234,26 @@ class Qrels:
         """Qrels from parallel lists. Repeats of a judgement with the same grade are dropped (qrels files
         repeat lines); a pair judged with different grades is resolved by ``duplicates`` (see
         :mod:`ltrfeat.features.duplicates`)."""
-        frame = pd.DataFrame({"qid": qid, "docid": docid, "grade": np.asarray(grade, dtype=np.float64),
-                              "line": np.asarray(line, dtype=np.int64)})
+        frame = pd.DataFrame(
+            {
+                "qid": qid,
+                "docid": docid,
+                "grade": np.asarray(grade, dtype=np.float64),
+                "line": np.asarray(line, dtype=np.int64),
+            }
+        )
         if len(frame) == 0:
             raise TextTableError("no judgements", path=path, fix="check that this is the qrels file")
         frame = frame.drop_duplicates(["qid", "docid", "grade"])
-        frame, figures = resolve_duplicates(frame, policy=duplicates, label="grade", lines=frame["line"].to_numpy(),
-                                            path=path)
+        frame, figures = resolve_duplicates(
+            frame, policy=duplicates, label="grade", lines=frame["line"].to_numpy(), path=path
+        )
         return cls(Path(path), frame.reset_index(drop=True), figures)
 
 
-def judged_by_retrieval(queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels, *, fields,
-                        options: Options) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
+def judged_by_retrieval(
+    queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels, *, fields, options: Options
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
     """BM25 top-k candidates of every judged query, labelled from the qrels (unjudged = 0).
 
     ``queries`` (``qid, query`` + extras) and ``docs`` (``docid`` + ``fields``) are the whole
@@ -224,9 +266,13 @@ def judged_by_retrieval(queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels,
         unknown = ~q[key].isin(table[key]).to_numpy()
         if unknown.any():
             first = int(np.flatnonzero(unknown)[0])
-            raise TextTableError(f"qrels name {what} {q[key].iat[first]!r}, which is not in the {what} file "
-                                 f"({int(unknown.sum())} such qrels)", path=qrels.path, line=int(q["line"].iat[first]),
-                                 fix=f"pass the {what} file these qrels belong to")
+            raise TextTableError(
+                f"qrels name {what} {q[key].iat[first]!r}, which is not in the {what} file "
+                f"({int(unknown.sum())} such qrels)",
+                path=qrels.path,
+                line=int(q["line"].iat[first]),
+                fix=f"pass the {what} file these qrels belong to",
+            )
     fields = [f for f in fields if docs[f].notna().any()]
     if not fields:
         raise TextTableError("every document text is empty", fix="check the corpus file")
@@ -234,8 +280,11 @@ def judged_by_retrieval(queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels,
     retriever = BM25Retriever(fields=fields, k1=options.k1, b=options.b, analyzer=options.analyzer).fit(docs)
     hits = retriever.retrieve(judged[["qid", "query"]], k=options.k, progress=options.progress)
     if hits.empty:
-        raise TextTableError("no judged query shares a word with any document", path=qrels.path,
-                             fix="check that the queries, documents and qrels belong together")
+        raise TextTableError(
+            "no judged query shares a word with any document",
+            path=qrels.path,
+            fix="check that the queries, documents and qrels belong together",
+        )
     grades = q.set_index(["qid", "docid"])["grade"]
     key = pd.MultiIndex.from_arrays([hits["qid"], hits["docid"]])
     label = grades.reindex(key).to_numpy(dtype=np.float64)
@@ -243,9 +292,14 @@ def judged_by_retrieval(queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels,
     used = pd.unique(hits["docid"])
     out_docs = docs.set_index("docid").loc[used, fields].reset_index()
     text = add_doc_text(out_docs, fields).set_index("docid").reindex(hits["docid"])
-    pairs = pd.DataFrame({"qid": hits["qid"].to_numpy(),
-                          "query": judged.set_index("qid")["query"].reindex(hits["qid"]).to_numpy(),
-                          "docid": hits["docid"].to_numpy(), "doc": text["doc"].to_numpy()})
+    pairs = pd.DataFrame(
+        {
+            "qid": hits["qid"].to_numpy(),
+            "query": judged.set_index("qid")["query"].reindex(hits["qid"]).to_numpy(),
+            "docid": hits["docid"].to_numpy(),
+            "doc": text["doc"].to_numpy(),
+        }
+    )
     if len(fields) > 1:
         for f in fields:
             pairs[f] = text[f].to_numpy()
@@ -256,9 +310,13 @@ def judged_by_retrieval(queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels,
     found = relevant.set_index(["qid", "docid"]).index.isin(key)
     retrieved = set(hits["qid"].tolist())
     figures = {
-        "k": options.k, "fields": fields, "k1": options.k1, "b": options.b,
+        "k": options.k,
+        "fields": fields,
+        "k1": options.k1,
+        "b": options.b,
         "analyzer": (options.analyzer or Analyzer()).to_json(),
-        "queries_in_file": len(queries), "judged_queries": len(judged),
+        "queries_in_file": len(queries),
+        "judged_queries": len(judged),
         "queries_without_candidates": int(len(judged) - len(retrieved)),
         "judged_relevant": int(len(relevant)),
         "relevant_in_top_k": int(found.sum()),

@@ -7,6 +7,7 @@ tables), and ``convert.json`` (options, counts, label rule, retrieval figures, S
 every input and output file). Everything is written into a temporary sibling directory
 that replaces ``DIR`` only when complete.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -40,7 +41,9 @@ def parse_split(spec: str | None) -> tuple[float, float, float] | None:
     except ValueError:
         shares = ()
     if len(shares) != 3 or min(shares) <= 0 or abs(sum(shares) - 1) > 1e-6:
-        raise LtrfeatError(f"bad split {spec!r}", fix="give --split three positive shares summing to 1, e.g. 0.6,0.2,0.2")
+        raise LtrfeatError(
+            f"bad split {spec!r}", fix="give --split three positive shares summing to 1, e.g. 0.6,0.2,0.2"
+        )
     return shares
 
 
@@ -50,8 +53,11 @@ def check_out_dir(out_dir, *, overwrite: bool) -> None:
     if out.exists() and not out.is_dir():
         raise LtrfeatError("output exists and is not a directory", path=out, fix="choose a directory path for --out")
     if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise LtrfeatError("output directory exists and is not empty", path=out,
-                           fix="pass --overwrite to replace it, or choose another directory")
+        raise LtrfeatError(
+            "output directory exists and is not empty",
+            path=out,
+            fix="pass --overwrite to replace it, or choose another directory",
+        )
 
 
 def split_queries(qids, shares, seed: int) -> dict[str, str]:
@@ -60,16 +66,23 @@ def split_queries(qids, shares, seed: int) -> dict[str, str]:
     bounds = np.round(np.cumsum(shares)[:-1] * len(qids)).astype(int)
     parts = np.split(np.random.default_rng(seed).permutation(len(qids)), bounds)
     if min(len(p) for p in parts) == 0:
-        raise LtrfeatError(f"{len(qids)} queries are too few for the split {', '.join(f'{s:g}' for s in shares)}",
-                           fix="use more queries or larger shares so that every split gets one")
+        raise LtrfeatError(
+            f"{len(qids)} queries are too few for the split {', '.join(f'{s:g}' for s in shares)}",
+            fix="use more queries or larger shares so that every split gets one",
+        )
     return {qids[i]: name for name, part in zip(SPLITS, parts) for i in part.tolist()}
 
 
 def _ranking(pairs: pd.DataFrame) -> RankingSet:
     docid = pairs["docid"].to_numpy(dtype=object)
-    return RankingSet(qid=pairs["qid"].to_numpy(dtype=object), label=pairs["label"].to_numpy(dtype=np.float64),
-                      X=np.zeros((len(pairs), 0), dtype=np.float32), feature_map=FeatureMap(()), docid=docid,
-                      comment=np.array([f"docid = {d}" for d in docid], dtype=object))
+    return RankingSet(
+        qid=pairs["qid"].to_numpy(dtype=object),
+        label=pairs["label"].to_numpy(dtype=np.float64),
+        X=np.zeros((len(pairs), 0), dtype=np.float32),
+        feature_map=FeatureMap(()),
+        docid=docid,
+        comment=np.array([f"docid = {d}" for d in docid], dtype=object),
+    )
 
 
 def _sha256(path: Path) -> str:
@@ -102,8 +115,9 @@ def _staging(out: Path):
         tempfiles.release(tmp)
 
 
-def write_converted(conv: Converted, out_dir, *, split=None, seed: int = 0, overwrite: bool = False,
-                    options: dict | None = None) -> dict:
+def write_converted(
+    conv: Converted, out_dir, *, split=None, seed: int = 0, overwrite: bool = False, options: dict | None = None
+) -> dict:
     """Write ``conv`` into ``out_dir`` (see the module docstring); returns the ``convert.json`` record.
 
     ``split`` : ``(train, vali, test)`` shares of queries, or None; ``seed`` seeds it.
@@ -132,10 +146,17 @@ def write_converted(conv: Converted, out_dir, *, split=None, seed: int = 0, over
             "format": CONVERT_FORMAT,
             "source": conv.source,
             "options": {**(options or {}), "split": list(split) if split else None, "seed": seed if split else None},
-            "inputs": {role: {"name": Path(p).name, "bytes": Path(p).stat().st_size, "sha256": _sha256(Path(p))}
-                       for role, p in conv.inputs.items()},
-            "counts": {"queries": int(queries["qid"].nunique()), "docs": len(conv.docs), "pairs": len(pairs),
-                       "fields": list(conv.fields), "splits": split_counts or None},
+            "inputs": {
+                role: {"name": Path(p).name, "bytes": Path(p).stat().st_size, "sha256": _sha256(Path(p))}
+                for role, p in conv.inputs.items()
+            },
+            "counts": {
+                "queries": int(queries["qid"].nunique()),
+                "docs": len(conv.docs),
+                "pairs": len(pairs),
+                "fields": list(conv.fields),
+                "splits": split_counts or None,
+            },
             "labels": conv.labels,
             "duplicates": conv.duplicates,
             "retrieval": conv.retrieval,
@@ -148,8 +169,9 @@ def write_converted(conv: Converted, out_dir, *, split=None, seed: int = 0, over
     return summary
 
 
-def convert_to_dir(name: str, inputs, out_dir, *, split=None, seed: int = 0, overwrite: bool = False,
-                   **options) -> dict:
+def convert_to_dir(
+    name: str, inputs, out_dir, *, split=None, seed: int = 0, overwrite: bool = False, **options
+) -> dict:
     """:func:`~ltrfeat.features.converters.convert` then :func:`write_converted`; ``options`` go to
     ``convert`` (``k``, ``label_map``, ``encoding``, ``analyzer``, ``k1``, ``b``, ``progress``)."""
     check_out_dir(out_dir, overwrite=overwrite)

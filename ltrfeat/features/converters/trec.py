@@ -14,6 +14,7 @@ Inputs, each optionally ``.gz``:
 Grades are integers kept as given; negative grades (e.g. TREC's −2 for spam) count as not
 relevant (label 0), as do BM25 candidates without a judgement.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,17 @@ import pandas as pd
 
 from ..errors import TextTableError
 from ..fileio import is_gzip_path
-from .base import SOURCES, Converted, Options, Qrels, clean_text, judged_by_retrieval, label_histogram, read_lines, register
+from .base import (
+    SOURCES,
+    Converted,
+    Options,
+    Qrels,
+    clean_text,
+    judged_by_retrieval,
+    label_histogram,
+    read_lines,
+    register,
+)
 
 _JSONL = (".jsonl", ".json", ".ndjson")
 
@@ -46,32 +57,55 @@ def read_id_texts(path, encoding: str, *, keys: dict[str, str], what: str) -> pd
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise TextTableError(f"invalid JSON ({exc.msg} at column {exc.colno})", path=path, line=lineno,
-                                     fix="write one JSON object per line") from None
+                raise TextTableError(
+                    f"invalid JSON ({exc.msg} at column {exc.colno})",
+                    path=path,
+                    line=lineno,
+                    fix="write one JSON object per line",
+                ) from None
             if not isinstance(rec, dict) or "_id" not in rec or keys[text_name] not in rec:
-                raise TextTableError(f"a {what} record needs the keys '_id' and {keys[text_name]!r}", path=path,
-                                     line=lineno, fix="use the BEIR layout, e.g. {\"_id\": \"d1\", \"title\": \"...\", "
-                                                      "\"text\": \"...\"}")
+                raise TextTableError(
+                    f"a {what} record needs the keys '_id' and {keys[text_name]!r}",
+                    path=path,
+                    line=lineno,
+                    fix='use the BEIR layout, e.g. {"_id": "d1", "title": "...", "text": "..."}',
+                )
             ident = rec["_id"]
             values = {name: rec.get(key) for name, key in keys.items()}
             bad = [k for k, v in values.items() if v is not None and not isinstance(v, str)]
             if bad:
-                raise TextTableError(f"{what} field {keys[bad[0]]!r} is not a string", path=path, line=lineno,
-                                     fix="store texts as JSON strings")
+                raise TextTableError(
+                    f"{what} field {keys[bad[0]]!r} is not a string",
+                    path=path,
+                    line=lineno,
+                    fix="store texts as JSON strings",
+                )
         else:
             parts = line.split("\t")
             if len(parts) != 2:
-                raise TextTableError(f"expected 2 tab-separated fields (id, text), got {len(parts)}", path=path,
-                                     line=lineno, fix=f"write '<id><TAB><text>' lines, or use a .jsonl {what} file")
+                raise TextTableError(
+                    f"expected 2 tab-separated fields (id, text), got {len(parts)}",
+                    path=path,
+                    line=lineno,
+                    fix=f"write '<id><TAB><text>' lines, or use a .jsonl {what} file",
+                )
             ident, values = parts[0], {name: None for name in keys}
             values[text_name] = parts[1]
         if isinstance(ident, bool) or not isinstance(ident, (str, int)) or not str(ident).strip():
-            raise TextTableError(f"{what} id {ident!r} is empty or not a string", path=path, line=lineno,
-                                 fix="give every record a non-empty id")
+            raise TextTableError(
+                f"{what} id {ident!r} is empty or not a string",
+                path=path,
+                line=lineno,
+                fix="give every record a non-empty id",
+            )
         ident = str(ident).strip()
         if any(ch.isspace() for ch in ident):
-            raise TextTableError(f"{what} id {ident!r} contains whitespace, which a LETOR file cannot carry",
-                                 path=path, line=lineno, fix="use ids without spaces")
+            raise TextTableError(
+                f"{what} id {ident!r} contains whitespace, which a LETOR file cannot carry",
+                path=path,
+                line=lineno,
+                fix="use ids without spaces",
+            )
         ids.append(ident)
         lines.append(lineno)
         for name in keys:
@@ -81,8 +115,12 @@ def read_id_texts(path, encoding: str, *, keys: dict[str, str], what: str) -> pd
     frame = pd.DataFrame({"id": ids, **texts, "line": lines})
     dup = frame["id"].duplicated().to_numpy()
     if dup.any():
-        raise TextTableError(f"{what} id {frame['id'][dup].iat[0]!r} occurs twice", path=path,
-                             line=int(frame["line"][dup].iat[0]), fix=f"give every {what} a unique id")
+        raise TextTableError(
+            f"{what} id {frame['id'][dup].iat[0]!r} occurs twice",
+            path=path,
+            line=int(frame["line"][dup].iat[0]),
+            fix=f"give every {what} a unique id",
+        )
     return frame
 
 
@@ -97,8 +135,12 @@ def read_queries(path, encoding: str) -> pd.DataFrame:
     frame = read_id_texts(path, encoding, keys={"query": "text"}, what="query")
     empty = frame["query"].isna().to_numpy()
     if empty.any():
-        raise TextTableError(f"query {frame['id'][empty].iat[0]!r} has no text", path=path,
-                             line=int(frame["line"][empty].iat[0]), fix="give every query its text")
+        raise TextTableError(
+            f"query {frame['id'][empty].iat[0]!r} has no text",
+            path=path,
+            line=int(frame["line"][empty].iat[0]),
+            fix="give every query its text",
+        )
     return frame.drop(columns="line").rename(columns={"id": "qid"})
 
 
@@ -112,8 +154,9 @@ def read_qrels(path, encoding: str, *, duplicates: str = "error") -> Qrels:
         if not parts:
             continue
         if len(parts) not in (3, 4) or (width is not None and len(parts) != width):
-            raise TextTableError(f"expected {width or '3 or 4'} fields, got {len(parts)}", path=path, line=lineno,
-                                 fix=fix)
+            raise TextTableError(
+                f"expected {width or '3 or 4'} fields, got {len(parts)}", path=path, line=lineno, fix=fix
+            )
         try:
             value = float(parts[-1])
         except ValueError:
@@ -137,29 +180,53 @@ def _convert(name: str, paths, options: Options) -> Converted:
     qrels = read_qrels(paths["qrels"], options.encoding, duplicates=options.duplicates)
     negative = int((qrels.frame["grade"] < 0).sum())
     pairs, queries, docs, figures = judged_by_retrieval(queries, docs, qrels, fields=["title", "body"], options=options)
-    labels = {"rule": SOURCES[name].label_rule, "negative_grades_as_0": negative,
-              "histogram": label_histogram(pairs["label"])}
-    return Converted(source=name, inputs=dict(paths), pairs=pairs, queries=queries, docs=docs,
-                     fields=tuple(figures["fields"]), labels=labels, retrieval=figures, duplicates=qrels.duplicates)
+    labels = {
+        "rule": SOURCES[name].label_rule,
+        "negative_grades_as_0": negative,
+        "histogram": label_histogram(pairs["label"]),
+    }
+    return Converted(
+        source=name,
+        inputs=dict(paths),
+        pairs=pairs,
+        queries=queries,
+        docs=docs,
+        fields=tuple(figures["fields"]),
+        labels=labels,
+        retrieval=figures,
+        duplicates=qrels.duplicates,
+    )
 
 
 _RULE = "qrels grades kept as given; negative grades and BM25 candidates without a judgement -> 0"
 
 
-@register(name="trec", roles=("docs", "queries", "qrels"),
-          file_names=(("corpus.jsonl", "corpus.jsonl.gz"), ("queries.jsonl", "queries.jsonl.gz"),
-                      ("qrels/test.tsv", "qrels.tsv", "qrels.txt")),
-          summary="TREC / BEIR collections: corpus.jsonl, queries.jsonl, qrels (BEIR TSV or TREC 'q 0 d rel')",
-          label_rule=_RULE)
+@register(
+    name="trec",
+    roles=("docs", "queries", "qrels"),
+    file_names=(
+        ("corpus.jsonl", "corpus.jsonl.gz"),
+        ("queries.jsonl", "queries.jsonl.gz"),
+        ("qrels/test.tsv", "qrels.tsv", "qrels.txt"),
+    ),
+    summary="TREC / BEIR collections: corpus.jsonl, queries.jsonl, qrels (BEIR TSV or TREC 'q 0 d rel')",
+    label_rule=_RULE,
+)
 def trec(paths, options: Options) -> Converted:
     return _convert("trec", paths, options)
 
 
-@register(name="msmarco", roles=("docs", "queries", "qrels"),
-          file_names=(("collection.tsv", "collection.tsv.gz"), ("queries.dev.small.tsv", "queries.dev.tsv", "queries.tsv"),
-                      ("qrels.dev.small.tsv", "qrels.dev.tsv", "qrels.tsv")),
-          summary="MS MARCO passage ranking: collection.tsv (pid, passage), queries.*.tsv (qid, query), "
-                  "qrels.*.tsv (qid 0 pid rel)",
-          label_rule=_RULE)
+@register(
+    name="msmarco",
+    roles=("docs", "queries", "qrels"),
+    file_names=(
+        ("collection.tsv", "collection.tsv.gz"),
+        ("queries.dev.small.tsv", "queries.dev.tsv", "queries.tsv"),
+        ("qrels.dev.small.tsv", "qrels.dev.tsv", "qrels.tsv"),
+    ),
+    summary="MS MARCO passage ranking: collection.tsv (pid, passage), queries.*.tsv (qid, query), "
+    "qrels.*.tsv (qid 0 pid rel)",
+    label_rule=_RULE,
+)
 def msmarco(paths, options: Options) -> Converted:
     return _convert("msmarco", paths, options)

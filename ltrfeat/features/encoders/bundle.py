@@ -7,6 +7,7 @@ object with ``format`` (= ``"ltrenc"``), ``format_version``, ``kind`` (``"encode
 training record). Reading parses the header with ``json`` and the tensors with
 ``safetensors.torch.load`` -- nothing is ever unpickled.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,9 +39,14 @@ def write_bundle(path, *, kind: str, header: dict, tensors: dict[str, torch.Tens
     The header records the SHA-256 of every tensor (``tensor_sha256``), checked by
     :func:`read_bundle`: a flipped byte in the weights is refused instead of loaded."""
     tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
-    full = {"format": FORMAT, "format_version": FORMAT_VERSION, "kind": kind,
-            "library_versions": library_versions("torch", "numpy", "safetensors"), **header,
-            "tensor_sha256": {k: _tensor_sha256(v) for k, v in sorted(tensors.items())}}
+    full = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        "library_versions": library_versions("torch", "numpy", "safetensors"),
+        **header,
+        "tensor_sha256": {k: _tensor_sha256(v) for k, v in sorted(tensors.items())},
+    }
     data = safetensors.torch.save(tensors, metadata={FORMAT: json.dumps(full, sort_keys=True)})
     with atomic_output(path, binary=True) as fh:
         fh.write(data)
@@ -52,8 +58,9 @@ def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ModelFileError(f"cannot read encoder file: {exc.strerror}", path=path,
-                             fix="check the path given") from None
+        raise ModelFileError(
+            f"cannot read encoder file: {exc.strerror}", path=path, fix="check the path given"
+        ) from None
     not_bundle = dict(path=path, fix="give a file written by `ltrfeat train-encoder` (.ltrenc)")
     if len(data) < 8:
         raise ModelFileError("not an .ltrenc encoder bundle (file too short)", **not_bundle)
@@ -69,7 +76,10 @@ def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
     if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
         raise ModelFileError(
             f"unsupported .ltrenc format version {header.get('format_version')!r} (this ltrfeat reads "
-            f"version {FORMAT_VERSION})", path=path, fix="retrain the encoder with this ltrfeat version")
+            f"version {FORMAT_VERSION})",
+            path=path,
+            fix="retrain the encoder with this ltrfeat version",
+        )
     found = header.get("kind")
     if found != kind:
         if kind == "checkpoint":
@@ -77,15 +87,18 @@ def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
         elif found == "checkpoint":
             fix = "give the --out file of train-encoder, not its checkpoint"
         else:
-            fix = (f"a {found!r} bundle is not a CLSM/DSSM/DeepMatch bundle: load it by its own name "
-                   f"(e.g. --encoder {found}=FILE); export-encoder takes CLSM/DSSM bundles only")
+            fix = (
+                f"a {found!r} bundle is not a CLSM/DSSM/DeepMatch bundle: load it by its own name "
+                f"(e.g. --encoder {found}=FILE); export-encoder takes CLSM/DSSM bundles only"
+            )
         raise ModelFileError(f"this .ltrenc file holds a {found!r}, not an {kind!r}", path=path, fix=fix)
     try:
         tensors = safetensors.torch.load(data)
     except Exception as exc:  # safetensors raises its own SafetensorError for any corruption
-        raise ModelFileError(f"corrupt .ltrenc file: {exc}", path=path,
-                             fix="the file is damaged or truncated; copy or retrain it") from None
-    _verify_tensors(header, st_header, data[8 + n:], tensors, path)
+        raise ModelFileError(
+            f"corrupt .ltrenc file: {exc}", path=path, fix="the file is damaged or truncated; copy or retrain it"
+        ) from None
+    _verify_tensors(header, st_header, data[8 + n :], tensors, path)
     return header, tensors
 
 
@@ -101,5 +114,6 @@ def _verify_tensors(header: dict, st_header: dict, payload: bytes, tensors: dict
     for name in sorted(expected):
         start, end = st_header[name]["data_offsets"]
         if hashlib.sha256(payload[start:end]).hexdigest() != expected[name]:
-            raise ModelFileError(f"tensor {name!r} does not match its SHA-256 (a changed byte in the weights)",
-                                 path=path, fix=fix)
+            raise ModelFileError(
+                f"tensor {name!r} does not match its SHA-256 (a changed byte in the weights)", path=path, fix=fix
+            )

@@ -1,4 +1,5 @@
 """CLSM tower (Shen et al. 2014): word-n-gram convolution over letter trigrams, max pooling, semantic layer."""
+
 from __future__ import annotations
 
 import torch

@@ -10,6 +10,7 @@ for a TOML/YAML/JSON file) reads them back, refusing unknown keys with the list 
 Runtime settings that do not change the trained model's numbers (threads, progress bars, checkpoint
 paths) and objects that are not plain values (a teacher model, an analyzer) stay trainer arguments.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -80,11 +81,13 @@ class TrainingConfig:
         """A config from plain values (``to_dict``'s output, a config file's table); unknown keys are an error."""
         unknown = sorted(set(values) - set(cls.names()))
         if unknown:
-            raise ValueError(f"{source}: {cls.kind} training has no setting {unknown[0]!r}; "
-                             f"use one of {', '.join(cls.names())}")
+            raise ValueError(
+                f"{source}: {cls.kind} training has no setting {unknown[0]!r}; use one of {', '.join(cls.names())}"
+            )
         tuples = cls._tuples()
-        settings: dict[str, Any] = {k: tuple(v) if isinstance(v, list) and k in tuples else v
-                                    for k, v in values.items()}
+        settings: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) and k in tuples else v for k, v in values.items()
+        }
         return cls(**settings)
 
     @classmethod
@@ -179,8 +182,9 @@ class EncoderConfig(TrainingConfig):
         if not (self.negatives or self.hard_negatives or self.in_batch):
             raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
         if self.pretrain not in (None, "rbm") or (self.pretrain == "rbm" and self.model != "dssm"):
-            raise ValueError(f"pretrain must be None or 'rbm' (with model='dssm'), got {self.pretrain!r} "
-                             f"with model={self.model!r}")
+            raise ValueError(
+                f"pretrain must be None or 'rbm' (with model='dssm'), got {self.pretrain!r} with model={self.model!r}"
+            )
         if self.sizes is not None and not isinstance(self.sizes, dict):
             raise ValueError(f"sizes must be a mapping of layer sizes, e.g. {{'out': 128}}; got {self.sizes!r}")
 
@@ -249,8 +253,19 @@ class DeepMatchConfig(TrainingConfig):
             raise ValueError(f"topics must be (fine, coarse) with 1 <= coarse <= fine, got {tuple(self.topics)}")
         if len(self.units) != 2 or min(self.units) < 1:
             raise ValueError(f"units must be two counts >= 1, got {tuple(self.units)}")
-        _at_least(self, 1, "patch_words", "latent", "committee", "min_links", "max_links", "lda_iter", "lda_docs",
-                  "min_df", "max_vocab")
+        _at_least(
+            self,
+            1,
+            "patch_words",
+            "latent",
+            "committee",
+            "min_links",
+            "max_links",
+            "lda_iter",
+            "lda_docs",
+            "min_df",
+            "max_vocab",
+        )
         _at_least(self, 2, "batch_size")
         if self.negatives + self.hard_negatives < 1:
             raise ValueError("need at least one negative: negatives or hard_negatives >= 1")
@@ -260,5 +275,9 @@ class DeepMatchConfig(TrainingConfig):
             raise ValueError(f"lr must be > 0 (or None for 3e-3); got {self.lr!r}")
 
 
-CONFIGS: dict[str, type[TrainingConfig]] = {"clsm": EncoderConfig, "dssm": EncoderConfig, "sbert-ft": SbertConfig,
-                                            "deepmatch": DeepMatchConfig}
+CONFIGS: dict[str, type[TrainingConfig]] = {
+    "clsm": EncoderConfig,
+    "dssm": EncoderConfig,
+    "sbert-ft": SbertConfig,
+    "deepmatch": DeepMatchConfig,
+}

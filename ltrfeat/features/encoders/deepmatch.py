@@ -36,6 +36,7 @@ after every epoch): the network's state holds the patches and the DAG as buffers
 takes the fitted LDA patches from the checkpoint instead of refitting them, and equals the
 uninterrupted run bit for bit.
 """
+
 from __future__ import annotations
 
 import time
@@ -54,8 +55,16 @@ from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.config import DeepMatchConfig
 from ltrfeat.features.encoders.encoder import check_texts, distinct
-from ltrfeat.features.encoders.training import (_begin, _fit_epochs, _prepare, _Sampler, _torch_settings, _validate,
-                                            data_hash, ndcg_at)
+from ltrfeat.features.encoders.training import (
+    _begin,
+    _fit_epochs,
+    _prepare,
+    _Sampler,
+    _torch_settings,
+    _validate,
+    data_hash,
+    ndcg_at,
+)
 from ltrfeat.features.errors import ModelFileError, TextTableError
 from ltrfeat.features.hashing import TokenizedTexts
 from ltrfeat.features.logs import show_progress
@@ -86,14 +95,24 @@ def _indicator(bag: TokenizedTexts, n_cols: int) -> sp.csr_matrix:
 
 
 # -- patches and the DAG ------------------------------------------------------------------------
-def fit_topics(q_bag: TokenizedTexts, d_bag: TokenizedTexts, *, n_q: int, n_d: int, n_topics: int,
-               patch_words: int, max_iter: int = 10, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def fit_topics(
+    q_bag: TokenizedTexts,
+    d_bag: TokenizedTexts,
+    *,
+    n_q: int,
+    n_d: int,
+    n_topics: int,
+    patch_words: int,
+    max_iter: int = 10,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """LDA over joint (query, document) word bags; each topic's top words per side, (T, N) ids, -1 padded."""
     from sklearn.decomposition import LatentDirichletAllocation
 
     joint = sp.hstack([_indicator(q_bag, n_q), _indicator(d_bag, n_d)], format="csr")
-    lda = LatentDirichletAllocation(n_components=n_topics, learning_method="online", max_iter=max_iter,
-                                    batch_size=1024, random_state=seed, n_jobs=1)
+    lda = LatentDirichletAllocation(
+        n_components=n_topics, learning_method="online", max_iter=max_iter, batch_size=1024, random_state=seed, n_jobs=1
+    )
     lda.fit(joint)
     return (_top_words(lda.components_[:, :n_q], patch_words), _top_words(lda.components_[:, n_q:], patch_words))
 
@@ -113,8 +132,9 @@ def _membership(words: np.ndarray, n_vocab: int) -> np.ndarray:
     return out
 
 
-def patch_overlap(coarse: tuple[np.ndarray, np.ndarray], fine: tuple[np.ndarray, np.ndarray], *,
-                  n_q: int, n_d: int) -> np.ndarray:
+def patch_overlap(
+    coarse: tuple[np.ndarray, np.ndarray], fine: tuple[np.ndarray, np.ndarray], *, n_q: int, n_d: int
+) -> np.ndarray:
     """Shared words (query side + document side) of every coarse and fine patch, (C, F)."""
     out = 0
     for c, f, n in ((coarse[0], fine[0], n_q), (coarse[1], fine[1], n_d)):
@@ -126,8 +146,10 @@ def link_patches(overlap: np.ndarray, *, min_links: int, max_links: int) -> np.n
     """Fine patches under each coarse patch, (C, W) with -1 padding (see the module docstring)."""
     n_coarse, n_fine = overlap.shape
     if not 1 <= min_links <= max_links or min_links > n_fine:
-        raise ValueError(f"need 1 <= min_links <= max_links and min_links <= {n_fine} fine patches "
-                         f"(got min_links={min_links}, max_links={max_links})")
+        raise ValueError(
+            f"need 1 <= min_links <= max_links and min_links <= {n_fine} fine patches "
+            f"(got min_links={min_links}, max_links={max_links})"
+        )
     order = np.argsort(-overlap, axis=1, kind="stable")
     n_take = np.clip((overlap > 0).sum(1), min_links, max_links)
     children = [list(order[c, : n_take[c]]) for c in range(n_coarse)]
@@ -187,8 +209,13 @@ class DeepMatchNet(nn.Module):
 
     def set_structure(self, fine, coarse, links) -> None:
         """Install the patches ((q, d) padded id arrays) and the DAG."""
-        for name, value in (("fine_q", fine[0]), ("fine_d", fine[1]), ("coarse_q", coarse[0]),
-                            ("coarse_d", coarse[1]), ("links", links)):
+        for name, value in (
+            ("fine_q", fine[0]),
+            ("fine_d", fine[1]),
+            ("coarse_q", coarse[0]),
+            ("coarse_d", coarse[1]),
+            ("links", links),
+        ):
             getattr(self, name).copy_(torch.as_tensor(value))
         self._tables = None
 
@@ -225,8 +252,15 @@ class DeepMatchNet(nn.Module):
         fine_on = np.zeros((n_pairs, n_fine), dtype=bool)
         fine_on.ravel()[active] = True
         coarse_on = (fine_on[:, links] & link_mask).any(axis=2)
-        return PairBatch(n_pairs, active, np.searchsorted(active, q_keys[keep_q]), q_slots[keep_q],
-                         np.searchsorted(active, d_keys[keep_d]), d_slots[keep_d], np.flatnonzero(coarse_on))
+        return PairBatch(
+            n_pairs,
+            active,
+            np.searchsorted(active, q_keys[keep_q]),
+            q_slots[keep_q],
+            np.searchsorted(active, d_keys[keep_d]),
+            d_slots[keep_d],
+            np.flatnonzero(coarse_on),
+        )
 
     def forward(self, b: PairBatch) -> torch.Tensor:
         """Match scores (n_pairs,) in (0, 1)."""
@@ -266,8 +300,9 @@ class DeepMatch:
     It scores pairs (:meth:`similarity`); there are no per-text vectors to cache.
     """
 
-    def __init__(self, *, analyzer: Analyzer, query_vocab: list, doc_vocab: list, net: DeepMatchNet,
-                 training: dict | None = None):
+    def __init__(
+        self, *, analyzer: Analyzer, query_vocab: list, doc_vocab: list, net: DeepMatchNet, training: dict | None = None
+    ):
         self.analyzer = analyzer
         self.query_vocab = list(query_vocab)
         self.doc_vocab = list(doc_vocab)
@@ -289,8 +324,12 @@ class DeepMatch:
         return score_rows(self.net, self.bags(uq, "query"), self.bags(ud, "doc"), qi, di, batch_size=batch_size)
 
     def header(self) -> dict:
-        return {"model": self.net.config, "analyzer": self.analyzer.to_json(),
-                "vocab": {"query": self.query_vocab, "doc": self.doc_vocab}, "training": self.training}
+        return {
+            "model": self.net.config,
+            "analyzer": self.analyzer.to_json(),
+            "vocab": {"query": self.query_vocab, "doc": self.doc_vocab},
+            "training": self.training,
+        }
 
     def save(self, path) -> None:
         """Write the ``.ltrenc`` bundle (atomically; JSON header + safetensors, no pickle)."""
@@ -300,23 +339,40 @@ class DeepMatch:
     def from_parts(cls, header: dict, tensors: dict, *, path=None) -> "DeepMatch":
         config = header.get("model") or {}
         if config.get("architecture") != ARCHITECTURE:
-            raise ModelFileError(f"the bundle holds a {config.get('architecture')} encoder, not {ARCHITECTURE}",
-                                 path=path, fix=f"write {config.get('architecture')}={path}")
+            raise ModelFileError(
+                f"the bundle holds a {config.get('architecture')} encoder, not {ARCHITECTURE}",
+                path=path,
+                fix=f"write {config.get('architecture')}={path}",
+            )
         try:
             net = DeepMatchNet(config)
             net.load_state_dict(tensors, strict=True)
-            model = cls(analyzer=Analyzer.from_json(header["analyzer"]), query_vocab=header["vocab"]["query"],
-                        doc_vocab=header["vocab"]["doc"], net=net, training=header.get("training") or {})
+            model = cls(
+                analyzer=Analyzer.from_json(header["analyzer"]),
+                query_vocab=header["vocab"]["query"],
+                doc_vocab=header["vocab"]["doc"],
+                net=net,
+                training=header.get("training") or {},
+            )
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             problem = " ".join(str(exc).split())[:300]
-            raise ModelFileError(f"DeepMatch bundle does not match its model config: {problem}", path=path,
-                                 fix="the file is damaged or from an incompatible ltrfeat; retrain it") from None
-        in_range = (int(net.fine_q.max()) < len(model.query_vocab) and int(net.fine_d.max()) < len(model.doc_vocab)
-                    and int(net.links.max()) < config["n_fine"])
-        if (len(model.query_vocab), len(model.doc_vocab)) != (config["n_query_words"], config["n_doc_words"]) \
-                or not in_range:
-            raise ModelFileError("vocabulary, patches and model input size disagree", path=path,
-                                 fix="the file is damaged; retrain it")
+            raise ModelFileError(
+                f"DeepMatch bundle does not match its model config: {problem}",
+                path=path,
+                fix="the file is damaged or from an incompatible ltrfeat; retrain it",
+            ) from None
+        in_range = (
+            int(net.fine_q.max()) < len(model.query_vocab)
+            and int(net.fine_d.max()) < len(model.doc_vocab)
+            and int(net.links.max()) < config["n_fine"]
+        )
+        if (len(model.query_vocab), len(model.doc_vocab)) != (
+            config["n_query_words"],
+            config["n_doc_words"],
+        ) or not in_range:
+            raise ModelFileError(
+                "vocabulary, patches and model input size disagree", path=path, fix="the file is damaged; retrain it"
+            )
         net.eval()
         return model
 
@@ -327,8 +383,9 @@ class DeepMatch:
         return cls.from_parts(header, tensors, path=path)
 
 
-def score_rows(net: DeepMatchNet, q_bags: TokenizedTexts, d_bags: TokenizedTexts, q_rows, d_rows, *,
-               batch_size: int = 4096) -> np.ndarray:
+def score_rows(
+    net: DeepMatchNet, q_bags: TokenizedTexts, d_bags: TokenizedTexts, q_rows, d_rows, *, batch_size: int = 4096
+) -> np.ndarray:
     """Scores of the pairs (q_bags[q_rows[i]], d_bags[d_rows[i]]) without autograd."""
     out = np.zeros(len(q_rows), dtype=np.float32)
     was_training = net.training
@@ -344,9 +401,17 @@ def score_rows(net: DeepMatchNet, q_bags: TokenizedTexts, d_bags: TokenizedTexts
 
 
 # -- training -------------------------------------------------------------------------------
-def train_deepmatch(pairs: pd.DataFrame, config: DeepMatchConfig | None = None, *, analyzer: Analyzer | None = None,
-                    threads: int | None = None, checkpoint=None, resume=None, progress: bool | None = None,
-                    **options) -> tuple[DeepMatch, list[dict]]:
+def train_deepmatch(
+    pairs: pd.DataFrame,
+    config: DeepMatchConfig | None = None,
+    *,
+    analyzer: Analyzer | None = None,
+    threads: int | None = None,
+    checkpoint=None,
+    resume=None,
+    progress: bool | None = None,
+    **options,
+) -> tuple[DeepMatch, list[dict]]:
     """Fit patches, DAG and network on judged pairs; returns the model (best validation epoch) and history.
 
     Parameters
@@ -381,10 +446,20 @@ def train_deepmatch(pairs: pd.DataFrame, config: DeepMatchConfig | None = None, 
     """
     cfg = DeepMatchConfig.build(config, options)
     n_fine, n_coarse = (int(t) for t in cfg.topics)
-    patch_words, min_links, max_links, units, latent = (cfg.patch_words, cfg.min_links, cfg.max_links, cfg.units,
-                                                        cfg.latent)
-    min_df, max_vocab, lda_docs, min_positive, seed = (cfg.min_df, cfg.max_vocab, cfg.lda_docs, cfg.min_positive,
-                                                       cfg.seed)
+    patch_words, min_links, max_links, units, latent = (
+        cfg.patch_words,
+        cfg.min_links,
+        cfg.max_links,
+        cfg.units,
+        cfg.latent,
+    )
+    min_df, max_vocab, lda_docs, min_positive, seed = (
+        cfg.min_df,
+        cfg.max_vocab,
+        cfg.lda_docs,
+        cfg.min_positive,
+        cfg.seed,
+    )
     if progress is None:
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
@@ -394,15 +469,19 @@ def train_deepmatch(pairs: pd.DataFrame, config: DeepMatchConfig | None = None, 
     data = _prepare(pairs, how=cfg.soft_labels, click_scale=1.0, val_fraction=cfg.val_fraction, seed=seed)
     rows = np.flatnonzero(data.train & (data.y >= min_positive))
     if len(rows) == 0:
-        raise TextTableError(f"no training pair has a soft label >= min_positive={min_positive}",
-                             fix="lower min_positive or check the labels")
+        raise TextTableError(
+            f"no training pair has a soft label >= min_positive={min_positive}",
+            fix="lower min_positive or check the labels",
+        )
     tr = np.flatnonzero(data.train)
     q_tokens, d_tokens = analyzer.analyze(data.queries), analyzer.analyze(data.docs)
     q_vocab = build_vocab([q_tokens[i] for i in np.unique(data.q_idx[tr])], min_df=min_df, max_size=max_vocab)
     d_vocab = build_vocab([d_tokens[i] for i in np.unique(data.d_idx[tr])], min_df=min_df, max_size=max_vocab)
     if not q_vocab or not d_vocab:
-        raise TextTableError(f"no word occurs in {min_df} or more training {'queries' if not q_vocab else 'documents'}",
-                             fix="give more training pairs or lower min_df")
+        raise TextTableError(
+            f"no word occurs in {min_df} or more training {'queries' if not q_vocab else 'documents'}",
+            fix="give more training pairs or lower min_df",
+        )
     q_bags = bags(q_tokens, {w: i for i, w in enumerate(q_vocab)})
     d_bags = bags(d_tokens, {w: i for i, w in enumerate(d_vocab)})
 
@@ -414,18 +493,45 @@ def train_deepmatch(pairs: pd.DataFrame, config: DeepMatchConfig | None = None, 
                 sample = np.random.default_rng([seed, 2]).choice(len(positive), lda_docs, replace=False)
                 positive = positive[np.sort(sample)]
             pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
-            fine = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_fine,
-                              patch_words=patch_words, max_iter=cfg.lda_iter, seed=seed)
-            coarse = fit_topics(pq, pd_, n_q=len(q_vocab), n_d=len(d_vocab), n_topics=n_coarse,
-                                patch_words=patch_words, max_iter=cfg.lda_iter, seed=seed + 1)
-            links = link_patches(patch_overlap(coarse, fine, n_q=len(q_vocab), n_d=len(d_vocab)),
-                                 min_links=min(min_links, n_fine), max_links=max(max_links, min(min_links, n_fine)))
+            fine = fit_topics(
+                pq,
+                pd_,
+                n_q=len(q_vocab),
+                n_d=len(d_vocab),
+                n_topics=n_fine,
+                patch_words=patch_words,
+                max_iter=cfg.lda_iter,
+                seed=seed,
+            )
+            coarse = fit_topics(
+                pq,
+                pd_,
+                n_q=len(q_vocab),
+                n_d=len(d_vocab),
+                n_topics=n_coarse,
+                patch_words=patch_words,
+                max_iter=cfg.lda_iter,
+                seed=seed + 1,
+            )
+            links = link_patches(
+                patch_overlap(coarse, fine, n_q=len(q_vocab), n_d=len(d_vocab)),
+                min_links=min(min_links, n_fine),
+                max_links=max(max_links, min(min_links, n_fine)),
+            )
             lda_seconds = round(time.perf_counter() - t0, 3)
             torch.manual_seed(seed)
-            config = {"architecture": ARCHITECTURE, "n_fine": n_fine, "n_coarse": n_coarse,
-                      "patch_words": patch_words, "units": [int(u) for u in units], "latent": latent,
-                      "committee": cfg.committee, "link_width": int(links.shape[1]), "n_query_words": len(q_vocab),
-                      "n_doc_words": len(d_vocab)}
+            config = {
+                "architecture": ARCHITECTURE,
+                "n_fine": n_fine,
+                "n_coarse": n_coarse,
+                "patch_words": patch_words,
+                "units": [int(u) for u in units],
+                "latent": latent,
+                "committee": cfg.committee,
+                "link_width": int(links.shape[1]),
+                "n_query_words": len(q_vocab),
+                "n_doc_words": len(d_vocab),
+            }
             net = DeepMatchNet(config)
             net.set_structure(fine, coarse, links)
         else:
@@ -444,23 +550,54 @@ def train_deepmatch(pairs: pd.DataFrame, config: DeepMatchConfig | None = None, 
 
         def step(batch):
             q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
-            cand, ok = sampler.candidates(rng, np.searchsorted(rows, batch), q, d, y, negatives=cfg.negatives,
-                                          hard=cfg.hard_negatives)
+            cand, ok = sampler.candidates(
+                rng, np.searchsorted(rows, batch), q, d, y, negatives=cfg.negatives, hard=cfg.hard_negatives
+            )
             docs = np.concatenate([d[:, None], cand], axis=1)
             queries = np.repeat(q[:, None], docs.shape[1], axis=1)
             scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
             return losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=cfg.margin, mask=torch.from_numpy(ok))
 
-        run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate,
-                        seconds=lda_seconds if resume is None else 0.0)
-        _fit_epochs(net, opt, rng, rows, run, step=step, validate=validate, epochs=cfg.epochs,
-                    batch_size=cfg.batch_size, patience=cfg.patience, early_stopping=cfg.val_fraction > 0, checkpoint=checkpoint, header=header,
-                    desc="deepmatch epoch", progress=progress)
+        run, _ = _begin(
+            net,
+            opt,
+            rng,
+            resume=resume,
+            params=params,
+            data_sha=data_sha,
+            validate=validate,
+            seconds=lda_seconds if resume is None else 0.0,
+        )
+        _fit_epochs(
+            net,
+            opt,
+            rng,
+            rows,
+            run,
+            step=step,
+            validate=validate,
+            epochs=cfg.epochs,
+            batch_size=cfg.batch_size,
+            patience=cfg.patience,
+            early_stopping=cfg.val_fraction > 0,
+            checkpoint=checkpoint,
+            header=header,
+            desc="deepmatch epoch",
+            progress=progress,
+        )
     history, best = run.history, run.best
-    record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
-              "n_train_pairs": int(len(tr)), "n_validation_pairs": int(len(val)), "n_samples": int(len(rows)),
-              "best_epoch": best["epoch"], "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history,
-              **data_record(pairs)}
+    record = {
+        "params": params,
+        "data_sha256": data_sha,
+        "n_pairs": int(len(pairs)),
+        "n_train_pairs": int(len(tr)),
+        "n_validation_pairs": int(len(val)),
+        "n_samples": int(len(rows)),
+        "best_epoch": best["epoch"],
+        "validation": {"ndcg@10": best["val_ndcg@10"]},
+        "history": history,
+        **data_record(pairs),
+    }
     return DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record), history
 
 
@@ -468,10 +605,14 @@ def _checkpoint_net(path, *, params: dict, data_sha: str) -> DeepMatchNet:
     """The network (its config, patches and DAG) of a checkpoint written for these params and data."""
     header, _ = read_bundle(path, kind="checkpoint")
     if header.get("params") != params or header.get("data_sha256") != data_sha:
-        raise ModelFileError("checkpoint was written for other training data or options", path=path,
-                             fix="resume with the same PAIRS file and options, or train from scratch")
+        raise ModelFileError(
+            "checkpoint was written for other training data or options",
+            path=path,
+            fix="resume with the same PAIRS file and options, or train from scratch",
+        )
     try:
         return DeepMatchNet(header["model"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ModelFileError(f"checkpoint does not hold a DeepMatch model ({exc})", path=path,
-                             fix="train from scratch") from None
+        raise ModelFileError(
+            f"checkpoint does not hold a DeepMatch model ({exc})", path=path, fix="train from scratch"
+        ) from None

@@ -18,6 +18,7 @@ Teacher vectors are computed once per distinct text and kept in a process-level 
 (teacher, side, text), so the cross-fitted trainings of one ablation (several encoders trained on
 overlapping texts in one process) encode each text once. Loaded teacher models are cached the same way.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -78,8 +79,9 @@ def clear_cache() -> None:
     _VECTORS.clear()
 
 
-def teacher_vectors(teacher, texts, *, side: str, key: str | None = None, chunk: int = 2048,
-                    progress: bool = False) -> np.ndarray:
+def teacher_vectors(
+    teacher, texts, *, side: str, key: str | None = None, chunk: int = 2048, progress: bool = False
+) -> np.ndarray:
     """Teacher vectors (n, dim) float32 of ``texts``; each distinct text is encoded once.
 
     With a ``key``, vectors are cached for the process under (key, side, text) and only texts not seen
@@ -91,9 +93,17 @@ def teacher_vectors(teacher, texts, *, side: str, key: str | None = None, chunk:
             return np.asarray(teacher.encode(uniq, side=side), dtype=np.float32)[inverse]
     cache = _VECTORS.setdefault((key, side), {})
     missing = [t for t in uniq if t not in cache]
-    with teacher_clock(len(missing)), tqdm(total=len(missing), desc=f"teacher {side} texts",
-                                           disable=not progress or not missing, file=sys.stderr, leave=False,
-                                           unit="text") as bar:
+    with (
+        teacher_clock(len(missing)),
+        tqdm(
+            total=len(missing),
+            desc=f"teacher {side} texts",
+            disable=not progress or not missing,
+            file=sys.stderr,
+            leave=False,
+            unit="text",
+        ) as bar,
+    ):
         for start in range(0, len(missing), chunk):
             part = missing[start : start + chunk]
             cache.update(zip(part, np.asarray(teacher.encode(part, side=side), dtype=np.float32)))
@@ -141,9 +151,15 @@ def save_vectors(directory) -> None:
         np.cumsum([len(t) for t in texts], out=offsets[1:])
         name = hashlib.sha256(f"{key}\x1e{side}".encode()).hexdigest()[:24]
         with atomic_output(directory / f"{name}.npz", binary=True) as fh:
-            np.savez(fh, key=np.array(key), side=np.array(side), fingerprint=np.array(fingerprints[key]),
-                     vectors=np.stack(list(cache.values())).astype(np.float32),
-                     text_utf8=np.frombuffer(b"".join(texts), dtype=np.uint8), text_offsets=offsets)
+            np.savez(
+                fh,
+                key=np.array(key),
+                side=np.array(side),
+                fingerprint=np.array(fingerprints[key]),
+                vectors=np.stack(list(cache.values())).astype(np.float32),
+                text_utf8=np.frombuffer(b"".join(texts), dtype=np.uint8),
+                text_offsets=offsets,
+            )
 
 
 def load_vectors(directory) -> int:
@@ -180,8 +196,7 @@ class CachedTeacher:
 
     def encode(self, texts, *, side: str = "query", batch_size: int | None = None) -> np.ndarray:
         """L2-normalised float32 vectors (n, dim), cached per (teacher, side, text)."""
-        return teacher_vectors(load_teacher(self.spec), check_texts(texts, side), side=side,
-                               key=teacher_key(self.spec))
+        return teacher_vectors(load_teacher(self.spec), check_texts(texts, side), side=side, key=teacher_key(self.spec))
 
     def similarity(self, queries, docs, *, batch_size: int = 64) -> np.ndarray:
         """Cosine of each aligned (query, doc) pair, float32 (n,)."""
@@ -239,18 +254,30 @@ def _matrix_loss(student: torch.Tensor, teacher: torch.Tensor, how: str, tempera
     if how == "mse":
         return F.mse_loss(student, teacher)
     # "kl": each row's softmax over the batch (which document the teacher would rank first) is matched
-    return F.kl_div(F.log_softmax(student / temperature, dim=1), F.log_softmax(teacher / temperature, dim=1),
-                    log_target=True, reduction="batchmean")
+    return F.kl_div(
+        F.log_softmax(student / temperature, dim=1),
+        F.log_softmax(teacher / temperature, dim=1),
+        log_target=True,
+        reduction="batchmean",
+    )
 
 
-def _batch_loss(net, hasher, q_tokens, d_tokens, tq, td, q, d, *, same_side: float, how: str,
-                temperature: float) -> torch.Tensor:
+def _batch_loss(
+    net, hasher, q_tokens, d_tokens, tq, td, q, d, *, same_side: float, how: str, temperature: float
+) -> torch.Tensor:
     sq, sd = _student(net.tower("query"), hasher, q_tokens, q), _student(net.tower("doc"), hasher, d_tokens, d)
     tq, td = torch.from_numpy(tq[q]), torch.from_numpy(td[d])
     loss = _matrix_loss(sq @ sd.T, tq @ td.T, how, temperature)
     if same_side:
-        loss = loss + same_side * (_matrix_loss(sq @ sq.T, tq @ tq.T, how, temperature)
-                                   + _matrix_loss(sd @ sd.T, td @ td.T, how, temperature)) / 2
+        loss = (
+            loss
+            + same_side
+            * (
+                _matrix_loss(sq @ sq.T, tq @ tq.T, how, temperature)
+                + _matrix_loss(sd @ sd.T, td @ td.T, how, temperature)
+            )
+            / 2
+        )
     return loss
 
 
@@ -264,8 +291,23 @@ def _agreement(net, hasher, q_tokens, d_tokens, tq, td, q, d) -> dict:
     return agreement(sq, sd, tq[q], td[d])
 
 
-def distill(net, hasher, queries, docs, teacher, *, epochs: int = 8, batch_size: int = 256, lr: float = 3e-3,
-            same_side: float = 0.0, loss: str = "kl", temperature: float = 0.05, seed: int = 0, key: str | None = None, progress: bool | None = None) -> dict:
+def distill(
+    net,
+    hasher,
+    queries,
+    docs,
+    teacher,
+    *,
+    epochs: int = 8,
+    batch_size: int = 256,
+    lr: float = 3e-3,
+    same_side: float = 0.0,
+    loss: str = "kl",
+    temperature: float = 0.05,
+    seed: int = 0,
+    key: str | None = None,
+    progress: bool | None = None,
+) -> dict:
     """Train ``net``'s towers (a :class:`TwoTowerModel`) to reproduce ``teacher``'s cosines.
 
     Parameters
@@ -290,11 +332,14 @@ def distill(net, hasher, queries, docs, teacher, *, epochs: int = 8, batch_size:
     """
     queries, docs = list(queries), list(docs)
     if len(queries) != len(docs) or not queries:
-        raise ValueError(f"distillation needs aligned, non-empty query and doc lists "
-                         f"(got {len(queries)} and {len(docs)})")
+        raise ValueError(
+            f"distillation needs aligned, non-empty query and doc lists (got {len(queries)} and {len(docs)})"
+        )
     if epochs < 1 or batch_size < 2 or lr <= 0 or same_side < 0 or temperature <= 0 or loss not in ("mse", "kl"):
-        raise ValueError("need epochs >= 1, batch_size >= 2, lr > 0, same_side >= 0, temperature > 0 and "
-                         f"loss 'mse' or 'kl' (got loss={loss!r})")
+        raise ValueError(
+            "need epochs >= 1, batch_size >= 2, lr > 0, same_side >= 0, temperature > 0 and "
+            f"loss 'mse' or 'kl' (got loss={loss!r})"
+        )
     if progress is None:
         progress = show_progress()
     if isinstance(teacher, str):
@@ -320,12 +365,22 @@ def distill(net, hasher, queries, docs, teacher, *, epochs: int = 8, batch_size:
     for epoch in range(1, epochs + 1):
         order = pairs[rng.permutation(len(pairs))]
         total = 0.0
-        bar = tqdm(total=n_batches, desc=f"distil {epoch}/{epochs}", disable=not progress, file=sys.stderr,
-                   leave=False)
+        bar = tqdm(total=n_batches, desc=f"distil {epoch}/{epochs}", disable=not progress, file=sys.stderr, leave=False)
         for b in range(n_batches):
             batch = order[b * batch_size : (b + 1) * batch_size]
-            value = _batch_loss(net, hasher, q_tokens, d_tokens, tq, td, batch[:, 0], batch[:, 1],
-                                same_side=same_side, how=loss, temperature=temperature)
+            value = _batch_loss(
+                net,
+                hasher,
+                q_tokens,
+                d_tokens,
+                tq,
+                td,
+                batch[:, 0],
+                batch[:, 1],
+                same_side=same_side,
+                how=loss,
+                temperature=temperature,
+            )
             opt.zero_grad(set_to_none=True)
             value.backward()
             opt.step()
@@ -335,9 +390,20 @@ def distill(net, hasher, queries, docs, teacher, *, epochs: int = 8, batch_size:
         bar.close()
         losses.append(total / n_batches)
     after = _agreement(net, hasher, q_tokens, d_tokens, tq, td, sample[:, 0], sample[:, 1])
-    return {"method": "distillation", "teacher": key or describe_teacher(teacher), "epochs": epochs,
-            "batch_size": batch_size, "lr": lr, "same_side": same_side, "loss_function": loss,
-            **({"temperature": temperature} if loss == "kl" else {}), "n_pairs": int(len(pairs)),
-            "n_queries": len(q_texts), "n_docs": len(d_texts), "loss": losses,
-            "agreement": {"before": before, "after": after},
-            "teacher_seconds": round(teacher_seconds, 3), "seconds": round(time.perf_counter() - t1, 3)}
+    return {
+        "method": "distillation",
+        "teacher": key or describe_teacher(teacher),
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "lr": lr,
+        "same_side": same_side,
+        "loss_function": loss,
+        **({"temperature": temperature} if loss == "kl" else {}),
+        "n_pairs": int(len(pairs)),
+        "n_queries": len(q_texts),
+        "n_docs": len(d_texts),
+        "loss": losses,
+        "agreement": {"before": before, "after": after},
+        "teacher_seconds": round(teacher_seconds, 3),
+        "seconds": round(time.perf_counter() - t1, 3),
+    }

@@ -1,4 +1,5 @@
 """DSSM tower (Huang et al. 2013): bag of letter trigrams -> 300 tanh -> 300 tanh -> 128 tanh."""
+
 from __future__ import annotations
 
 import torch

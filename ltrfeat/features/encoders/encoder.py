@@ -1,4 +1,5 @@
 """The trained encoder the rest of the project uses: hasher + towers + training record."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,10 @@ def check_texts(texts, what: str = "text") -> list:
         return texts
     for i, text in enumerate(texts):
         if not isinstance(text, str):
-            raise TextTableError(f"{what} {i + 1} is {text!r}, not a string",
-                                 fix="give every query and document a text (empty string if none)")
+            raise TextTableError(
+                f"{what} {i + 1} is {text!r}, not a string",
+                fix="give every query and document a text (empty string if none)",
+            )
     return texts
 
 
@@ -113,11 +116,15 @@ class Encoder:
             model.load_state_dict(tensors, strict=True)
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             problem = " ".join(str(exc).split())[:300]
-            raise ModelFileError(f"encoder bundle does not match its model config: {problem}", path=path,
-                                 fix="the file is damaged or from an incompatible ltrfeat; retrain it") from None
+            raise ModelFileError(
+                f"encoder bundle does not match its model config: {problem}",
+                path=path,
+                fix="the file is damaged or from an incompatible ltrfeat; retrain it",
+            ) from None
         if hasher.n_features_ != model.config["n_features"]:
-            raise ModelFileError("hashing vocabulary and model input size disagree", path=path,
-                                 fix="the file is damaged; retrain it")
+            raise ModelFileError(
+                "hashing vocabulary and model input size disagree", path=path, fix="the file is damaged; retrain it"
+            )
         model.eval()
         return cls(hasher, model, training=header.get("training") or {})
 

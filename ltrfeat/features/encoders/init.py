@@ -1,4 +1,5 @@
 """Initialisation of the sparse trigram projections shared by both towers."""
+
 from __future__ import annotations
 
 import math

@@ -4,6 +4,7 @@ Every function takes ``pos`` (B,) -- R(Q, D) of each sample's own document -- an
 (B, J) -- R(Q, D') of its negative candidates -- with an optional boolean ``mask`` (B, J)
 marking the real candidates (False entries are ignored). Losses are averaged over samples.
 """
+
 from __future__ import annotations
 
 import torch

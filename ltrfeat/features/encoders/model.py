@@ -1,4 +1,5 @@
 """Query and document towers of one architecture, built from a JSON-able config."""
+
 from __future__ import annotations
 
 import torch
@@ -15,8 +16,7 @@ DEFAULTS = {
 }
 
 
-def model_config(architecture: str, n_features: int, *, shared: bool = False, score: str = "cosine",
-                 **sizes) -> dict:
+def model_config(architecture: str, n_features: int, *, shared: bool = False, score: str = "cosine", **sizes) -> dict:
     """A complete, JSON-serialisable model config (defaults filled in, unknown sizes rejected).
 
     ``score`` is the relevance R(Q, D): ``"cosine"`` of the semantic vectors (DSSM/CLSM) or their raw
@@ -31,8 +31,13 @@ def model_config(architecture: str, n_features: int, *, shared: bool = False, sc
     if unknown:
         raise ValueError(f"{architecture} has no size option(s) {sorted(unknown)}; it takes {sorted(tower)}")
     tower.update({k: (list(v) if isinstance(v, (list, tuple)) else int(v)) for k, v in sizes.items()})
-    return {"architecture": architecture, "n_features": int(n_features), "shared": bool(shared), "tower": tower,
-            "score": score}
+    return {
+        "architecture": architecture,
+        "n_features": int(n_features),
+        "shared": bool(shared),
+        "tower": tower,
+        "score": score,
+    }
 
 
 class TwoTowerModel(nn.Module):

@@ -22,6 +22,7 @@ cosine encoder, raw for one trained with ``score="dot"``; the sidecar's ``score`
 product of the two sides' embeddings either way.
 The EmbeddingBag of the towers is exported as a gather + sum (plain ONNX ops, opset 17).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,12 +45,21 @@ FORMAT = "ltrfeat.onnx-encoder/1"
 OPSET = 17
 SIDES = ("query", "doc")
 # the normalisation TrigramHasher applies, spelled out so a reader needs only this file
-RULES = {"unicode": "NFKC", "lowercase": True, "delete": "['\u2019`]", "word": r"[^\W_]+",
-         "trigrams": "#word# cut into consecutive 3-character pieces", "unknown_id": 0, "boundary_id": 1,
-         "first_vocabulary_id": 2, "buckets": "2 + crc32(utf-8 trigram) % n_buckets"}
+RULES = {
+    "unicode": "NFKC",
+    "lowercase": True,
+    "delete": "['\u2019`]",
+    "word": r"[^\W_]+",
+    "trigrams": "#word# cut into consecutive 3-character pieces",
+    "unknown_id": 0,
+    "boundary_id": 1,
+    "first_vocabulary_id": 2,
+    "buckets": "2 + crc32(utf-8 trigram) % n_buckets",
+}
 
 
 # ------------------------------------------------------------------------------ export (torch)
+
 
 def _graph(tower, architecture: str, *, normalize: bool = True):
     """An ``nn.Module`` computing ``tower`` on the padded word-table inputs (L2-normalised output unless
@@ -109,13 +119,23 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
         raise LtrfeatError(f"cannot export a {architecture} encoder to ONNX", fix="export a DSSM or CLSM bundle")
     out = Path(out)
     if out.exists() and not (out.is_dir() and (out / SIDECAR).exists() or out.is_dir() and not any(out.iterdir())):
-        raise LtrfeatError("output exists and is not an ONNX encoder export", path=out,
-                           fix="choose a new directory name for --out")
+        raise LtrfeatError(
+            "output exists and is not an ONNX encoder export", path=out, fix="choose a new directory name for --out"
+        )
     context = int(config["tower"].get("context", 0))
-    sidecar = {"format": FORMAT, "architecture": architecture, "score": encoder.score, "context": context,
-               "dim": encoder.dim,
-               "pad_id": int(config["n_features"]), "hashing": encoder.hasher.to_json(), "rules": RULES,
-               "opset": opset, "torch": torch.__version__, "files": {}}
+    sidecar = {
+        "format": FORMAT,
+        "architecture": architecture,
+        "score": encoder.score,
+        "context": context,
+        "dim": encoder.dim,
+        "pad_id": int(config["n_features"]),
+        "hashing": encoder.hasher.to_json(),
+        "rules": RULES,
+        "opset": opset,
+        "torch": torch.__version__,
+        "files": {},
+    }
     sample = prepare(sidecar, ["a tiny example", "another one here", ""])
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = tempfiles.new_dir(out)
@@ -123,16 +143,26 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
         for side in SIDES:
             graph = _graph(encoder.model.tower(side), architecture, normalize=encoder.model.normalized)
             names = list(sample)
-            axes = {"word_trigrams": {0: "words", 1: "trigrams"}, "text_words": {0: "batch", 1: "text_words"},
-                    "windows": {0: "batch", 1: "positions"}, "mask": {0: "batch", 1: "positions"},
-                    "embedding": {0: "batch"}}
+            axes = {
+                "word_trigrams": {0: "words", 1: "trigrams"},
+                "text_words": {0: "batch", 1: "text_words"},
+                "windows": {0: "batch", 1: "positions"},
+                "mask": {0: "batch", 1: "positions"},
+                "embedding": {0: "batch"},
+            }
             with torch.no_grad(), warnings.catch_warnings():
                 # the TorchScript exporter is deprecated but needs no onnxscript; torch is pinned
                 warnings.simplefilter("ignore", DeprecationWarning)
-                torch.onnx.export(graph, tuple(torch.from_numpy(sample[n]) for n in names), str(tmp / f"{side}.onnx"),
-                                  input_names=names, output_names=["embedding"],
-                                  dynamic_axes={k: v for k, v in axes.items() if k in names + ["embedding"]},
-                                  opset_version=opset, dynamo=False)
+                torch.onnx.export(
+                    graph,
+                    tuple(torch.from_numpy(sample[n]) for n in names),
+                    str(tmp / f"{side}.onnx"),
+                    input_names=names,
+                    output_names=["embedding"],
+                    dynamic_axes={k: v for k, v in axes.items() if k in names + ["embedding"]},
+                    opset_version=opset,
+                    dynamo=False,
+                )
             sidecar["files"][f"{side}.onnx"] = hashlib.sha256((tmp / f"{side}.onnx").read_bytes()).hexdigest()
         (tmp / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
         if out.exists():
@@ -144,7 +174,6 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
     finally:
         tempfiles.release(tmp)
     return sidecar
-
 
 
 # ------------------------------------------------------------------------------ prepare (numpy only)
@@ -172,8 +201,11 @@ class _Hashing:
         if got is None:
             marked = f"#{word}#"
             tris = [marked[i : i + 3] for i in range(len(marked) - 2)]
-            got = ([self.vocab.get(t, 0) for t in tris] if self.vocab is not None
-                   else [2 + zlib.crc32(t.encode("utf-8")) % int(self.buckets) for t in tris])
+            got = (
+                [self.vocab.get(t, 0) for t in tris]
+                if self.vocab is not None
+                else [2 + zlib.crc32(t.encode("utf-8")) % int(self.buckets) for t in tris]
+            )
             self.cache[word] = got
         return got
 
@@ -221,6 +253,7 @@ def prepare(sidecar: dict, texts, *, hashing: _Hashing | None = None) -> dict[st
 
 # ------------------------------------------------------------------------------ runtime
 
+
 class OnnxEncoder:
     """An exported encoder run by onnxruntime: ``encode(texts, side=...)`` like ``Encoder.encode``.
 
@@ -253,15 +286,21 @@ class OnnxEncoder:
         try:
             sidecar = json.loads((path / SIDECAR).read_text(encoding="utf-8"))
         except OSError as exc:
-            raise ModelFileError(f"cannot read the encoder sidecar: {exc.strerror}", path=path / SIDECAR, fix=fix) from None
+            raise ModelFileError(
+                f"cannot read the encoder sidecar: {exc.strerror}", path=path / SIDECAR, fix=fix
+            ) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelFileError(f"encoder sidecar is not valid JSON ({exc})", path=path / SIDECAR, fix=fix) from None
         if not isinstance(sidecar, dict) or sidecar.get("format") != FORMAT:
-            raise ModelFileError(f"not an ltrfeat ONNX encoder sidecar (expected format {FORMAT})",
-                                 path=path / SIDECAR, fix=fix)
+            raise ModelFileError(
+                f"not an ltrfeat ONNX encoder sidecar (expected format {FORMAT})", path=path / SIDECAR, fix=fix
+            )
         if sidecar.get("score", "cosine") not in ("cosine", "dot"):
-            raise ModelFileError(f"encoder sidecar has an unknown score {sidecar.get('score')!r} (cosine or dot)",
-                                 path=path / SIDECAR, fix=fix)
+            raise ModelFileError(
+                f"encoder sidecar has an unknown score {sidecar.get('score')!r} (cosine or dot)",
+                path=path / SIDECAR,
+                fix=fix,
+            )
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = int(threads)
@@ -273,8 +312,9 @@ class OnnxEncoder:
             except OSError as exc:
                 raise ModelFileError(f"cannot read {fpath.name}: {exc.strerror}", path=fpath, fix=fix) from None
             if hashlib.sha256(raw).hexdigest() != (sidecar.get("files") or {}).get(fpath.name):
-                raise ModelFileError("ONNX file was changed or truncated (SHA-256 differs from the sidecar)",
-                                     path=fpath, fix=fix)
+                raise ModelFileError(
+                    "ONNX file was changed or truncated (SHA-256 differs from the sidecar)", path=fpath, fix=fix
+                )
             sessions[side] = ort.InferenceSession(raw, options, providers=["CPUExecutionProvider"])
         return cls(sidecar, sessions)
 
@@ -287,5 +327,7 @@ class OnnxEncoder:
         session = self.sessions[side]
         for start in range(0, len(texts), batch_size):
             chunk = texts[start : start + batch_size]
-            out[start : start + len(chunk)] = session.run(["embedding"], prepare(self.sidecar, chunk, hashing=self._hashing))[0]
+            out[start : start + len(chunk)] = session.run(
+                ["embedding"], prepare(self.sidecar, chunk, hashing=self._hashing)
+            )[0]
         return out

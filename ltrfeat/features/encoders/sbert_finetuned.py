@@ -8,6 +8,7 @@ directories in a temporary folder and loads them offline with safetensors only -
 pickle, never the network -- after checking that no path leaves the folder and that every
 module is a ``sentence_transformers`` class.
 """
+
 from __future__ import annotations
 
 import base64
@@ -98,11 +99,13 @@ def load_model_dir(folder, *, path=None):
     st = _sentence_transformers()
     bars = _quiet_hf()
     try:
-        return st.SentenceTransformer(str(folder), device="cpu", local_files_only=True,
-                                      model_kwargs={"use_safetensors": True})
+        return st.SentenceTransformer(
+            str(folder), device="cpu", local_files_only=True, model_kwargs={"use_safetensors": True}
+        )
     except Exception as exc:  # transformers raises many kinds (OSError, ValueError, safetensors errors)
-        raise ModelFileError(f"cannot load sbert model: {' '.join(str(exc).split())[:300]}", path=path or folder,
-                             fix=_DAMAGED) from None
+        raise ModelFileError(
+            f"cannot load sbert model: {' '.join(str(exc).split())[:300]}", path=path or folder, fix=_DAMAGED
+        ) from None
     finally:
         _restore_hf(bars)
 
@@ -114,8 +117,9 @@ def _check_complete(model, tensors: dict, path) -> None:
     stored = {name.partition("::")[2] for name in tensors if "/" not in name.partition("::")[0]}
     missing = sorted(set(hf.state_dict()) - stored) if hf is not None else []
     if missing:
-        raise ModelFileError(f"bundle lacks {len(missing)} weight(s) of the transformer, e.g. {missing[0]!r}",
-                             path=path, fix=_DAMAGED)
+        raise ModelFileError(
+            f"bundle lacks {len(missing)} weight(s) of the transformer, e.g. {missing[0]!r}", path=path, fix=_DAMAGED
+        )
 
 
 def _rebuild(files: dict, tensors: dict, folder: Path, path) -> None:
@@ -152,7 +156,9 @@ class SbertFinetuned:
     training : JSON-able record of how it was trained; stored in the bundle.
     """
 
-    def __init__(self, towers: dict, *, max_seq_length: int, training: dict | None = None, prefixes: dict | None = None):
+    def __init__(
+        self, towers: dict, *, max_seq_length: int, training: dict | None = None, prefixes: dict | None = None
+    ):
         self.towers = towers
         self.max_seq_length = max_seq_length
         self.training = training or {}
@@ -186,8 +192,13 @@ class SbertFinetuned:
             if prefix is not None:
                 vectors = _encode_with_prefix(prefix, uniq, batch_size=batch_size)
             else:
-                vectors = model.encode(uniq, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True,
-                                       show_progress_bar=False)
+                vectors = model.encode(
+                    uniq,
+                    batch_size=batch_size,
+                    convert_to_numpy=True,
+                    normalize_embeddings=True,
+                    show_progress_bar=False,
+                )
         finally:
             model.train(was_training)
         return np.asarray(vectors, dtype=np.float32)[inverse]
@@ -215,8 +226,12 @@ class SbertFinetuned:
         """Read a ``sbert-ft`` ``.ltrenc`` bundle, offline; never unpickles."""
         header, tensors = read_bundle(path, kind=KIND)
         names, files = header.get("towers"), header.get("files")
-        if tuple(names or ()) not in {tuple(sorted(t)) for t in TOWER_SETS} or not isinstance(files, dict) \
-                or sorted(files) != names or not isinstance(header.get("max_seq_length"), int):
+        if (
+            tuple(names or ()) not in {tuple(sorted(t)) for t in TOWER_SETS}
+            or not isinstance(files, dict)
+            or sorted(files) != names
+            or not isinstance(header.get("max_seq_length"), int)
+        ):
             raise ModelFileError("sbert-ft bundle header is incomplete", path=path, fix=_DAMAGED)
         towers = {}
         with tempfile.TemporaryDirectory(prefix="ltrfeat-sbert-") as tmp:
@@ -224,7 +239,7 @@ class SbertFinetuned:
                 folder = Path(tmp) / name
                 folder.mkdir()
                 prefix = f"{name}/"
-                own = {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+                own = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
                 _rebuild(files[name], own, folder, path)
                 _check_modules(folder, path)
                 towers[name] = load_model_dir(folder, path=path)

@@ -11,6 +11,7 @@ The top layers see exactly the hidden states a full forward pass in eval mode gi
 1e-5); the one difference from the uncached path is that the frozen layers apply no dropout while
 training.
 """
+
 from __future__ import annotations
 
 import threading

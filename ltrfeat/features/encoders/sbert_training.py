@@ -15,6 +15,7 @@ negatives only.
 Reproducibility: the seed fixes sampling and dropout; with the same seed, data and thread count the
 result is bit-identical, also when resumed from a checkpoint.
 """
+
 from __future__ import annotations
 
 import copy
@@ -30,8 +31,16 @@ from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
 from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix
-from ltrfeat.features.encoders.training import (_begin, _fit_epochs, _Sampler, _step, _torch_settings,
-                                            _training_data, _validate, _validation_ndcg)
+from ltrfeat.features.encoders.training import (
+    _begin,
+    _fit_epochs,
+    _Sampler,
+    _step,
+    _torch_settings,
+    _training_data,
+    _validate,
+    _validation_ndcg,
+)
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.logs import show_progress
 
@@ -65,7 +74,7 @@ class _Tower(torch.nn.Module):
     def forward(self, texts: list) -> torch.Tensor:
         if torch.is_grad_enabled():
             return self._embed(texts)
-        return torch.cat([self._embed(texts[i:i + _EVAL_CHUNK]) for i in range(0, len(texts), _EVAL_CHUNK)])
+        return torch.cat([self._embed(texts[i : i + _EVAL_CHUNK]) for i in range(0, len(texts), _EVAL_CHUNK)])
 
 
 class _Towers(torch.nn.Module):
@@ -84,8 +93,11 @@ def _transformer(model, base):
     first = model[0]
     hf = getattr(first, "auto_model", None) or getattr(first, "model", None)
     if hf is None:
-        raise LtrfeatError("the sbert model's first module is not a transformer", path=base,
-                           fix="give a sentence-transformers model directory whose first module is a Transformer")
+        raise LtrfeatError(
+            "the sbert model's first module is not a transformer",
+            path=base,
+            fix="give a sentence-transformers model directory whose first module is a Transformer",
+        )
     return hf
 
 
@@ -94,8 +106,11 @@ def freeze_lower(model, n_layers: int, *, base=None) -> int:
     hf = _transformer(model, base)
     embeddings, layers = getattr(hf, "embeddings", None), getattr(getattr(hf, "encoder", None), "layer", None)
     if embeddings is None or layers is None:
-        raise LtrfeatError("cannot find embeddings and encoder layers to freeze in this model", path=base,
-                           fix="use freeze_layers=0 (full fine-tuning) with this architecture")
+        raise LtrfeatError(
+            "cannot find embeddings and encoder layers to freeze in this model",
+            path=base,
+            fix="use freeze_layers=0 (full fine-tuning) with this architecture",
+        )
     if n_layers > len(layers):
         raise ValueError(f"freeze_layers={n_layers} but the model has {len(layers)} layers")
     if n_layers >= 0:
@@ -121,15 +136,25 @@ def frozen_key(model, n_frozen: int, *, base, max_seq_length: int) -> tuple:
 def _load_base(base):
     path = packaged_model_path() if base is None else Path(base)
     if not path.is_dir() or not (path / "modules.json").is_file():
-        raise ModelFileError("base model is not a sentence-transformers model directory (no modules.json)",
-                             path=path, fix="give a directory saved by SentenceTransformer.save(), or no base "
-                                            "for the packaged all-MiniLM-L6-v2")
+        raise ModelFileError(
+            "base model is not a sentence-transformers model directory (no modules.json)",
+            path=path,
+            fix="give a directory saved by SentenceTransformer.save(), or no base for the packaged all-MiniLM-L6-v2",
+        )
     return load_model_dir(path)
 
 
-def train_sbert(pairs: pd.DataFrame, config: SbertConfig | None = None, *, base=None, threads: int | None = None,
-                checkpoint=None, resume=None, progress: bool | None = None,
-                **options) -> tuple[SbertFinetuned, list[dict]]:
+def train_sbert(
+    pairs: pd.DataFrame,
+    config: SbertConfig | None = None,
+    *,
+    base=None,
+    threads: int | None = None,
+    checkpoint=None,
+    resume=None,
+    progress: bool | None = None,
+    **options,
+) -> tuple[SbertFinetuned, list[dict]]:
     """Fine-tune a local sentence-transformers model; returns the encoder (best validation epoch) and the history.
 
     Parameters
@@ -164,15 +189,26 @@ def train_sbert(pairs: pd.DataFrame, config: SbertConfig | None = None, *, base=
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
     """
     cfg = SbertConfig.build(config, options)
-    loss, seed, shared, freeze_layers, max_seq_length = (cfg.loss, cfg.seed, cfg.shared, cfg.freeze_layers,
-                                                          cfg.max_seq_length)
+    loss, seed, shared, freeze_layers, max_seq_length = (
+        cfg.loss,
+        cfg.seed,
+        cfg.shared,
+        cfg.freeze_layers,
+        cfg.max_seq_length,
+    )
     if progress is None:
         progress = show_progress()
     pairs = _validate(pairs)
     params = {"model": "sbert", "base": None if base is None else str(base), **cfg.to_dict()}
-    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=cfg.soft_labels,
-                                          click_scale=cfg.click_scale, min_positive=cfg.min_positive,
-                                          val_fraction=cfg.val_fraction, seed=seed)
+    data_sha, data, rows = _training_data(
+        pairs,
+        loss=loss,
+        soft_labels=cfg.soft_labels,
+        click_scale=cfg.click_scale,
+        min_positive=cfg.min_positive,
+        val_fraction=cfg.val_fraction,
+        seed=seed,
+    )
 
     with _torch_settings(threads):
         torch.manual_seed(seed)
@@ -186,8 +222,10 @@ def train_sbert(pairs: pd.DataFrame, config: SbertConfig | None = None, *, base=
         prefixes = None
         if cfg.keep_frozen and freeze_layers >= 0:
             key = frozen_key(first, freeze_layers, base=base, max_seq_length=max_seq_length)
-            prefixes = {side: FrozenPrefix(model, freeze_layers, key=key, transformer=_transformer(model, base))
-                        for side, model in towers.items()}
+            prefixes = {
+                side: FrozenPrefix(model, freeze_layers, key=key, transformer=_transformer(model, base))
+                for side, model in towers.items()
+            }
         net = _Towers(towers, prefixes)
         trainable = [p for p in net.parameters() if p.requires_grad]
         if not trainable:
@@ -199,16 +237,51 @@ def train_sbert(pairs: pd.DataFrame, config: SbertConfig | None = None, *, base=
         validate = lambda: _validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
         run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
         net.train()
-        _fit_epochs(net, opt, rng, rows, run, epochs=cfg.epochs, batch_size=cfg.batch_size, patience=cfg.patience,
-                    early_stopping=cfg.val_fraction > 0, accumulate=cfg.accumulate, validate=validate,
-                    checkpoint=checkpoint, header=header, progress=progress,
-                    step=lambda batch: _step(net, None, q_texts, d_texts, data, sampler, rng, batch, idx_of=rows,
-                                             loss=loss, negatives=cfg.negatives, hard=cfg.hard_negatives,
-                                             in_batch=cfg.in_batch, gamma=cfg.gamma, margin=cfg.margin))
+        _fit_epochs(
+            net,
+            opt,
+            rng,
+            rows,
+            run,
+            epochs=cfg.epochs,
+            batch_size=cfg.batch_size,
+            patience=cfg.patience,
+            early_stopping=cfg.val_fraction > 0,
+            accumulate=cfg.accumulate,
+            validate=validate,
+            checkpoint=checkpoint,
+            header=header,
+            progress=progress,
+            step=lambda batch: _step(
+                net,
+                None,
+                q_texts,
+                d_texts,
+                data,
+                sampler,
+                rng,
+                batch,
+                idx_of=rows,
+                loss=loss,
+                negatives=cfg.negatives,
+                hard=cfg.hard_negatives,
+                in_batch=cfg.in_batch,
+                gamma=cfg.gamma,
+                margin=cfg.margin,
+            ),
+        )
     history, best = run.history, run.best
-    record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
-              "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
-              "n_samples": int(len(rows)), "n_layers": n_layers, "best_epoch": best["epoch"],
-              "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
-              "history": history, **data_record(pairs)}
+    record = {
+        "params": params,
+        "data_sha256": data_sha,
+        "n_pairs": int(len(pairs)),
+        "n_train_pairs": int(data.train.sum()),
+        "n_validation_pairs": int((~data.train).sum()),
+        "n_samples": int(len(rows)),
+        "n_layers": n_layers,
+        "best_epoch": best["epoch"],
+        "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
+        "history": history,
+        **data_record(pairs),
+    }
     return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history

@@ -39,6 +39,7 @@ to the scale of a feature, so either score is a usable ranker feature.
 Reproducibility: the seed fixes the initial weights and every sampled negative; with the same
 seed, data and thread count the result is bit-identical, also when resumed from a checkpoint.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -83,8 +84,13 @@ def ndcg_at(scores, rels, groups, *, k: int = 10) -> float:
         return float("nan")
     name = f"ndcg@{k}"
     # any positive grade counts as relevant, so only all-zero groups (ideal DCG 0) are left out
-    per_query = evaluate_queries(np.asarray(groups), np.asarray(rels, dtype=np.float64), scores, [name],
-                                 relevance_threshold=float(np.finfo(np.float64).tiny))
+    per_query = evaluate_queries(
+        np.asarray(groups),
+        np.asarray(rels, dtype=np.float64),
+        scores,
+        [name],
+        relevance_threshold=float(np.finfo(np.float64).tiny),
+    )
     values = per_query[name].dropna()
     return float(values.mean()) if len(values) else float("nan")
 
@@ -95,8 +101,10 @@ def map_soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -
     if how == "linear":
         lo, hi = labels.min(), labels.max()
         if hi == lo:
-            raise TextTableError(f"every label is {lo}: graded training needs at least two label values",
-                                 fix="give pairs with different labels, or soft_labels='identity'")
+            raise TextTableError(
+                f"every label is {lo}: graded training needs at least two label values",
+                fix="give pairs with different labels, or soft_labels='identity'",
+            )
         return (labels - lo) / (hi - lo)
     if how == "clicks":
         if (labels < 0).any():
@@ -104,8 +112,10 @@ def map_soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -
         return labels / (labels + click_scale)
     if how == "identity":
         if ((labels < 0) | (labels > 1)).any():
-            raise TextTableError("soft_labels='identity' needs labels in [0, 1]",
-                                 fix="use soft_labels='linear' for graded labels or 'clicks' for counts")
+            raise TextTableError(
+                "soft_labels='identity' needs labels in [0, 1]",
+                fix="use soft_labels='linear' for graded labels or 'clicks' for counts",
+            )
         return labels.astype(np.float64)
     raise ValueError(f"soft_labels must be one of {SOFT_LABELS}, got {how!r}")
 
@@ -123,22 +133,27 @@ def data_hash(pairs: pd.DataFrame) -> str:
 def _validate(pairs: pd.DataFrame) -> pd.DataFrame:
     missing = [c for c in ("query", "doc", "label") if c not in pairs]
     if missing:
-        raise TextTableError(f"training table lacks column(s) {missing}",
-                             fix="give columns query, doc, label (and optionally qid)")
+        raise TextTableError(
+            f"training table lacks column(s) {missing}", fix="give columns query, doc, label (and optionally qid)"
+        )
     if len(pairs) == 0:
         raise TextTableError("training table is empty", fix="give judged or clicked (query, doc) pairs")
     for col in ("query", "doc"):
         bad = ~pairs[col].map(lambda v: isinstance(v, str))
         if bad.any():
             row = int(np.flatnonzero(bad.to_numpy())[0])
-            raise TextTableError(f"row {row + 1}: {col} text is {pairs[col].iloc[row]!r}, not a string",
-                                 fix="fill or drop pairs with missing texts")
+            raise TextTableError(
+                f"row {row + 1}: {col} text is {pairs[col].iloc[row]!r}, not a string",
+                fix="fill or drop pairs with missing texts",
+            )
     labels = pd.to_numeric(pairs["label"], errors="coerce").to_numpy(dtype=np.float64)
     bad = ~np.isfinite(labels)
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise TextTableError(f"row {row + 1}: label {pairs['label'].iloc[row]!r} is not a finite number",
-                             fix="give numeric labels or click counts")
+        raise TextTableError(
+            f"row {row + 1}: label {pairs['label'].iloc[row]!r} is not a finite number",
+            fix="give numeric labels or click counts",
+        )
     return pairs.assign(label=labels)
 
 
@@ -163,8 +178,10 @@ def _prepare(pairs: pd.DataFrame, *, how: str, click_scale: float, val_fraction:
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
     n_val = int(round(val_fraction * len(key_list)))
     if val_fraction > 0 and not 0 < n_val < len(key_list):
-        raise TextTableError(f"{len(key_list)} queries cannot be split into training and validation",
-                             fix="give more queries or val_fraction=0 (no early stopping)")
+        raise TextTableError(
+            f"{len(key_list)} queries cannot be split into training and validation",
+            fix="give more queries or val_fraction=0 (no early stopping)",
+        )
     val_keys = np.random.default_rng([seed, 1]).permutation(len(key_list))[:n_val]
     train = ~np.isin(key_idx, val_keys)
     rel = np.minimum(labels - labels.min(), _MAX_REL)
@@ -176,8 +193,16 @@ def _ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
 
 
-def _training_data(pairs: pd.DataFrame, *, loss: str, soft_labels: str, click_scale: float, min_positive: float,
-                   val_fraction: float, seed: int) -> tuple[str, _Prepared, np.ndarray]:
+def _training_data(
+    pairs: pd.DataFrame,
+    *,
+    loss: str,
+    soft_labels: str,
+    click_scale: float,
+    min_positive: float,
+    val_fraction: float,
+    seed: int,
+) -> tuple[str, _Prepared, np.ndarray]:
     """The training table's hash, its prepared arrays (soft labels, validation split) and the sample rows."""
     data = _prepare(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
     return data_hash(pairs), data, _sample_rows(data, loss=loss, min_positive=min_positive)
@@ -187,8 +212,10 @@ def _sample_rows(data: _Prepared, *, loss: str, min_positive: float) -> np.ndarr
     """Training rows that are samples: every pair for the generalized loss, else those with y >= min_positive."""
     rows = np.flatnonzero(data.train if loss == "generalized" else data.train & (data.y >= min_positive))
     if len(rows) == 0:
-        raise TextTableError(f"no training pair has a soft label >= min_positive={min_positive}",
-                             fix="lower min_positive or check the labels and soft_labels mapping")
+        raise TextTableError(
+            f"no training pair has a soft label >= min_positive={min_positive}",
+            fix="lower min_positive or check the labels and soft_labels mapping",
+        )
     return rows
 
 
@@ -213,7 +240,9 @@ class _Sampler:
         rank_key = data.q_idx[tr][order] * 4.0 + data.y[tr][order]
         q_of_sample = data.q_idx[sample_rows]
         self.block_start = np.searchsorted(rank_key, q_of_sample * 4.0, side="left")
-        self.n_lower = np.searchsorted(rank_key, q_of_sample * 4.0 + data.y[sample_rows], side="left") - self.block_start
+        self.n_lower = (
+            np.searchsorted(rank_key, q_of_sample * 4.0 + data.y[sample_rows], side="left") - self.block_start
+        )
 
     def judged_at_least(self, q, d, y) -> np.ndarray:
         """True where (q, d) is a judged training pair with soft label >= y (broadcasting)."""
@@ -315,11 +344,14 @@ def _write_checkpoint(path, *, model, best_state, optimizer, rng, header):
 def _read_checkpoint(path, *, params, data_sha, model, optimizer):
     header, tensors = read_bundle(path, kind="checkpoint")
     if header.get("params") != params or header.get("data_sha256") != data_sha:
-        raise ModelFileError("checkpoint was written for other training data or options", path=path,
-                             fix="resume with the same PAIRS file and options, or train from scratch")
+        raise ModelFileError(
+            "checkpoint was written for other training data or options",
+            path=path,
+            fix="resume with the same PAIRS file and options, or train from scratch",
+        )
 
     def group(prefix):
-        return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+        return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
 
     try:
         model.load_state_dict(group("model."), strict=True)
@@ -331,8 +363,11 @@ def _read_checkpoint(path, *, params, data_sha, model, optimizer):
         optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
         torch.set_rng_state(tensors["torch_rng"])
     except (KeyError, ValueError, RuntimeError) as exc:
-        raise ModelFileError(f"checkpoint does not match the model: {' '.join(str(exc).split())[:300]}",
-                             path=path, fix="train from scratch") from None
+        raise ModelFileError(
+            f"checkpoint does not match the model: {' '.join(str(exc).split())[:300]}",
+            path=path,
+            fix="train from scratch",
+        ) from None
     return header, best_state
 
 
@@ -356,14 +391,33 @@ def _begin(net, opt, rng, *, resume, params: dict, data_sha: str, validate, seco
         rng.bit_generator.state = state["numpy_rng"]
         return _Run(state["history"], state["best"], best_state, state["epoch"] + 1), state
     first = validate()
-    return _Run([{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": seconds}],
-                {"epoch": 0, "val_ndcg@10": first, "stale": 0},
-                {k: v.clone() for k, v in net.state_dict().items()}, 1), None
+    return _Run(
+        [{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": seconds}],
+        {"epoch": 0, "val_ndcg@10": first, "stale": 0},
+        {k: v.clone() for k, v in net.state_dict().items()},
+        1,
+    ), None
 
 
-def _fit_epochs(net, opt, rng, rows, run: _Run, *, step, validate, epochs: int, batch_size: int, patience: int,
-                early_stopping: bool, accumulate: int = 1, checkpoint=None, header=None, desc: str = "epoch",
-                progress: bool = False) -> None:
+def _fit_epochs(
+    net,
+    opt,
+    rng,
+    rows,
+    run: _Run,
+    *,
+    step,
+    validate,
+    epochs: int,
+    batch_size: int,
+    patience: int,
+    early_stopping: bool,
+    accumulate: int = 1,
+    checkpoint=None,
+    header=None,
+    desc: str = "epoch",
+    progress: bool = False,
+) -> None:
     """The epoch loop every trainer shares.
 
     Each epoch shuffles ``rows`` (with ``rng``), calls ``step(batch) -> loss`` per mini-batch and steps
@@ -378,8 +432,14 @@ def _fit_epochs(net, opt, rng, rows, run: _Run, *, step, validate, epochs: int, 
         order = rng.permutation(rows)
         n_batches = -(-len(order) // batch_size)
         total = 0.0
-        bar = tqdm(total=len(order), desc=f"{desc} {epoch}/{epochs}", unit="pair", disable=not progress,
-                   file=sys.stderr, leave=False)
+        bar = tqdm(
+            total=len(order),
+            desc=f"{desc} {epoch}/{epochs}",
+            unit="pair",
+            disable=not progress,
+            file=sys.stderr,
+            leave=False,
+        )
         opt.zero_grad(set_to_none=True)
         for b in range(n_batches):
             batch = order[b * batch_size : (b + 1) * batch_size]
@@ -393,25 +453,53 @@ def _fit_epochs(net, opt, rng, rows, run: _Run, *, step, validate, epochs: int, 
             bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{run.best['val_ndcg@10']:.4f}")
         bar.close()
         val_score = validate()
-        run.history.append({"epoch": epoch, "train_loss": total / n_batches, "val_ndcg@10": val_score,
-                            "seconds": round(time.perf_counter() - t0, 3)})
-        _log.info("%s %d/%d: train loss %.4f, validation NDCG@10 %.4f (%.1f s)", desc, epoch, epochs,
-                  total / n_batches, val_score, run.history[-1]["seconds"])
+        run.history.append(
+            {
+                "epoch": epoch,
+                "train_loss": total / n_batches,
+                "val_ndcg@10": val_score,
+                "seconds": round(time.perf_counter() - t0, 3),
+            }
+        )
+        _log.info(
+            "%s %d/%d: train loss %.4f, validation NDCG@10 %.4f (%.1f s)",
+            desc,
+            epoch,
+            epochs,
+            total / n_batches,
+            val_score,
+            run.history[-1]["seconds"],
+        )
         if not early_stopping or np.isnan(run.best["val_ndcg@10"]) or val_score > run.best["val_ndcg@10"]:
             run.best = {"epoch": epoch, "val_ndcg@10": val_score, "stale": 0}
             run.best_state = {k: v.clone() for k, v in net.state_dict().items()}
         else:
             run.best["stale"] += 1
         if checkpoint is not None:
-            _write_checkpoint(checkpoint, model=net, best_state=run.best_state, optimizer=opt, rng=rng,
-                              header={**header, "epoch": epoch, "history": run.history, "best": run.best})
+            _write_checkpoint(
+                checkpoint,
+                model=net,
+                best_state=run.best_state,
+                optimizer=opt,
+                rng=rng,
+                header={**header, "epoch": epoch, "history": run.history, "best": run.best},
+            )
     net.load_state_dict(run.best_state)
     net.eval()
 
 
-def train_encoder(pairs: pd.DataFrame, config: EncoderConfig | None = None, *, teacher=None,
-                  init: Encoder | None = None, threads: int | None = None, checkpoint=None, resume=None, progress: bool | None = None,
-                  **options) -> tuple[Encoder, list[dict]]:
+def train_encoder(
+    pairs: pd.DataFrame,
+    config: EncoderConfig | None = None,
+    *,
+    teacher=None,
+    init: Encoder | None = None,
+    threads: int | None = None,
+    checkpoint=None,
+    resume=None,
+    progress: bool | None = None,
+    **options,
+) -> tuple[Encoder, list[dict]]:
     """Train a DSSM or CLSM encoder; returns the encoder (best validation epoch) and the history.
 
     Parameters
@@ -480,20 +568,28 @@ def train_encoder(pairs: pd.DataFrame, config: EncoderConfig | None = None, *, t
     params = _record_params(cfg, teacher)
     if init is not None:
         params["init"] = {"data_sha256": init.training.get("data_sha256"), "params": init.training.get("params")}
-    data_sha, data, rows = _training_data(pairs, loss=loss, soft_labels=cfg.soft_labels,
-                                          click_scale=cfg.click_scale, min_positive=cfg.min_positive,
-                                          val_fraction=cfg.val_fraction, seed=seed)
+    data_sha, data, rows = _training_data(
+        pairs,
+        loss=loss,
+        soft_labels=cfg.soft_labels,
+        click_scale=cfg.click_scale,
+        min_positive=cfg.min_positive,
+        val_fraction=cfg.val_fraction,
+        seed=seed,
+    )
 
     with _torch_settings(threads):
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         tr = np.flatnonzero(data.train)
-        train_texts = ([data.queries[i] for i in np.unique(data.q_idx[tr])]
-                       + [data.docs[i] for i in np.unique(data.d_idx[tr])])
+        train_texts = [data.queries[i] for i in np.unique(data.q_idx[tr])] + [
+            data.docs[i] for i in np.unique(data.d_idx[tr])
+        ]
         if init is None:
             hasher = TrigramHasher(min_count=cfg.min_count, n_buckets=cfg.n_buckets).fit(train_texts)
-            net = TwoTowerModel(model_config(model, hasher.n_features_, shared=cfg.shared, score=score,
-                                             **(cfg.sizes or {})))
+            net = TwoTowerModel(
+                model_config(model, hasher.n_features_, shared=cfg.shared, score=score, **(cfg.sizes or {}))
+            )
         else:
             hasher, net = init.hasher, copy.deepcopy(init.model)
             net.train()
@@ -505,50 +601,109 @@ def train_encoder(pairs: pd.DataFrame, config: EncoderConfig | None = None, *, t
         if teacher is not None and resume is None:
             from ltrfeat.features.encoders.distill import distill
 
-            pretrained = distill(net, hasher, [data.queries[i] for i in data.q_idx[tr]],
-                                 [data.docs[i] for i in data.d_idx[tr]], teacher, epochs=cfg.distill_epochs,
-                                 lr=cfg.distill_lr, seed=seed, progress=progress)
+            pretrained = distill(
+                net,
+                hasher,
+                [data.queries[i] for i in data.q_idx[tr]],
+                [data.docs[i] for i in data.d_idx[tr]],
+                teacher,
+                epochs=cfg.distill_epochs,
+                lr=cfg.distill_lr,
+                seed=seed,
+                progress=progress,
+            )
         opt = _make_optimizer(cfg.optimizer, net.parameters(), cfg.lr)
         q_tokens, d_tokens = hasher.tokenize(data.queries), hasher.tokenize(data.docs)
         kept = None
         if cfg.distill_weight:
             from ltrfeat.features.encoders.distill import KeptTeacher
 
-            kept = KeptTeacher(teacher, data.queries, data.docs, q_rows=data.q_idx[tr], d_rows=data.d_idx[tr],
-                               weight=cfg.distill_weight)
+            kept = KeptTeacher(
+                teacher,
+                data.queries,
+                data.docs,
+                q_rows=data.q_idx[tr],
+                d_rows=data.d_idx[tr],
+                weight=cfg.distill_weight,
+            )
         sampler = _Sampler(data, rows)
-        header = {"model": net.config, "hasher": hasher.to_json(), "params": params, "data_sha256": data_sha,
-                  **({"pretrain": pretrained} if pretrained else {})}
+        header = {
+            "model": net.config,
+            "hasher": hasher.to_json(),
+            "params": params,
+            "data_sha256": data_sha,
+            **({"pretrain": pretrained} if pretrained else {}),
+        }
         validate = lambda: _validation_ndcg(net, hasher, q_tokens, d_tokens, data)  # noqa: E731
         run, state = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
         if state is not None and state.get("pretrain"):
             pretrained = state["pretrain"]
             header = {**header, "pretrain": pretrained}
-        _fit_epochs(net, opt, rng, rows, run, epochs=cfg.epochs, batch_size=cfg.batch_size, patience=cfg.patience,
-                    early_stopping=cfg.val_fraction > 0, validate=validate, checkpoint=checkpoint, header=header,
-                    progress=progress,
-                    step=lambda batch: _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=rows,
-                                             loss=loss, negatives=cfg.negatives, hard=cfg.hard_negatives,
-                                             in_batch=cfg.in_batch, gamma=gamma, margin=cfg.margin, kept=kept))
+        _fit_epochs(
+            net,
+            opt,
+            rng,
+            rows,
+            run,
+            epochs=cfg.epochs,
+            batch_size=cfg.batch_size,
+            patience=cfg.patience,
+            early_stopping=cfg.val_fraction > 0,
+            validate=validate,
+            checkpoint=checkpoint,
+            header=header,
+            progress=progress,
+            step=lambda batch: _step(
+                net,
+                hasher,
+                q_tokens,
+                d_tokens,
+                data,
+                sampler,
+                rng,
+                batch,
+                idx_of=rows,
+                loss=loss,
+                negatives=cfg.negatives,
+                hard=cfg.hard_negatives,
+                in_batch=cfg.in_batch,
+                gamma=gamma,
+                margin=cfg.margin,
+                kept=kept,
+            ),
+        )
     history, best = run.history, run.best
-    record = {"params": params, "data_sha256": data_sha, "n_pairs": int(len(pairs)),
-              "n_train_pairs": int(data.train.sum()), "n_validation_pairs": int((~data.train).sum()),
-              "n_samples": int(len(rows)), "best_epoch": best["epoch"],
-              "validation": {"ndcg@10": best["val_ndcg@10"]}, "history": history,
-              **({"pretrain": pretrained} if pretrained else {}), **data_record(pairs)}
+    record = {
+        "params": params,
+        "data_sha256": data_sha,
+        "n_pairs": int(len(pairs)),
+        "n_train_pairs": int(data.train.sum()),
+        "n_validation_pairs": int((~data.train).sum()),
+        "n_samples": int(len(rows)),
+        "best_epoch": best["epoch"],
+        "validation": {"ndcg@10": best["val_ndcg@10"]},
+        "history": history,
+        **({"pretrain": pretrained} if pretrained else {}),
+        **data_record(pairs),
+    }
     return Encoder(hasher, net, training=record), history
 
 
 def _check_init(init, cfg: EncoderConfig, teacher) -> None:
     if not isinstance(init, Encoder):
         raise TypeError(f"init must be an Encoder (a CLSM/DSSM bundle), got {type(init).__name__}")
-    have = {"model": init.model.config["architecture"], "score": init.model.score,
-            "shared": bool(init.model.config["shared"])}
+    have = {
+        "model": init.model.config["architecture"],
+        "score": init.model.score,
+        "shared": bool(init.model.config["shared"]),
+    }
     want = {"model": cfg.model, "score": cfg.score, "shared": cfg.shared}
     differ = [k for k in have if have[k] != want[k]]
     if differ:
-        raise OptionError(f"init encoder has {', '.join(f'{k}={have[k]!r}' for k in differ)} but the config asks "
-                         f"for {', '.join(f'{k}={want[k]!r}' for k in differ)}; train with the init's settings")
+        raise OptionError(
+            f"init encoder has {', '.join(f'{k}={have[k]!r}' for k in differ)} but the config asks "
+            f"for {', '.join(f'{k}={want[k]!r}' for k in differ)}; train with the init's settings"
+        )
     if teacher is not None or cfg.pretrain is not None:
         raise OptionError("init replaces pre-training: give init, or a teacher / pretrain, not both")
 
@@ -557,42 +712,112 @@ def _record_params(cfg: EncoderConfig, teacher) -> dict:
     """The training record's ``params``: the config's settings in the layout every bundle and checkpoint has
     had (``gamma`` resolved; ``score``, ``pretrain`` and the distillation settings only when they apply), so
     older checkpoints resume and cache keys stay put."""
-    params = {"model": cfg.model, "loss": cfg.loss, "epochs": cfg.epochs, "negatives": cfg.negatives,
-              "hard_negatives": cfg.hard_negatives, "in_batch": cfg.in_batch, "gamma": cfg.resolved_gamma,
-              "margin": cfg.margin, "batch_size": cfg.batch_size, "optimizer": cfg.optimizer, "lr": cfg.lr,
-              "soft_labels": cfg.soft_labels, "click_scale": cfg.click_scale, "min_positive": cfg.min_positive,
-              "val_fraction": cfg.val_fraction, "patience": cfg.patience, "min_count": cfg.min_count,
-              "n_buckets": cfg.n_buckets, "shared": cfg.shared, "sizes": dict(cfg.sizes or {}), "seed": cfg.seed,
-              **({"pretrain": cfg.pretrain} if cfg.pretrain else {}),
-              **({"score": cfg.score} if cfg.score != "cosine" else {})}
+    params = {
+        "model": cfg.model,
+        "loss": cfg.loss,
+        "epochs": cfg.epochs,
+        "negatives": cfg.negatives,
+        "hard_negatives": cfg.hard_negatives,
+        "in_batch": cfg.in_batch,
+        "gamma": cfg.resolved_gamma,
+        "margin": cfg.margin,
+        "batch_size": cfg.batch_size,
+        "optimizer": cfg.optimizer,
+        "lr": cfg.lr,
+        "soft_labels": cfg.soft_labels,
+        "click_scale": cfg.click_scale,
+        "min_positive": cfg.min_positive,
+        "val_fraction": cfg.val_fraction,
+        "patience": cfg.patience,
+        "min_count": cfg.min_count,
+        "n_buckets": cfg.n_buckets,
+        "shared": cfg.shared,
+        "sizes": dict(cfg.sizes or {}),
+        "seed": cfg.seed,
+        **({"pretrain": cfg.pretrain} if cfg.pretrain else {}),
+        **({"score": cfg.score} if cfg.score != "cosine" else {}),
+    }
     if teacher is not None:
         from ltrfeat.features.encoders.distill import describe_teacher
 
-        params.update(teacher=describe_teacher(teacher), distill_epochs=cfg.distill_epochs,
-                      distill_lr=cfg.distill_lr, **({"distill_weight": cfg.distill_weight} if cfg.distill_weight else {}))
+        params.update(
+            teacher=describe_teacher(teacher),
+            distill_epochs=cfg.distill_epochs,
+            distill_lr=cfg.distill_lr,
+            **({"distill_weight": cfg.distill_weight} if cfg.distill_weight else {}),
+        )
     return params
 
 
-def _step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of, loss, negatives, hard, in_batch,
-          gamma, margin, kept=None):
+def _step(
+    net,
+    hasher,
+    q_tokens,
+    d_tokens,
+    data,
+    sampler,
+    rng,
+    batch,
+    *,
+    idx_of,
+    loss,
+    negatives,
+    hard,
+    in_batch,
+    gamma,
+    margin,
+    kept=None,
+):
     """Loss of one mini-batch (``batch`` holds row ids of ``data``), plus the kept teacher term if any."""
-    value = _ranking_step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, idx_of=idx_of, loss=loss,
-                          negatives=negatives, hard=hard, in_batch=in_batch, gamma=gamma, margin=margin)
+    value = _ranking_step(
+        net,
+        hasher,
+        q_tokens,
+        d_tokens,
+        data,
+        sampler,
+        rng,
+        batch,
+        idx_of=idx_of,
+        loss=loss,
+        negatives=negatives,
+        hard=hard,
+        in_batch=in_batch,
+        gamma=gamma,
+        margin=margin,
+    )
     if kept is None:
         return value[0]
     ranking, qb, d_pos = value
     return ranking + kept.loss(qb, d_pos, data.q_idx[batch], data.d_idx[batch])
 
 
-def _ranking_step(net, hasher, q_tokens, d_tokens, data, sampler, rng, batch, *, idx_of, loss, negatives, hard,
-                  in_batch, gamma, margin):
+def _ranking_step(
+    net,
+    hasher,
+    q_tokens,
+    d_tokens,
+    data,
+    sampler,
+    rng,
+    batch,
+    *,
+    idx_of,
+    loss,
+    negatives,
+    hard,
+    in_batch,
+    gamma,
+    margin,
+):
     """``(loss, query vectors, positive document vectors)`` of one mini-batch."""
     samples = np.searchsorted(idx_of, batch)  # positions in the sample list (for the hard-negative tables)
     q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
     cand, ok = sampler.candidates(rng, samples, q, d, y, negatives=negatives, hard=hard)
     qv, qi = _encode_rows(net.tower("query"), hasher, q_tokens, q, normalize=net.normalized)
-    dv, di = _encode_rows(net.tower("doc"), hasher, d_tokens, np.concatenate([d[:, None], cand], axis=1),
-                          normalize=net.normalized)
+    dv, di = _encode_rows(
+        net.tower("doc"), hasher, d_tokens, np.concatenate([d[:, None], cand], axis=1), normalize=net.normalized
+    )
     qb = qv[qi]  # (B, L)
     cand_scores = torch.einsum("bl,bjl->bj", qb, dv[di])  # (B, 1 + J + H)
     pos, neg = cand_scores[:, 0], cand_scores[:, 1:]

@@ -7,6 +7,7 @@ label-0 pairs per document (other documents' ``doc_field``, drawn with the seed)
 the softmax loss's samples, but they give the trainer's held-out queries something to rank, so its
 validation NDCG@10 (and early stopping) measures whether a title finds its own body among others.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -26,8 +27,9 @@ def parse_pair(spec: str) -> tuple[str, str]:
     return query_field.strip(), doc_field.strip()
 
 
-def docs_to_pairs(docs: pd.DataFrame, *, query_field: str = "title", doc_field: str = "body", negatives: int = 0,
-                  seed: int = 0) -> pd.DataFrame:
+def docs_to_pairs(
+    docs: pd.DataFrame, *, query_field: str = "title", doc_field: str = "body", negatives: int = 0, seed: int = 0
+) -> pd.DataFrame:
     """Training pairs ``[qid, query, doc, label]`` from a documents table (``docid`` + fields).
 
     ``qid`` is the document's id. Documents whose ``query_field`` or ``doc_field`` is empty (or
@@ -36,9 +38,11 @@ def docs_to_pairs(docs: pd.DataFrame, *, query_field: str = "title", doc_field: 
     """
     absent = [f for f in ("docid", query_field, doc_field) if f not in docs.columns]
     if absent:
-        raise TextTableError(f"documents table has no column(s) {', '.join(absent)} "
-                             f"(columns: {', '.join(map(str, docs.columns))})", path=docs.attrs.get("source"),
-                             fix="choose --pair QUERY_FIELD:DOC_FIELD among the table's fields")
+        raise TextTableError(
+            f"documents table has no column(s) {', '.join(absent)} (columns: {', '.join(map(str, docs.columns))})",
+            path=docs.attrs.get("source"),
+            fix="choose --pair QUERY_FIELD:DOC_FIELD among the table's fields",
+        )
     if negatives < 0:
         raise ValueError(f"negatives must be >= 0, got {negatives}")
 
@@ -48,12 +52,19 @@ def docs_to_pairs(docs: pd.DataFrame, *, query_field: str = "title", doc_field: 
     keep = usable(query_field) & usable(doc_field)
     dropped = int((~keep).sum())
     if dropped:
-        warnings.warn(f"{dropped} of {len(docs)} documents have an empty {query_field} or {doc_field} and were "
-                      f"left out of the training pairs", TextTableWarning, stacklevel=2)
+        warnings.warn(
+            f"{dropped} of {len(docs)} documents have an empty {query_field} or {doc_field} and were "
+            f"left out of the training pairs",
+            TextTableWarning,
+            stacklevel=2,
+        )
     kept = docs.loc[keep]
     if len(kept) < 2:
-        raise TextTableError(f"only {len(kept)} document(s) have both {query_field} and {doc_field}",
-                             path=docs.attrs.get("source"), fix="weak supervision needs at least two documents")
+        raise TextTableError(
+            f"only {len(kept)} document(s) have both {query_field} and {doc_field}",
+            path=docs.attrs.get("source"),
+            fix="weak supervision needs at least two documents",
+        )
     qid = kept["docid"].astype(str).to_numpy(dtype=object)
     query = kept[query_field].to_numpy(dtype=object)
     body = kept[doc_field].to_numpy(dtype=object)
@@ -72,8 +83,9 @@ def docs_to_pairs(docs: pd.DataFrame, *, query_field: str = "title", doc_field: 
     return both.iloc[order].reset_index(drop=True)
 
 
-def span_pairs(docs: pd.DataFrame, *, field: str = "title", per_doc: int = 4, max_words: int = 4,
-               negatives: int = 1, seed: int = 0) -> pd.DataFrame:
+def span_pairs(
+    docs: pd.DataFrame, *, field: str = "title", per_doc: int = 4, max_words: int = 4, negatives: int = 1, seed: int = 0
+) -> pd.DataFrame:
     """Query-like training pairs from a collection's own text, no judgments read: ``[qid, query, doc, label]``.
 
     Each document with text in ``field`` gives up to ``per_doc`` distinct spans of 1 to ``max_words``
@@ -83,16 +95,22 @@ def span_pairs(docs: pd.DataFrame, *, field: str = "title", per_doc: int = 4, ma
     and in-batch negatives supply the rest of the collection as non-matching documents.
     """
     if "docid" not in docs.columns or field not in docs.columns:
-        raise TextTableError(f"documents table has no column(s) {', '.join(c for c in ('docid', field) if c not in docs)}"
-                             f" (columns: {', '.join(map(str, docs.columns))})", path=docs.attrs.get("source"),
-                             fix="choose --pair spans:FIELD among the table's fields")
+        raise TextTableError(
+            f"documents table has no column(s) {', '.join(c for c in ('docid', field) if c not in docs)}"
+            f" (columns: {', '.join(map(str, docs.columns))})",
+            path=docs.attrs.get("source"),
+            fix="choose --pair spans:FIELD among the table's fields",
+        )
     if per_doc < 1 or max_words < 1 or negatives < 0:
         raise ValueError(f"need per_doc >= 1, max_words >= 1, negatives >= 0; got {per_doc}, {max_words}, {negatives}")
     texts = docs[field].to_numpy(dtype=object)
     keep = np.array([isinstance(t, str) and any(c.isalpha() for c in t) for t in texts], dtype=bool)
     if keep.sum() < 2:
-        raise TextTableError(f"only {int(keep.sum())} document(s) have text in {field}", path=docs.attrs.get("source"),
-                             fix="query-like spans need at least two documents with text")
+        raise TextTableError(
+            f"only {int(keep.sum())} document(s) have text in {field}",
+            path=docs.attrs.get("source"),
+            fix="query-like spans need at least two documents with text",
+        )
     ids, texts = docs["docid"].astype(str).to_numpy(dtype=object)[keep], texts[keep]
     rng = np.random.default_rng([seed, 5])
     qid, query, own = [], [], []
@@ -117,8 +135,14 @@ def span_pairs(docs: pd.DataFrame, *, field: str = "title", per_doc: int = 4, ma
         return pos
     n, rows = len(texts), np.repeat(np.arange(len(own)), negatives)
     other = (own_arr[rows] + rng.integers(1, n, size=len(rows))) % n  # never the span's own document
-    neg = pd.DataFrame({"qid": pos["qid"].to_numpy()[rows], "query": pos["query"].to_numpy()[rows],
-                        "doc": texts[other], "label": np.zeros(len(rows))})
+    neg = pd.DataFrame(
+        {
+            "qid": pos["qid"].to_numpy()[rows],
+            "query": pos["query"].to_numpy()[rows],
+            "doc": texts[other],
+            "label": np.zeros(len(rows)),
+        }
+    )
     both = pd.concat([pos, neg], ignore_index=True)
     order = np.lexsort((np.r_[np.zeros(len(pos)), np.ones(len(neg))], np.r_[np.arange(len(pos)), rows]))
     return both.iloc[order].reset_index(drop=True)

@@ -2,7 +2,16 @@
 fields, judged train/vali/test queries with graded labels, and a click log — deterministic by
 seed, with vocabulary mismatch, ambiguous words, lexical distractors and noisy clicks.
 ``data/README.md`` states its assumptions and file formats."""
+
 from .world import GENERATOR_VERSION, PRESETS, PUBLIC_COLUMNS, SPLITS, World, generate_world, realism_stats, write_world
 
-__all__ = ["GENERATOR_VERSION", "PRESETS", "PUBLIC_COLUMNS", "SPLITS", "World", "generate_world", "realism_stats",
-           "write_world"]
+__all__ = [
+    "GENERATOR_VERSION",
+    "PRESETS",
+    "PUBLIC_COLUMNS",
+    "SPLITS",
+    "World",
+    "generate_world",
+    "realism_stats",
+    "write_world",
+]

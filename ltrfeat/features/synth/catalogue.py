@@ -1,4 +1,5 @@
 """The product catalogue: documents with latent attributes and their title/description/brand text."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -10,10 +11,15 @@ from .surface import colour_forms, material_forms, pick, size_forms, title_case
 ATTRIBUTE_KINDS = ("brand", "colour", "material", "size", "feature")
 
 _FILLERS = (
-    "Easy to install with the included hardware.", "Backed by a limited lifetime warranty.",
-    "Built to last with a durable construction.", "A customer favourite for its value.",
-    "Simple assembly in minutes.", "Designed for years of reliable performance.",
-    "Tested for quality and safety.", "Free shipping on orders over $45.", "",
+    "Easy to install with the included hardware.",
+    "Backed by a limited lifetime warranty.",
+    "Built to last with a durable construction.",
+    "A customer favourite for its value.",
+    "Simple assembly in minutes.",
+    "Designed for years of reliable performance.",
+    "Tested for quality and safety.",
+    "Free shipping on orders over $45.",
+    "",
 )
 
 
@@ -88,14 +94,15 @@ def make_catalogue(rng: np.random.Generator, n_docs: int) -> pd.DataFrame:
     for k, t in enumerate(sample_types(rng, n_docs)):
         ptype = PRODUCT_TYPES[int(t)]
         attrs = make_attributes(rng, ptype)
-        rows.append({
-            "docid": f"D{k + 1:05d}",
-            "title": render_title(rng, ptype, attrs),
-            "description": render_description(rng, ptype, attrs),
-            "brand": attrs["brand"],
-            "category": ptype.category,
-            "type": ptype.key,
-            **{kind: attrs[kind] for kind in ATTRIBUTE_KINDS if kind != "brand"},
-        })
+        rows.append(
+            {
+                "docid": f"D{k + 1:05d}",
+                "title": render_title(rng, ptype, attrs),
+                "description": render_description(rng, ptype, attrs),
+                "brand": attrs["brand"],
+                "category": ptype.category,
+                "type": ptype.key,
+                **{kind: attrs[kind] for kind in ATTRIBUTE_KINDS if kind != "brand"},
+            }
+        )
     return pd.DataFrame(rows)
-

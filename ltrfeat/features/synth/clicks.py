@@ -1,5 +1,6 @@
 """The click log: a production ranker shows results, simulated users examine them with position
 bias and click on what looks relevant (noisily); counts are per distinct user."""
+
 from __future__ import annotations
 
 import math
@@ -12,18 +13,25 @@ from .judging import CandidateIndex, overlap
 from .lexicon import content_tokens
 
 ATTRACTION = np.array([0.03, 0.10, 0.30, 0.55])  # P(click | examined) by true grade 0..3
-TITLE_LURE = 0.12       # extra attraction per unit of query–title overlap (snippet bias)
-DOC_APPEAL_SD = 0.05    # per-product appeal (picture, price) independent of the query
+TITLE_LURE = 0.12  # extra attraction per unit of query–title overlap (snippet bias)
+DOC_APPEAL_SD = 0.05  # per-product appeal (picture, price) independent of the query
 EXAMINATION_EXPONENT = 0.8  # P(examine rank r) = r ** -exponent
-STRAY_CLICK = 0.005     # accidental clicks on any shown result
-RESHUFFLE_SD = 0.15     # per-session ranking noise (personalisation, index updates)
+STRAY_CLICK = 0.005  # accidental clicks on any shown result
+RESHUFFLE_SD = 0.15  # per-session ranking noise (personalisation, index updates)
 
 GradeFn = Callable[[np.ndarray, str, dict], np.ndarray]
 
 
-def simulate_clicks(rng: np.random.Generator, index: CandidateIndex, queries: list[tuple[str, dict]],
-                    grade_fn: GradeFn, *, list_size: int = 15, shown: int = 10,
-                    median_sessions: float = 10.0) -> pd.DataFrame:
+def simulate_clicks(
+    rng: np.random.Generator,
+    index: CandidateIndex,
+    queries: list[tuple[str, dict]],
+    grade_fn: GradeFn,
+    *,
+    list_size: int = 15,
+    shown: int = 10,
+    median_sessions: float = 10.0,
+) -> pd.DataFrame:
     """One row per (query, shown product): ``query, docid, doc, clicks, impressions, grade``.
 
     Each query gets a log-normal number of sessions (one user each). The production
@@ -48,8 +56,9 @@ def simulate_clicks(rng: np.random.Generator, index: CandidateIndex, queries: li
         session_scores = score + rng.normal(0.0, RESHUFFLE_SD, (n_sessions, len(rows)))
         rank = np.argsort(np.argsort(-session_scores, axis=1, kind="stable"), axis=1, kind="stable")
         seen = rank < shown
-        p_click = np.where(seen, examine[np.minimum(rank, shown - 1)], 0.0) \
-            * np.clip(ATTRACTION[grades] + TITLE_LURE * title_ov + appeal[rows], 0.005, 0.95)
+        p_click = np.where(seen, examine[np.minimum(rank, shown - 1)], 0.0) * np.clip(
+            ATTRACTION[grades] + TITLE_LURE * title_ov + appeal[rows], 0.005, 0.95
+        )
         u = rng.random(seen.shape)
         clicked = (u < p_click) | (seen & (u > 1 - STRAY_CLICK))
         order = np.argsort(-score, kind="stable")
@@ -61,6 +70,13 @@ def simulate_clicks(rng: np.random.Generator, index: CandidateIndex, queries: li
         columns["grade"].append(grades[order])
     rows = np.concatenate(columns["row"]) if queries else np.zeros(0, dtype=np.int64)
     stack = lambda name: np.concatenate(columns[name]).astype(np.int64) if queries else np.zeros(0, np.int64)  # noqa: E731
-    return pd.DataFrame({"query": pd.Series(columns["query"], dtype=object), "docid": docids[rows],
-                         "doc": titles[rows], "clicks": stack("clicks"), "impressions": stack("impressions"),
-                         "grade": stack("grade")})
+    return pd.DataFrame(
+        {
+            "query": pd.Series(columns["query"], dtype=object),
+            "docid": docids[rows],
+            "doc": titles[rows],
+            "clicks": stack("clicks"),
+            "impressions": stack("impressions"),
+            "grade": stack("grade"),
+        }
+    )

@@ -1,6 +1,7 @@
 """Candidate lists (relevant products mixed with lexical distractors and random ones) and the
 graded relevance of a (query, product) pair: from the latent intent in the semantic world,
 from query–title token overlap in the control world."""
+
 from __future__ import annotations
 
 import numpy as np

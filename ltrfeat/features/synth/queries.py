@@ -1,4 +1,5 @@
 """Query intents (a product type plus a few wanted attributes) and their noisy surface forms."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,10 +10,10 @@ from .surface import colour_forms, feature_forms, inflect, material_forms, missp
 
 _N_ATTRS_P = (0.3, 0.4, 0.22, 0.08)  # how many attributes a shopper specifies
 _KIND_WEIGHT = {"brand": 0.35, "colour": 1.0, "material": 0.8, "size": 1.0, "feature": 0.8}
-P_SYNONYM = 0.65       # the product is named by a synonym rather than the catalogue name
-P_INFLECT = 0.25       # head noun switches number (plural <-> singular)
-P_SHUFFLE = 0.25       # words in a non-canonical order
-P_MISSPELL = 0.05      # per word of 4+ letters, at most two per query
+P_SYNONYM = 0.65  # the product is named by a synonym rather than the catalogue name
+P_INFLECT = 0.25  # head noun switches number (plural <-> singular)
+P_SHUFFLE = 0.25  # words in a non-canonical order
+P_MISSPELL = 0.05  # per word of 4+ letters, at most two per query
 
 
 def make_intent(rng: np.random.Generator, target: dict) -> dict[str, str]:
@@ -68,8 +69,9 @@ def describe_intent(intent: dict[str, str]) -> str:
     return ";".join([intent["type"], *(f"{k}={intent[k]}" for k in _KIND_WEIGHT if k in intent)])
 
 
-def make_queries(rng: np.random.Generator, docs: pd.DataFrame, n: int, *, exclude=frozenset(),
-                 max_tries: int | None = None) -> list[tuple[str, dict[str, str]]]:
+def make_queries(
+    rng: np.random.Generator, docs: pd.DataFrame, n: int, *, exclude=frozenset(), max_tries: int | None = None
+) -> list[tuple[str, dict[str, str]]]:
     """``n`` (query, intent) pairs with distinct query keys, none of whose key is in ``exclude``.
 
     Targets are drawn uniformly from the catalogue, so popular product types (more
@@ -89,6 +91,7 @@ def make_queries(rng: np.random.Generator, docs: pd.DataFrame, n: int, *, exclud
             seen.add(key)
             out.append((query, intent))
     if len(out) < n:
-        raise ValueError(f"could only make {len(out)} distinct queries of {n} requested; "
-                         "ask for fewer queries or more documents")
+        raise ValueError(
+            f"could only make {len(out)} distinct queries of {n} requested; ask for fewer queries or more documents"
+        )
     return out

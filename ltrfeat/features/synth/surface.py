@@ -1,16 +1,44 @@
 """Surface realisation: turning latent attributes into the words sellers and shoppers type,
 with the noise real queries carry (variants, abbreviations, inflections, misspellings)."""
+
 from __future__ import annotations
 
 import numpy as np
 
 from .lexicon import ABBREVIATIONS, COLOURS, MATERIALS, UNITS
 
-_IRREGULAR = {"mouse": "mice", "shelf": "shelves", "knife": "knives", "mice": "mouse", "shelves": "shelf",
-              "knives": "knife"}
-_MASS_NOUNS = frozenset({"software", "paint", "wash", "gel", "filler", "putty", "tape", "stain", "security",
-                         "protection", "sandpaper", "paper", "primer", "undercoat", "storage", "lighting", "prep",
-                         "365", "vanity", "antivirus"})
+_IRREGULAR = {
+    "mouse": "mice",
+    "shelf": "shelves",
+    "knife": "knives",
+    "mice": "mouse",
+    "shelves": "shelf",
+    "knives": "knife",
+}
+_MASS_NOUNS = frozenset(
+    {
+        "software",
+        "paint",
+        "wash",
+        "gel",
+        "filler",
+        "putty",
+        "tape",
+        "stain",
+        "security",
+        "protection",
+        "sandpaper",
+        "paper",
+        "primer",
+        "undercoat",
+        "storage",
+        "lighting",
+        "prep",
+        "365",
+        "vanity",
+        "antivirus",
+    }
+)
 _KEYBOARD = ["qwertyuiop", "asdfghjkl", "zxcvbnm"]
 _NEIGHBOURS = {}
 for _r, _row in enumerate(_KEYBOARD):
@@ -90,19 +118,20 @@ def misspell(word: str, rng: np.random.Generator) -> str:
     i = 1 + int(rng.integers(len(word) - 1))
     op = int(rng.integers(4))
     if op == 0:
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     if op == 1:
         return word[:i] + word[i] + word[i:]
     if op == 2 and i < len(word) - 1 and word[i] != word[i + 1]:
-        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
     near = _NEIGHBOURS.get(word[i], "")
     if not near:
-        return word[:i] + word[i + 1:]
-    return word[:i] + near[int(rng.integers(len(near)))] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
+    return word[:i] + near[int(rng.integers(len(near)))] + word[i + 1 :]
 
 
-_LOWER_IN_TITLES = frozenset({"with", "and", "for", "in.", "ft.", "yd.", "gal.", "qt.", "oz.", "lb.", "cu.", "mm",
-                              "in", "of", "w/", "x"})
+_LOWER_IN_TITLES = frozenset(
+    {"with", "and", "for", "in.", "ft.", "yd.", "gal.", "qt.", "oz.", "lb.", "cu.", "mm", "in", "of", "w/", "x"}
+)
 
 
 _UPPER_IN_TITLES = frozenset({"usb", "sae", "aa", "agm", "lp", "tv", "pc", "cpu", "led", "4k", "cr-v"})

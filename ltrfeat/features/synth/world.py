@@ -1,5 +1,6 @@
 """A whole synthetic search world: catalogue, judged queries split into train/vali/test, and a
 click log; :func:`generate_world` builds it in memory, :func:`write_world` writes its files."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -34,8 +35,7 @@ PUBLIC_COLUMNS = {
     "judged": ["qid", "query", "docid", "doc", "label"],
     "clicks": ["query", "docid", "doc", "clicks", "impressions"],
 }
-_STREAMS = {"docs": 1, "judged_queries": 2, "candidates": 3, "labels": 4, "click_queries": 5, "clicks": 6,
-            "splits": 7}
+_STREAMS = {"docs": 1, "judged_queries": 2, "candidates": 3, "labels": 4, "click_queries": 5, "clicks": 6, "splits": 7}
 
 
 @dataclasses.dataclass
@@ -65,10 +65,18 @@ def _rng(seed: int, stream: str) -> np.random.Generator:
     return np.random.default_rng([seed, _STREAMS[stream]])
 
 
-def generate_world(*, seed: int = 0, n_queries: int = 1000, n_docs: int = 3000, n_click_queries: int = 3000,
-                   candidates: tuple[int, int] = (10, 20), semantic: bool = True, label_noise: float = 0.12,
-                   split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
-                   median_sessions: float = 10.0) -> World:
+def generate_world(
+    *,
+    seed: int = 0,
+    n_queries: int = 1000,
+    n_docs: int = 3000,
+    n_click_queries: int = 3000,
+    candidates: tuple[int, int] = (10, 20),
+    semantic: bool = True,
+    label_noise: float = 0.12,
+    split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
+    median_sessions: float = 10.0,
+) -> World:
     """Generate a product-search world, deterministically from ``seed``.
 
     Parameters
@@ -91,15 +99,24 @@ def generate_world(*, seed: int = 0, n_queries: int = 1000, n_docs: int = 3000, 
     if not 1 <= lo <= hi:
         raise ValueError(f"candidates must be (min, max) with 1 <= min <= max, got {candidates}")
     if n_queries < len(SPLITS) or n_docs < 1 or n_click_queries < 0:
-        raise ValueError(f"need n_queries >= 3, n_docs >= 1, n_click_queries >= 0 "
-                         f"(got {n_queries}, {n_docs}, {n_click_queries})")
+        raise ValueError(
+            f"need n_queries >= 3, n_docs >= 1, n_click_queries >= 0 (got {n_queries}, {n_docs}, {n_click_queries})"
+        )
     if not (len(split_fractions) == 3 and min(split_fractions) > 0 and abs(sum(split_fractions) - 1) < 1e-9):
         raise ValueError(f"split_fractions must be three positive shares summing to 1, got {split_fractions}")
     if not 0 <= label_noise <= 1:
         raise ValueError(f"label_noise must be in [0, 1], got {label_noise}")
-    options = {"seed": seed, "n_queries": n_queries, "n_docs": n_docs, "n_click_queries": n_click_queries,
-               "candidates": [lo, hi], "semantic": semantic, "label_noise": label_noise,
-               "split_fractions": list(split_fractions), "median_sessions": median_sessions}
+    options = {
+        "seed": seed,
+        "n_queries": n_queries,
+        "n_docs": n_docs,
+        "n_click_queries": n_click_queries,
+        "candidates": [lo, hi],
+        "semantic": semantic,
+        "label_noise": label_noise,
+        "split_fractions": list(split_fractions),
+        "median_sessions": median_sessions,
+    }
 
     docs = make_catalogue(_rng(seed, "docs"), n_docs)
     index = CandidateIndex(docs)
@@ -113,21 +130,33 @@ def generate_world(*, seed: int = 0, n_queries: int = 1000, n_docs: int = 3000, 
     split_of = np.empty(n_queries, dtype=object)
     for name, part in zip(SPLITS, np.split(split_rng.permutation(n_queries), bounds)):
         split_of[part] = name
-    queries = pd.DataFrame({
-        "qid": [str(i + 1) for i in range(n_queries)],
-        "query": [q for q, _ in judged_queries],
-        "split": split_of,
-        "type": [intent["type"] for _, intent in judged_queries],
-        "intent": [describe_intent(intent) for _, intent in judged_queries],
-    })
+    queries = pd.DataFrame(
+        {
+            "qid": [str(i + 1) for i in range(n_queries)],
+            "query": [q for q, _ in judged_queries],
+            "split": split_of,
+            "type": [intent["type"] for _, intent in judged_queries],
+            "intent": [describe_intent(intent) for _, intent in judged_queries],
+        }
+    )
 
     cand_rng, label_rng = _rng(seed, "candidates"), _rng(seed, "labels")
     parts = []
     for qid, (query, intent), split in zip(queries["qid"], judged_queries, split_of):
         rows = index.candidates(cand_rng, query, intent, int(cand_rng.integers(lo, hi + 1)))
         labels = rater_noise(label_rng, grade(rows, query, intent), label_noise)
-        parts.append(pd.DataFrame({"qid": qid, "query": query, "docid": docs["docid"].to_numpy()[rows],
-                                   "doc": docs["title"].to_numpy()[rows], "label": labels, "split": split}))
+        parts.append(
+            pd.DataFrame(
+                {
+                    "qid": qid,
+                    "query": query,
+                    "docid": docs["docid"].to_numpy()[rows],
+                    "doc": docs["title"].to_numpy()[rows],
+                    "label": labels,
+                    "split": split,
+                }
+            )
+        )
     judged = pd.concat(parts, ignore_index=True)
 
     judged_keys = frozenset(query_key(q) for q, _ in judged_queries)
@@ -154,8 +183,9 @@ def realism_stats(world: World) -> dict:
     ov = np.array([overlap(set(content_tokens(q)), set(content_tokens(d))) for q, d in zip(j["query"], j["doc"])])
     label = j["label"].to_numpy()
     ambiguous = set(AMBIGUOUS_WORDS)
-    is_ambiguous = [any((w.rstrip("s") if len(w) > 3 else w) in ambiguous for w in tokens(q))
-                    for q in world.queries["query"]]
+    is_ambiguous = [
+        any((w.rstrip("s") if len(w) > 3 else w) in ambiguous for w in tokens(q)) for q in world.queries["query"]
+    ]
     c = world.clicks
 
     def share(mask: np.ndarray):
