@@ -329,17 +329,10 @@ def ablate(
     neural,
     alone,
     base_name,
-    engine,
     seeds,
     metrics,
     no_relevant,
     gain,
-    n_estimators,
-    learning_rate,
-    num_leaves,
-    early_stopping_rounds,
-    threads,
-    params,
     resamples,
     nan_policy,
     report_dir,
@@ -348,13 +341,9 @@ def ablate(
     quick,
     dask,
     jobs,
-    select,
-    candidates,
-    tune,
-    tune_trials,
-    inner_folds,
-    select_rule,
     duplicates,
+    ranker,
+    selecting,
 ):
     """Compare LambdaMART with and without neural features over query folds.
 
@@ -407,7 +396,8 @@ def ablate(
     if (folds_dir is None) == (pairs_path is None):
         raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
     seed_list = _seeds(seeds if seeds is not None else (QUICK["seeds"] if quick else "0,1,2"))
-    n_estimators = n_estimators or (QUICK["n_estimators"] if quick else 500)
+    engine, select = ranker["engine"], selecting["select"]
+    n_estimators = ranker["n_estimators"] or (QUICK["n_estimators"] if quick else 500)
     resamples = resamples or (QUICK["resamples"] if quick else 10_000)
     check_report_dir(report_dir, overwrite=overwrite)
     with notices():
@@ -456,11 +446,11 @@ def ablate(
         )
         ranker_params = {
             "n_estimators": n_estimators,
-            "learning_rate": learning_rate,
-            "num_leaves": num_leaves,
-            "early_stopping_rounds": early_stopping_rounds,
-            "n_jobs": threads or None,
-            "params": {**SUBSAMPLE[engine], **(parse_key_values(params) or {})},
+            "learning_rate": ranker["learning_rate"],
+            "num_leaves": ranker["num_leaves"],
+            "early_stopping_rounds": ranker["early_stopping_rounds"],
+            "n_jobs": ranker["threads"] or None,
+            "params": {**SUBSAMPLE[engine], **(parse_key_values(ranker["params"]) or {})},
         }
         n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
         click.echo(
@@ -469,7 +459,8 @@ def ablate(
             + (
                 " (plain LambdaMART)"
                 if not select
-                else f", each ranker chosen among {candidates or 'the default candidates'} by {inner_folds}-fold "
+                else f", each ranker chosen among {selecting['candidates'] or 'the default candidates'} by "
+                f"{selecting['inner_folds']}-fold "
                 "inner cross-validation"
             ),
             err=True,
@@ -481,16 +472,7 @@ def ablate(
                 from ltrfeat.rankers.dask_training import DaskExecutor
 
                 executor = DaskExecutor(stack.enter_context(dask_client(dask)))
-            selection = selection_config(
-                engine,
-                select=select,
-                candidates=candidates,
-                tune=tune,
-                tune_trials=tune_trials,
-                inner_folds=inner_folds,
-                select_rule=select_rule,
-                seed=split_seed,
-            )
+            selection = selection_config(engine, **selecting, seed=split_seed)
             store = None if cache_dir is None else RunStore(Path(cache_dir) / "rankers")
             with profile.stage("rankers"):
                 result = run_ablation(

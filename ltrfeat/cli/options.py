@@ -90,7 +90,7 @@ def fit_and_save(train, out, checkpoint):
 
 def selection_options(default_on: bool):
     """The model-selection options shared by ``ablate`` and ``train-ranker`` (see ltrfeat.rankers.selection);
-    the command receives them as one ``selection`` keyword (a SelectionConfig, or None when off)."""
+    the command receives them as one ``selecting`` dict, for :func:`selection_config`."""
     from ltrfeat.rankers.choices import CANDIDATES, RULES, TUNE_METHODS
 
     def decorator(fn):
@@ -141,9 +141,7 @@ def selection_options(default_on: bool):
                 "score; best: the best score.",
             ),
         ]
-        for option in reversed(options):
-            fn = option(fn)
-        return fn
+        return option_group("selecting", *options)(fn)
 
     return decorator
 
@@ -306,7 +304,7 @@ def ranker_options(
     threads_what: str = "of the LambdaMART engine",
 ):
     """The LambdaMART options shared by ``train-ranker`` and ``ablate``: ``--engine --n-estimators
-    --learning-rate --num-leaves --early-stopping-rounds --threads --param``."""
+    --learning-rate --num-leaves --early-stopping-rounds --threads --param``, received as one ``ranker`` dict."""
     from ltrfeat.rankers.choices import ENGINES
 
     def decorator(fn):
@@ -351,9 +349,7 @@ def ranker_options(
                 help="Extra engine parameter (repeatable), e.g. --param min_data_in_leaf=50.",
             ),
         ]
-        for option in reversed(options):
-            fn = option(fn)
-        return fn
+        return option_group("ranker", *options)(fn)
 
     return decorator
 

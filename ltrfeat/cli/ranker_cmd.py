@@ -126,30 +126,7 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
 )
 @_nan_option
 @selection_options(default_on=False)
-def train_ranker(
-    train,
-    valid,
-    engine,
-    features,
-    out,
-    n_estimators,
-    learning_rate,
-    num_leaves,
-    early_stopping_rounds,
-    eval_at,
-    seed,
-    threads,
-    params,
-    top,
-    dask,
-    nan_policy,
-    select,
-    candidates,
-    tune,
-    tune_trials,
-    inner_folds,
-    select_rule,
-):
+def train_ranker(train, valid, features, out, ranker, eval_at, seed, top, dask, nan_policy, selecting):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
@@ -173,44 +150,36 @@ def train_ranker(
 
     # label errors name their file; a feature mismatch can only be the validation file's
     check_writable(out)  # before the training, not after it
-    config = selection_config(
-        engine,
-        select=select,
-        candidates=candidates,
-        tune=tune,
-        tune_trials=tune_trials,
-        inner_folds=inner_folds,
-        select_rule=select_rule,
-        seed=seed,
-    )
+    engine = ranker["engine"]
+    config = selection_config(engine, **selecting, seed=seed)
     if config is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
     with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         if config is not None:
-            ranker = {
-                "n_estimators": n_estimators,
-                "learning_rate": learning_rate,
-                "num_leaves": num_leaves,
-                "early_stopping_rounds": early_stopping_rounds,
+            settings = {
+                "n_estimators": ranker["n_estimators"],
+                "learning_rate": ranker["learning_rate"],
+                "num_leaves": ranker["num_leaves"],
+                "early_stopping_rounds": ranker["early_stopping_rounds"],
                 "eval_at": eval_at,
-                "n_jobs": threads or None,
-                "params": parse_key_values(params),
+                "n_jobs": ranker["threads"] or None,
+                "params": parse_key_values(ranker["params"]),
                 "engine": engine,
             }
-            _train_selected(train_data, valid_data, features, ranker, config, seed=seed, out=out)
+            _train_selected(train_data, valid_data, features, settings, config, seed=seed, out=out)
             return
         model = LambdaMART(
             engine=engine,
-            n_estimators=n_estimators,
-            learning_rate=learning_rate,
-            num_leaves=num_leaves,
-            early_stopping_rounds=early_stopping_rounds,
+            n_estimators=ranker["n_estimators"],
+            learning_rate=ranker["learning_rate"],
+            num_leaves=ranker["num_leaves"],
+            early_stopping_rounds=ranker["early_stopping_rounds"],
             eval_at=eval_at,
             seed=seed,
-            n_jobs=threads or None,
-            params=parse_key_values(params),
+            n_jobs=ranker["threads"] or None,
+            params=parse_key_values(ranker["params"]),
             features=features,
             verbose=not os.environ.get("CI"),
         )
