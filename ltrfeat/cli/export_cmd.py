@@ -84,8 +84,7 @@ def export_ranker(
     missing_as_zero,
     encoders,
     corpus_stats,
-    k1,
-    b,
+    lexical_params,
     fill_zero,
 ):
     """Export a trained ranker for Elasticsearch/OpenSearch LTR, XGBoost JSON or LightGBM.
@@ -127,7 +126,7 @@ def export_ranker(
         missing_as_zero=missing_as_zero,
         dims=dims,
         analyzer=analyzer,
-        bm25=(k1, b),
+        bm25=(lexical_params["k1"], lexical_params["b"]),
         fill_zero=fill_zero,
     )
     click.echo(

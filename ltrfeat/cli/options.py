@@ -277,23 +277,23 @@ LEXICAL_PARAMS = (
 
 
 def lexical_options(*, used_at_extraction: bool = False, names=("k1", "b", "mu", "jm_lambda", "ad_delta")):
-    """The lexical models' parameters (``--k1 --b --mu --jm-lambda --ad-delta``); a command that scores with
-    features extracted earlier (``used_at_extraction``) must be given the values the extraction used."""
+    """The lexical models' parameters (``--k1 --b --mu --jm-lambda --ad-delta``), received as one
+    ``lexical_params`` dict; a command that scores with features extracted earlier (``used_at_extraction``)
+    must be given the values the extraction used."""
     suffix = " (the value used at extraction)" if used_at_extraction else ""
-
-    def decorator(fn):
-        for name, default, what in reversed([p for p in LEXICAL_PARAMS if p[0] in names]):
-            fn = click.option(
-                f"--{name.replace('_', '-')}",
-                name,
-                type=float,
-                default=default,
-                show_default=True,
-                help=f"{what}{suffix}.",
-            )(fn)
-        return fn
-
-    return decorator
+    options = [
+        click.option(
+            f"--{name.replace('_', '-')}",
+            name,
+            type=float,
+            default=default,
+            show_default=True,
+            help=f"{what}{suffix}.",
+        )
+        for name, default, what in LEXICAL_PARAMS
+        if name in names
+    ]
+    return option_group("lexical_params", *options)
 
 
 def ranker_options(

@@ -536,11 +536,7 @@ def rerank(
     depth,
     run_name,
     encoding,
-    k1,
-    b,
-    mu,
-    jm_lambda,
-    ad_delta,
+    lexical_params,
 ):
     """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.
 
@@ -564,7 +560,7 @@ def rerank(
         model_path,
         encoders=_encoders(encoders),
         corpus_stats=corpus_stats,
-        lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta},
+        lexical_params=lexical_params,
     )
     run = read_run(run_path)
     with notices():

@@ -98,11 +98,7 @@ def serve(
     token,
     open_bind,
     threads,
-    k1,
-    b,
-    mu,
-    jm_lambda,
-    ad_delta,
+    lexical_params,
 ):
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
@@ -137,7 +133,7 @@ def serve(
         ranker,
         encoders=_encoders(encoders),
         corpus_stats=corpus_stats,
-        lexical_params={"k1": k1, "b": b, "mu": mu, "jm_lambda": jm_lambda, "ad_delta": ad_delta},
+        lexical_params=lexical_params,
     )
     limits = ServiceLimits(
         max_candidates=max_candidates, max_bytes=max_bytes, client_timeout=client_timeout, max_concurrent=max_concurrent
