@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ltrfeat.cli.options import (
+    option_group,
     duplicates_line,
     duplicates_option,
     notices,
@@ -60,32 +61,15 @@ def _seeds(text: str) -> list[int]:
         ) from None
 
 
-def _text_folds(
-    pairs_path,
-    *,
-    columns,
-    encoding,
-    label_map,
-    conflicts,
-    duplicates,
-    lexical,
-    encoders,
-    train_pairs_path,
-    train_columns,
-    k,
-    valid_fraction,
-    options,
-    cache,
-    seed,
-    quick,
-    profile,
-):
-    """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit)."""
+def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
+    """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit);
+    ``text`` holds the text-mode options."""
     from ltrfeat.features.crossfit import EncoderSpec, n_trainings, text_folds
     from ltrfeat.features.encoder_options import merge_options
     from ltrfeat.features.extract import lexical_extractors
     from ltrfeat.features.text import read_judged_pairs
 
+    encoders, duplicates, k = text["encoders"], text["duplicates"], text["k_folds"]
     if not encoders:
         raise click.UsageError("text mode needs at least one --encoder (e.g. --encoder clsm:softmax)")
     specs = [EncoderSpec.parse(e) for e in encoders]
@@ -93,12 +77,19 @@ def _text_folds(
         raise click.UsageError("each --encoder may be given once")
     with profile.stage("reading"):
         pairs = read_judged_pairs(
-            pairs_path, columns=columns, encoding=encoding, label_map=label_map, duplicates=duplicates
+            pairs_path,
+            columns=text["columns"],
+            encoding=text["encoding"],
+            label_map=text["label_map"],
+            duplicates=duplicates,
         )
         train_table = None
-        if train_pairs_path is not None:
+        if text["train_pairs_path"] is not None:
             train_table = read_judged_pairs(
-                train_pairs_path, columns=train_columns, encoding=encoding, duplicates=duplicates
+                text["train_pairs_path"],
+                columns=text["train_columns"],
+                encoding=text["encoding"],
+                duplicates=duplicates,
             )
     merged = {"pairs": pairs.attrs["duplicates"]} | (
         {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
@@ -106,10 +97,11 @@ def _text_folds(
     for figures in merged.values():
         if duplicates_line(figures):
             click.echo(duplicates_line(figures), err=True)
-    extractors = lexical_extractors(lexical, fields=["doc"])
+    extractors = lexical_extractors(text["lexical"], fields=["doc"])
     if not extractors:
         raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
-    options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, options)
+    explicit = parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5") or {}
+    options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, explicit)
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
     click.echo(
         f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds ({n_train} encoder trainings)", err=True
@@ -119,18 +111,88 @@ def _text_folds(
         lexical=extractors,
         specs=specs,
         k=k,
-        valid_fraction=valid_fraction,
+        valid_fraction=text["valid_fraction"],
         seed=seed,
         train_table=train_table,
         options=options,
         cache=cache,
-        conflicts=conflicts,
+        conflicts=text["conflicts"],
         progress=not os.environ.get("CI"),
         profile=profile,
     )
     scheme["encoder_options"] = options
     scheme["duplicates"] = merged
     return folds, groups, ",".join(base), scheme
+
+
+_TEXT_MODE = option_group(
+    "text",
+    click.option(
+        "--columns", default=None, help="Text mode: pairs column mapping, e.g. query=search_term,doc=product_title."
+    ),
+    click.option("--encoding", default="utf-8", show_default=True, help="Text mode: encoding of the tables."),
+    click.option(
+        "--label-map",
+        default="none",
+        show_default=True,
+        help="Text mode: label mapping (none | round | linear:LO:HI:GRADES | threshold:T1,T2,...).",
+    ),
+    click.option(
+        "--conflicts",
+        type=click.Choice(["error", "first"]),
+        default="error",
+        show_default=True,
+        help="Text mode: an id naming different texts on different rows fails, or keeps its first text.",
+    ),
+    click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all')."),
+    click.option(
+        "--encoder",
+        "encoders",
+        multiple=True,
+        metavar="MODEL[:LOSS][+rbm|+teacher|+init][@SCORE][=PATH]",
+        help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
+        "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
+        "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
+        "+teacher=DIR for another sentence-transformer), clsm:generalized+init=BUNDLE (every fold's "
+        "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
+        "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
+        "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).",
+    ),
+    click.option(
+        "--train-pairs",
+        "train_pairs_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
+        "filtered by query text so no fold's test query is trained on. Default: the judged pairs.",
+    ),
+    click.option("--train-columns", default=None, help="Column mapping of --train-pairs."),
+    click.option(
+        "--k-folds",
+        type=click.IntRange(min=3),
+        default=3,
+        show_default=True,
+        help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
+        "15 for 5; 3 keeps a Home Depot-sized ablation under 45 minutes on 2 cores).",
+    ),
+    click.option(
+        "--valid-fraction",
+        type=click.FloatRange(0, 0.5),
+        default=0.1,
+        show_default=True,
+        help="Text mode: share of each fold's ranker queries held out for early stopping.",
+    ),
+    click.option(
+        "--encoder-option",
+        "encoder_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
+        "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
+        "Defaults: epochs=4, sbert-ft.epochs=1.",
+    ),
+    duplicates_option,
+)
 
 
 @click.command("ablate")
@@ -150,70 +212,7 @@ def _text_folds(
     help="Text mode: judged pairs (query, doc, label; optional qid, docid) — lexical features are "
     "computed and --encoder encoders cross-fitted over query folds.",
 )
-@click.option(
-    "--columns", default=None, help="Text mode: pairs column mapping, e.g. query=search_term,doc=product_title."
-)
-@click.option("--encoding", default="utf-8", show_default=True, help="Text mode: encoding of the tables.")
-@click.option(
-    "--label-map",
-    default="none",
-    show_default=True,
-    help="Text mode: label mapping (none | round | linear:LO:HI:GRADES | threshold:T1,T2,...).",
-)
-@click.option(
-    "--conflicts",
-    type=click.Choice(["error", "first"]),
-    default="error",
-    show_default=True,
-    help="Text mode: an id naming different texts on different rows fails, or keeps its first text.",
-)
-@click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all').")
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    metavar="MODEL[:LOSS][+rbm|+teacher|+init][@SCORE][=PATH]",
-    help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
-    "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
-    "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
-    "+teacher=DIR for another sentence-transformer), clsm:generalized+init=BUNDLE (every fold's "
-    "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
-    "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
-    "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).",
-)
-@click.option(
-    "--train-pairs",
-    "train_pairs_path",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
-    "filtered by query text so no fold's test query is trained on. Default: the judged pairs.",
-)
-@click.option("--train-columns", default=None, help="Column mapping of --train-pairs.")
-@click.option(
-    "--k-folds",
-    type=click.IntRange(min=3),
-    default=3,
-    show_default=True,
-    help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
-    "15 for 5; 3 keeps a Home Depot-sized ablation under 45 minutes on 2 cores).",
-)
-@click.option(
-    "--valid-fraction",
-    type=click.FloatRange(0, 0.5),
-    default=0.1,
-    show_default=True,
-    help="Text mode: share of each fold's ranker queries held out for early stopping.",
-)
-@click.option(
-    "--encoder-option",
-    "encoder_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
-    "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
-    "Defaults: epochs=4, sbert-ft.epochs=1.",
-)
+@_TEXT_MODE
 @click.option(
     "--cache",
     "cache_dir",
@@ -307,21 +306,10 @@ def _text_folds(
     help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.",
 )
 @selection_options(default_on=True)
-@duplicates_option
 def ablate(
     folds_dir,
     pairs_path,
-    columns,
-    encoding,
-    label_map,
-    conflicts,
-    lexical,
-    encoders,
-    train_pairs_path,
-    train_columns,
-    k_folds,
-    valid_fraction,
-    encoder_options,
+    text,
     cache_dir,
     split_seed,
     fold_glob,
@@ -341,7 +329,6 @@ def ablate(
     quick,
     dask,
     jobs,
-    duplicates,
     ranker,
     selecting,
 ):
@@ -414,23 +401,7 @@ def ablate(
                     "the base and each --encoder is a neural group"
                 )
             folds, groups, base_spec, scheme = _text_folds(
-                pairs_path,
-                columns=columns,
-                encoding=encoding,
-                label_map=label_map,
-                conflicts=conflicts,
-                duplicates=duplicates,
-                lexical=lexical,
-                encoders=encoders,
-                train_pairs_path=train_pairs_path,
-                train_columns=train_columns,
-                k=k_folds,
-                valid_fraction=valid_fraction,
-                options=parse_key_values(encoder_options, option="--encoder-option", example="epochs=5") or {},
-                cache=cache_dir,
-                seed=split_seed,
-                quick=quick,
-                profile=profile,
+                pairs_path, text, cache=cache_dir, seed=split_seed, quick=quick, profile=profile
             )
             folds = [
                 Fold(
