@@ -59,8 +59,6 @@ def test_tests_share_builders_not_each_other():
 # Trainers take a config object instead (ltrfeat.features.encoders.config). The list may only shrink.
 WIDE_FUNCTIONS = {
     "cli.ablate_cmd:ablate": 24,
-    "cli.extract_cmd:extract": 26,
-    "cli.extract_cmd:_extract": 26,
     "cli.ranker_cmd:train_ranker": 11,
     "cli.serve_cmd:serve": 13,
     "features.encoders.training:_fit_epochs": 16,

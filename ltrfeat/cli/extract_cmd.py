@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import duplicates_line, duplicates_option, lexical_options
+from ltrfeat.cli.options import duplicates_line, duplicates_option, lexical_options, option_group
 from ltrfeat.features import extract as ex
 from ltrfeat.features import neural, text
 from ltrfeat.features.analysis import Analyzer
@@ -52,6 +52,105 @@ def build_extractors(
     return extractors
 
 
+_READING = option_group(
+    "reading",
+    click.option("--columns", default=None, help="Pairs column mapping, e.g. query=search_term,doc=product_title."),
+    click.option(
+        "--label-map",
+        default="none",
+        show_default=True,
+        help="Pairs labels to grades: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
+    ),
+    click.option(
+        "--conflicts",
+        type=click.Choice(["error", "first"]),
+        default="error",
+        show_default=True,
+        help="Pairs: an id with different texts on different rows fails, or keeps its first text.",
+    ),
+    click.option(
+        "--missing",
+        type=click.Choice(list(ex.MISSING_POLICIES)),
+        default="error",
+        show_default=True,
+        help="Rows whose query or document text is missing: fail, or NaN / 0 in the new columns.",
+    ),
+    click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables."),
+    click.option("--qid-col", default="qid", show_default=True, help="Query id column of --queries."),
+    click.option("--query-col", default="query", show_default=True, help="Query text column of --queries."),
+    click.option("--docid-col", default="docid", show_default=True, help="Document id column of --docs."),
+    duplicates_option,
+)
+
+
+_SCORING = option_group(
+    "scoring",
+    click.option("--lexical", default=None, help="Comma-separated lexical features, or 'all'."),
+    click.option(
+        "--encoder",
+        "encoders",
+        multiple=True,
+        metavar="KIND[=PATH]",
+        help="Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
+        "sbert[=DIR] (zero-shot), sbert-ft=FT.ltrenc (fine-tuned).",
+    ),
+    click.option(
+        "--fields",
+        "--field",
+        "fields",
+        default=None,
+        help="Document fields to score (default: every text column of the documents/pairs table).",
+    ),
+    click.option("--stem", default=None, help="Snowball stemmer (PyStemmer), e.g. english."),
+    click.option("--stopwords", type=click.Choice(["english"]), default=None, help="Drop Lucene's English stopwords."),
+    click.option(
+        "--corpus-stats",
+        "corpus_path",
+        type=click.Path(dir_okay=False),
+        help="Use saved corpus statistics (e.g. fitted on the training documents).",
+    ),
+)
+
+
+_OUTPUTS = option_group(
+    "outputs",
+    click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output LETOR file."),
+    click.option(
+        "--save-corpus-stats",
+        "save_corpus_path",
+        type=click.Path(dir_okay=False),
+        help="Save the fitted corpus statistics here for the other splits.",
+    ),
+    click.option(
+        "--write-texts",
+        "texts_dir",
+        type=click.Path(file_okay=False),
+        help="With --pairs: also write DIR/queries.csv and DIR/docs.csv.",
+    ),
+)
+
+
+_RUN = option_group(
+    "run",
+    click.option(
+        "--chunk-queries",
+        type=click.IntRange(min=1),
+        default=1000,
+        show_default=True,
+        help="Queries held in memory at a time (with --dask: queries per partition).",
+    ),
+    click.option(
+        "--dask",
+        "dask",
+        default=None,
+        metavar="SCHEDULER|local[:N]",
+        help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "
+        "the output is identical to a local run. Needs ltrfeat[dask].",
+    ),
+    click.option("--no-progress", is_flag=True, help="Hide the progress bar."),
+)
+
+
 @click.command()
 @click.argument("letor_in", required=False, type=click.Path(dir_okay=False))
 @click.option("--queries", "queries_path", type=click.Path(dir_okay=False), help="Query table (qid, query).")
@@ -62,114 +161,12 @@ def build_extractors(
     type=click.Path(dir_okay=False),
     help="Judged-pairs table instead of LETOR_IN + --queries/--docs.",
 )
-@click.option("--columns", default=None, help="Pairs column mapping, e.g. query=search_term,doc=product_title.")
-@click.option(
-    "--label-map",
-    default="none",
-    show_default=True,
-    help="Pairs labels to grades: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
-)
-@click.option(
-    "--conflicts",
-    type=click.Choice(["error", "first"]),
-    default="error",
-    show_default=True,
-    help="Pairs: an id with different texts on different rows fails, or keeps its first text.",
-)
-@click.option("--lexical", default=None, help="Comma-separated lexical features, or 'all'.")
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    metavar="KIND[=PATH]",
-    help="Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
-    "sbert[=DIR] (zero-shot), sbert-ft=FT.ltrenc (fine-tuned).",
-)
-@click.option(
-    "--fields",
-    "--field",
-    "fields",
-    default=None,
-    help="Document fields to score (default: every text column of the documents/pairs table).",
-)
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output LETOR file.")
-@click.option(
-    "--missing",
-    type=click.Choice(list(ex.MISSING_POLICIES)),
-    default="error",
-    show_default=True,
-    help="Rows whose query or document text is missing: fail, or NaN / 0 in the new columns.",
-)
-@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
-@click.option("--qid-col", default="qid", show_default=True, help="Query id column of --queries.")
-@click.option("--query-col", default="query", show_default=True, help="Query text column of --queries.")
-@click.option("--docid-col", default="docid", show_default=True, help="Document id column of --docs.")
-@click.option("--stem", default=None, help="Snowball stemmer (PyStemmer), e.g. english.")
-@click.option("--stopwords", type=click.Choice(["english"]), default=None, help="Drop Lucene's English stopwords.")
+@_READING
+@_SCORING
+@_OUTPUTS
 @lexical_options()
-@click.option(
-    "--corpus-stats",
-    "corpus_path",
-    type=click.Path(dir_okay=False),
-    help="Use saved corpus statistics (e.g. fitted on the training documents).",
-)
-@click.option(
-    "--save-corpus-stats",
-    "save_corpus_path",
-    type=click.Path(dir_okay=False),
-    help="Save the fitted corpus statistics here for the other splits.",
-)
-@click.option(
-    "--write-texts",
-    "texts_dir",
-    type=click.Path(file_okay=False),
-    help="With --pairs: also write DIR/queries.csv and DIR/docs.csv.",
-)
-@click.option(
-    "--chunk-queries",
-    type=click.IntRange(min=1),
-    default=1000,
-    show_default=True,
-    help="Queries held in memory at a time (with --dask: queries per partition).",
-)
-@click.option(
-    "--dask",
-    "dask",
-    default=None,
-    metavar="SCHEDULER|local[:N]",
-    help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "
-    "the output is identical to a local run. Needs ltrfeat[dask].",
-)
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-@duplicates_option
-def extract(
-    letor_in,
-    queries_path,
-    docs_path,
-    pairs_path,
-    columns,
-    label_map,
-    conflicts,
-    lexical,
-    encoders,
-    fields,
-    out_path,
-    missing,
-    encoding,
-    qid_col,
-    query_col,
-    docid_col,
-    stem,
-    stopwords,
-    lexical_params,
-    corpus_path,
-    save_corpus_path,
-    texts_dir,
-    chunk_queries,
-    dask,
-    no_progress,
-    duplicates,
-):
+@_RUN
+def extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, outputs, lexical_params, run):
     """Append lexical and neural feature columns to a LETOR file (or build one from judged pairs).
 
     New columns get ids after the input's largest id and names such as bm25_title in
@@ -191,86 +188,39 @@ def extract(
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = lambda message, *args, **kwargs: click.echo(f"warning: {message}", err=True)
-        _extract(
-            letor_in,
-            queries_path,
-            docs_path,
-            pairs_path,
-            columns,
-            label_map,
-            conflicts,
-            lexical,
-            encoders,
-            fields,
-            out_path,
-            missing,
-            encoding,
-            qid_col,
-            query_col,
-            docid_col,
-            stem,
-            stopwords,
-            lexical_params,
-            corpus_path,
-            save_corpus_path,
-            texts_dir,
-            chunk_queries,
-            dask,
-            no_progress,
-            duplicates,
-        )
+        _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, outputs, lexical_params, run)
 
 
-def _extract(
-    letor_in,
-    queries_path,
-    docs_path,
-    pairs_path,
-    columns,
-    label_map,
-    conflicts,
-    lexical,
-    encoders,
-    fields,
-    out_path,
-    missing,
-    encoding,
-    qid_col,
-    query_col,
-    docid_col,
-    stem,
-    stopwords,
-    lexical_params,
-    corpus_path,
-    save_corpus_path,
-    texts_dir,
-    chunk_queries,
-    dask,
-    no_progress,
-    duplicates,
-):
+def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, outputs, lexical_params, run):
     if bool(pairs_path) == bool(letor_in):
         raise LtrfeatError(
             "give either LETOR_IN (with --queries and --docs) or --pairs",
             fix="see `ltrfeat extract --help` for both forms",
         )
+    r = reading
+    fields, out_path = scoring["fields"], outputs["out_path"]
+    chunk_queries, dask, no_progress = run["chunk_queries"], run["dask"], run["no_progress"]
     options = dict(
-        lexical=lexical,
-        encoders=encoders,
-        stem=stem,
-        stopwords=stopwords,
-        corpus_path=corpus_path,
+        lexical=scoring["lexical"],
+        encoders=scoring["encoders"],
+        stem=scoring["stem"],
+        stopwords=scoring["stopwords"],
+        corpus_path=scoring["corpus_path"],
         lexical_params=lexical_params,
     )
     if pairs_path:
         pairs = text.read_judged_pairs(
-            pairs_path, columns=columns, encoding=encoding, label_map=label_map, duplicates=duplicates
+            pairs_path,
+            columns=r["columns"],
+            encoding=r["encoding"],
+            label_map=r["label_map"],
+            duplicates=r["duplicates"],
         )
         if duplicates_line(pairs.attrs["duplicates"]):
             click.echo(duplicates_line(pairs.attrs["duplicates"]), err=True)
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
-        ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=conflicts)
+        ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=r["conflicts"])
         if dask:
             from ltrfeat.features import dask_extract
 
@@ -280,24 +230,24 @@ def _extract(
                     extractors,
                     queries=queries,
                     docs=docs,
-                    missing=missing,
+                    missing=r["missing"],
                     client=client,
                     partition_queries=chunk_queries,
                 )
         else:
-            data = ex.extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=missing)
-        _save_corpus(extractors, save_corpus_path)
-        if texts_dir:
-            text.write_table(queries, Path(texts_dir) / "queries.csv")
-            text.write_table(docs, Path(texts_dir) / "docs.csv")
+            data = ex.extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=r["missing"])
+        _save_corpus(extractors, outputs["save_corpus_path"])
+        if outputs["texts_dir"]:
+            text.write_table(queries, Path(outputs["texts_dir"]) / "queries.csv")
+            text.write_table(docs, Path(outputs["texts_dir"]) / "docs.csv")
         write_letor(out_path, data)
         rows = len(data)
     else:
         if not queries_path or not docs_path:
             raise LtrfeatError("LETOR_IN needs --queries and --docs", fix="pass the query and document tables")
-        queries = text.read_queries(queries_path, qid_col=qid_col, text_col=query_col, encoding=encoding)
+        queries = text.read_queries(queries_path, qid_col=r["qid_col"], text_col=r["query_col"], encoding=r["encoding"])
         docs = text.read_docs(
-            docs_path, docid_col=docid_col, fields=_split(fields) or None, encoding=encoding, missing="keep"
+            docs_path, docid_col=r["docid_col"], fields=_split(fields) or None, encoding=r["encoding"], missing="keep"
         )  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
         if dask:
@@ -310,7 +260,7 @@ def _extract(
                     queries=queries,
                     docs=docs,
                     extractors=extractors,
-                    missing=missing,
+                    missing=r["missing"],
                     client=client,
                     partition_queries=chunk_queries,
                     progress=not no_progress,
@@ -322,11 +272,11 @@ def _extract(
                 queries=queries,
                 docs=docs,
                 extractors=extractors,
-                missing=missing,
+                missing=r["missing"],
                 chunk_queries=chunk_queries,
                 progress=not no_progress,
             )
-        _save_corpus(extractors, save_corpus_path)
+        _save_corpus(extractors, outputs["save_corpus_path"])
     names = [n for e in extractors for n in e.feature_names()]
     click.echo(
         f"wrote {out_path}: {rows} rows, {len(names)} new columns ({', '.join(names[:6])}"
