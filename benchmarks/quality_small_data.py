@@ -148,7 +148,11 @@ def main() -> None:
             "sets": sets,
             "means": {f"{s}|{m}": v for (s, m), v in means.items()},
         }
-        pairs = [f"lexical+sbert:lexical+{s.split('lexical+', 1)[1]}" for s in sets if s.startswith("lexical+clsm")]
+        pairs = [
+            f"lexical+sbert:lexical+{s.split('lexical+', 1)[1]}"
+            for s in sets
+            if s.startswith("lexical+clsm") and "/" not in s
+        ]
         done = subprocess.run(
             [sys.executable, "-m", "ltrfeat.cli.main", "compare", report, *pairs, "--metrics", "ndcg@1,10", "--json"],
             cwd=ROOT,
