@@ -35,7 +35,7 @@ from ltrfeat.features.encoders.training import (
     _begin,
     _fit_epochs,
     _Sampler,
-    _step,
+    _BatchLoss,
     _torch_settings,
     _training_data,
     _validate,
@@ -252,7 +252,7 @@ def train_sbert(
             checkpoint=checkpoint,
             header=header,
             progress=progress,
-            step=lambda batch: _step(
+            step=_BatchLoss(
                 net,
                 None,
                 q_texts,
@@ -260,7 +260,6 @@ def train_sbert(
                 data,
                 sampler,
                 rng,
-                batch,
                 idx_of=rows,
                 loss=loss,
                 negatives=cfg.negatives,

@@ -48,6 +48,7 @@ import hashlib
 import sys
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -653,7 +654,7 @@ def train_encoder(
             checkpoint=checkpoint,
             header=header,
             progress=progress,
-            step=lambda batch: _step(
+            step=_BatchLoss(
                 net,
                 hasher,
                 q_tokens,
@@ -661,7 +662,6 @@ def train_encoder(
                 data,
                 sampler,
                 rng,
-                batch,
                 idx_of=rows,
                 loss=loss,
                 negatives=cfg.negatives,
@@ -749,88 +749,55 @@ def _record_params(cfg: EncoderConfig, teacher) -> dict:
     return params
 
 
-def _step(
-    net,
-    hasher,
-    q_tokens,
-    d_tokens,
-    data,
-    sampler,
-    rng,
-    batch,
-    *,
-    idx_of,
-    loss,
-    negatives,
-    hard,
-    in_batch,
-    gamma,
-    margin,
-    kept=None,
-):
-    """Loss of one mini-batch (``batch`` holds row ids of ``data``), plus the kept teacher term if any."""
-    value = _ranking_step(
-        net,
-        hasher,
-        q_tokens,
-        d_tokens,
-        data,
-        sampler,
-        rng,
-        batch,
-        idx_of=idx_of,
-        loss=loss,
-        negatives=negatives,
-        hard=hard,
-        in_batch=in_batch,
-        gamma=gamma,
-        margin=margin,
-    )
-    if kept is None:
-        return value[0]
-    ranking, qb, d_pos = value
-    return ranking + kept.loss(qb, d_pos, data.q_idx[batch], data.d_idx[batch])
+@dataclass(frozen=True)
+class _BatchLoss:
+    """The ranking loss of one mini-batch (``batch`` holds row ids of ``data``), plus the kept teacher term if
+    any: the ``step`` of :func:`_fit_epochs` for the CLSM/DSSM and MiniLM trainers."""
 
+    net: Any
+    hasher: Any  # None: the towers take texts (MiniLM)
+    q_tokens: Any
+    d_tokens: Any
+    data: _Prepared
+    sampler: _Sampler
+    rng: np.random.Generator
+    idx_of: np.ndarray
+    loss: str
+    negatives: int
+    hard: int
+    in_batch: bool
+    gamma: float
+    margin: float
+    kept: Any = None
 
-def _ranking_step(
-    net,
-    hasher,
-    q_tokens,
-    d_tokens,
-    data,
-    sampler,
-    rng,
-    batch,
-    *,
-    idx_of,
-    loss,
-    negatives,
-    hard,
-    in_batch,
-    gamma,
-    margin,
-):
-    """``(loss, query vectors, positive document vectors)`` of one mini-batch."""
-    samples = np.searchsorted(idx_of, batch)  # positions in the sample list (for the hard-negative tables)
-    q, d, y = data.q_idx[batch], data.d_idx[batch], data.y[batch]
-    cand, ok = sampler.candidates(rng, samples, q, d, y, negatives=negatives, hard=hard)
-    qv, qi = _encode_rows(net.tower("query"), hasher, q_tokens, q, normalize=net.normalized)
-    dv, di = _encode_rows(
-        net.tower("doc"), hasher, d_tokens, np.concatenate([d[:, None], cand], axis=1), normalize=net.normalized
-    )
-    qb = qv[qi]  # (B, L)
-    cand_scores = torch.einsum("bl,bjl->bj", qb, dv[di])  # (B, 1 + J + H)
-    pos, neg = cand_scores[:, 0], cand_scores[:, 1:]
-    mask = torch.from_numpy(ok)
-    if in_batch:
-        scores = qb @ dv[di[:, 0]].T  # (B, B): query i against document of sample j
-        same = sampler.in_batch_mask(q, d, y)
-        neg = torch.cat([neg, scores], dim=1)
-        mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
-    if loss == "softmax":
-        value = losses.softmax_loss(pos, neg, gamma=gamma, mask=mask)
-    elif loss == "generalized":
-        value = losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=gamma, mask=mask)
-    else:
-        value = losses.hinge_loss(pos, neg, margin=margin, mask=mask)
-    return value, qb, dv[di[:, 0]]
+    def __call__(self, batch: np.ndarray) -> torch.Tensor:
+        net = self.net
+        samples = np.searchsorted(self.idx_of, batch)  # positions in the sample list (for the hard-negative tables)
+        q, d, y = self.data.q_idx[batch], self.data.d_idx[batch], self.data.y[batch]
+        cand, ok = self.sampler.candidates(self.rng, samples, q, d, y, negatives=self.negatives, hard=self.hard)
+        qv, qi = _encode_rows(net.tower("query"), self.hasher, self.q_tokens, q, normalize=net.normalized)
+        dv, di = _encode_rows(
+            net.tower("doc"),
+            self.hasher,
+            self.d_tokens,
+            np.concatenate([d[:, None], cand], axis=1),
+            normalize=net.normalized,
+        )
+        qb = qv[qi]  # (B, L)
+        cand_scores = torch.einsum("bl,bjl->bj", qb, dv[di])  # (B, 1 + J + H)
+        pos, neg = cand_scores[:, 0], cand_scores[:, 1:]
+        mask = torch.from_numpy(ok)
+        if self.in_batch:
+            scores = qb @ dv[di[:, 0]].T  # (B, B): query i against document of sample j
+            same = self.sampler.in_batch_mask(q, d, y)
+            neg = torch.cat([neg, scores], dim=1)
+            mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
+        if self.loss == "softmax":
+            value = losses.softmax_loss(pos, neg, gamma=self.gamma, mask=mask)
+        elif self.loss == "generalized":
+            value = losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=self.gamma, mask=mask)
+        else:
+            value = losses.hinge_loss(pos, neg, margin=self.margin, mask=mask)
+        if self.kept is None:
+            return value
+        return value + self.kept.loss(qb, dv[di[:, 0]], q, d)
