@@ -42,6 +42,9 @@ _API = {
     "save_ranker": "ltrfeat.rankers.models",
     "evaluate_queries": "ltrfeat.features.metrics",
     # ablations
+    "AblationConfig": "ltrfeat.rankers.ablation",
+    "CrossFitConfig": "ltrfeat.features.crossfit",
+    "text_folds": "ltrfeat.features.crossfit",
     "Fold": "ltrfeat.rankers.ablation",
     "FeatureSet": "ltrfeat.rankers.ablation",
     "plan_feature_sets": "ltrfeat.rankers.ablation",

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.rankers.ablation import (
+    AblationConfig,
     FeatureSet,
     Fold,
     head_to_head,
@@ -268,6 +269,17 @@ def test_train_test_leak_and_missing_feature_are_errors(folds, sets):
 def test_bad_run_options(folds, sets, kwargs, message):
     with pytest.raises(LtrfeatError, match=message):
         run_ablation(folds, sets, progress=False, **kwargs)
+    with pytest.raises(LtrfeatError, match=message):  # refused when the config is made, before any run
+        AblationConfig(**kwargs)
+
+
+def test_a_config_and_the_same_keywords_run_the_same_ablation(folds, sets, result):
+    config = AblationConfig(seeds=[0, 1], ranker_params=FAST)
+    assert config.seeds == (0, 1)
+    same = run_ablation(folds, sets, config, progress=False)
+    assert same.per_query.equals(result.per_query) and same.config == result.config
+    overridden = run_ablation(folds[:1], sets[:1], config, seeds=(1,), progress=False)
+    assert overridden.config["seeds"] == [1]
 
 
 def test_no_relevant_conventions_change_the_pooled_queries(folds, sets):

@@ -348,3 +348,24 @@ def test_compare_refuses_a_broken_per_query_table(ablated, tmp_path):
     (tmp_path / "per_query.tsv").write_text("a\tb\n1\t2\n")
     result = run("compare", tmp_path, "lexical:lexical+clsm")
     assert result.exit_code == 2 and "missing columns feature_set" in result.output
+
+
+def test_the_settings_file_is_recorded_in_the_report(folds_dir, tmp_path):
+    cfg = tmp_path / "ablate.toml"
+    cfg.write_text('[ablate]\nseeds = "0"\nresamples = 500\nn-estimators = 20\n')
+    out = tmp_path / "report"
+    res = run(
+        "ablate", "--config", cfg, "--folds", folds_dir, "--base", "1-3", "--neural", "clsm=clsm_title_cos",
+        "--seeds", "1", "--report", out,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads((out / "report.json").read_text())
+    assert report["config"]["seeds"] == [1]  # the command line wins over the file
+    assert report["config"]["config_file"] == {
+        "path": str(cfg),
+        "options": {"seeds": "0", "resamples": 500, "n-estimators": 20},
+    }
+    assert (
+        f'**Settings file**: `{cfg}` supplied --seeds "0", --resamples 500, --n-estimators 20'
+        in (out / "report.md").read_text()
+    )

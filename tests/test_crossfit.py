@@ -3,6 +3,7 @@ import pandas as pd
 import pytest
 
 from ltrfeat.features.crossfit import (
+    CrossFitConfig,
     CrossFitFold,
     EncoderSpec,
     LeakageError,
@@ -200,3 +201,16 @@ def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypa
     for fold in first:
         np.testing.assert_array_equal(first[fold]["dssm-softmax_doc_cos"], third[fold]["dssm-softmax_doc_cos"])
     assert np.load(torn, allow_pickle=False).dtype == np.float32  # and written again whole
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [
+        ({"k": 1}, "at least 2 query folds"),
+        ({"valid_fraction": 1.0}, r"validation share must be in \[0, 1\)"),
+        ({"options": {"score": "dot"}}, "the score is chosen per encoder"),
+    ],
+)
+def test_crossfit_config_refuses_bad_settings(settings, message):
+    with pytest.raises(LtrfeatError, match=message):
+        CrossFitConfig(**settings)

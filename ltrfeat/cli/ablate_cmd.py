@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from ltrfeat.cli.options import (
+    config_file_record,
     option_group,
     duplicates_line,
     duplicates_option,
@@ -64,7 +65,7 @@ def _seeds(text: str) -> list[int]:
 def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
     """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit);
     ``text`` holds the text-mode options."""
-    from ltrfeat.features.crossfit import EncoderSpec, n_trainings, text_folds
+    from ltrfeat.features.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
     from ltrfeat.features.encoder_options import merge_options
     from ltrfeat.features.extract import lexical_extractors
     from ltrfeat.features.text import read_judged_pairs
@@ -106,17 +107,16 @@ def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
     click.echo(
         f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds ({n_train} encoder trainings)", err=True
     )
+    config = CrossFitConfig(
+        k=k, valid_fraction=text["valid_fraction"], seed=seed, options=options, conflicts=text["conflicts"]
+    )
     folds, groups, base, scheme = text_folds(
         pairs,
+        config,
         lexical=extractors,
         specs=specs,
-        k=k,
-        valid_fraction=text["valid_fraction"],
-        seed=seed,
         train_table=train_table,
-        options=options,
         cache=cache,
-        conflicts=text["conflicts"],
         progress=not os.environ.get("CI"),
         profile=profile,
     )
@@ -192,6 +192,113 @@ _TEXT_MODE = option_group(
         "Defaults: epochs=4, sbert-ft.epochs=1.",
     ),
     duplicates_option,
+    click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders."),
+)
+
+
+_LETOR_MODE = option_group(
+    "letor",
+    click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories."),
+    click.option(
+        "--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40."
+    ),
+    click.option(
+        "--neural",
+        "neural",
+        multiple=True,
+        metavar="NAME=SPEC",
+        help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.",
+    ),
+)
+_PLANNING = option_group(
+    "planning",
+    click.option(
+        "--alone",
+        default=None,
+        help="Features ranked alone besides every neural feature (default: base features named bm25*; "
+        "'all' = every feature).",
+    ),
+    click.option("--base-name", default="lexical", show_default=True, help="Name of the base feature set."),
+)
+_EVALUATION = option_group(
+    "evaluation",
+    click.option("--seeds", default=None, help="Comma-separated ranker seeds [default: 0,1,2; --quick: 0]."),
+    click.option(
+        "--metrics",
+        default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
+        show_default=True,
+        help="Metrics; a bare number repeats the previous metric.",
+    ),
+    click.option(
+        "--no-relevant",
+        type=click.Choice(NO_RELEVANT),
+        default="exclude",
+        show_default=True,
+        help="Queries without a relevant document: leave out, score 0, or score 1.",
+    ),
+    click.option(
+        "--gain", type=click.Choice(GAINS), default="exp2", show_default=True, help="NDCG gain: 2^rel-1 or linear rel."
+    ),
+    click.option(
+        "--resamples",
+        type=click.IntRange(min=100),
+        default=None,
+        help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].",
+    ),
+    click.option(
+        "--nan-policy",
+        type=click.Choice(list(NAN_POLICIES)),
+        default="keep",
+        show_default=True,
+        help="NaN/inf feature values: keep as missing, replace by 0, or fail.",
+    ),
+)
+_OUTPUT = option_group(
+    "output",
+    click.option(
+        "--report",
+        "report_dir",
+        type=click.Path(file_okay=False),
+        required=True,
+        help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).",
+    ),
+    click.option("--overwrite", is_flag=True, help="Replace an existing report directory."),
+    click.option(
+        "--write-runs",
+        is_flag=True,
+        help="Also write every set's test-fold scores as TREC runs (REPORT/runs/SET.run) with the test "
+        "queries' qrels (REPORT/runs/qrels.txt), for trec_eval, ir-measures or ltrfeat evaluate --run.",
+    ),
+)
+_RUN = option_group(
+    "run",
+    click.option(
+        "--cache",
+        "cache_dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Keep work here for the next run, keyed by its inputs: trained encoders and their scores "
+        "(text mode), MiniLM vectors, and every ranker run, so a re-run with one more encoder trains "
+        "only that encoder and the feature sets that contain it.",
+    ),
+    click.option(
+        "--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win)."
+    ),
+    click.option(
+        "--dask",
+        "dask",
+        default=None,
+        metavar="SCHEDULER|local[:N]",
+        help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
+        "local[:N] workers); results equal a local run. Needs ltrfeat[dask].",
+    ),
+    click.option(
+        "--jobs",
+        type=click.IntRange(min=0),
+        default=1,
+        show_default=True,
+        help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.",
+    ),
 )
 
 
@@ -213,125 +320,19 @@ _TEXT_MODE = option_group(
     "computed and --encoder encoders cross-fitted over query folds.",
 )
 @_TEXT_MODE
-@click.option(
-    "--cache",
-    "cache_dir",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Keep work here for the next run, keyed by its inputs: trained encoders and their scores "
-    "(text mode), MiniLM vectors, and every ranker run, so a re-run with one more encoder trains "
-    "only that encoder and the feature sets that contain it.",
-)
-@click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders.")
-@click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories.")
-@click.option("--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40.")
-@click.option(
-    "--neural",
-    "neural",
-    multiple=True,
-    metavar="NAME=SPEC",
-    help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.",
-)
-@click.option(
-    "--alone",
-    default=None,
-    help="Features ranked alone besides every neural feature (default: base features named bm25*; "
-    "'all' = every feature).",
-)
-@click.option("--base-name", default="lexical", show_default=True, help="Name of the base feature set.")
-@click.option("--seeds", default=None, help="Comma-separated ranker seeds [default: 0,1,2; --quick: 0].")
-@click.option(
-    "--metrics",
-    default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
-    show_default=True,
-    help="Metrics; a bare number repeats the previous metric.",
-)
-@click.option(
-    "--no-relevant",
-    type=click.Choice(NO_RELEVANT),
-    default="exclude",
-    show_default=True,
-    help="Queries without a relevant document: leave out, score 0, or score 1.",
-)
-@click.option(
-    "--gain", type=click.Choice(GAINS), default="exp2", show_default=True, help="NDCG gain: 2^rel-1 or linear rel."
-)
+@_LETOR_MODE
+@_PLANNING
+@_EVALUATION
 @ranker_options(
     n_estimators=None,
     n_estimators_help="Maximum boosting rounds [default: 500; --quick: 50].",
     threads=1,
     threads_what="of the LambdaMART engine per model (more only pays off for large folds)",
 )
-@click.option(
-    "--resamples",
-    type=click.IntRange(min=100),
-    default=None,
-    help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].",
-)
-@click.option(
-    "--nan-policy",
-    type=click.Choice(list(NAN_POLICIES)),
-    default="keep",
-    show_default=True,
-    help="NaN/inf feature values: keep as missing, replace by 0, or fail.",
-)
-@click.option(
-    "--report",
-    "report_dir",
-    type=click.Path(file_okay=False),
-    required=True,
-    help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).",
-)
-@click.option("--overwrite", is_flag=True, help="Replace an existing report directory.")
-@click.option(
-    "--write-runs",
-    is_flag=True,
-    help="Also write every set's test-fold scores as TREC runs (REPORT/runs/SET.run) with the test "
-    "queries' qrels (REPORT/runs/qrels.txt), for trec_eval, ir-measures or ltrfeat evaluate --run.",
-)
-@click.option("--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win).")
-@click.option(
-    "--dask",
-    "dask",
-    default=None,
-    metavar="SCHEDULER|local[:N]",
-    help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
-    "local[:N] workers); results equal a local run. Needs ltrfeat[dask].",
-)
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=0),
-    default=1,
-    show_default=True,
-    help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.",
-)
+@_OUTPUT
+@_RUN
 @selection_options(default_on=True)
-def ablate(
-    folds_dir,
-    pairs_path,
-    text,
-    cache_dir,
-    split_seed,
-    fold_glob,
-    base,
-    neural,
-    alone,
-    base_name,
-    seeds,
-    metrics,
-    no_relevant,
-    gain,
-    resamples,
-    nan_policy,
-    report_dir,
-    overwrite,
-    write_runs,
-    quick,
-    dask,
-    jobs,
-    ranker,
-    selecting,
-):
+def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, output, run, selecting):
     """Compare LambdaMART with and without neural features over query folds.
 
     Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
@@ -371,7 +372,14 @@ def ablate(
     DIR/Fold1/{train,vali,test}.{letor,txt} (MQ2008 names train.txt vali.txt test.txt) are read;
     features are named by their .features.json sidecars or f<id>.
     """
-    from ltrfeat.rankers.ablation import Fold, load_letor_folds, plan_feature_sets, run_ablation, summarise
+    from ltrfeat.rankers.ablation import (
+        AblationConfig,
+        Fold,
+        load_letor_folds,
+        plan_feature_sets,
+        run_ablation,
+        summarise,
+    )
     from ltrfeat.rankers.run_cache import RunStore
     from ltrfeat.rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
     from ltrfeat.rankers.verdict import verdict_lines
@@ -382,26 +390,28 @@ def ablate(
     profile = StageProfile()
     if (folds_dir is None) == (pairs_path is None):
         raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
-    seed_list = _seeds(seeds if seeds is not None else (QUICK["seeds"] if quick else "0,1,2"))
+    seed_list = _seeds(
+        evaluation["seeds"] if evaluation["seeds"] is not None else (QUICK["seeds"] if run["quick"] else "0,1,2")
+    )
     engine, select = ranker["engine"], selecting["select"]
-    n_estimators = ranker["n_estimators"] or (QUICK["n_estimators"] if quick else 500)
-    resamples = resamples or (QUICK["resamples"] if quick else 10_000)
-    check_report_dir(report_dir, overwrite=overwrite)
+    n_estimators = ranker["n_estimators"] or (QUICK["n_estimators"] if run["quick"] else 500)
+    resamples = evaluation["resamples"] or (QUICK["resamples"] if run["quick"] else 10_000)
+    check_report_dir(output["report_dir"], overwrite=output["overwrite"])
     with notices():
         if folds_dir is not None:
-            if base is None or not neural:
+            if letor["base"] is None or not letor["neural"]:
                 raise click.UsageError("LETOR mode needs --base SPEC and at least one --neural NAME=SPEC")
             with profile.stage("reading"):
-                folds = load_letor_folds(folds_dir, fold_glob=fold_glob, nan_policy=nan_policy)
-            groups, base_spec, scheme = _neural_groups(neural), base, None
+                folds = load_letor_folds(folds_dir, fold_glob=letor["fold_glob"], nan_policy=evaluation["nan_policy"])
+            groups, base_spec, scheme = _neural_groups(letor["neural"]), letor["base"], None
         else:
-            if base is not None or neural:
+            if letor["base"] is not None or letor["neural"]:
                 raise click.UsageError(
                     "--base/--neural are for --folds; in text mode the lexical features are "
                     "the base and each --encoder is a neural group"
                 )
             folds, groups, base_spec, scheme = _text_folds(
-                pairs_path, text, cache=cache_dir, seed=split_seed, quick=quick, profile=profile
+                pairs_path, text, cache=run["cache_dir"], seed=text["split_seed"], quick=run["quick"], profile=profile
             )
             folds = [
                 Fold(
@@ -413,7 +423,11 @@ def ablate(
             ]
         folds_ready = time.perf_counter()
         sets = plan_feature_sets(
-            folds[0].train.feature_map, base=base_spec, neural=groups, alone=alone, base_name=base_name
+            folds[0].train.feature_map,
+            base=base_spec,
+            neural=groups,
+            alone=planning["alone"],
+            base_name=planning["base_name"],
         )
         ranker_params = {
             "n_estimators": n_estimators,
@@ -438,31 +452,36 @@ def ablate(
         )
         with contextlib.ExitStack() as stack:
             executor = None
-            if dask:
+            if run["dask"]:
                 from ltrfeat.features.dask_extract import dask_client
                 from ltrfeat.rankers.dask_training import DaskExecutor
 
-                executor = DaskExecutor(stack.enter_context(dask_client(dask)))
-            selection = selection_config(engine, **selecting, seed=split_seed)
-            store = None if cache_dir is None else RunStore(Path(cache_dir) / "rankers")
+                executor = DaskExecutor(stack.enter_context(dask_client(run["dask"])))
+            selection = selection_config(engine, **selecting, seed=text["split_seed"])
+            store = None if run["cache_dir"] is None else RunStore(Path(run["cache_dir"]) / "rankers")
             with profile.stage("rankers"):
+                config = AblationConfig(
+                    engine=engine,
+                    seeds=tuple(seed_list),
+                    ranker_params=ranker_params,
+                    metrics=evaluation["metrics"],
+                    gain=evaluation["gain"],
+                    no_relevant=evaluation["no_relevant"],
+                    selection=selection,
+                )
                 result = run_ablation(
                     folds,
                     sets,
-                    engine=engine,
-                    seeds=seed_list,
-                    ranker_params=ranker_params,
-                    metrics=metrics,
-                    gain=gain,
-                    no_relevant=no_relevant,
+                    config,
                     progress=not os.environ.get("CI"),
                     executor=executor,
-                    selection=selection,
-                    jobs=jobs or available_cores(),
+                    jobs=run["jobs"] or available_cores(),
                     cache=store,
                 )
             if store is not None:
                 profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
+    if config_file_record() is not None:
+        result.config["config_file"] = config_file_record()
     if scheme is not None:
         result.config["duplicates"] = scheme.pop("duplicates")
         result.config["cross_fitting"] = scheme
@@ -475,7 +494,12 @@ def ablate(
         "stages": summary["stages"],
     }
     out = write_report(
-        result, summary, report_dir, overwrite=overwrite, timings=timings, runs_of=folds if write_runs else None
+        result,
+        summary,
+        output["report_dir"],
+        overwrite=output["overwrite"],
+        timings=timings,
+        runs_of=folds if output["write_runs"] else None,
     )
     inert = seed_inert_sets(result)
     if inert:

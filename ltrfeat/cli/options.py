@@ -237,6 +237,17 @@ def _apply_config_file(ctx: click.Context, param: click.Parameter, value) -> Non
             else f"use its option names (without the leading --): {', '.join(known)}",
         )
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
+    ctx.meta[CONFIG_FILE_KEY] = {"path": str(value), "options": {k.replace("_", "-"): v for k, v in defaults.items()}}
+
+
+CONFIG_FILE_KEY = "ltrfeat.config_file"
+
+
+def config_file_record() -> dict | None:
+    """The ``--config`` file the current command read and the option values it supplied (for reports), or
+    None without one; options given on the command line override these."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.meta.get(CONFIG_FILE_KEY)
 
 
 def add_config_option(group: click.Group) -> None:

@@ -56,6 +56,40 @@ _SPEC_FIX = (
 )
 
 
+@dataclasses.dataclass(frozen=True)
+class CrossFitConfig:
+    """How judged pairs become cross-fitted ablation folds (validated on creation).
+
+    k : outer query folds (``k + k(k-1)/2`` trainings per trained encoder).
+    valid_fraction : share of each fold's training queries held out for the ranker's early stopping.
+    seed : seeds the fold split and every encoder training.
+    field : the pairs' document text column the encoders read.
+    options : encoder training options, ``KEY`` for every encoder or ``MODEL.KEY`` for one model
+        (see :func:`spec_options`).
+    conflicts : what to do when one docid has two texts (see :func:`ltrfeat.features.extract.extract_pairs`).
+    """
+
+    k: int = 5
+    valid_fraction: float = 0.1
+    seed: int = 0
+    field: str = "doc"
+    options: dict = dataclasses.field(default_factory=dict)
+    conflicts: str = "error"
+
+    def __post_init__(self):
+        if self.k < 2:
+            raise LtrfeatError(f"cross-fitting needs at least 2 query folds, got k={self.k}", fix="e.g. --k-folds 3")
+        if not 0 <= self.valid_fraction < 1:
+            raise LtrfeatError(
+                f"the ranker's validation share must be in [0, 1), got {self.valid_fraction}", fix="e.g. 0.1"
+            )
+        if "score" in self.options:
+            raise LtrfeatError(
+                "the score is chosen per encoder, not as an encoder option (it names the column)",
+                fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine",
+            )
+
+
 class LeakageError(LtrfeatError):
     """An encoder would score queries it was trained on."""
 
@@ -357,29 +391,26 @@ def crossfit_columns(
     pairs: pd.DataFrame,
     plans: list[FoldPlan],
     specs: list[EncoderSpec],
+    config: CrossFitConfig | None = None,
     *,
     train_table: pd.DataFrame | None = None,
-    field: str = "doc",
-    options: dict | None = None,
-    seed: int = 0,
     cache=None,
     progress: bool = True,
     train_fn: Callable | None = None,
     profile: StageProfile | None = None,
+    **settings,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Neural similarity columns for every outer fold.
 
     Returns ``{fold name: {column name: float32 array over all rows of pairs}}``; rows outside the fold's
     queries are NaN. ``pairs`` has ``qid, query, docid, <field>, label``; ``train_table`` (default: the
-    judged pairs themselves) has ``query, doc, label``. ``train_fn(spec, table)`` replaces encoder
-    training (tests). ``profile`` records each training's and each scoring's seconds.
+    judged pairs themselves) has ``query, doc, label``. ``config`` (a :class:`CrossFitConfig`; keyword
+    ``settings`` replace single fields) gives the document field, the encoder options and the seed.
+    ``train_fn(spec, table)`` replaces encoder training (tests). ``profile`` records each training's and
+    each scoring's seconds.
     """
-    options = dict(options or {})
-    if "score" in options:
-        raise LtrfeatError(
-            "the score is chosen per encoder, not as an encoder option (it names the column)",
-            fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine",
-        )
+    config = dataclasses.replace(config or CrossFitConfig(), **settings)
+    field, options, seed = config.field, dict(config.options), config.seed
     cache = None if cache is None else Path(cache)
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
@@ -516,33 +547,32 @@ def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool) ->
 
 def text_folds(
     pairs: pd.DataFrame,
+    config: CrossFitConfig | None = None,
     *,
     lexical,
     specs: list[EncoderSpec],
-    field: str = "doc",
-    k: int = 5,
-    valid_fraction: float = 0.1,
-    seed: int = 0,
     train_table: pd.DataFrame | None = None,
-    options: dict | None = None,
     cache=None,
-    conflicts: str = "error",
     progress: bool = True,
     train_fn: Callable | None = None,
     profile: StageProfile | None = None,
+    **settings,
 ):
     """From judged pairs to cross-fitted ablation folds.
 
-    ``lexical`` is a list of unfitted lexical extractors (fitted on all documents: corpus statistics use
-    no labels). Returns ``(folds, neural groups {name: [column]}, base column names, scheme dict)``.
-    ``profile`` gets the stages "lexical features" and "encoder columns" and every encoder training.
+    ``config`` is a :class:`CrossFitConfig` (keyword ``settings`` replace single fields). ``lexical`` is a
+    list of unfitted lexical extractors (fitted on all documents: corpus statistics use no labels). Returns
+    ``(folds, neural groups {name: [column]}, base column names, scheme dict)``. ``profile`` gets the
+    stages "lexical features" and "encoder columns" and every encoder training.
     """
     from .extract import extract_pairs
 
+    config = dataclasses.replace(config or CrossFitConfig(), **settings)
+    k, valid_fraction, seed = config.k, config.valid_fraction, config.seed
     profile = profile or StageProfile()
     pairs = group_pairs(pairs)
     with profile.stage("lexical features"):
-        base = extract_pairs(pairs, lexical, conflicts=conflicts)
+        base = extract_pairs(pairs, lexical, conflicts=config.conflicts)
     if not (
         np.array_equal(base.qid, pairs["qid"].to_numpy(object))
         and np.array_equal(base.docid, pairs["docid"].to_numpy(object))
@@ -554,10 +584,8 @@ def text_folds(
             pairs,
             plans,
             specs,
+            config,
             train_table=train_table,
-            field=field,
-            options=options,
-            seed=seed,
             cache=cache,
             progress=progress,
             train_fn=train_fn,

@@ -60,6 +60,56 @@ FOLD_EXTENSIONS = (".letor", ".txt", ".letor.gz", ".txt.gz")
 _RESERVED_PARAMS = ("engine", "seed", "features")
 
 
+@dataclasses.dataclass(frozen=True)
+class AblationConfig:
+    """What every run of :func:`run_ablation` does (validated on creation).
+
+    engine : ``"lightgbm"`` or ``"xgboost"``.
+    seeds : ranker seeds; every ranker set is trained once per seed on every fold.
+    ranker_params : other :class:`~ltrfeat.rankers.lambdamart.LambdaMART` parameters (``n_estimators``,
+        ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...); ``n_jobs`` defaults to 1 here
+        (None = all cores).
+    metrics : metric names or spec (see :func:`ltrfeat.features.metrics.parse_metrics`).
+    gain, no_relevant : NDCG gain and the value of queries without a relevant document
+        (see :class:`ltrfeat.features.metrics.Conventions`); ties are broken by input order.
+    selection : a :class:`~ltrfeat.rankers.selection.SelectionConfig`: each ranker set's model is chosen
+        among candidates by inner cross-validation on each fold's training queries; None: LambdaMART with
+        ``ranker_params`` for every ranker set.
+    """
+
+    engine: str = "lightgbm"
+    seeds: tuple = (0, 1, 2)
+    ranker_params: dict | None = None
+    metrics: tuple | str = DEFAULT_METRICS
+    gain: str = "exp2"
+    no_relevant: str = "exclude"
+    selection: SelectionConfig | None = None
+
+    def __post_init__(self):
+        if self.engine not in ENGINES:
+            raise LtrfeatError(f"unknown engine {self.engine!r}", fix=f"use one of {', '.join(ENGINES)}")
+        seeds = tuple(int(s) for s in self.seeds)
+        if not seeds or len(set(seeds)) != len(seeds):
+            raise LtrfeatError(f"seeds must be distinct and at least one, got {list(seeds)}", fix="e.g. seeds 0,1,2")
+        object.__setattr__(self, "seeds", seeds)
+        if isinstance(self.metrics, list):
+            object.__setattr__(self, "metrics", tuple(self.metrics))
+        parse_metrics(self.metrics)
+        self.conventions()
+        reserved = [k for k in _RESERVED_PARAMS if k in (self.ranker_params or {})]
+        if reserved:
+            raise LtrfeatError(
+                f"ranker_params may not set {reserved[0]!r}", fix="the ablation sets engine, seed and features itself"
+            )
+
+    def conventions(self) -> Conventions:
+        """The metric conventions (gain, value of queries without a relevant document)."""
+        try:
+            return Conventions(gain=self.gain, no_relevant=self.no_relevant)
+        except ValueError as exc:
+            raise LtrfeatError(str(exc)) from None
+
+
 @dataclasses.dataclass
 class Fold:
     """One split of the queries: rankers train on ``train`` (early-stop on ``valid``) and
@@ -484,52 +534,36 @@ def _run_task(fold: Fold, fs: FeatureSet, *, plain, selected) -> dict:
     return plain(fold, fs, None) if fs.kind == "alone" else selected(fold, fs)
 
 
-def _check_run_args(folds, feature_sets, *, engine, seeds, ranker_params, metrics, gain, no_relevant):
-    """Validated ``(folds, feature_sets, metric_names, conventions, seeds, params)``."""
+def _check_run_args(folds, feature_sets, config: AblationConfig):
+    """Validated ``(folds, feature_sets, metric_names, conventions, params)``."""
     folds, feature_sets = list(folds), list(feature_sets)
-    metric_names = parse_metrics(metrics)
-    try:
-        conventions = Conventions(gain=gain, no_relevant=no_relevant)
-    except ValueError as exc:
-        raise LtrfeatError(str(exc)) from None
-    if engine not in ENGINES:
-        raise LtrfeatError(f"unknown engine {engine!r}", fix=f"use one of {', '.join(ENGINES)}")
-    seeds = [int(s) for s in seeds]
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise LtrfeatError(f"seeds must be distinct and at least one, got {seeds}", fix="e.g. seeds 0,1,2")
+    metric_names = parse_metrics(config.metrics)
+    conventions = config.conventions()
     # many small models: one engine thread each is faster than all cores (thread start-up and
     # contention dominate), and it stays fast on a loaded machine
-    params = {"n_jobs": 1} | dict(ranker_params or {})
-    reserved = [k for k in _RESERVED_PARAMS if k in params]
-    if reserved:
-        raise LtrfeatError(
-            f"ranker_params may not set {reserved[0]!r}", fix="the ablation sets engine, seed and features itself"
-        )
+    params = {"n_jobs": 1} | dict(config.ranker_params or {})
     _check_folds(folds, feature_sets)
-    if no_relevant == "exclude" and not any((f.test.label >= conventions.relevance_threshold).any() for f in folds):
+    if config.no_relevant == "exclude" and not any(
+        (f.test.label >= conventions.relevance_threshold).any() for f in folds
+    ):
         raise LtrfeatError(
             "no test query has a relevant document, so every query would be excluded",
             fix="check the labels, or use --no-relevant zero",
         )
-    return folds, feature_sets, metric_names, conventions, seeds, params
+    return folds, feature_sets, metric_names, conventions, params
 
 
 def run_ablation(
     folds,
     feature_sets,
+    config: AblationConfig | None = None,
     *,
-    engine: str = "lightgbm",
-    seeds=(0, 1, 2),
-    ranker_params: dict | None = None,
-    metrics=DEFAULT_METRICS,
-    gain: str = "exp2",
-    no_relevant: str = "exclude",
     progress: bool = True,
     on_run=None,
     executor=None,
-    selection: SelectionConfig | None = None,
     jobs: int = 1,
     cache: RunStore | None = None,
+    **settings,
 ) -> AblationResult:
     """Train and score every (fold, feature set, seed) and keep per-query metrics.
 
@@ -537,55 +571,29 @@ def run_ablation(
     ----------
     folds : list of :class:`Fold`; a test query may appear in one fold only.
     feature_sets : list of :class:`FeatureSet` (see :func:`plan_feature_sets`).
-    engine : ``"lightgbm"`` or ``"xgboost"``.
-    seeds : ranker seeds; every ranker set is trained once per seed on every fold.
-    ranker_params : other :class:`~ltrfeat.rankers.lambdamart.LambdaMART` parameters
-        (``n_estimators``, ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...);
-        ``n_jobs`` defaults to 1 here (None = all cores).
-    metrics : metric names or spec (see :func:`ltrfeat.features.metrics.parse_metrics`).
-    gain, no_relevant : NDCG gain and the value of queries without a relevant document
-        (see :class:`ltrfeat.features.metrics.Conventions`); ties are broken by input order.
+    config : an :class:`AblationConfig` (engine, seeds, ranker parameters, metrics, conventions, model
+        selection); keyword ``settings`` replace single fields (``run_ablation(folds, sets, seeds=[0])``).
+        With a ``selection``, every ranker set's model is chosen among candidates by inner cross-validation
+        on each fold's training queries (one run per fold and set), every candidate's test scores are kept
+        (sets ``SET/CANDIDATE``), and the ``best-single`` baseline and the ``recommended`` configuration are
+        added; without, LambdaMART runs once per fold, set and seed.
     progress : show a tqdm bar over the runs (stderr, hidden when not a terminal).
     on_run : called with each run's record (dict) as soon as it finishes (in plan order).
     executor : runs the runs: any object whose ``map(fn, *iterables)`` yields results in order, like
         a ``concurrent.futures`` executor or :class:`ltrfeat.rankers.dask_training.DaskExecutor`; None runs
         them one by one in this process.
     jobs : without an ``executor``, run the runs in this many worker processes (1: in this process).
-    selection : a :class:`~ltrfeat.rankers.selection.SelectionConfig`: each ranker set's model is chosen
-        among candidates by inner cross-validation on each fold's training queries (one run per
-        fold and set), every candidate's test scores are kept (sets ``SET/CANDIDATE``), and the
-        ``best-single`` baseline and the ``recommended`` configuration are added. None: LambdaMART
-        with ``ranker_params`` for every ranker set (one run per fold, set and seed).
     cache : a :class:`~ltrfeat.rankers.run_cache.RunStore` (its ``settings`` are filled in here): runs whose
         inputs it holds are taken from it, the others stored in it; results equal an uncached run.
     """
-    folds, feature_sets, metric_names, conventions, seeds, params = _check_run_args(
-        folds,
-        feature_sets,
-        engine=engine,
-        seeds=seeds,
-        ranker_params=ranker_params,
-        metrics=metrics,
-        gain=gain,
-        no_relevant=no_relevant,
-    )
+    config = dataclasses.replace(config or AblationConfig(), **settings)
+    folds, feature_sets, metric_names, conventions, params = _check_run_args(folds, feature_sets, config)
+    engine, seeds, selection = config.engine, list(config.seeds), config.selection
     if executor is None and int(jobs) > 1:
         # spawn, not fork: the caller may have started torch or engine threads, which fork would copy mid-flight
         with concurrent.futures.ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
             return run_ablation(
-                folds,
-                feature_sets,
-                engine=engine,
-                seeds=seeds,
-                ranker_params=ranker_params,
-                metrics=metrics,
-                gain=gain,
-                no_relevant=no_relevant,
-                progress=progress,
-                on_run=on_run,
-                executor=pool,
-                selection=selection,
-                cache=cache,
+                folds, feature_sets, config, progress=progress, on_run=on_run, executor=pool, cache=cache
             )
     mapper = map if executor is None else executor.map
     if cache is not None:
@@ -602,21 +610,24 @@ def run_ablation(
         return _run_with_selection(
             folds,
             feature_sets,
-            engine=engine,
-            seeds=seeds,
+            config,
             params=params,
             metric_names=metric_names,
             conventions=conventions,
             progress=progress,
             on_run=on_run,
             mapper=mapper,
-            selection=selection,
         )
     plan = [
         (fold, fs, seed) for fold in folds for fs in feature_sets for seed in (seeds if fs.kind == "ranker" else [None])
     ]
     run = functools.partial(
-        _run_one, engine=engine, params=params, metric_names=metric_names, gain=gain, no_relevant=no_relevant
+        _run_one,
+        engine=engine,
+        params=params,
+        metric_names=metric_names,
+        gain=conventions.gain,
+        no_relevant=conventions.no_relevant,
     )
     runs: list[dict] = []
     frames: list[pd.DataFrame] = []
@@ -706,19 +717,10 @@ def _config(folds, feature_sets, *, engine, seeds, params, engine_params, metric
 
 
 def _run_with_selection(
-    folds,
-    feature_sets,
-    *,
-    engine,
-    seeds,
-    params,
-    metric_names,
-    conventions,
-    progress,
-    on_run,
-    mapper,
-    selection: SelectionConfig,
+    folds, feature_sets, config: AblationConfig, *, params, metric_names, conventions, progress, on_run, mapper
 ) -> AblationResult:
+    engine, seeds, selection = config.engine, list(config.seeds), config.selection
+    assert selection is not None
     rankers = [s for s in feature_sets if s.kind == "ranker"]
     union = list(dict.fromkeys(c for s in rankers for c in s.columns))
     baseline = [FeatureSet(BEST_SINGLE, union, "baseline")] if rankers else []

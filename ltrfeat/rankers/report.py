@@ -178,6 +178,12 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
         )
         origin = f" — from {f['origin']}" if f["origin"] else ""
         lines.append(f"  - `{f['name']}`: {sizes}{origin}")
+    if cfg.get("config_file"):
+        settings = ", ".join(f"--{k} {json.dumps(v)}" for k, v in cfg["config_file"]["options"].items())
+        lines.append(
+            f"- **Settings file**: `{cfg['config_file']['path']}` supplied {settings or 'no option'} "
+            "(options given on the command line override it)."
+        )
     if cfg.get("cross_fitting"):
         lines.append(f"- **Cross-fitting**: {cfg['cross_fitting']['description']}")
     lines.append(

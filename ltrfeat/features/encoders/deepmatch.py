@@ -58,6 +58,7 @@ from ltrfeat.features.encoders.encoder import check_texts, distinct
 from ltrfeat.features.encoders.training import (
     _begin,
     _fit_epochs,
+    _Loop,
     _prepare,
     _Sampler,
     _torch_settings,
@@ -569,17 +570,9 @@ def train_deepmatch(
             seconds=lda_seconds if resume is None else 0.0,
         )
         _fit_epochs(
-            net,
-            opt,
-            rng,
-            rows,
+            _Loop(net, opt, rng, rows, step=step, validate=validate),
             run,
-            step=step,
-            validate=validate,
-            epochs=cfg.epochs,
-            batch_size=cfg.batch_size,
-            patience=cfg.patience,
-            early_stopping=cfg.val_fraction > 0,
+            cfg,
             checkpoint=checkpoint,
             header=header,
             desc="deepmatch epoch",

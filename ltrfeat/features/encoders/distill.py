@@ -21,6 +21,7 @@ overlapping texts in one process) encode each text once. Loaded teacher models a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sys
 import time
@@ -262,16 +263,18 @@ def _matrix_loss(student: torch.Tensor, teacher: torch.Tensor, how: str, tempera
     )
 
 
-def _batch_loss(
-    net, hasher, q_tokens, d_tokens, tq, td, q, d, *, same_side: float, how: str, temperature: float
-) -> torch.Tensor:
-    sq, sd = _student(net.tower("query"), hasher, q_tokens, q), _student(net.tower("doc"), hasher, d_tokens, d)
-    tq, td = torch.from_numpy(tq[q]), torch.from_numpy(td[d])
+def _batch_loss(net, hasher, tokens, vectors, q, d, settings: DistillSettings) -> torch.Tensor:
+    """The loss of one mini-batch of (query row ``q``, document row ``d``) pairs; ``tokens`` and ``vectors`` are
+    the (query, document) token lists and teacher vectors."""
+    sq = _student(net.tower("query"), hasher, tokens[0], q)
+    sd = _student(net.tower("doc"), hasher, tokens[1], d)
+    tq, td = torch.from_numpy(vectors[0][q]), torch.from_numpy(vectors[1][d])
+    how, temperature = settings.loss, settings.temperature
     loss = _matrix_loss(sq @ sd.T, tq @ td.T, how, temperature)
-    if same_side:
+    if settings.same_side:
         loss = (
             loss
-            + same_side
+            + settings.same_side
             * (
                 _matrix_loss(sq @ sq.T, tq @ tq.T, how, temperature)
                 + _matrix_loss(sd @ sd.T, td @ td.T, how, temperature)
@@ -291,22 +294,52 @@ def _agreement(net, hasher, q_tokens, d_tokens, tq, td, q, d) -> dict:
     return agreement(sq, sd, tq[q], td[d])
 
 
+@dataclasses.dataclass(frozen=True)
+class DistillSettings:
+    """How :func:`distill` trains the student (validated on creation).
+
+    epochs : passes over the distinct pairs.
+    batch_size : pairs per mini-batch (the cosine matrices are batch x batch).
+    lr : Adam learning rate.
+    same_side : weight of the query-query and document-document cosine matrices (0: cross only).
+    loss : ``"mse"`` regresses the cosine matrices; ``"kl"`` matches each row's softmax over the batch
+        (cosines divided by ``temperature``), i.e. the teacher's in-batch ranking rather than its values.
+    """
+
+    epochs: int = 8
+    batch_size: int = 256
+    lr: float = 3e-3
+    same_side: float = 0.0
+    loss: str = "kl"
+    temperature: float = 0.05
+
+    def __post_init__(self):
+        if (
+            self.epochs < 1
+            or self.batch_size < 2
+            or self.lr <= 0
+            or self.same_side < 0
+            or self.temperature <= 0
+            or self.loss not in ("mse", "kl")
+        ):
+            raise ValueError(
+                "need epochs >= 1, batch_size >= 2, lr > 0, same_side >= 0, temperature > 0 and "
+                f"loss 'mse' or 'kl' (got loss={self.loss!r})"
+            )
+
+
 def distill(
     net,
     hasher,
     queries,
     docs,
     teacher,
+    settings: DistillSettings | None = None,
     *,
-    epochs: int = 8,
-    batch_size: int = 256,
-    lr: float = 3e-3,
-    same_side: float = 0.0,
-    loss: str = "kl",
-    temperature: float = 0.05,
     seed: int = 0,
     key: str | None = None,
     progress: bool | None = None,
+    **options,
 ) -> dict:
     """Train ``net``'s towers (a :class:`TwoTowerModel`) to reproduce ``teacher``'s cosines.
 
@@ -317,12 +350,7 @@ def distill(
     queries, docs : aligned training pairs (query text i with document text i); duplicates are merged.
     teacher : anything with ``encode(texts, side=) -> L2-normalised float32 (n, dim)`` (an
         :class:`SbertEncoder`, or a spec string for :func:`load_teacher`).
-    epochs : passes over the distinct pairs.
-    batch_size : pairs per mini-batch (the cosine matrices are batch x batch).
-    lr : Adam learning rate.
-    same_side : weight of the query-query and document-document cosine matrices (0: cross only).
-    loss : ``"mse"`` regresses the cosine matrices; ``"kl"`` matches each row's softmax over the batch
-        (cosines divided by ``temperature``), i.e. the teacher's in-batch ranking rather than its values.
+    settings : a :class:`DistillSettings` (default: its defaults); keyword ``options`` replace single fields.
     seed : seeds the pair order and the agreement sample.
     key : teacher-vector cache key (default: the spec's :func:`teacher_key`; None for objects: no cache).
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
@@ -335,11 +363,7 @@ def distill(
         raise ValueError(
             f"distillation needs aligned, non-empty query and doc lists (got {len(queries)} and {len(docs)})"
         )
-    if epochs < 1 or batch_size < 2 or lr <= 0 or same_side < 0 or temperature <= 0 or loss not in ("mse", "kl"):
-        raise ValueError(
-            "need epochs >= 1, batch_size >= 2, lr > 0, same_side >= 0, temperature > 0 and "
-            f"loss 'mse' or 'kl' (got loss={loss!r})"
-        )
+    settings = dataclasses.replace(settings or DistillSettings(), **options)
     if progress is None:
         progress = show_progress()
     if isinstance(teacher, str):
@@ -358,7 +382,8 @@ def distill(
     before = _agreement(net, hasher, q_tokens, d_tokens, tq, td, sample[:, 0], sample[:, 1])
 
     t1 = time.perf_counter()
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    epochs, batch_size = settings.epochs, settings.batch_size
+    opt = torch.optim.Adam(net.parameters(), lr=settings.lr)
     net.train()
     losses = []
     n_batches = -(-len(pairs) // batch_size)
@@ -368,19 +393,7 @@ def distill(
         bar = tqdm(total=n_batches, desc=f"distil {epoch}/{epochs}", disable=not progress, file=sys.stderr, leave=False)
         for b in range(n_batches):
             batch = order[b * batch_size : (b + 1) * batch_size]
-            value = _batch_loss(
-                net,
-                hasher,
-                q_tokens,
-                d_tokens,
-                tq,
-                td,
-                batch[:, 0],
-                batch[:, 1],
-                same_side=same_side,
-                how=loss,
-                temperature=temperature,
-            )
+            value = _batch_loss(net, hasher, (q_tokens, d_tokens), (tq, td), batch[:, 0], batch[:, 1], settings)
             opt.zero_grad(set_to_none=True)
             value.backward()
             opt.step()
@@ -395,10 +408,10 @@ def distill(
         "teacher": key or describe_teacher(teacher),
         "epochs": epochs,
         "batch_size": batch_size,
-        "lr": lr,
-        "same_side": same_side,
-        "loss_function": loss,
-        **({"temperature": temperature} if loss == "kl" else {}),
+        "lr": settings.lr,
+        "same_side": settings.same_side,
+        "loss_function": settings.loss,
+        **({"temperature": settings.temperature} if settings.loss == "kl" else {}),
         "n_pairs": int(len(pairs)),
         "n_queries": len(q_texts),
         "n_docs": len(d_texts),

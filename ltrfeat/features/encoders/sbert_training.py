@@ -34,6 +34,7 @@ from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix
 from ltrfeat.features.encoders.training import (
     _begin,
     _fit_epochs,
+    _Loop,
     _Sampler,
     _BatchLoss,
     _torch_settings,
@@ -237,37 +238,29 @@ def train_sbert(
         validate = lambda: _validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
         run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
         net.train()
-        _fit_epochs(
+        step = _BatchLoss(
             net,
-            opt,
+            None,
+            q_texts,
+            d_texts,
+            data,
+            sampler,
             rng,
-            rows,
+            idx_of=rows,
+            loss=loss,
+            negatives=cfg.negatives,
+            hard=cfg.hard_negatives,
+            in_batch=cfg.in_batch,
+            gamma=cfg.gamma,
+            margin=cfg.margin,
+        )
+        _fit_epochs(
+            _Loop(net, opt, rng, rows, step=step, validate=validate),
             run,
-            epochs=cfg.epochs,
-            batch_size=cfg.batch_size,
-            patience=cfg.patience,
-            early_stopping=cfg.val_fraction > 0,
-            accumulate=cfg.accumulate,
-            validate=validate,
+            cfg,
             checkpoint=checkpoint,
             header=header,
             progress=progress,
-            step=_BatchLoss(
-                net,
-                None,
-                q_texts,
-                d_texts,
-                data,
-                sampler,
-                rng,
-                idx_of=rows,
-                loss=loss,
-                negatives=cfg.negatives,
-                hard=cfg.hard_negatives,
-                in_batch=cfg.in_batch,
-                gamma=cfg.gamma,
-                margin=cfg.margin,
-            ),
         )
     history, best = run.history, run.best
     record = {

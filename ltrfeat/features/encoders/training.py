@@ -49,6 +49,7 @@ import sys
 import time
 from dataclasses import dataclass
 from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -400,32 +401,33 @@ def _begin(net, opt, rng, *, resume, params: dict, data_sha: str, validate, seco
     ), None
 
 
+@dataclass
+class _Loop:
+    """What an epoch loop trains: the network and its optimizer, the generator shuffling the training ``rows``,
+    ``step(batch) -> loss`` per mini-batch and ``validate() -> score`` per epoch."""
+
+    net: torch.nn.Module
+    opt: torch.optim.Optimizer
+    rng: np.random.Generator
+    rows: np.ndarray
+    step: Callable
+    validate: Callable
+
+
 def _fit_epochs(
-    net,
-    opt,
-    rng,
-    rows,
-    run: _Run,
-    *,
-    step,
-    validate,
-    epochs: int,
-    batch_size: int,
-    patience: int,
-    early_stopping: bool,
-    accumulate: int = 1,
-    checkpoint=None,
-    header=None,
-    desc: str = "epoch",
-    progress: bool = False,
+    loop: _Loop, run: _Run, cfg, *, checkpoint=None, header=None, desc: str = "epoch", progress: bool = False
 ) -> None:
     """The epoch loop every trainer shares.
 
-    Each epoch shuffles ``rows`` (with ``rng``), calls ``step(batch) -> loss`` per mini-batch and steps
-    the optimizer every ``accumulate`` mini-batches, then scores ``validate()``; the best epoch's weights
-    are kept, training stops after ``patience`` epochs without improvement (with ``early_stopping``),
-    and a resumable checkpoint is rewritten after every epoch. Ends with the best weights in ``net``.
+    Each epoch shuffles the rows, calls ``step`` per mini-batch of ``cfg.batch_size`` and steps the optimizer
+    every ``cfg.accumulate`` (default 1) mini-batches, then scores ``validate()``; the best epoch's weights are
+    kept, training stops after ``cfg.patience`` epochs without improvement (when ``cfg.val_fraction`` holds
+    out validation pairs), and a resumable checkpoint is rewritten after every epoch. Ends with the best
+    weights in ``net``.
     """
+    net, opt, rng, rows = loop.net, loop.opt, loop.rng, loop.rows
+    epochs, batch_size, patience = cfg.epochs, cfg.batch_size, cfg.patience
+    early_stopping, accumulate = cfg.val_fraction > 0, getattr(cfg, "accumulate", 1)
     for epoch in range(run.start, epochs + 1):
         if run.best["stale"] >= patience and early_stopping:
             break
@@ -444,7 +446,7 @@ def _fit_epochs(
         opt.zero_grad(set_to_none=True)
         for b in range(n_batches):
             batch = order[b * batch_size : (b + 1) * batch_size]
-            step_loss = step(batch)
+            step_loss = loop.step(batch)
             (step_loss / accumulate if accumulate > 1 else step_loss).backward()
             if (b + 1) % accumulate == 0 or b + 1 == n_batches:
                 opt.step()
@@ -453,7 +455,7 @@ def _fit_epochs(
             bar.update(len(batch))
             bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{run.best['val_ndcg@10']:.4f}")
         bar.close()
-        val_score = validate()
+        val_score = loop.validate()
         run.history.append(
             {
                 "epoch": epoch,
@@ -640,37 +642,30 @@ def train_encoder(
         if state is not None and state.get("pretrain"):
             pretrained = state["pretrain"]
             header = {**header, "pretrain": pretrained}
-        _fit_epochs(
+        step = _BatchLoss(
             net,
-            opt,
+            hasher,
+            q_tokens,
+            d_tokens,
+            data,
+            sampler,
             rng,
-            rows,
+            idx_of=rows,
+            loss=loss,
+            negatives=cfg.negatives,
+            hard=cfg.hard_negatives,
+            in_batch=cfg.in_batch,
+            gamma=gamma,
+            margin=cfg.margin,
+            kept=kept,
+        )
+        _fit_epochs(
+            _Loop(net, opt, rng, rows, step=step, validate=validate),
             run,
-            epochs=cfg.epochs,
-            batch_size=cfg.batch_size,
-            patience=cfg.patience,
-            early_stopping=cfg.val_fraction > 0,
-            validate=validate,
+            cfg,
             checkpoint=checkpoint,
             header=header,
             progress=progress,
-            step=_BatchLoss(
-                net,
-                hasher,
-                q_tokens,
-                d_tokens,
-                data,
-                sampler,
-                rng,
-                idx_of=rows,
-                loss=loss,
-                negatives=cfg.negatives,
-                hard=cfg.hard_negatives,
-                in_batch=cfg.in_batch,
-                gamma=gamma,
-                margin=cfg.margin,
-                kept=kept,
-            ),
         )
     history, best = run.history, run.best
     record = {
