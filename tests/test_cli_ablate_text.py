@@ -118,3 +118,23 @@ def test_planted_semantic_signal_is_significant_and_control_is_not(tmp_path, sem
         assert significant, lift
     else:
         assert not significant, lift
+
+
+def test_span_pretrained_dssm_is_compared_with_minilm_in_the_report(world, tmp_path):
+    res = run(
+        "ablate", "--pairs", world / "judged.tsv", "--encoder", "dssm:generalized+spans", "--encoder", "sbert",
+        *TINY, "--encoder-option", "spans_per_doc=2", "--encoder-option", "span_epochs=1", "--no-select",
+        "--report", tmp_path / "r",
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert "query-like spans of the pairs' distinct documents" in report["config"]["cross_fitting"]["description"]
+    jobs = report["stage_seconds"]["encoders"]["dssm-generalized-spans"]["jobs"]
+    assert "span pre-training" in jobs and len(jobs) == 7
+    against = {(c["baseline"], c["variant"], c["metric"]) for c in report["comparisons"]}
+    assert ("sbert_doc_cos", "dssm-generalized-spans_doc_cos", "ndcg@1") in against
+    assert ("lexical+sbert", "lexical+dssm-generalized-spans", "ndcg@1") in against
+    assert ("lexical+sbert", "lexical+all", "ndcg@1") not in against  # only single neural features meet MiniLM
+    assert "against the zero-shot MiniLM feature (sbert), ndcg@1, Holm-adjusted with the report:" in res.output
+    assert "dssm-generalized-spans_doc_cos " in res.output.split("against the zero-shot MiniLM")[1]
+    assert "against the zero-shot MiniLM feature" in (tmp_path / "r" / "report.md").read_text()

@@ -12,7 +12,15 @@ from click.testing import CliRunner
 
 from builders import make_pairs
 from ltrfeat.cli.main import cli
-from ltrfeat.features.crossfit import EncoderSpec, _cache_key, _train
+from ltrfeat.features.crossfit import (
+    EncoderSpec,
+    _cache_key,
+    _StartingPoint,
+    _train,
+    crossfit_columns,
+    plan_folds,
+)
+from ltrfeat.features.stages import StageProfile
 from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.features.encoders.weak import span_pairs
@@ -113,15 +121,18 @@ def test_ablation_spec_fine_tunes_every_fold_from_the_bundle(pretrained, tmp_pat
         "init",
         "clsm-generalized-init-coll",
     )
-    encoder, cached = _train(spec, pairs, options={"epochs": 1, "batch_size": 128}, seed=0, cache=tmp_path / "cache")
+    options = {"epochs": 1, "batch_size": 128}
+    start = _StartingPoint(spec, [], options=options, seed=0, cache=None)
+    encoder, cached = _train(spec, pairs, options=options, seed=0, cache=tmp_path / "cache", start=start)
     assert not cached and encoder.hasher.to_json() == init.hasher.to_json()
-    assert _train(spec, pairs, options={"epochs": 1, "batch_size": 128}, seed=0, cache=tmp_path / "cache")[1]
-    key = _cache_key(spec, {"epochs": 1}, pairs, 0)
+    assert _train(spec, pairs, options=options, seed=0, cache=tmp_path / "cache", start=start)[1]
+    key = _cache_key(spec, {"epochs": 1}, pairs, 0, start.key)
     other = copy.deepcopy(init)
     with torch.no_grad():
         next(other.model.parameters()).add_(1.0)
     other.save(tmp_path / "coll.ltrenc")  # other bytes at the same path: another cache key
-    assert _cache_key(spec, {"epochs": 1}, pairs, 0) != key
+    start = _StartingPoint(spec, [], options=options, seed=0, cache=None)
+    assert _cache_key(spec, {"epochs": 1}, pairs, 0, start.key) != key
     with pytest.raises(LtrfeatError, match=r"\+init needs the pre-trained bundle"):
         EncoderSpec.parse("clsm:generalized+init")
     with pytest.raises(LtrfeatError, match="the pre-trainings are"):
@@ -186,3 +197,39 @@ def test_cli_pretrains_on_spans_then_fine_tunes_from_the_bundle(tmp_path):
     )
     assert res.exit_code == 2 and "init encoder has model='clsm'" in res.output
     assert not (tmp_path / "bad.ltrenc").exists()
+
+
+def test_spans_spec_pretrains_once_on_the_documents_only_then_fine_tunes_every_fold(tmp_path):
+    pairs = make_pairs()
+    spec = EncoderSpec.parse("clsm:generalized+spans")
+    assert (spec.pretrain, spec.name) == ("spans", "clsm-generalized-spans")
+    plans = plan_folds(pairs["qid"], k=3, seed=0)
+    options = {"epochs": 1, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 2}
+    profile = StageProfile()
+    first = crossfit_columns(pairs, plans, [spec], options=options, cache=tmp_path, progress=False, profile=profile)
+    jobs = profile.encoders["clsm-generalized-spans"]["jobs"]
+    assert "span pre-training" in jobs and len(jobs) == 1 + 6
+    (bundle,) = (tmp_path / "encoders").glob("clsm-generalized-spans-pretrain-*.ltrenc")
+    pretrained = Encoder.load(bundle)
+    n_docs = pairs["doc"].nunique()
+    assert pretrained.training["n_pairs"] == n_docs * 2 * 5  # 2 spans x (1 positive + 4 negatives) per document
+    assert pretrained.training["params"]["loss"] == "softmax" and pretrained.training["params"]["epochs"] == 2
+    for path in (tmp_path / "encoders").glob("clsm-generalized-spans-[0-9a-f]*.ltrenc"):
+        fold = Encoder.load(path)
+        assert fold.hasher.to_json() == pretrained.hasher.to_json()  # fine-tuned from the span pre-training
+        assert fold.training["params"]["loss"] == "generalized"
+    # the pre-training reads the documents only: other queries and labels leave its key unchanged
+    relabelled = pairs.assign(query=pairs["query"] + " x", label=1 - pairs["label"].clip(0, 1))
+    key = _StartingPoint(spec, pairs["doc"].tolist(), options={}, seed=0, cache=None).key
+    assert _StartingPoint(spec, relabelled["doc"].tolist(), options={}, seed=0, cache=None).key == key
+    assert _StartingPoint(spec, (pairs["doc"] + " y").tolist(), options={}, seed=0, cache=None).key != key
+    assert _StartingPoint(spec, pairs["doc"].tolist(), options={"spans_per_doc": 3}, seed=0, cache=None).key != key
+    # a warm run takes every fold encoder's scores from the cache and never touches the pre-training
+    profile = StageProfile()
+    again = crossfit_columns(pairs, plans, [spec], options=options, cache=tmp_path, progress=False, profile=profile)
+    assert "span pre-training" not in profile.encoders["clsm-generalized-spans"]["jobs"]
+    for fold in first:
+        for name in first[fold]:
+            np.testing.assert_array_equal(first[fold][name], again[fold][name])
+    with pytest.raises(LtrfeatError, match="a trained encoder takes no path"):
+        EncoderSpec.parse("clsm:generalized+spans=docs.tsv")

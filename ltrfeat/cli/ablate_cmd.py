@@ -149,11 +149,14 @@ _TEXT_MODE = option_group(
         "--encoder",
         "encoders",
         multiple=True,
-        metavar="MODEL[:LOSS][+rbm|+teacher|+init][@SCORE][=PATH]",
+        metavar="MODEL[:LOSS][+rbm|+teacher|+spans|+init][@SCORE][=PATH]",
         help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
         "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
         "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
-        "+teacher=DIR for another sentence-transformer), clsm:generalized+init=BUNDLE (every fold's "
+        "+teacher=DIR for another sentence-transformer), clsm:generalized+spans (pre-trained once on "
+        "query-like spans of the pairs' documents, no queries or labels read, then fine-tuned in every fold; "
+        "the choice for a few hundred judged queries; options spans_per_doc=4, span_epochs=5), "
+        "clsm:generalized+init=BUNDLE (every fold's "
         "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
         "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
         "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).",
@@ -381,7 +384,14 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         summarise,
     )
     from ltrfeat.rankers.run_cache import RunStore
-    from ltrfeat.rankers.report import SEED_HINT, check_report_dir, headline_table, seed_inert_sets, write_report
+    from ltrfeat.rankers.report import (
+        SEED_HINT,
+        check_report_dir,
+        headline_table,
+        minilm_lines,
+        seed_inert_sets,
+        write_report,
+    )
     from ltrfeat.rankers.verdict import verdict_lines
 
     from ltrfeat.features.stages import StageProfile
@@ -517,6 +527,8 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     if summary.get("verdict"):
         for line in verdict_lines(summary["verdict"]):
             click.echo(line)
+    for line in minilm_lines(result, summary):
+        click.echo(line)
 
 
 @click.command("compare")

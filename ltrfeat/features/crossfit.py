@@ -41,15 +41,17 @@ from ltrfeat.features.stages import StageProfile
 
 TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
-PRETRAIN = ("rbm", "teacher", "init")
+PRETRAIN = ("rbm", "teacher", "init", "spans")
 TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
+SPAN_OPTIONS = {"spans_per_doc": 4, "span_epochs": 5}  # the +spans pre-training's own options and their defaults
 _SPEC = re.compile(
     r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
     r"(?:=(?P<path>.+))?$"
 )
 _SPEC_FIX = (
     "use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
-    "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), clsm:LOSS+init=BUNDLE (fine-tuned from a "
+    "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), clsm:LOSS+spans (pre-trained on query-like spans "
+    "of the pairs' documents, then fine-tuned per fold), clsm:LOSS+init=BUNDLE (fine-tuned from a "
     "pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair spans:title), "
     "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
     "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)"
@@ -98,9 +100,11 @@ class LeakageError(LtrfeatError):
 class EncoderSpec:
     """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``dssm:hinge+rbm`` (DSE: towers
     pre-trained as RBMs, dot-product score), ``clsm:generalized+teacher`` (towers first distilled from the
-    packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``clsm:generalized+init=BUNDLE``
-    (every fold's encoder starts from a pre-trained ``.ltrenc``, e.g. trained on the collection's own text
-    without judgments, and is fine-tuned on the fold's training pairs), ``deepmatch`` (pair interaction
+    packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``clsm:generalized+spans`` (towers
+    first pre-trained once on query-like spans of the pairs' own documents -- no query or label is read --
+    then fine-tuned on each fold's training pairs), ``clsm:generalized+init=BUNDLE`` (every fold's encoder
+    starts from a pre-trained ``.ltrenc``, e.g. trained on a larger collection without judgments, and is
+    fine-tuned on the fold's training pairs), ``deepmatch`` (pair interaction
     model), ``sbert`` or ``sbert=PATH``. A trained DSSM/CLSM spec may end in ``@dot`` or ``@cosine`` to choose its score
     (``dssm:hinge@dot``, ``dssm:hinge+rbm@cosine``); the default is cosine, and dot for ``+rbm`` (DSE
     as in the paper), so ``dssm:hinge`` stays comparable with earlier cosine results."""
@@ -155,8 +159,9 @@ class EncoderSpec:
             pretrain not in PRETRAIN or model not in ("clsm", "dssm") or (pretrain == "rbm" and model != "dssm")
         ):
             raise LtrfeatError(
-                f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher or +init",
-                fix="write dssm:hinge+rbm, clsm:generalized+teacher[=DIR] or clsm:generalized+init=BUNDLE",
+                f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher, +spans or +init",
+                fix="write dssm:hinge+rbm, clsm:generalized+teacher[=DIR], clsm:generalized+spans or "
+                "clsm:generalized+init=BUNDLE",
             )
         if pretrain == "init" and not path:
             raise LtrfeatError(
@@ -273,14 +278,15 @@ def check_disjoint(trained_on: set, scored: set, what: str) -> None:
         )
 
 
-def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int) -> str:
+def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int, init_key: str | None = None) -> str:
+    """``init_key`` names the weights the training starts from (+init, +spans): see :class:`_StartingPoint`."""
     h = hashlib.sha256()
     # a spec without pre-training or dot score keys as before those fields existed: existing caches stay valid
     spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("pretrain", "score")}
     spec_key.update({"pretrain": spec.pretrain} if spec.pretrain else {})
     spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
-    if spec.pretrain == "init":  # the bundle's bytes, not its path
-        spec_key["path"] = hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
+    if init_key is not None:
+        spec_key["path"] = init_key
     h.update(
         json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1}, sort_keys=True, default=str).encode()
     )
@@ -312,17 +318,107 @@ def _save_scores(path: Path, values: np.ndarray) -> None:
         np.save(fh, np.asarray(values, dtype=np.float32))
 
 
+class _StartingPoint:
+    """The weights every fold's encoder of a ``+init`` or ``+spans`` spec starts from, made (or loaded) on first
+    use only, so a run whose fold encoders are all cached never touches it.
+
+    ``+init=BUNDLE``: the bundle (``key``: its bytes' SHA-256). ``+spans``: the spec's model trained once with
+    the softmax loss on query-like spans of the pairs' distinct documents (:func:`~ltrfeat.features.encoders.
+    weak.span_pairs`; no query or label is read, so it is leakage-free for every fold), ``span_epochs``
+    epochs, ``spans_per_doc`` spans per document; ``key`` hashes the texts and settings, and the pre-trained
+    encoder is cached beside the fold encoders.
+    """
+
+    def __init__(self, spec: EncoderSpec, texts: list, *, options: dict, seed: int, cache: Path | None, profile=None):
+        self.spec, self.seed, self.cache, self.profile = spec, seed, cache, profile
+        self.span_settings = {k: options.get(k, v) for k, v in SPAN_OPTIONS.items()}
+        self.options = {k: v for k, v in options.items() if k not in SPAN_OPTIONS}
+        self._encoder = None
+        self.seconds = 0.0  # spent making or loading the starting point
+        if spec.pretrain == "init":
+            self.key = hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
+            return
+        self.texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
+        h = hashlib.sha256(
+            json.dumps(
+                {"spec": [spec.model, spec.resolved_score], "spans": self.span_settings, "options": self.options}
+                | {"seed": seed, "v": 1},
+                sort_keys=True,
+                default=str,
+            ).encode()
+        )
+        h.update("\x1e".join(self.texts).encode("utf-8", "surrogatepass"))
+        self.key = h.hexdigest()[:24]
+
+    def encoder(self):
+        from .encoders.encoder import Encoder
+
+        if self._encoder is None:
+            start = time.perf_counter()
+            if self.spec.pretrain == "init":
+                self._encoder = Encoder.load(self.spec.path)
+            else:
+                self._encoder = self._pretrained(Encoder)
+            self.seconds = time.perf_counter() - start
+        return self._encoder
+
+    def _pretrained(self, encoder_cls):
+        from .encoders.training import train_encoder
+        from .encoders.weak import span_pairs
+
+        path = None if self.cache is None else self.cache / "encoders" / f"{self.spec.name}-pretrain-{self.key}.ltrenc"
+        start = time.perf_counter()
+        if path is not None and path.exists():
+            encoder, cached = encoder_cls.load(path), True
+        else:
+            docs = pd.DataFrame({"docid": [str(i) for i in range(len(self.texts))], "text": self.texts})
+            spans = span_pairs(
+                docs, field="text", per_doc=self.span_settings["spans_per_doc"], negatives=4, seed=self.seed
+            )
+            settings = self.options | {"epochs": self.span_settings["span_epochs"], "val_fraction": 0.02}
+            encoder, _ = train_encoder(
+                spans,
+                model=self.spec.model,
+                loss="softmax",
+                score=self.spec.resolved_score,
+                seed=self.seed,
+                progress=False,
+                **settings,
+            )
+            cached = False
+            if path is not None:
+                encoder.save(path)
+        if self.profile is not None:
+            self.profile.encoder(
+                self.spec.name,
+                "span pre-training",
+                train_seconds=time.perf_counter() - start,
+                score_seconds=0.0,
+                cached=cached,
+            )
+        return encoder
+
+
 def _train(
-    spec: EncoderSpec, table: pd.DataFrame, *, options: dict, seed: int, cache: Path | None, key: str | None = None
+    spec: EncoderSpec,
+    table: pd.DataFrame,
+    *,
+    options: dict,
+    seed: int,
+    cache: Path | None,
+    key: str | None = None,
+    start: _StartingPoint | None = None,
 ):
-    """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known)."""
+    """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known;
+    ``start``: the weights a +init or +spans encoder starts from)."""
     from .encoders.deepmatch import DeepMatch, train_deepmatch
     from .encoders.encoder import Encoder
     from .encoders.training import train_encoder
 
     path = None
     if cache is not None:
-        path = cache / "encoders" / f"{spec.name}-{key or _cache_key(spec, options, table, seed)}.ltrenc"
+        init_key = None if start is None else start.key
+        path = cache / "encoders" / f"{spec.name}-{key or _cache_key(spec, options, table, seed, init_key)}.ltrenc"
         if path.exists():
             if spec.model == "sbert-ft":
                 from .encoders.sbert_finetuned import SbertFinetuned
@@ -339,8 +435,9 @@ def _train(
         extra: dict = {"pretrain": spec.pretrain} if spec.pretrain else {}
         if spec.pretrain == "teacher":
             extra = {"teacher": f"sbert={spec.path}" if spec.path else "sbert"}
-        elif spec.pretrain == "init":
-            extra = {"init": Encoder.load(spec.path)}
+        elif spec.pretrain in ("init", "spans"):
+            assert start is not None, "a +init/+spans encoder needs its starting point"
+            extra = {"init": start.encoder()}
         encoder, _ = train_encoder(
             table,
             model=spec.model,
@@ -365,7 +462,7 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
     from .encoders.config import CONFIGS
 
     fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
-    runtime = {"threads"}  # a trainer argument beside its config
+    runtime = {"threads"} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
     known = set().union(*(c.names() for c in CONFIGS.values()), runtime) - fixed
     unknown = sorted(k for k in options if "." not in k and k not in known)
     if unknown:
@@ -377,6 +474,8 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
     if spec.pretrain != "teacher":
         # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
         resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
+    if spec.pretrain != "spans":
+        resolved = {k: v for k, v in resolved.items() if k not in SPAN_OPTIONS}
     return resolved
 
 
@@ -441,6 +540,11 @@ def crossfit_columns(
                     columns[plan.name][column] = scores
                 continue
             values = {plan.name: np.full(len(pairs), np.nan, dtype=np.float32) for plan in plans}
+            own = spec_options(spec, options)
+            start_point = None
+            if spec.pretrain in ("init", "spans"):
+                start_point = _StartingPoint(spec, docs, options=own, seed=seed, cache=cache, profile=profile)
+                own = start_point.options
             for excluded, targets in jobs:
                 rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
                 table = train_table.iloc[rows]
@@ -452,9 +556,9 @@ def crossfit_columns(
                 rows_of = {fold: np.flatnonzero(np.isin(row_qid, list(scored))) for fold, scored in targets}
                 texts = {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()}
                 kept: dict[str, np.ndarray | None] = {fold: None for fold in rows_of}
-                own, key, paths = spec_options(spec, options), None, {}
+                key, paths = None, {}
                 if cache is not None and train_fn is None:
-                    key = _cache_key(spec, own, table, seed)
+                    key = _cache_key(spec, own, table, seed, None if start_point is None else start_point.key)
                     paths = {fold: _scores_path(cache, f"{spec.name}-{key}", *texts[fold]) for fold in rows_of}
                     kept = {fold: _load_scores(paths[fold], len(r)) for fold, r in rows_of.items()}
                 cached = all(v is not None for v in kept.values())
@@ -462,9 +566,13 @@ def crossfit_columns(
                     encoder, cached = (
                         (train_fn(spec, table), False)
                         if train_fn is not None
-                        else _train(spec, table, options=own, seed=seed, cache=cache, key=key)
+                        else _train(spec, table, options=own, seed=seed, cache=cache, key=key, start=start_point)
                     )
                 trained = time.perf_counter()
+                if (
+                    spec.pretrain == "spans" and start_point is not None and start_point.seconds
+                ):  # counted as its own job, not this training's
+                    start, start_point.seconds = start + start_point.seconds, 0.0
                 for fold, target in rows_of.items():
                     if kept[fold] is None:
                         kept[fold] = encoder.similarity(*texts[fold]).astype(np.float32)
@@ -524,9 +632,16 @@ def n_trainings(k: int) -> int:
     return k + k * (k - 1) // 2
 
 
-def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool) -> dict:
-    """The cross-fitting scheme in words and numbers, for the report."""
+def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool, span_pretrained=()) -> dict:
+    """The cross-fitting scheme in words and numbers, for the report (``span_pretrained``: the +spans encoders)."""
     source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
+    spans = (
+        f" {', '.join(span_pretrained)}: every fold's encoder starts from one pre-training on query-like spans of "
+        "the pairs' distinct documents (softmax loss; document texts only, no query or label is read, so no fold's "
+        "test labels reach it)."
+        if span_pretrained
+        else ""
+    )
     return {
         "outer_folds": k,
         "inner_parts": k - 1,
@@ -540,7 +655,7 @@ def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool) ->
             f"rows are scored by an encoder trained on {source} without the test queries; the ranker's rows of "
             f"each other fold are scored by an encoder trained without the test queries and without that fold "
             f"(out-of-fold scores). No encoder scores a query it was trained on; {n_trainings(k)} trainings per "
-            f"trained encoder."
+            f"trained encoder.{spans}"
         ),
     }
 
@@ -593,5 +708,11 @@ def text_folds(
         )
     folds = build_folds(base, plans, columns)
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
-    info = scheme(k=k, valid_fraction=valid_fraction, seed=seed, separate_table=train_table is not None)
+    info = scheme(
+        k=k,
+        valid_fraction=valid_fraction,
+        seed=seed,
+        separate_table=train_table is not None,
+        span_pretrained=[s.name for s in specs if s.pretrain == "spans"],
+    )
     return folds, groups, base.feature_map.names, info

@@ -948,6 +948,33 @@ def _rows_by_set(per_query: pd.DataFrame, names: list[str]) -> list[pd.DataFrame
     return [groups.get(name, per_query.iloc[:0]) for name in names]
 
 
+MINILM = "sbert"  # the zero-shot MiniLM encoder's group name, the reference every other neural feature meets
+
+
+def minilm_pairs(feature_sets, baseline: str | None) -> list[tuple[str, str]]:
+    """``(MiniLM set, other set)`` pairs: the zero-shot MiniLM feature against every other neural feature,
+    alone and added to the base set, when the ablation has it (``sbert``); else none."""
+    sets = {s.name: s for s in feature_sets}
+    if baseline is None or baseline not in sets:
+        return []
+    base = set(sets[baseline].columns)
+    single = {  # base + one neural column -> that column
+        s.name: extra[0]
+        for s in feature_sets
+        if s.kind == "ranker" and len(extra := [c for c in s.columns if c not in base]) == 1
+    }
+    neural = set(single.values())
+    reference = [c for c in neural if c.startswith(f"{MINILM}_")]
+    if len(reference) != 1:
+        return []
+    ref_ranker = next(name for name, c in single.items() if c == reference[0])
+    alone = {s.columns[0]: s.name for s in feature_sets if s.kind == "alone" and s.columns[0] in neural}
+    pairs = [(ref_ranker, name) for name, c in single.items() if c != reference[0]]
+    if reference[0] in alone:
+        pairs += [(alone[reference[0]], alone[c]) for c in single.values() if c != reference[0] and c in alone]
+    return pairs
+
+
 def summarise(result: AblationResult, *, baseline: str | None = None, seed: int = 0, n_resamples: int = 10_000) -> dict:
     """Means with bootstrap intervals per set and metric, and paired comparisons.
 
@@ -1000,8 +1027,13 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
     groups = [
         ([(baseline, variant) for variant in rankers if baseline is not None and variant != baseline], result.metrics)
     ]
+    headline = result.metrics[:3]
+    if "selection" in result.config:
+        headline = [m for m in result.config["selection"]["criterion"] if m in result.metrics] or headline
+    against_minilm = minilm_pairs(result.feature_sets, baseline)
+    if against_minilm:
+        groups.append((against_minilm, headline))
     if "selection" in result.config and rankers:
-        headline = [m for m in result.config["selection"]["criterion"] if m in result.metrics] or result.metrics[:3]
         untuned = f"{baseline}/{result.config['engine']}"
         bm25 = [s.name for s in result.feature_sets if s.kind == "alone" and s.name.startswith("bm25")]
         groups.append(

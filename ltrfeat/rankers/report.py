@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from ltrfeat.features import tempfiles
 from ltrfeat.features.errors import LtrfeatError
 from ltrfeat.features.fileio import atomic_output
-from ltrfeat.rankers.ablation import AblationResult
+from ltrfeat.rankers.ablation import MINILM, AblationResult, minilm_pairs
 from ltrfeat.rankers.test_runs import RUNS_DIR, write_test_runs
 from ltrfeat.features.stages import profile_line
 from ltrfeat.rankers.verdict import verdict_lines
@@ -136,6 +136,25 @@ def format_p(p) -> str:
     if p is None or not math.isfinite(p):
         return "n/a"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
+    """One line per neural feature against the zero-shot MiniLM feature (alone, and added to the base set) at
+    the first headline metric, with the Holm-adjusted p; empty when the ablation has no ``sbert`` feature."""
+    pairs = set(minilm_pairs(result.feature_sets, summary["baseline"]))
+    comparisons = [c for c in summary["comparisons"] if (c["baseline"], c["variant"]) in pairs]
+    if not comparisons:
+        return []
+    metric = comparisons[0]["metric"]
+    lines = [f"against the zero-shot MiniLM feature ({MINILM}), {metric}, Holm-adjusted with the report:"]
+    for c in comparisons:
+        if c["metric"] == metric:
+            lines.append(
+                f"  {c['variant']} {c['variant_mean']:.4f} vs {c['baseline']} {c['base_mean']:.4f}: "
+                f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}], "
+                f"p Holm {format_p(c['p_holm'])}{significance_mark(c['p_holm'])}"
+            )
+    return lines
 
 
 def report_markdown(result: AblationResult, summary: dict) -> str:
@@ -261,9 +280,13 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
             "## Comparisons",
             "",
             "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
-            "where the variant wins / ties / loses.",
+            "where the variant wins / ties / loses. With the zero-shot MiniLM feature (`sbert`) in the ablation, "
+            "every other neural feature is also compared with it, alone and added to the base set, at the "
+            "headline metrics, in the same Holm family.",
             "",
         ]
+        if minilm_lines(result, summary):
+            lines += ["```", *minilm_lines(result, summary), "```", ""]
         lines += _md_table(
             [
                 "baseline",
