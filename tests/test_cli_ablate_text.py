@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -124,11 +125,14 @@ def test_span_pretrained_dssm_is_compared_with_minilm_in_the_report(world, tmp_p
     res = run(
         "ablate", "--pairs", world / "judged.tsv", "--encoder", "dssm:generalized+spans", "--encoder", "sbert",
         *TINY, "--encoder-option", "spans_per_doc=2", "--encoder-option", "span_epochs=1", "--no-select",
+        "--collection", world / "docs.tsv", "--collection-field", "description",
         "--report", tmp_path / "r",
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     report = json.loads((tmp_path / "r" / "report.json").read_text())
-    assert "query-like spans of the pairs' distinct documents" in report["config"]["cross_fitting"]["description"]
+    scheme = report["config"]["cross_fitting"]["description"]
+    n_texts = int(re.search(r"query-like spans of (\d+) distinct document texts \(the pairs' documents and", scheme)[1])
+    assert n_texts > 500  # the descriptions of --collection besides the judged documents' titles
     jobs = report["stage_seconds"]["encoders"]["dssm-generalized-spans"]["jobs"]
     assert "span pre-training" in jobs and len(jobs) == 7
     against = {(c["baseline"], c["variant"], c["metric"]) for c in report["comparisons"]}
@@ -138,3 +142,11 @@ def test_span_pretrained_dssm_is_compared_with_minilm_in_the_report(world, tmp_p
     assert "against the zero-shot MiniLM feature (sbert), ndcg@1, Holm-adjusted with the report:" in res.output
     assert "dssm-generalized-spans_doc_cos " in res.output.split("against the zero-shot MiniLM")[1]
     assert "against the zero-shot MiniLM feature" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_a_collection_needs_a_spans_encoder(world, tmp_path):
+    res = run(
+        "ablate", "--pairs", world / "judged.tsv", "--encoder", "dssm:generalized", "--collection",
+        world / "docs.tsv", "--report", tmp_path / "r",
+    )  # fmt: skip
+    assert res.exit_code == 2 and "--collection is read by +spans encoders only" in res.output

@@ -68,7 +68,7 @@ def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
     from ltrfeat.features.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
     from ltrfeat.features.encoder_options import merge_options
     from ltrfeat.features.extract import lexical_extractors
-    from ltrfeat.features.text import read_judged_pairs
+    from ltrfeat.features.text import read_docs, read_judged_pairs
 
     encoders, duplicates, k = text["encoders"], text["duplicates"], text["k_folds"]
     if not encoders:
@@ -84,6 +84,13 @@ def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
             label_map=text["label_map"],
             duplicates=duplicates,
         )
+        collection = None
+        if text["collection_path"] is not None:
+            if not any(s.pretrain == "spans" for s in specs):
+                raise click.UsageError("--collection is read by +spans encoders only (e.g. clsm:generalized+spans)")
+            field = text["collection_field"]
+            docs = read_docs(text["collection_path"], fields=[field], encoding=text["encoding"], missing="drop")
+            collection = docs[field].tolist()
         train_table = None
         if text["train_pairs_path"] is not None:
             train_table = read_judged_pairs(
@@ -116,6 +123,7 @@ def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
         lexical=extractors,
         specs=specs,
         train_table=train_table,
+        collection=collection,
         cache=cache,
         progress=not os.environ.get("CI"),
         profile=profile,
@@ -170,6 +178,20 @@ _TEXT_MODE = option_group(
         "filtered by query text so no fold's test query is trained on. Default: the judged pairs.",
     ),
     click.option("--train-columns", default=None, help="Column mapping of --train-pairs."),
+    click.option(
+        "--collection",
+        "collection_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Text mode: unlabelled documents (docid + --collection-field) added to the pairs' own documents "
+        "for the +spans pre-training; no query or label is read from it.",
+    ),
+    click.option(
+        "--collection-field",
+        default="title",
+        show_default=True,
+        help="Text mode: the --collection column whose text the +spans pre-training reads.",
+    ),
     click.option(
         "--k-folds",
         type=click.IntRange(min=3),

@@ -493,6 +493,7 @@ def crossfit_columns(
     config: CrossFitConfig | None = None,
     *,
     train_table: pd.DataFrame | None = None,
+    collection: list | None = None,
     cache=None,
     progress: bool = True,
     train_fn: Callable | None = None,
@@ -503,7 +504,8 @@ def crossfit_columns(
 
     Returns ``{fold name: {column name: float32 array over all rows of pairs}}``; rows outside the fold's
     queries are NaN. ``pairs`` has ``qid, query, docid, <field>, label``; ``train_table`` (default: the
-    judged pairs themselves) has ``query, doc, label``. ``config`` (a :class:`CrossFitConfig`; keyword
+    judged pairs themselves) has ``query, doc, label``. ``collection``: more document texts (no queries, no
+    labels) for the ``+spans`` pre-training besides the pairs' own documents. ``config`` (a :class:`CrossFitConfig`; keyword
     ``settings`` replace single fields) gives the document field, the encoder options and the seed.
     ``train_fn(spec, table)`` replaces encoder training (tests). ``profile`` records each training's and
     each scoring's seconds.
@@ -543,7 +545,8 @@ def crossfit_columns(
             own = spec_options(spec, options)
             start_point = None
             if spec.pretrain in ("init", "spans"):
-                start_point = _StartingPoint(spec, docs, options=own, seed=seed, cache=cache, profile=profile)
+                texts = docs + list(collection or [])
+                start_point = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache, profile=profile)
                 own = start_point.options
             for excluded, targets in jobs:
                 rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
@@ -632,13 +635,16 @@ def n_trainings(k: int) -> int:
     return k + k * (k - 1) // 2
 
 
-def scheme(*, k: int, valid_fraction: float, seed: int, separate_table: bool, span_pretrained=()) -> dict:
-    """The cross-fitting scheme in words and numbers, for the report (``span_pretrained``: the +spans encoders)."""
+def scheme(
+    *, k: int, valid_fraction: float, seed: int, separate_table: bool, span_pretrained=(), span_documents: int = 0
+) -> dict:
+    """The cross-fitting scheme in words and numbers, for the report (``span_pretrained``: the +spans encoders,
+    pre-trained on ``span_documents`` distinct document texts)."""
     source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
     spans = (
         f" {', '.join(span_pretrained)}: every fold's encoder starts from one pre-training on query-like spans of "
-        "the pairs' distinct documents (softmax loss; document texts only, no query or label is read, so no fold's "
-        "test labels reach it)."
+        f"{span_documents} distinct document texts (the pairs' documents and any --collection; softmax loss; no "
+        "query or label is read, so no fold's test labels reach it)."
         if span_pretrained
         else ""
     )
@@ -667,6 +673,7 @@ def text_folds(
     lexical,
     specs: list[EncoderSpec],
     train_table: pd.DataFrame | None = None,
+    collection: list | None = None,
     cache=None,
     progress: bool = True,
     train_fn: Callable | None = None,
@@ -675,7 +682,8 @@ def text_folds(
 ):
     """From judged pairs to cross-fitted ablation folds.
 
-    ``config`` is a :class:`CrossFitConfig` (keyword ``settings`` replace single fields). ``lexical`` is a
+    ``config`` is a :class:`CrossFitConfig` (keyword ``settings`` replace single fields); ``collection`` as in
+    :func:`crossfit_columns`. ``lexical`` is a
     list of unfitted lexical extractors (fitted on all documents: corpus statistics use no labels). Returns
     ``(folds, neural groups {name: [column]}, base column names, scheme dict)``. ``profile`` gets the
     stages "lexical features" and "encoder columns" and every encoder training.
@@ -701,6 +709,7 @@ def text_folds(
             specs,
             config,
             train_table=train_table,
+            collection=collection,
             cache=cache,
             progress=progress,
             train_fn=train_fn,
@@ -714,5 +723,6 @@ def text_folds(
         seed=seed,
         separate_table=train_table is not None,
         span_pretrained=[s.name for s in specs if s.pretrain == "spans"],
+        span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
     )
     return folds, groups, base.feature_map.names, info
