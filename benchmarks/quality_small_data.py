@@ -7,16 +7,18 @@ with the GDSSM generalized loss on each fold's judged training pairs:
 
   scratch        clsm:generalized                 trained from random weights on the fold's pairs
   teacher        clsm:generalized+teacher         distilled from MiniLM on the fold's pairs, then trained
-  collection     clsm:generalized+init=SPANS      pre-trained on query-like spans of the collection's titles
-                                                  (softmax loss, in-batch and random negatives), then trained
-  collection+T   clsm:generalized+init=SPANS_T    as above, the span pre-training first distilled from MiniLM
+  collection     clsm:generalized+spans           pre-trained inside the ablation on query-like spans of the
+                 --collection collection.tsv      collection's titles (softmax loss, in-batch and random
+                                                  negatives), then trained
+  collection+T   clsm:generalized+init=SPANS_T    (with --teacher-spans) the span pre-training first distilled
+                                                  from MiniLM, made by train-encoder --from-docs --teacher sbert
 
 beside ``sbert`` (zero-shot MiniLM) and the lexical features (BM25 and others) in one ``ltrfeat ablate`` run:
 3 query folds (split seed 0), ranker seeds 0,1,2, default selection. Printed per variant: NDCG@1/@10 alone
 (test queries of every fold), the LambdaMART lift over lexical, and a paired randomisation test (Holm over the
 printed comparisons) of lexical+variant against lexical+sbert; the pre-training costs in seconds.
 
-Run: python benchmarks/quality_small_data.py [--queries 300] [--spans-per-doc 4] [--epochs 5]
+Run: python benchmarks/quality_small_data.py [--queries 300] [--spans-per-doc 4] [--epochs 5] [--teacher-spans]
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def main() -> None:
     ap.add_argument("--teacher-spans-per-doc", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--teacher-spans", action="store_true", help="also the MiniLM-distilled span pre-training")
     args = ap.parse_args()
     if not HOME_DEPOT.exists():
         sys.exit(f"Home Depot data not found at {HOME_DEPOT}")
@@ -92,11 +95,14 @@ def main() -> None:
             "--val-fraction",
             0.02,
         ]
-        seconds = {
-            "collection": _ltrfeat(
-                "train-encoder", *common, "--spans-per-doc", args.spans_per_doc, "--out", tmp / "spans.ltrenc"
-            ),
-            "collection+T": _ltrfeat(
+        seconds = {}
+        variants = {
+            "scratch": "clsm:generalized",
+            "teacher": "clsm:generalized+teacher",
+            "collection": "clsm:generalized+spans",
+        }
+        if args.teacher_spans:
+            seconds["collection+T"] = _ltrfeat(
                 "train-encoder",
                 *common,
                 "--spans-per-doc",
@@ -105,14 +111,8 @@ def main() -> None:
                 "sbert",
                 "--out",
                 tmp / "spans_t.ltrenc",
-            ),
-        }
-        variants = {
-            "scratch": "clsm:generalized",
-            "teacher": "clsm:generalized+teacher",
-            "collection": f"clsm:generalized+init={tmp / 'spans.ltrenc'}",
-            "collection+T": f"clsm:generalized+init={tmp / 'spans_t.ltrenc'}",
-        }
+            )
+            variants["collection+T"] = f"clsm:generalized+init={tmp / 'spans_t.ltrenc'}"
         report = tmp / "report"
         seconds["ablation"] = _ltrfeat(
             "ablate",
@@ -131,9 +131,17 @@ def main() -> None:
             *[a for v in variants.values() for a in ("--encoder", v)],
             "--encoder",
             "sbert",
+            "--collection",
+            collection,
+            "--encoder-option",
+            f"spans_per_doc={args.spans_per_doc}",
+            "--encoder-option",
+            f"span_epochs={args.epochs}",
             "--report",
             report,
         )
+        encoders = json.loads((report / "report.json").read_text())["stage_seconds"]["encoders"]
+        seconds["collection"] = encoders["clsm-generalized-spans"]["jobs"]["span pre-training"]
         rep = json.loads((report / "report.json").read_text())
         sets = sorted({r["feature_set"] for r in rep["results"]})
         means = {(r["feature_set"], r["metric"]): r["mean"] for r in rep["results"]}
