@@ -15,6 +15,7 @@ from ltrfeat.features.dataset import FeatureMap, RankingSet
 from ltrfeat.cli.options import (
     lexical_options,
     notices,
+    option_group,
     parse_key_values,
     selection_config,
     selection_options,
@@ -261,6 +262,50 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
     click.echo(f"saved the {kind_of(model)} ranker ({json.dumps(describe(model))}) to {out}")
 
 
+_CONVENTIONS = option_group(
+    "conventions",
+    click.option(
+        "--gain",
+        type=click.Choice(GAINS),
+        default=None,
+        help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
+        "trec_eval's ndcg_cut).",
+    ),
+    click.option(
+        "--ties",
+        type=click.Choice(TIES),
+        default="stable",
+        show_default=True,
+        help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
+        "--run always uses trec_eval's order (docid descending).",
+    ),
+    click.option(
+        "--no-relevant",
+        type=click.Choice(NO_RELEVANT),
+        default="exclude",
+        show_default=True,
+        help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
+        "--run: such queries score 0 (trec_eval).",
+    ),
+    click.option(
+        "--relevance-threshold",
+        type=click.FloatRange(min=0, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="Labels >= this count as relevant.",
+    ),
+    click.option(
+        "--missing-queries",
+        type=click.Choice(["zero", "skip"]),
+        default="zero",
+        show_default=True,
+        help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
+        "(trec_eval, pytrec_eval).",
+    ),
+    _nan_option,
+)
+
+
 @click.command("evaluate")
 @click.argument("model_path", metavar="[MODEL", type=click.Path(dir_okay=False), required=False)
 @click.argument("test", metavar="TEST]", type=click.Path(dir_okay=False), required=False)
@@ -291,60 +336,8 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
     help="Write one TSV row per query (first line states the conventions).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-@click.option(
-    "--gain",
-    type=click.Choice(GAINS),
-    default=None,
-    help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
-    "trec_eval's ndcg_cut).",
-)
-@click.option(
-    "--ties",
-    type=click.Choice(TIES),
-    default="stable",
-    show_default=True,
-    help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
-    "--run always uses trec_eval's order (docid descending).",
-)
-@click.option(
-    "--no-relevant",
-    type=click.Choice(NO_RELEVANT),
-    default="exclude",
-    show_default=True,
-    help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
-    "--run: such queries score 0 (trec_eval).",
-)
-@click.option(
-    "--relevance-threshold",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Labels >= this count as relevant.",
-)
-@click.option(
-    "--missing-queries",
-    type=click.Choice(["zero", "skip"]),
-    default="zero",
-    show_default=True,
-    help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
-    "(trec_eval, pytrec_eval).",
-)
-@_nan_option
-def evaluate(
-    model_path,
-    test,
-    qrels,
-    run_path,
-    metrics,
-    per_query,
-    as_json,
-    gain,
-    ties,
-    no_relevant,
-    relevance_threshold,
-    missing_queries,
-    nan_policy,
-):
+@_CONVENTIONS
+def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, conventions):
     """Score TEST with MODEL, or a TREC run against qrels, and report metrics with their conventions.
 
     \b
@@ -361,6 +354,7 @@ def evaluate(
       ltrfeat evaluate model.txt S5.txt --no-relevant zero --per-query s5.tsv --json
       ltrfeat evaluate --qrels qrels.dl19.txt --run bm25.run --metrics ndcg@10,recall@100,map,mrr
     """
+    c = conventions
     names = parse_metrics(metrics)
     if (
         (qrels is None) != (run_path is None)
@@ -375,9 +369,9 @@ def evaluate(
             read_qrels(qrels),
             read_run(run_path),
             names,
-            gain=gain or "linear",
-            relevance_threshold=relevance_threshold,
-            missing_queries=missing_queries,
+            gain=c["gain"] or "linear",
+            relevance_threshold=c["relevance_threshold"],
+            missing_queries=c["missing_queries"],
         )
         summary = summarise_run(df)
         _write_per_query(per_query, summary, df)
@@ -397,7 +391,7 @@ def evaluate(
 
     model = load_ranker(model_path)
     with notices():
-        data = _read(test, nan_policy, align_to=model.feature_map_)
+        data = _read(test, c["nan_policy"], align_to=model.feature_map_)
     scores = _predict(model, data, test)
     with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
         df = evaluate_queries(
@@ -405,10 +399,10 @@ def evaluate(
             data.label,
             scores,
             names,
-            gain=gain or "exp2",
-            no_relevant=no_relevant,
-            ties=ties,
-            relevance_threshold=relevance_threshold,
+            gain=c["gain"] or "exp2",
+            no_relevant=c["no_relevant"],
+            ties=c["ties"],
+            relevance_threshold=c["relevance_threshold"],
         )
     summary = summarise(df)
     _write_per_query(per_query, summary, df)
@@ -485,6 +479,23 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     click.echo(f"wrote {out}: {len(scores)} rows, {data.n_queries} queries", err=True)
 
 
+_FEATURES = option_group(  # what the ranker's features are computed with
+    "features",
+    click.option(
+        "--encoder",
+        "encoders",
+        multiple=True,
+        metavar="NAME=PATH",
+        help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
+    ),
+    click.option(
+        "--corpus-stats",
+        type=click.Path(dir_okay=False),
+        help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
+    ),
+)
+
+
 @click.command("rerank")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.option(
@@ -504,18 +515,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     help="Document table (docid + the fields the ranker's features read).",
 )
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="The re-ranked TREC run (.gz compresses).")
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    metavar="NAME=PATH",
-    help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
-)
-@click.option(
-    "--corpus-stats",
-    type=click.Path(dir_okay=False),
-    help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
-)
+@_FEATURES
 @click.option(
     "--depth",
     type=click.IntRange(min=1),
@@ -525,19 +525,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
 @click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
 @lexical_options(used_at_extraction=True)
-def rerank(
-    model_path,
-    run_path,
-    queries,
-    docs,
-    out,
-    encoders,
-    corpus_stats,
-    depth,
-    run_name,
-    encoding,
-    lexical_params,
-):
+def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, encoding, lexical_params):
     """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.
 
     Every feature MODEL needs is computed from the query and document texts (lexical columns need
@@ -558,8 +546,8 @@ def rerank(
 
     scorer = Scorer.load(
         model_path,
-        encoders=_encoders(encoders),
-        corpus_stats=corpus_stats,
+        encoders=_encoders(features["encoders"]),
+        corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
     )
     run = read_run(run_path)
