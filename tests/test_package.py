@@ -64,7 +64,6 @@ WIDE_FUNCTIONS = {
     "features.crossfit:text_folds": 14,
     "features.encoders.distill:distill": 14,
     "rankers.ablation:run_ablation": 14,
-    "features.encoders.rbm:train_rbm": 12,
     "rankers.lambdamart:__init__": 12,
     "features.crossfit:crossfit_columns": 11,
     "features.encoders.distill:_batch_loss": 11,
