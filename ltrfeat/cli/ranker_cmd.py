@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 
 import click
 import numpy as np
@@ -16,7 +15,7 @@ from ltrfeat.cli.options import (
     lexical_options,
     notices,
     option_group,
-    parse_key_values,
+    ranker_config,
     selection_config,
     selection_options,
     ranker_options,
@@ -89,6 +88,19 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
         raise ModelFileError(exc.problem, path=path, fix=exc.fix) from None
 
 
+_TRAINING = option_group(  # with the ranker options: the RankerConfig
+    "training",
+    click.option(
+        "--eval-at",
+        type=click.IntRange(min=1),
+        default=10,
+        show_default=True,
+        help="k of the validation NDCG@k used for early stopping.",
+    ),
+    click.option("--seed", type=int, default=0, show_default=True),
+)
+
+
 @click.command("train-ranker")
 @click.argument("train", type=click.Path(dir_okay=False))
 @click.option(
@@ -106,14 +118,7 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
     help="Model file (native engine format); OUT.meta.json is written beside it.",
 )
 @ranker_options(n_estimators=500, threads=0)
-@click.option(
-    "--eval-at",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="k of the validation NDCG@k used for early stopping.",
-)
-@click.option("--seed", type=int, default=0, show_default=True)
+@_TRAINING
 @click.option(
     "--top", type=click.IntRange(min=0), default=15, show_default=True, help="Features shown in the importance table."
 )
@@ -127,7 +132,7 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
 )
 @_nan_option
 @selection_options(default_on=False)
-def train_ranker(train, valid, features, out, ranker, eval_at, seed, top, dask, nan_policy, selecting):
+def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, selecting):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
@@ -151,49 +156,29 @@ def train_ranker(train, valid, features, out, ranker, eval_at, seed, top, dask, 
 
     # label errors name their file; a feature mismatch can only be the validation file's
     check_writable(out)  # before the training, not after it
-    engine = ranker["engine"]
-    config = selection_config(engine, **selecting, seed=seed)
-    if config is not None and dask:
+    config = ranker_config(ranker, **training)
+    engine = config.engine
+    selection = selection_config(engine, **selecting, seed=config.seed)
+    if selection is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
     with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
-        if config is not None:
-            settings = {
-                "n_estimators": ranker["n_estimators"],
-                "learning_rate": ranker["learning_rate"],
-                "num_leaves": ranker["num_leaves"],
-                "early_stopping_rounds": ranker["early_stopping_rounds"],
-                "eval_at": eval_at,
-                "n_jobs": ranker["threads"] or None,
-                "params": parse_key_values(ranker["params"]),
-                "engine": engine,
-            }
-            _train_selected(train_data, valid_data, features, settings, config, seed=seed, out=out)
+        if selection is not None:
+            _train_selected(train_data, valid_data, features, config, selection, out=out)
             return
-        model = LambdaMART(
-            engine=engine,
-            n_estimators=ranker["n_estimators"],
-            learning_rate=ranker["learning_rate"],
-            num_leaves=ranker["num_leaves"],
-            early_stopping_rounds=ranker["early_stopping_rounds"],
-            eval_at=eval_at,
-            seed=seed,
-            n_jobs=ranker["threads"] or None,
-            params=parse_key_values(ranker["params"]),
-            features=features,
-            verbose=not os.environ.get("CI"),
-        )
+        model = LambdaMART.from_config(config, features=features)
         if dask:
             from ltrfeat.features.dask_extract import dask_client
             from ltrfeat.rankers.dask_training import fit_dask
 
             with dask_client(dask) as client:
-                fit_dask(model, train_data, valid_data, client=client)
+                fit_dask(model, train_data, valid_data, client=client, verbose=True)
         else:
-            model.fit(train_data, valid_data)
+            model.fit(train_data, valid_data, verbose=True)
     model.metadata_["missing_values"]["read_nan_policy"] = nan_policy
     model.metadata_["training"] |= {"train_file": str(train), "valid_file": None if valid is None else str(valid)}
+    model.metadata_["ranker_config"] = config.to_dict()
     model.save(out)
 
     t = model.metadata_["training"]
@@ -221,8 +206,9 @@ def train_ranker(train, valid, features, out, ranker, eval_at, seed, top, dask, 
     click.echo(f"wrote {out} and {meta_path(out)}", err=True)
 
 
-def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, out) -> None:
-    """train-ranker --select: inner cross-validation over the training queries, refit the choice, save it."""
+def _train_selected(train, valid, features, ranker, config, *, out) -> None:
+    """train-ranker --select: inner cross-validation over the training queries with the LambdaMART
+    settings ``ranker`` (a RankerConfig) and the SelectionConfig ``config``; refit the choice, save it."""
     from ltrfeat.rankers.lambdamart import _check_labels
     from ltrfeat.rankers.models import kind_of, save_ranker
     from ltrfeat.rankers.selection import Candidates, describe, select, with_valid
@@ -239,15 +225,18 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
             fix="use ids, id ranges (1-46) or names present in the training data",
         ) from None
     names = [train.feature_map.features[j].name for j in sorted(columns)]
-    candidates = Candidates(names, ranker, criterion=config.criterion)
+    candidates = Candidates(names, ranker.to_dict(), criterion=config.criterion)
     chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, config)
     name = chosen["chosen"]
     fit_train, fit_valid = with_valid(
         train.regroup(), None if valid is None else valid.regroup(), config.valid_fraction, config.seed
     )
-    model = candidates.make(name, seed=seed, tuned=chosen["tuned"].get(name))
+    model = candidates.make(name, seed=ranker.seed, tuned=chosen["tuned"].get(name))
     candidates.fit(model, fit_train, fit_valid, None)
-    record = {"selection": config.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")}}
+    record = {
+        "selection": config.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")},
+        "ranker_config": ranker.to_dict(),
+    }
     save_ranker(model, out, extra=record)
     click.echo(
         f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
