@@ -157,8 +157,7 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
     # label errors name their file; a feature mismatch can only be the validation file's
     check_writable(out)  # before the training, not after it
     config = ranker_config(ranker, **training)
-    engine = config.engine
-    selection = selection_config(engine, **selecting, seed=config.seed)
+    selection = selection_config(config.engine, **selecting, seed=config.seed)
     if selection is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
     with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
@@ -183,7 +182,7 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
 
     t = model.metadata_["training"]
     click.echo(
-        f"trained {engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
+        f"trained {config.engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
         f"{len(model.feature_map_)} features"
     )
     if valid is None:
@@ -206,9 +205,9 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
     click.echo(f"wrote {out} and {meta_path(out)}", err=True)
 
 
-def _train_selected(train, valid, features, ranker, config, *, out) -> None:
+def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
     """train-ranker --select: inner cross-validation over the training queries with the LambdaMART
-    settings ``ranker`` (a RankerConfig) and the SelectionConfig ``config``; refit the choice, save it."""
+    settings ``ranker`` (a RankerConfig) as ``selection`` (a SelectionConfig) says; refit the choice, save it."""
     from ltrfeat.rankers.lambdamart import _check_labels
     from ltrfeat.rankers.models import kind_of, save_ranker
     from ltrfeat.rankers.selection import Candidates, describe, select, with_valid
@@ -225,23 +224,23 @@ def _train_selected(train, valid, features, ranker, config, *, out) -> None:
             fix="use ids, id ranges (1-46) or names present in the training data",
         ) from None
     names = [train.feature_map.features[j].name for j in sorted(columns)]
-    candidates = Candidates(names, ranker.to_dict(), criterion=config.criterion)
-    chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, config)
+    candidates = Candidates(names, ranker.to_dict(), criterion=selection.criterion)
+    chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, selection)
     name = chosen["chosen"]
     fit_train, fit_valid = with_valid(
-        train.regroup(), None if valid is None else valid.regroup(), config.valid_fraction, config.seed
+        train.regroup(), None if valid is None else valid.regroup(), selection.valid_fraction, selection.seed
     )
     model = candidates.make(name, seed=ranker.seed, tuned=chosen["tuned"].get(name))
     candidates.fit(model, fit_train, fit_valid, None)
     record = {
-        "selection": config.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")},
+        "selection": selection.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")},
         "ranker_config": ranker.to_dict(),
     }
     save_ranker(model, out, extra=record)
     click.echo(
         f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
-        f"queries ({config.inner_folds}-fold inner cross-validation, rule {config.rule}; criterion: mean "
-        f"{', '.join(config.criterion)}):"
+        f"queries ({selection.inner_folds}-fold inner cross-validation, rule {selection.rule}; criterion: mean "
+        f"{', '.join(selection.criterion)}):"
     )
     for cand, stats in chosen["stats"].items():
         mark = "  <- chosen" if cand == name else ""

@@ -56,11 +56,16 @@ class RankerConfig:
         for name in ("n_estimators", "eval_at"):
             value = getattr(self, name)
             if not _is_integer(value) or value < 1:
-                raise LtrfeatError(f"{name} must be a positive integer, got {value!r}", fix=f"e.g. {name}=10")
+                raise LtrfeatError(
+                    f"{name} must be a positive integer, got {value!r}",
+                    fix=f"e.g. {name}={getattr(RankerConfig, name)}",
+                )
         if not _is_integer(self.num_leaves) or self.num_leaves < 2:
             raise LtrfeatError(f"num_leaves must be an integer >= 2, got {self.num_leaves!r}", fix="e.g. num_leaves=31")
         if not (isinstance(self.learning_rate, numbers.Real) and 0 < self.learning_rate < math.inf):
-            raise LtrfeatError(f"learning_rate must be > 0, got {self.learning_rate!r}", fix="e.g. learning_rate=0.05")
+            raise LtrfeatError(
+                f"learning_rate must be a finite number > 0, got {self.learning_rate!r}", fix="e.g. learning_rate=0.05"
+            )
         if self.early_stopping_rounds is not None and not (
             _is_integer(self.early_stopping_rounds) and self.early_stopping_rounds >= 0
         ):
@@ -72,9 +77,7 @@ class RankerConfig:
             raise LtrfeatError(f"seed must be an integer, got {self.seed!r}")
         if self.n_jobs is not None and not (_is_integer(self.n_jobs) and self.n_jobs >= -1):
             raise LtrfeatError(f"n_jobs must be a thread count, got {self.n_jobs!r}", fix="None, 0 or -1 use all cores")
-        if self.params is not None and not (
-            isinstance(self.params, dict) and all(isinstance(k, str) for k in self.params)
-        ):
+        if self.params is not None and not isinstance(self.params, dict):
             raise LtrfeatError(
                 f"params must be a dict of engine parameters, got {type(self.params).__name__}",
                 fix='e.g. params={"min_data_in_leaf": 50}',
