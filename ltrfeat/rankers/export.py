@@ -309,7 +309,6 @@ def export_ranker(
     to: str,
     name: str | None = None,
     featureset: str | None = None,
-    templates: dict | None = None,
     normalizers: dict | None = None,
     missing_as_zero: bool = False,
     scoring: PluginScoring | None = None,
