@@ -122,7 +122,7 @@ def main():
 
     import distributed
 
-    from ltrfeat.features.dask_extract import extract_file_dask
+    from ltrfeat.features.dask_extract import DaskScheduling, extract_file_dask
     from ltrfeat.features.extract import extract_file, lexical_extractors
     from ltrfeat.features.neural import EncoderExtractor
 
@@ -172,7 +172,7 @@ def main():
                         docs=docs,
                         extractors=make(),
                         client=client,
-                        partition_queries=args.partition_queries,
+                        scheduling=DaskScheduling(partition_queries=args.partition_queries),
                         progress=False,
                     )
                     seconds[name] = time.perf_counter() - t

@@ -33,6 +33,7 @@ _API = {
     "DeepMatchConfig": "ltrfeat.features.encoders.config",
     # rankers
     "LambdaMART": "ltrfeat.rankers.lambdamart",
+    "RankerConfig": "ltrfeat.rankers.config",
     "LinearRanker": "ltrfeat.rankers.linear",
     "BestSingleFeature": "ltrfeat.rankers.single",
     "BoostedFromFeature": "ltrfeat.rankers.single",

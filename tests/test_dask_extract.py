@@ -91,8 +91,7 @@ def both(tmp_path, client, make_extractors, *, chunk=5, partition=3, world=None,
         docs=docs,
         extractors=make_extractors(),
         client=client,
-        partition_queries=partition,
-        timeout=60,
+        scheduling=dist.DaskScheduling(partition_queries=partition, timeout=60),
         **kwargs,
     )
     sidecar = lambda p: p.with_name(p.name + ".features.json").read_bytes()  # noqa: E731
@@ -150,7 +149,7 @@ def test_output_of_rows_without_text_matches_the_local_policy(tmp_path, client):
             queries=world[1],
             docs=world[2],
             client=client,
-            partition_queries=2,
+            scheduling=dist.DaskScheduling(partition_queries=2),
             extractors=lexical_extractors("bm25", fields=["title"]),
         )
     assert str(remote_error.value) == str(local_error.value)
@@ -167,8 +166,7 @@ def test_extract_ranking_dask_equals_extract_ranking(tmp_path, client):
         queries=queries,
         docs=docs,
         client=client,
-        partition_queries=4,
-        timeout=60,
+        scheduling=dist.DaskScheduling(partition_queries=4, timeout=60),
     )
     assert remote.feature_map == local.feature_map
     np.testing.assert_array_equal(remote.X, local.X)
@@ -226,15 +224,29 @@ def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, client
                 docs=docs,
                 extractors=killers(tmp_path / "never", False),
                 client=client,
-                partition_queries=100,
-                retries=0,
-                timeout=60,
+                scheduling=dist.DaskScheduling(partition_queries=100, retries=0, timeout=60),
             )
     finally:
         scheduler.allowed_failures = allowed
     assert not out.exists() and not FeatureMap.sidecar_path(out).exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.letor")]
     client.wait_for_workers(2, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"partition_queries": 0}, "partition_queries must be an integer >= 1"),
+        ({"in_flight": 0}, "in_flight must be an integer >= 1"),
+        ({"retries": -1}, "retries must be an integer >= 0"),
+        ({"retries": 1.5}, "retries must be an integer"),
+        ({"timeout": 0}, "timeout must be a positive number"),
+    ],
+)
+def test_scheduling_refuses_bad_settings(bad, match):
+    with pytest.raises(ValueError, match=match):
+        dist.DaskScheduling(**bad)
+    assert dist.DaskScheduling(in_flight=None, timeout=None) == dist.DaskScheduling()
 
 
 def test_pack_ships_encoders_as_bundle_bytes(tmp_path, bundle):

@@ -13,7 +13,8 @@ import xgboost as xgb
 from builders import dataset_path
 from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
-from ltrfeat.rankers.export import export_ranker, featureset_path, load_export, manifest_path
+from ltrfeat.features.analysis import Analyzer
+from ltrfeat.rankers.export import PluginScoring, export_ranker, featureset_path, index_path, load_export, manifest_path
 from ltrfeat.rankers.lambdamart import LambdaMART
 
 NAMES = ["bm25_title", "tf_sum_title", "query_len", "clsm_title_cos", "f5"]
@@ -241,6 +242,33 @@ def test_bad_normalizers_refused(tmp_path):
             normalizers={"f5": {"standard": {"mean": 0, "standard_deviation": 1}}},
         )
     assert not list(tmp_path.iterdir())
+
+
+def test_plugin_scoring_reaches_the_featureset_and_index(tmp_path):
+    model = LambdaMART(n_estimators=3, early_stopping_rounds=None, n_jobs=1).fit(_data())
+    scoring = PluginScoring(dims={"clsm": 16}, analyzer=Analyzer(stemmer="english"), k1=0.9, b=0.4, fill_zero=True)
+    export_ranker(model, tmp_path / "m.json", to="es-ltr", scoring=scoring)
+    index = json.loads(index_path(tmp_path / "m.json").read_text())
+    assert index["settings"]["similarity"]["ltrfeat_bm25"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
+    assert "ltrfeat_stem" in index["settings"]["analysis"]["analyzer"]["ltrfeat"]["filter"]
+    assert index["mappings"]["properties"]["clsm_title_vector"]["dims"] == 16
+    features = json.loads(featureset_path(tmp_path / "m.json").read_text())["featureset"]["features"]
+    assert {f["name"] for f in features if f["template"] == {"match_none": {}}} == {"f5"}
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"k1": -1.0}, "k1 >= 0"),
+        ({"b": 1.5}, "0 <= b <= 1"),
+        ({"dims": {"clsm": 0}}, "vector width >= 1"),
+        ({"templates": ["bm25_title"]}, "templates must map"),
+        ({"analyzer": "english"}, "must be an Analyzer"),
+    ],
+)
+def test_plugin_scoring_refuses_bad_settings(bad, match):
+    with pytest.raises(LtrfeatError, match=match):
+        PluginScoring(**bad)
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])

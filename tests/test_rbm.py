@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from ltrfeat.cli.main import cli
 from ltrfeat.features.encoders.dssm import DssmTower
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.encoders.rbm import RBM, cd1_gradients, load_stack, pretrain_dssm, train_rbm
+from ltrfeat.features.encoders.rbm import RBM, CD1Settings, cd1_gradients, load_stack, pretrain_dssm, train_rbm
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.features.hashing import TrigramHasher
 
@@ -84,8 +84,24 @@ def test_training_an_rbm_lowers_reconstruction_error():
     def batches():
         return iter(data.split(32))
 
-    _, errors = train_rbm(batches, 8, 4, gaussian=False, epochs=15, lr=0.1, generator=gen, visible_mean=data.mean(0))
+    settings = CD1Settings(epochs=15, lr=0.1)
+    _, errors = train_rbm(batches, 8, 4, gaussian=False, settings=settings, generator=gen, visible_mean=data.mean(0))
     assert errors[-1] < 0.5 * errors[0]
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({"epochs": 0}, "epochs must be an integer >= 1"),
+        ({"lr": 0.0}, "lr must be > 0"),
+        ({"momentum": 1.0}, r"momentum must be in \[0, 1\)"),
+        ({"weight_decay": -1e-4}, "weight_decay must be >= 0"),
+    ],
+)
+def test_cd1_settings_refuse_bad_values(bad, match):
+    with pytest.raises(ValueError, match=match):
+        CD1Settings(**({"epochs": 1, "lr": 0.05} | bad))
+    assert CD1Settings(epochs=1, lr=0.05) == CD1Settings(1, 0.05, momentum=0.9, weight_decay=1e-4)
 
 
 def test_loaded_tower_reproduces_the_rbm_stack():

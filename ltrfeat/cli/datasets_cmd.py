@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import duplicates_line, duplicates_option
+from ltrfeat.cli.options import duplicates_line, duplicates_option, option_group
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.converters import SOURCES, convert_to_dir, parse_split
 from ltrfeat.features.synth import PRESETS, generate_world, realism_stats, write_world
@@ -127,6 +127,44 @@ def _source_help() -> str:
     return "\n".join(lines)
 
 
+_READING = option_group(
+    "reading",
+    click.option(
+        "--label-map",
+        default=None,
+        help="Raw label -> grade for homedepot [default: linear:1:3:7] and crowdflower [default: linear:1:4:4]; "
+        "also round or threshold:T1,T2,...",
+    ),
+    click.option("--encoding", default=None, help="Input encoding [default: latin-1 for homedepot, else utf-8]."),
+)
+
+
+_SPLITTING = option_group(
+    "splitting",
+    click.option(
+        "--split",
+        default=None,
+        metavar="TRAIN,VALI,TEST",
+        help="Also write train/vali/test.letor with these shares of queries, e.g. 0.6,0.2,0.2.",
+    ),
+    click.option("--seed", default=0, show_default=True, type=int, help="Seed of the query split."),
+)
+
+
+_RETRIEVAL = option_group(
+    "retrieval",
+    click.option("--stem", default=None, help="Snowball stemmer for BM25 retrieval (PyStemmer), e.g. english."),
+    click.option(
+        "--stopwords",
+        type=click.Choice(["english"]),
+        default=None,
+        help="Drop Lucene's English stopwords in BM25 retrieval.",
+    ),
+    click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 for retrieval."),
+    click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b for retrieval."),
+)
+
+
 @datasets.command(epilog=_source_help())
 @click.argument("name", type=click.Choice(list(SOURCES)))
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(path_type=Path))
@@ -145,49 +183,13 @@ def _source_help() -> str:
     show_default=True,
     help="BM25 candidates per query for qrels sources (cranfield, trec, msmarco).",
 )
-@click.option(
-    "--label-map",
-    default=None,
-    help="Raw label -> grade for homedepot [default: linear:1:3:7] and crowdflower [default: linear:1:4:4]; "
-    "also round or threshold:T1,T2,...",
-)
-@click.option("--encoding", default=None, help="Input encoding [default: latin-1 for homedepot, else utf-8].")
-@click.option(
-    "--split",
-    default=None,
-    metavar="TRAIN,VALI,TEST",
-    help="Also write train/vali/test.letor with these shares of queries, e.g. 0.6,0.2,0.2.",
-)
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the query split.")
-@click.option("--stem", default=None, help="Snowball stemmer for BM25 retrieval (PyStemmer), e.g. english.")
-@click.option(
-    "--stopwords",
-    type=click.Choice(["english"]),
-    default=None,
-    help="Drop Lucene's English stopwords in BM25 retrieval.",
-)
-@click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 for retrieval.")
-@click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b for retrieval.")
+@_READING
+@_SPLITTING
+@_RETRIEVAL
 @click.option("--overwrite", is_flag=True, help="Replace a non-empty output directory.")
 @click.option("--no-progress", is_flag=True, help="Hide the retrieval progress bar.")
 @duplicates_option
-def convert(
-    name,
-    inputs,
-    out_dir,
-    top_k,
-    label_map,
-    encoding,
-    split,
-    seed,
-    stem,
-    stopwords,
-    k1,
-    b,
-    overwrite,
-    no_progress,
-    duplicates,
-):
+def convert(name, inputs, out_dir, top_k, reading, splitting, retrieval, overwrite, no_progress, duplicates):
     """Convert the public data set NAME from its files INPUTS (in the order shown under
     Sources, or one directory holding them under their usual names) into DIR:
     pairs.tsv (qid, query, docid, doc, label, ...), queries.tsv, docs.tsv, all.letor
@@ -208,22 +210,22 @@ def convert(
       ltrfeat datasets convert msmarco collection.tsv queries.dev.small.tsv qrels.dev.small.tsv --out mm
     """
     try:
-        analyzer = Analyzer(stemmer=stem, stopwords=stopwords)
+        analyzer = Analyzer(stemmer=retrieval["stem"], stopwords=retrieval["stopwords"])
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--stem") from None
     summary = convert_to_dir(
         name,
         inputs,
         out_dir,
-        split=parse_split(split),
-        seed=seed,
+        split=parse_split(splitting["split"]),
+        seed=splitting["seed"],
         overwrite=overwrite,
         k=top_k,
-        label_map=label_map,
-        encoding=encoding,
+        label_map=reading["label_map"],
+        encoding=reading["encoding"],
         analyzer=analyzer,
-        k1=k1,
-        b=b,
+        k1=retrieval["k1"],
+        b=retrieval["b"],
         progress=not no_progress,
         duplicates=duplicates,
     )

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ltrfeat.cli.options import lexical_options
+from ltrfeat.cli.options import lexical_options, option_group
 from ltrfeat.features.errors import LtrfeatError
 
 RANKER_TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
@@ -33,23 +33,29 @@ def _json_file(path, what: str) -> dict | None:
     return value
 
 
+_PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates and normalizers
+    "plugin",
+    click.option("--name", default=None, help="Plugin model name (default: the output file stem)."),
+    click.option("--featureset", default=None, help="Plugin featureset name (default: the output file stem)."),
+    click.option(
+        "--templates",
+        type=click.Path(dir_okay=False),
+        help="JSON {feature: ES query template} for the featureset (bm25_<field> gets a match query).",
+    ),
+    click.option(
+        "--normalizers",
+        type=click.Path(dir_okay=False),
+        help='JSON {feature: {"standard": {"mean": M, "standard_deviation": S}}} or min_max '
+        '{"minimum", "maximum"}: the plugin\'s feature_normalizers.',
+    ),
+)
+
+
 @click.command("export-ranker")
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--to", "target", type=click.Choice(RANKER_TARGETS), required=True, help="Export format.")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output model file.")
-@click.option("--name", default=None, help="Plugin model name (default: the output file stem).")
-@click.option("--featureset", default=None, help="Plugin featureset name (default: the output file stem).")
-@click.option(
-    "--templates",
-    type=click.Path(dir_okay=False),
-    help="JSON {feature: ES query template} for the featureset (bm25_<field> gets a match query).",
-)
-@click.option(
-    "--normalizers",
-    type=click.Path(dir_okay=False),
-    help='JSON {feature: {"standard": {"mean": M, "standard_deviation": S}}} or min_max '
-    '{"minimum", "maximum"}: the plugin\'s feature_normalizers.',
-)
+@_PLUGIN
 @click.option(
     "--missing-as-zero",
     is_flag=True,
@@ -73,20 +79,7 @@ def _json_file(path, what: str) -> dict | None:
     is_flag=True,
     help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.",
 )
-def export_ranker(
-    model,
-    target,
-    out_path,
-    name,
-    featureset,
-    templates,
-    normalizers,
-    missing_as_zero,
-    encoders,
-    corpus_stats,
-    lexical_params,
-    fill_zero,
-):
+def export_ranker(model, target, out_path, plugin, missing_as_zero, encoders, corpus_stats, lexical_params, fill_zero):
     """Export a trained ranker for Elasticsearch/OpenSearch LTR, XGBoost JSON or LightGBM.
 
     es-ltr/opensearch-ltr write OUT (the _createmodel body: model/xgboost+json for XGBoost
@@ -101,6 +94,7 @@ def export_ranker(
           -d @ltr_model.json.featureset.json
       ltrfeat export-ranker ranker.txt --to xgboost-json --out trees.json
     """
+    from ltrfeat.rankers.export import PluginScoring
     from ltrfeat.rankers.export import export_ranker as export
     from ltrfeat.rankers.lambdamart import LambdaMART
 
@@ -115,19 +109,22 @@ def export_ranker(
         from ltrfeat.features.corpus import CorpusStats
 
         analyzer = CorpusStats.load(corpus_stats).analyzer
+    scoring = PluginScoring(
+        templates=_json_file(plugin["templates"], "--templates"),
+        dims=dims,
+        analyzer=analyzer,
+        fill_zero=fill_zero,
+        **lexical_params,
+    )
     manifest = export(
         LambdaMART.load(model),
         out_path,
         to=target,
-        name=name,
-        featureset=featureset,
-        templates=_json_file(templates, "--templates"),
-        normalizers=_json_file(normalizers, "--normalizers"),
+        name=plugin["name"],
+        featureset=plugin["featureset"],
+        normalizers=_json_file(plugin["normalizers"], "--normalizers"),
         missing_as_zero=missing_as_zero,
-        dims=dims,
-        analyzer=analyzer,
-        bm25=(lexical_params["k1"], lexical_params["b"]),
-        fill_zero=fill_zero,
+        scoring=scoring,
     )
     click.echo(
         f"wrote {', '.join(manifest['files'])} ({manifest['trees']} trees, "

@@ -232,7 +232,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
                     docs=docs,
                     missing=r["missing"],
                     client=client,
-                    partition_queries=chunk_queries,
+                    scheduling=dask_extract.DaskScheduling(partition_queries=chunk_queries),
                 )
         else:
             data = ex.extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=r["missing"])
@@ -262,7 +262,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
                     extractors=extractors,
                     missing=r["missing"],
                     client=client,
-                    partition_queries=chunk_queries,
+                    scheduling=dask_extract.DaskScheduling(partition_queries=chunk_queries),
                     progress=not no_progress,
                 )
         else:

@@ -315,7 +315,8 @@ def ranker_options(
     threads_what: str = "of the LambdaMART engine",
 ):
     """The LambdaMART options shared by ``train-ranker`` and ``ablate``: ``--engine --n-estimators
-    --learning-rate --num-leaves --early-stopping-rounds --threads --param``, received as one ``ranker`` dict."""
+    --learning-rate --num-leaves --early-stopping-rounds --threads --param``, received as one ``ranker`` dict,
+    for :func:`ranker_config`."""
     from ltrfeat.rankers.choices import ENGINES
 
     def decorator(fn):
@@ -363,6 +364,23 @@ def ranker_options(
         return option_group("ranker", *options)(fn)
 
     return decorator
+
+
+def ranker_config(ranker: dict, **settings):
+    """The RankerConfig the ranker options describe (``--threads 0``: all cores); ``settings`` add the ones
+    the command takes elsewhere (``eval_at``, ``seed``) or replace some (``n_estimators``, ``params``)."""
+    from ltrfeat.rankers.config import RankerConfig
+
+    options = {
+        "engine": ranker["engine"],
+        "n_estimators": ranker["n_estimators"],
+        "learning_rate": ranker["learning_rate"],
+        "num_leaves": ranker["num_leaves"],
+        "early_stopping_rounds": ranker["early_stopping_rounds"],
+        "n_jobs": ranker["threads"] or None,
+        "params": parse_key_values(ranker["params"]),
+    }
+    return RankerConfig(**(options | settings))
 
 
 def option_group(name: str, *options):

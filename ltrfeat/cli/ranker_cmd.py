@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import os
 
 import click
 import numpy as np
@@ -15,7 +14,8 @@ from ltrfeat.features.dataset import FeatureMap, RankingSet
 from ltrfeat.cli.options import (
     lexical_options,
     notices,
-    parse_key_values,
+    option_group,
+    ranker_config,
     selection_config,
     selection_options,
     ranker_options,
@@ -88,6 +88,19 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
         raise ModelFileError(exc.problem, path=path, fix=exc.fix) from None
 
 
+_TRAINING = option_group(  # with the ranker options: the RankerConfig
+    "training",
+    click.option(
+        "--eval-at",
+        type=click.IntRange(min=1),
+        default=10,
+        show_default=True,
+        help="k of the validation NDCG@k used for early stopping.",
+    ),
+    click.option("--seed", type=int, default=0, show_default=True),
+)
+
+
 @click.command("train-ranker")
 @click.argument("train", type=click.Path(dir_okay=False))
 @click.option(
@@ -105,14 +118,7 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
     help="Model file (native engine format); OUT.meta.json is written beside it.",
 )
 @ranker_options(n_estimators=500, threads=0)
-@click.option(
-    "--eval-at",
-    type=click.IntRange(min=1),
-    default=10,
-    show_default=True,
-    help="k of the validation NDCG@k used for early stopping.",
-)
-@click.option("--seed", type=int, default=0, show_default=True)
+@_TRAINING
 @click.option(
     "--top", type=click.IntRange(min=0), default=15, show_default=True, help="Features shown in the importance table."
 )
@@ -126,7 +132,7 @@ def _predict(model, data: RankingSet, path) -> np.ndarray:
 )
 @_nan_option
 @selection_options(default_on=False)
-def train_ranker(train, valid, features, out, ranker, eval_at, seed, top, dask, nan_policy, selecting):
+def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, selecting):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
@@ -150,54 +156,33 @@ def train_ranker(train, valid, features, out, ranker, eval_at, seed, top, dask, 
 
     # label errors name their file; a feature mismatch can only be the validation file's
     check_writable(out)  # before the training, not after it
-    engine = ranker["engine"]
-    config = selection_config(engine, **selecting, seed=seed)
-    if config is not None and dask:
+    config = ranker_config(ranker, **training)
+    selection = selection_config(config.engine, **selecting, seed=config.seed)
+    if selection is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
     with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
-        if config is not None:
-            settings = {
-                "n_estimators": ranker["n_estimators"],
-                "learning_rate": ranker["learning_rate"],
-                "num_leaves": ranker["num_leaves"],
-                "early_stopping_rounds": ranker["early_stopping_rounds"],
-                "eval_at": eval_at,
-                "n_jobs": ranker["threads"] or None,
-                "params": parse_key_values(ranker["params"]),
-                "engine": engine,
-            }
-            _train_selected(train_data, valid_data, features, settings, config, seed=seed, out=out)
+        if selection is not None:
+            _train_selected(train_data, valid_data, features, config, selection, out=out)
             return
-        model = LambdaMART(
-            engine=engine,
-            n_estimators=ranker["n_estimators"],
-            learning_rate=ranker["learning_rate"],
-            num_leaves=ranker["num_leaves"],
-            early_stopping_rounds=ranker["early_stopping_rounds"],
-            eval_at=eval_at,
-            seed=seed,
-            n_jobs=ranker["threads"] or None,
-            params=parse_key_values(ranker["params"]),
-            features=features,
-            verbose=not os.environ.get("CI"),
-        )
+        model = LambdaMART.from_config(config, features=features)
         if dask:
             from ltrfeat.features.dask_extract import dask_client
             from ltrfeat.rankers.dask_training import fit_dask
 
             with dask_client(dask) as client:
-                fit_dask(model, train_data, valid_data, client=client)
+                fit_dask(model, train_data, valid_data, client=client, verbose=True)
         else:
-            model.fit(train_data, valid_data)
+            model.fit(train_data, valid_data, verbose=True)
     model.metadata_["missing_values"]["read_nan_policy"] = nan_policy
     model.metadata_["training"] |= {"train_file": str(train), "valid_file": None if valid is None else str(valid)}
+    model.metadata_["ranker_config"] = config.to_dict()
     model.save(out)
 
     t = model.metadata_["training"]
     click.echo(
-        f"trained {engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
+        f"trained {config.engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
         f"{len(model.feature_map_)} features"
     )
     if valid is None:
@@ -220,8 +205,9 @@ def train_ranker(train, valid, features, out, ranker, eval_at, seed, top, dask, 
     click.echo(f"wrote {out} and {meta_path(out)}", err=True)
 
 
-def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, out) -> None:
-    """train-ranker --select: inner cross-validation over the training queries, refit the choice, save it."""
+def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
+    """train-ranker --select: inner cross-validation over the training queries with the LambdaMART
+    settings ``ranker`` (a RankerConfig) as ``selection`` (a SelectionConfig) says; refit the choice, save it."""
     from ltrfeat.rankers.lambdamart import _check_labels
     from ltrfeat.rankers.models import kind_of, save_ranker
     from ltrfeat.rankers.selection import Candidates, describe, select, with_valid
@@ -238,20 +224,23 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
             fix="use ids, id ranges (1-46) or names present in the training data",
         ) from None
     names = [train.feature_map.features[j].name for j in sorted(columns)]
-    candidates = Candidates(names, ranker, criterion=config.criterion)
-    chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, config)
+    candidates = Candidates(names, ranker.to_dict(), criterion=selection.criterion)
+    chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, selection)
     name = chosen["chosen"]
     fit_train, fit_valid = with_valid(
-        train.regroup(), None if valid is None else valid.regroup(), config.valid_fraction, config.seed
+        train.regroup(), None if valid is None else valid.regroup(), selection.valid_fraction, selection.seed
     )
-    model = candidates.make(name, seed=seed, tuned=chosen["tuned"].get(name))
+    model = candidates.make(name, seed=ranker.seed, tuned=chosen["tuned"].get(name))
     candidates.fit(model, fit_train, fit_valid, None)
-    record = {"selection": config.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")}}
+    record = {
+        "selection": selection.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")},
+        "ranker_config": ranker.to_dict(),
+    }
     save_ranker(model, out, extra=record)
     click.echo(
         f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
-        f"queries ({config.inner_folds}-fold inner cross-validation, rule {config.rule}; criterion: mean "
-        f"{', '.join(config.criterion)}):"
+        f"queries ({selection.inner_folds}-fold inner cross-validation, rule {selection.rule}; criterion: mean "
+        f"{', '.join(selection.criterion)}):"
     )
     for cand, stats in chosen["stats"].items():
         mark = "  <- chosen" if cand == name else ""
@@ -259,6 +248,50 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
             f"  {cand:<16} {stats['mean']:.4f}  (gap to best {stats['gap_to_best']:+.4f}, SE {stats['se']:.4f}){mark}"
         )
     click.echo(f"saved the {kind_of(model)} ranker ({json.dumps(describe(model))}) to {out}")
+
+
+_CONVENTIONS = option_group(
+    "conventions",
+    click.option(
+        "--gain",
+        type=click.Choice(GAINS),
+        default=None,
+        help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
+        "trec_eval's ndcg_cut).",
+    ),
+    click.option(
+        "--ties",
+        type=click.Choice(TIES),
+        default="stable",
+        show_default=True,
+        help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
+        "--run always uses trec_eval's order (docid descending).",
+    ),
+    click.option(
+        "--no-relevant",
+        type=click.Choice(NO_RELEVANT),
+        default="exclude",
+        show_default=True,
+        help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
+        "--run: such queries score 0 (trec_eval).",
+    ),
+    click.option(
+        "--relevance-threshold",
+        type=click.FloatRange(min=0, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="Labels >= this count as relevant.",
+    ),
+    click.option(
+        "--missing-queries",
+        type=click.Choice(["zero", "skip"]),
+        default="zero",
+        show_default=True,
+        help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
+        "(trec_eval, pytrec_eval).",
+    ),
+    _nan_option,
+)
 
 
 @click.command("evaluate")
@@ -291,60 +324,8 @@ def _train_selected(train, valid, features, ranker: dict, config, *, seed: int, 
     help="Write one TSV row per query (first line states the conventions).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-@click.option(
-    "--gain",
-    type=click.Choice(GAINS),
-    default=None,
-    help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
-    "trec_eval's ndcg_cut).",
-)
-@click.option(
-    "--ties",
-    type=click.Choice(TIES),
-    default="stable",
-    show_default=True,
-    help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
-    "--run always uses trec_eval's order (docid descending).",
-)
-@click.option(
-    "--no-relevant",
-    type=click.Choice(NO_RELEVANT),
-    default="exclude",
-    show_default=True,
-    help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
-    "--run: such queries score 0 (trec_eval).",
-)
-@click.option(
-    "--relevance-threshold",
-    type=click.FloatRange(min=0, min_open=True),
-    default=1.0,
-    show_default=True,
-    help="Labels >= this count as relevant.",
-)
-@click.option(
-    "--missing-queries",
-    type=click.Choice(["zero", "skip"]),
-    default="zero",
-    show_default=True,
-    help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
-    "(trec_eval, pytrec_eval).",
-)
-@_nan_option
-def evaluate(
-    model_path,
-    test,
-    qrels,
-    run_path,
-    metrics,
-    per_query,
-    as_json,
-    gain,
-    ties,
-    no_relevant,
-    relevance_threshold,
-    missing_queries,
-    nan_policy,
-):
+@_CONVENTIONS
+def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, conventions):
     """Score TEST with MODEL, or a TREC run against qrels, and report metrics with their conventions.
 
     \b
@@ -361,6 +342,7 @@ def evaluate(
       ltrfeat evaluate model.txt S5.txt --no-relevant zero --per-query s5.tsv --json
       ltrfeat evaluate --qrels qrels.dl19.txt --run bm25.run --metrics ndcg@10,recall@100,map,mrr
     """
+    c = conventions
     names = parse_metrics(metrics)
     if (
         (qrels is None) != (run_path is None)
@@ -375,9 +357,9 @@ def evaluate(
             read_qrels(qrels),
             read_run(run_path),
             names,
-            gain=gain or "linear",
-            relevance_threshold=relevance_threshold,
-            missing_queries=missing_queries,
+            gain=c["gain"] or "linear",
+            relevance_threshold=c["relevance_threshold"],
+            missing_queries=c["missing_queries"],
         )
         summary = summarise_run(df)
         _write_per_query(per_query, summary, df)
@@ -397,7 +379,7 @@ def evaluate(
 
     model = load_ranker(model_path)
     with notices():
-        data = _read(test, nan_policy, align_to=model.feature_map_)
+        data = _read(test, c["nan_policy"], align_to=model.feature_map_)
     scores = _predict(model, data, test)
     with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
         df = evaluate_queries(
@@ -405,10 +387,10 @@ def evaluate(
             data.label,
             scores,
             names,
-            gain=gain or "exp2",
-            no_relevant=no_relevant,
-            ties=ties,
-            relevance_threshold=relevance_threshold,
+            gain=c["gain"] or "exp2",
+            no_relevant=c["no_relevant"],
+            ties=c["ties"],
+            relevance_threshold=c["relevance_threshold"],
         )
     summary = summarise(df)
     _write_per_query(per_query, summary, df)
@@ -485,6 +467,23 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     click.echo(f"wrote {out}: {len(scores)} rows, {data.n_queries} queries", err=True)
 
 
+_FEATURES = option_group(  # what the ranker's features are computed with
+    "features",
+    click.option(
+        "--encoder",
+        "encoders",
+        multiple=True,
+        metavar="NAME=PATH",
+        help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
+    ),
+    click.option(
+        "--corpus-stats",
+        type=click.Path(dir_okay=False),
+        help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
+    ),
+)
+
+
 @click.command("rerank")
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.option(
@@ -504,18 +503,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     help="Document table (docid + the fields the ranker's features read).",
 )
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="The re-ranked TREC run (.gz compresses).")
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    metavar="NAME=PATH",
-    help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
-)
-@click.option(
-    "--corpus-stats",
-    type=click.Path(dir_okay=False),
-    help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
-)
+@_FEATURES
 @click.option(
     "--depth",
     type=click.IntRange(min=1),
@@ -525,19 +513,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
 @click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
 @lexical_options(used_at_extraction=True)
-def rerank(
-    model_path,
-    run_path,
-    queries,
-    docs,
-    out,
-    encoders,
-    corpus_stats,
-    depth,
-    run_name,
-    encoding,
-    lexical_params,
-):
+def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, encoding, lexical_params):
     """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.
 
     Every feature MODEL needs is computed from the query and document texts (lexical columns need
@@ -558,8 +534,8 @@ def rerank(
 
     scorer = Scorer.load(
         model_path,
-        encoders=_encoders(encoders),
-        corpus_stats=corpus_stats,
+        encoders=_encoders(features["encoders"]),
+        corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
     )
     run = read_run(run_path)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import lexical_options, threads_option, threads_value
+from ltrfeat.cli.options import lexical_options, option_group, threads_option, threads_value
 from ltrfeat.features.errors import LtrfeatError
 
 
@@ -28,6 +28,39 @@ def _encoders(specs) -> dict:
     return out
 
 
+_LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
+    "limits",
+    click.option(
+        "--max-candidates",
+        type=click.IntRange(min=1),
+        default=1000,
+        show_default=True,
+        help="Most candidates in one request (more: 413).",
+    ),
+    click.option(
+        "--max-bytes",
+        type=click.IntRange(min=1),
+        default=1_000_000,
+        show_default=True,
+        help="Largest request body in bytes (larger: 413).",
+    ),
+    click.option(
+        "--client-timeout",
+        type=click.FloatRange(min=0.1),
+        default=10.0,
+        show_default=True,
+        help="Seconds a client has to send its request headers (else the connection closes) and then its body (else 408).",
+    ),
+    click.option(
+        "--max-concurrent",
+        type=click.IntRange(min=1),
+        default=64,
+        show_default=True,
+        help="Requests in progress at once (reading, waiting or scored); more get 503 with Retry-After.",
+    ),
+)
+
+
 @click.command()
 @click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
 @click.option(
@@ -41,34 +74,7 @@ def _encoders(specs) -> dict:
 @click.option("--corpus-stats", type=click.Path(dir_okay=False), help="Corpus statistics for lexical features.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
-@click.option(
-    "--max-candidates",
-    type=click.IntRange(min=1),
-    default=1000,
-    show_default=True,
-    help="Most candidates in one request (more: 413).",
-)
-@click.option(
-    "--max-bytes",
-    type=click.IntRange(min=1),
-    default=1_000_000,
-    show_default=True,
-    help="Largest request body in bytes (larger: 413).",
-)
-@click.option(
-    "--client-timeout",
-    type=click.FloatRange(min=0.1),
-    default=10.0,
-    show_default=True,
-    help="Seconds a client has to send its request headers (else the connection closes) and then its body (else 408).",
-)
-@click.option(
-    "--max-concurrent",
-    type=click.IntRange(min=1),
-    default=64,
-    show_default=True,
-    help="Requests in progress at once (reading, waiting or scored); more get 503 with Retry-After.",
-)
+@_LIMITS
 @click.option(
     "--token",
     envvar="LTRFEAT_SERVE_TOKEN",
@@ -85,21 +91,7 @@ def _encoders(specs) -> dict:
 )
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
-def serve(
-    ranker,
-    encoders,
-    corpus_stats,
-    host,
-    port,
-    max_candidates,
-    max_bytes,
-    client_timeout,
-    max_concurrent,
-    token,
-    open_bind,
-    threads,
-    lexical_params,
-):
+def serve(ranker, encoders, corpus_stats, host, port, limits, token, open_bind, threads, lexical_params):
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
@@ -135,10 +127,7 @@ def serve(
         corpus_stats=corpus_stats,
         lexical_params=lexical_params,
     )
-    limits = ServiceLimits(
-        max_candidates=max_candidates, max_bytes=max_bytes, client_timeout=client_timeout, max_concurrent=max_concurrent
-    )
-    app = create_app(scorer, limits=limits, token=token or None)
+    app = create_app(scorer, limits=ServiceLimits(**limits), token=token or None)
     click.echo(
         f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "
         f"{', '.join(scorer.fields) or 'none'}; {'bearer token required' if token else 'no token'})",
@@ -146,7 +135,7 @@ def serve(
     )
     # the server stops gracefully on SIGTERM itself and then re-raises it: the default action, not an error
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    server.run(app, host=host, port=port, client_timeout=client_timeout)
+    server.run(app, host=host, port=port, client_timeout=limits["client_timeout"])
 
 
 def _loopback(host: str) -> bool:

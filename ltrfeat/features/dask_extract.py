@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import itertools
 import pickle
 import uuid
@@ -181,15 +182,40 @@ def _transform_partition(token: str, pairs, ok: np.ndarray, missing: str) -> lis
 # ---------------------------------------------------------------------------- the run
 
 
+@dataclasses.dataclass(frozen=True)
+class DaskScheduling:
+    """How a run's partitions are cut and sent to the cluster.
+
+    partition_queries : queries per partition (a task); partitions never split a query.
+    in_flight : partitions on the cluster at a time (None: twice the number of workers).
+    retries : re-runs of a failed partition task (a dead worker's tasks are rescheduled anyway).
+    timeout : seconds to wait for any one partition (None: no limit).
+    """
+
+    partition_queries: int = 1000
+    in_flight: int | None = None
+    retries: int = 2
+    timeout: float | None = None
+
+    def __post_init__(self):
+        least = {"partition_queries": 1, "retries": 0} | ({} if self.in_flight is None else {"in_flight": 1})
+        for name, minimum in least.items():
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        if self.timeout is not None and not self.timeout > 0:
+            raise ValueError(f"timeout must be a positive number of seconds (or None: no limit), got {self.timeout!r}")
+
+
 class _Run:
     """Submits joined partitions and yields ``(chunk, blocks)`` in input order."""
 
-    def __init__(self, client, extractors, *, queries, docs, missing, in_flight, retries, timeout, source):
+    def __init__(self, client, extractors, *, queries, docs, missing, scheduling: DaskScheduling, source):
         self.client, self.extractors, self.missing = client, extractors, missing
         self.fields = _doc_fields(docs, extractors)
         self.q_index, self.d_index = _TextIndex(queries, "qid", "query"), _TextIndex(docs, "docid", "document")
-        self.in_flight = in_flight or 2 * max(1, len(worker_addresses(client)))
-        self.retries, self.timeout, self.source = retries, timeout, source
+        self.in_flight = scheduling.in_flight or 2 * max(1, len(worker_addresses(client)))
+        self.retries, self.timeout, self.source = scheduling.retries, scheduling.timeout, source
         self.tally = _MissingTally()
         self.rows = 0
 
@@ -265,10 +291,7 @@ def extract_file_dask(
     extractors,
     client,
     missing: str = "error",
-    partition_queries: int = 1000,
-    in_flight: int | None = None,
-    retries: int = 2,
-    timeout: float | None = None,
+    scheduling: DaskScheduling | None = None,
     progress: bool = True,
 ) -> int:
     """:func:`ltrfeat.features.extract.extract_file` with the extractors running on a Dask cluster.
@@ -278,27 +301,15 @@ def extract_file_dask(
     queries, docs, extractors, missing, progress : as for ``extract_file``; unfitted extractors
         are fitted here (on the client) and shipped to every worker once.
     client : a :class:`distributed.Client` (see :func:`dask_client`).
-    partition_queries : queries per partition (a task); partitions never split a query.
-    in_flight : partitions on the cluster at a time (default twice the number of workers).
-    retries : re-runs of a failed partition task (a dead worker's tasks are rescheduled anyway).
-    timeout : seconds to wait for any one partition (None: no limit).
+    scheduling : partition size, partitions in flight, retries and timeout (default :class:`DaskScheduling()`).
 
     Returns the number of rows written. The output is byte-identical to ``extract_file``'s.
     """
     _check_missing(missing)
+    scheduling = scheduling or DaskScheduling()
     extractors = fit_extractors(extractors, docs, queries)
-    run = _Run(
-        client,
-        extractors,
-        queries=queries,
-        docs=docs,
-        missing=missing,
-        in_flight=in_flight,
-        retries=retries,
-        timeout=timeout,
-        source=in_path,
-    )
-    chunks = iter_letor(in_path, chunk_queries=partition_queries)
+    run = _Run(client, extractors, queries=queries, docs=docs, missing=missing, scheduling=scheduling, source=in_path)
+    chunks = iter_letor(in_path, chunk_queries=scheduling.partition_queries)
     first = next(chunks, None)
     if first is None:
         raise LtrfeatError("the input has no rows", path=in_path, fix="check the input file")
@@ -318,31 +329,18 @@ def extract_ranking_dask(
     docs,
     client,
     missing: str = "error",
-    partition_queries: int = 1000,
-    in_flight: int | None = None,
-    retries: int = 2,
-    timeout: float | None = None,
+    scheduling: DaskScheduling | None = None,
 ) -> RankingSet:
     """:func:`ltrfeat.features.extract.extract_ranking` on a Dask cluster (``data`` partitioned by query)."""
     _check_missing(missing)
+    scheduling = scheduling or DaskScheduling()
     extractors = fit_extractors(extractors, docs, queries)
     _output_map(data.feature_map, extractors)
-    if partition_queries < 1:
-        raise ValueError(f"partition_queries must be at least 1, got {partition_queries}")
+    partition_queries = scheduling.partition_queries
     bounds = data.query_boundaries()
     cuts = bounds[::partition_queries].tolist() + ([] if (len(bounds) - 1) % partition_queries == 0 else [len(data)])
     chunks = (data.take(np.arange(a, b)) for a, b in zip(cuts[:-1], cuts[1:]))
-    run = _Run(
-        client,
-        extractors,
-        queries=queries,
-        docs=docs,
-        missing=missing,
-        in_flight=in_flight,
-        retries=retries,
-        timeout=timeout,
-        source=None,
-    )
+    run = _Run(client, extractors, queries=queries, docs=docs, missing=missing, scheduling=scheduling, source=None)
     parts = [blocks for _, blocks in run.results(chunks)]
     joined = [
         np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, len(ex.feature_names())), np.float32)

@@ -183,16 +183,22 @@ def dask_trainer(client, engine: str, *, n_partitions: int | None = None):
 
 
 def fit_dask(
-    model: LambdaMART, train: RankingSet, valid: RankingSet | None = None, *, client, n_partitions: int | None = None
+    model: LambdaMART,
+    train: RankingSet,
+    valid: RankingSet | None = None,
+    *,
+    client,
+    n_partitions: int | None = None,
+    verbose: bool = False,
 ) -> LambdaMART:
     """Fit ``model`` on a Dask cluster; it is then saved, loaded and used exactly like a local one.
 
     ``n_partitions`` query-aligned partitions (default one per worker) are scattered once;
-    ``model.n_jobs`` is ignored (each worker uses its own threads). The metadata records
-    ``training.distributed`` (engine interface, workers, partitions, how the best iteration was chosen).
+    ``model.n_jobs`` is ignored (each worker uses its own threads); ``verbose`` as for ``fit``. The metadata
+    records ``training.distributed`` (engine interface, workers, partitions, how the best iteration was chosen).
     """
     trainer = dask_trainer(client, model.engine, n_partitions=n_partitions)
-    model.fit(train, valid, trainer=trainer)
+    model.fit(train, valid, trainer=trainer, verbose=verbose)
     how = (
         "xgboost.dask.train early stopping"
         if model.engine == "xgboost"

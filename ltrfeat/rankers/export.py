@@ -37,12 +37,13 @@ import hashlib
 import json
 import re
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
 
+from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.fileio import atomic_output
 from ltrfeat.rankers.lambdamart import LambdaMART
@@ -258,6 +259,49 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+@dataclass(frozen=True)
+class PluginScoring:
+    """How the search engine computes the model's features (plugin targets: the featureset's templates
+    and ``out.index.json``).
+
+    templates : plugin query template per feature name, instead of the generated ones
+        (:mod:`ltrfeat.rankers.plugin_features` writes one for every feature the engine can compute).
+    dims : ``{encoder name: vector width}`` for the index mapping of neural features (and dot scores).
+    analyzer : the extraction's :class:`~ltrfeat.features.analysis.Analyzer` (default: lowercase tokens only).
+    k1, b : the extraction's BM25 parameters.
+    fill_zero : give features the engine cannot compute a ``match_none`` template (the model then sees 0).
+    """
+
+    templates: dict | None = field(default=None, hash=False)
+    dims: dict | None = field(default=None, hash=False)
+    analyzer: Analyzer | None = None
+    k1: float = 1.2
+    b: float = 0.75
+    fill_zero: bool = False
+
+    def __post_init__(self):
+        if self.templates is not None and not isinstance(self.templates, dict):
+            raise LtrfeatError(
+                f"templates must map feature names to query templates, got {type(self.templates).__name__}",
+                fix='e.g. {"bm25_title": {"match": {"title": "{{keywords}}"}}}',
+            )
+        for encoder, width in (self.dims or {}).items():
+            if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+                raise LtrfeatError(
+                    f"dims[{encoder!r}] must be a vector width >= 1, got {width!r}", fix='e.g. dims={"clsm": 128}'
+                )
+        if self.analyzer is not None and not isinstance(self.analyzer, Analyzer):
+            raise LtrfeatError(
+                f"analyzer must be an Analyzer, got {type(self.analyzer).__name__}",
+                fix="pass the extraction's analyzer (CorpusStats.load(path).analyzer) or None",
+            )
+        if not (self.k1 >= 0 and 0 <= self.b <= 1):
+            raise LtrfeatError(
+                f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.k1!r}, b={self.b!r}",
+                fix="give the values the extraction used",
+            )
+
+
 def export_ranker(
     model: LambdaMART,
     out,
@@ -265,13 +309,9 @@ def export_ranker(
     to: str,
     name: str | None = None,
     featureset: str | None = None,
-    templates: dict | None = None,
     normalizers: dict | None = None,
     missing_as_zero: bool = False,
-    dims: dict | None = None,
-    analyzer=None,
-    bm25: tuple[float, float] = (1.2, 0.75),
-    fill_zero: bool = False,
+    scoring: PluginScoring | None = None,
 ) -> dict:
     """Write ``model`` for serving (see the module docstring) and return the manifest.
 
@@ -282,14 +322,10 @@ def export_ranker(
         ``out.featureset.json``).
     to : one of :data:`TARGETS`.
     name, featureset : plugin model and featureset names (default: the file stem).
-    templates : plugin query template per feature name, instead of the generated ones
-        (:mod:`ltrfeat.rankers.plugin_features` writes one for every feature the engine can compute).
     normalizers : plugin ``feature_normalizers`` per feature name (plugin targets only).
     missing_as_zero : accept a model trained with NaN cells (the plugins score missing as 0).
-    dims : ``{encoder name: vector width}`` for the index mapping of neural features (and dot scores).
-    analyzer, bm25 : the extraction's :class:`~ltrfeat.features.analysis.Analyzer` and BM25 ``(k1, b)``,
-        written into ``out.index.json``.
-    fill_zero : give features the engine cannot compute a ``match_none`` template (the model then sees 0).
+    scoring : how the search engine computes the features (plugin targets only; default
+        :class:`PluginScoring()`: generated templates, lowercase tokens, BM25 k1 1.2 and b 0.75).
     """
     if to not in TARGETS:
         raise LtrfeatError(f"unknown export target {to!r}", fix=f"use one of {', '.join(TARGETS)}")
@@ -303,6 +339,7 @@ def export_ranker(
             f"feature normalizers are a plugin feature; {to} has none", fix="export to es-ltr or opensearch-ltr"
         )
     normalizers = _check_normalizers(normalizers, features)
+    scoring = scoring or PluginScoring()
     files: dict[str, bytes] = {}
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -340,7 +377,9 @@ def export_ranker(
             model_name, set_name = name or out.stem, featureset or out.stem
             manifest["model_type"] = "model/ranklib" if use_ranklib else "model/xgboost+json"
             body = {"model": {"name": model_name, "model": {"type": manifest["model_type"], "definition": definition}}}
-            plan = plugin_featureset(features, target=to, dims=dims, templates=templates, fill_zero=fill_zero)
+            plan = plugin_featureset(
+                features, target=to, dims=scoring.dims, templates=scoring.templates, fill_zero=scoring.fill_zero
+            )
             clash = sorted(set(normalizers) & set(plan["normalizers"]))
             if clash:
                 raise LtrfeatError(
@@ -353,7 +392,12 @@ def export_ranker(
                 body["model"]["model"]["feature_normalizers"] = normalizers
             fs = {"featureset": {"name": set_name, "features": plan["features"]}}
             index = index_body(
-                plan["fields"], target=to, vectors=plan["vectors"], analyzer=analyzer, k1=bm25[0], b=bm25[1]
+                plan["fields"],
+                target=to,
+                vectors=plan["vectors"],
+                analyzer=scoring.analyzer,
+                k1=scoring.k1,
+                b=scoring.b,
             )
             prefix = UPLOAD_PREFIX[to]
             manifest["upload"] = [

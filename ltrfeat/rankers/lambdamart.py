@@ -38,6 +38,7 @@ from ltrfeat.features.fileio import atomic_output
 from ltrfeat.features.logs import show_progress
 from ltrfeat.features.versions import library_versions
 from ltrfeat.rankers.choices import ENGINES
+from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
 
 META_FORMAT = "ltrfeat.ranker/1"
@@ -174,6 +175,16 @@ def _progress(total: int, verbose: bool, desc: str):
     return tqdm(total=total, desc=desc, unit="tree", disable=not show_progress(verbose), leave=False)
 
 
+def _current_params(params: dict) -> dict:
+    """A model file's recorded parameters as LambdaMART takes them: older files also hold ``verbose`` (now an
+    argument of ``fit``) and ``deterministic`` (now LightGBM's own parameter, in ``params``)."""
+    params = dict(params)
+    params.pop("verbose", None)
+    if params.pop("deterministic", True) is False:
+        params["params"] = {"deterministic": False} | dict(params.get("params") or {})
+    return params
+
+
 class _LightGBM:
     """Parameters, training, prediction and (de)serialisation through LightGBM's own API."""
 
@@ -186,11 +197,11 @@ class _LightGBM:
             "learning_rate": est.learning_rate,
             "num_leaves": est.num_leaves,
             "seed": est.seed,
-            "deterministic": est.deterministic,
+            "deterministic": True,
             "num_threads": est.n_jobs or 0,
             "verbosity": -1,
         }
-        if est.deterministic:
+        if (est.params or {}).get("deterministic", True):
             params["force_row_wise"] = True
         if max_label > LIGHTGBM_DEFAULT_MAX_LABEL:
             params["label_gain"] = [float(2.0**i - 1) for i in range(max_label + 1)]
@@ -340,20 +351,12 @@ class LambdaMART(BaseEstimator):
 
     Parameters
     ----------
-    engine : ``"lightgbm"`` (lambdarank) or ``"xgboost"`` (rank:ndcg).
-    n_estimators : maximum boosting rounds.
-    learning_rate : shrinkage per tree.
-    num_leaves : leaves per tree (XGBoost grows leaf-wise with ``max_leaves``).
-    early_stopping_rounds : stop when validation NDCG@``eval_at`` has not improved for this
-        many rounds (needs ``valid``); 0 or None disables.
-    eval_at : cutoff k of the validation NDCG used for early stopping.
-    seed : random seed passed to the engine.
-    deterministic : LightGBM ``deterministic`` + ``force_row_wise`` so reruns give identical
-        models (XGBoost's CPU ``hist`` method is deterministic already).
-    n_jobs : engine threads; None uses the engine default (all cores).
-    params : extra engine parameters, applied last (they override the ones above).
+    engine, n_estimators, learning_rate, num_leaves, early_stopping_rounds, eval_at, seed, n_jobs, params :
+        the settings of a :class:`~ltrfeat.rankers.config.RankerConfig` (same names, defaults and checks, made
+        when ``fit`` starts; see :meth:`from_config`). LightGBM trains with ``deterministic`` and
+        ``force_row_wise`` on, so reruns give identical models; ``params={"deterministic": False}`` turns
+        both off (XGBoost's CPU ``hist`` method is deterministic already).
     features : feature selection, e.g. ``"1-46,bm25_title"`` (ids, id ranges, names); None = all.
-    verbose : show a tqdm progress bar on stderr (only when it is a terminal).
 
     Fitted attributes
     -----------------
@@ -373,11 +376,9 @@ class LambdaMART(BaseEstimator):
         early_stopping_rounds: int | None = 50,
         eval_at: int = 10,
         seed: int = 0,
-        deterministic: bool = True,
         n_jobs: int | None = None,
         params: dict | None = None,
         features=None,
-        verbose: bool = False,
     ):
         self.engine = engine
         self.n_estimators = n_estimators
@@ -386,24 +387,18 @@ class LambdaMART(BaseEstimator):
         self.early_stopping_rounds = early_stopping_rounds
         self.eval_at = eval_at
         self.seed = seed
-        self.deterministic = deterministic
         self.n_jobs = n_jobs
         self.params = params
         self.features = features
-        self.verbose = verbose
+
+    @classmethod
+    def from_config(cls, config: RankerConfig, *, features=None) -> "LambdaMART":
+        """An unfitted LambdaMART with ``config``'s settings, on ``features`` (None: all)."""
+        return cls(**config.to_dict(), features=features)
 
     # -- fitting -----------------------------------------------------------------------
     def _validate_params(self) -> None:
-        if self.engine not in ENGINES:
-            raise LtrfeatError(f"unknown engine {self.engine!r}", fix=f"use one of {', '.join(ENGINES)}")
-        for name in ("n_estimators", "num_leaves", "eval_at"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, np.integer)) or value < (2 if name == "num_leaves" else 1):
-                raise LtrfeatError(f"{name} must be a positive integer (num_leaves >= 2), got {value!r}")
-        if not self.learning_rate > 0:
-            raise LtrfeatError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        if self.params is not None and not isinstance(self.params, dict):
-            raise LtrfeatError(f"params must be a dict of engine parameters, got {type(self.params).__name__}")
+        RankerConfig(**{name: value for name, value in self.get_params().items() if name != "features"})
 
     @staticmethod
     def _grouped(data: RankingSet, where: str) -> tuple[RankingSet, bool]:
@@ -426,6 +421,7 @@ class LambdaMART(BaseEstimator):
         init_score=None,
         valid_init_score=None,
         trainer=None,
+        verbose: bool = False,
     ) -> "LambdaMART":
         """Train; with validation data, early-stop on its NDCG@``eval_at``.
 
@@ -445,6 +441,7 @@ class LambdaMART(BaseEstimator):
         part, so the caller adds its initial score back (see :class:`ltrfeat.rankers.single.BoostedFromFeature`).
         ``trainer`` replaces the engine's local training call (same arguments and result as
         ``_LightGBM.train``), e.g. :func:`ltrfeat.rankers.dask_training.dask_trainer` for a Dask cluster.
+        ``verbose`` shows a tqdm progress bar on stderr (only when it is a terminal).
         """
         train, valid = X, y
         if not isinstance(train, RankingSet):
@@ -493,7 +490,7 @@ class LambdaMART(BaseEstimator):
 
         self.engine_params_ = engine.params(self, max_label)
         names = _engine_feature_names(self.feature_map_)
-        with _progress(self.n_estimators, self.verbose, f"{self.engine} lambdarank") as bar:
+        with _progress(self.n_estimators, verbose, f"{self.engine} lambdarank") as bar:
             args = (
                 self.engine_params_,
                 self.n_estimators,
@@ -713,7 +710,7 @@ class LambdaMART(BaseEstimator):
             ) from None
         check_model(meta["engine"], raw, feature_names=names, min_trees=best, path=path)  # before native code
         try:
-            model = cls(**meta["params"])
+            model = cls(**_current_params(meta["params"]))
             model.booster_ = _ENGINES[meta["engine"]].load(raw)
             model.feature_map_ = FeatureMap.from_json(meta["features"], path=mpath)
             model.best_iteration_ = int(meta["training"]["best_iteration"])

@@ -58,22 +58,45 @@ def cd1_gradients(rbm: RBM, v0: torch.Tensor, noise: torch.Tensor):
     return d_weight, (v0 - v1).mean(0), (h0_mean - h1_mean).mean(0), float(((v0 - v1) ** 2).sum(1).mean())
 
 
+@dataclass(frozen=True)
+class CD1Settings:
+    """The optimisation of one RBM: CD-1 gradient steps with momentum and weight decay.
+
+    epochs : passes over the batches.
+    lr : step size.
+    momentum : share of the previous step added to each step.
+    weight_decay : L2 penalty on the weights (not the biases).
+    """
+
+    epochs: int
+    lr: float
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+
+    def __post_init__(self):
+        if not isinstance(self.epochs, int) or isinstance(self.epochs, bool) or self.epochs < 1:
+            raise ValueError(f"epochs must be an integer >= 1, got {self.epochs!r}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0, got {self.lr!r}")
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
+        if not self.weight_decay >= 0:
+            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
+
+
 def train_rbm(
     batches,
     n_visible: int,
     n_hidden: int,
     *,
     gaussian: bool,
-    epochs: int,
-    lr: float,
-    momentum: float = 0.9,
-    weight_decay: float = 1e-4,
+    settings: CD1Settings,
     visible_mean: torch.Tensor | None = None,
     generator: torch.Generator,
     desc: str = "rbm",
     progress: bool = False,
 ) -> tuple[RBM, list[float]]:
-    """Train one RBM with CD-1; ``batches()`` yields visible batches (a fresh pass per call).
+    """Train one RBM with CD-1 as ``settings`` say; ``batches()`` yields visible batches (a fresh pass per call).
 
     Weights start at N(0, 0.01^2); visible biases at ``log(p / (1 - p))`` of ``visible_mean`` when given.
     Returns the RBM and the mean reconstruction error of each epoch.
@@ -86,6 +109,7 @@ def train_rbm(
     rbm = RBM(weight, vbias, torch.zeros(n_hidden), gaussian)
     velocity = [torch.zeros_like(t) for t in (rbm.weight, rbm.visible_bias, rbm.hidden_bias)]
     errors = []
+    epochs, lr, momentum, weight_decay = settings.epochs, settings.lr, settings.momentum, settings.weight_decay
     for epoch in range(epochs):
         total, count = 0.0, 0
         for v0 in tqdm(
@@ -162,8 +186,7 @@ def pretrain_dssm(
             n_visible,
             n_hidden,
             gaussian=gaussian,
-            epochs=epochs,
-            lr=gaussian_lr if gaussian else lr,
+            settings=CD1Settings(epochs=epochs, lr=gaussian_lr if gaussian else lr),
             visible_mean=mean,
             generator=generator,
             desc=f"rbm {depth + 1}/{len(widths)}",
