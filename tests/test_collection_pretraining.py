@@ -233,3 +233,12 @@ def test_spans_spec_pretrains_once_on_the_documents_only_then_fine_tunes_every_f
             np.testing.assert_array_equal(first[fold][name], again[fold][name])
     with pytest.raises(LtrfeatError, match="a trained encoder takes no path"):
         EncoderSpec.parse("clsm:generalized+spans=docs.tsv")
+
+
+@pytest.mark.parametrize("n_texts, per_doc", [(800, 16), (5_000, 10), (12_500, 4), (54_667, 4)])
+def test_small_collections_get_more_spans_per_document(n_texts, per_doc):
+    spec = EncoderSpec.parse("clsm:generalized+spans")
+    texts = [f"doc {i}" for i in range(n_texts)]
+    assert _StartingPoint(spec, texts, options={}, seed=0, cache=None).span_settings["spans_per_doc"] == per_doc
+    given = _StartingPoint(spec, texts, options={"spans_per_doc": 2}, seed=0, cache=None)
+    assert given.span_settings["spans_per_doc"] == 2
