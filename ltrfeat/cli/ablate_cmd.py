@@ -110,12 +110,12 @@ def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
         raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
     explicit = parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5") or {}
     options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, explicit)
+    config = CrossFitConfig(
+        k=k, valid_fraction=text["valid_fraction"], seed=seed, options=options, conflicts=text["conflicts"]
+    )
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
     click.echo(
         f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds ({n_train} encoder trainings)", err=True
-    )
-    config = CrossFitConfig(
-        k=k, valid_fraction=text["valid_fraction"], seed=seed, options=options, conflicts=text["conflicts"]
     )
     folds, groups, base, scheme = text_folds(
         pairs,

@@ -91,6 +91,14 @@ class CrossFitConfig:
                 "the score is chosen per encoder, not as an encoder option (it names the column)",
                 fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine",
             )
+        for key, value in self.options.items():
+            if key.rpartition(".")[2] in SPAN_OPTIONS and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise LtrfeatError(
+                    f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1",
+                    fix=f"e.g. --encoder-option {key}={SPAN_OPTIONS[key.rpartition('.')[2]] or 8}",
+                )
 
 
 class LeakageError(LtrfeatError):

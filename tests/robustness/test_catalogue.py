@@ -500,6 +500,73 @@ CASES += [
         "lstm",
     ),
     (
+        "ablate-spans-path",
+        ["ablate", "--pairs", f"{D}/judged.tsv", "--encoder", "clsm:generalized+spans=x", "--report", f"{W}/out/abl"],
+        "takes no path",
+    ),
+    (
+        "ablate-collection-missing",
+        [
+            "ablate",
+            "--pairs",
+            f"{D}/judged.tsv",
+            "--encoder",
+            "clsm:generalized+spans",
+            "--collection",
+            f"{W}/nope.tsv",
+            "--report",
+            f"{W}/out/abl",
+        ],
+        "nope.tsv",
+    ),  # fmt: skip
+    (
+        "ablate-collection-field",
+        [
+            "ablate",
+            "--pairs",
+            f"{D}/judged.tsv",
+            "--encoder",
+            "clsm:generalized+spans",
+            "--collection",
+            f"{D}/docs.tsv",
+            "--collection-field",
+            "body",
+            "--report",
+            f"{W}/out/abl",
+        ],
+        "body",
+    ),  # fmt: skip
+    (
+        "ablate-collection-without-spans",
+        [
+            "ablate",
+            "--pairs",
+            f"{D}/judged.tsv",
+            "--encoder",
+            "clsm:generalized",
+            "--collection",
+            f"{D}/docs.tsv",
+            "--report",
+            f"{W}/out/abl",
+        ],
+        "+spans encoders only",
+    ),  # fmt: skip
+    (
+        "ablate-span-option-not-int",
+        [
+            "ablate",
+            "--pairs",
+            f"{D}/judged.tsv",
+            "--encoder",
+            "clsm:generalized+spans",
+            "--encoder-option",
+            "spans_per_doc=many",
+            "--report",
+            f"{W}/out/abl",
+        ],
+        "spans_per_doc",
+    ),  # fmt: skip
+    (
         "ablate-seeds",
         [
             "ablate",
