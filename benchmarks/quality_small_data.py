@@ -15,8 +15,9 @@ with the GDSSM generalized loss on each fold's judged training pairs:
 
 beside ``sbert`` (zero-shot MiniLM) and the lexical features (BM25 and others) in one ``ltrfeat ablate`` run:
 3 query folds (split seed 0), ranker seeds 0,1,2, default selection. Printed per variant: NDCG@1/@10 alone
-(test queries of every fold), the LambdaMART lift over lexical, and a paired randomisation test (Holm over the
-printed comparisons) of lexical+variant against lexical+sbert; the pre-training costs in seconds.
+(test queries of every fold), the LambdaMART lift over lexical, and paired randomisation tests (Holm over the
+printed comparisons) of lexical+variant against lexical+sbert and of the variant alone against BM25 alone and
+MiniLM alone; the pre-training costs in seconds.
 
 Run: python benchmarks/quality_small_data.py [--queries 300] [--spans-per-doc 4] [--epochs 5] [--teacher-spans]
 """
@@ -161,6 +162,8 @@ def main() -> None:
             for s in sets
             if s.startswith("lexical+clsm") and "/" not in s
         ]
+        alone = [s for s in sets if s.startswith("clsm") and s.endswith("_doc_cos")]
+        pairs += [f"{reference}:{s}" for reference in ("bm25_doc", "sbert_doc_cos") for s in alone]
         done = subprocess.run(
             [sys.executable, "-m", "ltrfeat.cli.main", "compare", report, *pairs, "--metrics", "ndcg@1,10", "--json"],
             cwd=ROOT,
