@@ -118,8 +118,9 @@ def best_iteration(curve, early_stopping_rounds: int | None) -> int:
 class _LightGBMTrainer:
     """``DaskLGBMRanker`` with the arguments and result of ``ltrfeat.rankers.lambdamart._LightGBM.train``."""
 
-    def __init__(self, client, n_partitions: int):
-        self.client, self.n_partitions = client, n_partitions
+    def __init__(self, client, n_partitions: int, workers: int):
+        # workers: what the training was planned on (a worker restarting afterwards does not change it)
+        self.client, self.n_partitions, self.workers = client, n_partitions, workers
 
     def __call__(self, params, n_rounds, train, valid, names, early_stopping_rounds, bar):
         from lightgbm.dask import DaskLGBMRanker
@@ -144,8 +145,9 @@ class _LightGBMTrainer:
 class _XGBoostTrainer:
     """``xgboost.dask.train`` with the arguments and result of ``ltrfeat.rankers.lambdamart._XGBoost.train``."""
 
-    def __init__(self, client, n_partitions: int):
-        self.client, self.n_partitions = client, n_partitions
+    def __init__(self, client, n_partitions: int, workers: int):
+        # workers: what the training was planned on (a worker restarting afterwards does not change it)
+        self.client, self.n_partitions, self.workers = client, n_partitions, workers
 
     def __call__(self, params, n_rounds, train, valid, names, early_stopping_rounds, bar):
         import xgboost.dask as dxgb
@@ -179,7 +181,8 @@ def dask_trainer(client, engine: str, *, n_partitions: int | None = None):
     trainers = {"lightgbm": _LightGBMTrainer, "xgboost": _XGBoostTrainer}
     if engine not in trainers:
         raise LtrfeatError(f"unknown engine {engine!r}", fix=f"use one of {', '.join(trainers)}")
-    return trainers[engine](client, n_partitions or _workers(client))
+    workers = _workers(client)
+    return trainers[engine](client, n_partitions or workers, workers)
 
 
 def fit_dask(
@@ -207,7 +210,7 @@ def fit_dask(
     )
     model.metadata_["training"]["distributed"] = {
         "interface": "lightgbm.dask.DaskLGBMRanker" if model.engine == "lightgbm" else "xgboost.dask.train",
-        "workers": _workers(client),
+        "workers": trainer.workers,
         "partitions": trainer.n_partitions,
         "best_iteration": how if valid is not None else "all rounds (no validation data)",
     }
