@@ -530,6 +530,18 @@ def _run_selected(
     return out
 
 
+def _plain_runner(engine: str, params: dict, metric_names: list, conventions: Conventions):
+    """``run(fold, feature_set, seed)``: one LambdaMART (or single-feature) run without model selection."""
+    return functools.partial(
+        _run_one,
+        engine=engine,
+        params=params,
+        metric_names=metric_names,
+        gain=conventions.gain,
+        no_relevant=conventions.no_relevant,
+    )
+
+
 def _run_task(fold: Fold, fs: FeatureSet, *, plain, selected) -> dict:
     return plain(fold, fs, None) if fs.kind == "alone" else selected(fold, fs)
 
@@ -621,14 +633,7 @@ def run_ablation(
     plan = [
         (fold, fs, seed) for fold in folds for fs in feature_sets for seed in (seeds if fs.kind == "ranker" else [None])
     ]
-    run = functools.partial(
-        _run_one,
-        engine=engine,
-        params=params,
-        metric_names=metric_names,
-        gain=conventions.gain,
-        no_relevant=conventions.no_relevant,
-    )
+    run = _plain_runner(engine, params, metric_names, conventions)
     runs: list[dict] = []
     frames: list[pd.DataFrame] = []
     shares: dict[str, list[dict]] = {s.name: [] for s in feature_sets if s.kind == "ranker"}
@@ -735,15 +740,9 @@ def _run_with_selection(
         no_relevant=conventions.no_relevant,
         selection=selection,
     )
-    plain = functools.partial(
-        _run_one,
-        engine=engine,
-        params=params,
-        metric_names=metric_names,
-        gain=conventions.gain,
-        no_relevant=conventions.no_relevant,
+    run = functools.partial(
+        _run_task, plain=_plain_runner(engine, params, metric_names, conventions), selected=selected
     )
-    run = functools.partial(_run_task, plain=plain, selected=selected)
 
     frames: dict[tuple[str, str], pd.DataFrame] = {}
     test_scores: dict[str, dict[str, dict]] = {}
