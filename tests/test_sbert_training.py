@@ -402,6 +402,35 @@ def test_kept_frozen_layers_give_the_full_forward_pass_exactly(tiny_base):
     assert sbert_prefix.kept_bytes() > 0 and len(sbert_prefix._STORES[prefix.key]) == 3  # distinct texts, once
 
 
+def test_a_packed_layer_equals_the_padded_layer_in_values_and_gradients(tiny_base):
+    from ltrfeat.features.encoders.sbert_prefix import packed_layer
+    from ltrfeat.features.encoders.sbert_training import _load_base, _transformer
+
+    layer = _transformer(_load_base(tiny_base), tiny_base).encoder.layer[-1]
+    layer.eval()  # no dropout: the two paths must agree exactly
+    lengths = torch.tensor([3, 7, 1, 5])
+    width, size = int(lengths.max()), layer.attention.output.dense.out_features
+    mask = torch.arange(width)[None, :] < lengths[:, None]
+    padded = torch.randn(len(lengths), width, size, generator=torch.Generator().manual_seed(0))
+    index = torch.nonzero(mask.flatten(), as_tuple=True)[0]
+    weights = torch.randn(int(lengths.sum()), size, generator=torch.Generator().manual_seed(1))
+
+    def run(packed: bool):
+        layer.zero_grad()
+        if packed:
+            out = packed_layer(layer, padded.view(-1, size)[index], index=index, keys=mask[:, None, None, :])
+        else:
+            additive = torch.where(mask, 0.0, torch.finfo(torch.float32).min)[:, None, None, :]
+            out = layer(padded, additive).view(-1, size)[index]
+        (out * weights).sum().backward()
+        return out.detach(), [p.grad.clone() for p in layer.parameters()]
+
+    (a, grads_a), (b, grads_b) = run(True), run(False)
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    for ga, gb in zip(grads_a, grads_b):
+        torch.testing.assert_close(ga, gb, atol=1e-4, rtol=1e-4)
+
+
 def test_the_store_is_shared_across_trainings_and_bounded(tiny_base, monkeypatch):
     from ltrfeat.features.encoders import sbert_prefix
 

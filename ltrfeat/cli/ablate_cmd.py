@@ -111,7 +111,12 @@ def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
     explicit = parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5") or {}
     options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, explicit)
     config = CrossFitConfig(
-        k=k, valid_fraction=text["valid_fraction"], seed=seed, options=options, conflicts=text["conflicts"]
+        k=k,
+        valid_fraction=text["valid_fraction"],
+        seed=seed,
+        options=options,
+        conflicts=text["conflicts"],
+        encoder_jobs=text["encoder_jobs"],
     )
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
     click.echo(
@@ -216,6 +221,14 @@ _TEXT_MODE = option_group(
         help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
         "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
         "Defaults: epochs=4, sbert-ft.epochs=1.",
+    ),
+    click.option(
+        "--encoder-jobs",
+        type=click.IntRange(min=0),
+        default=0,
+        show_default=True,
+        help="Text mode: CLSM/DSSM/DeepMatch trainings run at once in worker processes, sharing the cores "
+        "(0 = one per CPU core, 1 = one after another in this process); the scores do not change.",
     ),
     duplicates_option,
     click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders."),

@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from . import encoder_pool
+from .cores import available_cores
 from .dataset import RankingSet
 from .encoders.config import SCORES
 from .errors import LtrfeatError
@@ -70,6 +72,9 @@ class CrossFitConfig:
     options : encoder training options, ``KEY`` for every encoder or ``MODEL.KEY`` for one model
         (see :func:`spec_options`).
     conflicts : what to do when one docid has two texts (see :func:`ltrfeat.features.extract.extract_pairs`).
+    encoder_jobs : CLSM / DSSM / DeepMatch trainings run at once in worker processes, the cores shared
+        among them (0: one per core; 1: one after the another in this process); the numbers do not change
+        (see :mod:`ltrfeat.features.encoder_pool`).
     """
 
     k: int = 5
@@ -78,8 +83,14 @@ class CrossFitConfig:
     field: str = "doc"
     options: dict = dataclasses.field(default_factory=dict)
     conflicts: str = "error"
+    encoder_jobs: int = 0
 
     def __post_init__(self):
+        if isinstance(self.encoder_jobs, bool) or not isinstance(self.encoder_jobs, int) or self.encoder_jobs < 0:
+            raise LtrfeatError(
+                f"encoder_jobs must be a whole number >= 0, got {self.encoder_jobs!r}",
+                fix="0 = one worker per core, 1 = train in this process",
+            )
         if self.k < 2:
             raise LtrfeatError(f"cross-fitting needs at least 2 query folds, got k={self.k}", fix="e.g. --k-folds 3")
         if not 0 <= self.valid_fraction < 1:
@@ -376,11 +387,26 @@ class _StartingPoint:
             self.seconds = time.perf_counter() - start
         return self._encoder
 
+    def file(self, directory: Path) -> Path:
+        """A bundle file of the starting weights (made first if need be): the +init bundle, the cached
+        pre-trained encoder, or a copy written into ``directory``."""
+        if self.spec.pretrain == "init":
+            return Path(self.spec.path)
+        encoder = self.encoder()
+        path = self._path()
+        if path is None or not path.exists():
+            path = directory / f"{self.spec.name}-pretrain-{self.key}.ltrenc"
+            encoder.save(path)
+        return path
+
+    def _path(self) -> Path | None:
+        return None if self.cache is None else self.cache / "encoders" / f"{self.spec.name}-pretrain-{self.key}.ltrenc"
+
     def _pretrained(self, encoder_cls):
         from .encoders.training import train_encoder
         from .encoders.weak import span_pairs
 
-        path = None if self.cache is None else self.cache / "encoders" / f"{self.spec.name}-pretrain-{self.key}.ltrenc"
+        path = self._path()
         start = time.perf_counter()
         if path is not None and path.exists():
             encoder, cached = encoder_cls.load(path), True
@@ -493,6 +519,71 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
     return resolved
 
 
+@dataclasses.dataclass(eq=False)
+class _Training:
+    """One encoder training of the cross-fitting: what it trains on and starts from, the rows of each fold
+    its encoder scores (``rows_of``, their texts) and their scores, cached (``kept``) or not yet."""
+
+    spec: EncoderSpec
+    column: str
+    job: str
+    table: pd.DataFrame
+    options: dict
+    start: _StartingPoint | None
+    rows_of: dict[str, np.ndarray]
+    texts: dict[str, tuple[list, list]]
+    key: str | None = None
+    paths: dict[str, Path] = dataclasses.field(default_factory=dict)
+    kept: dict[str, np.ndarray | None] = dataclasses.field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return bool(self.kept) and all(v is not None for v in self.kept.values())
+
+
+def _run_pooled(trainings: list[_Training], *, workers: int, seed: int, cache, bar, finish) -> None:
+    """Train ``trainings`` in worker processes (:mod:`ltrfeat.features.encoder_pool`); the MiniLM vectors a
+    ``+teacher`` training distils and the weights a ``+init`` / ``+spans`` training starts from are made here
+    first and handed over by file."""
+    import tempfile
+
+    from .encoders import distill
+
+    with tempfile.TemporaryDirectory(prefix="ltrfeat-pool-") as tmp:
+        teacher_dir = None
+        teachers = {j.spec.path: j for j in trainings if j.spec.pretrain == "teacher"}
+        for path in teachers:
+            spec = f"sbert={path}" if path else "sbert"
+            model, key = distill.load_teacher(spec), distill.teacher_key(spec)
+            for side, col in (("query", "query"), ("doc", "doc")):
+                texts = pd.unique(pd.concat([j.table[col] for j in trainings if j.spec.path == path])).tolist()
+                distill.teacher_vectors(model, texts, side=side, key=key, progress=not bar.disable)
+        if teachers:
+            teacher_dir = str(Path(tmp) / "teacher")
+            distill.save_vectors(teacher_dir)
+        starts: dict[int, encoder_pool.FileStart] = {}
+        for job in trainings:
+            if job.start is not None and id(job.start) not in starts:
+                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, job.start.file(Path(tmp)))
+                job.start.seconds = 0.0
+        tasks = [
+            {
+                "spec": j.spec,
+                "table": j.table,
+                "options": j.options,
+                "seed": seed,
+                "cache": cache,
+                "key": j.key,
+                "start": None if j.start is None else starts[id(j.start)],
+                "texts": j.texts,
+                "teacher_dir": teacher_dir if j.spec.pretrain == "teacher" else None,
+            }
+            for j in trainings
+        ]
+        bar.set_postfix_str(f"{len(tasks)} trainings in {workers} processes")
+        encoder_pool.run_trainings(tasks, workers=workers, on_done=lambda i, result: finish(trainings[i], *result))
+
+
 def _zero_shot(spec: EncoderSpec):
     # through the teacher-vector cache: a +teacher encoder of the same run reuses these vectors
     from .encoders.distill import CachedTeacher
@@ -543,8 +634,10 @@ def crossfit_columns(
 
         teacher_cache = cache / "teacher"
         distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
+    column_order = [f"{spec.name}_{field}_{spec.column_suffix}" for spec in specs]
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
     try:
+        trainings: list[_Training] = []
         for spec in specs:
             column = f"{spec.name}_{field}_{spec.column_suffix}"
             if not spec.trainable:
@@ -555,63 +648,91 @@ def crossfit_columns(
                 for plan in plans:
                     columns[plan.name][column] = scores
                 continue
-            values = {plan.name: np.full(len(pairs), np.nan, dtype=np.float32) for plan in plans}
             own = spec_options(spec, options)
             start_point = None
             if spec.pretrain in ("init", "spans"):
                 texts = docs + list(collection or [])
                 start_point = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache, profile=profile)
                 own = start_point.options
+            # the thread count is a runtime setting: out of the cache key unless the user chose it
+            training_options = own if spec.model not in encoder_pool.POOLED else {"threads": encoder_pool.THREADS} | own
             for excluded, targets in jobs:
                 rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
                 table = train_table.iloc[rows]
                 trained_on = set(train_keys.iloc[rows])
                 for fold, scored in targets:
                     check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
-                bar.set_postfix_str(f"{spec.name} on {len(table)} pairs")
-                start = time.perf_counter()
                 rows_of = {fold: np.flatnonzero(np.isin(row_qid, list(scored))) for fold, scored in targets}
-                texts = {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()}
-                kept: dict[str, np.ndarray | None] = {fold: None for fold in rows_of}
-                key, paths = None, {}
+                job = _Training(
+                    spec,
+                    column,
+                    "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded)),
+                    table,
+                    training_options,
+                    start_point,
+                    rows_of,
+                    {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()},
+                )
                 if cache is not None and train_fn is None:
-                    key = _cache_key(spec, own, table, seed, None if start_point is None else start_point.key)
-                    paths = {fold: _scores_path(cache, f"{spec.name}-{key}", *texts[fold]) for fold in rows_of}
-                    kept = {fold: _load_scores(paths[fold], len(r)) for fold, r in rows_of.items()}
-                cached = all(v is not None for v in kept.values())
-                if not cached:
-                    encoder, cached = (
-                        (train_fn(spec, table), False)
-                        if train_fn is not None
-                        else _train(spec, table, options=own, seed=seed, cache=cache, key=key, start=start_point)
-                    )
-                trained = time.perf_counter()
-                if (
-                    spec.pretrain == "spans" and start_point is not None and start_point.seconds
-                ):  # counted as its own job, not this training's
-                    start, start_point.seconds = start + start_point.seconds, 0.0
-                for fold, target in rows_of.items():
-                    if kept[fold] is None:
-                        kept[fold] = encoder.similarity(*texts[fold]).astype(np.float32)
-                        if fold in paths:
-                            _save_scores(paths[fold], kept[fold])
-                    values[fold][target] = kept[fold]
-                if profile is not None:
-                    profile.encoder(
-                        spec.name,
-                        "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded)),
-                        train_seconds=trained - start,
-                        score_seconds=time.perf_counter() - trained,
-                        cached=cached,
-                    )
-                bar.update()
-            for plan in plans:
-                columns[plan.name][column] = values[plan.name]
+                    job.key = _cache_key(spec, own, table, seed, None if start_point is None else start_point.key)
+                    job.paths = {
+                        fold: _scores_path(cache, f"{spec.name}-{job.key}", *job.texts[fold]) for fold in rows_of
+                    }
+                    job.kept = {fold: _load_scores(job.paths[fold], len(r)) for fold, r in rows_of.items()}
+                trainings.append(job)
+
+        def finish(job: _Training, scores: dict, train_seconds: float, score_seconds: float, cached: bool) -> None:
+            for fold, values in scores.items():
+                if job.kept.get(fold) is None:
+                    job.kept[fold] = values
+                    if fold in job.paths:
+                        _save_scores(job.paths[fold], values)
+            if profile is not None:
+                profile.encoder(
+                    job.spec.name, job.job, train_seconds=train_seconds, score_seconds=score_seconds, cached=cached
+                )
+            bar.update()
+
+        todo = []
+        for job in trainings:
+            if job.done:
+                finish(job, {}, 0.0, 0.0, True)
+            else:
+                todo.append(job)
+        pooled = [j for j in todo if train_fn is None and j.spec.model in encoder_pool.POOLED]
+        threads = max([j.options["threads"] for j in pooled], default=1)
+        workers = encoder_pool.plan_workers(
+            config.encoder_jobs, len(pooled), sum(len(j.table) for j in pooled), available_cores(), threads
+        )
+        if workers > 1:
+            if profile is not None:
+                profile.encoder_pool(trainings=len(pooled), processes=workers, threads=threads)
+            _run_pooled(pooled, workers=workers, seed=seed, cache=cache, bar=bar, finish=finish)
+            todo = [j for j in todo if j not in pooled]
+        for job in todo:
+            bar.set_postfix_str(f"{job.spec.name} on {len(job.table)} pairs")
+            start = time.perf_counter()
+            if train_fn is not None:
+                encoder, cached = train_fn(job.spec, job.table), False
+            else:
+                encoder, cached = _train(
+                    job.spec, job.table, options=job.options, seed=seed, cache=cache, key=job.key, start=job.start
+                )
+            trained = time.perf_counter()
+            if job.start is not None and job.start.seconds:  # counted as its own job, not this training's
+                start, job.start.seconds = start + job.start.seconds, 0.0
+            scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in job.texts.items()}
+            finish(job, scores, trained - start, time.perf_counter() - trained, cached)
+        for job in trainings:
+            for fold, target in job.rows_of.items():
+                columns[fold].setdefault(job.column, np.full(len(pairs), np.nan, dtype=np.float32))[target] = job.kept[
+                    fold
+                ]
     finally:
         bar.close()
         if teacher_cache is not None:  # also after an interruption: the vectors computed so far stay valid
             distill.save_vectors(teacher_cache)
-    return columns
+    return {plan.name: {c: columns[plan.name][c] for c in column_order} for plan in plans}
 
 
 def build_folds(

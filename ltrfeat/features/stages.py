@@ -42,6 +42,7 @@ class StageProfile:
         self.stages: dict[str, float] = {}
         self.encoders: dict[str, dict] = {}
         self.runs: dict[str, int] | None = None
+        self.pool: dict[str, int] | None = None
         self._teacher_start = teacher_totals()
 
     @contextlib.contextmanager
@@ -77,6 +78,11 @@ class StageProfile:
         """Of ``total`` ranker runs (one per fold and feature set, or per seed too), ``from_cache`` were stored."""
         self.runs = {"total": total, "from_cache": from_cache}
 
+    def encoder_pool(self, *, trainings: int, processes: int, threads: int) -> None:
+        """``trainings`` encoder trainings ran side by side in ``processes`` workers of ``threads`` threads each
+        (their seconds then add up to more than the stage's wall time)."""
+        self.pool = {"trainings": trainings, "processes": processes, "threads": threads}
+
     def as_dict(self) -> dict:
         """Stages in seconds (rounded to 0.01), encoders by kind, teacher encoding since creation."""
         seconds, texts = teacher_totals()
@@ -91,6 +97,8 @@ class StageProfile:
         }
         if self.runs is not None:
             out["ranker_runs"] = dict(self.runs)
+        if self.pool is not None:
+            out["encoder_pool"] = dict(self.pool)
         return out
 
 
@@ -103,7 +111,7 @@ def profile_line(stages: dict) -> str:
 
     parts = []
     for name, value in stages.items():
-        if name in ("encoders", "teacher_encoding", "ranker_runs"):
+        if name in ("encoders", "teacher_encoding", "ranker_runs", "encoder_pool"):
             continue
         if name == "encoder columns" and stages.get("encoders"):
             kinds = ", ".join(
@@ -112,6 +120,12 @@ def profile_line(stages: dict) -> str:
             )
             teacher = stages.get("teacher_encoding", {})
             extra = f"; MiniLM encoding {fmt(teacher['seconds'])} of it" if teacher.get("seconds") else ""
+            pool = stages.get("encoder_pool")
+            if pool:
+                extra += (
+                    f"; {pool['trainings']} trainings ran in {pool['processes']} processes side by side, "
+                    "so their seconds add up to more than the wall time"
+                )
             parts.append(f"{name} {fmt(value)} ({kinds}{extra})")
         elif name == "rankers" and stages.get("ranker_runs", {}).get("from_cache"):
             runs = stages["ranker_runs"]

@@ -594,7 +594,9 @@ def train_encoder(
                 model_config(model, hasher.n_features_, shared=cfg.shared, score=score, **(cfg.sizes or {}))
             )
         else:
-            hasher, net = init.hasher, copy.deepcopy(init.model)
+            # a fresh hasher: the init's own has numbered the words it met so far, and that numbering changes
+            # the order of float sums, so a fine-tuning would depend on what the init encoder scored before
+            hasher, net = TrigramHasher.from_json(init.hasher.to_json()), copy.deepcopy(init.model)
             net.train()
         pretrained = None
         if cfg.pretrain == "rbm" and resume is None:

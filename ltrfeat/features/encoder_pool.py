@@ -1,0 +1,118 @@
+"""Cross-fitted CLSM / DSSM / DeepMatch trainings run side by side in worker processes.
+
+These models are small: one training at 2 threads keeps 2 cores busy only part of the time, while two
+trainings at 1 thread each keep both busy (Home Depot, two CLSM trainings on a third of the queries each:
+1.6x the throughput). :func:`run_trainings` therefore trains a cross-fitting's independent encoders in
+``workers`` spawned processes and hands each finished one back (the scores of its folds' rows, its
+seconds). A torch training is deterministic for a given thread count but not across thread counts (a
+matrix product split over 2 threads rounds differently in the 7th digit), so every cross-fitted training
+of these models runs at :data:`THREADS` torch thread, in a worker or not: the number of workers, the
+cores of the machine and whether the pool is used at all do not change the scores (tested).
+
+What a worker needs from the parent comes by file: the MiniLM vectors of every text a ``+teacher``
+training distils (:func:`ltrfeat.features.encoders.distill.save_vectors`, computed once in the parent,
+so no worker loads or runs MiniLM) and the starting weights of ``+init`` / ``+spans`` encoders (a
+``.ltrenc`` bundle). Each worker trains through the same code path as the parent (and writes the
+encoder to the cache when there is one).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+POOLED = ("clsm", "dssm", "deepmatch")  # models trained in worker processes (MiniLM fine-tuning stays here)
+MIN_ROWS = 20_000  # below this many training rows in all, starting workers (~3 s each) costs more than it saves
+THREADS = 1  # torch threads of every cross-fitted training of a POOLED model (see above)
+
+
+class FileStart:
+    """A starting point read from a bundle file (the worker side of a ``+init`` / ``+spans`` start)."""
+
+    _loaded: dict[str, object] = {}  # path -> encoder, per worker process
+
+    def __init__(self, key: str, path: Path):
+        self.key, self.path = key, Path(path)
+
+    def encoder(self):
+        from ltrfeat.features.encoders.encoder import Encoder
+
+        name = str(self.path)
+        if name not in self._loaded:
+            self._loaded[name] = Encoder.load(self.path)
+        return self._loaded[name]
+
+
+_TEACHER_DIRS: set[str] = set()
+
+
+def _fit(task: dict) -> tuple[dict, float, float, bool]:
+    """Worker entry: train one encoder (or load it from the cache), score its folds' rows."""
+    import torch
+
+    from ltrfeat.features.crossfit import _train
+    from ltrfeat.features.encoders import distill
+
+    torch.set_num_threads(task["options"]["threads"])
+    if task["teacher_dir"] is not None and task["teacher_dir"] not in _TEACHER_DIRS:
+        distill.load_vectors(task["teacher_dir"])
+        _TEACHER_DIRS.add(task["teacher_dir"])
+    start = time.perf_counter()
+    encoder, cached = _train(
+        task["spec"],
+        task["table"],
+        options=task["options"],
+        seed=task["seed"],
+        cache=task["cache"],
+        key=task["key"],
+        start=task["start"],
+    )
+    trained = time.perf_counter()
+    scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in task["texts"].items()}
+    return scores, trained - start, time.perf_counter() - trained, cached
+
+
+def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tuple], None]) -> None:
+    """Run every task (a dict: spec, table, options with ``threads``, seed, cache, key, start, texts,
+    teacher_dir) in ``workers`` spawned processes, largest tables first; ``on_done(i,
+    (scores by fold, train seconds, score seconds, from cache))`` is called in this process as task ``i``
+    finishes. On an error or an interruption the workers are stopped at once."""
+    order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
+    # spawn, not fork: this process has started torch threads, which fork would copy mid-flight
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(_fit, tasks[i]): i for i in order}
+        for future in concurrent.futures.as_completed(futures):
+            on_done(futures[future], future.result())
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _cost(task: dict) -> float:
+    # a distillation runs its own epochs before the ranking loss: roughly twice a plain training
+    return len(task["table"]) * (2.0 if task["spec"].pretrain == "teacher" else 1.0)
+
+
+def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    processes: Iterable = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def plan_workers(jobs: int, n_tasks: int, rows: int, cores: int, threads: int = THREADS) -> int:
+    """Worker processes for ``n_tasks`` trainings of ``rows`` table rows in all at ``threads`` threads each:
+    ``jobs`` (0: as many as the cores hold), at most one per task; 1 (train in this process) for a small job."""
+    wanted = max(1, cores // threads) if jobs == 0 else jobs
+    workers = min(wanted, n_tasks)
+    return 1 if rows < MIN_ROWS else max(1, workers)

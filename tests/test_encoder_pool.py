@@ -1,0 +1,101 @@
+"""Cross-fitted trainings in worker processes: the same scores as one after another, the cache shared, errors
+raised in the parent."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from builders import make_pairs
+from ltrfeat.features import encoder_pool
+from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.features.stages import StageProfile, profile_line
+
+SPECS = ["clsm:softmax", "dssm:generalized", "clsm:generalized+spans"]
+OPTIONS = {"epochs": 2, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 1}
+
+
+def _columns(pairs, specs, *, jobs, cache=None, profile=None, options=OPTIONS):
+    plans = plan_folds(pairs["qid"], k=3, seed=0)
+    return crossfit_columns(
+        pairs,
+        plans,
+        [EncoderSpec.parse(s) for s in specs],
+        options=options,
+        encoder_jobs=jobs,
+        cache=cache,
+        progress=False,
+        profile=profile,
+    )
+
+
+def _assert_same(a, b):
+    assert list(a) == list(b)
+    for fold in a:
+        assert list(a[fold]) == list(b[fold])
+        for name in a[fold]:
+            np.testing.assert_array_equal(a[fold][name], b[fold][name], err_msg=f"{fold} {name}")
+
+
+def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path, monkeypatch):
+    pairs = make_pairs()
+    alone = _columns(pairs, SPECS, jobs=1)
+    monkeypatch.setattr(encoder_pool, "MIN_ROWS", 0)
+    profile = StageProfile()
+    pooled = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile)
+    _assert_same(alone, pooled)
+    stages = profile.as_dict()
+    assert stages["encoder_pool"]["trainings"] == 18 and stages["encoder_pool"]["processes"] == 2
+    assert "18 trainings ran in 2 processes side by side" in profile_line({"encoder columns": 1.0, **stages})
+    for spec in SPECS:
+        name = EncoderSpec.parse(spec).name
+        assert stages["encoders"][name]["trainings"] == 6 + spec.endswith("+spans")  # + the span pre-training
+    assert len(list((tmp_path / "encoders").glob("*.ltrenc"))) == 18 + 1  # the workers wrote the cache (+ spans start)
+    # a warm run finds every training's scores in the cache and starts no worker
+    profile = StageProfile()
+    warm = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile)
+    _assert_same(alone, warm)
+    assert "encoder_pool" not in profile.as_dict()
+    assert all(e["from_cache"] == 6 for e in profile.as_dict()["encoders"].values())
+
+
+def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path, monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    pairs = make_pairs()
+    options = {"epochs": 1, "batch_size": 64, "distill_epochs": 1}
+    specs = ["sbert", "clsm:generalized+teacher"]
+    alone = _columns(pairs, specs, jobs=1, options=options)
+    monkeypatch.setattr(encoder_pool, "MIN_ROWS", 0)
+    _assert_same(alone, _columns(pairs, specs, jobs=2, cache=tmp_path, options=options))
+
+
+def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():
+    spec = EncoderSpec.parse("clsm:softmax")
+    good = make_pairs()
+    empty = pd.DataFrame({"qid": [], "query": [], "doc": [], "label": []})
+    task = {"spec": spec, "options": {"epochs": 1, "threads": 1}, "seed": 0, "cache": None, "key": None, "start": None}
+    task |= {"texts": {"fold1": (["a"], ["b"])}, "teacher_dir": None}
+    done = []
+    with pytest.raises(Exception, match="(?i)empty|no rows|no pairs"):
+        encoder_pool.run_trainings(
+            [task | {"table": good}, task | {"table": empty}],
+            workers=2,
+            on_done=lambda i, result: done.append(i),
+        )
+
+
+@pytest.mark.parametrize(
+    "jobs, n_tasks, rows, cores, threads, expected",
+    [
+        (0, 18, 100_000, 2, 1, 2),
+        (0, 18, 100_000, 8, 1, 8),
+        (0, 18, 100_000, 8, 2, 4),  # --encoder-option threads=2: half as many workers
+        (3, 18, 100_000, 8, 1, 3),
+        (0, 1, 100_000, 2, 1, 1),  # one training: in this process
+        (1, 18, 100_000, 2, 1, 1),
+        (0, 18, 1_000, 2, 1, 1),  # too small to pay for starting workers
+    ],
+)
+def test_plan_workers(jobs, n_tasks, rows, cores, threads, expected):
+    assert encoder_pool.plan_workers(jobs, n_tasks, rows, cores, threads) == expected
