@@ -475,3 +475,29 @@ def test_a_trained_encoder_scores_through_the_kept_layers_as_its_saved_bundle_do
     for side in ("query", "doc"):
         np.testing.assert_allclose(model.encode(texts, side=side), loaded.encode(texts, side=side), atol=1e-5)
     np.testing.assert_allclose(model.similarity(texts, texts[::-1]), loaded.similarity(texts, texts[::-1]), atol=1e-5)
+
+
+def test_bf16_fine_tuning_learns_and_its_bundle_scores_in_bf16(tiny_base, tmp_path):
+    from ltrfeat.features.encoders import sbert_prefix
+
+    sbert_prefix.clear()
+    pairs = make_pairs()
+    settings = {"loss": "generalized", "epochs": 3, "patience": 3, "freeze_layers": 1}
+    model, history = quick(tiny_base, pairs, precision="bf16", **settings)
+    fp32, fp32_history = quick(tiny_base, pairs, **settings)
+    assert model.precision == "bf16" and model.training["params"]["precision"] == "bf16" and fp32.precision == "fp32"
+    assert history[-1]["train_loss"] < history[1]["train_loss"]
+    for bf16, exact in zip(history[1:], fp32_history[1:]):  # the same learning, to bfloat16's rounding
+        assert bf16["train_loss"] == pytest.approx(exact["train_loss"], rel=0.05)
+        assert bf16["val_ndcg@10"] == pytest.approx(exact["val_ndcg@10"], abs=0.05)
+    assert len(sbert_prefix._STORES) == 2  # a bf16 store beside the fp32 one: their states differ
+    texts = ["red drill", "unseen text of the test fold", "blue"]
+    bf16_scores = model.similarity(texts, texts[::-1])
+    assert not np.array_equal(bf16_scores, fp32.similarity(texts, texts[::-1]))
+    path = tmp_path / "bf16.ltrenc"
+    model.save(path)
+    loaded = SbertFinetuned.load(path)
+    assert loaded.precision == "bf16"
+    np.testing.assert_allclose(loaded.similarity(texts, texts[::-1]), bf16_scores, atol=2e-2)
+    with pytest.raises(ValueError, match="precision must be one of fp32, bf16"):
+        quick(tiny_base, pairs, precision="fp16")

@@ -22,6 +22,7 @@ SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
 ARCHITECTURES = ("clsm", "dssm")
+PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.compute)
 
 C = TypeVar("C", bound="TrainingConfig")
 
@@ -215,9 +216,11 @@ class SbertConfig(TrainingConfig):
     shared: bool = True
     click_scale: float = 1.0
     patience: int = 1
+    precision: str = "fp32"
 
     def _check(self) -> None:
         _choice("loss", self.loss, LOSSES)
+        _choice("precision", self.precision, PRECISIONS)
         _at_least(self, 2, "batch_size", "max_seq_length")
         _at_least(self, 1, "accumulate")
         _at_least(self, -1, "freeze_layers")

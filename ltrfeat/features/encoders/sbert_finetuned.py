@@ -22,6 +22,7 @@ import safetensors.torch
 
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
+from ltrfeat.features.encoders.sbert_prefix import compute
 from ltrfeat.features.errors import ModelFileError
 
 KIND = "sbert-ft"
@@ -164,6 +165,11 @@ class SbertFinetuned:
         self.training = training or {}
         self.prefixes = prefixes or {}  # the trainer's kept frozen layers (not saved): encode runs only the top
 
+    @property
+    def precision(self) -> str:
+        """The precision it was fine-tuned in (``"fp32"`` or ``"bf16"``), which it also scores in."""
+        return (self.training.get("params") or {}).get("precision", "fp32")
+
     def _prefix(self, side: str):
         return self.prefixes.get("shared") or self.prefixes.get(side)
 
@@ -192,13 +198,18 @@ class SbertFinetuned:
             if prefix is not None:
                 vectors = _encode_with_prefix(prefix, uniq, batch_size=batch_size)
             else:
-                vectors = model.encode(
-                    uniq,
-                    batch_size=batch_size,
-                    convert_to_numpy=True,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
+                exact = self.precision == "fp32"
+                with compute(self.precision):
+                    vectors = model.encode(
+                        uniq,
+                        batch_size=batch_size,
+                        convert_to_numpy=exact,
+                        convert_to_tensor=not exact,
+                        normalize_embeddings=True,
+                        show_progress_bar=False,
+                    )
+                if not exact:
+                    vectors = vectors.float().numpy()
         finally:
             model.train(was_training)
         return np.asarray(vectors, dtype=np.float32)[inverse]

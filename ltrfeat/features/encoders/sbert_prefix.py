@@ -25,6 +25,13 @@ BUDGET_BYTES = 6 * 2**30  # beyond this, texts are run through the frozen layers
 _CHUNK = 256
 
 
+def compute(precision: str):
+    """The context a MiniLM forward pass runs in: ``"fp32"`` as is; ``"bf16"`` under CPU autocast, so the
+    matrix products take bfloat16 inputs (accumulating in float32; layer norms and softmax stay float32),
+    ~2.4x faster on a CPU with AVX512-BF16 or AMX (one 1024x384 @ 384x1536 product: 6.9 against 16.8 ms)."""
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+
+
 def clear() -> None:
     """Forget every kept hidden state (frees their memory)."""
     with _LOCK:
@@ -42,8 +49,8 @@ class FrozenPrefix:
     first module is a Transformer, then pooling/normalisation modules), cached per text under ``key``
     (which must identify the frozen weights, the tokenizer settings and ``n_frozen``)."""
 
-    def __init__(self, model, n_frozen: int, *, key: tuple, transformer):
-        self.model, self.n_frozen, self.key = model, n_frozen, key
+    def __init__(self, model, n_frozen: int, *, key: tuple, transformer, precision: str = "fp32"):
+        self.model, self.n_frozen, self.key, self.precision = model, n_frozen, key, precision
         self.hf = transformer
         self.layers = transformer.encoder.layer
         with _LOCK:
@@ -60,7 +67,7 @@ class FrozenPrefix:
         was_training = self.hf.training
         self.hf.eval()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), compute(self.precision):
                 kwargs = {"input_ids": features["input_ids"]}
                 if "token_type_ids" in features:
                     kwargs["token_type_ids"] = features["token_type_ids"]
@@ -71,7 +78,7 @@ class FrozenPrefix:
         finally:
             self.hf.train(was_training)
         lengths = features["attention_mask"].sum(1).tolist()
-        return [hidden[i, :n].clone() for i, n in enumerate(lengths)]
+        return [hidden[i, :n].float() for i, n in enumerate(lengths)]
 
     def states(self, texts: list[str]) -> list[torch.Tensor]:
         """Hidden states (tokens, hidden) after the frozen layers, one tensor per text."""
@@ -106,8 +113,10 @@ class FrozenPrefix:
         index = torch.nonzero(attention_mask.flatten(), as_tuple=True)[0]  # each real token's padded position
         hidden = torch.cat(states)
         keys = attention_mask.bool()[:, None, None, :]
-        for layer in self.layers[self.n_frozen :]:
-            hidden = packed_layer(layer, hidden, index=index, keys=keys)
+        with compute(self.precision):
+            for layer in self.layers[self.n_frozen :]:
+                hidden = packed_layer(layer, hidden, index=index, keys=keys)
+        hidden = hidden.float()
         padded = hidden.new_zeros(len(states) * width, hidden.shape[1]).index_copy(0, index, hidden)
         features = {"token_embeddings": padded.view(len(states), width, -1), "attention_mask": attention_mask}
         for module in list(self.model)[1:]:

@@ -30,7 +30,7 @@ from ltrfeat.features.duplicates import data_record
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
-from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix
+from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, compute
 from ltrfeat.features.encoders.training import (
     _begin,
     _fit_epochs,
@@ -59,10 +59,11 @@ class _Tower(torch.nn.Module):
     """A SentenceTransformer as a training tower: ``prepare`` tokenizes, ``forward`` embeds (through the
     kept frozen layers when ``prefix`` is given)."""
 
-    def __init__(self, model, prefix: FrozenPrefix | None = None):
+    def __init__(self, model, prefix: FrozenPrefix | None = None, precision: str = "fp32"):
         super().__init__()
         self.st = model
         self.prefix = prefix
+        self.precision = precision
 
     def prepare(self, _hasher, texts: list):
         return texts
@@ -70,7 +71,8 @@ class _Tower(torch.nn.Module):
     def _embed(self, texts: list) -> torch.Tensor:
         if self.prefix is not None:
             return self.prefix.forward(texts)
-        return self.st(self.st.preprocess(texts))["sentence_embedding"]
+        with compute(self.precision):
+            return self.st(self.st.preprocess(texts))["sentence_embedding"].float()
 
     def forward(self, texts: list) -> torch.Tensor:
         if torch.is_grad_enabled():
@@ -81,9 +83,9 @@ class _Tower(torch.nn.Module):
 class _Towers(torch.nn.Module):
     normalized = True  # R(Q, D) is the cosine (training.py's helpers read this)
 
-    def __init__(self, towers: dict, prefixes: dict | None = None):
+    def __init__(self, towers: dict, prefixes: dict | None = None, precision: str = "fp32"):
         super().__init__()
-        self.towers = torch.nn.ModuleDict({k: _Tower(v, (prefixes or {}).get(k)) for k, v in towers.items()})
+        self.towers = torch.nn.ModuleDict({k: _Tower(v, (prefixes or {}).get(k), precision) for k, v in towers.items()})
 
     def tower(self, side: str) -> _Tower:
         return self.towers["shared"] if "shared" in self.towers else self.towers[side]
@@ -121,9 +123,10 @@ def freeze_lower(model, n_layers: int, *, base=None) -> int:
     return len(layers)
 
 
-def frozen_key(model, n_frozen: int, *, base, max_seq_length: int) -> tuple:
-    """Identifies the frozen part's output: SHA-256 of the frozen tensors, the layer count and the
-    tokenizer's truncation (the same base loaded by every cross-fitted training gives the same key)."""
+def frozen_key(model, n_frozen: int, *, base, max_seq_length: int, precision: str = "fp32") -> tuple:
+    """Identifies the frozen part's output: SHA-256 of the frozen tensors, the layer count, the
+    tokenizer's truncation and the precision (the same base loaded by every cross-fitted training gives the
+    same key)."""
     hf = _transformer(model, base)
     h = hashlib.sha256()
     parts = [hf.embeddings, *hf.encoder.layer[:n_frozen]]
@@ -131,7 +134,7 @@ def frozen_key(model, n_frozen: int, *, base, max_seq_length: int) -> tuple:
         for name, tensor in module.state_dict().items():
             h.update(name.encode())
             h.update(tensor.detach().contiguous().numpy().tobytes())
-    return (h.hexdigest(), n_frozen, max_seq_length)
+    return (h.hexdigest(), n_frozen, max_seq_length) + (() if precision == "fp32" else (precision,))
 
 
 def _load_base(base):
@@ -180,6 +183,9 @@ def train_sbert(
           (:mod:`ltrfeat.features.encoders.sbert_prefix`; ~2x faster steps, no dropout in the frozen part);
           False runs it in every step as before.
         - shared : one tower for both sides; False fine-tunes separate query and document copies.
+        - precision : ``"fp32"``, or ``"bf16"``: the matrix products in bfloat16 under CPU autocast (weights,
+          optimizer and loss stay float32; ~2.4x faster with AVX512-BF16/AMX, slower without); the trained
+          encoder scores in the same precision.
         - soft_labels, click_scale, min_positive, val_fraction, patience : as in
           :func:`ltrfeat.features.encoders.training.train_encoder`.
         - seed : seeds sampling and dropout.
@@ -222,12 +228,14 @@ def train_sbert(
             n_layers = freeze_lower(model, freeze_layers, base=base)
         prefixes = None
         if cfg.keep_frozen and freeze_layers >= 0:
-            key = frozen_key(first, freeze_layers, base=base, max_seq_length=max_seq_length)
+            key = frozen_key(first, freeze_layers, base=base, max_seq_length=max_seq_length, precision=cfg.precision)
             prefixes = {
-                side: FrozenPrefix(model, freeze_layers, key=key, transformer=_transformer(model, base))
+                side: FrozenPrefix(
+                    model, freeze_layers, key=key, transformer=_transformer(model, base), precision=cfg.precision
+                )
                 for side, model in towers.items()
             }
-        net = _Towers(towers, prefixes)
+        net = _Towers(towers, prefixes, cfg.precision)
         trainable = [p for p in net.parameters() if p.requires_grad]
         if not trainable:
             raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")
