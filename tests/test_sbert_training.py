@@ -240,6 +240,8 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
             "8",
             "--threads",
             "1",
+            "--precision",
+            "bf16",
             "--out",
             str(out),
         ],
@@ -250,6 +252,7 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
     assert out.exists() and not (tmp_path / "ft.ltrenc.ckpt").exists()
     params = SbertFinetuned.load(out).training["params"]
     assert (params["epochs"], params["accumulate"], params["freeze_layers"], params["gamma"]) == (1, 2, 0, 20.0)
+    assert params["precision"] == "bf16"  # and extract below scores in it
     letor = tmp_path / "out.letor"
     res = runner.invoke(
         cli,
@@ -277,6 +280,7 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
     "args, message",
     [
         (["--model", "clsm", "--freeze-layers", "2"], "--freeze-layers is for --model sbert"),
+        (["--model", "dssm", "--precision", "bf16"], "--precision is for --model sbert"),
         (["--model", "sbert", "--optimizer", "sgd"], "--optimizer is not an option of --model sbert"),
         (["--model", "sbert", "--shared", "--separate"], "exclude each other"),
     ],

@@ -33,8 +33,9 @@ PASSED = {
     "freeze_layers": "freeze_layers",
     "max_seq_length": "max_seq_length",
     "accumulate": "accumulate",
+    "precision": "precision",
 }
-SBERT_ONLY = ("base", "freeze_layers", "max_seq_length", "accumulate", "separate")
+SBERT_ONLY = ("base", "freeze_layers", "max_seq_length", "accumulate", "separate", "precision")
 NOT_FOR_SBERT = (
     "pretrain",
     "score",
@@ -80,6 +81,13 @@ def sbert_options(command):
             "--separate",
             is_flag=True,
             help="sbert: fine-tune separate query and document towers [default: one shared tower].",
+        ),
+        click.option(
+            "--precision",
+            type=click.Choice(["fp32", "bf16"]),
+            default=None,
+            help="sbert: matrix products in float32 or bfloat16 (CPU autocast; faster on CPUs with AVX512-BF16 "
+            "or AMX, slower without; the bundle scores in the same precision) [default: fp32].",
         ),
     ]
     for option in reversed(options):
