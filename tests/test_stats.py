@@ -10,10 +10,13 @@ from hypothesis import strategies as st
 from ltrfeat.rankers.stats import (
     apply_holm,
     bootstrap_ci,
+    bootstrap_cis,
     compare,
+    compare_many,
     holm,
     paired_ttest,
     randomization_test,
+    randomization_tests,
     relative_improvement,
     win_tie_loss,
 )
@@ -207,3 +210,68 @@ def test_compare_contract():
 def test_compare_single_query():
     out = compare([0.2], [0.3])
     assert math.isnan(out["p_ttest"]) and out["p_randomization"] == 1.0 and out["n_queries"] == 1
+
+
+# ---- many comparisons at once ------------------------------------------------------------------
+
+
+def _reference_randomization(d, *, n_resamples=10_000, seed=0):
+    """The one-column Monte-Carlo test written out directly (sign draws as randomization_test makes them)."""
+    rng = np.random.default_rng(seed)
+    n, hits, done = len(d), 0, 0
+    step = max(1, 2_000_000 // n)
+    while done < n_resamples:
+        size = min(step, n_resamples - done)
+        negate = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
+        flipped = d.sum() - 2 * (negate.astype(np.float64) @ d)
+        hits += int(np.count_nonzero(np.abs(flipped) >= abs(d.sum()) - 1e-12 * np.abs(d).sum()))
+        done += size
+    return (1 + hits) / (1 + n_resamples)
+
+
+def _reference_bootstrap(x, *, n_resamples=10_000, seed=0):
+    """The percentile bootstrap by gathering each resample (what bootstrap_cis computes by counts)."""
+    rng = np.random.default_rng(seed)
+    n, means, done = len(x), [], 0
+    step = max(1, 2_000_000 // n)
+    while done < n_resamples:
+        size = min(step, n_resamples - done)
+        means.append(x[rng.integers(0, n, size=(size, n), dtype=np.int32)].mean(axis=1))
+        done += size
+    return np.quantile(np.concatenate(means), [0.025, 0.975])
+
+
+@pytest.mark.parametrize("n", [12, 700, 3001])
+def test_many_at_once_equals_one_at_a_time(n):
+    rng = np.random.default_rng(n)
+    base = rng.integers(0, 4, size=(n, 5)) / 3.0  # graded-like values: many tied deltas
+    variant = np.clip(base + (rng.random((n, 5)) < 0.3) * rng.integers(-1, 2, size=(n, 5)) / 3.0, 0, 1)
+    variant[:, 4] = base[:, 4]  # an all-zero delta column
+    many = compare_many(base, variant, seed=7, n_resamples=3_000)
+    for c, out in enumerate(many):
+        one = compare(base[:, c], variant[:, c], seed=7, n_resamples=3_000)
+        # the same draws; the matrix product may sum a column in another order (last bit of an interval)
+        np.testing.assert_allclose(out.pop("ci95_delta"), one.pop("ci95_delta"), rtol=0, atol=1e-14)
+        assert out == one
+        d = variant[:, c] - base[:, c]
+        if n > 16 and c < 4:
+            assert out["p_randomization"] == _reference_randomization(d, n_resamples=3_000, seed=7)
+            np.testing.assert_allclose(
+                compare_many(base, variant, seed=7, n_resamples=3_000)[c]["ci95_delta"],
+                _reference_bootstrap(d, n_resamples=3_000, seed=7),
+                rtol=0,
+                atol=1e-14,
+            )
+    assert many[4]["p_randomization"] == 1.0
+    p = randomization_tests(variant - base, seed=7, n_resamples=3_000)
+    assert p.tolist() == [o["p_randomization"] for o in many]
+    cis = bootstrap_cis(base, seed=2, n_resamples=500)
+    np.testing.assert_allclose(cis, [bootstrap_ci(base[:, c], seed=2, n_resamples=500) for c in range(5)], atol=1e-14)
+
+
+def test_compare_many_checks_its_input():
+    with pytest.raises(ValueError, match="2-D arrays of one shape"):
+        compare_many(np.zeros((3, 2)), np.zeros((3, 1)))
+    with pytest.raises(ValueError, match="NaN"):
+        compare_many(np.array([[0.1], [np.nan]]), np.zeros((2, 1)))
+    assert compare_many(np.zeros((3, 0)), np.zeros((3, 0))) == []

@@ -34,7 +34,7 @@ from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.rankers.run_cache import RunStore
 from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, describe, select, with_valid
 from ltrfeat.rankers.single import concat, feature_scores, rank_single_features
-from ltrfeat.rankers.stats import apply_holm, bootstrap_ci, compare
+from ltrfeat.rankers.stats import apply_holm, bootstrap_cis, compare_many
 from ltrfeat.rankers.verdict import verdict
 from ltrfeat.features.logs import show_progress
 from ltrfeat.features.versions import library_versions
@@ -860,30 +860,38 @@ def _comparisons(per_query: pd.DataFrame, groups, *, seed: int, n_resamples: int
     tasks = [(metric, pair) for pairs, metrics in groups for metric in metrics for pair in pairs]
     for metric in dict.fromkeys(m for m, _ in tasks):
         wide = per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
+        known = wide.notna().to_numpy()
+        position = {name: i for i, name in enumerate(wide.columns)}
+        # comparisons over the same queries share their resamples (compare_many): grouped by that query set
+        batches: dict[bytes, tuple[np.ndarray, list[tuple[str, str]]]] = {}
         for baseline, variant in (pair for m, pair in tasks if m == metric):
-            pair = wide[[baseline, variant]].dropna()
-            if pair.empty:
-                continue
-            a, b = pair[baseline].to_numpy(), pair[variant].to_numpy()
-            stats = compare(a, b, seed=seed, n_resamples=n_resamples)
-            comparisons.append(
-                {
-                    "baseline": baseline,
-                    "variant": variant,
-                    "metric": metric,
-                    "base_mean": float(a.mean()),
-                    "variant_mean": float(b.mean()),
-                    "delta": stats["delta"],
-                    "ci95_delta": list(stats["ci95_delta"]),
-                    "relative": stats["relative"],
-                    "p_ttest": stats["p_ttest"],
-                    "p_randomization": stats["p_randomization"],
-                    "wins": stats["wins"],
-                    "ties": stats["ties"],
-                    "losses": stats["losses"],
-                    "n_queries": stats["n_queries"],
-                }
-            )
+            both = known[:, position[baseline]] & known[:, position[variant]]
+            if both.any():
+                batches.setdefault(both.tobytes(), (both, []))[1].append((baseline, variant))
+        for both, pairs in batches.values():
+            a = wide.loc[both, [b for b, _ in pairs]].to_numpy()
+            b = wide.loc[both, [v for _, v in pairs]].to_numpy()
+            for (baseline, variant), stats, base_values, variant_values in zip(
+                pairs, compare_many(a, b, seed=seed, n_resamples=n_resamples), a.T, b.T
+            ):
+                comparisons.append(
+                    {
+                        "baseline": baseline,
+                        "variant": variant,
+                        "metric": metric,
+                        "base_mean": float(base_values.mean()),
+                        "variant_mean": float(variant_values.mean()),
+                        "delta": stats["delta"],
+                        "ci95_delta": list(stats["ci95_delta"]),
+                        "relative": stats["relative"],
+                        "p_ttest": stats["p_ttest"],
+                        "p_randomization": stats["p_randomization"],
+                        "wins": stats["wins"],
+                        "ties": stats["ties"],
+                        "losses": stats["losses"],
+                        "n_queries": stats["n_queries"],
+                    }
+                )
     if comparisons:
         apply_holm(comparisons)
     return comparisons
@@ -1003,26 +1011,28 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
         )
     per_query = result.per_query
     results = []
+    drawn: dict[int, list[tuple[int, np.ndarray]]] = {}  # intervals of equally many queries share their draws
     for fs, rows in zip(result.feature_sets, _rows_by_set(per_query, [s.name for s in result.feature_sets])):
         for metric in result.metrics:
             values = rows[metric].to_numpy(dtype=np.float64)
             values = values[np.isfinite(values)]
             # candidates' intervals would cost a bootstrap each and are not shown: means only
-            ci = (
-                bootstrap_ci(values, seed=seed, n_resamples=n_resamples)
-                if len(values) and fs.kind != "candidate"
-                else (np.nan, np.nan)
-            )
+            if len(values) and fs.kind != "candidate":
+                drawn.setdefault(len(values), []).append((len(results), values))
             results.append(
                 {
                     "feature_set": fs.name,
                     "kind": fs.kind,
                     "metric": metric,
                     "mean": float(values.mean()) if len(values) else float("nan"),
-                    "ci95": [float(ci[0]), float(ci[1])],
+                    "ci95": [float("nan"), float("nan")],
                     "n_queries": int(len(values)),
                 }
             )
+    for same_size in drawn.values():
+        columns = np.stack([values for _, values in same_size], axis=1)
+        for (i, _), (lo, hi) in zip(same_size, bootstrap_cis(columns, seed=seed, n_resamples=n_resamples)):
+            results[i]["ci95"] = [float(lo), float(hi)]
     groups = [
         ([(baseline, variant) for variant in rankers if baseline is not None and variant != baseline], result.metrics)
     ]

@@ -72,24 +72,32 @@ def randomization_test(a, b, *, n_resamples: int = 10_000, seed: int = 0, exact_
     All deltas 0 gives ``p = 1``.
     """
     d = _paired(a, b)
-    n = len(d)
-    if np.all(d == 0):
-        return 1.0
-    observed = abs(d.sum())
-    threshold = observed - 1e-12 * np.abs(d).sum()
-    total = d.sum()
+    return float(randomization_tests(d[:, None], n_resamples=n_resamples, seed=seed, exact_max_n=exact_max_n)[0])
+
+
+def randomization_tests(deltas, *, n_resamples: int = 10_000, seed: int = 0, exact_max_n: int = 16) -> np.ndarray:
+    """:func:`randomization_test` of every column of ``deltas`` (queries x comparisons), all columns
+    under the same sign vectors -- the ones each column alone would draw with this seed, so column ``c``
+    gets the p-value of ``randomization_test`` on it. Drawing and expanding the signs once for many
+    comparisons over the same queries is what makes a report's dozens of tests cheap."""
+    d = np.asarray(deltas, dtype=np.float64)
+    n = d.shape[0]
+    total = d.sum(axis=0)
+    threshold = np.abs(total) - 1e-12 * np.abs(d).sum(axis=0)
+    hits = np.zeros(d.shape[1], dtype=np.int64)
     if n <= exact_max_n:
         bits = (np.arange(2**n, dtype=np.int64)[:, None] >> np.arange(n)) & 1  # row k: binary digits of k
         flipped = total - 2 * (bits @ d)  # sum of s*d with s = -1 where the bit is set
-        return float(np.count_nonzero(np.abs(flipped) >= threshold) / 2**n)
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for size in _chunks(n_resamples, n):
-        # one random bit per sign: 8 signs per random byte is far cheaper than one float each
-        negate = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
-        flipped = total - 2 * (negate.astype(np.float64) @ d)
-        hits += int(np.count_nonzero(np.abs(flipped) >= threshold))
-    return (1 + hits) / (1 + n_resamples)
+        p = np.count_nonzero(np.abs(flipped) >= threshold, axis=0) / 2**n
+    else:
+        rng = np.random.default_rng(seed)
+        for size in _chunks(n_resamples, n):
+            # one random bit per sign: 8 signs per random byte is far cheaper than one float each
+            negate = np.unpackbits(rng.integers(0, 256, size=(size, (n + 7) // 8), dtype=np.uint8), axis=1, count=n)
+            flipped = total - 2 * (negate.astype(np.float64) @ d)
+            hits += np.count_nonzero(np.abs(flipped) >= threshold, axis=0)
+        p = (1 + hits) / (1 + n_resamples)
+    return np.where((d == 0).all(axis=0), 1.0, p)
 
 
 def bootstrap_ci(x, *, level: float = 0.95, n_resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
@@ -101,17 +109,30 @@ def bootstrap_ci(x, *, level: float = 0.95, n_resamples: int = 10_000, seed: int
     deltas ``b - a`` for the interval of the mean difference.
     """
     x = np.asarray(x, dtype=np.float64)
-    if x.ndim != 1 or len(x) == 0 or not np.isfinite(x).all():
+    if x.ndim != 1:
+        raise ValueError("bootstrap_ci needs a non-empty 1-D array of finite values")
+    lo, hi = bootstrap_cis(x[:, None], level=level, n_resamples=n_resamples, seed=seed)[0]
+    return float(lo), float(hi)
+
+
+def bootstrap_cis(values, *, level: float = 0.95, n_resamples: int = 10_000, seed: int = 0) -> np.ndarray:
+    """:func:`bootstrap_ci` of every column of ``values`` (queries x columns) as a (columns, 2) array,
+    all columns resampled with the same draws (those each column alone would get with this seed). A
+    resample's mean is ``counts @ x / n`` with ``counts`` how often each query was drawn."""
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 2 or len(x) == 0 or not np.isfinite(x).all():
         raise ValueError("bootstrap_ci needs a non-empty 1-D array of finite values")
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     rng = np.random.default_rng(seed)
     n = len(x)
-    means = np.concatenate(
-        [x[rng.integers(0, n, size=(size, n), dtype=np.int32)].mean(axis=1) for size in _chunks(n_resamples, n)]
-    )
-    lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
-    return float(lo), float(hi)
+    means = []
+    for size in _chunks(n_resamples, n):
+        drawn = rng.integers(0, n, size=(size, n), dtype=np.int32)
+        offsets = (np.arange(size, dtype=np.int64) * n)[:, None]
+        counts = np.bincount((drawn + offsets).ravel(), minlength=size * n).reshape(size, n)
+        means.append(counts.astype(np.float64) @ x / n)
+    return np.quantile(np.concatenate(means), [(1 - level) / 2, (1 + level) / 2], axis=0).T
 
 
 def holm(pvalues) -> np.ndarray:
@@ -161,19 +182,40 @@ def compare(base, variant, *, seed: int = 0, n_resamples: int = 10_000) -> dict:
     (bootstrap percentile interval of the mean delta), ``wins``, ``ties``, ``losses`` and
     ``n_queries``. ``p_holm`` is added later by :func:`apply_holm` across a report.
     """
-    d = _paired(base, variant)
+    _paired(base, variant)
+    return compare_many(np.asarray(base)[:, None], np.asarray(variant)[:, None], seed=seed, n_resamples=n_resamples)[0]
+
+
+def compare_many(base, variant, *, seed: int = 0, n_resamples: int = 10_000) -> list[dict]:
+    """:func:`compare` of every column of ``variant`` against the same column of ``base`` (both queries x
+    comparisons): the same numbers as one :func:`compare` per column, with the randomisation signs and
+    bootstrap draws made once for all columns (:func:`randomization_tests`, :func:`bootstrap_cis`)."""
     base = np.asarray(base, dtype=np.float64)
     variant = np.asarray(variant, dtype=np.float64)
-    _, p_t = paired_ttest(base, variant) if len(d) >= 2 else (math.nan, math.nan)
-    wins, ties, losses = win_tie_loss(base, variant)
-    return {
-        "delta": float(d.mean()),
-        "relative": relative_improvement(float(base.mean()), float(variant.mean())),
-        "p_ttest": p_t,
-        "p_randomization": randomization_test(base, variant, n_resamples=n_resamples, seed=seed),
-        "ci95_delta": bootstrap_ci(d, level=0.95, n_resamples=n_resamples, seed=seed),
-        "wins": wins,
-        "ties": ties,
-        "losses": losses,
-        "n_queries": len(d),
-    }
+    if base.ndim != 2 or base.shape != variant.shape:
+        raise ValueError(f"compare_many needs two 2-D arrays of one shape, got {base.shape} and {variant.shape}")
+    deltas = [_paired(base[:, c], variant[:, c]) for c in range(base.shape[1])]
+    if not deltas:
+        return []
+    d = np.stack(deltas, axis=1)
+    p_random = randomization_tests(d, n_resamples=n_resamples, seed=seed)
+    intervals = bootstrap_cis(d, level=0.95, n_resamples=n_resamples, seed=seed)
+    out = []
+    for c in range(d.shape[1]):
+        a, b = base[:, c], variant[:, c]
+        _, p_t = paired_ttest(a, b) if len(a) >= 2 else (math.nan, math.nan)
+        wins, ties, losses = win_tie_loss(a, b)
+        out.append(
+            {
+                "delta": float(d[:, c].mean()),
+                "relative": relative_improvement(float(a.mean()), float(b.mean())),
+                "p_ttest": p_t,
+                "p_randomization": float(p_random[c]),
+                "ci95_delta": (float(intervals[c, 0]), float(intervals[c, 1])),
+                "wins": wins,
+                "ties": ties,
+                "losses": losses,
+                "n_queries": len(a),
+            }
+        )
+    return out
