@@ -70,6 +70,28 @@ def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path,
     _assert_same(alone, _columns(pairs, specs, jobs=2, cache=tmp_path, options=options))
 
 
+def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path, monkeypatch):
+    pytest.importorskip("sentence_transformers")
+    from ltrfeat.features.encoders import sbert_prefix
+
+    pairs = make_pairs()
+    options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}
+    specs = ["sbert-ft:generalized"]
+    sbert_prefix.clear()
+    profile = StageProfile()
+    alone = _columns(pairs, specs, jobs=1, options=options, profile=profile)
+    jobs = profile.as_dict()["encoders"]["sbert-ft-generalized"]["jobs"]
+    n_texts = len(set(pairs["query"]) | set(pairs["doc"]))
+    assert f"frozen layers of {n_texts} texts" in jobs  # one pass over every text, before the trainings
+    sbert_prefix.clear()  # the workers get the states by file only
+    monkeypatch.setattr(encoder_pool, "MIN_ROWS", 0)
+    profile = StageProfile()
+    pooled = _columns(pairs, specs, jobs=2, cache=tmp_path, options=options, profile=profile)
+    _assert_same(alone, pooled)
+    assert profile.as_dict()["encoder_pool"]["trainings"] == 6
+    assert len(list((tmp_path / "encoders").glob("sbert-ft-*"))) == 6
+
+
 def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():
     spec = EncoderSpec.parse("clsm:softmax")
     good = make_pairs()

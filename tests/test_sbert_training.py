@@ -455,6 +455,29 @@ def test_the_store_is_shared_across_trainings_and_bounded(tiny_base, monkeypatch
     assert np.array_equal(bounded.encode(["red drill"]), kept.encode(["red drill"]))
 
 
+def test_frozen_states_made_up_front_are_handed_to_another_process_by_file(tiny_base, tmp_path):
+    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+
+    pairs = make_pairs(20)
+    texts = list(dict.fromkeys([*pairs["query"], *pairs["doc"]]))
+    sbert_prefix.clear()
+    key = keep_frozen_states(texts, base=tiny_base, freeze_layers=1)
+    made = dict(sbert_prefix._STORES[key])
+    assert set(made) == set(texts)
+    up_front, _ = quick(tiny_base, pairs, freeze_layers=1, epochs=1)
+    assert all(sbert_prefix._STORES[key][t] is made[t] for t in texts)  # the training used them, made none
+    sbert_prefix.save(key, texts, tmp_path / "states")
+    sbert_prefix.clear()
+    assert sbert_prefix.load(tmp_path / "states") == key
+    loaded = sbert_prefix._STORES[key]
+    assert list(loaded) == texts and all(torch.equal(loaded[t], made[t]) for t in texts)
+    from_file, _ = quick(tiny_base, pairs, freeze_layers=1, epochs=1)
+    assert np.array_equal(up_front.encode(texts), from_file.encode(texts))
+    assert keep_frozen_states(texts, base=tiny_base, freeze_layers=-1) is None  # nothing frozen, nothing kept
+    assert keep_frozen_states(texts, base=tiny_base, keep_frozen=False) is None
+
+
 def test_keep_frozen_false_runs_every_layer_each_step(tiny_base):
     from ltrfeat.features.encoders import sbert_prefix
 

@@ -227,7 +227,7 @@ _TEXT_MODE = option_group(
         type=click.IntRange(min=0),
         default=0,
         show_default=True,
-        help="Text mode: CLSM/DSSM/DeepMatch trainings run at once in worker processes, sharing the cores "
+        help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core, 1 = one after another in this process); the scores do not change.",
     ),
     duplicates_option,

@@ -72,7 +72,7 @@ class CrossFitConfig:
     options : encoder training options, ``KEY`` for every encoder or ``MODEL.KEY`` for one model
         (see :func:`spec_options`).
     conflicts : what to do when one docid has two texts (see :func:`ltrfeat.features.extract.extract_pairs`).
-    encoder_jobs : CLSM / DSSM / DeepMatch trainings run at once in worker processes, the cores shared
+    encoder_jobs : CLSM / DSSM / DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, the cores shared
         among them (0: one per core; 1: one after the another in this process); the numbers do not change
         (see :mod:`ltrfeat.features.encoder_pool`).
     """
@@ -541,13 +541,47 @@ class _Training:
         return bool(self.kept) and all(v is not None for v in self.kept.values())
 
 
-def _run_pooled(trainings: list[_Training], *, workers: int, seed: int, cache, bar, finish) -> None:
+def _keep_frozen(trainings: list[_Training], *, profile, bar) -> dict[int, tuple]:
+    """Run the frozen lower layers of the MiniLM fine-tunings among ``trainings`` once over all the texts
+    they read and score (one pass per base model and settings, :func:`~ltrfeat.features.encoders.
+    sbert_training.keep_frozen_states`), here, before any of them trains: in this process or in a worker,
+    every fine-tuning then starts from the same states. Returns ``{id(training): (store key, texts)}``."""
+    from .encoders.config import SbertConfig
+    from .encoders.sbert_training import keep_frozen_states
+
+    groups: dict[tuple, list[_Training]] = {}
+    for job in trainings:
+        if job.spec.model == "sbert-ft":
+            settings = {k: v for k, v in job.options.items() if k in SbertConfig.names()}
+            groups.setdefault((job.spec.path, json.dumps(settings, sort_keys=True, default=str)), []).append(job)
+    kept: dict[int, tuple] = {}
+    for (base, settings), members in groups.items():
+        texts: dict[str, None] = {}
+        for job in members:
+            texts.update(dict.fromkeys(job.table["query"]))
+            texts.update(dict.fromkeys(job.table["doc"]))
+            for queries, docs in job.texts.values():
+                texts.update(dict.fromkeys(queries))
+                texts.update(dict.fromkeys(docs))
+        bar.set_postfix_str(f"{members[0].spec.name}: frozen layers over {len(texts)} texts")
+        start = time.perf_counter()
+        key = keep_frozen_states(list(texts), base=base, **json.loads(settings))
+        if profile is not None:
+            profile.frozen_layers(members[0].spec.name, seconds=time.perf_counter() - start, texts=len(texts))
+        kept.update({id(job): (key, list(texts)) for job in members})
+    return kept
+
+
+def _run_pooled(
+    trainings: list[_Training], *, workers: int, seed: int, cache, bar, finish, frozen: dict[int, tuple]
+) -> None:
     """Train ``trainings`` in worker processes (:mod:`ltrfeat.features.encoder_pool`); the MiniLM vectors a
-    ``+teacher`` training distils and the weights a ``+init`` / ``+spans`` training starts from are made here
-    first and handed over by file."""
+    ``+teacher`` training distils, the weights a ``+init`` / ``+spans`` training starts from and the frozen
+    MiniLM layers' states of a fine-tuning (``frozen``, see :func:`_keep_frozen`) are made here first and
+    handed over by file."""
     import tempfile
 
-    from .encoders import distill
+    from .encoders import distill, sbert_prefix
 
     with tempfile.TemporaryDirectory(prefix="ltrfeat-pool-") as tmp:
         teacher_dir = None
@@ -566,6 +600,12 @@ def _run_pooled(trainings: list[_Training], *, workers: int, seed: int, cache, b
             if job.start is not None and id(job.start) not in starts:
                 starts[id(job.start)] = encoder_pool.FileStart(job.start.key, job.start.file(Path(tmp)))
                 job.start.seconds = 0.0
+        frozen_dirs: dict[tuple, str] = {}
+        for job in trainings:
+            key, texts = frozen.get(id(job), (None, []))
+            if key is not None and key not in frozen_dirs:
+                frozen_dirs[key] = str(Path(tmp) / f"frozen-{len(frozen_dirs)}")
+                sbert_prefix.save(key, texts, frozen_dirs[key])
         tasks = [
             {
                 "spec": j.spec,
@@ -577,6 +617,7 @@ def _run_pooled(trainings: list[_Training], *, workers: int, seed: int, cache, b
                 "start": None if j.start is None else starts[id(j.start)],
                 "texts": j.texts,
                 "teacher_dir": teacher_dir if j.spec.pretrain == "teacher" else None,
+                "frozen_dir": frozen_dirs.get(frozen.get(id(j), (None,))[0]),
             }
             for j in trainings
         ]
@@ -699,6 +740,7 @@ def crossfit_columns(
                 finish(job, {}, 0.0, 0.0, True)
             else:
                 todo.append(job)
+        frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar)
         pooled = [j for j in todo if train_fn is None and j.spec.model in encoder_pool.POOLED]
         threads = max([j.options["threads"] for j in pooled], default=1)
         workers = encoder_pool.plan_workers(
@@ -707,7 +749,7 @@ def crossfit_columns(
         if workers > 1:
             if profile is not None:
                 profile.encoder_pool(trainings=len(pooled), processes=workers, threads=threads)
-            _run_pooled(pooled, workers=workers, seed=seed, cache=cache, bar=bar, finish=finish)
+            _run_pooled(pooled, workers=workers, seed=seed, cache=cache, bar=bar, finish=finish, frozen=frozen)
             todo = [j for j in todo if j not in pooled]
         for job in todo:
             bar.set_postfix_str(f"{job.spec.name} on {len(job.table)} pairs")

@@ -1,8 +1,8 @@
-"""Cross-fitted CLSM / DSSM / DeepMatch trainings run side by side in worker processes.
+"""Cross-fitted CLSM / DSSM / DeepMatch trainings and MiniLM fine-tunings run side by side in worker processes.
 
-These models are small: one training at 2 threads keeps 2 cores busy only part of the time, while two
-trainings at 1 thread each keep both busy (Home Depot, two CLSM trainings on a third of the queries each:
-1.6x the throughput). :func:`run_trainings` therefore trains a cross-fitting's independent encoders in
+One training at 2 threads keeps 2 cores busy only part of the time, while two trainings at 1 thread each
+keep both busy (Home Depot, two CLSM trainings on a third of the queries each: 1.6x the throughput; two
+MiniLM fine-tunings on 800 queries each: 1.3x). :func:`run_trainings` therefore trains a cross-fitting's independent encoders in
 ``workers`` spawned processes and hands each finished one back (the scores of its folds' rows, its
 seconds). A torch training is deterministic for a given thread count but not across thread counts (a
 matrix product split over 2 threads rounds differently in the 7th digit), so every cross-fitted training
@@ -12,7 +12,9 @@ cores of the machine and whether the pool is used at all do not change the score
 What a worker needs from the parent comes by file: the MiniLM vectors of every text a ``+teacher``
 training distils (:func:`ltrfeat.features.encoders.distill.save_vectors`, computed once in the parent,
 so no worker loads or runs MiniLM) and the starting weights of ``+init`` / ``+spans`` encoders (a
-``.ltrenc`` bundle). Each worker trains through the same code path as the parent (and writes the
+``.ltrenc`` bundle), and the states of MiniLM's frozen lower layers for every text a fine-tuning reads
+(:func:`ltrfeat.features.encoders.sbert_prefix.save`, computed once in the parent, memory-mapped by the
+workers). Each worker trains through the same code path as the parent (and writes the
 encoder to the cache when there is one).
 """
 
@@ -26,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-POOLED = ("clsm", "dssm", "deepmatch")  # models trained in worker processes (MiniLM fine-tuning stays here)
+POOLED = ("clsm", "dssm", "deepmatch", "sbert-ft")  # models whose cross-fitted trainings run in worker processes
 MIN_ROWS = 20_000  # below this many training rows in all, starting workers (~3 s each) costs more than it saves
 THREADS = 1  # torch threads of every cross-fitted training of a POOLED model (see above)
 
@@ -48,7 +50,7 @@ class FileStart:
         return self._loaded[name]
 
 
-_TEACHER_DIRS: set[str] = set()
+_LOADED: set[str] = set()  # teacher-vector and frozen-state directories this worker has read
 
 
 def _fit(task: dict) -> tuple[dict, float, float, bool]:
@@ -56,12 +58,15 @@ def _fit(task: dict) -> tuple[dict, float, float, bool]:
     import torch
 
     from ltrfeat.features.crossfit import _train
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.features.encoders import distill, sbert_prefix
 
     torch.set_num_threads(task["options"]["threads"])
-    if task["teacher_dir"] is not None and task["teacher_dir"] not in _TEACHER_DIRS:
+    if task["teacher_dir"] is not None and task["teacher_dir"] not in _LOADED:
         distill.load_vectors(task["teacher_dir"])
-        _TEACHER_DIRS.add(task["teacher_dir"])
+        _LOADED.add(task["teacher_dir"])
+    if task.get("frozen_dir") is not None and task["frozen_dir"] not in _LOADED:
+        sbert_prefix.load(task["frozen_dir"])
+        _LOADED.add(task["frozen_dir"])
     start = time.perf_counter()
     encoder, cached = _train(
         task["spec"],
@@ -79,7 +84,7 @@ def _fit(task: dict) -> tuple[dict, float, float, bool]:
 
 def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tuple], None]) -> None:
     """Run every task (a dict: spec, table, options with ``threads``, seed, cache, key, start, texts,
-    teacher_dir) in ``workers`` spawned processes, largest tables first; ``on_done(i,
+    teacher_dir, frozen_dir) in ``workers`` spawned processes, largest tables first; ``on_done(i,
     (scores by fold, train seconds, score seconds, from cache))`` is called in this process as task ``i``
     finishes. On an error or an interruption the workers are stopped at once."""
     order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
@@ -96,8 +101,10 @@ def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tu
 
 
 def _cost(task: dict) -> float:
-    # a distillation runs its own epochs before the ranking loss: roughly twice a plain training
-    return len(task["table"]) * (2.0 if task["spec"].pretrain == "teacher" else 1.0)
+    # per table row: a distillation runs its own epochs before the ranking loss (roughly twice a plain
+    # training); a MiniLM fine-tuning epoch costs several CLSM trainings (Home Depot: ~6 ms a row at 1 thread)
+    factor = {"sbert-ft": 6.0}.get(task["spec"].model, 2.0 if task["spec"].pretrain == "teacher" else 1.0)
+    return len(task["table"]) * factor
 
 
 def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:

@@ -537,7 +537,7 @@ def train_deepmatch(
             net.set_structure(fine, coarse, links)
         else:
             net = _checkpoint_net(resume, params=params, data_sha=data_sha)
-        opt = torch.optim.Adam(net.parameters(), lr=3e-3 if cfg.lr is None else cfg.lr)
+        opt = torch.optim.Adam(net.parameters(), lr=3e-3 if cfg.lr is None else cfg.lr, fused=True)
         rng = np.random.default_rng(seed)
         sampler = _Sampler(data, rows)
         val = np.flatnonzero(~data.train)

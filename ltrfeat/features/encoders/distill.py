@@ -383,7 +383,7 @@ def distill(
 
     t1 = time.perf_counter()
     epochs, batch_size = settings.epochs, settings.batch_size
-    opt = torch.optim.Adam(net.parameters(), lr=settings.lr)
+    opt = torch.optim.Adam(net.parameters(), lr=settings.lr, fused=True)
     net.train()
     losses = []
     n_batches = -(-len(pairs) // batch_size)

@@ -14,8 +14,11 @@ training.
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
+import numpy as np
 import torch
 
 _STORES: dict[tuple, dict[str, torch.Tensor]] = {}
@@ -42,6 +45,36 @@ def clear() -> None:
 def kept_bytes() -> int:
     with _LOCK:
         return sum(_SIZES.values())
+
+
+def save(key: tuple, texts: list[str], directory) -> None:
+    """Write the kept states of ``texts`` (all kept under ``key``) to ``directory``: the states end to end
+    (``states.npy``, tokens x hidden, float32) and the key, texts and token counts (``index.json``), for
+    :func:`load` in another process."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    store = _STORES[key]
+    texts = [t for t in texts if t in store]  # beyond BUDGET_BYTES a text is not kept: its reader computes it
+    states = [store[t] for t in texts]
+    np.save(directory / "states.npy", torch.cat(states).numpy() if states else np.zeros((0, 0), np.float32))
+    index = {"key": list(key), "texts": list(texts), "tokens": [len(s) for s in states]}
+    (directory / "index.json").write_text(json.dumps(index), encoding="utf-8")
+
+
+def load(directory) -> tuple:
+    """Keep the states a :func:`save` wrote (memory-mapped: processes that load one file share its pages)
+    under their key, which is returned."""
+    directory = Path(directory)
+    index = json.loads((directory / "index.json").read_text(encoding="utf-8"))
+    key = tuple(index["key"])
+    states = torch.from_numpy(np.load(directory / "states.npy", mmap_mode="c"))  # copy-on-write: never written
+    ends = np.cumsum(index["tokens"])
+    with _LOCK:
+        store = _STORES.setdefault(key, {})
+        _SIZES.setdefault(key, 0)
+        for text, end, n in zip(index["texts"], ends, index["tokens"]):
+            store[text] = states[end - n : end]
+    return key
 
 
 class FrozenPrefix:

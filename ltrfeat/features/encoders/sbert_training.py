@@ -148,6 +148,26 @@ def _load_base(base):
     return load_model_dir(path)
 
 
+def keep_frozen_states(texts: list[str], config: SbertConfig | None = None, *, base=None, **options) -> tuple | None:
+    """Run ``texts`` through the frozen layers a :func:`train_sbert` with these settings keeps
+    (:class:`~ltrfeat.features.encoders.sbert_prefix.FrozenPrefix`) and keep their states in this process;
+    returns the store's key (None when the settings keep nothing: ``keep_frozen=False`` or nothing
+    frozen). Computing a cross-fitting's texts in one pass up front gives every training of it the same
+    states, whichever process it runs in (:func:`~ltrfeat.features.encoders.sbert_prefix.save`)."""
+    cfg = SbertConfig.build(config, options)
+    if not cfg.keep_frozen or cfg.freeze_layers < 0:
+        return None
+    model = _load_base(base)
+    model.max_seq_length = cfg.max_seq_length
+    freeze_lower(model, cfg.freeze_layers, base=base)
+    key = frozen_key(model, cfg.freeze_layers, base=base, max_seq_length=cfg.max_seq_length, precision=cfg.precision)
+    prefix = FrozenPrefix(
+        model, cfg.freeze_layers, key=key, transformer=_transformer(model, base), precision=cfg.precision
+    )
+    prefix.states(list(dict.fromkeys(texts)))
+    return key
+
+
 def train_sbert(
     pairs: pd.DataFrame,
     config: SbertConfig | None = None,
@@ -239,7 +259,7 @@ def train_sbert(
         trainable = [p for p in net.parameters() if p.requires_grad]
         if not trainable:
             raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")
-        opt = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay)
+        opt = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
         q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
         sampler = _Sampler(data, rows)
         header = {"params": params, "data_sha256": data_sha}
