@@ -16,7 +16,7 @@ SPECS = ["clsm:softmax", "dssm:generalized", "clsm:generalized+spans"]
 OPTIONS = {"epochs": 2, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 1}
 
 
-def _columns(pairs, specs, *, jobs, cache=None, profile=None, options=OPTIONS):
+def _columns(pairs, specs, *, jobs, cache=None, profile=None, options=OPTIONS, **settings):
     plans = plan_folds(pairs["qid"], k=3, seed=0)
     return crossfit_columns(
         pairs,
@@ -27,6 +27,7 @@ def _columns(pairs, specs, *, jobs, cache=None, profile=None, options=OPTIONS):
         cache=cache,
         progress=False,
         profile=profile,
+        **settings,
     )
 
 
@@ -73,6 +74,7 @@ def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path,
 def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path, monkeypatch):
     pytest.importorskip("sentence_transformers")
     from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
 
     pairs = make_pairs()
     options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}
@@ -83,13 +85,28 @@ def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_p
     jobs = profile.as_dict()["encoders"]["sbert-ft-generalized"]["jobs"]
     n_texts = len(set(pairs["query"]) | set(pairs["doc"]))
     assert f"frozen layers of {n_texts} texts" in jobs  # one pass over every text, before the trainings
+    # each outer encoder continues an inner one on the fold that one lacks
+    assert sorted(j for j in jobs if "continues" in j) == [
+        "without fold1 (continues the encoder without fold1+fold2)",
+        "without fold2 (continues the encoder without fold2+fold3)",
+        "without fold3 (continues the encoder without fold1+fold3)",
+    ]
     sbert_prefix.clear()  # the workers get the states by file only
     monkeypatch.setattr(encoder_pool, "MIN_ROWS", 0)
     profile = StageProfile()
     pooled = _columns(pairs, specs, jobs=2, cache=tmp_path, options=options, profile=profile)
     _assert_same(alone, pooled)
     assert profile.as_dict()["encoder_pool"]["trainings"] == 6
-    assert len(list((tmp_path / "encoders").glob("sbert-ft-*"))) == 6
+    bundles = [SbertFinetuned.load(p) for p in (tmp_path / "encoders").glob("sbert-ft-*")]
+    inner = {b.training["data_sha256"] for b in bundles if "init" not in b.training["params"]}
+    outer = [b.training for b in bundles if "init" in b.training["params"]]
+    assert len(inner) == 3 and len(outer) == 3 and {t["params"]["init"] for t in outer} == inner
+    assert all(t["n_pairs"] * 2 < len(pairs) for t in outer)  # one fold's pairs each, not two
+    # without continuation every encoder fine-tunes the base model: other outer scores, the same inner ones
+    full = _columns(pairs, specs, jobs=1, options=options, continue_outer=False)
+    assert not np.array_equal(
+        full["fold1"]["sbert-ft-generalized_doc_cos"], alone["fold1"]["sbert-ft-generalized_doc_cos"]
+    )
 
 
 def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():

@@ -117,6 +117,7 @@ def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
         options=options,
         conflicts=text["conflicts"],
         encoder_jobs=text["encoder_jobs"],
+        continue_outer=text["continue_outer"],
     )
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
     click.echo(
@@ -230,6 +231,14 @@ _TEXT_MODE = option_group(
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core, 1 = one after another in this process); the scores do not change.",
     ),
+    click.option(
+        "--continue-outer/--no-continue-outer",
+        default=True,
+        show_default=True,
+        help="Text mode, MiniLM fine-tuning (sbert-ft): each outer encoder continues an inner one on the one fold "
+        "that one lacks, so every pair is seen once in 2 passes over the data instead of 3; --no-continue-outer "
+        "fine-tunes every encoder from the base model.",
+    ),
     duplicates_option,
     click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders."),
 )
@@ -334,9 +343,9 @@ _RUN = option_group(
     click.option(
         "--jobs",
         type=click.IntRange(min=0),
-        default=1,
-        show_default=True,
-        help="Worker processes for the ranker runs (0 = one per CPU core); results equal a run with 1.",
+        default=None,
+        help="Worker processes for the ranker runs (0 = one per CPU core; default: one per core when the folds "
+        "hold 20,000 training rows or more, else 1); results equal a run with 1.",
     ),
 )
 
@@ -416,6 +425,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         Fold,
         load_letor_folds,
         plan_feature_sets,
+        plan_jobs,
         run_ablation,
         summarise,
     )
@@ -521,7 +531,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                     config,
                     progress=not os.environ.get("CI"),
                     executor=executor,
-                    jobs=run["jobs"] or available_cores(),
+                    jobs=plan_jobs(run["jobs"], folds, available_cores()),
                     cache=store,
                 )
             if store is not None:

@@ -75,6 +75,10 @@ class CrossFitConfig:
     encoder_jobs : CLSM / DSSM / DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, the cores shared
         among them (0: one per core; 1: one after the another in this process); the numbers do not change
         (see :mod:`ltrfeat.features.encoder_pool`).
+    continue_outer : MiniLM fine-tuning (``sbert-ft``): each outer encoder ``E_f`` continues the inner encoder
+        ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``, instead of fine-tuning the base model on every
+        pair outside ``T_f`` again: the same pairs, seen once each, in 2 passes over the data instead of 3
+        (see :class:`_Continued`). False trains every encoder from the base model.
     """
 
     k: int = 5
@@ -84,6 +88,7 @@ class CrossFitConfig:
     options: dict = dataclasses.field(default_factory=dict)
     conflicts: str = "error"
     encoder_jobs: int = 0
+    continue_outer: bool = True
 
     def __post_init__(self):
         if isinstance(self.encoder_jobs, bool) or not isinstance(self.encoder_jobs, int) or self.encoder_jobs < 0:
@@ -284,7 +289,13 @@ def scoring_jobs(plans: list[FoldPlan]) -> list[tuple[frozenset, list[tuple[str,
 def training_rows(train_table: pd.DataFrame, excluded_texts: set) -> np.ndarray:
     """Row indices of ``train_table`` whose normalised query is not excluded."""
     keys = train_table["query"].map(normalise_query).to_numpy()
-    return np.flatnonzero(~np.isin(keys, list(excluded_texts)))
+    return np.flatnonzero(~_member(keys, excluded_texts))
+
+
+def _member(values, members) -> np.ndarray:
+    """``values[i] in members`` for every ``i`` (hashed: ``np.isin`` compares object arrays pair by pair, which
+    took 3 minutes of a Home Depot ablation's set-up)."""
+    return pd.Series(values, dtype=object).isin(members).to_numpy()
 
 
 def check_disjoint(trained_on: set, scored: set, what: str) -> None:
@@ -439,6 +450,42 @@ class _StartingPoint:
         return encoder
 
 
+class _Continued:
+    """The starting point of an outer MiniLM fine-tuning that continues an inner one (``continue_outer``):
+    the inner training's encoder, as trained in this run or loaded from the cache (trained again when its
+    scores were cached but its bundle is gone). ``key``: the inner encoder's cache key."""
+
+    def __init__(self, inner: "_Training", *, seed: int, cache: Path | None):
+        self.inner, self.seed, self.cache = inner, seed, cache
+        self.key = inner.key
+        self.seconds = 0.0
+        self._encoder = None
+
+    def set(self, encoder) -> None:
+        self._encoder = encoder
+
+    def encoder(self):
+        if self._encoder is None:
+            start = time.perf_counter()
+            job = self.inner
+            self._encoder, _ = _train(
+                job.spec, job.table, options=job.options, seed=self.seed, cache=self.cache, key=job.key
+            )
+            self.seconds = time.perf_counter() - start
+        return self._encoder
+
+    def path(self) -> Path | None:
+        inner = self.inner
+        return None if self.cache is None else self.cache / "encoders" / f"{inner.spec.name}-{inner.key}.ltrenc"
+
+    def file(self, directory: Path) -> Path:
+        path = self.path()
+        if path is None or not path.exists():
+            path = directory / f"{self.inner.spec.name}-inner-{id(self)}.ltrenc"
+            self.encoder().save(path)
+        return path
+
+
 def _train(
     spec: EncoderSpec,
     table: pd.DataFrame,
@@ -450,7 +497,7 @@ def _train(
     start: _StartingPoint | None = None,
 ):
     """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known;
-    ``start``: the weights a +init or +spans encoder starts from)."""
+    ``start``: the weights a +init or +spans encoder, or a continued MiniLM fine-tuning, starts from)."""
     from .encoders.deepmatch import DeepMatch, train_deepmatch
     from .encoders.encoder import Encoder
     from .encoders.training import train_encoder
@@ -468,7 +515,8 @@ def _train(
     if spec.model == "sbert-ft":
         from .encoders.sbert_training import train_sbert
 
-        encoder, _ = train_sbert(table, base=spec.path, loss=spec.loss, seed=seed, progress=False, **options)
+        init = None if start is None else start.encoder()
+        encoder, _ = train_sbert(table, base=spec.path, loss=spec.loss, seed=seed, progress=False, init=init, **options)
     elif spec.model == "deepmatch":
         encoder, _ = train_deepmatch(table, seed=seed, progress=False, **options)
     else:
@@ -529,9 +577,10 @@ class _Training:
     job: str
     table: pd.DataFrame
     options: dict
-    start: _StartingPoint | None
+    start: "_StartingPoint | _Continued | None"
     rows_of: dict[str, np.ndarray]
     texts: dict[str, tuple[list, list]]
+    rows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # of the table
     key: str | None = None
     paths: dict[str, Path] = dataclasses.field(default_factory=dict)
     kept: dict[str, np.ndarray | None] = dataclasses.field(default_factory=dict)
@@ -596,9 +645,16 @@ def _run_pooled(
             teacher_dir = str(Path(tmp) / "teacher")
             distill.save_vectors(teacher_dir)
         starts: dict[int, encoder_pool.FileStart] = {}
+        position = {id(j): i for i, j in enumerate(trainings)}
+        save_to: dict[int, str] = {}  # inner trainings whose encoder a continued one starts from, by file
         for job in trainings:
-            if job.start is not None and id(job.start) not in starts:
-                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, job.start.file(Path(tmp)))
+            if isinstance(job.start, _Continued) and id(job.start.inner) in position:
+                path = job.start.path() or Path(tmp) / f"inner-{position[id(job.start.inner)]}.ltrenc"
+                save_to[position[id(job.start.inner)]] = str(path)
+                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
+            elif job.start is not None and id(job.start) not in starts:
+                path = job.start.file(Path(tmp))
+                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
                 job.start.seconds = 0.0
         frozen_dirs: dict[tuple, str] = {}
         for job in trainings:
@@ -618,8 +674,10 @@ def _run_pooled(
                 "texts": j.texts,
                 "teacher_dir": teacher_dir if j.spec.pretrain == "teacher" else None,
                 "frozen_dir": frozen_dirs.get(frozen.get(id(j), (None,))[0]),
+                "save_to": save_to.get(i),
+                "after": position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
             }
-            for j in trainings
+            for i, j in enumerate(trainings)
         ]
         bar.set_postfix_str(f"{len(tasks)} trainings in {workers} processes")
         encoder_pool.run_trainings(tasks, workers=workers, on_done=lambda i, result: finish(trainings[i], *result))
@@ -697,25 +755,38 @@ def crossfit_columns(
                 own = start_point.options
             # the thread count is a runtime setting: out of the cache key unless the user chose it
             training_options = own if spec.model not in encoder_pool.POOLED else {"threads": encoder_pool.THREADS} | own
-            for excluded, targets in jobs:
+            continuing = config.continue_outer and spec.model == "sbert-ft" and train_fn is None
+            inner_of: dict[frozenset, _Training] = {}
+            # inner trainings first: a continued outer one needs its inner one's key
+            for index in [*range(len(plans), len(jobs)), *range(len(plans))] if continuing else range(len(jobs)):
+                excluded, targets = jobs[index]
                 rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
-                table = train_table.iloc[rows]
                 trained_on = set(train_keys.iloc[rows])
+                name = "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded))
+                start: _StartingPoint | _Continued | None = start_point
+                if continuing and index < len(plans):
+                    inner = inner_of[excluded | plans[(index + 1) % len(plans)].test]
+                    rows = np.setdiff1d(rows, inner.rows)  # the one fold the inner encoder lacks
+                    start = _Continued(inner, seed=seed, cache=cache if train_fn is None else None)
+                    name += f" (continues the encoder {inner.job})"
+                table = train_table.iloc[rows]
                 for fold, scored in targets:
                     check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
-                rows_of = {fold: np.flatnonzero(np.isin(row_qid, list(scored))) for fold, scored in targets}
+                rows_of = {fold: np.flatnonzero(_member(row_qid, scored)) for fold, scored in targets}
                 job = _Training(
                     spec,
                     column,
-                    "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded)),
+                    name,
                     table,
                     training_options,
-                    start_point,
+                    start,
                     rows_of,
                     {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()},
+                    rows=rows,
                 )
+                inner_of[excluded] = job
                 if cache is not None and train_fn is None:
-                    job.key = _cache_key(spec, own, table, seed, None if start_point is None else start_point.key)
+                    job.key = _cache_key(spec, own, table, seed, None if start is None else start.key)
                     job.paths = {
                         fold: _scores_path(cache, f"{spec.name}-{job.key}", *job.texts[fold]) for fold in rows_of
                     }
@@ -763,6 +834,9 @@ def crossfit_columns(
             trained = time.perf_counter()
             if job.start is not None and job.start.seconds:  # counted as its own job, not this training's
                 start, job.start.seconds = start + job.start.seconds, 0.0
+            for other in todo:
+                if isinstance(other.start, _Continued) and other.start.inner is job:
+                    other.start.set(encoder)
             scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in job.texts.items()}
             finish(job, scores, trained - start, time.perf_counter() - trained, cached)
         for job in trainings:
@@ -789,7 +863,7 @@ def build_folds(
             data = data.with_columns([name], values, source=f"{source}:{name.rsplit('_', 2)[0]}")
 
         def part(qs, data=data):
-            return data.take(np.flatnonzero(np.isin(data.qid, list(qs))))
+            return data.take(np.flatnonzero(_member(data.qid, qs)))
 
         folds.append(
             CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None, part(plan.test))
@@ -813,10 +887,18 @@ def n_trainings(k: int) -> int:
 
 
 def scheme(
-    *, k: int, valid_fraction: float, seed: int, separate_table: bool, span_pretrained=(), span_documents: int = 0
+    *,
+    k: int,
+    valid_fraction: float,
+    seed: int,
+    separate_table: bool,
+    span_pretrained=(),
+    span_documents: int = 0,
+    continued=(),
 ) -> dict:
     """The cross-fitting scheme in words and numbers, for the report (``span_pretrained``: the +spans encoders,
-    pre-trained on ``span_documents`` distinct document texts)."""
+    pre-trained on ``span_documents`` distinct document texts; ``continued``: the encoders whose outer
+    trainings continue inner ones, see :attr:`CrossFitConfig.continue_outer`)."""
     source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
     spans = (
         f" {', '.join(span_pretrained)}: every fold's encoder starts from one pre-training on query-like spans of "
@@ -825,6 +907,12 @@ def scheme(
         if span_pretrained
         else ""
     )
+    if continued:
+        spans += (
+            f" {', '.join(continued)}: the encoder for fold f's test rows continues the encoder trained without folds "
+            "f and f+1 on fold f+1's pairs (every pair outside fold f seen once, 2 passes over the pairs instead "
+            "of 3)."
+        )
     return {
         "outer_folds": k,
         "inner_parts": k - 1,
@@ -901,5 +989,8 @@ def text_folds(
         separate_table=train_table is not None,
         span_pretrained=[s.name for s in specs if s.pretrain == "spans"],
         span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
+        continued=[s.name for s in specs if s.model == "sbert-ft"]
+        if config.continue_outer and train_fn is None
+        else [],
     )
     return folds, groups, base.feature_map.names, info

@@ -34,19 +34,22 @@ THREADS = 1  # torch threads of every cross-fitted training of a POOLED model (s
 
 
 class FileStart:
-    """A starting point read from a bundle file (the worker side of a ``+init`` / ``+spans`` start)."""
+    """A starting point read from a bundle file (the worker side of a ``+init`` / ``+spans`` start, or of
+    the inner MiniLM fine-tuning a continued one starts from)."""
 
     _loaded: dict[str, object] = {}  # path -> encoder, per worker process
 
-    def __init__(self, key: str, path: Path):
-        self.key, self.path = key, Path(path)
+    def __init__(self, key: str | None, path: Path, *, model: str = "clsm"):
+        self.key, self.path, self.model = key, Path(path), model
+        self.seconds = 0.0
 
     def encoder(self):
         from ltrfeat.features.encoders.encoder import Encoder
+        from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
 
         name = str(self.path)
         if name not in self._loaded:
-            self._loaded[name] = Encoder.load(self.path)
+            self._loaded[name] = (SbertFinetuned if self.model == "sbert-ft" else Encoder).load(self.path)
         return self._loaded[name]
 
 
@@ -78,22 +81,38 @@ def _fit(task: dict) -> tuple[dict, float, float, bool]:
         start=task["start"],
     )
     trained = time.perf_counter()
+    if task.get("save_to") is not None and not Path(task["save_to"]).exists():  # a continued training's start
+        encoder.save(task["save_to"])
     scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in task["texts"].items()}
     return scores, trained - start, time.perf_counter() - trained, cached
 
 
 def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tuple], None]) -> None:
     """Run every task (a dict: spec, table, options with ``threads``, seed, cache, key, start, texts,
-    teacher_dir, frozen_dir) in ``workers`` spawned processes, largest tables first; ``on_done(i,
+    teacher_dir, frozen_dir; optionally ``after``, the index of the task whose encoder it starts from, and
+    ``save_to``, where to write the encoder for such a task) in ``workers`` spawned processes, the costliest
+    ready task first; ``on_done(i,
     (scores by fold, train seconds, score seconds, from cache))`` is called in this process as task ``i``
     finishes. On an error or an interruption the workers are stopped at once."""
-    order = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
+    waiting = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
+    finished: set[int] = set()
     # spawn, not fork: this process has started torch threads, which fork would copy mid-flight
     pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
     try:
-        futures = {pool.submit(_fit, tasks[i]): i for i in order}
-        for future in concurrent.futures.as_completed(futures):
-            on_done(futures[future], future.result())
+        running: dict[concurrent.futures.Future, int] = {}
+        while waiting or running:
+            # one task per free worker, the costliest whose training it continues (``after``) has finished
+            ready = [i for i in waiting if tasks[i].get("after") is None or tasks[i]["after"] in finished]
+            for i in ready[: workers - len(running)]:
+                waiting.remove(i)
+                running[pool.submit(_fit, tasks[i])] = i
+            if not running:
+                raise ValueError("encoder trainings wait for each other in a circle")
+            done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                i = running.pop(future)
+                on_done(i, future.result())
+                finished.add(i)
     except BaseException:
         _stop(pool)
         raise

@@ -173,6 +173,7 @@ def train_sbert(
     config: SbertConfig | None = None,
     *,
     base=None,
+    init: SbertFinetuned | None = None,
     threads: int | None = None,
     checkpoint=None,
     resume=None,
@@ -210,6 +211,8 @@ def train_sbert(
           :func:`ltrfeat.features.encoders.training.train_encoder`.
         - seed : seeds sampling and dropout.
     base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
+    init : a fine-tuned encoder of ``base`` to continue from (its towers' weights; epoch 0 of the history
+        is then its validation score, so the best epoch may be the starting point itself).
     threads : torch threads (default: the CPU count).
     checkpoint : path rewritten after every epoch (a resumable checkpoint).
     resume : a checkpoint to continue from; the result equals an uninterrupted run.
@@ -227,6 +230,8 @@ def train_sbert(
         progress = show_progress()
     pairs = _validate(pairs)
     params = {"model": "sbert", "base": None if base is None else str(base), **cfg.to_dict()}
+    if init is not None:
+        params["init"] = init.training.get("data_sha256")
     data_sha, data, rows = _training_data(
         pairs,
         loss=loss,
@@ -243,6 +248,13 @@ def train_sbert(
         first = _load_base(base)
         first.max_seq_length = max_seq_length
         towers = {"shared": first} if shared else {"query": first, "doc": copy.deepcopy(first)}
+        if init is not None:
+            if set(init.towers) != set(towers):
+                raise ValueError(
+                    f"init has towers {sorted(init.towers)}, this training {sorted(towers)}: set shared= as in init"
+                )
+            for side, model in towers.items():
+                model.load_state_dict(init.towers[side].state_dict())
         n_layers = 0
         for model in towers.values():
             n_layers = freeze_lower(model, freeze_layers, base=base)
