@@ -205,7 +205,7 @@ _TEXT_MODE = option_group(
         default=3,
         show_default=True,
         help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
-        "15 for 5; the README's Home Depot ablation with 3 folds takes 53 minutes cold on 2 cores).",
+        "15 for 5; the README's Home Depot ablation with 3 folds takes 29 minutes cold on 2 cores).",
     ),
     click.option(
         "--valid-fraction",
