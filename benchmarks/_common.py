@@ -104,7 +104,7 @@ def home_depot_pairs():
     """Home Depot judged pairs (labels 1..3 -> grades 0..6) and the products table (first title per id)."""
     import warnings
 
-    from ltrfeat.features.text import pairs_to_ranking, read_judged_pairs
+    from ltrfeat.core.text import pairs_to_ranking, read_judged_pairs
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 15 retitled products keep their first title

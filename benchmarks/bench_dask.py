@@ -52,8 +52,8 @@ class Zeros(BaseEstimator):
 
 
 def generate(root: Path, n_pairs: int, seed: int = 0):
-    from ltrfeat.features.dataset import FeatureMap, RankingSet
-    from ltrfeat.features.letor import write_letor
+    from ltrfeat.core.dataset import FeatureMap, RankingSet
+    from ltrfeat.core.letor import write_letor
 
     rng = np.random.default_rng(seed)
     vocab = np.array([f"term{i}" for i in range(5000)])
@@ -107,7 +107,7 @@ def agreement(path: Path, reference: Path) -> str:
     in other batch shapes; everything else must be equal)."""
     if path.read_bytes() == reference.read_bytes():
         return "byte-identical"
-    from ltrfeat.features.letor import read_letor
+    from ltrfeat.core.letor import read_letor
 
     a, b = read_letor(path), read_letor(reference)
     same_rows = (a.qid == b.qid).all() and (a.label == b.label).all() and (a.comment == b.comment).all()

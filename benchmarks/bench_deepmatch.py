@@ -33,7 +33,7 @@ from ltrfeat.features.encoders.deepmatch import _mixed, score_rows, train_deepma
 from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
-from ltrfeat.features.text import read_judged_pairs  # noqa: E402
+from ltrfeat.core.text import read_judged_pairs  # noqa: E402
 
 N_FIT = 20_000
 N_SCORE = 20_000

@@ -39,7 +39,7 @@ from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa:
 from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
 from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.hashing import BOUNDARY_ID, TrigramHasher  # noqa: E402
-from ltrfeat.features.text import read_judged_pairs  # noqa: E402
+from ltrfeat.core.text import read_judged_pairs  # noqa: E402
 
 N_OURS = 20_000  # titles encoded by DSSM / CLSM
 N_MINILM = 2_000

@@ -56,7 +56,7 @@ def generate(path: Path, rows: int, *, seed: int = 0) -> None:
 
 _MEMORY_PROBE = """
 import json, sys, tracemalloc
-from ltrfeat.features.letor import read_letor
+from ltrfeat.core.letor import read_letor
 tracemalloc.start()
 data = read_letor(sys.argv[1])
 current, peak = tracemalloc.get_traced_memory()
@@ -84,7 +84,7 @@ def main() -> None:
 
     from sklearn.datasets import load_svmlight_file
 
-    from ltrfeat.features.letor import read_letor
+    from ltrfeat.core.letor import read_letor
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "mslr_like.txt"

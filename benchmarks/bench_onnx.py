@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.encoders.onnx_export import OnnxEncoder, export_onnx  # noqa: E402
+from ltrfeat.export.onnx import OnnxEncoder, export_onnx  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
 THREADS = 2

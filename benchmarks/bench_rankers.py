@@ -28,7 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
-from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
+from ltrfeat.core.dataset import FeatureMap, RankingSet  # noqa: E402
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Speed of ltrfeat.rankers.stats on a report-sized comparison: 2,000 queries, 10,000 resamples.
+"""Speed of ltrfeat.experiments.stats on a report-sized comparison: 2,000 queries, 10,000 resamples.
 
 Baseline (same process): the textbook per-resample Python loop for the same randomisation
 test and bootstrap. Prints seconds and the speed-up ratio; writes results/stats.json.
@@ -10,7 +10,7 @@ from _common import timed, write_results
 
 import numpy as np
 
-from ltrfeat.rankers.stats import bootstrap_ci, compare, randomization_test
+from ltrfeat.experiments.stats import bootstrap_ci, compare, randomization_test
 
 N_QUERIES, N_RESAMPLES, LOOP_RESAMPLES = 2_000, 10_000, 1_000
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 from _common import HOME_DEPOT, HOME_DEPOT_COLUMNS, timed, write_results
 
-from ltrfeat.features import text as T
+from ltrfeat.core import text as T
 
 
 def main(argv=None):

@@ -14,7 +14,7 @@ from _common import SHARED, timed, write_results
 
 import pandas as pd
 
-from ltrfeat.features.text import TextTableWarning, pairs_to_ranking, read_judged_pairs
+from ltrfeat.core.text import TextTableWarning, pairs_to_ranking, read_judged_pairs
 
 DATA = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
 MAPPING = "query=search_term,doc=product_title,docid=product_uid,label=relevance"

@@ -6,7 +6,7 @@ encoder training, 15 % validation, 15 % test. ``train_encoder`` gets the trainin
 holds out its own seeded 15/85 share of their queries for early stopping; the distillation settings are
 chosen on those held-out VALIDATION queries only (a small grid, distilled-only models). The test queries
 are scored once, for the chosen setting. Metrics: mean NDCG@1/10 of the cosine alone
-(``ltrfeat.features.metrics``: gain 2^rel - 1, ties by input order, queries without a relevant product excluded).
+(``ltrfeat.core.metrics``: gain 2^rel - 1, ties by input order, queries without a relevant product excluded).
 
 Run: python benchmarks/quality_distill_homedepot.py [--epochs 2] [--seed 0] [--queries 3000]
 """

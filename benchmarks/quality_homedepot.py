@@ -6,7 +6,7 @@ test (15 %) queries. Each encoder is trained on the training and validation quer
 for early stopping on NDCG@10 (``train_encoder``'s ``val_fraction`` set to their share -- its own
 seeded split by query, so the validation queries are chosen there); no test query is ever trained on.
 On the test queries with at least two judged products each feature alone ranks the products: mean
-NDCG@1/3/10 from ``ltrfeat.features.metrics.evaluate_queries`` (gain 2^rel - 1, ties by input order, queries
+NDCG@1/3/10 from ``ltrfeat.core.metrics.evaluate_queries`` (gain 2^rel - 1, ties by input order, queries
 without a relevant product excluded). BM25 uses corpus statistics of all product titles (no labels);
 MiniLM (all-MiniLM-L6-v2) is used zero-shot.
 
@@ -34,7 +34,7 @@ from benchmarks._common import home_depot_pairs, write_results  # noqa: E402
 from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
 from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
-from ltrfeat.features.metrics import evaluate_queries, summarise  # noqa: E402
+from ltrfeat.core.metrics import evaluate_queries, summarise  # noqa: E402
 
 SPLIT = {"train": 0.70, "valid": 0.15, "test": 0.15}
 METRICS = "ndcg@1,3,10"

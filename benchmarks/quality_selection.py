@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import RESULTS, SHARED, write_results  # noqa: E402
-from ltrfeat.rankers.ablation import Fold, head_to_head, plan_feature_sets, run_ablation, summarise  # noqa: E402
+from ltrfeat.experiments.ablation import Fold, head_to_head, plan_feature_sets, run_ablation, summarise  # noqa: E402
 from ltrfeat.rankers.selection import SelectionConfig  # noqa: E402
-from ltrfeat.rankers.verdict import verdict_lines  # noqa: E402
+from ltrfeat.experiments.verdict import verdict_lines  # noqa: E402
 
 SEEDS = (0, 1, 2)
 SUBSAMPLE = {"params": {"bagging_fraction": 0.8, "bagging_freq": 1}}  # as ltrfeat ablate
@@ -34,9 +34,9 @@ METRICS = ["ndcg@1", "ndcg@10"]
 
 
 def homedepot_folds(cache):
-    from ltrfeat.features.crossfit import EncoderSpec, text_folds
+    from ltrfeat.experiments.crossfit import EncoderSpec, text_folds
     from ltrfeat.features.extract import lexical_extractors
-    from ltrfeat.features.text import read_judged_pairs
+    from ltrfeat.core.text import read_judged_pairs
 
     path = SHARED / "datasets" / "home_depot" / "raw" / "train.csv"
     if not path.is_file():
@@ -64,7 +64,7 @@ def homedepot_folds(cache):
 
 
 def mq2008_folds():
-    from ltrfeat.rankers.ablation import load_letor_folds
+    from ltrfeat.experiments.ablation import load_letor_folds
 
     raw = SHARED / "datasets" / "letor4_mq2008" / "raw"
     if not raw.is_dir():

@@ -19,11 +19,11 @@ except PackageNotFoundError:  # running from a source tree that was never instal
 
 _API = {
     # data
-    "RankingSet": "ltrfeat.features.dataset",
-    "FeatureMap": "ltrfeat.features.dataset",
-    "read_letor": "ltrfeat.features.letor",
-    "write_letor": "ltrfeat.features.letor",
-    "read_judged_pairs": "ltrfeat.features.text",
+    "RankingSet": "ltrfeat.core.dataset",
+    "FeatureMap": "ltrfeat.core.dataset",
+    "read_letor": "ltrfeat.core.letor",
+    "write_letor": "ltrfeat.core.letor",
+    "read_judged_pairs": "ltrfeat.core.text",
     # features
     "extract_pairs": "ltrfeat.features.extract",
     "lexical_extractors": "ltrfeat.features.extract",
@@ -41,17 +41,17 @@ _API = {
     "select": "ltrfeat.rankers.selection",
     "load_ranker": "ltrfeat.rankers.models",
     "save_ranker": "ltrfeat.rankers.models",
-    "evaluate_queries": "ltrfeat.features.metrics",
+    "evaluate_queries": "ltrfeat.core.metrics",
     # ablations
-    "AblationConfig": "ltrfeat.rankers.ablation",
-    "CrossFitConfig": "ltrfeat.features.crossfit",
-    "text_folds": "ltrfeat.features.crossfit",
-    "Fold": "ltrfeat.rankers.ablation",
-    "FeatureSet": "ltrfeat.rankers.ablation",
-    "plan_feature_sets": "ltrfeat.rankers.ablation",
-    "run_ablation": "ltrfeat.rankers.ablation",
-    "summarise": "ltrfeat.rankers.ablation",
-    "write_report": "ltrfeat.rankers.report",
+    "AblationConfig": "ltrfeat.experiments.ablation",
+    "CrossFitConfig": "ltrfeat.experiments.crossfit",
+    "text_folds": "ltrfeat.experiments.crossfit",
+    "Fold": "ltrfeat.experiments.ablation",
+    "FeatureSet": "ltrfeat.experiments.ablation",
+    "plan_feature_sets": "ltrfeat.experiments.ablation",
+    "run_ablation": "ltrfeat.experiments.ablation",
+    "summarise": "ltrfeat.experiments.ablation",
+    "write_report": "ltrfeat.experiments.report",
 }
 __all__ = ["__version__", *_API]  # noqa: PLE0604 (the keys of _API are strings)
 

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.extract import extract_ranking, lexical_extractors
-from ltrfeat.features.letor import write_letor
+from ltrfeat.core.letor import write_letor
 from ltrfeat.features.neural import EncoderExtractor
-from ltrfeat.rankers.ablation import Fold
+from ltrfeat.experiments.ablation import Fold
 from ltrfeat.rankers.lambdamart import LambdaMART
 
 

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.rankers.ablation import (
+from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.experiments.ablation import (
     AblationConfig,
     FeatureSet,
     Fold,
@@ -24,7 +24,7 @@ from ltrfeat.rankers.ablation import (
     summarise,
 )
 from ltrfeat.rankers.lambdamart import LambdaMART
-from ltrfeat.features.metrics import evaluate_queries
+from ltrfeat.core.metrics import evaluate_queries
 from builders import NAMES, FAST, planted_folds, write_folds
 
 

@@ -13,7 +13,7 @@ import torch
 
 from ltrfeat.features.encoders import Encoder
 from ltrfeat.features.encoders.bundle import FORMAT, read_bundle, write_bundle
-from ltrfeat.features.errors import ModelFileError
+from ltrfeat.core.errors import ModelFileError
 from builders import TEXTS, tiny_encoder as make
 
 

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.synth import generate_world, write_world
+from ltrfeat.datasets.synth import generate_world, write_world
 from builders import reproducible_report
 
 TINY = [

@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.dataset import FeatureMap
-from ltrfeat.features.letor import read_letor
+from ltrfeat.core.dataset import FeatureMap
+from ltrfeat.core.letor import read_letor
 
 PAIRS_CSV = (
     "search_term,product_uid,product_title,relevance\n"

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.dataset import FeatureMap
-from ltrfeat.features.letor import read_letor
+from ltrfeat.core.dataset import FeatureMap
+from ltrfeat.core.letor import read_letor
 
 LETOR = (
     "2 qid:10 1:0.5 2:1 #docid = A inc = 1\n"

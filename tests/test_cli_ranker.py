@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from builders import dataset_path
-from ltrfeat.features.letor import read_letor, write_letor
+from ltrfeat.core.letor import read_letor, write_letor
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
-from ltrfeat.features.metrics import evaluate_queries
+from ltrfeat.core.metrics import evaluate_queries
 from builders import synthetic
 
 NAMES = ["bm25_title", "tfidf", "noise_a", "noise_b", "len_title", "clsm_title_cos"]

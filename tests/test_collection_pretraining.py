@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from builders import make_pairs
 from ltrfeat.cli.main import cli
-from ltrfeat.features.crossfit import (
+from ltrfeat.experiments.crossfit import (
     EncoderSpec,
     _cache_key,
     _StartingPoint,
@@ -20,11 +20,11 @@ from ltrfeat.features.crossfit import (
     crossfit_columns,
     plan_folds,
 )
-from ltrfeat.features.stages import StageProfile
+from ltrfeat.core.stages import StageProfile
 from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.features.encoders.weak import span_pairs
-from ltrfeat.features.errors import LtrfeatError, OptionError, TextTableError
+from ltrfeat.core.errors import LtrfeatError, OptionError, TextTableError
 
 
 def _docs(pairs: pd.DataFrame) -> pd.DataFrame:

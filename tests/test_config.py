@@ -10,11 +10,11 @@ from click.testing import CliRunner
 
 from builders import make_pairs
 from ltrfeat.cli.main import cli
-from ltrfeat.features.config_files import read_config
+from ltrfeat.core.config_files import read_config
 from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.config import CONFIGS, DeepMatchConfig, EncoderConfig, SbertConfig
 from ltrfeat.features.encoders.training import train_encoder
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 
 
 @pytest.mark.parametrize("cls", [EncoderConfig, SbertConfig, DeepMatchConfig])

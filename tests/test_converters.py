@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.converters import convert, convert_to_dir, resolve_inputs
-from ltrfeat.features.converters.cranfield import read_records
-from ltrfeat.features.converters.trec import read_qrels
-from ltrfeat.features.errors import LtrfeatError, TextTableError
-from ltrfeat.features.letor import read_letor
-from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
+from ltrfeat.datasets.converters import convert, convert_to_dir, resolve_inputs
+from ltrfeat.datasets.converters.cranfield import read_records
+from ltrfeat.datasets.converters.trec import read_qrels
+from ltrfeat.core.errors import LtrfeatError, TextTableError
+from ltrfeat.core.letor import read_letor
+from ltrfeat.core.text import read_docs, read_judged_pairs, read_queries
 from builders import dataset_path
 
 # ---------------------------------------------------------------------------------- fixtures
@@ -170,7 +170,7 @@ def run(runner, *args):
 # ---------------------------------------------------------------------------------- every source
 
 
-@pytest.mark.filterwarnings("ignore::ltrfeat.features.text.TextTableWarning")  # empty titles / descriptions
+@pytest.mark.filterwarnings("ignore::ltrfeat.core.text.TextTableWarning")  # empty titles / descriptions
 @pytest.mark.parametrize("name", ALL)
 def test_output_validates_and_reads_back(name, tmp_path, runner):
     out = tmp_path / "out"

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.synth import generate_world
+from ltrfeat.datasets.synth import generate_world
 
 TINY_ABLATE = [
     "--quick",

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ltrfeat.features import cores
+from ltrfeat.core import cores
 
 
 @pytest.mark.parametrize(

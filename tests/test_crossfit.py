@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltrfeat.features.crossfit import (
+from ltrfeat.experiments.crossfit import (
     CrossFitConfig,
     CrossFitFold,
     EncoderSpec,
@@ -15,8 +15,8 @@ from ltrfeat.features.crossfit import (
     plan_folds,
     scoring_jobs,
 )
-from ltrfeat.features.dataset import FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.dataset import FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError
 
 
 def _pairs(n_queries=40, per_query=5, seed=0):
@@ -154,7 +154,7 @@ def test_build_folds_splits_rows_and_appends_columns():
 
 
 def test_text_folds_end_to_end_with_stub_encoder():
-    from ltrfeat.features.crossfit import text_folds
+    from ltrfeat.experiments.crossfit import text_folds
     from ltrfeat.features.extract import lexical_extractors
 
     pairs = _pairs(n_queries=16, per_query=4).sample(frac=1.0, random_state=0).reset_index(drop=True)
@@ -180,7 +180,7 @@ def test_text_folds_end_to_end_with_stub_encoder():
 
 
 def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypatch):
-    from ltrfeat.features import crossfit
+    from ltrfeat.experiments import crossfit
 
     pairs = _pairs(n_queries=30, per_query=4)
     plans = plan_folds(pairs["qid"].unique(), k=3, seed=0)

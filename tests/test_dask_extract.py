@@ -15,14 +15,15 @@ distributed = pytest.importorskip("distributed")
 import cloudpickle  # noqa: E402  (a dependency of distributed)
 
 from ltrfeat.cli.main import cli  # noqa: E402
+from ltrfeat.core import dask_cluster  # noqa: E402
 from ltrfeat.features import dask_extract as dist  # noqa: E402
-from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
+from ltrfeat.core.dataset import FeatureMap, RankingSet  # noqa: E402
 from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.errors import LtrfeatError, TextTableError  # noqa: E402
+from ltrfeat.core.errors import LtrfeatError, TextTableError  # noqa: E402
 from ltrfeat.features.extract import extract_file, extract_ranking, lexical_extractors  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
-from ltrfeat.features.letor import read_letor, write_letor  # noqa: E402
+from ltrfeat.core.letor import read_letor, write_letor  # noqa: E402
 from ltrfeat.features.neural import EncoderExtractor  # noqa: E402
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import this test module
@@ -264,11 +265,14 @@ def test_pack_ships_encoders_as_bundle_bytes(tmp_path, bundle):
 
 
 def test_dask_client_rejects_bad_specs_and_starts_a_local_cluster():
-    with pytest.raises(LtrfeatError, match="worker count"), dist.dask_client("local:zero"):
+    with pytest.raises(LtrfeatError, match="worker count"), dask_cluster.dask_client("local:zero"):
         pass
-    with pytest.raises(LtrfeatError, match="cannot connect"), dist.dask_client("tcp://127.0.0.1:1", timeout="2s"):
+    with (
+        pytest.raises(LtrfeatError, match="cannot connect"),
+        dask_cluster.dask_client("tcp://127.0.0.1:1", timeout="2s"),
+    ):
         pass
-    with dist.dask_client("local:1") as c:
+    with dask_cluster.dask_client("local:1") as c:
         assert len(c.scheduler_info()["workers"]) == 1
 
 
@@ -276,7 +280,7 @@ def test_cli_extract_with_dask_matches_the_local_cli(tmp_path, client, monkeypat
     path, queries, docs = make_world(tmp_path)
     queries.to_csv(tmp_path / "q.tsv", sep="\t", index=False)
     docs.to_csv(tmp_path / "d.tsv", sep="\t", index=False)
-    monkeypatch.setattr(dist, "dask_client", lambda spec: contextlib.nullcontext(client))
+    monkeypatch.setattr(dask_cluster, "dask_client", lambda spec: contextlib.nullcontext(client))
     common = [
         "extract",
         str(path),

@@ -14,10 +14,10 @@ from scipy.stats import spearmanr
 distributed = pytest.importorskip("distributed")
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from ltrfeat.features import dask_extract as ltr_distributed  # noqa: E402
-from ltrfeat.features.dataset import FeatureMap, RankingSet  # noqa: E402
-from ltrfeat.features.letor import read_letor, write_letor  # noqa: E402
-from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation  # noqa: E402
+from ltrfeat.core import dask_cluster  # noqa: E402
+from ltrfeat.core.dataset import FeatureMap, RankingSet  # noqa: E402
+from ltrfeat.core.letor import read_letor, write_letor  # noqa: E402
+from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation  # noqa: E402
 from ltrfeat.rankers.dask_training import (  # noqa: E402
     DaskExecutor,
     _lightgbm_ndcg_curve,
@@ -26,7 +26,7 @@ from ltrfeat.rankers.dask_training import (  # noqa: E402
     query_partitions,
 )
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
-from ltrfeat.features.metrics import evaluate_queries  # noqa: E402
+from ltrfeat.core.metrics import evaluate_queries  # noqa: E402
 from builders import dataset_path  # noqa: E402
 
 
@@ -182,7 +182,7 @@ def test_dask_executor_reports_a_failing_task(client):
 
 
 def test_cli_train_ranker_and_ablate_with_dask(tmp_path, client, monkeypatch):
-    monkeypatch.setattr(ltr_distributed, "dask_client", lambda spec: contextlib.nullcontext(client))
+    monkeypatch.setattr(dask_cluster, "dask_client", lambda spec: contextlib.nullcontext(client))
     write_letor(tmp_path / "train.letor", ranking(200, seed=7))
     write_letor(tmp_path / "valid.letor", ranking(40, seed=8, prefix="v"))
     runner = CliRunner()

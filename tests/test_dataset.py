@@ -3,8 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.features.errors import LetorFormatError
+from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.errors import LetorFormatError
 
 
 def _set(qids, n_features=3):

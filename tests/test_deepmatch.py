@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltrfeat.features.encoders.deepmatch import (
     DeepMatch,
     DeepMatchNet,
@@ -24,7 +24,7 @@ from ltrfeat.features.encoders.deepmatch import (
     patch_overlap,
     train_deepmatch,
 )
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.neural import EncoderExtractor
 from builders import TINY, train_until_interrupted
 

@@ -14,16 +14,16 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from builders import reproducible_report, train_until_interrupted
-from ltrfeat.features import crossfit
-from ltrfeat.features.crossfit import EncoderSpec
+from ltrfeat.experiments import crossfit
+from ltrfeat.experiments.crossfit import EncoderSpec
 from ltrfeat.features.encoders import distill as distill_module
 from ltrfeat.features.encoders.distill import agreement, distill, teacher_key, teacher_vectors
 from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
 from ltrfeat.features.encoders.training import train_encoder
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.hashing import TrigramHasher
-from ltrfeat.features.letor import read_letor
+from ltrfeat.core.letor import read_letor
 
 SMALL = {"conv": 48, "out": 24}
 WORDS = [f"{a}{b}" for a in ("red", "blu", "grn", "wht", "blk", "ylw") for b in ("drill", "saw", "tape", "paint")]
@@ -341,7 +341,7 @@ def test_crossfit_train_passes_the_teacher(monkeypatch, tmp_path):
 
 def test_ablation_with_teacher_encodes_each_text_once(tmp_path, monkeypatch):
     """Six cross-fitted trainings and the zero-shot sbert column share the process-level teacher vectors."""
-    from ltrfeat.features.synth import generate_world, write_world
+    from ltrfeat.datasets.synth import generate_world, write_world
 
     write_world(generate_world(seed=3, n_queries=45, n_docs=120, n_click_queries=60), tmp_path / "world")
     teacher = WordTeacher()
@@ -404,7 +404,7 @@ def test_cached_teacher_scores_like_the_teacher(monkeypatch):
 
 
 def test_distillation_options_reach_only_encoders_with_a_teacher():
-    from ltrfeat.features.crossfit import EncoderSpec, spec_options
+    from ltrfeat.experiments.crossfit import EncoderSpec, spec_options
 
     options = {"epochs": 4, "clsm.distill_epochs": 2, "distill_lr": 1e-3, "clsm.distill_weight": 1.0}
     assert spec_options(EncoderSpec.parse("clsm:softmax"), options) == {"epochs": 4}
@@ -443,7 +443,7 @@ def test_teacher_vectors_round_trip_through_disk(tmp_path, monkeypatch):
 
 
 def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch):
-    from ltrfeat.features.synth import generate_world, write_world
+    from ltrfeat.datasets.synth import generate_world, write_world
 
     write_world(generate_world(seed=3, n_queries=30, n_docs=80, n_click_queries=40), tmp_path / "world")
     model = tmp_path / "model"

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from builders import train_until_interrupted
-from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
 from ltrfeat.features.encoders.training import _prepare, ndcg_at, train_encoder
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.explain import explain, format_explanation
 from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.features.neural import EncoderExtractor
@@ -197,7 +197,7 @@ def test_crossfit_trains_the_spec_score_and_names_the_column(tmp_path):
 
 
 def test_crossfit_training_uses_the_spec_score_and_keys_the_cache_by_it(tmp_path):
-    from ltrfeat.features.crossfit import _cache_key, _train
+    from ltrfeat.experiments.crossfit import _cache_key, _train
 
     table = make_pairs(n_queries=12)
     options = {"sizes": {"hidden": [8], "out": 4}, "epochs": 1, "batch_size": 16, "threads": 1}
@@ -265,7 +265,7 @@ def test_cli_train_encoder_score_dot_and_explain(tmp_path):
 def test_onnx_export_of_a_dot_encoder_is_unnormalised(tmp_path, arch):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    from ltrfeat.features.encoders.onnx_export import SIDECAR, OnnxEncoder, export_onnx
+    from ltrfeat.export.onnx import SIDECAR, OnnxEncoder, export_onnx
 
     enc = tiny(arch, "dot")
     sidecar = export_onnx(enc, tmp_path / "onnx")
@@ -359,7 +359,7 @@ def test_scorer_refuses_an_encoder_of_the_other_score(served_world):
 def test_scorer_with_a_dot_onnx_export(served_world, tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    from ltrfeat.features.encoders.onnx_export import export_onnx
+    from ltrfeat.export.onnx import export_onnx
     from ltrfeat.serving.scorer import Scorer
     from builders import candidates_of
 

@@ -9,10 +9,10 @@ from click.testing import CliRunner
 
 from builders import DATASETS
 from ltrfeat.cli.main import cli
-from ltrfeat.features.converters.base import Qrels
-from ltrfeat.features.duplicates import data_record, resolve_duplicates
-from ltrfeat.features.errors import TextTableError
-from ltrfeat.features.text import pairs_to_ranking, read_judged_pairs
+from ltrfeat.datasets.converters.base import Qrels
+from ltrfeat.core.duplicates import data_record, resolve_duplicates
+from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.text import pairs_to_ranking, read_judged_pairs
 
 CSV = (
     "search_term,product_uid,product_title,relevance\n"
@@ -114,7 +114,7 @@ def test_datasets_convert_records_the_policy_in_convert_json(tmp_path):
 
 def test_train_encoder_and_extract_take_the_policy(tmp_path):
     from ltrfeat.features.encoders.encoder import Encoder
-    from ltrfeat.features.letor import read_letor
+    from ltrfeat.core.letor import read_letor
 
     path = tmp_path / "pairs.csv"
     path.write_text(CSV + "".join(f"q{i},{10 + i},doc {i} text,{1 + i % 3}\n" for i in range(40)))

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from builders import make_pairs
-from ltrfeat.features import encoder_pool
-from ltrfeat.features.crossfit import EncoderSpec, crossfit_columns, plan_folds
-from ltrfeat.features.stages import StageProfile, profile_line
+from ltrfeat.experiments import encoder_pool
+from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.core.stages import StageProfile, profile_line
 
 SPECS = ["clsm:softmax", "dssm:generalized", "clsm:generalized+spans"]
 OPTIONS = {"epochs": 2, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 1}

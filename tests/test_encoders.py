@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-from ltrfeat.features.errors import TextTableError
+from ltrfeat.core.errors import TextTableError
 from ltrfeat.features.hashing import TrigramHasher
 
 CORPUS = ["cordless drill 18v", "red garden hose 50 ft", "ceiling fan with light", "drill bits", "hose"]

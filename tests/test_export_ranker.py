@@ -11,10 +11,17 @@ import pytest
 import xgboost as xgb
 
 from builders import dataset_path
-from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.rankers.export import PluginScoring, export_ranker, featureset_path, index_path, load_export, manifest_path
+from ltrfeat.export.ltr_plugin import (
+    PluginScoring,
+    export_ranker,
+    featureset_path,
+    index_path,
+    load_export,
+    manifest_path,
+)
 from ltrfeat.rankers.lambdamart import LambdaMART
 
 NAMES = ["bm25_title", "tf_sum_title", "query_len", "clsm_title_cos", "f5"]
@@ -362,7 +369,7 @@ def test_unknown_target(tmp_path):
 
 
 def test_mq2008_fold1_round_trip(tmp_path):
-    from ltrfeat.features.letor import read_letor
+    from ltrfeat.core.letor import read_letor
 
     raw = dataset_path("letor4_mq2008", "raw")
     train, test = read_letor(raw / "S1.txt"), read_letor(raw / "S2.txt")

@@ -2,8 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltrfeat.features.dataset import FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError, TextTableError
+from ltrfeat.core.dataset import FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError, TextTableError
 from ltrfeat.features.extract import (
     FeatureExtractor,
     available_extractors,
@@ -13,7 +13,7 @@ from ltrfeat.features.extract import (
     lexical_extractors,
 )
 from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
-from ltrfeat.features.letor import read_letor, write_letor
+from ltrfeat.core.letor import read_letor, write_letor
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})
 DOCS = pd.DataFrame(

@@ -2,8 +2,8 @@ import gzip
 
 import pytest
 
-from ltrfeat.features.errors import LetorFormatError
-from ltrfeat.features.fileio import atomic_output, open_input
+from ltrfeat.core.errors import LetorFormatError
+from ltrfeat.core.fileio import atomic_output, open_input
 
 
 def test_atomic_output_leaves_nothing_on_error(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.letor import write_letor
+from ltrfeat.core.letor import write_letor
 from builders import small, synthetic
 
 
@@ -115,7 +115,7 @@ def test_extract_refuses_to_append_ids_of_ten_digits(tmp_path):
 
 
 def test_feature_ranges_beyond_the_file_are_refused(tmp_path):
-    from ltrfeat.features.dataset import FeatureMap
+    from ltrfeat.core.dataset import FeatureMap
 
     fmap = FeatureMap.dense(46)
     with pytest.raises(KeyError, match="beyond"):
@@ -126,8 +126,8 @@ def test_feature_ranges_beyond_the_file_are_refused(tmp_path):
 
 
 def test_column_mapping_of_only_commas_is_refused():
-    from ltrfeat.features.errors import TextTableError
-    from ltrfeat.features.text import parse_column_mapping
+    from ltrfeat.core.errors import TextTableError
+    from ltrfeat.core.text import parse_column_mapping
 
     with pytest.raises(TextTableError, match="names no column"):
         parse_column_mapping(",,,")

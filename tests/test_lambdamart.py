@@ -10,10 +10,10 @@ import pytest
 import xgboost as xgb
 from sklearn.base import clone
 
-from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
-from ltrfeat.features.metrics import evaluate_queries
+from ltrfeat.core.metrics import evaluate_queries
 from builders import synthetic, small
 
 ENGINES = ["lightgbm", "xgboost"]
@@ -234,5 +234,5 @@ def test_rankers_never_import_torch():
     import subprocess
     import sys
 
-    code = "import sys, ltrfeat.rankers.lambdamart, ltrfeat.features.metrics; sys.exit('torch' in sys.modules)"
+    code = "import sys, ltrfeat.rankers.lambdamart, ltrfeat.core.metrics; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0

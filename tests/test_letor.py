@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features import letor
-from ltrfeat.features.dataset import FeatureMap, RankingSet
-from ltrfeat.features.errors import LetorFormatError
-from ltrfeat.features.letor import LetorWriter, iter_letor, letor_summary, parse_comment, read_letor, write_letor
+from ltrfeat.core import letor
+from ltrfeat.core.dataset import FeatureMap, RankingSet
+from ltrfeat.core.errors import LetorFormatError
+from ltrfeat.core.letor import LetorWriter, iter_letor, letor_summary, parse_comment, read_letor, write_letor
 
 from builders import dataset_path
 

@@ -9,7 +9,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats, word_trigrams
-from ltrfeat.features.errors import ModelFileError, TextTableError
+from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
 from builders import dataset_path
 

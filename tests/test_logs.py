@@ -7,7 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features import logs
+from ltrfeat.core import logs
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ import pytrec_eval
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features import metrics as M
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core import metrics as M
 
 
 def random_queries(n_queries, seed, max_docs=30, max_label=4):

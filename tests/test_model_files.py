@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from ltrfeat.features.errors import ModelFileError
-from ltrfeat.features.letor import write_letor
+from ltrfeat.core.errors import ModelFileError
+from ltrfeat.core.letor import write_letor
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.rankers.model_check import check_model
 from builders import small, synthetic

@@ -5,13 +5,13 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.extract import available_extractors, extract_file, extract_pairs
 from ltrfeat.features.hashing import TrigramHasher
-from ltrfeat.features.letor import read_letor, write_letor
+from ltrfeat.core.letor import read_letor, write_letor
 from ltrfeat.features.neural import EncoderExtractor, encoder_extractors, parse_encoder_spec
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})

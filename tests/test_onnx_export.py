@@ -13,8 +13,8 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.encoders.onnx_export import SIDECAR, OnnxEncoder, export_onnx, prepare  # noqa: E402
-from ltrfeat.features.errors import LtrfeatError, ModelFileError  # noqa: E402
+from ltrfeat.export.onnx import SIDECAR, OnnxEncoder, export_onnx, prepare  # noqa: E402
+from ltrfeat.core.errors import LtrfeatError, ModelFileError  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
 TRAIN = [

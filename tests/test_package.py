@@ -31,17 +31,45 @@ def test_the_console_script_runs_the_namespaced_cli():
     assert out.startswith("ltrfeat, version ")
 
 
+LAYERS = ["core", {"features", "rankers"}, "datasets", "experiments", "export", "serving", "cli"]
+
+
+def _imported_modules(path, root):
+    """Every ``ltrfeat`` module ``path`` imports, absolute or relative (read from the source)."""
+    import ast
+
+    package = ".".join(("ltrfeat", *path.relative_to(root).parent.parts))
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            module = node.module if node.level == 0 else ".".join(filter(None, [base, node.module]))
+            found += [module or ""]
+    return found
+
+
 def test_layers_keep_their_direction():
-    """features never imports rankers; rankers never imports torch (read from the source, imports only)."""
+    """Each layer imports only the layers below it (core < features, rankers < datasets < experiments < export <
+    serving < cli); features and rankers never import each other; rankers never imports torch."""
     from pathlib import Path
-    import re
 
     root = Path(ltrfeat.__file__).parent
-    imports = re.compile(r"^\s*(?:from|import)\s+([\w.]+)", re.M)
-    for path in (root / "features").rglob("*.py"):
-        assert not [m for m in imports.findall(path.read_text()) if m.startswith("ltrfeat.rankers")], path
-    for path in (root / "rankers").rglob("*.py"):
-        assert not [m for m in imports.findall(path.read_text()) if m.split(".")[0] == "torch"], path
+    level = {name: i for i, layer in enumerate(LAYERS) for name in ([layer] if isinstance(layer, str) else layer)}
+    assert {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == set(level)
+    for path in root.rglob("*.py"):
+        here = path.relative_to(root).parts[0]
+        if here not in level:
+            continue
+        for module in _imported_modules(path, root):
+            parts = module.split(".")
+            if here == "rankers":
+                assert parts[0] != "torch", path
+            if parts[0] == "ltrfeat" and len(parts) > 1 and parts[1] in level:
+                there = parts[1]
+                allowed = there == here or level[there] < level[here]
+                assert allowed, f"{path.relative_to(root)} imports {module}: {here} may not import {there}"
 
 
 def test_tests_share_builders_not_each_other():

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from ltrfeat.features.extract import extract_ranking, lexical_extractors
-from ltrfeat.features.letor import read_letor
+from ltrfeat.core.letor import read_letor
 from ltrfeat.features.neural import EncoderExtractor
-from ltrfeat.features.text import read_docs, read_queries
-from ltrfeat.rankers import plugin_features as pf
+from ltrfeat.core.text import read_docs, read_queries
+from ltrfeat.export import plugin_features as pf
 
 FIELDS = ["title", "description"]
 
@@ -165,7 +165,7 @@ def test_export_embed_and_logging_round_trip(demo, tmp_path):
     from click.testing import CliRunner
 
     from ltrfeat.cli.main import cli
-    from ltrfeat.rankers.export import featureset_path, index_path, load_export
+    from ltrfeat.export.ltr_plugin import featureset_path, index_path, load_export
     from ltrfeat.rankers.lambdamart import LambdaMART
 
     data = demo["data"]

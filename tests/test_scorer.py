@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ltrfeat.features.dataset import FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.dataset import FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.serving.scorer import CandidateError, Scorer
 from builders import build_world, candidates_of, assert_scores_equal_offline
@@ -27,7 +27,7 @@ def test_scores_equal_offline_extraction(world):
 def test_onnx_encoder_gives_the_same_scores(world, tmp_path):
     pytest.importorskip("onnxruntime")
     from ltrfeat.features.encoders import Encoder
-    from ltrfeat.features.encoders.onnx_export import export_onnx
+    from ltrfeat.export.onnx import export_onnx
 
     export_onnx(Encoder.load(world["encoder"]), tmp_path / "onnx")
     torch_scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
-from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation, summarise
+from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, summarise
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
-from ltrfeat.features.metrics import evaluate_queries
+from ltrfeat.core.metrics import evaluate_queries
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.models import load_ranker, save_ranker
 from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, inner_splits, select, split_queries
@@ -197,7 +197,7 @@ def test_verdict_warns_when_a_ranker_does_not_beat_the_best_single_feature(one_f
     _, summary = one_feature_ablation
     warnings = summary["verdict"]["warnings"]
     assert any("not significantly better than the best single feature" in w or "BELOW" in w for w in warnings)
-    from ltrfeat.rankers.verdict import verdict_lines
+    from ltrfeat.experiments.verdict import verdict_lines
 
     lines = verdict_lines(summary["verdict"])
     assert lines[0].startswith("verdict: recommended ") and "signal x3" in "\n".join(lines)
@@ -216,7 +216,7 @@ def test_train_ranker_select_matches_the_api_and_evaluates(world, tmp_path):
     from click.testing import CliRunner
 
     from ltrfeat.cli.main import cli
-    from ltrfeat.features.letor import write_letor
+    from ltrfeat.core.letor import write_letor
 
     train, valid = world.subset_queries(world.queries()[:100]), world.subset_queries(world.queries()[100:])
     write_letor(tmp_path / "train.letor", train)
@@ -290,9 +290,9 @@ def test_home_depot_recommendation_is_never_below_the_best_single_feature(tmp_pa
     import warnings
 
     from builders import dataset_path
-    from ltrfeat.features.crossfit import build_folds, group_pairs, plan_folds
+    from ltrfeat.experiments.crossfit import build_folds, group_pairs, plan_folds
     from ltrfeat.features.extract import extract_pairs, lexical_extractors
-    from ltrfeat.features.text import read_judged_pairs
+    from ltrfeat.core.text import read_judged_pairs
 
     path = dataset_path("home_depot", "raw", "train.csv")
     with warnings.catch_warnings():

@@ -14,13 +14,13 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
 from sklearn.utils import estimator_checks as checks
 
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.extract import PairFeatures, extract_pairs
 from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.features.neural import EncoderExtractor
-from ltrfeat.features.text import read_judged_pairs
+from ltrfeat.core.text import read_judged_pairs
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART, RankerNotFittedError
-from ltrfeat.features.metrics import evaluate_queries
+from ltrfeat.core.metrics import evaluate_queries
 from builders import small, synthetic
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ltrfeat.features.stages import StageProfile, profile_line, teacher_clock, teacher_totals
+from ltrfeat.core.stages import StageProfile, profile_line, teacher_clock, teacher_totals
 
 
 def test_stages_accumulate_and_encoders_count_trainings_and_cache_hits():

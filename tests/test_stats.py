@@ -7,7 +7,7 @@ import scipy.stats
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.rankers.stats import (
+from ltrfeat.experiments.stats import (
     apply_holm,
     bootstrap_ci,
     bootstrap_cis,

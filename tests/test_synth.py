@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.letor import read_letor
-from ltrfeat.features.synth import PRESETS, SPLITS, generate_world, realism_stats, write_world
-from ltrfeat.features.synth.judging import overlap
-from ltrfeat.features.synth.lexicon import (
+from ltrfeat.core.letor import read_letor
+from ltrfeat.datasets.synth import PRESETS, SPLITS, generate_world, realism_stats, write_world
+from ltrfeat.datasets.synth.judging import overlap
+from ltrfeat.datasets.synth.lexicon import (
     AMBIGUOUS_WORDS,
     COLOURS,
     MATERIALS,
@@ -29,9 +29,9 @@ from ltrfeat.features.synth.lexicon import (
     content_tokens,
     tokens,
 )
-from ltrfeat.features.synth.queries import make_queries, query_key
-from ltrfeat.features.synth.surface import feature_forms, inflect, misspell, size_forms, title_case
-from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
+from ltrfeat.datasets.synth.queries import make_queries, query_key
+from ltrfeat.datasets.synth.surface import feature_forms, inflect, misspell, size_forms, title_case
+from ltrfeat.core.text import read_docs, read_judged_pairs, read_queries
 
 QUICK = PRESETS["quick"]
 SMALL = {"n_queries": 60, "n_docs": 300, "n_click_queries": 60}

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from ltrfeat.features import tempfiles
-from ltrfeat.features.dataset import FeatureMap
-from ltrfeat.features.fileio import atomic_output
+from ltrfeat.core import tempfiles
+from ltrfeat.core.dataset import FeatureMap
+from ltrfeat.core.fileio import atomic_output
 
 
 def _dead_pid() -> int:
@@ -70,7 +70,7 @@ def test_remove_live_removes_files_and_directories(tmp_path):
 
 
 def test_an_interrupted_report_leaves_no_temporary_directory(tmp_path, monkeypatch):
-    from ltrfeat.rankers import report
+    from ltrfeat.experiments import report
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt

@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.rankers.ablation import Fold, plan_feature_sets, run_ablation, summarise
-from ltrfeat.rankers.report import write_report
+from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, summarise
+from ltrfeat.experiments.report import write_report
 from ltrfeat.rankers.selection import SelectionConfig
-from ltrfeat.rankers.test_runs import run_slug
-from ltrfeat.rankers.trec import evaluate_run, read_qrels, read_run
+from ltrfeat.experiments.fold_runs import run_slug
+from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run
 from builders import FAST, planted_folds, write_folds
 
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@10", "map"]

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features.errors import TextTableError
-from ltrfeat.features.text import (
+from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.text import (
     TextTableWarning,
     derive_id,
     map_labels,

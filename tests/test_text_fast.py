@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features import text as T
-from ltrfeat.features.errors import TextTableError
+from ltrfeat.core import text as T
+from ltrfeat.core.errors import TextTableError
 
 
 def both(raw: bytes, fmt: str):

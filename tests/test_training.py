@@ -9,7 +9,7 @@ from sklearn.metrics import ndcg_score
 from builders import train_until_interrupted
 from ltrfeat.features.encoders import training
 from ltrfeat.features.encoders.training import map_soft_labels, ndcg_at, train_encoder
-from ltrfeat.features.errors import ModelFileError, TextTableError
+from ltrfeat.core.errors import ModelFileError, TextTableError
 from builders import make_pairs
 
 SMALL = {"dssm": {"hidden": [48], "out": 24}, "clsm": {"conv": 48, "out": 24}}

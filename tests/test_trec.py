@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.errors import LtrfeatError, TextTableError
-from ltrfeat.rankers.trec import evaluate_run, read_qrels, read_run, summarise_run, write_trec_run
+from ltrfeat.core.errors import LtrfeatError, TextTableError
+from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, summarise_run, write_trec_run
 
 ir_measures = pytest.importorskip("ir_measures")
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -242,7 +242,7 @@ def test_rerank_a_bm25_run_then_evaluate(tmp_path):
     """The README story: a first-stage BM25 run, re-ranked by a LambdaMART over lexical features
     (computed from the texts), written as a TREC run and evaluated with trec_eval's conventions."""
     from ltrfeat.features.retrieval import BM25Retriever
-    from ltrfeat.features.text import read_docs, read_judged_pairs, read_queries
+    from ltrfeat.core.text import read_docs, read_judged_pairs, read_queries
 
     out = tmp_path
     res = invoke(
@@ -327,7 +327,7 @@ def oracle_ndcg10(qrels_path, run_path) -> float:
 
 
 def test_rerank_names_texts_it_lacks(tmp_path):
-    from ltrfeat.rankers.trec import write_trec_run as write
+    from ltrfeat.experiments.trec import write_trec_run as write
 
     write(tmp_path / "r.run", ["1", "1"], ["D00001", "NOPE"], [2.0, 1.0])
     res = invoke(

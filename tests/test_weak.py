@@ -7,8 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.features.encoders.weak import docs_to_pairs, parse_pair
-from ltrfeat.features.errors import TextTableError
-from ltrfeat.features.text import TextTableWarning
+from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.text import TextTableWarning
 
 DOCS = pd.DataFrame(
     {

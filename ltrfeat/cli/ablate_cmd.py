@@ -20,10 +20,10 @@ from ltrfeat.cli.options import (
     ranker_options,
     selection_options,
 )
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features.cores import available_cores
-from ltrfeat.features.letor import NAN_POLICIES
-from ltrfeat.features.metrics import GAINS, NO_RELEVANT
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.cores import available_cores
+from ltrfeat.core.letor import NAN_POLICIES
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT
 
 QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
@@ -31,11 +31,11 @@ QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
 SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
 # Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
 # (early stopping on validation NDCG@10 still applies); --quick is a smoke run, not a measurement.
-# A "MODEL." prefix applies a default to one model only (ltrfeat.features.encoder_options): fine-tuning MiniLM
+# A "MODEL." prefix applies a default to one model only (ltrfeat.experiments.encoder_options): fine-tuning MiniLM
 # costs minutes per epoch on 2 cores, and one epoch from the pre-trained weights is what it needs.
 ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
 QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
-# ltrfeat.rankers.ablation / report (LightGBM, XGBoost, matplotlib) are imported inside the command
+# ltrfeat.experiments.ablation / report (LightGBM, XGBoost, matplotlib) are imported inside the command
 # so that every other ltrfeat command starts fast.
 
 
@@ -63,12 +63,12 @@ def _seeds(text: str) -> list[int]:
 
 
 def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
-    """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.features.crossfit);
+    """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.experiments.crossfit);
     ``text`` holds the text-mode options."""
-    from ltrfeat.features.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
-    from ltrfeat.features.encoder_options import merge_options
+    from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
+    from ltrfeat.experiments.encoder_options import merge_options
     from ltrfeat.features.extract import lexical_extractors
-    from ltrfeat.features.text import read_docs, read_judged_pairs
+    from ltrfeat.core.text import read_docs, read_judged_pairs
 
     encoders, duplicates, k = text["encoders"], text["duplicates"], text["k_folds"]
     if not encoders:
@@ -420,7 +420,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     DIR/Fold1/{train,vali,test}.{letor,txt} (MQ2008 names train.txt vali.txt test.txt) are read;
     features are named by their .features.json sidecars or f<id>.
     """
-    from ltrfeat.rankers.ablation import (
+    from ltrfeat.experiments.ablation import (
         AblationConfig,
         Fold,
         load_letor_folds,
@@ -429,8 +429,8 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         run_ablation,
         summarise,
     )
-    from ltrfeat.rankers.run_cache import RunStore
-    from ltrfeat.rankers.report import (
+    from ltrfeat.experiments.run_cache import RunStore
+    from ltrfeat.experiments.report import (
         SEED_HINT,
         check_report_dir,
         headline_table,
@@ -438,9 +438,9 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         seed_inert_sets,
         write_report,
     )
-    from ltrfeat.rankers.verdict import verdict_lines
+    from ltrfeat.experiments.verdict import verdict_lines
 
-    from ltrfeat.features.stages import StageProfile
+    from ltrfeat.core.stages import StageProfile
 
     started = time.perf_counter()
     profile = StageProfile()
@@ -509,10 +509,10 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         with contextlib.ExitStack() as stack:
             executor = None
             if run["dask"]:
-                from ltrfeat.features.dask_extract import dask_client
+                from ltrfeat.core import dask_cluster
                 from ltrfeat.rankers.dask_training import DaskExecutor
 
-                executor = DaskExecutor(stack.enter_context(dask_client(run["dask"])))
+                executor = DaskExecutor(stack.enter_context(dask_cluster.dask_client(run["dask"])))
             selection = selection_config(engine, **selecting, seed=text["split_seed"])
             store = None if run["cache_dir"] is None else RunStore(Path(run["cache_dir"]) / "rankers")
             with profile.stage("rankers"):
@@ -609,9 +609,9 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     import json
     from pathlib import Path
 
-    from ltrfeat.rankers.ablation import head_to_head, read_per_query
-    from ltrfeat.features.metrics import parse_metrics
-    from ltrfeat.rankers.report import format_p, significance_mark
+    from ltrfeat.experiments.ablation import head_to_head, read_per_query
+    from ltrfeat.core.metrics import parse_metrics
+    from ltrfeat.experiments.report import format_p, significance_mark
 
     parsed = []
     for pair in pairs:

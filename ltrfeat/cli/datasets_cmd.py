@@ -9,8 +9,8 @@ import click
 
 from ltrfeat.cli.options import duplicates_line, duplicates_option, option_group
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.converters import SOURCES, convert_to_dir, parse_split
-from ltrfeat.features.synth import PRESETS, generate_world, realism_stats, write_world
+from ltrfeat.datasets.converters import SOURCES, convert_to_dir, parse_split
+from ltrfeat.datasets.synth import PRESETS, generate_world, realism_stats, write_world
 
 
 @click.group()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.features.cores import available_cores
+from ltrfeat.core.cores import available_cores
 
 ENCODERS = (("dssm", "softmax"), ("dssm", "generalized"), ("clsm", "softmax"), ("clsm", "generalized"))
 # Sizes chosen so the full demo fits in 5 minutes and --quick in 1 minute on 2 cores.
@@ -93,8 +93,8 @@ def _features(world, model_paths: dict[str, Path]):
 
 
 def _folds(data, *, k: int, seed: int):
-    from ltrfeat.features.crossfit import plan_folds
-    from ltrfeat.rankers.ablation import Fold
+    from ltrfeat.experiments.crossfit import plan_folds
+    from ltrfeat.experiments.ablation import Fold
 
     origin = (
         f"{k} query folds (seed {seed}) over the judged queries; encoders were trained once on the click "
@@ -127,11 +127,11 @@ def demo(out_dir, quick, seed):
       ltrfeat demo                      # about 5 minutes on 2 cores
       ltrfeat demo --quick --out /tmp/demo
     """
-    from ltrfeat.features.synth import generate_world, write_world
-    from ltrfeat.rankers.ablation import plan_feature_sets, run_ablation, summarise
-    from ltrfeat.rankers.report import headline_table, write_report
+    from ltrfeat.datasets.synth import generate_world, write_world
+    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
+    from ltrfeat.experiments.report import headline_table, write_report
     from ltrfeat.rankers.selection import SelectionConfig
-    from ltrfeat.rankers.verdict import verdict_lines
+    from ltrfeat.experiments.verdict import verdict_lines
 
     preset = PRESETS["quick" if quick else "full"]
     out = Path(out_dir)

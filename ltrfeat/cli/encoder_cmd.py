@@ -8,7 +8,7 @@ import click
 
 from ltrfeat.cli.options import duplicates_line, duplicates_option, fit_and_save, option_group, threads_option
 from ltrfeat.cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
-from ltrfeat.features.fileio import check_writable
+from ltrfeat.core.fileio import check_writable
 
 _READING = option_group(
     "reading",
@@ -292,7 +292,7 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
     """
     from ltrfeat.features.encoders.config import EncoderConfig
     from ltrfeat.features.encoders.training import train_encoder
-    from ltrfeat.features.text import read_judged_pairs
+    from ltrfeat.core.text import read_judged_pairs
 
     t, pretrain, teacher = training, start["pretrain"], start["teacher"]
     soft_labels = t["soft_labels"]
@@ -443,7 +443,7 @@ def _weak_pairs(docs_path, field_pair, *, encoding, pairs, seed, spans_per_doc):
     import warnings
 
     from ltrfeat.features.encoders.weak import docs_to_pairs, parse_pair, span_pairs
-    from ltrfeat.features.text import read_docs
+    from ltrfeat.core.text import read_docs
 
     if pairs:
         raise click.UsageError("give either PAIRS or --from-docs DOCS, not both")

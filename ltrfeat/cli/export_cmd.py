@@ -7,7 +7,7 @@ import json
 import click
 
 from ltrfeat.cli.options import lexical_options, option_group
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 
 RANKER_TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
 
@@ -94,8 +94,8 @@ def export_ranker(model, target, out_path, plugin, missing_as_zero, encoders, co
           -d @ltr_model.json.featureset.json
       ltrfeat export-ranker ranker.txt --to xgboost-json --out trees.json
     """
-    from ltrfeat.rankers.export import PluginScoring
-    from ltrfeat.rankers.export import export_ranker as export
+    from ltrfeat.export.ltr_plugin import PluginScoring
+    from ltrfeat.export.ltr_plugin import export_ranker as export
     from ltrfeat.rankers.lambdamart import LambdaMART
 
     dims = {}
@@ -158,7 +158,7 @@ def export_encoder(model, target, out_dir):
     """Export a CLSM/DSSM encoder's query and document towers to ONNX.
 
     The text-to-trigram hashing stays outside the graphs: OUT/encoder.json holds the
-    vocabulary and normalisation rules, and ltrfeat.features.encoders.onnx_export.prepare builds
+    vocabulary and normalisation rules, and ltrfeat.export.onnx.prepare builds
     the graph inputs with numpy alone; OnnxEncoder.load(OUT).encode(texts, side=...) runs them.
 
     \b
@@ -166,7 +166,7 @@ def export_encoder(model, target, out_dir):
       ltrfeat export-encoder clsm.ltrenc --to onnx --out clsm_onnx
     """
     from ltrfeat.features.encoders.encoder import Encoder
-    from ltrfeat.features.encoders.onnx_export import export_onnx
+    from ltrfeat.export.onnx import export_onnx
 
     sidecar = export_onnx(Encoder.load(model), out_dir)
     click.echo(
@@ -202,8 +202,8 @@ def embed(docs_path, encoders, fields, index_name, out_path, update):
       curl -s -XPOST localhost:9200/_bulk -H 'Content-Type: application/x-ndjson' --data-binary @bulk.ndjson
     """
     from ltrfeat.features.neural import load_encoder, parse_encoder_spec
-    from ltrfeat.features.text import read_docs
-    from ltrfeat.serving.bulk import write_bulk
+    from ltrfeat.core.text import read_docs
+    from ltrfeat.export.bulk import write_bulk
 
     field_list = [f.strip() for f in fields.split(",") if f.strip()]
     docs = read_docs(docs_path, fields=field_list)

@@ -9,11 +9,12 @@ import click
 
 from ltrfeat.cli.options import duplicates_line, duplicates_option, lexical_options, option_group
 from ltrfeat.features import extract as ex
-from ltrfeat.features import neural, text
+from ltrfeat.features import neural
+from ltrfeat.core import text
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features.letor import write_letor
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.letor import write_letor
 
 
 def _split(value: str | None) -> list[str]:
@@ -222,9 +223,10 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
         ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=r["conflicts"])
         if dask:
+            from ltrfeat.core import dask_cluster
             from ltrfeat.features import dask_extract
 
-            with dask_extract.dask_client(dask) as client:
+            with dask_cluster.dask_client(dask) as client:
                 data = dask_extract.extract_ranking_dask(
                     ranking,
                     extractors,
@@ -251,9 +253,10 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         )  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
         if dask:
+            from ltrfeat.core import dask_cluster
             from ltrfeat.features import dask_extract
 
-            with dask_extract.dask_client(dask) as client:
+            with dask_cluster.dask_client(dask) as client:
                 rows = dask_extract.extract_file_dask(
                     letor_in,
                     out_path,

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ltrfeat.features import letor as letor_io
+from ltrfeat.core import letor as letor_io
 
 _READ_OPTIONS = [
     click.option(

@@ -9,7 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 
 
 def _version() -> str:
@@ -29,7 +29,7 @@ def _on_sigterm(signum, frame):
 
 
 def _stopped(how: str, code: int):
-    from ltrfeat.features import tempfiles
+    from ltrfeat.core import tempfiles
 
     tempfiles.remove_live()  # whatever an unwinding cleanup did not reach
     click.echo(f"error: {how}; no partial output was left (run the command again to redo the work)", err=True)
@@ -81,7 +81,7 @@ def cli(verbose, quiet):
       ltrfeat letor info data/train.letor
       ltrfeat -v extract ...        # log what each step does
     """
-    from ltrfeat.features.logs import configure_cli_logging
+    from ltrfeat.core.logs import configure_cli_logging
 
     configure_cli_logging(-1 if quiet else verbose)
 

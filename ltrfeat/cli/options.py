@@ -8,7 +8,7 @@ import warnings
 
 import click
 
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 
 
 def parse_key_values(pairs, *, option: str = "--param", example: str = "min_data_in_leaf=50") -> dict | None:
@@ -63,7 +63,7 @@ def quiet() -> bool:
     """Whether ``ltrfeat -q`` asked for errors only."""
     import logging
 
-    from ltrfeat.features.logs import logger
+    from ltrfeat.core.logs import logger
 
     return logger.getEffectiveLevel() > logging.WARNING
 
@@ -188,7 +188,7 @@ def config_option() -> click.Option:
 
 
 def _apply_config_file(ctx: click.Context, param: click.Parameter, value) -> None:
-    from ltrfeat.features.config_files import read_config
+    from ltrfeat.core.config_files import read_config
 
     if value is None:
         return
@@ -273,7 +273,7 @@ def threads_option(*, default: int, what: str):
 
 def threads_value(threads: int) -> int:
     """The thread count ``--threads`` stands for (0: the available cores)."""
-    from ltrfeat.features.cores import available_cores
+    from ltrfeat.core.cores import available_cores
 
     return threads or available_cores()
 

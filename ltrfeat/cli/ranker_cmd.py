@@ -9,8 +9,8 @@ import json
 import click
 import numpy as np
 
-from ltrfeat.features import letor as letor_io
-from ltrfeat.features.dataset import FeatureMap, RankingSet
+from ltrfeat.core import letor as letor_io
+from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.cli.options import (
     lexical_options,
     notices,
@@ -20,9 +20,9 @@ from ltrfeat.cli.options import (
     selection_options,
     ranker_options,
 )
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
-from ltrfeat.features.fileio import atomic_output, check_writable
-from ltrfeat.features.metrics import (
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.fileio import atomic_output, check_writable
+from ltrfeat.core.metrics import (
     GAINS,
     NO_RELEVANT,
     TIES,
@@ -168,10 +168,10 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
             return
         model = LambdaMART.from_config(config, features=features)
         if dask:
-            from ltrfeat.features.dask_extract import dask_client
+            from ltrfeat.core import dask_cluster
             from ltrfeat.rankers.dask_training import fit_dask
 
-            with dask_client(dask) as client:
+            with dask_cluster.dask_client(dask) as client:
                 fit_dask(model, train_data, valid_data, client=client, verbose=True)
         else:
             model.fit(train_data, valid_data, verbose=True)
@@ -351,7 +351,7 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, con
     ):
         raise click.UsageError("give MODEL TEST, or --qrels QRELS --run RUN")
     if qrels is not None:
-        from ltrfeat.rankers.trec import evaluate_run, read_qrels, read_run, summarise_run
+        from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, summarise_run
 
         df = evaluate_run(
             read_qrels(qrels),
@@ -451,7 +451,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
         data = _read(file, nan_policy, align_to=model.feature_map_, regroup=regroup or fmt == "trec")
     scores = _predict(model, data, file)
     if fmt == "trec":
-        from ltrfeat.rankers.trec import write_trec_run
+        from ltrfeat.experiments.trec import write_trec_run
 
         if data.docid is None or any(d is None for d in data.docid.tolist()):
             row = 1 if data.docid is None else data.docid.tolist().index(None) + 1
@@ -527,8 +527,8 @@ def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, 
       ltrfeat evaluate --qrels qrels.txt --run reranked.run --metrics ndcg@10,map
     """
     from ltrfeat.cli.serve_cmd import _encoders
-    from ltrfeat.features.text import read_docs, read_queries
-    from ltrfeat.rankers.trec import read_run, write_trec_run
+    from ltrfeat.core.text import read_docs, read_queries
+    from ltrfeat.experiments.trec import read_run, write_trec_run
     from ltrfeat.serving.rerank import rerank_run
     from ltrfeat.serving.scorer import Scorer
 

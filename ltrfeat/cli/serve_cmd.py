@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ltrfeat.cli.options import lexical_options, option_group, threads_option, threads_value
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 
 
 def _encoders(specs) -> dict:

@@ -1,0 +1,2 @@
+"""Feature extractors: lexical (BM25 and the LETOR family), neural encoders (CLSM, DSSM, DeepMatch, MiniLM) and
+the extraction pipeline that turns (query, document) pairs into feature columns."""

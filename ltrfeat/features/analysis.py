@@ -15,8 +15,8 @@ from itertools import compress
 import Stemmer
 import numpy as np
 
-from ltrfeat.features.errors import OptionError
-from ltrfeat.features.wordsplit import SEPARATOR, joined_words
+from ltrfeat.core.errors import OptionError
+from ltrfeat.core.wordsplit import SEPARATOR, joined_words
 
 # Lucene's default English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET): small and conservative,
 # so product and web titles keep their content words.

@@ -22,9 +22,9 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .analysis import Analyzer
-from .errors import ModelFileError, TextTableError
-from .fileio import atomic_output, open_input
+from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.errors import ModelFileError, TextTableError
+from ltrfeat.core.fileio import atomic_output, open_input
 
 CORPUS_FORMAT = "ltrfeat.corpus/1"
 

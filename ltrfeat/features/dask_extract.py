@@ -1,10 +1,10 @@
 """Feature extraction on a Dask cluster, row for row identical to :func:`ltrfeat.features.extract.extract_file`.
 
-The client streams the input by query (:func:`~ltrfeat.features.letor.iter_letor`: a partition never
+The client streams the input by query (:func:`~ltrfeat.core.letor.iter_letor`: a partition never
 splits a query), joins each partition to its query and document texts, and submits the joined
 partition to the cluster; workers run the fitted extractors and send back only the new columns
 (float32). The client writes the results strictly in input order through the same
-:class:`~ltrfeat.features.letor.LetorWriter` as a local run, so the output and its ``.features.json`` are
+:class:`~ltrfeat.core.letor.LetorWriter` as a local run, so the output and its ``.features.json`` are
 byte-identical to the single-machine run. At most ``in_flight`` partitions are on the cluster at a time
 (backpressure: memory on the client stays bounded by that window).
 
@@ -15,7 +15,7 @@ of their ``.ltrenc`` bundle, loaded once per worker (never unpickled). Each work
 encoders' vector caches across partitions.
 
 A partition whose worker dies is recomputed elsewhere (the scheduler reschedules it, and ``retries``
-re-runs failed tasks); when it still fails the run raises :class:`~ltrfeat.features.errors.LtrfeatError`
+re-runs failed tasks); when it still fails the run raises :class:`~ltrfeat.core.errors.LtrfeatError`
 and the output file is never put in place (``LetorWriter`` writes a temporary file and renames it only
 after the last partition).
 """
@@ -32,10 +32,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .cores import available_cores
-from .dataset import RankingSet
-from .errors import LtrfeatError, TextTableError
-from .extract import (
+from ltrfeat.core.dask_cluster import worker_addresses
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.core.errors import LtrfeatError, TextTableError
+from ltrfeat.features.extract import (
     _append_columns,
     _check_missing,
     _doc_fields,
@@ -47,8 +47,8 @@ from .extract import (
     _transform,
     fit_extractors,
 )
-from .letor import LetorWriter, iter_letor
-from .neural import EncoderExtractor
+from ltrfeat.core.letor import LetorWriter, iter_letor
+from ltrfeat.features.neural import EncoderExtractor
 
 try:
     import cloudpickle
@@ -58,64 +58,7 @@ except ImportError:  # the optional `dask` extra is not installed
     distributed = None
     WorkerPlugin = object
 
-INSTALL_FIX = "install the Dask extra: pip install 'ltrfeat[dask]'"
 _STATES: dict[str, list] = {}  # worker side: fitted extractors by run token
-
-
-# ---------------------------------------------------------------------------- connecting
-
-
-@contextlib.contextmanager
-def dask_client(spec: str, *, timeout: str = "30s"):
-    """A :class:`distributed.Client` for ``--dask SPEC``, closed (with its cluster) on exit.
-
-    ``local`` starts a ``LocalCluster`` with one single-threaded worker process per CPU,
-    ``local:N`` with N workers; a ``.json`` path is a scheduler file; anything else is a
-    scheduler address (``tcp://host:8786``), given ``timeout`` to answer.
-    """
-    if distributed is None:
-        raise LtrfeatError("--dask needs the dask and distributed packages", fix=INSTALL_FIX)
-    spec = str(spec).strip()
-    kind, _, count = spec.partition(":")
-    if kind == "local":
-        try:
-            n_workers = int(count) if count else available_cores()
-        except ValueError:
-            n_workers = 0
-        if n_workers < 1:
-            raise LtrfeatError(
-                f"--dask {spec!r}: the worker count must be a positive integer", fix="e.g. --dask local:2"
-            )
-        with (
-            distributed.LocalCluster(
-                n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
-            ) as cluster,
-            distributed.Client(cluster) as client,
-        ):
-            yield client
-        return
-    try:
-        client = (
-            distributed.Client(scheduler_file=spec, timeout=timeout)
-            if spec.endswith(".json")
-            else distributed.Client(spec, timeout=timeout)
-        )
-    except (OSError, ValueError, TimeoutError) as exc:
-        raise LtrfeatError(
-            f"cannot connect to the Dask scheduler {spec!r} ({type(exc).__name__}: {exc})",
-            fix="give a running scheduler's address (tcp://host:8786), its scheduler file, or local[:N]",
-        ) from None
-    with client:
-        yield client
-
-
-def worker_addresses(client) -> list[str]:
-    """Addresses of every worker of ``client``'s cluster, sorted."""
-    try:
-        info = client.scheduler_info(n_workers=-1)  # newer distributed lists only 5 workers by default
-    except TypeError:
-        info = client.scheduler_info()
-    return sorted(info["workers"])
 
 
 # ---------------------------------------------------------------------------- shipping extractors

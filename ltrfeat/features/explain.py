@@ -20,8 +20,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .encoders.encoder import Encoder
-from .hashing import BagBatch
+from ltrfeat.features.encoders.encoder import Encoder
+from ltrfeat.features.hashing import BagBatch
 
 EMPTY = "(empty)"
 

@@ -22,12 +22,12 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
-from .dataset import RankingSet
-from .errors import LtrfeatError, TextTableError
-from .letor import LetorWriter, iter_letor
-from .lexical import FAMILIES, LexicalExtractor
-from .text import PAIR_COLUMNS, pairs_to_ranking
-from ltrfeat.features.logs import get_logger, show_progress
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.core.errors import LtrfeatError, TextTableError
+from ltrfeat.core.letor import LetorWriter, iter_letor
+from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
+from ltrfeat.core.text import PAIR_COLUMNS, pairs_to_ranking
+from ltrfeat.core.logs import get_logger, show_progress
 
 MISSING_POLICIES = ("error", "nan", "zero")
 _log = get_logger("extract")
@@ -148,7 +148,7 @@ class PairFeatures(TransformerMixin, BaseEstimator):
     whose columns :meth:`get_feature_names_out` names (``set_output(transform="pandas")`` gives a
     DataFrame, whose names a :class:`ltrfeat.rankers.lambdamart.LambdaMART` then keeps). Pairs need
     ``qid, query, docid`` and every document field the extractors read (``doc`` as from
-    :func:`ltrfeat.features.text.read_judged_pairs`); a missing text is an error.
+    :func:`ltrfeat.core.text.read_judged_pairs`); a missing text is an error.
     """
 
     def __init__(self, extractors=()):
@@ -177,7 +177,7 @@ class PairFeatures(TransformerMixin, BaseEstimator):
         if not isinstance(pairs, pd.DataFrame):
             raise LtrfeatError(
                 f"PairFeatures takes a pairs DataFrame, got {type(pairs).__name__}",
-                fix="read one with ltrfeat.features.text.read_judged_pairs",
+                fix="read one with ltrfeat.core.text.read_judged_pairs",
             )
         absent = [c for c in columns if c not in pairs.columns]
         if absent:
@@ -344,7 +344,7 @@ def extract_file(
 
     Parameters
     ----------
-    queries : table ``qid, query``; docs : table ``docid, <fields...>`` (see ``ltrfeat.features.text``).
+    queries : table ``qid, query``; docs : table ``docid, <fields...>`` (see ``ltrfeat.core.text``).
     extractors : :class:`FeatureExtractor` list; unfitted ones are fitted on ``docs`` first.
     missing : rows whose qid or docid has no text (or that lack a docid comment):
         ``"error"`` (default; lists the first few ids and the count, writes nothing),
@@ -390,12 +390,12 @@ def extract_file(
 
 def extract_pairs(pairs: pd.DataFrame, extractors, *, missing: str = "error", conflicts: str = "error") -> RankingSet:
     """Feature columns for a judged-pairs table (``qid, query, docid, doc[, fields...], label``,
-    as from :func:`ltrfeat.features.text.read_judged_pairs`).
+    as from :func:`ltrfeat.core.text.read_judged_pairs`).
 
     Rows are grouped by query (queries in order of first appearance); docids go into the
     comments (``docid = X``). Unfitted extractors are fitted on the pairs' distinct documents.
     ``conflicts``: an id naming different texts on different rows is an ``"error"``, or
-    ``"first"`` keeps its first text (see :func:`ltrfeat.features.text.pairs_to_ranking`).
+    ``"first"`` keeps its first text (see :func:`ltrfeat.core.text.pairs_to_ranking`).
     Returns a :class:`RankingSet` whose only columns are the extractors'.
     """
     fields = ["doc", *[c for c in pairs.columns if c not in PAIR_COLUMNS]]

@@ -28,7 +28,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ltrfeat.features.wordsplit import SEPARATOR, joined_words
+from ltrfeat.core.wordsplit import SEPARATOR, joined_words
 
 UNKNOWN_ID = 0
 BOUNDARY_ID = 1
@@ -204,7 +204,7 @@ class TrigramHasher:
     def tokenize(self, texts) -> TokenizedTexts:
         """Word ids (into the hasher's cached word table) of each text, as a ragged array.
 
-        All texts are split as one byte string (:func:`~ltrfeat.features.wordsplit.joined_words`); the
+        All texts are split as one byte string (:func:`~ltrfeat.core.wordsplit.joined_words`); the
         words are exactly :meth:`words` of each text.
         """
         self._check_fitted()

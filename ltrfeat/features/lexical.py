@@ -41,8 +41,8 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from .corpus import CorpusStats, TermEncoder, TokenBatch
-from .errors import ModelFileError, OptionError, TextTableError
+from ltrfeat.features.corpus import CorpusStats, TermEncoder, TokenBatch
+from ltrfeat.core.errors import ModelFileError, OptionError, TextTableError
 
 # family -> (one-line description, column stems). Query-only families have no field suffix.
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -23,8 +23,8 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
-from .errors import LtrfeatError, ModelFileError
-from .extract import register_extractor
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.extract import register_extractor
 
 KINDS = {
     "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine (_dot: dot-scored)",
@@ -58,18 +58,18 @@ def load_encoder(name: str, path=None):
     if kind not in KINDS:
         raise LtrfeatError(f"unknown encoder name {name!r}", fix=_SPEC_FIX)
     if kind == "sbert":
-        from .encoders.sbert import SbertEncoder
-        from .encoders.sbert_finetuned import SbertFinetuned, is_finetuned_bundle
+        from ltrfeat.features.encoders.sbert import SbertEncoder
+        from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, is_finetuned_bundle
 
         # a directory is a zero-shot model; a file is a fine-tuned bundle (train-encoder --model sbert)
         return SbertFinetuned.load(path) if is_finetuned_bundle(path) else SbertEncoder.load(path)
     if path is None:
         raise LtrfeatError(f"encoder {name!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
     if kind == "deepmatch":
-        from .encoders.deepmatch import DeepMatch
+        from ltrfeat.features.encoders.deepmatch import DeepMatch
 
         return DeepMatch.load(path)
-    from .encoders.encoder import Encoder
+    from ltrfeat.features.encoders.encoder import Encoder
 
     encoder = Encoder.load(path)
     architecture = encoder.model.config["architecture"]

@@ -25,10 +25,10 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from tqdm.auto import tqdm
 
-from .analysis import Analyzer
-from .corpus import CorpusStats, FieldStats, TermEncoder, TokenBatch
-from .errors import TextTableError
-from ltrfeat.features.logs import show_progress
+from ltrfeat.features.analysis import Analyzer
+from ltrfeat.features.corpus import CorpusStats, FieldStats, TermEncoder, TokenBatch
+from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.logs import show_progress
 
 _FIELD = "text"
 

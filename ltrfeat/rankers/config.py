@@ -14,7 +14,7 @@ import math
 import numbers
 from typing import Any
 
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.rankers.choices import ENGINES
 
 

@@ -13,7 +13,7 @@ without improvement), with the NDCG LightGBM computes (gain ``label_gain``, quer
 a relevant document count 1). XGBoost's Dask training early-stops itself.
 
 :class:`DaskExecutor` runs an ablation's (fold, feature set, seed) runs as Dask tasks
-(:func:`ltrfeat.rankers.ablation.run_ablation` ``executor=``), shipping each fold once.
+(:func:`ltrfeat.experiments.ablation.run_ablation` ``executor=``), shipping each fold once.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import warnings
 
 import numpy as np
 
-from ltrfeat.features.dataset import RankingSet
-from ltrfeat.features.dask_extract import worker_addresses
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.core.dask_cluster import worker_addresses
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.rankers.lambdamart import LambdaMART
 
 _SCALARS = (str, bytes, int, float, bool, type(None))

@@ -32,11 +32,11 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from tqdm.auto import tqdm
 
-from ltrfeat.features.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError, ModelFileError, OptionError
-from ltrfeat.features.fileio import atomic_output
-from ltrfeat.features.logs import show_progress
-from ltrfeat.features.versions import library_versions
+from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError, ModelFileError, OptionError
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.logs import show_progress
+from ltrfeat.core.versions import library_versions
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages

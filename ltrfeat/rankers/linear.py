@@ -12,8 +12,8 @@ from sklearn.base import BaseEstimator
 from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
-from ltrfeat.features.dataset import FeatureMap, RankingSet
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.dataset import FeatureMap, RankingSet
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.rankers.single import column_for, concat
 
 

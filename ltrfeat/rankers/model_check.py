@@ -26,7 +26,7 @@ import json
 import math
 import re
 
-from ltrfeat.features.errors import ModelFileError
+from ltrfeat.core.errors import ModelFileError
 
 _FIX = "the model file is damaged or was edited; re-run train-ranker (or restore the file from its run)"
 
@@ -502,7 +502,7 @@ def check_lightgbm_params(params: dict, n_features: int) -> None:
     import lightgbm as lgb
     import numpy as np
 
-    from ltrfeat.features.errors import OptionError
+    from ltrfeat.core.errors import OptionError
 
     probe = {k: v for k, v in params.items() if k not in ("eval_at", "metric")} | {"verbosity": -1}
     try:

@@ -18,9 +18,9 @@ import hashlib
 import json
 from pathlib import Path
 
-from ltrfeat.features.dataset import FeatureMap
-from ltrfeat.features.errors import ModelFileError
-from ltrfeat.features.versions import library_versions
+from ltrfeat.core.dataset import FeatureMap
+from ltrfeat.core.errors import ModelFileError
+from ltrfeat.core.versions import library_versions
 from ltrfeat.rankers.lambdamart import META_FORMAT, LambdaMART, meta_path, write_model_files
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.single import BestSingleFeature, BoostedFromFeature, FeatureChoice

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.dataset import RankingSet
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.rankers.choices import CANDIDATES, RULES, SIMPLICITY, TUNE_METHODS
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.rankers.linear import LinearRanker
-from ltrfeat.features.metrics import parse_metrics
+from ltrfeat.core.metrics import parse_metrics
 from ltrfeat.rankers.single import (
     DEFAULT_CRITERION,
     BestSingleFeature,

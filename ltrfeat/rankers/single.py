@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from ltrfeat.features.dataset import RankingSet
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.rankers.lambdamart import LambdaMART
-from ltrfeat.features.metrics import evaluate_queries, parse_metrics
+from ltrfeat.core.metrics import evaluate_queries, parse_metrics
 
 DEFAULT_CRITERION = ("ndcg@1", "ndcg@3", "ndcg@10")
 
@@ -129,8 +129,8 @@ class BestSingleFeature(BaseEstimator):
     Parameters
     ----------
     features : candidate features (names), default every column of the training data.
-    criterion : metrics whose per-query mean decides (see :func:`ltrfeat.features.metrics.parse_metrics`).
-    gain, no_relevant : metric conventions (see :class:`ltrfeat.features.metrics.Conventions`).
+    criterion : metrics whose per-query mean decides (see :func:`ltrfeat.core.metrics.parse_metrics`).
+    gain, no_relevant : metric conventions (see :class:`ltrfeat.core.metrics.Conventions`).
 
     Fitted attributes
     -----------------

@@ -7,7 +7,7 @@ Endpoints:
 - ``POST /embed`` takes ``{"query": "..."}`` and answers ``{"params": {...}}``: the parameters of the
   exported LTR featureset for that query (``keywords``, each encoder's ``<name>_query_vector``, the
   query-level values), ready to send as an ``sltr`` query's ``params`` (see
-  ``ltrfeat.rankers.plugin_features``).
+  ``ltrfeat.export.plugin_features``).
 - ``GET /health`` describes the ranker (features, fields, limits).
 - ``GET /healthz`` (liveness: the process answers) and ``GET /readyz`` (readiness: 503 while the
   service is full or shutting down) never need the token.

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError
 
 try:  # an optional extra: the module imports without it and explains on first use
     import pyterrier as pt
@@ -183,7 +183,7 @@ class Ranker(_Base):
         self.ranker = ranker if isinstance(ranker, LambdaMART) else LambdaMART.load(ranker)
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
-        from ltrfeat.features.dataset import RankingSet
+        from ltrfeat.core.dataset import RankingSet
 
         if "features" not in res.columns:
             raise LtrfeatError(
@@ -221,7 +221,7 @@ class FeatureScore(_Base):
 def candidates(letor, *, queries: pd.DataFrame, docs: pd.DataFrame, text: str = "title") -> pd.DataFrame:
     """The judged candidates of a LETOR file as a PyTerrier result frame: ``qid, query, docno, text`` plus every
     document field column (``text`` = the ``text`` field), in file order, with the LETOR ``label``."""
-    from ltrfeat.features.letor import read_letor
+    from ltrfeat.core.letor import read_letor
 
     data = letor if not isinstance(letor, (str, bytes)) and hasattr(letor, "qid") else read_letor(letor)
     if data.docid is None:

@@ -1,16 +1,16 @@
 """Re-rank a TREC run: join its (query, document) pairs to their texts, compute the ranker's
-features, score them and return the new run (written with :func:`ltrfeat.rankers.trec.write_trec_run`)."""
+features, score them and return the new run (written with :func:`ltrfeat.experiments.trec.write_trec_run`)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.dataset import RankingSet
-from ltrfeat.features.errors import TextTableError
-from ltrfeat.rankers.trec import trec_order
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.core.errors import TextTableError
+from ltrfeat.experiments.trec import trec_order
 
-from .scorer import Scorer
+from ltrfeat.serving.scorer import Scorer
 
 
 def _missing(ids: np.ndarray, known: pd.Index) -> list:
@@ -22,8 +22,8 @@ def rerank_run(
 ) -> pd.DataFrame:
     """New scores for the run's documents: columns ``qid, docid, score``, one row per run line.
 
-    ``run`` as from :func:`ltrfeat.rankers.trec.read_run`; ``queries`` (``qid, query``) and ``docs``
-    (``docid`` + the fields the ranker's features read) as from ``ltrfeat.features.text``. With
+    ``run`` as from :func:`ltrfeat.experiments.trec.read_run`; ``queries`` (``qid, query``) and ``docs``
+    (``docid`` + the fields the ranker's features read) as from ``ltrfeat.core.text``. With
     ``depth``, only each query's top ``depth`` documents of the run (trec_eval order) are
     re-scored; the others keep their run order below every re-scored document. A run query or
     document without text is an error listing the first few ids.

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.dataset import RankingSet
-from ltrfeat.features.errors import LtrfeatError
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, LexicalExtractor
 from ltrfeat.rankers.lambdamart import LambdaMART
 
@@ -62,7 +62,7 @@ class _OnnxEncoder:
     the dot product of the two sides' embeddings (normalised ones for cosine)."""
 
     def __init__(self, name: str, path, fields):
-        from ltrfeat.features.encoders.onnx_export import OnnxEncoder
+        from ltrfeat.export.onnx import OnnxEncoder
 
         self.name, self.fields = name, tuple(fields)
         self.encoder_ = OnnxEncoder.load(path)
@@ -234,7 +234,7 @@ class Scorer:
     def query_params(self, query: str) -> dict:
         """Template parameters of the exported LTR featureset for ``query`` (``/embed``): ``keywords``,
         each encoder's query vector, ``query_len`` / ``idf_*`` values and the distinct term count."""
-        from ltrfeat.rankers.plugin_features import query_params
+        from ltrfeat.export.plugin_features import query_params
 
         if not isinstance(query, str):
             raise CandidateError(f"query must be a string, got {type(query).__name__}")

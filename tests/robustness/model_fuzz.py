@@ -40,7 +40,7 @@ def corruptions(raw: bytes, n: int, seed: int):
 
 
 def main(model: str, n: int, seed: int) -> None:
-    from ltrfeat.features.errors import ModelFileError
+    from ltrfeat.core.errors import ModelFileError
     from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 
     model = Path(model)

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.letor import write_letor
+from ltrfeat.core.letor import write_letor
 from builders import small, synthetic
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features.dataset import FeatureMap
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features.letor import read_letor
-from ltrfeat.features.text import parse_column_mapping
-from ltrfeat.features import metrics as M
+from ltrfeat.core.dataset import FeatureMap
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.letor import read_letor
+from ltrfeat.core.text import parse_column_mapping
+from ltrfeat.core import metrics as M
 
 SEED_TEXT = b"".join(b"%d qid:%d 1:0.5 2:-%d.25 4:1e-3 #docid = d%d\n" % (i % 3, i // 4, i % 5, i) for i in range(12))
 ALPHABET = b"0123456789:.-+eE #qid\n\r\t\x00\xff\xc3naif"

@@ -19,9 +19,9 @@ import safetensors
 import safetensors.torch
 import torch
 
-from ltrfeat.features.errors import ModelFileError
-from ltrfeat.features.fileio import atomic_output
-from ltrfeat.features.versions import library_versions
+from ltrfeat.core.errors import ModelFileError
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.versions import library_versions
 
 FORMAT = "ltrenc"
 FORMAT_VERSION = 1

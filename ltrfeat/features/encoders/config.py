@@ -4,7 +4,7 @@ One object per trainer replaces its 20-30 keyword arguments: :class:`EncoderConf
 :func:`~ltrfeat.features.encoders.training.train_encoder`), :class:`SbertConfig` (MiniLM fine-tuning,
 :func:`~ltrfeat.features.encoders.sbert_training.train_sbert`) and :class:`DeepMatchConfig`
 (:func:`~ltrfeat.features.encoders.deepmatch.train_deepmatch`). A config is checked once, when it is
-made; ``to_dict`` gives plain JSON values and ``from_dict`` (or :func:`ltrfeat.features.config_files.read_config`
+made; ``to_dict`` gives plain JSON values and ``from_dict`` (or :func:`ltrfeat.core.config_files.read_config`
 for a TOML/YAML/JSON file) reads them back, refusing unknown keys with the list of known ones.
 
 Runtime settings that do not change the trained model's numbers (threads, progress bars, checkpoint
@@ -94,8 +94,8 @@ class TrainingConfig:
     @classmethod
     def from_file(cls: type[C], path, *, table: str | None = None) -> C:
         """A config from a TOML/YAML/JSON file's top level, or from its ``table`` (e.g. ``"encoder"``)."""
-        from ltrfeat.features.config_files import read_config
-        from ltrfeat.features.errors import LtrfeatError
+        from ltrfeat.core.config_files import read_config
+        from ltrfeat.core.errors import LtrfeatError
 
         values = read_config(path)
         if table is not None:

@@ -49,7 +49,7 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from ltrfeat.features.duplicates import data_record
+from ltrfeat.core.duplicates import data_record
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
@@ -66,9 +66,9 @@ from ltrfeat.features.encoders.training import (
     data_hash,
     ndcg_at,
 )
-from ltrfeat.features.errors import ModelFileError, TextTableError
+from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.features.hashing import TokenizedTexts
-from ltrfeat.features.logs import show_progress
+from ltrfeat.core.logs import show_progress
 
 ARCHITECTURE = "deepmatch"
 DEFAULT_ANALYZER = Analyzer(stopwords="english", stemmer="english")

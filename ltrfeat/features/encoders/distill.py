@@ -33,10 +33,10 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
-from ltrfeat.features.errors import LtrfeatError
-from ltrfeat.features.fileio import atomic_output
-from ltrfeat.features.logs import show_progress
-from ltrfeat.features.stages import teacher_clock
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.logs import show_progress
+from ltrfeat.core.stages import teacher_clock
 
 # teacher key -> loaded model; (teacher key, side) -> {text: vector}
 _TEACHERS: dict[str, object] = {}

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.model import TwoTowerModel
-from ltrfeat.features.errors import ModelFileError, TextTableError
+from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.features.hashing import TrigramHasher
 
 

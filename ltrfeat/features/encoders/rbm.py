@@ -23,7 +23,7 @@ import torch
 from tqdm import tqdm
 
 from ltrfeat.features.hashing import UNKNOWN_ID, TrigramHasher
-from ltrfeat.features.logs import show_progress
+from ltrfeat.core.logs import show_progress
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
 
 EXTRA_FIX = "install the optional extra: pip install 'ltrfeat[sbert]'"
 # A sentence-transformers model directory lists its modules here.

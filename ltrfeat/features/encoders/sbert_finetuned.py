@@ -23,7 +23,7 @@ import safetensors.torch
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.features.encoders.sbert_prefix import compute
-from ltrfeat.features.errors import ModelFileError
+from ltrfeat.core.errors import ModelFileError
 
 KIND = "sbert-ft"
 TOWER_SETS = (("shared",), ("query", "doc"))

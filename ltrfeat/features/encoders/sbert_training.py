@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ltrfeat.features.duplicates import data_record
+from ltrfeat.core.duplicates import data_record
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
@@ -42,8 +42,8 @@ from ltrfeat.features.encoders.training import (
     _validate,
     _validation_ndcg,
 )
-from ltrfeat.features.errors import LtrfeatError, ModelFileError
-from ltrfeat.features.logs import show_progress
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.logs import show_progress
 
 _EVAL_CHUNK = 256  # texts per forward pass when no gradient is needed (bounds memory in validation)
 

@@ -57,17 +57,17 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from ltrfeat.features.duplicates import data_record
-from ltrfeat.features.cores import available_cores
+from ltrfeat.core.duplicates import data_record
+from ltrfeat.core.cores import available_cores
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.config import OPTIMIZERS, SOFT_LABELS, EncoderConfig
 from ltrfeat.features.encoders.encoder import Encoder, distinct
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.errors import ModelFileError, OptionError, TextTableError
+from ltrfeat.core.errors import ModelFileError, OptionError, TextTableError
 from ltrfeat.features.hashing import TrigramHasher
-from ltrfeat.features.metrics import evaluate_queries
-from ltrfeat.features.logs import get_logger, show_progress
+from ltrfeat.core.metrics import evaluate_queries
+from ltrfeat.core.logs import get_logger, show_progress
 
 _MAX_REL = 30
 _log = get_logger("train")
@@ -76,7 +76,7 @@ _log = get_logger("train")
 # -- metric ------------------------------------------------------------------------------
 def ndcg_at(scores, rels, groups, *, k: int = 10) -> float:
     """Mean NDCG@k over the groups that have a positive grade, by the project's one metric implementation
-    (:func:`ltrfeat.features.metrics.evaluate_queries`: gain ``2^rel - 1``, log2 discount, ties in input order).
+    (:func:`ltrfeat.core.metrics.evaluate_queries`: gain ``2^rel - 1``, log2 discount, ties in input order).
 
     NaN when no group has a positive grade, or when a score is not finite (a diverged model: never the
     best epoch).

@@ -15,8 +15,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.errors import TextTableError
-from ltrfeat.features.text import TextTableWarning
+from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.text import TextTableWarning
 
 
 def parse_pair(spec: str) -> tuple[str, str]:

@@ -1,0 +1,131 @@
+"""Atomic output (temp file + rename) and transparent gzip by file extension."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import os
+import zlib
+from pathlib import Path
+
+from ltrfeat.core import tempfiles
+from ltrfeat.core.errors import LtrfeatError
+
+
+def is_gzip_path(path) -> bool:
+    return str(path).endswith(".gz")
+
+
+class _CheckedGzip(gzip.GzipFile):
+    """A gzip reader whose damaged or truncated data is a one-line :class:`LtrfeatError` naming the file
+    (gzip raises ``BadGzipFile``, ``EOFError`` or ``zlib.error``, and click turns ``EOFError`` into a bare
+    "Aborted!")."""
+
+    def _checked(self, method, *args):
+        try:
+            return method(*args)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+            raise LtrfeatError(
+                f"gzip data is damaged or truncated ({type(exc).__name__}: {exc})",
+                path=self.name,
+                fix="re-create or re-download the file (gzip -t FILE tests it)",
+            ) from None
+
+    def read(self, size=-1):
+        return self._checked(super().read, size)
+
+    def read1(self, size=-1):
+        return self._checked(super().read1, size)
+
+    def readline(self, size=-1):
+        return self._checked(super().readline, size)
+
+    def readinto(self, b):
+        return self._checked(super().readinto, b)
+
+    def peek(self, n):
+        return self._checked(super().peek, n)
+
+
+def open_input(path, *, binary: bool = True, encoding: str = "utf-8"):
+    """Open ``path`` for reading; ``.gz`` files (or gzip magic bytes) are decompressed.
+
+    Damaged or truncated gzip data is an :class:`LtrfeatError` naming the file when read."""
+    path = Path(path)
+    raw = open(path, "rb")
+    # peek, not read-and-reopen: a pipe or FIFO (``<(zcat f)``, /dev/stdin) can be read only once
+    if raw.peek(2)[:2] == b"\x1f\x8b":
+        gz = _CheckedGzip(filename=str(path), mode="rb", fileobj=raw)
+        gz.myfileobj = raw  # closed with the gzip reader, as when GzipFile opens the file itself
+        raw = gz
+    if binary:
+        return raw
+    return io.TextIOWrapper(raw, encoding=encoding, newline="")
+
+
+def check_writable(path) -> None:
+    """Fail early (before a long run) when ``path`` could not be written: its nearest existing
+    ancestor must be a writable directory, and ``path`` itself not a directory."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    problem = None
+    if path.is_dir():
+        problem = "is a directory"
+    elif not parent.is_dir():
+        problem = f"{parent} is not a directory"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        problem = f"{parent} is not writable"
+    if problem:
+        raise LtrfeatError(
+            f"cannot write the output ({problem})", path=path, fix="choose a file in a writable directory"
+        )
+
+
+@contextlib.contextmanager
+def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
+    """Yield a writable file whose content replaces ``path`` only if the block succeeds.
+
+    The data goes to a temporary file in the same directory (see :mod:`ltrfeat.core.tempfiles`),
+    which is renamed over ``path`` on success and removed on any exception, so a failed run never
+    leaves a partial output. A ``.gz`` path is gzip-compressed (deterministically: mtime 0).
+    """
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(21, "is a directory")
+        directory.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfiles.new_file(path)
+    except OSError as exc:
+        raise LtrfeatError(
+            f"cannot write the output ({exc.strerror or exc})", path=path, fix="choose a file in a writable directory"
+        ) from None
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if is_gzip_path(path) else raw
+            if binary:
+                yield sink
+            else:
+                text = io.TextIOWrapper(sink, encoding=encoding, newline="\n")
+                yield text
+                text.flush()
+                text.detach()
+            if sink is not raw:
+                sink.close()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    finally:
+        tempfiles.release(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -1,0 +1,1 @@
+"""Data sets: the synthetic product-search world (``synth``) and converters from public formats (``converters``)."""

@@ -1,0 +1,26 @@
+"""A synthetic product-search world for demos and ablations: a catalogue with several text
+fields, judged train/vali/test queries with graded labels, and a click log — deterministic by
+seed, with vocabulary mismatch, ambiguous words, lexical distractors and noisy clicks.
+``data/README.md`` states its assumptions and file formats."""
+
+from ltrfeat.datasets.synth.world import (
+    GENERATOR_VERSION,
+    PRESETS,
+    PUBLIC_COLUMNS,
+    SPLITS,
+    World,
+    generate_world,
+    realism_stats,
+    write_world,
+)
+
+__all__ = [
+    "GENERATOR_VERSION",
+    "PRESETS",
+    "PUBLIC_COLUMNS",
+    "SPLITS",
+    "World",
+    "generate_world",
+    "realism_stats",
+    "write_world",
+]

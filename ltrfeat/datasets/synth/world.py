@@ -1,0 +1,249 @@
+"""A whole synthetic search world: catalogue, judged queries split into train/vali/test, and a
+click log; :func:`generate_world` builds it in memory, :func:`write_world` writes its files."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.letor import write_letor
+from ltrfeat.core.text import pairs_to_ranking, write_table
+from ltrfeat.datasets.synth.catalogue import make_catalogue
+from ltrfeat.datasets.synth.clicks import simulate_clicks
+from ltrfeat.datasets.synth.judging import CandidateIndex, lexical_grades, overlap, rater_noise, semantic_grades
+from ltrfeat.datasets.synth.lexicon import AMBIGUOUS_WORDS, content_tokens, tokens
+from ltrfeat.datasets.synth.queries import describe_intent, make_queries, query_key
+
+GENERATOR_VERSION = "1"
+WORLD_FORMAT = "ltrfeat.synth-world/1"
+SPLITS = ("train", "vali", "test")
+PRESETS = {
+    "default": {"n_queries": 1000, "n_docs": 3000, "n_click_queries": 3000},
+    "quick": {"n_queries": 240, "n_docs": 800, "n_click_queries": 800},
+}
+# Public columns of each table; the in-memory frames also carry the latent truth.
+PUBLIC_COLUMNS = {
+    "docs": ["docid", "title", "description", "brand", "category"],
+    "queries": ["qid", "query"],
+    "judged": ["qid", "query", "docid", "doc", "label"],
+    "clicks": ["query", "docid", "doc", "clicks", "impressions"],
+}
+_STREAMS = {"docs": 1, "judged_queries": 2, "candidates": 3, "labels": 4, "click_queries": 5, "clicks": 6, "splits": 7}
+
+
+@dataclasses.dataclass
+class World:
+    """The generated tables (public columns plus latent truth) and the options that made them.
+
+    docs: ``docid, title, description, brand, category`` + truth ``type, colour, material, size, feature``.
+    queries: ``qid, query`` + ``split`` and truth ``type, intent``.
+    judged: ``qid, query, docid, doc, label`` + ``split``; rows of a query contiguous, candidates in random order.
+    clicks: ``query, docid, doc, clicks, impressions`` + truth ``grade`` (noise-free relevance).
+    """
+
+    docs: pd.DataFrame
+    queries: pd.DataFrame
+    judged: pd.DataFrame
+    clicks: pd.DataFrame
+    options: dict
+
+    def split(self, name: str) -> pd.DataFrame:
+        """The judged pairs of one split (``train``, ``vali`` or ``test``), public columns."""
+        if name not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}, got {name!r}")
+        return self.judged.loc[self.judged["split"] == name, PUBLIC_COLUMNS["judged"]].reset_index(drop=True)
+
+
+def _rng(seed: int, stream: str) -> np.random.Generator:
+    return np.random.default_rng([seed, _STREAMS[stream]])
+
+
+def generate_world(
+    *,
+    seed: int = 0,
+    n_queries: int = 1000,
+    n_docs: int = 3000,
+    n_click_queries: int = 3000,
+    candidates: tuple[int, int] = (10, 20),
+    semantic: bool = True,
+    label_noise: float = 0.12,
+    split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
+    median_sessions: float = 10.0,
+) -> World:
+    """Generate a product-search world, deterministically from ``seed``.
+
+    Parameters
+    ----------
+    seed : every random choice derives from it (one independent stream per stage).
+    n_queries : judged queries (distinct query strings), split into train/vali/test.
+    n_docs : products in the catalogue.
+    n_click_queries : distinct query strings in the click log; none equals a judged query
+        (compared as token sequences), so encoders trained on clicks never saw a judged query.
+    candidates : (min, max) candidates per judged query.
+    semantic : ``True``: grades come from the latent intent (type and attribute matches).
+        ``False`` (control world): grades are ``round(3 × query–title token overlap)``, so
+        lexical features explain them and a semantic feature can add nothing. Everything
+        else (catalogue, queries, candidates) is identical for the same seed.
+    label_noise : probability that a rater moves a judged grade one step.
+    split_fractions : shares of judged queries in train, vali, test.
+    median_sessions : median number of user sessions per click-log query.
+    """
+    lo, hi = candidates
+    if not 1 <= lo <= hi:
+        raise ValueError(f"candidates must be (min, max) with 1 <= min <= max, got {candidates}")
+    if n_queries < len(SPLITS) or n_docs < 1 or n_click_queries < 0:
+        raise ValueError(
+            f"need n_queries >= 3, n_docs >= 1, n_click_queries >= 0 (got {n_queries}, {n_docs}, {n_click_queries})"
+        )
+    if not (len(split_fractions) == 3 and min(split_fractions) > 0 and abs(sum(split_fractions) - 1) < 1e-9):
+        raise ValueError(f"split_fractions must be three positive shares summing to 1, got {split_fractions}")
+    if not 0 <= label_noise <= 1:
+        raise ValueError(f"label_noise must be in [0, 1], got {label_noise}")
+    options = {
+        "seed": seed,
+        "n_queries": n_queries,
+        "n_docs": n_docs,
+        "n_click_queries": n_click_queries,
+        "candidates": [lo, hi],
+        "semantic": semantic,
+        "label_noise": label_noise,
+        "split_fractions": list(split_fractions),
+        "median_sessions": median_sessions,
+    }
+
+    docs = make_catalogue(_rng(seed, "docs"), n_docs)
+    index = CandidateIndex(docs)
+
+    def grade(rows, query, intent):
+        return semantic_grades(index, rows, intent) if semantic else lexical_grades(index, rows, query)
+
+    judged_queries = make_queries(_rng(seed, "judged_queries"), docs, n_queries)
+    split_rng = _rng(seed, "splits")
+    bounds = np.round(np.cumsum(split_fractions)[:-1] * n_queries).astype(int)
+    split_of = np.empty(n_queries, dtype=object)
+    for name, part in zip(SPLITS, np.split(split_rng.permutation(n_queries), bounds)):
+        split_of[part] = name
+    queries = pd.DataFrame(
+        {
+            "qid": [str(i + 1) for i in range(n_queries)],
+            "query": [q for q, _ in judged_queries],
+            "split": split_of,
+            "type": [intent["type"] for _, intent in judged_queries],
+            "intent": [describe_intent(intent) for _, intent in judged_queries],
+        }
+    )
+
+    cand_rng, label_rng = _rng(seed, "candidates"), _rng(seed, "labels")
+    parts = []
+    for qid, (query, intent), split in zip(queries["qid"], judged_queries, split_of):
+        rows = index.candidates(cand_rng, query, intent, int(cand_rng.integers(lo, hi + 1)))
+        labels = rater_noise(label_rng, grade(rows, query, intent), label_noise)
+        parts.append(
+            pd.DataFrame(
+                {
+                    "qid": qid,
+                    "query": query,
+                    "docid": docs["docid"].to_numpy()[rows],
+                    "doc": docs["title"].to_numpy()[rows],
+                    "label": labels,
+                    "split": split,
+                }
+            )
+        )
+    judged = pd.concat(parts, ignore_index=True)
+
+    judged_keys = frozenset(query_key(q) for q, _ in judged_queries)
+    click_queries = make_queries(_rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys)
+    clicks = simulate_clicks(_rng(seed, "clicks"), index, click_queries, grade, median_sessions=median_sessions)
+    return World(docs=docs, queries=queries, judged=judged, clicks=clicks, options=options)
+
+
+def realism_stats(world: World) -> dict:
+    """Figures that check the world is realistic where it matters (also stored in world.json).
+
+    - ``relevant_zero_title_overlap``: share of judged pairs with label >= 2 whose title shares
+      no content token with the query (vocabulary mismatch).
+    - ``high_overlap_nonrelevant``: among pairs whose title holds at least half the query's
+      content tokens, the share with label <= 1 (lexical distractors).
+    - ``irrelevant_sharing_a_word``: share of label-0 pairs whose title shares a content token
+      with the query.
+    - ``label_title_overlap_spearman``: rank correlation of label and query–title overlap.
+    - ``ambiguous_query_share``: share of judged queries holding a word whose senses span categories.
+    - ``click_grade_spearman``: rank correlation of click counts and the hidden grade.
+    - ``label_counts``: judged labels 0..3.
+    """
+    j = world.judged
+    ov = np.array([overlap(set(content_tokens(q)), set(content_tokens(d))) for q, d in zip(j["query"], j["doc"])])
+    label = j["label"].to_numpy()
+    ambiguous = set(AMBIGUOUS_WORDS)
+    is_ambiguous = [
+        any((w.rstrip("s") if len(w) > 3 else w) in ambiguous for w in tokens(q)) for q in world.queries["query"]
+    ]
+    c = world.clicks
+
+    def share(mask: np.ndarray):
+        return round(float(mask.mean()), 4) if mask.size else None
+
+    def rho(a, b):
+        value = spearmanr(a, b).statistic if len(a) > 1 else float("nan")
+        return None if np.isnan(value) else round(float(value), 4)
+
+    return {
+        "relevant_zero_title_overlap": share(ov[label >= 2] == 0),
+        "high_overlap_nonrelevant": share(label[ov >= 0.5] <= 1),
+        "irrelevant_sharing_a_word": share(ov[label == 0] > 0),
+        "label_title_overlap_spearman": rho(label, ov),
+        "ambiguous_query_share": share(np.array(is_ambiguous)),
+        "click_grade_spearman": rho(c["clicks"], c["grade"]),
+        "label_counts": {str(g): int((label == g).sum()) for g in range(4)},
+    }
+
+
+def write_world(world: World, out_dir) -> dict[str, Path]:
+    """Write the world's files into ``out_dir`` (created if needed); returns name → path.
+
+    ``docs.tsv``, ``queries.tsv``, ``judged.tsv``, ``clicks.tsv``, ``train/vali/test.letor``
+    (zero feature columns, ``#docid = ...`` comments, each with ``.features.json``) and
+    ``world.json`` (options, counts, realism figures, SHA-256 of every other file). Each
+    file is written atomically; all content is computed before the first file is written.
+    """
+    out = Path(out_dir)
+    written: dict[str, Path] = {}
+    rankings = {name: pairs_to_ranking(world.split(name))[0] for name in SPLITS}
+    stats = realism_stats(world)
+    for name, columns in PUBLIC_COLUMNS.items():
+        written[f"{name}.tsv"] = out / f"{name}.tsv"
+        write_table(getattr(world, name)[columns], written[f"{name}.tsv"])
+    for name, ranking in rankings.items():
+        path = out / f"{name}.letor"
+        write_letor(path, ranking)
+        written[path.name] = path
+        written[f"{path.name}.features.json"] = Path(f"{path}.features.json")
+    meta = {
+        "format": WORLD_FORMAT,
+        "generator_version": GENERATOR_VERSION,
+        "options": world.options,
+        "counts": {
+            "docs": len(world.docs),
+            "judged_queries": {s: int((world.queries["split"] == s).sum()) for s in SPLITS},
+            "judged_pairs": {s: len(rankings[s]) for s in SPLITS},
+            "click_queries": int(world.clicks["query"].nunique()),
+            "click_rows": len(world.clicks),
+            "clicks": int(world.clicks["clicks"].sum()),
+        },
+        "click_log_overlaps_judged_queries": False,
+        "stats": stats,
+        "sha256": {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in sorted(written.items())},
+    }
+    written["world.json"] = out / "world.json"
+    with atomic_output(written["world.json"]) as fh:
+        json.dump(meta, fh, indent=1)
+        fh.write("\n")
+    return written

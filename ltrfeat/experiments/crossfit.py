@@ -1,0 +1,996 @@
+"""Cross-fitted neural features for ablations: no encoder ever scores a query it was trained on.
+
+The scheme (written into every report):
+
+* Queries are split into ``k`` outer folds ``T_1..T_k`` (seeded). For outer fold ``f`` the ranker is tested
+  on ``T_f`` and trained on the other folds (a seeded share of them held out for early stopping).
+* Test rows of fold ``f`` get scores from an encoder ``E_f`` trained on every training pair whose query is
+  not in ``T_f``.
+* The ranker's rows of fold ``g != f`` get scores from an encoder ``E_fg`` trained without ``T_f`` and
+  ``T_g`` — out-of-fold scores, so the ranker learns how far to trust the feature from scores of the kind
+  it sees at test time. ``E_fg = E_gf`` serves both outer folds ``f`` and ``g``, so a trained encoder costs
+  ``k + k(k-1)/2`` trainings (inner cross-fitting over the other ``k - 1`` folds).
+* Queries are matched by normalised text (lowercase, collapsed whitespace), so a separate click table is
+  filtered by the same rule; an encoder's training queries and the queries it scores are checked to be
+  disjoint before every training (:class:`LeakageError` otherwise).
+
+Zero-shot encoders (``sbert``) are not trained and score every row once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import NamedTuple
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from ltrfeat.experiments import encoder_pool
+from ltrfeat.core.cores import available_cores
+from ltrfeat.core.dataset import RankingSet
+from ltrfeat.features.encoders.config import SCORES
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.logs import show_progress
+from ltrfeat.core.stages import StageProfile
+
+TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
+ZERO_SHOT = ("sbert",)
+PRETRAIN = ("rbm", "teacher", "init", "spans")
+TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
+SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
+SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, 4 to 16 per document
+_SPEC = re.compile(
+    r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
+    r"(?:=(?P<path>.+))?$"
+)
+_SPEC_FIX = (
+    "use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
+    "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), clsm:LOSS+spans (pre-trained on query-like spans "
+    "of the pairs' documents, then fine-tuned per fold), clsm:LOSS+init=BUNDLE (fine-tuned from a "
+    "pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair spans:title), "
+    "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
+    "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)"
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CrossFitConfig:
+    """How judged pairs become cross-fitted ablation folds (validated on creation).
+
+    k : outer query folds (``k + k(k-1)/2`` trainings per trained encoder).
+    valid_fraction : share of each fold's training queries held out for the ranker's early stopping.
+    seed : seeds the fold split and every encoder training.
+    field : the pairs' document text column the encoders read.
+    options : encoder training options, ``KEY`` for every encoder or ``MODEL.KEY`` for one model
+        (see :func:`spec_options`).
+    conflicts : what to do when one docid has two texts (see :func:`ltrfeat.features.extract.extract_pairs`).
+    encoder_jobs : CLSM / DSSM / DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, the cores shared
+        among them (0: one per core; 1: one after the another in this process); the numbers do not change
+        (see :mod:`ltrfeat.experiments.encoder_pool`).
+    continue_outer : MiniLM fine-tuning (``sbert-ft``): each outer encoder ``E_f`` continues the inner encoder
+        ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``, instead of fine-tuning the base model on every
+        pair outside ``T_f`` again: the same pairs, seen once each, in 2 passes over the data instead of 3
+        (see :class:`_Continued`). False trains every encoder from the base model.
+    """
+
+    k: int = 5
+    valid_fraction: float = 0.1
+    seed: int = 0
+    field: str = "doc"
+    options: dict = dataclasses.field(default_factory=dict)
+    conflicts: str = "error"
+    encoder_jobs: int = 0
+    continue_outer: bool = True
+
+    def __post_init__(self):
+        if isinstance(self.encoder_jobs, bool) or not isinstance(self.encoder_jobs, int) or self.encoder_jobs < 0:
+            raise LtrfeatError(
+                f"encoder_jobs must be a whole number >= 0, got {self.encoder_jobs!r}",
+                fix="0 = one worker per core, 1 = train in this process",
+            )
+        if self.k < 2:
+            raise LtrfeatError(f"cross-fitting needs at least 2 query folds, got k={self.k}", fix="e.g. --k-folds 3")
+        if not 0 <= self.valid_fraction < 1:
+            raise LtrfeatError(
+                f"the ranker's validation share must be in [0, 1), got {self.valid_fraction}", fix="e.g. 0.1"
+            )
+        if "score" in self.options:
+            raise LtrfeatError(
+                "the score is chosen per encoder, not as an encoder option (it names the column)",
+                fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine",
+            )
+        for key, value in self.options.items():
+            if key.rpartition(".")[2] in SPAN_OPTIONS and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 1
+            ):
+                raise LtrfeatError(
+                    f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1",
+                    fix=f"e.g. --encoder-option {key}={SPAN_OPTIONS[key.rpartition('.')[2]] or 8}",
+                )
+
+
+class LeakageError(LtrfeatError):
+    """An encoder would score queries it was trained on."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EncoderSpec:
+    """An encoder to cross-fit: ``clsm:softmax``, ``dssm:generalized``, ``dssm:hinge+rbm`` (DSE: towers
+    pre-trained as RBMs, dot-product score), ``clsm:generalized+teacher`` (towers first distilled from the
+    packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``clsm:generalized+spans`` (towers
+    first pre-trained once on query-like spans of the pairs' own documents -- no query or label is read --
+    then fine-tuned on each fold's training pairs), ``clsm:generalized+init=BUNDLE`` (every fold's encoder
+    starts from a pre-trained ``.ltrenc``, e.g. trained on a larger collection without judgments, and is
+    fine-tuned on the fold's training pairs), ``deepmatch`` (pair interaction
+    model), ``sbert`` or ``sbert=PATH``. A trained DSSM/CLSM spec may end in ``@dot`` or ``@cosine`` to choose its score
+    (``dssm:hinge@dot``, ``dssm:hinge+rbm@cosine``); the default is cosine, and dot for ``+rbm`` (DSE
+    as in the paper), so ``dssm:hinge`` stays comparable with earlier cosine results."""
+
+    model: str
+    loss: str | None = None
+    path: str | None = None
+    pretrain: str | None = None
+    score: str | None = None  # None: the default_score
+
+    @property
+    def default_score(self) -> str | None:
+        """The score this spec trains without an ``@`` choice (None: not a trained two-tower encoder)."""
+        if self.model not in ("clsm", "dssm"):
+            return None
+        return "dot" if self.pretrain == "rbm" else "cosine"
+
+    @property
+    def resolved_score(self) -> str | None:
+        """``"cosine"`` or ``"dot"`` for a trained DSSM/CLSM, None otherwise."""
+        return self.score or self.default_score
+
+    @property
+    def name(self) -> str:
+        """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``); a
+        score other than the spec's default is appended (``dssm-hinge-dot``, ``dssm-hinge-rbm-cosine``)."""
+        parts = [self.model] + [p for p in (self.loss, self.pretrain) if p is not None]
+        if self.pretrain == "init":  # the bundle's file name tells two +init encoders apart
+            parts.append(re.sub(r"[^a-z0-9]+", "-", Path(self.path or "").stem.lower()).strip("-"))
+        if self.resolved_score != self.default_score:
+            parts.append(self.resolved_score)
+        return "-".join(parts)
+
+    @property
+    def column_suffix(self) -> str:
+        """``score`` for a pair scorer (DeepMatch), ``dot`` for a dot-product encoder, ``cos`` for a cosine."""
+        if self.model == "deepmatch":
+            return "score"
+        return "dot" if self.resolved_score == "dot" else "cos"
+
+    @property
+    def trainable(self) -> bool:
+        return self.model in TRAINABLE
+
+    @classmethod
+    def parse(cls, text: str) -> "EncoderSpec":
+        m = _SPEC.match(text.strip())
+        if not m or m["model"] not in TRAINABLE + ZERO_SHOT:
+            raise LtrfeatError(f"unknown encoder {text!r}", fix=_SPEC_FIX)
+        model, loss, path, pretrain, score = m["model"], m["loss"], m["path"], m["pretrain"], m["score"]
+        if pretrain is not None and (
+            pretrain not in PRETRAIN or model not in ("clsm", "dssm") or (pretrain == "rbm" and model != "dssm")
+        ):
+            raise LtrfeatError(
+                f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher, +spans or +init",
+                fix="write dssm:hinge+rbm, clsm:generalized+teacher[=DIR], clsm:generalized+spans or "
+                "clsm:generalized+init=BUNDLE",
+            )
+        if pretrain == "init" and not path:
+            raise LtrfeatError(
+                f"encoder {text!r}: +init needs the pre-trained bundle",
+                fix="write e.g. clsm:generalized+init=collection.ltrenc",
+            )
+        if score is not None and (model not in ("clsm", "dssm") or score not in SCORES):
+            raise LtrfeatError(
+                f"encoder {text!r}: only clsm and dssm take a score, @dot or @cosine",
+                fix="write e.g. dssm:hinge@dot or clsm:softmax@cosine",
+            )
+        if model == "deepmatch":
+            if loss is not None or path is not None:
+                raise LtrfeatError(
+                    f"encoder {text!r}: deepmatch has its own large-margin loss and takes no path",
+                    fix="write deepmatch",
+                )
+        elif model == "sbert-ft":  # path: the base model directory (default: the packaged MiniLM)
+            loss = loss or "softmax"
+            if loss not in ("softmax", "generalized", "hinge"):
+                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
+        elif model in TRAINABLE:
+            if path is not None and pretrain not in ("teacher", "init"):  # +teacher=DIR, +init=BUNDLE
+                raise LtrfeatError(
+                    f"encoder {text!r}: a trained encoder takes no path", fix=f"write {model}:{loss or 'softmax'}"
+                )
+            loss = loss or "softmax"
+            if loss not in ("softmax", "generalized", "hinge"):
+                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
+        elif loss is not None:
+            raise LtrfeatError(
+                f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH"
+            )
+        return cls(model, loss, path, pretrain, score)
+
+
+class CrossFitFold(NamedTuple):
+    """Ranker train / validation / test sets of one outer fold (same fields as ``ltrfeat.experiments.ablation.Fold``)."""
+
+    name: str
+    train: RankingSet
+    valid: RankingSet | None
+    test: RankingSet
+
+
+@dataclasses.dataclass
+class FoldPlan:
+    """Query sets of one outer fold: test, ranker training and ranker validation."""
+
+    name: str
+    test: frozenset
+    train: frozenset
+    valid: frozenset
+
+
+def normalise_query(text: str) -> str:
+    return " ".join(str(text).lower().split())
+
+
+def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
+    """Seeded outer folds over distinct ``qids``, each with a ranker validation share of its training queries."""
+    queries = list(dict.fromkeys(qids))
+    if k < 3:
+        raise LtrfeatError(
+            f"cross-fitting needs at least 3 folds (got {k}): with 2, the encoder for the ranker's "
+            "training rows would have no queries left to train on",
+            fix="use --k-folds >= 3",
+        )
+    if len(queries) < 2 * k:
+        raise LtrfeatError(
+            f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds"
+        )
+    rng = np.random.default_rng(seed)
+    order = [queries[i] for i in rng.permutation(len(queries))]
+    outer = [frozenset(order[f::k]) for f in range(k)]
+    plans = []
+    for f, test in enumerate(outer):
+        rest = [q for q in order if q not in test]
+        rest = [rest[i] for i in rng.permutation(len(rest))]
+        n_valid = int(round(valid_fraction * len(rest)))
+        plans.append(
+            FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(rest[:n_valid]), train=frozenset(rest[n_valid:]))
+        )
+    return plans
+
+
+def scoring_jobs(plans: list[FoldPlan]) -> list[tuple[frozenset, list[tuple[str, frozenset]]]]:
+    """Every encoder training: (queries excluded from it, [(outer fold name, queries it scores there)]).
+
+    ``E_f`` (excluding ``T_f``) scores ``T_f`` for fold ``f``; ``E_fg`` (excluding ``T_f | T_g``) scores
+    ``T_g`` for fold ``f`` and ``T_f`` for fold ``g``.
+    """
+    jobs = [(p.test, [(p.name, p.test)]) for p in plans]
+    for i, a in enumerate(plans):
+        for b in plans[i + 1 :]:
+            jobs.append((a.test | b.test, [(a.name, b.test), (b.name, a.test)]))
+    return jobs
+
+
+def training_rows(train_table: pd.DataFrame, excluded_texts: set) -> np.ndarray:
+    """Row indices of ``train_table`` whose normalised query is not excluded."""
+    keys = train_table["query"].map(normalise_query).to_numpy()
+    return np.flatnonzero(~_member(keys, excluded_texts))
+
+
+def _member(values, members) -> np.ndarray:
+    """``values[i] in members`` for every ``i`` (hashed: ``np.isin`` compares object arrays pair by pair, which
+    took 3 minutes of a Home Depot ablation's set-up)."""
+    return pd.Series(values, dtype=object).isin(members).to_numpy()
+
+
+def check_disjoint(trained_on: set, scored: set, what: str) -> None:
+    """Raise :class:`LeakageError` when an encoder would score a query it was trained on."""
+    overlap = trained_on & scored
+    if overlap:
+        example = sorted(overlap)[0]
+        raise LeakageError(
+            f"{what}: {len(overlap)} scored queries are in the encoder's training data (e.g. {example!r})",
+            fix="train encoders only on queries outside the scored fold",
+        )
+
+
+def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int, init_key: str | None = None) -> str:
+    """``init_key`` names the weights the training starts from (+init, +spans): see :class:`_StartingPoint`."""
+    h = hashlib.sha256()
+    # a spec without pre-training or dot score keys as before those fields existed: existing caches stay valid
+    spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("pretrain", "score")}
+    spec_key.update({"pretrain": spec.pretrain} if spec.pretrain else {})
+    spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
+    if init_key is not None:
+        spec_key["path"] = init_key
+    h.update(
+        json.dumps({"spec": spec_key, "options": options, "seed": seed, "v": 1}, sort_keys=True, default=str).encode()
+    )
+    for col in ("query", "doc", "label"):
+        h.update("\x1e".join(map(repr, table[col].tolist())).encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:24]
+
+
+def _scores_path(cache: Path, encoder_key: str, queries: list, docs: list) -> Path:
+    """Where the scores of one cached encoder on these (query, doc) rows are kept: keyed by the encoder's
+    cache key and the rows' texts, so a re-run (say, with one more encoder) neither loads nor re-runs it."""
+    h = hashlib.sha256(encoder_key.encode())
+    for texts in (queries, docs):
+        h.update("\x1e".join(texts).encode("utf-8", "surrogatepass"))
+        h.update(b"\x1f")
+    return cache / "scores" / f"{encoder_key}-{h.hexdigest()[:24]}.npy"
+
+
+def _load_scores(path: Path, n: int) -> np.ndarray | None:
+    try:
+        values = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):  # absent, or a torn or foreign file: score again
+        return None
+    return values if values.shape == (n,) and values.dtype == np.float32 else None
+
+
+def _save_scores(path: Path, values: np.ndarray) -> None:
+    with atomic_output(path, binary=True) as fh:
+        np.save(fh, np.asarray(values, dtype=np.float32))
+
+
+class _StartingPoint:
+    """The weights every fold's encoder of a ``+init`` or ``+spans`` spec starts from, made (or loaded) on first
+    use only, so a run whose fold encoders are all cached never touches it.
+
+    ``+init=BUNDLE``: the bundle (``key``: its bytes' SHA-256). ``+spans``: the spec's model trained once with
+    the softmax loss on query-like spans of the pairs' distinct documents (:func:`~ltrfeat.features.encoders.
+    weak.span_pairs`; no query or label is read, so it is leakage-free for every fold), ``span_epochs``
+    epochs, ``spans_per_doc`` spans per document (default: enough for 50,000 spans, between 4 and 16 -- 4 for a
+    collection of 12,500 documents or more, 16 for the 800 of the sample world, where 4 left the pre-trained CLSM
+    below BM25 and 16 lifted it above); ``key`` hashes the texts and resolved settings, and the pre-trained
+    encoder is cached beside the fold encoders.
+    """
+
+    def __init__(self, spec: EncoderSpec, texts: list, *, options: dict, seed: int, cache: Path | None, profile=None):
+        self.spec, self.seed, self.cache, self.profile = spec, seed, cache, profile
+        self.span_settings = {k: options.get(k, v) for k, v in SPAN_OPTIONS.items()}
+        self.options = {k: v for k, v in options.items() if k not in SPAN_OPTIONS}
+        self._encoder = None
+        self.seconds = 0.0  # spent making or loading the starting point
+        if spec.pretrain == "init":
+            self.key = hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
+            return
+        self.texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
+        if self.span_settings["spans_per_doc"] is None:
+            wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
+            self.span_settings["spans_per_doc"] = min(16, max(4, wanted))
+        h = hashlib.sha256(
+            json.dumps(
+                {"spec": [spec.model, spec.resolved_score], "spans": self.span_settings, "options": self.options}
+                | {"seed": seed, "v": 1},
+                sort_keys=True,
+                default=str,
+            ).encode()
+        )
+        h.update("\x1e".join(self.texts).encode("utf-8", "surrogatepass"))
+        self.key = h.hexdigest()[:24]
+
+    def encoder(self):
+        from ltrfeat.features.encoders.encoder import Encoder
+
+        if self._encoder is None:
+            start = time.perf_counter()
+            if self.spec.pretrain == "init":
+                self._encoder = Encoder.load(self.spec.path)
+            else:
+                self._encoder = self._pretrained(Encoder)
+            self.seconds = time.perf_counter() - start
+        return self._encoder
+
+    def file(self, directory: Path) -> Path:
+        """A bundle file of the starting weights (made first if need be): the +init bundle, the cached
+        pre-trained encoder, or a copy written into ``directory``."""
+        if self.spec.pretrain == "init":
+            return Path(self.spec.path)
+        encoder = self.encoder()
+        path = self._path()
+        if path is None or not path.exists():
+            path = directory / f"{self.spec.name}-pretrain-{self.key}.ltrenc"
+            encoder.save(path)
+        return path
+
+    def _path(self) -> Path | None:
+        return None if self.cache is None else self.cache / "encoders" / f"{self.spec.name}-pretrain-{self.key}.ltrenc"
+
+    def _pretrained(self, encoder_cls):
+        from ltrfeat.features.encoders.training import train_encoder
+        from ltrfeat.features.encoders.weak import span_pairs
+
+        path = self._path()
+        start = time.perf_counter()
+        if path is not None and path.exists():
+            encoder, cached = encoder_cls.load(path), True
+        else:
+            docs = pd.DataFrame({"docid": [str(i) for i in range(len(self.texts))], "text": self.texts})
+            spans = span_pairs(
+                docs, field="text", per_doc=self.span_settings["spans_per_doc"], negatives=4, seed=self.seed
+            )
+            settings = self.options | {"epochs": self.span_settings["span_epochs"], "val_fraction": 0.02}
+            encoder, _ = train_encoder(
+                spans,
+                model=self.spec.model,
+                loss="softmax",
+                score=self.spec.resolved_score,
+                seed=self.seed,
+                progress=False,
+                **settings,
+            )
+            cached = False
+            if path is not None:
+                encoder.save(path)
+        if self.profile is not None:
+            self.profile.encoder(
+                self.spec.name,
+                "span pre-training",
+                train_seconds=time.perf_counter() - start,
+                score_seconds=0.0,
+                cached=cached,
+            )
+        return encoder
+
+
+class _Continued:
+    """The starting point of an outer MiniLM fine-tuning that continues an inner one (``continue_outer``):
+    the inner training's encoder, as trained in this run or loaded from the cache (trained again when its
+    scores were cached but its bundle is gone). ``key``: the inner encoder's cache key."""
+
+    def __init__(self, inner: "_Training", *, seed: int, cache: Path | None):
+        self.inner, self.seed, self.cache = inner, seed, cache
+        self.key = inner.key
+        self.seconds = 0.0
+        self._encoder = None
+
+    def set(self, encoder) -> None:
+        self._encoder = encoder
+
+    def encoder(self):
+        if self._encoder is None:
+            start = time.perf_counter()
+            job = self.inner
+            self._encoder, _ = _train(
+                job.spec, job.table, options=job.options, seed=self.seed, cache=self.cache, key=job.key
+            )
+            self.seconds = time.perf_counter() - start
+        return self._encoder
+
+    def path(self) -> Path | None:
+        inner = self.inner
+        return None if self.cache is None else self.cache / "encoders" / f"{inner.spec.name}-{inner.key}.ltrenc"
+
+    def file(self, directory: Path) -> Path:
+        path = self.path()
+        if path is None or not path.exists():
+            path = directory / f"{self.inner.spec.name}-inner-{id(self)}.ltrenc"
+            self.encoder().save(path)
+        return path
+
+
+def _train(
+    spec: EncoderSpec,
+    table: pd.DataFrame,
+    *,
+    options: dict,
+    seed: int,
+    cache: Path | None,
+    key: str | None = None,
+    start: _StartingPoint | None = None,
+):
+    """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known;
+    ``start``: the weights a +init or +spans encoder, or a continued MiniLM fine-tuning, starts from)."""
+    from ltrfeat.features.encoders.deepmatch import DeepMatch, train_deepmatch
+    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.features.encoders.training import train_encoder
+
+    path = None
+    if cache is not None:
+        init_key = None if start is None else start.key
+        path = cache / "encoders" / f"{spec.name}-{key or _cache_key(spec, options, table, seed, init_key)}.ltrenc"
+        if path.exists():
+            if spec.model == "sbert-ft":
+                from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
+
+                return SbertFinetuned.load(path), True
+            return (DeepMatch.load(path) if spec.model == "deepmatch" else Encoder.load(path)), True
+    if spec.model == "sbert-ft":
+        from ltrfeat.features.encoders.sbert_training import train_sbert
+
+        init = None if start is None else start.encoder()
+        encoder, _ = train_sbert(table, base=spec.path, loss=spec.loss, seed=seed, progress=False, init=init, **options)
+    elif spec.model == "deepmatch":
+        encoder, _ = train_deepmatch(table, seed=seed, progress=False, **options)
+    else:
+        extra: dict = {"pretrain": spec.pretrain} if spec.pretrain else {}
+        if spec.pretrain == "teacher":
+            extra = {"teacher": f"sbert={spec.path}" if spec.path else "sbert"}
+        elif spec.pretrain in ("init", "spans"):
+            assert start is not None, "a +init/+spans encoder needs its starting point"
+            extra = {"init": start.encoder()}
+        encoder, _ = train_encoder(
+            table,
+            model=spec.model,
+            loss=spec.loss,
+            score=spec.resolved_score,
+            seed=seed,
+            progress=False,
+            **extra,
+            **options,
+        )
+    if path is not None:
+        encoder.save(path)
+    return encoder, False
+
+
+def spec_options(spec: EncoderSpec, options: dict) -> dict:
+    """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
+    :mod:`ltrfeat.experiments.encoder_options`). Each encoder keeps the unprefixed keys its training config
+    has (:mod:`ltrfeat.features.encoders.config`); an unprefixed key no trainer has, or a prefixed key its
+    model's trainer lacks, is an error. Encoders without a teacher drop the distillation options."""
+    from ltrfeat.experiments.encoder_options import model_options
+    from ltrfeat.features.encoders.config import CONFIGS
+
+    fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
+    runtime = {"threads"} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
+    known = set().union(*(c.names() for c in CONFIGS.values()), runtime) - fixed
+    unknown = sorted(k for k in options if "." not in k and k not in known)
+    if unknown:
+        raise LtrfeatError(
+            f"encoder option {unknown[0]!r}: no encoder training has it", fix=f"use one of {', '.join(sorted(known))}"
+        )
+    accepted = (set(CONFIGS[spec.model].names()) | runtime) - fixed
+    resolved = model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
+    if spec.pretrain != "teacher":
+        # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
+        resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
+    if spec.pretrain != "spans":
+        resolved = {k: v for k, v in resolved.items() if k not in SPAN_OPTIONS}
+    return resolved
+
+
+@dataclasses.dataclass(eq=False)
+class _Training:
+    """One encoder training of the cross-fitting: what it trains on and starts from, the rows of each fold
+    its encoder scores (``rows_of``, their texts) and their scores, cached (``kept``) or not yet."""
+
+    spec: EncoderSpec
+    column: str
+    job: str
+    table: pd.DataFrame
+    options: dict
+    start: "_StartingPoint | _Continued | None"
+    rows_of: dict[str, np.ndarray]
+    texts: dict[str, tuple[list, list]]
+    rows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # of the table
+    key: str | None = None
+    paths: dict[str, Path] = dataclasses.field(default_factory=dict)
+    kept: dict[str, np.ndarray | None] = dataclasses.field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return bool(self.kept) and all(v is not None for v in self.kept.values())
+
+
+def _keep_frozen(trainings: list[_Training], *, profile, bar) -> dict[int, tuple]:
+    """Run the frozen lower layers of the MiniLM fine-tunings among ``trainings`` once over all the texts
+    they read and score (one pass per base model and settings, :func:`~ltrfeat.features.encoders.
+    sbert_training.keep_frozen_states`), here, before any of them trains: in this process or in a worker,
+    every fine-tuning then starts from the same states. Returns ``{id(training): (store key, texts)}``."""
+    from ltrfeat.features.encoders.config import SbertConfig
+    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+
+    groups: dict[tuple, list[_Training]] = {}
+    for job in trainings:
+        if job.spec.model == "sbert-ft":
+            settings = {k: v for k, v in job.options.items() if k in SbertConfig.names()}
+            groups.setdefault((job.spec.path, json.dumps(settings, sort_keys=True, default=str)), []).append(job)
+    kept: dict[int, tuple] = {}
+    for (base, settings), members in groups.items():
+        texts: dict[str, None] = {}
+        for job in members:
+            texts.update(dict.fromkeys(job.table["query"]))
+            texts.update(dict.fromkeys(job.table["doc"]))
+            for queries, docs in job.texts.values():
+                texts.update(dict.fromkeys(queries))
+                texts.update(dict.fromkeys(docs))
+        bar.set_postfix_str(f"{members[0].spec.name}: frozen layers over {len(texts)} texts")
+        start = time.perf_counter()
+        key = keep_frozen_states(list(texts), base=base, **json.loads(settings))
+        if profile is not None:
+            profile.frozen_layers(members[0].spec.name, seconds=time.perf_counter() - start, texts=len(texts))
+        kept.update({id(job): (key, list(texts)) for job in members})
+    return kept
+
+
+def _run_pooled(
+    trainings: list[_Training], *, workers: int, seed: int, cache, bar, finish, frozen: dict[int, tuple]
+) -> None:
+    """Train ``trainings`` in worker processes (:mod:`ltrfeat.experiments.encoder_pool`); the MiniLM vectors a
+    ``+teacher`` training distils, the weights a ``+init`` / ``+spans`` training starts from and the frozen
+    MiniLM layers' states of a fine-tuning (``frozen``, see :func:`_keep_frozen`) are made here first and
+    handed over by file."""
+    import tempfile
+
+    from ltrfeat.features.encoders import distill, sbert_prefix
+
+    with tempfile.TemporaryDirectory(prefix="ltrfeat-pool-") as tmp:
+        teacher_dir = None
+        teachers = {j.spec.path: j for j in trainings if j.spec.pretrain == "teacher"}
+        for path in teachers:
+            spec = f"sbert={path}" if path else "sbert"
+            model, key = distill.load_teacher(spec), distill.teacher_key(spec)
+            for side, col in (("query", "query"), ("doc", "doc")):
+                texts = pd.unique(pd.concat([j.table[col] for j in trainings if j.spec.path == path])).tolist()
+                distill.teacher_vectors(model, texts, side=side, key=key, progress=not bar.disable)
+        if teachers:
+            teacher_dir = str(Path(tmp) / "teacher")
+            distill.save_vectors(teacher_dir)
+        starts: dict[int, encoder_pool.FileStart] = {}
+        position = {id(j): i for i, j in enumerate(trainings)}
+        save_to: dict[int, str] = {}  # inner trainings whose encoder a continued one starts from, by file
+        for job in trainings:
+            if isinstance(job.start, _Continued) and id(job.start.inner) in position:
+                path = job.start.path() or Path(tmp) / f"inner-{position[id(job.start.inner)]}.ltrenc"
+                save_to[position[id(job.start.inner)]] = str(path)
+                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
+            elif job.start is not None and id(job.start) not in starts:
+                path = job.start.file(Path(tmp))
+                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
+                job.start.seconds = 0.0
+        frozen_dirs: dict[tuple, str] = {}
+        for job in trainings:
+            key, texts = frozen.get(id(job), (None, []))
+            if key is not None and key not in frozen_dirs:
+                frozen_dirs[key] = str(Path(tmp) / f"frozen-{len(frozen_dirs)}")
+                sbert_prefix.save(key, texts, frozen_dirs[key])
+        tasks = [
+            {
+                "spec": j.spec,
+                "table": j.table,
+                "options": j.options,
+                "seed": seed,
+                "cache": cache,
+                "key": j.key,
+                "start": None if j.start is None else starts[id(j.start)],
+                "texts": j.texts,
+                "teacher_dir": teacher_dir if j.spec.pretrain == "teacher" else None,
+                "frozen_dir": frozen_dirs.get(frozen.get(id(j), (None,))[0]),
+                "save_to": save_to.get(i),
+                "after": position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
+            }
+            for i, j in enumerate(trainings)
+        ]
+        bar.set_postfix_str(f"{len(tasks)} trainings in {workers} processes")
+        encoder_pool.run_trainings(tasks, workers=workers, on_done=lambda i, result: finish(trainings[i], *result))
+
+
+def _zero_shot(spec: EncoderSpec):
+    # through the teacher-vector cache: a +teacher encoder of the same run reuses these vectors
+    from ltrfeat.features.encoders.distill import CachedTeacher
+
+    return CachedTeacher(f"sbert={spec.path}" if spec.path else "sbert")
+
+
+def crossfit_columns(
+    pairs: pd.DataFrame,
+    plans: list[FoldPlan],
+    specs: list[EncoderSpec],
+    config: CrossFitConfig | None = None,
+    *,
+    train_table: pd.DataFrame | None = None,
+    collection: list | None = None,
+    cache=None,
+    progress: bool = True,
+    train_fn: Callable | None = None,
+    profile: StageProfile | None = None,
+    **settings,
+) -> dict[str, dict[str, np.ndarray]]:
+    """Neural similarity columns for every outer fold.
+
+    Returns ``{fold name: {column name: float32 array over all rows of pairs}}``; rows outside the fold's
+    queries are NaN. ``pairs`` has ``qid, query, docid, <field>, label``; ``train_table`` (default: the
+    judged pairs themselves) has ``query, doc, label``. ``collection``: more document texts (no queries, no
+    labels) for the ``+spans`` pre-training besides the pairs' own documents. ``config`` (a :class:`CrossFitConfig`; keyword
+    ``settings`` replace single fields) gives the document field, the encoder options and the seed.
+    ``train_fn(spec, table)`` replaces encoder training (tests). ``profile`` records each training's and
+    each scoring's seconds.
+    """
+    config = dataclasses.replace(config or CrossFitConfig(), **settings)
+    field, options, seed = config.field, dict(config.options), config.seed
+    cache = None if cache is None else Path(cache)
+    if train_table is None:
+        train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
+    train_table = train_table.reset_index(drop=True)
+    train_keys = train_table["query"].map(normalise_query)
+    qid_text = dict(zip(pairs["qid"], pairs["query"].map(normalise_query)))
+    row_qid = pairs["qid"].to_numpy()
+    queries, docs = pairs["query"].tolist(), pairs[field].tolist()
+    columns: dict[str, dict[str, np.ndarray]] = {p.name: {} for p in plans}
+    jobs = scoring_jobs(plans)
+    n_jobs = len(jobs) * sum(s.trainable for s in specs)
+    teacher_cache = None
+    if cache is not None and train_fn is None and any(not s.trainable or s.pretrain == "teacher" for s in specs):
+        from ltrfeat.features.encoders import distill
+
+        teacher_cache = cache / "teacher"
+        distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
+    column_order = [f"{spec.name}_{field}_{spec.column_suffix}" for spec in specs]
+    bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
+    try:
+        trainings: list[_Training] = []
+        for spec in specs:
+            column = f"{spec.name}_{field}_{spec.column_suffix}"
+            if not spec.trainable:
+                start = time.perf_counter()
+                scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
+                if profile is not None:
+                    profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start)
+                for plan in plans:
+                    columns[plan.name][column] = scores
+                continue
+            own = spec_options(spec, options)
+            start_point = None
+            if spec.pretrain in ("init", "spans"):
+                texts = docs + list(collection or [])
+                start_point = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache, profile=profile)
+                own = start_point.options
+            # the thread count is a runtime setting: out of the cache key unless the user chose it
+            training_options = own if spec.model not in encoder_pool.POOLED else {"threads": encoder_pool.THREADS} | own
+            continuing = config.continue_outer and spec.model == "sbert-ft" and train_fn is None
+            inner_of: dict[frozenset, _Training] = {}
+            # inner trainings first: a continued outer one needs its inner one's key
+            for index in [*range(len(plans), len(jobs)), *range(len(plans))] if continuing else range(len(jobs)):
+                excluded, targets = jobs[index]
+                rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
+                trained_on = set(train_keys.iloc[rows])
+                name = "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded))
+                start: _StartingPoint | _Continued | None = start_point
+                if continuing and index < len(plans):
+                    inner = inner_of[excluded | plans[(index + 1) % len(plans)].test]
+                    rows = np.setdiff1d(rows, inner.rows)  # the one fold the inner encoder lacks
+                    start = _Continued(inner, seed=seed, cache=cache if train_fn is None else None)
+                    name += f" (continues the encoder {inner.job})"
+                table = train_table.iloc[rows]
+                for fold, scored in targets:
+                    check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
+                rows_of = {fold: np.flatnonzero(_member(row_qid, scored)) for fold, scored in targets}
+                job = _Training(
+                    spec,
+                    column,
+                    name,
+                    table,
+                    training_options,
+                    start,
+                    rows_of,
+                    {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()},
+                    rows=rows,
+                )
+                inner_of[excluded] = job
+                if cache is not None and train_fn is None:
+                    job.key = _cache_key(spec, own, table, seed, None if start is None else start.key)
+                    job.paths = {
+                        fold: _scores_path(cache, f"{spec.name}-{job.key}", *job.texts[fold]) for fold in rows_of
+                    }
+                    job.kept = {fold: _load_scores(job.paths[fold], len(r)) for fold, r in rows_of.items()}
+                trainings.append(job)
+
+        def finish(job: _Training, scores: dict, train_seconds: float, score_seconds: float, cached: bool) -> None:
+            for fold, values in scores.items():
+                if job.kept.get(fold) is None:
+                    job.kept[fold] = values
+                    if fold in job.paths:
+                        _save_scores(job.paths[fold], values)
+            if profile is not None:
+                profile.encoder(
+                    job.spec.name, job.job, train_seconds=train_seconds, score_seconds=score_seconds, cached=cached
+                )
+            bar.update()
+
+        todo = []
+        for job in trainings:
+            if job.done:
+                finish(job, {}, 0.0, 0.0, True)
+            else:
+                todo.append(job)
+        frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar)
+        pooled = [j for j in todo if train_fn is None and j.spec.model in encoder_pool.POOLED]
+        threads = max([j.options["threads"] for j in pooled], default=1)
+        workers = encoder_pool.plan_workers(
+            config.encoder_jobs, len(pooled), sum(len(j.table) for j in pooled), available_cores(), threads
+        )
+        if workers > 1:
+            if profile is not None:
+                profile.encoder_pool(trainings=len(pooled), processes=workers, threads=threads)
+            _run_pooled(pooled, workers=workers, seed=seed, cache=cache, bar=bar, finish=finish, frozen=frozen)
+            todo = [j for j in todo if j not in pooled]
+        for job in todo:
+            bar.set_postfix_str(f"{job.spec.name} on {len(job.table)} pairs")
+            start = time.perf_counter()
+            if train_fn is not None:
+                encoder, cached = train_fn(job.spec, job.table), False
+            else:
+                encoder, cached = _train(
+                    job.spec, job.table, options=job.options, seed=seed, cache=cache, key=job.key, start=job.start
+                )
+            trained = time.perf_counter()
+            if job.start is not None and job.start.seconds:  # counted as its own job, not this training's
+                start, job.start.seconds = start + job.start.seconds, 0.0
+            for other in todo:
+                if isinstance(other.start, _Continued) and other.start.inner is job:
+                    other.start.set(encoder)
+            scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in job.texts.items()}
+            finish(job, scores, trained - start, time.perf_counter() - trained, cached)
+        for job in trainings:
+            for fold, target in job.rows_of.items():
+                columns[fold].setdefault(job.column, np.full(len(pairs), np.nan, dtype=np.float32))[target] = job.kept[
+                    fold
+                ]
+    finally:
+        bar.close()
+        if teacher_cache is not None:  # also after an interruption: the vectors computed so far stay valid
+            distill.save_vectors(teacher_cache)
+    return {plan.name: {c: columns[plan.name][c] for c in column_order} for plan in plans}
+
+
+def build_folds(
+    base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict[str, np.ndarray]], *, source: str = "encoder"
+) -> list[CrossFitFold]:
+    """Per outer fold, ``base`` (rows aligned with the pairs) plus that fold's neural columns, split
+    into ranker train / validation / test by the plan."""
+    folds = []
+    for plan in plans:
+        data = base
+        for name, values in columns[plan.name].items():
+            data = data.with_columns([name], values, source=f"{source}:{name.rsplit('_', 2)[0]}")
+
+        def part(qs, data=data):
+            return data.take(np.flatnonzero(_member(data.qid, qs)))
+
+        folds.append(
+            CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None, part(plan.test))
+        )
+    return folds
+
+
+def group_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Rows grouped by query (queries in order of first appearance, rows in input order), as
+    :func:`ltrfeat.core.text.pairs_to_ranking` orders them."""
+    first = {q: i for i, q in enumerate(dict.fromkeys(pairs["qid"]))}
+    order = np.argsort(pairs["qid"].map(first).to_numpy(), kind="stable")
+    out = pairs.iloc[order].reset_index(drop=True)
+    out.attrs = dict(pairs.attrs)
+    return out
+
+
+def n_trainings(k: int) -> int:
+    """Encoder trainings per trained encoder for ``k`` outer folds."""
+    return k + k * (k - 1) // 2
+
+
+def scheme(
+    *,
+    k: int,
+    valid_fraction: float,
+    seed: int,
+    separate_table: bool,
+    span_pretrained=(),
+    span_documents: int = 0,
+    continued=(),
+) -> dict:
+    """The cross-fitting scheme in words and numbers, for the report (``span_pretrained``: the +spans encoders,
+    pre-trained on ``span_documents`` distinct document texts; ``continued``: the encoders whose outer
+    trainings continue inner ones, see :attr:`CrossFitConfig.continue_outer`)."""
+    source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
+    spans = (
+        f" {', '.join(span_pretrained)}: every fold's encoder starts from one pre-training on query-like spans of "
+        f"{span_documents} distinct document texts (the pairs' documents and any --collection; softmax loss; no "
+        "query or label is read, so no fold's test labels reach it)."
+        if span_pretrained
+        else ""
+    )
+    if continued:
+        spans += (
+            f" {', '.join(continued)}: the encoder for fold f's test rows continues the encoder trained without folds "
+            "f and f+1 on fold f+1's pairs (every pair outside fold f seen once, 2 passes over the pairs instead "
+            "of 3)."
+        )
+    return {
+        "outer_folds": k,
+        "inner_parts": k - 1,
+        "ranker_valid_fraction": valid_fraction,
+        "seed": seed,
+        "encoder_training_data": source,
+        "trainings_per_encoder": n_trainings(k),
+        "description": (
+            f"Queries are split into {k} folds (seed {seed}). For each fold, the ranker is tested on the fold's "
+            f"queries and trained on the others ({valid_fraction:.0%} of them held out for early stopping). Test "
+            f"rows are scored by an encoder trained on {source} without the test queries; the ranker's rows of "
+            f"each other fold are scored by an encoder trained without the test queries and without that fold "
+            f"(out-of-fold scores). No encoder scores a query it was trained on; {n_trainings(k)} trainings per "
+            f"trained encoder.{spans}"
+        ),
+    }
+
+
+def text_folds(
+    pairs: pd.DataFrame,
+    config: CrossFitConfig | None = None,
+    *,
+    lexical,
+    specs: list[EncoderSpec],
+    train_table: pd.DataFrame | None = None,
+    collection: list | None = None,
+    cache=None,
+    progress: bool = True,
+    train_fn: Callable | None = None,
+    profile: StageProfile | None = None,
+    **settings,
+):
+    """From judged pairs to cross-fitted ablation folds.
+
+    ``config`` is a :class:`CrossFitConfig` (keyword ``settings`` replace single fields); ``collection`` as in
+    :func:`crossfit_columns`. ``lexical`` is a
+    list of unfitted lexical extractors (fitted on all documents: corpus statistics use no labels). Returns
+    ``(folds, neural groups {name: [column]}, base column names, scheme dict)``. ``profile`` gets the
+    stages "lexical features" and "encoder columns" and every encoder training.
+    """
+    from ltrfeat.features.extract import extract_pairs
+
+    config = dataclasses.replace(config or CrossFitConfig(), **settings)
+    k, valid_fraction, seed = config.k, config.valid_fraction, config.seed
+    profile = profile or StageProfile()
+    pairs = group_pairs(pairs)
+    with profile.stage("lexical features"):
+        base = extract_pairs(pairs, lexical, conflicts=config.conflicts)
+    if not (
+        np.array_equal(base.qid, pairs["qid"].to_numpy(object))
+        and np.array_equal(base.docid, pairs["docid"].to_numpy(object))
+    ):
+        raise AssertionError("lexical features are not aligned with the judged pairs")
+    plans = plan_folds(pairs["qid"], k=k, valid_fraction=valid_fraction, seed=seed)
+    with profile.stage("encoder columns"):
+        columns = crossfit_columns(
+            pairs,
+            plans,
+            specs,
+            config,
+            train_table=train_table,
+            collection=collection,
+            cache=cache,
+            progress=progress,
+            train_fn=train_fn,
+            profile=profile,
+        )
+    folds = build_folds(base, plans, columns)
+    groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
+    info = scheme(
+        k=k,
+        valid_fraction=valid_fraction,
+        seed=seed,
+        separate_table=train_table is not None,
+        span_pretrained=[s.name for s in specs if s.pretrain == "spans"],
+        span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
+        continued=[s.name for s in specs if s.model == "sbert-ft"]
+        if config.continue_outer and train_fn is None
+        else [],
+    )
+    return folds, groups, base.feature_map.names, info

@@ -1,0 +1,144 @@
+"""Cross-fitted CLSM / DSSM / DeepMatch trainings and MiniLM fine-tunings run side by side in worker processes.
+
+One training at 2 threads keeps 2 cores busy only part of the time, while two trainings at 1 thread each
+keep both busy (Home Depot, two CLSM trainings on a third of the queries each: 1.6x the throughput; two
+MiniLM fine-tunings on 800 queries each: 1.3x). :func:`run_trainings` therefore trains a cross-fitting's independent encoders in
+``workers`` spawned processes and hands each finished one back (the scores of its folds' rows, its
+seconds). A torch training is deterministic for a given thread count but not across thread counts (a
+matrix product split over 2 threads rounds differently in the 7th digit), so every cross-fitted training
+of these models runs at :data:`THREADS` torch thread, in a worker or not: the number of workers, the
+cores of the machine and whether the pool is used at all do not change the scores (tested).
+
+What a worker needs from the parent comes by file: the MiniLM vectors of every text a ``+teacher``
+training distils (:func:`ltrfeat.features.encoders.distill.save_vectors`, computed once in the parent,
+so no worker loads or runs MiniLM) and the starting weights of ``+init`` / ``+spans`` encoders (a
+``.ltrenc`` bundle), and the states of MiniLM's frozen lower layers for every text a fine-tuning reads
+(:func:`ltrfeat.features.encoders.sbert_prefix.save`, computed once in the parent, memory-mapped by the
+workers). Each worker trains through the same code path as the parent (and writes the
+encoder to the cache when there is one).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+
+POOLED = ("clsm", "dssm", "deepmatch", "sbert-ft")  # models whose cross-fitted trainings run in worker processes
+MIN_ROWS = 20_000  # below this many training rows in all, starting workers (~3 s each) costs more than it saves
+THREADS = 1  # torch threads of every cross-fitted training of a POOLED model (see above)
+
+
+class FileStart:
+    """A starting point read from a bundle file (the worker side of a ``+init`` / ``+spans`` start, or of
+    the inner MiniLM fine-tuning a continued one starts from)."""
+
+    _loaded: dict[str, object] = {}  # path -> encoder, per worker process
+
+    def __init__(self, key: str | None, path: Path, *, model: str = "clsm"):
+        self.key, self.path, self.model = key, Path(path), model
+        self.seconds = 0.0
+
+    def encoder(self):
+        from ltrfeat.features.encoders.encoder import Encoder
+        from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
+
+        name = str(self.path)
+        if name not in self._loaded:
+            self._loaded[name] = (SbertFinetuned if self.model == "sbert-ft" else Encoder).load(self.path)
+        return self._loaded[name]
+
+
+_LOADED: set[str] = set()  # teacher-vector and frozen-state directories this worker has read
+
+
+def _fit(task: dict) -> tuple[dict, float, float, bool]:
+    """Worker entry: train one encoder (or load it from the cache), score its folds' rows."""
+    import torch
+
+    from ltrfeat.experiments.crossfit import _train
+    from ltrfeat.features.encoders import distill, sbert_prefix
+
+    torch.set_num_threads(task["options"]["threads"])
+    if task["teacher_dir"] is not None and task["teacher_dir"] not in _LOADED:
+        distill.load_vectors(task["teacher_dir"])
+        _LOADED.add(task["teacher_dir"])
+    if task.get("frozen_dir") is not None and task["frozen_dir"] not in _LOADED:
+        sbert_prefix.load(task["frozen_dir"])
+        _LOADED.add(task["frozen_dir"])
+    start = time.perf_counter()
+    encoder, cached = _train(
+        task["spec"],
+        task["table"],
+        options=task["options"],
+        seed=task["seed"],
+        cache=task["cache"],
+        key=task["key"],
+        start=task["start"],
+    )
+    trained = time.perf_counter()
+    if task.get("save_to") is not None and not Path(task["save_to"]).exists():  # a continued training's start
+        encoder.save(task["save_to"])
+    scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in task["texts"].items()}
+    return scores, trained - start, time.perf_counter() - trained, cached
+
+
+def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tuple], None]) -> None:
+    """Run every task (a dict: spec, table, options with ``threads``, seed, cache, key, start, texts,
+    teacher_dir, frozen_dir; optionally ``after``, the index of the task whose encoder it starts from, and
+    ``save_to``, where to write the encoder for such a task) in ``workers`` spawned processes, the costliest
+    ready task first; ``on_done(i,
+    (scores by fold, train seconds, score seconds, from cache))`` is called in this process as task ``i``
+    finishes. On an error or an interruption the workers are stopped at once."""
+    waiting = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
+    finished: set[int] = set()
+    # spawn, not fork: this process has started torch threads, which fork would copy mid-flight
+    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        running: dict[concurrent.futures.Future, int] = {}
+        while waiting or running:
+            # one task per free worker, the costliest whose training it continues (``after``) has finished
+            ready = [i for i in waiting if tasks[i].get("after") is None or tasks[i]["after"] in finished]
+            for i in ready[: workers - len(running)]:
+                waiting.remove(i)
+                running[pool.submit(_fit, tasks[i])] = i
+            if not running:
+                raise ValueError("encoder trainings wait for each other in a circle")
+            done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
+            for future in done:
+                i = running.pop(future)
+                on_done(i, future.result())
+                finished.add(i)
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _cost(task: dict) -> float:
+    # per table row: a distillation runs its own epochs before the ranking loss (roughly twice a plain
+    # training); a MiniLM fine-tuning epoch costs several CLSM trainings (Home Depot: ~6 ms a row at 1 thread)
+    factor = {"sbert-ft": 6.0}.get(task["spec"].model, 2.0 if task["spec"].pretrain == "teacher" else 1.0)
+    return len(task["table"]) * factor
+
+
+def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    processes: Iterable = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+
+
+def plan_workers(jobs: int, n_tasks: int, rows: int, cores: int, threads: int = THREADS) -> int:
+    """Worker processes for ``n_tasks`` trainings of ``rows`` table rows in all at ``threads`` threads each:
+    ``jobs`` (0: as many as the cores hold), at most one per task; 1 (train in this process) for a small job."""
+    wanted = max(1, cores // threads) if jobs == 0 else jobs
+    workers = min(wanted, n_tasks)
+    return 1 if rows < MIN_ROWS else max(1, workers)

@@ -1,0 +1,569 @@
+"""The ablation report: Markdown, JSON, per-query TSV, timings and PNG plots, written as one directory.
+
+``report.json`` depends only on the inputs, seeds and library versions (wall times go to
+``timings.json``), so rerunning an ablation reproduces it byte for byte. The directory is
+built under a temporary name beside the target and renamed at the end: a failed run
+leaves no partial report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from ltrfeat.core import tempfiles
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
+from ltrfeat.experiments.fold_runs import RUNS_DIR, write_test_runs
+from ltrfeat.core.stages import profile_line
+from ltrfeat.experiments.verdict import verdict_lines
+
+HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
+REPORT_FORMAT = "ltrfeat.ablation/1"
+_TOP_FEATURES = 15
+
+
+def significance_mark(p, marks: dict | None = None) -> str:
+    """``**`` when p < 0.01, ``*`` when p < 0.05 (or the thresholds in ``marks``), else ``""``."""
+    marks = marks or {"*": 0.05, "**": 0.01}
+    if p is None or not math.isfinite(p):
+        return ""
+    hits = [mark for mark, level in marks.items() if p < level]
+    return max(hits, key=len) if hits else ""
+
+
+SEED_HINT = (
+    "training without row or feature subsampling is deterministic, so extra seeds only cost time; "
+    "to measure seed variance add subsampling, e.g. LightGBM bagging_fraction=0.8, bagging_freq=1, "
+    "feature_fraction=0.8 or XGBoost subsample=0.8, colsample_bytree=0.8"
+)
+
+
+def seed_inert_sets(result: AblationResult) -> list[str]:
+    """Ranker sets whose per-query metrics were identical for every seed (with several seeds)."""
+    if len(result.config["seeds"]) < 2:
+        return []
+    return [name for name, changed in result.seed_effect.items() if not changed]
+
+
+def headline_metrics(metrics) -> list[str]:
+    """NDCG@1/3/10 when measured, else the first three metrics."""
+    chosen = [m for m in HEADLINE if m in metrics]
+    return chosen or list(metrics)[:3]
+
+
+def _clean(obj):
+    """JSON-safe copy: non-finite floats become null, numpy scalars plain numbers."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(obj) else None
+    return obj
+
+
+def report_json(result: AblationResult, summary: dict) -> dict:
+    """The ``report.json`` object: config, results, comparisons, per-run best iterations, importance."""
+    runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
+    config = result.config | {"baseline": summary["baseline"], "statistics": summary["statistics"]}
+    return _clean(
+        {
+            "format": REPORT_FORMAT,
+            "config": config,
+            "results": summary["results"],
+            "comparisons": summary["comparisons"],
+            "verdict": summary.get("verdict"),
+            "runs": runs,
+            "importance": result.importance,
+            "seed_effect": result.seed_effect,
+            "stage_seconds": summary.get("stages"),
+        }
+    )
+
+
+def _index(summary: dict):
+    """Means by (set, metric); the comparisons against the report's baseline by (variant, metric)."""
+    means = {(r["feature_set"], r["metric"]): r for r in summary["results"]}
+    comps = {(c["variant"], c["metric"]): c for c in summary["comparisons"] if c["baseline"] == summary["baseline"]}
+    return means, comps
+
+
+def _cell(means, comps, name: str, metric: str, marks: dict, *, relative: bool = True) -> str:
+    r = means[(name, metric)]
+    if r["mean"] is None or not math.isfinite(r["mean"]):
+        return "n/a"
+    text = f"{r['mean']:.4f}"
+    c = comps.get((name, metric))
+    if c is not None:
+        rel = c["relative"]
+        shown = f"{100 * rel:+.1f}%" if relative and rel is not None and math.isfinite(rel) else f"{c['delta']:+.4f}"
+        text += f" ({shown}){significance_mark(c['p_holm'], marks)}"
+    return text
+
+
+def headline_table(result: AblationResult, summary: dict, metrics=None) -> list[str]:
+    """Plain-text lines: one row per feature set with its means, relative deltas and marks."""
+    metrics = list(metrics or headline_metrics(result.metrics))
+    means, comps = _index(summary)
+    marks = summary["statistics"]["marks"]
+    rows = [
+        [s.name + (" (alone)" if s.kind == "alone" else "")] + [_cell(means, comps, s.name, m, marks) for m in metrics]
+        for s in result.feature_sets
+        if s.kind != "candidate"
+    ]
+    header = ["feature set"] + metrics
+    widths = [max(len(str(row[j])) for row in rows + [header]) for j in range(len(header))]
+    fmt = lambda row: "  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip()  # noqa: E731
+    return [fmt(header)] + [fmt(row) for row in rows]
+
+
+def _md_table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+
+
+def format_p(p) -> str:
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
+    """One line per neural feature against the zero-shot MiniLM feature (alone, and added to the base set) at
+    the first headline metric, with the Holm-adjusted p; empty when the ablation has no ``sbert`` feature."""
+    pairs = set(minilm_pairs(result.feature_sets, summary["baseline"]))
+    comparisons = [c for c in summary["comparisons"] if (c["baseline"], c["variant"]) in pairs]
+    if not comparisons:
+        return []
+    metric = comparisons[0]["metric"]
+    lines = [f"against the zero-shot MiniLM feature ({MINILM}), {metric}, Holm-adjusted with the report:"]
+    for c in comparisons:
+        if c["metric"] == metric:
+            lines.append(
+                f"  {c['variant']} {c['variant_mean']:.4f} vs {c['baseline']} {c['base_mean']:.4f}: "
+                f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}], "
+                f"p Holm {format_p(c['p_holm'])}{significance_mark(c['p_holm'])}"
+            )
+    return lines
+
+
+def report_markdown(result: AblationResult, summary: dict) -> str:
+    """The human-readable report: setup and conventions, the tables, plots and files."""
+    cfg = result.config
+    stats = summary["statistics"]
+    marks = stats["marks"]
+    means, comps = _index(summary)
+    rankers = [s for s in result.feature_sets if s.kind == "ranker"]
+    shown = [s for s in result.feature_sets if s.kind in ("ranker", "recommended", "baseline")]
+    alone = [s for s in result.feature_sets if s.kind == "alone"]
+    conv = cfg["conventions"]
+    lines = ["# Feature ablation", ""]
+    if summary.get("verdict"):
+        lines += [
+            "## Verdict",
+            "",
+            "```",
+            *verdict_lines(summary["verdict"]),
+            "```",
+            "",
+            "The recommendation is made per fold on training queries only (inner cross-validation, see "
+            "Model selection); the test metrics above are pooled over the folds' test queries, compared "
+            "by the paired randomisation test, Holm-adjusted with every other comparison of this report.",
+            "",
+        ]
+
+    lines += ["## Setup", ""]
+    if summary.get("stages"):
+        lines.append(f"- **{profile_line(summary['stages'])[:-1]}** (per training in report.json `stage_seconds`).")
+    lines.append(
+        f"- **Folds**: {len(cfg['folds'])}; each query is tested in exactly one fold and never trained on "
+        "in that fold; test queries of all folds are pooled for the statistics."
+    )
+    for f in cfg["folds"]:
+        sizes = ", ".join(
+            f"{part} {f[part]['queries']} queries / {f[part]['rows']} rows"
+            for part in ("train", "valid", "test")
+            if f[part] is not None
+        )
+        origin = f" — from {f['origin']}" if f["origin"] else ""
+        lines.append(f"  - `{f['name']}`: {sizes}{origin}")
+    if cfg.get("config_file"):
+        settings = ", ".join(f"--{k} {json.dumps(v)}" for k, v in cfg["config_file"]["options"].items())
+        lines.append(
+            f"- **Settings file**: `{cfg['config_file']['path']}` supplied {settings or 'no option'} "
+            "(options given on the command line override it)."
+        )
+    if cfg.get("cross_fitting"):
+        lines.append(f"- **Cross-fitting**: {cfg['cross_fitting']['description']}")
+    lines.append(
+        f"- **Seeds**: {', '.join(map(str, cfg['seeds']))} — every ranker set is trained with each seed on "
+        "every fold (paired); per-query metrics are averaged over seeds. Single-feature rankers are "
+        "deterministic and run once."
+    )
+    inert = seed_inert_sets(result)
+    if inert:
+        lines.append(f"- **Note**: the seeds changed nothing for {', '.join(f'`{n}`' for n in inert)}: {SEED_HINT}.")
+    lines.append(
+        f"- **Engine**: {cfg['engine']} LambdaMART; parameters: `{json.dumps(_clean(cfg['ranker_params']))}`; "
+        f"engine parameters: `{json.dumps(_clean(cfg['engine_params']))}`. Early stopping uses the fold's "
+        "validation part when it has one."
+    )
+    lines.append(
+        f"- **Metrics**: {', '.join(cfg['metrics'])}. recall@k = share of the relevant documents in the "
+        "top k; top3recall@k = share of the query's 3 best relevant documents in the top k (GDSSM paper)."
+    )
+    lines.append(
+        f"- **Conventions**: {conv['description']}. NDCG gain: {conv['gain']}; ties: {conv['ties']} "
+        f"(equal scores keep input order); queries without a relevant document: {conv['no_relevant']}."
+    )
+    lines.append(
+        "- **Single-feature rankers** sort documents by the raw feature value, descending; ties keep "
+        "input order; NaN/inf values go last."
+    )
+    lines.append(
+        (
+            f"- **Significance marks**: {stats['marks_test']}; `*` adjusted p < {marks['*']}, "
+            f"`**` adjusted p < {marks['**']}; {len(summary['comparisons'])} comparisons of "
+            f"`{summary['baseline']}` against the other ranker sets over all metrics."
+        )
+        if summary["comparisons"]
+        else "- **Significance marks**: none (no ranker set to compare)."
+    )
+    b = stats["bootstrap"]
+    lines.append(
+        f"- **Intervals**: {b['method']} bootstrap, {int(b['level'] * 100)}% level, {b['n_resamples']} "
+        f"resamples, seed {b['seed']}; randomisation test with {stats['randomization']['n_resamples']} "
+        "sign-flip resamples (exact enumeration up to "
+        f"{stats['randomization']['exact_up_to_queries']} queries)."
+    )
+    if summary["comparisons"]:
+        floor = len(summary["comparisons"]) / (stats["randomization"]["n_resamples"] + 1)
+        lines.append(
+            f"- **Resolution**: with {stats['randomization']['n_resamples']} resamples and "
+            f"{len(summary['comparisons'])} comparisons the smallest attainable Holm-adjusted p is about "
+            f"{floor:.2g} (for more than {stats['randomization']['exact_up_to_queries']} queries); "
+            "raise the resamples if that exceeds a mark's threshold."
+        )
+    lines.append(f"- **Versions**: {', '.join(f'{k} {v}' for k, v in cfg['versions'].items() if v)}.")
+    lines.append("")
+
+    if rankers:
+        lines += [
+            "## Rankers",
+            "",
+            f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
+            "significance mark.",
+            "",
+        ]
+        lines += _md_table(
+            ["feature set", "features"] + cfg["metrics"],
+            [
+                [f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks) for m in cfg["metrics"]]
+                for s in shown
+            ],
+        )
+        lines.append("")
+        if cfg.get("selection"):
+            lines += _selection_markdown(result, summary)
+    if summary["comparisons"]:
+        lines += [
+            "## Comparisons",
+            "",
+            "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
+            "where the variant wins / ties / loses. With the zero-shot MiniLM feature (`sbert`) in the ablation, "
+            "every other neural feature is also compared with it, alone and added to the base set, at the "
+            "headline metrics, in the same Holm family.",
+            "",
+        ]
+        if minilm_lines(result, summary):
+            lines += ["```", *minilm_lines(result, summary), "```", ""]
+        lines += _md_table(
+            [
+                "baseline",
+                "variant",
+                "metric",
+                "baseline mean",
+                "variant mean",
+                "delta [95% CI]",
+                "relative",
+                "p (t-test)",
+                "p (randomisation)",
+                "p (Holm)",
+                "W/T/L",
+                "queries",
+            ],
+            [
+                [
+                    f"`{c['baseline']}`",
+                    f"`{c['variant']}`",
+                    c["metric"],
+                    f"{c['base_mean']:.4f}",
+                    f"{c['variant_mean']:.4f}",
+                    f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
+                    "n/a"
+                    if c["relative"] is None or not math.isfinite(c["relative"])
+                    else f"{100 * c['relative']:+.1f}%",
+                    format_p(c["p_ttest"]),
+                    format_p(c["p_randomization"]),
+                    format_p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
+                    f"{c['wins']}/{c['ties']}/{c['losses']}",
+                    c["n_queries"],
+                ]
+                for c in summary["comparisons"]
+            ],
+        )
+        lines.append("")
+    if alone:
+        lines += [
+            "## Single features",
+            "",
+            "Each feature alone, documents sorted by its raw value (as in Table 5 of "
+            "the CLSM paper); mean [95% bootstrap interval].",
+            "",
+        ]
+        lines += _md_table(
+            ["feature"] + cfg["metrics"],
+            [[f"`{s.name}`"] + [_mean_ci(means[(s.name, m)]) for m in cfg["metrics"]] for s in alone],
+        )
+        lines.append("")
+    if rankers:
+        lines += [
+            "## Feature importance",
+            "",
+            f"Share of each ranker's total split gain, averaged over folds and seeds (top {_TOP_FEATURES} per set).",
+            "",
+        ]
+        for s in rankers:
+            top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
+            lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
+        best = {}
+        for r in result.runs:
+            if r["best_iteration"] is not None:
+                best.setdefault(r["feature_set"], []).append(r["best_iteration"])
+        lines += [
+            "",
+            "Best iteration (trees used) per ranker set, over folds and seeds: "
+            + "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()),
+            "",
+        ]
+    lines += ["## Plots", "", "![metric means with 95% intervals](metrics.png)", ""]
+    if summary["comparisons"]:
+        lines += ["![per-query deltas](deltas.png)", ""]
+    if rankers:
+        lines += ["![feature importance](importance.png)", ""]
+    lines += [
+        "## Files",
+        "",
+        "- `report.json`: config, results, comparisons, per-run best iterations, importance "
+        "(identical on reruns with the same inputs and seeds)",
+        "- `per_query.tsv`: one row per feature set (and, with model selection, per `SET/CANDIDATE`), fold "
+        "and test query (metrics averaged over seeds); `ltrfeat compare` reads it",
+        "- `timings.json`: wall time of every run",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
+    """How each ranker was chosen: the inner-CV scores, the choice per fold, every candidate's test scores."""
+    sel = result.config["selection"]
+    means, _ = _index(summary)
+    headline = headline_metrics(result.metrics)
+    lines = [
+        "## Model selection",
+        "",
+        f"Candidates: {', '.join(f'`{c}`' for c in sel['candidates'])}; tuning: {sel['tune']}"
+        + (f" ({sel['tune_trials']} trials)" if sel["tune"] == "optuna" else "")
+        + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
+        f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
+        f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
+        "(one-se: the simplest candidate within one standard error of the best). The test queries are "
+        "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
+        "",
+    ]
+    rows = []
+    for fold, sets in sel["chosen"].items():
+        rec = sel["recommended"][fold]
+        for name, choice in sets.items():
+            cv = ", ".join(f"{c} {st['mean']:.4f}" for c, st in choice["stats"].items())
+            tuned = choice["tuned"].get(choice["chosen"])
+            rows.append(
+                [
+                    fold,
+                    f"`{name}`",
+                    f"`{choice['chosen']}`" + (" (recommended)" if rec["feature_set"] == name else ""),
+                    cv,
+                    "" if not tuned else f"`{json.dumps(_clean(tuned))}`",
+                ]
+            )
+    lines += _md_table(["fold", "feature set", "chosen", "inner-CV criterion per candidate", "tuned parameters"], rows)
+    lines += ["", "Test scores of every candidate (what selection cost or gained):", ""]
+    candidates = [s for s in result.feature_sets if s.kind == "candidate"]
+    lines += _md_table(
+        ["feature set / candidate"] + headline,
+        [[f"`{s.name}`"] + [_cell(means, {}, s.name, m, {}) for m in headline] for s in candidates],
+    )
+    return lines + [""]
+
+
+def _mean_ci(r: dict) -> str:
+    if r["mean"] is None or not math.isfinite(r["mean"]):
+        return "n/a"
+    return f"{r['mean']:.4f} [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]"
+
+
+# -- plots --------------------------------------------------------------------------------
+def _save(fig: Figure, path: Path) -> None:
+    FigureCanvasAgg(fig)
+    with atomic_output(path, binary=True) as fh:
+        fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
+
+
+def plot_metrics(result: AblationResult, summary: dict, path) -> None:
+    """Mean of each headline metric per feature set, with 95% bootstrap intervals."""
+    metrics = headline_metrics(result.metrics)
+    means, _ = _index(summary)
+    sets = [s for s in result.feature_sets if s.kind != "candidate"]
+    fig = Figure(figsize=(max(6.0, 2.0 + 0.35 * len(sets) * len(metrics)), 5.0), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / len(sets)
+    x = np.arange(len(metrics))
+    for k, s in enumerate(sets):
+        rows = [means[(s.name, m)] for m in metrics]
+        mean = np.array([np.nan if r["mean"] is None else r["mean"] for r in rows], dtype=float)
+        lo = np.array([np.nan if r["ci95"][0] is None else r["ci95"][0] for r in rows], dtype=float)
+        hi = np.array([np.nan if r["ci95"][1] is None else r["ci95"][1] for r in rows], dtype=float)
+        ax.bar(
+            x + (k - (len(sets) - 1) / 2) * width,
+            mean,
+            width,
+            yerr=np.vstack([mean - lo, hi - mean]),
+            capsize=2,
+            label=s.name + (" (alone)" if s.kind == "alone" else ""),
+            hatch="//" if s.kind == "alone" else None,
+        )
+    ax.set_xticks(x, metrics)
+    ax.set_ylabel("mean over test queries")
+    ax.set_title("Metrics per feature set (95% bootstrap intervals)")
+    fig.legend(loc="outside lower center", fontsize="small", ncols=min(len(sets), 4))
+    _save(fig, path)
+
+
+def plot_deltas(result: AblationResult, summary: dict, path) -> None:
+    """Histogram of per-query deltas (variant − baseline) of NDCG@10 for every ranker variant."""
+    metric = "ndcg@10" if "ndcg@10" in result.metrics else result.metrics[0]
+    baseline = summary["baseline"]
+    variants = [s.name for s in result.feature_sets if s.kind == "ranker" and s.name != baseline]
+    wide = result.per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
+    fig = Figure(figsize=(6.5, 4.0))
+    ax = fig.add_subplot()
+    bins = np.linspace(-1, 1, 41)
+    for name in variants:
+        pair = wide[[baseline, name]].dropna()
+        ax.hist((pair[name] - pair[baseline]).to_numpy(), bins=bins, histtype="step", linewidth=1.5, label=name)
+    ax.axvline(0, color="grey", linewidth=0.8)
+    ax.set_xlabel(f"{metric}: variant − {baseline} (per query, mean over seeds)")
+    ax.set_ylabel("queries")
+    ax.set_title(f"Per-query {metric} deltas")
+    if variants:
+        ax.legend(fontsize="small")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def plot_importance(result: AblationResult, path) -> None:
+    """Gain share of the top features, one panel per ranker set."""
+    names = [s.name for s in result.feature_sets if s.kind == "ranker"]
+    fig = Figure(figsize=(5.0 * len(names), 0.3 * _TOP_FEATURES + 1.5))
+    for k, name in enumerate(names):
+        ax = fig.add_subplot(1, len(names), k + 1)
+        top = list(result.importance.get(name, {}).items())[:_TOP_FEATURES][::-1]
+        ax.barh([t[0] for t in top], [100 * t[1] for t in top])
+        ax.set_title(name, fontsize="medium")
+        ax.set_xlabel("share of total gain (%)")
+        ax.tick_params(axis="y", labelsize="small")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+# -- writing ------------------------------------------------------------------------------
+def check_report_dir(out_dir, *, overwrite: bool = False) -> Path:
+    """Fail early when ``out_dir`` exists and may not be replaced."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise LtrfeatError("exists and is not a directory", path=out_dir, fix="choose another --report path")
+    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
+        raise LtrfeatError(
+            "report directory exists and is not empty",
+            path=out_dir,
+            fix="choose another --report directory or pass --overwrite",
+        )
+    return out_dir
+
+
+def write_report(
+    result: AblationResult,
+    summary: dict,
+    out_dir,
+    *,
+    overwrite: bool = False,
+    timings: dict | None = None,
+    runs_of=None,
+) -> Path:
+    """Write ``report.md``, ``report.json``, ``per_query.tsv``, ``timings.json`` and the PNG plots
+    into ``out_dir``, all at once (built in a temporary directory, then renamed). ``timings`` (e.g.
+    ``wall_seconds`` and per-stage seconds of the whole command) go to ``timings.json`` beside the runs'.
+    ``runs_of``: the ablation's folds; every set's test-fold scores are then written as TREC runs
+    into ``runs/`` with the test queries' qrels (see :mod:`ltrfeat.experiments.fold_runs`)."""
+    out_dir = check_report_dir(out_dir, overwrite=overwrite)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tempfiles.new_dir(out_dir)
+    old = None
+    try:
+        data = report_json(result, summary)
+        if runs_of is not None:
+            data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
+        with atomic_output(tmp / "report.json") as fh:
+            json.dump(data, fh, indent=1, allow_nan=False)
+            fh.write("\n")
+        with atomic_output(tmp / "report.md") as fh:
+            fh.write(report_markdown(result, summary))
+        with atomic_output(tmp / "per_query.tsv") as fh:
+            result.per_query.to_csv(fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g", lineterminator="\n")
+        with atomic_output(tmp / "timings.json") as fh:
+            json.dump(
+                {**(timings or {}), "total_seconds": sum(r["seconds"] for r in result.runs), "runs": result.runs},
+                fh,
+                indent=1,
+            )
+            fh.write("\n")
+        plot_metrics(result, summary, tmp / "metrics.png")
+        if summary["comparisons"]:
+            plot_deltas(result, summary, tmp / "deltas.png")
+        if any(s.kind == "ranker" for s in result.feature_sets):
+            plot_importance(result, tmp / "importance.png")
+        if out_dir.exists():
+            old = tempfiles.new_dir(out_dir, suffix=".old")
+            out_dir.rename(old / out_dir.name)
+        tmp.rename(out_dir)
+    except BaseException:
+        if old is not None and not out_dir.exists():
+            (old / out_dir.name).rename(out_dir)
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        tempfiles.release(tmp)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+        tempfiles.release(old)
+    return out_dir

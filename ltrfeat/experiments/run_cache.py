@@ -1,0 +1,161 @@
+"""Content-addressed store of ablation runs, so a re-run only trains the rankers whose inputs changed.
+
+A run's key hashes everything its result depends on: the run settings (engine, seeds, ranker
+parameters, metrics, conventions, model selection, library versions), the feature set's kind and
+columns, and the fold's rows restricted to those columns (values, labels, qids, weights). Adding an
+encoder to an ablation changes the sets that contain it (and the best-single baseline over all
+columns); every other set's runs come back from the store bit for bit.
+
+Results are stored as JSON with arrays as exact raw bytes (no pickles: a store on a shared disk
+never executes anything when read). A torn or foreign file is ignored and the run recomputed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.versions import library_versions
+
+FORMAT = 1
+_TAGS = ("__nd__", "__obj__", "__df__", "__np__", "__tuple__", "__map__")
+
+
+def _pack(obj):
+    if isinstance(obj, np.ndarray):
+        if obj.dtype == object:
+            return {"__obj__": [_pack(x) for x in obj.tolist()]}
+        data = np.ascontiguousarray(obj)
+        return {"__nd__": [data.dtype.str, list(data.shape), base64.b64encode(data.tobytes()).decode("ascii")]}
+    if isinstance(obj, pd.DataFrame):
+        return {
+            "__df__": {
+                "index": _pack(obj.index.to_numpy()),
+                "index_name": obj.index.name,
+                "columns": [[name, _pack(obj[name].to_numpy())] for name in obj.columns],
+            }
+        }
+    if isinstance(obj, np.generic):
+        return {"__np__": [obj.dtype.str, _pack(obj.item())]}
+    if isinstance(obj, tuple):
+        return {"__tuple__": [_pack(x) for x in obj]}
+    if isinstance(obj, list):
+        return [_pack(x) for x in obj]
+    if isinstance(obj, dict):
+        if all(isinstance(k, str) and k not in _TAGS for k in obj):
+            return {k: _pack(v) for k, v in obj.items()}
+        return {"__map__": [[_pack(k), _pack(v)] for k, v in obj.items()]}
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    raise TypeError(f"cannot store a {type(obj).__name__} in the run cache")
+
+
+def _unpack(obj):
+    if isinstance(obj, list):
+        return [_unpack(x) for x in obj]
+    if not isinstance(obj, dict):
+        return obj
+    if len(obj) == 1:
+        ((tag, value),) = obj.items()
+        if tag == "__nd__":
+            dtype, shape, data = value
+            return np.frombuffer(base64.b64decode(data), dtype=np.dtype(dtype)).reshape(shape).copy()
+        if tag == "__obj__":
+            out = np.empty(len(value), dtype=object)
+            out[:] = [_unpack(x) for x in value]
+            return out
+        if tag == "__df__":
+            return pd.DataFrame(
+                {name: _unpack(col) for name, col in value["columns"]},
+                index=pd.Index(_unpack(value["index"]), name=value["index_name"]),
+            )
+        if tag == "__np__":
+            return np.dtype(value[0]).type(_unpack(value[1]))
+        if tag == "__tuple__":
+            return tuple(_unpack(x) for x in value)
+        if tag == "__map__":
+            return {_unpack(k): _unpack(v) for k, v in value}
+    return {k: _unpack(v) for k, v in obj.items()}
+
+
+class RunStore:
+    """Ablation runs kept in ``directory`` under a key of their inputs (see the module docstring).
+
+    ``settings`` are the run settings shared by every run (JSON-able; :func:`~ltrfeat.experiments.ablation.run_ablation`
+    sets them); ``hits`` and ``misses`` count this store's lookups.
+    """
+
+    def __init__(self, directory, settings: dict | None = None):
+        self.directory = Path(directory)
+        self.settings = dict(settings or {})
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, fold, feature_set, seed=None) -> str:
+        """The key of one run: ``fold`` (a :class:`~ltrfeat.experiments.ablation.Fold`), ``feature_set``, ``seed``."""
+        h = hashlib.sha256(
+            json.dumps(
+                {
+                    "format": FORMAT,
+                    "settings": self.settings,
+                    "fold": fold.name,
+                    "set": [feature_set.kind, feature_set.columns],
+                    "seed": seed,
+                    "versions": library_versions("numpy", "lightgbm", "xgboost", "scikit-learn"),
+                },
+                sort_keys=True,
+                default=str,
+            ).encode()
+        )
+        for part in (fold.train, fold.valid, fold.test):
+            if part is None:
+                h.update(b"\x00none")
+                continue
+            cols = [part.feature_map.column_of(c) for c in feature_set.columns]
+            h.update(np.ascontiguousarray(part.X[:, cols]).tobytes())
+            h.update(part.label.tobytes())
+            h.update("\x1e".join(map(str, part.qid)).encode("utf-8", "surrogatepass"))
+            h.update(b"\x00" if part.weight is None else np.asarray(part.weight, np.float64).tobytes())
+        return h.hexdigest()[:32]
+
+    def get(self, key: str):
+        """The stored result of run ``key``, or None (absent, torn or unreadable)."""
+        try:
+            data = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            if data.get("format") != FORMAT or data.get("key") != key:
+                raise ValueError("foreign file")
+            result = _unpack(data["result"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return result
+
+    def put(self, key: str, result) -> None:
+        """Store ``result`` of run ``key`` (atomically; a result that cannot be stored is skipped)."""
+        try:
+            text = json.dumps({"format": FORMAT, "key": key, "result": _pack(result)})
+        except TypeError:
+            return
+        with atomic_output(self.directory / f"{key}.json") as fh:
+            fh.write(text)
+
+    def map(self, mapper, run, *columns):
+        """``mapper(run, *columns)`` (like :func:`map`), in order, with stored results taken from the store
+        and new ones stored as they arrive."""
+        plan = list(zip(*columns))
+        keys = [self.key(*item) for item in plan]
+        found = [self.get(k) for k in keys]
+        missing = [item for item, result in zip(plan, found) if result is None]
+        fresh = iter(mapper(run, *zip(*missing))) if missing else iter(())
+        for key, result in zip(keys, found):
+            if result is None:
+                result = next(fresh)
+                self.put(key, result)
+            yield result

@@ -1,0 +1,139 @@
+"""The verdict of a model-selection ablation: what to ship, how it compares with the untuned
+lexical LambdaMART and with the best single feature, and plain warnings where a learned ranker
+does not beat its best input or a neural lift disappears against that stronger baseline.
+
+Everything here reads the summary's Holm-adjusted comparisons (:func:`ltrfeat.experiments.ablation.summarise`);
+the recommendation itself was made on training queries only (inner cross-validation per fold).
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+
+from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
+
+LEVEL = 0.05
+
+
+def _better(c: dict | None) -> bool:
+    """The variant is significantly better than the baseline (Holm-adjusted p < LEVEL)."""
+    return c is not None and c["delta"] > 0 and c["p_holm"] is not None and c["p_holm"] < LEVEL
+
+
+def _worse(c: dict | None) -> bool:
+    return c is not None and c["delta"] < 0 and c["p_holm"] is not None and c["p_holm"] < LEVEL
+
+
+def _fmt(p) -> str:
+    return "n/a" if p is None or not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")
+
+
+def verdict(result, summary: dict) -> dict | None:
+    """The verdict of an :class:`~ltrfeat.experiments.ablation.AblationResult` and its summary (None without model
+    selection)."""
+    selection = result.config.get("selection")
+    if selection is None or not selection.get("recommended"):
+        return None
+    comps = {(c["baseline"], c["variant"], c["metric"]): c for c in summary["comparisons"]}
+    means = {(r["feature_set"], r["metric"]): r["mean"] for r in summary["results"]}
+    metrics = [m for m in selection["criterion"] if (BEST_SINGLE, RECOMMENDED, m) in comps]
+    base = summary["baseline"]
+    untuned = f"{base}/{result.config['engine']}"
+    per_fold = selection["recommended"]
+    counts = collections.Counter(f"{r['feature_set']} / {r['candidate']}" for r in per_fold.values())
+    singles = collections.Counter(
+        r["chose"]["feature"] if r["chose"]["direction"] > 0 else f"-{r['chose']['feature']}"
+        for r in result.runs
+        if r["feature_set"] == BEST_SINGLE
+    )
+    table = []
+    for m in metrics:
+        vs_untuned, vs_single = comps.get((untuned, RECOMMENDED, m)), comps[(BEST_SINGLE, RECOMMENDED, m)]
+        bm25 = {
+            c["baseline"]: {"mean": c["base_mean"], "p_holm": c["p_holm"]}
+            for c in summary["comparisons"]
+            if c["variant"] == RECOMMENDED and c["metric"] == m and c["baseline"].startswith("bm25")
+        }
+        table.append(
+            {
+                "metric": m,
+                "recommended": means.get((RECOMMENDED, m)),
+                "untuned": means.get((untuned, m)),
+                "best_single": means.get((BEST_SINGLE, m)),
+                "p_holm_vs_untuned": None if vs_untuned is None else vs_untuned["p_holm"],
+                "p_holm_vs_best_single": vs_single["p_holm"],
+                "bm25_alone": bm25,
+            }
+        )
+    warnings = []
+    rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
+    below, not_above = collections.defaultdict(list), collections.defaultdict(list)  # metrics -> set names
+    for name in rankers + [RECOMMENDED]:
+        worse = tuple(m for m in metrics if _worse(comps.get((BEST_SINGLE, name, m))))
+        level = tuple(m for m in metrics if not _better(comps.get((BEST_SINGLE, name, m))) and m not in worse)
+        if worse:
+            below[worse].append(name)
+        if level:
+            not_above[level].append(name)
+    for found, text in ((below, "significantly BELOW"), (not_above, "not significantly better than")):
+        for at, names in found.items():
+            warnings.append(
+                f"{', '.join(f'`{n}`' for n in names)} {'is' if len(names) == 1 else 'are'} {text} "
+                f"the best single feature at {', '.join(at)}"
+            )
+    for name in rankers:
+        if name == base:
+            continue
+        gone = [
+            m for m in metrics if _better(comps.get((base, name, m))) and not _better(comps.get((BEST_SINGLE, name, m)))
+        ]
+        if gone:
+            warnings.append(
+                f"the lift of `{name}` over `{base}` at {', '.join(gone)} disappears against the best single feature"
+            )
+    return {
+        "recommended": counts.most_common(1)[0][0],
+        "chosen_in_folds": counts.most_common(1)[0][1],
+        "n_folds": len(per_fold),
+        "per_fold": per_fold,
+        "all_choices": dict(counts),
+        "untuned": untuned,
+        "best_single_features": dict(singles),
+        "metrics": table,
+        "warnings": warnings,
+        "level": LEVEL,
+    }
+
+
+def verdict_lines(v: dict) -> list[str]:
+    """The verdict as plain-text lines (the CLI prints them last; report.md shows them first)."""
+    lines = [
+        f"verdict: recommended {v['recommended']} (chosen on training queries by inner cross-validation in "
+        f"{v['chosen_in_folds']} of {v['n_folds']} folds"
+        + (
+            f"; all choices: {', '.join(f'{k} x{n}' for k, n in v['all_choices'].items())})"
+            if len(v["all_choices"]) > 1
+            else ")"
+        )
+    ]
+    singles = ", ".join(f"{k} x{n}" for k, n in v["best_single_features"].items())
+    for row in v["metrics"]:
+        text = f"  {row['metric']}: recommended {row['recommended']:.4f}"
+        if row["untuned"] is not None:
+            text += f" vs untuned `{v['untuned']}` {row['untuned']:.4f} (p Holm {_fmt(row['p_holm_vs_untuned'])})"
+        text += f" vs best single feature {row['best_single']:.4f} (p Holm {_fmt(row['p_holm_vs_best_single'])})"
+        text += "".join(
+            f" vs {name} alone {b['mean']:.4f} (p Holm {_fmt(b['p_holm'])})"
+            for name, b in row.get("bm25_alone", {}).items()
+        )
+        lines.append(text)
+    lines.append(f"  best single feature per fold (chosen on training queries): {singles}")
+    lines.append(
+        "  to ship: ltrfeat train-ranker TRAIN --valid VALID --select chooses among the same candidates by "
+        "the same rule on all your judged queries"
+    )
+    lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in v["warnings"]]
+    if not v["warnings"]:
+        lines.append("no warning: every learned ranker is significantly better than the best single feature")
+    return lines

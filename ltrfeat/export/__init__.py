@@ -1,0 +1,2 @@
+"""Exports to search engines: Elasticsearch / OpenSearch LTR featuresets and models, document vectors in bulk,
+ONNX encoders."""

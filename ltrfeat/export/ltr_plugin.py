@@ -1,0 +1,593 @@
+"""Export a trained :class:`~ltrfeat.rankers.lambdamart.LambdaMART` for serving outside ltrfeat.
+
+Targets (``--to``):
+
+- ``es-ltr`` / ``opensearch-ltr`` -- the Elasticsearch (o19s) / OpenSearch Learning-to-Rank
+  plugin: ``OUT`` is the ``_createmodel`` request body, ``OUT.featureset.json`` the
+  featureset body naming every feature in the model's order, with a template for every feature
+  the engine can compute (see :mod:`ltrfeat.export.plugin_features`), and ``OUT.index.json`` the index
+  settings and mappings those templates need. XGBoost models become
+  ``model/xgboost+json``, LightGBM models ``model/ranklib`` (a LambdaMART ensemble with 1-based
+  feature ordinals); ``feature_normalizers`` (``standard`` / ``min_max``) are carried when given.
+- ``xgboost-json`` -- XGBoost's JSON tree dump (the ``model/xgboost+json`` definition), for
+  XGBoost or LightGBM models.
+- ``lightgbm`` -- LightGBM's own text model (LightGBM models only).
+
+Every export writes a manifest ``OUT.export.json`` with the SHA-256 of each file, the feature
+order and the missing-value policy; :func:`load_export` refuses a file that was changed or
+truncated and rebuilds a predictor from the exported text alone.
+
+Conversion is exact for every input without NaN. Both plugins compare float32 feature values:
+ranklib splits go left when ``x <= t`` and xgboost+json splits when ``x < t``, so each engine's
+threshold is mapped to the float32 that gives the same decision (LightGBM ``x <= t`` with a double
+``t``; XGBoost ``x < t`` with a float32 ``t``). XGBoost's ``base_score`` is added to the leaves of
+the first tree. Leaf values are stored as float32 text, as the plugins read them.
+
+Missing values: the plugins have no NaN -- a feature whose query does not match scores 0. A
+LightGBM split with ``missing_type=Zero`` (``zero_as_missing``) sends 0 to a learned side and
+cannot be expressed, so it is refused. A model trained on data with NaN cells learned default
+directions that the plugins cannot apply; it is refused unless ``missing_as_zero=True``, which
+accepts that a missing value is scored as 0 (as the plugins do). The exported model itself never
+sees NaN; :class:`ExportedRanker` scores NaN as 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import lightgbm as lgb
+import numpy as np
+
+from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.rankers.lambdamart import LambdaMART
+from ltrfeat.export.plugin_features import index_body, plugin_featureset
+from ltrfeat.rankers.model_check import check_model
+
+TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
+MANIFEST_FORMAT = "ltrfeat.export/1"
+UPLOAD_PREFIX = {"es-ltr": "_ltr", "opensearch-ltr": "_plugins/_ltr"}
+NORMALIZERS = {"standard": ("mean", "standard_deviation"), "min_max": ("minimum", "maximum")}
+MISSING_POLICY = (
+    "exact for inputs without NaN; NaN is scored as 0 (the plugins score a feature whose query does not match as 0)"
+)
+
+
+def manifest_path(path) -> Path:
+    """``<out>.export.json`` beside an exported model."""
+    return Path(f"{path}.export.json")
+
+
+def featureset_path(path) -> Path:
+    """``<out>.featureset.json`` beside an exported plugin model."""
+    return Path(f"{path}.featureset.json")
+
+
+# ------------------------------------------------------------------------------ canonical trees
+# A node is {"leaf": value} or {"feature": column, "threshold": float32 t, "left": node, "right": node}:
+# a row goes left when x <= t.
+
+
+def _f32_floor(t: float) -> np.float32:
+    """Largest float32 <= ``t``: for float32 x, ``x <= t`` iff ``x <= _f32_floor(t)``."""
+    c = np.float32(t)
+    return np.nextafter(c, np.float32(-np.inf)) if float(c) > t else c
+
+
+def _lightgbm_node(node: dict, path) -> dict:
+    if "leaf_value" in node:
+        return {"leaf": float(node["leaf_value"])}
+    if node.get("decision_type") != "<=":
+        raise LtrfeatError(
+            "the model has categorical splits, which the LTR plugins cannot express",
+            path=path,
+            fix="train without categorical features",
+        )
+    if node.get("missing_type") == "Zero":
+        raise LtrfeatError(
+            "the model treats 0 as missing (zero_as_missing), which the LTR plugins cannot express",
+            path=path,
+            fix="retrain without zero_as_missing",
+        )
+    return {
+        "feature": int(node["split_feature"]),
+        "threshold": _f32_floor(float(node["threshold"])),
+        "left": _lightgbm_node(node["left_child"], path),
+        "right": _lightgbm_node(node["right_child"], path),
+    }
+
+
+def _xgboost_node(node: dict, columns: dict, path) -> dict:
+    if "leaf" in node:
+        return {"leaf": float(node["leaf"])}
+    children = {c["nodeid"]: c for c in node["children"]}
+    # XGBoost: x < t (float32 t) goes to "yes"; x <= previous float32 is the same decision
+    t = np.float32(node["split_condition"])
+    return {
+        "feature": columns[node["split"]],
+        "threshold": np.nextafter(t, np.float32(-np.inf)),
+        "left": _xgboost_node(children[node["yes"]], columns, path),
+        "right": _xgboost_node(children[node["no"]], columns, path),
+    }
+
+
+def _add_to_leaves(node: dict, value: float) -> dict:
+    if "leaf" in node:
+        return {"leaf": node["leaf"] + value}
+    return node | {"left": _add_to_leaves(node["left"], value), "right": _add_to_leaves(node["right"], value)}
+
+
+def _xgboost_base_score(booster) -> float:
+    raw = json.loads(booster.save_config())["learner"]["learner_model_param"]["base_score"]
+    values = [float(v) for v in re.findall(r"[-+0-9.eE]+", raw)]
+    if len(values) != 1:
+        raise LtrfeatError(f"unexpected XGBoost base_score {raw!r}", fix="export a single-target ranking model")
+    return values[0]
+
+
+def canonical_trees(model: LambdaMART, *, path=None) -> list[dict]:
+    """The model's trees (prediction-time ones only) as canonical ``x <= t`` trees on column indices."""
+    if model.engine == "lightgbm":
+        dump = model.booster_.dump_model(num_iteration=model.best_iteration_)
+        trees = [_lightgbm_node(t["tree_structure"], path) for t in dump["tree_info"]]
+    else:
+        from ltrfeat.rankers.lambdamart import _engine_feature_names  # same names the booster was trained with
+
+        columns = {n: j for j, n in enumerate(_engine_feature_names(model.feature_map_))}
+        booster = model.booster_[: model.best_iteration_]
+        trees = [_xgboost_node(json.loads(t), columns, path) for t in booster.get_dump(dump_format="json")]
+        if trees:
+            trees[0] = _add_to_leaves(trees[0], _xgboost_base_score(model.booster_))
+    if not trees:
+        raise LtrfeatError("the model has no trees", path=path, fix="train the ranker for at least one round")
+    return trees
+
+
+def _check_missing(model: LambdaMART, missing_as_zero: bool, path) -> None:
+    nan_cells = int(((model.metadata_ or {}).get("missing_values") or {}).get("train_nan_cells") or 0)
+    if nan_cells and not missing_as_zero:
+        raise LtrfeatError(
+            f"the model was trained with {nan_cells} NaN cells and learned where missing values go; the LTR "
+            "plugins have no missing values (an unmatched feature scores 0)",
+            path=path,
+            fix="pass --missing-as-zero to accept that a missing value is scored as 0, or retrain without NaN",
+        )
+
+
+# ------------------------------------------------------------------------------ writers
+
+
+def _num(value) -> str:
+    """Shortest text that reads back as the same float32."""
+    return np.format_float_scientific(np.float32(value), unique=True, trim="-") if value != 0 else "0.0"
+
+
+def ranklib_text(trees: list[dict], *, learning_rate: float, source: str) -> str:
+    """RankLib LambdaMART ensemble text: 1-based feature ordinals, ``x <= threshold`` goes left, weight 1."""
+
+    def leaves(n):
+        return 1 if "leaf" in n else leaves(n["left"]) + leaves(n["right"])
+
+    out = [
+        "## LambdaMART",
+        f"## No. of trees = {len(trees)}",
+        f"## No. of leaves = {max(map(leaves, trees))}",
+        "## No. of threshold candidates = 256",
+        f"## Learning rate = {learning_rate}",
+        "## Stop early = 100",
+        f"## Converted by ltrfeat from a {source} model (tree weights 1: the leaves include the shrinkage)",
+        "",
+        "<ensemble>",
+    ]
+
+    def emit(node, indent):
+        pad = "\t" * indent
+        if "leaf" in node:
+            out.append(f"{pad}<output> {_num(node['leaf'])} </output>")
+            return
+        out.append(f"{pad}<feature> {node['feature'] + 1} </feature>")
+        out.append(f"{pad}<threshold> {_num(node['threshold'])} </threshold>")
+        for side in ("left", "right"):
+            out.append(f'{pad}<split pos="{side}">')
+            emit(node[side], indent + 1)
+            out.append(f"{pad}</split>")
+
+    for i, tree in enumerate(trees, 1):
+        out.append(f'\t<tree id="{i}" weight="1.0">')
+        out.append("\t\t<split>")
+        emit(tree, 3)
+        out.append("\t\t</split>")
+        out.append("\t</tree>")
+    out.append("</ensemble>")
+    return "\n".join(out) + "\n"
+
+
+def xgboost_dump(trees: list[dict], names: list[str]) -> list[dict]:
+    """XGBoost JSON dump trees: ``x < split_condition`` goes to ``yes`` (the first child)."""
+
+    def build(node, nodeid, depth, counter):
+        if "leaf" in node:
+            return {"nodeid": nodeid, "leaf": float(np.float32(node["leaf"]))}
+        yes, no = counter[0], counter[0] + 1
+        counter[0] += 2
+        # x <= t  <=>  x < next float32 after t
+        cond = np.nextafter(np.float32(node["threshold"]), np.float32(np.inf))
+        return {
+            "nodeid": nodeid,
+            "depth": depth,
+            "split": names[node["feature"]],
+            "split_condition": float(cond),
+            "yes": yes,
+            "no": no,
+            "missing": yes if 0 <= node["threshold"] else no,  # NaN scores as 0
+            "children": [build(node["left"], yes, depth + 1, counter), build(node["right"], no, depth + 1, counter)],
+        }
+
+    return [build(tree, 0, 0, [1]) for tree in trees]
+
+
+def index_path(path) -> Path:
+    """``<out>.index.json`` beside an exported plugin model: the index settings and mappings."""
+    return Path(f"{path}.index.json")
+
+
+def _check_normalizers(normalizers: dict, features: list[str]) -> dict:
+    normalizers = dict(normalizers or {})
+    fix = (
+        'give {"FEATURE": {"standard": {"mean": M, "standard_deviation": S}}} or '
+        '{"FEATURE": {"min_max": {"minimum": A, "maximum": B}}}'
+    )
+    for name, spec in normalizers.items():
+        if name not in features:
+            raise LtrfeatError(f"normalizer for unknown feature {name!r}", fix=f"the model's features are {features}")
+        kind = next(iter(spec), None) if isinstance(spec, dict) and len(spec) == 1 else None
+        if kind not in NORMALIZERS or set(spec[kind]) != set(NORMALIZERS[kind]):
+            raise LtrfeatError(f"bad normalizer for {name!r}: {spec!r}", fix=fix)
+        a, b = (float(spec[kind][k]) for k in NORMALIZERS[kind])
+        if not (np.isfinite(a) and np.isfinite(b)) or (kind == "standard" and b <= 0) or (kind == "min_max" and b <= a):
+            raise LtrfeatError(f"bad normalizer for {name!r}: {spec!r} (need a positive spread)", fix=fix)
+    return normalizers
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class PluginScoring:
+    """How the search engine computes the model's features (plugin targets: the featureset's templates
+    and ``out.index.json``).
+
+    templates : plugin query template per feature name, instead of the generated ones
+        (:mod:`ltrfeat.export.plugin_features` writes one for every feature the engine can compute).
+    dims : ``{encoder name: vector width}`` for the index mapping of neural features (and dot scores).
+    analyzer : the extraction's :class:`~ltrfeat.features.analysis.Analyzer` (default: lowercase tokens only).
+    k1, b : the extraction's BM25 parameters.
+    fill_zero : give features the engine cannot compute a ``match_none`` template (the model then sees 0).
+    """
+
+    templates: dict | None = field(default=None, hash=False)
+    dims: dict | None = field(default=None, hash=False)
+    analyzer: Analyzer | None = None
+    k1: float = 1.2
+    b: float = 0.75
+    fill_zero: bool = False
+
+    def __post_init__(self):
+        if self.templates is not None and not isinstance(self.templates, dict):
+            raise LtrfeatError(
+                f"templates must map feature names to query templates, got {type(self.templates).__name__}",
+                fix='e.g. {"bm25_title": {"match": {"title": "{{keywords}}"}}}',
+            )
+        for encoder, width in (self.dims or {}).items():
+            if not isinstance(width, int) or isinstance(width, bool) or width < 1:
+                raise LtrfeatError(
+                    f"dims[{encoder!r}] must be a vector width >= 1, got {width!r}", fix='e.g. dims={"clsm": 128}'
+                )
+        if self.analyzer is not None and not isinstance(self.analyzer, Analyzer):
+            raise LtrfeatError(
+                f"analyzer must be an Analyzer, got {type(self.analyzer).__name__}",
+                fix="pass the extraction's analyzer (CorpusStats.load(path).analyzer) or None",
+            )
+        if not (self.k1 >= 0 and 0 <= self.b <= 1):
+            raise LtrfeatError(
+                f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.k1!r}, b={self.b!r}",
+                fix="give the values the extraction used",
+            )
+
+
+def export_ranker(
+    model: LambdaMART,
+    out,
+    *,
+    to: str,
+    name: str | None = None,
+    featureset: str | None = None,
+    normalizers: dict | None = None,
+    missing_as_zero: bool = False,
+    scoring: PluginScoring | None = None,
+) -> dict:
+    """Write ``model`` for serving (see the module docstring) and return the manifest.
+
+    Parameters
+    ----------
+    model : a fitted or loaded :class:`LambdaMART`.
+    out : output file; its manifest is ``out.export.json`` (plugin targets also write
+        ``out.featureset.json``).
+    to : one of :data:`TARGETS`.
+    name, featureset : plugin model and featureset names (default: the file stem).
+    normalizers : plugin ``feature_normalizers`` per feature name (plugin targets only).
+    missing_as_zero : accept a model trained with NaN cells (the plugins score missing as 0).
+    scoring : how the search engine computes the features (plugin targets only; default
+        :class:`PluginScoring()`: generated templates, lowercase tokens, BM25 k1 1.2 and b 0.75).
+    """
+    if to not in TARGETS:
+        raise LtrfeatError(f"unknown export target {to!r}", fix=f"use one of {', '.join(TARGETS)}")
+    if not hasattr(model, "booster_"):
+        raise LtrfeatError("the ranker is not fitted", fix="train it or load it with LambdaMART.load")
+    out = Path(out)
+    features = model.feature_map_.names
+    plugin = to in UPLOAD_PREFIX
+    if normalizers and not plugin:
+        raise LtrfeatError(
+            f"feature normalizers are a plugin feature; {to} has none", fix="export to es-ltr or opensearch-ltr"
+        )
+    normalizers = _check_normalizers(normalizers, features)
+    scoring = scoring or PluginScoring()
+    files: dict[str, bytes] = {}
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "target": to,
+        "engine": model.engine,
+        "features": features,
+        "feature_ids": model.feature_map_.ids,
+        "trees": None,
+        "missing": MISSING_POLICY,
+        "source_model": {
+            "engine_version": (model.metadata_.get("versions") or {}).get(model.engine),
+            "train_hash": (model.metadata_.get("training") or {}).get("train_hash"),
+        },
+    }
+    if to == "lightgbm":
+        if model.engine != "lightgbm":
+            raise LtrfeatError(
+                "only a LightGBM-trained ranker can be exported as a LightGBM model",
+                fix="use --to xgboost-json or es-ltr for XGBoost rankers",
+            )
+        text = model.booster_.model_to_string(num_iteration=model.best_iteration_)
+        files[out.name] = text.encode()
+        manifest["trees"] = model.best_iteration_
+    else:
+        _check_missing(model, missing_as_zero, out)
+        trees = canonical_trees(model, path=out)
+        manifest["trees"] = len(trees)
+        use_ranklib = plugin and model.engine == "lightgbm"
+        definition = (
+            ranklib_text(trees, learning_rate=model.learning_rate, source=model.engine)
+            if use_ranklib
+            else json.dumps(xgboost_dump(trees, features), indent=1)
+        )
+        if plugin:
+            model_name, set_name = name or out.stem, featureset or out.stem
+            manifest["model_type"] = "model/ranklib" if use_ranklib else "model/xgboost+json"
+            body = {"model": {"name": model_name, "model": {"type": manifest["model_type"], "definition": definition}}}
+            plan = plugin_featureset(
+                features, target=to, dims=scoring.dims, templates=scoring.templates, fill_zero=scoring.fill_zero
+            )
+            clash = sorted(set(normalizers) & set(plan["normalizers"]))
+            if clash:
+                raise LtrfeatError(
+                    f"{clash[0]} is a neural feature: its normalizer maps the engine's shifted score "
+                    "back to the cosine the model was trained on",
+                    fix="drop it from --normalizers",
+                )
+            normalizers = {**normalizers, **plan["normalizers"]}
+            if normalizers:
+                body["model"]["model"]["feature_normalizers"] = normalizers
+            fs = {"featureset": {"name": set_name, "features": plan["features"]}}
+            index = index_body(
+                plan["fields"],
+                target=to,
+                vectors=plan["vectors"],
+                analyzer=scoring.analyzer,
+                k1=scoring.k1,
+                b=scoring.b,
+            )
+            prefix = UPLOAD_PREFIX[to]
+            manifest["upload"] = [
+                f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: ltrfeat embed)",
+                f"PUT {prefix}/_featureset/{set_name}  <- {featureset_path(out).name}",
+                f"POST {prefix}/_featureset/{set_name}/_createmodel  <- {out.name}",
+            ]
+            manifest["features_without_template"] = [
+                f["name"] for f in fs["featureset"]["features"] if f["template"] is None
+            ]
+            manifest["not_reproduced"] = plan["not_reproduced"]
+            files[out.name] = (json.dumps(body, indent=1) + "\n").encode()
+            files[featureset_path(out).name] = (json.dumps(fs, indent=1) + "\n").encode()
+            files[index_path(out).name] = (json.dumps(index, indent=1) + "\n").encode()
+        else:
+            manifest["model_type"] = "xgboost-json-dump"
+            files[out.name] = (definition + "\n").encode()
+    manifest["files"] = {fname: _sha(data) for fname, data in files.items()}
+    manifest["model_file"] = out.name
+    for fname, data in files.items():
+        with atomic_output(out.parent / fname, binary=True) as fh:
+            fh.write(data)
+    with atomic_output(manifest_path(out)) as fh:
+        json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+    return manifest
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+@dataclass
+class ExportedRanker:
+    """An export read back from its files (checked against the manifest), able to score rows.
+
+    ``predict(X)`` takes float features in ``features`` order (NaN is scored as 0) and
+    computes the exported trees as the plugins do: float32 features, float32 thresholds.
+    """
+
+    target: str
+    features: list
+    manifest: dict
+    trees: list | None = None
+    normalizers: dict | None = None
+    booster: object = None
+
+    def predict(self, X) -> np.ndarray:
+        X = np.nan_to_num(np.asarray(X, dtype=np.float32), nan=0.0)
+        if X.ndim != 2 or X.shape[1] != len(self.features):
+            raise LtrfeatError(f"expected {len(self.features)} feature columns, got shape {X.shape}")
+        if self.booster is not None:
+            return self.booster.predict(X.astype(np.float64))
+        X = X.copy()
+        for name, spec in (self.normalizers or {}).items():
+            j = self.features.index(name)
+            kind, p = next(iter(spec.items()))
+            a, b = (np.float32(p[k]) for k in NORMALIZERS[kind])
+            X[:, j] = (X[:, j] - a) / (b if kind == "standard" else (b - a))
+        out = np.zeros(len(X))
+        for tree in self.trees:
+            out += _eval_tree(tree, X)
+        return out
+
+
+def _eval_tree(node: dict, X: np.ndarray) -> np.ndarray:
+    out = np.empty(len(X))
+    stack = [(node, np.arange(len(X)))]
+    while stack:
+        n, rows = stack.pop()
+        if "leaf" in n:
+            out[rows] = n["leaf"]
+            continue
+        go_left = n["test"](X[rows, n["feature"]])
+        stack.append((n["left"], rows[go_left]))
+        stack.append((n["right"], rows[~go_left]))
+    return out
+
+
+def _parse_ranklib(text: str, n_features: int, path) -> list[dict]:
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("##"))
+    root = ET.fromstring(body)
+
+    def node(split: ET.Element) -> dict:
+        output = split.find("output")
+        if output is not None:
+            return {"leaf": float(np.float32(output.text))}
+        feature = int(split.find("feature").text) - 1
+        if not 0 <= feature < n_features:
+            raise ValueError(f"feature ordinal {feature + 1} outside 1..{n_features}")
+        t = np.float32(split.find("threshold").text)
+        sides = {s.get("pos"): s for s in split.findall("split")}
+        return {
+            "feature": feature,
+            "test": lambda x, t=t: x <= t,
+            "left": node(sides["left"]),
+            "right": node(sides["right"]),
+        }
+
+    if root.tag != "ensemble":
+        raise ValueError("no <ensemble>")
+    trees = []
+    for tree in root.findall("tree"):
+        weight = np.float32(tree.get("weight"))
+        parsed = node(tree.find("split"))
+        trees.append(parsed if weight == 1 else _scale(parsed, float(weight)))
+    return trees
+
+
+def _scale(node: dict, w: float) -> dict:
+    if "leaf" in node:
+        return {"leaf": node["leaf"] * w}
+    return node | {"left": _scale(node["left"], w), "right": _scale(node["right"], w)}
+
+
+def _parse_xgboost(trees: list, features: list, path) -> list[dict]:
+    index = {n: j for j, n in enumerate(features)}
+
+    def node(n: dict) -> dict:
+        if "leaf" in n:
+            return {"leaf": float(np.float32(n["leaf"]))}
+        yes, no = n["children"]
+        if (yes["nodeid"], no["nodeid"]) != (n["yes"], n["no"]):
+            raise ValueError(f"node {n['nodeid']}: children do not match yes/no")
+        t = np.float32(n["split_condition"])
+        return {"feature": index[n["split"]], "test": lambda x, t=t: x < t, "left": node(yes), "right": node(no)}
+
+    return [node(t) for t in trees]
+
+
+def load_export(path) -> ExportedRanker:
+    """Read an export written by :func:`export_ranker`; a changed or truncated file is refused."""
+    path = Path(path)
+    mpath = manifest_path(path)
+    fix = "export the ranker again with `ltrfeat export-ranker`"
+    try:
+        manifest = json.loads(mpath.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelFileError("no export manifest beside the model", path=mpath, fix=fix) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"export manifest is not valid JSON ({exc})", path=mpath, fix=fix) from None
+    if (
+        not isinstance(manifest, dict)
+        or manifest.get("format") != MANIFEST_FORMAT
+        or manifest.get("target") not in TARGETS
+    ):
+        raise ModelFileError(f"not an ltrfeat export manifest (expected format {MANIFEST_FORMAT})", path=mpath, fix=fix)
+    data = {}
+    for fname, digest in (manifest.get("files") or {}).items():
+        fpath = path.parent / fname
+        try:
+            raw = fpath.read_bytes()
+        except OSError as exc:
+            raise ModelFileError(f"cannot read exported file: {exc.strerror}", path=fpath, fix=fix) from None
+        if _sha(raw) != digest:
+            raise ModelFileError(
+                "exported file was changed or truncated (SHA-256 differs from the manifest)", path=fpath, fix=fix
+            )
+        data[fname] = raw
+    target, features = manifest["target"], list(manifest["features"])
+    model_raw = data.get(path.name)
+    if model_raw is None or manifest.get("model_file") != path.name:
+        raise ModelFileError("the manifest does not describe this file", path=path, fix=fix)
+    try:
+        if target == "lightgbm":
+            check_model(
+                "lightgbm", model_raw, feature_names=None, min_trees=int(manifest.get("trees") or 0), path=path
+            )  # LightGBM's parser crashes on a damaged file
+            return ExportedRanker(target, features, manifest, booster=lgb.Booster(model_str=model_raw.decode()))
+        text = model_raw.decode("utf-8")
+        normalizers = None
+        if target in UPLOAD_PREFIX:
+            inner = json.loads(text)["model"]["model"]
+            normalizers = inner.get("feature_normalizers")
+            fs = json.loads(data[featureset_path(path).name])["featureset"]["features"]
+            if [f["name"] for f in fs] != features:
+                raise ValueError("featureset order differs from the manifest")
+            definition = inner["definition"]
+            trees = (
+                _parse_ranklib(definition, len(features), path)
+                if inner["type"] == "model/ranklib"
+                else _parse_xgboost(json.loads(definition), features, path)
+            )
+        else:
+            trees = _parse_xgboost(json.loads(text), features, path)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, ET.ParseError, lgb.basic.LightGBMError) as exc:
+        raise ModelFileError(
+            f"cannot parse the exported model ({type(exc).__name__}: {str(exc)[:200]})", path=path, fix=fix
+        ) from None
+    if len(trees) != manifest.get("trees"):
+        raise ModelFileError(
+            f"the export holds {len(trees)} trees, the manifest says {manifest.get('trees')}", path=path, fix=fix
+        )
+    return ExportedRanker(target, features, manifest, trees=trees, normalizers=normalizers)
