@@ -19,7 +19,6 @@ from ltrfeat.experiments.ablation import (
     head_to_head,
     load_letor_folds,
     plan_feature_sets,
-    plan_jobs,
     run_ablation,
     summarise,
 )
@@ -392,11 +391,3 @@ def test_head_to_head_pairs_queries_by_fold_and_qid_and_skips_excluded_ones():
     assert ab["p_holm"] >= ab["p_randomization"]
     with pytest.raises(LtrfeatError, match="'d' is not in this ablation"):
         head_to_head(per_query, [("a", "d")], ["ndcg@1"])
-
-
-def test_ranker_workers_by_default_only_for_folds_worth_a_process(folds):
-    rows = sum(len(f.train) for f in folds)
-    assert rows < 20_000
-    assert plan_jobs(None, folds, 2) == 1  # small: the runs stay in this process
-    assert plan_jobs(None, folds * (20_000 // rows + 1), 2) == 2  # large: one per core
-    assert plan_jobs(0, folds, 4) == 4 and plan_jobs(3, folds, 2) == 3 and plan_jobs(1, folds * 99, 2) == 1

@@ -9,7 +9,8 @@ import pytest
 
 from builders import make_pairs
 from ltrfeat.experiments import encoder_pool
-from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.experiments.crossfit import EncoderSpec, _train, crossfit_columns, plan_folds
+from ltrfeat.experiments.training_task import TrainingTask
 from ltrfeat.core.stages import StageProfile, profile_line
 
 SPECS = ["clsm:softmax", "dssm:generalized", "clsm:generalized+spans"]
@@ -39,10 +40,9 @@ def _assert_same(a, b):
             np.testing.assert_array_equal(a[fold][name], b[fold][name], err_msg=f"{fold} {name}")
 
 
-def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path, monkeypatch):
+def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path):
     pairs = make_pairs()
     alone = _columns(pairs, SPECS, jobs=1)
-    monkeypatch.setattr(encoder_pool, "MIN_ROWS", 0)
     profile = StageProfile()
     pooled = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile)
     _assert_same(alone, pooled)
@@ -61,17 +61,16 @@ def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path,
     assert all(e["from_cache"] == 6 for e in profile.as_dict()["encoders"].values())
 
 
-def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path, monkeypatch):
+def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path):
     pytest.importorskip("sentence_transformers")
     pairs = make_pairs()
     options = {"epochs": 1, "batch_size": 64, "distill_epochs": 1}
     specs = ["sbert", "clsm:generalized+teacher"]
     alone = _columns(pairs, specs, jobs=1, options=options)
-    monkeypatch.setattr(encoder_pool, "MIN_ROWS", 0)
     _assert_same(alone, _columns(pairs, specs, jobs=2, cache=tmp_path, options=options))
 
 
-def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path, monkeypatch):
+def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path):
     pytest.importorskip("sentence_transformers")
     from ltrfeat.features.encoders import sbert_prefix
     from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
@@ -92,7 +91,6 @@ def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_p
         "without fold3 (continues the encoder without fold1+fold3)",
     ]
     sbert_prefix.clear()  # the workers get the states by file only
-    monkeypatch.setattr(encoder_pool, "MIN_ROWS", 0)
     profile = StageProfile()
     pooled = _columns(pairs, specs, jobs=2, cache=tmp_path, options=options, profile=profile)
     _assert_same(alone, pooled)
@@ -113,28 +111,13 @@ def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():
     spec = EncoderSpec.parse("clsm:softmax")
     good = make_pairs()
     empty = pd.DataFrame({"qid": [], "query": [], "doc": [], "label": []})
-    task = {"spec": spec, "options": {"epochs": 1, "threads": 1}, "seed": 0, "cache": None, "key": None, "start": None}
-    task |= {"texts": {"fold1": (["a"], ["b"])}, "teacher_dir": None}
+    task = dict(spec=spec, options={"epochs": 1, "threads": 1}, seed=0, cache=None, key=None, start=None)
+    task |= {"texts": {"fold1": (["a"], ["b"])}}
     done = []
     with pytest.raises(Exception, match="(?i)empty|no rows|no pairs"):
         encoder_pool.run_trainings(
-            [task | {"table": good}, task | {"table": empty}],
+            [TrainingTask(table=good, **task), TrainingTask(table=empty, **task)],
             workers=2,
+            train=_train,
             on_done=lambda i, result: done.append(i),
         )
-
-
-@pytest.mark.parametrize(
-    "jobs, n_tasks, rows, cores, threads, expected",
-    [
-        (0, 18, 100_000, 2, 1, 2),
-        (0, 18, 100_000, 8, 1, 8),
-        (0, 18, 100_000, 8, 2, 4),  # --encoder-option threads=2: half as many workers
-        (3, 18, 100_000, 8, 1, 3),
-        (0, 1, 100_000, 2, 1, 1),  # one training: in this process
-        (1, 18, 100_000, 2, 1, 1),
-        (0, 18, 1_000, 2, 1, 1),  # too small to pay for starting workers
-    ],
-)
-def test_plan_workers(jobs, n_tasks, rows, cores, threads, expected):
-    assert encoder_pool.plan_workers(jobs, n_tasks, rows, cores, threads) == expected

@@ -102,3 +102,72 @@ def test_no_function_takes_more_than_ten_parameters():
                 if count > 10:
                     wide[f"{module}:{node.name}"] = count
     assert not wide, f"take a config object or an option group instead of more than 10 parameters: {wide}"
+
+
+def _import_graph(*, lazy: bool) -> dict[str, set[str]]:
+    """``{module: the ltrfeat modules it imports}``; ``lazy``: imports inside functions count too."""
+    import ast
+    from pathlib import Path
+
+    root = Path(ltrfeat.__file__).parent
+
+    def name_of(path):
+        parts = ("ltrfeat", *path.relative_to(root).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    paths = {name_of(p): p for p in root.rglob("*.py")}
+
+    def imports(node, package: str, in_function: bool):
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, ast.Import) and (lazy or not in_function):
+                yield from (a.name for a in child.names)
+            elif isinstance(child, ast.ImportFrom) and (lazy or not in_function):
+                base = package.rsplit(".", child.level - 1)[0] if child.level > 1 else package
+                module = child.module if child.level == 0 else ".".join(filter(None, [base, child.module]))
+                yield from (f"{module}.{a.name}" if f"{module}.{a.name}" in paths else module for a in child.names)
+            yield from imports(child, package, inner)
+
+    graph = {}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = imports(ast.parse(path.read_text()), package, False)
+        graph[name] = {m for m in found if m in paths and m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = stack[stack.index(v) :]
+            del stack[stack.index(v) :]
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle():
+    """No two modules import each other, directly or through others -- counting the imports inside functions
+    (made lazily so that commands start fast), which would close a cycle at run time."""
+    assert _import_graph(lazy=False)["ltrfeat.experiments.crossfit"] >= {"ltrfeat.experiments.encoder_pool"}
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles(_import_graph(lazy=False)) == []
+    assert _cycles(_import_graph(lazy=True)) == []

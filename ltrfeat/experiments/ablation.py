@@ -565,19 +565,6 @@ def _check_run_args(folds, feature_sets, config: AblationConfig):
     return folds, feature_sets, metric_names, conventions, params
 
 
-POOL_MIN_ROWS = 20_000  # below this many training rows over all folds, worker start-up outweighs the runs
-
-
-def plan_jobs(jobs: int | None, folds, cores: int) -> int:
-    """Worker processes for an ablation's ranker runs: ``jobs`` when given (0: one per core); by default one
-    per core when the folds hold at least :data:`POOL_MIN_ROWS` training rows (Home Depot: the ranker stage
-    with 2 processes 147 s against 218 s in 1), else 1 (a spawned worker costs ~3 s)."""
-    if jobs is not None:
-        return jobs or cores
-    rows = sum(len(f.train) for f in folds)
-    return cores if rows >= POOL_MIN_ROWS else 1
-
-
 def run_ablation(
     folds,
     feature_sets,

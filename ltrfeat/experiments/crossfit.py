@@ -39,7 +39,10 @@ from ltrfeat.features.encoders.config import SCORES
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
+from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
+from ltrfeat.experiments.training_task import TrainingTask
+from ltrfeat.experiments.workers import plan_workers
 
 TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
 ZERO_SHOT = ("sbert",)
@@ -73,7 +76,8 @@ class CrossFitConfig:
         (see :func:`spec_options`).
     conflicts : what to do when one docid has two texts (see :func:`ltrfeat.features.extract.extract_pairs`).
     encoder_jobs : CLSM / DSSM / DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, the cores shared
-        among them (0: one per core; 1: one after the another in this process); the numbers do not change
+        among them (0: one per core when they read 20,000 rows or more, else in this process; 1: one after the
+        other in this process; see :func:`ltrfeat.experiments.workers.plan_workers`); the numbers do not change
         (see :mod:`ltrfeat.experiments.encoder_pool`).
     continue_outer : MiniLM fine-tuning (``sbert-ft``): each outer encoder ``E_f`` continues the inner encoder
         ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``, instead of fine-tuning the base model on every
@@ -259,17 +263,13 @@ def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) 
         raise LtrfeatError(
             f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds"
         )
-    rng = np.random.default_rng(seed)
-    order = [queries[i] for i in rng.permutation(len(queries))]
-    outer = [frozenset(order[f::k]) for f in range(k)]
+    rng = np.random.default_rng(seed)  # one stream: the outer folds, then each fold's validation queries
+    order = shuffled(queries, rng)
+    outer = [frozenset(order[f::k]) for f in range(k)]  # dealt round robin
     plans = []
     for f, test in enumerate(outer):
-        rest = [q for q in order if q not in test]
-        rest = [rest[i] for i in rng.permutation(len(rest))]
-        n_valid = int(round(valid_fraction * len(rest)))
-        plans.append(
-            FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(rest[:n_valid]), train=frozenset(rest[n_valid:]))
-        )
+        train, valid = holdout([q for q in order if q not in test], valid_fraction, rng)
+        plans.append(FoldPlan(name=f"fold{f + 1}", test=test, valid=frozenset(valid), train=frozenset(train)))
     return plans
 
 
@@ -663,24 +663,26 @@ def _run_pooled(
                 frozen_dirs[key] = str(Path(tmp) / f"frozen-{len(frozen_dirs)}")
                 sbert_prefix.save(key, texts, frozen_dirs[key])
         tasks = [
-            {
-                "spec": j.spec,
-                "table": j.table,
-                "options": j.options,
-                "seed": seed,
-                "cache": cache,
-                "key": j.key,
-                "start": None if j.start is None else starts[id(j.start)],
-                "texts": j.texts,
-                "teacher_dir": teacher_dir if j.spec.pretrain == "teacher" else None,
-                "frozen_dir": frozen_dirs.get(frozen.get(id(j), (None,))[0]),
-                "save_to": save_to.get(i),
-                "after": position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
-            }
+            TrainingTask(
+                j.spec,
+                j.table,
+                j.options,
+                seed,
+                cache,
+                j.key,
+                start=None if j.start is None else starts[id(j.start)],
+                texts=j.texts,
+                teacher_dir=teacher_dir if j.spec.pretrain == "teacher" else None,
+                frozen_dir=frozen_dirs.get(frozen.get(id(j), (None,))[0]),
+                save_to=save_to.get(i),
+                after=position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
+            )
             for i, j in enumerate(trainings)
         ]
         bar.set_postfix_str(f"{len(tasks)} trainings in {workers} processes")
-        encoder_pool.run_trainings(tasks, workers=workers, on_done=lambda i, result: finish(trainings[i], *result))
+        encoder_pool.run_trainings(
+            tasks, workers=workers, train=_train, on_done=lambda i, result: finish(trainings[i], *result)
+        )
 
 
 def _zero_shot(spec: EncoderSpec):
@@ -814,8 +816,12 @@ def crossfit_columns(
         frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar)
         pooled = [j for j in todo if train_fn is None and j.spec.model in encoder_pool.POOLED]
         threads = max([j.options["threads"] for j in pooled], default=1)
-        workers = encoder_pool.plan_workers(
-            config.encoder_jobs, len(pooled), sum(len(j.table) for j in pooled), available_cores(), threads
+        workers = plan_workers(
+            config.encoder_jobs or None,
+            rows=sum(len(j.table) for j in pooled),
+            cores=available_cores(),
+            tasks=len(pooled),
+            threads=threads,
         )
         if workers > 1:
             if profile is not None:

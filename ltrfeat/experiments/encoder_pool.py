@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ltrfeat.experiments.training_task import TrainingTask
+
 POOLED = ("clsm", "dssm", "deepmatch", "sbert-ft")  # models whose cross-fitted trainings run in worker processes
-MIN_ROWS = 20_000  # below this many training rows in all, starting workers (~3 s each) costs more than it saves
 THREADS = 1  # torch threads of every cross-fitted training of a POOLED model (see above)
 
 
@@ -56,44 +57,38 @@ class FileStart:
 _LOADED: set[str] = set()  # teacher-vector and frozen-state directories this worker has read
 
 
-def _fit(task: dict) -> tuple[dict, float, float, bool]:
+def _fit(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool]:
     """Worker entry: train one encoder (or load it from the cache), score its folds' rows."""
     import torch
 
-    from ltrfeat.experiments.crossfit import _train
     from ltrfeat.features.encoders import distill, sbert_prefix
 
-    torch.set_num_threads(task["options"]["threads"])
-    if task["teacher_dir"] is not None and task["teacher_dir"] not in _LOADED:
-        distill.load_vectors(task["teacher_dir"])
-        _LOADED.add(task["teacher_dir"])
-    if task.get("frozen_dir") is not None and task["frozen_dir"] not in _LOADED:
-        sbert_prefix.load(task["frozen_dir"])
-        _LOADED.add(task["frozen_dir"])
+    torch.set_num_threads(task.options["threads"])
+    if task.teacher_dir is not None and task.teacher_dir not in _LOADED:
+        distill.load_vectors(task.teacher_dir)
+        _LOADED.add(task.teacher_dir)
+    if task.frozen_dir is not None and task.frozen_dir not in _LOADED:
+        sbert_prefix.load(task.frozen_dir)
+        _LOADED.add(task.frozen_dir)
     start = time.perf_counter()
-    encoder, cached = _train(
-        task["spec"],
-        task["table"],
-        options=task["options"],
-        seed=task["seed"],
-        cache=task["cache"],
-        key=task["key"],
-        start=task["start"],
+    encoder, cached = train(
+        task.spec, task.table, options=task.options, seed=task.seed, cache=task.cache, key=task.key, start=task.start
     )
     trained = time.perf_counter()
-    if task.get("save_to") is not None and not Path(task["save_to"]).exists():  # a continued training's start
-        encoder.save(task["save_to"])
-    scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in task["texts"].items()}
+    if task.save_to is not None and not Path(task.save_to).exists():  # a continued training's start
+        encoder.save(task.save_to)
+    scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in task.texts.items()}
     return scores, trained - start, time.perf_counter() - trained, cached
 
 
-def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tuple], None]) -> None:
-    """Run every task (a dict: spec, table, options with ``threads``, seed, cache, key, start, texts,
-    teacher_dir, frozen_dir; optionally ``after``, the index of the task whose encoder it starts from, and
-    ``save_to``, where to write the encoder for such a task) in ``workers`` spawned processes, the costliest
-    ready task first; ``on_done(i,
-    (scores by fold, train seconds, score seconds, from cache))`` is called in this process as task ``i``
-    finishes. On an error or an interruption the workers are stopped at once."""
+def run_trainings(
+    tasks: list[TrainingTask], *, workers: int, train: Callable, on_done: Callable[[int, tuple], None]
+) -> None:
+    """Run every task in ``workers`` spawned processes, the costliest ready task first (one whose ``after``
+    task has finished); ``train(spec, table, *, options, seed, cache, key, start)`` (a module-level function,
+    sent by reference) returns ``(encoder, from cache)``. ``on_done(i, (scores by fold, train seconds, score
+    seconds, from cache))`` is called in this process as task ``i`` finishes. On an error or an interruption
+    the workers are stopped at once."""
     waiting = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
     finished: set[int] = set()
     # spawn, not fork: this process has started torch threads, which fork would copy mid-flight
@@ -102,10 +97,10 @@ def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tu
         running: dict[concurrent.futures.Future, int] = {}
         while waiting or running:
             # one task per free worker, the costliest whose training it continues (``after``) has finished
-            ready = [i for i in waiting if tasks[i].get("after") is None or tasks[i]["after"] in finished]
+            ready = [i for i in waiting if tasks[i].after is None or tasks[i].after in finished]
             for i in ready[: workers - len(running)]:
                 waiting.remove(i)
-                running[pool.submit(_fit, tasks[i])] = i
+                running[pool.submit(_fit, tasks[i], train)] = i
             if not running:
                 raise ValueError("encoder trainings wait for each other in a circle")
             done, _ = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED)
@@ -119,11 +114,11 @@ def run_trainings(tasks: list[dict], *, workers: int, on_done: Callable[[int, tu
     pool.shutdown(wait=True)
 
 
-def _cost(task: dict) -> float:
+def _cost(task: TrainingTask) -> float:
     # per table row: a distillation runs its own epochs before the ranking loss (roughly twice a plain
     # training); a MiniLM fine-tuning epoch costs several CLSM trainings (Home Depot: ~6 ms a row at 1 thread)
-    factor = {"sbert-ft": 6.0}.get(task["spec"].model, 2.0 if task["spec"].pretrain == "teacher" else 1.0)
-    return len(task["table"]) * factor
+    factor = {"sbert-ft": 6.0}.get(task.spec.model, 2.0 if task.spec.pretrain == "teacher" else 1.0)
+    return len(task.table) * factor
 
 
 def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
@@ -134,11 +129,3 @@ def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:
             process.terminate()
     for process in processes:
         process.join(timeout=5)
-
-
-def plan_workers(jobs: int, n_tasks: int, rows: int, cores: int, threads: int = THREADS) -> int:
-    """Worker processes for ``n_tasks`` trainings of ``rows`` table rows in all at ``threads`` threads each:
-    ``jobs`` (0: as many as the cores hold), at most one per task; 1 (train in this process) for a small job."""
-    wanted = max(1, cores // threads) if jobs == 0 else jobs
-    workers = min(wanted, n_tasks)
-    return 1 if rows < MIN_ROWS else max(1, workers)

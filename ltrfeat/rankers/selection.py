@@ -33,6 +33,7 @@ from ltrfeat.rankers.choices import CANDIDATES, RULES, SIMPLICITY, TUNE_METHODS
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.core.metrics import parse_metrics
+from ltrfeat.core.splits import cut_queries, even_sizes, holdout
 from ltrfeat.rankers.single import (
     DEFAULT_CRITERION,
     BestSingleFeature,
@@ -154,10 +155,8 @@ class SelectionConfig:
 def split_queries(qids, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(kept, held out): a seeded share ``fraction`` of the distinct ``qids`` held out (at least one
     query each side when there are two or more)."""
-    qids = np.asarray(qids, dtype=object)
-    order = np.random.default_rng(seed).permutation(len(qids))
-    n_out = min(max(1, int(round(fraction * len(qids)))), len(qids) - 1) if len(qids) > 1 else 0
-    return np.sort(qids[order[n_out:]]), np.sort(qids[order[:n_out]])
+    kept, held = holdout(np.asarray(qids, dtype=object), fraction, seed, both_sides=True)
+    return np.sort(kept), np.sort(held)
 
 
 def with_valid(train: RankingSet, valid: RankingSet | None, fraction: float, seed: int):
@@ -176,8 +175,7 @@ def inner_splits(pool: RankingSet, config: SelectionConfig) -> list[tuple[Rankin
             f"{len(queries)} training queries are too few for {config.inner_folds} inner folds",
             fix="lower --inner-folds, or pass --no-select",
         )
-    order = np.random.default_rng(config.seed).permutation(len(queries))
-    folds = np.array_split(order, config.inner_folds)
+    folds = cut_queries(np.arange(len(queries)), even_sizes(len(queries), config.inner_folds), config.seed)
     out = []
     for i, held in enumerate(folds):
         rest = queries[np.sort(np.concatenate([f for j, f in enumerate(folds) if j != i]))]

@@ -25,6 +25,7 @@ from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.letor import write_letor
+from ltrfeat.core.splits import cut_queries, share_sizes
 from ltrfeat.core.text import write_table
 from ltrfeat.datasets.converters.base import Converted, convert
 
@@ -63,14 +64,13 @@ def check_out_dir(out_dir, *, overwrite: bool) -> None:
 def split_queries(qids, shares, seed: int) -> dict[str, str]:
     """qid → split name: a seeded permutation of the distinct qids cut by ``shares``."""
     qids = list(dict.fromkeys(qids))
-    bounds = np.round(np.cumsum(shares)[:-1] * len(qids)).astype(int)
-    parts = np.split(np.random.default_rng(seed).permutation(len(qids)), bounds)
+    parts = cut_queries(qids, share_sizes(len(qids), shares), seed)
     if min(len(p) for p in parts) == 0:
         raise LtrfeatError(
             f"{len(qids)} queries are too few for the split {', '.join(f'{s:g}' for s in shares)}",
             fix="use more queries or larger shares so that every split gets one",
         )
-    return {qids[i]: name for name, part in zip(SPLITS, parts) for i in part.tolist()}
+    return {q: name for name, part in zip(SPLITS, parts) for q in part.tolist()}
 
 
 def _ranking(pairs: pd.DataFrame) -> RankingSet:

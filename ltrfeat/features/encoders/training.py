@@ -68,6 +68,7 @@ from ltrfeat.core.errors import ModelFileError, OptionError, TextTableError
 from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.core.metrics import evaluate_queries
 from ltrfeat.core.logs import get_logger, show_progress
+from ltrfeat.core.splits import holdout, holdout_size
 
 _MAX_REL = 30
 _log = get_logger("train")
@@ -178,13 +179,13 @@ def _prepare(pairs: pd.DataFrame, *, how: str, click_scale: float, val_fraction:
     key_list, key_idx = distinct(keys)
     if not 0 <= val_fraction < 1:
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
-    n_val = int(round(val_fraction * len(key_list)))
+    n_val = holdout_size(len(key_list), val_fraction)
     if val_fraction > 0 and not 0 < n_val < len(key_list):
         raise TextTableError(
             f"{len(key_list)} queries cannot be split into training and validation",
             fix="give more queries or val_fraction=0 (no early stopping)",
         )
-    val_keys = np.random.default_rng([seed, 1]).permutation(len(key_list))[:n_val]
+    _, val_keys = holdout(np.arange(len(key_list)), val_fraction, [seed, 1])
     train = ~np.isin(key_idx, val_keys)
     rel = np.minimum(labels - labels.min(), _MAX_REL)
     return _Prepared(q_idx, d_idx, map_soft_labels(labels, how, click_scale=click_scale), rel, train, queries, docs)

@@ -1,0 +1,19 @@
+"""How many worker processes a batch of independent runs gets: encoder trainings of a cross-fitting
+(:mod:`ltrfeat.experiments.encoder_pool`) and ranker runs of an ablation (:func:`ltrfeat.experiments.ablation.
+run_ablation`) are planned by the same rule."""
+
+from __future__ import annotations
+
+MIN_ROWS = 20_000  # below this many training rows in all, starting workers (~3 s each) costs more than it saves
+
+
+def plan_workers(jobs: int | None, *, rows: int, cores: int, tasks: int | None = None, threads: int = 1) -> int:
+    """Worker processes for ``tasks`` independent runs (None: any number) over ``rows`` training rows in all,
+    at ``threads`` threads each: ``jobs`` when given (0: as many as the cores hold); None: as many as the cores
+    hold when the runs read :data:`MIN_ROWS` rows or more, else 1 (run in this process). At most one per task."""
+    if jobs is None:
+        if rows < MIN_ROWS:
+            return 1
+        jobs = 0
+    wanted = jobs or max(1, cores // threads)
+    return wanted if tasks is None else max(1, min(wanted, tasks))
