@@ -46,7 +46,7 @@ _API = {
     "AblationConfig": "ltrfeat.experiments.ablation",
     "CrossFitConfig": "ltrfeat.experiments.crossfit",
     "text_folds": "ltrfeat.experiments.crossfit",
-    "Fold": "ltrfeat.experiments.ablation",
+    "Fold": "ltrfeat.experiments.folds",
     "FeatureSet": "ltrfeat.experiments.ablation",
     "plan_feature_sets": "ltrfeat.experiments.ablation",
     "run_ablation": "ltrfeat.experiments.ablation",

@@ -4,7 +4,6 @@ import pytest
 
 from ltrfeat.experiments.crossfit import (
     CrossFitConfig,
-    CrossFitFold,
     EncoderSpec,
     LeakageError,
     build_folds,
@@ -15,6 +14,7 @@ from ltrfeat.experiments.crossfit import (
     plan_folds,
     scoring_jobs,
 )
+from ltrfeat.experiments.folds import Fold
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
 
@@ -144,13 +144,14 @@ def test_build_folds_splits_rows_and_appends_columns():
     )
     plans = plan_folds(pairs["qid"], k=4, seed=0)
     cols = {p.name: {"clsm-softmax_doc_cos": np.arange(len(pairs), dtype=np.float32)} for p in plans}
-    folds = build_folds(base, plans, cols)
-    assert all(isinstance(f, CrossFitFold) for f in folds)
+    folds = build_folds(base, plans, cols, pairs_name="pairs.tsv")
+    assert all(isinstance(f, Fold) for f in folds)
     for fold, plan in zip(folds, plans):
         assert set(fold.test.qid) == plan.test and set(fold.train.qid) == plan.train
         assert fold.test.feature_map.names[-1] == "clsm-softmax_doc_cos"
         assert fold.test.feature_map.features[-1].source == "encoder:clsm-softmax"
         assert len(fold.train) + len(fold.valid) + len(fold.test) == len(pairs)
+        assert fold.origin.startswith(f"query fold {fold.name[-1]} of 4 of pairs.tsv, encoder columns cross-fitted")
 
 
 def test_text_folds_end_to_end_with_stub_encoder():

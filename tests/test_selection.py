@@ -307,7 +307,7 @@ def test_home_depot_recommendation_is_never_below_the_best_single_feature(tmp_pa
         pairs = group_pairs(pairs[pairs["qid"].isin(keep)].reset_index(drop=True))
         base = extract_pairs(pairs, lexical_extractors("all", fields=["doc"]), conflicts="first")
     plans = plan_folds(pairs["qid"], k=3, seed=0)
-    folds = [Fold(*f) for f in build_folds(base, plans, {p.name: {} for p in plans})]
+    folds = build_folds(base, plans, {p.name: {} for p in plans})
     names = base.feature_map.names
     sets = plan_feature_sets(
         base.feature_map,

@@ -31,6 +31,7 @@ from ltrfeat.core.letor import read_letor
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.core.metrics import Conventions, evaluate_queries, parse_metrics
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
+from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.run_cache import RunStore
 from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, describe, select, with_valid
 from ltrfeat.rankers.single import concat, feature_scores, rank_single_features
@@ -108,18 +109,6 @@ class AblationConfig:
             return Conventions(gain=self.gain, no_relevant=self.no_relevant)
         except ValueError as exc:
             raise LtrfeatError(str(exc)) from None
-
-
-@dataclasses.dataclass
-class Fold:
-    """One split of the queries: rankers train on ``train`` (early-stop on ``valid``) and
-    are scored on ``test``. ``origin`` says how the fold was made (shown in reports)."""
-
-    name: str
-    train: RankingSet
-    valid: RankingSet | None
-    test: RankingSet
-    origin: str = ""
 
 
 @dataclasses.dataclass

@@ -25,7 +25,6 @@ import json
 import re
 import time
 from pathlib import Path
-from typing import NamedTuple
 from collections.abc import Callable
 
 import numpy as np
@@ -41,6 +40,7 @@ from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
 from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
+from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.training_task import TrainingTask
 from ltrfeat.experiments.workers import plan_workers
 
@@ -225,15 +225,6 @@ class EncoderSpec:
                 f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH"
             )
         return cls(model, loss, path, pretrain, score)
-
-
-class CrossFitFold(NamedTuple):
-    """Ranker train / validation / test sets of one outer fold (same fields as ``ltrfeat.experiments.ablation.Fold``)."""
-
-    name: str
-    train: RankingSet
-    valid: RankingSet | None
-    test: RankingSet
 
 
 @dataclasses.dataclass
@@ -858,12 +849,17 @@ def crossfit_columns(
 
 
 def build_folds(
-    base: RankingSet, plans: list[FoldPlan], columns: dict[str, dict[str, np.ndarray]], *, source: str = "encoder"
-) -> list[CrossFitFold]:
+    base: RankingSet,
+    plans: list[FoldPlan],
+    columns: dict[str, dict[str, np.ndarray]],
+    *,
+    source: str = "encoder",
+    pairs_name: str = "the judged pairs",
+) -> list[Fold]:
     """Per outer fold, ``base`` (rows aligned with the pairs) plus that fold's neural columns, split
-    into ranker train / validation / test by the plan."""
+    into ranker train / validation / test by the plan; each fold's ``origin`` names it in ``pairs_name``."""
     folds = []
-    for plan in plans:
+    for i, plan in enumerate(plans):
         data = base
         for name, values in columns[plan.name].items():
             data = data.with_columns([name], values, source=f"{source}:{name.rsplit('_', 2)[0]}")
@@ -871,8 +867,9 @@ def build_folds(
         def part(qs, data=data):
             return data.take(np.flatnonzero(_member(data.qid, qs)))
 
+        origin = f"query fold {i + 1} of {len(plans)} of {pairs_name}, encoder columns cross-fitted (see Cross-fitting)"
         folds.append(
-            CrossFitFold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None, part(plan.test))
+            Fold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None, part(plan.test), origin)
         )
     return folds
 
@@ -951,12 +948,14 @@ def text_folds(
     profile: StageProfile | None = None,
     **settings,
 ):
-    """From judged pairs to cross-fitted ablation folds.
+    """From judged pairs to cross-fitted ablation folds, ready for :func:`ltrfeat.experiments.ablation.run_ablation`.
 
     ``config`` is a :class:`CrossFitConfig` (keyword ``settings`` replace single fields); ``collection`` as in
     :func:`crossfit_columns`. ``lexical`` is a
     list of unfitted lexical extractors (fitted on all documents: corpus statistics use no labels). Returns
-    ``(folds, neural groups {name: [column]}, base column names, scheme dict)``. ``profile`` gets the
+    ``(folds, neural groups {name: [column]}, base column names, scheme dict)``: a list of
+    :class:`~ltrfeat.experiments.folds.Fold` whose ``origin`` names the pairs' file (``pairs.attrs["source"]``,
+    set by :func:`ltrfeat.core.text.read_judged_pairs`). ``profile`` gets the
     stages "lexical features" and "encoder columns" and every encoder training.
     """
     from ltrfeat.features.extract import extract_pairs
@@ -986,7 +985,7 @@ def text_folds(
             train_fn=train_fn,
             profile=profile,
         )
-    folds = build_folds(base, plans, columns)
+    folds = build_folds(base, plans, columns, pairs_name=str(pairs.attrs.get("source", "the judged pairs")))
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
     info = scheme(
         k=k,
