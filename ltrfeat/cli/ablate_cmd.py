@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
-import time
-from pathlib import Path
 
 import click
 
 from ltrfeat.cli.options import (
     config_file_record,
     option_group,
-    duplicates_line,
     duplicates_option,
     notices,
     parse_key_values,
@@ -21,22 +18,11 @@ from ltrfeat.cli.options import (
     selection_options,
 )
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.cores import available_cores
 from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT
 
-QUICK = {"seeds": "0", "n_estimators": 50, "resamples": 1000}
-# Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
-# wasted); --param bagging_fraction=1 (LightGBM) or --param subsample=1 (XGBoost) turns it off.
-SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
-# Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
-# (early stopping on validation NDCG@10 still applies); --quick is a smoke run, not a measurement.
-# A "MODEL." prefix applies a default to one model only (ltrfeat.experiments.encoder_options): fine-tuning MiniLM
-# costs minutes per epoch on 2 cores, and one epoch from the pre-trained weights is what it needs.
-ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
-QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
-# ltrfeat.experiments.ablation / report (LightGBM, XGBoost, matplotlib) are imported inside the command
-# so that every other ltrfeat command starts fast.
+# ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other
+# ltrfeat command starts fast; its DEFAULTS, QUICK and ENCODER_DEFAULTS are the defaults shown here.
 
 
 def _neural_groups(pairs) -> dict:
@@ -60,83 +46,6 @@ def _seeds(text: str) -> list[int]:
         raise LtrfeatError(
             f"--seeds {text!r} is not a comma-separated list of integers", fix="e.g. --seeds 0,1,2"
         ) from None
-
-
-def _text_folds(pairs_path, text: dict, *, cache, seed, quick, profile):
-    """Judged pairs -> lexical features + cross-fitted encoder columns -> folds (see ltrfeat.experiments.crossfit);
-    ``text`` holds the text-mode options."""
-    from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
-    from ltrfeat.experiments.encoder_options import merge_options
-    from ltrfeat.features.extract import lexical_extractors
-    from ltrfeat.core.text import read_docs, read_judged_pairs
-
-    encoders, duplicates, k = text["encoders"], text["duplicates"], text["k_folds"]
-    if not encoders:
-        raise click.UsageError("text mode needs at least one --encoder (e.g. --encoder clsm:softmax)")
-    specs = [EncoderSpec.parse(e) for e in encoders]
-    if len({s.name for s in specs}) != len(specs):
-        raise click.UsageError("each --encoder may be given once")
-    with profile.stage("reading"):
-        pairs = read_judged_pairs(
-            pairs_path,
-            columns=text["columns"],
-            encoding=text["encoding"],
-            label_map=text["label_map"],
-            duplicates=duplicates,
-        )
-        collection = None
-        if text["collection_path"] is not None:
-            if not any(s.pretrain == "spans" for s in specs):
-                raise click.UsageError("--collection is read by +spans encoders only (e.g. clsm:generalized+spans)")
-            field = text["collection_field"]
-            docs = read_docs(text["collection_path"], fields=[field], encoding=text["encoding"], missing="drop")
-            collection = docs[field].tolist()
-        train_table = None
-        if text["train_pairs_path"] is not None:
-            train_table = read_judged_pairs(
-                text["train_pairs_path"],
-                columns=text["train_columns"],
-                encoding=text["encoding"],
-                duplicates=duplicates,
-            )
-    merged = {"pairs": pairs.attrs["duplicates"]} | (
-        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
-    )
-    for figures in merged.values():
-        if duplicates_line(figures):
-            click.echo(duplicates_line(figures), err=True)
-    extractors = lexical_extractors(text["lexical"], fields=["doc"])
-    if not extractors:
-        raise click.UsageError("--lexical must name at least one lexical feature (or 'all')")
-    explicit = parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5") or {}
-    options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, explicit)
-    config = CrossFitConfig(
-        k=k,
-        valid_fraction=text["valid_fraction"],
-        seed=seed,
-        options=options,
-        conflicts=text["conflicts"],
-        encoder_jobs=text["encoder_jobs"],
-        continue_outer=text["continue_outer"],
-    )
-    n_train = n_trainings(k) * sum(s.trainable for s in specs)
-    click.echo(
-        f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds ({n_train} encoder trainings)", err=True
-    )
-    folds, groups, base, scheme = text_folds(
-        pairs,
-        config,
-        lexical=extractors,
-        specs=specs,
-        train_table=train_table,
-        collection=collection,
-        cache=cache,
-        progress=not os.environ.get("CI"),
-        profile=profile,
-    )
-    scheme["encoder_options"] = options
-    scheme["duplicates"] = merged
-    return folds, groups, ",".join(base), scheme
 
 
 _TEXT_MODE = option_group(
@@ -229,7 +138,8 @@ _TEXT_MODE = option_group(
         default=0,
         show_default=True,
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
-        "(0 = one per CPU core, 1 = one after another in this process); the scores do not change.",
+        "(0 = one per CPU core when they read 20,000 rows or more, else 1; 1 = one after another in this process); "
+        "the scores do not change.",
     ),
     click.option(
         "--continue-outer/--no-continue-outer",
@@ -420,143 +330,81 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     DIR/Fold1/{train,vali,test}.{letor,txt} (MQ2008 names train.txt vali.txt test.txt) are read;
     features are named by their .features.json sidecars or f<id>.
     """
-    from ltrfeat.experiments.ablation import (
-        AblationConfig,
-        Fold,
-        load_letor_folds,
-        plan_feature_sets,
-        plan_jobs,
-        run_ablation,
-        summarise,
-    )
-    from ltrfeat.experiments.run_cache import RunStore
-    from ltrfeat.experiments.report import (
-        SEED_HINT,
-        check_report_dir,
-        headline_table,
-        minilm_lines,
-        seed_inert_sets,
-        write_report,
-    )
+    from ltrfeat.experiments.ablate import AblateSettings, FoldsSource, PairsSource, ablate_folds, ablate_pairs
+    from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
     from ltrfeat.experiments.verdict import verdict_lines
 
-    from ltrfeat.core.stages import StageProfile
-
-    started = time.perf_counter()
-    profile = StageProfile()
     if (folds_dir is None) == (pairs_path is None):
         raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
-    seed_list = _seeds(
-        evaluation["seeds"] if evaluation["seeds"] is not None else (QUICK["seeds"] if run["quick"] else "0,1,2")
-    )
-    engine, select = ranker["engine"], selecting["select"]
-    n_estimators = ranker["n_estimators"] or (QUICK["n_estimators"] if run["quick"] else 500)
-    resamples = evaluation["resamples"] or (QUICK["resamples"] if run["quick"] else 10_000)
-    check_report_dir(output["report_dir"], overwrite=output["overwrite"])
-    with notices():
-        if folds_dir is not None:
-            if letor["base"] is None or not letor["neural"]:
-                raise click.UsageError("LETOR mode needs --base SPEC and at least one --neural NAME=SPEC")
-            with profile.stage("reading"):
-                folds = load_letor_folds(folds_dir, fold_glob=letor["fold_glob"], nan_policy=evaluation["nan_policy"])
-            groups, base_spec, scheme = _neural_groups(letor["neural"]), letor["base"], None
-        else:
-            if letor["base"] is not None or letor["neural"]:
-                raise click.UsageError(
-                    "--base/--neural are for --folds; in text mode the lexical features are "
-                    "the base and each --encoder is a neural group"
-                )
-            folds, groups, base_spec, scheme = _text_folds(
-                pairs_path, text, cache=run["cache_dir"], seed=text["split_seed"], quick=run["quick"], profile=profile
-            )
-            folds = [
-                Fold(
-                    *f,
-                    origin=f"query fold {i + 1} of {len(folds)} of {pairs_path}, encoder columns "
-                    f"cross-fitted (see Cross-fitting)",
-                )
-                for i, f in enumerate(folds)
-            ]
-        folds_ready = time.perf_counter()
-        sets = plan_feature_sets(
-            folds[0].train.feature_map,
-            base=base_spec,
-            neural=groups,
-            alone=planning["alone"],
-            base_name=planning["base_name"],
+    if pairs_path is not None and (letor["base"] is not None or letor["neural"]):
+        raise click.UsageError(
+            "--base/--neural are for --folds; in text mode the lexical features are "
+            "the base and each --encoder is a neural group"
         )
-        ranker_params = {
-            "n_estimators": n_estimators,
+    seeds = None if evaluation["seeds"] is None else _seeds(evaluation["seeds"])
+    settings = AblateSettings(
+        report_dir=output["report_dir"],
+        engine=ranker["engine"],
+        seeds=seeds,
+        n_estimators=ranker["n_estimators"],
+        resamples=evaluation["resamples"],
+        ranker_params={
             "learning_rate": ranker["learning_rate"],
             "num_leaves": ranker["num_leaves"],
             "early_stopping_rounds": ranker["early_stopping_rounds"],
             "n_jobs": ranker["threads"] or None,
-            "params": {**SUBSAMPLE[engine], **(parse_key_values(ranker["params"]) or {})},
-        }
-        n_runs = len(folds) * sum(len(seed_list) if s.kind == "ranker" else 1 for s in sets)
-        click.echo(
-            f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
-            f"{len(seed_list)} seeds: {n_runs} runs"
-            + (
-                " (plain LambdaMART)"
-                if not select
-                else f", each ranker chosen among {selecting['candidates'] or 'the default candidates'} by "
-                f"{selecting['inner_folds']}-fold "
-                "inner cross-validation"
-            ),
-            err=True,
-        )
-        with contextlib.ExitStack() as stack:
-            executor = None
-            if run["dask"]:
-                from ltrfeat.core import dask_cluster
-                from ltrfeat.rankers.dask_training import DaskExecutor
-
-                executor = DaskExecutor(stack.enter_context(dask_cluster.dask_client(run["dask"])))
-            selection = selection_config(engine, **selecting, seed=text["split_seed"])
-            store = None if run["cache_dir"] is None else RunStore(Path(run["cache_dir"]) / "rankers")
-            with profile.stage("rankers"):
-                config = AblationConfig(
-                    engine=engine,
-                    seeds=tuple(seed_list),
-                    ranker_params=ranker_params,
-                    metrics=evaluation["metrics"],
-                    gain=evaluation["gain"],
-                    no_relevant=evaluation["no_relevant"],
-                    selection=selection,
-                )
-                result = run_ablation(
-                    folds,
-                    sets,
-                    config,
-                    progress=not os.environ.get("CI"),
-                    executor=executor,
-                    jobs=plan_jobs(run["jobs"], folds, available_cores()),
-                    cache=store,
-                )
-            if store is not None:
-                profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
-    if config_file_record() is not None:
-        result.config["config_file"] = config_file_record()
-    if scheme is not None:
-        result.config["duplicates"] = scheme.pop("duplicates")
-        result.config["cross_fitting"] = scheme
-    with profile.stage("tests"):
-        summary = summarise(result, seed=0, n_resamples=resamples)
-    summary["stages"] = profile.as_dict()
-    timings = {
-        "wall_seconds": round(time.perf_counter() - started, 1),
-        "folds_and_features_seconds": round(folds_ready - started, 1),
-        "stages": summary["stages"],
-    }
-    out = write_report(
-        result,
-        summary,
-        output["report_dir"],
+            "params": parse_key_values(ranker["params"]),
+        },
+        metrics=evaluation["metrics"],
+        gain=evaluation["gain"],
+        no_relevant=evaluation["no_relevant"],
+        selection=selection_config(ranker["engine"], **selecting, seed=text["split_seed"]),
+        alone=planning["alone"],
+        base_name=planning["base_name"],
         overwrite=output["overwrite"],
-        timings=timings,
-        runs_of=folds if output["write_runs"] else None,
+        write_runs=output["write_runs"],
+        cache=run["cache_dir"],
+        quick=run["quick"],
+        dask=run["dask"],
+        jobs=run["jobs"],
+        progress=not os.environ.get("CI"),
+        config_file=config_file_record(),
     )
+    say = functools.partial(click.echo, err=True)
+    with notices():
+        if folds_dir is not None:
+            source = FoldsSource(
+                folds_dir,
+                base=letor["base"],
+                neural=_neural_groups(letor["neural"]),
+                fold_glob=letor["fold_glob"],
+                nan_policy=evaluation["nan_policy"],
+            )
+            done = ablate_folds(source, settings, say=say)
+        else:
+            source = PairsSource(
+                pairs_path,
+                encoders=tuple(text["encoders"]),
+                columns=text["columns"],
+                encoding=text["encoding"],
+                label_map=text["label_map"],
+                duplicates=text["duplicates"],
+                conflicts=text["conflicts"],
+                lexical=text["lexical"],
+                train_pairs=text["train_pairs_path"],
+                train_columns=text["train_columns"],
+                collection=text["collection_path"],
+                collection_field=text["collection_field"],
+                k_folds=text["k_folds"],
+                valid_fraction=text["valid_fraction"],
+                split_seed=text["split_seed"],
+                encoder_options=parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5")
+                or {},
+                encoder_jobs=text["encoder_jobs"],
+                continue_outer=text["continue_outer"],
+            )
+            done = ablate_pairs(source, settings, say=say)
+    result, summary = done.result, done.summary
     inert = seed_inert_sets(result)
     if inert:
         click.echo(
@@ -569,7 +417,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         f"marks: {stats['marks_test']}; * p < {stats['marks']['*']}, ** p < {stats['marks']['**']} "
         f"({len(summary['comparisons'])} comparisons)"
     )
-    click.echo(f"report: {out / 'report.md'}")
+    click.echo(f"report: {done.report_dir / 'report.md'}")
     if summary.get("verdict"):
         for line in verdict_lines(summary["verdict"]):
             click.echo(line)

@@ -6,7 +6,8 @@ import json
 
 import click
 
-from ltrfeat.cli.options import duplicates_line, duplicates_option, fit_and_save, option_group, threads_option
+from ltrfeat.core.duplicates import duplicates_line
+from ltrfeat.cli.options import duplicates_option, fit_and_save, option_group, threads_option
 from ltrfeat.cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
 from ltrfeat.core.fileio import check_writable
 

@@ -49,16 +49,6 @@ duplicates_option = click.option(
 )
 
 
-def duplicates_line(figures: dict | None) -> str | None:
-    """One stderr line about merged repeated judgments, or None when there were none."""
-    if not figures or not figures.get("repeated_rows"):
-        return None
-    return (
-        f"note: --duplicates {figures['policy']}: merged {figures['repeated_rows']} repeated rows into "
-        f"{figures['pairs']} judged pairs ({figures['disagreeing_pairs']} had different grades)"
-    )
-
-
 def quiet() -> bool:
     """Whether ``ltrfeat -q`` asked for errors only."""
     import logging

@@ -88,3 +88,13 @@ def data_record(pairs: pd.DataFrame) -> dict:
     for the records of trained models and reports."""
     figures = pairs.attrs.get("duplicates")
     return {"duplicates": dict(figures)} if figures and figures.get("repeated_rows") else {}
+
+
+def duplicates_line(figures: dict | None) -> str | None:
+    """One stderr line about merged repeated judgments, or None when there were none."""
+    if not figures or not figures.get("repeated_rows"):
+        return None
+    return (
+        f"note: --duplicates {figures['policy']}: merged {figures['repeated_rows']} repeated rows into "
+        f"{figures['pairs']} judged pairs ({figures['disagreeing_pairs']} had different grades)"
+    )

@@ -1,0 +1,370 @@
+"""Whole ablations as library calls: judged pairs with texts (:func:`ablate_pairs`) or LETOR fold directories
+(:func:`ablate_folds`) become folds, feature sets, ranker runs, statistics and a report directory.
+
+``ltrfeat ablate`` is a thin command over these two functions; the settings travel as :class:`PairsSource`,
+:class:`FoldsSource` and :class:`AblateSettings`, whose defaults are the command's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ltrfeat.core.cores import available_cores
+from ltrfeat.core.duplicates import duplicates_line
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.stages import StageProfile
+from ltrfeat.experiments.ablation import (
+    AblationConfig,
+    AblationResult,
+    load_letor_folds,
+    plan_feature_sets,
+    run_ablation,
+    summarise,
+)
+from ltrfeat.experiments.folds import Fold
+from ltrfeat.experiments.report import check_report_dir, write_report
+from ltrfeat.experiments.run_cache import RunStore
+from ltrfeat.experiments.workers import plan_workers
+from ltrfeat.rankers.selection import SelectionConfig
+
+DEFAULTS = {"seeds": (0, 1, 2), "n_estimators": 500, "resamples": 10_000}
+QUICK = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; explicit settings win
+# Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
+# wasted); params bagging_fraction=1 (LightGBM) or subsample=1 (XGBoost) turns it off.
+SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
+# Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
+# (early stopping on validation NDCG@10 still applies); the quick ones are a smoke run, not a measurement.
+# A "MODEL." prefix applies a default to one model only (ltrfeat.experiments.encoder_options): fine-tuning
+# MiniLM from the pre-trained weights needs one epoch.
+ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
+QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
+METRICS = "ndcg@1,3,10,recall@3,6,10,top3recall@3,6,10,map,mrr"
+
+
+@dataclasses.dataclass(frozen=True)
+class PairsSource:
+    """Text mode: a judged-pairs table whose lexical features are computed once and whose ``encoders`` are
+    cross-fitted over ``k_folds`` query folds (see :mod:`ltrfeat.experiments.crossfit`).
+
+    path : the judged pairs (query, doc, label; optional qid, docid), read by
+        :func:`ltrfeat.core.text.read_judged_pairs` with ``columns``, ``encoding``, ``label_map`` and
+        ``duplicates``.
+    encoders : encoder specs, e.g. ``("clsm:softmax", "dssm:generalized")`` (see
+        :class:`~ltrfeat.experiments.crossfit.EncoderSpec`).
+    conflicts : an id naming different texts on different rows fails (``"error"``) or keeps its first text.
+    lexical : the lexical features (names or ``"all"``), the base feature set.
+    train_pairs, train_columns : a separate encoder training table (e.g. a click log) and its column mapping;
+        filtered by query text so no fold's test query is trained on. None: the judged pairs.
+    collection, collection_field : unlabelled documents for ``+spans`` pre-training, and the column read.
+    k_folds, valid_fraction, split_seed : outer query folds, the share of each fold's ranker queries held
+        out for early stopping, the seed of folds and encoders.
+    encoder_options : training options, ``KEY`` or ``MODEL.KEY``, over :data:`ENCODER_DEFAULTS`.
+    encoder_jobs, continue_outer : see :class:`~ltrfeat.experiments.crossfit.CrossFitConfig`.
+    """
+
+    path: str | Path
+    encoders: tuple[str, ...] = ()
+    columns: str | dict | None = None
+    encoding: str = "utf-8"
+    label_map: str = "none"
+    duplicates: str = "error"
+    conflicts: str = "error"
+    lexical: str = "all"
+    train_pairs: str | Path | None = None
+    train_columns: str | dict | None = None
+    collection: str | Path | None = None
+    collection_field: str = "title"
+    k_folds: int = 3
+    valid_fraction: float = 0.1
+    split_seed: int = 0
+    encoder_options: dict = dataclasses.field(default_factory=dict)
+    encoder_jobs: int = 0
+    continue_outer: bool = True
+
+
+@dataclasses.dataclass(frozen=True)
+class FoldsSource:
+    """LETOR mode: fold directories (``DIR/Fold1/{train,vali,test}``) whose files already hold the columns.
+
+    base : the base features (ids, id ranges and names, e.g. ``"1-40"``).
+    neural : the neural feature groups, ``{name: spec}`` (e.g. ``{"clsm": "clsm_title_cos"}``).
+    fold_glob, nan_policy : see :func:`ltrfeat.experiments.ablation.load_letor_folds`.
+    """
+
+    path: str | Path
+    base: str
+    neural: dict
+    fold_glob: str = "Fold*"
+    nan_policy: str = "keep"
+
+    def __post_init__(self):
+        if not self.base or not self.neural:
+            raise LtrfeatError(
+                "LETOR mode needs --base SPEC and at least one --neural NAME=SPEC",
+                fix="e.g. --base 1-40 --neural g=41-46",
+            )
+
+
+@dataclasses.dataclass(frozen=True)
+class AblateSettings:
+    """How the folds are compared and where the report goes (both modes).
+
+    report_dir, overwrite : the report directory; an existing one is replaced only with ``overwrite``.
+    engine : ``"lightgbm"`` or ``"xgboost"``.
+    seeds, n_estimators, resamples : ranker seeds, boosting rounds and statistics resamples; None:
+        :data:`DEFAULTS` (:data:`QUICK` with ``quick``).
+    ranker_params : other LambdaMART parameters (``learning_rate``, ``num_leaves``, ``early_stopping_rounds``,
+        ``n_jobs``, ``params``); ``params`` adds to :data:`SUBSAMPLE`.
+    metrics, gain, no_relevant : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
+    selection : model selection per fold and feature set (None: plain LambdaMART).
+    alone, base_name : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`.
+    write_runs : also write TREC runs of the test folds into the report.
+    cache : keep trained encoders, their scores and ranker runs here for the next run.
+    quick : a smoke run (:data:`QUICK`, :data:`QUICK_ENCODER`).
+    dask : run the ranker runs on a Dask cluster (scheduler address or file, or ``local[:N]``).
+    jobs : worker processes for the ranker runs (see :func:`ltrfeat.experiments.workers.plan_workers`).
+    progress : show progress bars.
+    config_file : the settings file the options came from, recorded in the report.
+    """
+
+    report_dir: str | Path
+    engine: str = "lightgbm"
+    seeds: tuple | None = None
+    n_estimators: int | None = None
+    resamples: int | None = None
+    ranker_params: dict = dataclasses.field(default_factory=dict)
+    metrics: str | tuple = METRICS
+    gain: str = "exp2"
+    no_relevant: str = "exclude"
+    selection: SelectionConfig | None = None
+    alone: str | None = None
+    base_name: str = "lexical"
+    overwrite: bool = False
+    write_runs: bool = False
+    cache: str | Path | None = None
+    quick: bool = False
+    dask: str | None = None
+    jobs: int | None = None
+    progress: bool = True
+    config_file: dict | None = None
+
+    def resolved(self, name: str):
+        """``seeds``, ``n_estimators`` or ``resamples`` as given, else its default (quick or not)."""
+        value = getattr(self, name)
+        return value if value is not None else (QUICK if self.quick else DEFAULTS)[name]
+
+
+@dataclasses.dataclass
+class Ablation:
+    """What an ablation made: its folds, the runs' :class:`~ltrfeat.experiments.ablation.AblationResult`, the
+    summary (statistics, verdict) and the report directory."""
+
+    folds: list[Fold]
+    result: AblationResult
+    summary: dict
+    report_dir: Path
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def ablate_pairs(
+    source: PairsSource, settings: AblateSettings, *, say: Callable[[str], None] = _stderr, train_fn=None
+) -> Ablation:
+    """Judged pairs -> lexical features + cross-fitted encoder columns -> an ablation with its report.
+    ``say`` gets one-line progress messages; ``train_fn(spec, table)`` replaces encoder training (tests); errors
+    name the ``ltrfeat ablate`` option to change."""
+    started, profile = time.perf_counter(), StageProfile()
+    check_report_dir(settings.report_dir, overwrite=settings.overwrite)
+    folds, groups, base, scheme = pairs_folds(
+        source,
+        cache=settings.cache,
+        quick=settings.quick,
+        progress=settings.progress,
+        profile=profile,
+        say=say,
+        train_fn=train_fn,
+    )
+    return _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say)
+
+
+def ablate_folds(source: FoldsSource, settings: AblateSettings, *, say: Callable[[str], None] = _stderr) -> Ablation:
+    """LETOR fold directories -> an ablation with its report; ``say`` gets one-line progress messages."""
+    started, profile = time.perf_counter(), StageProfile()
+    check_report_dir(settings.report_dir, overwrite=settings.overwrite)
+    with profile.stage("reading"):
+        folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
+    return _ablate(folds, dict(source.neural), source.base, None, settings, profile=profile, started=started, say=say)
+
+
+def pairs_folds(
+    source: PairsSource,
+    *,
+    cache=None,
+    quick: bool = False,
+    progress: bool = True,
+    profile: StageProfile | None = None,
+    say: Callable[[str], None] = _stderr,
+    train_fn=None,
+):
+    """The judged pairs of ``source`` read and cross-fitted into folds: ``(folds, neural groups, base feature
+    names joined by commas, cross-fitting scheme)`` (see :func:`ltrfeat.experiments.crossfit.text_folds`)."""
+    from ltrfeat.core.text import read_docs, read_judged_pairs
+    from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
+    from ltrfeat.experiments.encoder_options import merge_options
+    from ltrfeat.features.extract import lexical_extractors
+
+    profile = profile or StageProfile()
+    if not source.encoders:
+        raise LtrfeatError("text mode needs at least one --encoder", fix="e.g. --encoder clsm:softmax")
+    specs = [EncoderSpec.parse(e) for e in source.encoders]
+    if len({s.name for s in specs}) != len(specs):
+        raise LtrfeatError("each --encoder may be given once", fix="drop the repeated encoder")
+    with profile.stage("reading"):
+        pairs = read_judged_pairs(
+            source.path,
+            columns=source.columns,
+            encoding=source.encoding,
+            label_map=source.label_map,
+            duplicates=source.duplicates,
+        )
+        collection = None
+        if source.collection is not None:
+            if not any(s.pretrain == "spans" for s in specs):
+                raise LtrfeatError(
+                    "--collection is read by +spans encoders only", fix="e.g. --encoder clsm:generalized+spans"
+                )
+            field = source.collection_field
+            docs = read_docs(source.collection, fields=[field], encoding=source.encoding, missing="drop")
+            collection = docs[field].tolist()
+        train_table = None
+        if source.train_pairs is not None:
+            train_table = read_judged_pairs(
+                source.train_pairs,
+                columns=source.train_columns,
+                encoding=source.encoding,
+                duplicates=source.duplicates,
+            )
+    merged = {"pairs": pairs.attrs["duplicates"]} | (
+        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
+    )
+    for figures in merged.values():
+        if duplicates_line(figures):
+            say(duplicates_line(figures))
+    extractors = lexical_extractors(source.lexical, fields=["doc"])
+    if not extractors:
+        raise LtrfeatError("--lexical must name at least one lexical feature", fix="name them, or give 'all'")
+    options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, source.encoder_options)
+    config = CrossFitConfig(
+        k=source.k_folds,
+        valid_fraction=source.valid_fraction,
+        seed=source.split_seed,
+        options=options,
+        conflicts=source.conflicts,
+        encoder_jobs=source.encoder_jobs,
+        continue_outer=source.continue_outer,
+    )
+    k = source.k_folds
+    n_train = n_trainings(k) * sum(s.trainable for s in specs)
+    say(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds ({n_train} encoder trainings)")
+    folds, groups, base, scheme = text_folds(
+        pairs,
+        config,
+        lexical=extractors,
+        specs=specs,
+        train_table=train_table,
+        collection=collection,
+        cache=cache,
+        progress=progress,
+        train_fn=train_fn,
+        profile=profile,
+    )
+    scheme["encoder_options"] = options
+    scheme["duplicates"] = merged
+    return folds, groups, ",".join(base), scheme
+
+
+def ranker_params(settings: AblateSettings) -> dict:
+    """The LambdaMART parameters of every run: the resolved ``n_estimators``, ``ranker_params`` and
+    :data:`SUBSAMPLE` under the given ``params``."""
+    params = {"n_estimators": settings.resolved("n_estimators"), **settings.ranker_params}
+    params["params"] = {**SUBSAMPLE[settings.engine], **(settings.ranker_params.get("params") or {})}
+    return params
+
+
+def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, started, say) -> Ablation:
+    seeds = tuple(settings.resolved("seeds"))
+    folds_ready = time.perf_counter()
+    sets = plan_feature_sets(
+        folds[0].train.feature_map, base=base, neural=groups, alone=settings.alone, base_name=settings.base_name
+    )
+    selection = settings.selection
+    n_runs = len(folds) * sum(len(seeds) if s.kind == "ranker" else 1 for s in sets)
+    how = " (plain LambdaMART)"
+    if selection is not None:
+        default = selection.candidates == SelectionConfig.default(settings.engine, tune=selection.tune).candidates
+        among = "the default candidates" if default else ",".join(selection.candidates)
+        how = f", each ranker chosen among {among} by {selection.inner_folds}-fold inner cross-validation"
+    say(
+        f"{len(folds)} folds x {len(sets)} feature sets ({', '.join(s.name for s in sets)}) x "
+        f"{len(seeds)} seeds: {n_runs} runs{how}"
+    )
+    config = AblationConfig(
+        engine=settings.engine,
+        seeds=seeds,
+        ranker_params=ranker_params(settings),
+        metrics=settings.metrics,
+        gain=settings.gain,
+        no_relevant=settings.no_relevant,
+        selection=selection,
+    )
+    with contextlib.ExitStack() as stack:
+        executor = None
+        if settings.dask:
+            from ltrfeat.core import dask_cluster
+            from ltrfeat.rankers.dask_training import DaskExecutor
+
+            executor = DaskExecutor(stack.enter_context(dask_cluster.dask_client(settings.dask)))
+        store = None if settings.cache is None else RunStore(Path(settings.cache) / "rankers")
+        rows = sum(len(f.train) for f in folds)
+        with profile.stage("rankers"):
+            result = run_ablation(
+                folds,
+                sets,
+                config,
+                progress=settings.progress,
+                executor=executor,
+                jobs=plan_workers(settings.jobs, rows=rows, cores=available_cores()),
+                cache=store,
+            )
+        if store is not None:
+            profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
+    if settings.config_file is not None:
+        result.config["config_file"] = settings.config_file
+    if scheme is not None:
+        scheme = dict(scheme)
+        result.config["duplicates"] = scheme.pop("duplicates")
+        result.config["cross_fitting"] = scheme
+    with profile.stage("tests"):
+        summary = summarise(result, seed=0, n_resamples=settings.resolved("resamples"))
+    summary["stages"] = profile.as_dict()
+    timings = {
+        "wall_seconds": round(time.perf_counter() - started, 1),
+        "folds_and_features_seconds": round(folds_ready - started, 1),
+        "stages": summary["stages"],
+    }
+    out = write_report(
+        result,
+        summary,
+        settings.report_dir,
+        overwrite=settings.overwrite,
+        timings=timings,
+        runs_of=folds if settings.write_runs else None,
+    )
+    return Ablation(folds, result, summary, out)
