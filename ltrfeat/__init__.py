@@ -52,6 +52,11 @@ _API = {
     "run_ablation": "ltrfeat.experiments.ablation",
     "summarise": "ltrfeat.experiments.ablation",
     "write_report": "ltrfeat.experiments.report",
+    "ablate_pairs": "ltrfeat.experiments.ablate",
+    "ablate_folds": "ltrfeat.experiments.ablate",
+    "PairsSource": "ltrfeat.experiments.ablate",
+    "FoldsSource": "ltrfeat.experiments.ablate",
+    "AblateSettings": "ltrfeat.experiments.ablate",
 }
 __all__ = ["__version__", *_API]  # noqa: PLE0604 (the keys of _API are strings)
 

@@ -16,7 +16,7 @@ from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.core.metrics import evaluate_queries
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.models import load_ranker, save_ranker
-from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, inner_splits, select, split_queries
+from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, inner_splits, select, holdout_queries
 from ltrfeat.rankers.single import BestSingleFeature, BoostedFromFeature, query_zscore
 
 FAST = {"n_estimators": 40, "early_stopping_rounds": 10, "n_jobs": 1}
@@ -128,7 +128,7 @@ def test_inner_splits_partition_the_training_queries(world):
     assert set().union(*held) == set(world.queries().tolist()) and sum(map(len, held)) == world.n_queries
     for (fit, stop, _), queries in zip(splits, held):
         assert not (set(fit.queries().tolist()) | set(stop.queries().tolist())) & queries
-    kept, out = split_queries(world.queries(), 0.2, 0)
+    kept, out = holdout_queries(world.queries(), 0.2, 0)
     assert len(out) == 30 and not set(kept) & set(out)
 
 

@@ -78,7 +78,7 @@ def test_crossfit_folds_are_the_old_ones(seed, n):
 def test_selection_splits_are_the_old_ones(seed, n):
     queries = np.array(sorted(_ids(seed, n)), dtype=object)
     for fraction in (0.0, 0.2, 0.9):
-        new, old = selection.split_queries(queries, fraction, seed), old_selection_split(queries, fraction, seed)
+        new, old = selection.holdout_queries(queries, fraction, seed), old_selection_split(queries, fraction, seed)
         assert all(np.array_equal(a, b) for a, b in zip(new, old))
     if len(queries) >= 6:
         pool = RankingSet(
@@ -96,7 +96,7 @@ def test_selection_splits_are_the_old_ones(seed, n):
 def test_converter_splits_are_the_old_ones(seed):
     qids = _ids(seed, 57)
     for shares in ((0.6, 0.2, 0.2), (0.8, 0.1, 0.1), (1 / 3, 1 / 3, 1 / 3)):
-        assert output.split_queries(pd.Series(qids * 2), shares, seed) == old_converter_split(qids * 2, shares, seed)
+        assert output.assign_splits(pd.Series(qids * 2), shares, seed) == old_converter_split(qids * 2, shares, seed)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

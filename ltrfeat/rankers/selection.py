@@ -152,7 +152,7 @@ class SelectionConfig:
         return dataclasses.asdict(self) | {"candidates": list(self.candidates), "criterion": list(self.criterion)}
 
 
-def split_queries(qids, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def holdout_queries(qids, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(kept, held out): a seeded share ``fraction`` of the distinct ``qids`` held out (at least one
     query each side when there are two or more)."""
     kept, held = holdout(np.asarray(qids, dtype=object), fraction, seed, both_sides=True)
@@ -163,7 +163,7 @@ def with_valid(train: RankingSet, valid: RankingSet | None, fraction: float, see
     """``(train, valid)``; without a validation part, a seeded share of the training queries becomes one."""
     if valid is not None:
         return train, valid
-    kept, held = split_queries(train.queries(), fraction, seed)
+    kept, held = holdout_queries(train.queries(), fraction, seed)
     return train.subset_queries(kept), (train.subset_queries(held) if len(held) else None)
 
 
@@ -179,7 +179,7 @@ def inner_splits(pool: RankingSet, config: SelectionConfig) -> list[tuple[Rankin
     out = []
     for i, held in enumerate(folds):
         rest = queries[np.sort(np.concatenate([f for j, f in enumerate(folds) if j != i]))]
-        fit_q, stop_q = split_queries(rest, config.valid_fraction, config.seed + 1 + i)
+        fit_q, stop_q = holdout_queries(rest, config.valid_fraction, config.seed + 1 + i)
         out.append(
             (pool.subset_queries(fit_q), pool.subset_queries(stop_q), pool.subset_queries(queries[np.sort(held)]))
         )

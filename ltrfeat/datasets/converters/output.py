@@ -61,7 +61,7 @@ def check_out_dir(out_dir, *, overwrite: bool) -> None:
         )
 
 
-def split_queries(qids, shares, seed: int) -> dict[str, str]:
+def assign_splits(qids, shares, seed: int) -> dict[str, str]:
     """qid → split name: a seeded permutation of the distinct qids cut by ``shares``."""
     qids = list(dict.fromkeys(qids))
     parts = cut_queries(qids, share_sizes(len(qids), shares), seed)
@@ -126,7 +126,7 @@ def write_converted(
     out = Path(out_dir)
     check_out_dir(out, overwrite=overwrite)
     pairs, queries = conv.pairs, conv.queries
-    assignment = split_queries(pairs["qid"], split, seed) if split else None
+    assignment = assign_splits(pairs["qid"], split, seed) if split else None
     if assignment:
         pairs = pairs.assign(split=pairs["qid"].map(assignment))
         queries = queries.assign(split=queries["qid"].map(assignment))

@@ -1,0 +1,118 @@
+"""``ltrfeat.experiments.ablate``: the whole ablation as library calls, the one ``ltrfeat ablate`` makes."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from builders import planted_folds, reproducible_report, write_folds
+from ltrfeat.cli.main import cli
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.experiments.ablate import (
+    DEFAULTS,
+    QUICK,
+    AblateSettings,
+    FoldsSource,
+    PairsSource,
+    ablate_folds,
+    ablate_pairs,
+    ranker_params,
+)
+
+RANKER = {"learning_rate": 0.1, "num_leaves": 7, "early_stopping_rounds": 10, "n_jobs": 1}  # as the options below
+
+
+def test_ablate_folds_writes_the_report_the_command_writes(tmp_path):
+    write_folds(tmp_path / "folds", planted_folds(n_folds=3, queries_per_fold=20), ext=".letor", sidecars=True)
+    said = []
+    settings = AblateSettings(
+        report_dir=tmp_path / "lib", seeds=(0,), n_estimators=20, resamples=300, ranker_params=RANKER, progress=False
+    )
+    done = ablate_folds(
+        FoldsSource(tmp_path / "folds", base="1-3", neural={"clsm": "clsm_title_cos"}), settings, say=said.append
+    )
+    assert said == [
+        "3 folds x 4 feature sets (lexical, lexical+clsm, clsm_title_cos, bm25_title) x 1 seeds: 12 runs (plain LambdaMART)"
+    ]
+    assert [f.name for f in done.folds] == ["Fold1", "Fold2", "Fold3"] and done.report_dir == tmp_path / "lib"
+    args = ["ablate", "--folds", tmp_path / "folds", "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--no-select"]
+    args += [
+        "--seeds",
+        "0",
+        "--n-estimators",
+        "20",
+        "--resamples",
+        "300",
+        "--num-leaves",
+        "7",
+        "--learning-rate",
+        "0.1",
+    ]
+    args += ["--early-stopping-rounds", "10", "--threads", "1", "--report", tmp_path / "cli"]
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 0, result.output
+    assert reproducible_report(tmp_path / "cli" / "report.json") == reproducible_report(
+        tmp_path / "lib" / "report.json"
+    )
+
+
+def _pairs(path, n_queries=12):
+    rng = np.random.default_rng(0)
+    rows = [
+        {
+            "qid": f"q{q}",
+            "query": f"query {q} red",
+            "docid": f"d{q}-{d}",
+            "doc": f"doc {q} {d} red",
+            "label": int(rng.integers(0, 3)),
+        }
+        for q in range(n_queries)
+        for d in range(4)
+    ]
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+    return path
+
+
+def test_ablate_pairs_cross_fits_and_reports(tmp_path):
+    stub = type("E", (), {"similarity": staticmethod(lambda q, d: np.array([len(x) for x in d], float))})()
+    source = PairsSource(_pairs(tmp_path / "pairs.tsv"), encoders=("clsm:softmax",), k_folds=3)
+    settings = AblateSettings(report_dir=tmp_path / "r", quick=True, selection=None, progress=False)
+    said = []
+    done = ablate_pairs(source, settings, say=said.append, train_fn=lambda spec, table: stub)
+    assert said[0] == "cross-fitting clsm-softmax over 3 query folds (6 encoder trainings)"
+    assert done.folds[0].origin.startswith(f"query fold 1 of 3 of {tmp_path / 'pairs.tsv'}, encoder columns")
+    config = done.result.config
+    assert config["seeds"] == list(QUICK["seeds"]) and config["ranker_params"]["n_estimators"] == QUICK["n_estimators"]
+    assert config["cross_fitting"]["encoder_options"] == {"epochs": 2, "sbert-ft.epochs": 1}
+    assert "duplicates" in config and (tmp_path / "r" / "report.json").exists()
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"encoders": ()}, "needs at least one --encoder"),
+        ({"encoders": ("clsm", "clsm:softmax")}, "each --encoder may be given once"),
+        ({"collection": "docs.tsv"}, "--collection is read by +spans encoders only"),
+        ({"lexical": ""}, "--lexical must name at least one lexical feature"),
+    ],
+)
+def test_ablate_pairs_errors_are_one_line_library_errors(tmp_path, change, message):
+    fields = {"encoders": ("clsm:softmax",)} | change
+    source = PairsSource(_pairs(tmp_path / "pairs.tsv"), **fields)
+    with pytest.raises(LtrfeatError, match=re.escape(message)):
+        ablate_pairs(source, AblateSettings(report_dir=tmp_path / "r", progress=False))
+    assert not (tmp_path / "r").exists()
+
+
+def test_settings_resolve_the_command_defaults():
+    plain, quick = AblateSettings(report_dir="r"), AblateSettings(report_dir="r", quick=True, seeds=(4,))
+    assert plain.resolved("seeds") == DEFAULTS["seeds"] and plain.resolved("resamples") == 10_000
+    assert quick.resolved("seeds") == (4,) and quick.resolved("n_estimators") == 50
+    xgb = AblateSettings(report_dir="r", engine="xgboost", ranker_params={"n_jobs": 1, "params": {"subsample": 1}})
+    assert ranker_params(xgb) == {"n_estimators": 500, "n_jobs": 1, "params": {"subsample": 1}}
+    with pytest.raises(LtrfeatError, match="LETOR mode needs --base"):
+        FoldsSource("folds", base="1-3", neural={})
