@@ -89,9 +89,14 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
     is_flag=True,
     help="Allow a non-loopback --host without --token (only behind a proxy that authenticates).",
 )
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Answer 422 to a query an --encoder was trained on (else each such query is logged once).",
+)
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
-def serve(ranker, encoders, corpus_stats, host, port, limits, token, open_bind, threads, lexical_params):
+def serve(ranker, encoders, corpus_stats, host, port, limits, token, open_bind, strict, threads, lexical_params):
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
@@ -126,6 +131,7 @@ def serve(ranker, encoders, corpus_stats, host, port, limits, token, open_bind, 
         encoders=_encoders(encoders),
         corpus_stats=corpus_stats,
         lexical_params=lexical_params,
+        strict=strict,
     )
     app = create_app(scorer, limits=ServiceLimits(**limits), token=token or None)
     click.echo(

@@ -46,7 +46,7 @@ import re
 import numpy as np
 
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY
+from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, lucene_length
 
 TARGETS = ("es-ltr", "opensearch-ltr")
 KEYWORDS = "keywords"
@@ -363,17 +363,6 @@ def parse_ltr_log(response: dict, names, *, log_name: str = "ltrfeat") -> tuple[
 # ------------------------------------------------------------------ a local engine for parity tests
 
 
-def _lucene_norm(length: int) -> int:
-    """The field length Lucene's BM25 sees after its one-byte norm (SmallFloat.intToByte4, byte4ToInt):
-    exact below 40 tokens, then 4 significant bits."""
-    free = 24  # 255 - longToInt4(Integer.MAX_VALUE): byte values kept as they are
-    rest = length - free
-    if rest < 16:
-        return length
-    shift = rest.bit_length() - 4
-    return free + ((((rest >> shift) & 0x07) | 0x08) << shift)
-
-
 def _render(template, params: dict):
     """Mustache as the plugins use it: ``{{name}}`` (JSON-escaped) and ``{{#toJson}}name{{/toJson}}``."""
     text = template if isinstance(template, str) else json.dumps(template)
@@ -467,7 +456,7 @@ class EngineSimulator:
     def _bm25(self, field: str, terms: list[str], doc: str) -> float:
         n_docs, avgdl, df = self.stats[field]
         toks = self.tokens[field][doc]
-        dl = _lucene_norm(len(toks))
+        dl = lucene_length(len(toks))
         score = 0.0
         for term in terms:  # one SHOULD clause per query token, repeats included
             tf = toks.count(term)
