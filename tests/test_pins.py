@@ -158,6 +158,14 @@ def test_extract_warns_about_an_encoders_training_queries(clsm, tmp_path):
     assert "were scored by an encoder trained on 48 of the file's 48 queries" in trained.output
     evaluated = run("evaluate", tmp_path / "r.txt", tmp_path / "t.letor")
     assert "clsm_title_cos) were scored by an encoder trained on 48" in evaluated.output
+    # serving needs no --encoder: the ranker's record names the bundle (checked by its SHA-256)
+    from ltrfeat.serving.scorer import Scorer
+
+    scorer = Scorer.load(tmp_path / "r.txt", strict=True)
+    assert [ex.name for ex in scorer.extractors] == ["clsm"]
+    with pytest.raises(Exception, match="trained on 1 of the queries"):
+        scorer.score("fan oil rubbed bronze", [{"docid": "D1", "title": "a fan"}])
+    assert scorer.score("a query nobody asked", [{"docid": "D1", "title": "a fan"}]).shape == (1,)
 
 
 def test_the_guard_counts_distinct_queries_by_normalised_text():

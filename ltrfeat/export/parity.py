@@ -38,7 +38,7 @@ def parity_report(
     """
     names = [n for n in names if pf.parse_feature(n)["kind"] == "lexical"]
     plan = pf.plugin_featureset(names, target=target)
-    entries = {e["name"]: e for e in plan["features"]}
+    entries = {e["name"]: e for e in plan["features"] if e.get("template") is not None}
     compared, skipped = {}, {}
     for name in names:
         info = pf.parse_feature(name)
@@ -67,8 +67,11 @@ def parity_report(
     engine = pf.EngineSimulator(docs, index, analyzer=analyzer)
     featureset = [entries[n] for n in compared]
     theirs = np.zeros_like(ours)
+    # query-level features (query_len, idf_*) are template parameters: ltrfeat's own values, as /embed gives them
+    query_level = [j for j, i in enumerate(compared.values()) if i["family"] in ("idf", "query_len")]
     for query, rows in pairs.reset_index(drop=True).groupby("query", sort=False).indices.items():
-        params = pf.query_params(query, list(compared), lexical=lexical)
+        params = {pf.KEYWORDS: query, pf.DISTINCT_TERMS: max(len(set(analyzer.tokens(query))), 1)}
+        params.update({featureset[j]["name"]: float(ours[rows[0], j]) for j in query_level})
         theirs[rows] = engine.features(featureset, params, pairs["docid"].to_numpy()[rows])
     a, b = ours.astype(np.float64), theirs.astype(np.float64)
     scale = np.maximum(np.abs(a), np.abs(b))

@@ -403,6 +403,7 @@ class EngineSimulator:
         self.vectors = {
             k: {str(d): np.asarray(v, dtype=np.float32) for d, v in m.items()} for k, m in (vectors or {}).items()
         }
+        self._terms: dict = {}
 
     def features(self, featureset: list, params: dict, docids) -> np.ndarray:
         """float32 (len(docids), len(featureset)): each rendered template scored on each document (NaN where
@@ -413,8 +414,11 @@ class EngineSimulator:
         )
 
     def _query_terms(self, text: str, bigrams=False) -> list[str]:
-        toks = self.analyzer.tokens(text)
-        return [f"{a} {b}" for a, b in zip(toks, toks[1:])] if bigrams else toks
+        key = (text, bigrams)
+        if key not in self._terms:  # each text is analysed once (documents are scored per query and feature)
+            toks = self.analyzer.tokens(text)
+            self._terms[key] = [f"{a} {b}" for a, b in zip(toks, toks[1:])] if bigrams else toks
+        return self._terms[key]
 
     def _score(self, q: dict, doc: str) -> float:
         ((kind, body),) = q.items()

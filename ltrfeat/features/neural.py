@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -179,7 +180,7 @@ class EncoderExtractor(BaseEstimator):
         return {
             "kind": "encoder",
             "name": self.name,
-            "model": None if self.path is None else str(self.path),
+            "model": None if self.path is None else str(Path(self.path).resolve()),
             "bundle_sha256": self.bundle_sha256_,
             "score": {"score": "pair", "dot": "dot", "cos": "cosine"}[self.column_suffix],
         }

@@ -132,7 +132,8 @@ class Scorer:
         ranker : model file written by ``train-ranker`` (or a fitted :class:`LambdaMART`).
         encoders : ``{name: path}`` for ``<name>_<field>_cos`` / ``_dot`` / ``_score`` columns; path is
             an ``.ltrenc`` bundle (DSSM, CLSM or DeepMatch), an ONNX export directory, or None for
-            ``sbert`` (packaged MiniLM).
+            ``sbert`` (packaged MiniLM). An encoder not given is the bundle the ranker's record names,
+            if that file is still there with the recorded SHA-256.
         corpus_stats : corpus statistics file (``extract --save-corpus-stats``), needed for
             lexical features.
         lexical_params : lexical settings (``k1``, ``b``, ``mu``, ``jm_lambda``, ``ad_delta``,
@@ -144,6 +145,12 @@ class Scorer:
         """
         model = ranker if isinstance(ranker, LambdaMART) else LambdaMART.load(ranker)
         encoders = dict(encoders or {})
+        for record in model.feature_map_.pipeline:  # bundles the record names, where they still are as recorded
+            name = record.get("name")
+            if record.get("kind") == "encoder" and name not in encoders:
+                path = pins.recorded_encoder_path(model.feature_map_, name)
+                if path is not None:
+                    encoders[name] = path
         params = dict(lexical_params or {})
         unknown = set(params) - set(LEXICAL_PARAMS)
         if unknown:
