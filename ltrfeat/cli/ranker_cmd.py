@@ -503,6 +503,9 @@ _FEATURES = option_group(  # what the ranker's features are computed with
         type=click.Path(dir_okay=False),
         help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
     ),
+    click.option(
+        "--strict", is_flag=True, help="Refuse (exit 2, no output) to score a query an --encoder was trained on."
+    ),
 )
 
 
@@ -534,9 +537,8 @@ _FEATURES = option_group(  # what the ranker's features are computed with
 )
 @click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
 @click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
-@click.option("--strict", is_flag=True, help="Refuse (exit 2, no output) to score a query an --encoder was trained on.")
 @lexical_options(used_at_extraction=True)
-def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, encoding, strict, lexical_params):
+def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, encoding, lexical_params):
     """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.
 
     Every feature MODEL needs is computed from the query and document texts (lexical columns need
@@ -560,7 +562,7 @@ def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, 
         encoders=_encoders(features["encoders"]),
         corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
-        strict=strict,
+        strict=features["strict"],
     )
     run = read_run(run_path)
     with notices():
