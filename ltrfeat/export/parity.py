@@ -4,7 +4,8 @@
 :func:`parity_report` takes judged (query, document) pairs, fits one set of corpus statistics on
 their documents (the simulated index holds the same documents, so both sides count the same
 N, df and lengths), computes every lexical feature of the model that the featureset has a
-template for, and reports per feature the share of rows whose values differ by more than
+template for (each pair with its document id's first text, the one an index holds), and reports
+per feature the share of rows whose values differ by more than
 ``tolerance`` relative (|a - b| / max(|a|, |b|)) and the largest such difference. Neural columns
 are left out (their parity is the vector arithmetic, checked by the export tests).
 """
@@ -52,13 +53,15 @@ def parity_report(
     )
     docs = pairs.drop_duplicates("docid")[["docid", *fields]].reset_index(drop=True)
     corpus = CorpusStats.from_docs(docs, fields=fields, analyzer=analyzer)
+    # an id names one document in the engine: every pair is scored with its docid's first text, on both sides
+    pairs = pairs[["query", "docid"]].join(docs.set_index("docid"), on="docid").reset_index(drop=True)
     families = tuple(dict.fromkeys(i["family"] for i in compared.values()))
     ours = np.zeros((len(pairs), 0), np.float32)
     lexical = LexicalExtractor(features=families or ("bm25",), fields=tuple(fields), corpus=corpus, **settings).fit(
         None
     )
     if compared:
-        values = lexical.transform(pairs.reset_index(drop=True))
+        values = lexical.transform(pairs)
         position = {n: j for j, n in enumerate(lexical.feature_names())}
         ours = values[:, [position[n] for n in compared]]
     index = pf.index_body(
@@ -69,10 +72,11 @@ def parity_report(
     theirs = np.zeros_like(ours)
     # query-level features (query_len, idf_*) are template parameters: ltrfeat's own values, as /embed gives them
     query_level = [j for j, i in enumerate(compared.values()) if i["family"] in ("idf", "query_len")]
-    for query, rows in pairs.reset_index(drop=True).groupby("query", sort=False).indices.items():
+    docids = pairs["docid"].to_numpy(dtype=object)
+    for query, rows in pairs.groupby("query", sort=False).indices.items():
         params = {pf.KEYWORDS: query, pf.DISTINCT_TERMS: max(len(set(analyzer.tokens(query))), 1)}
         params.update({featureset[j]["name"]: float(ours[rows[0], j]) for j in query_level})
-        theirs[rows] = engine.features(featureset, params, pairs["docid"].to_numpy()[rows])
+        theirs[rows] = engine.features(featureset, params, docids[rows])
     a, b = ours.astype(np.float64), theirs.astype(np.float64)
     scale = np.maximum(np.abs(a), np.abs(b))
     rel = np.divide(np.abs(a - b), scale, out=np.zeros_like(scale), where=scale > 0)
