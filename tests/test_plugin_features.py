@@ -12,6 +12,7 @@ import pytest
 from ltrfeat.features.extract import extract_ranking, lexical_extractors
 from ltrfeat.core.letor import read_letor
 from ltrfeat.features.neural import EncoderExtractor
+from ltrfeat.features.lexical import lucene_length
 from ltrfeat.core.text import read_docs, read_queries
 from ltrfeat.export import plugin_features as pf
 
@@ -156,7 +157,7 @@ def test_index_body_mappings():
 
 
 def test_lucene_length_norm():
-    assert [pf._lucene_norm(n) for n in (0, 23, 24, 39, 40, 41, 42, 100)] == [0, 23, 24, 39, 40, 40, 42, 96]
+    assert [lucene_length(n) for n in (0, 23, 24, 39, 40, 41, 42, 100)] == [0, 23, 24, 39, 40, 40, 42, 96]
 
 
 def test_export_embed_and_logging_round_trip(demo, tmp_path):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -63,9 +66,18 @@ def test_bad_candidates(world, query, cands, message):
         scorer.score(query, cands)
 
 
-def test_load_fails_when_a_feature_cannot_be_produced(world):
+def test_load_fails_when_a_feature_cannot_be_produced(world, tmp_path):
+    # the ranker's record names its encoder bundle: no --encoder needed while the file is there as recorded
+    assert [type(ex).__name__ for ex in Scorer.load(world["ranker"], corpus_stats=world["corpus"]).extractors] == [
+        "LexicalExtractor",
+        "EncoderExtractor",
+    ]
+    meta = json.loads(Path(f"{world['ranker']}.meta.json").read_text())
+    meta["features"].pop("pipeline")  # a ranker from before the records
+    (tmp_path / "r.txt").write_bytes(Path(world["ranker"]).read_bytes())
+    (tmp_path / "r.txt.meta.json").write_text(json.dumps(meta))
     with pytest.raises(LtrfeatError, match="cannot compute: clsm_title_cos.*given: none"):
-        Scorer.load(world["ranker"], corpus_stats=world["corpus"])
+        Scorer.load(tmp_path / "r.txt", corpus_stats=world["corpus"])
     with pytest.raises(LtrfeatError, match="no --corpus-stats"):
         Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]})
     with pytest.raises(LtrfeatError, match="unknown lexical parameter"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -114,13 +115,18 @@ def test_serve_end_to_end(world):
     assert f"on {address}" in err and "Traceback" not in err
 
 
-def test_serve_refuses_a_ranker_it_cannot_feed(world):
+def test_serve_refuses_a_ranker_it_cannot_feed(world, tmp_path):
     from click.testing import CliRunner
 
     from ltrfeat.cli.main import cli
 
+    # without the record of where its encoder is (a ranker from before the records, or a moved bundle)
+    meta = json.loads(Path(f"{world['ranker']}.meta.json").read_text())
+    meta["features"].pop("pipeline")
+    (tmp_path / "ranker.txt").write_bytes(Path(world["ranker"]).read_bytes())
+    (tmp_path / "ranker.txt.meta.json").write_text(json.dumps(meta))
     result = CliRunner().invoke(
-        cli, ["serve", "--ranker", str(world["ranker"]), "--corpus-stats", str(world["corpus"])]
+        cli, ["serve", "--ranker", str(tmp_path / "ranker.txt"), "--corpus-stats", str(world["corpus"])]
     )
     assert result.exit_code == 2
     assert "cannot compute: clsm_title_cos" in result.output

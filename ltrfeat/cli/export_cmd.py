@@ -73,13 +73,29 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     type=click.Path(dir_okay=False),
     help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.",
 )
-@lexical_options(used_at_extraction=True, names=("k1", "b"))
+@lexical_options(used_at_extraction=True, names=("k1", "b", "bm25_norms"))
 @click.option(
     "--fill-zero",
     is_flag=True,
     help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.",
 )
-def export_ranker(model, target, out_path, plugin, missing_as_zero, encoders, corpus_stats, lexical_params, fill_zero):
+@option_group(
+    "parity",
+    click.option(
+        "--parity",
+        "pairs_path",
+        type=click.Path(dir_okay=False),
+        help="Judged pairs (qid, query, docid, the model's fields): write OUT.parity.json, per lexical feature the "
+        "share of rows where the engine's value differs from ltrfeat's beyond 1e-6 relative, and the largest difference.",
+    ),
+    click.option(
+        "--parity-columns", default=None, help="--parity column mapping, e.g. query=search_term,doc=product_title."
+    ),
+    click.option("--parity-encoding", default="utf-8", show_default=True, help="Encoding of the --parity table."),
+)
+def export_ranker(
+    model, target, out_path, plugin, missing_as_zero, encoders, corpus_stats, lexical_params, fill_zero, parity
+):
     """Export a trained ranker for Elasticsearch/OpenSearch LTR, XGBoost JSON or LightGBM.
 
     es-ltr/opensearch-ltr write OUT (the _createmodel body: model/xgboost+json for XGBoost
@@ -96,7 +112,11 @@ def export_ranker(model, target, out_path, plugin, missing_as_zero, encoders, co
     """
     from ltrfeat.export.ltr_plugin import PluginScoring
     from ltrfeat.export.ltr_plugin import export_ranker as export
+    from ltrfeat.export.plugin_features import parse_feature
+    from ltrfeat.features.pins import lexical_settings
     from ltrfeat.rankers.lambdamart import LambdaMART
+
+    ranker = LambdaMART.load(model)
 
     dims = {}
     for spec in encoders:
@@ -104,20 +124,25 @@ def export_ranker(model, target, out_path, plugin, missing_as_zero, encoders, co
 
         enc_name, path = parse_encoder_spec(spec)
         dims[enc_name] = encoder_width(load_encoder(enc_name, path))
-    analyzer = None
+    corpus = None
     if corpus_stats:
         from ltrfeat.features.corpus import CorpusStats
 
-        analyzer = CorpusStats.load(corpus_stats).analyzer
+        corpus = CorpusStats.load(corpus_stats)
+    columns = {n: i["family"] for n in ranker.feature_map_.names if (i := parse_feature(n, dims))["kind"] == "lexical"}
+    settings, note = lexical_settings(ranker.feature_map_, columns, corpus=corpus, given=lexical_params, path=model)
+    if note:
+        click.echo(f"warning: {note}", err=True)
     scoring = PluginScoring(
         templates=_json_file(plugin["templates"], "--templates"),
         dims=dims,
-        analyzer=analyzer,
+        analyzer=None if corpus is None else corpus.analyzer,
         fill_zero=fill_zero,
-        **lexical_params,
+        **{k: settings[k] for k in ("k1", "b") if k in settings},
     )
+    report = _parity(parity, ranker.feature_map_.names, corpus, settings, target) if parity["pairs_path"] else None
     manifest = export(
-        LambdaMART.load(model),
+        ranker,
         out_path,
         to=target,
         name=plugin["name"],
@@ -135,6 +160,16 @@ def export_ranker(model, target, out_path, plugin, missing_as_zero, encoders, co
         click.echo(f"  upload: {line}", err=True)
     for feature, reason in (manifest.get("not_reproduced") or {}).items():
         click.echo(f"warning: the engine cannot compute {feature}: {reason}", err=True)
+    bm25 = [n for n, family in columns.items() if family == "bm25"]
+    if bm25 and target in ("es-ltr", "opensearch-ltr") and settings.get("bm25_norms", "exact") != "lucene":
+        click.echo(
+            f"warning: {', '.join(bm25)} were extracted with exact field lengths; the engine's BM25 uses Lucene's "
+            "one-byte length norms (equal below 40 tokens), so its values differ on longer fields (see --parity); "
+            "extract with --bm25-norms lucene and retrain for features equal to the engine's",
+            err=True,
+        )
+    if report is not None:
+        _write_parity(report, parity["pairs_path"], out_path)
     untemplated = manifest.get("features_without_template") or []
     if untemplated:
         click.echo(
@@ -142,6 +177,35 @@ def export_ranker(model, target, out_path, plugin, missing_as_zero, encoders, co
             f"{', ...' if len(untemplated) > 6 else ''}); add them with --templates before uploading",
             err=True,
         )
+
+
+def _parity(parity: dict, names, corpus, settings: dict, target: str) -> dict:
+    from ltrfeat.core.text import read_judged_pairs
+    from ltrfeat.export.parity import parity_report
+    from ltrfeat.features.analysis import Analyzer
+
+    if target not in ("es-ltr", "opensearch-ltr"):
+        raise LtrfeatError(
+            "--parity compares the LTR plugins' featureset", fix="use it with --to es-ltr or opensearch-ltr"
+        )
+    pairs = read_judged_pairs(
+        parity["pairs_path"], columns=parity["parity_columns"], encoding=parity["parity_encoding"], label_map="round"
+    )
+    analyzer = corpus.analyzer if corpus is not None else Analyzer()
+    return parity_report(names, pairs, analyzer=analyzer, settings=settings, target=target)
+
+
+def _write_parity(report: dict, pairs_path, out_path) -> None:
+    from ltrfeat.core.fileio import atomic_output
+    from ltrfeat.export.parity import format_report
+
+    path = f"{out_path}.parity.json"
+    with atomic_output(path) as fh:
+        json.dump(report | {"pairs": str(pairs_path)}, fh, indent=1)
+        fh.write("\n")
+    for line in format_report(report):
+        click.echo(line, err=True)
+    click.echo(f"wrote {path}", err=True)
 
 
 @click.command("export-encoder")

@@ -14,6 +14,7 @@ from ltrfeat.features import neural
 from ltrfeat.core import text
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats
+from ltrfeat.features.lexical import SETTINGS
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import write_letor
 
@@ -32,8 +33,12 @@ def build_extractors(
     lexical_params: dict,
     encoders=(),
 ) -> list:
-    """Every extractor the options ask for, in output column order (one place to add kinds)."""
+    """Every extractor the options ask for, in output column order (one place to add kinds).
+
+    Lexical settings not given (None) come from the ``corpus_path`` file's record when it has one
+    (a given one that contradicts it is an error), else the defaults."""
     corpus = CorpusStats.load(corpus_path) if corpus_path else None
+    lexical_params = _settings(lexical_params, corpus, corpus_path)
     analyzer = (
         None
         if corpus is not None and stem is None and stopwords is None
@@ -52,6 +57,21 @@ def build_extractors(
             "no extractor chosen", fix="pass --lexical NAMES and/or --encoder KIND=MODEL (see `ltrfeat features list`)"
         )
     return extractors
+
+
+def _settings(given: dict, corpus, corpus_path) -> dict:
+    recorded = (corpus.settings or {}) if corpus is not None else {}
+    for setting, value in given.items():
+        if value is not None and setting in recorded and recorded[setting] != value:
+            option = f"--{setting.replace('_', '-')}"
+            raise LtrfeatError(
+                f"{setting} {value} ({option}) differs from the {setting} {recorded[setting]} the corpus statistics "
+                "were saved with: this split's columns would not match the training split's",
+                path=corpus_path,
+                fix=f"drop {option} (the value comes from the file), or re-extract the training split with "
+                f"{option} {value}",
+            )
+    return {k: v if v is not None else recorded[k] for k, v in given.items() if v is not None or k in recorded}
 
 
 _READING = option_group(
@@ -110,6 +130,12 @@ _SCORING = option_group(
         "corpus_path",
         type=click.Path(dir_okay=False),
         help="Use saved corpus statistics (e.g. fitted on the training documents).",
+    ),
+    click.option(
+        "--strict",
+        is_flag=True,
+        help="Refuse (exit 2, no output) to score a query an --encoder was trained on; without it such "
+        "queries are counted in a warning and in OUT.features.json.",
     ),
 )
 
@@ -236,9 +262,12 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
                     missing=r["missing"],
                     client=client,
                     scheduling=dask_extract.DaskScheduling(partition_queries=chunk_queries),
+                    strict=scoring["strict"],
                 )
         else:
-            data = ex.extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=r["missing"])
+            data = ex.extract_ranking(
+                ranking, extractors, queries=queries, docs=docs, missing=r["missing"], strict=scoring["strict"]
+            )
         _save_corpus(extractors, outputs["save_corpus_path"])
         if outputs["texts_dir"]:
             text.write_table(queries, Path(outputs["texts_dir"]) / "queries.csv")
@@ -268,6 +297,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
                     client=client,
                     scheduling=dask_extract.DaskScheduling(partition_queries=chunk_queries),
                     progress=not no_progress,
+                    strict=scoring["strict"],
                 )
         else:
             rows = ex.extract_file(
@@ -279,6 +309,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
                 missing=r["missing"],
                 chunk_queries=chunk_queries,
                 progress=not no_progress,
+                strict=scoring["strict"],
             )
         _save_corpus(extractors, outputs["save_corpus_path"])
     names = [n for e in extractors for n in e.feature_names()]
@@ -291,10 +322,11 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
 
 def _save_corpus(extractors, path) -> None:
     if path:
-        stats = [e.corpus_ for e in extractors if hasattr(e, "corpus_")]
-        if not stats:
+        lexical = [e for e in extractors if hasattr(e, "corpus_")]
+        if not lexical:
             raise LtrfeatError("no lexical extractor fitted corpus statistics", fix="add --lexical NAMES")
-        stats[0].save(path)
+        record = lexical[0].pipeline_record()
+        lexical[0].corpus_.save(path, settings={k: record[k] for k in SETTINGS})
 
 
 @click.group()

@@ -5,11 +5,12 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import warnings
 from importlib.metadata import PackageNotFoundError, version
 
 import click
 
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
 
 
 def _version() -> str:
@@ -44,7 +45,10 @@ class _Group(click.Group):
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", LtrfeatWarning)
+                warnings.showwarning = _show_warning(warnings.showwarning)
+                return super().invoke(ctx)
         except Terminated:
             _stopped("stopped by SIGTERM", 128 + signal.SIGTERM)
         except KeyboardInterrupt:
@@ -61,6 +65,18 @@ class _Group(click.Group):
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+def _show_warning(default):
+    """``warning: <message>`` on stderr for the library's own warnings; others as Python shows them."""
+
+    def show(message, category, *args, **kwargs):
+        if issubclass(category, LtrfeatWarning):
+            click.echo(f"warning: {' '.join(str(message).split())}", err=True)
+        else:
+            default(message, category, *args, **kwargs)
+
+    return show
 
 
 def _fail(message: str):

@@ -274,22 +274,28 @@ LEXICAL_PARAMS = (
     ("mu", 2000.0, "Dirichlet prior"),
     ("jm_lambda", 0.1, "Jelinek-Mercer lambda"),
     ("ad_delta", 0.7, "Absolute discounting delta"),
+    ("bm25_norms", "exact", "BM25 document lengths: exact token counts, or lucene (the engine's one-byte norms)"),
 )
 
 
-def lexical_options(*, used_at_extraction: bool = False, names=("k1", "b", "mu", "jm_lambda", "ad_delta")):
-    """The lexical models' parameters (``--k1 --b --mu --jm-lambda --ad-delta``), received as one
-    ``lexical_params`` dict; a command that scores with features extracted earlier (``used_at_extraction``)
-    must be given the values the extraction used."""
-    suffix = " (the value used at extraction)" if used_at_extraction else ""
+def lexical_options(
+    *, used_at_extraction: bool = False, names=("k1", "b", "mu", "jm_lambda", "ad_delta", "bm25_norms")
+):
+    """The lexical models' settings (``--k1 --b --mu --jm-lambda --ad-delta --bm25-norms``), received as one
+    ``lexical_params`` dict with None for each option not given. A command that scores with features
+    extracted earlier (``used_at_extraction``) takes unset ones from the ranker's record of its features
+    (:mod:`ltrfeat.features.pins`); ``extract`` from the ``--corpus-stats`` file's record, else the defaults."""
+    if used_at_extraction:
+        suffix = " (default: the value the ranker's features were extracted with)"
+    else:
+        suffix = " (default: the value recorded in --corpus-stats, else {default})"
     options = [
         click.option(
             f"--{name.replace('_', '-')}",
             name,
-            type=float,
-            default=default,
-            show_default=True,
-            help=f"{what}{suffix}.",
+            type=click.Choice(["exact", "lucene"]) if name == "bm25_norms" else float,
+            default=None,
+            help=f"{what}{suffix.format(default=default)}.",
         )
         for name, default, what in LEXICAL_PARAMS
         if name in names

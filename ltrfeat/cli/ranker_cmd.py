@@ -81,6 +81,24 @@ def _label_file(paths: dict, error_type, default=None):
         raise LtrfeatError(exc.problem, path=paths.get(getattr(exc, "part", None), default), fix=exc.fix) from None
 
 
+def _check_columns(trained_map: FeatureMap, data: RankingSet, path, what: str) -> None:
+    """Refuse columns made differently from the training data's; warn about columns scored by an encoder
+    trained on the file's own queries (the sidecar's pipeline records, :mod:`ltrfeat.features.pins`)."""
+    from ltrfeat.features.leakage import leaked_columns
+    from ltrfeat.features.pins import check_same_pipeline
+
+    check_same_pipeline(trained_map, data.feature_map, path=path)
+    leaked = leaked_columns(data.feature_map, trained_map.names)
+    if leaked:
+        name, count = next(iter(leaked.items()))
+        click.echo(
+            f"warning: {path}: {len(leaked)} column(s) ({', '.join(leaked)}) were scored by an encoder trained on "
+            f"{count['seen']} of the file's {count['scored']} queries: {what} is optimistic (leakage); retrain the "
+            "encoder without these queries",
+            err=True,
+        )
+
+
 def _predict(model, data: RankingSet, path) -> np.ndarray:
     try:
         return model.predict(data)
@@ -163,6 +181,8 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
     with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
         train_data = _read(train, nan_policy)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
+        if valid_data is not None:
+            _check_columns(train_data.feature_map, valid_data, valid, "early stopping and model selection on it")
         if selection is not None:
             _train_selected(train_data, valid_data, features, config, selection, out=out)
             return
@@ -380,6 +400,7 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, con
     model = load_ranker(model_path)
     with notices():
         data = _read(test, c["nan_policy"], align_to=model.feature_map_)
+    _check_columns(model.feature_map_, data, test, "its evaluation")
     scores = _predict(model, data, test)
     with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
         df = evaluate_queries(
@@ -449,6 +470,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     model = load_ranker(model_path)
     with notices():
         data = _read(file, nan_policy, align_to=model.feature_map_, regroup=regroup or fmt == "trec")
+    _check_columns(model.feature_map_, data, file, "a ranking of these queries")
     scores = _predict(model, data, file)
     if fmt == "trec":
         from ltrfeat.experiments.trec import write_trec_run
@@ -480,6 +502,9 @@ _FEATURES = option_group(  # what the ranker's features are computed with
         "--corpus-stats",
         type=click.Path(dir_okay=False),
         help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
+    ),
+    click.option(
+        "--strict", is_flag=True, help="Refuse (exit 2, no output) to score a query an --encoder was trained on."
     ),
 )
 
@@ -537,12 +562,15 @@ def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, 
         encoders=_encoders(features["encoders"]),
         corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
+        strict=features["strict"],
     )
     run = read_run(run_path)
     with notices():
         qtable = read_queries(queries, encoding=encoding)
         dtable = read_docs(docs, fields=list(scorer.fields) or None, encoding=encoding)
     new = rerank_run(scorer, run, qtable, dtable, depth=depth)
+    for message in scorer.guard.messages():
+        click.echo(f"warning: {message}", err=True)
     written = write_trec_run(out, new["qid"], new["docid"], new["score"], run_name)
     click.echo(
         f"wrote {out}: {written} lines, {new['qid'].nunique()} queries, {new.attrs['reranked']} re-scored", err=True

@@ -61,17 +61,28 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
 )
 
 
+_FEATURES = option_group(  # what computes the ranker's features (its record names the settings)
+    "features",
+    click.option(
+        "--encoder",
+        "encoders",
+        multiple=True,
+        metavar="NAME=PATH",
+        help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
+        "bundle or ONNX export directory (repeatable; default: the bundle the ranker's record names).",
+    ),
+    click.option("--corpus-stats", type=click.Path(dir_okay=False), help="Corpus statistics for lexical features."),
+    click.option(
+        "--strict",
+        is_flag=True,
+        help="Answer 422 to a query an --encoder was trained on (else each such query is logged once).",
+    ),
+)
+
+
 @click.command()
 @click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    metavar="NAME=PATH",
-    help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
-    "bundle or ONNX export directory (repeatable).",
-)
-@click.option("--corpus-stats", type=click.Path(dir_okay=False), help="Corpus statistics for lexical features.")
+@_FEATURES
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
 @_LIMITS
@@ -91,7 +102,7 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
 )
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
-def serve(ranker, encoders, corpus_stats, host, port, limits, token, open_bind, threads, lexical_params):
+def serve(ranker, features, host, port, limits, token, open_bind, threads, lexical_params):
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
@@ -123,9 +134,10 @@ def serve(ranker, encoders, corpus_stats, host, port, limits, token, open_bind, 
     _log_to_stderr()
     scorer = Scorer.load(
         ranker,
-        encoders=_encoders(encoders),
-        corpus_stats=corpus_stats,
+        encoders=_encoders(features["encoders"]),
+        corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
+        strict=features["strict"],
     )
     app = create_app(scorer, limits=ServiceLimits(**limits), token=token or None)
     click.echo(

@@ -37,11 +37,15 @@ class FeatureMap:
     """Ordered feature ids ↔ names; column ``j`` of a matrix is ``features[j]``.
 
     Ids are positive and strictly increasing; names are unique. Columns read from a
-    file without a sidecar are named ``f<id>``.
+    file without a sidecar are named ``f<id>``. ``pipeline`` records how columns were made:
+    JSON objects, each with the ``columns`` it covers and the settings that define them
+    (see :mod:`ltrfeat.features.pins`); it travels with the map into sidecars and ranker
+    metadata and does not take part in equality.
     """
 
-    def __init__(self, features=()):
+    def __init__(self, features=(), pipeline=()):
         self.features = tuple(features)
+        self.pipeline = tuple(pipeline)
         ids = [f.id for f in self.features]
         if any(i <= 0 for i in ids) or any(b <= a for a, b in zip(ids, ids[1:])):
             raise ValueError(f"feature ids must be positive and strictly increasing, got {ids[:10]}")
@@ -131,11 +135,29 @@ class FeatureMap:
 
     def select(self, columns) -> "FeatureMap":
         """The map of a column subset; ids keep their values, order follows ``columns``
-        and must stay increasing in id (use sorted columns)."""
-        return FeatureMap(self.features[j] for j in columns)
+        and must stay increasing in id (use sorted columns). Pipeline records keep the kept columns."""
+        features = [self.features[j] for j in columns]
+        kept = {f.name for f in features}
+        pipeline = [
+            r | {"columns": [c for c in r["columns"] if c in kept]}
+            for r in self.pipeline
+            if any(c in kept for c in r["columns"])
+        ]
+        return FeatureMap(features, pipeline)
 
-    def append(self, names, source: str) -> "FeatureMap":
-        """A new map with ``names`` appended after the largest id."""
+    def record_of(self, name: str) -> dict | None:
+        """The pipeline record covering column ``name`` (None for columns without one)."""
+        return next((r for r in self.pipeline if name in r["columns"]), None)
+
+    def with_records(self, records) -> "FeatureMap":
+        """The same columns with ``records`` replacing the records of the columns they cover."""
+        covered = {c for r in records for c in r["columns"]}
+        kept = [r for r in self.pipeline if not covered & set(r["columns"])]
+        return FeatureMap(self.features, [*kept, *records])
+
+    def append(self, names, source: str, record: dict | None = None) -> "FeatureMap":
+        """A new map with ``names`` appended after the largest id (and ``record``, the pipeline
+        record of the new columns, if given)."""
         start = self.max_id + 1
         if start + len(names) - 1 > MAX_FEATURE_ID:
             raise LetorFormatError(
@@ -143,13 +165,15 @@ class FeatureMap:
                 f"{MAX_FEATURE_ID}, which LETOR files cannot hold",
                 fix="renumber the input's features from 1 (e.g. ltrfeat letor convert)",
             )
-        return FeatureMap(self.features + tuple(Feature(start + k, n, source) for k, n in enumerate(names)))
+        pipeline = [*self.pipeline, record | {"columns": list(names)}] if record is not None else self.pipeline
+        return FeatureMap(self.features + tuple(Feature(start + k, n, source) for k, n in enumerate(names)), pipeline)
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "format": FEATURE_MAP_FORMAT,
             "features": [{"id": f.id, "name": f.name, "source": f.source} for f in self.features],
         }
+        return out | ({"pipeline": [dict(r) for r in self.pipeline]} if self.pipeline else {})
 
     @classmethod
     def from_json(cls, obj, *, path=None) -> "FeatureMap":
@@ -163,8 +187,18 @@ class FeatureMap:
                 path=path,
                 fix="regenerate it with ltrfeat or delete it to use default names",
             )
+        pipeline = obj.get("pipeline", [])
+        if not isinstance(pipeline, list) or not all(
+            isinstance(r, dict) and isinstance(r.get("columns"), list) for r in pipeline
+        ):
+            raise LetorFormatError(
+                "bad feature map 'pipeline' (expected a list of objects with 'columns')",
+                path=path,
+                fix="regenerate it with ltrfeat extract",
+            )
         try:
-            return cls(Feature(int(d["id"]), str(d["name"]), str(d.get("source", "input"))) for d in obj["features"])
+            features = [Feature(int(d["id"]), str(d["name"]), str(d.get("source", "input"))) for d in obj["features"]]
+            return cls(features, pipeline)
         except (KeyError, TypeError, ValueError) as exc:
             raise LetorFormatError(
                 f"bad feature map entry ({exc})", path=path, fix="each entry needs an integer 'id' and a 'name'"
@@ -315,14 +349,15 @@ class RankingSet:
         cols = sorted(self.feature_map.resolve(spec), key=lambda j: self.feature_map.features[j].id)
         return dataclasses.replace(self, X=self.X[:, cols], feature_map=self.feature_map.select(cols))
 
-    def with_columns(self, names, values, *, source: str) -> "RankingSet":
-        """Append feature columns (ids after the largest id) named ``names``."""
+    def with_columns(self, names, values, *, source: str, record: dict | None = None) -> "RankingSet":
+        """Append feature columns (ids after the largest id) named ``names`` (``record``: their
+        pipeline record, see :class:`FeatureMap`)."""
         values = np.asarray(values, dtype=np.float32).reshape(len(self), -1)
         names = list(names)
         if values.shape[1] != len(names):
             raise ValueError(f"{len(names)} names for {values.shape[1]} columns")
         return dataclasses.replace(
-            self, X=np.hstack([self.X, values]), feature_map=self.feature_map.append(names, source)
+            self, X=np.hstack([self.X, values]), feature_map=self.feature_map.append(names, source, record)
         )
 
     def content_hash(self) -> str:

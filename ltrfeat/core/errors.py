@@ -52,6 +52,11 @@ class LetorWriteError(LetorFormatError, ValueError):
     """Data that a LETOR / svmlight file cannot carry (also a ``ValueError`` for library callers)."""
 
 
+class LtrfeatWarning(UserWarning):
+    """A one-line note about a run that goes on (an assumed setting, possible leakage); the CLI prints
+    it as ``warning: ...`` on stderr."""
+
+
 def line_list(lines, limit: int = 5) -> str:
     """``"3, 7, 9"`` for error messages: the first ``limit`` line numbers, then ``", ..."``."""
     shown = ", ".join(str(int(x)) for x in lines[:limit])

@@ -46,7 +46,7 @@ import re
 import numpy as np
 
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY
+from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, lucene_length
 
 TARGETS = ("es-ltr", "opensearch-ltr")
 KEYWORDS = "keywords"
@@ -363,17 +363,6 @@ def parse_ltr_log(response: dict, names, *, log_name: str = "ltrfeat") -> tuple[
 # ------------------------------------------------------------------ a local engine for parity tests
 
 
-def _lucene_norm(length: int) -> int:
-    """The field length Lucene's BM25 sees after its one-byte norm (SmallFloat.intToByte4, byte4ToInt):
-    exact below 40 tokens, then 4 significant bits."""
-    free = 24  # 255 - longToInt4(Integer.MAX_VALUE): byte values kept as they are
-    rest = length - free
-    if rest < 16:
-        return length
-    shift = rest.bit_length() - 4
-    return free + ((((rest >> shift) & 0x07) | 0x08) << shift)
-
-
 def _render(template, params: dict):
     """Mustache as the plugins use it: ``{{name}}`` (JSON-escaped) and ``{{#toJson}}name{{/toJson}}``."""
     text = template if isinstance(template, str) else json.dumps(template)
@@ -414,6 +403,7 @@ class EngineSimulator:
         self.vectors = {
             k: {str(d): np.asarray(v, dtype=np.float32) for d, v in m.items()} for k, m in (vectors or {}).items()
         }
+        self._terms: dict = {}
 
     def features(self, featureset: list, params: dict, docids) -> np.ndarray:
         """float32 (len(docids), len(featureset)): each rendered template scored on each document (NaN where
@@ -424,8 +414,11 @@ class EngineSimulator:
         )
 
     def _query_terms(self, text: str, bigrams=False) -> list[str]:
-        toks = self.analyzer.tokens(text)
-        return [f"{a} {b}" for a, b in zip(toks, toks[1:])] if bigrams else toks
+        key = (text, bigrams)
+        if key not in self._terms:  # each text is analysed once (documents are scored per query and feature)
+            toks = self.analyzer.tokens(text)
+            self._terms[key] = [f"{a} {b}" for a, b in zip(toks, toks[1:])] if bigrams else toks
+        return self._terms[key]
 
     def _score(self, q: dict, doc: str) -> float:
         ((kind, body),) = q.items()
@@ -467,7 +460,7 @@ class EngineSimulator:
     def _bm25(self, field: str, terms: list[str], doc: str) -> float:
         n_docs, avgdl, df = self.stats[field]
         toks = self.tokens[field][doc]
-        dl = _lucene_norm(len(toks))
+        dl = lucene_length(len(toks))
         score = 0.0
         for term in terms:  # one SHOULD clause per query token, repeats included
             tf = toks.count(term)

@@ -14,6 +14,7 @@ File format: a NumPy ``.npz`` archive (read with ``allow_pickle=False``) holding
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import json
 import zipfile
@@ -44,10 +45,16 @@ class FieldStats:
     df: np.ndarray  # int64 (n_terms,): documents containing the term
     cf: np.ndarray  # int64 (n_terms,): occurrences of the term in the collection
     tri_df: np.ndarray  # int64 (n_trigrams,): documents containing the trigram
+    n_nonempty: int | None = None  # documents with at least one token (None: files saved before it was kept)
 
     @property
     def avg_len(self) -> float:
         return self.total_len / self.n_docs if self.n_docs else 0.0
+
+    @property
+    def n_with_field(self) -> int:
+        """Documents that have the field (Lucene's ``docCount``); all documents for old files."""
+        return self.n_docs if self.n_nonempty is None else self.n_nonempty
 
 
 @dataclasses.dataclass
@@ -79,9 +86,14 @@ class TokenBatch:
 
 
 class CorpusStats:
-    """Vocabulary and per-field term/trigram statistics. Build with :meth:`from_docs` or :meth:`load`."""
+    """Vocabulary and per-field term/trigram statistics. Build with :meth:`from_docs` or :meth:`load`.
 
-    def __init__(self, *, analyzer: Analyzer, fields, vocab, trigrams, field_stats: dict):
+    ``settings``: the lexical settings of the extraction that saved the file (k1, b, mu, ...; see
+    :mod:`ltrfeat.features.pins`), None for statistics not saved by ``extract`` or saved before they were kept.
+    """
+
+    def __init__(self, *, analyzer: Analyzer, fields, vocab, trigrams, field_stats: dict, settings=None):
+        self.settings = settings
         self.analyzer = analyzer
         self.fields = tuple(fields)
         self.vocab = list(vocab)
@@ -90,6 +102,7 @@ class CorpusStats:
         self.term_index = {t: i for i, t in enumerate(self.vocab)}
         self.trigram_index = {g: i for i, g in enumerate(self.trigrams)}
         self._trigram_matrix = None
+        self._fingerprint = None
 
     def __repr__(self) -> str:
         docs = next(iter(self.field_stats.values())).n_docs if self.field_stats else 0
@@ -131,8 +144,25 @@ class CorpusStats:
                 df=np.bincount(counts.indices, minlength=len(vocab)).astype(np.int64),
                 cf=np.bincount(counts.indices, weights=counts.data, minlength=len(vocab)).astype(np.int64),
                 tri_df=np.bincount(tri_present.tocsr().indices, minlength=len(trigrams)).astype(np.int64),
+                n_nonempty=int((batch.lengths > 0).sum()),
             )
         return stats
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the statistics (analyzer, fields, vocabulary, counts): equal for the same fitted corpus,
+        whether fitted in memory or loaded from a file."""
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            h.update(json.dumps([self.analyzer.to_json(), list(self.fields)], sort_keys=True).encode())
+            h.update("\n".join(self.vocab).encode("utf-8", "surrogatepass"))
+            h.update(b"\x00" + "\n".join(self.trigrams).encode("utf-8", "surrogatepass"))
+            for f in self.fields:
+                s = self.field_stats[f]
+                h.update(f"\x00{s.n_docs} {s.total_len}".encode())
+                for arr in (s.df, s.cf, s.tri_df):
+                    h.update(np.ascontiguousarray(arr, dtype="<i8").tobytes())
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
 
     def trigram_matrix(self, extra_tokens=()) -> sp.csr_matrix:
         """Terms × trigrams count matrix for the vocabulary followed by ``extra_tokens``
@@ -164,14 +194,17 @@ class CorpusStats:
             )
 
     # ---- persistence -------------------------------------------------------------------
-    def save(self, path) -> None:
-        """Write an ``.npz`` archive (no pickled objects) atomically."""
+    def save(self, path, *, settings: dict | None = None) -> None:
+        """Write an ``.npz`` archive (no pickled objects) atomically; ``settings`` (the extraction's lexical
+        settings) are kept with it and come back as :attr:`settings`."""
         meta = {
             "format": CORPUS_FORMAT,
             "analyzer": self.analyzer.to_json(),
             "fields": list(self.fields),
             "n_docs": {f: s.n_docs for f, s in self.field_stats.items()},
             "total_len": {f: s.total_len for f, s in self.field_stats.items()},
+            "n_nonempty": {f: s.n_nonempty for f, s in self.field_stats.items() if s.n_nonempty is not None},
+            **({"settings": settings} if settings is not None else {}),
         }
         arrays = {
             "meta": _text_array(json.dumps(meta)),
@@ -213,6 +246,7 @@ class CorpusStats:
                     arrays[f"df_{k}"].astype(np.int64),
                     arrays[f"cf_{k}"].astype(np.int64),
                     arrays[f"tri_df_{k}"].astype(np.int64),
+                    None if meta.get("n_nonempty", {}).get(f) is None else int(meta["n_nonempty"][f]),
                 )
                 if s.df.shape != (len(vocab),) or s.cf.shape != (len(vocab),) or s.tri_df.shape != (len(trigrams),):
                     raise ModelFileError(f"array sizes of field {f!r} do not match the vocabulary", path=path, fix=fix)
@@ -223,8 +257,9 @@ class CorpusStats:
                 vocab=vocab,
                 trigrams=trigrams,
                 field_stats=field_stats,
+                settings=meta.get("settings"),
             )
-        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
             raise ModelFileError(
                 f"corpus statistics file is incomplete or corrupt ({type(exc).__name__}: {exc})", path=path, fix=fix
             ) from None

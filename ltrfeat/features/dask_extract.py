@@ -45,8 +45,11 @@ from ltrfeat.features.extract import (
     _progress,
     _TextIndex,
     _transform,
+    finish_guard,
     fit_extractors,
+    watch_queries,
 )
+from ltrfeat.features.leakage import LeakageGuard
 from ltrfeat.core.letor import LetorWriter, iter_letor
 from ltrfeat.features.neural import EncoderExtractor
 
@@ -236,12 +239,13 @@ def extract_file_dask(
     missing: str = "error",
     scheduling: DaskScheduling | None = None,
     progress: bool = True,
+    strict: bool = False,
 ) -> int:
     """:func:`ltrfeat.features.extract.extract_file` with the extractors running on a Dask cluster.
 
     Parameters
     ----------
-    queries, docs, extractors, missing, progress : as for ``extract_file``; unfitted extractors
+    queries, docs, extractors, missing, progress, strict : as for ``extract_file``; unfitted extractors
         are fitted here (on the client) and shipped to every worker once.
     client : a :class:`distributed.Client` (see :func:`dask_client`).
     scheduling : partition size, partitions in flight, retries and timeout (default :class:`DaskScheduling()`).
@@ -257,10 +261,13 @@ def extract_file_dask(
     if first is None:
         raise LtrfeatError("the input has no rows", path=in_path, fix="check the input file")
     out_map = _output_map(first.feature_map, extractors)
+    guard, q_index = LeakageGuard(extractors, strict=strict), _TextIndex(queries, "qid", "query")
     with _progress(progress) as bar, LetorWriter(out_path, out_map) as writer:
         for chunk, blocks in run.results(itertools.chain([first], chunks)):
+            watch_queries(guard, chunk.qid, q_index)
             writer.write(_append_columns(chunk, extractors, blocks))
             bar.update(len(chunk))
+        writer.feature_map = finish_guard(guard, writer.feature_map)
     return run.rows
 
 
@@ -273,12 +280,15 @@ def extract_ranking_dask(
     client,
     missing: str = "error",
     scheduling: DaskScheduling | None = None,
+    strict: bool = False,
 ) -> RankingSet:
     """:func:`ltrfeat.features.extract.extract_ranking` on a Dask cluster (``data`` partitioned by query)."""
     _check_missing(missing)
     scheduling = scheduling or DaskScheduling()
     extractors = fit_extractors(extractors, docs, queries)
     _output_map(data.feature_map, extractors)
+    guard = LeakageGuard(extractors, strict=strict)
+    watch_queries(guard, data.qid, _TextIndex(queries, "qid", "query"))
     partition_queries = scheduling.partition_queries
     bounds = data.query_boundaries()
     cuts = bounds[::partition_queries].tolist() + ([] if (len(bounds) - 1) % partition_queries == 0 else [len(data)])
@@ -289,4 +299,5 @@ def extract_ranking_dask(
         np.concatenate([p[k] for p in parts]) if parts else np.zeros((0, len(ex.feature_names())), np.float32)
         for k, ex in enumerate(extractors)
     ]
-    return _append_columns(data, extractors, joined)
+    out = _append_columns(data, extractors, joined)
+    return dataclasses.replace(out, feature_map=finish_guard(guard, out.feature_map))

@@ -10,8 +10,10 @@ for an in-memory judged-pairs table (no input features).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import sys
+import warnings
 from typing import Protocol, runtime_checkable
 from collections.abc import Callable
 
@@ -23,8 +25,9 @@ from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from ltrfeat.core.dataset import RankingSet
-from ltrfeat.core.errors import LtrfeatError, TextTableError
+from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning, TextTableError
 from ltrfeat.core.letor import LetorWriter, iter_letor
+from ltrfeat.features.leakage import LeakageGuard
 from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
 from ltrfeat.core.text import PAIR_COLUMNS, pairs_to_ranking
 from ltrfeat.core.logs import get_logger, show_progress
@@ -116,11 +119,16 @@ def _source(ex) -> str:
     return getattr(ex, "feature_source", None) or type(ex).__name__
 
 
+def _record(ex) -> dict | None:
+    """The extractor's pipeline record (see :mod:`ltrfeat.features.pins`), None if it keeps none."""
+    return ex.pipeline_record() if hasattr(ex, "pipeline_record") else None
+
+
 def _output_map(feature_map, extractors):
-    """``feature_map`` with every extractor's columns appended (ids after the largest)."""
+    """``feature_map`` with every extractor's columns (ids after the largest) and pipeline records appended."""
     try:
         for ex in extractors:
-            feature_map = feature_map.append(ex.feature_names(), _source(ex))
+            feature_map = feature_map.append(ex.feature_names(), _source(ex), _record(ex))
     except ValueError as exc:  # a name already in the file
         raise LtrfeatError(
             f"cannot append the new columns ({exc})", fix="drop those columns from the input or choose other extractors"
@@ -211,7 +219,7 @@ class PairFeatures(TransformerMixin, BaseEstimator):
 def _append_columns(data: RankingSet, extractors, blocks) -> RankingSet:
     _output_map(data.feature_map, extractors)
     for ex, values in zip(extractors, blocks):
-        data = data.with_columns(ex.feature_names(), values, source=_source(ex))
+        data = data.with_columns(ex.feature_names(), values, source=_source(ex), record=_record(ex))
     return data
 
 
@@ -320,6 +328,20 @@ def _transform(extractors, pairs: pd.DataFrame, ok: np.ndarray, missing: str) ->
     return blocks
 
 
+def watch_queries(guard: LeakageGuard, qids, queries: "_TextIndex") -> None:
+    """Tell ``guard`` which queries (by id, texts from the queries table) are about to be scored."""
+    rows = queries.rows(qids)
+    known = rows >= 0
+    guard.add(np.asarray(qids, dtype=object)[known], queries.table["query"].to_numpy(dtype=object)[rows[known]])
+
+
+def finish_guard(guard: LeakageGuard, feature_map):
+    """Warn about encoders that scored their own training queries; the map with the counts recorded."""
+    for message in guard.messages():
+        warnings.warn(message, LtrfeatWarning, stacklevel=3)
+    return guard.records(feature_map)
+
+
 def _check_missing(missing: str) -> None:
     if missing not in MISSING_POLICIES:
         raise LtrfeatError(f"unknown missing-text policy {missing!r}", fix=f"use one of {', '.join(MISSING_POLICIES)}")
@@ -338,6 +360,7 @@ def extract_file(
     missing: str = "error",
     chunk_queries: int = 1000,
     progress: bool = True,
+    strict: bool = False,
 ) -> int:
     """Append the extractors' columns to the LETOR file ``in_path``, writing ``out_path`` and
     its ``.features.json`` sidecar atomically.
@@ -350,6 +373,8 @@ def extract_file(
         ``"error"`` (default; lists the first few ids and the count, writes nothing),
         ``"nan"`` or ``"zero"`` (the new columns get that value).
     chunk_queries : queries per streamed chunk. progress : tqdm bar on stderr (TTY only).
+    strict : refuse (writing nothing) to score a query an encoder was trained on; without it such
+        queries are counted, warned about and recorded in the sidecar (:mod:`ltrfeat.features.leakage`).
 
     Returns the number of rows written.
     """
@@ -363,6 +388,7 @@ def extract_file(
     if first is None:
         raise LtrfeatError("the input has no rows", path=in_path, fix="check the input file")
     out_map = _output_map(first.feature_map, extractors)
+    guard = LeakageGuard(extractors, strict=strict)
     rows = 0
     with _progress(progress) as bar, LetorWriter(out_path, out_map) as writer:
         for chunk in itertools.chain([first], chunks):
@@ -371,7 +397,9 @@ def extract_file(
             bar.update(len(chunk))
             if tally.rows and missing == "error":
                 continue  # keep scanning only to report every missing id; nothing will be written
+            guard.add(pairs["qid"][ok], pairs["query"][ok])
             writer.write(_append_columns(chunk, extractors, _transform(extractors, pairs, ok, missing)))
+        writer.feature_map = finish_guard(guard, writer.feature_map)
         if tally.rows and missing == "error":
             raise TextTableError(
                 tally.message(),
@@ -388,7 +416,9 @@ def extract_file(
     return rows
 
 
-def extract_pairs(pairs: pd.DataFrame, extractors, *, missing: str = "error", conflicts: str = "error") -> RankingSet:
+def extract_pairs(
+    pairs: pd.DataFrame, extractors, *, missing: str = "error", conflicts: str = "error", strict: bool = False
+) -> RankingSet:
     """Feature columns for a judged-pairs table (``qid, query, docid, doc[, fields...], label``,
     as from :func:`ltrfeat.core.text.read_judged_pairs`).
 
@@ -396,15 +426,21 @@ def extract_pairs(pairs: pd.DataFrame, extractors, *, missing: str = "error", co
     comments (``docid = X``). Unfitted extractors are fitted on the pairs' distinct documents.
     ``conflicts``: an id naming different texts on different rows is an ``"error"``, or
     ``"first"`` keeps its first text (see :func:`ltrfeat.core.text.pairs_to_ranking`).
-    Returns a :class:`RankingSet` whose only columns are the extractors'.
+    Returns a :class:`RankingSet` whose only columns are the extractors'. ``strict``: as for :func:`extract_file`.
     """
     fields = ["doc", *[c for c in pairs.columns if c not in PAIR_COLUMNS]]
     ranking, queries, docs = pairs_to_ranking(pairs, fields=fields, conflicts=conflicts)
-    return extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=missing)
+    return extract_ranking(ranking, extractors, queries=queries, docs=docs, missing=missing, strict=strict)
 
 
 def extract_ranking(
-    data: RankingSet, extractors, *, queries: pd.DataFrame, docs: pd.DataFrame, missing: str = "error"
+    data: RankingSet,
+    extractors,
+    *,
+    queries: pd.DataFrame,
+    docs: pd.DataFrame,
+    missing: str = "error",
+    strict: bool = False,
 ) -> RankingSet:
     """In-memory :func:`extract_file`: ``data`` (with docids) plus the extractors' columns."""
     _check_missing(missing)
@@ -422,7 +458,10 @@ def extract_ranking(
         raise TextTableError(
             tally.message(), fix="add the texts to the queries/documents tables, or use missing='nan'|'zero'"
         )
-    return _append_columns(data, extractors, _transform(extractors, joined, ok, missing))
+    guard = LeakageGuard(extractors, strict=strict)
+    guard.add(joined["qid"][ok], joined["query"][ok])
+    out = _append_columns(data, extractors, _transform(extractors, joined, ok, missing))
+    return dataclasses.replace(out, feature_map=finish_guard(guard, out.feature_map))
 
 
 def _progress(enabled: bool):

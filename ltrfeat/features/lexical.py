@@ -9,9 +9,11 @@ c(q_i, d), N documents, df / cf document and collection frequency, |C| total fie
 p(w|C) = cf(w)/|C|):
 
 - ``idf(w) = ln(1 + (N - df + 0.5) / (df + 0.5))`` — Lucene's BM25 IDF (always positive).
-- ``bm25 = Σ idf(q_i) · tf / (tf + k1 · (1 - b + b · |d| / avgdl))`` — exactly Lucene ≥ 8 and
+- ``bm25 = Σ idf(q_i) · tf / (tf + k1 · (1 - b + b · |d| / avgdl))`` — Lucene ≥ 8's formula and
   ``bm25s`` ``method="lucene"``; it omits the classic constant factor (k1 + 1), which does not
-  change any ranking.
+  change any ranking. With ``bm25_norms="lucene"`` it is what a Lucene index scores: |d| as the
+  engine's one-byte length norm decodes it (:func:`lucene_length`), N and avgdl over the
+  documents that have the field.
 - ``tf_sum/min/max/mean``, ``idf_sum/min/max/mean`` over the m query tokens;
   ``tfidf_sum = Σ tf · idf``; ``norm_tf_sum = Σ tf / |d|``.
 - Query likelihood, summed over query tokens whose cf > 0 (terms unseen in the collection
@@ -62,6 +64,28 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "trigram_cos": ("letter-trigram TF-IDF cosine (robust to misspellings)", ("trigram_cos",)),
 }
 QUERY_ONLY = frozenset({"query_len"})
+BM25_NORMS = ("exact", "lucene")
+# the settings a family's values depend on, besides the analyzer and the corpus statistics
+FAMILY_SETTINGS = {
+    "bm25": ("k1", "b", "bm25_norms"),
+    "lm_dirichlet": ("mu",),
+    "lm_jm": ("jm_lambda",),
+    "lm_absdisc": ("ad_delta",),
+}
+SETTINGS = ("k1", "b", "mu", "jm_lambda", "ad_delta", "bm25_norms")
+
+
+def lucene_length(length):
+    """The field length Lucene's BM25 sees (Lucene ≥ 7): the token count stored in one byte by
+    ``SmallFloat.intToByte4`` and decoded by ``byte4ToInt`` -- exact below 40 tokens, then 4
+    significant bits of the length above 24 (e.g. 41 -> 40, 101 -> 96). Works on ints and integer arrays."""
+    length = np.asarray(length, dtype=np.int64)
+    free = 24  # byte values below 255 - longToInt4(Integer.MAX_VALUE) keep the length as it is
+    rest = length - free
+    shift = np.maximum(np.floor(np.log2(np.maximum(rest, 1))).astype(np.int64) + 1 - 4, 0)
+    coded = free + ((((rest >> shift) & 0x07) | 0x08) << shift)
+    out = np.where(rest < 16, length, coded)
+    return int(out) if out.ndim == 0 else out
 
 
 class LexicalExtractor(BaseEstimator):
@@ -74,6 +98,8 @@ class LexicalExtractor(BaseEstimator):
     analyzer : the :class:`~ltrfeat.features.analysis.Analyzer`; default lowercase + punctuation
         removal. Must match ``corpus``'s analyzer when both are given.
     k1, b : BM25 parameters (Lucene defaults 1.2, 0.75).
+    bm25_norms : ``"exact"`` (token counts; the default) or ``"lucene"`` (the length a Lucene index
+        stores, and N / avgdl over documents with the field: ``bm25`` equal to the engine's).
     mu : Dirichlet prior μ (Zhai & Lafferty's 2000).
     jm_lambda : Jelinek–Mercer collection weight λ in (0, 1).
     ad_delta : absolute-discounting δ in (0, 1).
@@ -99,6 +125,7 @@ class LexicalExtractor(BaseEstimator):
         mu=2000.0,
         jm_lambda=0.1,
         ad_delta=0.7,
+        bm25_norms="exact",
         corpus=None,
     ):
         self.features = features
@@ -109,6 +136,7 @@ class LexicalExtractor(BaseEstimator):
         self.mu = mu
         self.jm_lambda = jm_lambda
         self.ad_delta = ad_delta
+        self.bm25_norms = bm25_norms
         self.corpus = corpus
 
     def _families(self) -> list[str]:
@@ -144,6 +172,10 @@ class LexicalExtractor(BaseEstimator):
                     fix=f"give --{name.replace('_', '-')} in range: k1 >= 0, 0 <= b <= 1, mu > 0, "
                     "0 < jm_lambda < 1, 0 < ad_delta < 1",
                 )
+        if self.bm25_norms not in BM25_NORMS:
+            raise OptionError(
+                f"bm25_norms={self.bm25_norms!r} is unknown", fix=f"give --bm25-norms {' or '.join(BM25_NORMS)}"
+            )
         if self.corpus is not None:
             self.corpus.check_fields(fields)
             if self.analyzer is not None and self.analyzer != self.corpus.analyzer:
@@ -165,6 +197,17 @@ class LexicalExtractor(BaseEstimator):
     def feature_names(self) -> list[str]:
         self._check_fitted()
         return list(self.feature_names_)
+
+    def pipeline_record(self) -> dict:
+        """What defines these columns, for the feature map's pipeline (see :mod:`ltrfeat.features.pins`)."""
+        self._check_fitted()
+        return {
+            "kind": "lexical",
+            "fields": self._fields(),
+            **{name: getattr(self, name) for name in SETTINGS},
+            "analyzer": self.corpus_.analyzer.to_json(),
+            "corpus_sha256": self.corpus_.fingerprint(),
+        }
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
         """scikit-learn's name for :meth:`feature_names` (an object array; ``input_features`` is unused)."""
@@ -277,10 +320,17 @@ class _FieldMatch:
         return getattr(self, f"_{fam}")()
 
     def _bm25(self):
-        est, avgdl = self.est, self.stats.avg_len or 1.0
-        norm = est.k1 * (1 - est.b + est.b * self.dl_tok / avgdl)
+        est, dl, idf = self.est, self.dl_tok, self.idf
+        if est.bm25_norms == "lucene":
+            n = self.stats.n_with_field
+            avgdl = self.stats.total_len / n if n else 1.0
+            dl = lucene_length(dl.astype(np.int64)).astype(np.float64)
+            idf = np.log1p((n - self.df + 0.5) / (self.df + 0.5))
+        else:
+            avgdl = self.stats.avg_len or 1.0
+        norm = est.k1 * (1 - est.b + est.b * dl / avgdl)
         denom = self.tf + norm
-        part = np.divide(self.idf * self.tf, denom, out=np.zeros_like(self.tf), where=denom > 0)
+        part = np.divide(idf * self.tf, denom, out=np.zeros_like(self.tf), where=denom > 0)
         return [self.q.row_sum(part)]
 
     def _tf(self):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,8 @@ from sklearn.exceptions import NotFittedError
 
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.extract import register_extractor
+from ltrfeat.features.leakage import TrainedQueries
+from ltrfeat.features.pins import encoder_fingerprint
 
 KINDS = {
     "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine (_dot: dot-scored)",
@@ -152,6 +155,8 @@ class EncoderExtractor(BaseEstimator):
                     fix=f"choose among {', '.join(c for c in docs.columns if c != 'docid')}",
                 )
         self.encoder_ = load_encoder(self.name, self.path)
+        self.bundle_sha256_ = encoder_fingerprint(self.path)
+        self.trained_queries_ = TrainedQueries.of(self.encoder_)
         self._caches = {
             side: _VectorCache(self.encoder_, side, capacity=int(self.cache_size), batch_size=int(self.batch_size))
             for side in ("query", "doc")
@@ -167,6 +172,18 @@ class EncoderExtractor(BaseEstimator):
         if not hasattr(self, "encoder_"):
             raise NotFittedError("EncoderExtractor is not fitted; call fit(docs) first")
         return np.asarray(self.feature_names(), dtype=object)
+
+    def pipeline_record(self) -> dict:
+        """What defines these columns, for the feature map's pipeline (see :mod:`ltrfeat.features.pins`)."""
+        if not hasattr(self, "encoder_"):
+            raise NotFittedError("EncoderExtractor is not fitted; call fit(docs) first")
+        return {
+            "kind": "encoder",
+            "name": self.name,
+            "model": None if self.path is None else str(Path(self.path).resolve()),
+            "bundle_sha256": self.bundle_sha256_,
+            "score": {"score": "pair", "dot": "dot", "cos": "cosine"}[self.column_suffix],
+        }
 
     @property
     def column_suffix(self) -> str:

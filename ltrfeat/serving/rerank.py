@@ -26,7 +26,8 @@ def rerank_run(
     (``docid`` + the fields the ranker's features read) as from ``ltrfeat.core.text``. With
     ``depth``, only each query's top ``depth`` documents of the run (trec_eval order) are
     re-scored; the others keep their run order below every re-scored document. A run query or
-    document without text is an error listing the first few ids.
+    document without text is an error listing the first few ids. ``scorer.guard`` counts (or, strict,
+    refuses) queries an encoder was trained on.
     """
     source = run.attrs.get("source")
     qtext = pd.Series(queries["query"].to_numpy(dtype=object), index=pd.Index(queries["qid"].astype(str)))
@@ -66,6 +67,7 @@ def rerank_run(
             **{f: docs[f].to_numpy(dtype=object)[rows] for f in scorer.fields},
         }
     )
+    scorer.guard.add(pairs["qid"], pairs["query"])
     X = scorer.pair_features(pairs)
     data = RankingSet(
         qid=pairs["qid"].to_numpy(dtype=object), label=np.zeros(len(pairs)), X=X, feature_map=scorer.ranker.feature_map_

@@ -13,7 +13,9 @@ every candidate must carry them as text.
 
 from __future__ import annotations
 
+import logging
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -21,12 +23,17 @@ import pandas as pd
 
 from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.core.dataset import RankingSet
-from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, LexicalExtractor
+from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
+from ltrfeat.features import pins
+from ltrfeat.features.leakage import LeakageGuard
+from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, SETTINGS, LexicalExtractor
 from ltrfeat.rankers.lambdamart import LambdaMART
 
-LEXICAL_PARAMS = ("k1", "b", "mu", "jm_lambda", "ad_delta")
+LEXICAL_PARAMS = SETTINGS
 ENCODER_SUFFIXES = ("cos", "dot", "score")  # cosine, dot product, pair scorer's match score
+
+
+_log = logging.getLogger("ltrfeat.serve")
 
 
 class CandidateError(LtrfeatError):
@@ -92,13 +99,16 @@ class Scorer:
 
     Build with :meth:`load`. Parameters: ``ranker`` (a fitted :class:`LambdaMART`),
     ``extractors`` (objects with ``feature_names()`` and ``transform(pairs)``), ``fields``
-    (document fields the candidates must carry). :meth:`score` is thread-safe (serialised).
+    (document fields the candidates must carry), ``strict`` (refuse queries an encoder was trained
+    on). :meth:`score` is thread-safe (serialised). :attr:`guard` counts the queries scored that an
+    encoder was trained on (:mod:`ltrfeat.features.leakage`).
     """
 
-    def __init__(self, ranker: LambdaMART, extractors: list, fields: tuple):
+    def __init__(self, ranker: LambdaMART, extractors: list, fields: tuple, *, strict: bool = False):
         self.ranker = ranker
         self.extractors = extractors
         self.fields = tuple(fields)
+        self.guard = LeakageGuard(extractors, strict=strict)
         self._lock = threading.Lock()
 
     @property
@@ -107,7 +117,13 @@ class Scorer:
 
     @classmethod
     def load(
-        cls, ranker, *, encoders: dict | None = None, corpus_stats=None, lexical_params: dict | None = None
+        cls,
+        ranker,
+        *,
+        encoders: dict | None = None,
+        corpus_stats=None,
+        lexical_params: dict | None = None,
+        strict: bool = False,
     ) -> "Scorer":
         """Load the ranker and build the extractors its features need.
 
@@ -116,14 +132,25 @@ class Scorer:
         ranker : model file written by ``train-ranker`` (or a fitted :class:`LambdaMART`).
         encoders : ``{name: path}`` for ``<name>_<field>_cos`` / ``_dot`` / ``_score`` columns; path is
             an ``.ltrenc`` bundle (DSSM, CLSM or DeepMatch), an ONNX export directory, or None for
-            ``sbert`` (packaged MiniLM).
+            ``sbert`` (packaged MiniLM). An encoder not given is the bundle the ranker's record names,
+            if that file is still there with the recorded SHA-256.
         corpus_stats : corpus statistics file (``extract --save-corpus-stats``), needed for
             lexical features.
-        lexical_params : BM25 / language-model parameters used at extraction (``k1``, ``b``,
-            ``mu``, ``jm_lambda``, ``ad_delta``); defaults as in ``ltrfeat extract``.
+        lexical_params : lexical settings (``k1``, ``b``, ``mu``, ``jm_lambda``, ``ad_delta``,
+            ``bm25_norms``); None or absent takes the value the ranker's features were extracted with
+            (its metadata records them; see :mod:`ltrfeat.features.pins`). A given value, corpus
+            statistics or encoder bundle that contradicts the record is an error; a ranker without the
+            record is scored with the corpus file's record or the defaults, with a warning.
+        strict : refuse to score a query an encoder was trained on (else each is logged once).
         """
         model = ranker if isinstance(ranker, LambdaMART) else LambdaMART.load(ranker)
         encoders = dict(encoders or {})
+        for record in model.feature_map_.pipeline:  # bundles the record names, where they still are as recorded
+            name = record.get("name")
+            if record.get("kind") == "encoder" and name not in encoders:
+                path = pins.recorded_encoder_path(model.feature_map_, name)
+                if path is not None:
+                    encoders[name] = path
         params = dict(lexical_params or {})
         unknown = set(params) - set(LEXICAL_PARAMS)
         if unknown:
@@ -132,6 +159,7 @@ class Scorer:
             )
         corpus = CorpusStats.load(corpus_stats) if corpus_stats is not None else None
         families: dict[str, None] = {}
+        lexical_columns: dict[str, str] = {}
         lexical_fields: dict[str, None] = {}
         by_encoder: dict[str, dict[str, None]] = {}
         missing = []
@@ -145,6 +173,7 @@ class Scorer:
                 missing.append(name)
                 continue
             families[lexical[0]] = None
+            lexical_columns[name] = lexical[0]
             if lexical[1] is not None:
                 lexical_fields[lexical[1]] = None
         unused = [e for e in encoders if e not in by_encoder]
@@ -167,11 +196,22 @@ class Scorer:
             )
         extractors = []
         if families:
+            params, note = pins.lexical_settings(
+                model.feature_map_,
+                lexical_columns,
+                corpus=corpus,
+                given=params,
+                path=ranker if not isinstance(ranker, LambdaMART) else None,
+            )
+            if note:
+                warnings.warn(note, LtrfeatWarning, stacklevel=2)
             fields = tuple(lexical_fields) or corpus.fields[:1]
             extractors.append(
                 LexicalExtractor(features=tuple(families), fields=fields, corpus=corpus, **params).fit(None)
             )
         for encoder, fields in by_encoder.items():
+            columns = [n for n in model.feature_map_.names if _encoder_column(n, [encoder]) is not None]
+            pins.check_encoder(model.feature_map_, encoder, encoders[encoder], columns)
             extractor = _encoder_extractor(encoder, encoders[encoder], tuple(fields))
             wrong = [
                 n
@@ -188,7 +228,7 @@ class Scorer:
                 )
             extractors.append(extractor)
         needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
-        return cls(model, extractors, needed)
+        return cls(model, extractors, needed, strict=strict)
 
     def _pairs(self, query, candidates) -> pd.DataFrame:
         if not isinstance(query, str):
@@ -231,6 +271,25 @@ class Scorer:
                         X[:, position[name]] = values[:, k]
         return X
 
+    def _watch(self, query) -> None:
+        """Log (or under ``strict`` refuse) a query an encoder was trained on, once per distinct query."""
+        if not isinstance(query, str) or not self.guard.watched:
+            return
+        before = {name: len(seen) for name, seen in self.guard.seen.items()}
+        try:
+            self.guard.add([query], [query])
+        except LtrfeatError as exc:
+            raise CandidateError(exc.problem) from None
+        for name, seen in self.guard.seen.items():
+            if len(seen) > before[name]:
+                _log.warning(
+                    "query %r was in encoder %s's training data (%d such of %d distinct queries so far; --strict refuses)",
+                    query,
+                    name,
+                    len(seen),
+                    len(self.guard.scored),
+                )
+
     def query_params(self, query: str) -> dict:
         """Template parameters of the exported LTR featureset for ``query`` (``/embed``): ``keywords``,
         each encoder's query vector, ``query_len`` / ``idf_*`` values and the distinct term count."""
@@ -250,6 +309,7 @@ class Scorer:
     def score(self, query: str, candidates: list[dict]) -> np.ndarray:
         """Ranker scores (float64), one per candidate, in the candidates' order."""
         with self._lock:
+            self._watch(query)
             X = self.features(query, candidates)
             if not len(X):
                 return np.zeros(0)

@@ -50,6 +50,7 @@ import torch
 from torch import nn
 
 from ltrfeat.core.duplicates import data_record
+from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
@@ -590,6 +591,7 @@ def train_deepmatch(
         "validation": {"ndcg@10": best["val_ndcg@10"]},
         "history": history,
         **data_record(pairs),
+        **trained_queries_record(pairs),
     }
     return DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record), history
 

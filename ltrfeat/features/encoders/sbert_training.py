@@ -27,6 +27,7 @@ import pandas as pd
 import torch
 
 from ltrfeat.core.duplicates import data_record
+from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
@@ -315,5 +316,6 @@ def train_sbert(
         "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
         "history": history,
         **data_record(pairs),
+        **trained_queries_record(pairs),
     }
     return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history

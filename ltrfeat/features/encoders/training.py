@@ -58,6 +58,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ltrfeat.core.duplicates import data_record
+from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.core.cores import available_cores
 from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
@@ -683,6 +684,7 @@ def train_encoder(
         "history": history,
         **({"pretrain": pretrained} if pretrained else {}),
         **data_record(pairs),
+        **trained_queries_record(pairs),
     }
     return Encoder(hasher, net, training=record), history
 

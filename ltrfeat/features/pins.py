@@ -1,0 +1,186 @@
+"""Feature pins: what defines a feature column, recorded where the column is made and checked where
+it is computed again.
+
+``extract`` records, per extractor, a JSON record in the feature map's ``pipeline`` (the
+``.features.json`` sidecar; :class:`~ltrfeat.core.dataset.FeatureMap`), which ``train-ranker``
+carries into the ranker's metadata:
+
+- lexical columns: ``{"kind": "lexical", "fields", "k1", "b", "mu", "jm_lambda", "ad_delta",
+  "bm25_norms", "analyzer", "corpus_sha256"}`` (``--save-corpus-stats`` keeps the same settings
+  in the corpus statistics file);
+- encoder columns: ``{"kind": "encoder", "name", "model", "bundle_sha256", "score"}``, plus
+  ``trained_queries`` (how many of the file's queries the encoder was trained on; see
+  :mod:`ltrfeat.features.leakage`).
+
+:func:`lexical_settings` gives the settings to recompute a ranker's lexical columns with (from
+its record; an option that contradicts the record is an error), :func:`check_encoder` and
+:func:`check_same_pipeline` refuse an encoder bundle or a data file made differently from the
+ranker's training data. Models and files from before the records existed load as before, with
+a one-line note where a setting had to be assumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.features.lexical import FAMILY_SETTINGS, SETTINGS
+
+DEFAULTS = {"k1": 1.2, "b": 0.75, "mu": 2000.0, "jm_lambda": 0.1, "ad_delta": 0.7, "bm25_norms": "exact"}
+# record keys that do not change a column's values (or describe the scored file, not the column)
+_NOT_DEFINING = frozenset({"columns", "fields", "model", "trained_queries"})
+
+
+def encoder_fingerprint(path) -> str | None:
+    """SHA-256 of an encoder bundle file; None for a model directory or the packaged model."""
+    if path is None or not Path(path).is_file():
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _option(setting: str) -> str:
+    return f"--{setting.replace('_', '-')}"
+
+
+def _show(value) -> str:
+    if isinstance(value, dict) and "stemmer" in value:  # an analyzer
+        return f"stemmer {value.get('stemmer') or 'none'}, stopwords {value.get('stopwords') or 'none'}"
+    return str(value)
+
+
+def _needed(families) -> list[str]:
+    return [s for s in SETTINGS if any(s in FAMILY_SETTINGS.get(f, ()) for f in families)]
+
+
+def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=None) -> tuple[dict, str | None]:
+    """LexicalExtractor settings that recompute the ranker's lexical ``columns`` (``{name: family}``)
+    as they were extracted, and a one-line note when some had to be assumed (else None).
+
+    ``feature_map``: the ranker's (with its pipeline records); ``corpus``: the loaded
+    :class:`~ltrfeat.features.corpus.CorpusStats` (None: not checked); ``given``: settings the user passed (None = not
+    given). Raises :class:`LtrfeatError` naming the setting and both values when a given setting,
+    the corpus statistics or its analyzer differ from the record, or when the ranker's columns were
+    extracted with different settings.
+    """
+    given = {k: v for k, v in given.items() if v is not None}
+    needed = _needed(set(columns.values()))
+    records = {name: feature_map.record_of(name) for name in columns}
+    records = {name: r for name, r in records.items() if r is not None and r.get("kind") == "lexical"}
+    if not records:
+        source = (corpus.settings if corpus is not None else None) or {}
+        for setting, value in given.items():
+            if setting in source and source[setting] != value:
+                raise LtrfeatError(
+                    f"{setting} {value} ({_option(setting)}) differs from the {setting} {source[setting]} the "
+                    "corpus statistics were saved with",
+                    fix=f"drop {_option(setting)}, or re-extract and retrain with {_option(setting)} {value}",
+                )
+        params = {s: given.get(s, source.get(s, DEFAULTS[s])) for s in needed}
+        assumed = [s for s in needed if s not in given and s not in source]
+        origin = "the corpus statistics' record" if source else "the defaults"
+        note = (
+            f"the ranker records no feature settings (trained before ltrfeat kept them); scoring with {origin}: "
+            + ", ".join(f"{s} {params[s]}" for s in needed)
+            + (f" (pass {', '.join(map(_option, assumed))} if the extraction used others)" if assumed else "")
+        )
+        return params, (note if needed else None)
+    params = {}
+    for setting in [*needed, "analyzer", "corpus_sha256"]:
+        values = {}
+        for name, record in records.items():
+            if setting in FAMILY_SETTINGS.get(columns[name], ()) or setting in ("analyzer", "corpus_sha256"):
+                values.setdefault(repr(record.get(setting)), (record.get(setting), name))
+        if len(values) > 1:
+            (a, name_a), (b, name_b) = list(values.values())[:2]
+            raise LtrfeatError(
+                f"the ranker's lexical columns were extracted with different {setting}: {_show(a)} ({name_a}) and "
+                f"{_show(b)} ({name_b}); one scorer cannot reproduce both",
+                path=path,
+                fix="re-extract every split with one setting and retrain",
+            )
+        if not values:
+            continue
+        ((recorded, name),) = values.values()
+        if setting in ("analyzer", "corpus_sha256") and corpus is None:
+            continue
+        if setting == "analyzer":
+            if recorded is not None and recorded != corpus.analyzer.to_json():
+                raise LtrfeatError(
+                    f"the corpus statistics use the analyzer ({_show(corpus.analyzer.to_json())}) but the ranker's "
+                    f"{name} was extracted with ({_show(recorded)})",
+                    path=path,
+                    fix="give the corpus statistics saved when the training split was extracted",
+                )
+        elif setting == "corpus_sha256":
+            if recorded is not None and recorded != corpus.fingerprint():
+                raise LtrfeatError(
+                    f"the corpus statistics (sha256 {corpus.fingerprint()[:12]}) are not the ones the ranker's {name} "
+                    f"was extracted with (sha256 {recorded[:12]})",
+                    path=path,
+                    fix="give the file `extract --save-corpus-stats` wrote for the training split",
+                )
+        else:
+            if recorded is None:
+                recorded = DEFAULTS[setting]
+            if setting in given and given[setting] != recorded:
+                raise LtrfeatError(
+                    f"{setting} {given[setting]} ({_option(setting)}) differs from the {setting} {recorded} the "
+                    f"ranker's {name} was extracted with",
+                    path=path,
+                    fix=f"drop {_option(setting)} (the ranker's record gives it), or re-extract and retrain with "
+                    f"{_option(setting)} {given[setting]}",
+                )
+            params[setting] = recorded
+    return params, None
+
+
+def check_encoder(feature_map, name: str, path, columns) -> None:
+    """Refuse an encoder bundle file that is not the one the ranker's ``columns`` were extracted with
+    (a model directory, e.g. an ONNX export, cannot be compared and passes)."""
+    if path is None or not Path(path).is_file():
+        return
+    for column in columns:
+        record = feature_map.record_of(column)
+        if record is None or record.get("kind") != "encoder" or record.get("bundle_sha256") is None:
+            continue
+        found = encoder_fingerprint(path)
+        if found != record["bundle_sha256"]:
+            raise LtrfeatError(
+                f"encoder {name}={path} is not the bundle the ranker's {column} was extracted with "
+                f"(sha256 {(found or 'none')[:12]}, recorded {record['bundle_sha256'][:12]}"
+                + (f" from {record['model']}" if record.get("model") else "")
+                + ")",
+                fix="give the bundle used at extraction, or re-extract with this one and retrain",
+            )
+
+
+def recorded_encoder_path(feature_map, name: str) -> str | None:
+    """The bundle path recorded for encoder ``name``'s columns, when that file still has the recorded hash."""
+    for record in feature_map.pipeline:
+        if record.get("kind") == "encoder" and record.get("name") == name and record.get("model"):
+            if record.get("bundle_sha256") and encoder_fingerprint(record["model"]) == record["bundle_sha256"]:
+                return record["model"]
+    return None
+
+
+def check_same_pipeline(model_map, data_map, *, path=None) -> None:
+    """Refuse data whose columns (those the model uses) were made with other settings than the model's
+    training data (records on both sides are compared; columns without a record pass)."""
+    for name in model_map.names:
+        trained, here = model_map.record_of(name), data_map.record_of(name)
+        if trained is None or here is None:
+            continue
+        for key in sorted((set(trained) | set(here)) - _NOT_DEFINING):
+            if trained.get(key) != here.get(key):
+                raise LtrfeatError(
+                    f"column {name} was extracted with {key} {_show(here.get(key))} here but "
+                    f"{_show(trained.get(key))} for the ranker's training data",
+                    path=path,
+                    fix="re-extract this file as the training split was (same options, its --corpus-stats, "
+                    "the same encoder bundles)",
+                )
