@@ -131,8 +131,6 @@ def export_ranker(
         corpus = CorpusStats.load(corpus_stats)
     columns = {n: i["family"] for n in ranker.feature_map_.names if (i := parse_feature(n, dims))["kind"] == "lexical"}
     settings, note = lexical_settings(ranker.feature_map_, columns, corpus=corpus, given=lexical_params, path=model)
-    if note:
-        click.echo(f"warning: {note}", err=True)
     scoring = PluginScoring(
         templates=_json_file(plugin["templates"], "--templates"),
         dims=dims,
@@ -160,6 +158,8 @@ def export_ranker(
         click.echo(f"  upload: {line}", err=True)
     for feature, reason in (manifest.get("not_reproduced") or {}).items():
         click.echo(f"warning: the engine cannot compute {feature}: {reason}", err=True)
+    if note:
+        click.echo(f"warning: {note}", err=True)
     bm25 = [n for n, family in columns.items() if family == "bm25"]
     if bm25 and target in ("es-ltr", "opensearch-ltr") and settings.get("bm25_norms", "exact") != "lucene":
         click.echo(

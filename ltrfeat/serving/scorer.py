@@ -194,7 +194,7 @@ class Scorer:
                 f"<name>_<field>_cos/_dot/_score columns an encoder given as <name>=PATH "
                 f"(given: {', '.join(encoders) or 'none'})",
             )
-        extractors = []
+        extractors, note = [], None
         if families:
             params, note = pins.lexical_settings(
                 model.feature_map_,
@@ -203,8 +203,6 @@ class Scorer:
                 given=params,
                 path=ranker if not isinstance(ranker, LambdaMART) else None,
             )
-            if note:
-                warnings.warn(note, LtrfeatWarning, stacklevel=2)
             fields = tuple(lexical_fields) or corpus.fields[:1]
             extractors.append(
                 LexicalExtractor(features=tuple(families), fields=fields, corpus=corpus, **params).fit(None)
@@ -228,6 +226,8 @@ class Scorer:
                 )
             extractors.append(extractor)
         needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
+        if note:  # once everything loaded: a failed load says one thing
+            warnings.warn(note, LtrfeatWarning, stacklevel=2)
         return cls(model, extractors, needed, strict=strict)
 
     def _pairs(self, query, candidates) -> pd.DataFrame:
