@@ -38,6 +38,7 @@ def test_report_files(written):
         "importance.png",
         "metrics.png",
         "per_query.tsv",
+        "report.html",
         "report.json",
         "report.md",
         "timings.json",
@@ -88,6 +89,7 @@ def test_report_json_is_identical_on_rerun(written, tmp_path):
     assert (again / "report.json").read_bytes() == (written / "report.json").read_bytes()
     assert (again / "per_query.tsv").read_bytes() == (written / "per_query.tsv").read_bytes()
     assert (again / "report.md").read_text() == (written / "report.md").read_text()
+    assert (again / "report.html").read_bytes() == (written / "report.html").read_bytes()
 
 
 def test_per_query_tsv_matches_result(written, ablation):
@@ -171,9 +173,10 @@ def test_report_without_comparisons(tmp_path):
     result = run_ablation(folds, sets, progress=False)
     out = write_report(result, summarise(result, n_resamples=200), tmp_path / "r")
     assert json.loads((out / "report.json").read_text())["comparisons"] == []
-    assert sorted(p.name for p in out.glob("*.png")) == ["metrics.png"]
+    assert sorted(p.name for p in out.glob("*.png")) == []  # the forest plot needs a baseline to compare with
     text = (out / "report.md").read_text()
-    assert "deltas.png" not in text and "importance.png" not in text and "## Single features" in text
+    assert "metrics.png" not in text and "importance.png" not in text and "## Single features" in text
+    assert "no base+neural set to compare" in json.loads((out / "report.json").read_text())["summary"]
 
 
 def test_selection_report_opens_with_the_verdict_and_shows_every_candidate(tmp_path):

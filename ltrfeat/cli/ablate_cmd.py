@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 
 import click
 
 from ltrfeat.cli.options import (
+    SectionedCommand,
     config_file_record,
     option_group,
     duplicates_option,
     notices,
     parse_key_values,
+    resampling_options,
     selection_config,
     ranker_options,
     selection_options,
@@ -260,7 +263,74 @@ _RUN = option_group(
 )
 
 
-@click.command("ablate")
+@click.command(
+    "ablate",
+    cls=SectionedCommand,
+    first="Input (one of)",
+    sections={
+        "text": "Text mode (--pairs)",
+        "letor": "LETOR mode (--folds)",
+        "planning": "Feature sets",
+        "evaluation": "Evaluation",
+        "ranker": "Ranker",
+        "selecting": "Model selection",
+        "output": "Output",
+        "run": "Running",
+    },
+    short={
+        "folds_dir": "Fold directories (train, vali, test).",
+        "pairs_path": "Judged pairs (query, doc, label, ...).",
+        "columns": "Column mapping, e.g. query=search_term.",
+        "encoding": "Encoding of the tables [utf-8].",
+        "label_map": "none | round | linear:LO:HI:N | threshold:T,..",
+        "conflicts": "An id with two texts: error | first.",
+        "lexical": "Lexical features (names or 'all') [all].",
+        "encoders": "Encoder to cross-fit (repeatable), e.g. clsm:softmax, dssm:generalized, sbert.",
+        "train_pairs_path": "Encoder training table (e.g. a click log).",
+        "train_columns": "Column mapping of --train-pairs.",
+        "collection_path": "Unlabelled documents for +spans.",
+        "collection_field": "Column of --collection read [title].",
+        "k_folds": "Outer query folds [3].",
+        "valid_fraction": "Share held out for early stopping [0.1].",
+        "encoder_options": "Training option, e.g. epochs=5.",
+        "encoder_jobs": "Trainings side by side [0: one per core].",
+        "continue_outer": "MiniLM: outer continue inner fine-tunings.",
+        "duplicates": "Pair judged twice: error|first|mean|max.",
+        "split_seed": "Seed of folds and encoders [0].",
+        "fold_glob": "Pattern of the fold directories [Fold*].",
+        "base": "Base (lexical) features, e.g. 1-40.",
+        "neural": "Neural group (repeatable), e.g. g=41-46.",
+        "alone": "Features ranked alone [bm25*] or 'all'.",
+        "base_name": "Name of the base feature set [lexical].",
+        "seeds": "Ranker seeds [0,1,2; --quick: 0].",
+        "metrics": "Metrics [ndcg@1,3,10,recall@3,6,10,...].",
+        "no_relevant": "Queries without a relevant doc [exclude].",
+        "gain": "NDCG gain: 2^rel-1 or rel [exp2].",
+        "resamples": "Test and interval resamples [10000].",
+        "nan_policy": "NaN/inf feature values [keep].",
+        "engine": "LambdaMART implementation [lightgbm].",
+        "n_estimators": "Boosting rounds [500; --quick: 50].",
+        "learning_rate": "Shrinkage [0.05].",
+        "num_leaves": "Leaves per tree [31].",
+        "early_stopping_rounds": "Early-stopping patience [50]; 0 = off.",
+        "threads": "Threads per model [1]; 0 = all cores.",
+        "params": "Engine parameter, e.g. min_data_in_leaf=50.",
+        "select": "Choose each ranker by inner CV [on].",
+        "candidates": "Candidates [ENGINE,linear,boost-best,...].",
+        "tune": "Tuned candidate: none | grid | optuna [none].",
+        "tune_trials": "Optuna trials per set and fold [20].",
+        "inner_folds": "Folds of the inner cross-validation [3].",
+        "select_rule": "one-se (simplest within 1 SE) or best.",
+        "report_dir": "Report directory (report.html, .md, ...).",
+        "overwrite": "Replace an existing report directory.",
+        "write_runs": "Also write TREC runs + qrels to runs/.",
+        "cache_dir": "Keep trained work here for reruns.",
+        "quick": "Smoke run: 1 seed, 50 rounds, 1000 resamples.",
+        "dask": "Run on Dask (address or local[:N]).",
+        "jobs": "Ranker processes [auto]; 0 = one per core.",
+    },
+    docs="docs/ablate.md",
+)
 @click.option(
     "--folds",
     "folds_dir",
@@ -293,42 +363,21 @@ _RUN = option_group(
 def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, output, run, selecting):
     """Compare LambdaMART with and without neural features over query folds.
 
-    Two modes. Text mode (--pairs): a judged-pairs table; lexical features are computed once
-    and every --encoder is cross-fitted over --k-folds query folds, so no encoder ever scores
-    a query it was trained on (the scheme is written into the report). LETOR mode (--folds):
-    fold directories whose files already hold the columns.
+    Text mode (--pairs): lexical features are computed from a judged-pairs table and every --encoder is
+    cross-fitted over --k-folds query folds, so no encoder scores a query it was trained on. LETOR mode
+    (--folds): fold directories whose files already hold the columns (--base, --neural).
 
-    Feature sets: the base features; base + each --neural group (text mode: each encoder); base + all groups (when
-    there are several); and each neural feature (plus --alone features) ranking alone by
-    its raw value. Every set is trained on the same folds with the same seeds, so the
-    per-query metrics are paired; the base set is compared with each base+neural set by a
-    randomisation test over all test queries, Holm-adjusted across the report.
-
-    Model selection (default; --no-select for plain LambdaMART): for each fold and feature set the
-    ranker is chosen among --candidates (LambdaMART, tuned LambdaMART with --tune, a pairwise linear
-    ranker, LambdaMART boosted from the best single feature, the best single feature) by inner
-    cross-validation over the fold's training queries. The report adds every candidate's test
-    scores, the best single feature (chosen per fold on training queries) as a baseline row, the
-    recommended configuration and a verdict, printed last.
+    Sets: the base features, base + each neural group, base + all groups, and each neural feature alone;
+    the same folds and seeds for all, so per-query metrics are paired; randomisation tests, Holm-adjusted
+    across the report. Each ranker is chosen per fold by inner cross-validation on training queries
+    (--no-select: plain LambdaMART). The report (report.html first) ends with a verdict in words.
 
     \b
     Examples:
       ltrfeat ablate --pairs data/judged.tsv --encoder clsm:softmax --encoder dssm:generalized \\
           --report ablation/
-      ltrfeat ablate --pairs train.csv --encoding latin-1 --label-map linear:1:3:7 --conflicts first \\
-          --columns query=search_term,doc=product_title,docid=product_uid,label=relevance \\
-          --encoder clsm:softmax --encoder sbert --cache cache/ --report hd/
-      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --report ablation/
-      ltrfeat ablate --folds folds/ --base 1-46 --neural clsm=clsm_title_cos \\
-          --neural dssm=dssm_title_cos --engine xgboost --seeds 0,1,2,3,4 --report out/
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/
-      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --write-runs --report r/ && \\
-          ltrfeat evaluate --qrels r/runs/qrels.txt --run r/runs/g.run --gain exp2
-      ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --dask local:2 --report dask/
-
-    \b
-    DIR/Fold1/{train,vali,test}.{letor,txt} (MQ2008 names train.txt vali.txt test.txt) are read;
-    features are named by their .features.json sidecars or f<id>.
+      ltrfeat report ablation/ --open
     """
     from ltrfeat.experiments.ablate import AblateSettings, FoldsSource, PairsSource, ablate_folds, ablate_pairs
     from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
@@ -423,6 +472,8 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
             click.echo(line)
     for line in minilm_lines(result, summary):
         click.echo(line)
+    click.echo(f"in words: {json.loads((done.report_dir / 'report.json').read_text())['summary']}")
+    click.echo(f"page: {done.report_dir / 'report.html'}")
 
 
 @click.command("compare")
@@ -434,14 +485,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     show_default=True,
     help="Metrics of the ablation to compare; a bare number repeats the previous metric.",
 )
-@click.option(
-    "--resamples",
-    type=click.IntRange(min=100),
-    default=10_000,
-    show_default=True,
-    help="Bootstrap and randomisation-test resamples.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling.")
+@resampling_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparisons as JSON.")
 def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     """Head-to-head comparisons of feature sets of a finished ablation (its per_query.tsv).
@@ -454,7 +498,6 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     Example:
       ltrfeat compare hd/ lexical+sbert:lexical+sbert-ft-generalized lexical+sbert-ft-generalized:lexical+all
     """
-    import json
     from pathlib import Path
 
     from ltrfeat.experiments.ablation import head_to_head, read_per_query

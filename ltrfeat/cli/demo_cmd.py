@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -92,6 +93,22 @@ def _features(world, model_paths: dict[str, Path]):
         return extract_pairs(pairs, extractors)
 
 
+def _clsm_words(model_paths: dict[str, Path], texts: dict) -> dict:
+    """Every CLSM encoder's max-pool winning words of each judged query and document (for report.html)."""
+    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.features.explain import max_pool_words
+
+    words = {}
+    for name, path in model_paths.items():
+        if name.startswith("clsm"):
+            encoder = Encoder.load(path)
+            words[name] = {
+                key: dict(zip(texts[side], max_pool_words(encoder, texts[side].values(), side=side)))
+                for key, side in (("q", "query"), ("d", "doc"))
+            }
+    return words
+
+
 def _folds(data, *, k: int, seed: int):
     from ltrfeat.experiments.crossfit import plan_folds
     from ltrfeat.experiments.ablation import Fold
@@ -158,8 +175,9 @@ def demo(out_dir, quick, seed):
     neural = {name: [f"{name}_doc_cos"] for name in models}
     base = ",".join(f.name for f in data.feature_map if f.source.startswith("lexical"))
     sets = plan_feature_sets(data.feature_map, base=base, neural=neural)
+    folds = _folds(data, k=preset["k"], seed=seed)
     result = run_ablation(
-        _folds(data, k=preset["k"], seed=seed),
+        folds,
         sets,
         seeds=preset["seeds"],
         ranker_params={
@@ -178,13 +196,21 @@ def demo(out_dir, quick, seed):
         "sizes": sizes,
     }
     summary = summarise(result, seed=seed, n_resamples=preset["resamples"])
-    report = write_report(result, summary, out / "report", overwrite=True)
+    judged = world.judged.astype({"qid": str, "docid": str})
+    texts = {
+        "query": dict(zip(judged["qid"], judged["query"])),
+        "doc": dict(zip(judged["docid"], judged["doc"])),
+    }
+    words = _clsm_words(models, texts)
+    report = write_report(result, summary, out / "report", overwrite=True, folds=folds, texts=texts, words=words)
     for line in headline_table(result, summary):
         click.echo(line)
-    click.echo(f"\nreport:   {report / 'report.md'} (plots: metrics.png, deltas.png, importance.png)")
+    click.echo(f"\nreport:   {report / 'report.html'} (also report.md; plots: metrics.png, deltas.png, importance.png)")
     click.echo(f"models:   {out / 'models'}")
     click.echo(f"world:    {out / 'world'}")
     click.echo(f"time:     {time.perf_counter() - started:.0f} s")
     click.echo("")
     for line in verdict_lines(summary["verdict"]):
         click.echo(line)
+    click.echo("")
+    click.echo(json.loads((report / "report.json").read_text())["summary"])

@@ -293,6 +293,7 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
     """
     from ltrfeat.features.encoders.config import EncoderConfig
     from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.core.errors import cli_fixes
     from ltrfeat.core.text import read_judged_pairs
 
     t, pretrain, teacher = training, start["pretrain"], start["teacher"]
@@ -308,13 +309,14 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
         )
         soft_labels = "identity"
     elif pairs:
-        table = read_judged_pairs(
-            pairs,
-            columns=reading["columns"],
-            encoding=reading["encoding"],
-            label_map=reading["label_map"],
-            duplicates=reading["duplicates"],
-        )
+        with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
+            table = read_judged_pairs(
+                pairs,
+                columns=reading["columns"],
+                encoding=reading["encoding"],
+                label_map=reading["label_map"],
+                duplicates=reading["duplicates"],
+            )
         if duplicates_line(table.attrs["duplicates"]):
             click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
     else:

@@ -15,7 +15,7 @@ from ltrfeat.core import text
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.lexical import SETTINGS
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.letor import write_letor
 
 
@@ -237,13 +237,14 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         lexical_params=lexical_params,
     )
     if pairs_path:
-        pairs = text.read_judged_pairs(
-            pairs_path,
-            columns=r["columns"],
-            encoding=r["encoding"],
-            label_map=r["label_map"],
-            duplicates=r["duplicates"],
-        )
+        with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
+            pairs = text.read_judged_pairs(
+                pairs_path,
+                columns=r["columns"],
+                encoding=r["encoding"],
+                label_map=r["label_map"],
+                duplicates=r["duplicates"],
+            )
         if duplicates_line(pairs.attrs["duplicates"]):
             click.echo(duplicates_line(pairs.attrs["duplicates"]), err=True)
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
@@ -277,10 +278,23 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
     else:
         if not queries_path or not docs_path:
             raise LtrfeatError("LETOR_IN needs --queries and --docs", fix="pass the query and document tables")
-        queries = text.read_queries(queries_path, qid_col=r["qid_col"], text_col=r["query_col"], encoding=r["encoding"])
-        docs = text.read_docs(
-            docs_path, docid_col=r["docid_col"], fields=_split(fields) or None, encoding=r["encoding"], missing="keep"
-        )  # an empty field is scorable (it matches nothing)
+        fixes = {
+            "qid_col": "pick the column with --qid-col <column>",
+            "text_col": "pick the column with --query-col <column>",
+            "docid_col": "pick the column with --docid-col <column>",
+            "fields": "list existing columns in --fields",
+        }
+        with cli_fixes(fixes):
+            queries = text.read_queries(
+                queries_path, qid_col=r["qid_col"], text_col=r["query_col"], encoding=r["encoding"]
+            )
+            docs = text.read_docs(
+                docs_path,
+                docid_col=r["docid_col"],
+                fields=_split(fields) or None,
+                encoding=r["encoding"],
+                missing="keep",
+            )  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
         if dask:
             from ltrfeat.core import dask_cluster

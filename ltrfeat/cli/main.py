@@ -112,6 +112,7 @@ from ltrfeat.cli import explain_cmd  # noqa: E402
 from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
 from ltrfeat.cli import encoder_cmd  # noqa: E402
 from ltrfeat.cli import demo_cmd  # noqa: E402
+from ltrfeat.cli import report_cmd  # noqa: E402
 from ltrfeat.cli.options import add_config_option  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
@@ -124,6 +125,8 @@ cli.add_command(ranker_cmd.rerank)
 cli.add_command(datasets_cmd.datasets)
 cli.add_command(ablate_cmd.ablate)
 cli.add_command(ablate_cmd.compare)
+cli.add_command(report_cmd.report)
+cli.add_command(report_cmd.compare_runs)
 cli.add_command(explain_cmd.explain)
 cli.add_command(export_cmd.export_ranker)
 cli.add_command(export_cmd.export_encoder)

@@ -11,6 +11,19 @@ import click
 from ltrfeat.core.errors import LtrfeatError
 
 
+def resampling_options(fn):
+    """``--resamples`` and ``--seed`` of the bootstrap intervals and randomisation tests (``compare``,
+    ``compare-runs``)."""
+    fn = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling.")(fn)
+    return click.option(
+        "--resamples",
+        type=click.IntRange(min=100),
+        default=10_000,
+        show_default=True,
+        help="Bootstrap and randomisation-test resamples.",
+    )(fn)
+
+
 def parse_key_values(pairs, *, option: str = "--param", example: str = "min_data_in_leaf=50") -> dict | None:
     """``KEY=VALUE`` pairs; values are JSON when they parse as JSON (numbers, booleans), else strings."""
     params = {}
@@ -394,6 +407,37 @@ def option_group(name: str, *options):
 
         for option in reversed(options):
             wrapper = option(wrapper)
+        for param in wrapper.__click_params__[-len(options) :]:
+            param.section = name  # for SectionedCommand's --help
         return wrapper
 
     return decorator
+
+
+class SectionedCommand(click.Command):
+    """A command whose ``--help`` lists its options in titled sections (``sections``: option-group name ->
+    title; options outside a group go first under ``first``), each with its one-line text from ``short``
+    (parameter name -> text; the full help otherwise); the full texts live in ``docs`` (a docs/ page)."""
+
+    def __init__(self, *args, sections: dict, short: dict, first: str = "Input", docs: str | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.sections, self.short, self.first, self.docs = sections, short, first, docs
+
+    def format_options(self, ctx, formatter):
+        groups: dict = {}
+        general = {id(self.get_help_option(ctx))}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            key = getattr(param, "section", None) or (
+                "general" if param.name == "config" or id(param) in general else None
+            )
+            groups.setdefault(key, []).append((record[0], self.short.get(param.name, record[1])))
+        for key, title in [(None, self.first), *self.sections.items(), ("general", "General")]:
+            if groups.get(key):
+                with formatter.section(title):
+                    formatter.write_dl(groups[key])
+        if self.docs:
+            formatter.write_paragraph()
+            formatter.write_text(f"Every option in full, with its default: {self.docs}.")

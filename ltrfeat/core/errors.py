@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 
 class LtrfeatError(Exception):
     """Base error: ``str(err)`` is ``FILE:LINE: problem; fix`` on one line.
@@ -11,14 +13,26 @@ class LtrfeatError(Exception):
     problem : what is wrong.
     path : the file concerned, if any.
     line : 1-based line number (or row number for tables), if known.
-    fix : what the user should do about it.
+    fix : what the user should do about it (in the Python API's words).
+    param, role : the Python parameter the fix is about (and, for a mapping, which key), so that a command can
+        say it with its own option (:func:`cli_fixes`).
     """
 
-    def __init__(self, problem: str, *, path=None, line: int | None = None, fix: str | None = None):
+    def __init__(
+        self,
+        problem: str,
+        *,
+        path=None,
+        line: int | None = None,
+        fix: str | None = None,
+        param: str | None = None,
+        role: str | None = None,
+    ):
         self.problem = problem
         self.path = None if path is None else str(path)
         self.line = line
         self.fix = fix
+        self.param, self.role = param, role
         super().__init__(self._format())
 
     def _format(self) -> str:
@@ -61,3 +75,17 @@ def line_list(lines, limit: int = 5) -> str:
     """``"3, 7, 9"`` for error messages: the first ``limit`` line numbers, then ``", ..."``."""
     shown = ", ".join(str(int(x)) for x in lines[:limit])
     return shown + (", ..." if len(lines) > limit else "")
+
+
+@contextlib.contextmanager
+def cli_fixes(fixes: dict[str, str]):
+    """Re-word the fix of a library error about Python parameter ``param`` as the command's option:
+    ``fixes[param]`` (``{role}`` is filled in), e.g. ``{"columns": "map it with --columns {role}=<column>"}``."""
+    try:
+        yield
+    except LtrfeatError as exc:
+        if exc.param not in fixes:
+            raise
+        exc.fix = fixes[exc.param].format(role=exc.role)
+        exc.args = (exc._format(),)
+        raise

@@ -78,6 +78,7 @@ def table_format(path, fmt: str | None = None) -> str:
             "cannot tell the table format from the file name",
             path=path,
             fix=f"use a .tsv, .csv, .jsonl or .parquet name or pass the format ({', '.join(FORMATS)})",
+            param="fmt",
         )
     if found == "parquet" and is_gzip_path(path):
         raise TextTableError(
@@ -505,8 +506,9 @@ def _read_parquet(path) -> _RawTable:
 # Column checks shared by the three readers.
 
 
-def _require(table: _RawTable, wanted: dict[str, str], how) -> None:
-    """Every ``role -> column`` in ``wanted`` exists; ``how(role)`` says how to map another column."""
+def _require(table: _RawTable, wanted: dict[str, str], how, param=None) -> None:
+    """Every ``role -> column`` in ``wanted`` exists; ``how(role)`` says how to map another column (through the
+    Python parameter ``param(role)``, see :func:`ltrfeat.core.errors.cli_fixes`)."""
     for role, column in wanted.items():
         if column not in table.cells:
             found = ", ".join(repr(c) for c in table.columns)
@@ -515,6 +517,8 @@ def _require(table: _RawTable, wanted: dict[str, str], how) -> None:
                 path=table.path,
                 line=table.header_line,
                 fix=how(role),
+                param=None if param is None else param(role),
+                role=role,
             )
 
 
@@ -678,6 +682,7 @@ def read_queries(
         table,
         {"qid": qid_col, "query": text_col},
         lambda role: f"pick the {role} column with {'qid_col' if role == 'qid' else 'text_col'}=<column>",
+        lambda role: "qid_col" if role == "qid" else "text_col",
     )
     qids = _ids(table, qid_col, "qid", "every query needs an id")
     keep = _missing_mask(table, [text_col], missing=missing)
@@ -707,7 +712,9 @@ def read_docs(
         or ``"keep"`` (as empty text), the last two with a :class:`TextTableWarning`.
     """
     table = _read_raw(path, encoding=encoding, fmt=fmt)
-    _require(table, {"docid": docid_col}, lambda role: "pick the id column with docid_col=<column>")
+    _require(
+        table, {"docid": docid_col}, lambda role: "pick the id column with docid_col=<column>", lambda r: "docid_col"
+    )
     if fields is None:
         mapping = {c: c for c in table.columns if c != docid_col}
     elif isinstance(fields, dict):
@@ -724,7 +731,9 @@ def read_docs(
         )
     if "docid" in mapping:
         raise TextTableError("a text field cannot be named 'docid'", path=table.path, fix="rename that field")
-    _require(table, mapping, lambda role: f"list existing columns in fields (field {role!r} is missing)")
+    _require(
+        table, mapping, lambda role: f"list existing columns in fields (field {role!r} is missing)", lambda r: "fields"
+    )
     docids = _ids(table, docid_col, "docid", "every document needs an id")
     keep = _missing_mask(table, list(mapping.values()), missing=missing)
     df = _frame(table, {"docid": docids, **{out: table.text(col) for out, col in mapping.items()}}, keep)
@@ -808,7 +817,12 @@ def read_judged_pairs(
     for name in PAIR_COLUMNS:
         if name not in mapping and (name not in ("qid", "docid") or name in table.cells):
             mapping[name] = name
-    _require(table, mapping, lambda role: f"map it with columns={{'{role}': <column>}} (string form '{role}=<column>')")
+    _require(
+        table,
+        mapping,
+        lambda role: f"map it with columns={{'{role}': <column>}} (string form '{role}=<column>')",
+        lambda role: "columns",
+    )
     doc_fields = ["doc", *[k for k in mapping if k not in PAIR_COLUMNS]]
     keep = _missing_mask(table, [mapping["query"], *[mapping[f] for f in doc_fields]], missing=missing)
     labels = _parse_labels(table, mapping["label"], keep)

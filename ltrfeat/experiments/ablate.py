@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.experiments.ablation import (
     AblationConfig,
@@ -227,13 +227,15 @@ def pairs_folds(
     if len({s.name for s in specs}) != len(specs):
         raise LtrfeatError("each --encoder may be given once", fix="drop the repeated encoder")
     with profile.stage("reading"):
-        pairs = read_judged_pairs(
-            source.path,
-            columns=source.columns,
-            encoding=source.encoding,
-            label_map=source.label_map,
-            duplicates=source.duplicates,
-        )
+        table_fix = "give a .tsv, .csv, .jsonl or .parquet table (LETOR fold directories go to --folds)"
+        with cli_fixes({"columns": "map it with --columns {role}=<column>", "fmt": table_fix}):
+            pairs = read_judged_pairs(
+                source.path,
+                columns=source.columns,
+                encoding=source.encoding,
+                label_map=source.label_map,
+                duplicates=source.duplicates,
+            )
         collection = None
         if source.collection is not None:
             if not any(s.pretrain == "spans" for s in specs):
@@ -245,12 +247,13 @@ def pairs_folds(
             collection = docs[field].tolist()
         train_table = None
         if source.train_pairs is not None:
-            train_table = read_judged_pairs(
-                source.train_pairs,
-                columns=source.train_columns,
-                encoding=source.encoding,
-                duplicates=source.duplicates,
-            )
+            with cli_fixes({"columns": "map it with --train-columns {role}=<column>", "fmt": table_fix}):
+                train_table = read_judged_pairs(
+                    source.train_pairs,
+                    columns=source.train_columns,
+                    encoding=source.encoding,
+                    duplicates=source.duplicates,
+                )
     merged = {"pairs": pairs.attrs["duplicates"]} | (
         {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
     )
@@ -287,6 +290,10 @@ def pairs_folds(
     )
     scheme["encoder_options"] = options
     scheme["duplicates"] = merged
+    scheme["texts"] = {  # for report.html's per-query view (not written into the report's config)
+        "query": dict(zip(pairs["qid"].astype(str), pairs["query"])),
+        "doc": dict(zip(pairs["docid"].astype(str), pairs["doc"])),
+    }
     return folds, groups, ",".join(base), scheme
 
 
@@ -347,8 +354,10 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
             profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
     if settings.config_file is not None:
         result.config["config_file"] = settings.config_file
+    texts = None
     if scheme is not None:
         scheme = dict(scheme)
+        texts = scheme.pop("texts", None)
         result.config["duplicates"] = scheme.pop("duplicates")
         result.config["cross_fitting"] = scheme
     with profile.stage("tests"):
@@ -366,5 +375,7 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
         overwrite=settings.overwrite,
         timings=timings,
         runs_of=folds if settings.write_runs else None,
+        folds=folds,
+        texts=texts,
     )
     return Ablation(folds, result, summary, out)

@@ -14,29 +14,21 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from ltrfeat.core import tempfiles
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.stages import profile_line
+from ltrfeat.experiments import plots
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
 from ltrfeat.experiments.fold_runs import RUNS_DIR, write_test_runs
-from ltrfeat.core.stages import profile_line
+from ltrfeat.experiments.in_words import HEADLINE, summary_in_words, tie_analysis  # noqa: F401 (HEADLINE: API)
+from ltrfeat.experiments.in_words import headline as headline_metrics
+from ltrfeat.experiments.plots import _TOP_FEATURES
+from ltrfeat.experiments.plots import mark as significance_mark
 from ltrfeat.experiments.verdict import verdict_lines
 
-HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
 REPORT_FORMAT = "ltrfeat.ablation/1"
-_TOP_FEATURES = 15
-
-
-def significance_mark(p, marks: dict | None = None) -> str:
-    """``**`` when p < 0.01, ``*`` when p < 0.05 (or the thresholds in ``marks``), else ``""``."""
-    marks = marks or {"*": 0.05, "**": 0.01}
-    if p is None or not math.isfinite(p):
-        return ""
-    hits = [mark for mark, level in marks.items() if p < level]
-    return max(hits, key=len) if hits else ""
 
 
 SEED_HINT = (
@@ -51,12 +43,6 @@ def seed_inert_sets(result: AblationResult) -> list[str]:
     if len(result.config["seeds"]) < 2:
         return []
     return [name for name, changed in result.seed_effect.items() if not changed]
-
-
-def headline_metrics(metrics) -> list[str]:
-    """NDCG@1/3/10 when measured, else the first three metrics."""
-    chosen = [m for m in HEADLINE if m in metrics]
-    return chosen or list(metrics)[:3]
 
 
 def _clean(obj):
@@ -157,8 +143,9 @@ def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
     return lines
 
 
-def report_markdown(result: AblationResult, summary: dict) -> str:
-    """The human-readable report: setup and conventions, the tables, plots and files."""
+def report_markdown(result: AblationResult, summary: dict, *, words: str | None = None) -> str:
+    """The human-readable report: the verdict (``words``: :func:`summary_in_words`), setup and conventions,
+    the tables, plots and files."""
     cfg = result.config
     stats = summary["statistics"]
     marks = stats["marks"]
@@ -168,6 +155,8 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
     alone = [s for s in result.feature_sets if s.kind == "alone"]
     conv = cfg["conventions"]
     lines = ["# Feature ablation", ""]
+    if words:
+        lines += [f"**In words**: {words}", ""]
     if summary.get("verdict"):
         lines += [
             "## Verdict",
@@ -356,14 +345,22 @@ def report_markdown(result: AblationResult, summary: dict) -> str:
             + "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()),
             "",
         ]
-    lines += ["## Plots", "", "![metric means with 95% intervals](metrics.png)", ""]
+    lines += [
+        "## Plots",
+        "",
+        "The page `report.html` holds every table, a forest plot per metric and a per-query view.",
+        "",
+    ]
     if summary["comparisons"]:
+        lines += ["![changes against the baseline with 95% intervals](metrics.png)", ""]
         lines += ["![per-query deltas](deltas.png)", ""]
     if rankers:
         lines += ["![feature importance](importance.png)", ""]
     lines += [
         "## Files",
         "",
+        "- `report.html`: the same report as one self-contained page (sortable tables, forest plots, per-query "
+        "drill-down); `ltrfeat report DIR --open` shows it",
         "- `report.json`: config, results, comparisons, per-run best iterations, importance "
         "(identical on reruns with the same inputs and seeds)",
         "- `per_query.tsv`: one row per feature set (and, with model selection, per `SET/CANDIDATE`), fold "
@@ -423,77 +420,20 @@ def _mean_ci(r: dict) -> str:
 
 
 # -- plots --------------------------------------------------------------------------------
-def _save(fig: Figure, path: Path) -> None:
-    FigureCanvasAgg(fig)
-    with atomic_output(path, binary=True) as fh:
-        fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
+def plot_metrics(data: dict, path) -> None:
+    """Forest plot of every set's change against the baseline at the headline metrics (see
+    :func:`ltrfeat.experiments.plots.forest_figure`)."""
+    plots.save_png(plots.forest_figure(data), path)
 
 
-def plot_metrics(result: AblationResult, summary: dict, path) -> None:
-    """Mean of each headline metric per feature set, with 95% bootstrap intervals."""
-    metrics = headline_metrics(result.metrics)
-    means, _ = _index(summary)
-    sets = [s for s in result.feature_sets if s.kind != "candidate"]
-    fig = Figure(figsize=(max(6.0, 2.0 + 0.35 * len(sets) * len(metrics)), 5.0), layout="constrained")
-    ax = fig.add_subplot()
-    width = 0.8 / len(sets)
-    x = np.arange(len(metrics))
-    for k, s in enumerate(sets):
-        rows = [means[(s.name, m)] for m in metrics]
-        mean = np.array([np.nan if r["mean"] is None else r["mean"] for r in rows], dtype=float)
-        lo = np.array([np.nan if r["ci95"][0] is None else r["ci95"][0] for r in rows], dtype=float)
-        hi = np.array([np.nan if r["ci95"][1] is None else r["ci95"][1] for r in rows], dtype=float)
-        ax.bar(
-            x + (k - (len(sets) - 1) / 2) * width,
-            mean,
-            width,
-            yerr=np.vstack([mean - lo, hi - mean]),
-            capsize=2,
-            label=s.name + (" (alone)" if s.kind == "alone" else ""),
-            hatch="//" if s.kind == "alone" else None,
-        )
-    ax.set_xticks(x, metrics)
-    ax.set_ylabel("mean over test queries")
-    ax.set_title("Metrics per feature set (95% bootstrap intervals)")
-    fig.legend(loc="outside lower center", fontsize="small", ncols=min(len(sets), 4))
-    _save(fig, path)
+def plot_deltas(data: dict, per_query, path) -> None:
+    """Per-query NDCG@10 changes per set, with mean and wins/ties/losses."""
+    plots.save_png(plots.deltas_figure(data, per_query), path)
 
 
-def plot_deltas(result: AblationResult, summary: dict, path) -> None:
-    """Histogram of per-query deltas (variant − baseline) of NDCG@10 for every ranker variant."""
-    metric = "ndcg@10" if "ndcg@10" in result.metrics else result.metrics[0]
-    baseline = summary["baseline"]
-    variants = [s.name for s in result.feature_sets if s.kind == "ranker" and s.name != baseline]
-    wide = result.per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
-    fig = Figure(figsize=(6.5, 4.0))
-    ax = fig.add_subplot()
-    bins = np.linspace(-1, 1, 41)
-    for name in variants:
-        pair = wide[[baseline, name]].dropna()
-        ax.hist((pair[name] - pair[baseline]).to_numpy(), bins=bins, histtype="step", linewidth=1.5, label=name)
-    ax.axvline(0, color="grey", linewidth=0.8)
-    ax.set_xlabel(f"{metric}: variant − {baseline} (per query, mean over seeds)")
-    ax.set_ylabel("queries")
-    ax.set_title(f"Per-query {metric} deltas")
-    if variants:
-        ax.legend(fontsize="small")
-    fig.tight_layout()
-    _save(fig, path)
-
-
-def plot_importance(result: AblationResult, path) -> None:
-    """Gain share of the top features, one panel per ranker set."""
-    names = [s.name for s in result.feature_sets if s.kind == "ranker"]
-    fig = Figure(figsize=(5.0 * len(names), 0.3 * _TOP_FEATURES + 1.5))
-    for k, name in enumerate(names):
-        ax = fig.add_subplot(1, len(names), k + 1)
-        top = list(result.importance.get(name, {}).items())[:_TOP_FEATURES][::-1]
-        ax.barh([t[0] for t in top], [100 * t[1] for t in top])
-        ax.set_title(name, fontsize="medium")
-        ax.set_xlabel("share of total gain (%)")
-        ax.tick_params(axis="y", labelsize="small")
-    fig.tight_layout()
-    _save(fig, path)
+def plot_importance(data: dict, path) -> None:
+    """Gain share of the top features of every ranker set, as one heat map."""
+    plots.save_png(plots.importance_figure(data), path)
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -519,12 +459,21 @@ def write_report(
     overwrite: bool = False,
     timings: dict | None = None,
     runs_of=None,
+    folds=None,
+    texts: dict | None = None,
+    words: dict | None = None,
 ) -> Path:
-    """Write ``report.md``, ``report.json``, ``per_query.tsv``, ``timings.json`` and the PNG plots
-    into ``out_dir``, all at once (built in a temporary directory, then renamed). ``timings`` (e.g.
+    """Write ``report.md``, ``report.json``, ``report.html``, ``per_query.tsv``, ``timings.json`` and the PNG
+    plots into ``out_dir``, all at once (built in a temporary directory, then renamed). ``timings`` (e.g.
     ``wall_seconds`` and per-stage seconds of the whole command) go to ``timings.json`` beside the runs'.
     ``runs_of``: the ablation's folds; every set's test-fold scores are then written as TREC runs
-    into ``runs/`` with the test queries' qrels (see :mod:`ltrfeat.experiments.fold_runs`)."""
+    into ``runs/`` with the test queries' qrels (see :mod:`ltrfeat.experiments.fold_runs`).
+    ``folds`` (default ``runs_of``): the ablation's folds, for the tie analysis and report.html's per-query
+    drill-down; ``texts`` (``{"query": {qid: text}, "doc": {docid: text}}``) and ``words`` (CLSM max-pool
+    words, see :func:`ltrfeat.experiments.html_report.drill_data`) enrich the drill-down."""
+    from ltrfeat.experiments import html_report
+
+    folds = runs_of if folds is None else folds
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = tempfiles.new_dir(out_dir)
@@ -533,11 +482,16 @@ def write_report(
         data = report_json(result, summary)
         if runs_of is not None:
             data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
+        if folds is not None:
+            data["ties"] = _clean(tie_analysis(result, folds))
+        data["summary"] = summary_in_words(data)
+        if data["verdict"]:
+            data["verdict"]["summary"] = data["summary"]
         with atomic_output(tmp / "report.json") as fh:
             json.dump(data, fh, indent=1, allow_nan=False)
             fh.write("\n")
         with atomic_output(tmp / "report.md") as fh:
-            fh.write(report_markdown(result, summary))
+            fh.write(report_markdown(result, summary, words=data["summary"]))
         with atomic_output(tmp / "per_query.tsv") as fh:
             result.per_query.to_csv(fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g", lineterminator="\n")
         with atomic_output(tmp / "timings.json") as fh:
@@ -547,11 +501,23 @@ def write_report(
                 indent=1,
             )
             fh.write("\n")
-        plot_metrics(result, summary, tmp / "metrics.png")
         if summary["comparisons"]:
-            plot_deltas(result, summary, tmp / "deltas.png")
+            plot_metrics(data, tmp / "metrics.png")
+            plot_deltas(data, result.per_query, tmp / "deltas.png")
         if any(s.kind == "ranker" for s in result.feature_sets):
-            plot_importance(result, tmp / "importance.png")
+            plot_importance(data, tmp / "importance.png")
+        drill = None
+        if folds is not None:
+            texts = texts or {}
+            drill = html_report.drill_data(
+                *html_report.rankings_from_ablation(result, folds),
+                result.per_query,
+                data,
+                query_text=texts.get("query"),
+                doc_text=texts.get("doc"),
+                words=words,
+            )
+        html_report.write_html(tmp / "report.html", data, drill=drill, report_dir=tmp)
         if out_dir.exists():
             old = tempfiles.new_dir(out_dir, suffix=".old")
             out_dir.rename(old / out_dir.name)

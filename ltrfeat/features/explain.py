@@ -113,6 +113,21 @@ def _neurons(encoder: Encoder, words: list[str], values, positions, *, n: int) -
     ]
 
 
+def max_pool_words(encoder: Encoder, texts, *, side: str, top: int = 8) -> list[list[tuple[int, str]]]:
+    """For each text, its ``top`` CLSM max-pooling neurons by pooled activation as ``(neuron, winning word)``
+    pairs (the word at the centre of the window that won the neuron; CLSM paper, Table 3). Neurons that a
+    query and a document share among their top lists are where the two meet."""
+    if encoder.model.config["architecture"] != "clsm":
+        raise ValueError("max-pool words exist for CLSM encoders only")
+    out = []
+    for text in texts:
+        values, positions = _pooled_winners(encoder, text, side)
+        out.append(
+            [(n.neuron, n.word) for n in _neurons(encoder, encoder.hasher.words(text), values, positions, n=top)]
+        )
+    return out
+
+
 # -- DSSM ----------------------------------------------------------------------------------
 def _occlusion(encoder: Encoder, text: str, side: str, other: np.ndarray, top: int) -> list[TrigramEffect]:
     """The ``top`` trigrams of ``text`` whose removal lowers the score with ``other`` most."""

@@ -477,6 +477,10 @@ class LambdaMART(BaseEstimator):
                 f"feature selection {self.features!r}: {exc.args[0]}",
                 fix="use ids, id ranges (1-46) or names present in the training data",
             ) from None
+        if not columns and self.features is None:
+            raise LtrfeatError(
+                "the training data has no feature columns", fix="add features first (e.g. ltrfeat extract)"
+            )
         if not columns:
             raise LtrfeatError(f"feature selection {self.features!r} selects no feature")
         self.feature_map_ = train.feature_map.select(columns)

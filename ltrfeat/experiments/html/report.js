@@ -1,0 +1,161 @@
+// ltrfeat report.html: sortable/filterable tables and the per-query drill-down. No network, no libraries.
+(function () {
+  "use strict";
+  const data = JSON.parse(document.getElementById("report-data").textContent);
+
+  // -- sortable tables: click a header; numbers sort by their data-v value ---------------------------
+  function cellValue(row, i) {
+    const cell = row.cells[i];
+    const v = cell.getAttribute("data-v");
+    if (v !== null && v !== "") return parseFloat(v);
+    return cell.textContent.trim().toLowerCase();
+  }
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    const headers = table.tHead.rows[0].cells;
+    Array.prototype.forEach.call(headers, function (th, i) {
+      th.addEventListener("click", function () {
+        const ascending = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(headers, function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+        const body = table.tBodies[0];
+        const rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          const x = cellValue(a, i), y = cellValue(b, i);
+          const xn = typeof x === "number" && !isNaN(x), yn = typeof y === "number" && !isNaN(y);
+          let c;
+          if (xn && yn) c = x - y;
+          else if (xn) c = -1;
+          else if (yn) c = 1;
+          else c = String(x).localeCompare(String(y));
+          return ascending ? c : -c;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  });
+  document.querySelectorAll("input[data-filter]").forEach(function (input) {
+    const table = document.getElementById(input.getAttribute("data-filter"));
+    const toggle = document.querySelector("input[data-candidates='" + table.id + "']");
+    function apply() {
+      const words = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+      Array.prototype.forEach.call(table.tBodies[0].rows, function (r) {
+        const text = r.textContent.toLowerCase();
+        const hidden = (toggle && !toggle.checked && r.getAttribute("data-kind") === "candidate") ||
+          !words.every(function (w) { return text.indexOf(w) >= 0; });
+        r.style.display = hidden ? "none" : "";
+      });
+    }
+    input.addEventListener("input", apply);
+    if (toggle) toggle.addEventListener("change", apply);
+    apply();
+  });
+
+  // -- drill-down ------------------------------------------------------------------------------------
+  const drill = data.drill;
+  const box = document.getElementById("drill");
+  if (!drill || !box) return;
+  const search = document.getElementById("drill-search");
+  const results = document.getElementById("drill-results");
+  const baseSel = document.getElementById("drill-base");
+  const variantSel = document.getElementById("drill-variant");
+  const view = document.getElementById("drill-view");
+  let current = null;
+
+  drill.sets.forEach(function (name, i) {
+    [baseSel, variantSel].forEach(function (sel) {
+      const o = document.createElement("option");
+      o.value = i; o.textContent = name; sel.appendChild(o);
+    });
+  });
+  baseSel.value = drill.default_base; variantSel.value = drill.default_variant;
+
+  function esc(s) {
+    return String(s).replace(/[&<>"]/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]; });
+  }
+  function fmt(x, d) { return x === null || x === undefined ? "n/a" : Number(x).toFixed(d); }
+
+  function listQueries() {
+    const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+    const b = +baseSel.value, v = +variantSel.value;
+    results.textContent = "";
+    let shown = 0;
+    for (let i = 0; i < drill.queries.length && shown < 60; i++) {
+      const q = drill.queries[i];
+      const hay = (q[0] + " " + (q[1] || "")).toLowerCase();
+      if (!words.every(function (w) { return hay.indexOf(w) >= 0; })) continue;
+      const btn = document.createElement("button");
+      const d = (q[2][v] === null || q[2][b] === null) ? null : q[2][v] - q[2][b];
+      btn.textContent = q[0] + (q[1] ? " — " + q[1] : "") + "   (" + drill.metric + " " +
+        (d === null ? "n/a" : (d >= 0 ? "+" : "") + d.toFixed(3)) + ")";
+      btn.setAttribute("data-q", i);
+      btn.setAttribute("data-qid", q[0]);
+      btn.addEventListener("click", function () { show(i); });
+      if (i === current) btn.className = "active";
+      results.appendChild(btn);
+      shown++;
+    }
+    if (!shown) results.textContent = "no query matches";
+  }
+
+  function wordsOf(kind, id) {
+    const out = [];
+    Object.keys(drill.words || {}).forEach(function (model) {
+      const w = drill.words[model][kind][id];
+      if (w) out.push([model, w]);
+    });
+    return out;
+  }
+
+  function side(q, docs, s, other, title) {
+    const ranked = docs.filter(function (d) { return d[2][s] <= drill.top; })
+      .sort(function (a, b) { return a[2][s] - b[2][s]; });
+    let html = "<h3>" + esc(title) + " <code>" + esc(drill.sets[s]) + "</code> — " + drill.metric + " " +
+      fmt(q[2][s], 4) + "</h3><table><thead><tr><th>rank</th><th class=text>document</th><th>label</th>" +
+      "<th>score</th><th>move</th></tr></thead><tbody>";
+    ranked.forEach(function (d) {
+      const move = d[2][other] - d[2][s];
+      let mv = "=";
+      if (move > 0) mv = "<span class=move-up>▲" + move + "</span>";
+      else if (move < 0) mv = "<span class=move-down>▼" + (-move) + "</span>";
+      const text = drill.doc_text ? drill.doc_text[d[0]] : null;
+      let extra = "";
+      const qWords = wordsOf("q", q[0]);
+      wordsOf("d", d[0]).forEach(function (pair) {
+        const qw = qWords.filter(function (x) { return x[0] === pair[0]; })[0];
+        const qNeurons = {};
+        if (qw) qw[1].forEach(function (n) { qNeurons[n[0]] = n[1]; });
+        const shared = pair[1].filter(function (n) { return n[0] in qNeurons; })
+          .map(function (n) { return qNeurons[n[0]] + "↔" + n[1]; });
+        extra += "<div class=words>" + esc(pair[0]) + " max-pool words: " +
+          esc(pair[1].slice(0, 5).map(function (n) { return n[1]; }).join(", ")) +
+          (shared.length ? "; shared with the query: " + esc(shared.slice(0, 4).join(", ")) : "") + "</div>";
+      });
+      html += "<tr><td data-v=" + d[2][s] + ">" + d[2][s] + "</td><td class=doc><b>" + esc(d[0]) + "</b>" +
+        (text ? " " + esc(text) : "") + extra + "</td><td class=rel>" + d[1] + "</td><td>" + fmt(d[3][s], 4) +
+        "</td><td>" + mv + "</td></tr>";
+    });
+    return html + "</tbody></table>";
+  }
+
+  function show(i) {
+    current = i;
+    const q = drill.queries[i];
+    const docs = drill.docs[i];
+    const b = +baseSel.value, v = +variantSel.value;
+    let head = "<p><b>query " + esc(q[0]) + "</b>" + (q[1] ? ": " + esc(q[1]) : "") + " — " + docs.length +
+      " documents shown (top " + drill.top + " of either set; move = places gained against the other set)</p>";
+    const qWords = wordsOf("q", q[0]);
+    if (qWords.length) head += "<p class=words>" + qWords.map(function (p) {
+      return esc(p[0]) + " query max-pool words: " + esc(p[1].slice(0, 5).map(function (n) { return n[1]; }).join(", "));
+    }).join("<br>") + "</p>";
+    view.innerHTML = head + "<div class=side><div>" + side(q, docs, b, v, "baseline") + "</div><div>" +
+      side(q, docs, v, b, "variant") + "</div></div>";
+    listQueries();
+  }
+
+  search.addEventListener("input", listQueries);
+  [baseSel, variantSel].forEach(function (sel) {
+    sel.addEventListener("change", function () { if (current !== null) show(current); else listQueries(); });
+  });
+  listQueries();
+})();

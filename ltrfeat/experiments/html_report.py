@@ -1,0 +1,500 @@
+"""``report.html``: one self-contained page (no network, no external script or font) that a person reads in
+half a minute and a ranking engineer explores: the verdict in words, a sortable and filterable results table,
+forest plots per metric (inline SVG drawn by matplotlib), wins/ties/losses, a per-query drill-down with the top
+documents under two sets side by side, model selection, the stage profile and the setup.
+
+Everything is built from a ``report.json`` object, the per-query table and, for the drill-down, each set's
+ranking of the test documents (in memory after an ablation, or read back from a report's ``runs/``). The
+drill-down is bounded (``max_queries`` queries with the largest changes, the top ``top`` documents of each
+set), so the page of a Home Depot-size run stays small enough to mail.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import re
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ltrfeat.experiments import plots
+from ltrfeat.experiments.in_words import headline
+from ltrfeat.core.fileio import atomic_output
+
+TOP = 10
+MAX_QUERIES = 2000
+_SETS_SHOWN = ("ranker", "recommended", "baseline")
+
+
+def _asset(name: str) -> str:
+    return resources.files("ltrfeat.experiments").joinpath("html", name).read_text(encoding="utf-8")
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _prose(text: str) -> str:
+    """Escaped text with Markdown's `code` spans as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(text))
+
+
+def _num(x, digits: int = 4) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
+
+
+def _p(p) -> str:
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
+
+
+def _rel(rel) -> str:
+    return "n/a" if rel is None or not math.isfinite(rel) else f"{100 * rel:+.1f}%"
+
+
+def _v(x) -> str:
+    """A data-v attribute (the sort key) for a number."""
+    return "" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.10g}"
+
+
+# -- drill-down data ----------------------------------------------------------------------------
+def drill_data(
+    rankings: dict[str, pd.DataFrame],
+    labels: pd.DataFrame,
+    per_query: pd.DataFrame,
+    data: dict,
+    *,
+    top: int = TOP,
+    max_queries: int = MAX_QUERIES,
+    query_text: dict | None = None,
+    doc_text: dict | None = None,
+    words: dict | None = None,
+) -> dict | None:
+    """The compact drill-down payload.
+
+    rankings : per set, a frame ``qid, docid, score`` of its test documents.
+    labels : ``qid, docid, label`` of the judged test documents.
+    per_query : the ablation's per-query table (its ``feature_set, qid`` and metric columns).
+    query_text, doc_text : optional texts by qid and docid; words : optional CLSM max-pool words,
+        ``{model: {"q": {qid: [[neuron, word], ...]}, "d": {docid: [...]}}}``.
+
+    Queries are ordered by the size of the change between the default pair of sets (the report's baseline
+    and the set recommended or, without one, the first other set) and cut at ``max_queries``; each keeps the
+    documents in the top ``top`` of any set, with every set's rank and score.
+    """
+    sets = [s for s in rankings if len(rankings[s])]
+    baseline = data["config"].get("baseline")
+    if baseline not in sets or len(sets) < 2:
+        return None
+    variant = "recommended" if "recommended" in sets else next(s for s in sets if s != baseline)
+    metrics = data["config"]["metrics"]
+    metric = "ndcg@10" if "ndcg@10" in metrics else metrics[0]
+    pq = per_query.copy()
+    pq["qid"] = pq["qid"].astype(str)
+    wide = pq.pivot_table(index="qid", columns="feature_set", values=metric, aggfunc="first")
+    wide = wide.reindex(columns=sets)
+    change = (wide[variant] - wide[baseline]).abs().fillna(-1.0)
+    order = change.sort_values(ascending=False, kind="stable").index[:max_queries]
+    frames = []
+    for i, s in enumerate(sets):
+        r = rankings[s][["qid", "docid", "score"]].astype({"qid": str, "docid": str})
+        r = r[r["qid"].isin(order)]
+        r = r.assign(rank=r.groupby("qid", sort=False)["score"].rank(method="first", ascending=False).astype(int))
+        frames.append(r.set_index(["qid", "docid"]).add_suffix(f"_{i}"))
+    table = pd.concat(frames, axis=1, join="outer")
+    rank_cols = [f"rank_{i}" for i in range(len(sets))]
+    score_cols = [f"score_{i}" for i in range(len(sets))]
+    table = table[(table[rank_cols] <= top).any(axis=1)]
+    lab = labels.astype({"qid": str, "docid": str}).set_index(["qid", "docid"])["label"]
+    table["label"] = lab.reindex(table.index).to_numpy()
+    by_query = dict(tuple(table.groupby(level="qid", sort=False)))
+    queries, docs = [], []
+    for qid in order:
+        if qid not in by_query:
+            continue
+        values = [None if not math.isfinite(v) else round(float(v), 4) for v in wide.loc[qid].to_numpy(float)]
+        queries.append([qid, (query_text or {}).get(qid), values])
+        rows = by_query[qid]
+        docs.append(
+            [
+                [
+                    docid,
+                    None if not math.isfinite(lb) else (int(lb) if float(lb).is_integer() else round(float(lb), 3)),
+                    [None if not math.isfinite(r) else int(r) for r in ranks],
+                    [None if not math.isfinite(s) else float(f"{s:.4g}") for s in scores],
+                ]
+                for docid, lb, ranks, scores in zip(
+                    rows.index.get_level_values("docid"),
+                    rows["label"].to_numpy(float),
+                    rows[rank_cols].to_numpy(float),
+                    rows[score_cols].to_numpy(float),
+                )
+            ]
+        )
+    shown_docs = {d[0] for q in docs for d in q}
+    shown_q = {q[0] for q in queries}
+    return {
+        "sets": sets,
+        "default_base": sets.index(baseline),
+        "default_variant": sets.index(variant),
+        "metric": metric,
+        "top": top,
+        "n_queries": int(wide.shape[0]),
+        "queries": queries,
+        "docs": docs,
+        "doc_text": None if doc_text is None else {d: doc_text[d] for d in sorted(shown_docs) if d in doc_text},
+        "words": None
+        if not words
+        else {
+            m: {
+                "q": {q: w for q, w in per["q"].items() if q in shown_q},
+                "d": {d: w for d, w in per["d"].items() if d in shown_docs},
+            }
+            for m, per in words.items()
+        },
+    }
+
+
+def rankings_from_ablation(result, folds) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+    """Each shown set's ranking of the test documents (the first seed's scores) and the test labels."""
+    from ltrfeat.experiments.fold_runs import _ids
+
+    qids, docids, _ = _ids(folds)
+    qid = np.concatenate([qids[f.name] for f in folds])
+    docid = np.concatenate([docids[f.name] for f in folds])
+    label = np.concatenate([np.asarray(f.test.label, dtype=np.float64) for f in folds])
+    rankings = {}
+    for fs in result.feature_sets:
+        if fs.kind in _SETS_SHOWN and fs.name in result.test_scores:
+            score = np.concatenate([result.test_scores[fs.name][f.name]["scores"][0] for f in folds])
+            rankings[fs.name] = pd.DataFrame({"qid": qid, "docid": docid, "score": score})
+    return rankings, pd.DataFrame({"qid": qid, "docid": docid, "label": label})
+
+
+def rankings_from_runs(report_dir, data: dict) -> tuple[dict[str, pd.DataFrame], pd.DataFrame] | None:
+    """The same from a report's ``runs/`` directory (written by ``ablate --write-runs``), or None without it."""
+    from ltrfeat.experiments.trec import read_qrels, read_run
+
+    runs = data.get("runs")
+    if not isinstance(runs, dict) or not runs.get("qrels"):
+        return None
+    directory = Path(report_dir) / runs["directory"]
+    kinds = {s["name"]: s["kind"] for s in data["config"].get("feature_sets", [])}
+    kinds |= {r["feature_set"]: r["kind"] for r in data["results"]}
+    rankings = {}
+    for name, files in runs["files"].items():
+        if kinds.get(name) in _SETS_SHOWN and files:
+            run = read_run(directory / next(iter(files)))
+            rankings[name] = run[["qid", "docid", "score"]]
+    qrels = read_qrels(directory / runs["qrels"])
+    return rankings, qrels[["qid", "docid", "label"]]
+
+
+# -- the page -----------------------------------------------------------------------------------
+def _results_table(data: dict) -> str:
+    cfg = data["config"]
+    metrics = cfg["metrics"]
+    baseline = cfg.get("baseline")
+    marks = cfg.get("statistics", {}).get("marks", plots.MARKS)
+    comps = {(c["variant"], c["metric"]): c for c in data["comparisons"] if c["baseline"] == baseline}
+    ncols = {s["name"]: len(s["columns"]) for s in cfg.get("feature_sets", [])}
+    rows = {}
+    for r in data["results"]:
+        rows.setdefault((r["feature_set"], r["kind"]), {})[r["metric"]] = r
+    head = "".join(f"<th>{_e(m)}</th>" for m in metrics)
+    body = []
+    for (name, kind), per in rows.items():
+        cells = []
+        for m in metrics:
+            r = per.get(m)
+            if r is None or r["mean"] is None:
+                cells.append("<td data-v=''>n/a</td>")
+                continue
+            c = comps.get((name, m))
+            title = (
+                f"95% interval {_num(r['ci95'][0])}–{_num(r['ci95'][1])}"
+                if r.get("ci95") and r["ci95"][0] is not None
+                else ""
+            )
+            extra, cls = "", ""
+            if c is not None:
+                sig = plots.mark(c["p_holm"], marks)
+                extra = f" <small>({_rel(c['relative'])}{sig})</small>"
+                title += f"; vs {baseline}: {c['delta']:+.4f}, Holm p {_p(c['p_holm'])}"
+                cls = " class='sig " + ("up" if c["delta"] > 0 else "down") + "'" if sig else ""
+            cells.append(f"<td data-v='{_v(r['mean'])}' title='{_e(title)}'{cls}>{_num(r['mean'])}{extra}</td>")
+        body.append(
+            f"<tr data-kind='{_e(kind)}'><td>{_e(name)}</td><td class=text>{_e(kind)}</td>"
+            f"<td data-v='{ncols.get(name, '')}'>{ncols.get(name, '')}</td>{''.join(cells)}</tr>"
+        )
+    return (
+        "<div class=tools><input type=search placeholder='filter sets, e.g. clsm' data-filter=results>"
+        "<label><input type=checkbox data-candidates=results> show every candidate of the model selection</label>"
+        "</div><div class=scroll><table id=results class=sortable><thead><tr><th>feature set</th><th class=text>kind</th>"
+        f"<th>features</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        f"<p class=note>Mean over test queries; in brackets the change against <code>{_e(baseline)}</code> and its Holm "
+        "mark (* p &lt; 0.05, ** p &lt; 0.01); hover a cell for its 95% interval. Click a header to sort.</p>"
+    )
+
+
+def _comparisons_table(data: dict) -> str:
+    marks = data["config"].get("statistics", {}).get("marks", plots.MARKS)
+    rows = []
+    for c in data["comparisons"]:
+        lo, hi = c["ci95_delta"]
+        sig = plots.mark(c["p_holm"], marks)
+        rows.append(
+            "<tr>"
+            f"<td>{_e(c['baseline'])}</td><td class=text>{_e(c['variant'])}</td><td class=text>{_e(c['metric'])}</td>"
+            f"<td data-v='{_v(c['base_mean'])}'>{_num(c['base_mean'])}</td>"
+            f"<td data-v='{_v(c['variant_mean'])}'>{_num(c['variant_mean'])}</td>"
+            f"<td data-v='{_v(c['delta'])}'>{c['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]</td>"
+            f"<td data-v='{_v(c['relative'])}'>{_rel(c['relative'])}</td>"
+            f"<td data-v='{_v(c['p_randomization'])}'>{_p(c['p_randomization'])}</td>"
+            f"<td data-v='{_v(c['p_holm'])}'{' class=sig' if sig else ''}>{_p(c['p_holm'])}{sig}</td>"
+            f"<td data-v='{c['wins'] - c['losses']}'>{c['wins']}/{c['ties']}/{c['losses']}</td>"
+            f"<td data-v='{c['n_queries']}'>{c['n_queries']}</td></tr>"
+        )
+    return (
+        "<div class=tools><input type=search placeholder='filter, e.g. ndcg@10 clsm' data-filter=comparisons></div>"
+        "<div class=scroll><table id=comparisons class=sortable><thead><tr><th>baseline</th><th class=text>variant</th>"
+        "<th class=text>metric</th><th>baseline mean</th><th>variant mean</th><th>delta [95% CI]</th><th>relative</th>"
+        "<th>p (randomisation)</th><th>p (Holm)</th><th>W/T/L</th><th>queries</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _wtl(data: dict) -> str:
+    baseline = data["config"].get("baseline")
+    out = []
+    for m in headline(data["config"]["metrics"]):
+        comps = [c for c in data["comparisons"] if c["baseline"] == baseline and c["metric"] == m]
+        if not comps:
+            continue
+        rows = []
+        for c in comps:
+            n = max(c["wins"] + c["ties"] + c["losses"], 1)
+            bar = "".join(
+                f"<span class={k} style='width:{100 * c[key] / n:.1f}%' title='{key} {c[key]}'></span>"
+                for k, key in (("w", "wins"), ("t", "ties"), ("l", "losses"))
+            )
+            rows.append(
+                f"<tr><td>{_e(c['variant'])}</td><td><span class=wtl>{bar}</span></td>"
+                f"<td>{c['wins']}</td><td>{c['ties']}</td><td>{c['losses']}</td></tr>"
+            )
+        out.append(
+            f"<h3>{_e(m)} against <code>{_e(baseline)}</code></h3><table><thead><tr><th>variant</th><th></th>"
+            f"<th>wins</th><th>ties</th><th>losses</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+    return "".join(out) or "<p>No comparisons.</p>"
+
+
+def _selection(data: dict) -> str:
+    sel = data["config"].get("selection")
+    if not sel:
+        return "<p>No model selection in this run (plain LambdaMART for every set).</p>"
+    rows = []
+    for fold, sets in sel["chosen"].items():
+        rec = sel["recommended"][fold]
+        for name, choice in sets.items():
+            cv = ", ".join(f"{c} {st['mean']:.4f}" for c, st in choice["stats"].items())
+            flag = " <b>(recommended)</b>" if rec["feature_set"] == name else ""
+            rows.append(
+                f"<tr><td>{_e(fold)}</td><td class=text>{_e(name)}</td><td class=text>{_e(choice['chosen'])}{flag}</td>"
+                f"<td class=text>{_e(cv)}</td></tr>"
+            )
+    metrics = headline(data["config"]["metrics"])
+    cand = {}
+    for r in data["results"]:
+        if r["kind"] == "candidate" and r["metric"] in metrics:
+            cand.setdefault(r["feature_set"], {})[r["metric"]] = r["mean"]
+    crow = "".join(
+        f"<tr><td>{_e(n)}</td>"
+        + "".join(f"<td data-v='{_v(v.get(m))}'>{_num(v.get(m))}</td>" for m in metrics)
+        + "</tr>"
+        for n, v in cand.items()
+    )
+    return (
+        f"<p>Candidates {', '.join(f'<code>{_e(c)}</code>' for c in sel['candidates'])}, chosen per fold by "
+        f"{sel['inner_folds']}-fold inner cross-validation on training queries only (rule {_e(sel['rule'])}, "
+        f"criterion {_e(', '.join(sel['criterion']))}).</p>"
+        "<table class=sortable><thead><tr><th>fold</th><th class=text>feature set</th><th class=text>chosen</th>"
+        f"<th class=text>inner-CV criterion per candidate</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        "<details><summary>Test scores of every candidate (what the selection cost or gained)</summary>"
+        "<table class=sortable><thead><tr><th>set / candidate</th>"
+        + "".join(f"<th>{_e(m)}</th>" for m in metrics)
+        + f"</tr></thead><tbody>{crow}</tbody></table></details>"
+    )
+
+
+def _stages(data: dict) -> str:
+    from ltrfeat.core.stages import profile_line
+
+    stages = data.get("stage_seconds")
+    if not stages:
+        return "<p>No stage profile in this report.</p>"
+    plain = {k: v for k, v in stages.items() if isinstance(v, (int, float))}
+    top = max(plain.values(), default=1.0) or 1.0
+    rows = "".join(
+        f"<tr><td>{_e(k)}</td><td data-v='{v}'>{v:,.1f} s</td><td><span class=bar style='width:{240 * v / top:.0f}px'>"
+        "</span></td></tr>"
+        for k, v in plain.items()
+    )
+    return f"<p>{_e(profile_line(stages))}</p><table><tbody>{rows}</tbody></table>"
+
+
+def _setup(data: dict) -> str:
+    cfg = data["config"]
+    stats = cfg.get("statistics", {})
+    items = [
+        f"<b>Folds</b>: {len(cfg['folds'])} — "
+        + "; ".join(
+            f"{_e(f['name'])}: test {f['test']['queries']} queries / {f['test']['rows']} rows" for f in cfg["folds"]
+        ),
+        f"<b>Engine</b>: {_e(cfg['engine'])} LambdaMART, seeds {_e(', '.join(map(str, cfg['seeds'])))}; parameters "
+        f"<code>{_e(json.dumps(cfg['ranker_params']))}</code>",
+        f"<b>Conventions</b>: {_e(cfg['conventions']['description'])}",
+        f"<b>Statistics</b>: {_e(stats.get('marks_test', ''))}; {_e(stats.get('pooling', ''))}",
+        f"<b>Versions</b>: {_e(', '.join(f'{k} {v}' for k, v in cfg['versions'].items() if v))}",
+    ]
+    if cfg.get("cross_fitting"):
+        items.insert(1, f"<b>Cross-fitting</b>: {_e(cfg['cross_fitting'].get('description', ''))}")
+    return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
+
+
+def _forests(data: dict) -> str:
+    metrics = data["config"]["metrics"]
+    first = headline(metrics)
+    fig = plots.forest_figure(data, first, title=False)
+    if fig is None:
+        return "<p>No comparisons to plot.</p>"
+    marks = data["config"].get("statistics", {}).get("marks", plots.MARKS)
+    parts = [
+        f"<p class=note>Each set's mean change against <code>{_e(data['config']['baseline'])}</code> with its 95% "
+        f"bootstrap interval; the label gives the relative change and the Holm mark (* p &lt; {marks['*']}, "
+        f"** p &lt; {marks['**']}); the axis is zoomed to the intervals, the dashed line is no change.</p>",
+        f"<div class=forest>{plots.svg_text(fig)}</div>",
+    ]
+    for m in metrics:
+        if m not in first and (fig := plots.forest_figure(data, [m], title=False)) is not None:
+            parts.append(f"<details><summary>{_e(m)}</summary><div class=forest>{plots.svg_text(fig)}</div></details>")
+    return "".join(parts)
+
+
+def _images(report_dir) -> str:
+    if report_dir is None:
+        return ""
+    out = []
+    for name, alt in (("deltas.png", "per-query deltas"), ("importance.png", "feature importance")):
+        path = Path(report_dir) / name
+        if path.is_file():
+            data = base64.b64encode(path.read_bytes()).decode("ascii")
+            out.append(f"<p><img alt='{alt}' src='data:image/png;base64,{data}'></p>")
+    return "".join(out)
+
+
+def _drill_section(drill: dict | None) -> str:
+    if drill is None:
+        return (
+            "<p>No per-query rankings in this report: the page of a finished ablation has them; for an older report "
+            "run the ablation with <code>--write-runs</code> and then <code>ltrfeat report DIR --html</code>.</p>"
+        )
+    cut = (
+        f" It holds the {len(drill['queries'])} of {drill['n_queries']} queries whose {drill['metric']} changes most "
+        "between the default pair of sets (per_query.tsv has them all)."
+        if len(drill["queries"]) < drill["n_queries"]
+        else ""
+    )
+    return (
+        "<div id=drill><div class=tools><input type=search id=drill-search placeholder='search a query id or text'>"
+        "<label>baseline <select id=drill-base></select></label><label>variant <select id=drill-variant></select>"
+        "</label></div><div id=drill-results></div><div id=drill-view></div>"
+        f"<p class=note>Top {drill['top']} documents of each set (first seed's scores); label = judged grade; move = "
+        f"places gained against the other set.{cut}</p></div>"
+    )
+
+
+def render(data: dict, *, drill: dict | None = None, report_dir=None) -> str:
+    """The whole page for a ``report.json`` object."""
+    summary = data.get("summary") or ""
+    verdict = data.get("verdict") or {}
+    warn_html = "".join(f"<div class=warning>{_prose(w)}</div>" for w in verdict.get("warnings", []))
+    sections = [
+        ("results", "Results", _results_table(data)),
+        ("forest", "Changes against the baseline", _forests(data)),
+        ("wtl", "Wins, ties, losses", _wtl(data)),
+        ("drill", "Per query", _drill_section(drill)),
+        ("comparisons", "Every comparison", _comparisons_table(data)),
+        ("selection", "Model selection", _selection(data)),
+        ("plots", "Plots", _images(report_dir) or "<p>No plots.</p>"),
+        ("stages", "Stage profile", _stages(data)),
+        ("setup", "Setup", _setup(data)),
+    ]
+    return _page("Feature ablation", summary, sections, {"drill": drill}, after_verdict=warn_html)
+
+
+def _page(title: str, summary: str, sections: list[tuple[str, str, str]], payload: dict, *, after_verdict="") -> str:
+    """A self-contained page: the summary on top, then the sections (key, title, HTML); ``payload`` is the
+    JSON the script reads (the drill-down)."""
+    nav = "".join(f"<a href='#s-{key}'>{_e(name)}</a>" for key, name, _ in sections)
+    body = "".join(f"<h2 id='s-{key}'>{_e(name)}</h2>{content}" for key, name, content in sections)
+    script = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    return (
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
+        "<meta name=viewport content='width=device-width, initial-scale=1'>"
+        "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; "
+        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"<title>{_e(title)}</title><style>{_asset('report.css')}</style></head><body><h1>{_e(title)}</h1>"
+        f"<nav>{nav}</nav><div id=verdict>{_prose(summary)}</div>{after_verdict}{body}"
+        f"<script type=application/json id=report-data>{script}</script>"
+        f"<script>{_asset('report.js')}</script></body></html>\n"
+    )
+
+
+def render_comparison(data: dict) -> str:
+    """The page of ``ltrfeat compare-runs`` (a :func:`ltrfeat.experiments.compare_runs.compare_systems` result)."""
+    as_report = {
+        "config": {"baseline": data["baseline"], "metrics": data["metrics"], "statistics": data["statistics"]},
+        "comparisons": data["comparisons"],
+    }
+    head = "".join(f"<th>{_e(m)}</th>" for m in data["metrics"])
+    rows = "".join(
+        f"<tr><td>{_e(n)}</td>"
+        + "".join(
+            f"<td data-v='{_v(v['mean'])}' title='95% interval {_num(v['ci95'][0])}–{_num(v['ci95'][1])}'>"
+            f"{_num(v['mean'])}</td>"
+            for v in (data["means"][n][m] for m in data["metrics"])
+        )
+        + "</tr>"
+        for n in data["systems"]
+    )
+    figures = []
+    for m in data["metrics"]:
+        fig = plots.forest_figure(as_report, [m], title=False)
+        if fig is not None:
+            figures.append(f"<div class=forest>{plots.svg_text(fig)}</div>")
+    sections = [
+        (
+            "means",
+            "Means",
+            f"<table class=sortable><thead><tr><th>system</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
+            f"<p class=note>{data['n_queries']} queries every system has; hover a mean for its 95% interval.</p>",
+        ),
+        ("forest", f"Changes against {data['baseline']}", "".join(figures)),
+        ("comparisons", "Every comparison", _comparisons_table(as_report)),
+        ("setup", "Statistics", f"<p>{_e(data['statistics']['marks_test'])}. {_e(data.get('conventions') or '')}</p>"),
+    ]
+    return _page("ltrfeat compare-runs", data["summary"], sections, {"drill": None})
+
+
+def write_html(path, data: dict, *, drill: dict | None = None, report_dir=None) -> Path:
+    """Write :func:`render`'s page to ``path`` atomically."""
+    with atomic_output(path) as fh:
+        fh.write(render(data, drill=drill, report_dir=report_dir))
+    return Path(path)

@@ -1,0 +1,239 @@
+"""An ablation's verdict in plain words, and how much its numbers depend on the tie-break.
+
+:func:`summary_in_words` reads a ``report.json`` object (fresh or from disk), so ``ltrfeat report DIR`` words an
+old report the same way the ablation did. :func:`tie_analysis` needs the scores and labels of the test folds:
+it measures, for the baseline and the recommended set, how many queries have tied scores that change a
+headline metric, and the metric's mean under the report's input order, trec_eval's docid order and the worst and
+best order of the ties.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ltrfeat.core.metrics import evaluate_queries
+from ltrfeat.rankers.choices import RECOMMENDED
+from ltrfeat.experiments.verdict import LEVEL
+
+HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
+TIE_SHARE = 0.05  # ties that change a headline metric for more than this share of queries are warned about
+TIE_ORDERS = ("input_order", "trec_eval", "worst", "best")
+
+
+def headline(metrics) -> list[str]:
+    """NDCG@1/3/10 when measured, else the first three metrics."""
+    return [m for m in HEADLINE if m in metrics] or list(metrics)[:3]
+
+
+def p_words(p) -> str:
+    """``p < .001``, ``p < .01`` or ``p = .03`` (Holm-adjusted p in prose)."""
+    if p is None or not math.isfinite(p):
+        return "p n/a"
+    if p < 0.001:
+        return "p < .001"
+    if p < 0.01:
+        return "p < .01"
+    return "p = " + f"{p:.2f}".lstrip("0")
+
+
+def _pct(rel) -> str:
+    return "n/a" if rel is None or not math.isfinite(rel) else f"{100 * rel:+.1f}%"
+
+
+def _metric_name(m: str) -> str:
+    family, _, k = m.partition("@")
+    pretty = {"ndcg": "NDCG", "recall": "recall", "map": "MAP", "mrr": "MRR", "p": "P", "err": "ERR"}
+    return pretty.get(family, family) + (f"@{k}" if k else "")
+
+
+def _and(items: list[str], word: str = "and") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
+
+
+def lift_words(comps: list[dict]) -> str:
+    """'lifts NDCG@10 by 3.0% (.8012 -> .8252, Holm p < .01) and changes nothing significant at NDCG@1 (...)'."""
+    up = [c for c in comps if c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL]
+    down = [c for c in comps if c["delta"] < 0 and (c["p_holm"] or 1) < LEVEL]
+    flat = [c for c in comps if c not in up and c not in down]
+    parts = []
+    if up:
+        parts.append(
+            "lifts "
+            + _and(
+                [
+                    f"{_metric_name(c['metric'])} by {_pct(c['relative']).lstrip('+')} ({c['base_mean']:.4f} → "
+                    f"{c['variant_mean']:.4f}, Holm {p_words(c['p_holm'])})"
+                    for c in up
+                ]
+            )
+        )
+    if down:
+        parts.append(
+            "lowers "
+            + _and(
+                [
+                    f"{_metric_name(c['metric'])} by {_pct(c['relative']).lstrip('-')} (Holm {p_words(c['p_holm'])})"
+                    for c in down
+                ]
+            )
+        )
+    if flat:
+        parts.append(
+            "changes nothing significant at "
+            + _and(
+                [f"{_metric_name(c['metric'])} ({_pct(c['relative'])}, Holm {p_words(c['p_holm'])})" for c in flat],
+                "or",
+            )
+        )
+    return _and(parts) if len(parts) < 3 else "; ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _sets(data: dict) -> dict:
+    return {s["name"]: s for s in data["config"].get("feature_sets", [])}
+
+
+def summary_in_words(data: dict) -> str:
+    """Two to five sentences a manager can forward: what the best neural feature set does at the headline
+    metrics, how many sets lift anything, what to ship, the Holm family, and a tie warning when ties move the
+    numbers (see :func:`tie_analysis`). ``data`` is a ``report.json`` object."""
+    baseline = data["config"].get("baseline")
+    metrics = headline(data["config"]["metrics"])
+    comps = [c for c in data["comparisons"] if c["baseline"] == baseline and c["metric"] in metrics]
+    sets = _sets(data)
+    variants = list(dict.fromkeys(c["variant"] for c in comps if c["variant"] != RECOMMENDED))
+    sentences = []
+    if not variants:
+        sentences.append("This report has no base+neural set to compare with the base set, so it draws no verdict.")
+    else:
+
+        def strength(name):
+            mine = [c for c in comps if c["variant"] == name]
+            wins = sum(c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL for c in mine)
+            return wins, float(np.nanmean([c["relative"] if c["relative"] is not None else np.nan for c in mine]))
+
+        best = max(variants, key=strength)
+        base_cols = set(sets.get(baseline, {}).get("columns", []))
+        added = [c for c in sets.get(best, {}).get("columns", []) if c not in base_cols]
+        named = ", ".join(added) if len(added) <= 2 else f"all {len(added)} neural features"
+        what = f"Adding {named} to the `{baseline}` features" if added else f"`{best}` against `{baseline}`"
+        mine = sorted((c for c in comps if c["variant"] == best), key=lambda c: metrics.index(c["metric"]))
+        sentences.append(f"{what} (set `{best}`) {lift_words(mine)}.")
+        if len(variants) > 1:
+            lifting = [v for v in variants if strength(v)[0]]
+            worse = [
+                v
+                for v in variants
+                if any(c["delta"] < 0 and (c["p_holm"] or 1) < LEVEL for c in comps if c["variant"] == v)
+            ]
+            text = (
+                f"{len(lifting)} of the {len(variants)} base+neural sets lift at least one of "
+                f"{', '.join(map(_metric_name, metrics))} significantly"
+            )
+            text += (
+                f"; {', '.join(f'`{v}`' for v in worse)} {'is' if len(worse) == 1 else 'are'} significantly worse somewhere."
+                if worse
+                else "; none is significantly worse."
+            )
+            sentences.append(text)
+    verdict = data.get("verdict")
+    if verdict:
+        text = (
+            f"To ship: `{verdict['recommended']}` (chosen on training queries by inner cross-validation in "
+            f"{verdict['chosen_in_folds']} of {verdict['n_folds']} folds"
+            + ("; the folds disagree, see Model selection)" if verdict["chosen_in_folds"] < verdict["n_folds"] else ")")
+        )
+        rows = [r for r in verdict["metrics"] if r.get("untuned") is not None]
+        if rows:
+            row = rows[-1]
+            text += (
+                f"; at {_metric_name(row['metric'])} it scores {row['recommended']:.4f} against {row['untuned']:.4f} "
+                f"for the untuned `{verdict['untuned']}` (Holm {p_words(row['p_holm_vs_untuned'])})"
+            )
+        n_warn = len(verdict.get("warnings", []))
+        text += f"; {n_warn} warning{'s' if n_warn != 1 else ''} below." if n_warn else "."
+        sentences.append(text)
+    n = len(data["comparisons"])
+    if n:
+        sentences.append(
+            f"Every p is a paired randomisation test, Holm-adjusted over the {n} comparisons in this report "
+            "(a mark can change when the report compares more or fewer sets)."
+        )
+    sentences += tie_warnings(data.get("ties"))
+    return " ".join(sentences)
+
+
+def tie_warnings(ties: dict | None) -> list[str]:
+    """One sentence per set whose tied scores change a headline metric for more than TIE_SHARE of the queries."""
+    if not ties:
+        return []
+    out = []
+    for name, per_metric in ties["sets"].items():
+        worst = max(per_metric.items(), key=lambda kv: kv[1]["share"], default=None)
+        if worst is None or worst[1]["share"] <= ties["threshold"]:
+            continue
+        metric, t = worst
+        m = t["mean"]
+        out.append(
+            f"Ties: `{name}` has tied scores that change {_metric_name(metric)} for {t['tied_queries']} of "
+            f"{t['queries']} queries ({100 * t['share']:.0f}%); its {_metric_name(metric)} is {m['input_order']:.4f} in "
+            f"input order (this report), {m['trec_eval']:.4f} in trec_eval's docid order, and anywhere in "
+            f"{m['worst']:.4f}–{m['best']:.4f} depending on how the ties fall."
+        )
+    return out
+
+
+def tie_analysis(result, folds, *, sets=None, metrics=None, threshold: float = TIE_SHARE) -> dict:
+    """How tied scores move the headline metrics of ``sets`` (default: the baseline, i.e. the first ranker set,
+    and ``recommended`` when there is one), from the first seed's test scores of every fold.
+
+    Returns ``{"threshold", "scores", "sets": {set: {metric: {"tied_queries", "queries", "share", "mean":
+    {"input_order", "trec_eval", "worst", "best"}}}}}``: ``tied_queries`` counts the queries whose metric
+    differs between the worst and the best order of their ties.
+    """
+    from ltrfeat.experiments.fold_runs import _ids
+
+    conv = result.config["conventions"]
+    metrics = list(metrics or headline(result.metrics))
+    if sets is None:
+        rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
+        sets = rankers[:1] + ([RECOMMENDED] if RECOMMENDED in result.test_scores else [])
+    qids, docids, _ = _ids(folds)
+    qid = np.concatenate([qids[f.name] for f in folds])
+    docid = np.concatenate([docids[f.name] for f in folds])
+    label = np.concatenate([np.asarray(f.test.label, dtype=np.float64) for f in folds])
+    q_codes = pd.factorize(qid)[0]
+    trec = np.lexsort((-pd.Series(docid).rank(method="dense").to_numpy(), q_codes))  # docid descending per query
+    out: dict = {"threshold": threshold, "scores": "first seed of every fold", "sets": {}}
+    for name in sets:
+        if name not in result.test_scores:
+            continue
+        score = np.concatenate([result.test_scores[name][f.name]["scores"][0] for f in folds])
+
+        def run(ties, order=None, score=score):
+            o = slice(None) if order is None else order
+            return evaluate_queries(
+                qid[o], label[o], score[o], metrics, gain=conv["gain"], no_relevant=conv["no_relevant"], ties=ties
+            )
+
+        frames = {
+            "input_order": run("stable"),
+            "trec_eval": run("stable", trec),
+            "worst": run("pessimistic"),
+            "best": run("optimistic"),
+        }
+        per_metric = {}
+        for m in metrics:
+            lo, hi = frames["worst"][m], frames["best"][m]
+            known = lo.notna()
+            tied = int(((hi - lo).abs() > 1e-12)[known].sum())
+            per_metric[m] = {
+                "tied_queries": tied,
+                "queries": int(known.sum()),
+                "share": tied / max(int(known.sum()), 1),
+                "mean": {k: float(frames[k][m].mean()) for k in TIE_ORDERS},
+            }
+        out["sets"][name] = per_metric
+    return out

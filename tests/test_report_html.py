@@ -1,0 +1,213 @@
+"""report.html, the verdict in words, the tie analysis, ``ltrfeat report`` and ``ltrfeat compare-runs``."""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from builders import FAST, planted_folds
+from ltrfeat.cli.main import cli
+from ltrfeat.experiments.compare_runs import compare_systems
+from ltrfeat.experiments.html_report import drill_data, rankings_from_ablation
+from ltrfeat.experiments.in_words import p_words, summary_in_words, tie_analysis
+from ltrfeat.core.dataset import FeatureMap, RankingSet
+from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, summarise
+from ltrfeat.experiments.report import write_report
+from ltrfeat.rankers.selection import SelectionConfig
+from ltrfeat.experiments.stats import holm, randomization_test
+from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, write_qrels, write_trec_run
+
+
+@pytest.fixture(scope="module")
+def selection_report(tmp_path_factory):
+    folds = planted_folds(n_folds=3, queries_per_fold=30)
+    sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
+    result = run_ablation(
+        folds, sets, seeds=(0,), ranker_params=FAST, progress=False, selection=SelectionConfig.default("lightgbm")
+    )
+    summary = summarise(result, n_resamples=1000)
+    out = tmp_path_factory.mktemp("html") / "report"
+    write_report(result, summary, out, runs_of=folds)
+    return out, result, folds
+
+
+def _payload(page: str) -> dict:
+    found = re.search(r"<script type=application/json id=report-data>(.*?)</script>", page, flags=re.S)
+    return json.loads(found.group(1).replace("<\\/", "</"))
+
+
+def test_report_html_is_self_contained_and_opens_with_the_verdict(selection_report):
+    out, result, _ = selection_report
+    page = (out / "report.html").read_text(encoding="utf-8")
+    data = json.loads((out / "report.json").read_text())
+    assert data["verdict"]["summary"] == data["summary"]
+    assert page.index("id=verdict") < page.index("id='s-results'")
+    assert "lifts NDCG@" in page and "Holm-adjusted over the" in page
+    # nothing to fetch: no external script, style, font or image
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page) and "<link" not in page
+    assert page.count("<svg") >= 1 and "<canvas" not in page
+    for section in ("s-results", "s-forest", "s-wtl", "s-drill", "s-comparisons", "s-selection", "s-stages", "s-setup"):
+        assert f"id='{section}'" in page
+    drill = _payload(page)["drill"]
+    assert (
+        drill["sets"][drill["default_base"]] == "lexical" and drill["sets"][drill["default_variant"]] == "recommended"
+    )
+    assert len(drill["queries"]) == drill["n_queries"] == 90
+    for docs in drill["docs"]:
+        assert all(any(r is not None and r <= drill["top"] for r in d[2]) for d in docs)
+
+
+def test_drill_down_is_bounded(selection_report):
+    out, result, folds = selection_report
+    data = json.loads((out / "report.json").read_text())
+    drill = drill_data(*rankings_from_ablation(result, folds), result.per_query, data, top=3, max_queries=7)
+    assert len(drill["queries"]) == 7 and drill["n_queries"] == 90
+    assert all(len(docs) <= 3 * len(drill["sets"]) for docs in drill["docs"])
+    base, variant = drill["default_base"], drill["default_variant"]
+    changes = [abs(q[2][variant] - q[2][base]) for q in drill["queries"]]
+    assert changes == sorted(changes, reverse=True)  # the queries that move most come first
+
+
+def test_report_command_words_and_rewrites_the_page(selection_report, tmp_path):
+    out, _, _ = selection_report
+    copy = tmp_path / "copy"
+    import shutil
+
+    shutil.copytree(out, copy)
+    (copy / "report.html").unlink()
+    res = CliRunner().invoke(cli, ["report", str(copy)])
+    assert res.exit_code == 0 and res.output.strip() == json.loads((copy / "report.json").read_text())["summary"]
+    assert not (copy / "report.html").exists()
+    res = CliRunner().invoke(cli, ["report", str(copy), "--html"])
+    assert res.exit_code == 0, res.output
+    drill = _payload((copy / "report.html").read_text())["drill"]  # rebuilt from runs/
+    assert drill is not None and len(drill["queries"]) == 90
+    res = CliRunner().invoke(cli, ["report", str(tmp_path)])
+    assert res.exit_code == 2 and "no report.json here" in res.output
+
+
+def test_summary_names_the_family_and_what_does_not_change():
+    comp = dict(base_mean=0.5, variant_mean=0.515, ci95_delta=[0.01, 0.02], wins=5, ties=1, losses=2, n_queries=8)
+    data = {
+        "config": {
+            "baseline": "lexical",
+            "metrics": ["ndcg@1", "ndcg@10"],
+            "feature_sets": [
+                {"name": "lexical", "columns": ["bm25"], "kind": "ranker"},
+                {"name": "lexical+clsm", "columns": ["bm25", "clsm_cos"], "kind": "ranker"},
+            ],
+        },
+        "comparisons": [
+            comp
+            | dict(
+                baseline="lexical", variant="lexical+clsm", metric="ndcg@10", delta=0.015, relative=0.03, p_holm=0.004
+            ),
+            comp
+            | dict(
+                baseline="lexical", variant="lexical+clsm", metric="ndcg@1", delta=0.001, relative=0.002, p_holm=0.6
+            ),
+        ],
+        "verdict": None,
+    }
+    text = summary_in_words(data)
+    assert text.startswith("Adding clsm_cos to the `lexical` features (set `lexical+clsm`) lifts NDCG@10 by 3.0%")
+    assert "(0.5000 → 0.5150, Holm p < .01)" in text
+    assert "changes nothing significant at NDCG@1 (+0.2%, Holm p = .60)" in text
+    assert "Holm-adjusted over the 2 comparisons in this report" in text
+    assert [p_words(p) for p in (0.0004, 0.004, 0.031, float("nan"))] == ["p < .001", "p < .01", "p = .03", "p n/a"]
+
+
+def test_tie_analysis_gives_every_tie_order():
+    # one query, two documents with the same score: relevant first in input order, last in trec_eval's
+    test = RankingSet(["q"] * 2, [1.0, 0.0], np.zeros((2, 1)), FeatureMap.dense(1), docid=np.array(["a", "b"], object))
+    fold = Fold("F1", test, None, test)
+    result = types.SimpleNamespace(
+        config={"conventions": {"gain": "exp2", "no_relevant": "exclude"}},
+        metrics=["ndcg@1"],
+        feature_sets=[],
+        test_scores={"lexical": {"F1": {"seeds": [0], "scores": [np.array([0.5, 0.5])]}}},
+    )
+    ties = tie_analysis(result, [fold], sets=["lexical"])
+    t = ties["sets"]["lexical"]["ndcg@1"]
+    assert t["tied_queries"] == 1 and t["share"] == 1.0
+    assert t["mean"] == {"input_order": 1.0, "trec_eval": 0.0, "worst": 0.0, "best": 1.0}
+    words = summary_in_words(
+        {"config": {"baseline": "lexical", "metrics": ["ndcg@1"]}, "comparisons": [], "ties": ties}
+    )
+    assert "Ties: `lexical` has tied scores that change NDCG@1 for 1 of 1 queries (100%)" in words
+    assert "1.0000 in input order (this report), 0.0000 in trec_eval's docid order" in words
+
+
+def _runs(tmp_path):
+    rng = np.random.default_rng(3)
+    q = np.repeat([f"q{i}" for i in range(30)], 8)
+    d = np.array([f"d{j}" for j in range(8)] * 30, dtype=object)
+    label = rng.integers(0, 3, len(q))
+    write_qrels(tmp_path / "qrels.txt", q, d, label)
+    for name, noise in (("bm25", 1.5), ("rerank", 0.8), ("random", 9.0)):
+        write_trec_run(tmp_path / f"{name}.run", q, d, label + rng.normal(0, noise, len(q)), tag=name)
+    return tmp_path
+
+
+def test_compare_runs_agrees_with_pytrec_eval_and_the_randomisation_test(tmp_path):
+    pytrec_eval = pytest.importorskip("pytrec_eval")
+    _runs(tmp_path)
+    qrels = read_qrels(tmp_path / "qrels.txt")
+    names = ["bm25", "rerank", "random"]
+    per_query = {n: evaluate_run(qrels, read_run(tmp_path / f"{n}.run"), ["ndcg@10", "map", "mrr"]) for n in names}
+    data = compare_systems(per_query, ["ndcg@10", "map", "mrr"], n_resamples=2000)
+    judged = {}
+    for row in qrels.itertuples():
+        judged.setdefault(row.qid, {})[row.docid] = int(row.label)
+    evaluator = pytrec_eval.RelevanceEvaluator(judged, {"ndcg_cut_10", "map", "recip_rank"})
+    for name in names:
+        run = {}
+        for row in read_run(tmp_path / f"{name}.run").itertuples():
+            run.setdefault(row.qid, {})[row.docid] = float(row.score)
+        oracle = evaluator.evaluate(run)
+        for metric, key in (("ndcg@10", "ndcg_cut_10"), ("map", "map"), ("mrr", "recip_rank")):
+            assert data["means"][name][metric]["mean"] == pytest.approx(np.mean([v[key] for v in oracle.values()]))
+    for c in data["comparisons"]:  # queries pooled in qid order, as in an ablation report
+        a, b = (per_query[c[k]][c["metric"]].sort_index() for k in ("baseline", "variant"))
+        assert c["p_randomization"] == randomization_test(a.to_numpy(), b.to_numpy(), n_resamples=2000, seed=0)
+    assert [c["p_holm"] for c in data["comparisons"]] == list(holm([c["p_randomization"] for c in data["comparisons"]]))
+    random = [c for c in data["comparisons"] if c["variant"] == "random"]
+    assert all(c["delta"] < 0 for c in random) and min(c["p_holm"] for c in random) < 0.05
+
+
+def test_compare_runs_cli_prints_markdown_json_and_html(tmp_path):
+    _runs(tmp_path)
+    args = ["compare-runs", "--qrels", str(tmp_path / "qrels.txt"), f"bm25={tmp_path / 'bm25.run'}"]
+    args += [str(tmp_path / "rerank.run"), "--resamples", "500", "--metrics", "ndcg@10,map"]
+    res = CliRunner().invoke(cli, [*args, "--html", str(tmp_path / "c.html")])
+    assert res.exit_code == 0, res.output
+    assert "| `rerank` | ndcg@10 |" in res.output and "Holm-adjusted over the 2 comparisons printed" in res.output
+    page = (tmp_path / "c.html").read_text()
+    assert "<svg" in page and "rerank" in page and not re.search(r"""(src|href)=["']?https?:""", page)
+    data = json.loads(CliRunner().invoke(cli, [*args, "--json"]).output)
+    assert data["systems"] == ["bm25", "rerank"] and len(data["comparisons"]) == 2
+    res = CliRunner().invoke(cli, ["compare-runs", str(tmp_path / "bm25.run"), str(tmp_path / "rerank.run")])
+    assert res.exit_code == 2 and "--qrels" in res.output
+
+
+def test_compare_runs_of_models_on_one_test_set(tmp_path, planted):
+    from ltrfeat.core.letor import write_letor
+    from ltrfeat.rankers.lambdamart import LambdaMART
+    from ltrfeat.rankers.models import save_ranker
+
+    fold = planted[0]
+    write_letor(tmp_path / "test.letor", fold.test)
+    for name, columns in (("lex", fold.train.feature_map.names[:3]), ("all", None)):
+        model = LambdaMART(**FAST, features=columns).fit(fold.train, fold.valid)
+        save_ranker(model, tmp_path / f"{name}.txt")
+    res = CliRunner().invoke(
+        cli,
+        ["compare-runs", "--test", str(tmp_path / "test.letor"), str(tmp_path / "lex.txt"), str(tmp_path / "all.txt")],
+    )
+    assert res.exit_code == 0, res.output
+    assert "`all` against `lex` lifts NDCG@10" in res.output
