@@ -6,7 +6,7 @@ PIP := $(PY) -m pip
 TORCH_PIN := torch==2.13.0
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-slow demo bench bench-quick bench-quality clean
+.PHONY: install chromium test test-slow demo bench bench-quick bench-quality clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Debian's chromium, which the report.html test drives headless (skipped without it; CI installs it). Needs root.
+chromium:
+	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check ltrfeat tests benchmarks

@@ -29,14 +29,14 @@ def headline(metrics) -> list[str]:
 
 
 def p_words(p) -> str:
-    """``p < .001``, ``p < .01`` or ``p = .03`` (Holm-adjusted p in prose)."""
+    """``p < .001``, ``p < .01``, ``p = .03`` or ``p = 1`` (Holm-adjusted p in prose)."""
     if p is None or not math.isfinite(p):
         return "p n/a"
     if p < 0.001:
         return "p < .001"
     if p < 0.01:
         return "p < .01"
-    return "p = " + f"{p:.2f}".lstrip("0")
+    return "p = 1" if p >= 0.995 else "p = " + f"{p:.2f}".lstrip("0")
 
 
 def _pct(rel) -> str:
