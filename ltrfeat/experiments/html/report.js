@@ -97,6 +97,15 @@
     if (!shown) results.textContent = "no query matches";
   }
 
+  function distinct(neurons) {
+    const seen = {};
+    return neurons.map(function (n) { return n[1]; }).filter(function (w) {
+      if (seen[w]) return false;
+      seen[w] = true;
+      return true;
+    });
+  }
+
   function wordsOf(kind, id) {
     const out = [];
     Object.keys(drill.words || {}).forEach(function (model) {
@@ -124,10 +133,10 @@
         const qw = qWords.filter(function (x) { return x[0] === pair[0]; })[0];
         const qNeurons = {};
         if (qw) qw[1].forEach(function (n) { qNeurons[n[0]] = n[1]; });
-        const shared = pair[1].filter(function (n) { return n[0] in qNeurons; })
-          .map(function (n) { return qNeurons[n[0]] + "↔" + n[1]; });
+        const shared = distinct(pair[1].filter(function (n) { return n[0] in qNeurons; })
+          .map(function (n) { return [0, qNeurons[n[0]] + "↔" + n[1]]; }));
         extra += "<div class=words>" + esc(pair[0]) + " max-pool words: " +
-          esc(pair[1].slice(0, 5).map(function (n) { return n[1]; }).join(", ")) +
+          esc(distinct(pair[1]).slice(0, 5).join(", ")) +
           (shared.length ? "; shared with the query: " + esc(shared.slice(0, 4).join(", ")) : "") + "</div>";
       });
       html += "<tr><td data-v=" + d[2][s] + ">" + d[2][s] + "</td><td class=doc><b>" + esc(d[0]) + "</b>" +
@@ -146,7 +155,7 @@
       " documents shown (top " + drill.top + " of either set; move = places gained against the other set)</p>";
     const qWords = wordsOf("q", q[0]);
     if (qWords.length) head += "<p class=words>" + qWords.map(function (p) {
-      return esc(p[0]) + " query max-pool words: " + esc(p[1].slice(0, 5).map(function (n) { return n[1]; }).join(", "));
+      return esc(p[0]) + " query max-pool words: " + esc(distinct(p[1]).slice(0, 5).join(", "));
     }).join("<br>") + "</p>";
     view.innerHTML = head + "<div class=side><div>" + side(q, docs, b, v, "baseline") + "</div><div>" +
       side(q, docs, v, b, "variant") + "</div></div>";
