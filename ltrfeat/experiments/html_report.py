@@ -112,29 +112,36 @@ def drill_data(
     score_cols = [f"score_{i}" for i in range(len(sets))]
     table = table[(table[rank_cols] <= top).any(axis=1)]
     lab = labels.astype({"qid": str, "docid": str}).set_index(["qid", "docid"])["label"]
-    table["label"] = lab.reindex(table.index).to_numpy()
-    by_query = dict(tuple(table.groupby(level="qid", sort=False)))
+    label = lab.reindex(table.index).to_numpy(float)
+    position = {q: i for i, q in enumerate(order)}
+    at = np.array([position[q] for q in table.index.get_level_values("qid")], dtype=np.int64)
+    rows = np.argsort(at, kind="stable")
+    bounds = np.searchsorted(at[rows], np.arange(len(order) + 1))
+    docids = table.index.get_level_values("docid").to_numpy(dtype=object)
+    ranks, scores, values = (
+        table[rank_cols].to_numpy(float),
+        table[score_cols].to_numpy(float),
+        wide.loc[order].to_numpy(float),
+    )
+
+    def num(x, fmt):
+        return None if not math.isfinite(x) else fmt(x)
+
     queries, docs = [], []
-    for qid in order:
-        if qid not in by_query:
+    for i, qid in enumerate(order):
+        mine = rows[bounds[i] : bounds[i + 1]]
+        if not len(mine):
             continue
-        values = [None if not math.isfinite(v) else round(float(v), 4) for v in wide.loc[qid].to_numpy(float)]
-        queries.append([qid, (query_text or {}).get(qid), values])
-        rows = by_query[qid]
+        queries.append([qid, (query_text or {}).get(qid), [num(v, lambda v: round(float(v), 4)) for v in values[i]]])
         docs.append(
             [
                 [
-                    docid,
-                    None if not math.isfinite(lb) else (int(lb) if float(lb).is_integer() else round(float(lb), 3)),
-                    [None if not math.isfinite(r) else int(r) for r in ranks],
-                    [None if not math.isfinite(s) else float(f"{s:.4g}") for s in scores],
+                    docids[r],
+                    num(label[r], lambda v: int(v) if v.is_integer() else round(v, 3)),
+                    [num(x, int) for x in ranks[r]],
+                    [num(x, lambda v: float(f"{v:.4g}")) for x in scores[r]],
                 ]
-                for docid, lb, ranks, scores in zip(
-                    rows.index.get_level_values("docid"),
-                    rows["label"].to_numpy(float),
-                    rows[rank_cols].to_numpy(float),
-                    rows[score_cols].to_numpy(float),
-                )
+                for r in mine
             ]
         )
     shown_docs = {d[0] for q in docs for d in q}
