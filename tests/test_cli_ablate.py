@@ -209,7 +209,7 @@ def test_ablate_bad_folds_and_existing_report(folds_dir, tmp_path):
 def test_ablate_help_has_examples():
     result = run("ablate", "--help")
     assert result.exit_code == 0
-    assert "ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --report ablation/" in result.output
+    assert "ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/" in result.output
 
 
 @pytest.mark.slow
