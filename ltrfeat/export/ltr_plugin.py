@@ -345,7 +345,8 @@ def _refusal(kind, to: str) -> LtrfeatError:
 
 
 def _missing_features(missing: dict, shares: dict, what: str) -> LtrfeatError:
-    shown = ", ".join(f"{n} ({100 * shares.get(n, 0.0):.1f}%)" for n in list(missing)[:6])
+    heavy = sorted(missing, key=lambda n: -shares.get(n, 0.0))  # the biggest shares first
+    shown = ", ".join(f"{n} ({100 * shares.get(n, 0.0):.1f}%)" for n in heavy[:6])
     total = 100 * sum(shares.get(n, 0.0) for n in missing)
     return LtrfeatError(
         f"the engine cannot compute {len(missing)} of the model's {len(shares)} features, carrying {total:.1f}% "
