@@ -33,7 +33,6 @@ from ltrfeat.core.metrics import (
 )
 
 DEFAULT_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
-DEPLOY_TARGETS = ("es-ltr", "opensearch-ltr")  # LTR engines, as ltrfeat.export.ltr_plugin.UPLOAD_PREFIX
 # ltrfeat.rankers.lambdamart (LightGBM, XGBoost, scikit-learn: ~1 s) is imported inside the commands
 # so that every other ltrfeat command starts fast.
 
