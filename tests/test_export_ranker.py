@@ -153,7 +153,7 @@ def eval_lightgbm_text(text: str, X: np.ndarray) -> np.ndarray:
 def test_plugin_export_matches_predict(trained, target, tmp_path):
     model, test = trained
     out = tmp_path / "model.json"
-    manifest = export_ranker(model, out, to=target, name="m1", featureset="fs1")
+    manifest = export_ranker(model, out, to=target, name="m1", featureset="fs1", allow_missing_features=True)
     body = json.loads(out.read_text())
     inner = body["model"]["model"]
     assert body["model"]["name"] == "m1"
@@ -172,8 +172,13 @@ def test_plugin_export_matches_predict(trained, target, tmp_path):
         assert inner["type"] == "model/xgboost+json"
         theirs = eval_xgb_dump(json.loads(inner["definition"]), NAMES, test.X)
     np.testing.assert_allclose(theirs, ours, atol=1e-5, rtol=0)
-    prefix = "_plugins/_ltr" if target == "opensearch-ltr" else "_ltr"
-    assert manifest["upload"][2].startswith(f"POST {prefix}/_featureset/fs1/_createmodel")
+    # both plugins serve the feature store under /_ltr (OpenSearch: only stats live under /_plugins/_ltr)
+    assert manifest["upload"][1].startswith("PUT _ltr ")
+    assert manifest["upload"][2].startswith("PUT _ltr/_featureset/fs1 ")
+    assert manifest["upload"][3].startswith("POST _ltr/_featureset/fs1/_createmodel")
+    sltr = manifest["search_example"]["body"]["rescore"]["query"]["rescore_query"]["sltr"]
+    assert sltr["model"] == "m1" and sltr["params"]["keywords"] == "QUERY TEXT"
+    assert manifest["upload"][4].startswith("POST INDEX/_search  <- ")
     np.testing.assert_allclose(load_export(out).predict(engine_scale(test.X)), ours, atol=1e-5, rtol=0)
 
 
@@ -223,7 +228,7 @@ def test_feature_normalizers_are_carried(kind, tmp_path):
 
     model = LambdaMART(n_estimators=20, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(normalised(raw))
     out = tmp_path / "m.json"
-    export_ranker(model, out, to="es-ltr", normalizers={"bm25_title": {kind: spec}})
+    export_ranker(model, out, to="es-ltr", allow_missing_features=True, normalizers={"bm25_title": {kind: spec}})
     inner = json.loads(out.read_text())["model"]["model"]
     assert inner["feature_normalizers"]["bm25_title"] == {kind: spec}
     test = _data(seed=2)
@@ -240,7 +245,7 @@ def test_bad_normalizers_refused(tmp_path):
         {"f5": {"zscore": {}}},
     ):
         with pytest.raises(LtrfeatError):
-            export_ranker(model, tmp_path / "m.json", to="es-ltr", normalizers=bad)
+            export_ranker(model, tmp_path / "m.json", to="es-ltr", allow_missing_features=True, normalizers=bad)
     with pytest.raises(LtrfeatError, match="plugin feature"):
         export_ranker(
             model,
@@ -254,7 +259,7 @@ def test_bad_normalizers_refused(tmp_path):
 def test_plugin_scoring_reaches_the_featureset_and_index(tmp_path):
     model = LambdaMART(n_estimators=3, early_stopping_rounds=None, n_jobs=1).fit(_data())
     scoring = PluginScoring(dims={"clsm": 16}, analyzer=Analyzer(stemmer="english"), k1=0.9, b=0.4, fill_zero=True)
-    export_ranker(model, tmp_path / "m.json", to="es-ltr", scoring=scoring)
+    export_ranker(model, tmp_path / "m.json", to="es-ltr", allow_missing_features=True, scoring=scoring)
     index = json.loads(index_path(tmp_path / "m.json").read_text())
     assert index["settings"]["similarity"]["ltrfeat_bm25"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
     assert "ltrfeat_stem" in index["settings"]["analysis"]["analyzer"]["ltrfeat"]["filter"]
@@ -285,9 +290,9 @@ def test_nan_trained_model_needs_missing_as_zero(engine, tmp_path):
     )
     out = tmp_path / "m.json"
     with pytest.raises(LtrfeatError, match="missing-as-zero"):
-        export_ranker(model, out, to="es-ltr")
+        export_ranker(model, out, to="es-ltr", allow_missing_features=True)
     assert not out.exists()
-    export_ranker(model, out, to="es-ltr", missing_as_zero=True)
+    export_ranker(model, out, to="es-ltr", allow_missing_features=True, missing_as_zero=True)
     test = _data(seed=3, nan=True)
     zeroed = RankingSet(qid=test.qid, label=test.label, X=np.nan_to_num(test.X), feature_map=test.feature_map)
     engine = engine_scale(test.X)  # NaN stays NaN, scored as 0 by the export
@@ -299,14 +304,21 @@ def test_zero_as_missing_is_refused(tmp_path):
         n_estimators=5, num_leaves=8, early_stopping_rounds=None, n_jobs=1, params={"zero_as_missing": True}
     ).fit(_data())
     with pytest.raises(LtrfeatError, match="zero_as_missing"):
-        export_ranker(model, tmp_path / "m.json", to="es-ltr")
+        export_ranker(model, tmp_path / "m.json", to="es-ltr", allow_missing_features=True)
 
 
 def test_saved_and_loaded_model_exports_the_same(tmp_path):
     model = LambdaMART(n_estimators=10, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(_data())
     model.save(tmp_path / "r.txt")
-    export_ranker(model, tmp_path / "a.json", to="es-ltr", name="m", featureset="f")
-    export_ranker(LambdaMART.load(tmp_path / "r.txt"), tmp_path / "b.json", to="es-ltr", name="m", featureset="f")
+    export_ranker(model, tmp_path / "a.json", to="es-ltr", allow_missing_features=True, name="m", featureset="f")
+    export_ranker(
+        LambdaMART.load(tmp_path / "r.txt"),
+        tmp_path / "b.json",
+        to="es-ltr",
+        allow_missing_features=True,
+        name="m",
+        featureset="f",
+    )
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
 
 
@@ -317,7 +329,7 @@ def test_saved_and_loaded_model_exports_the_same(tmp_path):
 def exported(tmp_path):
     model = LambdaMART(n_estimators=10, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(_data())
     out = tmp_path / "model.json"
-    export_ranker(model, out, to="es-ltr")
+    export_ranker(model, out, to="es-ltr", allow_missing_features=True)
     return out
 
 
@@ -377,7 +389,7 @@ def test_mq2008_fold1_round_trip(tmp_path):
     for engine in ("lightgbm", "xgboost"):
         model = LambdaMART(engine=engine, n_estimators=60, early_stopping_rounds=None, n_jobs=2).fit(train)
         out = tmp_path / f"{engine}.json"
-        export_ranker(model, out, to="es-ltr")
+        export_ranker(model, out, to="es-ltr", allow_missing_features=True)
         inner = json.loads(out.read_text())["model"]["model"]
         ours = model.predict(test)
         if engine == "lightgbm":
@@ -415,7 +427,8 @@ def test_cli_export_ranker(tmp_path):
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "POST _plugins/_ltr/_featureset/fs/_createmodel" in result.output
+    assert "POST _ltr/_featureset/fs/_createmodel" in result.output and "_plugins" not in result.output
+    assert "PUT _ltr  (create the default feature store" in result.output and '"sltr"' in result.output
     assert "no query template" not in result.output
     np.testing.assert_allclose(
         load_export(tmp_path / "m.json").predict(engine_scale(_data(seed=4).X)),

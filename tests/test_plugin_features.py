@@ -114,16 +114,23 @@ def test_template_shapes_follow_the_plugin_docs(demo):
     vec = [0.5, -0.25]
     es_q = pf._render(es["clsm_title_cos"]["template"], {"clsm_query_vector": vec})
     assert es["clsm_title_cos"]["params"] == ["clsm_query_vector"]
+    # documents without a vector are guarded (the vector functions throw on them) and score as cosine 0
     assert es_q["script_score"]["script"] == {
-        "source": "cosineSimilarity(params.query_vector, 'clsm_title_vector') + params.offset",
-        "params": {"offset": 1.0, "query_vector": vec},
+        "source": "doc['clsm_title_vector'].size() == 0 ? params.missing : "
+        "cosineSimilarity(params.query_vector, 'clsm_title_vector') + params.offset",
+        "params": {"offset": 1.0, "missing": 1.0, "query_vector": vec},
     }
     os_q = pf._render(os_["clsm_title_cos"]["template"], {"clsm_query_vector": vec})
     assert (
-        os_q["script_score"]["script"]["source"]
-        == "params.offset + cosineSimilarity(params.query_value, doc[params.field])"
+        os_q["script_score"]["script"]["source"] == "doc[params.field].size() == 0 ? params.missing : "
+        "params.offset + cosineSimilarity(params.query_value, doc[params.field])"
     )
-    assert os_q["script_score"]["script"]["params"] == {"field": "clsm_title_vector", "offset": 1.0, "query_value": vec}
+    assert os_q["script_score"]["script"]["params"] == {
+        "field": "clsm_title_vector",
+        "offset": 1.0,
+        "missing": 1.0,
+        "query_value": vec,
+    }
     assert pf._render(es["query_len"]["template"], {"query_len": 3.0}) == {
         "constant_score": {"filter": {"match_all": {}}, "boost": 3.0}
     }
@@ -173,22 +180,29 @@ def test_export_embed_and_logging_round_trip(demo, tmp_path):
     model = LambdaMART(n_estimators=10, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(data)
     model.save(tmp_path / "r.txt")
     runner = CliRunner()
-    result = runner.invoke(
-        cli,
-        [
-            "export-ranker",
-            str(tmp_path / "r.txt"),
-            "--to",
-            "es-ltr",
-            "--out",
-            str(tmp_path / "m.json"),
-            "--featureset",
-            "demo",
-            "--encoder",
-            f"clsm={demo['encoder']}",
-            "--fill-zero",
-        ],
-    )
+    args = [
+        "export-ranker",
+        str(tmp_path / "r.txt"),
+        "--to",
+        "es-ltr",
+        "--out",
+        str(tmp_path / "m.json"),
+        "--featureset",
+        "demo",
+        "--encoder",
+        f"clsm={demo['encoder']}",
+        "--fill-zero",
+    ]
+    # 12 of the 41 features (tfidf, norm_tf, the LM scores, trigram_cos) have no engine query: refused, with
+    # their share of the model's gain, unless the user accepts it
+    result = runner.invoke(cli, args)
+    shares = model.feature_importance_
+    missing = [n for n in shares if n.split("_")[0] in ("tfidf", "norm", "lm", "trigram")]
+    share = 100 * sum(shares[n] for n in missing) / sum(shares.values())
+    assert result.exit_code == 2 and not (tmp_path / "m.json").exists()
+    assert f"cannot compute 12 of the model's 41 features, carrying {share:.1f}% of its gain" in result.output
+    assert "--allow-missing-features" in result.output
+    result = runner.invoke(cli, [*args, "--allow-missing-features"])
     assert result.exit_code == 0, result.output
     assert "warning: the engine cannot compute lm_jm_title" in result.output
     fs = json.loads(featureset_path(tmp_path / "m.json").read_text())["featureset"]["features"]
@@ -283,3 +297,45 @@ def test_embed_endpoint_answers_the_template_params(demo, tmp_path):
         atol=1e-7,
     )
     assert client.post("/embed", json={"query": 3}).status_code == 422
+
+
+@pytest.mark.parametrize("target", ["es-ltr", "opensearch-ltr"])
+def test_exported_linear_model_scores_as_ltrfeat_in_the_engine(demo, target, tmp_path):
+    """A linear ranker over every feature the engine computes (lexical and the CLSM cosine), exported as
+    model/linear with its standard normalizers: the simulated engine's features, normalised and weighted in
+    float32 as the plugins do, give ltrfeat's own scores."""
+    from ltrfeat.export.ltr_plugin import PluginScoring, export_ranker, featureset_path, index_path, load_export
+    from ltrfeat.rankers.linear import LinearRanker
+
+    data, names = demo["data"], demo["data"].feature_map.names
+    kept = [n for n in names if n not in pf.plugin_featureset(names, target=target)["not_reproduced"]]
+    model = LinearRanker(features=kept).fit(data)
+    out = tmp_path / "linear.json"
+    manifest = export_ranker(model, out, to=target, scoring=PluginScoring(dims={"clsm": 16}))
+    inner = json.loads(out.read_text())["model"]["model"]
+    assert inner["type"] == "model/linear" and set(inner["definition"]) == set(kept) == set(
+        inner["feature_normalizers"]
+    )
+    # the neural feature's engine offset (1) is folded into its standard normalizer's mean
+    j = model.feature_map_.names.index("clsm_title_cos")
+    assert inner["feature_normalizers"]["clsm_title_cos"]["standard"]["mean"] == pytest.approx(1 + model.mean_[j])
+    assert manifest["not_reproduced"] == {}
+    fs = json.loads(featureset_path(out).read_text())["featureset"]["features"]
+    enc = demo["neural"].encoder_
+    vectors = {
+        pf.vector_field("clsm", f): dict(zip(demo["docs"].docid, enc.encode(list(demo["docs"][f]), side="doc")))
+        for f in FIELDS
+    }
+    sim = pf.EngineSimulator(demo["docs"], json.loads(index_path(out).read_text()), vectors=vectors)
+    exported, ours = load_export(out), model.predict(data)
+    qtext = dict(zip(demo["queries"].qid, demo["queries"]["query"]))
+    worst = 0.0
+    for qid in dict.fromkeys(data.qid):
+        rows = data.qid == qid
+        params = pf.query_params(
+            qtext[qid], kept, lexical=demo["lexical"], vectors={"clsm": enc.encode([qtext[qid]], side="query")[0]}
+        )
+        engine = exported.predict(sim.features(fs, params, data.docid[rows]))
+        worst = max(worst, float((np.abs(engine - ours[rows]) / np.maximum(1.0, np.abs(ours[rows]))).max()))
+    # the plugins normalise, weigh and sum in float32 (a float32 ulp of these scores is about 1e-7 of them)
+    assert worst <= 1e-6, worst

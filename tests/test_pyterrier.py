@@ -97,3 +97,25 @@ def test_stable_ties_keep_input_order_in_float32():
     scores = ltr.stable_ties(["a", "a", "a", "b", "b"], [1.0, 1.0, 1.0 + 1e-12, 0.5, 0.5])
     assert scores[2] > scores[0] > scores[1] and scores[3] > scores[4]
     assert len(set(np.float32(scores[:3]))) == 3
+
+
+@pytest.mark.parametrize("kind", ["linear", "boost-best", "best-single"])
+def test_every_kind_ranks_in_a_pipeline_as_it_scores_the_file(world, kind, tmp_path):
+    """ltr.Ranker and Features.for_ranker read every kind train-ranker --select writes (one loader)."""
+    from ltrfeat.rankers.models import save_ranker
+    from ltrfeat.rankers.selection import Candidates
+
+    test = world["test"]
+    settings = Candidates(test.feature_map.names, {"n_estimators": 10, "n_jobs": 1})
+    model = settings.make(kind, seed=0).fit(test)
+    save_ranker(model, tmp_path / "m.txt")
+    cands = ltr.candidates("data/test.letor", queries=world["queries"], docs=world["docs"])
+    pipeline = (
+        pt.Transformer.from_df(cands.drop(columns=["label"]))
+        >> ltr.Features.for_ranker(tmp_path / "m.txt", corpus_stats=world["root"] / "corpus.npz")
+        >> ltr.Ranker(tmp_path / "m.txt", ties="none")
+    )
+    ranked = pipeline.transform(cands[["qid", "query"]].drop_duplicates())
+    expected = dict(zip(zip(test.qid.astype(str), test.docid.astype(str)), model.predict(test)))
+    got = [expected[(q, d)] for q, d in zip(ranked.qid, ranked.docno)]
+    np.testing.assert_allclose(ranked.score.to_numpy(), got, rtol=1e-12, atol=1e-12)

@@ -359,7 +359,11 @@ _RUN = option_group(
 )
 @_OUTPUT
 @_RUN
-@selection_options(default_on=True)
+@selection_options(
+    default_on=True,
+    deployable_help="Where you ship: the verdict's 'to ship' line then trains only the candidates this LTR engine "
+    "can run (train-ranker --select --deployable); the ablation itself compares every candidate.",
+)
 def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, output, run, selecting):
     """Compare LambdaMART with and without neural features over query folds.
 
@@ -407,7 +411,8 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         metrics=evaluation["metrics"],
         gain=evaluation["gain"],
         no_relevant=evaluation["no_relevant"],
-        selection=selection_config(ranker["engine"], **selecting, seed=text["split_seed"]),
+        # --deployable only shapes the verdict's "to ship" line: the ablation compares every candidate
+        selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=text["split_seed"]),
         alone=planning["alone"],
         base_name=planning["base_name"],
         overwrite=output["overwrite"],
@@ -468,7 +473,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     )
     click.echo(f"report: {done.report_dir / 'report.md'}")
     if summary.get("verdict"):
-        for line in verdict_lines(summary["verdict"]):
+        for line in verdict_lines(summary["verdict"] | {"deploy_to": selecting["deployable"]}):
             click.echo(line)
     for line in minilm_lines(result, summary):
         click.echo(line)

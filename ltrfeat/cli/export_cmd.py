@@ -8,8 +8,9 @@ import click
 
 from ltrfeat.cli.options import lexical_options, option_group
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.rankers.registry import LTR_ENGINES
 
-RANKER_TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
+RANKER_TARGETS = (*LTR_ENGINES, "xgboost-json", "lightgbm")  # as ltrfeat.export.ltr_plugin.TARGETS
 
 
 def encoder_width(encoder) -> int:
@@ -74,10 +75,20 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.",
 )
 @lexical_options(used_at_extraction=True, names=("k1", "b", "bm25_norms"))
-@click.option(
-    "--fill-zero",
-    is_flag=True,
-    help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.",
+@option_group(  # features the engine cannot compute
+    "missing_features",
+    click.option(
+        "--allow-missing-features",
+        "allow",
+        is_flag=True,
+        help="Export although the engine cannot compute some of the model's features (named, with their share "
+        "of the model, in the error otherwise).",
+    ),
+    click.option(
+        "--fill-zero",
+        is_flag=True,
+        help="Give features the engine cannot compute a match_none template: the model then sees 0 for them.",
+    ),
 )
 @option_group(
     "parity",
@@ -94,14 +105,18 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     click.option("--parity-encoding", default="utf-8", show_default=True, help="Encoding of the --parity table."),
 )
 def export_ranker(
-    model, target, out_path, plugin, missing_as_zero, encoders, corpus_stats, lexical_params, fill_zero, parity
+    model, target, out_path, plugin, missing_as_zero, encoders, corpus_stats, lexical_params, missing_features, parity
 ):
     """Export a trained ranker for Elasticsearch/OpenSearch LTR, XGBoost JSON or LightGBM.
 
     es-ltr/opensearch-ltr write OUT (the _createmodel body: model/xgboost+json for XGBoost
-    rankers, model/ranklib for LightGBM ones) and OUT.featureset.json (every feature in the
-    model's order). Every target writes OUT.export.json with checksums; the exported trees
-    give the same scores as the ranker (to float32 precision) for inputs without NaN.
+    rankers, model/ranklib for LightGBM ones, model/linear with its feature normalizers for
+    linear and best-single rankers), OUT.featureset.json (every feature in the model's order)
+    and OUT.index.json, and print the upload requests in order and an sltr rescore search.
+    Boost-best rankers cannot run in an engine (train-ranker --select --deployable TARGET
+    avoids them). A feature the engine cannot compute is an error unless
+    --allow-missing-features. Every target writes OUT.export.json with checksums; the export
+    gives the same scores as the ranker (to float32 precision) for inputs without NaN.
 
     \b
     Examples:
@@ -110,13 +125,15 @@ def export_ranker(
           -d @ltr_model.json.featureset.json
       ltrfeat export-ranker ranker.txt --to xgboost-json --out trees.json
     """
+    from ltrfeat.core.fileio import check_writable
     from ltrfeat.export.ltr_plugin import PluginScoring
     from ltrfeat.export.ltr_plugin import export_ranker as export
     from ltrfeat.export.plugin_features import parse_feature
     from ltrfeat.features.pins import lexical_settings
-    from ltrfeat.rankers.lambdamart import LambdaMART
+    from ltrfeat.rankers.models import load_ranker
 
-    ranker = LambdaMART.load(model)
+    check_writable(out_path)  # before loading anything
+    ranker = load_ranker(model)
 
     dims = {}
     for spec in encoders:
@@ -135,7 +152,7 @@ def export_ranker(
         templates=_json_file(plugin["templates"], "--templates"),
         dims=dims,
         analyzer=None if corpus is None else corpus.analyzer,
-        fill_zero=fill_zero,
+        fill_zero=missing_features["fill_zero"],
         **{k: settings[k] for k in ("k1", "b") if k in settings},
     )
     report = _parity(parity, ranker.feature_map_.names, corpus, settings, target) if parity["pairs_path"] else None
@@ -148,16 +165,23 @@ def export_ranker(
         normalizers=_json_file(plugin["normalizers"], "--normalizers"),
         missing_as_zero=missing_as_zero,
         scoring=scoring,
+        allow_missing_features=missing_features["allow"],
     )
+    size = f"{manifest['trees']} trees" if manifest["trees"] is not None else manifest["model_type"]
     click.echo(
-        f"wrote {', '.join(manifest['files'])} ({manifest['trees']} trees, "
+        f"wrote {', '.join(manifest['files'])} ({manifest['kind']} ranker, {size}, "
         f"{len(manifest['features'])} features) and {out_path}.export.json",
         err=True,
     )
     for line in manifest.get("upload", []):
         click.echo(f"  upload: {line}", err=True)
+    shares = manifest.get("missing_features_share") or {}
     for feature, reason in (manifest.get("not_reproduced") or {}).items():
-        click.echo(f"warning: the engine cannot compute {feature}: {reason}", err=True)
+        click.echo(
+            f"warning: the engine cannot compute {feature} ({100 * shares.get(feature, 0.0):.1f}% of the model): "
+            f"{reason}",
+            err=True,
+        )
     if note:
         click.echo(f"warning: {note}", err=True)
     bm25 = [n for n, family in columns.items() if family == "bm25"]

@@ -91,10 +91,12 @@ def fit_and_save(train, out, checkpoint):
     return model, history
 
 
-def selection_options(default_on: bool):
+def selection_options(default_on: bool, *, deployable_help: str):
     """The model-selection options shared by ``ablate`` and ``train-ranker`` (see ltrfeat.rankers.selection);
-    the command receives them as one ``selecting`` dict, for :func:`selection_config`."""
-    from ltrfeat.rankers.choices import CANDIDATES, RULES, TUNE_METHODS
+    the command receives them as one ``selecting`` dict, for :func:`selection_config`. ``deployable_help``:
+    what ``--deployable TARGET`` does in the command."""
+    from ltrfeat.rankers import registry
+    from ltrfeat.rankers.choices import RULES, TUNE_METHODS
 
     def decorator(fn):
         options = [
@@ -110,7 +112,7 @@ def selection_options(default_on: bool):
                 "--candidates",
                 default=None,
                 metavar="LIST",
-                help=f"Comma-separated candidates of the selection: {', '.join(CANDIDATES)} "
+                help=f"Comma-separated candidates of the selection (ranker kinds): {', '.join(registry.names())} "
                 "[default: ENGINE, ENGINE-tuned with --tune, linear, boost-best, best-single].",
             ),
             click.option(
@@ -143,6 +145,12 @@ def selection_options(default_on: bool):
                 help="one-se: the simplest candidate within one standard error of the best inner-CV "
                 "score; best: the best score.",
             ),
+            click.option(
+                "--deployable",
+                type=click.Choice(registry.LTR_ENGINES),
+                default=None,
+                help=deployable_help,
+            ),
         ]
         return option_group("selecting", *options)(fn)
 
@@ -158,18 +166,24 @@ def selection_config(
     tune_trials: int,
     inner_folds: int,
     select_rule: str,
+    deployable: str | None = None,
     seed: int = 0,
 ):
-    """The SelectionConfig the selection options describe (None with --no-select)."""
+    """The SelectionConfig the selection options describe (None with --no-select); with ``deployable``, only the
+    candidates that LTR engine can run."""
     from ltrfeat.rankers.selection import SelectionConfig
 
     if not select:
+        if deployable is not None:
+            raise click.UsageError("--deployable restricts the candidates of --select; add --select")
         return None
     settings = {"tune_trials": tune_trials, "inner_folds": inner_folds, "rule": select_rule, "seed": seed}
     if candidates is None:
-        return SelectionConfig.default(engine, tune=tune, **settings)
-    names = tuple(c.strip() for c in candidates.split(",") if c.strip())
-    return SelectionConfig(candidates=names, tune=tune, **settings)
+        config = SelectionConfig.default(engine, tune=tune, **settings)
+    else:
+        names = tuple(c.strip() for c in candidates.split(",") if c.strip())
+        config = SelectionConfig(candidates=names, tune=tune, **settings)
+    return config if deployable is None else config.deployable(deployable)
 
 
 def config_option() -> click.Option:

@@ -149,7 +149,11 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "scheduler address or file, or local[:N] workers. Needs ltrfeat[dask].",
 )
 @_nan_option
-@selection_options(default_on=False)
+@selection_options(
+    default_on=False,
+    deployable_help="With --select: only the candidates this LTR engine can run (not boost-best), so "
+    "export-ranker accepts whatever is chosen.",
+)
 def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, selecting):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
@@ -160,7 +164,8 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
     tuned LambdaMART with --tune, a pairwise linear ranker, LambdaMART boosted from the best single
     feature, the best single feature) are compared by inner cross-validation over the queries of
     TRAIN and --valid, and the chosen one is refitted on them and saved (its kind is in
-    OUT.meta.json; evaluate and rank read every kind, serve and export-ranker only LambdaMART).
+    OUT.meta.json; evaluate, rank, rerank and serve read every kind; export-ranker writes every kind
+    but boost-best, and --deployable es-ltr|opensearch-ltr keeps the candidates to those it can export).
 
     \b
     Examples:
@@ -169,6 +174,7 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
           --features 1-46,bm25_title,clsm_title_cos --out model.json
       ltrfeat train-ranker S1.txt --valid S4.txt --dask local:2 --out model.txt
       ltrfeat train-ranker S1.txt --valid S4.txt --select --tune grid --out model.txt
+      ltrfeat train-ranker S1.txt --valid S4.txt --select --deployable es-ltr --out model.txt
     """
     from ltrfeat.rankers.lambdamart import LabelError, LambdaMART, meta_path
 
@@ -198,7 +204,9 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
     model.metadata_["missing_values"]["read_nan_policy"] = nan_policy
     model.metadata_["training"] |= {"train_file": str(train), "valid_file": None if valid is None else str(valid)}
     model.metadata_["ranker_config"] = config.to_dict()
-    model.save(out)
+    from ltrfeat.rankers.models import save_ranker
+
+    save_ranker(model, out)
 
     t = model.metadata_["training"]
     click.echo(
@@ -229,7 +237,7 @@ def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
     """train-ranker --select: inner cross-validation over the training queries with the LambdaMART
     settings ``ranker`` (a RankerConfig) as ``selection`` (a SelectionConfig) says; refit the choice, save it."""
     from ltrfeat.rankers.lambdamart import _check_labels
-    from ltrfeat.rankers.models import kind_of, save_ranker
+    from ltrfeat.rankers.models import save_ranker
     from ltrfeat.rankers.selection import Candidates, describe, select, with_valid
 
     _check_labels(train.label, "train")  # before any candidate trains, so the error names the file
@@ -256,7 +264,7 @@ def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
         "selection": selection.to_dict() | {k: chosen[k] for k in ("chosen", "stats", "tuned", "trials")},
         "ranker_config": ranker.to_dict(),
     }
-    save_ranker(model, out, extra=record)
+    save_ranker(model, out, kind=name, extra=record)
     click.echo(
         f"model selection over {train.n_queries + (0 if valid is None else valid.n_queries)} training "
         f"queries ({selection.inner_folds}-fold inner cross-validation, rule {selection.rule}; criterion: mean "
@@ -267,7 +275,7 @@ def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
         click.echo(
             f"  {cand:<16} {stats['mean']:.4f}  (gap to best {stats['gap_to_best']:+.4f}, SE {stats['se']:.4f}){mark}"
         )
-    click.echo(f"saved the {kind_of(model)} ranker ({json.dumps(describe(model))}) to {out}")
+    click.echo(f"saved the {name} ranker ({json.dumps(describe(model))}) to {out}")
 
 
 _CONVENTIONS = option_group(

@@ -30,6 +30,7 @@ from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import read_letor
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.core.metrics import Conventions, evaluate_queries, parse_metrics
+from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.run_cache import RunStore
@@ -55,7 +56,6 @@ DEFAULT_METRICS = (
 )
 KINDS = ("ranker", "alone")  # the sets a user plans; results add the kinds below
 RESULT_KINDS = ("candidate", "baseline", "recommended")
-SEED_FREE = ("best-single",)  # candidates whose fit does not depend on the seed
 FOLD_FILES = {"train": ("train",), "valid": ("vali", "valid"), "test": ("test",)}
 FOLD_EXTENSIONS = (".letor", ".txt", ".letor.gz", ".txt.gz")
 _RESERVED_PARAMS = ("engine", "seed", "features")
@@ -475,7 +475,7 @@ def _run_selected(
         names = list(selection.candidates)
     train, valid = with_valid(fold.train, fold.valid, selection.valid_fraction, selection.seed)
     table = None
-    if {"best-single", "boost-best"} & set(names):
+    if any(registry.get(n).feature_table for n in names):
         table = rank_single_features(
             concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain, no_relevant=no_relevant
         )
@@ -484,12 +484,13 @@ def _run_selected(
     for name in names:
         per_seed, scores = [], {"seeds": [], "scores": []}
         # every seed for the choice and the untuned engine (the verdict's baselines); the first for the others
-        for seed in seeds if name in (chosen, engine) and name not in SEED_FREE else seeds[:1]:
+        seed_free = registry.seed_free(name)
+        for seed in seeds if name in (chosen, engine) and not seed_free else seeds[:1]:
             began = time.perf_counter()
             model = candidates.make(name, seed=seed, tuned=None if chosen_by is None else chosen_by["tuned"].get(name))
             candidates.fit(model, train, valid, table)
             predicted = np.asarray(model.predict(fold.test), dtype=np.float64)
-            scores["seeds"].append(None if name in SEED_FREE else seed)
+            scores["seeds"].append(None if seed_free else seed)
             scores["scores"].append(predicted)
             per_seed.append(
                 evaluate_queries(
@@ -500,7 +501,7 @@ def _run_selected(
             out["runs"].append(
                 {
                     "candidate": name,
-                    "seed": None if name in SEED_FREE else seed,
+                    "seed": None if seed_free else seed,
                     "best_iteration": info.get("best_iteration"),
                     "chose": info,
                     "seconds": time.perf_counter() - began,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import math
 
+from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 
 LEVEL = 0.05
@@ -106,6 +107,26 @@ def verdict(result, summary: dict) -> dict | None:
     }
 
 
+def _ship_line(v: dict) -> str:
+    """The command that trains what to ship; with ``v["deploy_to"]`` (an LTR engine), only candidates it can run."""
+    target = v.get("deploy_to")
+    if target is None:
+        return (
+            "  to ship: ltrfeat train-ranker TRAIN --valid VALID --select chooses among the same candidates by "
+            "the same rule on all your judged queries"
+        )
+    runs = registry.deployable(target)
+    line = (
+        f"  to ship on {target}: ltrfeat train-ranker TRAIN --valid VALID --select --deployable {target} chooses "
+        f"by the same rule among the candidates {target} can run ({', '.join(runs)}), then ltrfeat export-ranker "
+        f"MODEL --to {target}"
+    )
+    blocked = sorted({r["candidate"] for r in v["per_fold"].values()} - set(runs))
+    if blocked:
+        line += f" ({', '.join(blocked)}, chosen in some folds here, cannot run there)"
+    return line
+
+
 def verdict_lines(v: dict) -> list[str]:
     """The verdict as plain-text lines (the CLI prints them last; report.md shows them first)."""
     lines = [
@@ -129,10 +150,7 @@ def verdict_lines(v: dict) -> list[str]:
         )
         lines.append(text)
     lines.append(f"  best single feature per fold (chosen on training queries): {singles}")
-    lines.append(
-        "  to ship: ltrfeat train-ranker TRAIN --valid VALID --select chooses among the same candidates by "
-        "the same rule on all your judged queries"
-    )
+    lines.append(_ship_line(v))
     lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in v["warnings"]]
     if not v["warnings"]:
         lines.append("no warning: every learned ranker is significantly better than the best single feature")

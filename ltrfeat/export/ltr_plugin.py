@@ -1,4 +1,4 @@
-"""Export a trained :class:`~ltrfeat.rankers.lambdamart.LambdaMART` for serving outside ltrfeat.
+"""Export a trained ranker for serving outside ltrfeat.
 
 Targets (``--to``):
 
@@ -9,6 +9,13 @@ Targets (``--to``):
   settings and mappings those templates need. XGBoost models become
   ``model/xgboost+json``, LightGBM models ``model/ranklib`` (a LambdaMART ensemble with 1-based
   feature ordinals); ``feature_normalizers`` (``standard`` / ``min_max``) are carried when given.
+  Linear rankers become ``model/linear`` (a weight per feature) with a ``standard`` normalizer per
+  feature (their training mean and standard deviation), the best single feature a one-weight
+  ``model/linear`` (its direction). Boost-best is refused: its trees start from a per-query z-score
+  that an engine scoring one document at a time cannot compute. A model feature the engine cannot
+  compute is an error naming it and its share of the model, unless ``allow_missing_features``.
+  ``manifest["upload"]`` lists the requests in order (index, feature store, featureset, model, an
+  ``sltr`` rescore search); both plugins serve the feature store under ``/_ltr``.
 - ``xgboost-json`` -- XGBoost's JSON tree dump (the ``model/xgboost+json`` definition), for
   XGBoost or LightGBM models.
 - ``lightgbm`` -- LightGBM's own text model (LightGBM models only).
@@ -47,12 +54,15 @@ from ltrfeat.features.analysis import Analyzer
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.rankers.lambdamart import LambdaMART
-from ltrfeat.export.plugin_features import index_body, plugin_featureset
+from ltrfeat.export.plugin_features import KEYWORDS, index_body, plugin_featureset
+from ltrfeat.rankers import registry
 from ltrfeat.rankers.model_check import check_model
 
-TARGETS = ("es-ltr", "opensearch-ltr", "xgboost-json", "lightgbm")
+TARGETS = (*registry.LTR_ENGINES, "xgboost-json", "lightgbm")
 MANIFEST_FORMAT = "ltrfeat.export/1"
-UPLOAD_PREFIX = {"es-ltr": "_ltr", "opensearch-ltr": "_plugins/_ltr"}
+# both plugins keep the feature store under /_ltr (RestStoreManager, RestFeatureManager, RestCreateModelFromSet);
+# OpenSearch's /_plugins/_ltr holds only the stats
+PLUGIN_TARGETS = registry.LTR_ENGINES
 NORMALIZERS = {"standard": ("mean", "standard_deviation"), "min_max": ("minimum", "maximum")}
 MISSING_POLICY = (
     "exact for inputs without NaN; NaN is scored as 0 (the plugins score a feature whose query does not match as 0)"
@@ -302,8 +312,87 @@ class PluginScoring:
             )
 
 
+def feature_shares(model) -> dict[str, float]:
+    """Each feature's share of ``model``: of the total gain for trees, of the summed |weight| (standardised
+    units) for a linear model, an equal share otherwise (a single feature: all of it)."""
+    names = model.feature_map_.names
+    if hasattr(model, "feature_importance_"):
+        values = [float(model.feature_importance_.get(n, 0.0)) for n in names]
+    elif hasattr(model, "coef_"):
+        values = [abs(float(w)) for w in model.coef_]
+    else:
+        values = [1.0] * len(names)
+    total = sum(values) or 1.0
+    return {n: v / total for n, v in zip(names, values)}
+
+
+def _refusal(kind, to: str) -> LtrfeatError:
+    """Why ``to`` cannot run a ranker of ``kind``, and what to train instead."""
+    why = getattr(kind.implementation(), "NOT_EXPORTABLE", None) or (
+        f"the {kind.name} ranker kind names no LTR engine it exports to (RankerKind.exports_to)"
+    )
+    if to not in PLUGIN_TARGETS:
+        target = "es-ltr" if "es-ltr" in kind.exports_to else None
+        return LtrfeatError(
+            f"a {kind.name} ranker has no trees to write as {to}",
+            fix=f"export it with --to {target}" if target else f"{why}; serve it with ltrfeat serve",
+        )
+    return LtrfeatError(
+        f"{to} cannot run a {kind.name} ranker: {why}",
+        fix=f"retrain with ltrfeat train-ranker --select --deployable {to} (candidates "
+        f"{', '.join(registry.deployable(to))}), or serve this one with ltrfeat serve",
+    )
+
+
+def _missing_features(missing: dict, shares: dict, what: str) -> LtrfeatError:
+    heavy = sorted(missing, key=lambda n: -shares.get(n, 0.0))  # the biggest shares first
+    shown = ", ".join(f"{n} ({100 * shares.get(n, 0.0):.1f}%)" for n in heavy[:6])
+    total = 100 * sum(shares.get(n, 0.0) for n in missing)
+    return LtrfeatError(
+        f"the engine cannot compute {len(missing)} of the model's {len(shares)} features, carrying {total:.1f}% "
+        f"of its {what}: {shown}{', ...' if len(missing) > 6 else ''}",
+        fix="give them engine queries with --templates, retrain without them (train-ranker --features), or pass "
+        "--allow-missing-features (with --fill-zero the engine scores them 0)",
+    )
+
+
+def _compose(plan_normalizers: dict, model_normalizers: dict) -> dict:
+    """One normalizer per feature: a neural feature's offset (standard, deviation 1) followed by the model's
+    own standardisation is one standard normalizer with the offset added to the mean."""
+    out = dict(plan_normalizers)
+    for name, spec in model_normalizers.items():
+        if name in out:
+            offset = out[name]["standard"]["mean"]
+            ((kind, p),) = spec.items()
+            first, second = NORMALIZERS[kind]
+            spec = {kind: {first: p[first] + offset, second: p[second] + (offset if kind == "min_max" else 0.0)}}
+        out[name] = spec
+    return out
+
+
+def search_example(index: str, model_name: str, params, *, field: str | None, window: int = 100) -> dict:
+    """An ``sltr`` rescore search: the first-stage query's top ``window`` hits re-scored by the model alone
+    (``query_weight`` 0), with every template parameter the featureset needs (``/embed`` answers them)."""
+    first = {"match": {field: "QUERY TEXT"}} if field else {"match_all": {}}
+    values = {p: "QUERY TEXT" if p == KEYWORDS else f"<{p} from ltrfeat serve /embed>" for p in params}
+    return {
+        "index": index,
+        "body": {
+            "query": first,
+            "rescore": {
+                "window_size": window,
+                "query": {
+                    "rescore_query": {"sltr": {"params": values, "model": model_name}},
+                    "query_weight": 0.0,
+                    "rescore_query_weight": 1.0,
+                },
+            },
+        },
+    }
+
+
 def export_ranker(
-    model: LambdaMART,
+    model,
     out,
     *,
     to: str,
@@ -312,46 +401,57 @@ def export_ranker(
     normalizers: dict | None = None,
     missing_as_zero: bool = False,
     scoring: PluginScoring | None = None,
+    allow_missing_features: bool = False,
 ) -> dict:
     """Write ``model`` for serving (see the module docstring) and return the manifest.
 
     Parameters
     ----------
-    model : a fitted or loaded :class:`LambdaMART`.
+    model : a fitted or loaded ranker: LambdaMART (every target), or a kind whose registry entry names the LTR
+        engine (linear, best-single: ``model/linear``); boost-best and other kinds are refused with the reason.
     out : output file; its manifest is ``out.export.json`` (plugin targets also write
-        ``out.featureset.json``).
+        ``out.featureset.json`` and ``out.index.json``).
     to : one of :data:`TARGETS`.
     name, featureset : plugin model and featureset names (default: the file stem).
-    normalizers : plugin ``feature_normalizers`` per feature name (plugin targets only).
+    normalizers : plugin ``feature_normalizers`` per feature name (plugin targets, LambdaMART only).
     missing_as_zero : accept a model trained with NaN cells (the plugins score missing as 0).
     scoring : how the search engine computes the features (plugin targets only; default
         :class:`PluginScoring()`: generated templates, lowercase tokens, BM25 k1 1.2 and b 0.75).
+    allow_missing_features : export although the engine cannot compute some of the model's features
+        (otherwise an error naming them and their share of the model).
     """
     if to not in TARGETS:
         raise LtrfeatError(f"unknown export target {to!r}", fix=f"use one of {', '.join(TARGETS)}")
-    if not hasattr(model, "booster_"):
-        raise LtrfeatError("the ranker is not fitted", fix="train it or load it with LambdaMART.load")
+    if not hasattr(model, "feature_map_"):
+        raise LtrfeatError("the ranker is not fitted", fix="train it or load it with ltrfeat.load_ranker")
+    kind = registry.kind_of(model)
+    trees_model = isinstance(model, LambdaMART)
+    plugin = to in PLUGIN_TARGETS
+    if (plugin and to not in kind.exports_to) or (not plugin and not trees_model):
+        raise _refusal(kind, to)
     out = Path(out)
     features = model.feature_map_.names
-    plugin = to in UPLOAD_PREFIX
     if normalizers and not plugin:
         raise LtrfeatError(
             f"feature normalizers are a plugin feature; {to} has none", fix="export to es-ltr or opensearch-ltr"
         )
+    if normalizers and not trees_model:
+        raise LtrfeatError(f"a {kind.name} model brings its own feature normalizers", fix="leave out --normalizers")
     normalizers = _check_normalizers(normalizers, features)
     scoring = scoring or PluginScoring()
     files: dict[str, bytes] = {}
     manifest = {
         "format": MANIFEST_FORMAT,
         "target": to,
-        "engine": model.engine,
+        "kind": kind.name,
+        "engine": getattr(model, "engine", None),
         "features": features,
         "feature_ids": model.feature_map_.ids,
         "trees": None,
         "missing": MISSING_POLICY,
         "source_model": {
-            "engine_version": (model.metadata_.get("versions") or {}).get(model.engine),
-            "train_hash": (model.metadata_.get("training") or {}).get("train_hash"),
+            "engine_version": (getattr(model, "metadata_", {}).get("versions") or {}).get(getattr(model, "engine", "")),
+            "train_hash": (getattr(model, "metadata_", {}).get("training") or {}).get("train_hash"),
         },
     }
     if to == "lightgbm":
@@ -363,22 +463,29 @@ def export_ranker(
         text = model.booster_.model_to_string(num_iteration=model.best_iteration_)
         files[out.name] = text.encode()
         manifest["trees"] = model.best_iteration_
-    else:
+    elif not plugin:
         _check_missing(model, missing_as_zero, out)
         trees = canonical_trees(model, path=out)
         manifest["trees"] = len(trees)
-        use_ranklib = plugin and model.engine == "lightgbm"
-        definition = (
-            ranklib_text(trees, learning_rate=model.learning_rate, source=model.engine)
-            if use_ranklib
-            else json.dumps(xgboost_dump(trees, features), indent=1)
+        manifest["model_type"] = "xgboost-json-dump"
+        files[out.name] = (json.dumps(xgboost_dump(trees, features), indent=1) + "\n").encode()
+    else:
+        plan = plugin_featureset(
+            features, target=to, dims=scoring.dims, templates=scoring.templates, fill_zero=scoring.fill_zero
         )
-        if plugin:
-            model_name, set_name = name or out.stem, featureset or out.stem
+        shares = feature_shares(model)
+        if plan["not_reproduced"] and not allow_missing_features:
+            raise _missing_features(plan["not_reproduced"], shares, "|weight|" if hasattr(model, "coef_") else "gain")
+        if trees_model:
+            _check_missing(model, missing_as_zero, out)
+            trees = canonical_trees(model, path=out)
+            manifest["trees"] = len(trees)
+            use_ranklib = model.engine == "lightgbm"
             manifest["model_type"] = "model/ranklib" if use_ranklib else "model/xgboost+json"
-            body = {"model": {"name": model_name, "model": {"type": manifest["model_type"], "definition": definition}}}
-            plan = plugin_featureset(
-                features, target=to, dims=scoring.dims, templates=scoring.templates, fill_zero=scoring.fill_zero
+            definition = (
+                ranklib_text(trees, learning_rate=model.learning_rate, source=model.engine)
+                if use_ranklib
+                else json.dumps(xgboost_dump(trees, features), indent=1)
             )
             clash = sorted(set(normalizers) & set(plan["normalizers"]))
             if clash:
@@ -388,33 +495,41 @@ def export_ranker(
                     fix="drop it from --normalizers",
                 )
             normalizers = {**normalizers, **plan["normalizers"]}
-            if normalizers:
-                body["model"]["model"]["feature_normalizers"] = normalizers
-            fs = {"featureset": {"name": set_name, "features": plan["features"]}}
-            index = index_body(
-                plan["fields"],
-                target=to,
-                vectors=plan["vectors"],
-                analyzer=scoring.analyzer,
-                k1=scoring.k1,
-                b=scoring.b,
-            )
-            prefix = UPLOAD_PREFIX[to]
-            manifest["upload"] = [
-                f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: ltrfeat embed)",
-                f"PUT {prefix}/_featureset/{set_name}  <- {featureset_path(out).name}",
-                f"POST {prefix}/_featureset/{set_name}/_createmodel  <- {out.name}",
-            ]
-            manifest["features_without_template"] = [
-                f["name"] for f in fs["featureset"]["features"] if f["template"] is None
-            ]
-            manifest["not_reproduced"] = plan["not_reproduced"]
-            files[out.name] = (json.dumps(body, indent=1) + "\n").encode()
-            files[featureset_path(out).name] = (json.dumps(fs, indent=1) + "\n").encode()
-            files[index_path(out).name] = (json.dumps(index, indent=1) + "\n").encode()
         else:
-            manifest["model_type"] = "xgboost-json-dump"
-            files[out.name] = (definition + "\n").encode()
+            spec = kind.implementation().plugin_model(model)
+            manifest["model_type"], definition = spec["type"], spec["definition"]
+            normalizers = _compose(plan["normalizers"], spec.get("feature_normalizers") or {})
+        model_name, set_name = name or out.stem, featureset or out.stem
+        body = {"model": {"name": model_name, "model": {"type": manifest["model_type"], "definition": definition}}}
+        if normalizers:
+            body["model"]["model"]["feature_normalizers"] = normalizers
+        fs = {"featureset": {"name": set_name, "features": plan["features"]}}
+        index = index_body(
+            plan["fields"],
+            target=to,
+            vectors=plan["vectors"],
+            analyzer=scoring.analyzer,
+            k1=scoring.k1,
+            b=scoring.b,
+        )
+        params = dict.fromkeys(p for f in plan["features"] for p in f["params"])
+        example = search_example("INDEX", model_name, params, field=(plan["fields"] or [None])[0])
+        manifest["upload"] = [
+            f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: ltrfeat embed)",
+            "PUT _ltr  (create the default feature store, once per cluster)",
+            f"PUT _ltr/_featureset/{set_name}  <- {featureset_path(out).name}",
+            f"POST _ltr/_featureset/{set_name}/_createmodel  <- {out.name}",
+            f"POST INDEX/_search  <- {json.dumps(example['body'])}",
+        ]
+        manifest["search_example"] = example
+        manifest["features_without_template"] = [
+            f["name"] for f in fs["featureset"]["features"] if f["template"] is None
+        ]
+        manifest["not_reproduced"] = plan["not_reproduced"]
+        manifest["missing_features_share"] = {n: shares.get(n, 0.0) for n in plan["not_reproduced"]}
+        files[out.name] = (json.dumps(body, indent=1) + "\n").encode()
+        files[featureset_path(out).name] = (json.dumps(fs, indent=1) + "\n").encode()
+        files[index_path(out).name] = (json.dumps(index, indent=1) + "\n").encode()
     manifest["files"] = {fname: _sha(data) for fname, data in files.items()}
     manifest["model_file"] = out.name
     for fname, data in files.items():
@@ -443,6 +558,7 @@ class ExportedRanker:
     trees: list | None = None
     normalizers: dict | None = None
     booster: object = None
+    weights: np.ndarray | None = None
 
     def predict(self, X) -> np.ndarray:
         X = np.nan_to_num(np.asarray(X, dtype=np.float32), nan=0.0)
@@ -456,6 +572,11 @@ class ExportedRanker:
             kind, p = next(iter(spec.items()))
             a, b = (np.float32(p[k]) for k in NORMALIZERS[kind])
             X[:, j] = (X[:, j] - a) / (b if kind == "standard" else (b - a))
+        if self.weights is not None:  # model/linear: float32 products summed in float32, as the plugins do
+            score = np.zeros(len(X), dtype=np.float32)
+            for j, w in enumerate(self.weights):
+                score += w * X[:, j]
+            return score.astype(np.float64)
         out = np.zeros(len(X))
         for tree in self.trees:
             out += _eval_tree(tree, X)
@@ -568,13 +689,19 @@ def load_export(path) -> ExportedRanker:
             return ExportedRanker(target, features, manifest, booster=lgb.Booster(model_str=model_raw.decode()))
         text = model_raw.decode("utf-8")
         normalizers = None
-        if target in UPLOAD_PREFIX:
+        if target in PLUGIN_TARGETS:
             inner = json.loads(text)["model"]["model"]
             normalizers = inner.get("feature_normalizers")
             fs = json.loads(data[featureset_path(path).name])["featureset"]["features"]
             if [f["name"] for f in fs] != features:
                 raise ValueError("featureset order differs from the manifest")
             definition = inner["definition"]
+            if inner["type"] == "model/linear":
+                weights = definition if isinstance(definition, dict) else json.loads(definition)
+                if not set(weights) <= set(features):
+                    raise ValueError(f"weights for unknown features {sorted(set(weights) - set(features))[:3]}")
+                vector = np.array([weights.get(f, 0.0) for f in features], dtype=np.float32)
+                return ExportedRanker(target, features, manifest, normalizers=normalizers, weights=vector)
             trees = (
                 _parse_ranklib(definition, len(features), path)
                 if inner["type"] == "model/ranklib"

@@ -1,8 +1,8 @@
 """Every feature the search engine can compute, as Elasticsearch / OpenSearch LTR feature templates.
 
 :func:`plugin_featureset` gives each feature of a ranker a template for the LTR plugins' featureset
-(``_ltr/_featureset`` on Elasticsearch with the o19s plugin, ``_plugins/_ltr/_featureset`` on
-OpenSearch), :func:`index_body` the index settings and mappings those templates rely on (an analyzer
+(``_ltr/_featureset`` on both: Elasticsearch with the o19s plugin and OpenSearch, whose plugin keeps
+the feature store under ``/_ltr`` and only its stats under ``/_plugins/_ltr``), :func:`index_body` the index settings and mappings those templates rely on (an analyzer
 equal to ltrfeat's, BM25 with the extraction's k1/b, token-count, term and bigram sub-fields, vector
 fields), and :func:`query_params` the template parameters of one query (``keywords``, query vectors,
 query-level values) -- what ``ltrfeat serve``'s ``/embed`` answers and what an ``sltr`` query is sent.
@@ -22,7 +22,8 @@ What the engine computes, per feature (``f`` a text field; see :data:`REPRODUCED
 ``<enc>_f_cos``             ``script_score`` cosine of the query vector (a parameter) with the
                             ``<enc>_f_vector`` field (``dense_vector`` / ``knn_vector``), plus 1 (the
                             engines refuse negative scores); a ``standard`` feature normalizer with
-                            mean 1 gives the model the cosine back
+                            mean 1 gives the model the cosine back; a document without a vector
+                            scores as cosine 0 (:data:`NO_VECTOR`)
 ``<enc>_f_dot``             Elasticsearch only: ``dotProduct`` plus the vector width, normalised back
 ==========================  ==========================================================================
 
@@ -47,8 +48,10 @@ import numpy as np
 
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, lucene_length
+from ltrfeat.rankers.registry import LTR_ENGINES
 
-TARGETS = ("es-ltr", "opensearch-ltr")
+TARGETS = LTR_ENGINES
+NO_VECTOR = "a document without a vector in the field scores as similarity 0 (the script's params.missing)"
 KEYWORDS = "keywords"
 DISTINCT_TERMS = "distinct_terms"
 _ENCODER = re.compile(r"^(?P<enc>[a-z]+(?:-[A-Za-z0-9]+)?)_(?P<field>.+)_(?P<kind>cos|dot|score)$")
@@ -120,16 +123,19 @@ def _vector_template(name, info, target, dims):
     if kind == "dot" and dims is None:
         return None, None, "the vector width of a dot-scored encoder is needed: give --encoder NAME=PATH"
     offset = 1.0 if kind == "cos" else float(dims)
+    # the vector functions throw on a document without a vector: such documents score as similarity 0
     if target == "es-ltr":
         fn = "cosineSimilarity" if kind == "cos" else "dotProduct"
         script = {
-            "source": f"{fn}(params.query_vector, '{vfield}') + params.offset",
-            "params": {"offset": offset, "query_vector": "@VECTOR@"},
+            "source": f"doc['{vfield}'].size() == 0 ? params.missing : "
+            f"{fn}(params.query_vector, '{vfield}') + params.offset",
+            "params": {"offset": offset, "missing": offset, "query_vector": "@VECTOR@"},
         }
     else:
         script = {
-            "source": "params.offset + cosineSimilarity(params.query_value, doc[params.field])",
-            "params": {"field": vfield, "offset": offset, "query_value": "@VECTOR@"},
+            "source": "doc[params.field].size() == 0 ? params.missing : "
+            "params.offset + cosineSimilarity(params.query_value, doc[params.field])",
+            "params": {"field": vfield, "offset": offset, "missing": offset, "query_value": "@VECTOR@"},
         }
     body = json.dumps({"script_score": {"query": {"match_all": {}}, "script": script}})
     template = body.replace('"@VECTOR@"', "{{#toJson}}%s{{/toJson}}" % param)
@@ -476,7 +482,9 @@ class EngineSimulator:
         if "cosineSimilarity" in source or "dotProduct" in source:
             field = p.get("field") or re.search(r"'([^']+)'", source)[1]
             q = np.asarray(p.get("query_vector", p.get("query_value")), dtype=np.float32)
-            d = self.vectors[field][doc]
+            d = self.vectors.get(field, {}).get(doc)
+            if d is None:  # the size() == 0 guard
+                return float(np.float32(p["missing"]))
             value = np.float32(q @ d)
             if "cosine" in source:
                 value = value / np.float32(np.linalg.norm(q) * np.linalg.norm(d))

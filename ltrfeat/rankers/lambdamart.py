@@ -37,11 +37,13 @@ from ltrfeat.core.errors import LtrfeatError, ModelFileError, OptionError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
 from ltrfeat.core.versions import library_versions
-from ltrfeat.rankers.choices import ENGINES
+from ltrfeat.rankers.choices import ENGINES, META_FORMAT
 from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
 
-META_FORMAT = "ltrfeat.ranker/1"
+# metadata kinds of models that are nothing but LambdaMART trees ("lambdamart": files written before kinds
+# took the candidate names)
+PLAIN_KINDS = ("lambdamart", *ENGINES, *(f"{e}-tuned" for e in ENGINES))
 LIGHTGBM_DEFAULT_MAX_LABEL = 30  # LightGBM's default label_gain covers labels 0..30
 XGBOOST_EXP_GAIN_MAX_LABEL = 31  # XGBoost's exponential NDCG gain accepts labels <= 31
 MAX_LABEL = 1023  # 2^1024 - 1 overflows a double: no engine can weigh larger grades
@@ -654,6 +656,10 @@ class LambdaMART(BaseEstimator):
             )
         return matrix
 
+    def describe(self) -> dict:
+        """What the fit chose, for reports."""
+        return {"best_iteration": self.best_iteration_}
+
     # -- persistence -------------------------------------------------------------------
     def save(self, path) -> None:
         """Write the native model to ``path`` and the metadata to ``<path>.meta.json``."""
@@ -666,9 +672,10 @@ class LambdaMART(BaseEstimator):
         return _ENGINES[self.engine].dump(self.booster_, self.best_iteration_)
 
     @classmethod
-    def load(cls, path, *, kind: str = "lambdamart") -> "LambdaMART":
-        """Load a model written by :meth:`save` (never unpickles). ``kind``: the ranker kind the
-        metadata must name (``boost-best`` models hold LambdaMART trees too; see :mod:`ltrfeat.rankers.models`)."""
+    def load(cls, path, *, kind: str | None = None) -> "LambdaMART":
+        """Load a model written by :meth:`save` (never unpickles). ``kind``: the ranker kind the metadata
+        must name (``boost-best`` models hold LambdaMART trees too); None: a plain LambdaMART kind
+        (:data:`PLAIN_KINDS`). :func:`ltrfeat.rankers.models.load_ranker` loads every kind."""
         path = Path(path)
         mpath = meta_path(path)
         for p in (path, mpath):
@@ -692,11 +699,12 @@ class LambdaMART(BaseEstimator):
                 path=mpath,
                 fix="give the model file written by ltrfeat train-ranker",
             )
-        if meta.get("kind", "lambdamart") != kind:
+        found = meta.get("kind", "lambdamart")
+        if found not in ((kind,) if kind is not None else PLAIN_KINDS):
             raise ModelFileError(
-                f"this is a {meta.get('kind')!r} ranker (from train-ranker --select), not a plain LambdaMART",
+                f"this is a {found!r} ranker, not a plain LambdaMART",
                 path=mpath,
-                fix="use ltrfeat evaluate/rank for it, or train a LambdaMART without --select for serving and export",
+                fix="load it with ltrfeat.load_ranker (ltrfeat.rankers.models), which reads every kind",
             )
         raw = path.read_bytes()
         if hashlib.sha256(raw).hexdigest() != meta.get("model_sha256"):

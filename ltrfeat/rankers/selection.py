@@ -2,7 +2,7 @@
 the training queries only, and a rule that prefers the simpler candidate when the data cannot
 tell them apart.
 
-Candidates (:data:`CANDIDATES`): LambdaMART with defaults (``lightgbm``, ``xgboost``), the same
+Candidates (the kinds of :mod:`ltrfeat.rankers.registry`): LambdaMART with defaults (``lightgbm``, ``xgboost``), the same
 with hyperparameters searched (``lightgbm-tuned``, ``xgboost-tuned``: a fixed grid or Optuna's
 TPE sampler), a pairwise linear ranker (``linear``), LambdaMART boosted from the best single
 feature (``boost-best``) and the best single feature itself (``best-single``).
@@ -22,26 +22,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.rankers.choices import CANDIDATES, RULES, SIMPLICITY, TUNE_METHODS
-from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
-from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.core.metrics import parse_metrics
 from ltrfeat.core.splits import cut_queries, even_sizes, holdout
-from ltrfeat.rankers.single import (
-    DEFAULT_CRITERION,
-    BestSingleFeature,
-    BoostedFromFeature,
-    concat,
-    criterion_per_query,
-    rank_single_features,
-)
+from ltrfeat.rankers import registry
+from ltrfeat.rankers.choices import ENGINES, RULES, TUNE_METHODS
+from ltrfeat.rankers.single import DEFAULT_CRITERION, concat, criterion_per_query, rank_single_features
 
 
 # Hand-picked configurations (LightGBM names) from small data (few leaves, many rows per leaf, strong
@@ -97,7 +88,8 @@ def _optuna_space(trial, engine: str) -> dict:
 class SelectionConfig:
     """How rankers are chosen (validated on creation; see the module docstring).
 
-    candidates : names from :data:`CANDIDATES`; ``*-tuned`` ones need ``tune`` != ``"none"``.
+    candidates : registered ranker kinds (:func:`ltrfeat.rankers.registry.names`); tuned ones need
+        ``tune`` != ``"none"``.
     tune : ``none``, ``grid`` (:data:`GRID`) or ``optuna`` (TPE, ``tune_trials`` trials).
     inner_folds : query folds of the inner cross-validation (>= 2).
     valid_fraction : share of an inner training part held out for the trees' early stopping
@@ -119,15 +111,15 @@ class SelectionConfig:
     def __post_init__(self):
         object.__setattr__(self, "candidates", tuple(dict.fromkeys(self.candidates)))
         object.__setattr__(self, "criterion", tuple(parse_metrics(self.criterion)))
-        unknown = [c for c in self.candidates if c not in CANDIDATES]
+        unknown = [c for c in self.candidates if c not in registry.names()]
         if unknown or not self.candidates:
             raise LtrfeatError(
                 f"unknown candidate {unknown[0]!r}" if unknown else "no candidate given",
-                fix=f"choose from {', '.join(CANDIDATES)}",
+                fix=f"choose from {', '.join(registry.names())}",
             )
         if self.tune not in TUNE_METHODS:
             raise LtrfeatError(f"unknown tuning method {self.tune!r}", fix=f"use one of {', '.join(TUNE_METHODS)}")
-        tuned = [c for c in self.candidates if c.endswith("-tuned")]
+        tuned = [c for c in self.candidates if registry.get(c).tunes]
         if tuned and self.tune == "none":
             raise LtrfeatError(f"candidate {tuned[0]!r} needs a search", fix="pass --tune grid or --tune optuna")
         if self.rule not in RULES:
@@ -147,6 +139,16 @@ class SelectionConfig:
             [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + ["linear", "boost-best", "best-single"]
         )
         return cls(candidates=tuple(candidates), tune=tune, **kwargs)
+
+    def deployable(self, target: str) -> "SelectionConfig":
+        """These settings with only the candidates the LTR engine ``target`` can run."""
+        kept = tuple(c for c in self.candidates if c in registry.deployable(target))
+        if not kept:
+            raise LtrfeatError(
+                f"none of the candidates {', '.join(self.candidates)} can run in {target}",
+                fix=f"add one of {', '.join(registry.deployable(target))} to --candidates",
+            )
+        return dataclasses.replace(self, candidates=kept)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self) | {"candidates": list(self.candidates), "criterion": list(self.criterion)}
@@ -197,24 +199,12 @@ class Candidates:
     criterion: tuple[str, ...] = DEFAULT_CRITERION
 
     def make(self, name: str, *, seed: int, tuned: dict | None = None):
-        """An unfitted candidate ``name`` (``tuned``: the engine parameters found for ``*-tuned``)."""
-        lambdamart = self.ranker_params | {"seed": seed, "features": list(self.columns)}
-        if name in ENGINES or name.endswith("-tuned"):
-            engine = name.removesuffix("-tuned")
-            extra = dict(lambdamart.get("params") or {}) | dict(tuned or {})
-            return LambdaMART(**(lambdamart | {"engine": engine, "params": extra}))
-        if name == "linear":
-            return LinearRanker(features=list(self.columns), seed=seed)
-        common: dict[str, Any] = {"criterion": self.criterion, "gain": self.gain, "no_relevant": self.no_relevant}
-        if name == "boost-best":
-            return BoostedFromFeature(lambdamart=lambdamart, **common)
-        if name == "best-single":
-            return BestSingleFeature(features=list(self.columns), **common)
-        raise LtrfeatError(f"unknown candidate {name!r}", fix=f"choose from {', '.join(CANDIDATES)}")
+        """An unfitted candidate of kind ``name`` (``tuned``: the engine parameters found for a tuned kind)."""
+        return registry.get(name).make(self, seed=seed, tuned=tuned)
 
     def fit(self, model, train: RankingSet, valid: RankingSet | None, table: pd.DataFrame | None):
-        """Fit ``model``; the single-feature candidates reuse a precomputed criterion ``table``."""
-        if isinstance(model, (BestSingleFeature, BoostedFromFeature)) and table is not None:
+        """Fit ``model``; kinds that take one (``feature_table``) reuse a precomputed criterion ``table``."""
+        if table is not None and registry.kind_of(model).feature_table:
             qids = concat(train, valid).queries()
             return model.fit(train, valid, table=table.loc[qids])
         return model.fit(train, valid)
@@ -227,14 +217,14 @@ class Candidates:
 
 def describe(model) -> dict:
     """What a fitted candidate chose (best iteration, feature, weights), for reports."""
-    if isinstance(model, LambdaMART):
-        return {"best_iteration": model.best_iteration_}
     return model.describe()
 
 
-def choose(cv: dict[str, np.ndarray], rule: str, order=SIMPLICITY) -> tuple[str, dict]:
+def choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict]:
     """The chosen name among ``cv`` (name -> per-query criterion values on the same queries, NaN =
-    excluded) and, per name, its mean and the paired difference to the best with its standard error."""
+    excluded) and, per name, its mean and the paired difference to the best with its standard error.
+    ``order``: names simplest first (default the registry's simplicity order)."""
+    order = registry.simplicity_order() if order is None else order
     names = list(cv)
     valid = np.all([np.isfinite(cv[n]) for n in names], axis=0)
     if not valid.any():
@@ -294,7 +284,7 @@ def select(train: RankingSet, valid: RankingSet | None, candidates: Candidates, 
     pool = concat(train, valid)
     splits = inner_splits(pool, config)
     table = None
-    if {"best-single", "boost-best"} & set(config.candidates):
+    if any(registry.get(c).feature_table for c in config.candidates):
         table = rank_single_features(
             pool,
             candidates.columns,
@@ -314,8 +304,8 @@ def select(train: RankingSet, valid: RankingSet | None, candidates: Candidates, 
 
     cv, tuned, trials = {}, {}, {}
     for name in config.candidates:
-        if name.endswith("-tuned"):
-            engine = name.removesuffix("-tuned")
+        engine = registry.get(name).tunes
+        if engine:
             tuned[name], cv[name], trials[name] = _search(engine, config, functools.partial(cross_validate, name))
         else:
             cv[name] = cross_validate(name)

@@ -11,7 +11,7 @@ ltrfeat frames call them ``qid, query, docid`` and name the fields (``title``, `
 - :class:`Features` appends feature columns to the frame's ``features`` array (PyTerrier's LTR
   convention): lexical and neural extractors, or exactly a trained ranker's features in its order
   (:meth:`Features.for_ranker`).
-- :class:`Ranker` scores ``features`` with a trained :class:`~ltrfeat.rankers.lambdamart.LambdaMART` and ranks.
+- :class:`Ranker` scores ``features`` with a trained ranker (any kind: LambdaMART, linear, ...) and ranks.
 - :class:`FeatureScore` ranks by one feature column (e.g. BM25 as a baseline).
 - :func:`candidates` turns a LETOR file and its text tables into a result frame (its judged candidates),
   and :func:`qrels` its labels into PyTerrier qrels, so ``pt.Experiment`` scores the same rows as
@@ -103,7 +103,7 @@ class Features(_Base):
         fields: dict | None = None,
         lexical_params: dict | None = None,
     ) -> "Features":
-        """Exactly the features ``ranker`` (a model file or fitted LambdaMART) was trained on, in its order --
+        """Exactly the features ``ranker`` (a model file of any kind, or a fitted ranker) was trained on, in its order --
         what :class:`Ranker` needs (built as ``ltrfeat serve`` builds them)."""
         from ltrfeat.serving.scorer import Scorer
 
@@ -169,7 +169,7 @@ def _ranked(res: pd.DataFrame, scores, ties: str) -> pd.DataFrame:
 
 
 class Ranker(_Base):
-    """Scores the ``features`` column with a trained LambdaMART (model file or fitted model) and ranks.
+    """Scores the ``features`` column with a trained ranker (model file of any kind, or a fitted model) and ranks.
 
     ``ties="stable"`` (default) breaks exact score ties by row order, as ``ltrfeat evaluate`` does (see
     :func:`stable_ties`); ``"none"`` keeps the raw scores.
@@ -178,9 +178,9 @@ class Ranker(_Base):
     def __init__(self, ranker, *, ties: str = "stable"):
         _require()
         self.ties = ties
-        from ltrfeat.rankers.lambdamart import LambdaMART
+        from ltrfeat.rankers.models import load_ranker
 
-        self.ranker = ranker if isinstance(ranker, LambdaMART) else LambdaMART.load(ranker)
+        self.ranker = load_ranker(ranker)
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
         from ltrfeat.core.dataset import RankingSet

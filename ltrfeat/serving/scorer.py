@@ -27,7 +27,7 @@ from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
 from ltrfeat.features import pins
 from ltrfeat.features.leakage import LeakageGuard
 from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, SETTINGS, LexicalExtractor
-from ltrfeat.rankers.lambdamart import LambdaMART
+from ltrfeat.rankers.models import load_ranker
 
 LEXICAL_PARAMS = SETTINGS
 ENCODER_SUFFIXES = ("cos", "dot", "score")  # cosine, dot product, pair scorer's match score
@@ -97,14 +97,15 @@ def _encoder_extractor(name: str, path, fields):
 class Scorer:
     """Scores candidate documents of one query with a trained ranker.
 
-    Build with :meth:`load`. Parameters: ``ranker`` (a fitted :class:`LambdaMART`),
+    Build with :meth:`load`. Parameters: ``ranker`` (a fitted ranker of any kind, see
+    :mod:`ltrfeat.rankers.registry`),
     ``extractors`` (objects with ``feature_names()`` and ``transform(pairs)``), ``fields``
     (document fields the candidates must carry), ``strict`` (refuse queries an encoder was trained
     on). :meth:`score` is thread-safe (serialised). :attr:`guard` counts the queries scored that an
     encoder was trained on (:mod:`ltrfeat.features.leakage`).
     """
 
-    def __init__(self, ranker: LambdaMART, extractors: list, fields: tuple, *, strict: bool = False):
+    def __init__(self, ranker, extractors: list, fields: tuple, *, strict: bool = False):
         self.ranker = ranker
         self.extractors = extractors
         self.fields = tuple(fields)
@@ -129,7 +130,7 @@ class Scorer:
 
         Parameters
         ----------
-        ranker : model file written by ``train-ranker`` (or a fitted :class:`LambdaMART`).
+        ranker : model file written by ``train-ranker`` (any kind), or a fitted ranker.
         encoders : ``{name: path}`` for ``<name>_<field>_cos`` / ``_dot`` / ``_score`` columns; path is
             an ``.ltrenc`` bundle (DSSM, CLSM or DeepMatch), an ONNX export directory, or None for
             ``sbert`` (packaged MiniLM). An encoder not given is the bundle the ranker's record names,
@@ -143,7 +144,8 @@ class Scorer:
             record is scored with the corpus file's record or the defaults, with a warning.
         strict : refuse to score a query an encoder was trained on (else each is logged once).
         """
-        model = ranker if isinstance(ranker, LambdaMART) else LambdaMART.load(ranker)
+        model = load_ranker(ranker)
+        where = None if model is ranker else ranker
         encoders = dict(encoders or {})
         for record in model.feature_map_.pipeline:  # bundles the record names, where they still are as recorded
             name = record.get("name")
@@ -180,7 +182,7 @@ class Scorer:
         if unused:
             raise LtrfeatError(
                 f"encoder {unused[0]} is given but the ranker has no {unused[0]}_* feature",
-                path=ranker if not isinstance(ranker, LambdaMART) else None,
+                path=where,
                 fix=f"drop it or rename it; the ranker's features are "
                 f"{', '.join(model.feature_map_.names[:8])}{', ...' if len(model.feature_map_) > 8 else ''}",
             )
@@ -189,7 +191,7 @@ class Scorer:
             hint = "" if corpus is not None else "no --corpus-stats was given for lexical features; "
             raise LtrfeatError(
                 f"the ranker needs {len(missing)} feature(s) the scorer cannot compute: {shown}",
-                path=ranker if not isinstance(ranker, LambdaMART) else None,
+                path=where,
                 fix=f"{hint}lexical columns need the corpus statistics they were extracted with, "
                 f"<name>_<field>_cos/_dot/_score columns an encoder given as <name>=PATH "
                 f"(given: {', '.join(encoders) or 'none'})",
@@ -201,7 +203,7 @@ class Scorer:
                 lexical_columns,
                 corpus=corpus,
                 given=params,
-                path=ranker if not isinstance(ranker, LambdaMART) else None,
+                path=where,
             )
             fields = tuple(lexical_fields) or corpus.fields[:1]
             extractors.append(
@@ -220,7 +222,7 @@ class Scorer:
                 raise LtrfeatError(
                     f"the ranker needs {wrong[0]} but encoder {encoder}={encoders[encoder]} gives "
                     f"{', '.join(extractor.feature_names())}",
-                    path=ranker if not isinstance(ranker, LambdaMART) else None,
+                    path=where,
                     fix="give the encoder the ranker's features were extracted with (a _dot column needs a "
                     "dot-scored bundle, _cos a cosine one, _score a DeepMatch bundle)",
                 )
