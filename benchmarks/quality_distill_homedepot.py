@@ -28,7 +28,8 @@ from benchmarks.quality_homedepot import SPLIT, load, ndcg, split_queries  # noq
 from ltrfeat.features.encoders.distill import CachedTeacher, distill, load_teacher  # noqa: E402
 from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.encoders.training import _prepare, train_encoder  # noqa: E402
+from ltrfeat.features.encoders.epochs import prepare_pairs  # noqa: E402
+from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
 # (distill epochs, lr, same_side weight), loss "kl" (the default); the MSE loss was tried first
@@ -72,7 +73,7 @@ def main():
     table = table.reset_index(drop=True)
     test = pairs[pairs["qid"].isin(split["test"]).to_numpy()].reset_index(drop=True)
     val_fraction = SPLIT["valid"] / (SPLIT["train"] + SPLIT["valid"])
-    inner = _prepare(
+    inner = prepare_pairs(
         table.assign(label=table["label"].astype(float)),
         how="linear",
         click_scale=1.0,

@@ -254,19 +254,19 @@ class Interrupted(Exception):
 
 def train_until_interrupted(monkeypatch, train, *, epoch: int = 1) -> None:
     """Run ``train()`` (which writes checkpoints) and stop it right after epoch ``epoch``'s checkpoint."""
-    from ltrfeat.features.encoders import training
+    from ltrfeat.features.encoders import epochs
 
-    write = training._write_checkpoint
+    write = epochs.write_checkpoint
 
     def write_then_stop(path, **kw):
         write(path, **kw)
         if kw["header"]["epoch"] == epoch:
             raise Interrupted
 
-    monkeypatch.setattr(training, "_write_checkpoint", write_then_stop)
+    monkeypatch.setattr(epochs, "write_checkpoint", write_then_stop)
     with pytest.raises(Interrupted):
         train()
-    monkeypatch.setattr(training, "_write_checkpoint", write)
+    monkeypatch.setattr(epochs, "write_checkpoint", write)
 
 
 def reproducible_report(path) -> dict:

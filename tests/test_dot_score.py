@@ -16,7 +16,8 @@ from ltrfeat.cli.main import cli
 from builders import train_until_interrupted
 from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-from ltrfeat.features.encoders.training import _prepare, ndcg_at, train_encoder
+from ltrfeat.features.encoders.epochs import ndcg_at, prepare_pairs
+from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.explain import explain, format_explanation
 from ltrfeat.features.hashing import TrigramHasher
@@ -88,7 +89,7 @@ def test_hinge_dot_training_lowers_the_loss_and_learns(trained):
 def test_validation_ndcg_is_the_ndcg_of_the_dot(trained):
     pairs, runs = trained
     encoder, _ = runs["dot"]
-    data = _prepare(pairs, how="linear", click_scale=1.0, val_fraction=0.25, seed=0)
+    data = prepare_pairs(pairs, how="linear", click_scale=1.0, val_fraction=0.25, seed=0)
     val = np.flatnonzero(~data.train)
     scores = encoder.similarity(pairs["query"].iloc[val].tolist(), pairs["doc"].iloc[val].tolist())
     assert ndcg_at(scores, data.rel[val], data.q_idx[val]) == pytest.approx(

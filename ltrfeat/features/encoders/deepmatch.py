@@ -56,14 +56,14 @@ from ltrfeat.features.encoders import losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.config import DeepMatchConfig
 from ltrfeat.features.encoders.encoder import check_texts, distinct
-from ltrfeat.features.encoders.training import (
-    _begin,
-    _fit_epochs,
-    _Loop,
-    _prepare,
-    _Sampler,
-    _torch_settings,
-    _validate,
+from ltrfeat.features.encoders.epochs import (
+    begin_run,
+    fit_epochs,
+    Loop,
+    prepare_pairs,
+    Sampler,
+    torch_settings,
+    validate_pairs,
     data_hash,
     ndcg_at,
 )
@@ -465,10 +465,10 @@ def train_deepmatch(
     if progress is None:
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
-    pairs = _validate(pairs)
+    pairs = validate_pairs(pairs)
     params = {"model": ARCHITECTURE, **cfg.to_dict(), "analyzer": analyzer.to_json()}
     data_sha = data_hash(pairs)
-    data = _prepare(pairs, how=cfg.soft_labels, click_scale=1.0, val_fraction=cfg.val_fraction, seed=seed)
+    data = prepare_pairs(pairs, how=cfg.soft_labels, click_scale=1.0, val_fraction=cfg.val_fraction, seed=seed)
     rows = np.flatnonzero(data.train & (data.y >= min_positive))
     if len(rows) == 0:
         raise TextTableError(
@@ -487,7 +487,7 @@ def train_deepmatch(
     q_bags = bags(q_tokens, {w: i for i, w in enumerate(q_vocab)})
     d_bags = bags(d_tokens, {w: i for i, w in enumerate(d_vocab)})
 
-    with _torch_settings(threads):
+    with torch_settings(threads):
         if resume is None:
             t0 = time.perf_counter()
             positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
@@ -540,7 +540,7 @@ def train_deepmatch(
             net = _checkpoint_net(resume, params=params, data_sha=data_sha)
         opt = torch.optim.Adam(net.parameters(), lr=3e-3 if cfg.lr is None else cfg.lr, fused=True)
         rng = np.random.default_rng(seed)
-        sampler = _Sampler(data, rows)
+        sampler = Sampler(data, rows)
         val = np.flatnonzero(~data.train)
         header = {"model": net.config, "params": params, "data_sha256": data_sha}
 
@@ -560,7 +560,7 @@ def train_deepmatch(
             scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
             return losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=cfg.margin, mask=torch.from_numpy(ok))
 
-        run, _ = _begin(
+        run, _ = begin_run(
             net,
             opt,
             rng,
@@ -570,8 +570,8 @@ def train_deepmatch(
             validate=validate,
             seconds=lda_seconds if resume is None else 0.0,
         )
-        _fit_epochs(
-            _Loop(net, opt, rng, rows, step=step, validate=validate),
+        fit_epochs(
+            Loop(net, opt, rng, rows, step=step, validate=validate),
             run,
             cfg,
             checkpoint=checkpoint,

@@ -32,16 +32,16 @@ from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
 from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, compute
-from ltrfeat.features.encoders.training import (
-    _begin,
-    _fit_epochs,
-    _Loop,
-    _Sampler,
-    _BatchLoss,
-    _torch_settings,
-    _training_data,
-    _validate,
-    _validation_ndcg,
+from ltrfeat.features.encoders.epochs import (
+    begin_run,
+    fit_epochs,
+    Loop,
+    Sampler,
+    BatchLoss,
+    torch_settings,
+    training_data,
+    validate_pairs,
+    validation_ndcg,
 )
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.core.logs import show_progress
@@ -229,11 +229,11 @@ def train_sbert(
     )
     if progress is None:
         progress = show_progress()
-    pairs = _validate(pairs)
+    pairs = validate_pairs(pairs)
     params = {"model": "sbert", "base": None if base is None else str(base), **cfg.to_dict()}
     if init is not None:
         params["init"] = init.training.get("data_sha256")
-    data_sha, data, rows = _training_data(
+    data_sha, data, rows = training_data(
         pairs,
         loss=loss,
         soft_labels=cfg.soft_labels,
@@ -243,7 +243,7 @@ def train_sbert(
         seed=seed,
     )
 
-    with _torch_settings(threads):
+    with torch_settings(threads):
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         first = _load_base(base)
@@ -274,12 +274,12 @@ def train_sbert(
             raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")
         opt = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
         q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
-        sampler = _Sampler(data, rows)
+        sampler = Sampler(data, rows)
         header = {"params": params, "data_sha256": data_sha}
-        validate = lambda: _validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
-        run, _ = _begin(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
+        validate = lambda: validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
+        run, _ = begin_run(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
         net.train()
-        step = _BatchLoss(
+        step = BatchLoss(
             net,
             None,
             q_texts,
@@ -295,8 +295,8 @@ def train_sbert(
             gamma=cfg.gamma,
             margin=cfg.margin,
         )
-        _fit_epochs(
-            _Loop(net, opt, rng, rows, step=step, validate=validate),
+        fit_epochs(
+            Loop(net, opt, rng, rows, step=step, validate=validate),
             run,
             cfg,
             checkpoint=checkpoint,
