@@ -61,6 +61,7 @@ from ltrfeat.features.encoders.epochs import (
     fit_epochs,
     Loop,
     prepare_pairs,
+    read_checkpoint_bundle,
     Sampler,
     torch_settings,
     validate_pairs,
@@ -598,13 +599,7 @@ def train_deepmatch(
 
 def _checkpoint_net(path, *, params: dict, data_sha: str) -> DeepMatchNet:
     """The network (its config, patches and DAG) of a checkpoint written for these params and data."""
-    header, _ = read_bundle(path, kind="checkpoint")
-    if header.get("params") != params or header.get("data_sha256") != data_sha:
-        raise ModelFileError(
-            "checkpoint was written for other training data or options",
-            path=path,
-            fix="resume with the same PAIRS file and options, or train from scratch",
-        )
+    header, _ = read_checkpoint_bundle(path, params=params, data_sha=data_sha)
     try:
         return DeepMatchNet(header["model"])
     except (KeyError, TypeError, ValueError) as exc:

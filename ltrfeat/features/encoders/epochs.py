@@ -83,6 +83,7 @@ __all__ = [
     "ndcg_at",
     "prepare_pairs",
     "read_checkpoint",
+    "read_checkpoint_bundle",
     "sample_rows",
     "torch_settings",
     "training_data",
@@ -155,6 +156,8 @@ def data_hash(pairs: pd.DataFrame) -> str:
 
 
 def validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """``pairs`` with numeric labels; a one-line error for a missing column, an empty table, a text that is not a
+    string or a label that is not a finite number."""
     missing = [c for c in ("query", "doc", "label") if c not in pairs]
     if missing:
         raise TextTableError(
@@ -183,6 +186,9 @@ def validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass
 class Prepared:
+    """A training table as index arrays: distinct texts, each row's query/doc index, soft label, NDCG grade and
+    whether it is a training (not a validation) row."""
+
     q_idx: np.ndarray  # per row: index into queries
     d_idx: np.ndarray  # per row: index into docs
     y: np.ndarray  # soft label per row
@@ -193,6 +199,7 @@ class Prepared:
 
 
 def prepare_pairs(pairs: pd.DataFrame, *, how: str, click_scale: float, val_fraction: float, seed: int) -> Prepared:
+    """Distinct texts, soft labels (``how``: see :func:`map_soft_labels`) and the seeded validation split by query."""
     labels = pairs["label"].to_numpy()
     queries, q_idx = distinct(pairs["query"].tolist())
     docs, d_idx = distinct(pairs["doc"].tolist())
@@ -311,6 +318,7 @@ class Sampler:
 # -- training ------------------------------------------------------------------------------
 @contextlib.contextmanager
 def torch_settings(threads: int | None):
+    """Run the block with ``threads`` torch threads (None: the available cores) and deterministic algorithms."""
     old_threads, old_det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
     torch.set_num_threads(threads or available_cores())
     torch.use_deterministic_algorithms(True)
@@ -332,6 +340,7 @@ def encode_rows(tower, hasher, tokens, rows, *, normalize: bool = True):
 
 
 def validation_ndcg(model, hasher, q_tokens, d_tokens, data: Prepared) -> float:
+    """Mean NDCG@10 of a two-tower ``model``'s score over the validation rows of ``data`` (NaN without any)."""
     val = np.flatnonzero(~data.train)
     if len(val) == 0:
         return float("nan")
@@ -349,6 +358,7 @@ def validation_ndcg(model, hasher, q_tokens, d_tokens, data: Prepared) -> float:
 
 
 def make_optimizer(name: str, params, lr: float | None):
+    """Adam (default lr 1e-3) or SGD with momentum 0.9 (default lr 0.1)."""
     if name == "adam":
         return torch.optim.Adam(params, lr=1e-3 if lr is None else lr, fused=True)
     if name == "sgd":
@@ -357,6 +367,7 @@ def make_optimizer(name: str, params, lr: float | None):
 
 
 def write_checkpoint(path, *, model, best_state, optimizer, rng, header):
+    """Write a resumable checkpoint: weights, the best epoch's weights, optimizer and both random states."""
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     tensors.update({f"best.{k}": v for k, v in best_state.items()})
     for i, state in optimizer.state_dict()["state"].items():
@@ -365,7 +376,8 @@ def write_checkpoint(path, *, model, best_state, optimizer, rng, header):
     write_bundle(path, kind="checkpoint", header={**header, "numpy_rng": rng.bit_generator.state}, tensors=tensors)
 
 
-def read_checkpoint(path, *, params, data_sha, model, optimizer):
+def read_checkpoint_bundle(path, *, params: dict, data_sha: str) -> tuple[dict, dict]:
+    """Header and tensors of a checkpoint written for these training ``params`` and data (an error otherwise)."""
     header, tensors = read_bundle(path, kind="checkpoint")
     if header.get("params") != params or header.get("data_sha256") != data_sha:
         raise ModelFileError(
@@ -373,6 +385,13 @@ def read_checkpoint(path, *, params, data_sha, model, optimizer):
             path=path,
             fix="resume with the same PAIRS file and options, or train from scratch",
         )
+    return header, tensors
+
+
+def read_checkpoint(path, *, params, data_sha, model, optimizer):
+    """Load a checkpoint's weights, optimizer and torch random state into ``model`` / ``optimizer``; returns
+    its header and the best epoch's weights."""
+    header, tensors = read_checkpoint_bundle(path, params=params, data_sha=data_sha)
 
     def group(prefix):
         return {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
