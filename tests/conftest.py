@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from builders import build_world, planted_folds
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """A scratch working directory holding ``data/`` (a link to the committed sample data) and an empty ``out/``."""
+    (tmp_path / "data").symlink_to(Path(__file__).resolve().parents[1] / "data")
+    (tmp_path / "out").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
 
 
 @pytest.fixture(scope="session")

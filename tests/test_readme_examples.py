@@ -31,14 +31,6 @@ def commands(block: str) -> list[list[str]]:
     return [shlex.split(line)[1:] for line in joined.splitlines() if line.startswith("ltrfeat ")]
 
 
-@pytest.fixture
-def scratch(tmp_path, monkeypatch):
-    (tmp_path / "data").symlink_to(ROOT / "data")
-    (tmp_path / "out").mkdir()
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
 def run_python(block: str) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -279,10 +279,22 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--model", "clsm", "--freeze-layers", "2"], "--freeze-layers is for --model sbert"),
-        (["--model", "dssm", "--precision", "bf16"], "--precision is for --model sbert"),
-        (["--model", "sbert", "--optimizer", "sgd"], "--optimizer is not an option of --model sbert"),
-        (["--model", "sbert", "--shared", "--separate"], "exclude each other"),
+        (
+            ["--model", "clsm", "--freeze-layers", "2"],
+            "--freeze-layers is not an option of --model clsm; it is for --model sbert-ft",
+        ),
+        (
+            ["--model", "dssm", "--precision", "bf16"],
+            "--precision is not an option of --model dssm; it is for --model sbert-ft",
+        ),
+        (["--model", "sbert-ft", "--optimizer", "sgd"], "--optimizer is not an option of --model sbert-ft"),
+        (["--model", "sbert-ft", "--shared", "--separate"], "exclude each other"),
+        (
+            ["--model", "deepmatch", "--gamma", "3"],
+            "--gamma is not an option of --model deepmatch; it is for --model clsm/dssm/sbert-ft",
+        ),
+        (["--model", "sbert", "--optimizer", "sgd"], "--model sbert is deprecated, write --model sbert-ft"),
+        (["--model", "lstm"], "'lstm' is not a trainable encoder kind; use one of clsm, dssm, deepmatch, sbert-ft"),
     ],
 )
 def test_cli_option_checks(tmp_path, args, message):

@@ -1,15 +1,28 @@
-"""``ltrfeat train-encoder``: train a DSSM / CLSM encoder or a DeepMatch model on judged or clicked pairs."""
+"""``ltrfeat train-encoder``: train an encoder of any trainable kind (CLSM, DSSM, DeepMatch, MiniLM fine-tuning, or a
+registered one, see :mod:`ltrfeat.features.encoders.registry`) on judged or clicked pairs.
+
+The options of every kind share one command: only the options given on the command line are passed on, so each
+kind's config supplies its own defaults for the rest (``--help`` shows the CLSM/DSSM ones), and an option the
+kind's config and trainer do not take is a usage error.
+"""
 
 from __future__ import annotations
 
 import json
 
 import click
+from click.core import ParameterSource
 
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli.options import duplicates_option, fit_and_save, option_group, threads_option
-from ltrfeat.cli.sbert_ft import check_model_options, sbert_options, train_sbert_cmd
+from ltrfeat.cli.sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
+from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
+
+DEPRECATED_MODELS = {"sbert": "sbert-ft"}  # old --model spelling -> kind (sbert alone is the zero-shot MiniLM)
+_SETTING = {"buckets": "n_buckets", "separate": "shared"}  # option -> training setting where the names differ
+_NOT_SETTINGS = {"pairs", "from_docs", "field_pair", "spans_per_doc", "out", "model", "columns", "encoding"}
+_NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume"}
 
 _READING = option_group(
     "reading",
@@ -233,19 +246,22 @@ _RUN = option_group(
 @_READING
 @click.option(
     "--model",
-    type=click.Choice(["clsm", "dssm", "deepmatch", "sbert"]),
     default="clsm",
     show_default=True,
-    help="clsm / dssm: text encoders (cosine); deepmatch: pair interaction model (match score); sbert: "
+    metavar="KIND",
+    callback=lambda ctx, param, value: _model(value),
+    help="The encoder kind: "
+    + ", ".join(k.name for k in encoder_kinds().values() if k.trainable)
+    + ". clsm / dssm: text encoders (cosine); deepmatch: pair interaction model (match score); sbert-ft: "
     "fine-tune a sentence-transformer (its own defaults for options not given: 1 epoch, batch 32, "
-    "lr 2e-5, in-batch negatives only, gamma 20, margin 0.2).",
+    "lr 2e-5, in-batch negatives only, gamma 20, margin 0.2). --model sbert: the old spelling of sbert-ft.",
 )
 @_START
 @_TRAINING
 @_RUN
 @sbert_options
 def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading, model, start, training, run, **_sbert):
-    """Train a DSSM or CLSM text encoder on PAIRS (a judged-pairs or click table:
+    """Train a DSSM or CLSM text encoder (or another --model KIND) on PAIRS (a judged-pairs or click table:
     query text, document text, label or click count) and write it as one .ltrenc bundle.
 
     Validation NDCG@10 of the encoder's score (held-out queries) drives early stopping;
@@ -284,30 +300,25 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
     epoch for 25k pairs on 2 cores with 4 of its 6 layers frozen):
       ltrfeat train-encoder train.csv --encoding latin-1 \\
         --columns query=search_term,doc=product_title,docid=product_uid,label=relevance \\
-        --model sbert --loss generalized --freeze-layers 4 --max-seq-length 32 --out ft.ltrenc
+        --model sbert-ft --loss generalized --freeze-layers 4 --max-seq-length 32 --out ft.ltrenc
       ltrfeat extract --pairs judged.tsv --encoder sbert-ft=ft.ltrenc --out judged.letor
 
     \b
     Example (no click log: each document's title as the query, its body as the clicked text):
       ltrfeat train-encoder --from-docs docs.tsv --pair title:body --model clsm --out weak.ltrenc
     """
-    from ltrfeat.features.encoders.config import EncoderConfig
-    from ltrfeat.features.encoders.training import train_encoder
     from ltrfeat.core.errors import cli_fixes
     from ltrfeat.core.text import read_judged_pairs
 
-    t, pretrain, teacher = training, start["pretrain"], start["teacher"]
-    soft_labels = t["soft_labels"]
     if from_docs:
         table = _weak_pairs(
             from_docs,
             field_pair,
             encoding=reading["encoding"],
             pairs=pairs,
-            seed=t["seed"],
+            seed=training["seed"],
             spans_per_doc=spans_per_doc,
         )
-        soft_labels = "identity"
     elif pairs:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
             table = read_judged_pairs(
@@ -321,124 +332,104 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
             click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
     else:
         raise click.UsageError("give PAIRS or --from-docs DOCS")
-    check_model_options(click.get_current_context(), model)
+    kind = encoder_kind(model)
+    settings, trainer_args = _given_settings(click.get_current_context(), kind)
+    if from_docs:
+        settings["soft_labels"] = "identity"
+    if kind.scores and settings.get("score") is None:
+        settings["score"] = kind.default_score(settings.get("pretrain"))
     if out:
         check_writable(out)  # before the training, not after it
-    if model == "sbert":
-        train_sbert_cmd(
-            click.get_current_context(),
-            table,
-            out,
-            soft_labels=soft_labels,
-            checkpoint=run["checkpoint"],
-            resume=run["resume"],
-        )
-        return
-    if (teacher is not None or start["init"]) and model == "deepmatch":
-        raise click.UsageError("--teacher and --init are for --model clsm/dssm, not deepmatch")
-    if model == "deepmatch":
-        _train_deepmatch(table, out, t, pretrain=pretrain, soft_labels=soft_labels, run=run)
-        return
     try:
-        config = EncoderConfig(
-            model=model,
-            loss=t["loss"],
-            score=t["score"] or ("dot" if pretrain == "rbm" else "cosine"),
-            epochs=t["epochs"],
-            negatives=t["negatives"],
-            hard_negatives=t["hard_negatives"],
-            in_batch=t["in_batch"],
-            gamma=t["gamma"],
-            margin=1.0 if t["margin"] is None else t["margin"],
-            batch_size=t["batch_size"] or 1024,
-            optimizer=t["optimizer"],
-            lr=t["lr"],
-            pretrain=None if pretrain == "none" else pretrain,
-            distill_epochs=t["distill_epochs"],
-            distill_lr=t["distill_lr"],
-            distill_weight=t["distill_weight"],
-            soft_labels=soft_labels,
-            click_scale=t["click_scale"],
-            min_positive=t["min_positive"],
-            val_fraction=t["val_fraction"],
-            patience=t["patience"],
-            min_count=t["min_count"],
-            n_buckets=t["buckets"],
-            shared=t["shared"],
-            seed=t["seed"],
-        )
+        config = kind.config.from_dict(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    init = None
-    if start["init"]:
-        from ltrfeat.features.encoders.encoder import Encoder
-
-        init = Encoder.load(start["init"])
+    if trainer_args.get("init") is not None:
+        trainer_args["init"] = kind.load(trainer_args["init"])
     encoder, history = fit_and_save(
-        lambda ckpt: train_encoder(
+        lambda ckpt: kind.train(
             table,
             config,
-            teacher=teacher,
-            init=init,
             threads=run["threads"] or None,
             checkpoint=ckpt,
             resume=run["resume"],
+            **trainer_args,
         ),
         out,
         run["checkpoint"],
     )
-    _summary(out, encoder, history)
-
-
-def _summary(out, model, history):
+    validation = encoder.training["validation"]
     summary = {
         "out": str(out),
-        "best_epoch": model.training["best_epoch"],
-        "val_ndcg@10": model.training["validation"]["ndcg@10"],
-        "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10")} for h in history],
+        "best_epoch": encoder.training["best_epoch"],
+        "val_ndcg@10": validation["ndcg@10"],
+        **{k.replace("ndcg@10", "val_ndcg@10"): v for k, v in validation.items() if k != "ndcg@10"},
+        "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10", "seconds") if k in h} for h in history],
     }
     click.echo(json.dumps(summary))
 
 
-def _train_deepmatch(table, out, t: dict, *, pretrain, soft_labels, run):
-    from ltrfeat.features.encoders.deepmatch import train_deepmatch
-
-    if pretrain != "none" or t["score"] is not None:
-        raise click.UsageError("--pretrain and --score are for --model clsm/dssm, not deepmatch")
-    try:
-        fine, coarse = (int(x) for x in t["topics"].split(","))
-    except ValueError:
-        raise click.UsageError(f"--topics {t['topics']!r} is not FINE,COARSE (e.g. 50,10)") from None
-    options = {
-        k: t[k]
-        for k in (
-            "epochs",
-            "negatives",
-            "hard_negatives",
-            "lr",
-            "min_positive",
-            "val_fraction",
-            "patience",
-            "seed",
-            "patch_words",
+def _model(value: str) -> str:
+    """``--model``: a trainable kind's name (the deprecated spelling with a note)."""
+    if value in DEPRECATED_MODELS:
+        new = DEPRECATED_MODELS[value]
+        click.echo(
+            f"note: --model {value} is deprecated, write --model {new} ({value} alone means the zero-shot model)",
+            err=True,
         )
-    }
-    model, history = fit_and_save(
-        lambda ckpt: train_deepmatch(
-            table,
-            topics=(fine, coarse),
-            margin=0.1 if t["margin"] is None else t["margin"],
-            batch_size=t["batch_size"] or 128,
-            soft_labels=soft_labels,
-            threads=run["threads"] or None,
-            checkpoint=ckpt,
-            resume=run["resume"],
-            **options,
-        ),
-        out,
-        run["checkpoint"],
-    )
-    _summary(out, model, history)
+        value = new
+    trainable = [k.name for k in encoder_kinds().values() if k.trainable]
+    if value not in trainable:
+        raise click.BadParameter(f"{value!r} is not a trainable encoder kind; use one of {', '.join(trainable)}")
+    return value
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source != ParameterSource.DEFAULT
+
+
+def _given_settings(ctx: click.Context, kind) -> tuple[dict, dict]:
+    """The training settings and trainer arguments given on the command line, for ``kind`` (a usage error for an
+    option the kind's config and trainer do not take)."""
+    if _given(ctx, "shared") and _given(ctx, "separate"):
+        raise click.UsageError("--shared and --separate exclude each other")
+    settings: dict = {"model": kind.name} if "model" in kind.config.names() else {}  # CLSM/DSSM: the architecture
+    trainer_args: dict = {}
+    for name, value in ctx.params.items():
+        if name in _NOT_SETTINGS or not _given(ctx, name):
+            continue
+        setting = _SETTING.get(name, name)
+        if setting in kind.config.names():
+            settings[setting] = _setting_value(name, value)
+        elif name in kind.trainer_args:
+            trainer_args[name] = value
+        else:
+            takers = [
+                k.name
+                for k in encoder_kinds().values()
+                if k.trainable and (setting in k.config.names() or name in k.trainer_args)
+            ]
+            raise click.UsageError(
+                f"--{name.replace('_', '-')} is not an option of --model {kind.name}"
+                + (f"; it is for --model {'/'.join(takers)}" if takers else "")
+            )
+    return settings, trainer_args
+
+
+def _setting_value(name: str, value):
+    """A command-line value as its training setting."""
+    if name == "separate":
+        return not value
+    if name == "pretrain":
+        return None if value == "none" else value
+    if name == "topics":
+        try:
+            fine, coarse = (int(x) for x in value.split(","))
+        except ValueError:
+            raise click.UsageError(f"--topics {value!r} is not FINE,COARSE (e.g. 50,10)") from None
+        return (fine, coarse)
+    return value
 
 
 def _weak_pairs(docs_path, field_pair, *, encoding, pairs, seed, spans_per_doc):

@@ -254,8 +254,18 @@ def export_encoder(model, target, out_dir):
       ltrfeat export-encoder clsm.ltrenc --to onnx --out clsm_onnx
     """
     from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.features.encoders.registry import bundle_kind, encoder_kinds
     from ltrfeat.export.onnx import export_onnx
 
+    kinds = encoder_kinds()
+    kind = kinds.get(bundle_kind(model))
+    if kind is not None and target not in kind.exports:
+        able = [k.name for k in kinds.values() if target in k.exports]
+        raise LtrfeatError(
+            f"a {kind.name} encoder cannot be exported to {target}",
+            path=model,
+            fix=f"export-encoder --to {target} takes {', '.join(able)} bundles",
+        )
     sidecar = export_onnx(Encoder.load(model), out_dir)
     click.echo(
         f"wrote {out_dir}/query.onnx, doc.onnx and encoder.json ({sidecar['architecture']}, "

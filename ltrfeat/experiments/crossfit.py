@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from ltrfeat.experiments import encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
-from ltrfeat.features.encoders.config import SCORES
+from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
@@ -44,23 +44,13 @@ from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.training_task import TrainingTask
 from ltrfeat.experiments.workers import plan_workers
 
-TRAINABLE = ("clsm", "dssm", "deepmatch", "sbert-ft")
-ZERO_SHOT = ("sbert",)
-PRETRAIN = ("rbm", "teacher", "init", "spans")
 TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
 SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
 SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, 4 to 16 per document
+# kind[:LOSS][+MOD][@SCORE][=PATH]; which parts a kind takes is its registry entry's (encoder_kind(name).grammar)
 _SPEC = re.compile(
-    r"^(?P<model>[a-z]+(?:-ft)?)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?(?:@(?P<score>[a-z]+))?"
-    r"(?:=(?P<path>.+))?$"
-)
-_SPEC_FIX = (
-    "use clsm:LOSS, dssm:LOSS (LOSS = softmax|generalized|hinge), dssm:hinge+rbm (DSE: RBM pre-training), "
-    "clsm:LOSS+teacher[=DIR] (distilled from MiniLM or DIR), clsm:LOSS+spans (pre-trained on query-like spans "
-    "of the pairs' documents, then fine-tuned per fold), clsm:LOSS+init=BUNDLE (fine-tuned from a "
-    "pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair spans:title), "
-    "an optional @dot or @cosine score (clsm:softmax@dot), deepmatch, sbert or sbert=PATH, "
-    "sbert-ft:LOSS or sbert-ft:LOSS=BASE_DIR (fine-tuned sentence-transformer)"
+    r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?"
+    r"(?:@(?P<score>[a-z]+))?(?:=(?P<path>.+))?$"
 )
 
 
@@ -145,11 +135,14 @@ class EncoderSpec:
     score: str | None = None  # None: the default_score
 
     @property
+    def kind(self):
+        """The :class:`~ltrfeat.features.encoders.registry.EncoderKind` of ``model``."""
+        return encoder_kind(self.model)
+
+    @property
     def default_score(self) -> str | None:
-        """The score this spec trains without an ``@`` choice (None: not a trained two-tower encoder)."""
-        if self.model not in ("clsm", "dssm"):
-            return None
-        return "dot" if self.pretrain == "rbm" else "cosine"
+        """The score this spec trains without an ``@`` choice (None: the kind has no score choice)."""
+        return self.kind.default_score(self.pretrain)
 
     @property
     def resolved_score(self) -> str | None:
@@ -170,60 +163,53 @@ class EncoderSpec:
     @property
     def column_suffix(self) -> str:
         """``score`` for a pair scorer (DeepMatch), ``dot`` for a dot-product encoder, ``cos`` for a cosine."""
-        if self.model == "deepmatch":
-            return "score"
-        return "dot" if self.resolved_score == "dot" else "cos"
+        return self.kind.column_suffix(self.resolved_score)
 
     @property
     def trainable(self) -> bool:
-        return self.model in TRAINABLE
+        return self.kind.trainable
 
     @classmethod
     def parse(cls, text: str) -> "EncoderSpec":
+        """A spec from its ``ablate --encoder`` text; which parts a kind takes is its registry entry's."""
         m = _SPEC.match(text.strip())
-        if not m or m["model"] not in TRAINABLE + ZERO_SHOT:
-            raise LtrfeatError(f"unknown encoder {text!r}", fix=_SPEC_FIX)
+        kinds = encoder_kinds()
+        if not m or m["model"] not in kinds:
+            raise LtrfeatError(f"unknown encoder {text!r}", fix=spec_fix())
         model, loss, path, pretrain, score = m["model"], m["loss"], m["path"], m["pretrain"], m["score"]
-        if pretrain is not None and (
-            pretrain not in PRETRAIN or model not in ("clsm", "dssm") or (pretrain == "rbm" and model != "dssm")
-        ):
+        kind = kinds[model]
+        if pretrain is not None and pretrain not in kind.mods:
+            with_mods = [f"{k.name} {'/'.join('+' + mod for mod in k.mods)}" for k in kinds.values() if k.mods]
             raise LtrfeatError(
-                f"encoder {text!r}: the pre-trainings are dssm +rbm and clsm/dssm +teacher, +spans or +init",
-                fix="write dssm:hinge+rbm, clsm:generalized+teacher[=DIR], clsm:generalized+spans or "
-                "clsm:generalized+init=BUNDLE",
+                f"encoder {text!r}: the pre-trainings are {', '.join(with_mods)}",
+                fix="write e.g. "
+                + ", ".join(f"{k.name}:{k.losses[0]}+{next(iter(k.mods))}" for k in kinds.values() if k.mods),
             )
-        if pretrain == "init" and not path:
+        mod_path = kind.mods.get(pretrain, "") if pretrain is not None else ""
+        if mod_path.startswith("=") and not path:
             raise LtrfeatError(
-                f"encoder {text!r}: +init needs the pre-trained bundle",
-                fix="write e.g. clsm:generalized+init=collection.ltrenc",
+                f"encoder {text!r}: +{pretrain} needs {mod_path[1:].lower()}",
+                fix=f"write e.g. {model}:{kind.losses[0]}+{pretrain}{mod_path}",
             )
-        if score is not None and (model not in ("clsm", "dssm") or score not in SCORES):
+        if score is not None and score not in kind.scores:
+            scored = [k.name for k in kinds.values() if k.scores]
             raise LtrfeatError(
-                f"encoder {text!r}: only clsm and dssm take a score, @dot or @cosine",
-                fix="write e.g. dssm:hinge@dot or clsm:softmax@cosine",
+                f"encoder {text!r}: only {' and '.join(scored)} take a score, "
+                + " or ".join(f"@{s}" for s in kinds[scored[0]].scores),
+                fix=f"write e.g. {scored[0]}:{kinds[scored[0]].losses[0]}@dot",
             )
-        if model == "deepmatch":
-            if loss is not None or path is not None:
+        if path is not None and not (kind.path or mod_path):
+            raise LtrfeatError(f"encoder {text!r}: {model} takes no path", fix=f"write {kind.grammar}")
+        if not kind.losses:
+            if loss is not None:
+                raise LtrfeatError(f"encoder {text!r}: {model} takes no loss", fix=f"write {kind.grammar}")
+        else:
+            loss = loss or kind.losses[0]
+            if loss not in kind.losses:
                 raise LtrfeatError(
-                    f"encoder {text!r}: deepmatch has its own large-margin loss and takes no path",
-                    fix="write deepmatch",
+                    f"encoder {text!r}: unknown loss {loss!r}",
+                    fix=f"use {', '.join(kind.losses[:-1])} or {kind.losses[-1]}",
                 )
-        elif model == "sbert-ft":  # path: the base model directory (default: the packaged MiniLM)
-            loss = loss or "softmax"
-            if loss not in ("softmax", "generalized", "hinge"):
-                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
-        elif model in TRAINABLE:
-            if path is not None and pretrain not in ("teacher", "init"):  # +teacher=DIR, +init=BUNDLE
-                raise LtrfeatError(
-                    f"encoder {text!r}: a trained encoder takes no path", fix=f"write {model}:{loss or 'softmax'}"
-                )
-            loss = loss or "softmax"
-            if loss not in ("softmax", "generalized", "hinge"):
-                raise LtrfeatError(f"encoder {text!r}: unknown loss {loss!r}", fix="use softmax, generalized or hinge")
-        elif loss is not None:
-            raise LtrfeatError(
-                f"encoder {text!r}: sbert is used zero-shot and takes no loss", fix="write sbert or sbert=PATH"
-            )
         return cls(model, loss, path, pretrain, score)
 
 
@@ -489,44 +475,14 @@ def _train(
 ):
     """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known;
     ``start``: the weights a +init or +spans encoder, or a continued MiniLM fine-tuning, starts from)."""
-    from ltrfeat.features.encoders.deepmatch import DeepMatch, train_deepmatch
-    from ltrfeat.features.encoders.encoder import Encoder
-    from ltrfeat.features.encoders.training import train_encoder
-
+    kind = spec.kind
     path = None
     if cache is not None:
         init_key = None if start is None else start.key
         path = cache / "encoders" / f"{spec.name}-{key or _cache_key(spec, options, table, seed, init_key)}.ltrenc"
         if path.exists():
-            if spec.model == "sbert-ft":
-                from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
-
-                return SbertFinetuned.load(path), True
-            return (DeepMatch.load(path) if spec.model == "deepmatch" else Encoder.load(path)), True
-    if spec.model == "sbert-ft":
-        from ltrfeat.features.encoders.sbert_training import train_sbert
-
-        init = None if start is None else start.encoder()
-        encoder, _ = train_sbert(table, base=spec.path, loss=spec.loss, seed=seed, progress=False, init=init, **options)
-    elif spec.model == "deepmatch":
-        encoder, _ = train_deepmatch(table, seed=seed, progress=False, **options)
-    else:
-        extra: dict = {"pretrain": spec.pretrain} if spec.pretrain else {}
-        if spec.pretrain == "teacher":
-            extra = {"teacher": f"sbert={spec.path}" if spec.path else "sbert"}
-        elif spec.pretrain in ("init", "spans"):
-            assert start is not None, "a +init/+spans encoder needs its starting point"
-            extra = {"init": start.encoder()}
-        encoder, _ = train_encoder(
-            table,
-            model=spec.model,
-            loss=spec.loss,
-            score=spec.resolved_score,
-            seed=seed,
-            progress=False,
-            **extra,
-            **options,
-        )
+            return kind.load(path), True
+    encoder, _ = kind.train(table, seed=seed, progress=False, **kind.spec_settings(spec, start), **options)
     if path is not None:
         encoder.save(path)
     return encoder, False
@@ -538,18 +494,18 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
     has (:mod:`ltrfeat.features.encoders.config`); an unprefixed key no trainer has, or a prefixed key its
     model's trainer lacks, is an error. Encoders without a teacher drop the distillation options."""
     from ltrfeat.experiments.encoder_options import model_options
-    from ltrfeat.features.encoders.config import CONFIGS
 
     fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
     runtime = {"threads"} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
-    known = set().union(*(c.names() for c in CONFIGS.values()), runtime) - fixed
+    trained = [k for k in encoder_kinds().values() if k.trainable]
+    known = set().union(*(k.config.names() for k in trained), runtime) - fixed
     unknown = sorted(k for k in options if "." not in k and k not in known)
     if unknown:
         raise LtrfeatError(
             f"encoder option {unknown[0]!r}: no encoder training has it", fix=f"use one of {', '.join(sorted(known))}"
         )
-    accepted = (set(CONFIGS[spec.model].names()) | runtime) - fixed
-    resolved = model_options(options, spec.model, known_models=TRAINABLE, accepted=accepted)
+    accepted = (set(spec.kind.config.names()) | runtime) - fixed
+    resolved = model_options(options, spec.model, known_models=tuple(k.name for k in trained), accepted=accepted)
     if spec.pretrain != "teacher":
         # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
         resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
@@ -677,10 +633,8 @@ def _run_pooled(
 
 
 def _zero_shot(spec: EncoderSpec):
-    # through the teacher-vector cache: a +teacher encoder of the same run reuses these vectors
-    from ltrfeat.features.encoders.distill import CachedTeacher
-
-    return CachedTeacher(f"sbert={spec.path}" if spec.path else "sbert")
+    kind = spec.kind
+    return (kind.scorer or kind.load)(spec.path)
 
 
 def crossfit_columns(
@@ -747,7 +701,7 @@ def crossfit_columns(
                 start_point = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache, profile=profile)
                 own = start_point.options
             # the thread count is a runtime setting: out of the cache key unless the user chose it
-            training_options = own if spec.model not in encoder_pool.POOLED else {"threads": encoder_pool.THREADS} | own
+            training_options = own if not spec.kind.pooled else {"threads": encoder_pool.THREADS} | own
             continuing = config.continue_outer and spec.model == "sbert-ft" and train_fn is None
             inner_of: dict[frozenset, _Training] = {}
             # inner trainings first: a continued outer one needs its inner one's key
@@ -805,7 +759,7 @@ def crossfit_columns(
             else:
                 todo.append(job)
         frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar)
-        pooled = [j for j in todo if train_fn is None and j.spec.model in encoder_pool.POOLED]
+        pooled = [j for j in todo if train_fn is None and j.spec.kind.pooled]
         threads = max([j.options["threads"] for j in pooled], default=1)
         workers = plan_workers(
             config.encoder_jobs or None,

@@ -30,8 +30,7 @@ import numpy as np
 
 from ltrfeat.experiments.training_task import TrainingTask
 
-POOLED = ("clsm", "dssm", "deepmatch", "sbert-ft")  # models whose cross-fitted trainings run in worker processes
-THREADS = 1  # torch threads of every cross-fitted training of a POOLED model (see above)
+THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (EncoderKind.pooled; see above)
 
 
 class FileStart:
@@ -45,12 +44,11 @@ class FileStart:
         self.seconds = 0.0
 
     def encoder(self):
-        from ltrfeat.features.encoders.encoder import Encoder
-        from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
+        from ltrfeat.features.encoders.registry import encoder_kind
 
         name = str(self.path)
         if name not in self._loaded:
-            self._loaded[name] = (SbertFinetuned if self.model == "sbert-ft" else Encoder).load(self.path)
+            self._loaded[name] = encoder_kind(self.model).load(self.path)
         return self._loaded[name]
 
 
@@ -115,10 +113,7 @@ def run_trainings(
 
 
 def _cost(task: TrainingTask) -> float:
-    # per table row: a distillation runs its own epochs before the ranking loss (roughly twice a plain
-    # training); a MiniLM fine-tuning epoch costs several CLSM trainings (Home Depot: ~6 ms a row at 1 thread)
-    factor = {"sbert-ft": 6.0}.get(task.spec.model, 2.0 if task.spec.pretrain == "teacher" else 1.0)
-    return len(task.table) * factor
+    return task.spec.kind.training_cost(len(task.table), task.spec.pretrain)
 
 
 def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:

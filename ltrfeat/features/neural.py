@@ -7,10 +7,11 @@ cache per side for the whole run, so a file streamed in chunks through
 :func:`ltrfeat.features.extract.extract_file` encodes each distinct query and document text once (as long
 as the cache holds them), in batches.
 
-Names: ``clsm``, ``dssm`` or ``sbert``, optionally with a ``-label`` suffix to tell two encoders of
-one kind apart (``clsm-generalized_title_cos``). A ``clsm``/``dssm`` name must match the bundle's
-architecture; ``sbert`` without a path is the packaged all-MiniLM-L6-v2, with a directory a local
-sentence-transformers model, with a file a fine-tuned ``.ltrenc`` bundle (``sbert-ft=ft.ltrenc``).
+Names: a registered encoder kind (:mod:`ltrfeat.features.encoders.registry`: ``clsm``, ``dssm``, ``deepmatch``,
+``sbert``, ``sbert-ft`` ...), optionally with a ``-label`` suffix to tell two encoders of one kind apart
+(``clsm-generalized_title_cos``). A ``clsm``/``dssm`` name must match the bundle's architecture; ``sbert``
+without a path is the packaged all-MiniLM-L6-v2, with a directory a local sentence-transformers model, with a
+file a fine-tuned ``.ltrenc`` bundle (better named ``sbert-ft=ft.ltrenc``).
 """
 
 from __future__ import annotations
@@ -25,62 +26,58 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.features.encoders.registry import EncoderKind, bundle_kind, encoder_kinds
 from ltrfeat.features.extract import register_extractor
 from ltrfeat.features.leakage import TrainedQueries
 from ltrfeat.features.pins import encoder_fingerprint
 
-KINDS = {
-    "clsm": "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine (_dot: dot-scored)",
-    "dssm": "DSSM encoder bundle: dssm=MODEL.ltrenc -> dssm_<field>_cos, query/field cosine (_dot: dot-scored)",
-    "sbert": "sentence-transformers model: sbert[=DIR] (default: packaged all-MiniLM-L6-v2) -> sbert_<field>_cos; "
-    "a fine-tuned bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
-    "deepmatch": "DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
-}
-PAIR_SCORERS = ("deepmatch",)  # score (query, text) pairs directly: no per-text vectors to cache
-_NAME = re.compile(r"^(?P<kind>[a-z]+)(?:-[A-Za-z0-9_]+)?$")
-_SPEC_FIX = "write clsm=MODEL.ltrenc, dssm=MODEL.ltrenc, sbert or sbert=DIR (a name may carry a suffix: clsm-gen=...)"
+_LABEL = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def _spec_fix() -> str:
+    examples = [f"{k.name}=MODEL.ltrenc" if k.needs_file else f"{k.name}{k.path}" for k in encoder_kinds().values()]
+    return f"write {', '.join(examples)} (a name may carry a suffix: clsm-gen=...)"
+
+
+def encoder_kind_of(name: str) -> EncoderKind | None:
+    """The kind an encoder name stands for: a kind's name, or a kind's name with a ``-label`` suffix (the longest
+    kind name that fits: ``sbert-ft-a`` is an ``sbert-ft``); None for any other name."""
+    kinds = encoder_kinds()
+    if name in kinds:
+        return kinds[name]
+    for kind in sorted(kinds, key=len, reverse=True):
+        if name.startswith(kind + "-") and _LABEL.match(name[len(kind) + 1 :]):
+            return kinds[kind]
+    return None
 
 
 def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
     """``"clsm=m.ltrenc"`` -> ``("clsm", "m.ltrenc")``; ``"sbert"`` -> ``("sbert", None)``."""
     name, sep, path = spec.strip().partition("=")
     name = name.strip()
-    match = _NAME.match(name)
-    if not match or match["kind"] not in KINDS:
-        raise LtrfeatError(f"unknown encoder {spec!r}", fix=_SPEC_FIX)
+    kind = encoder_kind_of(name)
+    if kind is None:
+        raise LtrfeatError(f"unknown encoder {spec!r}", fix=_spec_fix())
     if sep and not path.strip():
-        raise LtrfeatError(f"encoder {spec!r} has an empty path", fix=_SPEC_FIX)
-    if not sep and match["kind"] != "sbert":
+        raise LtrfeatError(f"encoder {spec!r} has an empty path", fix=_spec_fix())
+    if not sep and kind.needs_file:
         raise LtrfeatError(f"encoder {spec!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
     return name, (path.strip() or None)
 
 
 def load_encoder(name: str, path=None):
-    """The encoder a name/path pair stands for (``Encoder`` or ``SbertEncoder``); never unpickles."""
-    kind = _NAME.match(name)["kind"] if _NAME.match(name) else None
-    if kind not in KINDS:
-        raise LtrfeatError(f"unknown encoder name {name!r}", fix=_SPEC_FIX)
-    if kind == "sbert":
-        from ltrfeat.features.encoders.sbert import SbertEncoder
-        from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, is_finetuned_bundle
-
-        # a directory is a zero-shot model; a file is a fine-tuned bundle (train-encoder --model sbert)
-        return SbertFinetuned.load(path) if is_finetuned_bundle(path) else SbertEncoder.load(path)
-    if path is None:
+    """The encoder a name/path pair stands for (its kind's ``load``); never unpickles."""
+    kind = encoder_kind_of(name)
+    if kind is None:
+        raise LtrfeatError(f"unknown encoder name {name!r}", fix=_spec_fix())
+    if path is None and kind.needs_file:
         raise LtrfeatError(f"encoder {name!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
-    if kind == "deepmatch":
-        from ltrfeat.features.encoders.deepmatch import DeepMatch
-
-        return DeepMatch.load(path)
-    from ltrfeat.features.encoders.encoder import Encoder
-
-    encoder = Encoder.load(path)
-    architecture = encoder.model.config["architecture"]
-    if architecture != kind:
+    found = bundle_kind(path) if kind.needs_file else None
+    if found is not None and found != kind.name and found in encoder_kinds():
         raise ModelFileError(
-            f"the bundle holds a {architecture} encoder, not {kind}", path=path, fix=f"write {architecture}={path}"
+            f"the bundle holds a {found} encoder, not {kind.name}", path=path, fix=f"write {found}={path}"
         )
-    return encoder
+    return kind.load(path)
 
 
 class _VectorCache:
@@ -188,9 +185,8 @@ class EncoderExtractor(BaseEstimator):
     @property
     def column_suffix(self) -> str:
         """``score`` (pair scorer), ``dot`` (fitted dot-scored bundle) or ``cos``."""
-        if _NAME.match(self.name)["kind"] in PAIR_SCORERS:
-            return "score"
-        return "dot" if getattr(getattr(self, "encoder_", None), "score", "cosine") == "dot" else "cos"
+        kind = encoder_kind_of(self.name)
+        return kind.column_suffix(getattr(getattr(self, "encoder_", None), "score", "cosine"))
 
     @property
     def texts_encoded(self) -> dict[str, int]:
@@ -245,5 +241,5 @@ def encoder_extractors(specs, *, fields) -> list[EncoderExtractor]:
     return extractors
 
 
-for _kind, _description in KINDS.items():
-    register_extractor(_kind, _description, _factory(_kind))
+for _kind in encoder_kinds().values():
+    register_extractor(_kind.name, _kind.summary, _factory(_kind.name))

@@ -1,7 +1,24 @@
-"""Neural text encoders (DSSM, CLSM) trained on clicks or judgments, saved as ``.ltrenc`` bundles."""
+"""Neural text encoders (DSSM, CLSM, DeepMatch, MiniLM) trained on clicks or judgments, saved as ``.ltrenc`` bundles.
 
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.encoders.training import train_encoder
+The kinds are described in :mod:`ltrfeat.features.encoders.registry`. The torch-backed names below are imported on
+first use, so reading the registry (CLI choices, ``--help``) does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    "Encoder": "ltrfeat.features.encoders.encoder",
+    "TwoTowerModel": "ltrfeat.features.encoders.model",
+    "model_config": "ltrfeat.features.encoders.model",
+    "train_encoder": "ltrfeat.features.encoders.training",
+}
 
 __all__ = ["Encoder", "TwoTowerModel", "model_config", "train_encoder"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

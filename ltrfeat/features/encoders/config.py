@@ -276,11 +276,3 @@ class DeepMatchConfig(TrainingConfig):
             raise ValueError(f"margin must be in (0, 1) for a score in (0, 1), got {self.margin}")
         if self.lr is not None and not self.lr > 0:
             raise ValueError(f"lr must be > 0 (or None for 3e-3); got {self.lr!r}")
-
-
-CONFIGS: dict[str, type[TrainingConfig]] = {
-    "clsm": EncoderConfig,
-    "dssm": EncoderConfig,
-    "sbert-ft": SbertConfig,
-    "deepmatch": DeepMatchConfig,
-}

@@ -1,0 +1,107 @@
+"""The built-in encoder kinds (:mod:`ltrfeat.features.encoders.registry`); their code is imported on first use."""
+
+from __future__ import annotations
+
+from ltrfeat.features.encoders.config import LOSSES, SCORES, DeepMatchConfig, EncoderConfig, SbertConfig
+from ltrfeat.features.encoders.registry import EncoderKind, lazy
+
+TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "init": "=BUNDLE"}  # +MOD of a CLSM / DSSM spec -> its =PATH
+
+
+def two_tower_settings(spec, start) -> dict:
+    """:func:`~ltrfeat.features.encoders.training.train_encoder` arguments of a CLSM / DSSM spec."""
+    settings: dict = {"model": spec.model, "loss": spec.loss, "score": spec.resolved_score}
+    if spec.pretrain == "rbm":
+        settings["pretrain"] = "rbm"
+    elif spec.pretrain == "teacher":
+        settings["teacher"] = f"sbert={spec.path}" if spec.path else "sbert"
+    elif spec.pretrain in ("init", "spans"):
+        if start is None:
+            raise ValueError(f"a +{spec.pretrain} encoder needs its starting point")
+        settings["init"] = start.encoder()
+    return settings
+
+
+def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> EncoderKind:
+    return EncoderKind(
+        name=name,
+        summary=summary,
+        load=lazy("ltrfeat.features.encoders.encoder:Encoder.load"),
+        config=EncoderConfig,
+        train=lazy("ltrfeat.features.encoders.training:train_encoder"),
+        trainer_args=("teacher", "init"),
+        spec_settings=two_tower_settings,
+        pooled=True,
+        mod_cost={"teacher": 2.0},  # the distillation runs its own epochs before the ranking loss
+        losses=LOSSES,
+        mods=mods,
+        scores=SCORES,
+        dot_mods=dot_mods,
+        exports=("onnx",),
+    )
+
+
+def _load_sbert(path=None):
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, is_finetuned_bundle
+
+    # a directory is a zero-shot model; a file is a fine-tuned bundle (train-encoder --model sbert-ft)
+    return SbertFinetuned.load(path) if is_finetuned_bundle(path) else SbertEncoder.load(path)
+
+
+def _sbert_scorer(path=None):
+    # through the teacher-vector cache: a +teacher encoder of the same run reuses these vectors
+    from ltrfeat.features.encoders.distill import CachedTeacher
+
+    return CachedTeacher(f"sbert={path}" if path else "sbert")
+
+
+def _sbert_ft_settings(spec, start) -> dict:
+    return {"base": spec.path, "loss": spec.loss, "init": None if start is None else start.encoder()}
+
+
+BUILTIN = (
+    _two_tower(
+        "clsm",
+        "CLSM encoder bundle: clsm=MODEL.ltrenc -> clsm_<field>_cos, query/field cosine (_dot: dot-scored)",
+        TWO_TOWER_MODS,
+    ),
+    _two_tower(
+        "dssm",
+        "DSSM encoder bundle: dssm=MODEL.ltrenc -> dssm_<field>_cos, query/field cosine (_dot: dot-scored)",
+        {"rbm": "", **TWO_TOWER_MODS},
+        dot_mods=("rbm",),  # DSE: RBM pre-training and the dot product, as in the paper
+    ),
+    EncoderKind(
+        name="deepmatch",
+        summary="DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
+        load=lazy("ltrfeat.features.encoders.deepmatch:DeepMatch.load"),
+        config=DeepMatchConfig,
+        train=lazy("ltrfeat.features.encoders.deepmatch:train_deepmatch"),
+        spec_settings=lambda spec, start: {},
+        pair_scorer=True,
+        pooled=True,
+    ),
+    EncoderKind(
+        name="sbert",
+        summary="sentence-transformers model, zero-shot: sbert[=DIR] (default: packaged all-MiniLM-L6-v2) -> "
+        "sbert_<field>_cos",
+        load=_load_sbert,
+        scorer=_sbert_scorer,
+        path="[=DIR]",
+        needs_file=False,
+    ),
+    EncoderKind(
+        name="sbert-ft",
+        summary="fine-tuned sentence-transformer bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
+        load=lazy("ltrfeat.features.encoders.sbert_finetuned:SbertFinetuned.load"),
+        config=SbertConfig,
+        train=lazy("ltrfeat.features.encoders.sbert_training:train_sbert"),
+        trainer_args=("base",),
+        spec_settings=_sbert_ft_settings,
+        pooled=True,
+        cost=6.0,  # an epoch costs several CLSM trainings per row
+        losses=LOSSES,
+        path="[=BASE_DIR]",
+    ),
+)
