@@ -231,7 +231,7 @@ def test_spans_spec_pretrains_once_on_the_documents_only_then_fine_tunes_every_f
     for fold in first:
         for name in first[fold]:
             np.testing.assert_array_equal(first[fold][name], again[fold][name])
-    with pytest.raises(LtrfeatError, match="a trained encoder takes no path"):
+    with pytest.raises(LtrfeatError, match="clsm takes no path"):
         EncoderSpec.parse("clsm:generalized+spans=docs.tsv")
 
 

@@ -225,7 +225,7 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
             "train-encoder",
             str(tmp_path / "pairs.tsv"),
             "--model",
-            "sbert",
+            "sbert-ft",
             "--base",
             str(tiny_base),
             "--loss",

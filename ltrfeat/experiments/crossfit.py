@@ -188,7 +188,7 @@ class EncoderSpec:
         mod_path = kind.mods.get(pretrain, "") if pretrain is not None else ""
         if mod_path.startswith("=") and not path:
             raise LtrfeatError(
-                f"encoder {text!r}: +{pretrain} needs {mod_path[1:].lower()}",
+                f"encoder {text!r}: +{pretrain} needs the pre-trained {mod_path[1:].lower()}",
                 fix=f"write e.g. {model}:{kind.losses[0]}+{pretrain}{mod_path}",
             )
         if score is not None and score not in kind.scores:

@@ -218,7 +218,11 @@ def encoder_kind(name: str) -> EncoderKind:
 def spec_fix() -> str:
     """The ``ablate --encoder`` grammar of every kind, for error messages and ``--help``."""
     kinds = encoder_kinds().values()
-    return "use " + ", ".join(k.grammar for k in kinds) + " (e.g. clsm:softmax, dssm:hinge+rbm, sbert-ft:generalized)"
+    return (
+        "write KIND[:LOSS][+PRETRAINING][@SCORE][=PATH], one of "
+        + ", ".join(k.grammar for k in kinds)
+        + " (e.g. clsm:softmax, dssm:hinge+rbm, clsm:softmax@dot for the dot-product score, sbert-ft:generalized)"
+    )
 
 
 def bundle_kind(path) -> str | None:
