@@ -1,9 +1,10 @@
-"""The built-in encoder kinds (:mod:`ltrfeat.features.encoders.registry`); their code is imported on first use."""
+"""The built-in encoder kinds, registered by :mod:`ltrfeat.features.encoders.registry`; their code is imported on first
+use."""
 
 from __future__ import annotations
 
 from ltrfeat.features.encoders.config import LOSSES, SCORES, DeepMatchConfig, EncoderConfig, SbertConfig
-from ltrfeat.features.encoders.registry import EncoderKind, lazy
+from ltrfeat.features.encoders.kind import EncoderKind, lazy
 
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "init": "=BUNDLE"}  # +MOD of a CLSM / DSSM spec -> its =PATH
 
