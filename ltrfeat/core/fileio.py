@@ -5,12 +5,17 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import logging
 import os
+import stat
+import sys
 import zlib
 from pathlib import Path
 
 from ltrfeat.core import tempfiles
 from ltrfeat.core.errors import LtrfeatError
+
+log = logging.getLogger("ltrfeat")
 
 
 def is_gzip_path(path) -> bool:
@@ -84,14 +89,44 @@ def check_writable(path) -> None:
         )
 
 
+def is_stream(path) -> bool:
+    """Whether output to ``path`` goes straight to it instead of through a temporary file and a rename:
+    ``-`` (standard output), a path under ``/dev`` or ``/proc`` (``/dev/null``, ``/dev/stdout``, a
+    ``/proc/self/fd`` link), or an existing path that is not a regular file once links are followed
+    (a FIFO, a socket, a character device)."""
+    text = str(path)
+    if text == "-":
+        return True
+    if text.startswith(("/dev/", "/proc/")) or os.path.realpath(text).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        mode = os.stat(text).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 @contextlib.contextmanager
-def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
+def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8", sidecar_of=None):
     """Yield a writable file whose content replaces ``path`` only if the block succeeds.
 
     The data goes to a temporary file in the same directory (see :mod:`ltrfeat.core.tempfiles`),
     which is renamed over ``path`` on success and removed on any exception, so a failed run never
     leaves a partial output. A ``.gz`` path is gzip-compressed (deterministically: mtime 0).
+
+    A path that is not a regular file (see :func:`is_stream`: ``-``, ``/dev/null``, a FIFO, a
+    ``/dev/stdout`` link) is written straight to, never renamed over. ``sidecar_of``: the main
+    output this file accompanies (``<out>.features.json`` of ``<out>``); when that output is a
+    stream, the sidecar is not written (one note on stderr says so) instead of landing in ``/dev``.
     """
+    if sidecar_of is not None and is_stream(sidecar_of):
+        log.warning("%s is not a regular file: %s not written beside it", sidecar_of, Path(path).name)
+        yield io.BytesIO() if binary else io.StringIO()
+        return
+    if is_stream(path):
+        with _stream_output(path, binary=binary, encoding=encoding) as fh:
+            yield fh
+        return
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
@@ -106,16 +141,8 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
     try:
         with os.fdopen(fd, "wb") as raw:
-            sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if is_gzip_path(path) else raw
-            if binary:
-                yield sink
-            else:
-                text = io.TextIOWrapper(sink, encoding=encoding, newline="\n")
-                yield text
-                text.flush()
-                text.detach()
-            if sink is not raw:
-                sink.close()
+            with _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+                yield fh
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -123,6 +150,41 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
         raise
     finally:
         tempfiles.release(tmp)
+
+
+@contextlib.contextmanager
+def _encoded(raw, path, *, binary: bool, encoding: str):
+    """``raw`` behind gzip (for a ``.gz`` path) and a text layer (unless ``binary``); ``raw`` stays open."""
+    sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if is_gzip_path(path) else raw
+    if binary:
+        yield sink
+    else:
+        text = io.TextIOWrapper(sink, encoding=encoding, newline="\n")
+        yield text
+        text.flush()
+        text.detach()
+    if sink is not raw:
+        sink.close()
+
+
+@contextlib.contextmanager
+def _stream_output(path, *, binary: bool, encoding: str):
+    """Write straight to a non-regular ``path`` (``-``: standard output, left open)."""
+    if str(path) == "-":
+        raw = sys.stdout.buffer
+        sys.stdout.flush()
+        with _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+            yield fh
+        raw.flush()
+        return
+    try:
+        raw = open(path, "wb")
+    except OSError as exc:
+        raise LtrfeatError(
+            f"cannot write the output ({exc.strerror or exc})", path=path, fix="choose a file or device you can write"
+        ) from None
+    with raw, _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+        yield fh
 
 
 def _umask() -> int:

@@ -1050,7 +1050,9 @@ class LetorWriter:
         self._chunks += 1
         self._track_groups(chunk)
         if chunk.weight is not None and self._weights_out is None:
-            self._weights_out = self._stack.enter_context(atomic_output(weight_path_of(self.path)))
+            self._weights_out = self._stack.enter_context(
+                atomic_output(weight_path_of(self.path), sidecar_of=self.path)
+            )
         labels = [_format_label(x) for x in chunk.label.tolist()]
         tokens = self._prefix[None, :] + _format_float32(chunk.X)
         nonzero = chunk.X != 0 if self.sparse else None
@@ -1095,10 +1097,10 @@ class LetorWriter:
         # a data file in place means its side files are too.
         if exc_type is None:
             if self.fmt == "svmlight":
-                fh = self._stack.enter_context(atomic_output(group_path_of(self.path)))
+                fh = self._stack.enter_context(atomic_output(group_path_of(self.path), sidecar_of=self.path))
                 fh.write("".join(f"{g}\n" for g in self._groups))
             if self.write_feature_map:
-                fh = self._stack.enter_context(atomic_output(FeatureMap.sidecar_path(self.path)))
+                fh = self._stack.enter_context(atomic_output(FeatureMap.sidecar_path(self.path), sidecar_of=self.path))
                 json.dump(self.feature_map.to_json(), fh, indent=1)
                 fh.write("\n")
         return self._stack.__exit__(exc_type, exc, tb)

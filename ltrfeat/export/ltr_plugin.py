@@ -418,9 +418,11 @@ def export_ranker(
     manifest["files"] = {fname: _sha(data) for fname, data in files.items()}
     manifest["model_file"] = out.name
     for fname, data in files.items():
-        with atomic_output(out.parent / fname, binary=True) as fh:
+        with atomic_output(
+            out if fname == out.name else out.parent / fname, binary=True, sidecar_of=None if fname == out.name else out
+        ) as fh:
             fh.write(data)
-    with atomic_output(manifest_path(out)) as fh:
+    with atomic_output(manifest_path(out), sidecar_of=out) as fh:
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
     return manifest

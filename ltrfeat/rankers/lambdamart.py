@@ -58,7 +58,7 @@ def write_model_files(path, raw: bytes, meta: dict) -> None:
     meta = meta | {"model_file": Path(path).name, "model_sha256": hashlib.sha256(raw).hexdigest()}
     with atomic_output(path, binary=True) as fh:
         fh.write(raw)
-    with atomic_output(meta_path(path)) as fh:
+    with atomic_output(meta_path(path), sidecar_of=path) as fh:
         json.dump(meta, fh, indent=1)
         fh.write("\n")
 
