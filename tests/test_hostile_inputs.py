@@ -73,3 +73,96 @@ def test_train_ranker_to_a_fifo_writes_no_meta_beside_it(tmp_path, letor_file):
     assert res.exit_code == 0, res.output
     assert got and b"tree" in got[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.letor", "in.letor.features.json", "model"]
+
+
+# -- 2 and 8. serve: linear-time depth check, numbers it cannot read, non-finite scores -------------
+
+
+class _Scorer:
+    feature_names = ["f"]
+    fields = ("title",)
+
+    def __init__(self, value=0.0):
+        self.value = value
+
+    def score(self, query, candidates):
+        import numpy as np
+
+        return np.full(len(candidates), self.value)
+
+    def query_params(self, query):
+        return {"keywords": query}
+
+
+def _client(scorer=None):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from ltrfeat.serving.app import create_app
+
+    return TestClient(create_app(scorer or _Scorer()), raise_server_exceptions=False)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"query": "' + b'\\"' * 256 * 1024,  # an unterminated string of escaped quotes (was quadratic)
+        b'"' + b"\\\\" * 256 * 1024 + b'\\"' * 1024,
+        b"[" * 400_000 + b'"' + b"\\" * 20_000,
+    ],
+    ids=["escaped-quotes", "backslash-runs", "brackets-then-backslashes"],
+)
+def test_json_depth_is_linear_time_on_hostile_bodies(body):
+    import time
+
+    from ltrfeat.serving.app import json_depth
+
+    start = time.perf_counter()
+    json_depth(body)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_json_depth_counts_like_a_parser():
+    from ltrfeat.serving.app import json_depth
+
+    assert json_depth(b'[{"a": "]]]\\"[[["}, [1]]') == 2
+    assert json_depth(b'["\\\\", [["x"]]]') == 3  # an escaped backslash does not escape the quote
+    assert json_depth(b'"[[[' + b'\\"' * 10) == 0  # inside an unterminated string
+    assert json_depth(b"") == 0
+
+
+@pytest.mark.parametrize("path", ["/score", "/embed"])
+def test_huge_json_integers_are_400_not_500(path):
+    client = _client()
+    body = b'{"query": "q", "n": ' + b"9" * 5000 + b"}"
+    res = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert res.status_code == 400, res.text
+    assert "number" in res.json()["detail"]
+
+
+def test_non_finite_scores_are_one_line_500_not_a_traceback():
+    client = _client(_Scorer(float("nan")))
+    res = client.post("/score", json={"query": "q", "candidates": [{"docid": "d", "title": "t"}]})
+    assert res.status_code == 500
+    assert "non-finite score" in res.json()["detail"]
+
+
+def test_ranker_with_nan_leaves_is_refused_at_load(tmp_path, letor_file):
+    import hashlib
+    import json
+    import re
+
+    model = tmp_path / "m.txt"
+    res = _invoke("train-ranker", letor_file, "--out", model, "--n-estimators", "3", "--threads", "1")
+    assert res.exit_code == 0, res.output
+    raw = re.sub(
+        rb"leaf_value=[^\n]*",
+        lambda m: b"leaf_value=" + b" ".join([b"nan"] * len(m.group().split())),
+        model.read_bytes(),
+    )
+    model.write_bytes(raw)
+    meta = json.loads((tmp_path / "m.txt.meta.json").read_text())
+    meta["model_sha256"] = hashlib.sha256(raw).hexdigest()
+    (tmp_path / "m.txt.meta.json").write_text(json.dumps(meta))
+    res = _invoke("evaluate", model, letor_file)
+    assert res.exit_code == 2 and "leaf_value holds NaN" in res.stderr, res.output
