@@ -166,3 +166,47 @@ def test_ranker_with_nan_leaves_is_refused_at_load(tmp_path, letor_file):
     (tmp_path / "m.txt.meta.json").write_text(json.dumps(meta))
     res = _invoke("evaluate", model, letor_file)
     assert res.exit_code == 2 and "leaf_value holds NaN" in res.stderr, res.output
+
+
+# -- 8. --config files: depth, huge integers, alias bombs -------------------------------------------
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)
+)
+
+
+@pytest.mark.parametrize(
+    "name, text, needle",
+    [
+        ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "levels deep"),
+        ("deep.toml", "a = " + "[" * 100_000 + "]" * 100_000, "nest deeper"),
+        ("deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000, "nest"),
+        ("int.json", '{"epochs": ' + "9" * 5000 + "}", "cannot be read"),
+        ("int.toml", "epochs = " + "9" * 5000, "cannot be read"),
+        ("int.yaml", "epochs: " + "9" * 5000, "cannot be read"),
+        ("laughs.yaml", LAUGHS, "YAML aliases"),
+        ("loop.yaml", "a: &a [*a]\n", "refers to a node"),
+    ],
+)
+def test_config_files_are_bounded(tmp_path, letor_file, name, text, needle):
+    import time
+
+    from ltrfeat.features.config_files import read_config
+    from ltrfeat.features.errors import LtrfeatError
+
+    path = tmp_path / name
+    path.write_text(text)
+    start = time.perf_counter()
+    with pytest.raises(LtrfeatError, match=needle):
+        read_config(path)
+    assert time.perf_counter() - start < 5
+    res = _invoke("letor", "info", letor_file, "--config", path)
+    assert res.exit_code == 2 and res.stderr.count("\n") == 1 and name in res.stderr, res.output
+
+
+def test_yaml_aliases_within_bounds_still_work(tmp_path):
+    from ltrfeat.features.config_files import read_config
+
+    path = tmp_path / "ok.yaml"
+    path.write_text("base: &b {epochs: 2}\nother: *b\n")
+    assert read_config(path) == {"base": {"epochs": 2}, "other": {"epochs": 2}}

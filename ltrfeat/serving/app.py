@@ -39,13 +39,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 
+from ltrfeat.core.config_files import json_depth
 from ltrfeat.serving.scorer import CandidateError, Scorer
 
 log = logging.getLogger("ltrfeat.serve")
-
-_OPEN, _CLOSE = np.zeros(256, np.int8), np.zeros(256, np.int8)
-_OPEN[[ord("["), ord("{")]] = 1
-_CLOSE[[ord("]"), ord("}")]] = 1
 
 
 @dataclass(frozen=True)
@@ -111,28 +108,6 @@ def _validation_message(exc: ValidationError) -> str:
         where = ".".join(str(p) for p in err["loc"]) or "body"
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
-
-
-def json_depth(body: bytes) -> int:
-    """Deepest nesting of ``[``/``{`` in a JSON text (brackets inside strings do not count).
-
-    Linear time whatever the body holds: a quote is escaped when an odd run of backslashes precedes
-    it, a byte lies inside a string when an odd number of unescaped quotes precede it, all found with
-    array operations (an unterminated string simply runs to the end)."""
-    raw = np.frombuffer(body, dtype=np.uint8)
-    if not len(raw):
-        return 0
-    index = np.arange(len(raw), dtype=np.int64)
-    backslash = raw == ord("\\")
-    # the last byte at or before i that is not a backslash: the run of backslashes ending at i - 1
-    last_other = np.maximum.accumulate(np.where(backslash, -1, index))
-    run_before = np.empty(len(raw), np.int64)
-    run_before[0] = 0
-    run_before[1:] = index[:-1] - last_other[:-1]
-    quote = (raw == ord('"')) & (run_before % 2 == 0)
-    in_string = (np.cumsum(quote) - quote) % 2 == 1  # opening quotes count as outside, closing as inside
-    step = np.where(in_string | quote, 0, _OPEN[raw] - _CLOSE[raw])
-    return int(np.cumsum(step, dtype=np.int64).max(initial=0))
 
 
 _INLINE_PARSE_BYTES = 64 * 1024
