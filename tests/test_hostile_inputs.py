@@ -210,3 +210,48 @@ def test_yaml_aliases_within_bounds_still_work(tmp_path):
     path = tmp_path / "ok.yaml"
     path.write_text("base: &b {epochs: 2}\nother: *b\n")
     assert read_config(path) == {"base": {"epochs": 2}, "other": {"epochs": 2}}
+
+
+# -- 5. LETOR reading: endless lines, gzip bombs --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def endless_gz(tmp_path_factory):
+    """1 GiB of one line without a newline, as 1,024 gzip members of 1 MiB each (about 1 MB on disk)."""
+    import gzip
+
+    path = tmp_path_factory.mktemp("bomb") / "endless.letor.gz"
+    member = gzip.compress(b"1" * 2**20, compresslevel=9)
+    path.write_bytes(member * 1024)
+    return path
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        ([], "expands more than 200-fold"),
+        (["--max-gzip-ratio", "5000"], ":1: line is longer than 67108864 bytes"),
+        (["--max-gzip-ratio", "5000", "--max-line-bytes", "1000"], ":1: line is longer than 1000 bytes"),
+    ],
+)
+def test_endless_gzip_line_is_a_quick_one_line_error(endless_gz, extra, needle):
+    import time
+
+    start = time.perf_counter()
+    res = _invoke(*extra, "letor", "validate", endless_gz)
+    assert time.perf_counter() - start < 30
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and needle in res.stderr, res.stderr
+
+
+def test_long_lines_across_blocks_read_in_linear_time(tmp_path, monkeypatch):
+    import ltrfeat.features.letor as letor
+
+    monkeypatch.setattr(letor, "_BLOCK_BYTES", 64)
+    path = tmp_path / "wide.letor"
+    row = " ".join(f"{i}:0.5" for i in range(1, 2001))
+    path.write_text(f"1 qid:1 {row} #d1\n0 qid:1 {row} #d2\n0 qid:2 {row}")  # the last line has no newline
+    data = letor.read_letor(path)
+    assert data.X.shape == (3, 2000)
+    res = _invoke("--max-line-bytes", "1000", "letor", "validate", path)
+    assert res.exit_code == 2 and "wide.letor:1: line is longer than 1000 bytes" in res.stderr, res.output

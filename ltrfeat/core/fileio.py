@@ -12,10 +12,13 @@ import sys
 import zlib
 from pathlib import Path
 
-from ltrfeat.core import tempfiles
+from ltrfeat.core import limits, tempfiles
 from ltrfeat.core.errors import LtrfeatError
 
 log = logging.getLogger("ltrfeat")
+
+
+_RATIO_AFTER = 16 * 2**20
 
 
 def is_gzip_path(path) -> bool:
@@ -29,13 +32,34 @@ class _CheckedGzip(gzip.GzipFile):
 
     def _checked(self, method, *args):
         try:
-            return method(*args)
+            result = method(*args)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise LtrfeatError(
                 f"gzip data is damaged or truncated ({type(exc).__name__}: {exc})",
                 path=self.name,
                 fix="re-create or re-download the file (gzip -t FILE tests it)",
             ) from None
+        self._check_ratio()
+        return result
+
+    def _check_ratio(self) -> None:
+        """A decompression bomb (a small file of repeated bytes) is refused once it passes
+        ``max_gzip_ratio`` (see :mod:`ltrfeat.core.limits`) after 16 MiB of output."""
+        out = self.tell()
+        if out < _RATIO_AFTER:
+            return
+        try:
+            packed = self.fileobj.tell()
+        except (OSError, AttributeError, ValueError):  # a pipe: no position to compare with
+            return
+        bound = limits.current().max_gzip_ratio
+        if out > bound * max(packed, 1):
+            raise LtrfeatError(
+                f"gzip data expands more than {bound:g}-fold ({out} bytes from {packed} so far), "
+                "as a decompression bomb does",
+                path=self.name,
+                fix="check the file; if it is genuine, raise the bound with ltrfeat --max-gzip-ratio",
+            )
 
     def read(self, size=-1):
         return self._checked(super().read, size)

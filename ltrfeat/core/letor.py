@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltrfeat.core import limits
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LetorFormatError, LetorWriteError
 from ltrfeat.core.fileio import atomic_output, open_input
@@ -110,7 +111,7 @@ def _read_numbers(path, *, kind: str, integer: bool) -> np.ndarray:
     values = []
     try:
         with open_input(path, binary=False) as fh:
-            for lineno, line in enumerate(fh, 1):
+            for lineno, line in enumerate(_bounded_lines(fh, path), 1):
                 text = line.strip()
                 if not text:
                     continue
@@ -517,24 +518,68 @@ def _decode_all(chunks: list, lines: np.ndarray, *, path, line0: int, what: str)
 
 
 def _byte_blocks(path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """``(first line number, bytes of whole lines ending in \\n)`` for the whole file."""
+    """``(first line number, bytes of whole lines ending in \\n)`` for the whole file.
+
+    A line that spans blocks is collected piece by piece (linear in its length) up to
+    ``max_line_bytes`` (see :mod:`ltrfeat.core.limits`); a longer one is an error naming it."""
+    max_line = limits.current().max_line_bytes
     with open_input(path) as fh:
-        line0, rest, first = 1, b"", True
+        line0, first = 1, True
+        pending: list[bytes] = []  # the start of a line that has not ended yet
+        pending_bytes = 0
         while chunk := fh.read(block_bytes):
             if first and chunk.startswith(b"\xef\xbb\xbf"):
                 chunk = chunk[3:]
             first = False
-            data = rest + chunk if rest else chunk
-            cut = data.rfind(b"\n") + 1
+            cut = chunk.rfind(b"\n") + 1
             if cut == 0:
-                rest = data
+                pending.append(chunk)
+                pending_bytes += len(chunk)
+                if pending_bytes > max_line:
+                    raise _line_too_long(path, line0, max_line)
                 continue
-            block = data[:cut]
+            if pending_bytes + chunk.find(b"\n") > max_line:
+                raise _line_too_long(path, line0, max_line)
+            block = b"".join(pending + [chunk[:cut]]) if pending else chunk[:cut]
+            _check_line_lengths(block, path, line0, max_line)
             yield line0, block
             line0 += block.count(b"\n")
-            rest = data[cut:]
-        if rest:
-            yield line0, rest + b"\n"
+            pending, pending_bytes = ([chunk[cut:]], len(chunk) - cut) if cut < len(chunk) else ([], 0)
+        if pending_bytes:
+            if pending_bytes > max_line:
+                raise _line_too_long(path, line0, max_line)
+            yield line0, b"".join(pending) + b"\n"
+
+
+def _bounded_lines(fh, path):
+    """The lines of ``fh``, each at most ``max_line_bytes`` long (else an error naming it)."""
+    max_line = limits.current().max_line_bytes
+    lineno = 0
+    while line := fh.readline(max_line + 1):
+        lineno += 1
+        if len(line) > max_line:
+            raise _line_too_long(path, lineno, max_line)
+        yield line
+
+
+def _check_line_lengths(block: bytes, path, line0: int, max_line: int) -> None:
+    """Refuse a block of whole lines holding one longer than ``max_line`` bytes (cheap: only
+    looked at when the block itself is that long)."""
+    if len(block) <= max_line:
+        return
+    ends = np.flatnonzero(np.frombuffer(block, np.uint8) == ord("\n"))
+    lengths = np.diff(ends, prepend=-1) - 1
+    if lengths.max(initial=0) > max_line:
+        raise _line_too_long(path, line0 + int(np.argmax(lengths > max_line)), max_line)
+
+
+def _line_too_long(path, line: int, max_line: int) -> LetorFormatError:
+    return LetorFormatError(
+        f"line is longer than {max_line} bytes",
+        path=path,
+        line=line,
+        fix="check that this is a LETOR/svmlight file; a genuine longer line needs ltrfeat --max-line-bytes",
+    )
 
 
 # --------------------------------------------------------------------------- reading
@@ -597,7 +642,7 @@ def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> 
 
 def _first_data_tokens(path) -> list:
     with open_input(path) as fh:
-        for line in fh:
+        for line in _bounded_lines(fh, path):
             tokens = line.split(b"#", 1)[0].split()
             if tokens:
                 return tokens
