@@ -255,3 +255,36 @@ def test_long_lines_across_blocks_read_in_linear_time(tmp_path, monkeypatch):
     assert data.X.shape == (3, 2000)
     res = _invoke("--max-line-bytes", "1000", "letor", "validate", path)
     assert res.exit_code == 2 and "wide.letor:1: line is longer than 1000 bytes" in res.stderr, res.output
+
+
+# -- 9. sparse files with huge id spaces ------------------------------------------------------------
+
+
+@pytest.fixture
+def wide_sparse(tmp_path):
+    """150 rows using 150,000 distinct feature ids between them (a dense matrix: 85 MiB per 150 rows)."""
+    path = tmp_path / "wide.letor"
+    lines = []
+    for r in range(150):
+        feats = " ".join(f"{r * 1000 + j + 1}:1" for j in range(1000))
+        lines.append(f"{r % 2} qid:{r // 10} {feats}\n")
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train-ranker", "{f}", "--out", "{d}/m.txt", "--n-estimators", "2"],
+        ["letor", "convert", "{f}", "{d}/out.svm", "--to", "svmlight"],
+    ],
+    ids=["train-ranker", "convert"],
+)
+def test_huge_id_spaces_are_refused_with_the_count(wide_sparse, argv):
+    res = _invoke(*[a.format(f=wide_sparse, d=wide_sparse.parent) for a in argv])
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and "150000 distinct feature ids" in res.stderr, res.stderr
+    assert "--max-features" in res.stderr
+    assert sorted(p.name for p in wide_sparse.parent.iterdir()) == ["wide.letor"]
+    res = _invoke("letor", "info", wide_sparse)  # statistics need no matrix
+    assert res.exit_code == 0, res.output

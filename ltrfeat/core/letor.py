@@ -830,12 +830,15 @@ def read_letor(
     )
     stream = _Stream(opts, regroup=regroup)
     ids = None if opts.feature_map is None else np.asarray(opts.feature_map.ids, dtype=np.int64)
+    if ids is not None:
+        _check_width(len(ids), opts)
     X = None
     qids, labels, comments = [], [], []
     n = 0
     for block in stream.blocks():
         if ids is None or (opts.feature_map is None and not np.isin(_seen_ids(block.fid), ids).all()):
             new_ids = _seen_ids(block.fid) if ids is None else np.union1d(ids, _seen_ids(block.fid))
+            _check_width(len(new_ids), opts, rows=n + len(block))
             if X is not None:
                 grown = np.zeros((X.shape[0], len(new_ids)), dtype=np.float32)
                 grown[:, np.searchsorted(new_ids, ids)] = X
@@ -862,6 +865,21 @@ def read_letor(
         )
         data = data.regroup()
     return data
+
+
+def _check_width(n_ids: int, opts: _Options, *, rows: int | None = None) -> None:
+    """Refuse, before any matrix is allocated, a file whose distinct feature ids exceed ``max_features``
+    (see :mod:`ltrfeat.features.limits`): the rows are held as a dense float32 matrix."""
+    bound = limits.current().max_features
+    if n_ids <= bound:
+        return
+    size = "" if rows is None else f"; its first {rows} rows alone would take {rows * n_ids * 4 / 2**30:.1f} GiB"
+    raise LetorFormatError(
+        f"{n_ids} distinct feature ids exceed the limit of {bound} for a dense feature matrix{size}",
+        path=opts.map_path if opts.feature_map is not None and opts.map_path else opts.path,
+        fix="renumber the features densely (1..N), or raise ltrfeat --max-features if rows x ids x 4 bytes fits "
+        "in memory",
+    )
 
 
 def _estimate_rows(path: Path, first: _Block) -> int:
@@ -909,6 +927,7 @@ def iter_letor(
             seen = np.union1d(seen, _seen_ids(block.fid))
         opts.feature_map = FeatureMap.from_ids(seen.tolist())
     ids = np.asarray(opts.feature_map.ids, dtype=np.int64)
+    _check_width(len(ids), opts)
     stream = _Stream(opts, regroup=False)
     pending: list[tuple] = []  # (X, qid, label, comment) pieces not yet emitted
     n_pending_queries = 0
