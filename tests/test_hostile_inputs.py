@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from builders import synthetic
 from ltrfeat.cli.main import cli
-from ltrfeat.features.fileio import atomic_output
-from ltrfeat.features.letor import write_letor
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.letor import write_letor
 
 
 def _invoke(*args):
@@ -55,7 +55,7 @@ def test_dash_and_fd_links_write_to_standard_output(tmp_path, letor_file):
     os.close(w)
     with os.fdopen(r) as fh:
         assert fh.read() == "through the link\n"
-    from ltrfeat.features.fileio import is_stream
+    from ltrfeat.core.fileio import is_stream
 
     assert is_stream("/dev/null") and is_stream("/dev/stdout") and is_stream("-")
     assert not is_stream(tmp_path / "new.letor") and not is_stream(letor_file)
@@ -179,7 +179,8 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     "name, text, needle",
     [
         ("deep.json", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", "levels deep"),
-        ("deep.toml", "a = " + "[" * 100_000 + "]" * 100_000, "nest deeper"),
+        ("deep.toml", "a = " + "[" * 100_000 + "]" * 100_000, "levels deep"),
+        ("deep-block.yaml", "a:\n" + "- " * 100_000 + "x", "levels deep"),
         ("deep.yaml", "a: " + "[" * 100_000 + "]" * 100_000, "nest"),
         ("int.json", '{"epochs": ' + "9" * 5000 + "}", "cannot be read"),
         ("int.toml", "epochs = " + "9" * 5000, "cannot be read"),
@@ -191,8 +192,8 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 def test_config_files_are_bounded(tmp_path, letor_file, name, text, needle):
     import time
 
-    from ltrfeat.features.config_files import read_config
-    from ltrfeat.features.errors import LtrfeatError
+    from ltrfeat.core.config_files import read_config
+    from ltrfeat.core.errors import LtrfeatError
 
     path = tmp_path / name
     path.write_text(text)
@@ -205,7 +206,7 @@ def test_config_files_are_bounded(tmp_path, letor_file, name, text, needle):
 
 
 def test_yaml_aliases_within_bounds_still_work(tmp_path):
-    from ltrfeat.features.config_files import read_config
+    from ltrfeat.core.config_files import read_config
 
     path = tmp_path / "ok.yaml"
     path.write_text("base: &b {epochs: 2}\nother: *b\n")
@@ -245,7 +246,7 @@ def test_endless_gzip_line_is_a_quick_one_line_error(endless_gz, extra, needle):
 
 
 def test_long_lines_across_blocks_read_in_linear_time(tmp_path, monkeypatch):
-    import ltrfeat.features.letor as letor
+    import ltrfeat.core.letor as letor
 
     monkeypatch.setattr(letor, "_BLOCK_BYTES", 64)
     path = tmp_path / "wide.letor"

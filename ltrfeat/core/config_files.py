@@ -125,6 +125,10 @@ def _json(text: str, path: Path):
 def _toml(text: str, path: Path) -> dict:
     import tomllib
 
+    depth = json_depth(text.encode("utf-8", "surrogatepass"))  # [ and { nesting (a bound: quotes are JSON's)
+    if depth > MAX_DEPTH:
+        raise _too_deep(depth, path)
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -146,6 +150,10 @@ def _yaml(text: str, path: Path) -> dict:
         raise LtrfeatError(
             "reading YAML needs PyYAML", path=path, fix="pip install pyyaml, or write the settings as TOML"
         ) from None
+    flow = json_depth(text.encode("utf-8", "surrogatepass"))  # [ and { nesting (a bound: quotes are JSON's)
+    block = max((len(line) - len(line.lstrip(" -")) for line in text.splitlines()), default=0) // 2
+    if max(flow, block) > MAX_DEPTH:
+        raise _too_deep(max(flow, block), path)
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         _check_yaml_graph(node, path)

@@ -869,7 +869,7 @@ def read_letor(
 
 def _check_width(n_ids: int, opts: _Options, *, rows: int | None = None) -> None:
     """Refuse, before any matrix is allocated, a file whose distinct feature ids exceed ``max_features``
-    (see :mod:`ltrfeat.features.limits`): the rows are held as a dense float32 matrix."""
+    (see :mod:`ltrfeat.core.limits`): the rows are held as a dense float32 matrix."""
     bound = limits.current().max_features
     if n_ids <= bound:
         return
