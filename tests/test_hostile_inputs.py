@@ -289,3 +289,83 @@ def test_huge_id_spaces_are_refused_with_the_count(wide_sparse, argv):
     assert sorted(p.name for p in wide_sparse.parent.iterdir()) == ["wide.letor"]
     res = _invoke("letor", "info", wide_sparse)  # statistics need no matrix
     assert res.exit_code == 0, res.output
+
+
+# -- 6. --overwrite replaces only directories this tool wrote ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ablation_report(tmp_path_factory):
+    """A small finished ablation: (ablate argv without --report, its report directory)."""
+    from builders import planted_folds, write_folds
+
+    root = tmp_path_factory.mktemp("ablation")
+    write_folds(root / "folds", planted_folds(n_folds=3, queries_per_fold=8, docs=5))
+    ablate = ["ablate", "--folds", root / "folds", "--base", "1-3", "--neural", "clsm=4", "--quick"]
+    ablate += ["--n-estimators", "3", "--seeds", "0"]
+    res = _invoke(*ablate, "--report", root / "report")
+    assert res.exit_code == 0, res.output
+    return ablate, root / "report"
+
+
+def test_overwrite_never_deletes_a_directory_ltrfeat_did_not_write(tmp_path, ablation_report):
+    ablate, report = ablation_report
+    thesis = tmp_path / "thesis"
+    (thesis / "sub").mkdir(parents=True)
+    (thesis / "thesis.tex").write_text("\\documentclass{article}")
+    (thesis / "sub" / "data.csv").write_text("a,b\n")
+    res = _invoke(*ablate, "--report", thesis, "--overwrite")
+    assert res.exit_code == 2 and "no .ltrfeat-output marker" in res.stderr, res.output
+    assert (thesis / "thesis.tex").exists() and (thesis / "sub" / "data.csv").exists()
+    assert (report / ".ltrfeat-output").is_file()
+    res = _invoke(*ablate, "--report", report, "--overwrite")  # its own report: replaced
+    assert res.exit_code == 0, res.output
+
+
+# -- 10. degenerate or partial data -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "lines, reason",
+    [
+        ("".join(f"1 qid:{q} 1:{d / 10} 2:0.5\n" for q in range(5) for d in range(4)), "every label is 1"),
+        ("".join(f"{q % 3} qid:{q} 1:{q / 10} 2:0.5\n" for q in range(20)), "has one document"),
+        ("".join(f"{q % 2} qid:{q} 1:{d / 10} 2:0.5\n" for q in range(6) for d in range(3)), "the same label"),
+    ],
+    ids=["constant-labels", "one-doc-per-query", "no-variance-within-queries"],
+)
+def test_degenerate_training_data_is_an_error_with_the_reason(tmp_path, lines, reason):
+    path = tmp_path / "flat.letor"
+    path.write_text(lines)
+    res = _invoke("train-ranker", path, "--out", tmp_path / "m.txt", "--n-estimators", "5", "--threads", "1")
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and "flat.letor" in res.stderr and reason in res.stderr, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["flat.letor"]
+
+
+def test_value_beyond_float32_is_a_one_line_error_with_file_and_line(tmp_path, letor_file):
+    import re
+
+    lines = letor_file.read_text().splitlines()
+    lines[4] = re.sub(r" 2:\S+", " 2:1e39", lines[4])
+    bad = tmp_path / "big.letor"
+    bad.write_text("\n".join(lines) + "\n")
+    res = _invoke("train-ranker", bad, "--out", tmp_path / "m.txt", "--n-estimators", "2")
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and "big.letor:5:" in res.stderr and "float32" in res.stderr, res.stderr
+
+
+def test_compare_on_a_truncated_table_names_the_count_mismatch(tmp_path, ablation_report):
+    import shutil
+
+    _, report = ablation_report
+    cut = tmp_path / "cut"
+    shutil.copytree(report, cut)
+    table = (cut / "per_query.tsv").read_text().splitlines(keepends=True)
+    (cut / "per_query.tsv").write_text("".join(table[: len(table) // 2]))
+    pair = "lexical:lexical+clsm"
+    res = _invoke("compare", report, pair)
+    assert res.exit_code == 0, res.output
+    res = _invoke("compare", cut, pair)
+    assert res.exit_code == 2, res.output
+    assert "report.json records" in res.stderr and "per_query.tsv" in res.stderr, res.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import json
 import logging
 import os
 import stat
@@ -209,6 +210,43 @@ def _stream_output(path, *, binary: bool, encoding: str):
         ) from None
     with raw, _encoded(raw, path, binary=binary, encoding=encoding) as fh:
         yield fh
+
+
+OUTPUT_MARKER = ".ltrfeat-output"
+
+
+def mark_output_dir(directory, *, kind: str) -> None:
+    """Write the marker that says ``directory`` (an output directory being assembled) was written by
+    ltrfeat, so a later ``--overwrite`` may replace it (see :func:`check_output_dir`)."""
+    from ltrfeat.core.versions import library_versions
+
+    marker = {"written_by": "ltrfeat", "kind": kind, "version": library_versions("ltrfeat").get("ltrfeat")}
+    Path(directory, OUTPUT_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+
+
+def check_output_dir(out_dir, *, overwrite: bool, option: str, what: str = "output") -> Path:
+    """Fail early when the output directory ``out_dir`` (given with ``option``) exists and may not be
+    replaced: it is not a directory, or it is not empty and either ``overwrite`` is off or it lacks
+    the marker of a directory this tool wrote (:func:`mark_output_dir`) -- ``--overwrite`` never
+    deletes a directory of someone else's files. ``what`` names the directory in messages."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise LtrfeatError("exists and is not a directory", path=out_dir, fix=f"choose another {option} path")
+    if not (out_dir.is_dir() and any(out_dir.iterdir())):
+        return out_dir
+    if not overwrite:
+        raise LtrfeatError(
+            f"{what} directory exists and is not empty",
+            path=out_dir,
+            fix=f"choose another {option} directory or pass --overwrite",
+        )
+    if not (out_dir / OUTPUT_MARKER).is_file():
+        raise LtrfeatError(
+            f"--overwrite replaces only directories ltrfeat wrote, and this one has no {OUTPUT_MARKER} marker",
+            path=out_dir,
+            fix=f"choose another {option} directory, or remove this one yourself if it may go",
+        )
+    return out_dir
 
 
 def _umask() -> int:

@@ -721,6 +721,16 @@ class _Stream:
             )
         if self.opts.nan_policy == "zero":
             value[~finite32] = 0.0
+            return
+        overflow = np.isfinite(value) & ~finite32  # "keep" keeps NaN and inf, but 1e39 would turn into inf
+        if overflow.any():
+            k = int(np.argmax(overflow))
+            raise LetorFormatError(
+                f"feature {int(block.fid[k])} is {float(value[k])!r}, beyond the float32 range (about 3.4e38)",
+                path=self.opts.path,
+                line=int(block.lineno[block.row[k]]),
+                fix="rescale the feature, or read with nan_policy='zero' (CLI: --nan-policy zero)",
+            )
 
     def _check_totals(self) -> None:
         opts = self.opts

@@ -16,6 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import functools
+import json
 import multiprocessing
 import re
 import time
@@ -918,6 +919,31 @@ def read_per_query(path) -> pd.DataFrame:
             )
         table[metric] = values.astype(np.float64)
     return table
+
+
+def check_per_query_counts(per_query: pd.DataFrame, report_dir) -> None:
+    """Compare the table's query counts with those ``report.json`` recorded (per set and metric): a
+    ``per_query.tsv`` cut short (say, at a line boundary) is an error naming both counts, not a
+    comparison of the queries that happen to remain. A report without ``report.json`` is not checked."""
+    report_path = Path(report_dir) / "report.json"
+    try:
+        recorded = json.loads(report_path.read_text(encoding="utf-8")).get("results") or []
+    except (OSError, ValueError, AttributeError):
+        return
+    table = Path(report_dir) / "per_query.tsv"
+    groups = dict(tuple(per_query.groupby("feature_set", sort=False)))
+    for entry in recorded:
+        if not isinstance(entry, dict) or entry.get("metric") not in per_query.columns:
+            continue
+        rows = groups.get(entry.get("feature_set"))
+        found = 0 if rows is None else int(np.isfinite(rows[entry["metric"]].to_numpy(dtype=np.float64)).sum())
+        if found != entry.get("n_queries"):
+            raise LtrfeatError(
+                f"holds {found} queries of feature set {entry.get('feature_set')!r} for {entry['metric']}, "
+                f"but report.json records {entry.get('n_queries')}: the table is truncated or edited",
+                path=table,
+                fix="restore per_query.tsv from the ablation's report (or re-run the ablation)",
+            )
 
 
 def head_to_head(per_query: pd.DataFrame, pairs, metrics, *, seed: int = 0, n_resamples: int = 10_000) -> list[dict]:

@@ -18,8 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ltrfeat.core import tempfiles
-from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
 from ltrfeat.experiments.fold_runs import RUNS_DIR, write_test_runs
 from ltrfeat.core.stages import profile_line
@@ -498,17 +497,8 @@ def plot_importance(result: AblationResult, path) -> None:
 
 # -- writing ------------------------------------------------------------------------------
 def check_report_dir(out_dir, *, overwrite: bool = False) -> Path:
-    """Fail early when ``out_dir`` exists and may not be replaced."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise LtrfeatError("exists and is not a directory", path=out_dir, fix="choose another --report path")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
-        raise LtrfeatError(
-            "report directory exists and is not empty",
-            path=out_dir,
-            fix="choose another --report directory or pass --overwrite",
-        )
-    return out_dir
+    """Fail early when ``out_dir`` exists and may not be replaced (see :func:`check_output_dir`)."""
+    return check_output_dir(out_dir, overwrite=overwrite, option="--report", what="report")
 
 
 def write_report(
@@ -547,6 +537,7 @@ def write_report(
                 indent=1,
             )
             fh.write("\n")
+        mark_output_dir(tmp, kind="report")
         plot_metrics(result, summary, tmp / "metrics.png")
         if summary["comparisons"]:
             plot_deltas(result, summary, tmp / "deltas.png")
