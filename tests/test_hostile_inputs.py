@@ -369,3 +369,60 @@ def test_compare_on_a_truncated_table_names_the_count_mismatch(tmp_path, ablatio
     res = _invoke("compare", cut, pair)
     assert res.exit_code == 2, res.output
     assert "report.json records" in res.stderr and "per_query.tsv" in res.stderr, res.stderr
+
+
+# -- 3. cache entries are checked against their content hash --------------------------------------
+
+
+def test_damaged_run_cache_entries_are_recomputed_with_a_notice(tmp_path, caplog):
+    from builders import planted_folds
+    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
+    from ltrfeat.experiments.run_cache import RunStore
+
+    folds = planted_folds(n_folds=3, queries_per_fold=8, docs=5)
+    names = folds[0].train.feature_map.names
+    sets = plan_feature_sets(folds[0].train.feature_map, base=",".join(names[:3]), neural={"n": names[3]})
+    kw = {"seeds": [0], "ranker_params": {"n_estimators": 5}, "progress": False}
+    first = run_ablation(folds, sets, **kw, cache=RunStore(tmp_path))
+    entry = sorted(tmp_path.glob("*.json"))[0]
+    raw = entry.read_bytes()
+    # still valid JSON, still the same key: one base64 character of a stored array changed
+    at = raw.index(b'"__nd__"') + raw[raw.index(b'"__nd__"') :].index(b'", "') - 3
+    entry.write_bytes(raw[:at] + (b"A" if raw[at : at + 1] != b"A" else b"B") + raw[at + 1 :])
+    store = RunStore(tmp_path)
+    with caplog.at_level("WARNING", logger="ltrfeat"):
+        second = run_ablation(folds, sets, **kw, cache=store)
+    assert store.misses == 1
+    assert any("damaged" in r.getMessage() and entry.name in r.getMessage() for r in caplog.records)
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(first.per_query, second.per_query)
+
+
+def test_damaged_scores_and_encoders_in_the_crossfit_cache_are_recomputed(tmp_path, caplog):
+    import numpy as np
+
+    from builders import make_pairs
+    from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
+
+    pairs = make_pairs(n_topics=3, n_queries=18)
+    plans = plan_folds(pairs["qid"].unique(), k=3, seed=0)
+    options = {"sizes": {"hidden": [8], "out": 4}, "epochs": 1, "batch_size": 16, "threads": 1, "val_fraction": 0}
+    spec = [EncoderSpec("dssm", "softmax")]
+    run = lambda: crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)  # noqa: E731
+    first = run()
+    column = next(iter(first[next(iter(first))]))
+    for path in (tmp_path / "scores").iterdir():  # one flipped exponent bit in every score file
+        raw = bytearray(path.read_bytes())
+        raw[-2] ^= 0x40
+        path.write_bytes(bytes(raw))
+    encoder = next((tmp_path / "encoders").iterdir())
+    raw = bytearray(encoder.read_bytes())
+    raw[-5] ^= 0x01
+    encoder.write_bytes(bytes(raw))
+    with caplog.at_level("WARNING", logger="ltrfeat"):
+        second = run()
+    messages = " ".join(r.getMessage() for r in caplog.records)
+    assert "cached encoder scores" in messages and "cached encoder" in messages and "training it again" in messages
+    for fold in first:
+        np.testing.assert_array_equal(first[fold][column], second[fold][column])

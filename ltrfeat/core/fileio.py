@@ -212,6 +212,38 @@ def _stream_output(path, *, binary: bool, encoding: str):
         yield fh
 
 
+_CHECKED = b"ltrfeat-checked sha256="
+
+
+def write_checked(path, payload: bytes) -> None:
+    """Write a cache entry: one header line with the SHA-256 of ``payload``, then ``payload`` (atomically)."""
+    import hashlib
+
+    with atomic_output(path, binary=True) as fh:
+        fh.write(_CHECKED + hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n")
+        fh.write(payload)
+
+
+def read_checked(path, *, what: str = "cache entry") -> bytes | None:
+    """The payload of an entry :func:`write_checked` wrote, or None: absent, or damaged -- torn, edited,
+    of an older format or not matching its SHA-256 -- in which case one notice on stderr says it will
+    be computed again."""
+    import hashlib
+
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s %s (%s); computing it again", what, path, exc.strerror or exc)
+        return None
+    head, sep, payload = data.partition(b"\n")
+    if not (sep and head.startswith(_CHECKED)) or hashlib.sha256(payload).hexdigest().encode() != head[len(_CHECKED) :]:
+        log.warning("%s %s is damaged (its content does not match its SHA-256); computing it again", what, path)
+        return None
+    return payload
+
+
 OUTPUT_MARKER = ".ltrfeat-output"
 
 
