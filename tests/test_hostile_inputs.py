@@ -426,3 +426,48 @@ def test_damaged_scores_and_encoders_in_the_crossfit_cache_are_recomputed(tmp_pa
     assert "cached encoder scores" in messages and "cached encoder" in messages and "training it again" in messages
     for fold in first:
         np.testing.assert_array_equal(first[fold][column], second[fold][column])
+
+
+# -- 4. encoder bundles: declared sizes checked before anything is built ------------------------------
+
+
+def _bundle_declaring(tmp_path, hidden):
+    """A real (tiny) bundle whose header claims other hidden sizes; its tensors and checksums are untouched."""
+    import json
+
+    import safetensors.torch
+
+    from builders import tiny_encoder
+
+    good = tmp_path / "good.ltrenc"
+    tiny_encoder("dssm").save(good)
+    raw = good.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(json.loads(raw[8 : 8 + n])["__metadata__"]["ltrenc"])
+    header["model"]["tower"]["hidden"] = hidden
+    bomb = tmp_path / "bomb.ltrenc"
+    bomb.write_bytes(safetensors.torch.save(safetensors.torch.load(raw), metadata={"ltrenc": json.dumps(header)}))
+    return bomb
+
+
+@pytest.mark.parametrize(
+    "hidden, extra, needle",
+    [
+        ([12000, 12000], [], "more than the limit of 250,000,000"),
+        ([2000, 2000], ["--max-model-params", "1000000"], "more than the limit of 1,000,000"),
+        ([301, 300], [], "where the config declares"),
+    ],
+    ids=["default-limit", "option", "shape-mismatch"],
+)
+def test_encoder_bundle_sizes_are_checked_before_allocating(tmp_path, hidden, extra, needle):
+    import resource
+    import time
+
+    bomb = _bundle_declaring(tmp_path, hidden)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    res = _invoke(*extra, "explain", bomb, "red hose", "garden hose")
+    assert time.perf_counter() - start < 20
+    assert res.exit_code == 2, res.output
+    assert res.stderr.count("\n") == 1 and "bomb.ltrenc" in res.stderr and needle in res.stderr, res.stderr
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing large was built
