@@ -471,3 +471,61 @@ def test_encoder_bundle_sizes_are_checked_before_allocating(tmp_path, hidden, ex
     assert res.exit_code == 2, res.output
     assert res.stderr.count("\n") == 1 and "bomb.ltrenc" in res.stderr and needle in res.stderr, res.stderr
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing large was built
+
+
+# -- 7. worker processes die with their parent -----------------------------------------------------
+
+
+def _stat(pid) -> list[str]:
+    """State, parent pid, ... of a process ([] when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def _children(pid: int) -> set[int]:
+    return {int(e) for e in os.listdir("/proc") if e.isdigit() and (f := _stat(e)) and int(f[1]) == pid and f[0] != "Z"}
+
+
+def _running(pid: int) -> bool:
+    fields = _stat(pid)
+    return bool(fields) and fields[0] != "Z"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="lists processes through /proc")
+def test_ablate_workers_die_when_the_command_is_killed(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from builders import planted_folds, write_folds
+
+    write_folds(tmp_path / "folds", planted_folds(n_folds=3, queries_per_fold=300, docs=20))
+    root = Path(__file__).resolve().parents[1]
+    env = os.environ | {"PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "CI": "1"}
+    argv = [sys.executable, "-m", "ltrfeat.cli.main", "ablate", "--folds", str(tmp_path / "folds")]
+    argv += ["--base", "1-3", "--neural", "clsm=4", "--seeds", "0,1,2", "--n-estimators", "400", "--jobs", "2"]
+    parent = subprocess.Popen([*argv, "--report", str(tmp_path / "r")], env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(workers := _children(parent.pid)) < 3 and time.monotonic() < deadline:  # 2 + resource tracker
+            assert parent.poll() is None, "the ablation ended before its workers could be seen"
+            time.sleep(0.2)
+        assert len(workers) >= 3, workers
+        time.sleep(1.0)  # the workers run their initializer
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 30
+        while (alive := {p for p in workers if _running(p)}) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not alive, f"orphaned workers {alive}"
+    finally:
+        for pid in _children(parent.pid) | {parent.pid} | locals().get("workers", set()):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

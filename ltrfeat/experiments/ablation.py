@@ -13,11 +13,9 @@ queries of all folds, Holm-adjusted across the whole report.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
 import json
-import multiprocessing
 import re
 import time
 from pathlib import Path
@@ -29,6 +27,7 @@ from tqdm.auto import tqdm
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import read_letor
+from ltrfeat.core.workers import spawn_pool
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.core.metrics import Conventions, evaluate_queries, parse_metrics
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
@@ -592,8 +591,8 @@ def run_ablation(
     folds, feature_sets, metric_names, conventions, params = _check_run_args(folds, feature_sets, config)
     engine, seeds, selection = config.engine, list(config.seeds), config.selection
     if executor is None and int(jobs) > 1:
-        # spawn, not fork: the caller may have started torch or engine threads, which fork would copy mid-flight
-        with concurrent.futures.ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        # spawned, not forked (the caller may run torch or engine threads); the workers die with this process
+        with spawn_pool(int(jobs)) as pool:
             return run_ablation(
                 folds, feature_sets, config, progress=progress, on_run=on_run, executor=pool, cache=cache
             )
