@@ -41,6 +41,12 @@ class _Group(click.Group):
     """Turns library errors, usage errors and unreadable files into one line on stderr and exit code 2,
     with no traceback; SIGTERM and Ctrl-C remove the outputs being written and exit 143 and 130."""
 
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except (click.BadParameter, click.NoSuchOption, click.BadOptionUsage) as exc:  # a top-level option
+            _fail(f"{exc.format_message().rstrip('.')}; see '{ctx.command_path} --help'")
+
     def invoke(self, ctx):
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
