@@ -90,8 +90,6 @@ def read_config(path) -> dict:
             fix="flatten the settings",
         ) from None
     except ValueError as exc:  # an integer of more digits than int() converts
-        if isinstance(exc, LtrfeatError):
-            raise
         raise LtrfeatError(
             f"a value cannot be read: {str(exc).split(';')[0]}", path=path, fix="write numbers of sensible size"
         ) from None
