@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import read_letor
-from ltrfeat.core.workers import spawn_pool
+from ltrfeat.core.processes import spawn_pool
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.core.metrics import Conventions, evaluate_queries, parse_metrics
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED

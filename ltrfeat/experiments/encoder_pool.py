@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltrfeat.core.workers import spawn_pool
+from ltrfeat.core.processes import spawn_pool
 from ltrfeat.experiments.training_task import TrainingTask
 
 POOLED = ("clsm", "dssm", "deepmatch", "sbert-ft")  # models whose cross-fitted trainings run in worker processes
