@@ -1,5 +1,6 @@
 """`ltrfeat serve` under load and under attack: latency and error rate at 50 and 200 concurrent clients,
-slow-client (slowloris) resistance, and the server's memory after 10k requests and after a large one.
+slow-client (slowloris) resistance, the server's memory after 10k requests and after a large one, and a
+soak with hostile bodies in flight.
 
 One server on 127.0.0.1 with the default limits (``--max-concurrent 64``, ``--client-timeout 10``
 unless stated) scores requests of 100 candidates (lexical features + a CLSM cosine, the world of
@@ -8,8 +9,11 @@ same server, is one client sending requests one after another. Clients and serve
 machine's cores, so at 200 clients part of the latency is the clients' own work. Clients that get
 503 wait its ``Retry-After`` and try again; p50/p99 are of answered (200) requests, from the first
 attempt. The slowloris phase opens 300 connections that drip request headers one byte per second.
+The hostile soak measures one normal client's p50/p99 alone, then again while two other clients
+keep sending 1 MB pathological bodies (an unterminated string of escaped quotes, 1 MB of brackets,
+5,000-digit integers), each answered 400; the target is a p99 within 2x of the calm one.
 
-Run: python benchmarks/bench_serve_load.py [--quick]
+Run: python benchmarks/bench_serve_load.py [--quick] [--hostile-only]
 """
 
 from __future__ import annotations
@@ -140,6 +144,62 @@ def _serial(http: httpx.Client, n: int, seed: int) -> list[float]:
     return out
 
 
+HOSTILE_BODIES = [
+    b'{"query": "' + b'\\"' * 499_000,  # unterminated string of escaped quotes (was quadratic: hours)
+    b'{"query": "q", "candidates": ' + b"[" * 1_000_000,
+    b'{"query": "q", "candidates": [' + b",".join([b"9" * 5000] * 190) + b"]}",
+]
+
+
+def _hostile_soak(http: httpx.Client, base_url: str, n: int) -> dict:
+    """One normal client's latency alone and with two clients sending :data:`HOSTILE_BODIES` meanwhile."""
+    import threading
+
+    calm = _percentiles(_serial(http, n, seed=11))
+    stop = threading.Event()
+    sent = {"hostile": 0, "not_400": 0}
+
+    def attacker(offset: int):
+        with httpx.Client(base_url=base_url, timeout=120) as own:
+            i = offset
+            while not stop.is_set():
+                resp = own.post(
+                    "/score",
+                    content=HOSTILE_BODIES[i % len(HOSTILE_BODIES)],
+                    headers={"content-type": "application/json"},
+                )
+                sent["hostile"] += 1
+                sent["not_400"] += resp.status_code != 400
+                i += 1
+
+    threads = [threading.Thread(target=attacker, args=(k,), daemon=True) for k in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)  # the attack is under way
+    hostile = _percentiles(_serial(http, n, seed=11))
+    stop.set()
+    for t in threads:
+        t.join(120)
+    return {
+        "requests": n,
+        "calm": calm,
+        "with_hostile_bodies": hostile,
+        "hostile_bodies_sent": sent["hostile"],
+        "hostile_not_400": sent["not_400"],
+        "p99_ratio": hostile["p99_ms"] / calm["p99_ms"],
+    }
+
+
+def _print_soak(soak: dict) -> None:
+    calm, hostile = soak["calm"], soak["with_hostile_bodies"]
+    print(
+        f"hostile soak, one client x {soak['requests']} requests: calm p50 {calm['p50_ms']:.1f} ms p99 "
+        f"{calm['p99_ms']:.1f} ms; with 2 clients sending 1 MB pathological bodies ({soak['hostile_bodies_sent']} sent, "
+        f"{soak['hostile_not_400']} not 400): p50 {hostile['p50_ms']:.1f} ms p99 {hostile['p99_ms']:.1f} ms "
+        f"(p99 {soak['p99_ratio']:.2f}x; target <= 2x)"
+    )
+
+
 def _rss_mb(pid: int) -> float:
     return psutil.Process(pid).memory_info().rss / 2**20
 
@@ -170,6 +230,11 @@ def main() -> None:
             base_url = str(http.base_url).rstrip("/")
             host, port = http.base_url.host, http.base_url.port
             _serial(http, 20, seed=0)  # warm-up
+            if "--hostile-only" in sys.argv:
+                soak = _hostile_soak(http, base_url, int(300 * scale) or 30)
+                _print_soak(soak)
+                write_results("bench_serve_hostile" + ("_quick" if quick else ""), {"hostile_soak": soak})
+                return
             rss_start = _rss_mb(proc.pid)
             baseline = _percentiles(_serial(http, int(300 * scale), seed=1))
             load = [asyncio.run(_load(base_url, c, int(n * scale), seed=c)) for c, n in ((50, 2000), (200, 4000))]
@@ -194,6 +259,7 @@ def main() -> None:
             under_attack = _percentiles(_serial(http, int(100 * scale) or 10, seed=9))
             slowloris = loop.run_until_complete(attack)
             loop.close()
+            soak = _hostile_soak(http, base_url, int(300 * scale) or 30)
     memory = {
         "rss_start_mb": rss_start,
         "rss_after_10k_mb": rss_10k,
@@ -210,6 +276,7 @@ def main() -> None:
         "slowloris": slowloris,
         "single_client_under_slowloris": under_attack,
         "memory": memory,
+        "hostile_soak": soak,
     }
     print(
         f"requests of {N_CANDIDATES} candidates; one client in sequence (baseline): "
@@ -234,6 +301,7 @@ def main() -> None:
         f"{int(10_000 * scale)} requests, {rss_peak:.0f} MB right after a 5000-candidate 26 MB request, "
         f"{rss_after_large:.0f} MB 2 s later"
     )
+    _print_soak(soak)
     write_results("bench_serve_load" + ("_quick" if quick else ""), figures)
 
 

@@ -190,7 +190,7 @@ def test_output_validates_and_reads_back(name, tmp_path, runner):
     )
     assert result.exit_code == 0, result.output
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["pairs.tsv", "queries.tsv", "docs.tsv", "convert.json"]
+        [".ltrfeat-output", "pairs.tsv", "queries.tsv", "docs.tsv", "convert.json"]
         + [f"{s}.letor{x}" for s in ("all", "train", "vali", "test") for x in ("", ".features.json")]
     )
     for part in ("all", "train", "vali", "test"):
@@ -208,7 +208,7 @@ def test_output_validates_and_reads_back(name, tmp_path, runner):
     assert not set(parts[0].qid) & set(parts[2].qid)
     summary = json.loads((out / "convert.json").read_text())
     assert summary["source"] == name and summary["counts"]["pairs"] == len(pairs)
-    assert set(summary["outputs"]) == {p.name for p in out.iterdir()} - {"convert.json"}
+    assert set(summary["outputs"]) == {p.name for p in out.iterdir()} - {"convert.json", ".ltrfeat-output"}
     assert all(len(v["sha256"]) == 64 for v in summary["inputs"].values())
     for table in ("pairs.tsv", "queries.tsv", "docs.tsv"):
         assert "\r" not in (out / table).read_text()
@@ -398,9 +398,11 @@ def test_output_directory_rules(tmp_path, runner):
     (out / "keep.txt").write_text("x")
     result = runner.invoke(cli, ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(out)])
     assert result.exit_code == 2 and "not empty" in result.output and (out / "keep.txt").exists()
-    result = runner.invoke(
-        cli, ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(out), "--overwrite"]
-    )
+    overwrite = ["datasets", "convert", "homedepot", *map(str, inputs), "--out", str(out), "--overwrite"]
+    result = runner.invoke(cli, overwrite)
+    assert result.exit_code == 2 and "marker" in result.output and (out / "keep.txt").exists()
+    (out / ".ltrfeat-output").write_text("{}")  # as an earlier conversion leaves it
+    result = runner.invoke(cli, overwrite)
     assert result.exit_code == 0 and not (out / "keep.txt").exists() and (out / "all.letor").exists()
     with pytest.raises(LtrfeatError, match="too few"):
         convert_to_dir("homedepot", inputs, tmp_path / "x", split=(0.98, 0.01, 0.01))

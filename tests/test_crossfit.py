@@ -181,6 +181,9 @@ def test_text_folds_end_to_end_with_stub_encoder():
 
 
 def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypatch):
+    import io
+
+    from ltrfeat.core.fileio import read_checked
     from ltrfeat.experiments import crossfit
 
     pairs = _pairs(n_queries=30, per_query=4)
@@ -189,19 +192,20 @@ def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypa
     spec = [EncoderSpec("dssm", "softmax")]
     first = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
     n_scored = sum(len(targets) for _, targets in scoring_jobs(plans))  # one file per training and scored fold
-    assert len(list((tmp_path / "scores").glob("dssm-softmax-*.npy"))) == n_scored
+    assert len(list((tmp_path / "scores").glob("dssm-softmax-*.scores"))) == n_scored
     monkeypatch.setattr(crossfit, "_train", lambda *a, **k: pytest.fail("scores were cached: nothing to load"))
     second = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
     for fold in first:
         np.testing.assert_array_equal(first[fold]["dssm-softmax_doc_cos"], second[fold]["dssm-softmax_doc_cos"])
     # a torn scores file is scored again from the cached encoder, not trusted
     monkeypatch.undo()
-    torn = next((tmp_path / "scores").glob("*.npy"))
+    torn = next((tmp_path / "scores").glob("*.scores"))
     torn.write_bytes(torn.read_bytes()[:40])
     third = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
     for fold in first:
         np.testing.assert_array_equal(first[fold]["dssm-softmax_doc_cos"], third[fold]["dssm-softmax_doc_cos"])
-    assert np.load(torn, allow_pickle=False).dtype == np.float32  # and written again whole
+    payload = read_checked(torn)  # written again whole
+    assert payload is not None and np.load(io.BytesIO(payload), allow_pickle=False).dtype == np.float32
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ def written(ablation, tmp_path_factory):
 
 def test_report_files(written):
     assert sorted(p.name for p in written.iterdir()) == [
+        ".ltrfeat-output",
         "deltas.png",
         "importance.png",
         "metrics.png",
@@ -151,10 +152,13 @@ def test_existing_dir_is_refused_or_replaced_atomically(ablation, tmp_path, monk
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
+    with pytest.raises(LtrfeatError, match="no .ltrfeat-output marker"):
+        write_report(*ablation, out, overwrite=True)  # not a directory ltrfeat wrote
+    (out / ".ltrfeat-output").write_text("{}")
     monkeypatch.setattr(report, "plot_importance", boom)
     with pytest.raises(RuntimeError):
         write_report(*ablation, out, overwrite=True)
-    assert [p.name for p in out.iterdir()] == ["old.txt"]  # old report untouched
+    assert sorted(p.name for p in out.iterdir()) == [".ltrfeat-output", "old.txt"]  # old report untouched
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rep"]  # temp dir removed
     with pytest.raises(RuntimeError):
         write_report(*ablation, tmp_path / "new")

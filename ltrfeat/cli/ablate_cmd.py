@@ -505,7 +505,7 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     """
     from pathlib import Path
 
-    from ltrfeat.experiments.ablation import head_to_head, read_per_query
+    from ltrfeat.experiments.ablation import check_per_query_counts, head_to_head, read_per_query
     from ltrfeat.core.metrics import parse_metrics
     from ltrfeat.experiments.report import format_p, significance_mark
 
@@ -518,6 +518,7 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
             )
         parsed.append((baseline, variant))
     per_query = read_per_query(Path(report_dir) / "per_query.tsv")
+    check_per_query_counts(per_query, report_dir)
     comparisons = head_to_head(per_query, parsed, parse_metrics(metrics), seed=seed, n_resamples=resamples)
     if as_json:
         click.echo(json.dumps(comparisons, indent=1, default=lambda x: None if x is None else float(x)))

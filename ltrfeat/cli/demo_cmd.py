@@ -131,7 +131,7 @@ def _folds(data, *, k: int, seed: int):
     type=click.Path(file_okay=False),
     default="demo-out",
     show_default=True,
-    help="Directory for the world, models, features and report (replaced if it exists).",
+    help="Directory for the world, models, features and report (an earlier demo's directory is replaced).",
 )
 @click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: under a minute.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the world, encoders, folds and rankers.")
@@ -144,6 +144,7 @@ def demo(out_dir, quick, seed):
       ltrfeat demo                      # about 5 minutes on 2 cores
       ltrfeat demo --quick --out /tmp/demo
     """
+    from ltrfeat.core.fileio import check_output_dir, mark_output_dir
     from ltrfeat.datasets.synth import generate_world, write_world
     from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
     from ltrfeat.experiments.report import headline_table, write_report
@@ -151,9 +152,11 @@ def demo(out_dir, quick, seed):
     from ltrfeat.experiments.verdict import verdict_lines
 
     preset = PRESETS["quick" if quick else "full"]
-    out = Path(out_dir)
+    out = check_output_dir(out_dir, overwrite=True, option="--out")  # replaces only an earlier demo's directory
     if out.exists():
         shutil.rmtree(out)
+    out.mkdir(parents=True)
+    mark_output_dir(out, kind="demo")
     started = time.perf_counter()
     _say(f"1/4 generating the world (seed {seed}) ...")
     world = generate_world(seed=seed, **preset["world"])

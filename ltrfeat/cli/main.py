@@ -41,6 +41,12 @@ class _Group(click.Group):
     """Turns library errors, usage errors and unreadable files into one line on stderr and exit code 2,
     with no traceback; SIGTERM and Ctrl-C remove the outputs being written and exit 143 and 130."""
 
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except (click.BadParameter, click.NoSuchOption, click.BadOptionUsage) as exc:  # a top-level option
+            _fail(f"{exc.format_message().rstrip('.')}; see '{ctx.command_path} --help'")
+
     def invoke(self, ctx):
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
@@ -88,7 +94,28 @@ def _fail(message: str):
 @click.version_option(_version(), "--version", prog_name="ltrfeat")
 @click.option("-v", "--verbose", count=True, help="More log lines on stderr (-v info, -vv debug).")
 @click.option("-q", "--quiet", is_flag=True, help="Quieter: no progress bars, notices or log lines below errors.")
-def cli(verbose, quiet):
+@click.option(
+    "--max-line-bytes",
+    type=click.IntRange(min=1),
+    help="Longest line of a LETOR/svmlight input (default 64 MiB; env LTRFEAT_MAX_LINE_BYTES).",
+)
+@click.option(
+    "--max-gzip-ratio",
+    type=click.FloatRange(min=1),
+    help="Most decompressed bytes per compressed byte of a .gz input (default 200).",
+)
+@click.option(
+    "--max-features",
+    type=click.IntRange(min=1),
+    help="Most distinct feature ids of a LETOR file read into a matrix (default 10,000).",
+)
+@click.option(
+    "--max-model-params",
+    type=click.IntRange(min=1),
+    help="Most parameters an encoder bundle may declare, checked before it is built (default 250,000,000).",
+)
+@click.pass_context
+def cli(ctx, verbose, quiet, max_line_bytes, max_gzip_ratio, max_features, max_model_params):
     """Learning-to-rank features: lexical and neural similarity columns for LETOR files,
     LambdaMART rankers, and ablations that say whether a neural feature helps.
 
@@ -97,9 +124,18 @@ def cli(verbose, quiet):
       ltrfeat letor info data/train.letor
       ltrfeat -v extract ...        # log what each step does
     """
+    from ltrfeat.core import limits
     from ltrfeat.core.logs import configure_cli_logging
 
     configure_cli_logging(-1 if quiet else verbose)
+    bounds = dict(
+        max_line_bytes=max_line_bytes,
+        max_gzip_ratio=max_gzip_ratio,
+        max_features=max_features,
+        max_model_params=max_model_params,
+    )
+    if any(v is not None for v in bounds.values()):
+        ctx.with_resource(limits.using(**bounds))
 
 
 # Command registration: one line per command module.

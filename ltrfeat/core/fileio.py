@@ -5,12 +5,21 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import json
+import logging
 import os
+import stat
+import sys
 import zlib
 from pathlib import Path
 
-from ltrfeat.core import tempfiles
+from ltrfeat.core import limits, tempfiles
 from ltrfeat.core.errors import LtrfeatError
+
+log = logging.getLogger("ltrfeat")
+
+
+_RATIO_AFTER = 16 * 2**20
 
 
 def is_gzip_path(path) -> bool:
@@ -24,13 +33,34 @@ class _CheckedGzip(gzip.GzipFile):
 
     def _checked(self, method, *args):
         try:
-            return method(*args)
+            result = method(*args)
         except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise LtrfeatError(
                 f"gzip data is damaged or truncated ({type(exc).__name__}: {exc})",
                 path=self.name,
                 fix="re-create or re-download the file (gzip -t FILE tests it)",
             ) from None
+        self._check_ratio()
+        return result
+
+    def _check_ratio(self) -> None:
+        """A decompression bomb (a small file of repeated bytes) is refused once it passes
+        ``max_gzip_ratio`` (see :mod:`ltrfeat.core.limits`) after 16 MiB of output."""
+        out = self.tell()
+        if out < _RATIO_AFTER:
+            return
+        try:
+            packed = self.fileobj.tell()
+        except (OSError, AttributeError, ValueError):  # a pipe: no position to compare with
+            return
+        bound = limits.current().max_gzip_ratio
+        if out > bound * max(packed, 1):
+            raise LtrfeatError(
+                f"gzip data expands more than {bound:g}-fold ({out} bytes from {packed} so far), "
+                "as a decompression bomb does",
+                path=self.name,
+                fix="check the file; if it is genuine, raise the bound with ltrfeat --max-gzip-ratio",
+            )
 
     def read(self, size=-1):
         return self._checked(super().read, size)
@@ -84,14 +114,44 @@ def check_writable(path) -> None:
         )
 
 
+def is_stream(path) -> bool:
+    """Whether output to ``path`` goes straight to it instead of through a temporary file and a rename:
+    ``-`` (standard output), a path under ``/dev`` or ``/proc`` (``/dev/null``, ``/dev/stdout``, a
+    ``/proc/self/fd`` link), or an existing path that is not a regular file once links are followed
+    (a FIFO, a socket, a character device)."""
+    text = str(path)
+    if text == "-":
+        return True
+    if text.startswith(("/dev/", "/proc/")) or os.path.realpath(text).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        mode = os.stat(text).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 @contextlib.contextmanager
-def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
+def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8", sidecar_of=None):
     """Yield a writable file whose content replaces ``path`` only if the block succeeds.
 
     The data goes to a temporary file in the same directory (see :mod:`ltrfeat.core.tempfiles`),
     which is renamed over ``path`` on success and removed on any exception, so a failed run never
     leaves a partial output. A ``.gz`` path is gzip-compressed (deterministically: mtime 0).
+
+    A path that is not a regular file (see :func:`is_stream`: ``-``, ``/dev/null``, a FIFO, a
+    ``/dev/stdout`` link) is written straight to, never renamed over. ``sidecar_of``: the main
+    output this file accompanies (``<out>.features.json`` of ``<out>``); when that output is a
+    stream, the sidecar is not written (one note on stderr says so) instead of landing in ``/dev``.
     """
+    if sidecar_of is not None and is_stream(sidecar_of):
+        log.warning("%s is not a regular file: %s not written beside it", sidecar_of, Path(path).name)
+        yield io.BytesIO() if binary else io.StringIO()
+        return
+    if is_stream(path):
+        with _stream_output(path, binary=binary, encoding=encoding) as fh:
+            yield fh
+        return
     path = Path(path)
     directory = path.parent if str(path.parent) else Path(".")
     try:
@@ -106,16 +166,8 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
     try:
         with os.fdopen(fd, "wb") as raw:
-            sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if is_gzip_path(path) else raw
-            if binary:
-                yield sink
-            else:
-                text = io.TextIOWrapper(sink, encoding=encoding, newline="\n")
-                yield text
-                text.flush()
-                text.detach()
-            if sink is not raw:
-                sink.close()
+            with _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+                yield fh
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -123,6 +175,110 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8"):
         raise
     finally:
         tempfiles.release(tmp)
+
+
+@contextlib.contextmanager
+def _encoded(raw, path, *, binary: bool, encoding: str):
+    """``raw`` behind gzip (for a ``.gz`` path) and a text layer (unless ``binary``); ``raw`` stays open."""
+    sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) if is_gzip_path(path) else raw
+    if binary:
+        yield sink
+    else:
+        text = io.TextIOWrapper(sink, encoding=encoding, newline="\n")
+        yield text
+        text.flush()
+        text.detach()
+    if sink is not raw:
+        sink.close()
+
+
+@contextlib.contextmanager
+def _stream_output(path, *, binary: bool, encoding: str):
+    """Write straight to a non-regular ``path`` (``-``: standard output, left open)."""
+    if str(path) == "-":
+        raw = sys.stdout.buffer
+        sys.stdout.flush()
+        with _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+            yield fh
+        raw.flush()
+        return
+    try:
+        raw = open(path, "wb")
+    except OSError as exc:
+        raise LtrfeatError(
+            f"cannot write the output ({exc.strerror or exc})", path=path, fix="choose a file or device you can write"
+        ) from None
+    with raw, _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+        yield fh
+
+
+_CHECKED = b"ltrfeat-checked sha256="
+
+
+def write_checked(path, payload: bytes) -> None:
+    """Write a cache entry: one header line with the SHA-256 of ``payload``, then ``payload`` (atomically)."""
+    import hashlib
+
+    with atomic_output(path, binary=True) as fh:
+        fh.write(_CHECKED + hashlib.sha256(payload).hexdigest().encode("ascii") + b"\n")
+        fh.write(payload)
+
+
+def read_checked(path, *, what: str = "cache entry") -> bytes | None:
+    """The payload of an entry :func:`write_checked` wrote, or None: absent, or damaged -- torn, edited,
+    of an older format or not matching its SHA-256 -- in which case one notice on stderr says it will
+    be computed again."""
+    import hashlib
+
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s %s (%s); computing it again", what, path, exc.strerror or exc)
+        return None
+    head, sep, payload = data.partition(b"\n")
+    if not (sep and head.startswith(_CHECKED)) or hashlib.sha256(payload).hexdigest().encode() != head[len(_CHECKED) :]:
+        log.warning("%s %s is damaged (its content does not match its SHA-256); computing it again", what, path)
+        return None
+    return payload
+
+
+OUTPUT_MARKER = ".ltrfeat-output"
+
+
+def mark_output_dir(directory, *, kind: str) -> None:
+    """Write the marker that says ``directory`` (an output directory being assembled) was written by
+    ltrfeat, so a later ``--overwrite`` may replace it (see :func:`check_output_dir`)."""
+    from ltrfeat.core.versions import library_versions
+
+    marker = {"written_by": "ltrfeat", "kind": kind, "version": library_versions("ltrfeat").get("ltrfeat")}
+    Path(directory, OUTPUT_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
+
+
+def check_output_dir(out_dir, *, overwrite: bool, option: str, what: str = "output") -> Path:
+    """Fail early when the output directory ``out_dir`` (given with ``option``) exists and may not be
+    replaced: it is not a directory, or it is not empty and either ``overwrite`` is off or it lacks
+    the marker of a directory this tool wrote (:func:`mark_output_dir`) -- ``--overwrite`` never
+    deletes a directory of someone else's files. ``what`` names the directory in messages."""
+    out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise LtrfeatError("exists and is not a directory", path=out_dir, fix=f"choose another {option} path")
+    if not (out_dir.is_dir() and any(out_dir.iterdir())):
+        return out_dir
+    if not overwrite:
+        raise LtrfeatError(
+            f"{what} directory exists and is not empty",
+            path=out_dir,
+            fix=f"choose another {option} directory or pass --overwrite",
+        )
+    if not (out_dir / OUTPUT_MARKER).is_file():
+        raise LtrfeatError(
+            f"--overwrite replaces only directories ltrfeat wrote, and this one has no {OUTPUT_MARKER} marker",
+            path=out_dir,
+            fix=f"choose another {option} directory, or remove this one yourself if it may go",
+        )
+    return out_dir
 
 
 def _umask() -> int:

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltrfeat.core import limits
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LetorFormatError, LetorWriteError
 from ltrfeat.core.fileio import atomic_output, open_input
@@ -110,7 +111,7 @@ def _read_numbers(path, *, kind: str, integer: bool) -> np.ndarray:
     values = []
     try:
         with open_input(path, binary=False) as fh:
-            for lineno, line in enumerate(fh, 1):
+            for lineno, line in enumerate(_bounded_lines(fh, path), 1):
                 text = line.strip()
                 if not text:
                     continue
@@ -517,24 +518,68 @@ def _decode_all(chunks: list, lines: np.ndarray, *, path, line0: int, what: str)
 
 
 def _byte_blocks(path, block_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """``(first line number, bytes of whole lines ending in \\n)`` for the whole file."""
+    """``(first line number, bytes of whole lines ending in \\n)`` for the whole file.
+
+    A line that spans blocks is collected piece by piece (linear in its length) up to
+    ``max_line_bytes`` (see :mod:`ltrfeat.core.limits`); a longer one is an error naming it."""
+    max_line = limits.current().max_line_bytes
     with open_input(path) as fh:
-        line0, rest, first = 1, b"", True
+        line0, first = 1, True
+        pending: list[bytes] = []  # the start of a line that has not ended yet
+        pending_bytes = 0
         while chunk := fh.read(block_bytes):
             if first and chunk.startswith(b"\xef\xbb\xbf"):
                 chunk = chunk[3:]
             first = False
-            data = rest + chunk if rest else chunk
-            cut = data.rfind(b"\n") + 1
+            cut = chunk.rfind(b"\n") + 1
             if cut == 0:
-                rest = data
+                pending.append(chunk)
+                pending_bytes += len(chunk)
+                if pending_bytes > max_line:
+                    raise _line_too_long(path, line0, max_line)
                 continue
-            block = data[:cut]
+            if pending_bytes + chunk.find(b"\n") > max_line:
+                raise _line_too_long(path, line0, max_line)
+            block = b"".join(pending + [chunk[:cut]]) if pending else chunk[:cut]
+            _check_line_lengths(block, path, line0, max_line)
             yield line0, block
             line0 += block.count(b"\n")
-            rest = data[cut:]
-        if rest:
-            yield line0, rest + b"\n"
+            pending, pending_bytes = ([chunk[cut:]], len(chunk) - cut) if cut < len(chunk) else ([], 0)
+        if pending_bytes:
+            if pending_bytes > max_line:
+                raise _line_too_long(path, line0, max_line)
+            yield line0, b"".join(pending) + b"\n"
+
+
+def _bounded_lines(fh, path):
+    """The lines of ``fh``, each at most ``max_line_bytes`` long (else an error naming it)."""
+    max_line = limits.current().max_line_bytes
+    lineno = 0
+    while line := fh.readline(max_line + 1):
+        lineno += 1
+        if len(line) > max_line:
+            raise _line_too_long(path, lineno, max_line)
+        yield line
+
+
+def _check_line_lengths(block: bytes, path, line0: int, max_line: int) -> None:
+    """Refuse a block of whole lines holding one longer than ``max_line`` bytes (cheap: only
+    looked at when the block itself is that long)."""
+    if len(block) <= max_line:
+        return
+    ends = np.flatnonzero(np.frombuffer(block, np.uint8) == ord("\n"))
+    lengths = np.diff(ends, prepend=-1) - 1
+    if lengths.max(initial=0) > max_line:
+        raise _line_too_long(path, line0 + int(np.argmax(lengths > max_line)), max_line)
+
+
+def _line_too_long(path, line: int, max_line: int) -> LetorFormatError:
+    return LetorFormatError(
+        f"line is longer than {max_line} bytes",
+        path=path,
+        line=line,
+        fix="check that this is a LETOR/svmlight file; a genuine longer line needs ltrfeat --max-line-bytes",
+    )
 
 
 # --------------------------------------------------------------------------- reading
@@ -597,7 +642,7 @@ def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> 
 
 def _first_data_tokens(path) -> list:
     with open_input(path) as fh:
-        for line in fh:
+        for line in _bounded_lines(fh, path):
             tokens = line.split(b"#", 1)[0].split()
             if tokens:
                 return tokens
@@ -676,6 +721,16 @@ class _Stream:
             )
         if self.opts.nan_policy == "zero":
             value[~finite32] = 0.0
+            return
+        overflow = np.isfinite(value) & ~finite32  # "keep" keeps NaN and inf, but 1e39 would turn into inf
+        if overflow.any():
+            k = int(np.argmax(overflow))
+            raise LetorFormatError(
+                f"feature {int(block.fid[k])} is {float(value[k])!r}, beyond the float32 range (about 3.4e38)",
+                path=self.opts.path,
+                line=int(block.lineno[block.row[k]]),
+                fix="rescale the feature, or read with nan_policy='zero' (CLI: --nan-policy zero)",
+            )
 
     def _check_totals(self) -> None:
         opts = self.opts
@@ -785,12 +840,15 @@ def read_letor(
     )
     stream = _Stream(opts, regroup=regroup)
     ids = None if opts.feature_map is None else np.asarray(opts.feature_map.ids, dtype=np.int64)
+    if ids is not None:
+        _check_width(len(ids), opts)
     X = None
     qids, labels, comments = [], [], []
     n = 0
     for block in stream.blocks():
         if ids is None or (opts.feature_map is None and not np.isin(_seen_ids(block.fid), ids).all()):
             new_ids = _seen_ids(block.fid) if ids is None else np.union1d(ids, _seen_ids(block.fid))
+            _check_width(len(new_ids), opts, rows=n + len(block))
             if X is not None:
                 grown = np.zeros((X.shape[0], len(new_ids)), dtype=np.float32)
                 grown[:, np.searchsorted(new_ids, ids)] = X
@@ -817,6 +875,21 @@ def read_letor(
         )
         data = data.regroup()
     return data
+
+
+def _check_width(n_ids: int, opts: _Options, *, rows: int | None = None) -> None:
+    """Refuse, before any matrix is allocated, a file whose distinct feature ids exceed ``max_features``
+    (see :mod:`ltrfeat.core.limits`): the rows are held as a dense float32 matrix."""
+    bound = limits.current().max_features
+    if n_ids <= bound:
+        return
+    size = "" if rows is None else f"; its first {rows} rows alone would take {rows * n_ids * 4 / 2**30:.1f} GiB"
+    raise LetorFormatError(
+        f"{n_ids} distinct feature ids exceed the limit of {bound} for a dense feature matrix{size}",
+        path=opts.map_path if opts.feature_map is not None and opts.map_path else opts.path,
+        fix="renumber the features densely (1..N), or raise ltrfeat --max-features if rows x ids x 4 bytes fits "
+        "in memory",
+    )
 
 
 def _estimate_rows(path: Path, first: _Block) -> int:
@@ -864,6 +937,7 @@ def iter_letor(
             seen = np.union1d(seen, _seen_ids(block.fid))
         opts.feature_map = FeatureMap.from_ids(seen.tolist())
     ids = np.asarray(opts.feature_map.ids, dtype=np.int64)
+    _check_width(len(ids), opts)
     stream = _Stream(opts, regroup=False)
     pending: list[tuple] = []  # (X, qid, label, comment) pieces not yet emitted
     n_pending_queries = 0
@@ -1050,7 +1124,9 @@ class LetorWriter:
         self._chunks += 1
         self._track_groups(chunk)
         if chunk.weight is not None and self._weights_out is None:
-            self._weights_out = self._stack.enter_context(atomic_output(weight_path_of(self.path)))
+            self._weights_out = self._stack.enter_context(
+                atomic_output(weight_path_of(self.path), sidecar_of=self.path)
+            )
         labels = [_format_label(x) for x in chunk.label.tolist()]
         tokens = self._prefix[None, :] + _format_float32(chunk.X)
         nonzero = chunk.X != 0 if self.sparse else None
@@ -1095,10 +1171,10 @@ class LetorWriter:
         # a data file in place means its side files are too.
         if exc_type is None:
             if self.fmt == "svmlight":
-                fh = self._stack.enter_context(atomic_output(group_path_of(self.path)))
+                fh = self._stack.enter_context(atomic_output(group_path_of(self.path), sidecar_of=self.path))
                 fh.write("".join(f"{g}\n" for g in self._groups))
             if self.write_feature_map:
-                fh = self._stack.enter_context(atomic_output(FeatureMap.sidecar_path(self.path)))
+                fh = self._stack.enter_context(atomic_output(FeatureMap.sidecar_path(self.path), sidecar_of=self.path))
                 json.dump(self.feature_map.to_json(), fh, indent=1)
                 fh.write("\n")
         return self._stack.__exit__(exc_type, exc, tb)

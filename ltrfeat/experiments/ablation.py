@@ -13,10 +13,9 @@ queries of all folds, Holm-adjusted across the whole report.
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
-import multiprocessing
+import json
 import re
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ from tqdm.auto import tqdm
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import read_letor
+from ltrfeat.core.processes import spawn_pool
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.core.metrics import Conventions, evaluate_queries, parse_metrics
 from ltrfeat.rankers import registry
@@ -592,8 +592,8 @@ def run_ablation(
     folds, feature_sets, metric_names, conventions, params = _check_run_args(folds, feature_sets, config)
     engine, seeds, selection = config.engine, list(config.seeds), config.selection
     if executor is None and int(jobs) > 1:
-        # spawn, not fork: the caller may have started torch or engine threads, which fork would copy mid-flight
-        with concurrent.futures.ProcessPoolExecutor(int(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        # spawned, not forked (the caller may run torch or engine threads); the workers die with this process
+        with spawn_pool(int(jobs)) as pool:
             return run_ablation(
                 folds, feature_sets, config, progress=progress, on_run=on_run, executor=pool, cache=cache
             )
@@ -919,6 +919,31 @@ def read_per_query(path) -> pd.DataFrame:
             )
         table[metric] = values.astype(np.float64)
     return table
+
+
+def check_per_query_counts(per_query: pd.DataFrame, report_dir) -> None:
+    """Compare the table's query counts with those ``report.json`` recorded (per set and metric): a
+    ``per_query.tsv`` cut short (say, at a line boundary) is an error naming both counts, not a
+    comparison of the queries that happen to remain. A report without ``report.json`` is not checked."""
+    report_path = Path(report_dir) / "report.json"
+    try:
+        recorded = json.loads(report_path.read_text(encoding="utf-8")).get("results") or []
+    except (OSError, ValueError, AttributeError):
+        return
+    table = Path(report_dir) / "per_query.tsv"
+    groups = dict(tuple(per_query.groupby("feature_set", sort=False)))
+    for entry in recorded:
+        if not isinstance(entry, dict) or entry.get("metric") not in per_query.columns:
+            continue
+        rows = groups.get(entry.get("feature_set"))
+        found = 0 if rows is None else int(np.isfinite(rows[entry["metric"]].to_numpy(dtype=np.float64)).sum())
+        if found != entry.get("n_queries"):
+            raise LtrfeatError(
+                f"holds {found} queries of feature set {entry.get('feature_set')!r} for {entry['metric']}, "
+                f"but report.json records {entry.get('n_queries')}: the table is truncated or edited",
+                path=table,
+                fix="restore per_query.tsv from the ablation's report (or re-run the ablation)",
+            )
 
 
 def head_to_head(per_query: pd.DataFrame, pairs, metrics, *, seed: int = 0, n_resamples: int = 10_000) -> list[dict]:

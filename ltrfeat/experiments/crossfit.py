@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import io
 import json
 import re
 import time
@@ -35,14 +36,16 @@ from ltrfeat.experiments import encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
-from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.fileio import atomic_output
-from ltrfeat.core.logs import show_progress
+from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.fileio import read_checked, write_checked
+from ltrfeat.core.logs import get_logger, show_progress
 from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.training_task import TrainingTask
 from ltrfeat.experiments.workers import plan_workers
+
+log = get_logger("ablate")
 
 TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
 SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
@@ -310,20 +313,38 @@ def _scores_path(cache: Path, encoder_key: str, queries: list, docs: list) -> Pa
     for texts in (queries, docs):
         h.update("\x1e".join(texts).encode("utf-8", "surrogatepass"))
         h.update(b"\x1f")
-    return cache / "scores" / f"{encoder_key}-{h.hexdigest()[:24]}.npy"
+    return cache / "scores" / f"{encoder_key}-{h.hexdigest()[:24]}.scores"
 
 
 def _load_scores(path: Path, n: int) -> np.ndarray | None:
+    """Cached scores of ``n`` rows, or None (absent, torn, foreign or damaged: scored again; a damaged
+    entry -- content not matching its SHA-256 -- with a one-line notice)."""
+    payload = read_checked(path, what="cached encoder scores")
+    if payload is None:
+        return None
     try:
-        values = np.load(path, allow_pickle=False)
-    except (OSError, ValueError):  # absent, or a torn or foreign file: score again
+        values = np.load(io.BytesIO(payload), allow_pickle=False)
+    except (OSError, ValueError):
         return None
     return values if values.shape == (n,) and values.dtype == np.float32 else None
 
 
 def _save_scores(path: Path, values: np.ndarray) -> None:
-    with atomic_output(path, binary=True) as fh:
-        np.save(fh, np.asarray(values, dtype=np.float32))
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(values, dtype=np.float32))
+    write_checked(path, buffer.getvalue())
+
+
+def _cached_encoder(path: Path, load):
+    """``load(path)`` of a cached encoder bundle, or None when it is absent or damaged (then one notice
+    says it is trained again, instead of the run stopping on the damaged file)."""
+    if not path.exists():
+        return None
+    try:
+        return load(path)
+    except ModelFileError as exc:
+        log.warning("cached encoder %s is damaged (%s); training it again", path, exc.problem)
+        return None
 
 
 class _StartingPoint:
@@ -396,9 +417,9 @@ class _StartingPoint:
 
         path = self._path()
         start = time.perf_counter()
-        if path is not None and path.exists():
-            encoder, cached = encoder_cls.load(path), True
-        else:
+        encoder = None if path is None else _cached_encoder(path, encoder_cls.load)
+        cached = encoder is not None
+        if encoder is None:
             docs = pd.DataFrame({"docid": [str(i) for i in range(len(self.texts))], "text": self.texts})
             spans = span_pairs(
                 docs, field="text", per_doc=self.span_settings["spans_per_doc"], negatives=4, seed=self.seed
@@ -413,7 +434,6 @@ class _StartingPoint:
                 progress=False,
                 **settings,
             )
-            cached = False
             if path is not None:
                 encoder.save(path)
         if self.profile is not None:
@@ -480,8 +500,9 @@ def _train(
     if cache is not None:
         init_key = None if start is None else start.key
         path = cache / "encoders" / f"{spec.name}-{key or _cache_key(spec, options, table, seed, init_key)}.ltrenc"
-        if path.exists():
-            return kind.load(path), True
+        encoder = _cached_encoder(path, kind.load)
+        if encoder is not None:
+            return encoder, True
     encoder, _ = kind.train(table, seed=seed, progress=False, **kind.spec_settings(spec, start), **options)
     if path is not None:
         encoder.save(path)

@@ -21,13 +21,13 @@ encoder to the cache when there is one).
 from __future__ import annotations
 
 import concurrent.futures
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
 
+from ltrfeat.core.processes import spawn_pool
 from ltrfeat.experiments.training_task import TrainingTask
 
 THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (EncoderKind.pooled; see above)
@@ -89,8 +89,7 @@ def run_trainings(
     the workers are stopped at once."""
     waiting = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
     finished: set[int] = set()
-    # spawn, not fork: this process has started torch threads, which fork would copy mid-flight
-    pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = spawn_pool(workers)  # spawned (this process runs torch threads); they die with this process
     try:
         running: dict[concurrent.futures.Future, int] = {}
         while waiting or running:

@@ -16,8 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.core import tempfiles
-from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
 from ltrfeat.core.stages import profile_line
 from ltrfeat.experiments import plots
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
@@ -438,17 +437,8 @@ def plot_importance(data: dict, path) -> None:
 
 # -- writing ------------------------------------------------------------------------------
 def check_report_dir(out_dir, *, overwrite: bool = False) -> Path:
-    """Fail early when ``out_dir`` exists and may not be replaced."""
-    out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise LtrfeatError("exists and is not a directory", path=out_dir, fix="choose another --report path")
-    if out_dir.is_dir() and any(out_dir.iterdir()) and not overwrite:
-        raise LtrfeatError(
-            "report directory exists and is not empty",
-            path=out_dir,
-            fix="choose another --report directory or pass --overwrite",
-        )
-    return out_dir
+    """Fail early when ``out_dir`` exists and may not be replaced (see :func:`check_output_dir`)."""
+    return check_output_dir(out_dir, overwrite=overwrite, option="--report", what="report")
 
 
 def write_report(
@@ -501,6 +491,7 @@ def write_report(
                 indent=1,
             )
             fh.write("\n")
+        mark_output_dir(tmp, kind="report")
         if summary["comparisons"]:
             plot_metrics(data, tmp / "metrics.png")
             plot_deltas(data, result.per_query, tmp / "deltas.png")

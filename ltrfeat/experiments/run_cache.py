@@ -7,7 +7,9 @@ encoder to an ablation changes the sets that contain it (and the best-single bas
 columns); every other set's runs come back from the store bit for bit.
 
 Results are stored as JSON with arrays as exact raw bytes (no pickles: a store on a shared disk
-never executes anything when read). A torn or foreign file is ignored and the run recomputed.
+never executes anything when read), behind a SHA-256 of the content checked on every read
+(:func:`~ltrfeat.core.fileio.read_checked`): a torn, foreign or damaged entry is recomputed, with
+a one-line notice for a damaged one.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.versions import library_versions
 
-FORMAT = 1
+FORMAT = 2
 _TAGS = ("__nd__", "__obj__", "__df__", "__np__", "__tuple__", "__map__")
 
 
@@ -127,7 +129,10 @@ class RunStore:
     def get(self, key: str):
         """The stored result of run ``key``, or None (absent, torn or unreadable)."""
         try:
-            data = json.loads((self.directory / f"{key}.json").read_text(encoding="utf-8"))
+            payload = read_checked(self.directory / f"{key}.json", what="cached ranker run")
+            if payload is None:
+                raise ValueError("absent or damaged")
+            data = json.loads(payload.decode("utf-8"))
             if data.get("format") != FORMAT or data.get("key") != key:
                 raise ValueError("foreign file")
             result = _unpack(data["result"])
@@ -143,8 +148,7 @@ class RunStore:
             text = json.dumps({"format": FORMAT, "key": key, "result": _pack(result)})
         except TypeError:
             return
-        with atomic_output(self.directory / f"{key}.json") as fh:
-            fh.write(text)
+        write_checked(self.directory / f"{key}.json", text.encode("utf-8"))
 
     def map(self, mapper, run, *columns):
         """``mapper(run, *columns)`` (like :func:`map`), in order, with stored results taken from the store

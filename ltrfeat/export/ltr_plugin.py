@@ -533,9 +533,10 @@ def export_ranker(
     manifest["files"] = {fname: _sha(data) for fname, data in files.items()}
     manifest["model_file"] = out.name
     for fname, data in files.items():
-        with atomic_output(out.parent / fname, binary=True) as fh:
+        sidecar_of = None if fname == out.name else out  # the featureset and index files go with the model
+        with atomic_output(out.parent / fname, binary=True, sidecar_of=sidecar_of) as fh:
             fh.write(data)
-    with atomic_output(manifest_path(out)) as fh:
+    with atomic_output(manifest_path(out), sidecar_of=out) as fh:
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
     return manifest

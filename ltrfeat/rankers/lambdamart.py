@@ -60,7 +60,7 @@ def write_model_files(path, raw: bytes, meta: dict) -> None:
     meta = meta | {"model_file": Path(path).name, "model_sha256": hashlib.sha256(raw).hexdigest()}
     with atomic_output(path, binary=True) as fh:
         fh.write(raw)
-    with atomic_output(meta_path(path)) as fh:
+    with atomic_output(meta_path(path), sidecar_of=path) as fh:
         json.dump(meta, fh, indent=1)
         fh.write("\n")
 
@@ -171,6 +171,27 @@ def _check_labels(label: np.ndarray, where: str) -> int:
             fix=f"map the labels to at most {MAX_LABEL + 1} grades (e.g. by rank or in bins)",
         )
     return int(label.max())
+
+
+def _check_learnable(label: np.ndarray, sizes, where: str) -> None:
+    """A ranker learns only from queries holding two documents of different grades: refuse data without one
+    (it would train a constant model and report success)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    starts = np.cumsum(sizes) - sizes
+    if len(label) and (np.maximum.reduceat(label, starts) != np.minimum.reduceat(label, starts)).any():
+        return
+    if len(sizes) and sizes.max() <= 1:
+        reason = f"each of its {len(sizes)} queries has one document"
+    elif len(label) and label.min() == label.max():
+        reason = f"every label is {float(label[0]):g}"
+    else:
+        reason = "within each query all documents have the same label"
+    raise LabelError(
+        f"{where} data cannot train a ranker: {reason}, so no query ranks one document above another",
+        part=where,
+        row=1,
+        fix="check the labels and the qid column (each query needs documents of different grades)",
+    )
 
 
 def _progress(total: int, verbose: bool, desc: str):
@@ -487,6 +508,7 @@ class LambdaMART(BaseEstimator):
             raise LtrfeatError(f"feature selection {self.features!r} selects no feature")
         self.feature_map_ = train.feature_map.select(columns)
         max_label = _check_labels(train.label, "train")
+        _check_learnable(train.label, train.group_sizes(), "train")
         parts = {"train": (self._columns(train), train.label, train.group_sizes())}
         valid_regrouped = False
         if valid is not None:

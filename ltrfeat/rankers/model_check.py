@@ -277,7 +277,8 @@ def _lightgbm_tree(block: str, i: int, n_features: int, line0: int) -> None:
     n_cat = _int(need("num_cat"), "num_cat", lines.get("num_cat"))
     if n_leaves < 1 or n_cat < 0:
         raise _Fail(f"tree {i}: num_leaves {n_leaves} or num_cat {n_cat} is out of range", lines["num_leaves"])
-    _floats(need("leaf_value"), "leaf_value", lines.get("leaf_value"))
+    if not all(map(math.isfinite, _floats(need("leaf_value"), "leaf_value", lines.get("leaf_value")))):
+        raise _Fail(f"tree {i}: leaf_value holds NaN or an infinity (every score would be one)", lines["leaf_value"])
     lengths = {"leaf_value": n_leaves} | {k: n_leaves for k in _LGB_PER_LEAF if k in fields}
     if n_leaves > 1:
         lengths |= dict.fromkeys(

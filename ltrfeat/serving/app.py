@@ -28,7 +28,6 @@ import ctypes.util
 import hmac
 import json
 import logging
-import re
 import sys
 from dataclasses import dataclass
 
@@ -40,14 +39,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 
+from ltrfeat.core.config_files import json_depth
 from ltrfeat.serving.scorer import CandidateError, Scorer
 
 log = logging.getLogger("ltrfeat.serve")
-
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_OPEN, _CLOSE = np.zeros(256, np.int8), np.zeros(256, np.int8)
-_OPEN[[ord("["), ord("{")]] = 1
-_CLOSE[[ord("]"), ord("}")]] = 1
 
 
 @dataclass(frozen=True)
@@ -115,12 +110,30 @@ def _validation_message(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def json_depth(body: bytes) -> int:
-    """Deepest nesting of ``[``/``{`` in a JSON text (brackets inside strings do not count)."""
-    skeleton = np.frombuffer(_JSON_STRING.sub(b'""', body), dtype=np.uint8)
-    if not len(skeleton):
-        return 0
-    return int(np.cumsum(_OPEN[skeleton] - _CLOSE[skeleton], dtype=np.int64).max(initial=0))
+_INLINE_PARSE_BYTES = 64 * 1024
+
+
+def parse_body(body: bytes, max_depth: int):
+    """The JSON value of a request body, or :class:`_Refused` (400) with a one-line reason: nesting deeper
+    than ``max_depth`` (checked before parsing, in linear time), invalid JSON or UTF-8, an integer beyond
+    Python's digit limit, a lone UTF-16 surrogate."""
+    depth = json_depth(body)
+    if depth > max_depth:
+        raise _Refused(400, f"request body nests {depth} levels deep; the limit is {max_depth}")
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise _Refused(400, f"request body is not valid JSON: {exc}") from None
+    except ValueError as exc:  # an integer of more digits than int() converts (sys.get_int_max_str_digits)
+        raise _Refused(400, f"request body holds a number that cannot be read: {str(exc).split(';')[0]}") from None
+    where = lone_surrogate(payload)
+    if where:
+        raise _Refused(
+            400,
+            f"{where} holds a lone UTF-16 surrogate (e.g. \\ud800), which is not text; "
+            "send valid UTF-8 or paired surrogate escapes",
+        )
+    return payload
 
 
 def lone_surrogate(value, where: str = "body") -> str | None:
@@ -220,20 +233,11 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
                 f"request body not received within {limits.client_timeout:g} s ({len(body)} bytes arrived)",
                 {"Connection": "close"},
             ) from None
-        depth = json_depth(bytes(body))
-        if depth > limits.max_json_depth:
-            raise _Refused(400, f"request body nests {depth} levels deep; the limit is {limits.max_json_depth}")
-        try:
-            payload = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise _Refused(400, f"request body is not valid JSON: {exc}") from None
-        where = lone_surrogate(payload)
-        if where:
-            raise _Refused(
-                400,
-                f"{where} holds a lone UTF-16 surrogate (e.g. \\ud800), which is not text; "
-                "send valid UTF-8 or paired surrogate escapes",
-            )
+        data = bytes(body)
+        if len(data) > _INLINE_PARSE_BYTES:  # keep the event loop free for other clients meanwhile
+            payload = await run_in_threadpool(parse_body, data, limits.max_json_depth)
+        else:
+            payload = parse_body(data, limits.max_json_depth)
         return payload, len(body)
 
     def validated(model, payload):
@@ -293,6 +297,10 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
                 scores = await run_in_threadpool(scorer.score, req.query, req.candidates)
             except CandidateError as exc:
                 raise _Refused(422, str(exc)) from None
+        if not np.isfinite(scores).all():
+            bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+            log.error("the ranker scored candidate %d as %r: the model file is damaged", bad, float(scores[bad]))
+            raise _Refused(500, f"the ranker gave a non-finite score ({float(scores[bad])!r}) to candidate {bad}")
         order = np.argsort(-scores, kind="stable")
         return {"scores": [float(s) for s in scores], "order": [str(req.candidates[i]["docid"]) for i in order]}
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -118,6 +119,42 @@ BAD_FILES = {
     "not_a_bundle.ltrenc": b"label qid:1 1:0.5\n",
     "short.ltrenc": b"\x01\x02",
     "not_npz.npz": b"not a zip file",
+    # hostile inputs, round two (issue 34)
+    "endless.letor.gz": gzip.compress(b"1" * 2**20, compresslevel=9) * 1024,  # one 1 GiB line from ~1 MB
+    "longline.letor": b"1 qid:1 " + b" ".join(b"%d:0.5" % i for i in range(1, 400)) + b"\n0 qid:1 1:0.1\n",
+    "wide150k.letor": b"".join(
+        b"%d qid:%d " % (r % 2, r // 10) + b" ".join(b"%d:1" % (r * 1000 + j + 1) for j in range(1000)) + b"\n"
+        for r in range(150)
+    ),
+    "overflow.letor": b"\n".join(
+        line.replace(b" #", b" 4:1e39 #") if i == 1 else line for i, line in enumerate(GOOD_LINES.split(b"\n"))
+    ),
+    "flat_labels.letor": b"".join(
+        b"1 qid:%d 1:0.%d 2:0.5 #docid = d%d\n" % (q, d, 4 * q + d) for q in range(5) for d in range(4)
+    ),
+    "one_doc.letor": b"".join(b"%d qid:%d 1:0.%d 2:0.5\n" % (q % 3, q, q % 10) for q in range(20)),
+    "no_variance.letor": b"".join(b"%d qid:%d 1:0.%d 2:0.5\n" % (q % 2, q, d) for q in range(6) for d in range(3)),
+    "deep.json": b'{"seed": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    "deep.toml": b"seed = " + b"[" * 100_000 + b"]" * 100_000,
+    "deep.yaml": b"seed: " + b"[" * 100_000 + b"]" * 100_000,
+    "deep_block.yaml": b"seed:\n" + b"- " * 100_000 + b"x",
+    "bigint.json": b'{"seed": ' + b"9" * 5000 + b"}",
+    "bigint.toml": b"seed = " + b"9" * 5000,
+    "bigint.yaml": b"seed: " + b"9" * 5000,
+    "laughs.yaml": (
+        b"a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + b"".join(b"%c: &%c [%s]\n" % (98 + i, 98 + i, b", ".join([b"*%c" % (97 + i)] * 10)) for i in range(8))
+    ),
+    "loop.yaml": b"a: &a [*a]\n",
+    "thesis/thesis.tex": b"\\documentclass{article}",
+    "thesis/sub/data.csv": b"a,b\n1,2\n",
+    "cutreport/report.json": json.dumps(
+        {"results": [{"feature_set": "a", "metric": "ndcg@1", "n_queries": 4}]}
+    ).encode(),
+    "cutreport/per_query.tsv": (
+        b"feature_set\tfold\tqid\tn_docs\tn_relevant\tndcg@1\na\tFold1\tq1\t5\t1\t0.5\na\tFold1\tq2\t5\t2\t1\n"
+    ),
+    "run.trec": b"q1 Q0 D00001 1 2.5 base\n",
 }
 
 W, D = "{w}", "{d}"
@@ -606,6 +643,156 @@ CASES += [
 ]
 
 
+# hostile inputs, round two (issue 34): bounded readers, checked loaders, replaced directories, degenerate data
+ENDLESS, LONG, WIDE, OVER = f"{W}/endless.letor.gz", f"{W}/longline.letor", f"{W}/wide150k.letor", f"{W}/overflow.letor"
+SHORT_LINES = ["--max-line-bytes", "1000"]
+CASES += [
+    ("validate-gzip-bomb", ["letor", "validate", ENDLESS], "expands more than 200-fold"),
+    ("info-gzip-bomb", ["letor", "info", ENDLESS], "expands more than 200-fold"),
+    ("convert-gzip-bomb", ["letor", "convert", ENDLESS, OUT], "expands more than 200-fold"),
+    ("train-gzip-bomb", ["train-ranker", ENDLESS, "--out", f"{W}/out/m.txt"], "expands more than 200-fold"),
+    (
+        "validate-endless-line",
+        ["--max-gzip-ratio", "5000", "letor", "validate", ENDLESS],
+        "endless.letor.gz:1: line is longer than 67108864 bytes",
+    ),
+    ("validate-long-line", [*SHORT_LINES, "letor", "validate", LONG], "longline.letor:1: line is longer than 1000"),
+    ("info-long-line", [*SHORT_LINES, "letor", "info", LONG], "longline.letor:1: line is longer"),
+    ("convert-long-line", [*SHORT_LINES, "letor", "convert", LONG, OUT], "longline.letor:1: line is longer"),
+    ("train-long-line", [*SHORT_LINES, "train-ranker", LONG, "--out", f"{W}/out/m.txt"], "longline.letor:1:"),
+    ("evaluate-long-line", [*SHORT_LINES, "evaluate", M_TXT, LONG], "longline.letor:1: line is longer"),
+    ("rank-long-line", [*SHORT_LINES, "rank", M_TXT, LONG, "--out", f"{W}/out/run"], "longline.letor:1:"),
+    ("max-line-bytes-zero", ["--max-line-bytes", "0", "letor", "info", TRAIN], "'--max-line-bytes'"),
+    ("max-gzip-ratio-below-one", ["--max-gzip-ratio", "0.5", "letor", "info", TRAIN], "'--max-gzip-ratio'"),
+    ("max-features-negative", ["--max-features", "-1", "letor", "info", TRAIN], "'--max-features'"),
+    ("max-model-params-word", ["--max-model-params", "many", "letor", "info", TRAIN], "'--max-model-params'"),
+    ("train-wide-ids", ["train-ranker", WIDE, "--out", f"{W}/out/m.txt"], "150000 distinct feature ids"),
+    ("train-valid-wide-ids", TR + ["--valid", WIDE], "150000 distinct feature ids"),
+    ("train-select-wide-ids", ["train-ranker", WIDE, "--out", f"{W}/out/m.txt", "--select"], "150000 distinct"),
+    ("convert-wide-ids", ["letor", "convert", WIDE, OUT], "150000 distinct feature ids"),
+    ("train-few-max-features", ["--max-features", "3", *TR], "6 distinct feature ids exceed the limit of 3"),
+    ("validate-overflow", ["letor", "validate", OVER], "overflow.letor:2:"),
+    ("convert-overflow", ["letor", "convert", OVER, OUT], "overflow.letor:2:"),
+    ("train-overflow", ["train-ranker", OVER, "--out", f"{W}/out/m.txt"], "overflow.letor:2: feature 4 is 1e+39"),
+    ("train-valid-overflow", TR[:3] + [f"{W}/out/m.txt", "--valid", OVER], "overflow.letor:2:"),
+    ("evaluate-overflow", ["evaluate", M_TXT, OVER], "overflow.letor:2:"),
+    ("rank-overflow", ["rank", M_TXT, OVER, "--out", f"{W}/out/run"], "overflow.letor:2:"),
+    ("train-flat-labels", ["train-ranker", f"{W}/flat_labels.letor", "--out", f"{W}/out/m.txt"], "every label is 1"),
+    ("train-one-doc", ["train-ranker", f"{W}/one_doc.letor", "--out", f"{W}/out/m.txt"], "has one document"),
+    ("train-no-variance", ["train-ranker", f"{W}/no_variance.letor", "--out", f"{W}/out/m.txt"], "the same label"),
+    (
+        "train-xgb-flat-labels",
+        ["train-ranker", f"{W}/flat_labels.letor", "--out", f"{W}/out/m.json", "--engine", "xgboost"],
+        "flat_labels.letor: train data cannot train a ranker",
+    ),
+    ("evaluate-nan-leaves", ["evaluate", f"{W}/nanleaf.txt", TEST], "leaf_value holds NaN"),
+    ("rank-nan-leaves", ["rank", f"{W}/nanleaf.txt", TEST, "--out", f"{W}/out/run"], "leaf_value holds NaN"),
+    (
+        "export-nan-leaves",
+        ["export-ranker", f"{W}/nanleaf.txt", "--to", "es-ltr", "--out", f"{W}/out/x.json"],
+        "leaf_value holds NaN",
+    ),
+    ("serve-nan-leaves", ["serve", "--ranker", f"{W}/nanleaf.txt"], "leaf_value holds NaN"),
+    ("explain-size-bomb", ["explain", f"{W}/bomb.ltrenc", "a", "b"], "more than the limit of 250,000,000"),
+    ("extract-size-bomb", EX + ["--encoder", f"dssm={W}/bomb.ltrenc"], "bomb.ltrenc"),
+    ("export-encoder-size-bomb", ["export-encoder", f"{W}/bomb.ltrenc", "--out", f"{W}/out/onnx"], "bomb.ltrenc"),
+    ("explain-shape-lie", ["explain", f"{W}/shape.ltrenc", "a", "b"], "where the config declares"),
+    ("extract-shape-lie", EX + ["--encoder", f"dssm={W}/shape.ltrenc"], "where the config declares"),
+    ("explain-max-model-params", ["--max-model-params", "1000", "explain", ENC, "a", "b"], "limit of 1,000"),
+    (
+        "embed-size-bomb",
+        [
+            "embed",
+            "--docs",
+            f"{D}/docs.tsv",
+            "--encoder",
+            f"dssm={W}/bomb.ltrenc",
+            "--index",
+            "i",
+            "--out",
+            f"{W}/out/b.ndjson",
+        ],
+        "bomb.ltrenc",
+    ),  # fmt: skip
+    ("info-config-deep-json", ["letor", "info", TRAIN, "--config", f"{W}/deep.json"], "deep.json: settings nest"),
+    ("train-config-deep-toml", TR + ["--config", f"{W}/deep.toml"], "deep.toml: settings nest"),
+    ("evaluate-config-deep-yaml", ["evaluate", M_TXT, TEST, "--config", f"{W}/deep.yaml"], "deep.yaml: settings"),
+    (
+        "rank-config-deep-block",
+        ["rank", M_TXT, TEST, "--out", f"{W}/out/run", "--config", f"{W}/deep_block.yaml"],
+        "deep_block.yaml",
+    ),  # fmt: skip
+    ("extract-config-bigint-json", EX + ["--config", f"{W}/bigint.json"], "bigint.json: a value cannot be read"),
+    ("train-config-bigint-toml", TR + ["--config", f"{W}/bigint.toml"], "bigint.toml: a value cannot be read"),
+    ("serve-config-bigint-yaml", ["serve", "--config", f"{W}/bigint.yaml"], "bigint.yaml: a value cannot be read"),
+    ("ablate-config-laughs", ["ablate", "--config", f"{W}/laughs.yaml"], "laughs.yaml: settings expand to more than"),
+    ("convert-config-loop", ["letor", "convert", TRAIN, OUT, "--config", f"{W}/loop.yaml"], "loop.yaml: a YAML alias"),
+    (
+        "ablate-overwrite-foreign-dir",
+        [
+            "ablate",
+            "--folds",
+            f"{W}/folds",
+            "--base",
+            "1-4",
+            "--neural",
+            "g=5",
+            "--report",
+            f"{W}/thesis",
+            "--overwrite",
+        ],
+        "no .ltrfeat-output marker",
+    ),  # fmt: skip
+    (
+        "convert-dataset-overwrite-foreign-dir",
+        ["datasets", "convert", "homedepot", f"{W}/pairs_bad.csv", "--out", f"{W}/thesis", "--overwrite"],
+        "no .ltrfeat-output marker",
+    ),
+    ("demo-foreign-dir", ["demo", "--quick", "--out", f"{W}/thesis"], "no .ltrfeat-output marker"),
+    ("compare-truncated-table", ["compare", f"{W}/cutreport", "a:b"], "holds 2 queries of feature set 'a'"),
+    (
+        "rerank-ranker-missing",
+        [
+            "rerank",
+            f"{W}/nope.txt",
+            "--run",
+            f"{W}/run.trec",
+            "--queries",
+            f"{D}/queries.tsv",
+            "--docs",
+            f"{D}/docs.tsv",
+            "--out",
+            f"{W}/out/r.trec",
+        ],
+        "nope.txt",
+    ),  # fmt: skip
+    (
+        "rerank-depth-zero",
+        [
+            "rerank",
+            M_TXT,
+            "--run",
+            f"{W}/run.trec",
+            "--queries",
+            f"{D}/queries.tsv",
+            "--docs",
+            f"{D}/docs.tsv",
+            "--out",
+            f"{W}/out/r.trec",
+            "--depth",
+            "0",
+        ],
+        "'--depth'",
+    ),  # fmt: skip
+    (
+        "embed-docs-missing",
+        ["embed", "--docs", f"{W}/nope.tsv", "--encoder", f"dssm={ENC}", "--index", "i", "--out", f"{W}/out/b.ndjson"],
+        "nope.tsv",
+    ),  # fmt: skip
+    ("features-list-extra-argument", ["features", "list", "bm25"], "bm25"),
+]
+
+
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory):
     """Good files (LETOR data, two rankers, an encoder, LETOR folds) and every bad file of ``BAD_FILES``."""
@@ -613,6 +800,7 @@ def workspace(tmp_path_factory):
 
     w = tmp_path_factory.mktemp("catalogue")
     for name, data in BAD_FILES.items():
+        (w / name).parent.mkdir(parents=True, exist_ok=True)
         (w / name).write_bytes(data)
     write_letor(w / "train.letor", synthetic(seed=0, n_queries=20, docs=10, n_features=6, names=NAMES))
     write_letor(w / "test.letor", synthetic(seed=2, n_queries=10, docs=10, n_features=6, names=NAMES))
@@ -641,7 +829,10 @@ def workspace(tmp_path_factory):
     (w / "badmeta.txt").write_bytes(raw_txt)
     (w / "badmeta.txt.meta.json").write_text("{oops")
     model_copy("oldmeta.txt", raw_txt, meta_txt | {"format": "ltrfeat.ranker/0"})
+    model_copy("nanleaf.txt", _nan_leaves(raw_txt), meta_txt)
     make("dssm").save(w / "enc.ltrenc")
+    _declaring(w / "enc.ltrenc", w / "bomb.ltrenc", [12000, 12000])
+    _declaring(w / "enc.ltrenc", w / "shape.ltrenc", [301, 300])
     flipped = bytearray((w / "enc.ltrenc").read_bytes())
     flipped[-5] ^= 0x01
     (w / "flipped.ltrenc").write_bytes(bytes(flipped))
@@ -654,6 +845,28 @@ def workspace(tmp_path_factory):
         write_letor(fold / f"{part}.letor", data)
     (w / "out").mkdir()
     return w
+
+
+def _nan_leaves(raw: bytes) -> bytes:
+    """A LightGBM model whose every leaf is NaN, written by LightGBM itself (consistent tree sizes)."""
+    import lightgbm as lgb
+
+    booster = lgb.Booster(model_str=raw.decode())
+    for tree in booster.dump_model()["tree_info"]:
+        for leaf in range(tree["num_leaves"]):
+            booster.set_leaf_output(tree["tree_index"], leaf, float("nan"))
+    return booster.model_to_string().encode()
+
+
+def _declaring(good: Path, out: Path, hidden: list) -> None:
+    """A copy of the bundle ``good`` whose header declares other hidden sizes (tensors and checksums untouched)."""
+    import safetensors.torch
+
+    raw = good.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(json.loads(raw[8 : 8 + n])["__metadata__"]["ltrenc"])
+    header["model"]["tower"]["hidden"] = hidden
+    out.write_bytes(safetensors.torch.save(safetensors.torch.load(raw), metadata={"ltrenc": json.dumps(header)}))
 
 
 def _listing(root: Path) -> set:
@@ -675,28 +888,46 @@ def _run(args, w, native: bool):
     return res.returncode, res.stdout, res.stderr, None
 
 
-def test_catalogue_has_at_least_100_cases_with_unique_ids():
+def _command_path(argv) -> str:
+    """The command an argument list runs (``letor validate``), found by walking the click app past the
+    top-level options."""
+    import click
+
+    group, path, args = cli, [], list(argv)
+    while args:
+        word = args.pop(0)
+        if word.startswith("-"):
+            option = next((p for p in group.params if word in p.opts), None)
+            if option is not None and not getattr(option, "is_flag", False) and not getattr(option, "count", False):
+                args.pop(0)  # its value
+            continue
+        command = group.commands.get(word) if isinstance(group, click.Group) else None
+        if command is None:
+            break
+        path.append(word)
+        if not isinstance(command, click.Group):
+            break
+        group = command
+    return " ".join(path)
+
+
+def _leaf_commands(group, prefix=()) -> set:
+    import click
+
+    found = set()
+    for name, command in group.commands.items():
+        if isinstance(command, click.Group):
+            found |= _leaf_commands(command, (*prefix, name))
+        else:
+            found.add(" ".join((*prefix, name)))
+    return found
+
+
+def test_catalogue_has_unique_ids_and_cases_for_every_command():
     ids = [c[0] for c in CASES]
-    assert len(ids) >= 100 and len(set(ids)) == len(ids)
-    commands = {c[1][0] if c[1][0] not in ("letor", "datasets") else " ".join(c[1][:2]) for c in CASES}
-    assert {
-        "letor validate",
-        "letor info",
-        "letor convert",
-        "extract",
-        "train-ranker",
-        "evaluate",
-        "rank",
-        "export-ranker",
-        "export-encoder",
-        "train-encoder",
-        "explain",
-        "serve",
-        "ablate",
-        "compare",
-        "datasets synth",
-        "datasets convert",
-    } <= commands
+    assert len(ids) >= 200 and len(set(ids)) == len(ids)
+    # a new command of the click app without a catalogue case fails here
+    assert _leaf_commands(cli) <= {_command_path(c[1]) for c in CASES}
 
 
 @pytest.mark.parametrize("case_id,args,needle", CASES, ids=[c[0] for c in CASES])
@@ -712,3 +943,89 @@ def test_bad_input_is_one_line_error(workspace, case_id, args, needle):
     assert lines[0].startswith("error: "), lines[0]
     assert needle.replace(W, str(workspace)) in lines[0], (needle, lines[0])
     assert _listing(workspace) == before, sorted(_listing(workspace) ^ before)
+
+
+# -- outputs that are not regular files: streamed straight to them, no sidecars beside them -------------
+STREAMED = [
+    ("convert", ["letor", "convert", TRAIN, "{o}"]),
+    ("convert-svmlight", ["letor", "convert", TRAIN, "{o}", "--to", "svmlight"]),
+    ("train-ranker", ["train-ranker", TRAIN, "--out", "{o}", "--n-estimators", "3", "--threads", "1"]),
+    ("rank", ["rank", M_TXT, TEST, "--out", "{o}"]),
+    ("rank-trec", ["rank", M_TXT, TEST, "--out", "{o}", "--format", "trec"]),
+    ("evaluate-per-query", ["evaluate", M_TXT, TEST, "--per-query", "{o}"]),
+    ("export-ranker", ["export-ranker", M_TXT, "--to", "es-ltr", "--out", "{o}"]),
+    ("extract", ["extract", "--pairs", f"{D}/judged.tsv", "--lexical", "bm25", "--out", "{o}"]),
+    ("embed", ["embed", "--docs", f"{D}/docs.tsv", "--encoder", f"dssm={ENC}", "--index", "i", "--out", "{o}"]),
+]
+
+
+@pytest.mark.parametrize("target", ["dash", "fifo"])
+@pytest.mark.parametrize("case_id,args", STREAMED, ids=[c[0] for c in STREAMED])
+def test_output_to_a_stream_is_written_straight_to_it(workspace, tmp_path, case_id, args, target):
+    import stat
+    import threading
+
+    before = _listing(workspace)
+    got = []
+    if target == "fifo":
+        out = tmp_path / "pipe"
+        os.mkfifo(out)
+        reader = threading.Thread(target=lambda: got.append(open(out, "rb").read()), daemon=True)
+        reader.start()
+    else:
+        out = "-"
+    res = CliRunner().invoke(cli, [a.replace("{o}", str(out)) for a in _argv(args, workspace)])
+    if target == "fifo":
+        reader.join(30)
+        assert stat.S_ISFIFO(os.stat(out).st_mode)
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["pipe"]  # no sidecar, no temporary file
+    else:
+        got.append(res.stdout_bytes)
+        assert not os.path.exists("-")
+    assert res.exit_code == 0, res.output
+    assert "Traceback" not in res.output and got and got[0].strip()
+    assert _listing(workspace) == before
+
+
+# -- hostile request bodies for the service: a one-line JSON error of the right status, quickly ---------
+SERVE_BODIES = [
+    ("escaped-quotes-1mb", "/score", b'{"query": "' + b'\\"' * 499_000, 400),
+    ("backslash-runs", "/score", b'{"query": "' + b"\\\\" * 200_000 + b'\\"' * 200_000, 400),
+    ("deep-brackets", "/score", b'{"query": "q", "candidates": ' + b"[" * 400_000, 400),
+    ("deep-objects", "/embed", b'{"a": ' * 100_000, 400),
+    ("huge-int-score", "/score", b'{"query": "q", "candidates": [{"docid": ' + b"7" * 5000 + b"}]}", 400),
+    ("huge-int-embed", "/embed", b'{"query": ' + b"-" + b"1" * 10_000 + b"}", 400),
+    ("huge-int-key-depth", "/score", b'{"query": "q", "n": [' * 20 + b"9" * 5000 + b"]}" * 20, 400),
+    ("lone-surrogate", "/embed", b'{"query": "\\ud800"}', 400),
+    ("not-utf8", "/score", b'{"query": "\xff\xfe"}', 400),
+    ("nan-scores", "/score", b'{"query": "q", "candidates": [{"docid": "d", "title": "t"}]}', 500),
+]
+
+
+class _Scorer:
+    feature_names = ["f"]
+    fields = ("title",)
+
+    def score(self, query, candidates):
+        return np.full(len(candidates), np.nan)
+
+    def query_params(self, query):
+        return {"keywords": query}
+
+
+@pytest.mark.parametrize("case_id,path,body,status", SERVE_BODIES, ids=[c[0] for c in SERVE_BODIES])
+def test_hostile_request_bodies_get_a_one_line_error(case_id, path, body, status):
+    import time
+
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from ltrfeat.serving.app import create_app
+
+    client = TestClient(create_app(_Scorer()), raise_server_exceptions=False)
+    start = time.perf_counter()
+    res = client.post(path, content=body, headers={"content-type": "application/json"})
+    assert time.perf_counter() - start < 5
+    assert res.status_code == status, res.text
+    detail = res.json()["detail"]
+    assert isinstance(detail, str) and "\n" not in detail and "Traceback" not in detail

@@ -6,6 +6,7 @@ The default suite runs a few hundred examples; ``-m slow`` runs >= 10,000 of the
 
 from __future__ import annotations
 
+import json
 import math
 import tempfile
 from pathlib import Path
@@ -104,3 +105,64 @@ def test_selection_and_mapping_specs_are_parsed_or_refused(spec):
         parse_column_mapping(spec)
     except LtrfeatError:
         pass
+
+
+# -- serve's request parsing and --config files (issue 34) ------------------------------------------------
+
+JSON_PIECES = st.sampled_from(
+    [b"{", b"}", b"[", b"]", b'"', b"\\", b'\\"', b"\\u", b"d800", b":", b",", b" ", b"1", b"-", b"e9", b".5"]
+    + [b"9" * 5000, b"NaN", b"Infinity", b"true", b"null", b'"query"', b'"candidates"', b"\xff", b"\xc3\xa9"]
+)
+json_bodies = st.one_of(
+    st.lists(JSON_PIECES, max_size=60).map(b"".join),
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=30,
+    ).map(lambda v: json.dumps(v).encode()),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(json_bodies, st.integers(1, 40))
+def test_request_bodies_are_parsed_or_refused_with_400(body, max_depth):
+    from ltrfeat.core.config_files import json_depth
+    from ltrfeat.serving.app import _Refused, parse_body
+
+    try:
+        value = parse_body(body, max_depth)
+    except _Refused as exc:
+        assert exc.status == 400 and "\n" not in exc.detail
+        return
+    assert json_depth(body) <= max_depth
+    json.dumps(value)  # what was accepted can be answered
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_json_depth_agrees_with_the_parser_on_valid_json(text):
+    from ltrfeat.core.config_files import json_depth
+
+    body = json.dumps([text, {"k": [text]}]).encode()
+    assert json_depth(body) == 3
+
+
+CONFIG_PIECES = st.sampled_from(
+    ["a", "b", "seed", " = ", ": ", "\n", "[", "]", "{", "}", ",", '"', "'", "&x ", "*x", "- ", "  ", "#", "1"]
+    + ["9" * 5000, "1e400", "nan", "inf", "true", "<<: *x", "!!python/object:os.system", "\t", "\\", "."]
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(CONFIG_PIECES, max_size=50).map("".join), st.sampled_from([".toml", ".yaml", ".json"]))
+def test_config_files_are_read_or_refused_in_one_line(text, suffix):
+    from ltrfeat.core.config_files import read_config
+
+    path = _TMP / f"settings{suffix}"
+    path.write_text(text, encoding="utf-8")
+    try:
+        values = read_config(path)
+    except LtrfeatError as exc:
+        assert "\n" not in str(exc) and str(path) in str(exc)
+        return
+    assert isinstance(values, dict)

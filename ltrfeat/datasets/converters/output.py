@@ -23,7 +23,7 @@ import pandas as pd
 from ltrfeat.core import tempfiles
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
 from ltrfeat.core.letor import write_letor
 from ltrfeat.core.splits import cut_queries, share_sizes
 from ltrfeat.core.text import write_table
@@ -49,16 +49,8 @@ def parse_split(spec: str | None) -> tuple[float, float, float] | None:
 
 
 def check_out_dir(out_dir, *, overwrite: bool) -> None:
-    """Refuse an existing non-empty ``out_dir`` unless ``overwrite``."""
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise LtrfeatError("output exists and is not a directory", path=out, fix="choose a directory path for --out")
-    if out.is_dir() and any(out.iterdir()) and not overwrite:
-        raise LtrfeatError(
-            "output directory exists and is not empty",
-            path=out,
-            fix="pass --overwrite to replace it, or choose another directory",
-        )
+    """Refuse an existing non-empty ``out_dir`` unless ``overwrite`` and ltrfeat wrote it."""
+    check_output_dir(out_dir, overwrite=overwrite, option="--out")
 
 
 def assign_splits(qids, shares, seed: int) -> dict[str, str]:
@@ -100,6 +92,7 @@ def _staging(out: Path):
     tmp = tempfiles.new_dir(out)
     try:
         yield tmp
+        mark_output_dir(tmp, kind="dataset")
         if out.exists():
             old = tempfiles.new_dir(out, suffix=".old")
             os.replace(out, old / out.name)

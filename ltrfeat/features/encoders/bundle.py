@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import struct
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import safetensors
 import safetensors.torch
 import torch
 
+from ltrfeat.core import limits
 from ltrfeat.core.errors import ModelFileError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.versions import library_versions
@@ -117,3 +119,37 @@ def _verify_tensors(header: dict, st_header: dict, payload: bytes, tensors: dict
             raise ModelFileError(
                 f"tensor {name!r} does not match its SHA-256 (a changed byte in the weights)", path=path, fix=fix
             )
+
+
+def build_checked(factory, config: dict, tensors: dict, *, path=None, what: str = "encoder"):
+    """``factory(config)`` -- a torch module -- built only after its declared size is checked.
+
+    The module is first built on the ``meta`` device (shapes, no memory): more parameters than
+    ``max_model_params`` (:mod:`ltrfeat.core.limits`), or a parameter whose shape differs from the
+    bundle's tensor of that name, is a :class:`ModelFileError` before anything is allocated (a few-MB
+    file declaring hidden sizes of 25,000 would otherwise take gigabytes before failing)."""
+    fix = "the file is damaged or from an incompatible ltrfeat; retrain it"
+    try:
+        with torch.device("meta"):
+            shapes = {name: tuple(t.shape) for name, t in factory(config).state_dict().items()}
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, NotImplementedError) as exc:
+        problem = " ".join(str(exc).split())[:300]
+        raise ModelFileError(f"{what} bundle holds an unusable model config: {problem}", path=path, fix=fix) from None
+    n_params = sum(math.prod(shape) for shape in shapes.values())
+    bound = limits.current().max_model_params
+    if n_params > bound:
+        raise ModelFileError(
+            f"the {what}'s model config declares {n_params:,} parameters, more than the limit of {bound:,}",
+            path=path,
+            fix="check where the file comes from; if it is genuine, raise ltrfeat --max-model-params",
+        )
+    for name, shape in shapes.items():
+        held = tensors.get(name)
+        if held is not None and tuple(held.shape) != shape:
+            raise ModelFileError(
+                f"{what} bundle does not match its model config: tensor {name!r} has shape {list(held.shape)} "
+                f"where the config declares {list(shape)}",
+                path=path,
+                fix=fix,
+            )
+    return factory(config)

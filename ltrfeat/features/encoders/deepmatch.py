@@ -53,7 +53,7 @@ from ltrfeat.core.duplicates import data_record
 from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.encoders import losses
-from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
+from ltrfeat.features.encoders.bundle import build_checked, read_bundle, write_bundle
 from ltrfeat.features.encoders.config import DeepMatchConfig
 from ltrfeat.features.encoders.encoder import check_texts, distinct
 from ltrfeat.features.encoders.epochs import (
@@ -348,7 +348,7 @@ class DeepMatch:
                 fix=f"write {config.get('architecture')}={path}",
             )
         try:
-            net = DeepMatchNet(config)
+            net = build_checked(DeepMatchNet, config, tensors, path=path, what="DeepMatch")
             net.load_state_dict(tensors, strict=True)
             model = cls(
                 analyzer=Analyzer.from_json(header["analyzer"]),

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
+from ltrfeat.features.encoders.bundle import build_checked, read_bundle, write_bundle
 from ltrfeat.features.encoders.model import TwoTowerModel
 from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.features.hashing import TrigramHasher
@@ -112,7 +112,7 @@ class Encoder:
         """Rebuild an encoder from a bundle header and its tensors (``path`` for messages)."""
         try:
             hasher = TrigramHasher.from_json(header["hasher"])
-            model = TwoTowerModel(header["model"])
+            model = build_checked(TwoTowerModel, header["model"], tensors, path=path)
             model.load_state_dict(tensors, strict=True)
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             problem = " ".join(str(exc).split())[:300]

@@ -1,0 +1,52 @@
+"""Worker processes that die with the process that started them.
+
+A ``kill -9`` of a command leaves no chance to stop its workers: without help, spawned workers (and
+multiprocessing's resource tracker, which waits for them) would run on as orphans. :func:`spawn_pool`
+starts workers that ask Linux to kill them when their parent dies (``prctl(PR_SET_PDEATHSIG)``);
+elsewhere a watchdog thread in each worker notices the parent is gone within a second.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+
+_PR_SET_PDEATHSIG = 1
+
+
+def spawn_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """A process pool of ``workers`` spawned processes (not forked: the caller may run torch or engine
+    threads, which fork would copy mid-flight) that die with this process."""
+    return concurrent.futures.ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=die_with_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """In a worker: end when process ``parent_pid`` ends (parent-death signal on Linux, else a watchdog)."""
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+    if not armed:
+        threading.Thread(target=_watch, args=(parent_pid,), daemon=True, name="ltrfeat-parent-watchdog").start()
+
+
+def _watch(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(1.0)
+    os._exit(1)
