@@ -1,6 +1,14 @@
-"""docs/ pages run as written: the ``python`` blocks of api.md (one page at a time in a scratch directory), and every
-```bash and ```python block of shipping.md and new-ranker.md in page order, from a scratch directory that links the
-committed ``data/`` (bash blocks in bash with this checkout's ``ltrfeat`` first on the PATH)."""
+"""Every ```bash and ```python block of README.md and docs/*.md runs verbatim.
+
+Each file's blocks run in order in a scratch directory holding a link to the committed ``data/``, an empty
+``out/`` and, beside it, a link to ``../shared`` (the real data sets, when present). ``ltrfeat`` lines run
+in-process through the click application; other shell lines run in bash with this checkout's ``ltrfeat`` on
+the PATH; Python blocks share one namespace per file. ``make`` and ``pip install`` lines are not run.
+
+A directive on the line before a fence changes that: ``<!-- doctest: slow -->`` runs the block only under
+``-m slow`` (and skips the file politely when it reads ``../shared/datasets`` that is absent);
+``<!-- doctest: skip REASON -->`` never runs it. Fences in other languages (``text``, ...) are not run.
+"""
 
 from __future__ import annotations
 
@@ -9,100 +17,217 @@ import io
 import json
 import os
 import re
-import signal
+import shlex
 import subprocess
 import sys
+import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
-from ltrfeat.rankers import registry
+from ltrfeat.cli.main import cli
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-ROOT = DOCS.parent
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+DOC_FILES = ["README.md", *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))]
+RUN_LANGUAGES = ("bash", "python")
+MAX_SKIPS = 12  # skipped blocks over every file: a skip is an example nobody checks
+
+FENCE = re.compile(r"^```(\S*)\s*$")
+DIRECTIVE = re.compile(r"^<!--\s*doctest:\s*(\S+)\s*(.*?)\s*-->\s*$")
+HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?")
+NOT_RUN = ("make ", "pip install ")
+SHELL_SYNTAX = {"&&", "||", "|", ";", "&", ">", ">>", "<", "2>", "2>&1"}
 
 
-def python_blocks(page: str) -> list[str]:
-    text = (DOCS / page).read_text(encoding="utf-8")
-    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+@dataclass(frozen=True)
+class Block:
+    path: str
+    line: int  # 1-based line of the opening fence
+    language: str
+    code: str
+    mode: str  # "run", "slow" or "skip"
+    reason: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}"
 
 
-def run_page(page: str) -> str:
-    """Every python block of ``page`` in one namespace, as a reader pastes them one after the other; the output."""
-    out, namespace = io.StringIO(), {"__name__": "docs"}
+def parse(path: str) -> list[Block]:
+    """The fenced blocks of one file, with the directive on the line before each."""
+    lines = (ROOT / path).read_text(encoding="utf-8").splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        fence = FENCE.match(lines[i])
+        if not fence:
+            directive = DIRECTIVE.match(lines[i])
+            assert not directive or (i + 1 < len(lines) and FENCE.match(lines[i + 1])), (
+                f"{path}:{i + 1}: a doctest directive must be on the line right before a fence"
+            )
+            i += 1
+            continue
+        start = i
+        i += 1
+        while i < len(lines) and lines[i].rstrip() != "```":
+            i += 1
+        assert i < len(lines), f"{path}:{start + 1}: fence never closed"
+        mode, reason = "run", ""
+        directive = DIRECTIVE.match(lines[start - 1]) if start else None
+        if directive:
+            mode, reason = directive.groups()
+            assert mode in ("slow", "skip"), f"{path}:{start}: unknown doctest directive {mode!r} (slow, skip)"
+        code = "\n".join(lines[start + 1 : i]) + "\n"
+        blocks.append(Block(path, start + 1, fence.group(1), code, mode, reason))
+        i += 1
+    return blocks
+
+
+def shell_commands(code: str) -> list[str]:
+    """Commands of a shell block: continuation lines joined, a here-document kept with its command."""
+    lines, commands, i = code.splitlines(), [], 0
+    while i < len(lines):
+        command = lines[i]
+        while command.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            command = command[:-1] + " " + lines[i].strip()
+        heredoc = HEREDOC.search(command)
+        if heredoc and not command.lstrip().startswith("#"):
+            end = i + 1
+            while end < len(lines) and lines[end].strip() != heredoc.group(1):
+                end += 1
+            command = "\n".join([command, *lines[i + 1 : end + 1]])
+            i = end
+        commands.append(command.strip())
+        i += 1
+    return [c for c in commands if c and not c.startswith("#") and not c.startswith(NOT_RUN)]
+
+
+def in_process(command: str) -> tuple[dict[str, str], list[str]] | None:
+    """``(environment, arguments)`` for a plain ``ltrfeat`` command line, else None (it needs a shell)."""
+    if "\n" in command or "$" in command or "`" in command:
+        return None
+    words = shlex.split(command, comments=True)
+    env = {}
+    while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", words[0]):
+        name, value = words.pop(0).split("=", 1)
+        env[name] = value
+    if not words or words[0] != "ltrfeat" or SHELL_SYNTAX & set(words):
+        return None
+    return env, words[1:]
+
+
+def run_shell(command: str, block: Block) -> str:
+    if parsed := in_process(command):
+        env, args = parsed
+        result = CliRunner().invoke(cli, args, env=env)
+        if result.exit_code != 0:
+            trace = "".join(traceback.format_exception(*result.exc_info)) if result.exc_info else ""
+            pytest.fail(f"{block.where}: `{command}` exited {result.exit_code}:\n{result.output}{trace}")
+        return result.output
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, f"{block.where}: `{command}` exited {done.returncode}:\n{done.stdout}{done.stderr}"
+    return done.stdout
+
+
+def run_python(block: Block, namespace: dict) -> str:
+    out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        for block in python_blocks(page):
-            exec(compile(block, str(DOCS / page), "exec"), namespace)
+        exec(compile(block.code, block.where, "exec"), namespace)
     return out.getvalue()
 
 
-def test_api_page_composes_text_folds_with_run_ablation(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    assert len(python_blocks("api.md")) == 2
-    lines = run_page("api.md").splitlines()
-    assert lines[0] == ("query fold 1 of 3 of world/judged.tsv, encoder columns cross-fitted (see Cross-fitting)")
-    assert any(line.startswith("lexical+dssm-generalized vs lexical, ndcg@10: ") for line in lines)
-    report, recommended = lines[-1].split(" ", 1)
-    assert report == "report/report.md" and (tmp_path / report).exists() and recommended
-
-
-def blocks(page: Path) -> list[tuple[str, str]]:
-    """``(language, code)`` of the page's bash and python blocks, in order."""
-    return re.findall(r"```(bash|python)\n(.*?)```", page.read_text(encoding="utf-8"), flags=re.S)
-
-
-def run_bash(code: str, cwd: Path) -> str:
-    env = os.environ | {
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
-    }
-    proc = subprocess.Popen(
-        ["bash", "-euo", "pipefail", "-c", code],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # a background server the block starts goes down with it
-    )
-    try:
-        out, _ = proc.communicate(timeout=900)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-    assert proc.returncode == 0, out.decode(errors="replace")[-3000:]
-    return out.decode(errors="replace")
+def run_file(path: str, modes: tuple[str, ...]) -> list[tuple[Block, str]]:
+    """Run a file's blocks of the given modes in order; returns each block with what it printed."""
+    namespace: dict = {"__name__": "docs"}
+    outputs = []
+    for block in parse(path):
+        if block.language not in RUN_LANGUAGES or block.mode not in modes:
+            continue
+        if block.language == "python":
+            outputs.append((block, run_python(block, namespace)))
+        else:
+            outputs.append((block, "".join(run_shell(c, block) for c in shell_commands(block.code))))
+    return outputs
 
 
 @pytest.fixture
 def scratch(tmp_path, monkeypatch):
-    (tmp_path / "data").symlink_to(ROOT / "data")
-    (tmp_path / "out").mkdir()
-    monkeypatch.chdir(tmp_path)
-    kinds = registry.names()
-    yield tmp_path
-    for name in set(registry.names()) - set(kinds):  # kinds a page registers
-        registry.unregister(name)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "data").symlink_to(ROOT / "data")
+    (work / "out").mkdir()
+    if SHARED.is_dir():
+        (tmp_path / "shared").symlink_to(SHARED)
+    monkeypatch.chdir(work)
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch else None
+    yield work
+    if threads:  # a command's --threads must not leak into the tests that follow
+        torch.set_num_threads(threads)
 
 
-@pytest.mark.parametrize("name", ["shipping.md", "new-ranker.md"])
-def test_page_runs_as_written(name, scratch):
-    page = DOCS / name
-    namespace: dict = {"__name__": "docs"}
-    outputs = []
-    for language, code in blocks(page):
-        if language == "bash":
-            outputs.append(run_bash(code, scratch))
-        else:
-            out = io.StringIO()
-            with contextlib.redirect_stdout(out):
-                exec(compile(code, str(page), "exec"), namespace)
-            outputs.append(out.getvalue())
-    if page.name == "shipping.md":
-        meta = json.loads((scratch / "out" / "ranker-ship.txt.meta.json").read_text())
-        assert meta["kind"] in registry.deployable("es-ltr") and f"saved the {meta['kind']} ranker" in outputs[0]
-        (answer,) = [json.loads(line) for line in outputs[1].splitlines() if line.startswith('{"')]
-        assert sorted(answer["order"]) == ["D00556", "D00616"] and len(answer["scores"]) == 2
-        manifest = json.loads((scratch / "out" / "os-model.json.export.json").read_text())
-        assert "POST _ltr/_featureset/products/_createmodel" in manifest["upload"][3]
-    if page.name == "new-ranker.md":
-        assert outputs[1].startswith("chosen: ") and "FeatureSum" in outputs[1]
+def evaluate_json(*args: str) -> dict:
+    result = CliRunner().invoke(cli, ["evaluate", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["metrics"]
+
+
+def check_rankers(work: Path, outputs: list[tuple[Block, str]]) -> None:
+    """The scikit-learn pipeline scores sensibly; re-ranking BM25's run lifts NDCG@10 over it."""
+    pipeline = next(out for block, out in outputs if "Pipeline(" in block.code)
+    assert 0.5 < float(pipeline.strip().splitlines()[-1]) <= 1.0
+    metrics = "ndcg@10,recall@20,map,mrr"
+    bm25 = evaluate_json("--qrels", "out/qrels.txt", "--run", "out/bm25.run", "--metrics", metrics)
+    reranked = evaluate_json("--qrels", "out/qrels.txt", "--run", "out/reranked.run", "--metrics", metrics)
+    assert reranked["ndcg@10"] > bm25["ndcg@10"]
+    assert (work / "out" / "reranked.run").read_text().split("\n")[0].endswith(" lambdamart")
+
+
+CHECKS = {"docs/rankers.md": check_rankers}
+
+
+@pytest.mark.parametrize("path", DOC_FILES)
+def test_docs_blocks_run(path, scratch):
+    outputs = run_file(path, ("run",))
+    if path in CHECKS:
+        CHECKS[path](scratch, outputs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", DOC_FILES)
+def test_docs_blocks_run_with_slow_ones(path, scratch):
+    slow = [b for b in parse(path) if b.mode == "slow" and b.language in RUN_LANGUAGES]
+    if not slow:
+        pytest.skip(f"{path} has no slow block")
+    if any("../shared/datasets" in b.code for b in slow) and not (SHARED / "datasets").is_dir():
+        pytest.skip(f"{path} reads ../shared/datasets, which is not on this machine")
+    run_file(path, ("run", "slow"))
+
+
+def test_skips_have_reasons_and_stay_few():
+    skips = [b for path in DOC_FILES for b in parse(path) if b.mode == "skip"]
+    assert all(b.reason for b in skips), [b.where for b in skips if not b.reason]
+    assert len(skips) <= MAX_SKIPS, [f"{b.where}: {b.reason}" for b in skips]
+
+
+def test_parser_reads_directives_heredocs_and_continuations(tmp_path, monkeypatch):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "<!-- doctest: skip needs a cluster -->\n```bash\nltrfeat serve\n```\n"
+        "<!-- doctest: slow -->\n```python\nx = 1\n```\n```text\nnot run\n```\n```bash\n"
+        "ltrfeat letor info a \\\n    --json   # note\ncat > s.toml <<'TOML'\n[a]\nb = 1\nTOML\nmake demo\n```\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    skip, slow, text, bash = parse("page.md")
+    assert (skip.mode, skip.reason, slow.mode, text.language) == ("skip", "needs a cluster", "slow", "text")
+    first, heredoc = shell_commands(bash.code)
+    assert in_process(first) == ({}, ["letor", "info", "a", "--json"])
+    assert heredoc.endswith("TOML") and in_process(heredoc) is None
+    assert in_process("LTRFEAT_X=1 ltrfeat serve --port 1") == ({"LTRFEAT_X": "1"}, ["serve", "--port", "1"])
+    assert in_process("ltrfeat letor validate a && echo ok") is None
