@@ -150,7 +150,7 @@ def split(pairs: pd.DataFrame):
 
 
 def test_pipeline_from_pairs_to_scores_equals_the_extract_path():
-    """The README pipeline: pairs DataFrame -> lexical features -> LambdaMART -> scores."""
+    """The pipeline of docs/rankers.md: pairs DataFrame -> lexical features -> LambdaMART -> scores."""
     pairs = read_judged_pairs(DATA / "judged.tsv")
     train, test = split(pairs)
     pipe = Pipeline(

@@ -239,7 +239,7 @@ def test_cli_evaluate_run_matches_library_and_refuses_mixed_modes(tmp_path):
 
 
 def test_rerank_a_bm25_run_then_evaluate(tmp_path):
-    """The README story: a first-stage BM25 run, re-ranked by a LambdaMART over lexical features
+    """The re-ranking story of docs/rankers.md: a first-stage BM25 run, re-ranked by a LambdaMART over lexical features
     (computed from the texts), written as a TREC run and evaluated with trec_eval's conventions."""
     from ltrfeat.features.retrieval import BM25Retriever
     from ltrfeat.core.text import read_docs, read_judged_pairs, read_queries
