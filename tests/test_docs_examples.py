@@ -188,7 +188,16 @@ def check_rankers(work: Path, outputs: list[tuple[Block, str]]) -> None:
     assert (work / "out" / "reranked.run").read_text().split("\n")[0].endswith(" lambdamart")
 
 
-CHECKS = {"docs/rankers.md": check_rankers}
+def check_api(work: Path, outputs: list[tuple[Block, str]]) -> None:
+    """text_folds composes with run_ablation: fold descriptions, a comparison line, the report and its verdict."""
+    lines = "".join(out for block, out in outputs if block.language == "python").splitlines()
+    assert lines[0] == "query fold 1 of 3 of world/judged.tsv, encoder columns cross-fitted (see Cross-fitting)"
+    assert any(line.startswith("lexical+dssm-generalized vs lexical, ndcg@10: ") for line in lines)
+    report, recommended = lines[-1].split(" ", 1)
+    assert report == "report/report.md" and (work / report).exists() and recommended
+
+
+CHECKS = {"docs/rankers.md": check_rankers, "docs/api.md": check_api}
 
 
 @pytest.mark.parametrize("path", DOC_FILES)
