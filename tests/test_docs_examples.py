@@ -18,6 +18,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import traceback
@@ -28,6 +29,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
+from ltrfeat.rankers import registry
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -120,6 +122,8 @@ def in_process(command: str) -> tuple[dict[str, str], list[str]] | None:
 
 
 def run_shell(command: str, block: Block) -> str:
+    """One command: in-process when it is a plain ``ltrfeat`` line, else in bash (a whole block, when it needs one
+    shell: a server started in the background goes down with the block's process group)."""
     if parsed := in_process(command):
         env, args = parsed
         result = CliRunner().invoke(cli, args, env=env)
@@ -129,9 +133,21 @@ def run_shell(command: str, block: Block) -> str:
         return result.output
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", command], env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{block.where}: `{command}` exited {done.returncode}:\n{done.stdout}{done.stderr}"
-    return done.stdout
+    proc = subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", command],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=900)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.returncode == 0, f"{block.where}: `{command}` exited {proc.returncode}:\n{out[-3000:]}"
+    return out
 
 
 def run_python(block: Block, namespace: dict) -> str:
@@ -151,7 +167,10 @@ def run_file(path: str, modes: tuple[str, ...]) -> list[tuple[Block, str]]:
         if block.language == "python":
             outputs.append((block, run_python(block, namespace)))
         else:
-            outputs.append((block, "".join(run_shell(c, block) for c in shell_commands(block.code))))
+            commands = shell_commands(block.code)
+            if not all(in_process(c) for c in commands):
+                commands = ["\n".join(line for line in block.code.splitlines() if not line.startswith(NOT_RUN))]
+            outputs.append((block, "".join(run_shell(c, block) for c in commands)))
     return outputs
 
 
@@ -164,11 +183,14 @@ def scratch(tmp_path, monkeypatch):
     if SHARED.is_dir():
         (tmp_path / "shared").symlink_to(SHARED)
     monkeypatch.chdir(work)
+    kinds = registry.names()
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch else None
     yield work
     if threads:  # a command's --threads must not leak into the tests that follow
         torch.set_num_threads(threads)
+    for name in set(registry.names()) - set(kinds):  # kinds a page registers
+        registry.unregister(name)
 
 
 def evaluate_json(*args: str) -> dict:
@@ -197,7 +219,29 @@ def check_api(work: Path, outputs: list[tuple[Block, str]]) -> None:
     assert report == "report/report.md" and (work / report).exists() and recommended
 
 
-CHECKS = {"docs/rankers.md": check_rankers, "docs/api.md": check_api}
+def check_shipping(work: Path, outputs: list[tuple[Block, str]]) -> None:
+    """The shipped ranker is deployable, the service answers, the OpenSearch upload steps are in the manifest."""
+    printed = [out for _, out in outputs]
+    meta = json.loads((work / "out" / "ranker-ship.txt.meta.json").read_text())
+    assert meta["kind"] in registry.deployable("es-ltr") and f"saved the {meta['kind']} ranker" in printed[0]
+    (answer,) = [json.loads(line) for line in printed[1].splitlines() if line.startswith('{"')]
+    assert sorted(answer["order"]) == ["D00556", "D00616"] and len(answer["scores"]) == 2
+    manifest = json.loads((work / "out" / "os-model.json.export.json").read_text())
+    assert "POST _ltr/_featureset/products/_createmodel" in manifest["upload"][3]
+
+
+def check_new_ranker(work: Path, outputs: list[tuple[Block, str]]) -> None:
+    """The registered toy kind is chosen by model selection."""
+    printed = [out for _, out in outputs]
+    assert printed[1].startswith("chosen: ") and "FeatureSum" in printed[1]
+
+
+CHECKS = {
+    "docs/rankers.md": check_rankers,
+    "docs/api.md": check_api,
+    "docs/shipping.md": check_shipping,
+    "docs/new-ranker.md": check_new_ranker,
+}
 
 
 @pytest.mark.parametrize("path", DOC_FILES)
