@@ -2,6 +2,7 @@
 
 import contextlib
 import dataclasses
+from pathlib import Path
 
 import lightgbm as lgb
 import numpy as np
@@ -227,7 +228,8 @@ def test_cli_train_ranker_and_ablate_with_dask(tmp_path, client, monkeypatch):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "report" / "report.md").exists()
     assert "--dask local:2" in runner.invoke(cli, ["train-ranker", "--help"]).output
-    assert "--dask local:2" in runner.invoke(cli, ["ablate", "--help"]).output
+    assert "--dask SCHEDULER|local[:N]" in runner.invoke(cli, ["ablate", "--help"]).output  # examples: docs/ablate.md
+    assert "--dask local:2" in (Path(__file__).resolve().parents[1] / "docs" / "ablate.md").read_text()
 
 
 # ---------------------------------------------------------------------------- real data

@@ -21,6 +21,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import types
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,8 +160,10 @@ def run_python(block: Block, namespace: dict) -> str:
 
 def run_file(path: str, modes: tuple[str, ...]) -> list[tuple[Block, str]]:
     """Run a file's blocks of the given modes in order; returns each block with what it printed."""
-    namespace: dict = {"__name__": "docs"}
+    module = types.ModuleType("docs_example")  # dataclasses in a block look their module up in sys.modules
+    namespace = module.__dict__
     outputs = []
+    sys.modules[module.__name__] = module
     for block in parse(path):
         if block.language not in RUN_LANGUAGES or block.mode not in modes:
             continue
@@ -171,6 +174,7 @@ def run_file(path: str, modes: tuple[str, ...]) -> list[tuple[Block, str]]:
             if not all(in_process(c) for c in commands):
                 commands = ["\n".join(line for line in block.code.splitlines() if not line.startswith(NOT_RUN))]
             outputs.append((block, "".join(run_shell(c, block) for c in commands)))
+    del sys.modules[module.__name__]
     return outputs
 
 

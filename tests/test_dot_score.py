@@ -347,14 +347,20 @@ def test_scorer_refuses_an_encoder_of_the_other_score(served_world):
     from ltrfeat.serving.scorer import Scorer
 
     w = served_world
-    with pytest.raises(LtrfeatError, match="needs dssm_title_dot but encoder dssm=.*gives dssm_title_cos"):
+    with pytest.raises(LtrfeatError, match="is not the bundle the ranker.s dssm_title_dot was extracted with"):
         Scorer.load(
             w["ranker"],
             corpus_stats=w["corpus"],
             encoders={"dssm": w["root"] / "cosine.ltrenc", "deepmatch": w["root"] / "dm.ltrenc"},
         )
-    with pytest.raises(LtrfeatError, match="cannot compute: deepmatch_title_score"):
-        Scorer.load(w["ranker"], corpus_stats=w["corpus"], encoders={"dssm": w["root"] / "dot.ltrenc"})
+    # without the bundle the ranker's record names (moved away), its column cannot be computed
+    recorded, away = w["root"] / "dm.ltrenc", w["root"] / "dm.ltrenc.away"
+    recorded.rename(away)
+    try:
+        with pytest.raises(LtrfeatError, match="cannot compute: deepmatch_title_score"):
+            Scorer.load(w["ranker"], corpus_stats=w["corpus"], encoders={"dssm": w["root"] / "dot.ltrenc"})
+    finally:
+        away.rename(recorded)
 
 
 def test_scorer_with_a_dot_onnx_export(served_world, tmp_path):
