@@ -30,6 +30,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
+from ltrfeat.features.encoders.registry import encoder_kinds, unregister_encoder
 from ltrfeat.rankers import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -187,7 +188,7 @@ def scratch(tmp_path, monkeypatch):
     if SHARED.is_dir():
         (tmp_path / "shared").symlink_to(SHARED)
     monkeypatch.chdir(work)
-    kinds = registry.names()
+    kinds, encoders = registry.names(), set(encoder_kinds())
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch else None
     yield work
@@ -195,6 +196,8 @@ def scratch(tmp_path, monkeypatch):
         torch.set_num_threads(threads)
     for name in set(registry.names()) - set(kinds):  # kinds a page registers
         registry.unregister(name)
+    for name in set(encoder_kinds()) - encoders:
+        unregister_encoder(name)
 
 
 def evaluate_json(*args: str) -> dict:
