@@ -168,6 +168,28 @@ def test_extract_warns_about_an_encoders_training_queries(clsm, tmp_path):
     assert scorer.score("a query nobody asked", [{"docid": "D1", "title": "a fan"}]).shape == (1,)
 
 
+def test_pyterrier_features_warn_or_refuse_an_encoders_training_queries(clsm):
+    """PyTerrier's Features has the CLI's --strict: refuse a frame with a query the encoder was trained on."""
+    pytest.importorskip("pyterrier")
+    from ltrfeat.core.errors import LtrfeatError
+    from ltrfeat.features.neural import EncoderExtractor
+    from ltrfeat.serving import pyterrier as ltr
+
+    encoder = EncoderExtractor(name="clsm", path=clsm, field="title").fit()
+    frame = pd.DataFrame(
+        {"qid": ["1", "1", "2"], "query": ["fan oil rubbed bronze"] * 2 + ["nobody asked this"], "docno": list("abc")}
+        | {"title": ["a fan", "oil", "bronze"]}
+    )
+    with pytest.warns(LtrfeatWarning, match="encoder clsm was trained on 1 of the 2 queries scored"):
+        lenient = ltr.Features([encoder]).transform(frame)
+    with pytest.raises(LtrfeatError, match="encoder clsm was trained on 1 of the queries to score"):
+        ltr.Features([encoder], strict=True).transform(frame)
+    held_out = frame.iloc[2:]
+    np.testing.assert_array_equal(
+        ltr.Features([encoder], strict=True).transform(held_out)["features"].iat[0], lenient["features"].iat[2]
+    )
+
+
 def test_the_guard_counts_distinct_queries_by_normalised_text():
     pairs = pd.DataFrame({"qid": ["1", "2"], "query": ["Wiper  Blades", "fan"], "doc": ["a", "b"], "label": [1, 0]})
     record = trained_queries_record(pairs)["trained_queries"]

@@ -55,6 +55,25 @@ def test_every_builtin_model_follows_the_protocol(planted):
         assert len(model.predict(fold.test)) == len(fold.test) and isinstance(model.describe(), dict)
 
 
+def test_every_kind_round_trips_through_save_and_load(planted, tmp_path):
+    """A loaded model reports the kind it was saved as, tuned kinds included (their models look untuned)."""
+    from ltrfeat.rankers.models import kind_of, load_ranker, save_ranker
+    from ltrfeat.rankers.selection import Candidates
+
+    fold = planted[0]
+    settings = Candidates(fold.train.feature_map.names, {"n_estimators": 5, "n_jobs": 1})
+    for name in registry.names():
+        tuned = {"num_leaves": 7} if registry.get(name).tunes == "lightgbm" else None
+        tuned = {"max_depth": 3} if registry.get(name).tunes == "xgboost" else tuned
+        model = settings.make(name, seed=0, tuned=tuned).fit(fold.train, fold.valid)
+        save_ranker(model, tmp_path / f"{name}.model", kind=name)
+        loaded = load_ranker(tmp_path / f"{name}.model")
+        assert kind_of(loaded) == name and kind_of(model) == name
+        np.testing.assert_allclose(loaded.predict(fold.test), model.predict(fold.test), rtol=1e-6, atol=1e-6)
+        save_ranker(loaded, tmp_path / f"{name}.again")  # no kind given: the loaded one is kept
+        assert kind_of(load_ranker(tmp_path / f"{name}.again")) == name
+
+
 @pytest.fixture
 def feature_sum():
     """docs/new-ranker.md's module, run as written (it registers ``feature-sum``)."""

@@ -26,12 +26,13 @@ def kind_of(model) -> str:
 def save_ranker(model, path, *, kind: str | None = None, extra: dict | None = None) -> None:
     """Write any fitted ranker to ``path`` (+ ``path.meta.json``).
 
-    kind : the kind to record (default: the first registered kind that owns the model; give it for a
-        tuned kind, whose models look like the untuned ones).
+    kind : the kind to record (default: :func:`kind_of`; give it for a freshly fitted model of a tuned
+        kind, whose models look like the untuned ones). The model's ``kind_`` is set to it.
     extra : merged into the metadata (e.g. the selection that chose it).
     """
     spec = registry.get(kind) if kind is not None else registry.kind_of(model)
     spec.implementation().save(model, path, dict(extra or {}) | {"kind": spec.name})
+    model.kind_ = spec.name
 
 
 def read_meta(path) -> dict:
@@ -71,4 +72,7 @@ def load_ranker(path):
     if hasattr(path, "predict"):
         return path
     meta = read_meta(path)
-    return registry.get(stored_kind(meta)).implementation().load(Path(path), meta)
+    kind = stored_kind(meta)
+    model = registry.get(kind).implementation().load(Path(path), meta)
+    model.kind_ = kind  # kind_of(model) names it (a tuned kind's models look like the untuned ones)
+    return model

@@ -140,7 +140,11 @@ def deployable(target: str) -> tuple[str, ...]:
 
 
 def kind_of(model) -> RankerKind:
-    """The first registered kind that owns ``model``."""
+    """The kind recorded on ``model`` (``kind_``, set when it was saved or loaded) when that kind owns it,
+    else the first registered kind that owns it (a tuned kind's models look like the untuned ones)."""
+    recorded = _KINDS.get(getattr(model, "kind_", None))
+    if recorded is not None and recorded.owns(model):
+        return recorded
     for kind in _KINDS.values():
         if kind.owns(model):
             return kind

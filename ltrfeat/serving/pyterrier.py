@@ -20,10 +20,12 @@ ltrfeat frames call them ``qid, query, docid`` and name the fields (``title``, `
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
 
 try:  # an optional extra: the module imports without it and explains on first use
     import pyterrier as pt
@@ -80,10 +82,20 @@ class Features(_Base):
         unfitted ones together with ``docs`` (a documents table with ``docid`` and the fields) to fit on.
     fields : ``{ltrfeat field: frame column}``; unmapped fields use the same-named column, else ``text``.
     append : append to an existing ``features`` column instead of replacing it.
+    strict : refuse (raise :class:`~ltrfeat.core.errors.LtrfeatError`, nothing returned) a frame holding a query
+        an encoder was trained on, as the CLI's ``--strict`` does; otherwise each frame with such queries
+        gives one :class:`~ltrfeat.core.errors.LtrfeatWarning` per encoder, with the count
+        (:mod:`ltrfeat.features.leakage`).
     """
 
     def __init__(
-        self, extractors, *, docs: pd.DataFrame | None = None, fields: dict | None = None, append: bool = True
+        self,
+        extractors,
+        *,
+        docs: pd.DataFrame | None = None,
+        fields: dict | None = None,
+        append: bool = True,
+        strict: bool = False,
     ):
         _require()
         from ltrfeat.features.extract import fit_extractors
@@ -91,6 +103,7 @@ class Features(_Base):
         self.extractors = fit_extractors(list(extractors), docs) if docs is not None else list(extractors)
         self.fields = dict(fields or {})
         self.append = append
+        self.strict = strict
         self._scorer = None
 
     @classmethod
@@ -102,13 +115,17 @@ class Features(_Base):
         encoders: dict | None = None,
         fields: dict | None = None,
         lexical_params: dict | None = None,
+        strict: bool = False,
     ) -> "Features":
         """Exactly the features ``ranker`` (a model file of any kind, or a fitted ranker) was trained on, in its order --
-        what :class:`Ranker` needs (built as ``ltrfeat serve`` builds them)."""
+        what :class:`Ranker` needs (built as ``ltrfeat serve`` builds them, with its checks of the ranker's
+        recorded settings; ``strict`` as for the class)."""
         from ltrfeat.serving.scorer import Scorer
 
-        scorer = Scorer.load(ranker, encoders=encoders, corpus_stats=corpus_stats, lexical_params=lexical_params)
-        self = cls(scorer.extractors, fields=fields, append=False)
+        scorer = Scorer.load(
+            ranker, encoders=encoders, corpus_stats=corpus_stats, lexical_params=lexical_params, strict=strict
+        )
+        self = cls(scorer.extractors, fields=fields, append=False, strict=strict)
         self._scorer = scorer
         return self
 
@@ -128,7 +145,13 @@ class Features(_Base):
         return list(dict.fromkeys(fields))
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
+        from ltrfeat.features.leakage import LeakageGuard
+
         pairs = _pairs(res, self._needed_fields(), self.fields)
+        guard = LeakageGuard(self.extractors, strict=self.strict)
+        guard.add(pairs["qid"], pairs["query"])  # strict: raises before any feature is computed
+        for message in guard.messages():
+            warnings.warn(message, LtrfeatWarning, stacklevel=2)
         if not len(pairs):
             return _with_features(res, np.zeros((0, len(self.feature_names())), np.float32), self.append)
         if self._scorer is not None:  # the ranker's columns, in its order, one query at a time
