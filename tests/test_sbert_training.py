@@ -204,6 +204,39 @@ def test_bad_bundles_give_one_line_errors(trained, tmp_path):
         SbertFinetuned.load(tmp_path / "missing.ltrenc")
 
 
+@pytest.mark.parametrize(
+    "change, limit, needle",
+    [
+        ({"hidden_size": 25_000, "intermediate_size": 25_000}, None, "more than the limit of 250,000,000"),
+        ({}, 100_000, "more than the limit of 100,000"),
+        ({"intermediate_size": 65}, None, "where the config declares"),
+    ],
+    ids=["default-limit", "option", "shape-mismatch"],
+)
+def test_declared_sizes_are_checked_before_the_model_is_built(tiny_base, tmp_path, change, limit, needle):
+    """A crafted bundle (config.json edited, tensors and checksums untouched) is refused before allocation."""
+    import resource
+
+    from sentence_transformers import SentenceTransformer
+
+    from ltrfeat.core import limits
+
+    SbertFinetuned({"shared": SentenceTransformer(str(tiny_base), device="cpu")}, max_seq_length=32).save(
+        tmp_path / "ok.ltrenc"
+    )
+    header, tensors = read_bundle(tmp_path / "ok.ltrenc", kind="sbert-ft")
+    header = {k: v for k, v in header.items() if k not in ("format", "format_version", "kind", "library_versions")}
+    config = json.loads(header["files"]["shared"]["config.json"]["text"])
+    header["files"]["shared"]["config.json"]["text"] = json.dumps(config | change)
+    write_bundle(tmp_path / "bomb.ltrenc", kind="sbert-ft", header=header, tensors=tensors)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with limits.using(max_model_params=limit), pytest.raises(ModelFileError, match=needle) as info:
+        load_encoder("sbert-ft", tmp_path / "bomb.ltrenc")
+    assert "\n" not in str(info.value) and "bomb.ltrenc" in str(info.value)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing large was built
+    assert SbertFinetuned.load(tmp_path / "ok.ltrenc").dim == 32
+
+
 def test_argument_errors(tiny_base, tmp_path):
     pairs = make_pairs(8)
     with pytest.raises(ValueError, match="layers"):

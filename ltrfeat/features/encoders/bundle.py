@@ -121,10 +121,10 @@ def _verify_tensors(header: dict, st_header: dict, payload: bytes, tensors: dict
             )
 
 
-def build_checked(factory, config: dict, tensors: dict, *, path=None, what: str = "encoder"):
-    """``factory(config)`` -- a torch module -- built only after its declared size is checked.
+def check_declared(factory, config, tensors: dict, *, path=None, what: str = "encoder") -> int:
+    """The number of parameters ``factory(config)`` -- a torch module -- would have, checked before it is built.
 
-    The module is first built on the ``meta`` device (shapes, no memory): more parameters than
+    The module is built on the ``meta`` device (shapes, no memory): more parameters than
     ``max_model_params`` (:mod:`ltrfeat.core.limits`), or a parameter whose shape differs from the
     bundle's tensor of that name, is a :class:`ModelFileError` before anything is allocated (a few-MB
     file declaring hidden sizes of 25,000 would otherwise take gigabytes before failing)."""
@@ -132,17 +132,11 @@ def build_checked(factory, config: dict, tensors: dict, *, path=None, what: str 
     try:
         with torch.device("meta"):
             shapes = {name: tuple(t.shape) for name, t in factory(config).state_dict().items()}
-    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, NotImplementedError) as exc:
+    except (KeyError, TypeError, ValueError, RuntimeError, IndexError, NotImplementedError, AttributeError) as exc:
         problem = " ".join(str(exc).split())[:300]
         raise ModelFileError(f"{what} bundle holds an unusable model config: {problem}", path=path, fix=fix) from None
     n_params = sum(math.prod(shape) for shape in shapes.values())
-    bound = limits.current().max_model_params
-    if n_params > bound:
-        raise ModelFileError(
-            f"the {what}'s model config declares {n_params:,} parameters, more than the limit of {bound:,}",
-            path=path,
-            fix="check where the file comes from; if it is genuine, raise ltrfeat --max-model-params",
-        )
+    check_param_count(n_params, path=path, what=what)
     for name, shape in shapes.items():
         held = tensors.get(name)
         if held is not None and tuple(held.shape) != shape:
@@ -152,4 +146,21 @@ def build_checked(factory, config: dict, tensors: dict, *, path=None, what: str 
                 path=path,
                 fix=fix,
             )
+    return n_params
+
+
+def check_param_count(n_params: int, *, path=None, what: str = "encoder") -> None:
+    """A :class:`ModelFileError` when a model config declares more than ``max_model_params`` parameters."""
+    bound = limits.current().max_model_params
+    if n_params > bound:
+        raise ModelFileError(
+            f"the {what}'s model config declares {n_params:,} parameters, more than the limit of {bound:,}",
+            path=path,
+            fix="check where the file comes from; if it is genuine, raise ltrfeat --max-model-params",
+        )
+
+
+def build_checked(factory, config: dict, tensors: dict, *, path=None, what: str = "encoder"):
+    """``factory(config)`` -- a torch module -- built only after :func:`check_declared` passed."""
+    check_declared(factory, config, tensors, path=path, what=what)
     return factory(config)

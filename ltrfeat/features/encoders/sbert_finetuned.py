@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import safetensors.torch
 
-from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
+from ltrfeat.features.encoders.bundle import check_declared, check_param_count, read_bundle, write_bundle
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.features.encoders.sbert_prefix import compute
 from ltrfeat.core.errors import ModelFileError
@@ -89,6 +89,47 @@ def _check_modules(folder: Path, path) -> None:
     bad = [t for t in types if not str(t).startswith("sentence_transformers.")]
     if bad:
         raise ModelFileError(f"bundle names non-sentence-transformers module(s) {bad}", path=path, fix=_DAMAGED)
+
+
+def _check_size(folder: Path, tensors: dict, path) -> int:
+    """Parameters the tower's module configs declare (transformer ``config.json``, ``Dense`` in/out sizes),
+    checked against ``--max-model-params`` and the bundle's tensor shapes before any module is built; the
+    count for the caller to add up over towers."""
+    from transformers import AutoConfig, AutoModel
+
+    total = 0
+    for module in json.loads((folder / "modules.json").read_text(encoding="utf-8")):  # checked by _check_modules
+        rel = str(module.get("path") or "")
+        sub = folder / _safe_relpath(rel, path) if rel else folder
+        where = PurePosixPath(rel)
+        own = {
+            key: tensor
+            for name, tensor in tensors.items()
+            for file, _, key in [name.partition("::")]
+            if PurePosixPath(file).parent == where
+        }
+        try:
+            declared = json.loads((sub / "config.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            declared = None
+        if not isinstance(declared, dict):
+            raise ModelFileError(f"bundle module {rel or 'root'} has no valid config.json", path=path, fix=_DAMAGED)
+        if "model_type" in declared:  # a transformer: built on the meta device from its own config
+            try:
+                config = AutoConfig.from_pretrained(str(sub), local_files_only=True)
+            except Exception as exc:  # transformers raises ValueError, OSError, KeyError, TypeError ...
+                raise ModelFileError(
+                    f"bundle holds an unusable transformer config: {' '.join(str(exc).split())[:300]}",
+                    path=path,
+                    fix=_DAMAGED,
+                ) from None
+            total += check_declared(AutoModel.from_config, config, own, path=path, what="sbert-ft encoder")
+        elif isinstance(declared.get("in_features"), int) and isinstance(declared.get("out_features"), int):
+            total += (declared["in_features"] + 1) * declared["out_features"]  # a Dense layer
+        check_param_count(total, path=path, what="sbert-ft encoder")
+    return total
 
 
 def load_model_dir(folder, *, path=None):
@@ -244,16 +285,20 @@ class SbertFinetuned:
             or not isinstance(header.get("max_seq_length"), int)
         ):
             raise ModelFileError("sbert-ft bundle header is incomplete", path=path, fix=_DAMAGED)
-        towers = {}
+        towers, folders, declared = {}, {}, 0
         with tempfile.TemporaryDirectory(prefix="ltrfeat-sbert-") as tmp:
-            for name in names:
-                folder = Path(tmp) / name
+            owns = {
+                name: {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}/")} for name in names
+            }
+            for name, own in owns.items():  # every tower's declared size checked before any is built
+                folders[name] = folder = Path(tmp) / name
                 folder.mkdir()
-                prefix = f"{name}/"
-                own = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
                 _rebuild(files[name], own, folder, path)
                 _check_modules(folder, path)
-                towers[name] = load_model_dir(folder, path=path)
+                declared += _check_size(folder, own, path)
+                check_param_count(declared, path=path, what="sbert-ft encoder")
+            for name, own in owns.items():
+                towers[name] = load_model_dir(folders[name], path=path)
                 _check_complete(towers[name], own, path)
                 towers[name].eval()
         return cls(towers, max_seq_length=header["max_seq_length"], training=header.get("training") or {})
