@@ -161,7 +161,7 @@ def test_plugin_export_matches_predict(trained, target, tmp_path):
     assert fs["name"] == "fs1" and [f["name"] for f in fs["features"]] == NAMES
     assert fs["features"][0]["template"] == {"match": {"title": "{{keywords}}"}}
     assert manifest["features_without_template"] == ["f5"]
-    assert fs["features"][1]["template"]["match_explorer"]["type"] == "sum_raw_tf"
+    assert fs["features"][1]["template"] == {"match": {"title.tf": "{{keywords}}"}}  # boost x freq similarity
     assert inner["feature_normalizers"] == {"clsm_title_cos": {"standard": {"mean": 1.0, "standard_deviation": 1.0}}}
     ours = model.predict(test)
     if model.engine == "lightgbm":

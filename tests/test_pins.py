@@ -93,6 +93,25 @@ def test_serve_refuses_other_corpus_statistics(skewed, tmp_path):
     assert result.exit_code == 2 and "are not the ones the ranker's bm25_title was extracted with" in result.output
 
 
+def test_serve_rerank_and_pyterrier_name_the_corpus_statistics_a_ranker_needs(skewed, tmp_path):
+    """The record keeps the statistics' hash, not a path: without --corpus-stats, one line names the hash,
+    the recorded settings and the option."""
+    from ltrfeat.core.errors import LtrfeatError
+    from ltrfeat.serving.scorer import Scorer
+
+    needle = "need the corpus statistics they were extracted with (sha256 "
+    served = run("serve", "--ranker", skewed / "ranker.txt", ok=False)
+    reranked = run("rerank", skewed / "ranker.txt", "--run", tmp_path / "none.run", *TEXTS, "--out", tmp_path / "r",
+                   ok=False)  # fmt: skip
+    for result in (served, reranked):
+        assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
+        assert needle in result.output and "k1 0.5, b 0.3" in result.output and "--corpus-stats FILE" in result.output
+    assert CorpusStats.load(skewed / "k1.npz").fingerprint()[:12] in served.output
+    with pytest.raises(LtrfeatError, match="need the corpus statistics"):
+        Scorer.load(skewed / "ranker.txt")  # what PyTerrier's Features.for_ranker builds
+    assert Scorer.load(skewed / "ranker.txt", corpus_stats=skewed / "k1.npz").extractors[0].k1 == 0.5
+
+
 def test_extract_refuses_a_setting_against_the_corpus_record(skewed, tmp_path):
     result = run("extract", DATA / "vali.letor", *TEXTS, "--lexical", "bm25", "--fields", "title", "--k1", "1.2",
                  "--corpus-stats", skewed / "k1.npz", "--out", tmp_path / "v.letor", ok=False)  # fmt: skip

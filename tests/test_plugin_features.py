@@ -144,13 +144,47 @@ def test_template_shapes_follow_the_plugin_docs(demo):
     assert [e["template"] for e in filled["features"]] == [{"match_none": {}}, {"match_none": {}}]
 
 
+def test_tf_and_coverage_templates_count_repeated_and_missing_query_terms_as_ltrfeat():
+    """Repeated query terms (Lucene merges them into one clause boosted by the repeats) and documents missing
+    a query term (the plugin's match_explorer statistics cover only the terms a document holds)."""
+    import pandas as pd
+
+    from ltrfeat.features.lexical import LexicalExtractor
+
+    docs = pd.DataFrame(
+        {"docid": ["a", "b", "c", "d"], "title": ["red hose red", "red garden hose", "blue pipe", "hose hose"]}
+    )
+    queries = ["red red hose", "hose hose hose", "red pipe", "garden hose red red red", "nothing here"]
+    pairs = pd.DataFrame([(q, *d) for q in queries for d in docs.itertuples(index=False)], columns=["query", *docs])
+    lexical = LexicalExtractor(features=("tf", "coverage"), fields=("title",)).fit(docs)
+    names = lexical.feature_names()
+    ours = lexical.transform(pairs)
+    plan = pf.plugin_featureset(names)
+    engine = pf.EngineSimulator(docs, pf.index_body(["title"]))
+    theirs = np.vstack(
+        [
+            engine.features(plan["features"], pf.query_params(q, names, lexical=lexical), docs["docid"])
+            for q in queries
+        ]
+    )
+    np.testing.assert_allclose(theirs, ours, rtol=1e-6, atol=1e-6)
+    # the plugin's own min/mean over the matched terms (no filter, no token count) would differ here
+    explorer = {"match_explorer": {"type": "min_raw_tf", "query": {"match": {"title": "red pipe"}}}}
+    assert engine._score(explorer, "a") == 2.0 and ours[queries.index("red pipe") * 4, names.index("tf_min_title")] == 0
+
+
 def test_index_body_mappings():
     es = pf.index_body(["title"], target="es-ltr", vectors={"clsm_title_vector": ("clsm", 16)}, k1=0.9, b=0.4)
     props = es["mappings"]["properties"]
     assert props["clsm_title_vector"] == {"type": "dense_vector", "dims": 16, "index": False}
     assert props["title"]["similarity"] == "ltrfeat_bm25"
     assert es["settings"]["similarity"]["ltrfeat_bm25"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
-    assert set(props["title"]["fields"]) == {"length", "terms", "bigrams"}
+    assert set(props["title"]["fields"]) == {"length", "terms", "tf", "bigrams"}
+    assert props["title"]["fields"]["tf"]["similarity"] == "ltrfeat_tf"
+    assert es["settings"]["similarity"]["ltrfeat_tf"] == {
+        "type": "scripted",
+        "script": {"source": "return query.boost * doc.freq;"},
+    }
     os_ = pf.index_body(["title"], target="opensearch-ltr", vectors={"clsm_title_vector": ("clsm", 16)})
     assert os_["mappings"]["properties"]["clsm_title_vector"] == {"type": "knn_vector", "dimension": 16}
     from ltrfeat.features.analysis import Analyzer

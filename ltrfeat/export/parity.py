@@ -74,7 +74,7 @@ def parity_report(
     query_level = [j for j, i in enumerate(compared.values()) if i["family"] in ("idf", "query_len")]
     docids = pairs["docid"].to_numpy(dtype=object)
     for query, rows in pairs.groupby("query", sort=False).indices.items():
-        params = {pf.KEYWORDS: query, pf.DISTINCT_TERMS: max(len(set(analyzer.tokens(query))), 1)}
+        params = {pf.KEYWORDS: query, **pf.term_counts(query, analyzer)}
         params.update({featureset[j]["name"]: float(ours[rows[0], j]) for j in query_level})
         theirs[rows] = engine.features(featureset, params, docids[rows])
     a, b = ours.astype(np.float64), theirs.astype(np.float64)

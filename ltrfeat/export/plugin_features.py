@@ -11,10 +11,17 @@ What the engine computes, per feature (``f`` a text field; see :data:`REPRODUCED
 
 ==========================  ==========================================================================
 ``bm25_f``                  ``match`` on ``f`` (similarity BM25 with the extraction's k1, b)
-``tf_sum/min/max/mean_f``   the plugin's ``match_explorer`` ``sum/min/max/mean_raw_tf``
+``tf_sum_f``                ``match`` on ``f.tf`` (a scripted similarity scoring ``boost * freq``: Lucene
+                            merges a repeated query term into one clause whose boost counts the repeats)
+``tf_mean_f``               ``tf_sum_f``'s query in a ``script_score`` dividing by the query's token count
+                            (a parameter)
+``tf_max_f``                the plugin's ``match_explorer`` ``max_raw_tf``
+``tf_min_f``                ``match_explorer`` ``min_raw_tf`` in a ``bool`` whose filter needs every query
+                            term in ``f`` (``operator: and``); the plugin's statistics cover only the terms
+                            a document contains, so without the filter a missing term would not count as 0
 ``field_len_f``             ``function_score`` ``field_value_factor`` on the ``f.length`` token count
-``coverage_f``              ``script_score``: ``match`` on ``f.terms`` (boolean similarity: 1 per
-                            matching query term) divided by the query's distinct terms (a parameter)
+``coverage_f``              ``script_score``: ``match`` on ``f.terms`` (a scripted similarity scoring 1 per
+                            matching distinct query term) divided by the query's distinct terms (a parameter)
 ``phrase_match_f``          ``constant_score`` over ``match_phrase`` on ``f``
 ``bigram_match_f``          ``match`` on ``f.bigrams`` (word shingles, boolean similarity)
 ``query_len``, ``idf_*_f``  query-level: ``constant_score`` whose boost is a parameter computed by
@@ -54,6 +61,13 @@ TARGETS = LTR_ENGINES
 NO_VECTOR = "a document without a vector in the field scores as similarity 0 (the script's params.missing)"
 KEYWORDS = "keywords"
 DISTINCT_TERMS = "distinct_terms"
+QUERY_TERMS = "query_terms"
+# scripted similarities of the tf and terms sub-fields; Lucene's BooleanQuery rewrite merges a repeated SHOULD
+# clause into one whose boost is the number of repeats, which the scripts see as query.boost
+SIMILARITY_SCRIPTS = {
+    "ltrfeat_tf": "return query.boost * doc.freq;",
+    "ltrfeat_present": "return 1.0;",
+}
 _ENCODER = re.compile(r"^(?P<enc>[a-z]+(?:-[A-Za-z0-9]+)?)_(?P<field>.+)_(?P<kind>cos|dot|score)$")
 # (family, stem) longest stem first, so "tf_sum" is not read as "tf" + "sum_title"
 _STEMS = sorted(((fam, stem) for fam, (_, stems) in FAMILIES.items() for stem in stems), key=lambda s: -len(s[1]))
@@ -61,11 +75,12 @@ _STEMS = sorted(((fam, stem) for fam, (_, stems) in FAMILIES.items() for stem in
 REPRODUCED = {
     "bm25": "match (BM25 k1/b of the extraction); Lucene stores field lengths in one byte (exact below 40 "
     "tokens, 1/8 steps above) and counts N and avgdl over documents that have the field",
-    "tf": "match_explorer raw_tf over the distinct query terms (equal when no query term repeats)",
+    "tf": "sum and mean: boost x freq similarity sub-field (repeated query terms count as often as they occur); "
+    "max: match_explorer; min: match_explorer filtered to documents holding every query term",
     "idf": "query-level parameter computed by ltrfeat (/embed)",
     "query_len": "query-level parameter computed by ltrfeat (/embed)",
     "field_len": "token_count sub-field",
-    "coverage": "boolean-similarity sub-field / distinct query terms (equal when no query term repeats)",
+    "coverage": "1-per-distinct-term similarity sub-field / distinct query terms",
     "phrase_match": "match_phrase (equal without stopword removal: the engine keeps stopword positions)",
     "bigram_match": "boolean-similarity shingle sub-field (equal without stopword removal)",
     "cos": "script_score cosine over the vector field + 1, normalised back by a feature normalizer",
@@ -149,8 +164,24 @@ def _lexical_template(name, family, field):
     if family == "bm25":
         return _entry(name, [KEYWORDS], {"match": {field: kw}})
     if family == "tf":
-        stat = name[: -len(field) - 1].replace("tf_", "") + "_raw_tf"
-        return _entry(name, [KEYWORDS], {"match_explorer": {"type": stat, "query": {"match": {field: kw}}}})
+        stat = name[: -len(field) - 1].replace("tf_", "")
+        if stat == "sum":
+            return _entry(name, [KEYWORDS], {"match": {f"{field}.tf": kw}})
+        if stat == "mean":
+            body = json.dumps(
+                {
+                    "script_score": {
+                        "query": {"match": {f"{field}.tf": kw}},
+                        "script": {"source": "_score / params.n", "params": {"n": "@N@"}},
+                    }
+                }
+            )
+            return _entry(name, [KEYWORDS, QUERY_TERMS], body.replace('"@N@"', "{{%s}}" % QUERY_TERMS))
+        explorer = {"match_explorer": {"type": f"{stat}_raw_tf", "query": {"match": {field: kw}}}}
+        if stat == "max":
+            return _entry(name, [KEYWORDS], explorer)
+        every_term = {"match": {field: {"query": kw, "operator": "and"}}}
+        return _entry(name, [KEYWORDS], {"bool": {"must": [explorer], "filter": [every_term]}})
     if family == "field_len":
         return _entry(
             name,
@@ -279,7 +310,10 @@ def index_body(
                 },
             },
         },
-        "similarity": {"ltrfeat_bm25": {"type": "BM25", "k1": k1, "b": b}},
+        "similarity": {
+            "ltrfeat_bm25": {"type": "BM25", "k1": k1, "b": b},
+            **{name: {"type": "scripted", "script": {"source": src}} for name, src in SIMILARITY_SCRIPTS.items()},
+        },
     }
     props = {}
     for field in fields:
@@ -289,7 +323,8 @@ def index_body(
             "similarity": "ltrfeat_bm25",
             "fields": {
                 "length": {"type": "token_count", "analyzer": "ltrfeat"},
-                "terms": {"type": "text", "analyzer": "ltrfeat", "similarity": "boolean"},
+                "terms": {"type": "text", "analyzer": "ltrfeat", "similarity": "ltrfeat_present"},
+                "tf": {"type": "text", "analyzer": "ltrfeat", "similarity": "ltrfeat_tf"},
                 "bigrams": {"type": "text", "analyzer": "ltrfeat_bigrams", "similarity": "boolean"},
             },
         }
@@ -308,7 +343,8 @@ def query_params(query: str, names, *, lexical=None, vectors: dict | None = None
     """Template parameters of ``query`` for a featureset over ``names``.
 
     ``lexical``: a fitted :class:`~ltrfeat.features.lexical.LexicalExtractor` (its corpus statistics and
-    analyzer) for ``query_len``, ``idf_*`` and ``distinct_terms``; ``vectors``: ``{encoder: query vector}``.
+    analyzer) for ``query_len``, ``idf_*``, ``distinct_terms`` and ``query_terms``; ``vectors``: ``{encoder:
+    query vector}``.
     """
     import pandas as pd
 
@@ -320,8 +356,7 @@ def query_params(query: str, names, *, lexical=None, vectors: dict | None = None
     wanted = {n: parse_feature(n, vectors or {}) for n in names}
     query_level = [n for n, i in wanted.items() if i["kind"] == "lexical" and i["family"] in ("idf", "query_len")]
     if lexical is not None:
-        analyzer = lexical.corpus_.analyzer
-        params[DISTINCT_TERMS] = max(len(set(analyzer.tokens(query))), 1)
+        params.update(term_counts(query, lexical.corpus_.analyzer))
         if query_level:
             fields = [wanted[n]["field"] for n in query_level if wanted[n]["field"]] or [lexical.corpus_.fields[0]]
             ex = LexicalExtractor(
@@ -331,6 +366,13 @@ def query_params(query: str, names, *, lexical=None, vectors: dict | None = None
             values = dict(zip(ex.feature_names(), ex.transform(row)[0].tolist()))
             params.update({n: values[n] for n in query_level})
     return params
+
+
+def term_counts(query: str, analyzer: Analyzer) -> dict:
+    """``distinct_terms`` and ``query_terms`` (token count) of the analysed query, at least 1 (the divisors
+    of the coverage and tf_mean templates; a query without terms matches nothing, so they never divide)."""
+    tokens = analyzer.tokens(query)
+    return {DISTINCT_TERMS: max(len(set(tokens)), 1), QUERY_TERMS: max(len(tokens), 1)}
 
 
 # ------------------------------------------------------------------ feature logging (training on engine features)
@@ -434,19 +476,34 @@ class EngineSimulator:
             return 1.0
         if kind == "match":
             ((field, text),) = body.items()
+            operator = "or"
+            if isinstance(text, dict):
+                text, operator = text["query"], text.get("operator", "or")
             base, _, sub = field.partition(".")
-            if sub in ("terms", "bigrams"):  # boolean similarity: 1 per matching query clause
-                have = set(self._query_terms(" ".join(self.tokens[base][doc]), sub == "bigrams"))
-                return float(sum(t in have for t in self._query_terms(text, sub == "bigrams")))
-            return self._bm25(field, self._query_terms(text), doc)
-        if kind == "match_explorer":
+            terms = self._query_terms(text, sub == "bigrams")
+            if operator == "and" and not (terms and set(terms) <= set(self.tokens[base][doc])):
+                return 0.0
+            if sub == "bigrams":  # boolean similarity: the merged clause of a repeated bigram scores its boost
+                have = set(self._query_terms(" ".join(self.tokens[base][doc]), True))
+                return float(sum(t in have for t in terms))
+            if sub == "terms":  # ltrfeat_present: 1 per distinct query term in the document
+                return float(len(set(terms) & set(self.tokens[base][doc])))
+            if sub == "tf":  # ltrfeat_tf: boost (the term's repeats in the query) x its frequency
+                doc_toks = self.tokens[base][doc]
+                return float(np.float32(sum(doc_toks.count(t) for t in terms)))
+            return self._bm25(field, terms, doc)
+        if kind == "match_explorer":  # statistics over the distinct query terms the document holds
             ((field, text),) = body["query"]["match"].items()
             doc_toks = self.tokens[field][doc]
-            tfs = [doc_toks.count(t) for t in dict.fromkeys(self._query_terms(text))]
-            if not any(tfs):
+            tfs = [tf for tf in (doc_toks.count(t) for t in dict.fromkeys(self._query_terms(text))) if tf]
+            if not tfs:
                 return 0.0
             agg = {"sum": np.sum, "min": np.min, "max": np.max, "mean": np.mean}[body["type"].split("_")[0]]
             return float(agg(np.asarray(tfs, dtype=np.float32)))
+        if kind == "bool":  # every filter must match; the score is the musts' sum
+            if not all(self._score(f, doc) > 0 for f in body.get("filter", [])):
+                return 0.0
+            return float(np.float32(sum(self._score(m, doc) for m in body.get("must", []))))
         if kind == "constant_score":
             return float(body.get("boost", 1.0)) if self._score(body["filter"], doc) > 0 else 0.0
         if kind == "match_phrase":
@@ -458,7 +515,7 @@ class EngineSimulator:
             return float(len(self.tokens[fvf["field"].split(".")[0]][doc]))
         if kind == "script_score":
             inner = self._score(body["query"], doc)
-            if inner == 0.0 and "match_all" not in body["query"]:
+            if inner == 0.0 and "match_all" not in body["query"]:  # no match: the sltr feature is 0
                 return 0.0
             return self._script(body["script"], inner, doc)
         raise ValueError(f"the simulator does not know {kind!r} queries")

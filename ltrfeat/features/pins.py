@@ -122,7 +122,8 @@ def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=No
                     f"the corpus statistics (sha256 {corpus.fingerprint()[:12]}) are not the ones the ranker's {name} "
                     f"was extracted with (sha256 {recorded[:12]})",
                     path=path,
-                    fix="give the file `extract --save-corpus-stats` wrote for the training split",
+                    fix="pass --corpus-stats FILE (corpus_stats= in Python), the file `extract --save-corpus-stats` "
+                    "wrote for the training split",
                 )
         else:
             if recorded is None:
@@ -137,6 +138,20 @@ def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=No
                 )
             params[setting] = recorded
     return params, None
+
+
+def corpus_needed(feature_map, names) -> str | None:
+    """What the lexical records of ``names`` say about the corpus statistics they were extracted with
+    (``sha256 892b53978203, k1 0.5, b 0.3, ...``), for an error when none were given; None without a record."""
+    records = [r for r in map(feature_map.record_of, names) if r is not None and r.get("kind") == "lexical"]
+    if not records:
+        return None
+    record = records[0]
+    parts = [f"sha256 {record['corpus_sha256'][:12]}"] if record.get("corpus_sha256") else []
+    parts += [f"{s} {record[s]}" for s in ("k1", "b", "bm25_norms") if s in record]
+    if isinstance(record.get("analyzer"), dict):
+        parts.append(_show(record["analyzer"]))
+    return ", ".join(parts)
 
 
 def check_encoder(feature_map, name: str, path, columns) -> None:

@@ -186,6 +186,17 @@ class Scorer:
                 fix=f"drop it or rename it; the ranker's features are "
                 f"{', '.join(model.feature_map_.names[:8])}{', ...' if len(model.feature_map_) > 8 else ''}",
             )
+        recorded = pins.corpus_needed(model.feature_map_, missing) if corpus is None else None
+        if recorded is not None:  # lexical columns with a record: name the statistics they need
+            lexical = [n for n in missing if (model.feature_map_.record_of(n) or {}).get("kind") == "lexical"]
+            raise LtrfeatError(
+                f"the ranker's {len(lexical)} lexical feature(s) ({', '.join(lexical[:4])}"
+                f"{', ...' if len(lexical) > 4 else ''}) need the corpus statistics they were extracted with "
+                f"({recorded}) and none were given",
+                path=where,
+                fix="pass --corpus-stats FILE (corpus_stats= in Python), the file `extract --save-corpus-stats` "
+                "wrote for the training split; the other settings come from the ranker's record",
+            )
         if missing:
             shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
             hint = "" if corpus is not None else "no --corpus-stats was given for lexical features; "
