@@ -162,10 +162,7 @@ def test_tf_and_coverage_templates_count_repeated_and_missing_query_terms_as_ltr
     plan = pf.plugin_featureset(names)
     engine = pf.EngineSimulator(docs, pf.index_body(["title"]))
     theirs = np.vstack(
-        [
-            engine.features(plan["features"], pf.query_params(q, names, lexical=lexical), docs["docid"])
-            for q in queries
-        ]
+        [engine.features(plan["features"], pf.query_params(q, names, lexical=lexical), docs["docid"]) for q in queries]
     )
     np.testing.assert_allclose(theirs, ours, rtol=1e-6, atol=1e-6)
     # the plugin's own min/mean over the matched terms (no filter, no token count) would differ here
