@@ -71,3 +71,4 @@ def test_export_parity_page_home_depot(tmp_path, monkeypatch):
     run_block(next(b for b in bash_blocks("export-parity.md") if "home_depot" in b))
     report = json.loads(Path("out/hd.json.parity.json").read_text())
     assert report["rows"] == 74067 and report["features"]["bm25_doc"]["differ"] == 0.0
+    assert {name: f["differ"] for name, f in report["features"].items() if f["differ"]} == {}  # tf and coverage too

@@ -462,13 +462,10 @@ def _bundle_declaring(tmp_path, hidden):
 )
 def test_encoder_bundle_sizes_are_checked_before_allocating(tmp_path, hidden, extra, needle):
     import resource
-    import time
 
     bomb = _bundle_declaring(tmp_path, hidden)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
     res = _invoke(*extra, "explain", bomb, "red hose", "garden hose")
-    assert time.perf_counter() - start < 20
     assert res.exit_code == 2, res.output
     assert res.stderr.count("\n") == 1 and "bomb.ltrenc" in res.stderr and needle in res.stderr, res.stderr
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200_000  # KiB: nothing large was built

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import build_world, candidates_of
+from builders import build_world, candidates_of, dataset_path
 from ltrfeat.cli.main import cli
 from ltrfeat.core.letor import write_letor
 from ltrfeat.experiments.trec import read_run, write_trec_run
@@ -134,3 +134,48 @@ def test_old_lambdamart_files_still_load(world, tmp_path):
         model = load_ranker(tmp_path / "old.txt")
         assert isinstance(model, LambdaMART) and kind_of(model) == "lightgbm"
         np.testing.assert_array_equal(model.predict(world["data"]), world["model"].predict(world["data"]))
+
+
+@pytest.mark.slow
+def test_home_depot_serve_scores_as_rank_for_every_kind(tmp_path):
+    """Real queries and product titles (600 Home Depot queries): each kind's served scores equal `rank`'s."""
+    import pandas as pd
+    from fastapi.testclient import TestClient
+
+    from ltrfeat.core.letor import read_letor
+    from ltrfeat.serving.app import create_app
+    from ltrfeat.serving.scorer import Scorer
+
+    raw = pd.read_csv(dataset_path("home_depot", "raw", "train.csv"), encoding="latin-1")
+    raw = raw[raw.search_term.isin(raw.search_term.drop_duplicates().iloc[:600])]
+    qid, _ = pd.factorize(raw.search_term)
+    pairs = pd.DataFrame(
+        {"qid": qid + 1, "query": raw.search_term, "docid": "p" + raw.product_uid.astype(str)}
+        | {"doc": raw.product_title, "relevance": raw.relevance}
+    )
+    pairs.to_csv(tmp_path / "hd.tsv", sep="\t", index=False)
+    _cli(
+        "extract", "--pairs", tmp_path / "hd.tsv", "--columns", "label=relevance", "--label-map", "linear:1:3:7",
+        "--conflicts", "first", "--lexical", "bm25,tf,coverage,field_len,phrase_match,query_len",
+        "--bm25-norms", "lucene", "--save-corpus-stats", tmp_path / "hd.npz", "--out", tmp_path / "hd.letor",
+        "--no-progress",
+    )  # fmt: skip
+    data = read_letor(tmp_path / "hd.letor")
+    titles = dict(zip(pairs.docid, pairs.doc))
+    queries = dict(zip(pairs.qid.astype(str), pairs["query"]))
+    for kind in KINDS:
+        model = tmp_path / f"{kind}.model"
+        tune = ["--tune", "grid"] if kind.endswith("-tuned") else []
+        engine = ["--engine", "xgboost"] if kind.startswith("xgboost") else []
+        _cli(
+            "train-ranker", tmp_path / "hd.letor", "--select", "--candidates", kind, *tune, *engine,
+            "--inner-folds", "2", "--n-estimators", "30", "--threads", "1", "--out", model,
+        )  # fmt: skip
+        _cli("rank", model, tmp_path / "hd.letor", "--out", tmp_path / f"{kind}.scores")
+        ranked = np.loadtxt(tmp_path / f"{kind}.scores")
+        with TestClient(create_app(Scorer.load(model, corpus_stats=tmp_path / "hd.npz"))) as client:
+            for q in list(dict.fromkeys(data.qid))[::30]:
+                rows = np.flatnonzero(data.qid == q)
+                cands = [{"docid": d, "doc": titles[d]} for d in data.docid[rows]]
+                body = client.post("/score", json={"query": queries[str(q)], "candidates": cands}).json()
+                np.testing.assert_allclose(body["scores"], ranked[rows], rtol=0, atol=1e-9, err_msg=kind)
