@@ -78,7 +78,9 @@ def test_load_fails_when_a_feature_cannot_be_produced(world, tmp_path):
     (tmp_path / "r.txt.meta.json").write_text(json.dumps(meta))
     with pytest.raises(LtrfeatError, match="cannot compute: clsm_title_cos.*given: none"):
         Scorer.load(tmp_path / "r.txt", corpus_stats=world["corpus"])
-    with pytest.raises(LtrfeatError, match="no --corpus-stats"):
+    with pytest.raises(LtrfeatError, match="no --corpus-stats"):  # no record: the columns it cannot compute
+        Scorer.load(tmp_path / "r.txt", encoders={"clsm": world["encoder"]})
+    with pytest.raises(LtrfeatError, match=r"need the corpus statistics they were extracted with \(sha256 "):
         Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]})
     with pytest.raises(LtrfeatError, match="unknown lexical parameter"):
         Scorer.load(
