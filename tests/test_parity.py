@@ -106,3 +106,46 @@ def test_bm25_lucene_norms_equal_a_real_lucene(tmp_path):
     assert (expected > 0).mean() > 0.5
     np.testing.assert_allclose(ours["lucene"], expected, rtol=1e-5, atol=1e-6)
     assert np.abs(ours["exact"] - expected).max() > 1e-3  # the exact lengths are not what Lucene scores
+
+
+@pytest.mark.slow
+def test_tf_and_terms_sub_fields_equal_a_real_lucene(tmp_path):
+    """The similarities of the exported tf and terms sub-fields, run by Lucene 8 on queries with repeated
+    terms: the merged clause's boost gives ltrfeat's tf_sum, and 1 per clause its coverage numerator."""
+    from ltrfeat.export import plugin_features as pf
+
+    classpath = _lucene_classpath()
+    if classpath is None:
+        pytest.skip("needs javac and Lucene's jars (apt-get install liblucene8-java)")
+    source = Path(__file__).parent / "fixtures" / "lucene" / "LuceneTermStats.java"
+    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(source)], check=True)
+    pairs = _pairs(n_docs=200, n_queries=30, seed=1)
+    docs = pairs.drop_duplicates("docid")[["docid", "title"]]
+    analyzer = Analyzer()
+    with open(tmp_path / "docs.tsv", "w") as fh:
+        for docid, text in zip(docs.docid, docs.title):
+            fh.write(f"{docid}\t{' '.join(analyzer.tokens(text))}\n")
+    queries = pairs.drop_duplicates("qid")
+    assert any(len(set(t)) < len(t) for t in map(analyzer.tokens, queries["query"]))  # repeated terms
+    with open(tmp_path / "queries.tsv", "w") as fh:
+        for qid, text in zip(queries.qid, queries["query"]):
+            fh.write(f"{qid}\t{' '.join(analyzer.tokens(text))}\n")
+    out = subprocess.run(
+        ["java", "-cp", f"{classpath}:{tmp_path}", "LuceneTermStats", "docs.tsv", "queries.tsv"],
+        cwd=tmp_path,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    lucene = {(q, d): (float(t), float(c)) for q, d, t, c in (line.split("\t") for line in out.splitlines())}
+    corpus = CorpusStats.from_docs(docs, fields=["title"], analyzer=analyzer)
+    ex = LexicalExtractor(features=("tf", "coverage"), fields=("title",), corpus=corpus).fit(None)
+    ours = ex.transform(pairs)
+    names = ex.feature_names()
+    keys = list(zip(pairs.qid, pairs.docid))
+    distinct = np.array([pf.term_counts(q, analyzer)[pf.DISTINCT_TERMS] for q in pairs["query"]])
+    assert np.mean([k in lucene for k in keys]) > 0.5
+    np.testing.assert_allclose(ours[:, names.index("tf_sum_title")], [lucene.get(k, (0, 0))[0] for k in keys])
+    np.testing.assert_allclose(
+        ours[:, names.index("coverage_title")] * distinct, [lucene.get(k, (0, 0))[1] for k in keys], rtol=1e-6
+    )
