@@ -276,3 +276,12 @@ def reproducible_report(path) -> dict:
     data = json.loads(Path(path).read_text())
     data.pop("stage_seconds", None)
     return data
+
+
+def assert_same_columns(a: dict, b: dict) -> None:
+    """Two cross-fittings' ``{fold: {column: scores}}`` are equal, bit for bit, in the same order."""
+    assert list(a) == list(b)
+    for fold in a:
+        assert list(a[fold]) == list(b[fold])
+        for name in a[fold]:
+            np.testing.assert_array_equal(a[fold][name], b[fold][name], err_msg=f"{fold} {name}")

@@ -28,3 +28,14 @@ def planted():
 def scorer_world(tmp_path_factory):
     """Docs, queries, corpus statistics, a CLSM encoder and a ranker on disk (:func:`builders.build_world`)."""
     return build_world(tmp_path_factory.mktemp("world"))
+
+
+@pytest.fixture(scope="module")
+def dask_client():
+    """A client of a 2-worker LocalCluster (single-threaded worker processes), shared by the Dask tests."""
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
+        distributed.Client(cluster, timeout="60s") as c,
+    ):
+        yield c

@@ -33,15 +33,6 @@ N_DOCS = 300
 SIZES = [1, 250, 2, 1, 40, 3, 7, 1, 90, 5, 1, 1, 12, 60, 2, 30, 1, 8]
 
 
-@pytest.fixture(scope="module")
-def client():
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
-        distributed.Client(cluster, timeout="60s") as c,
-    ):
-        yield c
-
-
 def make_world(tmp_path, sizes=SIZES, seed=0):
     rng = np.random.default_rng(seed)
     qids = [f"q{i}" for i in range(len(sizes))]
@@ -80,7 +71,7 @@ def bundle(tmp_path_factory):
     return path
 
 
-def both(tmp_path, client, make_extractors, *, chunk=5, partition=3, world=None, **kwargs):
+def both(tmp_path, dask_client, make_extractors, *, chunk=5, partition=3, world=None, **kwargs):
     """Local and distributed outputs (bytes of the file and of its sidecar)."""
     path, queries, docs = world or make_world(tmp_path)
     local, remote = tmp_path / "local.letor", tmp_path / "dask.letor"
@@ -91,7 +82,7 @@ def both(tmp_path, client, make_extractors, *, chunk=5, partition=3, world=None,
         queries=queries,
         docs=docs,
         extractors=make_extractors(),
-        client=client,
+        client=dask_client,
         scheduling=dist.DaskScheduling(partition_queries=partition, timeout=60),
         **kwargs,
     )
@@ -100,21 +91,21 @@ def both(tmp_path, client, make_extractors, *, chunk=5, partition=3, world=None,
 
 
 @pytest.mark.parametrize("partition", [1, 4, 1000])
-def test_lexical_output_is_byte_identical(tmp_path, client, partition):
+def test_lexical_output_is_byte_identical(tmp_path, dask_client, partition):
     local, remote, rows = both(
-        tmp_path, client, lambda: lexical_extractors("all", fields=["title", "body"]), partition=partition
+        tmp_path, dask_client, lambda: lexical_extractors("all", fields=["title", "body"]), partition=partition
     )
     assert rows == sum(SIZES)
     assert remote == local
 
 
-def test_lexical_and_clsm_output_is_byte_identical(tmp_path, client, bundle):
+def test_lexical_and_clsm_output_is_byte_identical(tmp_path, dask_client, bundle):
     def make():
         return lexical_extractors("bm25,coverage", fields=["title"]) + [
             EncoderExtractor(name="clsm", path=str(bundle), field=("title", "body"))
         ]
 
-    local, remote, _ = both(tmp_path, client, make, partition=2)
+    local, remote, _ = both(tmp_path, dask_client, make, partition=2)
     assert remote[1] == local[1] and b"clsm_body_cos" in remote[1]
     # PyTorch's CPU kernels round differently for different batch shapes (the same happens locally
     # with another --chunk-queries), so the cosines agree to float32 rounding; all else is identical
@@ -126,11 +117,11 @@ def test_lexical_and_clsm_output_is_byte_identical(tmp_path, client, bundle):
     assert (b.qid == a.qid).all() and (b.label == a.label).all() and (b.comment == a.comment).all()
 
 
-def test_output_of_rows_without_text_matches_the_local_policy(tmp_path, client):
+def test_output_of_rows_without_text_matches_the_local_policy(tmp_path, dask_client):
     path, queries, docs = make_world(tmp_path)
     world = (path, queries.iloc[1:], docs.iloc[:-40])  # q0 and some documents have no text
     local, remote, _ = both(
-        tmp_path, client, lambda: lexical_extractors("bm25", fields=["title"]), world=world, missing="nan"
+        tmp_path, dask_client, lambda: lexical_extractors("bm25", fields=["title"]), world=world, missing="nan"
     )
     assert remote == local
     out = tmp_path / "fail.letor"
@@ -149,7 +140,7 @@ def test_output_of_rows_without_text_matches_the_local_policy(tmp_path, client):
             out,
             queries=world[1],
             docs=world[2],
-            client=client,
+            client=dask_client,
             scheduling=dist.DaskScheduling(partition_queries=2),
             extractors=lexical_extractors("bm25", fields=["title"]),
         )
@@ -157,7 +148,7 @@ def test_output_of_rows_without_text_matches_the_local_policy(tmp_path, client):
     assert not out.exists() and not list(tmp_path.glob(".fail.letor*"))
 
 
-def test_extract_ranking_dask_equals_extract_ranking(tmp_path, client):
+def test_extract_ranking_dask_equals_extract_ranking(tmp_path, dask_client):
     path, queries, docs = make_world(tmp_path)
     data = read_letor(path)
     local = extract_ranking(data, lexical_extractors("all", fields=["title"]), queries=queries, docs=docs)
@@ -166,7 +157,7 @@ def test_extract_ranking_dask_equals_extract_ranking(tmp_path, client):
         lexical_extractors("all", fields=["title"]),
         queries=queries,
         docs=docs,
-        client=client,
+        client=dask_client,
         scheduling=dist.DaskScheduling(partition_queries=4, timeout=60),
     )
     assert remote.feature_map == local.feature_map
@@ -203,18 +194,18 @@ def killers(marker, once):
     return [ex]
 
 
-def test_a_worker_killed_mid_run_is_survived_through_rescheduling(tmp_path, client):
+def test_a_worker_killed_mid_run_is_survived_through_rescheduling(tmp_path, dask_client):
     marker = tmp_path / "killed-once"
-    local, remote, _ = both(tmp_path, client, lambda: killers(marker, once=True), partition=2)
+    local, remote, _ = both(tmp_path, dask_client, lambda: killers(marker, once=True), partition=2)
     assert marker.exists()  # a worker really died
     assert remote == local
-    client.wait_for_workers(2, timeout=60)
+    dask_client.wait_for_workers(2, timeout=60)
 
 
-def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, client):
+def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, dask_client):
     path, queries, docs = make_world(tmp_path)
     out = tmp_path / "out.letor"
-    scheduler = client.cluster.scheduler
+    scheduler = dask_client.cluster.scheduler
     allowed, scheduler.allowed_failures = scheduler.allowed_failures, 0
     try:
         with pytest.raises(LtrfeatError, match="failed on the Dask cluster: KilledWorker.*no output was written"):
@@ -224,14 +215,14 @@ def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, client
                 queries=queries,
                 docs=docs,
                 extractors=killers(tmp_path / "never", False),
-                client=client,
+                client=dask_client,
                 scheduling=dist.DaskScheduling(partition_queries=100, retries=0, timeout=60),
             )
     finally:
         scheduler.allowed_failures = allowed
     assert not out.exists() and not FeatureMap.sidecar_path(out).exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.letor")]
-    client.wait_for_workers(2, timeout=60)
+    dask_client.wait_for_workers(2, timeout=60)
 
 
 @pytest.mark.parametrize(
@@ -276,11 +267,11 @@ def test_dask_client_rejects_bad_specs_and_starts_a_local_cluster():
         assert len(c.scheduler_info()["workers"]) == 1
 
 
-def test_cli_extract_with_dask_matches_the_local_cli(tmp_path, client, monkeypatch):
+def test_cli_extract_with_dask_matches_the_local_cli(tmp_path, dask_client, monkeypatch):
     path, queries, docs = make_world(tmp_path)
     queries.to_csv(tmp_path / "q.tsv", sep="\t", index=False)
     docs.to_csv(tmp_path / "d.tsv", sep="\t", index=False)
-    monkeypatch.setattr(dask_cluster, "dask_client", lambda spec: contextlib.nullcontext(client))
+    monkeypatch.setattr(dask_cluster, "dask_client", lambda spec: contextlib.nullcontext(dask_client))
     common = [
         "extract",
         str(path),

@@ -31,15 +31,6 @@ from ltrfeat.core.metrics import evaluate_queries  # noqa: E402
 from builders import dataset_path  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
-    with (
-        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
-        distributed.Client(cluster, timeout="60s") as c,
-    ):
-        yield c
-
-
 def ranking(n_queries=120, seed=0, n_features=6, prefix="q"):
     """Queries of very different sizes whose labels follow a noisy function of the features."""
     rng = np.random.default_rng(seed)
@@ -117,11 +108,13 @@ FAST = dict(n_estimators=40, learning_rate=0.1, num_leaves=7, early_stopping_rou
 
 
 @pytest.mark.parametrize("engine", ["lightgbm", "xgboost"])
-def test_dask_ranker_saves_the_local_format_and_agrees_with_local(tmp_path, client, engine):
+def test_dask_ranker_saves_the_local_format_and_agrees_with_local(tmp_path, dask_client, engine):
     train, valid, test = ranking(300, seed=3), ranking(60, seed=4, prefix="v"), ranking(80, seed=5, prefix="t")
     local = LambdaMART(engine=engine, **FAST).fit(train, valid)
-    client.wait_for_workers(2, timeout=60)  # a worker the nanny restarted after the previous test may still be starting
-    remote = fit_dask(LambdaMART(engine=engine, **FAST), train, valid, client=client)
+    dask_client.wait_for_workers(
+        2, timeout=60
+    )  # a worker the nanny restarted after the previous test may still be starting
+    remote = fit_dask(LambdaMART(engine=engine, **FAST), train, valid, client=dask_client)
     info = remote.metadata_["training"]["distributed"]
     assert info["workers"] == 2 and info["partitions"] == 2
     assert 1 <= remote.best_iteration_ <= FAST["n_estimators"]
@@ -147,7 +140,7 @@ def folds_and_sets():
     return folds, sets
 
 
-def test_ablation_on_the_cluster_equals_the_local_run(client):
+def test_ablation_on_the_cluster_equals_the_local_run(dask_client):
     folds, sets = folds_and_sets()
     kw = dict(
         seeds=(0, 1),
@@ -156,7 +149,7 @@ def test_ablation_on_the_cluster_equals_the_local_run(client):
     )
     local = run_ablation(folds, sets, **kw)
     seen = []
-    remote = run_ablation(folds, sets, executor=DaskExecutor(client), on_run=seen.append, **kw)
+    remote = run_ablation(folds, sets, executor=DaskExecutor(dask_client), on_run=seen.append, **kw)
     assert remote.per_query.equals(local.per_query)
     assert [r["best_iteration"] for r in remote.runs] == [r["best_iteration"] for r in local.runs]
     assert [(r["fold"], r["feature_set"], r["seed"]) for r in seen] == [
@@ -165,25 +158,25 @@ def test_ablation_on_the_cluster_equals_the_local_run(client):
     assert remote.importance == local.importance and remote.seed_effect == local.seed_effect
 
 
-def test_dask_executor_ships_each_argument_once_and_keeps_order(client):
+def test_dask_executor_ships_each_argument_once_and_keeps_order(dask_client):
     big = np.arange(10)
-    out = list(DaskExecutor(client).map(lambda a, k: int(a.sum()) * k, [big, big, big], [1, 2, 3]))
+    out = list(DaskExecutor(dask_client).map(lambda a, k: int(a.sum()) * k, [big, big, big], [1, 2, 3]))
     assert out == [45, 90, 135]
 
 
-def test_dask_executor_reports_a_failing_task(client):
+def test_dask_executor_reports_a_failing_task(dask_client):
     def fail(x):
         raise ValueError(f"bad {x}")
 
     with pytest.raises(ValueError, match="bad 1"):
-        list(DaskExecutor(client, retries=0).map(fail, [1, 2]))
+        list(DaskExecutor(dask_client, retries=0).map(fail, [1, 2]))
 
 
 # ---------------------------------------------------------------------------- CLI
 
 
-def test_cli_train_ranker_and_ablate_with_dask(tmp_path, client, monkeypatch):
-    monkeypatch.setattr(dask_cluster, "dask_client", lambda spec: contextlib.nullcontext(client))
+def test_cli_train_ranker_and_ablate_with_dask(tmp_path, dask_client, monkeypatch):
+    monkeypatch.setattr(dask_cluster, "dask_client", lambda spec: contextlib.nullcontext(dask_client))
     write_letor(tmp_path / "train.letor", ranking(200, seed=7))
     write_letor(tmp_path / "valid.letor", ranking(40, seed=8, prefix="v"))
     runner = CliRunner()
@@ -236,7 +229,7 @@ def test_cli_train_ranker_and_ablate_with_dask(tmp_path, client, monkeypatch):
 
 
 @pytest.mark.slow
-def test_mq2008_fold1_dask_lightgbm_matches_local(client):
+def test_mq2008_fold1_dask_lightgbm_matches_local(dask_client):
     raw = dataset_path("letor4_mq2008", "raw")
     parts = [read_letor(raw / f"S{i}.txt") for i in (1, 2, 3)]
     train = dataclasses.replace(
@@ -252,7 +245,7 @@ def test_mq2008_fold1_dask_lightgbm_matches_local(client):
     # validation scores wins moves the comparison more than the training does
     params = dict(n_estimators=100, learning_rate=0.05, n_jobs=1, early_stopping_rounds=0)
     local = LambdaMART(**params).fit(train, valid)
-    remote = fit_dask(LambdaMART(**params), train, valid, client=client)
+    remote = fit_dask(LambdaMART(**params), train, valid, client=dask_client)
     a, b = local.predict(test), remote.predict(test)
     assert spearmanr(a, b).statistic >= 0.95
     ndcg = [evaluate_queries(test.qid, test.label, s, ["ndcg@10"])["ndcg@10"].mean() for s in (a, b)]

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from builders import make_pairs
+from builders import assert_same_columns, make_pairs
 from ltrfeat.experiments import encoder_pool
 from ltrfeat.experiments.crossfit import EncoderSpec, _train, crossfit_columns, plan_folds
 from ltrfeat.experiments.training_task import TrainingTask
@@ -32,20 +32,12 @@ def _columns(pairs, specs, *, jobs, cache=None, profile=None, options=OPTIONS, *
     )
 
 
-def _assert_same(a, b):
-    assert list(a) == list(b)
-    for fold in a:
-        assert list(a[fold]) == list(b[fold])
-        for name in a[fold]:
-            np.testing.assert_array_equal(a[fold][name], b[fold][name], err_msg=f"{fold} {name}")
-
-
 def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path):
     pairs = make_pairs()
     alone = _columns(pairs, SPECS, jobs=1)
     profile = StageProfile()
     pooled = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile)
-    _assert_same(alone, pooled)
+    assert_same_columns(alone, pooled)
     stages = profile.as_dict()
     assert stages["encoder_pool"]["trainings"] == 18 and stages["encoder_pool"]["processes"] == 2
     assert "18 trainings ran in 2 processes side by side" in profile_line({"encoder columns": 1.0, **stages})
@@ -56,7 +48,7 @@ def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path)
     # a warm run finds every training's scores in the cache and starts no worker
     profile = StageProfile()
     warm = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile)
-    _assert_same(alone, warm)
+    assert_same_columns(alone, warm)
     assert "encoder_pool" not in profile.as_dict()
     assert all(e["from_cache"] == 6 for e in profile.as_dict()["encoders"].values())
 
@@ -67,7 +59,7 @@ def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path)
     options = {"epochs": 1, "batch_size": 64, "distill_epochs": 1}
     specs = ["sbert", "clsm:generalized+teacher"]
     alone = _columns(pairs, specs, jobs=1, options=options)
-    _assert_same(alone, _columns(pairs, specs, jobs=2, cache=tmp_path, options=options))
+    assert_same_columns(alone, _columns(pairs, specs, jobs=2, cache=tmp_path, options=options))
 
 
 def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path):
@@ -93,7 +85,7 @@ def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_p
     sbert_prefix.clear()  # the workers get the states by file only
     profile = StageProfile()
     pooled = _columns(pairs, specs, jobs=2, cache=tmp_path, options=options, profile=profile)
-    _assert_same(alone, pooled)
+    assert_same_columns(alone, pooled)
     assert profile.as_dict()["encoder_pool"]["trainings"] == 6
     bundles = [SbertFinetuned.load(p) for p in (tmp_path / "encoders").glob("sbert-ft-*")]
     inner = {b.training["data_sha256"] for b in bundles if "init" not in b.training["params"]}

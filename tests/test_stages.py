@@ -13,7 +13,7 @@ def test_stages_accumulate_and_encoders_count_trainings_and_cache_hits():
         with profile.stage("rankers"):
             time.sleep(0.01)
     profile.encoder("clsm-softmax", "without fold1", train_seconds=2.0, score_seconds=0.5, cached=False)
-    profile.encoder("clsm-softmax", "without fold2", train_seconds=0.1, score_seconds=0.5, cached=True)
+    profile.encoder("clsm-softmax", "without fold2", train_seconds=0.1, score_seconds=0.5, cached=True, where="cache")
     out = profile.as_dict()
     assert out["rankers"] >= 0.02
     clsm = out["encoders"]["clsm-softmax"]
@@ -23,6 +23,7 @@ def test_stages_accumulate_and_encoders_count_trainings_and_cache_hits():
         "trainings": 1,
         "from_cache": 1,
         "jobs": {"without fold1": 2.5, "without fold2": 0.6},
+        "ran_on": {"without fold1": "this process", "without fold2": "cache"},
     }
 
 

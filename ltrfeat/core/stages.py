@@ -43,6 +43,7 @@ class StageProfile:
         self.encoders: dict[str, dict] = {}
         self.runs: dict[str, int] | None = None
         self.pool: dict[str, int] | None = None
+        self.places: dict[str, str] = {}
         self._teacher_start = teacher_totals()
 
     @contextlib.contextmanager
@@ -53,11 +54,22 @@ class StageProfile:
         finally:
             self.stages[name] = self.stages.get(name, 0.0) + time.perf_counter() - start
 
-    def encoder(self, name: str, job: str, *, train_seconds: float, score_seconds: float, cached: bool) -> None:
-        """One training of encoder ``name`` (``job``: the folds it excludes) and the scoring of its rows."""
+    def encoder(
+        self,
+        name: str,
+        job: str,
+        *,
+        train_seconds: float,
+        score_seconds: float,
+        cached: bool,
+        where: str = "this process",
+    ) -> None:
+        """One training of encoder ``name`` (``job``: the folds it excludes) and the scoring of its rows;
+        ``where`` it ran (``this process``, ``pool process PID``, ``dask worker ADDRESS``, ``cache``)."""
         entry = self.encoders.setdefault(
             name, {"train_seconds": 0.0, "score_seconds": 0.0, "trainings": 0, "from_cache": 0, "jobs": {}}
         )
+        entry.setdefault("ran_on", {})[job] = where
         entry["train_seconds"] += train_seconds
         entry["score_seconds"] += score_seconds
         entry["trainings"] += not cached
@@ -71,25 +83,31 @@ class StageProfile:
         )
         entry["train_seconds"] += seconds
         entry["jobs"][f"frozen layers of {texts} texts"] = round(seconds, 2)
+        entry.setdefault("ran_on", {})[f"frozen layers of {texts} texts"] = "this process"
 
-    def zero_shot(self, name: str, *, score_seconds: float) -> None:
-        """Encoder ``name`` scored every row without training (``sbert``)."""
+    def zero_shot(self, name: str, *, score_seconds: float, where: str = "this process") -> None:
+        """Encoder ``name`` scored every row without training (``sbert``), ``where`` as in :meth:`encoder`."""
         self.encoders[name] = {
             "train_seconds": 0.0,
             "score_seconds": score_seconds,
             "trainings": 0,
             "from_cache": 0,
             "jobs": {"all folds, zero-shot": round(score_seconds, 2)},
+            "ran_on": {"all folds, zero-shot": where},
         }
+
+    def ran_on(self, stage: str, where: str) -> None:
+        """The tasks of ``stage`` ran ``where`` (e.g. ``"dask cluster of 2 workers"``)."""
+        self.places[stage] = where
 
     def ranker_runs(self, *, from_cache: int, total: int) -> None:
         """Of ``total`` ranker runs (one per fold and feature set, or per seed too), ``from_cache`` were stored."""
         self.runs = {"total": total, "from_cache": from_cache}
 
-    def encoder_pool(self, *, trainings: int, processes: int, threads: int) -> None:
+    def encoder_pool(self, *, trainings: int, processes: int, threads: int, on: str = "pool") -> None:
         """``trainings`` encoder trainings ran side by side in ``processes`` workers of ``threads`` threads each
-        (their seconds then add up to more than the stage's wall time)."""
-        self.pool = {"trainings": trainings, "processes": processes, "threads": threads}
+        (their seconds then add up to more than the stage's wall time), ``on`` the local pool or ``"dask"``."""
+        self.pool = {"trainings": trainings, "processes": processes, "threads": threads, "on": on}
 
     def as_dict(self) -> dict:
         """Stages in seconds (rounded to 0.01), encoders by kind, teacher encoding since creation."""
@@ -107,6 +125,8 @@ class StageProfile:
             out["ranker_runs"] = dict(self.runs)
         if self.pool is not None:
             out["encoder_pool"] = dict(self.pool)
+        if self.places:
+            out["ran_on"] = dict(self.places)
         return out
 
 
@@ -119,7 +139,7 @@ def profile_line(stages: dict) -> str:
 
     parts = []
     for name, value in stages.items():
-        if name in ("encoders", "teacher_encoding", "ranker_runs", "encoder_pool"):
+        if name in ("encoders", "teacher_encoding", "ranker_runs", "encoder_pool", "ran_on"):
             continue
         if name == "encoder columns" and stages.get("encoders"):
             kinds = ", ".join(
@@ -130,8 +150,9 @@ def profile_line(stages: dict) -> str:
             extra = f"; MiniLM encoding {fmt(teacher['seconds'])} of it" if teacher.get("seconds") else ""
             pool = stages.get("encoder_pool")
             if pool:
+                workers = "Dask workers" if pool.get("on") == "dask" else "processes"
                 extra += (
-                    f"; {pool['trainings']} trainings ran in {pool['processes']} processes side by side, "
+                    f"; {pool['trainings']} trainings ran in {pool['processes']} {workers} side by side, "
                     "so their seconds add up to more than the wall time"
                 )
             parts.append(f"{name} {fmt(value)} ({kinds}{extra})")

@@ -182,16 +182,30 @@ def ablate_pairs(
     name the ``ltrfeat ablate`` option to change."""
     started, profile = time.perf_counter(), StageProfile()
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
-    folds, groups, base, scheme = pairs_folds(
-        source,
-        cache=settings.cache,
-        quick=settings.quick,
-        progress=settings.progress,
-        profile=profile,
-        say=say,
-        train_fn=train_fn,
-    )
-    return _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say)
+    with _cluster(settings) as client:
+        folds, groups, base, scheme = pairs_folds(
+            source,
+            cache=settings.cache,
+            quick=settings.quick,
+            progress=settings.progress,
+            profile=profile,
+            say=say,
+            train_fn=train_fn,
+            client=client,
+        )
+        return _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say, client=client)
+
+
+@contextlib.contextmanager
+def _cluster(settings: AblateSettings):
+    """The Dask client of ``settings.dask`` (None without it), closed on exit."""
+    if not settings.dask:
+        yield None
+        return
+    from ltrfeat.core import dask_cluster
+
+    with dask_cluster.dask_client(settings.dask) as client:
+        yield client
 
 
 def ablate_folds(source: FoldsSource, settings: AblateSettings, *, say: Callable[[str], None] = _stderr) -> Ablation:
@@ -200,7 +214,18 @@ def ablate_folds(source: FoldsSource, settings: AblateSettings, *, say: Callable
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     with profile.stage("reading"):
         folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
-    return _ablate(folds, dict(source.neural), source.base, None, settings, profile=profile, started=started, say=say)
+    with _cluster(settings) as client:
+        return _ablate(
+            folds,
+            dict(source.neural),
+            source.base,
+            None,
+            settings,
+            profile=profile,
+            started=started,
+            say=say,
+            client=client,
+        )
 
 
 def pairs_folds(
@@ -212,11 +237,14 @@ def pairs_folds(
     profile: StageProfile | None = None,
     say: Callable[[str], None] = _stderr,
     train_fn=None,
+    client=None,
 ):
     """The judged pairs of ``source`` read and cross-fitted into folds: ``(folds, neural groups, base feature
-    names joined by commas, cross-fitting scheme)`` (see :func:`ltrfeat.experiments.crossfit.text_folds`)."""
+    names joined by commas, cross-fitting scheme)`` (see :func:`ltrfeat.experiments.crossfit.text_folds`);
+    with a Dask ``client`` every encoder training runs on its cluster."""
     from ltrfeat.core.text import read_docs, read_judged_pairs
     from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
+    from ltrfeat.experiments.dask_trainings import DaskTrainings
     from ltrfeat.experiments.encoder_options import merge_options
     from ltrfeat.features.extract import lexical_extractors
 
@@ -287,6 +315,7 @@ def pairs_folds(
         progress=progress,
         train_fn=train_fn,
         profile=profile,
+        cluster=None if client is None else DaskTrainings(client),
     )
     scheme["encoder_options"] = options
     scheme["duplicates"] = merged
@@ -305,7 +334,7 @@ def ranker_params(settings: AblateSettings) -> dict:
     return params
 
 
-def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, started, say) -> Ablation:
+def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, started, say, client) -> Ablation:
     seeds = tuple(settings.resolved("seeds"))
     folds_ready = time.perf_counter()
     sets = plan_feature_sets(
@@ -331,27 +360,24 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
         no_relevant=settings.no_relevant,
         selection=selection,
     )
-    with contextlib.ExitStack() as stack:
-        executor = None
-        if settings.dask:
-            from ltrfeat.core import dask_cluster
-            from ltrfeat.rankers.dask_training import DaskExecutor
+    executor = None
+    if client is not None:
+        from ltrfeat.core.dask_cluster import worker_addresses
+        from ltrfeat.rankers.dask_training import DaskExecutor
 
-            executor = DaskExecutor(stack.enter_context(dask_cluster.dask_client(settings.dask)))
-        store = None if settings.cache is None else RunStore(Path(settings.cache) / "rankers")
-        rows = sum(len(f.train) for f in folds)
-        with profile.stage("rankers"):
-            result = run_ablation(
-                folds,
-                sets,
-                config,
-                progress=settings.progress,
-                executor=executor,
-                jobs=plan_workers(settings.jobs, rows=rows, cores=available_cores()),
-                cache=store,
-            )
-        if store is not None:
-            profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
+        executor = DaskExecutor(client)
+    store = None if settings.cache is None else RunStore(Path(settings.cache) / "rankers")
+    jobs = plan_workers(settings.jobs, rows=sum(len(f.train) for f in folds), cores=available_cores())
+    with profile.stage("rankers"):
+        result = run_ablation(
+            folds, sets, config, progress=settings.progress, executor=executor, jobs=jobs, cache=store
+        )
+    if executor is not None:
+        profile.ran_on("rankers", f"dask cluster of {len(worker_addresses(client))} workers")
+    else:
+        profile.ran_on("rankers", "this process" if jobs == 1 else f"{jobs} local processes")
+    if store is not None:
+        profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
     if settings.config_file is not None:
         result.config["config_file"] = settings.config_file
     texts = None

@@ -20,6 +20,7 @@ Zero-shot encoders (``sbert``) are not trained and score every row once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import io
 import json
@@ -590,9 +591,11 @@ def _keep_frozen(trainings: list[_Training], *, profile, bar) -> dict[int, tuple
 
 
 def _run_pooled(
-    trainings: list[_Training], *, workers: int, seed: int, cache, bar, finish, frozen: dict[int, tuple]
+    trainings: list[_Training], *, run: Callable, seed: int, cache, bar, finish, frozen: dict[int, tuple]
 ) -> None:
-    """Train ``trainings`` in worker processes (:mod:`ltrfeat.experiments.encoder_pool`); the MiniLM vectors a
+    """Train ``trainings`` through ``run(tasks, *, train, on_done)``: in worker processes
+    (:func:`ltrfeat.experiments.encoder_pool.run_trainings`) or on a Dask cluster
+    (:meth:`ltrfeat.experiments.dask_trainings.DaskTrainings.run`); the MiniLM vectors a
     ``+teacher`` training distils, the weights a ``+init`` / ``+spans`` training starts from and the frozen
     MiniLM layers' states of a fine-tuning (``frozen``, see :func:`_keep_frozen`) are made here first and
     handed over by file."""
@@ -647,10 +650,8 @@ def _run_pooled(
             )
             for i, j in enumerate(trainings)
         ]
-        bar.set_postfix_str(f"{len(tasks)} trainings in {workers} processes")
-        encoder_pool.run_trainings(
-            tasks, workers=workers, train=_train, on_done=lambda i, result: finish(trainings[i], *result)
-        )
+        bar.set_postfix_str(f"{len(tasks)} trainings side by side")
+        run(tasks, train=_train, on_done=lambda i, result: finish(trainings[i], *result))
 
 
 def _zero_shot(spec: EncoderSpec):
@@ -670,6 +671,7 @@ def crossfit_columns(
     progress: bool = True,
     train_fn: Callable | None = None,
     profile: StageProfile | None = None,
+    cluster=None,
     **settings,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Neural similarity columns for every outer fold.
@@ -680,7 +682,8 @@ def crossfit_columns(
     labels) for the ``+spans`` pre-training besides the pairs' own documents. ``config`` (a :class:`CrossFitConfig`; keyword
     ``settings`` replace single fields) gives the document field, the encoder options and the seed.
     ``train_fn(spec, table)`` replaces encoder training (tests). ``profile`` records each training's and
-    each scoring's seconds.
+    each scoring's seconds and where it ran. ``cluster``: a :class:`~ltrfeat.experiments.dask_trainings.
+    DaskTrainings` that runs every training instead of the local pool (the scores are the same).
     """
     config = dataclasses.replace(config or CrossFitConfig(), **settings)
     field, options, seed = config.field, dict(config.options), config.seed
@@ -761,7 +764,14 @@ def crossfit_columns(
                     job.kept = {fold: _load_scores(job.paths[fold], len(r)) for fold, r in rows_of.items()}
                 trainings.append(job)
 
-        def finish(job: _Training, scores: dict, train_seconds: float, score_seconds: float, cached: bool) -> None:
+        def finish(
+            job: _Training,
+            scores: dict,
+            train_seconds: float,
+            score_seconds: float,
+            cached: bool,
+            where: str = "this process",
+        ) -> None:
             for fold, values in scores.items():
                 if job.kept.get(fold) is None:
                     job.kept[fold] = values
@@ -769,14 +779,19 @@ def crossfit_columns(
                         _save_scores(job.paths[fold], values)
             if profile is not None:
                 profile.encoder(
-                    job.spec.name, job.job, train_seconds=train_seconds, score_seconds=score_seconds, cached=cached
+                    job.spec.name,
+                    job.job,
+                    train_seconds=train_seconds,
+                    score_seconds=score_seconds,
+                    cached=cached,
+                    where=where,
                 )
             bar.update()
 
         todo = []
         for job in trainings:
             if job.done:
-                finish(job, {}, 0.0, 0.0, True)
+                finish(job, {}, 0.0, 0.0, True, "cache")
             else:
                 todo.append(job)
         frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar)
@@ -789,10 +804,14 @@ def crossfit_columns(
             tasks=len(pooled),
             threads=threads,
         )
-        if workers > 1:
+        if pooled and (cluster is not None or workers > 1):
+            if cluster is not None:
+                run, workers, on = cluster.run, cluster.workers(), "dask"
+            else:
+                run, on = functools.partial(encoder_pool.run_trainings, workers=workers), "pool"
             if profile is not None:
-                profile.encoder_pool(trainings=len(pooled), processes=workers, threads=threads)
-            _run_pooled(pooled, workers=workers, seed=seed, cache=cache, bar=bar, finish=finish, frozen=frozen)
+                profile.encoder_pool(trainings=len(pooled), processes=workers, threads=threads, on=on)
+            _run_pooled(pooled, run=run, seed=seed, cache=cache, bar=bar, finish=finish, frozen=frozen)
             todo = [j for j in todo if j not in pooled]
         for job in todo:
             bar.set_postfix_str(f"{job.spec.name} on {len(job.table)} pairs")
@@ -921,6 +940,7 @@ def text_folds(
     progress: bool = True,
     train_fn: Callable | None = None,
     profile: StageProfile | None = None,
+    cluster=None,
     **settings,
 ):
     """From judged pairs to cross-fitted ablation folds, ready for :func:`ltrfeat.experiments.ablation.run_ablation`.
@@ -931,7 +951,8 @@ def text_folds(
     ``(folds, neural groups {name: [column]}, base column names, scheme dict)``: a list of
     :class:`~ltrfeat.experiments.folds.Fold` whose ``origin`` names the pairs' file (``pairs.attrs["source"]``,
     set by :func:`ltrfeat.core.text.read_judged_pairs`). ``profile`` gets the
-    stages "lexical features" and "encoder columns" and every encoder training.
+    stages "lexical features" and "encoder columns" and every encoder training; ``cluster`` as in
+    :func:`crossfit_columns`.
     """
     from ltrfeat.features.extract import extract_pairs
 
@@ -959,6 +980,7 @@ def text_folds(
             progress=progress,
             train_fn=train_fn,
             profile=profile,
+            cluster=cluster,
         )
     folds = build_folds(base, plans, columns, pairs_name=str(pairs.attrs.get("source", "the judged pairs")))
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}

@@ -21,6 +21,7 @@ encoder to the cache when there is one).
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -55,8 +56,8 @@ class FileStart:
 _LOADED: set[str] = set()  # teacher-vector and frozen-state directories this worker has read
 
 
-def _fit(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool]:
-    """Worker entry: train one encoder (or load it from the cache), score its folds' rows."""
+def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool]:
+    """Worker entry (pool or Dask): train one encoder (or load it from the cache), score its folds' rows."""
     import torch
 
     from ltrfeat.features.encoders import distill, sbert_prefix
@@ -79,15 +80,19 @@ def _fit(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool]
     return scores, trained - start, time.perf_counter() - trained, cached
 
 
+def _fit(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool, str]:
+    return (*fit_task(task, train), f"pool process {os.getpid()}")
+
+
 def run_trainings(
     tasks: list[TrainingTask], *, workers: int, train: Callable, on_done: Callable[[int, tuple], None]
 ) -> None:
     """Run every task in ``workers`` spawned processes, the costliest ready task first (one whose ``after``
     task has finished); ``train(spec, table, *, options, seed, cache, key, start)`` (a module-level function,
     sent by reference) returns ``(encoder, from cache)``. ``on_done(i, (scores by fold, train seconds, score
-    seconds, from cache))`` is called in this process as task ``i`` finishes. On an error or an interruption
+    seconds, from cache, where it ran))`` is called in this process as task ``i`` finishes. On an error or an interruption
     the workers are stopped at once."""
-    waiting = sorted(range(len(tasks)), key=lambda i: -_cost(tasks[i]))
+    waiting = sorted(range(len(tasks)), key=lambda i: -task_cost(tasks[i]))
     finished: set[int] = set()
     pool = spawn_pool(workers)  # spawned (this process runs torch threads); they die with this process
     try:
@@ -111,7 +116,8 @@ def run_trainings(
     pool.shutdown(wait=True)
 
 
-def _cost(task: TrainingTask) -> float:
+def task_cost(task: TrainingTask) -> float:
+    """The relative cost of ``task`` (:meth:`~ltrfeat.features.encoders.kind.EncoderKind.training_cost`)."""
     return task.spec.kind.training_cost(len(task.table), task.spec.pretrain)
 
 

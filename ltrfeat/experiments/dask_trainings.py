@@ -1,0 +1,192 @@
+"""Cross-fitted encoder trainings as tasks of a Dask cluster (``ablate --dask``).
+
+:class:`DaskTrainings` runs the same :class:`~ltrfeat.experiments.training_task.TrainingTask` list as the local
+pool (:func:`ltrfeat.experiments.encoder_pool.run_trainings`), through the same worker entry
+(:func:`~ltrfeat.experiments.encoder_pool.fit_task`) at the same torch thread count, so the scores equal a local
+run's. A training that continues another (``after``) gets that task's future as an argument: Dask starts it when
+the other one has finished, the costliest ready ones first (``priority``).
+
+What a task reads besides its arguments -- MiniLM teacher vectors, frozen-layer states, a starting bundle, its
+encoder in the run's cache -- reaches the workers one of two ways:
+
+* ``transfer=False`` (the default on a ``LocalCluster``, whose workers share this machine's files): by path, as
+  the local pool does; the workers write the run's cache themselves.
+* ``transfer=True`` (the default on any other cluster): by Dask's own transfer. Each file or directory is packed
+  once, scattered once and unpacked once per worker process; an encoder comes back as its bundle's bytes when the
+  run has a cache (written there by this process) or another training continues it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+import tempfile
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from ltrfeat.core.dask_cluster import worker_addresses
+from ltrfeat.core.fileio import atomic_output
+from ltrfeat.experiments import encoder_pool
+from ltrfeat.experiments.training_task import TrainingTask
+
+
+@dataclasses.dataclass(frozen=True)
+class Packed:
+    """A file or directory as bytes: ``files`` maps relative paths ('' for a single file) to their contents."""
+
+    digest: str
+    files: dict[str, bytes]
+    name: str  # the file's or directory's name, kept on the worker (a bundle's loader reads its suffix)
+
+    @classmethod
+    def of(cls, path) -> "Packed":
+        path = Path(path)
+        if path.is_file():
+            files = {"": path.read_bytes()}
+        else:
+            files = {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+        h = hashlib.sha256()
+        for rel, data in files.items():
+            h.update(rel.encode() + b"\x1f" + hashlib.sha256(data).digest())
+        return cls(h.hexdigest()[:24], files, path.name)
+
+    def unpack(self) -> str:
+        """Its copy in this worker process's scratch directory (written on first use), as a path."""
+        target = _scratch() / self.digest / self.name
+        if not target.exists():
+            for rel, data in self.files.items():
+                out = target / rel if rel else target
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with atomic_output(out, binary=True) as f:
+                    f.write(data)
+            if not self.files:  # an empty directory
+                target.mkdir(parents=True)
+        return str(target)
+
+
+_SCRATCH: list[tempfile.TemporaryDirectory] = []  # this worker process's scratch directory, removed at its exit
+
+
+def _scratch() -> Path:
+    if not _SCRATCH:
+        _SCRATCH.append(tempfile.TemporaryDirectory(prefix="ltrfeat-dask-"))
+    return Path(_SCRATCH[0].name)
+
+
+def bundle_path(cache, task: TrainingTask) -> Path:
+    """Where :func:`ltrfeat.experiments.crossfit._train` keeps ``task``'s encoder in ``cache``."""
+    return Path(cache) / "encoders" / f"{task.spec.name}-{task.key}.ltrenc"
+
+
+def _on_worker(task: TrainingTask, train: Callable, shipped: dict, inner, transfer: bool, want_bundle: bool):
+    """Dask task: unpack what was shipped, train through :func:`encoder_pool.fit_task`, and hand back its result,
+    the worker's address and (``want_bundle``) the encoder bundle's bytes."""
+    import distributed
+
+    where = f"dask worker {distributed.get_worker().address}"
+    if not transfer:
+        return (*encoder_pool.fit_task(task, train), where, None)
+    local = {name: packed.unpack() for name, packed in shipped.items()}
+    cache = Path(tempfile.mkdtemp(dir=_scratch(), prefix="cache-"))
+    task = dataclasses.replace(task, cache=cache, key=task.key or uuid.uuid4().hex, save_to=None)
+    if "cached" in local:  # this training's encoder from the run's cache: only its scoring runs here
+        bundle_path(cache, task).parent.mkdir(parents=True)
+        shutil.copyfile(local["cached"], bundle_path(cache, task))
+    task.teacher_dir, task.frozen_dir = local.get("teacher"), local.get("frozen")
+    if inner is not None:  # the inner training this one continues: its bundle came with its result
+        path = _scratch() / f"inner-{uuid.uuid4().hex}.ltrenc"
+        path.write_bytes(inner[-1])
+        task.start = encoder_pool.FileStart(task.start.key, path, model=task.start.model)
+    elif "start" in local:
+        task.start = encoder_pool.FileStart(task.start.key, local["start"], model=task.start.model)
+    result = encoder_pool.fit_task(task, train)
+    bundle = bundle_path(cache, task).read_bytes() if want_bundle else None
+    return (*result, where, bundle)
+
+
+class DaskTrainings:
+    """Runs cross-fitted trainings on the cluster of ``client`` (see the module docstring); ``transfer``: ship
+    inputs by Dask instead of by path (None: unless the cluster is a ``LocalCluster``). ``run`` has the
+    arguments of :func:`~ltrfeat.experiments.encoder_pool.run_trainings` but ``workers``."""
+
+    def __init__(self, client, *, transfer: bool | None = None):
+        self.client = client
+        self.transfer = transfer
+
+    def workers(self) -> int:
+        return max(1, len(worker_addresses(self.client)))
+
+    def _transfers(self) -> bool:
+        if self.transfer is not None:
+            return self.transfer
+        import distributed
+
+        return not isinstance(getattr(self.client, "cluster", None), distributed.LocalCluster)
+
+    def run(self, tasks: list[TrainingTask], *, train: Callable, on_done: Callable[[int, tuple], None]) -> None:
+        """Submit every task, call ``on_done(i, (scores by fold, train seconds, score seconds, from cache,
+        where))`` here as task ``i`` finishes; on an error every task is cancelled and the error raised."""
+        import distributed
+
+        transfer = self._transfers()
+        continued = {t.after for t in tasks if t.after is not None}
+        scattered: dict[str, object] = {}
+
+        def ship(path) -> object:
+            if str(path) not in scattered:
+                scattered[str(path)] = self.client.scatter(Packed.of(path), hash=False, broadcast=False)
+            return scattered[str(path)]
+
+        futures: dict[int, object] = {}
+        index: dict[object, int] = {}
+        waiting = list(range(len(tasks)))
+        try:
+            while waiting:  # a task after the one it continues (whose future it takes)
+                ready = [i for i in waiting if tasks[i].after is None or tasks[i].after in futures]
+                if not ready:
+                    raise ValueError("encoder trainings wait for each other in a circle")
+                for i in ready:
+                    waiting.remove(i)
+                    task = tasks[i]
+                    shipped = {}
+                    kept = task.cache is not None and task.key is not None and bundle_path(task.cache, task).exists()
+                    if transfer:
+                        for name, path in (("teacher", task.teacher_dir), ("frozen", task.frozen_dir)):
+                            if path is not None:
+                                shipped[name] = ship(path)
+                        if task.start is not None and task.after is None:
+                            shipped["start"] = ship(task.start.path)
+                        if kept:
+                            shipped["cached"] = ship(bundle_path(task.cache, task))
+                    want = transfer and ((task.cache is not None and not kept) or i in continued)
+                    inner = None if task.after is None else futures[task.after]
+                    future = self.client.submit(
+                        _on_worker,
+                        task,
+                        train,
+                        shipped,
+                        inner,
+                        transfer,
+                        want,
+                        pure=False,
+                        priority=int(encoder_pool.task_cost(task)),
+                        key=f"ltrfeat-training-{task.spec.name}-{i}-{uuid.uuid4().hex[:8]}",
+                    )
+                    futures[i] = future
+                    index[future] = i
+            for future in distributed.as_completed(list(futures.values())):
+                i = index[future]
+                *result, where, bundle = future.result()
+                if (
+                    bundle is not None
+                    and tasks[i].cache is not None
+                    and not bundle_path(tasks[i].cache, tasks[i]).exists()
+                ):
+                    with atomic_output(bundle_path(tasks[i].cache, tasks[i]), binary=True) as f:
+                        f.write(bundle)
+                on_done(i, (*result, where))
+        finally:
+            for future in [*futures.values(), *scattered.values()]:
+                future.cancel()

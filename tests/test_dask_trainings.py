@@ -1,0 +1,94 @@
+"""Cross-fitted encoder trainings as Dask tasks on a 2-worker LocalCluster: the scores and the report of a local run."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+from click.testing import CliRunner
+
+distributed = pytest.importorskip("distributed")
+
+from builders import assert_same_columns, make_pairs, reproducible_report  # noqa: E402
+from ltrfeat.cli.main import cli  # noqa: E402
+from ltrfeat.core import dask_cluster  # noqa: E402
+from ltrfeat.core.stages import StageProfile  # noqa: E402
+from ltrfeat.datasets.synth import generate_world, write_world  # noqa: E402
+from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds  # noqa: E402
+from ltrfeat.experiments.dask_trainings import DaskTrainings, Packed  # noqa: E402
+
+SIZES = {"clsm.sizes": {"conv": 32, "out": 16}, "dssm.sizes": {"hidden": [32], "out": 16}}
+OPTIONS = {"epochs": 1, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 1, **SIZES}
+
+
+def _columns(pairs, specs, **settings):
+    return crossfit_columns(
+        pairs,
+        plan_folds(pairs["qid"], k=3, seed=0),
+        [EncoderSpec.parse(s) for s in specs],
+        options=OPTIONS,
+        progress=False,
+        **settings,
+    )
+
+
+def test_packed_files_unpack_to_the_same_bytes(tmp_path):
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    (tmp_path / "d" / "a.npy").write_bytes(b"\x00\x01")
+    (tmp_path / "d" / "sub" / "b.json").write_text("{}")
+    (tmp_path / "f.ltrenc").write_bytes(b"bundle")
+    directory, single = Packed.of(tmp_path / "d"), Packed.of(tmp_path / "f.ltrenc")
+    assert directory.digest != single.digest and Packed.of(tmp_path / "d").digest == directory.digest
+    out = directory.unpack()
+    assert open(f"{out}/a.npy", "rb").read() == b"\x00\x01" and open(f"{out}/sub/b.json").read() == "{}"
+    assert single.unpack().endswith("f.ltrenc") and open(single.unpack(), "rb").read() == b"bundle"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("transfer", [False, True])
+def test_trainings_on_the_cluster_give_the_local_scores(dask_client, tmp_path, transfer):
+    pairs = make_pairs()
+    specs = ["clsm:softmax", "dssm:generalized+spans"]
+    local = _columns(pairs, specs, encoder_jobs=1)
+    profile = StageProfile()
+    cluster = DaskTrainings(dask_client, transfer=transfer)
+    on_dask = _columns(pairs, specs, cache=tmp_path, profile=profile, cluster=cluster)
+    assert_same_columns(local, on_dask)
+    stages = profile.as_dict()
+    assert stages["encoder_pool"] == {"trainings": 12, "processes": 2, "threads": 1, "on": "dask"}
+    for spec in specs:
+        ran_on = stages["encoders"][EncoderSpec.parse(spec).name]["ran_on"]
+        trainings = {job: where for job, where in ran_on.items() if job.startswith("without")}
+        assert len(trainings) == 6 and all(w.startswith("dask worker tcp://") for w in trainings.values())
+    # the cache is written here (transfer) or by the workers: a warm run trains nothing
+    assert len(list((tmp_path / "encoders").glob("*.ltrenc"))) == 12 + 1  # + the span pre-training
+    (tmp_path / "scores").rename(tmp_path / "old-scores")  # scores gone: the cached encoders only score
+    profile = StageProfile()
+    assert_same_columns(local, _columns(pairs, specs, cache=tmp_path, profile=profile, cluster=cluster))
+    assert all(e["trainings"] == 0 for e in profile.as_dict()["encoders"].values())
+
+
+@pytest.mark.slow
+def test_ablate_with_dask_reports_what_a_local_run_reports(dask_client, tmp_path, monkeypatch):
+    write_world(generate_world(seed=3, n_queries=60, n_docs=200, n_click_queries=100), tmp_path / "world")
+    args = ["ablate", "--pairs", tmp_path / "world" / "judged.tsv", "--encoder", "clsm:softmax"]
+    args += ["--encoder", "dssm:generalized", "--k-folds", "3", "--encoder-option", "epochs=1"]
+    for key, value in SIZES.items():
+        args += ["--encoder-option", f"{key}={json.dumps(value)}"]
+    args += ["--n-estimators", "20", "--seeds", "0"]
+    args += ["--resamples", "200", "--no-select"]
+    runner = CliRunner()
+    local = runner.invoke(cli, [str(a) for a in [*args, "--report", tmp_path / "local"]])
+    assert local.exit_code == 0, local.output
+    monkeypatch.setattr(dask_cluster, "dask_client", lambda spec: contextlib.nullcontext(dask_client))
+    on_dask = runner.invoke(cli, [str(a) for a in [*args, "--dask", "local:2", "--report", tmp_path / "dask"]])
+    assert on_dask.exit_code == 0, on_dask.output
+    assert reproducible_report(tmp_path / "dask" / "report.json") == reproducible_report(
+        tmp_path / "local" / "report.json"
+    )
+    stages = json.loads((tmp_path / "dask" / "report.json").read_text())["stage_seconds"]
+    assert stages["encoder_pool"]["on"] == "dask" and stages["ran_on"] == {"rankers": "dask cluster of 2 workers"}
+    for name in ("clsm-softmax", "dssm-generalized"):
+        assert len(stages["encoders"][name]["ran_on"]) == 6
+        assert all(w.startswith("dask worker ") for w in stages["encoders"][name]["ran_on"].values())
