@@ -6,6 +6,7 @@ import contextlib
 import json
 
 import pytest
+import numpy as np
 from click.testing import CliRunner
 
 distributed = pytest.importorskip("distributed")
@@ -22,12 +23,12 @@ SIZES = {"clsm.sizes": {"conv": 32, "out": 16}, "dssm.sizes": {"hidden": [32], "
 OPTIONS = {"epochs": 1, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 1, **SIZES}
 
 
-def _columns(pairs, specs, **settings):
+def _columns(pairs, specs, *, options=OPTIONS, **settings):
     return crossfit_columns(
         pairs,
         plan_folds(pairs["qid"], k=3, seed=0),
         [EncoderSpec.parse(s) for s in specs],
-        options=OPTIONS,
+        options=options,
         progress=False,
         **settings,
     )
@@ -92,3 +93,25 @@ def test_ablate_with_dask_reports_what_a_local_run_reports(dask_client, tmp_path
     for name in ("clsm-softmax", "dssm-generalized"):
         assert len(stages["encoders"][name]["ran_on"]) == 6
         assert all(w.startswith("dask worker ") for w in stages["encoders"][name]["ran_on"].values())
+
+
+@pytest.mark.slow
+def test_minilm_vectors_are_made_on_the_cluster(dask_client):
+    pytest.importorskip("sentence_transformers")
+    from ltrfeat.core.stages import teacher_totals
+    from ltrfeat.features.encoders import distill
+
+    pairs = make_pairs()
+    specs = ["sbert", "clsm:generalized+teacher"]
+    options = {"epochs": 1, "batch_size": 64, "distill_epochs": 1}
+    distill.clear_cache()
+    local = _columns(pairs, specs, encoder_jobs=1, options=options)
+    distill.clear_cache()
+    before, profile = teacher_totals(), StageProfile()
+    on_dask = _columns(pairs, specs, options=options, profile=profile, cluster=DaskTrainings(dask_client))
+    assert teacher_totals()[1] == before[1]  # no text encoded in this process
+    texts = len(set(pairs["query"])) + len(set(pairs["doc"]))
+    assert profile.as_dict()["ran_on"]["MiniLM vectors"] == f"dask cluster ({texts} texts encoded)"
+    for fold in local:  # MiniLM at one thread on a worker: equal to float32 rounding
+        for name in local[fold]:
+            np.testing.assert_allclose(on_dask[fold][name], local[fold][name], atol=1e-5, err_msg=f"{fold} {name}")

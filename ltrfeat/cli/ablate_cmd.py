@@ -250,8 +250,8 @@ _RUN = option_group(
         "dask",
         default=None,
         metavar="SCHEDULER|local[:N]",
-        help="Run the folds x feature sets x seeds runs as Dask tasks (scheduler address or file, or "
-        "local[:N] workers); results equal a local run. Needs ltrfeat[dask].",
+        help="Run every encoder training and the folds x feature sets x seeds runs as Dask tasks (scheduler "
+        "address or file, or local[:N] workers); results equal a local run. Needs ltrfeat[dask].",
     ),
     click.option(
         "--jobs",

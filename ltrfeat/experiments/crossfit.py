@@ -19,6 +19,7 @@ Zero-shot encoders (``sbert``) are not trained and score every row once.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -73,9 +74,9 @@ class CrossFitConfig:
         among them (0: one per core when they read 20,000 rows or more, else in this process; 1: one after the
         other in this process; see :func:`ltrfeat.experiments.workers.plan_workers`); the numbers do not change
         (see :mod:`ltrfeat.experiments.encoder_pool`).
-    continue_outer : MiniLM fine-tuning (``sbert-ft``): each outer encoder ``E_f`` continues the inner encoder
-        ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``, instead of fine-tuning the base model on every
-        pair outside ``T_f`` again: the same pairs, seen once each, in 2 passes over the data instead of 3
+    continue_outer : kinds that allow it (``EncoderKind.continues_outer``: MiniLM fine-tuning, ``sbert-ft``): each
+        outer encoder ``E_f`` continues the inner encoder ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``,
+        instead of fine-tuning the base model on every pair outside ``T_f`` again: the same pairs, seen once each, in 2 passes over the data instead of 3
         (see :class:`_Continued`). False trains every encoder from the base model.
     """
 
@@ -569,7 +570,7 @@ def _keep_frozen(trainings: list[_Training], *, profile, bar) -> dict[int, tuple
 
     groups: dict[tuple, list[_Training]] = {}
     for job in trainings:
-        if job.spec.model == "sbert-ft":
+        if job.spec.kind.frozen_prefix:
             settings = {k: v for k, v in job.options.items() if k in SbertConfig.names()}
             groups.setdefault((job.spec.path, json.dumps(settings, sort_keys=True, default=str)), []).append(job)
     kept: dict[int, tuple] = {}
@@ -654,6 +655,27 @@ def _run_pooled(
         run(tasks, train=_train, on_done=lambda i, result: finish(trainings[i], *result))
 
 
+def _teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profile) -> None:
+    """MiniLM vectors of every text a zero-shot teacher column scores or a ``+teacher`` training distils, made on
+    ``cluster`` (only the texts not cached here), so neither pass encodes anything in this process."""
+    wanted: dict[str, tuple[list, list]] = {}
+    for spec in specs:
+        if spec.kind.teacher_scorer or spec.pretrain == "teacher":
+            queries, docs = wanted.setdefault(f"sbert={spec.path}" if spec.path else "sbert", ([], []))
+            queries += pairs["query"].tolist() + train_table["query"].tolist()
+            docs += pairs[field].tolist() + train_table["doc"].tolist()
+    if not wanted:
+        return
+    with profile.stage("MiniLM vectors") if profile is not None else contextlib.nullcontext():
+        encoded = sum(
+            cluster.teacher_vectors(spec, texts, side=side)
+            for spec, (queries, docs) in wanted.items()
+            for side, texts in (("query", queries), ("doc", docs))
+        )
+    if profile is not None:
+        profile.ran_on("MiniLM vectors", f"dask cluster ({encoded} texts encoded)")
+
+
 def _zero_shot(spec: EncoderSpec):
     kind = spec.kind
     return (kind.scorer or kind.load)(spec.path)
@@ -704,6 +726,8 @@ def crossfit_columns(
 
         teacher_cache = cache / "teacher"
         distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
+    if cluster is not None and train_fn is None:
+        _teacher_vectors_on(cluster, specs, pairs, train_table, field=field, profile=profile)
     column_order = [f"{spec.name}_{field}_{spec.column_suffix}" for spec in specs]
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
     try:
@@ -714,19 +738,20 @@ def crossfit_columns(
                 start = time.perf_counter()
                 scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
                 if profile is not None:
-                    profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start)
+                    where = "this process" if cluster is None else "this process, MiniLM vectors from the dask cluster"
+                    profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start, where=where)
                 for plan in plans:
                     columns[plan.name][column] = scores
                 continue
             own = spec_options(spec, options)
             start_point = None
-            if spec.pretrain in ("init", "spans"):
+            if spec.pretrain in spec.kind.start_mods:
                 texts = docs + list(collection or [])
                 start_point = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache, profile=profile)
                 own = start_point.options
             # the thread count is a runtime setting: out of the cache key unless the user chose it
             training_options = own if not spec.kind.pooled else {"threads": encoder_pool.THREADS} | own
-            continuing = config.continue_outer and spec.model == "sbert-ft" and train_fn is None
+            continuing = config.continue_outer and spec.kind.continues_outer and train_fn is None
             inner_of: dict[frozenset, _Training] = {}
             # inner trainings first: a continued outer one needs its inner one's key
             for index in [*range(len(plans), len(jobs)), *range(len(plans))] if continuing else range(len(jobs)):
@@ -991,7 +1016,7 @@ def text_folds(
         separate_table=train_table is not None,
         span_pretrained=[s.name for s in specs if s.pretrain == "spans"],
         span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
-        continued=[s.name for s in specs if s.model == "sbert-ft"]
+        continued=[s.name for s in specs if s.kind.continues_outer]
         if config.continue_outer and train_fn is None
         else [],
     )

@@ -106,6 +106,16 @@ def _on_worker(task: TrainingTask, train: Callable, shipped: dict, inner, transf
     return (*result, where, bundle)
 
 
+def _encode_on_worker(spec: str, texts: list[str], side: str):
+    """Dask task: MiniLM teacher vectors of ``texts`` (one torch thread, as the workers are single-threaded)."""
+    import torch
+
+    from ltrfeat.features.encoders import distill
+
+    torch.set_num_threads(1)
+    return distill.teacher_vectors(distill.load_teacher(spec), texts, side=side)
+
+
 class DaskTrainings:
     """Runs cross-fitted trainings on the cluster of ``client`` (see the module docstring); ``transfer``: ship
     inputs by Dask instead of by path (None: unless the cluster is a ``LocalCluster``). ``run`` has the
@@ -124,6 +134,24 @@ class DaskTrainings:
         import distributed
 
         return not isinstance(getattr(self.client, "cluster", None), distributed.LocalCluster)
+
+    def teacher_vectors(self, spec: str, texts, *, side: str, chunk: int = 512) -> int:
+        """Encode the ``texts`` not yet cached here with teacher ``spec`` (``sbert[=DIR]``; the directory must be
+        readable by the workers) on the cluster, ``chunk`` texts per task, and cache the vectors in this process
+        (:func:`ltrfeat.features.encoders.distill.add_vectors`). Returns how many texts were encoded."""
+        from ltrfeat.features.encoders import distill
+
+        key = distill.teacher_key(spec)
+        missing = distill.missing_vectors(key, side, texts)
+        parts = [missing[i : i + chunk] for i in range(0, len(missing), chunk)]
+        futures = self.client.map(_encode_on_worker, [spec] * len(parts), parts, [side] * len(parts), pure=False)
+        try:
+            for part, future in zip(parts, futures):
+                distill.add_vectors(key, side, part, future.result())
+        finally:
+            for future in futures:
+                future.cancel()
+        return len(missing)
 
     def run(self, tasks: list[TrainingTask], *, train: Callable, on_done: Callable[[int, tuple], None]) -> None:
         """Submit every task, call ``on_done(i, (scores by fold, train seconds, score seconds, from cache,

@@ -114,6 +114,18 @@ def teacher_vectors(
     return np.stack([cache[t] for t in uniq])[inverse]
 
 
+def missing_vectors(key: str, side: str, texts) -> list[str]:
+    """The distinct ``texts`` whose ``side`` vectors of teacher ``key`` this process has not cached yet."""
+    cache = _VECTORS.get((key, side), {})
+    return [t for t in dict.fromkeys(texts) if t not in cache]
+
+
+def add_vectors(key: str, side: str, texts: list[str], vectors: np.ndarray) -> None:
+    """Cache ``vectors`` (aligned with ``texts``) as teacher ``key``'s ``side`` vectors in this process, e.g.
+    vectors computed elsewhere (:meth:`ltrfeat.experiments.dask_trainings.DaskTrainings.teacher_vectors`)."""
+    _VECTORS.setdefault((key, side), {}).update(zip(texts, np.asarray(vectors, dtype=np.float32)))
+
+
 def _model_dir(key: str) -> Path:
     from ltrfeat.features.encoders.sbert import packaged_model_path
 

@@ -72,9 +72,15 @@ class EncoderKind:
     spec_settings : ``spec_settings(spec, start)`` -> the ``train`` arguments an ``ablate --encoder`` spec stands
         for (its loss, +MOD, @SCORE and =PATH; ``start`` the weights it starts from, or None).
     scorer : ``scorer(path)`` -> the model a zero-shot kind scores an ablation's pairs with [default: ``load``].
+    teacher_scorer : its zero-shot scores are cosines of MiniLM teacher vectors (cached per text, shared with
+        ``+teacher`` distillation, made on the cluster under ``ablate --dask``).
     pair_scorer : scores (query, document) pairs directly (column suffix ``score``), no per-text vectors.
     pooled : its cross-fitted trainings run in the ablation's worker processes (the kind must then be found in a
         fresh process: built in, or registered through an entry point).
+    start_mods : ``+MOD`` choices whose cross-fitted trainings all start from one shared starting point (``+init``:
+        the given bundle; ``+spans``: one pre-training on the documents' spans), made once per ablation.
+    continues_outer : an ablation's outer trainings may continue inner ones (``CrossFitConfig.continue_outer``).
+    frozen_prefix : its trainings read MiniLM's frozen lower layers, run once per ablation over every text.
     cost : relative cost of a cross-fitted training per table row (the pool starts the costliest first);
         ``mod_cost`` multiplies it for a +MOD.
     losses : the ``:LOSS`` choices of its ``ablate`` spec, the default first (empty: takes no loss).
@@ -93,8 +99,12 @@ class EncoderKind:
     trainer_args: tuple[str, ...] = ()
     spec_settings: Callable | None = None
     scorer: Callable | None = None
+    teacher_scorer: bool = False
     pair_scorer: bool = False
     pooled: bool = False
+    start_mods: tuple[str, ...] = ()
+    continues_outer: bool = False
+    frozen_prefix: bool = False
     cost: float = 1.0
     mod_cost: Mapping[str, float] = field(default_factory=dict)
     losses: tuple[str, ...] = ()

@@ -33,6 +33,7 @@ def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> Enc
         trainer_args=("teacher", "init"),
         spec_settings=two_tower_settings,
         pooled=True,
+        start_mods=("spans", "init"),
         mod_cost={"teacher": 2.0},  # the distillation runs its own epochs before the ranking loss
         losses=LOSSES,
         mods=mods,
@@ -89,6 +90,7 @@ BUILTIN = (
         "sbert_<field>_cos",
         load=_load_sbert,
         scorer=_sbert_scorer,
+        teacher_scorer=True,
         path="[=DIR]",
         needs_file=False,
     ),
@@ -101,6 +103,8 @@ BUILTIN = (
         trainer_args=("base",),
         spec_settings=_sbert_ft_settings,
         pooled=True,
+        continues_outer=True,
+        frozen_prefix=True,
         cost=6.0,  # an epoch costs several CLSM trainings per row
         losses=LOSSES,
         path="[=BASE_DIR]",
