@@ -300,6 +300,7 @@ def pairs_folds(
         conflicts=source.conflicts,
         encoder_jobs=source.encoder_jobs,
         continue_outer=source.continue_outer,
+        cluster=None if client is None else DaskTrainings(client),
     )
     k = source.k_folds
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
@@ -315,7 +316,6 @@ def pairs_folds(
         progress=progress,
         train_fn=train_fn,
         profile=profile,
-        cluster=None if client is None else DaskTrainings(client),
     )
     scheme["encoder_options"] = options
     scheme["duplicates"] = merged

@@ -78,6 +78,8 @@ class CrossFitConfig:
         outer encoder ``E_f`` continues the inner encoder ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``,
         instead of fine-tuning the base model on every pair outside ``T_f`` again: the same pairs, seen once each, in 2 passes over the data instead of 3
         (see :class:`_Continued`). False trains every encoder from the base model.
+    cluster : a :class:`~ltrfeat.experiments.dask_trainings.DaskTrainings` that runs every training, and makes the
+        MiniLM teacher vectors, on a Dask cluster instead of here (the scores are the same); None: the local pool.
     """
 
     k: int = 5
@@ -88,6 +90,7 @@ class CrossFitConfig:
     conflicts: str = "error"
     encoder_jobs: int = 0
     continue_outer: bool = True
+    cluster: object = dataclasses.field(default=None, compare=False)
 
     def __post_init__(self):
         if isinstance(self.encoder_jobs, bool) or not isinstance(self.encoder_jobs, int) or self.encoder_jobs < 0:
@@ -693,7 +696,6 @@ def crossfit_columns(
     progress: bool = True,
     train_fn: Callable | None = None,
     profile: StageProfile | None = None,
-    cluster=None,
     **settings,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Neural similarity columns for every outer fold.
@@ -704,11 +706,10 @@ def crossfit_columns(
     labels) for the ``+spans`` pre-training besides the pairs' own documents. ``config`` (a :class:`CrossFitConfig`; keyword
     ``settings`` replace single fields) gives the document field, the encoder options and the seed.
     ``train_fn(spec, table)`` replaces encoder training (tests). ``profile`` records each training's and
-    each scoring's seconds and where it ran. ``cluster``: a :class:`~ltrfeat.experiments.dask_trainings.
-    DaskTrainings` that runs every training instead of the local pool (the scores are the same).
+    each scoring's seconds and where it ran.
     """
     config = dataclasses.replace(config or CrossFitConfig(), **settings)
-    field, options, seed = config.field, dict(config.options), config.seed
+    field, options, seed, cluster = config.field, dict(config.options), config.seed, config.cluster
     cache = None if cache is None else Path(cache)
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
@@ -965,7 +966,6 @@ def text_folds(
     progress: bool = True,
     train_fn: Callable | None = None,
     profile: StageProfile | None = None,
-    cluster=None,
     **settings,
 ):
     """From judged pairs to cross-fitted ablation folds, ready for :func:`ltrfeat.experiments.ablation.run_ablation`.
@@ -976,8 +976,7 @@ def text_folds(
     ``(folds, neural groups {name: [column]}, base column names, scheme dict)``: a list of
     :class:`~ltrfeat.experiments.folds.Fold` whose ``origin`` names the pairs' file (``pairs.attrs["source"]``,
     set by :func:`ltrfeat.core.text.read_judged_pairs`). ``profile`` gets the
-    stages "lexical features" and "encoder columns" and every encoder training; ``cluster`` as in
-    :func:`crossfit_columns`.
+    stages "lexical features" and "encoder columns" and every encoder training.
     """
     from ltrfeat.features.extract import extract_pairs
 
@@ -1005,7 +1004,6 @@ def text_folds(
             progress=progress,
             train_fn=train_fn,
             profile=profile,
-            cluster=cluster,
         )
     folds = build_folds(base, plans, columns, pairs_name=str(pairs.attrs.get("source", "the judged pairs")))
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
