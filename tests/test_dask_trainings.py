@@ -115,3 +115,26 @@ def test_minilm_vectors_are_made_on_the_cluster(dask_client):
     for fold in local:  # MiniLM at one thread on a worker: equal to float32 rounding
         for name in local[fold]:
             np.testing.assert_allclose(on_dask[fold][name], local[fold][name], atol=1e-5, err_msg=f"{fold} {name}")
+
+
+@pytest.mark.slow
+def test_minilm_fine_tunings_and_their_frozen_layers_run_on_the_cluster(dask_client):
+    pytest.importorskip("sentence_transformers")
+    from ltrfeat.features.encoders import sbert_prefix
+
+    pairs = make_pairs()
+    options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}
+    sbert_prefix.clear()
+    local = _columns(pairs, ["sbert-ft:generalized"], encoder_jobs=1, options=options)
+    sbert_prefix.clear()
+    profile = StageProfile()
+    on_dask = _columns(
+        pairs, ["sbert-ft:generalized"], options=options, profile=profile, cluster=DaskTrainings(dask_client)
+    )
+    ran_on = profile.as_dict()["encoders"]["sbert-ft-generalized"]["ran_on"]
+    assert [where for job, where in ran_on.items() if job.startswith("frozen layers")] == ["dask cluster"]
+    continued = [where for job, where in ran_on.items() if "continues" in job]
+    assert len(continued) == 3 and all(w.startswith("dask worker ") for w in continued)
+    for fold in local:  # the frozen layers at one thread: equal to float32 rounding, carried through one epoch
+        for name in local[fold]:
+            np.testing.assert_allclose(on_dask[fold][name], local[fold][name], atol=1e-4, err_msg=f"{fold} {name}")

@@ -76,14 +76,14 @@ class StageProfile:
         entry["from_cache"] += cached
         entry["jobs"][job] = round(train_seconds + score_seconds, 2)
 
-    def frozen_layers(self, name: str, *, seconds: float, texts: int) -> None:
-        """Encoder ``name``'s frozen lower layers ran once over ``texts`` texts for all its trainings."""
+    def frozen_layers(self, name: str, *, seconds: float, texts: int, where: str = "this process") -> None:
+        """Encoder ``name``'s frozen lower layers ran once over ``texts`` texts for all its trainings, ``where``."""
         entry = self.encoders.setdefault(
             name, {"train_seconds": 0.0, "score_seconds": 0.0, "trainings": 0, "from_cache": 0, "jobs": {}}
         )
         entry["train_seconds"] += seconds
         entry["jobs"][f"frozen layers of {texts} texts"] = round(seconds, 2)
-        entry.setdefault("ran_on", {})[f"frozen layers of {texts} texts"] = "this process"
+        entry.setdefault("ran_on", {})[f"frozen layers of {texts} texts"] = where
 
     def zero_shot(self, name: str, *, score_seconds: float, where: str = "this process") -> None:
         """Encoder ``name`` scored every row without training (``sbert``), ``where`` as in :meth:`encoder`."""

@@ -563,11 +563,13 @@ class _Training:
         return bool(self.kept) and all(v is not None for v in self.kept.values())
 
 
-def _keep_frozen(trainings: list[_Training], *, profile, bar) -> dict[int, tuple]:
+def _keep_frozen(trainings: list[_Training], *, profile, bar, cluster=None) -> dict[int, tuple]:
     """Run the frozen lower layers of the MiniLM fine-tunings among ``trainings`` once over all the texts
     they read and score (one pass per base model and settings, :func:`~ltrfeat.features.encoders.
     sbert_training.keep_frozen_states`), here, before any of them trains: in this process or in a worker,
-    every fine-tuning then starts from the same states. Returns ``{id(training): (store key, texts)}``."""
+    every fine-tuning then starts from the same states; with a ``cluster`` (a :class:`~ltrfeat.experiments.
+    dask_trainings.DaskTrainings`) the pass runs there and the states come back. Returns ``{id(training): (store
+    key, texts)}``."""
     from ltrfeat.features.encoders.config import SbertConfig
     from ltrfeat.features.encoders.sbert_training import keep_frozen_states
 
@@ -587,9 +589,15 @@ def _keep_frozen(trainings: list[_Training], *, profile, bar) -> dict[int, tuple
                 texts.update(dict.fromkeys(docs))
         bar.set_postfix_str(f"{members[0].spec.name}: frozen layers over {len(texts)} texts")
         start = time.perf_counter()
-        key = keep_frozen_states(list(texts), base=base, **json.loads(settings))
+        keep = keep_frozen_states if cluster is None else cluster.frozen_states
+        key = keep(list(texts), base=base, **json.loads(settings))
         if profile is not None:
-            profile.frozen_layers(members[0].spec.name, seconds=time.perf_counter() - start, texts=len(texts))
+            profile.frozen_layers(
+                members[0].spec.name,
+                seconds=time.perf_counter() - start,
+                texts=len(texts),
+                where="this process" if cluster is None else "dask cluster",
+            )
         kept.update({id(job): (key, list(texts)) for job in members})
     return kept
 
@@ -820,7 +828,7 @@ def crossfit_columns(
                 finish(job, {}, 0.0, 0.0, True, "cache")
             else:
                 todo.append(job)
-        frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar)
+        frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar, cluster=cluster)
         pooled = [j for j in todo if train_fn is None and j.spec.kind.pooled]
         threads = max([j.options["threads"] for j in pooled], default=1)
         workers = plan_workers(

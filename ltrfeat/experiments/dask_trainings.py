@@ -116,6 +116,23 @@ def _encode_on_worker(spec: str, texts: list[str], side: str):
     return distill.teacher_vectors(distill.load_teacher(spec), texts, side=side)
 
 
+def _frozen_on_worker(texts: list[str], base, settings: dict):
+    """Dask task: MiniLM's frozen lower layers over ``texts`` (one torch thread), as the store key and the states
+    :func:`~ltrfeat.features.encoders.sbert_prefix.save` writes, packed."""
+    import torch
+
+    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+
+    torch.set_num_threads(1)
+    key = keep_frozen_states(texts, base=base, **settings)
+    if key is None:
+        return None, None
+    directory = Path(tempfile.mkdtemp(dir=_scratch(), prefix="frozen-"))
+    sbert_prefix.save(key, texts, directory)
+    return key, Packed.of(directory)
+
+
 class DaskTrainings:
     """Runs cross-fitted trainings on the cluster of ``client`` (see the module docstring); ``transfer``: ship
     inputs by Dask instead of by path (None: unless the cluster is a ``LocalCluster``). ``run`` has the
@@ -152,6 +169,20 @@ class DaskTrainings:
             for future in futures:
                 future.cancel()
         return len(missing)
+
+    def frozen_states(self, texts: list[str], *, base=None, **settings) -> tuple | None:
+        """:func:`~ltrfeat.features.encoders.sbert_training.keep_frozen_states` run on the cluster: the states come
+        back and are kept in this process (memory-mapped) under the returned key, for the trainings to read."""
+        from ltrfeat.features.encoders import sbert_prefix
+
+        future = self.client.submit(_frozen_on_worker, texts, base, settings, pure=False)
+        try:
+            key, packed = future.result()
+        finally:
+            future.cancel()
+        if key is not None:
+            sbert_prefix.load(packed.unpack())
+        return key
 
     def run(self, tasks: list[TrainingTask], *, train: Callable, on_done: Callable[[int, tuple], None]) -> None:
         """Submit every task, call ``on_done(i, (scores by fold, train seconds, score seconds, from cache,
