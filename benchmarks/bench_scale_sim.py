@@ -18,8 +18,8 @@ The growth exponent is the slope of the least-squares line through (log N, log v
 to ``results/scale_simulation.json``. On a real cluster, run the two commands of step 2 with the scheduler's
 address (``--dask tcp://HOST:8786``) or its scheduler file (``--dask scheduler.json``).
 
-    python benchmarks/bench_scale_sim.py --sizes 10000            # about a minute on 2 idle cores
-    python benchmarks/bench_scale_sim.py                          # 10k, 100k, 1M
+    python benchmarks/bench_scale_sim.py --sizes 3000,10000 --memory-limit 1GiB    # the small sizes
+    python benchmarks/bench_scale_sim.py                                           # 10k, 100k, 1M
 """
 
 from __future__ import annotations
@@ -124,19 +124,24 @@ def main(argv=None) -> None:
     parser.add_argument("--memory-limit", default="2GiB", help="per worker (Dask's memory_limit)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
+    points: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="ltrfeat-scale-") as tmp:
-        points = [one_size(n, workers=args.workers, memory_limit=args.memory_limit, root=Path(tmp)) for n in sizes]
-    growth = {}
-    for stage in ("ablate", "extract"):
-        n = [p["judged_pairs"] for p in points]
-        growth[stage] = {
-            "seconds": fit_exponent(n, [p[stage]["seconds"] for p in points]),
-            "client_peak": fit_exponent(n, [p[stage]["client_peak_mib"] for p in points]),
-            "worker_peak": fit_exponent(n, [max(p[stage]["worker_peak_mib"]) for p in points]),
-        }
+        for n_pairs in sizes:  # the results file is rewritten after each size: a stopped run keeps its points
+            points.append(one_size(n_pairs, workers=args.workers, memory_limit=args.memory_limit, root=Path(tmp)))
+            growth = {stage: _exponents(points, stage) for stage in ("ablate", "extract")}
+            figures = {"workers": args.workers, "memory_limit": args.memory_limit, "points": points}
+            path = write_results("scale_simulation", figures | {"exponents": growth})
     print("growth exponents (1.0 = linear):", growth)
-    figures = {"workers": args.workers, "memory_limit": args.memory_limit, "points": points, "exponents": growth}
-    print("wrote", write_results("scale_simulation", figures))
+    print("wrote", path)
+
+
+def _exponents(points: list[dict], stage: str) -> dict:
+    n = [p["judged_pairs"] for p in points]
+    return {
+        "seconds": fit_exponent(n, [p[stage]["seconds"] for p in points]),
+        "client_peak": fit_exponent(n, [p[stage]["client_peak_mib"] for p in points]),
+        "worker_peak": fit_exponent(n, [max(p[stage]["worker_peak_mib"]) for p in points]),
+    }
 
 
 if __name__ == "__main__":
