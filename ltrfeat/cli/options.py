@@ -140,10 +140,11 @@ def selection_options(default_on: bool, *, deployable_help: str):
             click.option(
                 "--select-rule",
                 type=click.Choice(RULES),
-                default="one-se",
+                default="joint",
                 show_default=True,
-                help="one-se: the simplest candidate within one standard error of the best inner-CV "
-                "score; best: the best score.",
+                help="joint: the simplest candidate within z standard errors of the best inner-CV score, z "
+                "growing with the number of candidates (1 for two), and one recommendation among all feature "
+                "set / candidate pairs; one-se: z = 1, per feature set then across sets; best: the best score.",
             ),
             click.option(
                 "--deployable",
