@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 from _common import RESULTS, write_results  # noqa: E402
 
 METRICS = ("ndcg@1", "ndcg@10")
-RULES = ("joint", "one-se", "best")
+RULES = ("joint", "one-se", "best", "tiered")
 ENCODERS = ("dssm:generalized", "clsm:generalized", "clsm:generalized+spans", "sbert")
 MQ2008_GROUPS = {"tfidf": "11-15", "lmir": "26-40", "links": "41-46", "tf-idf-dl": "1-10,16-20"}
 

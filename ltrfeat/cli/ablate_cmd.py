@@ -320,7 +320,7 @@ _RUN = option_group(
         "tune": "Tuned candidate: none | grid | optuna [none].",
         "tune_trials": "Optuna trials per set and fold [20].",
         "inner_folds": "Folds of the inner cross-validation [3].",
-        "select_rule": "joint (simplest within a margin growing with the candidates), one-se (within 1 SE) or best.",
+        "select_rule": "tiered (1 SE per set, growing margin across sets), joint, one-se or best.",
         "report_dir": "Report directory (report.html, .md, ...).",
         "overwrite": "Replace an existing report directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",

@@ -140,11 +140,12 @@ def selection_options(default_on: bool, *, deployable_help: str):
             click.option(
                 "--select-rule",
                 type=click.Choice(RULES),
-                default="joint",
+                default="tiered",
                 show_default=True,
-                help="joint: the simplest candidate within z standard errors of the best inner-CV score, z "
-                "growing with the number of candidates (1 for two), and one recommendation among all feature "
-                "set / candidate pairs; one-se: z = 1, per feature set then across sets; best: the best score.",
+                help="tiered: per feature set the simplest candidate within one standard error of the best "
+                "inner-CV score, then the simplest set within z standard errors of the best set, z growing with "
+                "the number of sets close to the best; joint: that margin among all feature set / candidate pairs "
+                "at once; one-se: z = 1 at both steps; best: the best score.",
             ),
             click.option(
                 "--deployable",

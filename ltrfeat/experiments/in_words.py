@@ -162,7 +162,7 @@ def summary_in_words(data: dict) -> str:
                 f"Rule {verdict['rule']}: the simplest configuration inner cross-validation cannot tell from the best"
                 + (
                     ", with a margin that grows with the number of close configurations"
-                    if verdict["rule"] == "joint"
+                    if verdict["rule"] in ("joint", "tiered")
                     else ""
                 )
                 + f"; at {_metric_name(row['metric'])} this procedure scores {row['recommended']:.4f} on the test "

@@ -383,8 +383,9 @@ def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
         + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
         f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
         f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
-        "(joint: the simplest configuration within z standard errors of the best, z growing with the number "
-        "of configurations; one-se: within one standard error). The test queries are "
+        "(tiered: per set the simplest candidate within one standard error of the best, then the simplest set "
+        "within z standard errors, z growing with the number of close sets; joint: that margin over all "
+        "configurations; one-se: within one standard error). The test queries are "
         "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
         "",
     ]

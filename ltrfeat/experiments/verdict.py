@@ -131,6 +131,12 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
             "rule one-se: per feature set the simplest candidate within one standard error of its best, "
             "then the first feature set (plan order) within one standard error of the best set"
         )
+    elif rule == "tiered":
+        lines.append(
+            "rule tiered: per feature set the simplest candidate within one standard error of its best, then the "
+            "first feature set (plan order) within z standard errors of the best set, z growing with the number of "
+            "sets close to the best (Holm's step-down)"
+        )
     else:
         lines.append("rule best: the highest inner-CV criterion, however small the lead")
     for fold, r in per_fold.items():

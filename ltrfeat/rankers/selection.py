@@ -14,10 +14,11 @@ scored on the held-out inner fold by the per-query mean of the ``criterion`` met
 candidate sees the same splits (paired), every feature set the same candidates and trial budget.
 The test queries are never read. Rule ``one-se``: among the candidates whose mean is within one
 standard error (of the paired per-query difference) of the best, take the simplest; rule
-``joint`` (the default): the same with a margin that grows with the number of close candidates
-(Holm's step-down, :func:`choose`), and an ablation's recommendation made once among all feature set × candidate
-configurations (:func:`recommend`), so that offering more of them does not let inner-CV noise pick
-a worse one; rule ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
+``joint``: the same with a margin that grows with the number of close candidates (Holm's step-down,
+:func:`choose`), and an ablation's recommendation made once among all feature set × candidate
+configurations (:func:`recommend`); rule ``tiered`` (the default): each feature set's candidate by
+``one-se``, then the feature set with the growing margin, so that offering more sets does not let
+inner-CV noise pick a worse one; rule ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
 optimistic; the one-SE rule and the test scores of every candidate in the report keep that visible.
 """
 
@@ -99,7 +100,7 @@ class SelectionConfig:
     valid_fraction : share of an inner training part held out for the trees' early stopping
         (and of a fold's training queries, when the fold has no validation part).
     criterion : metrics whose per-query mean is compared.
-    rule : ``joint`` (default), ``one-se`` or ``best`` (see :func:`choose` and :func:`recommend`).
+    rule : ``tiered`` (default), ``joint``, ``one-se`` or ``best`` (see :func:`choose` and :func:`recommend`).
     seed : seed of the inner splits, the tuning sampler and the selection fits.
     """
 
@@ -109,7 +110,7 @@ class SelectionConfig:
     inner_folds: int = 3
     valid_fraction: float = 0.2
     criterion: tuple[str, ...] = DEFAULT_CRITERION
-    rule: str = "joint"
+    rule: str = "tiered"
     seed: int = 0
 
     def __post_init__(self):
@@ -237,7 +238,7 @@ def _retained(found: dict, best: str, rule: str) -> tuple[set, float]:
     of candidates still compared, ``z(k) = norm.isf(tail / k)`` (1 for one candidate, 2.0 for 7, 2.5 for
     23); each rejected one leaves the others a smaller ``k``. A clearly worse candidate is rejected first
     and does not raise the margin of the others; many close ones do."""
-    if rule in ("best", "one-se"):
+    if rule in ("best", "one-se", "tiered"):
         z = 0.0 if rule == "best" else 1.0
         return {n for n, st in found.items() if st["gap_to_best"] <= z * st["se"]}, z
 
@@ -292,7 +293,8 @@ def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[s
     is the simplest configuration the rule cannot tell from the best (see :func:`choose`), so offering
     more close configurations asks a more complex one for a larger lead. Rules ``one-se`` and ``best``:
     each set's candidate by the rule, then the set by the rule among the sets' choices (``set_order``
-    simplest first).
+    simplest first). Rule ``tiered``: each set's candidate by ``one-se``, then the set as ``joint`` chooses
+    among the sets' choices (a margin that grows with the number of sets close to the best).
 
     Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}}, "best",
     "margin_z" (how many SEs below the best the configurations kept in the running may score),
@@ -309,7 +311,8 @@ def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[s
         feature_set, candidate = configs[list(values).index(name)]
     else:
         picks = {s: choose(cv[s], rule)[0] for s in cv}
-        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, rule, order=set_order)
+        across = "joint" if rule == "tiered" else rule
+        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, across, order=set_order)
         candidate = picks[feature_set]
     return {
         "feature_set": feature_set,
