@@ -150,3 +150,16 @@ def test_a_collection_needs_a_spans_encoder(world, tmp_path):
         world / "docs.tsv", "--report", tmp_path / "r",
     )  # fmt: skip
     assert res.exit_code == 2 and "--collection is read by +spans encoders only" in res.output
+
+
+def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so():
+    from ltrfeat.experiments.ablate import SPANS_BELOW_QUERIES, small_data_specs
+    from ltrfeat.experiments.crossfit import EncoderSpec
+
+    said = []
+    texts = ["clsm", " dssm", "clsm:softmax", "sbert"]
+    specs = small_data_specs(texts, [EncoderSpec.parse(t) for t in texts], 240, said.append)
+    assert [s.name for s in specs] == ["clsm-generalized-spans", "dssm-generalized-spans", "clsm-softmax", "sbert"]
+    assert len(said) == 2 and "240 judged queries" in said[0] and "write clsm:softmax" in said[0]
+    many = small_data_specs(["clsm"], [EncoderSpec.parse("clsm")], SPANS_BELOW_QUERIES, said.append)
+    assert many[0].pretrain is None and len(said) == 2

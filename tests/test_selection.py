@@ -16,7 +16,15 @@ from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.core.metrics import evaluate_queries
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.models import load_ranker, save_ranker
-from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, inner_splits, select, holdout_queries
+from ltrfeat.rankers.selection import (
+    Candidates,
+    SelectionConfig,
+    choose,
+    holdout_queries,
+    inner_splits,
+    recommend,
+    select,
+)
 from ltrfeat.rankers.single import BestSingleFeature, BoostedFromFeature, query_zscore
 
 FAST = {"n_estimators": 40, "early_stopping_rounds": 10, "n_jobs": 1}
@@ -121,6 +129,48 @@ def test_one_se_rule_prefers_the_simpler_candidate_when_the_data_cannot_tell():
     assert choose(clear, "one-se")[0] == "lightgbm"
 
 
+def _lead(rng, base, lead_in_se: float, n: int = 200):
+    """``base`` plus a noisy lead of about ``lead_in_se`` standard errors of the paired difference."""
+    noise = rng.normal(scale=0.05, size=n)
+    noise -= noise.mean()
+    return base + lead_in_se * noise.std(ddof=1) / np.sqrt(n) + noise
+
+
+def test_joint_rule_asks_for_a_bigger_lead_only_when_more_close_candidates_compete():
+    rng = np.random.default_rng(1)
+    base = rng.random(200)
+    two = {"lightgbm": _lead(rng, base, 1.5), "linear": base}
+    assert choose(two, "joint")[0] == choose(two, "one-se")[0] == "lightgbm"  # 1 SE with one other candidate
+    # seven more candidates as good as the simple one: the best of many is noise-inflated, 1.5 SE is not enough
+    close = two | {f"lin{k}": base + rng.normal(scale=0.001, size=200) for k in range(7)}
+    order = ["linear"] + [f"lin{k}" for k in range(7)] + ["lightgbm"]
+    assert choose(close, "joint", order)[0] == "linear" and choose(close, "one-se", order)[0] == "lightgbm"
+    # seven clearly dominated candidates do not raise the bar
+    dominated = two | {f"bad{k}": base - 0.2 + rng.normal(scale=0.01, size=200) for k in range(7)}
+    assert choose(dominated, "joint", ["linear"] + [f"bad{k}" for k in range(7)] + ["lightgbm"])[0] == "lightgbm"
+
+
+def test_recommend_joint_chooses_once_among_all_configurations_simplest_first():
+    rng = np.random.default_rng(2)
+    base = rng.random(300)
+    cv = {
+        "lexical": {"best-single": base - 0.1, "linear": base, "lightgbm": base + 0.001},
+        "lexical+x": {"best-single": base + 0.002, "linear": base + 0.003, "lightgbm": _lead(rng, base, 1.2, 300)},
+    }
+    rec = recommend(cv, "joint", ["lexical", "lexical+x"])
+    # a single feature within the margin of the best beats every learned ranker
+    assert (rec["feature_set"], rec["candidate"]) == ("lexical+x", "best-single")
+    assert rec["n_configurations"] == 6 and rec["best"] in rec["stats"] and rec["margin_z"] >= 1.0
+    # the one-SE rule picks per set first, then among the sets
+    old = recommend(cv, "one-se", ["lexical", "lexical+x"])
+    assert set(old["stats"]) == {"lexical", "lexical+x"} and old["margin_z"] == 1.0
+    assert old["candidate"] == choose(cv[old["feature_set"]], "one-se")[0]
+    # adding a dominated feature set leaves the recommendation alone
+    more = cv | {"lexical+noise": {k: v - 0.3 for k, v in cv["lexical"].items()}}
+    again = recommend(more, "joint", ["lexical", "lexical+x", "lexical+noise"])
+    assert (again["feature_set"], again["candidate"]) == (rec["feature_set"], rec["candidate"])
+
+
 def test_inner_splits_partition_the_training_queries(world):
     config = SelectionConfig(inner_folds=3)
     splits = inner_splits(world, config)
@@ -163,6 +213,28 @@ def test_ablation_choices_do_not_depend_on_test_labels(world):
     )
     assert clean.config["selection"]["chosen"] == poisoned.config["selection"]["chosen"]
     assert clean.config["selection"]["recommended"] == poisoned.config["selection"]["recommended"]
+
+
+@pytest.mark.parametrize("rule", ["tiered", "joint"])
+def test_a_dominated_feature_set_leaves_the_recommendation_alone_and_the_verdict_says_how(world, rule):
+    from ltrfeat.experiments.ablation import FeatureSet
+    from ltrfeat.experiments.verdict import verdict_lines
+
+    folds = folds_of(world.subset_queries(world.queries()[:90]))
+    sets = plan_feature_sets(world.feature_map, base="2-6", neural={"sig": "signal"})
+    config = SelectionConfig.default("lightgbm", rule=rule)
+    runs = [
+        run_ablation(folds, offered, seeds=[0], ranker_params=FAST, progress=False, selection=config)
+        for offered in (sets, sets[:2] + [FeatureSet("noise", ["noise0", "noise1"])] + sets[2:])
+    ]
+    picks = [
+        {f: (r["feature_set"], r["candidate"]) for f, r in run.config["selection"]["recommended"].items()}
+        for run in runs
+    ]
+    assert picks[0] == picks[1] and all(s == "lexical+sig" for s, _ in picks[0].values())
+    lines = verdict_lines(summarise(runs[1], n_resamples=500)["verdict"])
+    assert any(line.startswith(f"  how: rule {rule}: ") for line in lines)
+    assert any("selection cost at ndcg@1: the procedure's expected score" in line for line in lines)
 
 
 # -- the verdict on a world where one feature is (almost) the label -----------------------

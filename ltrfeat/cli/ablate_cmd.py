@@ -81,8 +81,8 @@ _TEXT_MODE = option_group(
         "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
         "+teacher=DIR for another sentence-transformer), clsm:generalized+spans (pre-trained once on "
         "query-like spans of the pairs' documents, no queries or labels read, then fine-tuned in every fold; "
-        "the choice for a few hundred judged queries; options spans_per_doc (default: 4 to 16, enough for "
-        "50,000 spans), span_epochs=5), "
+        "the choice for a few hundred judged queries, and what a bare clsm or dssm means below 12,000 judged "
+        "queries; options spans_per_doc (default: 4 to 16, enough for 50,000 spans), span_epochs=5), "
         "clsm:generalized+init=BUNDLE (every fold's "
         "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
         "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
@@ -320,7 +320,7 @@ _RUN = option_group(
         "tune": "Tuned candidate: none | grid | optuna [none].",
         "tune_trials": "Optuna trials per set and fold [20].",
         "inner_folds": "Folds of the inner cross-validation [3].",
-        "select_rule": "one-se (simplest within 1 SE) or best.",
+        "select_rule": "tiered (1 SE per set, growing margin across sets), joint, one-se or best.",
         "report_dir": "Report directory (report.html, .md, ...).",
         "overwrite": "Replace an existing report directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",

@@ -140,10 +140,12 @@ def selection_options(default_on: bool, *, deployable_help: str):
             click.option(
                 "--select-rule",
                 type=click.Choice(RULES),
-                default="one-se",
+                default="tiered",
                 show_default=True,
-                help="one-se: the simplest candidate within one standard error of the best inner-CV "
-                "score; best: the best score.",
+                help="tiered: per feature set the simplest candidate within one standard error of the best "
+                "inner-CV score, then the simplest set within z standard errors of the best set, z growing with "
+                "the number of sets close to the best; joint: that margin among all feature set / candidate pairs "
+                "at once; one-se: z = 1 at both steps; best: the best score.",
             ),
             click.option(
                 "--deployable",

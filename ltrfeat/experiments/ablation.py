@@ -34,7 +34,7 @@ from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.run_cache import RunStore
-from ltrfeat.rankers.selection import Candidates, SelectionConfig, choose, describe, select, with_valid
+from ltrfeat.rankers.selection import Candidates, SelectionConfig, describe, recommend, select, with_valid
 from ltrfeat.rankers.single import concat, feature_scores, rank_single_features
 from ltrfeat.experiments.stats import apply_holm, bootstrap_cis, compare_many
 from ltrfeat.experiments.verdict import verdict
@@ -148,6 +148,9 @@ class AblationResult:
     test_scores : per set and fold, ``{"seeds": [...], "scores": [one float64 array per seed]}``:
         the scores of the fold's test rows, in row order (written as TREC runs by
         :func:`ltrfeat.experiments.fold_runs.write_test_runs`).
+    inner_cv : with model selection, per fold and ranker set ``(inner held-out qids, {candidate: per-query
+        criterion values})``: what the recommendation was made from
+        (:func:`ltrfeat.rankers.selection.recommend` re-makes it for another rule or fewer sets); not in reports.
     """
 
     feature_sets: list[FeatureSet]
@@ -157,6 +160,7 @@ class AblationResult:
     config: dict
     seed_effect: dict[str, bool] = dataclasses.field(default_factory=dict)
     test_scores: dict[str, dict[str, dict]] = dataclasses.field(default_factory=dict, repr=False)
+    inner_cv: dict[str, dict[str, tuple]] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def metrics(self) -> list[str]:
@@ -515,7 +519,7 @@ def _run_selected(
         out["scores"][name] = scores
     if chosen_by is not None:
         out["selection"] = {k: chosen_by[k] for k in ("chosen", "rule", "stats", "tuned", "trials")}
-        out["cv"] = (chosen_by["qids"], chosen_by["values"][chosen_by["chosen"]])
+        out["cv"] = (chosen_by["qids"], chosen_by["values"])
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -799,17 +803,15 @@ def _run_with_selection(
     for fold in folds:
         qids = next(iter(cv[fold.name].values()))[0]
         values = {name: v for name, (q, v) in cv[fold.name].items() if np.array_equal(q, qids)}
-        best, stats = choose(values, selection.rule, order=[s.name for s in rankers])
-        recommended[fold.name] = {
-            "feature_set": best,
-            "candidate": chosen[fold.name][best]["chosen"],
-            "tuned": chosen[fold.name][best]["tuned"].get(chosen[fold.name][best]["chosen"]),
-            "stats": stats,
-        }
-        frame = frames[(best, fold.name)].copy()
+        rec = recommend(values, selection.rule, [s.name for s in rankers])
+        best, pick = rec["feature_set"], rec["candidate"]
+        recommended[fold.name] = rec | {"tuned": chosen[fold.name][best]["tuned"].get(pick)}
+        # the set's own row when it chose this candidate (every seed), else the candidate's row
+        source = best if chosen[fold.name][best]["chosen"] == pick else f"{best}/{pick}"
+        frame = frames[(source, fold.name)].copy()
         frame["feature_set"] = RECOMMENDED
         frames[(RECOMMENDED, fold.name)] = frame
-        test_scores.setdefault(RECOMMENDED, {})[fold.name] = test_scores[best][fold.name]
+        test_scores.setdefault(RECOMMENDED, {})[fold.name] = test_scores[source][fold.name]
     result_sets = list(rankers)
     if rankers:
         result_sets += [FeatureSet(RECOMMENDED, union, "recommended"), *baseline]
@@ -835,6 +837,7 @@ def _run_with_selection(
         config,
         seed_effect,
         test_scores,
+        cv,
     )
 
 

@@ -311,7 +311,7 @@ def _selection(data: dict) -> str:
         rec = sel["recommended"][fold]
         for name, choice in sets.items():
             cv = ", ".join(f"{c} {st['mean']:.4f}" for c, st in choice["stats"].items())
-            flag = " <b>(recommended)</b>" if rec["feature_set"] == name else ""
+            flag = f" <b>(recommended: {_e(rec['candidate'])})</b>" if rec["feature_set"] == name else ""
             rows.append(
                 f"<tr><td>{_e(fold)}</td><td class=text>{_e(name)}</td><td class=text>{_e(choice['chosen'])}{flag}</td>"
                 f"<td class=text>{_e(cv)}</td></tr>"

@@ -155,6 +155,20 @@ def summary_in_words(data: dict) -> str:
         n_warn = len(verdict.get("warnings", []))
         text += f"; {n_warn} warning{'s' if n_warn != 1 else ''} below." if n_warn else "."
         sentences.append(text)
+        costed = [r for r in verdict["metrics"] if r.get("best_fixed")]
+        if costed:
+            row = costed[0]
+            sentences.append(
+                f"Rule {verdict['rule']}: the simplest configuration inner cross-validation cannot tell from the best"
+                + (
+                    ", with a margin that grows with the number of close configurations"
+                    if verdict["rule"] in ("joint", "tiered")
+                    else ""
+                )
+                + f"; at {_metric_name(row['metric'])} this procedure scores {row['recommended']:.4f} on the test "
+                f"queries, the best fixed configuration in hindsight (`{row['best_fixed']['name']}`) "
+                f"{row['best_fixed']['mean']:.4f}: selection cost {row['selection_cost']:+.4f}."
+            )
     n = len(data["comparisons"])
     if n:
         sentences.append(

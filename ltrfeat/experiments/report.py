@@ -383,7 +383,9 @@ def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
         + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
         f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
         f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
-        "(one-se: the simplest candidate within one standard error of the best). The test queries are "
+        "(tiered: per set the simplest candidate within one standard error of the best, then the simplest set "
+        "within z standard errors, z growing with the number of close sets; joint: that margin over all "
+        "configurations; one-se: within one standard error). The test queries are "
         "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
         "",
     ]
@@ -397,7 +399,8 @@ def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
                 [
                     fold,
                     f"`{name}`",
-                    f"`{choice['chosen']}`" + (" (recommended)" if rec["feature_set"] == name else ""),
+                    f"`{choice['chosen']}`"
+                    + (f" (recommended: `{rec['candidate']}`)" if rec["feature_set"] == name else ""),
                     cv,
                     "" if not tuned else f"`{json.dumps(_clean(tuned))}`",
                 ]

@@ -48,9 +48,11 @@ def verdict(result, summary: dict) -> dict | None:
         for r in result.runs
         if r["feature_set"] == BEST_SINGLE
     )
+    candidate_rows = [s.name for s in result.feature_sets if s.kind == "candidate"]
     table = []
     for m in metrics:
         vs_untuned, vs_single = comps.get((untuned, RECOMMENDED, m)), comps[(BEST_SINGLE, RECOMMENDED, m)]
+        fixed = max(candidate_rows, key=lambda n: means.get((n, m), float("-inf")), default=None)
         bm25 = {
             c["baseline"]: {"mean": c["base_mean"], "p_holm": c["p_holm"]}
             for c in summary["comparisons"]
@@ -65,6 +67,9 @@ def verdict(result, summary: dict) -> dict | None:
                 "p_holm_vs_untuned": None if vs_untuned is None else vs_untuned["p_holm"],
                 "p_holm_vs_best_single": vs_single["p_holm"],
                 "bm25_alone": bm25,
+                # the configuration with the best test mean, known only in hindsight: what choosing cost
+                "best_fixed": None if fixed is None else {"name": fixed, "mean": means.get((fixed, m))},
+                "selection_cost": None if fixed is None else means.get((fixed, m)) - means.get((RECOMMENDED, m)),
             }
         )
     warnings = []
@@ -104,7 +109,54 @@ def verdict(result, summary: dict) -> dict | None:
         "metrics": table,
         "warnings": warnings,
         "level": LEVEL,
+        "rule": selection["rule"],
+        "how": how_chosen(selection["rule"], per_fold),
     }
+
+
+def how_chosen(rule: str, per_fold: dict) -> list[str]:
+    """In words, how the rule chose in each fold (from the inner-CV statistics of the recommendation)."""
+    lines = []
+    if rule == "joint":
+        n = max((r.get("n_configurations", 0) for r in per_fold.values()), default=0)
+        lines.append(
+            f"rule joint: one choice per fold among {n} feature set / candidate configurations, the simplest "
+            "(single feature before linear before trees; fewer features first) that inner cross-validation cannot "
+            "tell from the best: within z standard errors, z growing with the number of configurations close to "
+            "the best (Holm's step-down: 1 for one, 2.0 for 7, 2.5 for 23), so a more complex configuration wins "
+            "only by a lead larger than the noise of picking the best of many"
+        )
+    elif rule == "one-se":
+        lines.append(
+            "rule one-se: per feature set the simplest candidate within one standard error of its best, "
+            "then the first feature set (plan order) within one standard error of the best set"
+        )
+    elif rule == "tiered":
+        lines.append(
+            "rule tiered: per feature set the simplest candidate within one standard error of its best, then the "
+            "first feature set (plan order) within z standard errors of the best set, z growing with the number of "
+            "sets close to the best (Holm's step-down)"
+        )
+    else:
+        lines.append("rule best: the highest inner-CV criterion, however small the lead")
+    for fold, r in per_fold.items():
+        stats = r.get("stats") or {}
+        name = f"{r['feature_set']}/{r['candidate']}" if f"{r['feature_set']}/{r['candidate']}" in stats else None
+        name = name or (r["feature_set"] if r["feature_set"] in stats else None)
+        best = r.get("best") or max(stats, key=lambda n: stats[n]["mean"], default=None)
+        if name is None or best is None:
+            continue
+        text = f"fold {fold}: {r['feature_set']} / {r['candidate']} inner-CV {stats[name]['mean']:.4f}"
+        if best != name:
+            z = r.get("margin_z", 1.0)
+            text += (
+                f"; best {best} {stats[best]['mean']:.4f} leads by {stats[name]['gap_to_best']:.4f}, "
+                f"within {z:.2f} x SE {stats[name]['se']:.4f} = {z * stats[name]['se']:.4f}"
+            )
+        else:
+            text += " (the best, and no simpler configuration within the margin)"
+        lines.append(text)
+    return lines
 
 
 def _ship_line(v: dict) -> str:
@@ -150,6 +202,15 @@ def verdict_lines(v: dict) -> list[str]:
         )
         lines.append(text)
     lines.append(f"  best single feature per fold (chosen on training queries): {singles}")
+    for row in v["metrics"]:
+        if row.get("best_fixed"):
+            lines.append(
+                f"  selection cost at {row['metric']}: the procedure's expected score (outer folds) "
+                f"{row['recommended']:.4f} vs the best fixed configuration in hindsight `{row['best_fixed']['name']}` "
+                f"{row['best_fixed']['mean']:.4f} ({-row['selection_cost']:+.4f}; that one is picked on the test "
+                "queries, for reference only)"
+            )
+    lines += [f"  how: {line}" for line in v.get("how", [])]
     lines.append(_ship_line(v))
     lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in v["warnings"]]
     if not v["warnings"]:

@@ -14,7 +14,11 @@ scored on the held-out inner fold by the per-query mean of the ``criterion`` met
 candidate sees the same splits (paired), every feature set the same candidates and trial budget.
 The test queries are never read. Rule ``one-se``: among the candidates whose mean is within one
 standard error (of the paired per-query difference) of the best, take the simplest; rule
-``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
+``joint``: the same with a margin that grows with the number of close candidates (Holm's step-down,
+:func:`choose`), and an ablation's recommendation made once among all feature set × candidate
+configurations (:func:`recommend`); rule ``tiered`` (the default): each feature set's candidate by
+``one-se``, then the feature set with the growing margin, so that offering more sets does not let
+inner-CV noise pick a worse one; rule ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
 optimistic; the one-SE rule and the test scores of every candidate in the report keep that visible.
 """
 
@@ -25,6 +29,7 @@ import functools
 
 import numpy as np
 import pandas as pd
+from scipy.stats import norm
 
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError
@@ -95,7 +100,7 @@ class SelectionConfig:
     valid_fraction : share of an inner training part held out for the trees' early stopping
         (and of a fold's training queries, when the fold has no validation part).
     criterion : metrics whose per-query mean is compared.
-    rule : ``one-se`` or ``best``.
+    rule : ``tiered`` (default), ``joint``, ``one-se`` or ``best`` (see :func:`choose` and :func:`recommend`).
     seed : seed of the inner splits, the tuning sampler and the selection fits.
     """
 
@@ -105,7 +110,7 @@ class SelectionConfig:
     inner_folds: int = 3
     valid_fraction: float = 0.2
     criterion: tuple[str, ...] = DEFAULT_CRITERION
-    rule: str = "one-se"
+    rule: str = "tiered"
     seed: int = 0
 
     def __post_init__(self):
@@ -220,10 +225,37 @@ def describe(model) -> dict:
     return model.describe()
 
 
-def choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict]:
-    """The chosen name among ``cv`` (name -> per-query criterion values on the same queries, NaN =
-    excluded) and, per name, its mean and the paired difference to the best with its standard error.
-    ``order``: names simplest first (default the registry's simplicity order)."""
+# one-sided tail of one standard error: the chance that the one-SE rule keeps a simpler candidate that is
+# truly worse by its gap; rule "joint" spends it over the candidates it compares (Holm's step-down)
+_ONE_SE_TAIL = float(norm.sf(1.0))
+
+
+def _retained(found: dict, best: str, rule: str) -> tuple[set, float]:
+    """The names ``rule`` cannot tell from ``best`` and the margin (in standard errors) they were held to.
+
+    ``joint``: Holm's step-down over the one-sided tests "worse than the best" at the one-SE tail level:
+    the candidate furthest below the best (in SEs) must be more than ``z(k)`` SEs below, ``k`` the number
+    of candidates still compared, ``z(k) = norm.isf(tail / k)`` (1 for one candidate, 2.0 for 7, 2.5 for
+    23); each rejected one leaves the others a smaller ``k``. A clearly worse candidate is rejected first
+    and does not raise the margin of the others; many close ones do."""
+    if rule in ("best", "one-se", "tiered"):
+        z = 0.0 if rule == "best" else 1.0
+        return {n for n, st in found.items() if st["gap_to_best"] <= z * st["se"]}, z
+
+    def t(st):
+        if st["gap_to_best"] <= 0:
+            return 0.0
+        return np.inf if st["se"] == 0 else st["gap_to_best"] / st["se"]
+
+    others = sorted((n for n in found if n != best), key=lambda n: -t(found[n]))
+    k = len(others)
+    while others and t(found[others[0]]) > float(norm.isf(_ONE_SE_TAIL / k)):
+        others, k = others[1:], k - 1
+    return {best, *others}, float(norm.isf(_ONE_SE_TAIL / max(k, 1)))
+
+
+def _choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict, float]:
+    """:func:`choose` and the margin in standard errors the chosen name was held to."""
     order = registry.simplicity_order() if order is None else order
     names = list(cv)
     valid = np.all([np.isfinite(cv[n]) for n in names], axis=0)
@@ -232,15 +264,64 @@ def choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict]
     means = {n: float(cv[n][valid].mean()) for n in names}
     ranked = sorted(names, key=lambda n: (order.index(n) if n in order else len(order), names.index(n)))
     best = max(ranked, key=lambda n: means[n])  # first (simplest) among equal means
-    stats = {}
+    found = {}
     for n in names:
         d = cv[best][valid] - cv[n][valid]
         se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
-        stats[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": se}
-    if rule == "best":
-        return best, stats
-    chosen = next(n for n in ranked if stats[n]["gap_to_best"] <= stats[n]["se"])
-    return chosen, stats
+        found[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": se}
+    kept, z = _retained(found, best, rule)
+    return next(n for n in ranked if n in kept), found, z
+
+
+def choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict]:
+    """The chosen name among ``cv`` (name -> per-query criterion values on the same queries, NaN =
+    excluded) and, per name, its mean and the paired difference to the best with its standard error.
+    ``order``: names simplest first (default the registry's simplicity order; names it lacks come
+    after, in ``cv``'s order). The chosen name is the simplest one the rule cannot tell from the best:
+    within one SE (``one-se``), within a margin that grows with the number of close candidates
+    (``joint``, Holm's step-down), or the best itself (``best``)."""
+    chosen, found, _ = _choose(cv, rule, order)
+    return chosen, found
+
+
+def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[str]) -> dict:
+    """One fold's recommendation among feature sets and their candidates from inner cross-validation
+    (``cv``: feature set -> candidate -> per-query criterion values on the same inner held-out queries).
+
+    Rule ``joint``: every (set, candidate) pair is one configuration, named ``SET/CANDIDATE``, ordered
+    simplest first by candidate (the registry's simplicity order) and then by ``set_order``; the choice
+    is the simplest configuration the rule cannot tell from the best (see :func:`choose`), so offering
+    more close configurations asks a more complex one for a larger lead. Rules ``one-se`` and ``best``:
+    each set's candidate by the rule, then the set by the rule among the sets' choices (``set_order``
+    simplest first). Rule ``tiered``: each set's candidate by ``one-se``, then the set as ``joint`` chooses
+    among the sets' choices (a margin that grows with the number of sets close to the best).
+
+    Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}}, "best",
+    "margin_z" (how many SEs below the best the configurations kept in the running may score),
+    "n_configurations"}``.
+    """
+    if rule == "joint":
+        kinds = registry.simplicity_order()
+        configs = sorted(
+            ((s, c) for s in cv for c in cv[s]),
+            key=lambda sc: (kinds.index(sc[1]) if sc[1] in kinds else len(kinds), set_order.index(sc[0])),
+        )
+        values = {f"{s}/{c}": cv[s][c] for s, c in configs}
+        name, found, z = _choose(values, rule, order=list(values))
+        feature_set, candidate = configs[list(values).index(name)]
+    else:
+        picks = {s: choose(cv[s], rule)[0] for s in cv}
+        across = "joint" if rule == "tiered" else rule
+        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, across, order=set_order)
+        candidate = picks[feature_set]
+    return {
+        "feature_set": feature_set,
+        "candidate": candidate,
+        "stats": found,
+        "best": max(found, key=lambda n: found[n]["mean"]),
+        "margin_z": z,
+        "n_configurations": len(found),
+    }
 
 
 def _search(engine: str, config: SelectionConfig, score_params) -> tuple[dict, np.ndarray, list[dict]]:
