@@ -93,23 +93,40 @@ def test_serve_refuses_other_corpus_statistics(skewed, tmp_path):
     assert result.exit_code == 2 and "are not the ones the ranker's bm25_title was extracted with" in result.output
 
 
+def test_serve_finds_the_corpus_statistics_the_record_names(skewed):
+    """The record keeps where the statistics were saved: serve needs no --corpus-stats while that file holds them."""
+    from ltrfeat.serving.scorer import Scorer
+
+    meta = json.loads((skewed / "ranker.txt.meta.json").read_text())
+    assert meta["features"]["pipeline"][0]["corpus_file"] == str((skewed / "k1.npz").resolve())
+    assert Scorer.load(skewed / "ranker.txt").extractors[0].k1 == 0.5
+
+
+def _moved(skewed, tmp_path):
+    """A copy of the ranker whose recorded statistics file is gone."""
+    meta = json.loads((skewed / "ranker.txt.meta.json").read_text())
+    meta["features"]["pipeline"][0]["corpus_file"] = str(tmp_path / "moved.npz")
+    (tmp_path / "ranker.txt").write_bytes((skewed / "ranker.txt").read_bytes())
+    (tmp_path / "ranker.txt.meta.json").write_text(json.dumps(meta))
+    return tmp_path / "ranker.txt"
+
+
 def test_serve_rerank_and_pyterrier_name_the_corpus_statistics_a_ranker_needs(skewed, tmp_path):
-    """The record keeps the statistics' hash, not a path: without --corpus-stats, one line names the hash,
-    the recorded settings and the option."""
+    """The recorded file moved and no --corpus-stats: one line names the hash, the recorded settings and the option."""
     from ltrfeat.core.errors import LtrfeatError
     from ltrfeat.serving.scorer import Scorer
 
+    ranker = _moved(skewed, tmp_path)
     needle = "need the corpus statistics they were extracted with (sha256 "
-    served = run("serve", "--ranker", skewed / "ranker.txt", ok=False)
-    reranked = run("rerank", skewed / "ranker.txt", "--run", tmp_path / "none.run", *TEXTS, "--out", tmp_path / "r",
-                   ok=False)  # fmt: skip
+    served = run("serve", "--ranker", ranker, ok=False)
+    reranked = run("rerank", ranker, "--run", tmp_path / "none.run", *TEXTS, "--out", tmp_path / "r", ok=False)
     for result in (served, reranked):
         assert result.exit_code == 2 and result.output.count("\n") == 1, result.output
         assert needle in result.output and "k1 0.5, b 0.3" in result.output and "--corpus-stats FILE" in result.output
     assert CorpusStats.load(skewed / "k1.npz").fingerprint()[:12] in served.output
     with pytest.raises(LtrfeatError, match="need the corpus statistics"):
-        Scorer.load(skewed / "ranker.txt")  # what PyTerrier's Features.for_ranker builds
-    assert Scorer.load(skewed / "ranker.txt", corpus_stats=skewed / "k1.npz").extractors[0].k1 == 0.5
+        Scorer.load(ranker)  # what PyTerrier's Features.for_ranker builds
+    assert Scorer.load(ranker, corpus_stats=skewed / "k1.npz").extractors[0].k1 == 0.5
 
 
 def test_extract_refuses_a_setting_against_the_corpus_record(skewed, tmp_path):

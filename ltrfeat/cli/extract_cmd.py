@@ -32,6 +32,7 @@ def build_extractors(
     corpus_path: str | None,
     lexical_params: dict,
     encoders=(),
+    save_corpus_path: str | None = None,
 ) -> list:
     """Every extractor the options ask for, in output column order (one place to add kinds).
 
@@ -49,6 +50,7 @@ def build_extractors(
         fields=fields,
         analyzer=analyzer,
         corpus=corpus,
+        corpus_file=save_corpus_path or corpus_path,
         **lexical_params,
     )
     extractors += neural.encoder_extractors(encoders, fields=fields)
@@ -235,6 +237,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         stopwords=scoring["stopwords"],
         corpus_path=scoring["corpus_path"],
         lexical_params=lexical_params,
+        save_corpus_path=outputs["save_corpus_path"],
     )
     if pairs_path:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):

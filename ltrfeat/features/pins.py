@@ -6,8 +6,8 @@ it is computed again.
 carries into the ranker's metadata:
 
 - lexical columns: ``{"kind": "lexical", "fields", "k1", "b", "mu", "jm_lambda", "ad_delta",
-  "bm25_norms", "analyzer", "corpus_sha256"}`` (``--save-corpus-stats`` keeps the same settings
-  in the corpus statistics file);
+  "bm25_norms", "analyzer", "corpus_sha256", "corpus_file"}`` (``--save-corpus-stats`` keeps the
+  same settings in the corpus statistics file; ``corpus_file`` is where that file was, for ``serve``);
 - encoder columns: ``{"kind": "encoder", "name", "model", "bundle_sha256", "score"}``, plus
   ``trained_queries`` (how many of the file's queries the encoder was trained on; see
   :mod:`ltrfeat.features.leakage`).
@@ -25,11 +25,12 @@ import hashlib
 from pathlib import Path
 
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.lexical import FAMILY_SETTINGS, SETTINGS
 
 DEFAULTS = {"k1": 1.2, "b": 0.75, "mu": 2000.0, "jm_lambda": 0.1, "ad_delta": 0.7, "bm25_norms": "exact"}
 # record keys that do not change a column's values (or describe the scored file, not the column)
-_NOT_DEFINING = frozenset({"columns", "fields", "model", "trained_queries"})
+_NOT_DEFINING = frozenset({"columns", "fields", "model", "trained_queries", "corpus_file"})
 
 
 def encoder_fingerprint(path) -> str | None:
@@ -152,6 +153,19 @@ def corpus_needed(feature_map, names) -> str | None:
     if isinstance(record.get("analyzer"), dict):
         parts.append(_show(record["analyzer"]))
     return ", ".join(parts)
+
+
+def recorded_corpus_path(feature_map) -> str | None:
+    """The corpus statistics file a lexical record names, when that file still holds the recorded statistics."""
+    for record in feature_map.pipeline:
+        path = record.get("corpus_file") if record.get("kind") == "lexical" else None
+        if path and record.get("corpus_sha256") and Path(path).is_file():
+            try:
+                if CorpusStats.load(path).fingerprint() == record["corpus_sha256"]:
+                    return path
+            except LtrfeatError:
+                continue
+    return None
 
 
 def check_encoder(feature_map, name: str, path, columns) -> None:

@@ -136,7 +136,8 @@ class Scorer:
             ``sbert`` (packaged MiniLM). An encoder not given is the bundle the ranker's record names,
             if that file is still there with the recorded SHA-256.
         corpus_stats : corpus statistics file (``extract --save-corpus-stats``), needed for
-            lexical features.
+            lexical features; not given, the file the ranker's record names, if it still holds the
+            recorded statistics.
         lexical_params : lexical settings (``k1``, ``b``, ``mu``, ``jm_lambda``, ``ad_delta``,
             ``bm25_norms``); None or absent takes the value the ranker's features were extracted with
             (its metadata records them; see :mod:`ltrfeat.features.pins`). A given value, corpus
@@ -159,6 +160,10 @@ class Scorer:
             raise LtrfeatError(
                 f"unknown lexical parameter(s) {', '.join(sorted(unknown))}", fix=f"use {', '.join(LEXICAL_PARAMS)}"
             )
+        if corpus_stats is None:  # the file the record names, where it still is as recorded
+            corpus_stats = pins.recorded_corpus_path(model.feature_map_)
+            if corpus_stats is not None:
+                _log.info("corpus statistics: %s (the file the ranker's record names)", corpus_stats)
         corpus = CorpusStats.load(corpus_stats) if corpus_stats is not None else None
         families: dict[str, None] = {}
         lexical_columns: dict[str, str] = {}
