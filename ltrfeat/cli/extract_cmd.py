@@ -14,7 +14,7 @@ from ltrfeat.features import neural
 from ltrfeat.core import text
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.lexical import SETTINGS
+from ltrfeat.features.lexical import SETTINGS, LexicalExtractor
 from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.letor import write_letor
 
@@ -32,7 +32,6 @@ def build_extractors(
     corpus_path: str | None,
     lexical_params: dict,
     encoders=(),
-    save_corpus_path: str | None = None,
 ) -> list:
     """Every extractor the options ask for, in output column order (one place to add kinds).
 
@@ -50,7 +49,6 @@ def build_extractors(
         fields=fields,
         analyzer=analyzer,
         corpus=corpus,
-        corpus_file=save_corpus_path or corpus_path,
         **lexical_params,
     )
     extractors += neural.encoder_extractors(encoders, fields=fields)
@@ -237,7 +235,6 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         stopwords=scoring["stopwords"],
         corpus_path=scoring["corpus_path"],
         lexical_params=lexical_params,
-        save_corpus_path=outputs["save_corpus_path"],
     )
     if pairs_path:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
@@ -253,6 +250,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
         ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=r["conflicts"])
+        _name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
         if dask:
             from ltrfeat.core import dask_cluster
             from ltrfeat.features import dask_extract
@@ -299,6 +297,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
                 missing="keep",
             )  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
+        _name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
         if dask:
             from ltrfeat.core import dask_cluster
             from ltrfeat.features import dask_extract
@@ -335,6 +334,13 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         f"{', ...' if len(names) > 6 else ''})",
         err=True,
     )
+
+
+def _name_corpus_file(extractors, path, docs, queries) -> None:
+    """Fit the corpus statistics now, so the output's record names ``path``, where they are saved after it."""
+    if path:
+        for extractor in ex.fit_extractors([e for e in extractors if isinstance(e, LexicalExtractor)], docs, queries):
+            extractor.corpus_.source = str(path)
 
 
 def _save_corpus(extractors, path) -> None:

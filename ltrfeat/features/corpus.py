@@ -92,8 +92,9 @@ class CorpusStats:
     :mod:`ltrfeat.features.pins`), None for statistics not saved by ``extract`` or saved before they were kept.
     """
 
-    def __init__(self, *, analyzer: Analyzer, fields, vocab, trigrams, field_stats: dict, settings=None):
+    def __init__(self, *, analyzer: Analyzer, fields, vocab, trigrams, field_stats: dict, settings=None, source=None):
         self.settings = settings
+        self.source = source
         self.analyzer = analyzer
         self.fields = tuple(fields)
         self.vocab = list(vocab)
@@ -258,6 +259,7 @@ class CorpusStats:
                 trigrams=trigrams,
                 field_stats=field_stats,
                 settings=meta.get("settings"),
+                source=str(path),
             )
         except (KeyError, TypeError, ValueError, AttributeError, json.JSONDecodeError) as exc:
             raise ModelFileError(

@@ -107,9 +107,6 @@ class LexicalExtractor(BaseEstimator):
     ad_delta : absolute-discounting δ in (0, 1).
     corpus : pre-fitted :class:`~ltrfeat.features.corpus.CorpusStats` (e.g. loaded from the
         training split's file); ``fit`` then only checks it instead of refitting.
-    corpus_file : where those statistics are kept on disk (``--corpus-stats`` or
-        ``--save-corpus-stats``), recorded so ``serve`` finds the file by itself; it does not change
-        a column's values.
 
     Attributes
     ----------
@@ -132,7 +129,6 @@ class LexicalExtractor(BaseEstimator):
         ad_delta=0.7,
         bm25_norms="exact",
         corpus=None,
-        corpus_file=None,
     ):
         self.features = features
         self.fields = fields
@@ -144,7 +140,6 @@ class LexicalExtractor(BaseEstimator):
         self.ad_delta = ad_delta
         self.bm25_norms = bm25_norms
         self.corpus = corpus
-        self.corpus_file = corpus_file
 
     def _families(self) -> list[str]:
         feats = [self.features] if isinstance(self.features, str) else list(self.features)
@@ -214,7 +209,7 @@ class LexicalExtractor(BaseEstimator):
             **{name: getattr(self, name) for name in SETTINGS},
             "analyzer": self.corpus_.analyzer.to_json(),
             "corpus_sha256": self.corpus_.fingerprint(),
-            **({"corpus_file": str(Path(self.corpus_file).resolve())} if self.corpus_file else {}),
+            **({"corpus_file": str(Path(self.corpus_.source).resolve())} if self.corpus_.source else {}),
         }
 
     def get_feature_names_out(self, input_features=None) -> np.ndarray:
