@@ -26,7 +26,7 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check ltrfeat tests benchmarks
 	$(VENV)/bin/ruff format --check ltrfeat tests benchmarks
 	$(VENV)/bin/mypy
-	$(PY) -m pytest -q --cov=ltrfeat --cov-report=
+	$(PY) -m pytest -q -n 2 --cov=ltrfeat --cov-report=
 	@echo "coverage of ltrfeat by the default suite: $$($(PY) -m coverage report --format=total)% of lines"
 
 test-slow: $(STAMP)
