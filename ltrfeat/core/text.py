@@ -50,6 +50,7 @@ _SUFFIX_FORMAT = {
 }
 PAIR_COLUMNS = ("qid", "query", "docid", "doc", "label")
 MISSING_POLICIES = ("error", "drop", "keep")
+CONFLICTS = ("error", "first")  # an id naming two texts: refused, or its first text kept
 _TSV_FORBIDDEN = ("\t", "\n", "\r")
 _LABEL_MAP_FORMS = (
     "'none' (labels already integers), 'round', 'linear:LO:HI:GRADES' (e.g. linear:1:3:7), 'threshold:T1,T2,...'"
@@ -989,8 +990,8 @@ def pairs_to_ranking(
     order of first appearance (index: the line of that first appearance). Ids must not
     contain whitespace, which a LETOR file could not carry.
     """
-    if conflicts not in ("error", "first"):
-        raise TextTableError(f"unknown conflicts policy {conflicts!r}", fix="use 'error' or 'first'")
+    if conflicts not in CONFLICTS:
+        raise TextTableError(f"unknown conflicts policy {conflicts!r}", fix=f"use one of {', '.join(CONFLICTS)}")
     fields = list(fields)
     path = pairs.attrs.get("source")
     needed = ["qid", "query", "docid", "label", *fields]

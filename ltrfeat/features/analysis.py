@@ -15,7 +15,7 @@ from itertools import compress
 import Stemmer
 import numpy as np
 
-from ltrfeat.core.errors import OptionError
+from ltrfeat.core.errors import ParameterError
 from ltrfeat.core.wordsplit import SEPARATOR, joined_words
 
 # Lucene's default English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET): small and conservative,
@@ -57,7 +57,7 @@ class Analyzer:
         if isinstance(self.stopwords, str) and self.stopwords != "english":
             raise ValueError(f"stopwords must be None, 'english' or a list of words, got {self.stopwords!r}")
         if self.stemmer is not None and self.stemmer not in Stemmer.algorithms():
-            raise OptionError(
+            raise ParameterError(
                 f"unknown stemmer {self.stemmer!r}",
                 fix=f"give --stem one of PyStemmer's: {', '.join(Stemmer.algorithms())}",
             )
