@@ -22,7 +22,10 @@ from ltrfeat.cli.options import (
 )
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import NAN_POLICIES
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
+from ltrfeat.core.text import CONFLICTS
+from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
+from ltrfeat.features.encoders.registry import spec_help, spec_metavar
 
 # ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other
 # ltrfeat command starts fast; its DEFAULTS, QUICK and ENCODER_DEFAULTS are the defaults shown here.
@@ -65,8 +68,8 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--conflicts",
-        type=click.Choice(["error", "first"]),
-        default="error",
+        type=click.Choice(CONFLICTS),
+        default=CrossFitConfig.conflicts,
         show_default=True,
         help="Text mode: an id naming different texts on different rows fails, or keeps its first text.",
     ),
@@ -75,18 +78,8 @@ _TEXT_MODE = option_group(
         "--encoder",
         "encoders",
         multiple=True,
-        metavar="MODEL[:LOSS][+rbm|+teacher|+spans|+init][@SCORE][=PATH]",
-        help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
-        "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
-        "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
-        "+teacher=DIR for another sentence-transformer), clsm:generalized+spans (pre-trained once on "
-        "query-like spans of the pairs' documents, no queries or labels read, then fine-tuned in every fold; "
-        "the choice for a few hundred judged queries, and what a bare clsm or dssm means below 12,000 judged "
-        "queries; options spans_per_doc (default: 4 to 16, enough for 50,000 spans), span_epochs=5), "
-        "clsm:generalized+init=BUNDLE (every fold's "
-        "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
-        "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
-        "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).",
+        metavar=spec_metavar(),
+        help="Text mode: encoder to cross-fit (repeatable). " + spec_help(),
     ),
     click.option(
         "--train-pairs",
@@ -113,16 +106,16 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--k-folds",
-        type=click.IntRange(min=3),
+        type=click.IntRange(min=MIN_FOLDS),
         default=3,
         show_default=True,
         help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
-        "15 for 5; the README's Home Depot ablation with 3 folds takes 29 minutes cold on 2 cores).",
+        "15 for 5).",
     ),
     click.option(
         "--valid-fraction",
         type=click.FloatRange(0, 0.5),
-        default=0.1,
+        default=CrossFitConfig.valid_fraction,
         show_default=True,
         help="Text mode: share of each fold's ranker queries held out for early stopping.",
     ),
@@ -138,7 +131,7 @@ _TEXT_MODE = option_group(
     click.option(
         "--encoder-jobs",
         type=click.IntRange(min=0),
-        default=0,
+        default=CrossFitConfig.encoder_jobs,
         show_default=True,
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core when they read 20,000 rows or more, else 1; 1 = one after another in this process); "
@@ -146,14 +139,20 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--continue-outer/--no-continue-outer",
-        default=True,
+        default=CrossFitConfig.continue_outer,
         show_default=True,
         help="Text mode, MiniLM fine-tuning (sbert-ft): each outer encoder continues an inner one on the one fold "
         "that one lacks, so every pair is seen once in 2 passes over the data instead of 3; --no-continue-outer "
         "fine-tunes every encoder from the base model.",
     ),
     duplicates_option,
-    click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders."),
+    click.option(
+        "--split-seed",
+        type=int,
+        default=CrossFitConfig.seed,
+        show_default=True,
+        help="Text mode: seed of folds and encoders.",
+    ),
 )
 
 
@@ -193,12 +192,16 @@ _EVALUATION = option_group(
     click.option(
         "--no-relevant",
         type=click.Choice(NO_RELEVANT),
-        default="exclude",
+        default=Conventions.no_relevant,
         show_default=True,
         help="Queries without a relevant document: leave out, score 0, or score 1.",
     ),
     click.option(
-        "--gain", type=click.Choice(GAINS), default="exp2", show_default=True, help="NDCG gain: 2^rel-1 or linear rel."
+        "--gain",
+        type=click.Choice(GAINS),
+        default=Conventions.gain,
+        show_default=True,
+        help="NDCG gain: 2^rel-1 or linear rel.",
     ),
     click.option(
         "--resamples",

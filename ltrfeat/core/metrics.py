@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ltrfeat.core.errors import LtrfeatError, ParameterError
-from ltrfeat.core.settings import Interval, Options, Settings
+from ltrfeat.core.settings import Interval, OneOf, Settings
 
 GAINS = ("exp2", "linear")
 TIES = ("stable", "pessimistic", "optimistic")
@@ -47,9 +47,9 @@ class Conventions(Settings):
 
     label: ClassVar[str] = "the metric conventions"
     _parameter_constraints: ClassVar[dict] = {
-        "gain": [Options(*GAINS)],
-        "ties": [Options(*TIES)],
-        "no_relevant": [Options(*NO_RELEVANT)],
+        "gain": [OneOf(*GAINS)],
+        "ties": [OneOf(*TIES)],
+        "no_relevant": [OneOf(*NO_RELEVANT)],
         "relevance_threshold": [Interval(Real, 0, None, closed="neither")],
     }
     gain: str = "exp2"
@@ -309,7 +309,7 @@ def evaluate_queries(
     return df
 
 
-def summarise(per_query: pd.DataFrame) -> dict:
+def summarise_queries(per_query: pd.DataFrame) -> dict:
     """Means over the evaluated queries, query counts and the conventions used."""
     metric_cols = [c for c in per_query.columns if c not in ("n_docs", "n_relevant")]
     conventions = per_query.attrs.get("conventions", Conventions().to_dict())

@@ -1,7 +1,7 @@
 """One settings policy: the base of every config class and its declarative constraints.
 
 A config is a frozen dataclass deriving from :class:`Settings`. Its ``_parameter_constraints`` table (as in
-scikit-learn) lists, per field, the values it accepts: an :class:`Interval`, :class:`Options`, a type, or
+scikit-learn) lists, per field, the values it accepts: an :class:`Interval`, :class:`OneOf`, a type, or
 None (the value None). Every field in the table is checked when the config is made; checks that involve
 several fields go in ``_check``. Every refusal is a :class:`~ltrfeat.core.errors.ParameterError` (both an
 :class:`~ltrfeat.core.errors.LtrfeatError` and a ``ValueError``) naming the setting.
@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 
-__all__ = ["Interval", "Options", "Settings", "describe", "check_value"]
+__all__ = ["Interval", "OneOf", "Settings", "check_value", "describe_constraint"]
 
 S = TypeVar("S", bound="Settings")
 
@@ -53,7 +53,7 @@ class Interval:
         return f"{what} in {brackets.format(self.left, self.right)}"
 
 
-class Options:
+class OneOf:
     """One of the given values (compared by equality, of the values' own type)."""
 
     def __init__(self, *values):
@@ -77,12 +77,13 @@ _TYPE_WORDS = {
 }
 
 
-def describe(constraint) -> str:
+def describe_constraint(constraint) -> str:
     """A constraint in words (for error messages and ``--help``)."""
     if constraint is None:
         return "None"
     if isinstance(constraint, type):
-        return _TYPE_WORDS.get(constraint, f"a {constraint.__name__}")
+        name = constraint.__name__
+        return _TYPE_WORDS.get(constraint, f"{'an' if name[0] in 'AEIOUaeiou' else 'a'} {name}")
     return str(constraint)
 
 
@@ -97,7 +98,7 @@ def _accepts(constraint, value) -> bool:
 def check_value(name: str, value, constraints, *, fix: str | None = None) -> None:
     """Raise a :class:`ParameterError` unless ``value`` meets one of ``constraints``."""
     if not any(_accepts(c, value) for c in constraints):
-        wanted = " or ".join(describe(c) for c in constraints)
+        wanted = " or ".join(describe_constraint(c) for c in constraints)
         raise ParameterError(f"{name} must be {wanted}, got {value!r}", fix=fix, param=name)
 
 

@@ -31,7 +31,7 @@ from ltrfeat.core.letor import read_letor
 from ltrfeat.core.processes import spawn_pool
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions, evaluate_queries, parse_metrics
-from ltrfeat.core.settings import Options, Settings
+from ltrfeat.core.settings import OneOf, Settings
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
@@ -56,7 +56,7 @@ DEFAULT_METRICS = (
     "map",
     "mrr",
 )
-KINDS = ("ranker", "alone")  # the sets a user plans; results add the kinds below
+SET_KINDS = ("ranker", "alone")  # the feature sets a user plans; results add the kinds below
 RESULT_KINDS = ("candidate", "baseline", "recommended")
 FOLD_FILES = {"train": ("train",), "valid": ("vali", "valid"), "test": ("test",)}
 FOLD_EXTENSIONS = (".letor", ".txt", ".letor.gz", ".txt.gz")
@@ -82,11 +82,11 @@ class AblationConfig(Settings):
 
     label: ClassVar[str] = "the ablation"
     _parameter_constraints: ClassVar[dict] = {
-        "engine": [Options(*ENGINES)],
+        "engine": [OneOf(*ENGINES)],
         "ranker_params": [dict, None],
         "metrics": [tuple, str],
-        "gain": [Options(*GAINS)],
-        "no_relevant": [Options(*NO_RELEVANT)],
+        "gain": [OneOf(*GAINS)],
+        "no_relevant": [OneOf(*NO_RELEVANT)],
         "selection": [SelectionConfig, None],
     }
     _nested: ClassVar[dict] = {"selection": SelectionConfig}
@@ -365,8 +365,8 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
     if len(set(set_names)) != len(set_names):
         raise LtrfeatError(f"feature set names are not unique: {set_names}", fix="name every feature set differently")
     for s in feature_sets:
-        if s.kind not in KINDS:
-            raise LtrfeatError(f"feature set {s.name!r} has kind {s.kind!r}", fix=f"use one of {', '.join(KINDS)}")
+        if s.kind not in SET_KINDS:
+            raise LtrfeatError(f"feature set {s.name!r} has kind {s.kind!r}", fix=f"use one of {', '.join(SET_KINDS)}")
         if not s.columns or (s.kind == "alone" and len(s.columns) != 1):
             raise LtrfeatError(
                 f"feature set {s.name!r} has {len(s.columns)} columns",

@@ -39,13 +39,14 @@ from tqdm.auto import tqdm
 from ltrfeat.experiments import encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
+from ltrfeat.features.encoders.kinds import SPAN_OPTIONS, SPANS_PER_DOC, SPANS_WANTED
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.logs import get_logger, show_progress
 from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
-from ltrfeat.core.settings import Interval, Options, Settings
+from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.training_task import TrainingTask
@@ -55,8 +56,6 @@ log = get_logger("ablate")
 
 TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
 MIN_FOLDS = 3  # with 2, the encoder for the ranker's training rows would have no queries left to train on
-SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
-SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, 4 to 16 per document
 # kind[:LOSS][+MOD][@SCORE][=PATH]; which parts a kind takes is its registry entry's (encoder_kind(name).grammar)
 _SPEC = re.compile(
     r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?"
@@ -94,7 +93,7 @@ class CrossFitConfig(Settings):
         "seed": [Integral],
         "field": [str],
         "options": [dict],
-        "conflicts": [Options(*CONFLICTS)],
+        "conflicts": [OneOf(*CONFLICTS)],
         "encoder_jobs": [Interval(Integral, 0, None)],
         "continue_outer": [bool],
     }
@@ -297,8 +296,7 @@ def training_rows(train_table: pd.DataFrame, excluded_texts: set) -> np.ndarray:
 
 
 def _member(values, members) -> np.ndarray:
-    """``values[i] in members`` for every ``i`` (hashed: ``np.isin`` compares object arrays pair by pair, which
-    took 3 minutes of a Home Depot ablation's set-up)."""
+    """``values[i] in members`` for every ``i`` (hashed: ``np.isin`` compares object arrays pair by pair)."""
     return pd.Series(values, dtype=object).isin(members).to_numpy()
 
 
@@ -396,7 +394,7 @@ class _StartingPoint:
         self.texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
         if self.span_settings["spans_per_doc"] is None:
             wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
-            self.span_settings["spans_per_doc"] = min(16, max(4, wanted))
+            self.span_settings["spans_per_doc"] = min(SPANS_PER_DOC[1], max(SPANS_PER_DOC[0], wanted))
         h = hashlib.sha256(
             json.dumps(
                 {"spec": [spec.model, spec.resolved_score], "spans": self.span_settings, "options": self.options}

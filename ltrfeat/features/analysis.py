@@ -27,6 +27,7 @@ ENGLISH_STOPWORDS = frozenset(
 
 # Runs of letters and digits (Unicode aware); everything else separates tokens. Underscore is
 # punctuation here, unlike in ``\w``.
+STOPWORD_LISTS = ("english",)  # named stopword lists an Analyzer takes
 _TOKEN = re.compile(r"[^\W_]+")
 _SEP = SEPARATOR.decode()
 
@@ -54,8 +55,12 @@ class Analyzer:
     def __post_init__(self):
         if isinstance(self.stopwords, (list, set, frozenset)):
             object.__setattr__(self, "stopwords", tuple(sorted(self.stopwords)))
-        if isinstance(self.stopwords, str) and self.stopwords != "english":
-            raise ValueError(f"stopwords must be None, 'english' or a list of words, got {self.stopwords!r}")
+        if isinstance(self.stopwords, str) and self.stopwords not in STOPWORD_LISTS:
+            raise ParameterError(
+                f"stopwords must be None, {' or '.join(map(repr, STOPWORD_LISTS))} or a list of words, "
+                f"got {self.stopwords!r}",
+                param="stopwords",
+            )
         if self.stemmer is not None and self.stemmer not in Stemmer.algorithms():
             raise ParameterError(
                 f"unknown stemmer {self.stemmer!r}",

@@ -13,7 +13,7 @@ import dataclasses
 from numbers import Integral, Real
 from typing import ClassVar
 
-from ltrfeat.core.settings import Interval, Options, Settings
+from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.rankers.choices import ENGINES
 
 
@@ -37,7 +37,7 @@ class RankerConfig(Settings):
 
     label: ClassVar[str] = "LambdaMART"
     _parameter_constraints: ClassVar[dict] = {
-        "engine": [Options(*ENGINES)],
+        "engine": [OneOf(*ENGINES)],
         "n_estimators": [Interval(Integral, 1, None)],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "num_leaves": [Interval(Integral, 2, None)],

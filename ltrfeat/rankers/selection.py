@@ -36,7 +36,7 @@ from scipy.stats import norm
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.metrics import parse_metrics
-from ltrfeat.core.settings import Interval, Options, Settings, check_value
+from ltrfeat.core.settings import Interval, OneOf, Settings, check_value
 from ltrfeat.core.splits import cut_queries, even_sizes, holdout
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES, RULES, TUNE_METHODS
@@ -109,11 +109,11 @@ class SelectionConfig(Settings):
 
     label: ClassVar[str] = "model selection"
     _parameter_constraints: ClassVar[dict] = {
-        "tune": [Options(*TUNE_METHODS)],
+        "tune": [OneOf(*TUNE_METHODS)],
         "tune_trials": [Interval(Integral, 1, None)],
         "inner_folds": [Interval(Integral, 2, None)],
         "valid_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "rule": [Options(*RULES)],
+        "rule": [OneOf(*RULES)],
         "seed": [Integral],
     }
 
@@ -148,7 +148,7 @@ class SelectionConfig(Settings):
     @classmethod
     def default(cls, engine: str = "lightgbm", *, tune: str = "none", **kwargs) -> "SelectionConfig":
         """The default candidates for ``engine``, plus its tuned variant when ``tune`` is not ``none``."""
-        check_value("engine", engine, [Options(*ENGINES)])
+        check_value("engine", engine, [OneOf(*ENGINES)])
         candidates = (
             [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + ["linear", "boost-best", "best-single"]
         )

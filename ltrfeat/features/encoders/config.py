@@ -18,13 +18,13 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 from ltrfeat.core.errors import ParameterError
-from ltrfeat.core.settings import Interval, Options, Settings
+from ltrfeat.core.settings import Interval, OneOf, Settings
 
 LOSSES = ("softmax", "generalized", "hinge")
 SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
-ARCHITECTURES = ("clsm", "dssm")
+TOWER_MODELS = ("clsm", "dssm")
 PRETRAININGS = ("rbm",)  # EncoderConfig.pretrain (DSSM only)
 PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.compute)
 
@@ -46,7 +46,7 @@ class TrainingConfig(Settings):
         "epochs": _at_least(1),
         "negatives": _at_least(0),
         "hard_negatives": _at_least(0),
-        "soft_labels": [Options(*SOFT_LABELS)],
+        "soft_labels": [OneOf(*SOFT_LABELS)],
         "min_positive": [Real],
         "val_fraction": [Interval(Real, 0, 1, closed="left")],
         "patience": _at_least(1),
@@ -80,21 +80,21 @@ class EncoderConfig(TrainingConfig):
     kind: ClassVar[str] = "clsm/dssm"
     label: ClassVar[str] = "clsm/dssm training"
     _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
-        "model": [Options(*ARCHITECTURES)],
-        "loss": [Options(*LOSSES)],
-        "score": [Options(*SCORES)],
+        "model": [OneOf(*TOWER_MODELS)],
+        "loss": [OneOf(*LOSSES)],
+        "score": [OneOf(*SCORES)],
         "in_batch": [bool],
         "gamma": _POSITIVE + [None],
         "margin": [Real],
         "batch_size": _at_least(2),
-        "optimizer": [Options(*OPTIMIZERS)],
+        "optimizer": [OneOf(*OPTIMIZERS)],
         "lr": _POSITIVE + [None],
         "click_scale": _POSITIVE,
         "min_count": _at_least(1),
         "n_buckets": _at_least(1) + [None],
         "shared": [bool],
         "sizes": [dict, None],
-        "pretrain": [Options(*PRETRAININGS), None],
+        "pretrain": [OneOf(*PRETRAININGS), None],
         "distill_epochs": _at_least(1),
         "distill_lr": _POSITIVE,
         "distill_weight": _at_least(0, Real),
@@ -143,7 +143,7 @@ class SbertConfig(TrainingConfig):
     kind: ClassVar[str] = "sbert-ft"
     label: ClassVar[str] = "sbert-ft training"
     _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
-        "loss": [Options(*LOSSES)],
+        "loss": [OneOf(*LOSSES)],
         "in_batch": [bool],
         "gamma": _POSITIVE,
         "margin": [Real],
@@ -156,7 +156,7 @@ class SbertConfig(TrainingConfig):
         "keep_frozen": [bool],
         "shared": [bool],
         "click_scale": _POSITIVE,
-        "precision": [Options(*PRECISIONS)],
+        "precision": [OneOf(*PRECISIONS)],
     }
     loss: str = "softmax"
     epochs: int = 1
