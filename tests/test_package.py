@@ -17,6 +17,15 @@ def test_import_is_light_and_versioned():
     assert out[0] and out[0] != "0+unknown" and out[1:] == ["[]"]
 
 
+def test_the_cli_reads_its_choices_without_the_engines():
+    """Generating the options from the configs and registries must not import torch, LightGBM or XGBoost."""
+    code = (
+        "import sys, ltrfeat.cli.main; print([m for m in ('torch', 'lightgbm', 'xgboost', 'matplotlib') "
+        "if m in sys.modules])"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
 def test_every_public_name_resolves():
     for name in ltrfeat.__all__:
         assert getattr(ltrfeat, name) is not None, name

@@ -347,13 +347,14 @@ def ranker_options(
     --learning-rate --num-leaves --early-stopping-rounds --threads --param``, received as one ``ranker`` dict,
     for :func:`ranker_config`."""
     from ltrfeat.rankers.choices import ENGINES
+    from ltrfeat.rankers.config import RankerConfig as R
 
     def decorator(fn):
         options = [
             click.option(
                 "--engine",
                 type=click.Choice(ENGINES),
-                default="lightgbm",
+                default=R.engine,
                 show_default=True,
                 help="LambdaMART implementation.",
             ),
@@ -367,17 +368,21 @@ def ranker_options(
             click.option(
                 "--learning-rate",
                 type=click.FloatRange(min=0, min_open=True),
-                default=0.05,
+                default=R.learning_rate,
                 show_default=True,
                 help="Shrinkage of each tree.",
             ),
             click.option(
-                "--num-leaves", type=click.IntRange(min=2), default=31, show_default=True, help="Leaves per tree."
+                "--num-leaves",
+                type=click.IntRange(min=2),
+                default=R.num_leaves,
+                show_default=True,
+                help="Leaves per tree.",
             ),
             click.option(
                 "--early-stopping-rounds",
                 type=click.IntRange(min=0),
-                default=50,
+                default=R.early_stopping_rounds,
                 show_default=True,
                 help="Patience in rounds on the validation NDCG; 0 disables early stopping.",
             ),
