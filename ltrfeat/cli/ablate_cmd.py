@@ -25,10 +25,20 @@ from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
+from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
 from ltrfeat.features.encoders.registry import spec_help, spec_metavar
 
 # ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other
-# ltrfeat command starts fast; its DEFAULTS, QUICK and ENCODER_DEFAULTS are the defaults shown here.
+# ltrfeat command starts fast; the defaults shown here come from ltrfeat.experiments.defaults.
+
+
+def _both(name: str) -> str:
+    """``DEFAULTS[name]; --quick: QUICK[name]`` in words."""
+
+    def words(value):
+        return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+    return f"{words(DEFAULTS[name])}; --quick: {words(QUICK[name])}"
 
 
 def _neural_groups(pairs) -> dict:
@@ -126,7 +136,7 @@ _TEXT_MODE = option_group(
         metavar="KEY=VALUE",
         help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
         "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
-        "Defaults: epochs=4, sbert-ft.epochs=1.",
+        f"Defaults: {', '.join(f'{k}={v}' for k, v in ENCODER_DEFAULTS.items())}.",
     ),
     click.option(
         "--encoder-jobs",
@@ -182,10 +192,10 @@ _PLANNING = option_group(
 )
 _EVALUATION = option_group(
     "evaluation",
-    click.option("--seeds", default=None, help="Comma-separated ranker seeds [default: 0,1,2; --quick: 0]."),
+    click.option("--seeds", default=None, help=f"Comma-separated ranker seeds [default: {_both('seeds')}]."),
     click.option(
         "--metrics",
-        default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
+        default=METRICS,
         show_default=True,
         help="Metrics; a bare number repeats the previous metric.",
     ),
@@ -207,7 +217,7 @@ _EVALUATION = option_group(
         "--resamples",
         type=click.IntRange(min=100),
         default=None,
-        help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].",
+        help=f"Bootstrap and randomisation-test resamples [default: {_both('resamples')}].",
     ),
     click.option(
         "--nan-policy",
@@ -246,7 +256,10 @@ _RUN = option_group(
         "only that encoder and the feature sets that contain it.",
     ),
     click.option(
-        "--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win)."
+        "--quick",
+        is_flag=True,
+        help=f"Smoke run: seed {','.join(map(str, QUICK['seeds']))} only, {QUICK['n_estimators']} rounds, "
+        f"{QUICK['resamples']} resamples (explicit options win).",
     ),
     click.option(
         "--dask",
@@ -305,14 +318,14 @@ _RUN = option_group(
         "neural": "Neural group (repeatable), e.g. g=41-46.",
         "alone": "Features ranked alone [bm25*] or 'all'.",
         "base_name": "Name of the base feature set [lexical].",
-        "seeds": "Ranker seeds [0,1,2; --quick: 0].",
+        "seeds": f"Ranker seeds [{_both('seeds')}].",
         "metrics": "Metrics [ndcg@1,3,10,recall@3,6,10,...].",
         "no_relevant": "Queries without a relevant doc [exclude].",
         "gain": "NDCG gain: 2^rel-1 or rel [exp2].",
-        "resamples": "Test and interval resamples [10000].",
+        "resamples": f"Test and interval resamples [{DEFAULTS['resamples']}].",
         "nan_policy": "NaN/inf feature values [keep].",
         "engine": "LambdaMART implementation [lightgbm].",
-        "n_estimators": "Boosting rounds [500; --quick: 50].",
+        "n_estimators": f"Boosting rounds [{_both('n_estimators')}].",
         "learning_rate": "Shrinkage [0.05].",
         "num_leaves": "Leaves per tree [31].",
         "early_stopping_rounds": "Early-stopping patience [50]; 0 = off.",
@@ -356,7 +369,7 @@ _RUN = option_group(
 @_EVALUATION
 @ranker_options(
     n_estimators=None,
-    n_estimators_help="Maximum boosting rounds [default: 500; --quick: 50].",
+    n_estimators_help=f"Maximum boosting rounds [default: {_both('n_estimators')}].",
     threads=1,
     threads_what="of the LambdaMART engine per model (more only pays off for large folds)",
 )

@@ -7,6 +7,7 @@ __all__ = [  # the public modules
     "ablation",
     "compare_runs",
     "crossfit",
+    "defaults",
     "encoder_options",
     "encoder_pool",
     "fold_runs",

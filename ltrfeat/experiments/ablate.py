@@ -40,20 +40,12 @@ from ltrfeat.experiments.workers import plan_workers
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
+from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK, QUICK_ENCODER
 from ltrfeat.features.encoders.kinds import SPANS_BELOW_QUERIES
 
-DEFAULTS = {"seeds": (0, 1, 2), "n_estimators": 500, "resamples": 10_000}
-QUICK = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; explicit settings win
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
 # wasted); params bagging_fraction=1 (LightGBM) or subsample=1 (XGBoost) turns it off.
 SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
-# Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
-# (early stopping on validation NDCG@10 still applies); the quick ones are a smoke run, not a measurement.
-# A "MODEL." prefix applies a default to one model only (ltrfeat.experiments.encoder_options): fine-tuning
-# MiniLM from the pre-trained weights needs one epoch.
-ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
-QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
-METRICS = "ndcg@1,3,10,recall@3,6,10,top3recall@3,6,10,map,mrr"
 _BARE_TWO_TOWER = ("clsm", "dssm")
 
 
