@@ -7,6 +7,7 @@ __all__ = [  # the public modules
     "ablation",
     "compare_runs",
     "crossfit",
+    "dask_trainings",
     "defaults",
     "encoder_options",
     "encoder_pool",
