@@ -34,7 +34,7 @@ from benchmarks._common import home_depot_pairs, write_results  # noqa: E402
 from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
 from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
-from ltrfeat.core.metrics import evaluate_queries, summarise  # noqa: E402
+from ltrfeat.core.metrics import evaluate_queries, summarise_queries  # noqa: E402
 
 SPLIT = {"train": 0.70, "valid": 0.15, "test": 0.15}
 METRICS = "ndcg@1,3,10"
@@ -79,7 +79,7 @@ def held_out_test(pairs: pd.DataFrame, seed: int):
 
 def ndcg(test: pd.DataFrame, scores) -> dict:
     per_query = evaluate_queries(test["qid"], test["label"], np.asarray(scores, dtype=np.float64), METRICS)
-    return summarise(per_query)
+    return summarise_queries(per_query)
 
 
 def single_feature_table(test: pd.DataFrame, scores: dict, *, extra: dict | None = None, width: int = 20) -> dict:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.experiments.ablation import (
     AblationConfig,
     FeatureSet,
@@ -258,7 +258,7 @@ def test_train_test_leak_and_missing_feature_are_errors(folds, sets):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"engine": "catboost"}, "unknown engine"),
+        ({"engine": "catboost"}, "engine must be one of lightgbm, xgboost, got .catboost."),
         ({"seeds": (1, 1)}, "seeds must be distinct"),
         ({"seeds": ()}, "seeds must be distinct"),
         ({"ranker_params": {"seed": 3}}, "may not set 'seed'"),
@@ -267,9 +267,9 @@ def test_train_test_leak_and_missing_feature_are_errors(folds, sets):
     ],
 )
 def test_bad_run_options(folds, sets, kwargs, message):
-    with pytest.raises(LtrfeatError, match=message):
+    with pytest.raises(ParameterError, match=message):
         run_ablation(folds, sets, progress=False, **kwargs)
-    with pytest.raises(LtrfeatError, match=message):  # refused when the config is made, before any run
+    with pytest.raises(ParameterError, match=message):  # refused when the config is made, before any run
         AblationConfig(**kwargs)
 
 

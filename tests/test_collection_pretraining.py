@@ -24,7 +24,7 @@ from ltrfeat.core.stages import StageProfile
 from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.features.encoders.weak import span_pairs
-from ltrfeat.core.errors import LtrfeatError, OptionError, TextTableError
+from ltrfeat.core.errors import LtrfeatError, ParameterError, TextTableError
 
 
 def _docs(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -103,11 +103,11 @@ def test_fine_tuning_starts_from_the_init_weights_and_vocabulary(pretrained):
 
 def test_an_init_that_does_not_fit_the_config_is_refused(pretrained):
     pairs, init, _ = pretrained
-    with pytest.raises(OptionError, match="init encoder has model='clsm' but the config asks for model='dssm'"):
+    with pytest.raises(ParameterError, match="init encoder has model='clsm' but the config asks for model='dssm'"):
         train_encoder(pairs, model="dssm", init=init, progress=False)
-    with pytest.raises(OptionError, match="score='cosine'"):
+    with pytest.raises(ParameterError, match="score='cosine'"):
         train_encoder(pairs, model="clsm", score="dot", init=init, progress=False)
-    with pytest.raises(OptionError, match="init replaces pre-training"):
+    with pytest.raises(ParameterError, match="init replaces pre-training"):
         train_encoder(pairs, model="clsm", init=init, teacher="sbert", progress=False)
 
 

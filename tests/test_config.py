@@ -15,7 +15,7 @@ from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.config import DeepMatchConfig, EncoderConfig, SbertConfig
 from ltrfeat.features.encoders.registry import encoder_kinds
 from ltrfeat.features.encoders.training import train_encoder
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
 
 
 @pytest.mark.parametrize("cls", [EncoderConfig, SbertConfig, DeepMatchConfig])
@@ -33,20 +33,22 @@ def test_configs_round_trip_through_plain_values(cls):
     [
         (EncoderConfig, {"loss": "ranknet"}, "loss must be one of softmax, generalized, hinge"),
         (EncoderConfig, {"negatives": 0, "in_batch": False}, "no negatives"),
-        (EncoderConfig, {"pretrain": "rbm"}, "with model='dssm'"),
-        (EncoderConfig, {"batch_size": 1}, "batch_size must be a number >= 2"),
-        (EncoderConfig, {"epochs": True}, "epochs must be a number >= 1"),
-        (EncoderConfig, {"val_fraction": 1.0}, r"val_fraction must be in \[0, 1\)"),
-        (EncoderConfig, {"gamma": 0}, "gamma must be > 0"),
-        (SbertConfig, {"freeze_layers": -2}, "freeze_layers must be a number >= -1"),
-        (SbertConfig, {"lr": 0}, "must be > 0"),
+        (EncoderConfig, {"pretrain": "rbm"}, "needs model='dssm'"),
+        (EncoderConfig, {"batch_size": 1}, "batch_size must be an integer >= 2, got 1"),
+        (EncoderConfig, {"epochs": True}, "epochs must be an integer >= 1, got True"),
+        (EncoderConfig, {"epochs": 2.5}, "epochs must be an integer >= 1, got 2.5"),
+        (EncoderConfig, {"val_fraction": 1.0}, r"val_fraction must be a number in \[0, 1\)"),
+        (EncoderConfig, {"gamma": 0}, "gamma must be a number > 0 or None, got 0"),
+        (SbertConfig, {"freeze_layers": -2}, "freeze_layers must be an integer >= -1"),
+        (SbertConfig, {"lr": 0}, "lr must be a number > 0, got 0"),
+        (SbertConfig, {"precision": "fp16"}, "precision must be one of fp32, bf16"),
         (DeepMatchConfig, {"topics": (10, 50)}, "1 <= coarse <= fine"),
-        (DeepMatchConfig, {"margin": 1.5}, r"margin must be in \(0, 1\)"),
+        (DeepMatchConfig, {"margin": 1.5}, r"margin must be a number in \(0, 1\), got 1.5"),
         (EncoderConfig, {"epoch": 3}, "no setting 'epoch'; use one of"),
     ],
 )
 def test_a_bad_setting_is_refused_when_the_config_is_made(cls, bad, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ParameterError, match=match):
         cls.build(None, bad)
 
 

@@ -16,7 +16,7 @@ from ltrfeat.experiments.crossfit import (
 )
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.core.dataset import FeatureMap, RankingSet
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
 
 
 def _pairs(n_queries=40, per_query=5, seed=0):
@@ -211,11 +211,16 @@ def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypa
 @pytest.mark.parametrize(
     "settings, message",
     [
-        ({"k": 1}, "at least 2 query folds"),
-        ({"valid_fraction": 1.0}, r"validation share must be in \[0, 1\)"),
+        ({"k": 1}, "at least 3 folds"),
+        ({"k": 2}, "at least 3 folds"),
+        (
+            {"valid_fraction": 1.0},
+            r"valid_fraction must be a number in \[0, 1\), got 1.0; the ranker's validation share",
+        ),
+        ({"encoder_jobs": -1}, "encoder_jobs must be an integer >= 0"),
         ({"options": {"score": "dot"}}, "the score is chosen per encoder"),
     ],
 )
 def test_crossfit_config_refuses_bad_settings(settings, message):
-    with pytest.raises(LtrfeatError, match=message):
+    with pytest.raises(ParameterError, match=message):
         CrossFitConfig(**settings)

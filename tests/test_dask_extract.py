@@ -232,7 +232,7 @@ def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, dask_c
         ({"in_flight": 0}, "in_flight must be an integer >= 1"),
         ({"retries": -1}, "retries must be an integer >= 0"),
         ({"retries": 1.5}, "retries must be an integer"),
-        ({"timeout": 0}, "timeout must be a positive number"),
+        ({"timeout": 0}, "timeout must be a number > 0 or None, got 0; seconds, or None: no limit"),
     ],
 )
 def test_scheduling_refuses_bad_settings(bad, match):

@@ -12,7 +12,7 @@ import xgboost as xgb
 
 from builders import dataset_path
 from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.export.ltr_plugin import (
     PluginScoring,
@@ -271,15 +271,15 @@ def test_plugin_scoring_reaches_the_featureset_and_index(tmp_path):
 @pytest.mark.parametrize(
     "bad, match",
     [
-        ({"k1": -1.0}, "k1 >= 0"),
-        ({"b": 1.5}, "0 <= b <= 1"),
-        ({"dims": {"clsm": 0}}, "vector width >= 1"),
-        ({"templates": ["bm25_title"]}, "templates must map"),
-        ({"analyzer": "english"}, "must be an Analyzer"),
+        ({"k1": -1.0}, "k1 must be a number >= 0"),
+        ({"b": 1.5}, r"b must be a number in \[0, 1\]"),
+        ({"dims": {"clsm": 0}}, r"dims\['clsm'\] must be an integer >= 1"),
+        ({"templates": ["bm25_title"]}, "templates must be a mapping or None"),
+        ({"analyzer": "english"}, "analyzer must be an Analyzer or None"),
     ],
 )
 def test_plugin_scoring_refuses_bad_settings(bad, match):
-    with pytest.raises(LtrfeatError, match=match):
+    with pytest.raises(ParameterError, match=match):
         PluginScoring(**bad)
 
 

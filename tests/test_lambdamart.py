@@ -218,9 +218,9 @@ def test_sklearn_conventions_and_parameter_errors():
     est = LambdaMART(engine="nope", n_estimators=-3)  # __init__ validates nothing
     assert est.get_params()["engine"] == "nope"
     assert clone(LambdaMART(num_leaves=15)).num_leaves == 15
-    with pytest.raises(LtrfeatError, match="unknown engine 'nope'"):
+    with pytest.raises(LtrfeatError, match="engine must be one of lightgbm, xgboost, got 'nope'"):
         est.fit(synthetic(seed=0))
-    with pytest.raises(LtrfeatError, match="n_estimators must be a positive integer"):
+    with pytest.raises(LtrfeatError, match="n_estimators must be an integer >= 1"):
         LambdaMART(n_estimators=0).fit(synthetic(seed=0))
     with pytest.raises(LtrfeatError, match="not fitted"):
         LambdaMART().predict(synthetic(seed=0))

@@ -163,20 +163,20 @@ def test_queries_without_relevant_documents():
     names = "ndcg@2,recall@2,top3recall@2,p@2,map,mrr,err@2"
     excl = M.evaluate_queries(qid, label, score, names)
     assert excl.loc["a"].drop(["n_docs", "n_relevant"]).isna().all()
-    summary = M.summarise(excl)
+    summary = M.summarise_queries(excl)
     assert summary["n_excluded_no_relevant"] == 1 and summary["n_evaluated"] == 1
     assert summary["metrics"]["ndcg@2"] == excl.loc["b", "ndcg@2"]
     assert "excluded" in summary["conventions"]["description"]
 
     zero = M.evaluate_queries(qid, label, score, names, no_relevant="zero")
     assert (zero.loc["a"].drop(["n_docs", "n_relevant"]) == 0).all()
-    assert M.summarise(zero)["metrics"]["map"] == pytest.approx(excl.loc["b", "map"] / 2)
+    assert M.summarise_queries(zero)["metrics"]["map"] == pytest.approx(excl.loc["b", "map"] / 2)
     ref = trec_eval(qid, label, score, {"ndcg_cut.2", "recall.2", "P.2", "map", "recip_rank"})
     assert ref["a"] == {"ndcg_cut_2": 0.0, "recall_2": 0.0, "P_2": 0.0, "map": 0.0, "recip_rank": 0.0}
 
     one = M.evaluate_queries(qid, label, score, names, no_relevant="one")
     assert (one.loc["a"].drop(["n_docs", "n_relevant"]) == 1).all()
-    assert "scored 1" in M.summarise(one)["conventions"]["description"]
+    assert "scored 1" in M.summarise_queries(one)["conventions"]["description"]
     assert math.isnan(M.ndcg_at_k([0, 0], [1, 2], 5))
 
 
@@ -275,7 +275,7 @@ def test_labels_of_1024_and_more_give_exact_ndcg_not_nan():
     df = M.evaluate_queries(["a", "a", "b", "b"], [1024, 0, 0, 1], [0.0, 1.0, 1.0, 0.0], "ndcg@10,err@10")
     assert df["ndcg@10"].tolist() == pytest.approx([1 / math.log2(3)] * 2, rel=1e-12)
     assert df["err@10"]["a"] == pytest.approx(0.5) and np.isfinite(df["err@10"]).all()
-    assert M.summarise(df)["n_evaluated"] == 2
+    assert M.summarise_queries(df)["n_evaluated"] == 2
     assert M.ndcg_at_k([1e300, 0], [0, 1], 2) == pytest.approx(1 / math.log2(3), rel=1e-12)
     assert M.ndcg_at_k([1e300, 0], [0, 1], 2, gain="linear") == pytest.approx(1 / math.log2(3), rel=1e-12)
 
@@ -284,7 +284,7 @@ def test_nan_metric_is_an_error_never_dropped_from_the_mean():
     df = M.evaluate_queries(["a", "b"], [1, 1], [0.0, 0.0], "ndcg@10")
     df.loc["b", "ndcg@10"] = np.nan  # what the overflow used to produce
     with pytest.raises(LtrfeatError, match="NaN for 1 evaluated queries"):
-        M.summarise(df)
+        M.summarise_queries(df)
 
 
 @settings(max_examples=150, deadline=None)

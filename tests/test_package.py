@@ -17,6 +17,15 @@ def test_import_is_light_and_versioned():
     assert out[0] and out[0] != "0+unknown" and out[1:] == ["[]"]
 
 
+def test_the_cli_reads_its_choices_without_the_engines():
+    """Generating the options from the configs and registries must not import torch, LightGBM or XGBoost."""
+    code = (
+        "import sys, ltrfeat.cli.main; print([m for m in ('torch', 'lightgbm', 'xgboost', 'matplotlib') "
+        "if m in sys.modules])"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+
+
 def test_every_public_name_resolves():
     for name in ltrfeat.__all__:
         assert getattr(ltrfeat, name) is not None, name
@@ -171,3 +180,48 @@ def test_no_import_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles(_import_graph(lazy=False)) == []
     assert _cycles(_import_graph(lazy=True)) == []
+
+
+def test_every_subpackage_lists_its_public_names():
+    """``__all__`` in every subpackage: its API names, or its public modules (then all of them)."""
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    root = Path(ltrfeat.__file__).parent
+    for init in sorted(root.rglob("__init__.py")):
+        name = ".".join(("ltrfeat", *init.parent.relative_to(root).parts)).rstrip(".")
+        if name == "ltrfeat":
+            continue
+        package = importlib.import_module(name)
+        assert hasattr(package, "__all__"), f"{name} has no __all__"
+        public = {m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_")}
+        for item in package.__all__:
+            assert item in public or hasattr(package, item), f"{name}.__all__ names {item!r}, which is not there"
+        if public & set(package.__all__):
+            assert sorted(public - set(package.__all__)) == [], f"{name}.__all__ misses public modules"
+
+
+def test_every_config_class_follows_the_settings_policy():
+    """Every ``*Config`` class derives from the one settings base and refuses bad values with ParameterError."""
+    import dataclasses
+    import importlib
+    import inspect
+    import pkgutil
+
+    from ltrfeat.core.errors import LtrfeatError, ParameterError
+    from ltrfeat.core.settings import Settings
+
+    assert issubclass(ParameterError, LtrfeatError) and issubclass(ParameterError, ValueError)
+    found = {}
+    for info in pkgutil.walk_packages(ltrfeat.__path__, "ltrfeat."):
+        if info.name.startswith("ltrfeat.cli") or ".dask_" in info.name or info.name.endswith("dask_cluster"):
+            continue
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            if name.endswith("Config") and inspect.isclass(obj) and obj.__module__ == info.name:
+                found[name] = obj
+    assert {"EncoderConfig", "RankerConfig", "SelectionConfig", "AblationConfig", "CrossFitConfig"} <= set(found)
+    for name, cls in found.items():
+        assert issubclass(cls, Settings) and dataclasses.is_dataclass(cls), name
+        assert cls.from_dict(cls().to_dict()) == cls(), name

@@ -93,9 +93,9 @@ def test_training_an_rbm_lowers_reconstruction_error():
     "bad, match",
     [
         ({"epochs": 0}, "epochs must be an integer >= 1"),
-        ({"lr": 0.0}, "lr must be > 0"),
-        ({"momentum": 1.0}, r"momentum must be in \[0, 1\)"),
-        ({"weight_decay": -1e-4}, "weight_decay must be >= 0"),
+        ({"lr": 0.0}, "lr must be a number > 0"),
+        ({"momentum": 1.0}, r"momentum must be a number in \[0, 1\)"),
+        ({"weight_decay": -1e-4}, "weight_decay must be a number >= 0"),
     ],
 )
 def test_cd1_settings_refuse_bad_values(bad, match):

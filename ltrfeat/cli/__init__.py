@@ -1,0 +1,18 @@
+"""The ``ltrfeat`` command line: thin click commands over the library (``ltrfeat.cli.main.cli``)."""
+
+__all__ = [  # the public modules
+    "ablate_cmd",
+    "datasets_cmd",
+    "demo_cmd",
+    "encoder_cmd",
+    "explain_cmd",
+    "export_cmd",
+    "extract_cmd",
+    "letor_cmd",
+    "main",
+    "options",
+    "ranker_cmd",
+    "report_cmd",
+    "sbert_ft",
+    "serve_cmd",
+]

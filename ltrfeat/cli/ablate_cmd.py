@@ -22,10 +22,23 @@ from ltrfeat.cli.options import (
 )
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import NAN_POLICIES
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
+from ltrfeat.core.text import CONFLICTS
+from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
+from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
+from ltrfeat.features.encoders.registry import spec_help, spec_metavar
 
 # ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other
-# ltrfeat command starts fast; its DEFAULTS, QUICK and ENCODER_DEFAULTS are the defaults shown here.
+# ltrfeat command starts fast; the defaults shown here come from ltrfeat.experiments.defaults.
+
+
+def _both(name: str) -> str:
+    """``DEFAULTS[name]; --quick: QUICK[name]`` in words."""
+
+    def words(value):
+        return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+
+    return f"{words(DEFAULTS[name])}; --quick: {words(QUICK[name])}"
 
 
 def _neural_groups(pairs) -> dict:
@@ -65,8 +78,8 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--conflicts",
-        type=click.Choice(["error", "first"]),
-        default="error",
+        type=click.Choice(CONFLICTS),
+        default=CrossFitConfig.conflicts,
         show_default=True,
         help="Text mode: an id naming different texts on different rows fails, or keeps its first text.",
     ),
@@ -75,18 +88,8 @@ _TEXT_MODE = option_group(
         "--encoder",
         "encoders",
         multiple=True,
-        metavar="MODEL[:LOSS][+rbm|+teacher|+spans|+init][@SCORE][=PATH]",
-        help="Text mode: encoder to cross-fit (repeatable): clsm:softmax, dssm:generalized, clsm:hinge, "
-        "dssm:hinge+rbm (DSE: RBM pre-training, dot-product score), dssm:hinge@dot (any clsm/dssm "
-        "takes @dot or @cosine), clsm:generalized+teacher (MiniLM distilled into the CLSM first; "
-        "+teacher=DIR for another sentence-transformer), clsm:generalized+spans (pre-trained once on "
-        "query-like spans of the pairs' documents, no queries or labels read, then fine-tuned in every fold; "
-        "the choice for a few hundred judged queries, and what a bare clsm or dssm means below 12,000 judged "
-        "queries; options spans_per_doc (default: 4 to 16, enough for 50,000 spans), span_epochs=5), "
-        "clsm:generalized+init=BUNDLE (every fold's "
-        "encoder fine-tuned from a pre-trained .ltrenc, e.g. train-encoder --from-docs DOCS --pair "
-        "spans:title), deepmatch, sbert, sbert=PATH, sbert-ft:generalized "
-        "(fine-tuned MiniLM; sbert-ft:LOSS=BASE_DIR for another base model).",
+        metavar=spec_metavar(),
+        help="Text mode: encoder to cross-fit (repeatable). " + spec_help(),
     ),
     click.option(
         "--train-pairs",
@@ -113,16 +116,16 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--k-folds",
-        type=click.IntRange(min=3),
+        type=click.IntRange(min=MIN_FOLDS),
         default=3,
         show_default=True,
         help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
-        "15 for 5; the README's Home Depot ablation with 3 folds takes 29 minutes cold on 2 cores).",
+        "15 for 5).",
     ),
     click.option(
         "--valid-fraction",
         type=click.FloatRange(0, 0.5),
-        default=0.1,
+        default=CrossFitConfig.valid_fraction,
         show_default=True,
         help="Text mode: share of each fold's ranker queries held out for early stopping.",
     ),
@@ -133,12 +136,12 @@ _TEXT_MODE = option_group(
         metavar="KEY=VALUE",
         help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
         "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6). "
-        "Defaults: epochs=4, sbert-ft.epochs=1.",
+        f"Defaults: {', '.join(f'{k}={v}' for k, v in ENCODER_DEFAULTS.items())}.",
     ),
     click.option(
         "--encoder-jobs",
         type=click.IntRange(min=0),
-        default=0,
+        default=CrossFitConfig.encoder_jobs,
         show_default=True,
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core when they read 20,000 rows or more, else 1; 1 = one after another in this process); "
@@ -146,14 +149,20 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--continue-outer/--no-continue-outer",
-        default=True,
+        default=CrossFitConfig.continue_outer,
         show_default=True,
         help="Text mode, MiniLM fine-tuning (sbert-ft): each outer encoder continues an inner one on the one fold "
         "that one lacks, so every pair is seen once in 2 passes over the data instead of 3; --no-continue-outer "
         "fine-tunes every encoder from the base model.",
     ),
     duplicates_option,
-    click.option("--split-seed", type=int, default=0, show_default=True, help="Text mode: seed of folds and encoders."),
+    click.option(
+        "--split-seed",
+        type=int,
+        default=CrossFitConfig.seed,
+        show_default=True,
+        help="Text mode: seed of folds and encoders.",
+    ),
 )
 
 
@@ -183,28 +192,32 @@ _PLANNING = option_group(
 )
 _EVALUATION = option_group(
     "evaluation",
-    click.option("--seeds", default=None, help="Comma-separated ranker seeds [default: 0,1,2; --quick: 0]."),
+    click.option("--seeds", default=None, help=f"Comma-separated ranker seeds [default: {_both('seeds')}]."),
     click.option(
         "--metrics",
-        default=",".join(["ndcg@1,3,10", "recall@3,6,10", "top3recall@3,6,10", "map", "mrr"]),
+        default=METRICS,
         show_default=True,
         help="Metrics; a bare number repeats the previous metric.",
     ),
     click.option(
         "--no-relevant",
         type=click.Choice(NO_RELEVANT),
-        default="exclude",
+        default=Conventions.no_relevant,
         show_default=True,
         help="Queries without a relevant document: leave out, score 0, or score 1.",
     ),
     click.option(
-        "--gain", type=click.Choice(GAINS), default="exp2", show_default=True, help="NDCG gain: 2^rel-1 or linear rel."
+        "--gain",
+        type=click.Choice(GAINS),
+        default=Conventions.gain,
+        show_default=True,
+        help="NDCG gain: 2^rel-1 or linear rel.",
     ),
     click.option(
         "--resamples",
         type=click.IntRange(min=100),
         default=None,
-        help="Bootstrap and randomisation-test resamples [default: 10000; --quick: 1000].",
+        help=f"Bootstrap and randomisation-test resamples [default: {_both('resamples')}].",
     ),
     click.option(
         "--nan-policy",
@@ -243,7 +256,10 @@ _RUN = option_group(
         "only that encoder and the feature sets that contain it.",
     ),
     click.option(
-        "--quick", is_flag=True, help="Smoke run: seed 0 only, 50 rounds, 1000 resamples (explicit options win)."
+        "--quick",
+        is_flag=True,
+        help=f"Smoke run: seed {','.join(map(str, QUICK['seeds']))} only, {QUICK['n_estimators']} rounds, "
+        f"{QUICK['resamples']} resamples (explicit options win).",
     ),
     click.option(
         "--dask",
@@ -302,14 +318,14 @@ _RUN = option_group(
         "neural": "Neural group (repeatable), e.g. g=41-46.",
         "alone": "Features ranked alone [bm25*] or 'all'.",
         "base_name": "Name of the base feature set [lexical].",
-        "seeds": "Ranker seeds [0,1,2; --quick: 0].",
+        "seeds": f"Ranker seeds [{_both('seeds')}].",
         "metrics": "Metrics [ndcg@1,3,10,recall@3,6,10,...].",
         "no_relevant": "Queries without a relevant doc [exclude].",
         "gain": "NDCG gain: 2^rel-1 or rel [exp2].",
-        "resamples": "Test and interval resamples [10000].",
+        "resamples": f"Test and interval resamples [{DEFAULTS['resamples']}].",
         "nan_policy": "NaN/inf feature values [keep].",
         "engine": "LambdaMART implementation [lightgbm].",
-        "n_estimators": "Boosting rounds [500; --quick: 50].",
+        "n_estimators": f"Boosting rounds [{_both('n_estimators')}].",
         "learning_rate": "Shrinkage [0.05].",
         "num_leaves": "Leaves per tree [31].",
         "early_stopping_rounds": "Early-stopping patience [50]; 0 = off.",
@@ -353,7 +369,7 @@ _RUN = option_group(
 @_EVALUATION
 @ranker_options(
     n_estimators=None,
-    n_estimators_help="Maximum boosting rounds [default: 500; --quick: 50].",
+    n_estimators_help=f"Maximum boosting rounds [default: {_both('n_estimators')}].",
     threads=1,
     threads_what="of the LambdaMART engine per model (more only pays off for large folds)",
 )

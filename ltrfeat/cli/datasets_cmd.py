@@ -9,7 +9,7 @@ import click
 
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli.options import duplicates_option, option_group
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
 from ltrfeat.datasets.converters import SOURCES, convert_to_dir, parse_split
 from ltrfeat.datasets.synth import PRESETS, generate_world, realism_stats, write_world
 
@@ -157,7 +157,7 @@ _RETRIEVAL = option_group(
     click.option("--stem", default=None, help="Snowball stemmer for BM25 retrieval (PyStemmer), e.g. english."),
     click.option(
         "--stopwords",
-        type=click.Choice(["english"]),
+        type=click.Choice(STOPWORD_LISTS),
         default=None,
         help="Drop Lucene's English stopwords in BM25 retrieval.",
     ),

@@ -133,7 +133,7 @@ def _folds(data, *, k: int, seed: int):
     show_default=True,
     help="Directory for the world, models, features and report (an earlier demo's directory is replaced).",
 )
-@click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: under a minute.")
+@click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: a smoke run.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the world, encoders, folds and rankers.")
 def demo(out_dir, quick, seed):
     """Generate a world, train DSSM/CLSM encoders on its clicks, extract lexical + neural
@@ -141,7 +141,7 @@ def demo(out_dir, quick, seed):
 
     \b
     Examples:
-      ltrfeat demo                      # about 5 minutes on 2 cores
+      ltrfeat demo
       ltrfeat demo --quick --out /tmp/demo
     """
     from ltrfeat.core.fileio import check_output_dir, mark_output_dir

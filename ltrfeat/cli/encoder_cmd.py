@@ -17,8 +17,22 @@ from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli.options import duplicates_option, fit_and_save, option_group, threads_option
 from ltrfeat.cli.sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
+from ltrfeat.features.encoders.config import (
+    LOSSES,
+    OPTIMIZERS,
+    PRETRAININGS,
+    SCORES,
+    SOFT_LABELS,
+    DeepMatchConfig,
+    EncoderConfig as _E,
+    SbertConfig as _S,
+)
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
 
+_SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM ones --help shows
+    f"{_S.epochs} epoch, batch {_S.batch_size}, lr {_S.lr:.0e}, in-batch negatives only, gamma {_S.gamma:g}, "
+    f"margin {_S.margin}"
+).replace("e-0", "e-")
 DEPRECATED_MODELS = {"sbert": "sbert-ft"}  # old --model spelling -> kind (sbert alone is the zero-shot MiniLM)
 _SETTING = {"buckets": "n_buckets", "separate": "shared"}  # option -> training setting where the names differ
 _NOT_SETTINGS = {"pairs", "from_docs", "field_pair", "spans_per_doc", "out", "model", "columns", "encoding"}
@@ -43,7 +57,7 @@ _START = option_group(
     "start",
     click.option(
         "--pretrain",
-        type=click.Choice(["none", "rbm"]),
+        type=click.Choice(["none", *PRETRAININGS]),
         default="none",
         show_default=True,
         help="rbm: DSE pre-training of the DSSM towers (layer-wise RBMs, CD-1) before fine-tuning.",
@@ -71,21 +85,21 @@ _TRAINING = option_group(
     click.option(
         "--distill-epochs",
         type=click.IntRange(min=1),
-        default=8,
+        default=_E.distill_epochs,
         show_default=True,
         help="With --teacher: distillation epochs over the training pairs.",
     ),
     click.option(
         "--distill-lr",
         type=click.FloatRange(min=0, min_open=True),
-        default=3e-3,
+        default=_E.distill_lr,
         show_default=True,
         help="With --teacher: Adam learning rate of the distillation.",
     ),
     click.option(
         "--distill-weight",
         type=click.FloatRange(min=0),
-        default=0.0,
+        default=_E.distill_weight,
         show_default=True,
         help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
         "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
@@ -93,49 +107,49 @@ _TRAINING = option_group(
     ),
     click.option(
         "--topics",
-        default="50,10",
+        default=",".join(map(str, DeepMatchConfig.topics)),
         show_default=True,
         help="DeepMatch: FINE,COARSE LDA topic counts, the two patch resolutions (paper: 200,50).",
     ),
     click.option(
         "--patch-words",
         type=click.IntRange(min=1),
-        default=10,
+        default=DeepMatchConfig.patch_words,
         show_default=True,
         help="DeepMatch: most probable words per side kept in each patch.",
     ),
     click.option(
         "--loss",
-        type=click.Choice(["softmax", "generalized", "hinge"]),
-        default="softmax",
+        type=click.Choice(LOSSES),
+        default=_E.loss,
         show_default=True,
         help="softmax: DSSM/CLSM; generalized: GDSSM soft labels on every pair; hinge: DSE margin loss.",
     ),
     click.option(
         "--score",
-        type=click.Choice(["cosine", "dot"]),
+        type=click.Choice(SCORES),
         default=None,
         help="clsm/dssm relevance: cosine of the vectors, or their raw dot product (DSE) "
         "[default: dot with --pretrain rbm, else cosine].",
     ),
-    click.option("--epochs", type=click.IntRange(min=1), default=10, show_default=True, help="Maximum epochs."),
+    click.option("--epochs", type=click.IntRange(min=1), default=_E.epochs, show_default=True, help="Maximum epochs."),
     click.option(
         "--negatives",
         type=click.IntRange(min=0),
-        default=4,
+        default=_E.negatives,
         show_default=True,
         help="J random corpus negatives per sample.",
     ),
     click.option(
         "--hard-negatives",
         type=click.IntRange(min=0),
-        default=0,
+        default=_E.hard_negatives,
         show_default=True,
         help="Same-query lower-labelled negatives per sample.",
     ),
     click.option(
         "--in-batch/--no-in-batch",
-        default=True,
+        default=_E.in_batch,
         show_default=True,
         help="Also use the other documents of the mini-batch as negatives.",
     ),
@@ -145,14 +159,19 @@ _TRAINING = option_group(
         default=None,
         help="Softmax smoothing factor, multiplying the score [default: 10 cosine, 1 dot].",
     ),
-    click.option("--margin", type=float, default=None, help="Hinge loss margin [default: 1.0; deepmatch 0.1]."),
+    click.option(
+        "--margin",
+        type=float,
+        default=None,
+        help=f"Hinge loss margin [default: {_E.margin}; deepmatch {DeepMatchConfig.margin}].",
+    ),
     click.option(
         "--batch-size",
         type=click.IntRange(min=2),
         default=None,
-        help="Samples per mini-batch [default: 1024; deepmatch 128].",
+        help=f"Samples per mini-batch [default: {_E.batch_size}; deepmatch {DeepMatchConfig.batch_size}].",
     ),
-    click.option("--optimizer", type=click.Choice(["adam", "sgd"]), default="adam", show_default=True),
+    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=_E.optimizer, show_default=True),
     click.option(
         "--lr",
         type=click.FloatRange(min=0, min_open=True),
@@ -161,43 +180,43 @@ _TRAINING = option_group(
     ),
     click.option(
         "--soft-labels",
-        type=click.Choice(["linear", "clicks", "identity"]),
-        default="linear",
+        type=click.Choice(SOFT_LABELS),
+        default=_E.soft_labels,
         show_default=True,
         help="Grades -> [0,1] linearly, click counts c -> c/(c+s), or labels already in [0,1].",
     ),
     click.option(
         "--click-scale",
         type=click.FloatRange(min=0, min_open=True),
-        default=1.0,
+        default=_E.click_scale,
         show_default=True,
         help="s in c/(c+s) for --soft-labels clicks.",
     ),
     click.option(
         "--min-positive",
         type=float,
-        default=0.5,
+        default=_E.min_positive,
         show_default=True,
         help="Soft label from which a pair is a positive (softmax, hinge).",
     ),
     click.option(
         "--val-fraction",
         type=click.FloatRange(min=0, max=1, max_open=True),
-        default=0.1,
+        default=_E.val_fraction,
         show_default=True,
         help="Share of queries held out for early stopping on NDCG@10 (0: none).",
     ),
-    click.option("--patience", type=click.IntRange(min=1), default=2, show_default=True),
+    click.option("--patience", type=click.IntRange(min=1), default=_E.patience, show_default=True),
     click.option(
         "--min-count",
         type=click.IntRange(min=1),
-        default=1,
+        default=_E.min_count,
         show_default=True,
         help="Trigrams rarer than this map to the unknown id.",
     ),
     click.option("--buckets", type=click.IntRange(min=1), default=None, help="Hash trigrams into N buckets instead."),
     click.option("--shared", is_flag=True, help="One tower for queries and documents."),
-    click.option("--seed", type=int, default=0, show_default=True),
+    click.option("--seed", type=int, default=_E.seed, show_default=True),
 )
 
 _RUN = option_group(
@@ -253,8 +272,8 @@ _RUN = option_group(
     help="The encoder kind: "
     + ", ".join(k.name for k in encoder_kinds().values() if k.trainable)
     + ". clsm / dssm: text encoders (cosine); deepmatch: pair interaction model (match score); sbert-ft: "
-    "fine-tune a sentence-transformer (its own defaults for options not given: 1 epoch, batch 32, "
-    "lr 2e-5, in-batch negatives only, gamma 20, margin 0.2). --model sbert: the old spelling of sbert-ft.",
+    f"fine-tune a sentence-transformer (its own defaults for options not given: {_SBERT_DEFAULTS}). --model sbert: "
+    "the old spelling of sbert-ft.",
 )
 @_START
 @_TRAINING
@@ -296,8 +315,7 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
         --distill-epochs 5 --out distilled.ltrenc
 
     \b
-    Example (fine-tune the packaged all-MiniLM-L6-v2 with the GDSSM loss; about 3 minutes per
-    epoch for 25k pairs on 2 cores with 4 of its 6 layers frozen):
+    Example (fine-tune the packaged all-MiniLM-L6-v2 with the GDSSM loss, 4 of its 6 layers frozen):
       ltrfeat train-encoder train.csv --encoding latin-1 \\
         --columns query=search_term,doc=product_title,docid=product_uid,label=relevance \\
         --model sbert-ft --loss generalized --freeze-layers 4 --max-seq-length 32 --out ft.ltrenc

@@ -8,9 +8,8 @@ import click
 
 from ltrfeat.cli.options import lexical_options, option_group
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.rankers.registry import LTR_ENGINES
-
-RANKER_TARGETS = (*LTR_ENGINES, "xgboost-json", "lightgbm")  # as ltrfeat.export.ltr_plugin.TARGETS
+from ltrfeat.features.encoders.registry import export_formats
+from ltrfeat.rankers.registry import EXPORT_TARGETS
 
 
 def encoder_width(encoder) -> int:
@@ -54,7 +53,7 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
 
 @click.command("export-ranker")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--to", "target", type=click.Choice(RANKER_TARGETS), required=True, help="Export format.")
+@click.option("--to", "target", type=click.Choice(EXPORT_TARGETS), required=True, help="Export format.")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output model file.")
 @_PLUGIN
 @click.option(
@@ -234,7 +233,9 @@ def _write_parity(report: dict, pairs_path, out_path) -> None:
 
 @click.command("export-encoder")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option("--to", "target", type=click.Choice(["onnx"]), default="onnx", show_default=True, help="Export format.")
+@click.option(
+    "--to", "target", type=click.Choice(export_formats()), default="onnx", show_default=True, help="Export format."
+)
 @click.option(
     "--out",
     "out_dir",

@@ -12,7 +12,7 @@ from ltrfeat.cli.options import duplicates_option, lexical_options, option_group
 from ltrfeat.features import extract as ex
 from ltrfeat.features import neural
 from ltrfeat.core import text
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
 from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.lexical import SETTINGS, LexicalExtractor
 from ltrfeat.core.errors import LtrfeatError, cli_fixes
@@ -85,7 +85,7 @@ _READING = option_group(
     ),
     click.option(
         "--conflicts",
-        type=click.Choice(["error", "first"]),
+        type=click.Choice(text.CONFLICTS),
         default="error",
         show_default=True,
         help="Pairs: an id with different texts on different rows fails, or keeps its first text.",
@@ -124,7 +124,9 @@ _SCORING = option_group(
         help="Document fields to score (default: every text column of the documents/pairs table).",
     ),
     click.option("--stem", default=None, help="Snowball stemmer (PyStemmer), e.g. english."),
-    click.option("--stopwords", type=click.Choice(["english"]), default=None, help="Drop Lucene's English stopwords."),
+    click.option(
+        "--stopwords", type=click.Choice(STOPWORD_LISTS), default=None, help="Drop Lucene's English stopwords."
+    ),
     click.option(
         "--corpus-stats",
         "corpus_path",

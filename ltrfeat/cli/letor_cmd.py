@@ -12,7 +12,7 @@ _READ_OPTIONS = [
     click.option(
         "--from",
         "fmt",
-        type=click.Choice(["auto", "letor", "svmlight"]),
+        type=click.Choice(["auto", *letor_io.FORMATS]),
         default="auto",
         show_default=True,
         help="Input format; auto = svmlight when FILE.query exists and lines have no qid:.",

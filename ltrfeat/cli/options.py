@@ -8,6 +8,7 @@ import warnings
 
 import click
 
+from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.errors import LtrfeatError
 
 
@@ -51,9 +52,9 @@ def notices():
                     click.echo(f"notice: {message}", err=True)
 
 
-duplicates_option = click.option(
+duplicates_option = click.option(  # see ltrfeat.core.duplicates
     "--duplicates",
-    type=click.Choice(["error", "first", "mean", "max"]),
+    type=click.Choice(DUPLICATE_POLICIES),
     default="error",
     show_default=True,
     help="A (query, document) pair judged on several rows: stop with the count and lines (error), keep the first "
@@ -297,14 +298,14 @@ def threads_value(threads: int) -> int:
     return threads or available_cores()
 
 
-LEXICAL_PARAMS = (
-    ("k1", 1.2, "BM25 k1"),
-    ("b", 0.75, "BM25 b"),
-    ("mu", 2000.0, "Dirichlet prior"),
-    ("jm_lambda", 0.1, "Jelinek-Mercer lambda"),
-    ("ad_delta", 0.7, "Absolute discounting delta"),
-    ("bm25_norms", "exact", "BM25 document lengths: exact token counts, or lucene (the engine's one-byte norms)"),
-)
+LEXICAL_HELP = {  # option -> what it sets (defaults: ltrfeat.features.pins.DEFAULTS)
+    "k1": "BM25 k1",
+    "b": "BM25 b",
+    "mu": "Dirichlet prior",
+    "jm_lambda": "Jelinek-Mercer lambda",
+    "ad_delta": "Absolute discounting delta",
+    "bm25_norms": "BM25 document lengths: exact token counts, or lucene (the engine's one-byte norms)",
+}
 
 
 def lexical_options(
@@ -314,6 +315,9 @@ def lexical_options(
     ``lexical_params`` dict with None for each option not given. A command that scores with features
     extracted earlier (``used_at_extraction``) takes unset ones from the ranker's record of its features
     (:mod:`ltrfeat.features.pins`); ``extract`` from the ``--corpus-stats`` file's record, else the defaults."""
+    from ltrfeat.features.lexical import BM25_NORMS
+    from ltrfeat.features.pins import DEFAULTS
+
     if used_at_extraction:
         suffix = " (default: the value the ranker's features were extracted with)"
     else:
@@ -322,11 +326,11 @@ def lexical_options(
         click.option(
             f"--{name.replace('_', '-')}",
             name,
-            type=click.Choice(["exact", "lucene"]) if name == "bm25_norms" else float,
+            type=click.Choice(BM25_NORMS) if name == "bm25_norms" else float,
             default=None,
-            help=f"{what}{suffix.format(default=default)}.",
+            help=f"{what}{suffix.format(default=DEFAULTS[name])}.",
         )
-        for name, default, what in LEXICAL_PARAMS
+        for name, what in LEXICAL_HELP.items()
         if name in names
     ]
     return option_group("lexical_params", *options)
@@ -343,13 +347,14 @@ def ranker_options(
     --learning-rate --num-leaves --early-stopping-rounds --threads --param``, received as one ``ranker`` dict,
     for :func:`ranker_config`."""
     from ltrfeat.rankers.choices import ENGINES
+    from ltrfeat.rankers.config import RankerConfig as R
 
     def decorator(fn):
         options = [
             click.option(
                 "--engine",
                 type=click.Choice(ENGINES),
-                default="lightgbm",
+                default=R.engine,
                 show_default=True,
                 help="LambdaMART implementation.",
             ),
@@ -363,17 +368,21 @@ def ranker_options(
             click.option(
                 "--learning-rate",
                 type=click.FloatRange(min=0, min_open=True),
-                default=0.05,
+                default=R.learning_rate,
                 show_default=True,
                 help="Shrinkage of each tree.",
             ),
             click.option(
-                "--num-leaves", type=click.IntRange(min=2), default=31, show_default=True, help="Leaves per tree."
+                "--num-leaves",
+                type=click.IntRange(min=2),
+                default=R.num_leaves,
+                show_default=True,
+                help="Leaves per tree.",
             ),
             click.option(
                 "--early-stopping-rounds",
                 type=click.IntRange(min=0),
-                default=50,
+                default=R.early_stopping_rounds,
                 show_default=True,
                 help="Patience in rounds on the validation NDCG; 0 disables early stopping.",
             ),

@@ -29,10 +29,11 @@ from ltrfeat.core.metrics import (
     MetricInputError,
     evaluate_queries,
     parse_metrics,
-    summarise,
+    summarise_queries,
 )
+from ltrfeat.experiments.trec import MISSING_QUERIES
 
-DEFAULT_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
+EVALUATE_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
 # ltrfeat.rankers.lambdamart (LightGBM, XGBoost, scikit-learn: ~1 s) is imported inside the commands
 # so that every other ltrfeat command starts fast.
 
@@ -312,7 +313,7 @@ _CONVENTIONS = option_group(
     ),
     click.option(
         "--missing-queries",
-        type=click.Choice(["zero", "skip"]),
+        type=click.Choice(MISSING_QUERIES),
         default="zero",
         show_default=True,
         help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
@@ -340,7 +341,7 @@ _CONVENTIONS = option_group(
 )
 @click.option(
     "--metrics",
-    default=DEFAULT_METRICS,
+    default=EVALUATE_METRICS,
     show_default=True,
     help="Metrics; a bare number repeats the previous metric: ndcg@1,3,10,recall@3,6,10,"
     "top3recall@3,p@5,map,mrr,err@10 (err only with MODEL TEST).",
@@ -421,7 +422,7 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, con
             ties=c["ties"],
             relevance_threshold=c["relevance_threshold"],
         )
-    summary = summarise(df)
+    summary = summarise_queries(df)
     _write_per_query(per_query, summary, df)
     if as_json:
         click.echo(json.dumps({"model": str(model_path), "data": str(test)} | summary, indent=1))

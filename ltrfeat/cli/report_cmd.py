@@ -10,6 +10,8 @@ import click
 
 from ltrfeat.cli.options import resampling_options
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.metrics import GAINS
+from ltrfeat.experiments.trec import MISSING_QUERIES
 
 
 def _read_report(report_dir: Path) -> dict:
@@ -107,13 +109,13 @@ def _systems(items) -> dict[str, str]:
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, help="Also write an HTML page.")
 @click.option(
     "--gain",
-    type=click.Choice(["exp2", "linear"]),
+    type=click.Choice(GAINS),
     default=None,
     help="NDCG gain [default: linear with --qrels (trec_eval), exp2 with --test].",
 )
 @click.option(
     "--missing-queries",
-    type=click.Choice(["zero", "skip"]),
+    type=click.Choice(MISSING_QUERIES),
     default="zero",
     show_default=True,
     help="--qrels: qrels queries a run lacks score 0 (ir-measures, trec_eval -c) or are left out of every system.",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from ltrfeat.features.encoders.config import PRECISIONS, SbertConfig
+
 
 def sbert_options(command):
     """Add the options only MiniLM fine-tuning (``--model sbert-ft``) takes to train-encoder."""
@@ -22,19 +24,20 @@ def sbert_options(command):
             "--freeze-layers",
             type=click.IntRange(min=-1),
             default=None,
-            help="sbert-ft: freeze the embeddings and the lowest N transformer layers (-1: none) [default: 4].",
+            help="sbert-ft: freeze the embeddings and the lowest N transformer layers (-1: none) "
+            f"[default: {SbertConfig.freeze_layers}].",
         ),
         click.option(
             "--max-seq-length",
             type=click.IntRange(min=2),
             default=None,
-            help="sbert-ft: tokens per text, longer texts truncated [default: 32].",
+            help=f"sbert-ft: tokens per text, longer texts truncated [default: {SbertConfig.max_seq_length}].",
         ),
         click.option(
             "--accumulate",
             type=click.IntRange(min=1),
             default=None,
-            help="sbert-ft: mini-batches per optimizer step (gradient accumulation) [default: 1].",
+            help=f"sbert-ft: mini-batches per optimizer step (gradient accumulation) [default: {SbertConfig.accumulate}].",
         ),
         click.option(
             "--separate",
@@ -43,10 +46,10 @@ def sbert_options(command):
         ),
         click.option(
             "--precision",
-            type=click.Choice(["fp32", "bf16"]),
+            type=click.Choice(PRECISIONS),
             default=None,
             help="sbert-ft: matrix products in float32 or bfloat16 (CPU autocast; faster on CPUs with AVX512-BF16 "
-            "or AMX, slower without; the bundle scores in the same precision) [default: fp32].",
+            f"or AMX, slower without; the bundle scores in the same precision) [default: {SbertConfig.precision}].",
         ),
     ]
     for option in reversed(options):

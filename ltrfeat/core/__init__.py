@@ -1,2 +1,25 @@
 """The floor every layer stands on: the ranking data model, LETOR/text/TREC-free I/O, errors, atomic files,
 logging, versions, metrics, settings files, query splitting, CPU and Dask cluster discovery."""
+
+__all__ = [  # the public modules
+    "config_files",
+    "cores",
+    "dask_cluster",
+    "dataset",
+    "duplicates",
+    "errors",
+    "fileio",
+    "letor",
+    "limits",
+    "logs",
+    "metrics",
+    "plugins",
+    "processes",
+    "settings",
+    "splits",
+    "stages",
+    "tempfiles",
+    "text",
+    "versions",
+    "wordsplit",
+]

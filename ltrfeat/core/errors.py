@@ -58,8 +58,9 @@ class ModelFileError(LtrfeatError):
     """A model or bundle file is corrupt, of the wrong kind, or does not match the data."""
 
 
-class OptionError(LtrfeatError, ValueError):
-    """An option or parameter value out of range (also a ``ValueError`` for library callers)."""
+class ParameterError(LtrfeatError, ValueError):
+    """A setting, option or parameter value that is refused (also a ``ValueError`` for library callers); every
+    config check raises it (:mod:`ltrfeat.core.settings`)."""
 
 
 class LetorWriteError(LetorFormatError, ValueError):

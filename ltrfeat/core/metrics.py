@@ -25,11 +25,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
+from ltrfeat.core.settings import Interval, OneOf, Settings
 
 GAINS = ("exp2", "linear")
 TIES = ("stable", "pessimistic", "optimistic")
@@ -39,23 +42,29 @@ KNOWN_METRICS = "ndcg@k, recall@k, top3recall@k (any topNrecall@k), p@k, err@k, 
 
 
 @dataclasses.dataclass(frozen=True)
-class Conventions:
+class Conventions(Settings):
     """The choices that change metric values; every metric output carries them."""
 
+    label: ClassVar[str] = "the metric conventions"
+    _parameter_constraints: ClassVar[dict] = {
+        "gain": [OneOf(*GAINS)],
+        "ties": [OneOf(*TIES)],
+        "no_relevant": [OneOf(*NO_RELEVANT)],
+        "relevance_threshold": [Interval(Real, 0, None, closed="neither")],
+    }
     gain: str = "exp2"
     ties: str = "stable"
     no_relevant: str = "exclude"
     relevance_threshold: float = 1.0
 
-    def __post_init__(self):
-        for name, allowed in (("gain", GAINS), ("ties", TIES), ("no_relevant", NO_RELEVANT)):
-            if getattr(self, name) not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
-        if not self.relevance_threshold > 0:
-            raise ValueError(f"relevance_threshold must be > 0, got {self.relevance_threshold}")
-
     def to_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"description": self.describe()}
+        """The settings and their :meth:`describe` text."""
+        return super().to_dict() | {"description": self.describe()}
+
+    @classmethod
+    def from_dict(cls, values: dict, *, source=None) -> "Conventions":
+        """Conventions from plain values (a ``to_dict`` output's ``description`` is ignored)."""
+        return super().from_dict({k: v for k, v in values.items() if k != "description"}, source=source)
 
     def describe(self) -> str:
         gain = "2^rel-1" if self.gain == "exp2" else "rel (linear)"
@@ -83,19 +92,19 @@ def parse_metrics(spec) -> list[str]:
             continue
         if item.isdigit():
             if family is None:
-                raise LtrfeatError(
+                raise ParameterError(
                     f"metric cutoff {item!r} has no metric before it",
                     fix=f"write e.g. ndcg@{item}; known metrics: {KNOWN_METRICS}",
                 )
             item = f"{family}@{item}"
         m = _METRIC_RE.fullmatch(item)
         if m is None or (m.group(2) is not None and int(m.group(2)) < 1):
-            raise LtrfeatError(f"unknown metric {raw.strip()!r}", fix=f"known metrics: {KNOWN_METRICS} (k >= 1)")
+            raise ParameterError(f"unknown metric {raw.strip()!r}", fix=f"known metrics: {KNOWN_METRICS} (k >= 1)")
         family = m.group(1)
         if item not in names:
             names.append(item)
     if not names:
-        raise LtrfeatError("no metric given", fix=f"known metrics: {KNOWN_METRICS}")
+        raise ParameterError("no metric given", fix=f"known metrics: {KNOWN_METRICS}")
     return names
 
 
@@ -203,7 +212,7 @@ class _Ranked:
             log_continue = np.maximum(log_continue, -60.0)
             reach = np.exp(self.within_query_cumsum(log_continue) - log_continue)
             return self.sum(stop * reach * top / self.rank)
-        raise LtrfeatError(f"unknown metric {name!r}", fix=f"known metrics: {KNOWN_METRICS}")
+        raise ParameterError(f"unknown metric {name!r}", fix=f"known metrics: {KNOWN_METRICS}")
 
     def apply_no_relevant(self, values: np.ndarray) -> np.ndarray:
         fill = {"exclude": np.nan, "zero": 0.0, "one": 1.0}[self.conv.no_relevant]
@@ -300,7 +309,7 @@ def evaluate_queries(
     return df
 
 
-def summarise(per_query: pd.DataFrame) -> dict:
+def summarise_queries(per_query: pd.DataFrame) -> dict:
     """Means over the evaluated queries, query counts and the conventions used."""
     metric_cols = [c for c in per_query.columns if c not in ("n_docs", "n_relevant")]
     conventions = per_query.attrs.get("conventions", Conventions().to_dict())

@@ -49,7 +49,8 @@ _SUFFIX_FORMAT = {
     ".pq": "parquet",
 }
 PAIR_COLUMNS = ("qid", "query", "docid", "doc", "label")
-MISSING_POLICIES = ("error", "drop", "keep")
+MISSING_TEXT_POLICIES = ("error", "drop", "keep")
+CONFLICTS = ("error", "first")  # an id naming two texts: refused, or its first text kept
 _TSV_FORBIDDEN = ("\t", "\n", "\r")
 _LABEL_MAP_FORMS = (
     "'none' (labels already integers), 'round', 'linear:LO:HI:GRADES' (e.g. linear:1:3:7), 'threshold:T1,T2,...'"
@@ -543,9 +544,9 @@ def _empty_text(values: pd.Series) -> np.ndarray:
 def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.ndarray:
     """Rows to keep; reports rows whose text is empty in any of ``columns`` as ``missing`` says
     (``"keep"`` turns those cells into ``""`` in ``table``)."""
-    if missing not in MISSING_POLICIES:
+    if missing not in MISSING_TEXT_POLICIES:
         raise TextTableError(
-            f"unknown missing-text policy {missing!r}", fix=f"use one of {', '.join(MISSING_POLICIES)}"
+            f"unknown missing-text policy {missing!r}", fix=f"use one of {', '.join(MISSING_TEXT_POLICIES)}"
         )
     bad = np.zeros(len(table), dtype=bool)
     per_column = []
@@ -989,8 +990,8 @@ def pairs_to_ranking(
     order of first appearance (index: the line of that first appearance). Ids must not
     contain whitespace, which a LETOR file could not carry.
     """
-    if conflicts not in ("error", "first"):
-        raise TextTableError(f"unknown conflicts policy {conflicts!r}", fix="use 'error' or 'first'")
+    if conflicts not in CONFLICTS:
+        raise TextTableError(f"unknown conflicts policy {conflicts!r}", fix=f"use one of {', '.join(CONFLICTS)}")
     fields = list(fields)
     path = pairs.attrs.get("source")
     needed = ["qid", "query", "docid", "label", *fields]

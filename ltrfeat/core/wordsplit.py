@@ -3,8 +3,8 @@
 Both tokenisers of the project (the lexical :class:`~ltrfeat.features.analysis.Analyzer` and the trigram
 :class:`~ltrfeat.features.hashing.TrigramHasher`) cut words at every character that is not a letter or a
 digit. For ASCII text -- nearly all product and web search text -- that is one ``bytes.translate`` (a
-256-byte table) and one ``split`` over the joined texts, ~4x faster than ``re.findall`` with a Unicode
-class. A non-ASCII text is first reduced to its words (the caller's exact Unicode rule) joined by
+256-byte table) and one ``split`` over the joined texts, instead of ``re.findall`` with a Unicode class
+(figures: benchmarks/results/docstring-timings.md). A non-ASCII text is first reduced to its words (the caller's exact Unicode rule) joined by
 spaces, so both paths give the same words.
 """
 

@@ -12,11 +12,18 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.core.errors import LtrfeatError, cli_fixes
+from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes
+from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
+from ltrfeat.core.letor import NAN_POLICIES
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT
+from ltrfeat.core.settings import Interval, OneOf, Settings
+from ltrfeat.core.text import CONFLICTS
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.experiments.ablation import (
     AblationConfig,
@@ -30,29 +37,20 @@ from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.report import check_report_dir, write_report
 from ltrfeat.experiments.run_cache import RunStore
 from ltrfeat.experiments.workers import plan_workers
+from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
+from ltrfeat.experiments.crossfit import check_folds
+from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK, QUICK_ENCODER
+from ltrfeat.features.encoders.kinds import SPANS_BELOW_QUERIES
 
-DEFAULTS = {"seeds": (0, 1, 2), "n_estimators": 500, "resamples": 10_000}
-QUICK = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; explicit settings win
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
 # wasted); params bagging_fraction=1 (LightGBM) or subsample=1 (XGBoost) turns it off.
 SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
-# Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
-# (early stopping on validation NDCG@10 still applies); the quick ones are a smoke run, not a measurement.
-# A "MODEL." prefix applies a default to one model only (ltrfeat.experiments.encoder_options): fine-tuning
-# MiniLM from the pre-trained weights needs one epoch.
-ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
-QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
-METRICS = "ndcg@1,3,10,recall@3,6,10,top3recall@3,6,10,map,mrr"
-# a bare --encoder clsm / dssm becomes MODEL:generalized+spans below this many judged queries: span pre-training
-# beat the from-scratch CLSM at every size measured, 240 to 11,795 queries (docs/features.md: NDCG@1 alone
-# .5246 -> .7829 on the sample world, .5403 -> .5917 on 300 Home Depot queries, .6387 -> .6566 on all 11,795)
-SPANS_BELOW_QUERIES = 12_000
 _BARE_TWO_TOWER = ("clsm", "dssm")
 
 
 @dataclasses.dataclass(frozen=True)
-class PairsSource:
+class PairsSource(Settings):
     """Text mode: a judged-pairs table whose lexical features are computed once and whose ``encoders`` are
     cross-fitted over ``k_folds`` query folds (see :mod:`ltrfeat.experiments.crossfit`).
 
@@ -71,6 +69,20 @@ class PairsSource:
     encoder_options : training options, ``KEY`` or ``MODEL.KEY``, over :data:`ENCODER_DEFAULTS`.
     encoder_jobs, continue_outer : see :class:`~ltrfeat.experiments.crossfit.CrossFitConfig`.
     """
+
+    label: ClassVar[str] = "text mode"
+    _parameter_constraints: ClassVar[dict] = {
+        "path": [str, Path],
+        "encoders": [tuple],
+        "duplicates": [OneOf(*DUPLICATE_POLICIES)],
+        "conflicts": [OneOf(*CONFLICTS)],
+        "k_folds": [Integral],
+        "valid_fraction": [Interval(Real, 0, 1, closed="left")],
+        "split_seed": [Integral],
+        "encoder_options": [dict],
+        "encoder_jobs": [Interval(Integral, 0, None)],
+        "continue_outer": [bool],
+    }
 
     path: str | Path
     encoders: tuple[str, ...] = ()
@@ -91,9 +103,17 @@ class PairsSource:
     encoder_jobs: int = 0
     continue_outer: bool = True
 
+    def __post_init__(self):
+        if isinstance(self.encoders, list):
+            self._set("encoders", tuple(self.encoders))
+        super().__post_init__()
+
+    def _check(self) -> None:
+        check_folds(self.k_folds)
+
 
 @dataclasses.dataclass(frozen=True)
-class FoldsSource:
+class FoldsSource(Settings):
     """LETOR mode: fold directories (``DIR/Fold1/{train,vali,test}``) whose files already hold the columns.
 
     base : the base features (ids, id ranges and names, e.g. ``"1-40"``).
@@ -101,22 +121,31 @@ class FoldsSource:
     fold_glob, nan_policy : see :func:`ltrfeat.experiments.ablation.load_letor_folds`.
     """
 
+    label: ClassVar[str] = "LETOR mode"
+    _parameter_constraints: ClassVar[dict] = {
+        "path": [str, Path],
+        "neural": [dict],
+        "fold_glob": [str],
+        "nan_policy": [OneOf(*NAN_POLICIES)],
+    }
+
     path: str | Path
     base: str
     neural: dict
     fold_glob: str = "Fold*"
     nan_policy: str = "keep"
 
-    def __post_init__(self):
+    def _check(self) -> None:
         if not self.base or not self.neural:
-            raise LtrfeatError(
+            raise ParameterError(
                 "LETOR mode needs --base SPEC and at least one --neural NAME=SPEC",
                 fix="e.g. --base 1-40 --neural g=41-46",
+                param="neural" if self.base else "base",
             )
 
 
 @dataclasses.dataclass(frozen=True)
-class AblateSettings:
+class AblateSettings(Settings):
     """How the folds are compared and where the report goes (both modes).
 
     report_dir, overwrite : the report directory; an existing one is replaced only with ``overwrite``.
@@ -136,6 +165,22 @@ class AblateSettings:
     progress : show progress bars.
     config_file : the settings file the options came from, recorded in the report.
     """
+
+    label: ClassVar[str] = "the ablation"
+    _parameter_constraints: ClassVar[dict] = {
+        "report_dir": [str, Path],
+        "engine": [OneOf(*ENGINES)],
+        "ranker_params": [dict],
+        "metrics": [str, tuple],
+        "gain": [OneOf(*GAINS)],
+        "no_relevant": [OneOf(*NO_RELEVANT)],
+        "selection": [SelectionConfig, None],
+        "overwrite": [bool],
+        "write_runs": [bool],
+        "quick": [bool],
+        "progress": [bool],
+    }
+    _nested: ClassVar[dict] = {"selection": SelectionConfig}
 
     report_dir: str | Path
     engine: str = "lightgbm"

@@ -19,17 +19,19 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
 from ltrfeat.core.dataset import FeatureMap, RankingSet
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.letor import read_letor
 from ltrfeat.core.processes import spawn_pool
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
-from ltrfeat.core.metrics import Conventions, evaluate_queries, parse_metrics
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions, evaluate_queries, parse_metrics
+from ltrfeat.core.settings import OneOf, Settings
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
@@ -54,7 +56,7 @@ DEFAULT_METRICS = (
     "map",
     "mrr",
 )
-KINDS = ("ranker", "alone")  # the sets a user plans; results add the kinds below
+SET_KINDS = ("ranker", "alone")  # the feature sets a user plans; results add the kinds below
 RESULT_KINDS = ("candidate", "baseline", "recommended")
 FOLD_FILES = {"train": ("train",), "valid": ("vali", "valid"), "test": ("test",)}
 FOLD_EXTENSIONS = (".letor", ".txt", ".letor.gz", ".txt.gz")
@@ -62,7 +64,7 @@ _RESERVED_PARAMS = ("engine", "seed", "features")
 
 
 @dataclasses.dataclass(frozen=True)
-class AblationConfig:
+class AblationConfig(Settings):
     """What every run of :func:`run_ablation` does (validated on creation).
 
     engine : ``"lightgbm"`` or ``"xgboost"``.
@@ -78,6 +80,17 @@ class AblationConfig:
         ``ranker_params`` for every ranker set.
     """
 
+    label: ClassVar[str] = "the ablation"
+    _parameter_constraints: ClassVar[dict] = {
+        "engine": [OneOf(*ENGINES)],
+        "ranker_params": [dict, None],
+        "metrics": [tuple, str],
+        "gain": [OneOf(*GAINS)],
+        "no_relevant": [OneOf(*NO_RELEVANT)],
+        "selection": [SelectionConfig, None],
+    }
+    _nested: ClassVar[dict] = {"selection": SelectionConfig}
+
     engine: str = "lightgbm"
     seeds: tuple = (0, 1, 2)
     ranker_params: dict | None = None
@@ -87,28 +100,30 @@ class AblationConfig:
     selection: SelectionConfig | None = None
 
     def __post_init__(self):
-        if self.engine not in ENGINES:
-            raise LtrfeatError(f"unknown engine {self.engine!r}", fix=f"use one of {', '.join(ENGINES)}")
-        seeds = tuple(int(s) for s in self.seeds)
-        if not seeds or len(set(seeds)) != len(seeds):
-            raise LtrfeatError(f"seeds must be distinct and at least one, got {list(seeds)}", fix="e.g. seeds 0,1,2")
-        object.__setattr__(self, "seeds", seeds)
+        self._set("seeds", tuple(int(s) for s in self.seeds))
         if isinstance(self.metrics, list):
-            object.__setattr__(self, "metrics", tuple(self.metrics))
+            self._set("metrics", tuple(self.metrics))
+        super().__post_init__()
+
+    def _check(self) -> None:
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ParameterError(
+                f"seeds must be distinct and at least one, got {list(self.seeds)}",
+                fix="e.g. seeds 0,1,2",
+                param="seeds",
+            )
         parse_metrics(self.metrics)
-        self.conventions()
         reserved = [k for k in _RESERVED_PARAMS if k in (self.ranker_params or {})]
         if reserved:
-            raise LtrfeatError(
-                f"ranker_params may not set {reserved[0]!r}", fix="the ablation sets engine, seed and features itself"
+            raise ParameterError(
+                f"ranker_params may not set {reserved[0]!r}",
+                fix="the ablation sets engine, seed and features itself",
+                param="ranker_params",
             )
 
     def conventions(self) -> Conventions:
         """The metric conventions (gain, value of queries without a relevant document)."""
-        try:
-            return Conventions(gain=self.gain, no_relevant=self.no_relevant)
-        except ValueError as exc:
-            raise LtrfeatError(str(exc)) from None
+        return Conventions(gain=self.gain, no_relevant=self.no_relevant)
 
 
 @dataclasses.dataclass
@@ -350,8 +365,8 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
     if len(set(set_names)) != len(set_names):
         raise LtrfeatError(f"feature set names are not unique: {set_names}", fix="name every feature set differently")
     for s in feature_sets:
-        if s.kind not in KINDS:
-            raise LtrfeatError(f"feature set {s.name!r} has kind {s.kind!r}", fix=f"use one of {', '.join(KINDS)}")
+        if s.kind not in SET_KINDS:
+            raise LtrfeatError(f"feature set {s.name!r} has kind {s.kind!r}", fix=f"use one of {', '.join(SET_KINDS)}")
         if not s.columns or (s.kind == "alone" and len(s.columns) != 1):
             raise LtrfeatError(
                 f"feature set {s.name!r} has {len(s.columns)} columns",

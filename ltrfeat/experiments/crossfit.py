@@ -27,7 +27,9 @@ import io
 import json
 import re
 import time
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 from collections.abc import Callable
 
 import numpy as np
@@ -37,12 +39,15 @@ from tqdm.auto import tqdm
 from ltrfeat.experiments import encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
+from ltrfeat.features.encoders.kinds import SPAN_OPTIONS, SPANS_PER_DOC, SPANS_WANTED
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
-from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.logs import get_logger, show_progress
 from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
+from ltrfeat.core.settings import Interval, OneOf, Settings
+from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.training_task import TrainingTask
 from ltrfeat.experiments.workers import plan_workers
@@ -50,8 +55,7 @@ from ltrfeat.experiments.workers import plan_workers
 log = get_logger("ablate")
 
 TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
-SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
-SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, 4 to 16 per document
+MIN_FOLDS = 3  # with 2, the encoder for the ranker's training rows would have no queries left to train on
 # kind[:LOSS][+MOD][@SCORE][=PATH]; which parts a kind takes is its registry entry's (encoder_kind(name).grammar)
 _SPEC = re.compile(
     r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?"
@@ -60,7 +64,7 @@ _SPEC = re.compile(
 
 
 @dataclasses.dataclass(frozen=True)
-class CrossFitConfig:
+class CrossFitConfig(Settings):
     """How judged pairs become cross-fitted ablation folds (validated on creation).
 
     k : outer query folds (``k + k(k-1)/2`` trainings per trained encoder).
@@ -82,6 +86,22 @@ class CrossFitConfig:
         MiniLM teacher vectors, on a Dask cluster instead of here (the scores are the same); None: the local pool.
     """
 
+    label: ClassVar[str] = "cross-fitting"
+    _parameter_constraints: ClassVar[dict] = {
+        "k": [Integral],
+        "valid_fraction": [Interval(Real, 0, 1, closed="left")],
+        "seed": [Integral],
+        "field": [str],
+        "options": [dict],
+        "conflicts": [OneOf(*CONFLICTS)],
+        "encoder_jobs": [Interval(Integral, 0, None)],
+        "continue_outer": [bool],
+    }
+    _fixes: ClassVar[dict] = {
+        "valid_fraction": "the ranker's validation share, e.g. 0.1",
+        "encoder_jobs": "0 = one worker per core, 1 = train in this process",
+    }
+
     k: int = 5
     valid_fraction: float = 0.1
     seed: int = 0
@@ -92,31 +112,34 @@ class CrossFitConfig:
     continue_outer: bool = True
     cluster: object = dataclasses.field(default=None, compare=False)
 
-    def __post_init__(self):
-        if isinstance(self.encoder_jobs, bool) or not isinstance(self.encoder_jobs, int) or self.encoder_jobs < 0:
-            raise LtrfeatError(
-                f"encoder_jobs must be a whole number >= 0, got {self.encoder_jobs!r}",
-                fix="0 = one worker per core, 1 = train in this process",
-            )
-        if self.k < 2:
-            raise LtrfeatError(f"cross-fitting needs at least 2 query folds, got k={self.k}", fix="e.g. --k-folds 3")
-        if not 0 <= self.valid_fraction < 1:
-            raise LtrfeatError(
-                f"the ranker's validation share must be in [0, 1), got {self.valid_fraction}", fix="e.g. 0.1"
-            )
+    def _check(self) -> None:
+        check_folds(self.k)
         if "score" in self.options:
-            raise LtrfeatError(
+            raise ParameterError(
                 "the score is chosen per encoder, not as an encoder option (it names the column)",
                 fix="write the encoder as e.g. dssm:hinge@dot or clsm:softmax@cosine",
+                param="options",
             )
         for key, value in self.options.items():
             if key.rpartition(".")[2] in SPAN_OPTIONS and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1
             ):
-                raise LtrfeatError(
+                raise ParameterError(
                     f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1",
                     fix=f"e.g. --encoder-option {key}={SPAN_OPTIONS[key.rpartition('.')[2]] or 8}",
+                    param="options",
                 )
+
+
+def check_folds(k: int) -> None:
+    """Refuse fewer than :data:`MIN_FOLDS` outer folds."""
+    if k < MIN_FOLDS:
+        raise ParameterError(
+            f"cross-fitting needs at least {MIN_FOLDS} folds (got {k}): with 2, the encoder for the ranker's "
+            "training rows would have no queries left to train on",
+            fix=f"use --k-folds >= {MIN_FOLDS}",
+            param="k",
+        )
 
 
 class LeakageError(LtrfeatError):
@@ -238,12 +261,7 @@ def normalise_query(text: str) -> str:
 def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
     """Seeded outer folds over distinct ``qids``, each with a ranker validation share of its training queries."""
     queries = list(dict.fromkeys(qids))
-    if k < 3:
-        raise LtrfeatError(
-            f"cross-fitting needs at least 3 folds (got {k}): with 2, the encoder for the ranker's "
-            "training rows would have no queries left to train on",
-            fix="use --k-folds >= 3",
-        )
+    check_folds(k)
     if len(queries) < 2 * k:
         raise LtrfeatError(
             f"{len(queries)} queries are too few for {k} folds", fix="give more judged queries or fewer folds"
@@ -278,8 +296,7 @@ def training_rows(train_table: pd.DataFrame, excluded_texts: set) -> np.ndarray:
 
 
 def _member(values, members) -> np.ndarray:
-    """``values[i] in members`` for every ``i`` (hashed: ``np.isin`` compares object arrays pair by pair, which
-    took 3 minutes of a Home Depot ablation's set-up)."""
+    """``values[i] in members`` for every ``i`` (hashed: ``np.isin`` compares object arrays pair by pair)."""
     return pd.Series(values, dtype=object).isin(members).to_numpy()
 
 
@@ -377,7 +394,7 @@ class _StartingPoint:
         self.texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
         if self.span_settings["spans_per_doc"] is None:
             wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
-            self.span_settings["spans_per_doc"] = min(16, max(4, wanted))
+            self.span_settings["spans_per_doc"] = min(SPANS_PER_DOC[1], max(SPANS_PER_DOC[0], wanted))
         h = hashlib.sha256(
             json.dumps(
                 {"spec": [spec.model, spec.resolved_score], "spans": self.span_settings, "options": self.options}

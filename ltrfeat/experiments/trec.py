@@ -37,7 +37,7 @@ from ltrfeat.core.fileio import atomic_output, open_input
 from ltrfeat.core.metrics import evaluate_queries, parse_metrics
 
 RUN_FIX = "write 'QID Q0 DOCID RANK SCORE TAG' lines: six fields separated by spaces or tabs"
-MISSING_QUERIES = ("skip", "zero")
+MISSING_QUERIES = ("zero", "skip")
 TIE_BREAK = "equal scores ranked by docid, descending (as trec_eval)"
 
 
@@ -278,7 +278,9 @@ def evaluate_run(
     the conventions and ``attrs["skipped"]`` counts the queries left out.
     """
     if missing_queries not in MISSING_QUERIES:
-        raise LtrfeatError(f"unknown missing-queries policy {missing_queries!r}", fix="use skip or zero")
+        raise LtrfeatError(
+            f"unknown missing-queries policy {missing_queries!r}", fix=f"use one of {', '.join(MISSING_QUERIES)}"
+        )
     names = parse_metrics(metrics)
     if any(n.startswith("err@") for n in names):
         raise LtrfeatError("err@k is not defined for TREC runs here", fix="use ndcg, recall, p, map or mrr")

@@ -45,20 +45,23 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 import lightgbm as lgb
 import numpy as np
 
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.settings import Interval, Settings, check_value
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.export.plugin_features import KEYWORDS, index_body, plugin_featureset
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.model_check import check_model
 
-TARGETS = (*registry.LTR_ENGINES, "xgboost-json", "lightgbm")
+TARGETS = registry.EXPORT_TARGETS
 MANIFEST_FORMAT = "ltrfeat.export/1"
 # both plugins keep the feature store under /_ltr (RestStoreManager, RestFeatureManager, RestCreateModelFromSet);
 # OpenSearch's /_plugins/_ltr holds only the stats
@@ -270,7 +273,7 @@ def _sha(data: bytes) -> str:
 
 
 @dataclass(frozen=True)
-class PluginScoring:
+class PluginScoring(Settings):
     """How the search engine computes the model's features (plugin targets: the featureset's templates
     and ``out.index.json``).
 
@@ -282,6 +285,21 @@ class PluginScoring:
     fill_zero : give features the engine cannot compute a ``match_none`` template (the model then sees 0).
     """
 
+    label: ClassVar[str] = "plugin scoring"
+    _parameter_constraints: ClassVar[dict] = {
+        "templates": [dict, None],
+        "analyzer": [Analyzer, None],
+        "k1": [Interval(Real, 0, None)],
+        "b": [Interval(Real, 0, 1)],
+        "fill_zero": [bool],
+    }
+    _fixes: ClassVar[dict] = {
+        "templates": 'e.g. {"bm25_title": {"match": {"title": "{{keywords}}"}}}',
+        "analyzer": "pass the extraction's analyzer (CorpusStats.load(path).analyzer) or None",
+        "k1": "give the value the extraction used",
+        "b": "give the value the extraction used",
+    }
+
     templates: dict | None = field(default=None, hash=False)
     dims: dict | None = field(default=None, hash=False)
     analyzer: Analyzer | None = None
@@ -289,27 +307,13 @@ class PluginScoring:
     b: float = 0.75
     fill_zero: bool = False
 
-    def __post_init__(self):
-        if self.templates is not None and not isinstance(self.templates, dict):
-            raise LtrfeatError(
-                f"templates must map feature names to query templates, got {type(self.templates).__name__}",
-                fix='e.g. {"bm25_title": {"match": {"title": "{{keywords}}"}}}',
+    def _check(self) -> None:
+        if self.dims is not None and not isinstance(self.dims, dict):
+            raise ParameterError(
+                f"dims must be a mapping, got {self.dims!r}", fix='e.g. dims={"clsm": 128}', param="dims"
             )
         for encoder, width in (self.dims or {}).items():
-            if not isinstance(width, int) or isinstance(width, bool) or width < 1:
-                raise LtrfeatError(
-                    f"dims[{encoder!r}] must be a vector width >= 1, got {width!r}", fix='e.g. dims={"clsm": 128}'
-                )
-        if self.analyzer is not None and not isinstance(self.analyzer, Analyzer):
-            raise LtrfeatError(
-                f"analyzer must be an Analyzer, got {type(self.analyzer).__name__}",
-                fix="pass the extraction's analyzer (CorpusStats.load(path).analyzer) or None",
-            )
-        if not (self.k1 >= 0 and 0 <= self.b <= 1):
-            raise LtrfeatError(
-                f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={self.k1!r}, b={self.b!r}",
-                fix="give the values the extraction used",
-            )
+            check_value(f"dims[{encoder!r}]", width, [Interval(Integral, 1, None)], fix='e.g. dims={"clsm": 128}')
 
 
 def feature_shares(model) -> dict[str, float]:

@@ -15,7 +15,7 @@ from itertools import compress
 import Stemmer
 import numpy as np
 
-from ltrfeat.core.errors import OptionError
+from ltrfeat.core.errors import ParameterError
 from ltrfeat.core.wordsplit import SEPARATOR, joined_words
 
 # Lucene's default English stop set (EnglishAnalyzer.ENGLISH_STOP_WORDS_SET): small and conservative,
@@ -27,6 +27,7 @@ ENGLISH_STOPWORDS = frozenset(
 
 # Runs of letters and digits (Unicode aware); everything else separates tokens. Underscore is
 # punctuation here, unlike in ``\w``.
+STOPWORD_LISTS = ("english",)  # named stopword lists an Analyzer takes
 _TOKEN = re.compile(r"[^\W_]+")
 _SEP = SEPARATOR.decode()
 
@@ -54,10 +55,14 @@ class Analyzer:
     def __post_init__(self):
         if isinstance(self.stopwords, (list, set, frozenset)):
             object.__setattr__(self, "stopwords", tuple(sorted(self.stopwords)))
-        if isinstance(self.stopwords, str) and self.stopwords != "english":
-            raise ValueError(f"stopwords must be None, 'english' or a list of words, got {self.stopwords!r}")
+        if isinstance(self.stopwords, str) and self.stopwords not in STOPWORD_LISTS:
+            raise ParameterError(
+                f"stopwords must be None, {' or '.join(map(repr, STOPWORD_LISTS))} or a list of words, "
+                f"got {self.stopwords!r}",
+                param="stopwords",
+            )
         if self.stemmer is not None and self.stemmer not in Stemmer.algorithms():
-            raise OptionError(
+            raise ParameterError(
                 f"unknown stemmer {self.stemmer!r}",
                 fix=f"give --stem one of PyStemmer's: {', '.join(Stemmer.algorithms())}",
             )

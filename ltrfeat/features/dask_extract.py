@@ -28,7 +28,9 @@ import dataclasses
 import itertools
 import pickle
 import uuid
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -51,6 +53,7 @@ from ltrfeat.features.extract import (
 )
 from ltrfeat.features.leakage import LeakageGuard
 from ltrfeat.core.letor import LetorWriter, iter_letor
+from ltrfeat.core.settings import Interval, Settings
 from ltrfeat.features.neural import EncoderExtractor
 
 try:
@@ -129,7 +132,7 @@ def _transform_partition(token: str, pairs, ok: np.ndarray, missing: str) -> lis
 
 
 @dataclasses.dataclass(frozen=True)
-class DaskScheduling:
+class DaskScheduling(Settings):
     """How a run's partitions are cut and sent to the cluster.
 
     partition_queries : queries per partition (a task); partitions never split a query.
@@ -138,19 +141,18 @@ class DaskScheduling:
     timeout : seconds to wait for any one partition (None: no limit).
     """
 
+    label: ClassVar[str] = "Dask scheduling"
+    _parameter_constraints: ClassVar[dict] = {
+        "partition_queries": [Interval(Integral, 1, None)],
+        "in_flight": [Interval(Integral, 1, None), None],
+        "retries": [Interval(Integral, 0, None)],
+        "timeout": [Interval(Real, 0, None, closed="neither"), None],
+    }
+    _fixes: ClassVar[dict] = {"timeout": "seconds, or None: no limit"}
     partition_queries: int = 1000
     in_flight: int | None = None
     retries: int = 2
     timeout: float | None = None
-
-    def __post_init__(self):
-        least = {"partition_queries": 1, "retries": 0} | ({} if self.in_flight is None else {"in_flight": 1})
-        for name, minimum in least.items():
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        if self.timeout is not None and not self.timeout > 0:
-            raise ValueError(f"timeout must be a positive number of seconds (or None: no limit), got {self.timeout!r}")
 
 
 class _Run:

@@ -46,7 +46,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from ltrfeat.features.corpus import CorpusStats, TermEncoder, TokenBatch
-from ltrfeat.core.errors import ModelFileError, OptionError, TextTableError
+from ltrfeat.core.errors import ModelFileError, ParameterError, TextTableError
 
 # family -> (one-line description, column stems). Query-only families have no field suffix.
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -169,13 +169,13 @@ class LexicalExtractor(BaseEstimator):
             ("ad_delta", self.ad_delta, 0 < self.ad_delta < 1),
         ]:
             if not ok:
-                raise OptionError(
+                raise ParameterError(
                     f"{name}={value} is out of range",
                     fix=f"give --{name.replace('_', '-')} in range: k1 >= 0, 0 <= b <= 1, mu > 0, "
                     "0 < jm_lambda < 1, 0 < ad_delta < 1",
                 )
         if self.bm25_norms not in BM25_NORMS:
-            raise OptionError(
+            raise ParameterError(
                 f"bm25_norms={self.bm25_norms!r} is unknown", fix=f"give --bm25-norms {' or '.join(BM25_NORMS)}"
             )
         if self.corpus is not None:

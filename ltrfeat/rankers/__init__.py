@@ -1,1 +1,15 @@
 """Rankers: LambdaMART (LightGBM, XGBoost), linear and single-feature rankers, model selection, model files."""
+
+__all__ = [  # the public modules
+    "choices",
+    "config",
+    "dask_training",
+    "kinds",
+    "lambdamart",
+    "linear",
+    "model_check",
+    "models",
+    "registry",
+    "selection",
+    "single",
+]

@@ -33,7 +33,7 @@ from sklearn.exceptions import NotFittedError
 from tqdm.auto import tqdm
 
 from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
-from ltrfeat.core.errors import LtrfeatError, ModelFileError, OptionError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
 from ltrfeat.core.versions import library_versions
@@ -544,7 +544,7 @@ class LambdaMART(BaseEstimator):
                     )
                     booster, best, run, curve = engine.train(*args, init=init)
             except (lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:  # mostly bad --param values
-                raise OptionError(
+                raise ParameterError(
                     f"{self.engine} refused to train: {engine_message(exc)}",
                     fix="check the --param names and values against the engine's documentation",
                 ) from None

@@ -499,11 +499,11 @@ def _stderr_captured():
 
 def check_lightgbm_params(params: dict, n_features: int) -> None:
     """Let LightGBM parse ``params`` on a two-row data set first, so that a bad value is a one-line
-    :class:`OptionError` instead of LightGBM's own ``[Fatal]`` line on stderr plus an exception."""
+    :class:`ParameterError` instead of LightGBM's own ``[Fatal]`` line on stderr plus an exception."""
     import lightgbm as lgb
     import numpy as np
 
-    from ltrfeat.core.errors import OptionError
+    from ltrfeat.core.errors import ParameterError
 
     probe = {k: v for k, v in params.items() if k not in ("eval_at", "metric")} | {"verbosity": -1}
     try:
@@ -512,7 +512,7 @@ def check_lightgbm_params(params: dict, n_features: int) -> None:
             data = lgb.Dataset(X, label=[0, 1], group=[2], params={"verbosity": -1})
             lgb.Booster(probe, data)
     except lgb.basic.LightGBMError as exc:
-        raise OptionError(
+        raise ParameterError(
             f"lightgbm refused the parameters: {engine_message(exc)}",
             fix="check the --param names and values against LightGBM's documentation",
         ) from None

@@ -4,7 +4,9 @@ A kind's name is both its model-selection candidate name (``train-ranker --selec
 ablation's rows) and the ``kind`` recorded in ``MODEL.meta.json``. Importing this module is cheap (no
 engine, no scikit-learn): the implementation of a kind is imported on first use.
 
-Adding a kind is one module and one :func:`register` call (see ``docs/new-ranker.md``). The
+Adding a kind is one module and one :func:`register` call (see ``docs/new-ranker.md``); another package
+registers its kinds with an entry point in the ``ltrfeat.rankers`` group naming a :class:`RankerKind`, loaded
+on the first listing or on the first lookup of a name not registered (spawned worker processes too). The
 implementation (``impl``: an object, or ``"module:attribute"`` imported lazily) has three hooks:
 
 - ``make(settings, *, seed, tuned, **options)`` -- an unfitted model; ``settings`` is a
@@ -28,12 +30,15 @@ import importlib
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.plugins import load_entry_points
 
 if TYPE_CHECKING:
     import numpy as np
 
 LEGACY_KIND = "lambdamart"  # model files written before kinds had candidate names (or none at all)
+ENTRY_POINTS = "ltrfeat.rankers"  # the entry-point group of other packages' ranker kinds
 LTR_ENGINES = ("es-ltr", "opensearch-ltr")  # search engines with an LTR plugin (ltrfeat export-ranker)
+EXPORT_TARGETS = (*LTR_ENGINES, "xgboost-json", "lightgbm")  # export-ranker --to (ltrfeat.export.ltr_plugin)
 
 
 @runtime_checkable
@@ -95,6 +100,7 @@ class RankerKind:
 
 
 _KINDS: dict[str, RankerKind] = {}
+_LOADED = {"entry_points": False}
 
 
 def register(kind: RankerKind) -> RankerKind:
@@ -113,12 +119,14 @@ def unregister(name: str) -> None:
 
 
 def names() -> tuple[str, ...]:
-    """Every registered kind, in registration order."""
-    return tuple(_KINDS)
+    """Every registered kind, in registration order (entry points' kinds after the built-in ones)."""
+    return tuple(_kinds())
 
 
 def get(name: str) -> RankerKind:
     """The kind called ``name``; a one-line error listing the kinds otherwise."""
+    if name not in _KINDS:
+        _entry_points()
     try:
         return _KINDS[name]
     except KeyError:
@@ -127,31 +135,44 @@ def get(name: str) -> RankerKind:
 
 def simplicity_order() -> tuple[str, ...]:
     """Kind names, simplest first (ties in registration order)."""
-    return tuple(sorted(_KINDS, key=lambda n: _KINDS[n].simplicity))
+    kinds = _kinds()
+    return tuple(sorted(kinds, key=lambda n: kinds[n].simplicity))
 
 
 def seed_free(name: str) -> bool:
-    return name in _KINDS and _KINDS[name].seed_free
+    """Whether fitting a ``name`` model does not depend on the seed (False for an unknown name)."""
+    kinds = _kinds()
+    return name in kinds and kinds[name].seed_free
 
 
 def deployable(target: str) -> tuple[str, ...]:
     """The kinds whose models ``target`` (an LTR engine) can run, in registration order."""
-    return tuple(n for n, k in _KINDS.items() if target in k.exports_to)
+    return tuple(n for n, k in _kinds().items() if target in k.exports_to)
 
 
 def kind_of(model) -> RankerKind:
     """The kind recorded on ``model`` (``kind_``, set when it was saved or loaded) when that kind owns it,
     else the first registered kind that owns it (a tuned kind's models look like the untuned ones)."""
-    recorded = _KINDS.get(getattr(model, "kind_", None))
+    kinds = _kinds()
+    recorded = kinds.get(getattr(model, "kind_", None))
     if recorded is not None and recorded.owns(model):
         return recorded
-    for kind in _KINDS.values():
+    for kind in kinds.values():
         if kind.owns(model):
             return kind
     raise LtrfeatError(
         f"no registered ranker kind makes {type(model).__name__} models",
         fix="register its kind (ltrfeat.rankers.registry.register), see docs/new-ranker.md",
     )
+
+
+def _kinds() -> dict[str, RankerKind]:
+    _entry_points()
+    return _KINDS
+
+
+def _entry_points() -> None:
+    load_entry_points(ENTRY_POINTS, RankerKind, _KINDS, _LOADED)
 
 
 _KIND = "ltrfeat.rankers.kinds"

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
 from ltrfeat.core.dataset import RankingSet
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.metrics import parse_metrics
+from ltrfeat.core.settings import Interval, OneOf, Settings, check_value
 from ltrfeat.core.splits import cut_queries, even_sizes, holdout
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES, RULES, TUNE_METHODS
@@ -90,7 +93,7 @@ def _optuna_space(trial, engine: str) -> dict:
 
 
 @dataclasses.dataclass(frozen=True)
-class SelectionConfig:
+class SelectionConfig(Settings):
     """How rankers are chosen (validated on creation; see the module docstring).
 
     candidates : registered ranker kinds (:func:`ltrfeat.rankers.registry.names`); tuned ones need
@@ -104,6 +107,16 @@ class SelectionConfig:
     seed : seed of the inner splits, the tuning sampler and the selection fits.
     """
 
+    label: ClassVar[str] = "model selection"
+    _parameter_constraints: ClassVar[dict] = {
+        "tune": [OneOf(*TUNE_METHODS)],
+        "tune_trials": [Interval(Integral, 1, None)],
+        "inner_folds": [Interval(Integral, 2, None)],
+        "valid_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "rule": [OneOf(*RULES)],
+        "seed": [Integral],
+    }
+
     candidates: tuple[str, ...] = ("lightgbm", "linear", "boost-best", "best-single")
     tune: str = "none"
     tune_trials: int = 20
@@ -114,32 +127,28 @@ class SelectionConfig:
     seed: int = 0
 
     def __post_init__(self):
-        object.__setattr__(self, "candidates", tuple(dict.fromkeys(self.candidates)))
-        object.__setattr__(self, "criterion", tuple(parse_metrics(self.criterion)))
+        self._set("candidates", tuple(dict.fromkeys(self.candidates)))
+        self._set("criterion", tuple(parse_metrics(self.criterion)))
+        super().__post_init__()
+
+    def _check(self) -> None:
         unknown = [c for c in self.candidates if c not in registry.names()]
         if unknown or not self.candidates:
-            raise LtrfeatError(
+            raise ParameterError(
                 f"unknown candidate {unknown[0]!r}" if unknown else "no candidate given",
                 fix=f"choose from {', '.join(registry.names())}",
+                param="candidates",
             )
-        if self.tune not in TUNE_METHODS:
-            raise LtrfeatError(f"unknown tuning method {self.tune!r}", fix=f"use one of {', '.join(TUNE_METHODS)}")
         tuned = [c for c in self.candidates if registry.get(c).tunes]
         if tuned and self.tune == "none":
-            raise LtrfeatError(f"candidate {tuned[0]!r} needs a search", fix="pass --tune grid or --tune optuna")
-        if self.rule not in RULES:
-            raise LtrfeatError(f"unknown selection rule {self.rule!r}", fix=f"use one of {', '.join(RULES)}")
-        if int(self.inner_folds) < 2 or int(self.tune_trials) < 1 or not 0 < self.valid_fraction < 1:
-            raise LtrfeatError(
-                f"inner_folds must be >= 2, tune_trials >= 1 and 0 < valid_fraction < 1; got "
-                f"{self.inner_folds}, {self.tune_trials}, {self.valid_fraction}"
+            raise ParameterError(
+                f"candidate {tuned[0]!r} needs a search", fix="pass --tune grid or --tune optuna", param="tune"
             )
 
     @classmethod
     def default(cls, engine: str = "lightgbm", *, tune: str = "none", **kwargs) -> "SelectionConfig":
         """The default candidates for ``engine``, plus its tuned variant when ``tune`` is not ``none``."""
-        if engine not in ENGINES:
-            raise LtrfeatError(f"unknown engine {engine!r}", fix=f"use one of {', '.join(ENGINES)}")
+        check_value("engine", engine, [OneOf(*ENGINES)])
         candidates = (
             [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + ["linear", "boost-best", "best-single"]
         )
@@ -154,9 +163,6 @@ class SelectionConfig:
                 fix=f"add one of {', '.join(registry.deployable(target))} to --candidates",
             )
         return dataclasses.replace(self, candidates=kept)
-
-    def to_dict(self) -> dict:
-        return dataclasses.asdict(self) | {"candidates": list(self.candidates), "criterion": list(self.criterion)}
 
 
 def holdout_queries(qids, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -89,7 +89,7 @@ def test_metrics_are_finite_for_any_finite_labels(rows, gain):
     evaluated = df[df["n_relevant"] > 0].drop(columns=["n_docs", "n_relevant"])
     values = evaluated.to_numpy(float)
     assert np.isfinite(values).all() and (values >= -1e-12).all() and (values <= 1 + 1e-9).all()
-    summary = M.summarise(df)
+    summary = M.summarise_queries(df)
     assert summary["n_evaluated"] == len(evaluated)
     assert all(math.isfinite(v) for v in summary["metrics"].values()) or not len(evaluated)
 

@@ -13,44 +13,45 @@ paths) and objects that are not plain values (a teacher model, an analyzer) stay
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from numbers import Integral, Real
+from typing import ClassVar
+
+from ltrfeat.core.errors import ParameterError
+from ltrfeat.core.settings import Interval, OneOf, Settings
 
 LOSSES = ("softmax", "generalized", "hinge")
 SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
-ARCHITECTURES = ("clsm", "dssm")
+TOWER_MODELS = ("clsm", "dssm")
+PRETRAININGS = ("rbm",)  # EncoderConfig.pretrain (DSSM only)
 PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.compute)
 
-C = TypeVar("C", bound="TrainingConfig")
+
+def _at_least(minimum, kind=Integral) -> list:
+    return [Interval(kind, minimum, None, closed="left")]
 
 
-def _choice(name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
-
-
-def _at_least(config, minimum, *names) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < minimum:
-            raise ValueError(f"{name} must be a number >= {minimum}; got {value!r}")
-
-
-def _fraction(config, *names) -> None:
-    for name in names:
-        value = getattr(config, name)
-        if not isinstance(value, (int, float)) or not 0 <= value < 1:
-            raise ValueError(f"{name} must be in [0, 1); got {value!r}")
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
 
 
 @dataclass(frozen=True)
-class TrainingConfig:
-    """Fields shared by every trainer; subclasses add theirs and check them in ``_check``."""
+class TrainingConfig(Settings):
+    """Fields shared by every trainer; subclasses add theirs (constraints and ``_check``)."""
 
     kind: ClassVar[str] = "encoder"
+    label: ClassVar[str] = "encoder training"
+    _parameter_constraints: ClassVar[dict] = {
+        "epochs": _at_least(1),
+        "negatives": _at_least(0),
+        "hard_negatives": _at_least(0),
+        "soft_labels": [OneOf(*SOFT_LABELS)],
+        "min_positive": [Real],
+        "val_fraction": [Interval(Real, 0, 1, closed="left")],
+        "patience": _at_least(1),
+        "seed": [Integral],
+    }
     epochs: int = 10
     negatives: int = 4
     hard_negatives: int = 0
@@ -60,79 +61,11 @@ class TrainingConfig:
     patience: int = 2
     seed: int = 0
 
-    def __post_init__(self):
-        _at_least(self, 1, "epochs", "patience")
-        _at_least(self, 0, "negatives", "hard_negatives")
-        _choice("soft_labels", self.soft_labels, SOFT_LABELS)
-        _fraction(self, "val_fraction")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            raise ValueError(f"seed must be an integer; got {self.seed!r}")
-        self._check()
-
-    def _check(self) -> None:
-        """Checks of the subclass's own fields."""
-
-    @classmethod
-    def names(cls) -> tuple[str, ...]:
-        """The settings this config holds."""
-        return tuple(f.name for f in dataclasses.fields(cls))
-
-    @classmethod
-    def from_dict(cls: type[C], values: dict[str, Any], *, source: str = "config") -> C:
-        """A config from plain values (``to_dict``'s output, a config file's table); unknown keys are an error."""
-        unknown = sorted(set(values) - set(cls.names()))
-        if unknown:
-            raise ValueError(
-                f"{source}: {cls.kind} training has no setting {unknown[0]!r}; use one of {', '.join(cls.names())}"
+    def _negatives(self) -> None:
+        if not (self.negatives or self.hard_negatives or self.in_batch):
+            raise ParameterError(
+                "no negatives", fix="set negatives > 0, hard_negatives > 0 or in_batch=True", param="negatives"
             )
-        tuples = cls._tuples()
-        settings: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) and k in tuples else v for k, v in values.items()
-        }
-        return cls(**settings)
-
-    @classmethod
-    def from_file(cls: type[C], path, *, table: str | None = None) -> C:
-        """A config from a TOML/YAML/JSON file's top level, or from its ``table`` (e.g. ``"encoder"``)."""
-        from ltrfeat.core.config_files import read_config
-        from ltrfeat.core.errors import LtrfeatError
-
-        values = read_config(path)
-        if table is not None:
-            inner = values.get(table)
-            if not isinstance(inner, dict):
-                raise LtrfeatError(f"no [{table}] table", path=path, fix=f"put the settings in a [{table}] table")
-            values = inner
-        try:
-            return cls.from_dict({k.replace("-", "_"): v for k, v in values.items()})
-        except (TypeError, ValueError) as exc:
-            raise LtrfeatError(str(exc).removeprefix("config: "), path=path, fix="fix the setting") from None
-
-    @classmethod
-    def build(cls: type[C], config: C | None = None, options: dict[str, Any] | None = None) -> C:
-        """``config`` (default: all defaults) with ``options`` replacing some of its settings."""
-        if config is not None and not isinstance(config, cls):
-            raise TypeError(f"config must be a {cls.__name__}, got {type(config).__name__}")
-        base = cls() if config is None else config
-        if not options:
-            return base
-        return cls.from_dict({**base.to_dict(), **options}, source=f"{cls.__name__} option")
-
-    @classmethod
-    def _tuples(cls) -> set[str]:
-        return {f.name for f in dataclasses.fields(cls) if str(f.type).startswith("tuple")}
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON values (tuples as lists, mappings copied)."""
-        out = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else dict(value) if isinstance(value, dict) else value
-        return out
-
-    def replace(self: C, **changes) -> C:
-        """A copy with ``changes`` (checked like a new config)."""
-        return type(self).build(self, changes)
 
 
 @dataclass(frozen=True)
@@ -145,6 +78,32 @@ class EncoderConfig(TrainingConfig):
     """
 
     kind: ClassVar[str] = "clsm/dssm"
+    label: ClassVar[str] = "clsm/dssm training"
+    _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
+        "model": [OneOf(*TOWER_MODELS)],
+        "loss": [OneOf(*LOSSES)],
+        "score": [OneOf(*SCORES)],
+        "in_batch": [bool],
+        "gamma": _POSITIVE + [None],
+        "margin": [Real],
+        "batch_size": _at_least(2),
+        "optimizer": [OneOf(*OPTIMIZERS)],
+        "lr": _POSITIVE + [None],
+        "click_scale": _POSITIVE,
+        "min_count": _at_least(1),
+        "n_buckets": _at_least(1) + [None],
+        "shared": [bool],
+        "sizes": [dict, None],
+        "pretrain": [OneOf(*PRETRAININGS), None],
+        "distill_epochs": _at_least(1),
+        "distill_lr": _POSITIVE,
+        "distill_weight": _at_least(0, Real),
+    }
+    _fixes: ClassVar[dict] = {
+        "gamma": "None means the score's default",
+        "lr": "None means the optimizer's default",
+        "sizes": "e.g. {'out': 128}",
+    }
     model: str = "clsm"
     loss: str = "softmax"
     score: str = "cosine"
@@ -165,29 +124,11 @@ class EncoderConfig(TrainingConfig):
     distill_weight: float = 0.0
 
     def _check(self) -> None:
-        _choice("model", self.model, ARCHITECTURES)
-        _choice("loss", self.loss, LOSSES)
-        _choice("score", self.score, SCORES)
-        _choice("optimizer", self.optimizer, OPTIMIZERS)
-        _at_least(self, 2, "batch_size")
-        _at_least(self, 1, "min_count", "distill_epochs")
-        _at_least(self, 0, "distill_weight")
-        if self.gamma is not None and not self.gamma > 0:
-            raise ValueError(f"gamma must be > 0 (or None for the score's default); got {self.gamma!r}")
-        if self.lr is not None and not self.lr > 0:
-            raise ValueError(f"lr must be > 0 (or None for the optimizer's default); got {self.lr!r}")
-        if not (self.click_scale > 0 and self.distill_lr > 0):
-            raise ValueError("click_scale and distill_lr must be > 0")
-        if self.n_buckets is not None:
-            _at_least(self, 1, "n_buckets")
-        if not (self.negatives or self.hard_negatives or self.in_batch):
-            raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
-        if self.pretrain not in (None, "rbm") or (self.pretrain == "rbm" and self.model != "dssm"):
-            raise ValueError(
-                f"pretrain must be None or 'rbm' (with model='dssm'), got {self.pretrain!r} with model={self.model!r}"
+        self._negatives()
+        if self.pretrain == "rbm" and self.model != "dssm":
+            raise ParameterError(
+                f"pretrain='rbm' needs model='dssm', got model={self.model!r}", fix="use model='dssm'", param="pretrain"
             )
-        if self.sizes is not None and not isinstance(self.sizes, dict):
-            raise ValueError(f"sizes must be a mapping of layer sizes, e.g. {{'out': 128}}; got {self.sizes!r}")
 
     @property
     def resolved_gamma(self) -> float:
@@ -200,6 +141,23 @@ class SbertConfig(TrainingConfig):
     """Fine-tuning a sentence-transformer (see :func:`~ltrfeat.features.encoders.sbert_training.train_sbert`)."""
 
     kind: ClassVar[str] = "sbert-ft"
+    label: ClassVar[str] = "sbert-ft training"
+    _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
+        "loss": [OneOf(*LOSSES)],
+        "in_batch": [bool],
+        "gamma": _POSITIVE,
+        "margin": [Real],
+        "batch_size": _at_least(2),
+        "accumulate": _at_least(1),
+        "lr": _POSITIVE,
+        "weight_decay": _at_least(0, Real),
+        "max_seq_length": _at_least(2),
+        "freeze_layers": _at_least(-1),
+        "keep_frozen": [bool],
+        "shared": [bool],
+        "click_scale": _POSITIVE,
+        "precision": [OneOf(*PRECISIONS)],
+    }
     loss: str = "softmax"
     epochs: int = 1
     negatives: int = 0
@@ -219,16 +177,7 @@ class SbertConfig(TrainingConfig):
     precision: str = "fp32"
 
     def _check(self) -> None:
-        _choice("loss", self.loss, LOSSES)
-        _choice("precision", self.precision, PRECISIONS)
-        _at_least(self, 2, "batch_size", "max_seq_length")
-        _at_least(self, 1, "accumulate")
-        _at_least(self, -1, "freeze_layers")
-        _at_least(self, 0, "weight_decay")
-        if not (self.gamma > 0 and self.lr > 0 and self.click_scale > 0):
-            raise ValueError("gamma, lr and click_scale must be > 0")
-        if not (self.negatives or self.hard_negatives or self.in_batch):
-            raise ValueError("no negatives: set negatives > 0, hard_negatives > 0 or in_batch=True")
+        self._negatives()
 
 
 @dataclass(frozen=True)
@@ -236,6 +185,21 @@ class DeepMatchConfig(TrainingConfig):
     """DeepMatch training (see :func:`~ltrfeat.features.encoders.deepmatch.train_deepmatch`)."""
 
     kind: ClassVar[str] = "deepmatch"
+    label: ClassVar[str] = "deepmatch training"
+    _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
+        "topics": [tuple],
+        "units": [tuple],
+        **{
+            name: _at_least(1)
+            for name in ("patch_words", "min_links", "max_links", "latent", "committee", "lda_iter", "lda_docs")
+        },
+        "min_df": _at_least(1),
+        "max_vocab": _at_least(1),
+        "margin": [Interval(Real, 0, 1, closed="neither")],
+        "batch_size": _at_least(2),
+        "lr": _POSITIVE + [None],
+    }
+    _fixes: ClassVar[dict] = {"margin": "a score in (0, 1) needs a margin below 1", "lr": "None means 3e-3"}
     topics: tuple[int, int] = (50, 10)
     patch_words: int = 10
     min_links: int = 3
@@ -253,26 +217,12 @@ class DeepMatchConfig(TrainingConfig):
 
     def _check(self) -> None:
         if len(self.topics) != 2 or not 1 <= int(self.topics[1]) <= int(self.topics[0]):
-            raise ValueError(f"topics must be (fine, coarse) with 1 <= coarse <= fine, got {tuple(self.topics)}")
+            raise ParameterError(
+                f"topics must be (fine, coarse) with 1 <= coarse <= fine, got {tuple(self.topics)}", param="topics"
+            )
         if len(self.units) != 2 or min(self.units) < 1:
-            raise ValueError(f"units must be two counts >= 1, got {tuple(self.units)}")
-        _at_least(
-            self,
-            1,
-            "patch_words",
-            "latent",
-            "committee",
-            "min_links",
-            "max_links",
-            "lda_iter",
-            "lda_docs",
-            "min_df",
-            "max_vocab",
-        )
-        _at_least(self, 2, "batch_size")
+            raise ParameterError(f"units must be two counts >= 1, got {tuple(self.units)}", param="units")
         if self.negatives + self.hard_negatives < 1:
-            raise ValueError("need at least one negative: negatives or hard_negatives >= 1")
-        if not 0 < self.margin < 1:
-            raise ValueError(f"margin must be in (0, 1) for a score in (0, 1), got {self.margin}")
-        if self.lr is not None and not self.lr > 0:
-            raise ValueError(f"lr must be > 0 (or None for 3e-3); got {self.lr!r}")
+            raise ParameterError(
+                "need at least one negative", fix="negatives or hard_negatives >= 1", param="negatives"
+            )

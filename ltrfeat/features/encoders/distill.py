@@ -25,7 +25,9 @@ import dataclasses
 import hashlib
 import sys
 import time
+from numbers import Integral, Real
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -36,6 +38,7 @@ from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, disti
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
+from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.core.stages import teacher_clock
 
 # teacher key -> loaded model; (teacher key, side) -> {text: vector}
@@ -307,7 +310,7 @@ def _agreement(net, hasher, q_tokens, d_tokens, tq, td, q, d) -> dict:
 
 
 @dataclasses.dataclass(frozen=True)
-class DistillSettings:
+class DistillSettings(Settings):
     """How :func:`distill` trains the student (validated on creation).
 
     epochs : passes over the distinct pairs.
@@ -318,26 +321,21 @@ class DistillSettings:
         (cosines divided by ``temperature``), i.e. the teacher's in-batch ranking rather than its values.
     """
 
+    label: ClassVar[str] = "distillation"
+    _parameter_constraints: ClassVar[dict] = {
+        "epochs": [Interval(Integral, 1, None)],
+        "batch_size": [Interval(Integral, 2, None)],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "same_side": [Interval(Real, 0, None)],
+        "loss": [OneOf("mse", "kl")],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+    }
     epochs: int = 8
     batch_size: int = 256
     lr: float = 3e-3
     same_side: float = 0.0
     loss: str = "kl"
     temperature: float = 0.05
-
-    def __post_init__(self):
-        if (
-            self.epochs < 1
-            or self.batch_size < 2
-            or self.lr <= 0
-            or self.same_side < 0
-            or self.temperature <= 0
-            or self.loss not in ("mse", "kl")
-        ):
-            raise ValueError(
-                "need epochs >= 1, batch_size >= 2, lr > 0, same_side >= 0, temperature > 0 and "
-                f"loss 'mse' or 'kl' (got loss={self.loss!r})"
-            )
 
 
 def distill(

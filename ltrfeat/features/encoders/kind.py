@@ -85,6 +85,7 @@ class EncoderKind:
         ``mod_cost`` multiplies it for a +MOD.
     losses : the ``:LOSS`` choices of its ``ablate`` spec, the default first (empty: takes no loss).
     mods : ``+MOD`` choices -> the ``=PATH`` they take: ``""`` none, ``"[=DIR]"`` optional, ``"=BUNDLE"`` required.
+    mod_help : ``+MOD`` -> what it does, for ``ablate --encoder --help``.
     scores : ``@SCORE`` choices, the default first; ``dot_mods``: mods whose default score is ``dot``.
     path : the ``=PATH`` the kind itself takes (``"[=DIR]"``: optional), ``""``: none.
     needs_file : ``extract`` / ``serve`` need ``NAME=PATH`` (a zero-shot kind may run its default model).
@@ -109,6 +110,7 @@ class EncoderKind:
     mod_cost: Mapping[str, float] = field(default_factory=dict)
     losses: tuple[str, ...] = ()
     mods: Mapping[str, str] = field(default_factory=dict)
+    mod_help: Mapping[str, str] = field(default_factory=dict)
     scores: tuple[str, ...] = ()
     dot_mods: tuple[str, ...] = ()
     path: str = ""
@@ -120,7 +122,7 @@ class EncoderKind:
             raise ValueError(f"encoder kind name {self.name!r}: use lowercase letters, digits and inner dashes")
         if (self.config is None) != (self.train is None) or (self.train is None) != (self.spec_settings is None):
             raise ValueError(f"encoder kind {self.name!r}: give config, train and spec_settings together, or none")
-        for name in ("mod_cost", "mods"):
+        for name in ("mod_cost", "mods", "mod_help"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property

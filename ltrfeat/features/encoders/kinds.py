@@ -7,6 +7,24 @@ from ltrfeat.features.encoders.config import LOSSES, SCORES, DeepMatchConfig, En
 from ltrfeat.features.encoders.kind import EncoderKind, lazy
 
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "init": "=BUNDLE"}  # +MOD of a CLSM / DSSM spec -> its =PATH
+SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
+SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, ...
+SPANS_PER_DOC = (4, 16)  # ... and at least 4, at most 16 per document
+# a bare ablate --encoder clsm / dssm becomes MODEL:generalized+spans below this many judged queries: span pre-training
+# beat the from-scratch CLSM at every size measured, 240 to 11,795 queries (docs/features.md: NDCG@1 alone
+# .5246 -> .7829 on the sample world, .5403 -> .5917 on 300 Home Depot queries, .6387 -> .6566 on all 11,795)
+SPANS_BELOW_QUERIES = 12_000
+MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --help)
+    "rbm": "DSE: the towers pre-trained as RBMs, dot-product score",
+    "teacher": "the packaged MiniLM (=DIR: another sentence-transformer) distilled into the towers first",
+    "spans": "pre-trained once on query-like spans of the pairs' documents (no query or label read), then "
+    f"fine-tuned in every fold, the choice for a few hundred judged queries, and what a bare clsm or dssm means "
+    f"below {SPANS_BELOW_QUERIES:,} judged queries; options spans_per_doc "
+    f"[default: {SPANS_PER_DOC[0]} to {SPANS_PER_DOC[1]}, enough for {SPANS_WANTED:,} spans] and span_epochs "
+    f"[default: {SPAN_OPTIONS['span_epochs']}]",
+    "init": "every fold's encoder fine-tuned from a pre-trained .ltrenc (e.g. train-encoder --from-docs DOCS "
+    "--pair spans:title)",
+}
 
 
 def two_tower_settings(spec, start) -> dict:
@@ -37,6 +55,7 @@ def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> Enc
         mod_cost={"teacher": 2.0},  # the distillation runs its own epochs before the ranking loss
         losses=LOSSES,
         mods=mods,
+        mod_help={mod: MOD_HELP[mod] for mod in mods},
         scores=SCORES,
         dot_mods=dot_mods,
         exports=("onnx",),

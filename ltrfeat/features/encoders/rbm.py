@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -24,6 +26,7 @@ from tqdm import tqdm
 
 from ltrfeat.features.hashing import UNKNOWN_ID, TrigramHasher
 from ltrfeat.core.logs import show_progress
+from ltrfeat.core.settings import Interval, Settings
 
 
 @dataclass
@@ -59,7 +62,7 @@ def cd1_gradients(rbm: RBM, v0: torch.Tensor, noise: torch.Tensor):
 
 
 @dataclass(frozen=True)
-class CD1Settings:
+class CD1Settings(Settings):
     """The optimisation of one RBM: CD-1 gradient steps with momentum and weight decay.
 
     epochs : passes over the batches.
@@ -68,20 +71,17 @@ class CD1Settings:
     weight_decay : L2 penalty on the weights (not the biases).
     """
 
+    label: ClassVar[str] = "RBM pre-training"
+    _parameter_constraints: ClassVar[dict] = {
+        "epochs": [Interval(Integral, 1, None)],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "momentum": [Interval(Real, 0, 1, closed="left")],
+        "weight_decay": [Interval(Real, 0, None)],
+    }
     epochs: int
     lr: float
     momentum: float = 0.9
     weight_decay: float = 1e-4
-
-    def __post_init__(self):
-        if not isinstance(self.epochs, int) or isinstance(self.epochs, bool) or self.epochs < 1:
-            raise ValueError(f"epochs must be an integer >= 1, got {self.epochs!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be > 0, got {self.lr!r}")
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}")
-        if not self.weight_decay >= 0:
-            raise ValueError(f"weight_decay must be >= 0, got {self.weight_decay!r}")
 
 
 def train_rbm(

@@ -16,6 +16,7 @@ docs/new-encoder.md.
 from __future__ import annotations
 
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.plugins import load_entry_points
 from ltrfeat.features.encoders.kind import EncoderKind, PairScorer, TextEncoder, lazy
 from ltrfeat.features.encoders.kinds import BUILTIN
 
@@ -26,9 +27,12 @@ __all__ = [
     "TextEncoder",
     "encoder_kind",
     "encoder_kinds",
+    "export_formats",
     "lazy",
     "register_encoder",
     "spec_fix",
+    "spec_help",
+    "spec_metavar",
     "unregister_encoder",
 ]
 
@@ -79,6 +83,39 @@ def spec_fix() -> str:
     )
 
 
+def export_formats() -> tuple[str, ...]:
+    """Every ``export-encoder --to`` format some known kind exports to."""
+    return tuple(dict.fromkeys(f for kind in encoder_kinds().values() for f in kind.exports))
+
+
+def spec_metavar() -> str:
+    """The ``ablate --encoder`` metavar: the grammar with every known ``+MOD``."""
+    mods = dict.fromkeys(mod for kind in encoder_kinds().values() for mod in kind.mods)
+    return "KIND[:LOSS]" + (f"[+{'|+'.join(mods)}]" if mods else "") + "[@SCORE][=PATH]"
+
+
+def spec_help() -> str:
+    """The ``ablate --encoder`` help: every kind's grammar, the defaults and what each ``+MOD`` does."""
+    kinds = list(encoder_kinds().values())
+    mods: dict[str, str] = {}
+    for kind in kinds:
+        for mod, words in kind.mod_help.items():
+            mods.setdefault(mod, words)
+    dot = list(dict.fromkeys(f"+{mod}" for kind in kinds for mod in kind.dot_mods))
+    text = (
+        "One of "
+        + ", ".join(k.grammar for k in kinds)
+        + "; the first :LOSS and @SCORE listed are the defaults"
+        + (f" (@dot with {', '.join(dot)})" if dot else "")
+        + ". "
+    )
+    text += "".join(f"+{mod}: {words}. " for mod, words in mods.items())
+    zero_shot = [k.name for k in kinds if not k.trainable]
+    if zero_shot:
+        text += f"Zero-shot (not trained): {', '.join(zero_shot)}. "
+    return text + "E.g. clsm:softmax, dssm:hinge+rbm, clsm:generalized+spans, sbert, sbert-ft:generalized."
+
+
 def bundle_kind(path) -> str | None:
     """The kind name an ``.ltrenc`` bundle records (its model's ``architecture``, or the bundle kind of a kind
     with its own, e.g. ``sbert-ft``); None when ``path`` is not a readable bundle (its loader then says why)."""
@@ -96,12 +133,4 @@ def bundle_kind(path) -> str | None:
 
 
 def _entry_points() -> None:
-    if _LOADED["entry_points"]:
-        return
-    _LOADED["entry_points"] = True
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=ENTRY_POINTS):
-        kind = point.load()
-        if isinstance(kind, EncoderKind):
-            _KINDS.setdefault(kind.name, kind)
+    load_entry_points(ENTRY_POINTS, EncoderKind, _KINDS, _LOADED)

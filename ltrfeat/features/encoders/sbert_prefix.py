@@ -30,8 +30,8 @@ _CHUNK = 256
 
 def compute(precision: str):
     """The context a MiniLM forward pass runs in: ``"fp32"`` as is; ``"bf16"`` under CPU autocast, so the
-    matrix products take bfloat16 inputs (accumulating in float32; layer norms and softmax stay float32),
-    ~2.4x faster on a CPU with AVX512-BF16 or AMX (one 1024x384 @ 384x1536 product: 6.9 against 16.8 ms)."""
+    matrix products take bfloat16 inputs (accumulating in float32; layer norms and softmax stay float32), which
+    pays off on a CPU with AVX512-BF16 or AMX (figures: benchmarks/results/docstring-timings.md)."""
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
 
 

@@ -202,11 +202,11 @@ def train_sbert(
         - max_seq_length : tokens per text; longer texts are truncated (training and inference).
         - freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
         - keep_frozen : run the frozen part once per distinct text and keep its output for the process
-          (:mod:`ltrfeat.features.encoders.sbert_prefix`; ~2x faster steps, no dropout in the frozen part);
+          (:mod:`ltrfeat.features.encoders.sbert_prefix`; cheaper steps, no dropout in the frozen part);
           False runs it in every step as before.
         - shared : one tower for both sides; False fine-tunes separate query and document copies.
         - precision : ``"fp32"``, or ``"bf16"``: the matrix products in bfloat16 under CPU autocast (weights,
-          optimizer and loss stay float32; ~2.4x faster with AVX512-BF16/AMX, slower without); the trained
+          optimizer and loss stay float32; faster with AVX512-BF16/AMX, slower without); the trained
           encoder scores in the same precision.
         - soft_labels, click_scale, min_positive, val_fraction, patience : as in
           :func:`ltrfeat.features.encoders.training.train_encoder`.

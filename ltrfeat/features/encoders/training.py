@@ -44,7 +44,7 @@ from ltrfeat.features.encoders.epochs import (
     validation_ndcg,
 )
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.core.errors import OptionError
+from ltrfeat.core.errors import ParameterError
 from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.core.logs import show_progress
 
@@ -256,12 +256,12 @@ def _check_init(init, cfg: EncoderConfig, teacher) -> None:
     want = {"model": cfg.model, "score": cfg.score, "shared": cfg.shared}
     differ = [k for k in have if have[k] != want[k]]
     if differ:
-        raise OptionError(
+        raise ParameterError(
             f"init encoder has {', '.join(f'{k}={have[k]!r}' for k in differ)} but the config asks "
             f"for {', '.join(f'{k}={want[k]!r}' for k in differ)}; train with the init's settings"
         )
     if teacher is not None or cfg.pretrain is not None:
-        raise OptionError("init replaces pre-training: give init, or a teacher / pretrain, not both")
+        raise ParameterError("init replaces pre-training: give init, or a teacher / pretrain, not both")
 
 
 def _record_params(cfg: EncoderConfig, teacher) -> dict:
