@@ -62,7 +62,7 @@ class TrainingConfig(Settings):
     seed: int = 0
 
     def _negatives(self) -> None:
-        if not (self.negatives or self.hard_negatives or self.in_batch):
+        if not (self.negatives or self.hard_negatives or getattr(self, "in_batch", False)):
             raise ParameterError(
                 "no negatives", fix="set negatives > 0, hard_negatives > 0 or in_batch=True", param="negatives"
             )
