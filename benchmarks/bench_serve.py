@@ -2,7 +2,7 @@
 ``Scorer.score`` in-process (the baseline) on the same requests in this run.
 
 The ranker uses lexical features (bm25, tf, coverage, query_len on title and body) and a CLSM cosine
-(a small random-weight encoder, the test world of tests/test_scorer.py). One client sends a bounded
+(a small random-weight encoder, the test world of tests/serving/test_scorer.py). One client sends a bounded
 number of sequential requests to a server on 127.0.0.1 (a fresh query and fresh candidate texts
 each, so the encoder caches do not hide the work); the server is always stopped. Both sides use one
 torch thread: on this 2-core machine two intra-op threads made 100-candidate batches ~8x slower.

@@ -4,7 +4,7 @@ soak with hostile bodies in flight.
 
 One server on 127.0.0.1 with the default limits (``--max-concurrent 64``, ``--client-timeout 10``
 unless stated) scores requests of 100 candidates (lexical features + a CLSM cosine, the world of
-tests/test_scorer.py), fresh texts per request. The baseline, measured in the same run against the
+tests/serving/test_scorer.py), fresh texts per request. The baseline, measured in the same run against the
 same server, is one client sending requests one after another. Clients and server share this
 machine's cores, so at 200 clients part of the latency is the clients' own work. Clients that get
 503 wait its ``Retry-After`` and try again; p50/p99 are of answered (200) requests, from the first

@@ -225,3 +225,19 @@ def test_every_config_class_follows_the_settings_policy():
     for name, cls in found.items():
         assert issubclass(cls, Settings) and dataclasses.is_dataclass(cls), name
         assert cls.from_dict(cls().to_dict()) == cls(), name
+
+
+def test_tests_mirror_the_package_tree():
+    """Unit and command tests live in ``tests/<subpackage>/`` beside the code they test; only checks of the
+    whole project (layout, docs, benchmarks runner) stay at the top of ``tests/``."""
+    from pathlib import Path
+
+    import ltrfeat
+
+    here = Path(__file__).resolve().parent
+    subpackages = {p.parent.name for p in Path(ltrfeat.__file__).parent.glob("*/__init__.py")}
+    folders = {p.parent.name for p in here.glob("*/test_*.py")} - {"robustness"}
+    assert folders <= subpackages, f"test folders without a subpackage: {sorted(folders - subpackages)}"
+    assert subpackages <= folders, f"subpackages without a test folder: {sorted(subpackages - folders)}"
+    top = sorted(p.stem for p in here.glob("test_*.py"))
+    assert all(n in ("test_package", "test_bench_runner") or n.startswith("test_docs_") for n in top), top

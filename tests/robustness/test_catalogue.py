@@ -320,7 +320,7 @@ CASES += [
     ("rank-out-under-file", ["rank", M_TXT, TEST, "--out", f"{W}/train.letor/run"], "cannot write the output"),
 ]
 # damaged models whose checksum was fixed up (run in a child process: these used to crash natively)
-# (the others go through the same check in process; tests/test_model_files.py fuzzes it in a child process)
+# (the others go through the same check in process; tests/rankers/test_model_files.py fuzzes it in a child process)
 NATIVE = {
     "evaluate-truncated-lightgbm",
     "export-truncated-lightgbm",

@@ -258,7 +258,7 @@ def test_cli_is_byte_identical_across_processes_and_seeds_differ(tmp_path):
         [sys.executable, "-m", "ltrfeat.cli.main", *args, "--out", str(tmp_path / "b")],
         check=True,
         env=env,
-        cwd=Path(__file__).resolve().parents[1],
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
     )
     assert _read_all(tmp_path / "a") == _read_all(tmp_path / "b")

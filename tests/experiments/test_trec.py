@@ -19,7 +19,7 @@ from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, summari
 ir_measures = pytest.importorskip("ir_measures")
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 MEASURES = {"ndcg@5": "nDCG@5", "ndcg@10": "nDCG@10", "recall@10": "R@10", "p@5": "P@5", "map": "AP", "mrr": "RR"}
 
 

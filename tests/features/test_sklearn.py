@@ -23,7 +23,7 @@ from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART, RankerNotFittedError
 from ltrfeat.core.metrics import evaluate_queries
 from builders import small, synthetic
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def sizes(data) -> np.ndarray:

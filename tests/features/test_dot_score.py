@@ -24,7 +24,7 @@ from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.features.neural import EncoderExtractor
 from builders import make_pairs
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXTS = ["cordless drill 18v", "red garden hose", "ceiling fan", "", "unseen zzz words"]
 QUICK = dict(
     model="dssm",

@@ -15,7 +15,7 @@ from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.rankers import registry
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_builtin_kinds_are_the_candidates_in_simplicity_order():

@@ -222,7 +222,7 @@ def test_cli_train_ranker_and_ablate_with_dask(tmp_path, dask_client, monkeypatc
     assert (tmp_path / "report" / "report.md").exists()
     assert "--dask local:2" in runner.invoke(cli, ["train-ranker", "--help"]).output
     assert "--dask SCHEDULER|local[:N]" in runner.invoke(cli, ["ablate", "--help"]).output  # examples: docs/ablate.md
-    assert "--dask local:2" in (Path(__file__).resolve().parents[1] / "docs" / "ablate.md").read_text()
+    assert "--dask local:2" in (Path(__file__).resolve().parents[2] / "docs" / "ablate.md").read_text()
 
 
 # ---------------------------------------------------------------------------- real data

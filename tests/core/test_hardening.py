@@ -91,7 +91,7 @@ def test_extract_refuses_to_append_ids_of_ten_digits(tmp_path):
     # before: extract wrote ids of 1e9 and more that its own validate rejects
     from pathlib import Path
 
-    data = Path(__file__).resolve().parents[1] / "data"
+    data = Path(__file__).resolve().parents[2] / "data"
     lines = (data / "test.letor").read_text().splitlines()[:40]
     path = tmp_path / "wide.letor"
     path.write_text("".join(line.replace(" #", " 999999999:1 #", 1) + "\n" for line in lines))

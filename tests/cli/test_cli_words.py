@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _error(args) -> str:

@@ -503,7 +503,7 @@ def test_ablate_workers_die_when_the_command_is_killed(tmp_path):
     from builders import planted_folds, write_folds
 
     write_folds(tmp_path / "folds", planted_folds(n_folds=3, queries_per_fold=300, docs=20))
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = os.environ | {"PYTHONPATH": f"{root}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "CI": "1"}
     argv = [sys.executable, "-m", "ltrfeat.cli.main", "ablate", "--folds", str(tmp_path / "folds")]
     argv += ["--base", "1-3", "--neural", "clsm=4", "--seeds", "0,1,2", "--n-estimators", "400", "--jobs", "2"]

@@ -18,7 +18,7 @@ from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.lexical import LexicalExtractor
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 WORDS = [f"w{i}" for i in range(40)]
 
 
@@ -76,7 +76,7 @@ def test_bm25_lucene_norms_equal_a_real_lucene(tmp_path):
     classpath = _lucene_classpath()
     if classpath is None:
         pytest.skip("needs javac and Lucene's jars (apt-get install liblucene8-java)")
-    source = Path(__file__).parent / "fixtures" / "lucene" / "LuceneBM25.java"
+    source = Path(__file__).resolve().parents[1] / "fixtures" / "lucene" / "LuceneBM25.java"
     subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(source)], check=True)
     pairs = _pairs(n_docs=200, n_queries=30, seed=1)
     docs = pairs.drop_duplicates("docid")[["docid", "title"]]
@@ -117,7 +117,7 @@ def test_tf_and_terms_sub_fields_equal_a_real_lucene(tmp_path):
     classpath = _lucene_classpath()
     if classpath is None:
         pytest.skip("needs javac and Lucene's jars (apt-get install liblucene8-java)")
-    source = Path(__file__).parent / "fixtures" / "lucene" / "LuceneTermStats.java"
+    source = Path(__file__).resolve().parents[1] / "fixtures" / "lucene" / "LuceneTermStats.java"
     subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(source)], check=True)
     pairs = _pairs(n_docs=200, n_queries=30, seed=1)
     docs = pairs.drop_duplicates("docid")[["docid", "title"]]

@@ -23,7 +23,7 @@ from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.rankers.model_check import check_model
 from builders import small, synthetic
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_damaged_models_never_crash_the_process(models, engine, cases):
     """Truncations, bit flips, deleted/duplicated lines and digit edits, each loaded and used to predict in
     one child process: a native crash anywhere fails the test and names the damage on stderr."""
     tmp, paths = models
-    script = Path(__file__).parent / "robustness" / "model_fuzz.py"
+    script = Path(__file__).resolve().parents[1] / "robustness" / "model_fuzz.py"
     env = os.environ | {"PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     res = subprocess.run(
         [sys.executable, str(script), str(paths[engine]), str(cases), "0"],

@@ -19,7 +19,7 @@ from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.registry import EncoderKind, encoder_kind, encoder_kinds, unregister_encoder
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "new-encoder.md").read_text(encoding="utf-8")
 
 

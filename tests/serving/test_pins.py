@@ -19,7 +19,7 @@ from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.leakage import LeakageGuard, TrainedQueries, trained_queries_record
 from ltrfeat.features.lexical import lucene_length
 
-DATA = Path(__file__).resolve().parents[1] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data"
 TEXTS = ["--queries", str(DATA / "queries.tsv"), "--docs", str(DATA / "docs.tsv")]
 
 
