@@ -207,7 +207,7 @@ def verdict_lines(v: dict) -> list[str]:
             lines.append(
                 f"  selection cost at {row['metric']}: the procedure's expected score (outer folds) "
                 f"{row['recommended']:.4f} vs the best fixed configuration in hindsight `{row['best_fixed']['name']}` "
-                f"{row['best_fixed']['mean']:.4f} ({-row['selection_cost']:+.4f}; that one is picked on the test "
+                f"{row['best_fixed']['mean']:.4f} (cost {row['selection_cost']:+.4f}; that one is picked on the test "
                 "queries, for reference only)"
             )
     lines += [f"  how: {line}" for line in v.get("how", [])]
