@@ -53,6 +53,7 @@ def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path)
     assert all(e["from_cache"] == 6 for e in profile.as_dict()["encoders"].values())
 
 
+@pytest.mark.slow  # MiniLM in worker processes: minutes on 2 cores; the Dask versions are slow too
 def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path):
     pytest.importorskip("sentence_transformers")
     pairs = make_pairs()
@@ -62,6 +63,7 @@ def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path)
     assert_same_columns(alone, _columns(pairs, specs, jobs=2, cache=tmp_path, options=options))
 
 
+@pytest.mark.slow  # MiniLM in worker processes: minutes on 2 cores; the Dask versions are slow too
 def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path):
     pytest.importorskip("sentence_transformers")
     from ltrfeat.features.encoders import sbert_prefix
