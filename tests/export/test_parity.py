@@ -70,33 +70,38 @@ def _lucene_classpath() -> str | None:
     return ":".join(str(found[-1]) for found in jars)
 
 
-@pytest.mark.slow
-def test_bm25_lucene_norms_equal_a_real_lucene(tmp_path):
-    """Lucene 8 (Debian's liblucene8-java) indexes the analysed texts; its BM25 is the oracle."""
+def _lucene_run(tmp_path, *args: str):
+    """Compile the Lucene oracle (``fixtures/lucene/LuceneOracle.java``), write 200 analysed titles and 30 analysed queries (seed 1) as TSV and
+    run it on them with ``args`` (its mode and settings): the pairs, their documents, the analyzer and the program's tab-separated output lines."""
     classpath = _lucene_classpath()
     if classpath is None:
         pytest.skip("needs javac and Lucene's jars (apt-get install liblucene8-java)")
-    source = Path(__file__).resolve().parents[1] / "fixtures" / "lucene" / "LuceneBM25.java"
+    source = Path(__file__).resolve().parents[1] / "fixtures" / "lucene" / "LuceneOracle.java"
     subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(source)], check=True)
     pairs = _pairs(n_docs=200, n_queries=30, seed=1)
     docs = pairs.drop_duplicates("docid")[["docid", "title"]]
-    analyzer = Analyzer()
-    with open(tmp_path / "docs.tsv", "w") as fh:
-        for docid, text in zip(docs.docid, docs.title):
-            fh.write(f"{docid}\t{' '.join(analyzer.tokens(text))}\n")
     queries = pairs.drop_duplicates("qid")
-    with open(tmp_path / "queries.tsv", "w") as fh:
-        for qid, text in zip(queries.qid, queries["query"]):
-            fh.write(f"{qid}\t{' '.join(analyzer.tokens(text))}\n")
-    k1, b = 0.9, 0.4
+    analyzer = Analyzer()
+    for name, ids, texts in (("docs", docs.docid, docs.title), ("queries", queries.qid, queries["query"])):
+        with open(tmp_path / f"{name}.tsv", "w") as fh:
+            for key, text in zip(ids, texts):
+                fh.write(f"{key}\t{' '.join(analyzer.tokens(text))}\n")
     out = subprocess.run(
-        ["java", "-cp", f"{classpath}:{tmp_path}", "LuceneBM25", str(k1), str(b), "docs.tsv", "queries.tsv"],
+        ["java", "-cp", f"{classpath}:{tmp_path}", "LuceneOracle", *args, "docs.tsv", "queries.tsv"],
         cwd=tmp_path,
         check=True,
         capture_output=True,
         text=True,
     ).stdout
-    lucene = {(q, d): float(s) for q, d, s in (line.split("\t") for line in out.splitlines())}
+    return pairs, docs, analyzer, [line.split("\t") for line in out.splitlines()]
+
+
+@pytest.mark.slow
+def test_bm25_lucene_norms_equal_a_real_lucene(tmp_path):
+    """Lucene 8 (Debian's liblucene8-java) indexes the analysed texts; its BM25 is the oracle."""
+    k1, b = 0.9, 0.4
+    pairs, docs, analyzer, rows = _lucene_run(tmp_path, "bm25", str(k1), str(b))
+    lucene = {(q, d): float(s) for q, d, s in rows}
     corpus = CorpusStats.from_docs(docs, fields=["title"], analyzer=analyzer)
     ours = {}
     for norms in ("lucene", "exact"):
@@ -114,30 +119,10 @@ def test_tf_and_terms_sub_fields_equal_a_real_lucene(tmp_path):
     terms: the merged clause's boost gives ltrfeat's tf_sum, and 1 per clause its coverage numerator."""
     from ltrfeat.export import plugin_features as pf
 
-    classpath = _lucene_classpath()
-    if classpath is None:
-        pytest.skip("needs javac and Lucene's jars (apt-get install liblucene8-java)")
-    source = Path(__file__).resolve().parents[1] / "fixtures" / "lucene" / "LuceneTermStats.java"
-    subprocess.run(["javac", "-cp", classpath, "-d", str(tmp_path), str(source)], check=True)
-    pairs = _pairs(n_docs=200, n_queries=30, seed=1)
-    docs = pairs.drop_duplicates("docid")[["docid", "title"]]
-    analyzer = Analyzer()
-    with open(tmp_path / "docs.tsv", "w") as fh:
-        for docid, text in zip(docs.docid, docs.title):
-            fh.write(f"{docid}\t{' '.join(analyzer.tokens(text))}\n")
+    pairs, docs, analyzer, rows = _lucene_run(tmp_path, "termstats")
     queries = pairs.drop_duplicates("qid")
     assert any(len(set(t)) < len(t) for t in map(analyzer.tokens, queries["query"]))  # repeated terms
-    with open(tmp_path / "queries.tsv", "w") as fh:
-        for qid, text in zip(queries.qid, queries["query"]):
-            fh.write(f"{qid}\t{' '.join(analyzer.tokens(text))}\n")
-    out = subprocess.run(
-        ["java", "-cp", f"{classpath}:{tmp_path}", "LuceneTermStats", "docs.tsv", "queries.tsv"],
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    lucene = {(q, d): (float(t), float(c)) for q, d, t, c in (line.split("\t") for line in out.splitlines())}
+    lucene = {(q, d): (float(t), float(c)) for q, d, t, c in rows}
     corpus = CorpusStats.from_docs(docs, fields=["title"], analyzer=analyzer)
     ex = LexicalExtractor(features=("tf", "coverage"), fields=("title",), corpus=corpus).fit(None)
     ours = ex.transform(pairs)
