@@ -6,7 +6,8 @@ its output is shown and kept in ``results/logs/<script>.log``; it writes ``resul
 Benchmarks whose data set is absent are skipped. The summary reads the results files, marks figures
 from an earlier run as such, and lists the scaling exponents and the profiles. The exit status is
 non-zero only when a benchmark crashed: a missed target or a timed-out benchmark is reported, not fatal.
-``quality_homedepot.py`` (about 28 minutes) is not part of this run: ``make bench-quality``.
+``quality_homedepot.py`` (about 28 minutes) is not part of this run: ``make bench-quality``; the scale simulation
+(``bench_scale_sim.py``, about 10 minutes at 3k and 10k pairs) runs only when named: ``--only bench_scale_sim``.
 
     python benchmarks/run_all.py                      # the issue sizes; 9-17 minutes on 2 cores, 30 at most
     python benchmarks/run_all.py --quick              # smaller sizes, for a loaded machine
@@ -51,6 +52,7 @@ class Benchmark:
     needs: tuple[str, ...] = ()  # data sets under shared/datasets
     expected_s: float = 60.0  # typical seconds of the full profile on 2 idle cores (for planning only)
     budget_s: tuple[float, float] | None = None
+    default: bool = True  # False: run only when named with --only
 
 
 # Targets first, then the elastic scaling curves, then the benchmarks without a target.
@@ -79,7 +81,25 @@ BENCHMARKS = (
     Benchmark("bench_ablation_threads.py", "ablation_threads", timeout_s=300, needs=("letor4_mq2008",), expected_s=20),
     Benchmark("bench_dask.py", "bench_dask", full=("--pairs", "50000"), quick=("--pairs", "20000"), expected_s=40),
     Benchmark("bench_deepmatch.py", "bench_deepmatch", needs=("home_depot",), expected_s=150),
+    Benchmark(  # about 10 minutes even at its small sizes: only with --only bench_scale_sim
+        "bench_scale_sim.py",
+        "scale_simulation",
+        full=("--sizes", "3000,10000", "--memory-limit", "1GiB"),
+        quick=("--sizes", "3000", "--memory-limit", "1GiB"),
+        timeout_s=1200,
+        expected_s=600,
+        default=False,
+    ),
 )
+
+
+def chosen(only: set[str], skip: set[str]) -> list[Benchmark]:
+    """The benchmarks to run: those named in ``only`` (else every default one), less those in ``skip``."""
+    return [
+        b
+        for b in BENCHMARKS
+        if (Path(b.script).stem in only if only else b.default) and Path(b.script).stem not in skip
+    ]
 
 
 def arguments(bench: Benchmark, *, quick: bool, time_left: float, reserved: float) -> list[str]:
@@ -613,17 +633,13 @@ def main(argv=None) -> int:
     unknown = (names(args.only) | names(args.skip)) - known
     if unknown:
         parser.error(f"unknown benchmark(s) {sorted(unknown)}; known: {', '.join(sorted(known))}")
-    chosen = [
-        b
-        for b in BENCHMARKS
-        if (not args.only or Path(b.script).stem in names(args.only)) and Path(b.script).stem not in names(args.skip)
-    ]
+    benchmarks = chosen(names(args.only), names(args.skip))
 
     started, outcomes = time.time(), []
     if not args.summary_only:
         deadline = time.monotonic() + args.budget
-        for i, bench in enumerate(chosen):
-            reserved = sum(b.expected_s for b in chosen[i + 1 :]) * (0.3 if args.quick else 1.0)
+        for i, bench in enumerate(benchmarks):
+            reserved = sum(b.expected_s for b in benchmarks[i + 1 :]) * (0.3 if args.quick else 1.0)
             print(f"== {bench.script}", flush=True)
             outcome = run_benchmark(bench, quick=args.quick, time_left=deadline - time.monotonic(), reserved=reserved)
             outcomes.append(outcome)

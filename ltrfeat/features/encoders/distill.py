@@ -89,7 +89,8 @@ def teacher_vectors(
     """Teacher vectors (n, dim) float32 of ``texts``; each distinct text is encoded once.
 
     With a ``key``, vectors are cached for the process under (key, side, text) and only texts not seen
-    before are encoded (in chunks of ``chunk`` texts, with a progress bar when ``progress``).
+    before are encoded (in chunks of ``chunk`` texts, with a progress bar when ``progress``); ``teacher`` may
+    then be a spec string, loaded (:func:`load_teacher`) only when a text is missing.
     """
     uniq, inverse = distinct(list(texts))
     if key is None:
@@ -108,9 +109,10 @@ def teacher_vectors(
             unit="text",
         ) as bar,
     ):
+        model = load_teacher(teacher) if missing and isinstance(teacher, str) else teacher
         for start in range(0, len(missing), chunk):
             part = missing[start : start + chunk]
-            cache.update(zip(part, np.asarray(teacher.encode(part, side=side), dtype=np.float32)))
+            cache.update(zip(part, np.asarray(model.encode(part, side=side), dtype=np.float32)))
             bar.update(len(part))
     if not uniq:
         return np.zeros((0, 0), dtype=np.float32)
@@ -212,7 +214,7 @@ class CachedTeacher:
 
     def encode(self, texts, *, side: str = "query", batch_size: int | None = None) -> np.ndarray:
         """L2-normalised float32 vectors (n, dim), cached per (teacher, side, text)."""
-        return teacher_vectors(load_teacher(self.spec), check_texts(texts, side), side=side, key=teacher_key(self.spec))
+        return teacher_vectors(self.spec, check_texts(texts, side), side=side, key=teacher_key(self.spec))
 
     def similarity(self, queries, docs, *, batch_size: int = 64) -> np.ndarray:
         """Cosine of each aligned (query, doc) pair, float32 (n,)."""
@@ -230,9 +232,9 @@ class KeptTeacher:
 
     def __init__(self, teacher, queries, docs, *, q_rows, d_rows, weight: float, temperature: float = 0.05):
         key = teacher_key(teacher) if isinstance(teacher, str) else None
-        model = load_teacher(teacher) if isinstance(teacher, str) else teacher
-        self.tq = self._vectors(model, queries, np.unique(q_rows), side="query", key=key)
-        self.td = self._vectors(model, docs, np.unique(d_rows), side="doc", key=key)
+        # a spec string is loaded only if a vector is not cached
+        self.tq = self._vectors(teacher, queries, np.unique(q_rows), side="query", key=key)
+        self.td = self._vectors(teacher, docs, np.unique(d_rows), side="doc", key=key)
         self.weight, self.temperature = weight, temperature
 
     @staticmethod
@@ -376,9 +378,8 @@ def distill(
     settings = dataclasses.replace(settings or DistillSettings(), **options)
     if progress is None:
         progress = show_progress()
-    if isinstance(teacher, str):
+    if isinstance(teacher, str):  # loaded only if a vector is not cached (teacher_vectors)
         key = key or teacher_key(teacher)
-        teacher = load_teacher(teacher)
     t0 = time.perf_counter()
     q_texts, q_of = distinct(queries)
     d_texts, d_of = distinct(docs)

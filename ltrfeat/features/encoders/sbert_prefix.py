@@ -25,7 +25,7 @@ _STORES: dict[tuple, dict[str, torch.Tensor]] = {}
 _SIZES: dict[tuple, int] = {}
 _LOCK = threading.Lock()
 BUDGET_BYTES = 6 * 2**30  # beyond this, texts are run through the frozen layers without being kept
-_CHUNK = 256
+CHUNK = 256
 
 
 def compute(precision: str):
@@ -51,11 +51,15 @@ def save(key: tuple, texts: list[str], directory) -> None:
     """Write the kept states of ``texts`` (all kept under ``key``) to ``directory``: the states end to end
     (``states.npy``, tokens x hidden, float32) and the key, texts and token counts (``index.json``), for
     :func:`load` in another process."""
+    store = _STORES[key]
+    write(key, {t: store[t] for t in texts if t in store}, directory)  # beyond BUDGET_BYTES a text is not kept
+
+
+def write(key: tuple, kept: dict[str, torch.Tensor], directory) -> None:
+    """:func:`save` of the states ``kept`` ({text: (tokens, hidden) float32}), kept here or not."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    store = _STORES[key]
-    texts = [t for t in texts if t in store]  # beyond BUDGET_BYTES a text is not kept: its reader computes it
-    states = [store[t] for t in texts]
+    texts, states = list(kept), list(kept.values())
     np.save(directory / "states.npy", torch.cat(states).numpy() if states else np.zeros((0, 0), np.float32))
     index = {"key": list(key), "texts": list(texts), "tokens": [len(s) for s in states]}
     (directory / "index.json").write_text(json.dumps(index), encoding="utf-8")
@@ -77,6 +81,60 @@ def load(directory) -> tuple:
     return key
 
 
+def missing(key: tuple, texts) -> list[str]:
+    """The distinct ``texts`` whose states are not kept under ``key`` in this process."""
+    with _LOCK:
+        store = _STORES.get(key, {})
+        return [t for t in dict.fromkeys(texts) if t not in store]
+
+
+def keep(key: tuple, states: dict[str, torch.Tensor]) -> None:
+    """Keep ``states`` ({text: (tokens, hidden) float32}) under ``key``, as long as they fit :data:`BUDGET_BYTES`."""
+    with _LOCK:
+        store = _STORES.setdefault(key, {})
+        _SIZES.setdefault(key, 0)
+        for text, state in states.items():
+            size = state.numel() * state.element_size()
+            if sum(_SIZES.values()) + size > BUDGET_BYTES:
+                break
+            store[text] = state
+            _SIZES[key] += size
+
+
+def embed(hf, features: dict) -> tuple[torch.Tensor, object]:
+    """The embedding layer's output for tokenised ``features`` (a sentence-transformer's ``preprocess``) and the
+    attention mask the layers of ``hf`` (a transformers BERT-like model) take."""
+    from transformers.masking_utils import create_bidirectional_mask
+
+    kwargs = {"input_ids": features["input_ids"]}
+    if "token_type_ids" in features:
+        kwargs["token_type_ids"] = features["token_type_ids"]
+    hidden = hf.embeddings(**kwargs)
+    mask = create_bidirectional_mask(config=hf.config, inputs_embeds=hidden, attention_mask=features["attention_mask"])
+    return hidden, mask
+
+
+def unpad(hidden: torch.Tensor, attention_mask: torch.Tensor) -> list[torch.Tensor]:
+    """Each text's rows of a padded (texts, longest, hidden) batch, its real tokens only."""
+    return [hidden[i, :n] for i, n in enumerate(attention_mask.sum(1).tolist())]
+
+
+def lower(model, hf, n_frozen: int, texts: list[str], *, precision: str = "fp32") -> list[torch.Tensor]:
+    """The states of ``texts`` after the embeddings and the lowest ``n_frozen`` layers of ``hf`` (the transformers
+    model inside the sentence-transformer ``model``, which tokenises), in eval mode, one batch."""
+    features = model.preprocess(texts)
+    was_training = hf.training
+    hf.eval()
+    try:
+        with torch.no_grad(), compute(precision):
+            hidden, mask = embed(hf, features)
+            for layer in hf.encoder.layer[:n_frozen]:
+                hidden = layer(hidden, mask)
+    finally:
+        hf.train(was_training)
+    return unpad(hidden.float(), features["attention_mask"])
+
+
 class FrozenPrefix:
     """Embeddings + the lowest ``n_frozen`` layers of ``model`` (a BERT-like SentenceTransformer whose
     first module is a Transformer, then pooling/normalisation modules), cached per text under ``key``
@@ -90,46 +148,17 @@ class FrozenPrefix:
             _STORES.setdefault(key, {})
             _SIZES.setdefault(key, 0)
 
-    def _mask(self, hidden: torch.Tensor, attention_mask: torch.Tensor):
-        from transformers.masking_utils import create_bidirectional_mask
-
-        return create_bidirectional_mask(config=self.hf.config, inputs_embeds=hidden, attention_mask=attention_mask)
-
-    def _lower(self, texts: list[str]) -> list[torch.Tensor]:
-        features = self.model.preprocess(texts)
-        was_training = self.hf.training
-        self.hf.eval()
-        try:
-            with torch.no_grad(), compute(self.precision):
-                kwargs = {"input_ids": features["input_ids"]}
-                if "token_type_ids" in features:
-                    kwargs["token_type_ids"] = features["token_type_ids"]
-                hidden = self.hf.embeddings(**kwargs)
-                mask = self._mask(hidden, features["attention_mask"])
-                for layer in self.layers[: self.n_frozen]:
-                    hidden = layer(hidden, mask)
-        finally:
-            self.hf.train(was_training)
-        lengths = features["attention_mask"].sum(1).tolist()
-        return [hidden[i, :n].float() for i, n in enumerate(lengths)]
-
     def states(self, texts: list[str]) -> list[torch.Tensor]:
         """Hidden states (tokens, hidden) after the frozen layers, one tensor per text."""
         store = _STORES[self.key]
         missing = [t for t in dict.fromkeys(texts) if t not in store]
-        if len(missing) > _CHUNK:  # chunks of similar lengths: little padding in the frozen layers
+        if len(missing) > CHUNK:  # chunks of similar lengths: little padding in the frozen layers
             missing.sort(key=len)
         fresh: dict[str, torch.Tensor] = {}
-        for start in range(0, len(missing), _CHUNK):
-            part = missing[start : start + _CHUNK]
-            fresh.update(zip(part, self._lower(part)))
-        with _LOCK:
-            for text, state in fresh.items():
-                size = state.numel() * state.element_size()
-                if sum(_SIZES.values()) + size > BUDGET_BYTES:
-                    break
-                store[text] = state
-                _SIZES[self.key] += size
+        for start in range(0, len(missing), CHUNK):
+            part = missing[start : start + CHUNK]
+            fresh.update(zip(part, lower(self.model, self.hf, self.n_frozen, part, precision=self.precision)))
+        keep(self.key, fresh)
         return [store[t] if t in store else fresh[t] for t in texts]
 
     def forward(self, texts: list[str]) -> torch.Tensor:
