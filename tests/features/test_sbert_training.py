@@ -573,3 +573,20 @@ def test_bf16_fine_tuning_learns_and_its_bundle_scores_in_bf16(tiny_base, tmp_pa
     np.testing.assert_allclose(loaded.similarity(texts, texts[::-1]), bf16_scores, atol=2e-2)
     with pytest.raises(ValueError, match="precision must be one of fp32, bf16"):
         quick(tiny_base, pairs, precision="fp16")
+
+
+def test_validation_embeddings_run_in_chunks_of_similar_lengths(tiny_base):
+    from ltrfeat.features.encoders.sbert_training import _EVAL_CHUNK, _Tower, _load_base
+
+    rng = np.random.default_rng(0)
+    words = QUERY_WORDS + DOC_WORDS
+    texts = [" ".join(rng.choice(words, int(rng.integers(1, 12)))) for _ in range(2 * _EVAL_CHUNK + 17)]
+    tower = _Tower(_load_base(tiny_base)).eval()
+    seen = []
+    embed = tower._embed
+    tower._embed = lambda part: seen.append([len(t) for t in part]) or embed(part)
+    with torch.no_grad():
+        bucketed = tower(texts)
+        in_order = torch.cat([embed(texts[i : i + _EVAL_CHUNK]) for i in range(0, len(texts), _EVAL_CHUNK)])
+    torch.testing.assert_close(bucketed, in_order, atol=1e-5, rtol=0)
+    assert [n for part in seen for n in part] == sorted(len(t) for t in texts)  # chunks of similar lengths

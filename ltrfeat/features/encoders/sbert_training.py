@@ -76,9 +76,17 @@ class _Tower(torch.nn.Module):
             return self.st(self.st.preprocess(texts))["sentence_embedding"].float()
 
     def forward(self, texts: list) -> torch.Tensor:
-        if torch.is_grad_enabled():
+        """Embeddings of ``texts``; without gradients (validation, scoring) in chunks of similar lengths (less
+        padding; the same vectors to float rounding)."""
+        if torch.is_grad_enabled() or len(texts) <= _EVAL_CHUNK:
             return self._embed(texts)
-        return torch.cat([self._embed(texts[i : i + _EVAL_CHUNK]) for i in range(0, len(texts), _EVAL_CHUNK)])
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        parts = [
+            self._embed([texts[i] for i in order[start : start + _EVAL_CHUNK]])
+            for start in range(0, len(texts), _EVAL_CHUNK)
+        ]
+        out = torch.cat(parts)
+        return out[torch.from_numpy(np.argsort(order, kind="stable"))]
 
 
 class _Towers(torch.nn.Module):
