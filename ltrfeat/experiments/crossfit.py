@@ -733,9 +733,11 @@ def _teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profi
     wanted: dict[str, tuple[list, list]] = {}
     for spec in specs:
         if spec.kind.teacher_scorer or spec.pretrain == "teacher":
+            # a zero-shot column scores the judged pairs, a distillation reads the training table
+            table, doc = (pairs, field) if spec.kind.teacher_scorer else (train_table, "doc")
             queries, docs = wanted.setdefault(f"sbert={spec.path}" if spec.path else "sbert", ([], []))
-            queries += pairs["query"].tolist() + train_table["query"].tolist()
-            docs += pairs[field].tolist() + train_table["doc"].tolist()
+            queries += table["query"].tolist()
+            docs += table[doc].tolist()
     if not wanted:
         return
     with profile.stage("MiniLM vectors") if profile is not None else contextlib.nullcontext():

@@ -224,3 +224,25 @@ def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypa
 def test_crossfit_config_refuses_bad_settings(settings, message):
     with pytest.raises(ParameterError, match=message):
         CrossFitConfig(**settings)
+
+
+def test_the_cluster_encodes_only_the_texts_each_minilm_use_reads():
+    from ltrfeat.experiments.crossfit import _teacher_vectors_on
+
+    class Recorder:
+        def __init__(self):
+            self.asked = []
+
+        def teacher_vectors(self, spec, texts, *, side):
+            self.asked.append((spec, side, sorted(set(texts))))
+            return len(set(texts))
+
+    pairs = pd.DataFrame({"qid": ["1", "2"], "query": ["judged a", "judged b"], "doc": ["title a", "title b"]})
+    clicks = pd.DataFrame({"query": ["clicked a"], "doc": ["clicked title"], "label": [1.0]})
+    for specs, texts in [
+        (["sbert"], (["judged a", "judged b"], ["title a", "title b"])),  # the zero-shot column: the judged pairs
+        (["clsm:generalized+teacher"], (["clicked a"], ["clicked title"])),  # the distillation: its training table
+    ]:
+        cluster = Recorder()
+        _teacher_vectors_on(cluster, [EncoderSpec.parse(s) for s in specs], pairs, clicks, field="doc", profile=None)
+        assert cluster.asked == [("sbert", "query", texts[0]), ("sbert", "doc", texts[1])]
