@@ -159,7 +159,7 @@ def test_pooled_distillations_load_no_minilm_when_every_teacher_vector_is_cached
         raise AssertionError(f"MiniLM loaded ({spec}) although every vector is cached")
 
     monkeypatch.setattr(distill, "load_teacher", no_model)
-    options = {"epochs": 1, "batch_size": 64, "distill_epochs": 1}
+    options = {"epochs": 1, "batch_size": 64, "distill_epochs": 1, "clsm.sizes": {"conv": 32, "out": 16}}
     try:
         columns = _columns(pairs, ["clsm:generalized+teacher"], jobs=2, options=options)
     finally:
