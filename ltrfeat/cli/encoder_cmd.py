@@ -106,6 +106,15 @@ _TRAINING = option_group(
         "validation).",
     ),
     click.option(
+        "--keep-start-margin",
+        type=click.FloatRange(min=0),
+        default=_E.keep_start_margin,
+        show_default=True,
+        help="sbert-ft, and clsm/dssm with --init or --teacher: keep the starting model unless the best trained "
+        "epoch beats its validation NDCG@10 by more than this many paired standard errors of the per-query "
+        "differences (0: any gain).",
+    ),
+    click.option(
         "--topics",
         default=",".join(map(str, DeepMatchConfig.topics)),
         show_default=True,
@@ -382,6 +391,7 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
         "best_epoch": encoder.training["best_epoch"],
         "val_ndcg@10": validation["ndcg@10"],
         **{k.replace("ndcg@10", "val_ndcg@10"): v for k, v in validation.items() if k != "ndcg@10"},
+        **({"keep_start": encoder.training["keep_start"]} if "keep_start" in encoder.training else {}),
         "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10", "seconds") if k in h} for h in history],
     }
     click.echo(json.dumps(summary))

@@ -590,3 +590,48 @@ def test_validation_embeddings_run_in_chunks_of_similar_lengths(tiny_base):
         in_order = torch.cat([embed(texts[i : i + _EVAL_CHUNK]) for i in range(0, len(texts), _EVAL_CHUNK)])
     torch.testing.assert_close(bucketed, in_order, atol=1e-5, rtol=0)
     assert [n for part in seen for n in part] == sorted(len(t) for t in texts)  # chunks of similar lengths
+
+
+def test_a_fine_tuning_that_beats_the_zero_shot_model_clearly_replaces_it(trained):
+    model, history = trained
+    record = model.training["keep_start"]
+    assert not record["kept"] and record["margin"] == 1.0 and model.training["best_epoch"] == record["best_epoch"] >= 1
+    assert record["mean_diff"] > record["se"] and record["start_ndcg@10"] == history[0]["val_ndcg@10"]
+
+
+def test_a_fine_tuning_that_cannot_beat_the_margin_keeps_the_zero_shot_model_bit_for_bit(tiny_base):
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+
+    pairs = make_pairs()
+    model, history = quick(tiny_base, pairs, loss="generalized", epochs=2, patience=2, keep_start_margin=1e6)
+    assert max(h["val_ndcg@10"] for h in history[1:]) > history[0]["val_ndcg@10"]  # it learned, but not by 1e6 SE
+    record = model.training["keep_start"]
+    assert record["kept"] and model.training["best_epoch"] == 0 and record["best_epoch"] >= 1
+    assert model.training["validation"]["ndcg@10"] == history[0]["val_ndcg@10"]
+    queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
+    assert np.array_equal(model.similarity(queries, docs), SbertEncoder.load(tiny_base).similarity(queries, docs))
+
+
+def test_continuing_with_a_destructive_learning_rate_keeps_the_starting_encoder(trained, tiny_base):
+    start, _ = trained
+    pairs = make_pairs()
+    model, history = quick(tiny_base, pairs, loss="generalized", init=start, epochs=2, patience=2, lr=0.05)
+    assert all(h["val_ndcg@10"] < history[0]["val_ndcg@10"] for h in history[1:])
+    assert model.training["keep_start"]["kept"] and model.training["best_epoch"] == 0
+    queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
+    assert np.array_equal(model.similarity(queries, docs), start.similarity(queries, docs))
+
+
+@pytest.mark.slow
+def test_minilm_fine_tuned_with_a_destructive_rate_keeps_the_zero_shot_model(tmp_path):
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+
+    pairs = make_pairs(30)
+    model, history = train_sbert(pairs, epochs=1, lr=5e-2, val_fraction=0.3, threads=1, progress=False)
+    assert history[1]["val_ndcg@10"] < history[0]["val_ndcg@10"]
+    assert model.training["keep_start"]["kept"] and model.training["best_epoch"] == 0
+    queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
+    zero_shot = SbertEncoder.load().similarity(queries, docs)
+    np.testing.assert_allclose(model.similarity(queries, docs), zero_shot, atol=1e-5)  # through the kept layers
+    model.save(tmp_path / "ft.ltrenc")
+    assert np.array_equal(SbertFinetuned.load(tmp_path / "ft.ltrenc").similarity(queries, docs), zero_shot)

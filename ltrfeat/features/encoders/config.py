@@ -27,6 +27,10 @@ SCORES = ("cosine", "dot")
 TOWER_MODELS = ("clsm", "dssm")
 PRETRAININGS = ("rbm",)  # EncoderConfig.pretrain (DSSM only)
 PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.compute)
+# a training that starts from a model worth keeping (MiniLM, +init/+spans weights, a +teacher distillation) keeps it
+# unless its best trained epoch beats it on the validation queries by more than this many paired standard errors of
+# the per-query NDCG@10 differences (ltrfeat.features.encoders.epochs, "Keeping the starting point"); 0: any gain
+KEEP_START_MARGIN = 1.0
 
 
 def _at_least(minimum, kind=Integral) -> list:
@@ -74,7 +78,9 @@ class EncoderConfig(TrainingConfig):
 
     ``gamma=None`` means 10 with the cosine score and 1 with the dot score; ``lr=None`` the optimizer's
     default (Adam 1e-3, SGD 0.1); ``sizes`` the architecture's layer sizes, e.g. ``{"conv": 300, "out": 128}``;
-    ``pretrain``: None or ``"rbm"`` (DSSM); the ``distill_*`` settings apply with a teacher only.
+    ``pretrain``: None or ``"rbm"`` (DSSM); the ``distill_*`` settings apply with a teacher only;
+    ``keep_start_margin`` only to a training that starts from a model (``init``, a teacher): see
+    :data:`KEEP_START_MARGIN`.
     """
 
     kind: ClassVar[str] = "clsm/dssm"
@@ -98,6 +104,7 @@ class EncoderConfig(TrainingConfig):
         "distill_epochs": _at_least(1),
         "distill_lr": _POSITIVE,
         "distill_weight": _at_least(0, Real),
+        "keep_start_margin": _at_least(0, Real),
     }
     _fixes: ClassVar[dict] = {
         "gamma": "None means the score's default",
@@ -122,6 +129,7 @@ class EncoderConfig(TrainingConfig):
     distill_epochs: int = 8
     distill_lr: float = 3e-3
     distill_weight: float = 0.0
+    keep_start_margin: float = KEEP_START_MARGIN
 
     def _check(self) -> None:
         self._negatives()
@@ -138,7 +146,8 @@ class EncoderConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class SbertConfig(TrainingConfig):
-    """Fine-tuning a sentence-transformer (see :func:`~ltrfeat.features.encoders.sbert_training.train_sbert`)."""
+    """Fine-tuning a sentence-transformer (see :func:`~ltrfeat.features.encoders.sbert_training.train_sbert`);
+    ``keep_start_margin``: see :data:`KEEP_START_MARGIN`."""
 
     kind: ClassVar[str] = "sbert-ft"
     label: ClassVar[str] = "sbert-ft training"
@@ -157,6 +166,7 @@ class SbertConfig(TrainingConfig):
         "shared": [bool],
         "click_scale": _POSITIVE,
         "precision": [OneOf(*PRECISIONS)],
+        "keep_start_margin": _at_least(0, Real),
     }
     loss: str = "softmax"
     epochs: int = 1
@@ -175,6 +185,7 @@ class SbertConfig(TrainingConfig):
     click_scale: float = 1.0
     patience: int = 1
     precision: str = "fp32"
+    keep_start_margin: float = KEEP_START_MARGIN
 
     def _check(self) -> None:
         self._negatives()

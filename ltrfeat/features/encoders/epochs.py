@@ -37,6 +37,19 @@ queries (:func:`ndcg_at`: gain ``2^rel - 1`` with ``rel = label - min label`` ca
 broken by input order, queries with no positive gain skipped). Training stops after ``patience``
 epochs without improvement and the best epoch's weights are kept.
 
+Keeping the starting point
+--------------------------
+A training that starts from a model worth keeping (MiniLM fine-tuning, a CLSM/DSSM continued from ``+init`` /
+``+spans`` weights or distilled from a ``+teacher``, an outer training continuing an inner one) passes
+``keep_start`` = the margin ``m`` (the configs' ``keep_start_margin``, default 1) to :func:`fit_epochs`. Epoch 0
+is the starting model's validation score; the best trained epoch (by mean NDCG@10) replaces it only when it
+beats it by more than ``m`` paired standard errors over the validation queries:
+``d_i = NDCG@10_epoch(q_i) - NDCG@10_start(q_i)`` over the n validation queries with a positive grade,
+``mean(d) > m * sd(d) / sqrt(n)`` (sample standard deviation, ``ddof=1``; with fewer than 2 queries the start
+is kept). ``m = 0`` keeps any epoch better on average. The decision is the training record's ``keep_start``
+(:func:`keep_start_decision`). A from-scratch model has no start worth keeping: its random epoch 0 takes no
+part in the rule.
+
 Reproducibility: the seed fixes the initial weights and every sampled negative; with the same
 seed, data and thread count the result is bit-identical, also when resumed from a checkpoint.
 """
@@ -78,9 +91,11 @@ __all__ = [
     "data_hash",
     "encode_rows",
     "fit_epochs",
+    "keep_start_decision",
     "make_optimizer",
     "map_soft_labels",
     "ndcg_at",
+    "ndcg_per_query",
     "prepare_pairs",
     "read_checkpoint",
     "read_checkpoint_bundle",
@@ -97,27 +112,42 @@ _log = get_logger("train")
 
 
 # -- metric ------------------------------------------------------------------------------
-def ndcg_at(scores, rels, groups, *, k: int = 10) -> float:
-    """Mean NDCG@k over the groups that have a positive grade, by the project's one metric implementation
+def ndcg_per_query(scores, rels, groups, *, k: int = 10) -> np.ndarray:
+    """NDCG@k of every group (in order of first appearance), by the project's one metric implementation
     (:func:`ltrfeat.core.metrics.evaluate_queries`: gain ``2^rel - 1``, log2 discount, ties in input order).
 
-    NaN when no group has a positive grade, or when a score is not finite (a diverged model: never the
-    best epoch).
+    NaN for a group without a positive grade; all NaN when a score is not finite (a diverged model).
     """
     scores = np.asarray(scores, dtype=np.float64)
-    if len(scores) == 0 or not np.isfinite(scores).all():
-        return float("nan")
+    groups = np.asarray(groups)
+    if len(scores) == 0:
+        return np.zeros(0)
+    if not np.isfinite(scores).all():
+        return np.full(len(pd.unique(groups)), np.nan)
     name = f"ndcg@{k}"
-    # any positive grade counts as relevant, so only all-zero groups (ideal DCG 0) are left out
+    # any positive grade counts as relevant, so only all-zero groups (ideal DCG 0) are NaN
     per_query = evaluate_queries(
-        np.asarray(groups),
+        groups,
         np.asarray(rels, dtype=np.float64),
         scores,
         [name],
         relevance_threshold=float(np.finfo(np.float64).tiny),
     )
-    values = per_query[name].dropna()
+    return per_query[name].to_numpy(dtype=np.float64)
+
+
+def _mean(per_query: np.ndarray) -> float:
+    values = per_query[np.isfinite(per_query)]
     return float(values.mean()) if len(values) else float("nan")
+
+
+def ndcg_at(scores, rels, groups, *, k: int = 10) -> float:
+    """Mean NDCG@k over the groups that have a positive grade (:func:`ndcg_per_query`).
+
+    NaN when no group has a positive grade, or when a score is not finite (a diverged model: never the
+    best epoch).
+    """
+    return _mean(ndcg_per_query(scores, rels, groups, k=k))
 
 
 # -- data ----------------------------------------------------------------------------------
@@ -339,11 +369,13 @@ def encode_rows(tower, hasher, tokens, rows, *, normalize: bool = True):
     return vectors, torch.from_numpy(inv.reshape(np.shape(rows)))
 
 
-def validation_ndcg(model, hasher, q_tokens, d_tokens, data: Prepared) -> float:
-    """Mean NDCG@10 of a two-tower ``model``'s score over the validation rows of ``data`` (NaN without any)."""
+def validation_ndcg(model, hasher, q_tokens, d_tokens, data: Prepared, *, per_query: bool = False):
+    """Mean NDCG@10 of a two-tower ``model``'s score over the validation rows of ``data`` (NaN without any);
+    ``per_query``: every validation query's NDCG@10 instead (:func:`ndcg_per_query`; empty without any), the
+    ``validate`` of a training that may keep its start (:func:`fit_epochs`)."""
     val = np.flatnonzero(~data.train)
     if len(val) == 0:
-        return float("nan")
+        return np.zeros(0) if per_query else float("nan")
     model.eval()
     with torch.inference_mode():
         scores = np.zeros(len(val), dtype=np.float64)
@@ -354,6 +386,8 @@ def validation_ndcg(model, hasher, q_tokens, d_tokens, data: Prepared) -> float:
             dv, di = encode_rows(model.tower("doc"), hasher, d_tokens, data.d_idx[rows], normalize=unit)
             scores[start : start + len(rows)] = (qv[qi] * dv[di]).sum(1).numpy()
     model.train()
+    if per_query:
+        return ndcg_per_query(scores, data.rel[val], data.q_idx[val], k=10)
     return ndcg_at(scores, data.rel[val], data.q_idx[val], k=10)
 
 
@@ -366,10 +400,13 @@ def make_optimizer(name: str, params, lr: float | None):
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {name!r}")
 
 
-def write_checkpoint(path, *, model, best_state, optimizer, rng, header):
-    """Write a resumable checkpoint: weights, the best epoch's weights, optimizer and both random states."""
+def write_checkpoint(path, *, model, best_state, optimizer, rng, header, start_state=None):
+    """Write a resumable checkpoint: weights, the best epoch's weights, optimizer and both random states (and
+    ``start_state``, the starting weights of a training that may keep them)."""
     tensors = {f"model.{k}": v for k, v in model.state_dict().items()}
     tensors.update({f"best.{k}": v for k, v in best_state.items()})
+    same = start_state is best_state  # the start is still the best: safetensors stores no shared tensors
+    tensors.update({f"start.{k}": v.clone() if same else v for k, v in (start_state or {}).items()})
     for i, state in optimizer.state_dict()["state"].items():
         tensors.update({f"optim.{i}.{name}": torch.as_tensor(v) for name, v in state.items()})
     tensors["torch_rng"] = torch.get_rng_state()
@@ -390,7 +427,7 @@ def read_checkpoint_bundle(path, *, params: dict, data_sha: str) -> tuple[dict, 
 
 def read_checkpoint(path, *, params, data_sha, model, optimizer):
     """Load a checkpoint's weights, optimizer and torch random state into ``model`` / ``optimizer``; returns
-    its header and the best epoch's weights."""
+    its header, the best epoch's weights and the starting weights (None when it kept none)."""
     header, tensors = read_checkpoint_bundle(path, params=params, data_sha=data_sha)
 
     def group(prefix):
@@ -405,41 +442,108 @@ def read_checkpoint(path, *, params, data_sha, model, optimizer):
             state.setdefault(int(i), {})[key] = value
         optimizer.load_state_dict({"state": state, "param_groups": optimizer.state_dict()["param_groups"]})
         torch.set_rng_state(tensors["torch_rng"])
+        start_state = group("start.") or None
     except (KeyError, ValueError, RuntimeError) as exc:
         raise ModelFileError(
             f"checkpoint does not match the model: {' '.join(str(exc).split())[:300]}",
             path=path,
             fix="train from scratch",
         ) from None
-    return header, best_state
+    return header, best_state, start_state
 
 
 @dataclass
 class Run:
-    """Progress of an epoch loop: history, best epoch, its weights, and the next epoch to run."""
+    """Progress of an epoch loop: history, best epoch, its weights, and the next epoch to run; for a training
+    that may keep its start (``keep_start``), the starting weights and per-query validation NDCG@10, the best
+    trained epoch (``trained``: its ``epoch`` and per-query ``scores``) and, after :func:`fit_epochs`, the
+    decision (``kept``, :func:`keep_start_decision`)."""
 
     history: list
     best: dict
     best_state: dict
     start: int
+    start_state: dict | None = None
+    start_scores: np.ndarray | None = None
+    trained: dict | None = None
+    kept: dict | None = None
 
 
-def begin_run(net, opt, rng, *, resume, params: dict, data_sha: str, validate, seconds: float = 0.0):
-    """A fresh run (epoch 0 = validation of the initial weights) or the state of ``resume``.
+def _scored(value) -> tuple[float, np.ndarray | None]:
+    """A ``validate()`` result -- a mean NDCG@10 or per-query values -- as (mean, per-query values or None)."""
+    if np.ndim(value) == 0:
+        return float(value), None
+    per_query = np.asarray(value, dtype=np.float64)
+    return _mean(per_query), per_query
+
+
+def _clone(net) -> dict:
+    return {k: v.clone() for k, v in net.state_dict().items()}
+
+
+def begin_run(
+    net, opt, rng, *, resume, params: dict, data_sha: str, validate, seconds: float = 0.0, keep_start: bool = False
+):
+    """A fresh run (epoch 0 = validation of the initial weights) or the state of ``resume``. ``keep_start``: keep
+    the starting weights and their per-query scores (``validate`` then returns per-query values) for the rule
+    of :func:`fit_epochs`.
 
     Returns ``(run, checkpoint header or None)``.
     """
     if resume is not None:
-        state, best_state = read_checkpoint(resume, params=params, data_sha=data_sha, model=net, optimizer=opt)
+        state, best_state, start_state = read_checkpoint(
+            resume, params=params, data_sha=data_sha, model=net, optimizer=opt
+        )
         rng.bit_generator.state = state["numpy_rng"]
-        return Run(state["history"], state["best"], best_state, state["epoch"] + 1), state
-    first = validate()
-    return Run(
+        run = Run(state["history"], state["best"], best_state, state["epoch"] + 1)
+        if keep_start:
+            if start_state is None or "start_scores" not in state:
+                raise ModelFileError("checkpoint lacks the starting weights", path=resume, fix="train from scratch")
+            run.start_state = start_state
+            run.start_scores = np.asarray(state["start_scores"], dtype=np.float64)
+            if state.get("trained") is not None:
+                run.trained = {"epoch": state["trained"]["epoch"], "scores": np.asarray(state["trained"]["scores"])}
+        return run, state
+    first, per_query = _scored(validate())
+    run = Run(
         [{"epoch": 0, "train_loss": None, "val_ndcg@10": first, "seconds": seconds}],
         {"epoch": 0, "val_ndcg@10": first, "stale": 0},
-        {k: v.clone() for k, v in net.state_dict().items()},
+        _clone(net),
         1,
-    ), None
+    )
+    if keep_start:
+        if per_query is None:
+            raise ValueError("keep_start needs a validate() that returns per-query scores")
+        run.start_state, run.start_scores = run.best_state, per_query
+    return run, None
+
+
+def keep_start_decision(start_scores, trained_scores, *, margin: float, trained_epoch: int | None) -> dict:
+    """Whether a training keeps its starting weights (see "Keeping the starting point" in the module docstring).
+
+    ``start_scores`` / ``trained_scores``: per-query validation NDCG@10 of epoch 0 and of the best trained epoch
+    ``trained_epoch`` (by mean; None: no epoch trained). Returns the training record's ``keep_start``:
+    ``kept``, ``margin``, ``start_ndcg@10``, ``best_epoch`` and ``best_ndcg@10`` (the best trained epoch),
+    ``mean_diff``, ``se`` (its paired standard error) and ``queries`` (the paired queries).
+    """
+    start = np.asarray(start_scores, dtype=np.float64)
+    best = start if trained_scores is None else np.asarray(trained_scores, dtype=np.float64)
+    both = np.isfinite(start) & np.isfinite(best)
+    diff = best[both] - start[both]
+    n = int(both.sum())
+    mean_diff = float(diff.mean()) if n else float("nan")
+    se = float(diff.std(ddof=1) / np.sqrt(n)) if n >= 2 else float("nan")
+    beats = trained_epoch is not None and n >= 2 and mean_diff > 0 and mean_diff > margin * se
+    return {
+        "kept": not beats,
+        "margin": float(margin),
+        "start_ndcg@10": _mean(start),
+        "best_epoch": trained_epoch,
+        "best_ndcg@10": _mean(best),
+        "mean_diff": mean_diff,
+        "se": se,
+        "queries": n,
+    }
 
 
 @dataclass
@@ -456,15 +560,25 @@ class Loop:
 
 
 def fit_epochs(
-    loop: Loop, run: Run, cfg, *, checkpoint=None, header=None, desc: str = "epoch", progress: bool = False
+    loop: Loop,
+    run: Run,
+    cfg,
+    *,
+    checkpoint=None,
+    header=None,
+    desc: str = "epoch",
+    progress: bool = False,
+    keep_start: float | None = None,
 ) -> None:
     """The epoch loop every trainer shares.
 
     Each epoch shuffles the rows, calls ``step`` per mini-batch of ``cfg.batch_size`` and steps the optimizer
-    every ``cfg.accumulate`` (default 1) mini-batches, then scores ``validate()``; the best epoch's weights are
-    kept, training stops after ``cfg.patience`` epochs without improvement (when ``cfg.val_fraction`` holds
-    out validation pairs), and a resumable checkpoint is rewritten after every epoch. Ends with the best
-    weights in ``net``.
+    every ``cfg.accumulate`` (default 1) mini-batches, then scores ``validate()`` (a mean NDCG@10, or per-query
+    values); the best epoch's weights are kept, training stops after ``cfg.patience`` epochs without
+    improvement (when ``cfg.val_fraction`` holds out validation pairs), and a resumable checkpoint is rewritten
+    after every epoch. Ends with the best weights in ``net``. ``keep_start``: the margin of the rule that keeps
+    the starting weights (the run began with ``begin_run(keep_start=True)``; see "Keeping the starting point" in
+    the module docstring), applied when validation pairs are held out; the decision is ``run.kept``.
     """
     net, opt, rng, rows = loop.net, loop.opt, loop.rng, loop.rows
     epochs, batch_size, patience = cfg.epochs, cfg.batch_size, cfg.patience
@@ -496,7 +610,7 @@ def fit_epochs(
             bar.update(len(batch))
             bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{run.best['val_ndcg@10']:.4f}")
         bar.close()
-        val_score = loop.validate()
+        val_score, per_query = _scored(loop.validate())
         run.history.append(
             {
                 "epoch": epoch,
@@ -516,18 +630,41 @@ def fit_epochs(
         )
         if not early_stopping or np.isnan(run.best["val_ndcg@10"]) or val_score > run.best["val_ndcg@10"]:
             run.best = {"epoch": epoch, "val_ndcg@10": val_score, "stale": 0}
-            run.best_state = {k: v.clone() for k, v in net.state_dict().items()}
+            run.best_state = _clone(net)
         else:
             run.best["stale"] += 1
+        if run.start_state is not None and (
+            run.trained is None or np.isnan(_mean(run.trained["scores"])) or val_score > _mean(run.trained["scores"])
+        ):
+            run.trained = {"epoch": epoch, "scores": per_query}
         if checkpoint is not None:
+            kept = {}
+            if run.start_state is not None:
+                kept = {
+                    "start_scores": run.start_scores.tolist(),
+                    "trained": None
+                    if run.trained is None
+                    else {"epoch": run.trained["epoch"], "scores": run.trained["scores"].tolist()},
+                }
             write_checkpoint(
                 checkpoint,
                 model=net,
                 best_state=run.best_state,
                 optimizer=opt,
                 rng=rng,
-                header={**header, "epoch": epoch, "history": run.history, "best": run.best},
+                header={**header, "epoch": epoch, "history": run.history, "best": run.best, **kept},
+                start_state=run.start_state,
             )
+    if keep_start is not None and early_stopping:
+        run.kept = keep_start_decision(
+            run.start_scores,
+            None if run.trained is None else run.trained["scores"],
+            margin=keep_start,
+            trained_epoch=None if run.trained is None else run.trained["epoch"],
+        )
+        if run.kept["kept"]:
+            run.best = {"epoch": 0, "val_ndcg@10": run.history[0]["val_ndcg@10"], "stale": run.best["stale"]}
+            run.best_state = run.start_state
     net.load_state_dict(run.best_state)
     net.eval()
 

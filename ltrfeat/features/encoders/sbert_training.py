@@ -218,10 +218,14 @@ def train_sbert(
           encoder scores in the same precision.
         - soft_labels, click_scale, min_positive, val_fraction, patience : as in
           :func:`ltrfeat.features.encoders.training.train_encoder`.
+        - keep_start_margin : the starting model (``base`` or ``init``) is kept unless the best trained epoch
+          beats its validation NDCG@10 by more than this many paired standard errors of the per-query
+          differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"; with
+          ``val_fraction > 0``); the decision is the training record's ``keep_start``.
         - seed : seeds sampling and dropout.
     base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
     init : a fine-tuned encoder of ``base`` to continue from (its towers' weights; epoch 0 of the history
-        is then its validation score, so the best epoch may be the starting point itself).
+        is then its validation score, and the rule above may keep it).
     threads : torch threads (default: the CPU count).
     checkpoint : path rewritten after every epoch (a resumable checkpoint).
     resume : a checkpoint to continue from; the result equals an uninterrupted run.
@@ -284,8 +288,18 @@ def train_sbert(
         q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
         sampler = Sampler(data, rows)
         header = {"params": params, "data_sha256": data_sha}
-        validate = lambda: validation_ndcg(net, None, q_texts, d_texts, data)  # noqa: E731
-        run, _ = begin_run(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
+        keep = cfg.keep_start_margin if cfg.val_fraction > 0 else None
+        validate = lambda: validation_ndcg(net, None, q_texts, d_texts, data, per_query=True)  # noqa: E731
+        run, _ = begin_run(
+            net,
+            opt,
+            rng,
+            resume=resume,
+            params=params,
+            data_sha=data_sha,
+            validate=validate,
+            keep_start=keep is not None,
+        )
         net.train()
         step = BatchLoss(
             net,
@@ -310,6 +324,7 @@ def train_sbert(
             checkpoint=checkpoint,
             header=header,
             progress=progress,
+            keep_start=keep,
         )
     history, best = run.history, run.best
     record = {
@@ -322,6 +337,7 @@ def train_sbert(
         "n_layers": n_layers,
         "best_epoch": best["epoch"],
         "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
+        **({"keep_start": run.kept} if run.kept is not None else {}),
         "history": history,
         **data_record(pairs),
         **trained_queries_record(pairs),

@@ -101,6 +101,11 @@ def train_encoder(
         - distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
           queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
           judgments does not forget the teacher; 0 (default): the ranking loss alone.
+        - keep_start_margin : with ``init`` or a ``teacher`` (a starting model worth keeping), that model is kept
+          unless the best trained epoch beats its validation NDCG@10 by more than this many paired standard
+          errors of the per-query differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting
+          point"; with ``val_fraction > 0``); the decision is the training record's ``keep_start``. A
+          from-scratch (or RBM pre-trained) model has no such start: the setting does not apply.
         - seed : seeds weights and sampling.
     teacher : distil a sentence-transformer before the ranking loss (:mod:`ltrfeat.features.encoders.distill`):
         ``"sbert"`` (the packaged MiniLM), ``"sbert=PATH"`` or a model directory, or any object with
@@ -126,7 +131,8 @@ def train_encoder(
     if progress is None:
         progress = show_progress()
     pairs = validate_pairs(pairs)
-    params = _record_params(cfg, teacher)
+    keep = cfg.keep_start_margin if (init is not None or teacher is not None) and cfg.val_fraction > 0 else None
+    params = _record_params(cfg, teacher, keep)
     if init is not None:
         params["init"] = {"data_sha256": init.training.get("data_sha256"), "params": init.training.get("params")}
     data_sha, data, rows = training_data(
@@ -197,8 +203,17 @@ def train_encoder(
             "data_sha256": data_sha,
             **({"pretrain": pretrained} if pretrained else {}),
         }
-        validate = lambda: validation_ndcg(net, hasher, q_tokens, d_tokens, data)  # noqa: E731
-        run, state = begin_run(net, opt, rng, resume=resume, params=params, data_sha=data_sha, validate=validate)
+        validate = lambda: validation_ndcg(net, hasher, q_tokens, d_tokens, data, per_query=True)  # noqa: E731
+        run, state = begin_run(
+            net,
+            opt,
+            rng,
+            resume=resume,
+            params=params,
+            data_sha=data_sha,
+            validate=validate,
+            keep_start=keep is not None,
+        )
         if state is not None and state.get("pretrain"):
             pretrained = state["pretrain"]
             header = {**header, "pretrain": pretrained}
@@ -226,6 +241,7 @@ def train_encoder(
             checkpoint=checkpoint,
             header=header,
             progress=progress,
+            keep_start=keep,
         )
     history, best = run.history, run.best
     record = {
@@ -237,6 +253,7 @@ def train_encoder(
         "n_samples": int(len(rows)),
         "best_epoch": best["epoch"],
         "validation": {"ndcg@10": best["val_ndcg@10"]},
+        **({"keep_start": run.kept} if run.kept is not None else {}),
         "history": history,
         **({"pretrain": pretrained} if pretrained else {}),
         **data_record(pairs),
@@ -264,10 +281,10 @@ def _check_init(init, cfg: EncoderConfig, teacher) -> None:
         raise ParameterError("init replaces pre-training: give init, or a teacher / pretrain, not both")
 
 
-def _record_params(cfg: EncoderConfig, teacher) -> dict:
+def _record_params(cfg: EncoderConfig, teacher, keep_start: float | None = None) -> dict:
     """The training record's ``params``: the config's settings in the layout every bundle and checkpoint has
-    had (``gamma`` resolved; ``score``, ``pretrain`` and the distillation settings only when they apply), so
-    older checkpoints resume and cache keys stay put."""
+    had (``gamma`` resolved; ``score``, ``pretrain``, the distillation settings and ``keep_start_margin`` only
+    when they apply), so older checkpoints resume and cache keys stay put."""
     params = {
         "model": cfg.model,
         "loss": cfg.loss,
@@ -292,6 +309,7 @@ def _record_params(cfg: EncoderConfig, teacher) -> dict:
         "seed": cfg.seed,
         **({"pretrain": cfg.pretrain} if cfg.pretrain else {}),
         **({"score": cfg.score} if cfg.score != "cosine" else {}),
+        **({"keep_start_margin": keep_start} if keep_start is not None else {}),
     }
     if teacher is not None:
         from ltrfeat.features.encoders.distill import describe_teacher

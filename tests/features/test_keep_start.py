@@ -1,0 +1,139 @@
+"""A training that starts from a model worth keeping keeps it unless a trained epoch beats it by more than noise.
+
+The rule (``ltrfeat.features.encoders.epochs``, "Keeping the starting point"): the best trained epoch replaces the
+start only when its mean per-query validation NDCG@10 gain exceeds ``keep_start_margin`` paired standard errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from builders import make_pairs, train_until_interrupted
+from ltrfeat.features.encoders.bundle import read_bundle
+from ltrfeat.features.encoders.epochs import Loop, begin_run, fit_epochs, keep_start_decision
+from ltrfeat.features.encoders.training import train_encoder
+
+CLSM = dict(model="clsm", sizes={"conv": 48, "out": 24}, batch_size=32, val_fraction=0.25, progress=False, threads=1)
+
+
+# -- the decision ----------------------------------------------------------------------------------------------
+def test_decision_follows_the_paired_standard_error():
+    start = np.array([0.5, 0.5, 0.5, 0.5, np.nan])
+    noisy = np.array([0.9, 0.2, 0.8, 0.3, np.nan])  # mean gain .05, paired SE .17
+    steady = np.array([0.6, 0.6, 0.6, 0.7, np.nan])  # mean gain .125, paired SE .025
+    kept = keep_start_decision(start, noisy, margin=1.0, trained_epoch=2)
+    assert kept["kept"] and kept["queries"] == 4 and kept["best_epoch"] == 2
+    diff = noisy[:4] - start[:4]
+    assert kept["mean_diff"] == pytest.approx(diff.mean())
+    assert kept["se"] == pytest.approx(diff.std(ddof=1) / 2)
+    assert not keep_start_decision(start, noisy, margin=0.0, trained_epoch=2)["kept"]  # margin 0: any gain
+    moved = keep_start_decision(start, steady, margin=1.0, trained_epoch=1)
+    assert not moved["kept"] and moved["best_ndcg@10"] == pytest.approx(0.625) and moved["start_ndcg@10"] == 0.5
+    assert keep_start_decision(start, start - 0.1, margin=0.0, trained_epoch=1)["kept"]  # worse: always kept
+    assert keep_start_decision(start[:1], steady[:1], margin=0.0, trained_epoch=1)["kept"]  # 1 query: no noise estimate
+    assert keep_start_decision(start, None, margin=1.0, trained_epoch=None)["kept"]  # nothing trained
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(0, 1), st.floats(0, 1)), min_size=2, max_size=30),
+    st.floats(0, 3),
+)
+def test_a_kept_start_never_has_a_clear_gain(pairs, margin):
+    start, trained = np.array(pairs).T
+    out = keep_start_decision(start, trained, margin=margin, trained_epoch=1)
+    diff = trained - start
+    se = diff.std(ddof=1) / np.sqrt(len(diff))
+    assert out["kept"] == (not (diff.mean() > 0 and diff.mean() > margin * se))
+    assert out["kept"] or out["best_ndcg@10"] > out["start_ndcg@10"]
+
+
+# -- the epoch loop, with scripted validation scores -------------------------------------------------------
+def _scripted(per_epoch: list, *, margin: float | None, val_fraction: float = 0.25):
+    """Run fit_epochs on a one-weight net whose weight is the epoch number and whose validation scores follow
+    ``per_epoch`` (epoch 0 first); returns the run and the final weight."""
+    net = torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        net.weight.fill_(0.0)
+    opt = torch.optim.SGD(net.parameters(), lr=0.0)
+    seen = iter(per_epoch)
+
+    def step(batch):
+        with torch.no_grad():
+            net.weight.add_(1.0)
+        return (net.weight * 0).sum()
+
+    validate = lambda: np.asarray(next(seen), dtype=float)  # noqa: E731
+    rng = np.random.default_rng(0)
+    run, _ = begin_run(
+        net, opt, rng, resume=None, params={}, data_sha="", validate=validate, keep_start=margin is not None
+    )
+    cfg = type("Cfg", (), dict(epochs=len(per_epoch) - 1, batch_size=4, patience=9, val_fraction=val_fraction))
+    fit_epochs(Loop(net, opt, rng, np.arange(4), step=step, validate=validate), run, cfg, keep_start=margin)
+    return run, float(net.weight.item())
+
+
+def test_the_loop_keeps_the_start_unless_an_epoch_beats_it_clearly():
+    start = [0.5, 0.5, 0.5, 0.5]
+    noisy, worse, clear = [0.9, 0.2, 0.8, 0.3], [0.4, 0.4, 0.5, 0.4], [0.7, 0.8, 0.7, 0.8]
+    run, weight = _scripted([start, noisy, worse], margin=1.0)
+    assert run.kept["kept"] and run.kept["best_epoch"] == 1 and weight == 0.0 and run.best["epoch"] == 0
+    run, weight = _scripted([start, noisy, worse], margin=None)  # no rule: the better mean wins
+    assert run.kept is None and weight == 1.0 and run.best["epoch"] == 1
+    run, weight = _scripted([start, noisy, clear, worse], margin=1.0)
+    assert not run.kept["kept"] and run.kept["best_epoch"] == 2 and weight == 2.0 and run.best["epoch"] == 2
+    run, weight = _scripted([start, worse, worse], margin=1.0)
+    assert run.kept["kept"] and run.kept["best_epoch"] in (1, 2) and weight == 0.0
+    run, weight = _scripted([[], [], []], margin=1.0, val_fraction=0.0)  # no validation: every epoch trained
+    assert run.kept is None and weight == 2.0
+
+
+# -- CLSM / DSSM ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def clsm_start():
+    encoder, _ = train_encoder(make_pairs(), epochs=4, lr=1e-2, patience=4, **CLSM)
+    return encoder
+
+
+def test_from_scratch_has_no_start_to_keep(clsm_start):
+    assert "keep_start" not in clsm_start.training
+    assert "keep_start_margin" not in clsm_start.training["params"]
+
+
+def test_a_continued_clsm_that_only_gets_worse_keeps_its_start_bit_for_bit(clsm_start):
+    pairs = make_pairs()
+    encoder, history = train_encoder(pairs, init=clsm_start, epochs=2, lr=0.5, patience=2, **CLSM)
+    assert all(h["val_ndcg@10"] < history[0]["val_ndcg@10"] for h in history[1:])  # a destructive learning rate
+    record = encoder.training["keep_start"]
+    assert record["kept"] and encoder.training["best_epoch"] == 0 and record["margin"] == 1.0
+    assert record["start_ndcg@10"] == history[0]["val_ndcg@10"] > record["best_ndcg@10"]
+    queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
+    assert np.array_equal(encoder.similarity(queries, docs), clsm_start.similarity(queries, docs))
+
+
+def test_a_continued_clsm_that_learns_replaces_its_start():
+    weak, _ = train_encoder(make_pairs(), epochs=1, lr=1e-3, **CLSM)
+    encoder, history = train_encoder(make_pairs(), init=weak, epochs=3, lr=1e-2, patience=3, **CLSM)
+    record = encoder.training["keep_start"]
+    assert not record["kept"] and encoder.training["best_epoch"] == record["best_epoch"] >= 1
+    assert record["mean_diff"] > record["se"] > 0
+    assert encoder.training["params"]["keep_start_margin"] == 1.0
+
+
+def test_resume_keeps_the_start_and_the_decision(clsm_start, tmp_path, monkeypatch):
+    pairs = make_pairs()
+    opts = dict(init=clsm_start, epochs=3, lr=0.5, patience=3, **CLSM)
+    full, full_history = train_encoder(pairs, checkpoint=tmp_path / "full.ckpt", **opts)
+    train_until_interrupted(
+        monkeypatch, epoch=2, train=lambda: train_encoder(pairs, checkpoint=tmp_path / "p.ckpt", **opts)
+    )
+    resumed, history = train_encoder(pairs, resume=tmp_path / "p.ckpt", **opts)
+    assert [h["val_ndcg@10"] for h in history] == [h["val_ndcg@10"] for h in full_history]
+    assert resumed.training["keep_start"] == full.training["keep_start"]
+    for key, value in full.model.state_dict().items():
+        assert torch.equal(value, resumed.model.state_dict()[key]), key
+    assert read_bundle(tmp_path / "p.ckpt", kind="checkpoint")[0]["start_scores"]
