@@ -120,6 +120,24 @@ def make_pairs(n_topics=6, n_queries=72, seed=0) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
 
 
+def write_judged_pairs(path, n_queries=12) -> Path:
+    """A judged-pairs table at ``path`` (tsv): ``n_queries`` queries of 4 documents each, random grades 0-2."""
+    rng = np.random.default_rng(0)
+    rows = [
+        {
+            "qid": f"q{q}",
+            "query": f"query {q} red",
+            "docid": f"d{q}-{d}",
+            "doc": f"doc {q} {d} red",
+            "label": int(rng.integers(0, 3)),
+        }
+        for q in range(n_queries)
+        for d in range(4)
+    ]
+    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
+    return Path(path)
+
+
 WORDS = (
     "cheap flights london hotel river bike tyre repair fox quick brown garden chair table lamp red blue "
     "shoes running trail coffee beans grinder"

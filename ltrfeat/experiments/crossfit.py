@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from ltrfeat.experiments import encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
+from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.kinds import SPAN_OPTIONS, SPANS_PER_DOC, SPANS_WANTED
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
@@ -49,7 +50,7 @@ from ltrfeat.core.stages import StageProfile
 from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.folds import Fold
-from ltrfeat.experiments.training_task import TrainingTask
+from ltrfeat.experiments.training_task import TrainingTask, training_record
 from ltrfeat.experiments.workers import plan_workers
 
 log = get_logger("ablate")
@@ -84,6 +85,7 @@ class CrossFitConfig(Settings):
         (see :class:`_Continued`). False trains every encoder from the base model.
     cluster : a :class:`~ltrfeat.experiments.dask_trainings.DaskTrainings` that runs every training, and makes the
         MiniLM teacher vectors, on a Dask cluster instead of here (the scores are the same); None: the local pool.
+    train_fn : ``train_fn(spec, table)`` -> an encoder, in place of every training (tests); None: train.
     """
 
     label: ClassVar[str] = "cross-fitting"
@@ -111,6 +113,7 @@ class CrossFitConfig(Settings):
     encoder_jobs: int = 0
     continue_outer: bool = True
     cluster: object = dataclasses.field(default=None, compare=False)
+    train_fn: Callable | None = dataclasses.field(default=None, compare=False)
 
     def _check(self) -> None:
         check_folds(self.k)
@@ -318,6 +321,8 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int,
     spec_key = {k: v for k, v in dataclasses.asdict(spec).items() if k not in ("pretrain", "score")}
     spec_key.update({"pretrain": spec.pretrain} if spec.pretrain else {})
     spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
+    if _keeps_start(spec):  # trained under the keep-start rule: encoders cached before it are not reused
+        spec_key["keep_start"] = options.get("keep_start_margin", KEEP_START_MARGIN)
     if init_key is not None:
         spec_key["path"] = init_key
     h.update(
@@ -336,6 +341,22 @@ def _scores_path(cache: Path, encoder_key: str, queries: list, docs: list) -> Pa
         h.update("\x1e".join(texts).encode("utf-8", "surrogatepass"))
         h.update(b"\x1f")
     return cache / "scores" / f"{encoder_key}-{h.hexdigest()[:24]}.scores"
+
+
+def _keeps_start(spec: EncoderSpec) -> bool:
+    """Its trainings start from a model worth keeping (``EncoderKind.keeps_start``): each records ``keep_start``."""
+    return spec.pretrain in spec.kind.keeps_start
+
+
+def _load_record(path: Path) -> dict | None:
+    """A cached training record (:func:`~ltrfeat.experiments.training_task.training_record`), or None (absent,
+    torn or damaged)."""
+    payload = read_checked(path, what="cached training record")
+    try:
+        record = None if payload is None else json.loads(payload.decode("utf-8"))
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) and "keep_start" in record else None
 
 
 def _load_scores(path: Path, n: int) -> np.ndarray | None:
@@ -574,10 +595,15 @@ class _Training:
     key: str | None = None
     paths: dict[str, Path] = dataclasses.field(default_factory=dict)
     kept: dict[str, np.ndarray | None] = dataclasses.field(default_factory=dict)
+    outer: str | None = None  # the outer fold whose test rows it scores (None: an inner training)
+    record: dict | None = None  # :func:`~ltrfeat.experiments.training_task.training_record`, once known
+    record_path: Path | None = None
 
     @property
     def done(self) -> bool:
-        return bool(self.kept) and all(v is not None for v in self.kept.values())
+        """Its scores, and the record the report shows of a training with a start, are cached."""
+        scored = bool(self.kept) and all(v is not None for v in self.kept.values())
+        return scored and (self.record is not None or not _keeps_start(self.spec))
 
 
 def _frozen_groups(trainings: list[_Training]) -> dict[tuple, tuple[list[_Training], list[str]]]:
@@ -765,8 +791,8 @@ def crossfit_columns(
     collection: list | None = None,
     cache=None,
     progress: bool = True,
-    train_fn: Callable | None = None,
     profile: StageProfile | None = None,
+    starts: dict | None = None,
     **settings,
 ) -> dict[str, dict[str, np.ndarray]]:
     """Neural similarity columns for every outer fold.
@@ -776,11 +802,13 @@ def crossfit_columns(
     judged pairs themselves) has ``query, doc, label``. ``collection``: more document texts (no queries, no
     labels) for the ``+spans`` pre-training besides the pairs' own documents. ``config`` (a :class:`CrossFitConfig`; keyword
     ``settings`` replace single fields) gives the document field, the encoder options and the seed.
-    ``train_fn(spec, table)`` replaces encoder training (tests). ``profile`` records each training's and
-    each scoring's seconds and where it ran.
+    ``profile`` records each training's and
+    each scoring's seconds and where it ran. ``starts``, when given, gets for every encoder whose trainings
+    start from a model worth keeping which folds kept it (:func:`kept_starts`).
     """
     config = dataclasses.replace(config or CrossFitConfig(), **settings)
     field, options, seed, cluster = config.field, dict(config.options), config.seed, config.cluster
+    train_fn = config.train_fn
     cache = None if cache is None else Path(cache)
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
@@ -844,6 +872,7 @@ def crossfit_columns(
                     rows_of,
                     {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()},
                     rows=rows,
+                    outer=plans[index].name if index < len(plans) else None,
                 )
                 inner_of[excluded] = job
                 if cache is not None and train_fn is None:
@@ -852,6 +881,8 @@ def crossfit_columns(
                         fold: _scores_path(cache, f"{spec.name}-{job.key}", *job.texts[fold]) for fold in rows_of
                     }
                     job.kept = {fold: _load_scores(job.paths[fold], len(r)) for fold, r in rows_of.items()}
+                    job.record_path = cache / "scores" / f"{spec.name}-{job.key}.training.json"
+                    job.record = _load_record(job.record_path)
                 trainings.append(job)
 
         def finish(
@@ -860,6 +891,7 @@ def crossfit_columns(
             train_seconds: float,
             score_seconds: float,
             cached: bool,
+            record: dict | None = None,
             where: str = "this process",
         ) -> None:
             for fold, values in scores.items():
@@ -867,6 +899,10 @@ def crossfit_columns(
                     job.kept[fold] = values
                     if fold in job.paths:
                         _save_scores(job.paths[fold], values)
+            if record is not None and job.record is None:
+                job.record = record
+                if job.record_path is not None:
+                    write_checked(job.record_path, json.dumps(record).encode("utf-8"))
             if profile is not None:
                 profile.encoder(
                     job.spec.name,
@@ -881,7 +917,7 @@ def crossfit_columns(
         todo = []
         for job in trainings:
             if job.done:
-                finish(job, {}, 0.0, 0.0, True, "cache")
+                finish(job, {}, 0.0, 0.0, True, where="cache")
             else:
                 todo.append(job)
         groups = {} if train_fn is not None else _frozen_groups(todo)
@@ -936,17 +972,62 @@ def crossfit_columns(
                 if isinstance(other.start, _Continued) and other.start.inner is job:
                     other.start.set(encoder)
             scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in job.texts.items()}
-            finish(job, scores, trained - start, time.perf_counter() - trained, cached)
+            finish(job, scores, trained - start, time.perf_counter() - trained, cached, training_record(encoder))
         for job in trainings:
             for fold, target in job.rows_of.items():
                 columns[fold].setdefault(job.column, np.full(len(pairs), np.nan, dtype=np.float32))[target] = job.kept[
                     fold
                 ]
+        if starts is not None:
+            starts.update(kept_starts(specs, trainings, options))
     finally:
         bar.close()
         if teacher_cache is not None:  # also after an interruption: the vectors computed so far stay valid
             distill.save_vectors(teacher_cache)
     return {plan.name: {c: columns[plan.name][c] for c in column_order} for plan in plans}
+
+
+START_NAMES = {  # what a training keeps when it keeps its start, by the spec's +MOD (EncoderKind.keeps_start)
+    None: "the zero-shot model",
+    "spans": "the span pre-training",
+    "init": "the +init bundle",
+    "teacher": "the towers distilled from MiniLM",
+}
+
+
+def kept_starts(specs: list[EncoderSpec], trainings: list, options: dict) -> dict:
+    """For every encoder of ``specs`` whose trainings start from a model worth keeping, the report's record of
+    the keep-start rule (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"):
+    ``{name: {"start", "margin", "folds": {fold: record}, "kept_in": [fold], "inner": {"trainings", "kept"}}}``.
+
+    A fold's record is the ``keep_start`` of the training whose encoder scores its test rows; ``kept`` says
+    whether that encoder is the start itself: for an outer training that continues an inner one, both kept
+    their start (the inner one's record is its ``continued``). ``kept`` is None where the rule did not apply
+    (no validation queries).
+    """
+    out: dict = {}
+    for spec in specs:
+        if not spec.trainable or not _keeps_start(spec):
+            continue
+        own = [t for t in trainings if t.spec is spec]
+        folds: dict = {}
+        for job in (t for t in own if t.outer is not None):
+            record = dict((job.record or {}).get("keep_start") or {})
+            kept = record.get("kept")
+            if isinstance(job.start, _Continued):
+                inner = (job.start.inner.record or {}).get("keep_start")
+                record["continued"] = inner
+                kept = None if kept is None or inner is None else kept and inner["kept"]
+            folds[job.outer] = {**record, "kept": kept}
+        inner = [(t.record or {}).get("keep_start") for t in own if t.outer is None]
+        out[spec.name] = {
+            "start": START_NAMES.get(spec.pretrain, "its starting point"),
+            "margin": spec_options(spec, options).get("keep_start_margin", KEEP_START_MARGIN),
+            "folds": folds,
+            "kept_in": [fold for fold, r in folds.items() if r["kept"]],
+            "inner": {"trainings": len(inner), "kept": sum(bool(r and r["kept"]) for r in inner)},
+        }
+    return out
 
 
 def build_folds(
@@ -1045,7 +1126,6 @@ def text_folds(
     collection: list | None = None,
     cache=None,
     progress: bool = True,
-    train_fn: Callable | None = None,
     profile: StageProfile | None = None,
     **settings,
 ):
@@ -1056,7 +1136,8 @@ def text_folds(
     list of unfitted lexical extractors (fitted on all documents: corpus statistics use no labels). Returns
     ``(folds, neural groups {name: [column]}, base column names, scheme dict)``: a list of
     :class:`~ltrfeat.experiments.folds.Fold` whose ``origin`` names the pairs' file (``pairs.attrs["source"]``,
-    set by :func:`ltrfeat.core.text.read_judged_pairs`). ``profile`` gets the
+    set by :func:`ltrfeat.core.text.read_judged_pairs`); the scheme's ``keep_start`` says which folds' encoders
+    kept their starting model (:func:`kept_starts`), for encoders that start from one. ``profile`` gets the
     stages "lexical features" and "encoder columns" and every encoder training.
     """
     from ltrfeat.features.extract import extract_pairs
@@ -1073,6 +1154,7 @@ def text_folds(
     ):
         raise AssertionError("lexical features are not aligned with the judged pairs")
     plans = plan_folds(pairs["qid"], k=k, valid_fraction=valid_fraction, seed=seed)
+    starts: dict = {}
     with profile.stage("encoder columns"):
         columns = crossfit_columns(
             pairs,
@@ -1083,8 +1165,8 @@ def text_folds(
             collection=collection,
             cache=cache,
             progress=progress,
-            train_fn=train_fn,
             profile=profile,
+            starts=starts,
         )
     folds = build_folds(base, plans, columns, pairs_name=str(pairs.attrs.get("source", "the judged pairs")))
     groups = {spec.name: [name] for spec, name in zip(specs, next(iter(columns.values())))}
@@ -1096,7 +1178,9 @@ def text_folds(
         span_pretrained=[s.name for s in specs if s.pretrain == "spans"],
         span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
         continued=[s.name for s in specs if s.kind.continues_outer]
-        if config.continue_outer and train_fn is None
+        if config.continue_outer and config.train_fn is None
         else [],
     )
+    if starts:
+        info["keep_start"] = starts
     return folds, groups, base.feature_map.names, info

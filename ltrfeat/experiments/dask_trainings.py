@@ -241,7 +241,7 @@ class DaskTrainings:
 
     def run(self, tasks: list[TrainingTask], *, train: Callable, on_done: Callable[[int, tuple], None]) -> None:
         """Submit every task, call ``on_done(i, (scores by fold, train seconds, score seconds, from cache,
-        where))`` here as task ``i`` finishes; on an error every task is cancelled and the error raised."""
+        training record, where))`` here as task ``i`` finishes; on an error every task is cancelled and the error raised."""
         import distributed
 
         transfer = self._transfers()

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.core.processes import spawn_pool
-from ltrfeat.experiments.training_task import TrainingTask
+from ltrfeat.experiments.training_task import TrainingTask, training_record
 
 THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (EncoderKind.pooled; see above)
 
@@ -56,8 +56,10 @@ class FileStart:
 _LOADED: set[str] = set()  # teacher-vector and frozen-state directories this worker has read
 
 
-def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool]:
-    """Worker entry (pool or Dask): train one encoder (or load it from the cache), score its folds' rows."""
+def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool, dict]:
+    """Worker entry (pool or Dask): train one encoder (or load it from the cache), score its folds' rows; returns
+    the scores by fold, the training's and the scoring's seconds, whether it came from the cache and its
+    :func:`~ltrfeat.experiments.training_task.training_record`."""
     import torch
 
     from ltrfeat.features.encoders import distill, sbert_prefix
@@ -77,10 +79,10 @@ def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, b
     if task.save_to is not None and not Path(task.save_to).exists():  # a continued training's start
         encoder.save(task.save_to)
     scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in task.texts.items()}
-    return scores, trained - start, time.perf_counter() - trained, cached
+    return scores, trained - start, time.perf_counter() - trained, cached, training_record(encoder)
 
 
-def _fit(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool, str]:
+def _fit(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool, dict, str]:
     return (*fit_task(task, train), f"pool process {os.getpid()}")
 
 
@@ -90,7 +92,7 @@ def run_trainings(
     """Run every task in ``workers`` spawned processes, the costliest ready task first (one whose ``after``
     task has finished); ``train(spec, table, *, options, seed, cache, key, start)`` (a module-level function,
     sent by reference) returns ``(encoder, from cache)``. ``on_done(i, (scores by fold, train seconds, score
-    seconds, from cache, where it ran))`` is called in this process as task ``i`` finishes. On an error or an interruption
+    seconds, from cache, training record, where it ran))`` is called in this process as task ``i`` finishes. On an error or an interruption
     the workers are stopped at once."""
     waiting = sorted(range(len(tasks)), key=lambda i: -task_cost(tasks[i]))
     finished: set[int] = set()

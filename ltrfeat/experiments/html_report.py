@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from ltrfeat.experiments import plots
-from ltrfeat.experiments.in_words import headline
+from ltrfeat.experiments.in_words import headline, kept_start_words
 from ltrfeat.core.fileio import atomic_output
 
 TOP = 10
@@ -372,6 +372,8 @@ def _setup(data: dict) -> str:
     ]
     if cfg.get("cross_fitting"):
         items.insert(1, f"<b>Cross-fitting</b>: {_e(cfg['cross_fitting'].get('description', ''))}")
+        for i, sentence in enumerate(kept_start_words(cfg["cross_fitting"], per_fold=True)):
+            items.insert(2 + i, f"<b>Starting point</b>: {_e(sentence)}")
     return "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>"
 
 

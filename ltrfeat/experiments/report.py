@@ -23,6 +23,7 @@ from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
 from ltrfeat.experiments.fold_runs import RUNS_DIR, write_test_runs
 from ltrfeat.experiments.in_words import HEADLINE, summary_in_words, tie_analysis  # noqa: F401 (HEADLINE: API)
 from ltrfeat.experiments.in_words import headline as headline_metrics
+from ltrfeat.experiments.in_words import kept_start_words
 from ltrfeat.experiments.plots import _TOP_FEATURES
 from ltrfeat.experiments.plots import mark as significance_mark
 from ltrfeat.experiments.verdict import verdict_lines
@@ -193,6 +194,7 @@ def report_markdown(result: AblationResult, summary: dict, *, words: str | None 
         )
     if cfg.get("cross_fitting"):
         lines.append(f"- **Cross-fitting**: {cfg['cross_fitting']['description']}")
+        lines += [f"- **Starting point**: {s}" for s in kept_start_words(cfg["cross_fitting"], per_fold=True)]
     lines.append(
         f"- **Seeds**: {', '.join(map(str, cfg['seeds']))} — every ranker set is trained with each seed on "
         "every fold (paired); per-query metrics are averaged over seeds. Single-feature rankers are "

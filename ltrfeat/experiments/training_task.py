@@ -34,3 +34,9 @@ class TrainingTask:
     frozen_dir: str | None = None
     save_to: str | None = None
     after: int | None = None
+
+
+def training_record(encoder) -> dict:
+    """What the ablation keeps of a trained encoder's training record (sent back from a worker, cached beside its
+    scores, shown in the report): its ``keep_start`` decision, or None (a training without a start to keep)."""
+    return {"keep_start": (getattr(encoder, "training", None) or {}).get("keep_start")}

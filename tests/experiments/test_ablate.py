@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from builders import planted_folds, reproducible_report, write_folds
+from builders import planted_folds, reproducible_report, write_folds, write_judged_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.ablate import (
@@ -60,26 +59,9 @@ def test_ablate_folds_writes_the_report_the_command_writes(tmp_path):
     )
 
 
-def _pairs(path, n_queries=12):
-    rng = np.random.default_rng(0)
-    rows = [
-        {
-            "qid": f"q{q}",
-            "query": f"query {q} red",
-            "docid": f"d{q}-{d}",
-            "doc": f"doc {q} {d} red",
-            "label": int(rng.integers(0, 3)),
-        }
-        for q in range(n_queries)
-        for d in range(4)
-    ]
-    pd.DataFrame(rows).to_csv(path, sep="\t", index=False)
-    return path
-
-
 def test_ablate_pairs_cross_fits_and_reports(tmp_path):
     stub = type("E", (), {"similarity": staticmethod(lambda q, d: np.array([len(x) for x in d], float))})()
-    source = PairsSource(_pairs(tmp_path / "pairs.tsv"), encoders=("clsm:softmax",), k_folds=3)
+    source = PairsSource(write_judged_pairs(tmp_path / "pairs.tsv"), encoders=("clsm:softmax",), k_folds=3)
     settings = AblateSettings(report_dir=tmp_path / "r", quick=True, selection=None, progress=False)
     said = []
     done = ablate_pairs(source, settings, say=said.append, train_fn=lambda spec, table: stub)
@@ -102,7 +84,7 @@ def test_ablate_pairs_cross_fits_and_reports(tmp_path):
 )
 def test_ablate_pairs_errors_are_one_line_library_errors(tmp_path, change, message):
     fields = {"encoders": ("clsm:softmax",)} | change
-    source = PairsSource(_pairs(tmp_path / "pairs.tsv"), **fields)
+    source = PairsSource(write_judged_pairs(tmp_path / "pairs.tsv"), **fields)
     with pytest.raises(LtrfeatError, match=re.escape(message)):
         ablate_pairs(source, AblateSettings(report_dir=tmp_path / "r", progress=False))
     assert not (tmp_path / "r").exists()

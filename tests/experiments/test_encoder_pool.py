@@ -34,9 +34,10 @@ def _columns(pairs, specs, *, jobs, cache=None, profile=None, options=OPTIONS, *
 
 def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path):
     pairs = make_pairs()
-    alone = _columns(pairs, SPECS, jobs=1)
+    starts: list[dict] = [{}, {}, {}]  # which folds kept the +spans start: alone, pooled, warm
+    alone = _columns(pairs, SPECS, jobs=1, starts=starts[0])
     profile = StageProfile()
-    pooled = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile)
+    pooled = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile, starts=starts[1])
     assert_same_columns(alone, pooled)
     stages = profile.as_dict()
     assert stages["encoder_pool"]["trainings"] == 18 and stages["encoder_pool"]["processes"] == 2
@@ -47,8 +48,10 @@ def test_pooled_trainings_give_the_scores_of_trainings_in_this_process(tmp_path)
     assert len(list((tmp_path / "encoders").glob("*.ltrenc"))) == 18 + 1  # the workers wrote the cache (+ spans start)
     # a warm run finds every training's scores in the cache and starts no worker
     profile = StageProfile()
-    warm = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile)
+    warm = _columns(pairs, SPECS, jobs=2, cache=tmp_path, profile=profile, starts=starts[2])
     assert_same_columns(alone, warm)
+    assert list(starts[0]) == ["clsm-generalized-spans"] and len(starts[0]["clsm-generalized-spans"]["folds"]) == 3
+    assert starts[0] == starts[1] == starts[2]  # the records come back from the workers and from the cache
     assert "encoder_pool" not in profile.as_dict()
     assert all(e["from_cache"] == 6 for e in profile.as_dict()["encoders"].values())
 

@@ -80,6 +80,9 @@ class EncoderKind:
     start_mods : ``+MOD`` choices whose cross-fitted trainings all start from one shared starting point (``+init``:
         the given bundle; ``+spans``: one pre-training on the documents' spans), made once per ablation.
     continues_outer : an ablation's outer trainings may continue inner ones (``CrossFitConfig.continue_outer``).
+    keeps_start : the ``+MOD`` choices (None: the spec without one) whose trainings start from a model worth keeping,
+        which the trainer keeps unless a trained epoch beats it clearly (``keep_start_margin``; the training
+        record's ``keep_start``, carried into the ablation report).
     frozen_prefix : its trainings read MiniLM's frozen lower layers, run once per ablation over every text.
     cost : relative cost of a cross-fitted training per table row (the pool starts the costliest first);
         ``mod_cost`` multiplies it for a +MOD.
@@ -105,6 +108,7 @@ class EncoderKind:
     pooled: bool = False
     start_mods: tuple[str, ...] = ()
     continues_outer: bool = False
+    keeps_start: tuple[str | None, ...] = ()
     frozen_prefix: bool = False
     cost: float = 1.0
     mod_cost: Mapping[str, float] = field(default_factory=dict)
