@@ -221,7 +221,8 @@ def train_sbert(
         - keep_start_margin : the starting model (``base`` or ``init``) is kept unless the best trained epoch
           beats its validation NDCG@10 by more than this many paired standard errors of the per-query
           differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"; with
-          ``val_fraction > 0``); the decision is the training record's ``keep_start``.
+          ``val_fraction > 0``); the decision is the training record's ``keep_start``. A kept start scores as
+          the start does: at its own ``max_seq_length`` (the base model's, or ``init``'s), not the training's.
         - seed : seeds sampling and dropout.
     base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
     init : a fine-tuned encoder of ``base`` to continue from (its towers' weights; epoch 0 of the history
@@ -259,6 +260,7 @@ def train_sbert(
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
         first = _load_base(base)
+        start_length = first.max_seq_length if init is None else init.max_seq_length
         first.max_seq_length = max_seq_length
         towers = {"shared": first} if shared else {"query": first, "doc": copy.deepcopy(first)}
         if init is not None:
@@ -342,4 +344,8 @@ def train_sbert(
         **data_record(pairs),
         **trained_queries_record(pairs),
     }
+    if run.kept is not None and run.kept["kept"] and start_length != max_seq_length:
+        # the start itself, scored as the start scores: the zero-shot model's (or init's) own text length, and
+        # without the frozen states kept for the training's shorter texts
+        max_seq_length, prefixes = start_length, None
     return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history
