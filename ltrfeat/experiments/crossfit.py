@@ -1000,10 +1000,10 @@ def kept_starts(specs: list[EncoderSpec], trainings: list, options: dict) -> dic
     the keep-start rule (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"):
     ``{name: {"start", "margin", "folds": {fold: record}, "kept_in": [fold], "inner": {"trainings", "kept"}}}``.
 
-    A fold's record is the ``keep_start`` of the training whose encoder scores its test rows; ``kept`` says
-    whether that encoder is the start itself: for an outer training that continues an inner one, both kept
-    their start (the inner one's record is its ``continued``). ``kept`` is None where the rule did not apply
-    (no validation queries).
+    A fold's record is the ``keep_start`` of the training whose encoder scores its test rows (``kept``: that
+    training kept its own start) and ``start_kept``: whether that encoder is the spec's start itself -- for an
+    outer training that continues an inner one (whose record is its ``continued``), both kept their start. None
+    where the rule did not apply (no validation queries).
     """
     out: dict = {}
     for spec in specs:
@@ -1013,18 +1013,19 @@ def kept_starts(specs: list[EncoderSpec], trainings: list, options: dict) -> dic
         folds: dict = {}
         for job in (t for t in own if t.outer is not None):
             record = dict((job.record or {}).get("keep_start") or {})
-            kept = record.get("kept")
+            record["start_kept"] = record.get("kept")
             if isinstance(job.start, _Continued):
                 inner = (job.start.inner.record or {}).get("keep_start")
                 record["continued"] = inner
-                kept = None if kept is None or inner is None else kept and inner["kept"]
-            folds[job.outer] = {**record, "kept": kept}
+                if record["start_kept"] is not None:
+                    record["start_kept"] = None if inner is None else record["start_kept"] and inner["kept"]
+            folds[job.outer] = record
         inner = [(t.record or {}).get("keep_start") for t in own if t.outer is None]
         out[spec.name] = {
             "start": START_NAMES.get(spec.pretrain, "its starting point"),
             "margin": spec_options(spec, options).get("keep_start_margin", KEEP_START_MARGIN),
             "folds": folds,
-            "kept_in": [fold for fold, r in folds.items() if r["kept"]],
+            "kept_in": [fold for fold, r in folds.items() if r["start_kept"]],
             "inner": {"trainings": len(inner), "kept": sum(bool(r and r["kept"]) for r in inner)},
         }
     return out

@@ -194,10 +194,10 @@ def kept_start_words(cross_fitting: dict | None, *, per_fold: bool = False) -> l
     the margin on the fold's validation queries; ``per_fold`` adds the figures (:func:`kept_start_folds`)."""
     out = []
     for name, entry in ((cross_fitting or {}).get("keep_start") or {}).items():
-        decided = [fold for fold, record in entry["folds"].items() if record.get("kept") is not None]
+        decided = [fold for fold, record in entry["folds"].items() if record.get("start_kept") is not None]
         if not decided:
             continue
-        kept = [fold for fold in decided if entry["folds"][fold]["kept"]]
+        kept = [fold for fold in decided if entry["folds"][fold]["start_kept"]]
         which = f" ({_fold_list(kept)})" if kept and len(kept) < len(decided) else ""
         margin = entry["margin"]
         out.append(
@@ -210,8 +210,8 @@ def kept_start_words(cross_fitting: dict | None, *, per_fold: bool = False) -> l
 
 
 def kept_start_folds(entry: dict) -> str:
-    """Per fold, the keep-start decision in figures: 'fold1 kept (start .8120, epoch 1 .8200, gain +.0080 ± .0120
-    SE over 17 queries); ...' (``entry``: one encoder of the cross-fitting's ``keep_start``)."""
+    """Per fold, the keep-start decision in figures: 'fold1 kept it (start .8120, epoch 1 .8200, gain +.0080 ±
+    .0120 SE over 17 queries); ...' (``entry``: one encoder of the cross-fitting's ``keep_start``)."""
 
     def num(x) -> str:
         return "n/a" if x is None or not math.isfinite(x) else f"{x:.4f}".replace("0.", ".", 1)
@@ -219,20 +219,30 @@ def kept_start_folds(entry: dict) -> str:
     def signed(x) -> str:
         return "n/a" if x is None or not math.isfinite(x) else f"{x:+.4f}".replace("0.", ".", 1)
 
-    parts = []
-    for fold, r in entry["folds"].items():
-        if r.get("kept") is None:
-            parts.append(f"{fold} no validation queries")
-            continue
-        text = f"{fold} {'kept' if r['kept'] else 'replaced'} (start {num(r['start_ndcg@10'])}"
+    def figures(r: dict) -> str:
+        text = f"start {num(r['start_ndcg@10'])}"
         if r.get("best_epoch") is not None:
             text += (
-                f", epoch {r['best_epoch']} {num(r['best_ndcg@10'])}, gain {signed(r['mean_diff'])} ± {num(r['se'])} SE "
-                f"over {r['queries']} queries"
+                f", epoch {r['best_epoch']} {num(r['best_ndcg@10'])}, gain {signed(r['mean_diff'])} ± {num(r['se'])} "
+                f"SE over {r['queries']} queries"
             )
-        if r.get("continued"):
-            text += f"; continues an inner training that {'kept' if r['continued']['kept'] else 'replaced'} the start"
-        parts.append(text + ")")
+        return text
+
+    def verb(kept) -> str:
+        return "kept" if kept else "replaced"
+
+    parts = []
+    for fold, r in entry["folds"].items():
+        inner = r.get("continued")
+        if r.get("start_kept") is None:
+            parts.append(f"{fold} no validation queries")
+        elif inner:
+            parts.append(
+                f"{fold} {verb(r['start_kept'])} it: the inner encoder {verb(inner['kept'])} it ({figures(inner)}), "
+                f"the training continuing it {verb(r['kept'])} the inner encoder ({figures(r)})"
+            )
+        else:
+            parts.append(f"{fold} {verb(r['kept'])} it ({figures(r)})")
     return "; ".join(parts)
 
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from builders import make_pairs, write_judged_pairs
 from ltrfeat.experiments.ablate import AblateSettings, PairsSource, ablate_pairs
-from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
-from ltrfeat.experiments.in_words import summary_in_words
+from ltrfeat.experiments.crossfit import EncoderSpec, _Continued, _Training, crossfit_columns, kept_starts, plan_folds
+from ltrfeat.experiments.in_words import kept_start_words, summary_in_words
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.features.encoders.training import train_encoder
 
@@ -50,13 +50,13 @@ def test_the_report_names_the_folds_that_kept_the_start(tmp_path):
     data = json.loads((tmp_path / "r" / "report.json").read_text())
     (entry,) = data["config"]["cross_fitting"]["keep_start"].values()  # a from-scratch CLSM has no start to keep
     assert entry["kept_in"] == expected and entry["start"] == "the zero-shot model" and entry["margin"] == 1.0
-    assert entry["folds"][expected[0]] == _record(True)
+    assert entry["folds"][expected[0]] == {**_record(True), "start_kept": True}
     assert entry["inner"]["trainings"] == 3
     folds = ("fold " if len(expected) == 1 else "folds ") + " and ".join(name[4:] for name in expected)
     sentence = f"`sbert-ft-softmax` kept its start (the zero-shot model) in {len(expected)} of 3 folds ({folds})"
     assert sentence in summary_in_words(data)  # what ablate prints and `ltrfeat report DIR` words again
     markdown = (tmp_path / "r" / "report.md").read_text()
-    assert sentence in markdown and f"{expected[0]} kept (start .8000, epoch 1 .7900, gain -.0100" in markdown
+    assert sentence in markdown and f"{expected[0]} kept it (start .8000, epoch 1 .7900, gain -.0100" in markdown
     assert sentence in (tmp_path / "r" / "report.html").read_text()
 
 
@@ -84,3 +84,26 @@ def test_cross_fitted_init_trainings_that_only_get_worse_keep_the_start_and_the_
     profile = StageProfile()
     run(again, profile)
     assert profile.encoders[spec.name]["from_cache"] == 6 and again == first  # scores and records from the cache
+
+
+def test_a_continued_fold_kept_the_start_only_when_both_its_trainings_kept_it():
+    spec = EncoderSpec.parse("sbert-ft:generalized")
+
+    def training(name, record, start=None, outer=None):
+        return _Training(spec, "c", name, None, {}, start, {}, {}, outer=outer, record={"keep_start": record})
+
+    inner_kept, inner_replaced = training("a", _record(True)), training("b", _record(False))
+    trainings = [
+        inner_kept,
+        inner_replaced,
+        training("f1", _record(True), _Continued(inner_replaced, seed=0, cache=None), "fold1"),
+        training("f2", _record(True), _Continued(inner_kept, seed=0, cache=None), "fold2"),
+        training("f3", _record(False), _Continued(inner_kept, seed=0, cache=None), "fold3"),
+    ]
+    entry = kept_starts([spec], trainings, {})[spec.name]
+    assert [entry["folds"][f]["start_kept"] for f in ("fold1", "fold2", "fold3")] == [False, True, False]
+    assert entry["kept_in"] == ["fold2"] and entry["inner"] == {"trainings": 2, "kept": 1}
+    (words,) = kept_start_words({"keep_start": {spec.name: entry}}, per_fold=True)
+    assert "kept its start (the zero-shot model) in 1 of 3 folds (fold 2)" in words
+    assert "fold1 replaced it: the inner encoder replaced it (start .8000, epoch 1 .9000, gain +.1000" in words
+    assert "the training continuing it kept the inner encoder (start .8000, epoch 1 .7900" in words
