@@ -29,7 +29,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
-from ltrfeat.features.encoders.deepmatch import _mixed, score_rows, train_deepmatch  # noqa: E402
+from ltrfeat.features.encoders._deepmatch import _mixed, score_rows, train_deepmatch  # noqa: E402
 from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402

@@ -176,10 +176,25 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_no_import_cycle():
     """No two modules import each other, directly or through others -- counting the imports inside functions
     (made lazily so that commands start fast), which would close a cycle at run time."""
-    assert _import_graph(lazy=False)["ltrfeat.experiments.crossfit"] >= {"ltrfeat.experiments.encoder_pool"}
+    assert _import_graph(lazy=False)["ltrfeat.experiments.crossfit"] >= {"ltrfeat.experiments._encoder_pool"}
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles(_import_graph(lazy=False)) == []
     assert _cycles(_import_graph(lazy=True)) == []
+
+
+def test_private_modules_stay_in_their_subpackage():
+    """A module named ``_name.py`` is private: only modules of its own subpackage import it (tests may too); what
+    other layers use is a public module or a name its subpackage re-exports."""
+    graph = _import_graph(lazy=True)
+    outside = sorted(
+        f"{user} imports {module}"
+        for user, imported in graph.items()
+        for module in imported
+        if module.rpartition(".")[2].startswith("_")
+        and (package := module.rpartition(".")[0]) != user
+        and not user.startswith(package + ".")
+    )
+    assert not outside, f"import the public module or re-export the name instead: {outside}"
 
 
 def test_every_subpackage_lists_its_public_names():
@@ -215,7 +230,7 @@ def test_every_config_class_follows_the_settings_policy():
     assert issubclass(ParameterError, LtrfeatError) and issubclass(ParameterError, ValueError)
     found = {}
     for info in pkgutil.walk_packages(ltrfeat.__path__, "ltrfeat."):
-        if info.name.startswith("ltrfeat.cli") or ".dask_" in info.name or info.name.endswith("dask_cluster"):
+        if info.name.startswith("ltrfeat.cli") or info.name.rpartition(".")[2].lstrip("_").startswith("dask_"):
             continue
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
@@ -239,5 +254,7 @@ def test_tests_mirror_the_package_tree():
     folders = {p.parent.name for p in here.glob("*/test_*.py")} - {"robustness"}
     assert folders <= subpackages, f"test folders without a subpackage: {sorted(folders - subpackages)}"
     assert subpackages <= folders, f"subpackages without a test folder: {sorted(subpackages - folders)}"
+    named_private = sorted(p.name for p in here.glob("*/test__*.py"))
+    assert not named_private, f"a test of _foo.py is test_foo.py: rename {named_private}"
     top = sorted(p.stem for p in here.glob("test_*.py"))
     assert all(n in ("test_package", "test_bench_runner") or n.startswith("test_docs_") for n in top), top

@@ -10,9 +10,7 @@ __all__ = [  # the public modules
     "extract_cmd",
     "letor_cmd",
     "main",
-    "options",
     "ranker_cmd",
     "report_cmd",
-    "sbert_ft",
     "serve_cmd",
 ]

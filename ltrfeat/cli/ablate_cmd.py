@@ -8,7 +8,7 @@ import os
 
 import click
 
-from ltrfeat.cli.options import (
+from ltrfeat.cli._options import (
     SectionedCommand,
     config_file_record,
     option_group,

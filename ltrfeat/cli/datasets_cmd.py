@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.cli.options import duplicates_option, option_group
+from ltrfeat.cli._options import duplicates_option, option_group
 from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
 from ltrfeat.datasets.converters import SOURCES, convert_to_dir, parse_split
 from ltrfeat.datasets.synth import PRESETS, generate_world, realism_stats, write_world

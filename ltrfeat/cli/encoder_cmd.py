@@ -14,8 +14,8 @@ import click
 from click.core import ParameterSource
 
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.cli.options import duplicates_option, fit_and_save, option_group, threads_option
-from ltrfeat.cli.sbert_ft import sbert_options
+from ltrfeat.cli._options import duplicates_option, fit_and_save, option_group, threads_option
+from ltrfeat.cli._sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
 from ltrfeat.features.encoders.config import (
     LOSSES,

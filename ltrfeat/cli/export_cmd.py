@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ltrfeat.cli.options import lexical_options, option_group
+from ltrfeat.cli._options import lexical_options, option_group
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.registry import export_formats
 from ltrfeat.rankers.registry import EXPORT_TARGETS

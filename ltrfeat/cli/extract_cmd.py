@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.cli.options import duplicates_option, lexical_options, option_group
+from ltrfeat.cli._options import duplicates_option, lexical_options, option_group
 from ltrfeat.features import extract as ex
 from ltrfeat.features import neural
 from ltrfeat.core import text

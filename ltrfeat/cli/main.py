@@ -149,7 +149,7 @@ from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
 from ltrfeat.cli import encoder_cmd  # noqa: E402
 from ltrfeat.cli import demo_cmd  # noqa: E402
 from ltrfeat.cli import report_cmd  # noqa: E402
-from ltrfeat.cli.options import add_config_option  # noqa: E402
+from ltrfeat.cli._options import add_config_option  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
 cli.add_command(extract_cmd.extract)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ltrfeat.core import letor as letor_io
 from ltrfeat.core.dataset import FeatureMap, RankingSet
-from ltrfeat.cli.options import (
+from ltrfeat.cli._options import (
     lexical_options,
     notices,
     option_group,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import resampling_options
+from ltrfeat.cli._options import resampling_options
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.metrics import GAINS
 from ltrfeat.experiments.trec import MISSING_QUERIES

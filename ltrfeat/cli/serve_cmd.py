@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli.options import lexical_options, option_group, threads_option, threads_value
+from ltrfeat.cli._options import lexical_options, option_group, threads_option, threads_value
 from ltrfeat.core.errors import LtrfeatError
 
 

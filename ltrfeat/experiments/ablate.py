@@ -35,8 +35,8 @@ from ltrfeat.experiments.ablation import (
 )
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.report import check_report_dir, write_report
-from ltrfeat.experiments.run_cache import RunStore
-from ltrfeat.experiments.workers import plan_workers
+from ltrfeat.experiments._run_cache import RunStore
+from ltrfeat.experiments._workers import plan_workers
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
@@ -161,7 +161,7 @@ class AblateSettings(Settings):
     cache : keep trained encoders, their scores and ranker runs here for the next run.
     quick : a smoke run (:data:`QUICK`, :data:`QUICK_ENCODER`).
     dask : run the ranker runs on a Dask cluster (scheduler address or file, or ``local[:N]``).
-    jobs : worker processes for the ranker runs (see :func:`ltrfeat.experiments.workers.plan_workers`).
+    jobs : worker processes for the ranker runs (see :func:`ltrfeat.experiments._workers.plan_workers`).
     progress : show progress bars.
     config_file : the settings file the options came from, recorded in the report.
     """
@@ -294,8 +294,8 @@ def pairs_folds(
     with a Dask ``client`` every encoder training runs on its cluster."""
     from ltrfeat.core.text import read_docs, read_judged_pairs
     from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
-    from ltrfeat.experiments.dask_trainings import DaskTrainings
-    from ltrfeat.experiments.encoder_options import merge_options
+    from ltrfeat.experiments._dask_trainings import DaskTrainings
+    from ltrfeat.experiments._encoder_options import merge_options
     from ltrfeat.features.extract import lexical_extractors
 
     profile = profile or StageProfile()

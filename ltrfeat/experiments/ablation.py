@@ -35,7 +35,7 @@ from ltrfeat.core.settings import OneOf, Settings
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
-from ltrfeat.experiments.run_cache import RunStore
+from ltrfeat.experiments._run_cache import RunStore
 from ltrfeat.rankers.selection import Candidates, SelectionConfig, describe, recommend, select, with_valid
 from ltrfeat.rankers.single import concat, feature_scores, rank_single_features
 from ltrfeat.experiments.stats import apply_holm, bootstrap_cis, compare_many
@@ -162,7 +162,7 @@ class AblationResult:
         some fold (False means training was deterministic: more seeds only cost time).
     test_scores : per set and fold, ``{"seeds": [...], "scores": [one float64 array per seed]}``:
         the scores of the fold's test rows, in row order (written as TREC runs by
-        :func:`ltrfeat.experiments.fold_runs.write_test_runs`).
+        :func:`ltrfeat.experiments._fold_runs.write_test_runs`).
     inner_cv : with model selection, per fold and ranker set ``(inner held-out qids, {candidate: per-query
         criterion values})``: what the recommendation was made from
         (:func:`ltrfeat.rankers.selection.recommend` re-makes it for another rule or fewer sets); not in reports.
@@ -604,7 +604,7 @@ def run_ablation(
         a ``concurrent.futures`` executor or :class:`ltrfeat.rankers.dask_training.DaskExecutor`; None runs
         them one by one in this process.
     jobs : without an ``executor``, run the runs in this many worker processes (1: in this process).
-    cache : a :class:`~ltrfeat.experiments.run_cache.RunStore` (its ``settings`` are filled in here): runs whose
+    cache : a :class:`~ltrfeat.experiments._run_cache.RunStore` (its ``settings`` are filled in here): runs whose
         inputs it holds are taken from it, the others stored in it; results equal an uncached run.
     """
     config = dataclasses.replace(config or AblationConfig(), **settings)

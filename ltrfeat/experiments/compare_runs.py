@@ -85,7 +85,7 @@ def compare_systems(
 
 def markdown(data: dict) -> str:
     """The comparison as Markdown: the means table, the comparisons table and the statistics used."""
-    from ltrfeat.experiments.plots import mark
+    from ltrfeat.experiments._plots import mark
     from ltrfeat.experiments.report import format_p
 
     metrics = data["metrics"]

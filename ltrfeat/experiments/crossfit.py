@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from ltrfeat.experiments import encoder_pool
+from ltrfeat.experiments import _encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.features.encoders.config import KEEP_START_MARGIN
@@ -50,8 +50,8 @@ from ltrfeat.core.stages import StageProfile
 from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.folds import Fold
-from ltrfeat.experiments.training_task import TrainingTask, training_record
-from ltrfeat.experiments.workers import plan_workers
+from ltrfeat.experiments._training_task import TrainingTask, training_record
+from ltrfeat.experiments._workers import plan_workers
 
 log = get_logger("ablate")
 
@@ -77,13 +77,13 @@ class CrossFitConfig(Settings):
     conflicts : what to do when one docid has two texts (see :func:`ltrfeat.features.extract.extract_pairs`).
     encoder_jobs : CLSM / DSSM / DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, the cores shared
         among them (0: one per core when they read 20,000 rows or more, else in this process; 1: one after the
-        other in this process; see :func:`ltrfeat.experiments.workers.plan_workers`); the numbers do not change
-        (see :mod:`ltrfeat.experiments.encoder_pool`).
+        other in this process; see :func:`ltrfeat.experiments._workers.plan_workers`); the numbers do not change
+        (see :mod:`ltrfeat.experiments._encoder_pool`).
     continue_outer : kinds that allow it (``EncoderKind.continues_outer``: MiniLM fine-tuning, ``sbert-ft``): each
         outer encoder ``E_f`` continues the inner encoder ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``,
         instead of fine-tuning the base model on every pair outside ``T_f`` again: the same pairs, seen once each, in 2 passes over the data instead of 3
         (see :class:`_Continued`). False trains every encoder from the base model.
-    cluster : a :class:`~ltrfeat.experiments.dask_trainings.DaskTrainings` that runs every training, and makes the
+    cluster : a :class:`~ltrfeat.experiments._dask_trainings.DaskTrainings` that runs every training, and makes the
         MiniLM teacher vectors, on a Dask cluster instead of here (the scores are the same); None: the local pool.
     train_fn : ``train_fn(spec, table)`` -> an encoder, in place of every training (tests); None: train.
     """
@@ -349,7 +349,7 @@ def _keeps_start(spec: EncoderSpec) -> bool:
 
 
 def _load_record(path: Path) -> dict | None:
-    """A cached training record (:func:`~ltrfeat.experiments.training_task.training_record`), or None (absent,
+    """A cached training record (:func:`~ltrfeat.experiments._training_task.training_record`), or None (absent,
     torn or damaged)."""
     payload = read_checked(path, what="cached training record")
     try:
@@ -554,10 +554,10 @@ def _train(
 
 def spec_options(spec: EncoderSpec, options: dict) -> dict:
     """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
-    :mod:`ltrfeat.experiments.encoder_options`). Each encoder keeps the unprefixed keys its training config
+    :mod:`ltrfeat.experiments._encoder_options`). Each encoder keeps the unprefixed keys its training config
     has (:mod:`ltrfeat.features.encoders.config`); an unprefixed key no trainer has, or a prefixed key its
     model's trainer lacks, is an error. Encoders without a teacher drop the distillation options."""
-    from ltrfeat.experiments.encoder_options import model_options
+    from ltrfeat.experiments._encoder_options import model_options
 
     fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
     runtime = {"threads"} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
@@ -596,7 +596,7 @@ class _Training:
     paths: dict[str, Path] = dataclasses.field(default_factory=dict)
     kept: dict[str, np.ndarray | None] = dataclasses.field(default_factory=dict)
     outer: str | None = None  # the outer fold whose test rows it scores (None: an inner training)
-    record: dict | None = None  # :func:`~ltrfeat.experiments.training_task.training_record`, once known
+    record: dict | None = None  # :func:`~ltrfeat.experiments._training_task.training_record`, once known
     record_path: Path | None = None
 
     @property
@@ -694,8 +694,8 @@ def _run_pooled(
     trainings: list[_Training], *, run: Callable, seed: int, cache, bar, finish, frozen: dict[int, tuple]
 ) -> None:
     """Train ``trainings`` through ``run(tasks, *, train, on_done)``: in worker processes
-    (:func:`ltrfeat.experiments.encoder_pool.run_trainings`) or on a Dask cluster
-    (:meth:`ltrfeat.experiments.dask_trainings.DaskTrainings.run`); the MiniLM vectors a
+    (:func:`ltrfeat.experiments._encoder_pool.run_trainings`) or on a Dask cluster
+    (:meth:`ltrfeat.experiments._dask_trainings.DaskTrainings.run`); the MiniLM vectors a
     ``+teacher`` training distils, the weights a ``+init`` / ``+spans`` training starts from and the frozen
     MiniLM layers' states of a fine-tuning (``frozen``, see :func:`_keep_frozen`) are made here first and
     handed over by file."""
@@ -714,17 +714,17 @@ def _run_pooled(
         if teachers:
             teacher_dir = str(Path(tmp) / "teacher")
             distill.save_vectors(teacher_dir)
-        starts: dict[int, encoder_pool.FileStart] = {}
+        starts: dict[int, _encoder_pool.FileStart] = {}
         position = {id(j): i for i, j in enumerate(trainings)}
         save_to: dict[int, str] = {}  # inner trainings whose encoder a continued one starts from, by file
         for job in trainings:
             if isinstance(job.start, _Continued) and id(job.start.inner) in position:
                 path = job.start.path() or Path(tmp) / f"inner-{position[id(job.start.inner)]}.ltrenc"
                 save_to[position[id(job.start.inner)]] = str(path)
-                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
+                starts[id(job.start)] = _encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
             elif job.start is not None and id(job.start) not in starts:
                 path = job.start.file(Path(tmp))
-                starts[id(job.start)] = encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
+                starts[id(job.start)] = _encoder_pool.FileStart(job.start.key, path, model=job.spec.model)
                 job.start.seconds = 0.0
         frozen_dirs: dict[tuple, str] = {}
         for job in trainings:
@@ -843,7 +843,7 @@ def crossfit_columns(
                 start_point = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache, profile=profile)
                 own = start_point.options
             # the thread count is a runtime setting: out of the cache key unless the user chose it
-            training_options = own if not spec.kind.pooled else {"threads": encoder_pool.THREADS} | own
+            training_options = own if not spec.kind.pooled else {"threads": _encoder_pool.THREADS} | own
             continuing = config.continue_outer and spec.kind.continues_outer and train_fn is None
             inner_of: dict[frozenset, _Training] = {}
             # inner trainings first: a continued outer one needs its inner one's key
@@ -951,7 +951,7 @@ def crossfit_columns(
             if cluster is not None:
                 run, workers, on = cluster.run, cluster.workers(), "dask"
             else:
-                run, on = functools.partial(encoder_pool.run_trainings, workers=workers), "pool"
+                run, on = functools.partial(_encoder_pool.run_trainings, workers=workers), "pool"
             if profile is not None:
                 profile.encoder_pool(trainings=len(pooled), processes=workers, threads=threads, on=on)
             _run_pooled(pooled, run=run, seed=seed, cache=cache, bar=bar, finish=finish, frozen=frozen)

@@ -9,7 +9,7 @@ DEFAULTS = {"seeds": (0, 1, 2), "n_estimators": 500, "resamples": 10_000}
 QUICK = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; explicit settings win
 # Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
 # (early stopping on validation NDCG@10 still applies); the quick ones are a smoke run, not a measurement.
-# A "MODEL." prefix applies a default to one model only (ltrfeat.experiments.encoder_options): fine-tuning
+# A "MODEL." prefix applies a default to one model only (ltrfeat.experiments._encoder_options): fine-tuning
 # MiniLM from the pre-trained weights needs one epoch.
 ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
 QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}

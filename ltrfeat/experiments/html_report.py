@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ltrfeat.experiments import plots
+from ltrfeat.experiments import _plots
 from ltrfeat.experiments.in_words import headline, kept_start_words
 from ltrfeat.core.fileio import atomic_output
 
@@ -170,7 +170,7 @@ def drill_data(
 
 def rankings_from_ablation(result, folds) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     """Each shown set's ranking of the test documents (the first seed's scores) and the test labels."""
-    from ltrfeat.experiments.fold_runs import _ids
+    from ltrfeat.experiments._fold_runs import _ids
 
     qids, docids, _ = _ids(folds)
     qid = np.concatenate([qids[f.name] for f in folds])
@@ -208,7 +208,7 @@ def _results_table(data: dict) -> str:
     cfg = data["config"]
     metrics = cfg["metrics"]
     baseline = cfg.get("baseline")
-    marks = cfg.get("statistics", {}).get("marks", plots.MARKS)
+    marks = cfg.get("statistics", {}).get("marks", _plots.MARKS)
     comps = {(c["variant"], c["metric"]): c for c in data["comparisons"] if c["baseline"] == baseline}
     ncols = {s["name"]: len(s["columns"]) for s in cfg.get("feature_sets", [])}
     rows = {}
@@ -231,7 +231,7 @@ def _results_table(data: dict) -> str:
             )
             extra, cls = "", ""
             if c is not None:
-                sig = plots.mark(c["p_holm"], marks)
+                sig = _plots.mark(c["p_holm"], marks)
                 extra = f" <small>({_rel(c['relative'])}{sig})</small>"
                 title += f"; vs {baseline}: {c['delta']:+.4f}, Holm p {_p(c['p_holm'])}"
                 cls = " class='sig " + ("up" if c["delta"] > 0 else "down") + "'" if sig else ""
@@ -251,11 +251,11 @@ def _results_table(data: dict) -> str:
 
 
 def _comparisons_table(data: dict) -> str:
-    marks = data["config"].get("statistics", {}).get("marks", plots.MARKS)
+    marks = data["config"].get("statistics", {}).get("marks", _plots.MARKS)
     rows = []
     for c in data["comparisons"]:
         lo, hi = c["ci95_delta"]
-        sig = plots.mark(c["p_holm"], marks)
+        sig = _plots.mark(c["p_holm"], marks)
         rows.append(
             "<tr>"
             f"<td>{_e(c['baseline'])}</td><td class=text>{_e(c['variant'])}</td><td class=text>{_e(c['metric'])}</td>"
@@ -380,19 +380,19 @@ def _setup(data: dict) -> str:
 def _forests(data: dict) -> str:
     metrics = data["config"]["metrics"]
     first = headline(metrics)
-    fig = plots.forest_figure(data, first, title=False)
+    fig = _plots.forest_figure(data, first, title=False)
     if fig is None:
         return "<p>No comparisons to plot.</p>"
-    marks = data["config"].get("statistics", {}).get("marks", plots.MARKS)
+    marks = data["config"].get("statistics", {}).get("marks", _plots.MARKS)
     parts = [
         f"<p class=note>Each set's mean change against <code>{_e(data['config']['baseline'])}</code> with its 95% "
         f"bootstrap interval; the label gives the relative change and the Holm mark (* p &lt; {marks['*']}, "
         f"** p &lt; {marks['**']}); the axis is zoomed to the intervals, the dashed line is no change.</p>",
-        f"<div class=forest>{plots.svg_text(fig)}</div>",
+        f"<div class=forest>{_plots.svg_text(fig)}</div>",
     ]
     for m in metrics:
-        if m not in first and (fig := plots.forest_figure(data, [m], title=False)) is not None:
-            parts.append(f"<details><summary>{_e(m)}</summary><div class=forest>{plots.svg_text(fig)}</div></details>")
+        if m not in first and (fig := _plots.forest_figure(data, [m], title=False)) is not None:
+            parts.append(f"<details><summary>{_e(m)}</summary><div class=forest>{_plots.svg_text(fig)}</div></details>")
     return "".join(parts)
 
 
@@ -441,7 +441,7 @@ def render(data: dict, *, drill: dict | None = None, report_dir=None) -> str:
         ("drill", "Per query", _drill_section(drill)),
         ("comparisons", "Every comparison", _comparisons_table(data)),
         ("selection", "Model selection", _selection(data)),
-        ("plots", "Plots", _images(report_dir) or "<p>No plots.</p>"),
+        ("plots", "Plots", _images(report_dir) or "<p>No _plots.</p>"),
         ("stages", "Stage profile", _stages(data)),
         ("setup", "Setup", _setup(data)),
     ]
@@ -485,9 +485,9 @@ def render_comparison(data: dict) -> str:
     )
     figures = []
     for m in data["metrics"]:
-        fig = plots.forest_figure(as_report, [m], title=False)
+        fig = _plots.forest_figure(as_report, [m], title=False)
         if fig is not None:
-            figures.append(f"<div class=forest>{plots.svg_text(fig)}</div>")
+            figures.append(f"<div class=forest>{_plots.svg_text(fig)}</div>")
     sections = [
         (
             "means",

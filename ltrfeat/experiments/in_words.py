@@ -274,7 +274,7 @@ def tie_analysis(result, folds, *, sets=None, metrics=None, threshold: float = T
     {"input_order", "trec_eval", "worst", "best"}}}}}``: ``tied_queries`` counts the queries whose metric
     differs between the worst and the best order of their ties.
     """
-    from ltrfeat.experiments.fold_runs import _ids
+    from ltrfeat.experiments._fold_runs import _ids
 
     conv = result.config["conventions"]
     metrics = list(metrics or headline(result.metrics))

@@ -18,14 +18,14 @@ import numpy as np
 from ltrfeat.core import tempfiles
 from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
 from ltrfeat.core.stages import profile_line
-from ltrfeat.experiments import plots
+from ltrfeat.experiments import _plots
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
-from ltrfeat.experiments.fold_runs import RUNS_DIR, write_test_runs
+from ltrfeat.experiments._fold_runs import RUNS_DIR, write_test_runs
 from ltrfeat.experiments.in_words import HEADLINE, summary_in_words, tie_analysis  # noqa: F401 (HEADLINE: API)
 from ltrfeat.experiments.in_words import headline as headline_metrics
 from ltrfeat.experiments.in_words import kept_start_words
-from ltrfeat.experiments.plots import _TOP_FEATURES
-from ltrfeat.experiments.plots import mark as significance_mark
+from ltrfeat.experiments._plots import _TOP_FEATURES
+from ltrfeat.experiments._plots import mark as significance_mark
 from ltrfeat.experiments.verdict import verdict_lines
 
 REPORT_FORMAT = "ltrfeat.ablation/1"
@@ -426,18 +426,18 @@ def _mean_ci(r: dict) -> str:
 # -- plots --------------------------------------------------------------------------------
 def plot_metrics(data: dict, path) -> None:
     """Forest plot of every set's change against the baseline at the headline metrics (see
-    :func:`ltrfeat.experiments.plots.forest_figure`)."""
-    plots.save_png(plots.forest_figure(data), path)
+    :func:`ltrfeat.experiments._plots.forest_figure`)."""
+    _plots.save_png(_plots.forest_figure(data), path)
 
 
 def plot_deltas(data: dict, per_query, path) -> None:
     """Per-query NDCG@10 changes per set, with mean and wins/ties/losses."""
-    plots.save_png(plots.deltas_figure(data, per_query), path)
+    _plots.save_png(_plots.deltas_figure(data, per_query), path)
 
 
 def plot_importance(data: dict, path) -> None:
     """Gain share of the top features of every ranker set, as one heat map."""
-    plots.save_png(plots.importance_figure(data), path)
+    _plots.save_png(_plots.importance_figure(data), path)
 
 
 # -- writing ------------------------------------------------------------------------------
@@ -462,7 +462,7 @@ def write_report(
     plots into ``out_dir``, all at once (built in a temporary directory, then renamed). ``timings`` (e.g.
     ``wall_seconds`` and per-stage seconds of the whole command) go to ``timings.json`` beside the runs'.
     ``runs_of``: the ablation's folds; every set's test-fold scores are then written as TREC runs
-    into ``runs/`` with the test queries' qrels (see :mod:`ltrfeat.experiments.fold_runs`).
+    into ``runs/`` with the test queries' qrels (see :mod:`ltrfeat.experiments._fold_runs`).
     ``folds`` (default ``runs_of``): the ablation's folds, for the tie analysis and report.html's per-query
     drill-down; ``texts`` (``{"query": {qid: text}, "doc": {docid: text}}``) and ``words`` (CLSM max-pool
     words, see :func:`ltrfeat.experiments.html_report.drill_data`) enrich the drill-down."""

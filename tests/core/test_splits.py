@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ltrfeat.core import splits
 from ltrfeat.core.dataset import FeatureMap, RankingSet
-from ltrfeat.datasets.converters import output
+from ltrfeat.datasets.converters import _output
 from ltrfeat.experiments.crossfit import plan_folds
 from ltrfeat.features.encoders import epochs
 from ltrfeat.rankers import selection
@@ -54,7 +54,7 @@ def old_converter_split(qids, shares, seed):
     qids = list(dict.fromkeys(qids))
     bounds = np.round(np.cumsum(shares)[:-1] * len(qids)).astype(int)
     parts = np.split(np.random.default_rng(seed).permutation(len(qids)), bounds)
-    return {qids[i]: name for name, part in zip(output.SPLITS, parts) for i in part.tolist()}
+    return {qids[i]: name for name, part in zip(_output.SPLITS, parts) for i in part.tolist()}
 
 
 def old_val_keys(n_keys, val_fraction, seed):
@@ -96,7 +96,7 @@ def test_selection_splits_are_the_old_ones(seed, n):
 def test_converter_splits_are_the_old_ones(seed):
     qids = _ids(seed, 57)
     for shares in ((0.6, 0.2, 0.2), (0.8, 0.1, 0.1), (1 / 3, 1 / 3, 1 / 3)):
-        assert output.assign_splits(pd.Series(qids * 2), shares, seed) == old_converter_split(qids * 2, shares, seed)
+        assert _output.assign_splits(pd.Series(qids * 2), shares, seed) == old_converter_split(qids * 2, shares, seed)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

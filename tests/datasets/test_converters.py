@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.converters import convert, convert_to_dir, resolve_inputs
-from ltrfeat.datasets.converters.cranfield import read_records
+from ltrfeat.datasets.converters._cranfield import read_records
 from ltrfeat.datasets.converters.trec import read_qrels
 from ltrfeat.core.errors import LtrfeatError, TextTableError
 from ltrfeat.core.letor import read_letor

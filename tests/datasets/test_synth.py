@@ -19,8 +19,8 @@ from scipy.stats import spearmanr
 from ltrfeat.cli.main import cli
 from ltrfeat.core.letor import read_letor
 from ltrfeat.datasets.synth import PRESETS, SPLITS, generate_world, realism_stats, write_world
-from ltrfeat.datasets.synth.judging import overlap
-from ltrfeat.datasets.synth.lexicon import (
+from ltrfeat.datasets.synth._judging import overlap
+from ltrfeat.datasets.synth._lexicon import (
     AMBIGUOUS_WORDS,
     COLOURS,
     MATERIALS,
@@ -29,8 +29,8 @@ from ltrfeat.datasets.synth.lexicon import (
     content_tokens,
     tokens,
 )
-from ltrfeat.datasets.synth.queries import make_queries, query_key
-from ltrfeat.datasets.synth.surface import feature_forms, inflect, misspell, size_forms, title_case
+from ltrfeat.datasets.synth._queries import make_queries, query_key
+from ltrfeat.datasets.synth._surface import feature_forms, inflect, misspell, size_forms, title_case
 from ltrfeat.core.text import read_docs, read_judged_pairs, read_queries
 
 QUICK = PRESETS["quick"]

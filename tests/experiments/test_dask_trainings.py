@@ -17,7 +17,7 @@ from ltrfeat.core import dask_cluster  # noqa: E402
 from ltrfeat.core.stages import StageProfile  # noqa: E402
 from ltrfeat.datasets.synth import generate_world, write_world  # noqa: E402
 from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds  # noqa: E402
-from ltrfeat.experiments.dask_trainings import DaskTrainings, Packed  # noqa: E402
+from ltrfeat.experiments._dask_trainings import DaskTrainings, Packed  # noqa: E402
 
 SIZES = {"clsm.sizes": {"conv": 32, "out": 16}, "dssm.sizes": {"hidden": [32], "out": 16}}
 OPTIONS = {"epochs": 1, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 1, **SIZES}

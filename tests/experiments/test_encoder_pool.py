@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 
 from builders import assert_same_columns, make_pairs
-from ltrfeat.experiments import encoder_pool
+from ltrfeat.experiments import _encoder_pool
 from ltrfeat.experiments.crossfit import EncoderSpec, _train, crossfit_columns, plan_folds
-from ltrfeat.experiments.training_task import TrainingTask
+from ltrfeat.experiments._training_task import TrainingTask
 from ltrfeat.core.stages import StageProfile, profile_line
 
 SPECS = ["clsm:softmax", "dssm:generalized", "clsm:generalized+spans"]
@@ -70,7 +70,7 @@ def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path)
 def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path):
     pytest.importorskip("sentence_transformers")
     from ltrfeat.features.encoders import sbert_prefix
-    from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned
+    from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned
 
     pairs = make_pairs()
     options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}
@@ -112,7 +112,7 @@ def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():
     task |= {"texts": {"fold1": (["a"], ["b"])}}
     done = []
     with pytest.raises(Exception, match="(?i)empty|no rows|no pairs"):
-        encoder_pool.run_trainings(
+        _encoder_pool.run_trainings(
             [TrainingTask(table=good, **task), TrainingTask(table=empty, **task)],
             workers=2,
             train=_train,

@@ -13,7 +13,7 @@ from ltrfeat.cli.main import cli
 from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, summarise
 from ltrfeat.experiments.report import write_report
 from ltrfeat.rankers.selection import SelectionConfig
-from ltrfeat.experiments.fold_runs import run_slug
+from ltrfeat.experiments._fold_runs import run_slug
 from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run
 from builders import FAST, planted_folds, write_folds
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation
-from ltrfeat.experiments.run_cache import RunStore, _pack, _unpack
+from ltrfeat.experiments._run_cache import RunStore, _pack, _unpack
 from ltrfeat.rankers.selection import SelectionConfig
 from builders import synthetic
 

@@ -1,10 +1,10 @@
-"""``ltrfeat.experiments.workers``: one rule for the worker processes of encoder trainings and ranker runs."""
+"""``ltrfeat.experiments._workers``: one rule for the worker processes of encoder trainings and ranker runs."""
 
 from __future__ import annotations
 
 import pytest
 
-from ltrfeat.experiments.workers import MIN_ROWS, plan_workers
+from ltrfeat.experiments._workers import MIN_ROWS, plan_workers
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
 from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
-from ltrfeat.features.encoders.deepmatch import (
+from ltrfeat.features.encoders._deepmatch import (
     DeepMatch,
     DeepMatchNet,
     _mixed,
@@ -321,7 +321,7 @@ def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_p
 
 
 def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monkeypatch):
-    from ltrfeat.features.encoders import deepmatch
+    from ltrfeat.features.encoders import _deepmatch
 
     pairs, opts = make_pairs(), {**TINY, "epochs": 3, "hard_negatives": 1}
     full, full_history = train_deepmatch(pairs, seed=0, **opts)
@@ -332,7 +332,7 @@ def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monk
     def no_lda(*args, **kwargs):
         raise AssertionError("LDA refitted on resume")
 
-    monkeypatch.setattr(deepmatch, "fit_topics", no_lda)
+    monkeypatch.setattr(_deepmatch, "fit_topics", no_lda)
     resumed, history = train_deepmatch(
         pairs, seed=0, checkpoint=tmp_path / "dm.ckpt", resume=tmp_path / "dm.ckpt", **opts
     )

@@ -290,7 +290,7 @@ def test_onnx_export_of_a_dot_encoder_is_unnormalised(tmp_path, arch):
 @pytest.fixture(scope="module")
 def served_world(tmp_path_factory):
     """A ranker over lexical columns, a dot-scored DSSM's ``dssm_title_dot`` and ``deepmatch_title_score``."""
-    from ltrfeat.features.encoders.deepmatch import train_deepmatch
+    from ltrfeat.features.encoders._deepmatch import train_deepmatch
     from ltrfeat.features.extract import extract_ranking
     from ltrfeat.rankers.lambdamart import LambdaMART
     from builders import TINY

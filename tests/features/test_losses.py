@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ltrfeat.features.encoders.losses import generalized_loss, hinge_loss, softmax_loss
+from ltrfeat.features.encoders._losses import generalized_loss, hinge_loss, softmax_loss
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
 from ltrfeat.features.hashing import TrigramHasher
 

@@ -12,9 +12,9 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.encoders.dssm import DssmTower
+from ltrfeat.features.encoders._dssm import DssmTower
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.encoders.rbm import RBM, CD1Settings, cd1_gradients, load_stack, pretrain_dssm, train_rbm
+from ltrfeat.features.encoders._rbm import RBM, CD1Settings, cd1_gradients, load_stack, pretrain_dssm, train_rbm
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.features.hashing import TrigramHasher
 

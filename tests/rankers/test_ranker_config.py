@@ -12,7 +12,7 @@ from sklearn.base import clone
 import ltrfeat
 from builders import synthetic
 from ltrfeat.cli.main import cli
-from ltrfeat.cli.options import ranker_config
+from ltrfeat.cli._options import ranker_config
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.letor import write_letor
 from ltrfeat.rankers.config import RankerConfig

@@ -24,7 +24,7 @@ import pandas as pd
 
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.fileio import is_gzip_path
-from ltrfeat.datasets.converters.base import (
+from ltrfeat.datasets.converters._base import (
     SOURCES,
     Converted,
     Options,

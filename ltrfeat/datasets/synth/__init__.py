@@ -3,7 +3,7 @@ fields, judged train/vali/test queries with graded labels, and a click log — d
 seed, with vocabulary mismatch, ambiguous words, lexical distractors and noisy clicks.
 ``data/README.md`` states its assumptions and file formats."""
 
-from ltrfeat.datasets.synth.world import (
+from ltrfeat.datasets.synth._world import (
     GENERATOR_VERSION,
     PRESETS,
     PUBLIC_COLUMNS,

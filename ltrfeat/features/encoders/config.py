@@ -3,7 +3,7 @@
 One object per trainer replaces its 20-30 keyword arguments: :class:`EncoderConfig` (CLSM / DSSM,
 :func:`~ltrfeat.features.encoders.training.train_encoder`), :class:`SbertConfig` (MiniLM fine-tuning,
 :func:`~ltrfeat.features.encoders.sbert_training.train_sbert`) and :class:`DeepMatchConfig`
-(:func:`~ltrfeat.features.encoders.deepmatch.train_deepmatch`). A config is checked once, when it is
+(:func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`). A config is checked once, when it is
 made; ``to_dict`` gives plain JSON values and ``from_dict`` (or :func:`ltrfeat.core.config_files.read_config`
 for a TOML/YAML/JSON file) reads them back, refusing unknown keys with the list of known ones.
 
@@ -193,7 +193,7 @@ class SbertConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class DeepMatchConfig(TrainingConfig):
-    """DeepMatch training (see :func:`~ltrfeat.features.encoders.deepmatch.train_deepmatch`)."""
+    """DeepMatch training (see :func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`)."""
 
     kind: ClassVar[str] = "deepmatch"
     label: ClassVar[str] = "deepmatch training"

@@ -127,7 +127,7 @@ def missing_vectors(key: str, side: str, texts) -> list[str]:
 
 def add_vectors(key: str, side: str, texts: list[str], vectors: np.ndarray) -> None:
     """Cache ``vectors`` (aligned with ``texts``) as teacher ``key``'s ``side`` vectors in this process, e.g.
-    vectors computed elsewhere (:meth:`ltrfeat.experiments.dask_trainings.DaskTrainings.teacher_vectors`)."""
+    vectors computed elsewhere (:meth:`ltrfeat.experiments._dask_trainings.DaskTrainings.teacher_vectors`)."""
     _VECTORS.setdefault((key, side), {}).update(zip(texts, np.asarray(vectors, dtype=np.float32)))
 
 

@@ -1,7 +1,7 @@
 """The training machinery every encoder trainer shares: pairs to samples, negatives, the epoch loop.
 
 A trainer (:func:`~ltrfeat.features.encoders.training.train_encoder`, :func:`~ltrfeat.features.encoders.
-sbert_training.train_sbert`, :func:`~ltrfeat.features.encoders.deepmatch.train_deepmatch`, or a new kind's)
+sbert_training.train_sbert`, :func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`, or a new kind's)
 runs these steps:
 
 1. :func:`validate_pairs` checks the ``query, doc, label[, qid]`` table; :func:`training_data` (or
@@ -71,7 +71,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ltrfeat.core.cores import available_cores
-from ltrfeat.features.encoders import losses
+from ltrfeat.features.encoders import _losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.config import OPTIMIZERS, SOFT_LABELS
 from ltrfeat.features.encoders.encoder import distinct
@@ -713,11 +713,11 @@ class BatchLoss:
             neg = torch.cat([neg, scores], dim=1)
             mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
         if self.loss == "softmax":
-            value = losses.softmax_loss(pos, neg, gamma=self.gamma, mask=mask)
+            value = _losses.softmax_loss(pos, neg, gamma=self.gamma, mask=mask)
         elif self.loss == "generalized":
-            value = losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=self.gamma, mask=mask)
+            value = _losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=self.gamma, mask=mask)
         else:
-            value = losses.hinge_loss(pos, neg, margin=self.margin, mask=mask)
+            value = _losses.hinge_loss(pos, neg, margin=self.margin, mask=mask)
         if self.kept is None:
             return value
         return value + self.kept.loss(qb, dv[di[:, 0]], q, d)

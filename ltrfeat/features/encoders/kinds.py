@@ -65,7 +65,7 @@ def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> Enc
 
 def _load_sbert(path=None):
     from ltrfeat.features.encoders.sbert import SbertEncoder
-    from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, is_finetuned_bundle
+    from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, is_finetuned_bundle
 
     # a directory is a zero-shot model; a file is a fine-tuned bundle (train-encoder --model sbert-ft)
     return SbertFinetuned.load(path) if is_finetuned_bundle(path) else SbertEncoder.load(path)
@@ -97,9 +97,9 @@ BUILTIN = (
     EncoderKind(
         name="deepmatch",
         summary="DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
-        load=lazy("ltrfeat.features.encoders.deepmatch:DeepMatch.load"),
+        load=lazy("ltrfeat.features.encoders._deepmatch:DeepMatch.load"),
         config=DeepMatchConfig,
-        train=lazy("ltrfeat.features.encoders.deepmatch:train_deepmatch"),
+        train=lazy("ltrfeat.features.encoders._deepmatch:train_deepmatch"),
         spec_settings=lambda spec, start: {},
         pair_scorer=True,
         pooled=True,
@@ -117,7 +117,7 @@ BUILTIN = (
     EncoderKind(
         name="sbert-ft",
         summary="fine-tuned sentence-transformer bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
-        load=lazy("ltrfeat.features.encoders.sbert_finetuned:SbertFinetuned.load"),
+        load=lazy("ltrfeat.features.encoders._sbert_finetuned:SbertFinetuned.load"),
         config=SbertConfig,
         train=lazy("ltrfeat.features.encoders.sbert_training:train_sbert"),
         trainer_args=("base",),

@@ -30,7 +30,7 @@ from ltrfeat.core.duplicates import data_record
 from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
-from ltrfeat.features.encoders.sbert_finetuned import SbertFinetuned, load_model_dir
+from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, load_model_dir
 from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, compute
 from ltrfeat.features.encoders.epochs import (
     begin_run,

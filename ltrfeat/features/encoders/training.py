@@ -94,7 +94,7 @@ def train_encoder(
         - sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
           ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
         - pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
-          CD-1 on the training texts (:func:`ltrfeat.features.encoders.rbm.pretrain_dssm`) before the
+          CD-1 on the training texts (:func:`ltrfeat.features.encoders._rbm.pretrain_dssm`) before the
           discriminative training; None for random initialisation.
         - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home
           Depot validation queries; 16 epochs raised the agreement but not NDCG).
@@ -164,7 +164,7 @@ def train_encoder(
             net.train()
         pretrained = None
         if cfg.pretrain == "rbm" and resume is None:
-            from ltrfeat.features.encoders.rbm import pretrain_dssm
+            from ltrfeat.features.encoders._rbm import pretrain_dssm
 
             pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
         if teacher is not None and resume is None:

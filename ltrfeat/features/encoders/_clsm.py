@@ -7,7 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ltrfeat.features.hashing import SequenceBatch, TrigramHasher
-from ltrfeat.features.encoders.init import init_trigram_weights
+from ltrfeat.features.encoders._init import init_trigram_weights
 
 
 class ClsmTower(nn.Module):

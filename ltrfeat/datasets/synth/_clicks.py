@@ -9,8 +9,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ltrfeat.datasets.synth.judging import CandidateIndex, overlap
-from ltrfeat.datasets.synth.lexicon import content_tokens
+from ltrfeat.datasets.synth._judging import CandidateIndex, overlap
+from ltrfeat.datasets.synth._lexicon import content_tokens
 
 ATTRACTION = np.array([0.03, 0.10, 0.30, 0.55])  # P(click | examined) by true grade 0..3
 TITLE_LURE = 0.12  # extra attraction per unit of query–title overlap (snippet bias)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ltrfeat.datasets.synth.lexicon import CATEGORIES, PRODUCT_TYPES, ProductType
-from ltrfeat.datasets.synth.surface import colour_forms, material_forms, pick, size_forms, title_case
+from ltrfeat.datasets.synth._lexicon import CATEGORIES, PRODUCT_TYPES, ProductType
+from ltrfeat.datasets.synth._surface import colour_forms, material_forms, pick, size_forms, title_case
 
 ATTRIBUTE_KINDS = ("brand", "colour", "material", "size", "feature")
 

@@ -10,7 +10,7 @@ import pandas as pd
 from ltrfeat.core.duplicates import resolve_duplicates
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.text import TextTableWarning, derive_id, pairs_to_ranking, read_judged_pairs
-from ltrfeat.datasets.converters.base import (
+from ltrfeat.datasets.converters._base import (
     SOURCES,
     Converted,
     Options,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ltrfeat.datasets.synth.lexicon import TYPES_BY_KEY, tokens
-from ltrfeat.datasets.synth.surface import (
+from ltrfeat.datasets.synth._lexicon import TYPES_BY_KEY, tokens
+from ltrfeat.datasets.synth._surface import (
     colour_forms,
     feature_forms,
     inflect,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltrfeat.datasets.synth.lexicon import ABBREVIATIONS, COLOURS, MATERIALS, UNITS
+from ltrfeat.datasets.synth._lexicon import ABBREVIATIONS, COLOURS, MATERIALS, UNITS
 
 _IRREGULAR = {
     "mouse": "mice",

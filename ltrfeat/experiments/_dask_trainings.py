@@ -1,8 +1,8 @@
 """Cross-fitted encoder trainings as tasks of a Dask cluster (``ablate --dask``).
 
-:class:`DaskTrainings` runs the same :class:`~ltrfeat.experiments.training_task.TrainingTask` list as the local
-pool (:func:`ltrfeat.experiments.encoder_pool.run_trainings`), through the same worker entry
-(:func:`~ltrfeat.experiments.encoder_pool.fit_task`) at the same torch thread count, so the scores equal a local
+:class:`DaskTrainings` runs the same :class:`~ltrfeat.experiments._training_task.TrainingTask` list as the local
+pool (:func:`ltrfeat.experiments._encoder_pool.run_trainings`), through the same worker entry
+(:func:`~ltrfeat.experiments._encoder_pool.fit_task`) at the same torch thread count, so the scores equal a local
 run's. A training that continues another (``after``) gets that task's future as an argument: Dask starts it when
 the other one has finished, the costliest ready ones first (``priority``).
 
@@ -28,8 +28,8 @@ from pathlib import Path
 
 from ltrfeat.core.dask_cluster import worker_addresses
 from ltrfeat.core.fileio import atomic_output
-from ltrfeat.experiments import encoder_pool
-from ltrfeat.experiments.training_task import TrainingTask
+from ltrfeat.experiments import _encoder_pool
+from ltrfeat.experiments._training_task import TrainingTask
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,13 +81,13 @@ def bundle_path(cache, task: TrainingTask) -> Path:
 
 
 def _on_worker(task: TrainingTask, train: Callable, shipped: dict, inner, transfer: bool, want_bundle: bool):
-    """Dask task: unpack what was shipped, train through :func:`encoder_pool.fit_task`, and hand back its result,
+    """Dask task: unpack what was shipped, train through :func:`_encoder_pool.fit_task`, and hand back its result,
     the worker's address and (``want_bundle``) the encoder bundle's bytes."""
     import distributed
 
     where = f"dask worker {distributed.get_worker().address}"
     if not transfer:
-        return (*encoder_pool.fit_task(task, train), where, None)
+        return (*_encoder_pool.fit_task(task, train), where, None)
     local = {name: packed.unpack() for name, packed in shipped.items()}
     cache = Path(tempfile.mkdtemp(dir=_scratch(), prefix="cache-"))
     task = dataclasses.replace(task, cache=cache, key=task.key or uuid.uuid4().hex, save_to=None)
@@ -98,10 +98,10 @@ def _on_worker(task: TrainingTask, train: Callable, shipped: dict, inner, transf
     if inner is not None:  # the inner training this one continues: its bundle came with its result
         path = _scratch() / f"inner-{uuid.uuid4().hex}.ltrenc"
         path.write_bytes(inner[-1])
-        task.start = encoder_pool.FileStart(task.start.key, path, model=task.start.model)
+        task.start = _encoder_pool.FileStart(task.start.key, path, model=task.start.model)
     elif "start" in local:
-        task.start = encoder_pool.FileStart(task.start.key, local["start"], model=task.start.model)
-    result = encoder_pool.fit_task(task, train)
+        task.start = _encoder_pool.FileStart(task.start.key, local["start"], model=task.start.model)
+    result = _encoder_pool.fit_task(task, train)
     bundle = bundle_path(cache, task).read_bytes() if want_bundle else None
     return (*result, where, bundle)
 
@@ -157,7 +157,7 @@ def _shared_on_worker(teacher: str, whole: list[str], frozen: list[str], base, s
 class DaskTrainings:
     """Runs cross-fitted trainings on the cluster of ``client`` (see the module docstring); ``transfer``: ship
     inputs by Dask instead of by path (None: unless the cluster is a ``LocalCluster``). ``run`` has the
-    arguments of :func:`~ltrfeat.experiments.encoder_pool.run_trainings` but ``workers``."""
+    arguments of :func:`~ltrfeat.experiments._encoder_pool.run_trainings` but ``workers``."""
 
     def __init__(self, client, *, transfer: bool | None = None):
         self.client = client
@@ -285,7 +285,7 @@ class DaskTrainings:
                         transfer,
                         want,
                         pure=False,
-                        priority=int(encoder_pool.task_cost(task)),
+                        priority=int(_encoder_pool.task_cost(task)),
                         key=f"ltrfeat-training-{task.spec.name}-{i}-{uuid.uuid4().hex[:8]}",
                     )
                     futures[i] = future

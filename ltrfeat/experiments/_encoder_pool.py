@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.core.processes import spawn_pool
-from ltrfeat.experiments.training_task import TrainingTask, training_record
+from ltrfeat.experiments._training_task import TrainingTask, training_record
 
 THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (EncoderKind.pooled; see above)
 
@@ -59,7 +59,7 @@ _LOADED: set[str] = set()  # teacher-vector and frozen-state directories this wo
 def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool, dict]:
     """Worker entry (pool or Dask): train one encoder (or load it from the cache), score its folds' rows; returns
     the scores by fold, the training's and the scoring's seconds, whether it came from the cache and its
-    :func:`~ltrfeat.experiments.training_task.training_record`."""
+    :func:`~ltrfeat.experiments._training_task.training_record`."""
     import torch
 
     from ltrfeat.features.encoders import distill, sbert_prefix

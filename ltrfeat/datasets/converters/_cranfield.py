@@ -19,7 +19,7 @@ import re
 import pandas as pd
 
 from ltrfeat.core.errors import TextTableError
-from ltrfeat.datasets.converters.base import (
+from ltrfeat.datasets.converters._base import (
     SOURCES,
     Converted,
     Options,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ltrfeat.datasets.synth.lexicon import content_tokens
+from ltrfeat.datasets.synth._lexicon import content_tokens
 
 ATTRIBUTES = ("brand", "colour", "material", "size", "feature")
 

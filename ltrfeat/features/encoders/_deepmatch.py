@@ -52,7 +52,7 @@ from torch import nn
 from ltrfeat.core.duplicates import data_record
 from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.encoders import losses
+from ltrfeat.features.encoders import _losses
 from ltrfeat.features.encoders.bundle import build_checked, read_bundle, write_bundle
 from ltrfeat.features.encoders.config import DeepMatchConfig
 from ltrfeat.features.encoders.encoder import check_texts, distinct
@@ -559,7 +559,7 @@ def train_deepmatch(
             docs = np.concatenate([d[:, None], cand], axis=1)
             queries = np.repeat(q[:, None], docs.shape[1], axis=1)
             scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
-            return losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=cfg.margin, mask=torch.from_numpy(ok))
+            return _losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=cfg.margin, mask=torch.from_numpy(ok))
 
         run, _ = begin_run(
             net,

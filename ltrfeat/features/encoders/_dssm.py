@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from ltrfeat.features.hashing import BagBatch, TrigramHasher
-from ltrfeat.features.encoders.init import init_trigram_weights
+from ltrfeat.features.encoders._init import init_trigram_weights
 
 
 class DssmTower(nn.Module):

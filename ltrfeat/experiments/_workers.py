@@ -1,5 +1,5 @@
 """How many worker processes a batch of independent runs gets: encoder trainings of a cross-fitting
-(:mod:`ltrfeat.experiments.encoder_pool`) and ranker runs of an ablation (:func:`ltrfeat.experiments.ablation.
+(:mod:`ltrfeat.experiments._encoder_pool`) and ranker runs of an ablation (:func:`ltrfeat.experiments.ablation.
 run_ablation`) are planned by the same rule."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """One cross-fitted encoder training as a worker process receives it: made by :mod:`ltrfeat.experiments.crossfit`,
-run by :mod:`ltrfeat.experiments.encoder_pool`."""
+run by :mod:`ltrfeat.experiments._encoder_pool`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class TrainingTask:
     table : its training pairs (``query``, ``doc``, ``label``).
     options : its training options, ``threads`` included.
     seed, cache, key : the training's seed, the cache directory (or None) and its key there (or None).
-    start : the weights it starts from (an :class:`~ltrfeat.experiments.encoder_pool.FileStart`) or None.
+    start : the weights it starts from (an :class:`~ltrfeat.experiments._encoder_pool.FileStart`) or None.
     texts : ``{fold: (queries, docs)}``, the rows its encoder scores.
     teacher_dir, frozen_dir : MiniLM vectors (``+teacher``) and frozen-layer states (``sbert-ft``) to load first.
     save_to : where to write the encoder for a training that continues it (or None).

@@ -15,11 +15,11 @@ from scipy.stats import spearmanr
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.letor import write_letor
 from ltrfeat.core.text import pairs_to_ranking, write_table
-from ltrfeat.datasets.synth.catalogue import make_catalogue
-from ltrfeat.datasets.synth.clicks import simulate_clicks
-from ltrfeat.datasets.synth.judging import CandidateIndex, lexical_grades, overlap, rater_noise, semantic_grades
-from ltrfeat.datasets.synth.lexicon import AMBIGUOUS_WORDS, content_tokens, tokens
-from ltrfeat.datasets.synth.queries import describe_intent, make_queries, query_key
+from ltrfeat.datasets.synth._catalogue import make_catalogue
+from ltrfeat.datasets.synth._clicks import simulate_clicks
+from ltrfeat.datasets.synth._judging import CandidateIndex, lexical_grades, overlap, rater_noise, semantic_grades
+from ltrfeat.datasets.synth._lexicon import AMBIGUOUS_WORDS, content_tokens, tokens
+from ltrfeat.datasets.synth._queries import describe_intent, make_queries, query_key
 
 GENERATOR_VERSION = "1"
 WORLD_FORMAT = "ltrfeat.synth-world/1"

@@ -27,7 +27,7 @@ from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
 from ltrfeat.core.letor import write_letor
 from ltrfeat.core.splits import cut_queries, share_sizes
 from ltrfeat.core.text import write_table
-from ltrfeat.datasets.converters.base import Converted, convert
+from ltrfeat.datasets.converters._base import Converted, convert
 
 CONVERT_FORMAT = "ltrfeat.convert/1"
 SPLITS = ("train", "vali", "test")
