@@ -97,7 +97,7 @@ def selection_options(default_on: bool, *, deployable_help: str):
     the command receives them as one ``selecting`` dict, for :func:`selection_config`. ``deployable_help``:
     what ``--deployable TARGET`` does in the command."""
     from ltrfeat.rankers import registry
-    from ltrfeat.rankers.choices import RULES, TUNE_METHODS
+    from ltrfeat.rankers.choices import OTHER_CANDIDATES, RULES, SELECTION_DEFAULTS, TUNE_METHODS
 
     def decorator(fn):
         options = [
@@ -114,12 +114,12 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 default=None,
                 metavar="LIST",
                 help=f"Comma-separated candidates of the selection (ranker kinds): {', '.join(registry.names())} "
-                "[default: ENGINE, ENGINE-tuned with --tune, linear, boost-best, best-single].",
+                f"[default: ENGINE, ENGINE-tuned with --tune, {', '.join(OTHER_CANDIDATES)}].",
             ),
             click.option(
                 "--tune",
                 type=click.Choice(TUNE_METHODS),
-                default="none",
+                default=SELECTION_DEFAULTS["tune"],
                 show_default=True,
                 help="Hyperparameter search of the ENGINE-tuned candidate: a fixed grid of 8 "
                 "configurations or Optuna TPE (--tune-trials); every feature set gets the same budget.",
@@ -127,21 +127,21 @@ def selection_options(default_on: bool, *, deployable_help: str):
             click.option(
                 "--tune-trials",
                 type=click.IntRange(min=1),
-                default=20,
+                default=SELECTION_DEFAULTS["tune_trials"],
                 show_default=True,
                 help="Optuna trials per feature set and fold.",
             ),
             click.option(
                 "--inner-folds",
                 type=click.IntRange(min=2),
-                default=3,
+                default=SELECTION_DEFAULTS["inner_folds"],
                 show_default=True,
                 help="Query folds of the inner cross-validation.",
             ),
             click.option(
                 "--select-rule",
                 type=click.Choice(RULES),
-                default="tiered",
+                default=SELECTION_DEFAULTS["rule"],
                 show_default=True,
                 help="tiered: per feature set the simplest candidate within one standard error of the best "
                 "inner-CV score, then the simplest set within z standard errors of the best set, z growing with "

@@ -27,6 +27,7 @@ from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
 from ltrfeat.features.encoders.registry import spec_help, spec_metavar
+from ltrfeat.rankers.choices import SELECTION_DEFAULTS, TUNE_METHODS
 
 # ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other
 # ltrfeat command starts fast; the defaults shown here come from ltrfeat.experiments.defaults.
@@ -117,7 +118,7 @@ _TEXT_MODE = option_group(
     click.option(
         "--k-folds",
         type=click.IntRange(min=MIN_FOLDS),
-        default=3,
+        default=CrossFitConfig.k,
         show_default=True,
         help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
         "15 for 5).",
@@ -306,7 +307,7 @@ _RUN = option_group(
         "train_columns": "Column mapping of --train-pairs.",
         "collection_path": "Unlabelled documents for +spans.",
         "collection_field": "Column of --collection read [title].",
-        "k_folds": "Outer query folds [3].",
+        "k_folds": f"Outer query folds [{CrossFitConfig.k}].",
         "valid_fraction": "Share held out for early stopping [0.1].",
         "encoder_options": "Training option, e.g. epochs=5.",
         "encoder_jobs": "Trainings side by side [0: per core; not --dask].",
@@ -333,9 +334,9 @@ _RUN = option_group(
         "params": "Engine parameter, e.g. min_data_in_leaf=50.",
         "select": "Choose each ranker by inner CV [on].",
         "candidates": "Candidates [ENGINE,linear,boost-best,...].",
-        "tune": "Tuned candidate: none | grid | optuna [none].",
-        "tune_trials": "Optuna trials per set and fold [20].",
-        "inner_folds": "Folds of the inner cross-validation [3].",
+        "tune": f"Tuned candidate: {' | '.join(TUNE_METHODS)} [{SELECTION_DEFAULTS['tune']}].",
+        "tune_trials": f"Optuna trials per set and fold [{SELECTION_DEFAULTS['tune_trials']}].",
+        "inner_folds": f"Folds of the inner cross-validation [{SELECTION_DEFAULTS['inner_folds']}].",
         "select_rule": "tiered (1 SE per set, growing margin across sets), joint, one-se or best.",
         "report_dir": "Report directory (report.html, .md, ...).",
         "overwrite": "Replace an existing report directory.",

@@ -40,7 +40,7 @@ from ltrfeat.experiments._workers import plan_workers
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
-from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK, QUICK_ENCODER
+from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, K_FOLDS, METRICS, QUICK, QUICK_ENCODER
 from ltrfeat.features.encoders.kinds import SPANS_BELOW_QUERIES
 
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
@@ -64,7 +64,8 @@ class PairsSource(Settings):
     train_pairs, train_columns : a separate encoder training table (e.g. a click log) and its column mapping;
         filtered by query text so no fold's test query is trained on. None: the judged pairs.
     collection, collection_field : unlabelled documents for ``+spans`` pre-training, and the column read.
-    k_folds, valid_fraction, split_seed : outer query folds, the share of each fold's ranker queries held
+    k_folds, valid_fraction, split_seed : outer query folds (:attr:`CrossFitConfig.k
+        <ltrfeat.experiments.crossfit.CrossFitConfig>`), the share of each fold's ranker queries held
         out for early stopping, the seed of folds and encoders.
     encoder_options : training options, ``KEY`` or ``MODEL.KEY``, over :data:`ENCODER_DEFAULTS`.
     encoder_jobs, continue_outer : see :class:`~ltrfeat.experiments.crossfit.CrossFitConfig`.
@@ -96,7 +97,7 @@ class PairsSource(Settings):
     train_columns: str | dict | None = None
     collection: str | Path | None = None
     collection_field: str = "title"
-    k_folds: int = 3
+    k_folds: int = K_FOLDS
     valid_fraction: float = 0.1
     split_seed: int = 0
     encoder_options: dict = dataclasses.field(default_factory=dict)

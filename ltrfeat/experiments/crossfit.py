@@ -49,6 +49,7 @@ from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS
+from ltrfeat.experiments.defaults import K_FOLDS
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments._training_task import TrainingTask, training_record
 from ltrfeat.experiments._workers import plan_workers
@@ -68,7 +69,8 @@ _SPEC = re.compile(
 class CrossFitConfig(Settings):
     """How judged pairs become cross-fitted ablation folds (validated on creation).
 
-    k : outer query folds (``k + k(k-1)/2`` trainings per trained encoder).
+    k : outer query folds (``k + k(k-1)/2`` trainings per trained encoder); ``ltrfeat ablate --k-folds`` and
+        :attr:`PairsSource.k_folds <ltrfeat.experiments.ablate.PairsSource>` set it.
     valid_fraction : share of each fold's training queries held out for the ranker's early stopping.
     seed : seeds the fold split and every encoder training.
     field : the pairs' document text column the encoders read.
@@ -104,7 +106,7 @@ class CrossFitConfig(Settings):
         "encoder_jobs": "0 = one worker per core, 1 = train in this process",
     }
 
-    k: int = 5
+    k: int = K_FOLDS
     valid_fraction: float = 0.1
     seed: int = 0
     field: str = "doc"
@@ -261,7 +263,7 @@ def normalise_query(text: str) -> str:
     return " ".join(str(text).lower().split())
 
 
-def plan_folds(qids, *, k: int = 5, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
+def plan_folds(qids, *, k: int = K_FOLDS, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:
     """Seeded outer folds over distinct ``qids``, each with a ranker validation share of its training queries."""
     queries = list(dict.fromkeys(qids))
     check_folds(k)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["DEFAULTS", "ENCODER_DEFAULTS", "METRICS", "QUICK", "QUICK_ENCODER"]
+__all__ = ["DEFAULTS", "ENCODER_DEFAULTS", "K_FOLDS", "METRICS", "QUICK", "QUICK_ENCODER"]
 
 DEFAULTS = {"seeds": (0, 1, 2), "n_estimators": 500, "resamples": 10_000}
 QUICK = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; explicit settings win
@@ -13,4 +13,6 @@ QUICK = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; e
 # MiniLM from the pre-trained weights needs one epoch.
 ENCODER_DEFAULTS = {"epochs": 4, "sbert-ft.epochs": 1}
 QUICK_ENCODER = {"epochs": 2, "sbert-ft.epochs": 1}
+# Outer query folds of the cross-fitting (text mode): each trained encoder costs k + k(k-1)/2 trainings, 6 for 3.
+K_FOLDS = 3
 METRICS = "ndcg@1,3,10,recall@3,6,10,top3recall@3,6,10,map,mrr"

@@ -39,7 +39,7 @@ from ltrfeat.core.metrics import parse_metrics
 from ltrfeat.core.settings import Interval, OneOf, Settings, check_value
 from ltrfeat.core.splits import cut_queries, even_sizes, holdout
 from ltrfeat.rankers import registry
-from ltrfeat.rankers.choices import ENGINES, RULES, TUNE_METHODS
+from ltrfeat.rankers.choices import ENGINES, OTHER_CANDIDATES, RULES, SELECTION_DEFAULTS, TUNE_METHODS
 from ltrfeat.rankers.single import DEFAULT_CRITERION, concat, criterion_per_query, rank_single_features
 
 
@@ -117,14 +117,14 @@ class SelectionConfig(Settings):
         "seed": [Integral],
     }
 
-    candidates: tuple[str, ...] = ("lightgbm", "linear", "boost-best", "best-single")
-    tune: str = "none"
-    tune_trials: int = 20
-    inner_folds: int = 3
-    valid_fraction: float = 0.2
+    candidates: tuple[str, ...] = (ENGINES[0], *OTHER_CANDIDATES)
+    tune: str = SELECTION_DEFAULTS["tune"]
+    tune_trials: int = SELECTION_DEFAULTS["tune_trials"]
+    inner_folds: int = SELECTION_DEFAULTS["inner_folds"]
+    valid_fraction: float = SELECTION_DEFAULTS["valid_fraction"]
     criterion: tuple[str, ...] = DEFAULT_CRITERION
-    rule: str = "tiered"
-    seed: int = 0
+    rule: str = SELECTION_DEFAULTS["rule"]
+    seed: int = SELECTION_DEFAULTS["seed"]
 
     def __post_init__(self):
         self._set("candidates", tuple(dict.fromkeys(self.candidates)))
@@ -149,9 +149,7 @@ class SelectionConfig(Settings):
     def default(cls, engine: str = "lightgbm", *, tune: str = "none", **kwargs) -> "SelectionConfig":
         """The default candidates for ``engine``, plus its tuned variant when ``tune`` is not ``none``."""
         check_value("engine", engine, [OneOf(*ENGINES)])
-        candidates = (
-            [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + ["linear", "boost-best", "best-single"]
-        )
+        candidates = [engine] + ([f"{engine}-tuned"] if tune != "none" else []) + list(OTHER_CANDIDATES)
         return cls(candidates=tuple(candidates), tune=tune, **kwargs)
 
     def deployable(self, target: str) -> "SelectionConfig":
