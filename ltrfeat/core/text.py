@@ -27,6 +27,7 @@ import io
 import json
 import math
 import sys
+import unicodedata
 import warnings
 from pathlib import Path
 
@@ -55,6 +56,13 @@ _TSV_FORBIDDEN = ("\t", "\n", "\r")
 _LABEL_MAP_FORMS = (
     "'none' (labels already integers), 'round', 'linear:LO:HI:GRADES' (e.g. linear:1:3:7), 'threshold:T1,T2,...'"
 )
+QUERY_NORMALISATION = "nfkc-casefold-space"  # the name of normalise_query's rule, recorded with its results
+
+
+def normalise_query(text) -> str:
+    """The one form query texts are compared in (the same query across folds, tables and training records): NFKC,
+    case-folded, runs of whitespace as one space."""
+    return " ".join(unicodedata.normalize("NFKC", str(text)).casefold().split())
 
 
 class TextTableWarning(UserWarning):

@@ -10,8 +10,8 @@ The scheme (written into every report):
   ``T_g`` — out-of-fold scores, so the ranker learns how far to trust the feature from scores of the kind
   it sees at test time. ``E_fg = E_gf`` serves both outer folds ``f`` and ``g``, so a trained encoder costs
   ``k + k(k-1)/2`` trainings (inner cross-fitting over the other ``k - 1`` folds).
-* Queries are matched by normalised text (lowercase, collapsed whitespace), so a separate click table is
-  filtered by the same rule; an encoder's training queries and the queries it scores are checked to be
+* Queries are matched by normalised text (:func:`ltrfeat.core.text.normalise_query`: NFKC, case-folded, collapsed
+  whitespace, the rule of the leakage guard), so a separate click table is filtered by the same rule; an encoder's training queries and the queries it scores are checked to be
   disjoint before every training (:class:`LeakageError` otherwise).
 
 Zero-shot encoders (``sbert``) are not trained and score every row once.
@@ -48,7 +48,7 @@ from ltrfeat.core.logs import get_logger, show_progress
 from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.core.settings import Interval, OneOf, Settings
-from ltrfeat.core.text import CONFLICTS
+from ltrfeat.core.text import CONFLICTS, normalise_query
 from ltrfeat.experiments.defaults import K_FOLDS
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments._training_task import TrainingTask, training_record
@@ -257,10 +257,6 @@ class FoldPlan:
     test: frozenset
     train: frozenset
     valid: frozenset
-
-
-def normalise_query(text: str) -> str:
-    return " ".join(str(text).lower().split())
 
 
 def plan_folds(qids, *, k: int = K_FOLDS, valid_fraction: float = 0.1, seed: int = 0) -> list[FoldPlan]:

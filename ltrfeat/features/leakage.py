@@ -1,8 +1,8 @@
 """Leakage guard: the queries an encoder was trained on, kept in its bundle and checked wherever it scores.
 
 Training records (:func:`trained_queries_record`, in every encoder bundle's ``training`` record) keep
-8-byte BLAKE2b hashes of the normalised training query texts (NFKC, case-folded, whitespace
-collapsed) and of the query ids, sorted, base64 encoded: 11 characters per query. An encoder
+8-byte BLAKE2b hashes of the normalised training query texts (:func:`ltrfeat.core.text.normalise_query`: NFKC,
+case-folded, whitespace collapsed) and of the query ids, sorted, base64 encoded: 11 characters per query. An encoder
 feature computed for a query it was trained on is optimistic -- the ablation's numbers would lie
 -- so ``extract``, ``rerank`` and ``serve`` count such queries (:class:`LeakageGuard`) and warn,
 or refuse with ``--strict``; ``extract`` records the count in the sidecar's pipeline record of the
@@ -15,18 +15,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import unicodedata
 
 import numpy as np
 
 from ltrfeat.core.errors import LtrfeatError
-
-NORMALISATION = "nfkc-casefold-space"
-
-
-def normalise_query(text) -> str:
-    """The form query texts are compared in: NFKC, case-folded, runs of whitespace as one space."""
-    return " ".join(unicodedata.normalize("NFKC", str(text)).casefold().split())
+from ltrfeat.core.text import QUERY_NORMALISATION, normalise_query
 
 
 def _hashes(values) -> np.ndarray:
@@ -41,7 +34,7 @@ def _encode(hashes: np.ndarray) -> str:
 def trained_queries_record(pairs) -> dict:
     """``{"trained_queries": {...}}`` for a training table with a ``query`` (and optional ``qid``) column."""
     texts = {normalise_query(q) for q in pairs["query"].tolist()}
-    record = {"normalisation": NORMALISATION, "n_queries": len(texts), "query_hashes": _encode(_hashes(texts))}
+    record = {"normalisation": QUERY_NORMALISATION, "n_queries": len(texts), "query_hashes": _encode(_hashes(texts))}
     if "qid" in pairs:
         record["qid_hashes"] = _encode(_hashes({str(q) for q in pairs["qid"].tolist()}))
     return {"trained_queries": record}
@@ -58,7 +51,7 @@ class TrainedQueries:
     def of(cls, encoder) -> "TrainedQueries | None":
         """The encoder's training queries; None for encoders trained before they were recorded (or not by ltrfeat)."""
         record = (getattr(encoder, "training", None) or {}).get("trained_queries")
-        if not isinstance(record, dict) or record.get("normalisation") != NORMALISATION:
+        if not isinstance(record, dict) or record.get("normalisation") != QUERY_NORMALISATION:
             return None
 
         def decode(key):

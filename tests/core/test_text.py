@@ -457,3 +457,12 @@ def test_home_depot_train():
     with pytest.warns(TextTableWarning, match="15 docids"):  # 15 products were retitled in the data
         ranking, queries, docs = pairs_to_ranking(pairs, conflicts="first")
     assert ranking.n_queries == len(queries) == 11_795 and len(docs) == 54_667 and ranking.is_contiguous()
+
+
+def test_normalise_query_is_the_one_comparison_form():
+    from ltrfeat.core.text import normalise_query
+
+    assert normalise_query("  Cheap\tFLIGHTS \u00a0 rome ") == "cheap flights rome"
+    assert normalise_query("\uff31\uff55\uff45\uff52\uff59 2") == "query 2"  # full-width letters (NFKC)
+    assert normalise_query("Stra\u00dfe") == normalise_query("STRASSE")  # case folding, not lower()
+    assert normalise_query(7) == "7"

@@ -10,11 +10,11 @@ from ltrfeat.experiments.crossfit import (
     check_disjoint,
     crossfit_columns,
     n_trainings,
-    normalise_query,
     plan_folds,
     scoring_jobs,
 )
 from ltrfeat.experiments.folds import Fold
+from ltrfeat.core.text import normalise_query
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 
@@ -111,7 +111,13 @@ def test_no_encoder_ever_trains_on_the_queries_it_scores():
 
 def test_separate_click_table_is_filtered_by_query_text():
     pairs = _pairs(n_queries=12)
-    clicks = pd.DataFrame({"query": ["query 0", "QUERY 1", "unrelated"], "doc": ["a", "b", "c"], "label": [1, 2, 3]})
+    clicks = pd.DataFrame(  # full-width letters: the same query as "query 2" (NFKC), as the leakage guard sees it
+        {
+            "query": ["query 0", "QUERY 1", "\uff31\uff55\uff45\uff52\uff59 2", "unrelated"],
+            "doc": list("abcd"),
+            "label": [1, 2, 3, 4],
+        }
+    )
     plans = plan_folds(pairs["qid"], k=3, seed=1)
     seen = []
 
