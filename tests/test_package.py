@@ -197,6 +197,40 @@ def test_private_modules_stay_in_their_subpackage():
     assert not outside, f"import the public module or re-export the name instead: {outside}"
 
 
+def test_no_public_name_is_defined_in_two_modules():
+    """A public top-level name (function, class, constant) is defined in one module of the package: two ``FORMATS``
+    or two ``read_qrels`` holding different things read alike where they are imported. Click commands are left out
+    (each is named after its command); a name may repeat only with a reason here."""
+    import ast
+    from collections import defaultdict
+    from pathlib import Path
+
+    allowed = {"log": "each module's own logger, logging.getLogger('ltrfeat.<area>')"}
+
+    def is_command(node) -> bool:
+        calls = [d.func for d in node.decorator_list if isinstance(d, ast.Call)]
+        return any(getattr(f, "attr", getattr(f, "id", "")) in ("command", "group") for f in calls)
+
+    root = Path(ltrfeat.__file__).parent
+    where = defaultdict(list)
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root).with_suffix("").parts)
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not is_command(node):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names = [node.target.id]
+            else:
+                names = []
+            for name in names:
+                if not name.startswith("_") and name not in allowed:
+                    where[name].append(module)
+    twice = {name: modules for name, modules in where.items() if len(modules) > 1}
+    assert not twice, f"define each once, or give them names that say what they hold: {twice}"
+
+
 def test_every_subpackage_lists_its_public_names():
     """``__all__`` in every subpackage: its API names, or its public modules (then all of them)."""
     import importlib

@@ -298,7 +298,7 @@ def threads_value(threads: int) -> int:
     return threads or available_cores()
 
 
-LEXICAL_HELP = {  # option -> what it sets (defaults: ltrfeat.features.pins.DEFAULTS)
+LEXICAL_HELP = {  # option -> what it sets (defaults: ltrfeat.features.pins.LEXICAL_DEFAULTS)
     "k1": "BM25 k1",
     "b": "BM25 b",
     "mu": "Dirichlet prior",
@@ -316,7 +316,7 @@ def lexical_options(
     extracted earlier (``used_at_extraction``) takes unset ones from the ranker's record of its features
     (:mod:`ltrfeat.features.pins`); ``extract`` from the ``--corpus-stats`` file's record, else the defaults."""
     from ltrfeat.features.lexical import BM25_NORMS
-    from ltrfeat.features.pins import DEFAULTS
+    from ltrfeat.features.pins import LEXICAL_DEFAULTS
 
     if used_at_extraction:
         suffix = " (default: the value the ranker's features were extracted with)"
@@ -328,7 +328,7 @@ def lexical_options(
             name,
             type=click.Choice(BM25_NORMS) if name == "bm25_norms" else float,
             default=None,
-            help=f"{what}{suffix.format(default=DEFAULTS[name])}.",
+            help=f"{what}{suffix.format(default=LEXICAL_DEFAULTS[name])}.",
         )
         for name, what in LEXICAL_HELP.items()
         if name in names

@@ -22,7 +22,7 @@ from ltrfeat.core.cores import available_cores
 
 ENCODERS = (("dssm", "softmax"), ("dssm", "generalized"), ("clsm", "softmax"), ("clsm", "generalized"))
 # Sizes chosen so the full demo fits in 5 minutes and --quick in 1 minute on 2 cores.
-PRESETS = {
+DEMO_PRESETS = {
     "full": {
         "world": {"n_queries": 600, "n_docs": 2000, "n_click_queries": 1000},
         "encoder": {"epochs": 3, "batch_size": 512},
@@ -151,7 +151,7 @@ def demo(out_dir, quick, seed):
     from ltrfeat.rankers.selection import SelectionConfig
     from ltrfeat.experiments.verdict import verdict_lines
 
-    preset = PRESETS["quick" if quick else "full"]
+    preset = DEMO_PRESETS["quick" if quick else "full"]
     out = check_output_dir(out_dir, overwrite=True, option="--out")  # replaces only an earlier demo's directory
     if out.exists():
         shutil.rmtree(out)

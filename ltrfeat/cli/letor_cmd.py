@@ -12,7 +12,7 @@ _READ_OPTIONS = [
     click.option(
         "--from",
         "fmt",
-        type=click.Choice(["auto", *letor_io.FORMATS]),
+        type=click.Choice(["auto", *letor_io.LETOR_FORMATS]),
         default="auto",
         show_default=True,
         help="Input format; auto = svmlight when FILE.query exists and lines have no qid:.",
@@ -119,7 +119,7 @@ def validate(file, fmt, group_path, nan_policy, regroup):
 @click.option(
     "--to",
     "to_fmt",
-    type=click.Choice(list(letor_io.FORMATS)),
+    type=click.Choice(list(letor_io.LETOR_FORMATS)),
     default="letor",
     show_default=True,
     help="Output format; svmlight also writes TARGET.query.",

@@ -51,18 +51,18 @@ def json_depth(body: bytes) -> int:
     return int(np.cumsum(step, dtype=np.int64).max(initial=0))
 
 
-FORMATS = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML", ".json": "JSON"}
+SETTINGS_FORMATS = {".toml": "TOML", ".yaml": "YAML", ".yml": "YAML", ".json": "JSON"}
 
 
 def read_config(path) -> dict:
     """The settings in ``path`` as a dict (the format follows the extension)."""
     path = Path(path)
-    kind = FORMATS.get(path.suffix.lower())
+    kind = SETTINGS_FORMATS.get(path.suffix.lower())
     if kind is None:
         raise LtrfeatError(
             "unknown settings file type",
             path=path,
-            fix=f"name it with one of {', '.join(FORMATS)} (TOML, YAML or JSON)",
+            fix=f"name it with one of {', '.join(SETTINGS_FORMATS)} (TOML, YAML or JSON)",
         )
     try:
         if path.stat().st_size > MAX_BYTES:

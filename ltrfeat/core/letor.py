@@ -46,7 +46,7 @@ from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LetorFormatError, LetorWriteError
 from ltrfeat.core.fileio import atomic_output, open_input
 
-FORMATS = ("letor", "svmlight")
+LETOR_FORMATS = ("letor", "svmlight")
 NAN_POLICIES = ("error", "keep", "zero")
 
 _BLOCK_BYTES = 4 << 20
@@ -600,7 +600,7 @@ class _Options:
 
 def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> _Options:
     path = Path(path)
-    if fmt not in ("auto",) + FORMATS:
+    if fmt not in ("auto",) + LETOR_FORMATS:
         raise ValueError(f"fmt must be 'auto', 'letor' or 'svmlight', got {fmt!r}")
     if nan_policy not in NAN_POLICIES:
         raise ValueError(f"nan_policy must be one of {NAN_POLICIES}, got {nan_policy!r}")
@@ -1101,7 +1101,7 @@ class LetorWriter:
         self.write_feature_map = write_feature_map
 
     def __enter__(self) -> "LetorWriter":
-        if self.fmt not in FORMATS:
+        if self.fmt not in LETOR_FORMATS:
             raise ValueError(f"fmt must be 'letor' or 'svmlight', got {self.fmt!r}")
         self._stack = contextlib.ExitStack()
         self._out = self._stack.enter_context(atomic_output(self.path))

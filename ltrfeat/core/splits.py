@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 Seed = int | Sequence[int] | np.random.Generator
+SPLITS = ("train", "vali", "test")  # the named parts of a data set written to disk (LETOR's train/vali/test)
 
 
 def shuffled(ids, seed: Seed) -> np.ndarray:

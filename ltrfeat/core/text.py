@@ -39,7 +39,7 @@ from ltrfeat.core.duplicates import resolve_duplicates
 from ltrfeat.core.errors import TextTableError, line_list
 from ltrfeat.core.fileio import atomic_output, is_gzip_path, open_input
 
-FORMATS = ("tsv", "csv", "jsonl", "parquet")
+TABLE_FORMATS = ("tsv", "csv", "jsonl", "parquet")
 _SUFFIX_FORMAT = {
     ".tsv": "tsv",
     ".tab": "tsv",
@@ -77,8 +77,10 @@ class TextTableWarning(UserWarning):
 def table_format(path, fmt: str | None = None) -> str:
     """The table format of ``path``: ``fmt`` if given, else from the extension (``.gz`` ignored)."""
     if fmt is not None:
-        if fmt not in FORMATS:
-            raise TextTableError(f"unknown table format {fmt!r}", path=path, fix=f"use one of {', '.join(FORMATS)}")
+        if fmt not in TABLE_FORMATS:
+            raise TextTableError(
+                f"unknown table format {fmt!r}", path=path, fix=f"use one of {', '.join(TABLE_FORMATS)}"
+            )
         return fmt
     name = str(path)[:-3] if is_gzip_path(path) else str(path)
     found = _SUFFIX_FORMAT.get(Path(name).suffix.lower())
@@ -86,7 +88,7 @@ def table_format(path, fmt: str | None = None) -> str:
         raise TextTableError(
             "cannot tell the table format from the file name",
             path=path,
-            fix=f"use a .tsv, .csv, .jsonl or .parquet name or pass the format ({', '.join(FORMATS)})",
+            fix=f"use a .tsv, .csv, .jsonl or .parquet name or pass the format ({', '.join(TABLE_FORMATS)})",
             param="fmt",
         )
     if found == "parquet" and is_gzip_path(path):

@@ -25,7 +25,7 @@ import pandas as pd
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.versions import library_versions
 
-FORMAT = 3
+RUN_CACHE_FORMAT = 3
 _TAGS = ("__nd__", "__obj__", "__df__", "__np__", "__tuple__", "__map__")
 
 
@@ -104,7 +104,7 @@ class RunStore:
         h = hashlib.sha256(
             json.dumps(
                 {
-                    "format": FORMAT,
+                    "format": RUN_CACHE_FORMAT,
                     "settings": self.settings,
                     "fold": fold.name,
                     "set": [feature_set.kind, feature_set.columns],
@@ -133,7 +133,7 @@ class RunStore:
             if payload is None:
                 raise ValueError("absent or damaged")
             data = json.loads(payload.decode("utf-8"))
-            if data.get("format") != FORMAT or data.get("key") != key:
+            if data.get("format") != RUN_CACHE_FORMAT or data.get("key") != key:
                 raise ValueError("foreign file")
             result = _unpack(data["result"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -145,7 +145,7 @@ class RunStore:
     def put(self, key: str, result) -> None:
         """Store ``result`` of run ``key`` (atomically; a result that cannot be stored is skipped)."""
         try:
-            text = json.dumps({"format": FORMAT, "key": key, "result": _pack(result)})
+            text = json.dumps({"format": RUN_CACHE_FORMAT, "key": key, "result": _pack(result)})
         except TypeError:
             return
         write_checked(self.directory / f"{key}.json", text.encode("utf-8"))

@@ -13,7 +13,7 @@ from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.ablation import head_to_head
 from ltrfeat.experiments.stats import bootstrap_cis
 
-FORMAT = "ltrfeat.compare-runs/1"
+COMPARISON_FORMAT = "ltrfeat.compare-runs/1"
 
 
 def compare_systems(
@@ -58,7 +58,7 @@ def compare_systems(
             lo, hi = bootstrap_cis(v[:, None], seed=seed, n_resamples=n_resamples)[0] if len(v) else (np.nan, np.nan)
             means[name][m] = {"mean": float(v.mean()) if len(v) else float("nan"), "ci95": [float(lo), float(hi)]}
     data = {
-        "format": FORMAT,
+        "format": COMPARISON_FORMAT,
         "baseline": baseline,
         "systems": names,
         "metrics": metrics,

@@ -160,9 +160,9 @@ def _fail_on_fields(path, width: int, fix: str) -> NoReturn:
 def read_qrels(path) -> pd.DataFrame:
     """Judgements as columns ``qid, docid, label`` (index ``line``), from TREC ``QID ITER DOCID GRADE``
     or BEIR ``QID DOCID GRADE`` lines. A pair judged twice with different grades is an error."""
-    from ltrfeat.datasets.converters.trec import read_qrels as read_any_qrels
+    from ltrfeat.datasets.converters.trec import parse_qrels
 
-    frame = read_any_qrels(path, "utf-8").frame
+    frame = parse_qrels(path, "utf-8").frame
     out = pd.DataFrame(
         {
             "qid": frame["qid"].to_numpy(),

@@ -61,13 +61,12 @@ from ltrfeat.export.plugin_features import KEYWORDS, index_body, plugin_features
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.model_check import check_model
 
-TARGETS = registry.EXPORT_TARGETS
 MANIFEST_FORMAT = "ltrfeat.export/1"
 # both plugins keep the feature store under /_ltr (RestStoreManager, RestFeatureManager, RestCreateModelFromSet);
 # OpenSearch's /_plugins/_ltr holds only the stats
 PLUGIN_TARGETS = registry.LTR_ENGINES
 NORMALIZERS = {"standard": ("mean", "standard_deviation"), "min_max": ("minimum", "maximum")}
-MISSING_POLICY = (
+EXPORT_MISSING_POLICY = (
     "exact for inputs without NaN; NaN is scored as 0 (the plugins score a feature whose query does not match as 0)"
 )
 
@@ -415,7 +414,7 @@ def export_ranker(
         engine (linear, best-single: ``model/linear``); boost-best and other kinds are refused with the reason.
     out : output file; its manifest is ``out.export.json`` (plugin targets also write
         ``out.featureset.json`` and ``out.index.json``).
-    to : one of :data:`TARGETS`.
+    to : one of :data:`ltrfeat.rankers.registry.EXPORT_TARGETS`.
     name, featureset : plugin model and featureset names (default: the file stem).
     normalizers : plugin ``feature_normalizers`` per feature name (plugin targets, LambdaMART only).
     missing_as_zero : accept a model trained with NaN cells (the plugins score missing as 0).
@@ -424,8 +423,8 @@ def export_ranker(
     allow_missing_features : export although the engine cannot compute some of the model's features
         (otherwise an error naming them and their share of the model).
     """
-    if to not in TARGETS:
-        raise LtrfeatError(f"unknown export target {to!r}", fix=f"use one of {', '.join(TARGETS)}")
+    if to not in registry.EXPORT_TARGETS:
+        raise LtrfeatError(f"unknown export target {to!r}", fix=f"use one of {', '.join(registry.EXPORT_TARGETS)}")
     if not hasattr(model, "feature_map_"):
         raise LtrfeatError("the ranker is not fitted", fix="train it or load it with ltrfeat.load_ranker")
     kind = registry.kind_of(model)
@@ -452,7 +451,7 @@ def export_ranker(
         "features": features,
         "feature_ids": model.feature_map_.ids,
         "trees": None,
-        "missing": MISSING_POLICY,
+        "missing": EXPORT_MISSING_POLICY,
         "source_model": {
             "engine_version": (getattr(model, "metadata_", {}).get("versions") or {}).get(getattr(model, "engine", "")),
             "train_hash": (getattr(model, "metadata_", {}).get("training") or {}).get("train_hash"),
@@ -667,7 +666,7 @@ def load_export(path) -> ExportedRanker:
     if (
         not isinstance(manifest, dict)
         or manifest.get("format") != MANIFEST_FORMAT
-        or manifest.get("target") not in TARGETS
+        or manifest.get("target") not in registry.EXPORT_TARGETS
     ):
         raise ModelFileError(f"not an ltrfeat export manifest (expected format {MANIFEST_FORMAT})", path=mpath, fix=fix)
     data = {}

@@ -41,11 +41,11 @@ from ltrfeat.core import tempfiles
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 
 SIDECAR = "encoder.json"
-FORMAT = "ltrfeat.onnx-encoder/1"
+ONNX_FORMAT = "ltrfeat.onnx-encoder/1"
 OPSET = 17
 SIDES = ("query", "doc")
 # the normalisation TrigramHasher applies, spelled out so a reader needs only this file
-RULES = {
+HASHING_RULES = {
     "unicode": "NFKC",
     "lowercase": True,
     "delete": "['\u2019`]",
@@ -124,14 +124,14 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
         )
     context = int(config["tower"].get("context", 0))
     sidecar = {
-        "format": FORMAT,
+        "format": ONNX_FORMAT,
         "architecture": architecture,
         "score": encoder.score,
         "context": context,
         "dim": encoder.dim,
         "pad_id": int(config["n_features"]),
         "hashing": encoder.hasher.to_json(),
-        "rules": RULES,
+        "rules": HASHING_RULES,
         "opset": opset,
         "torch": torch.__version__,
         "files": {},
@@ -178,8 +178,8 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
 
 # ------------------------------------------------------------------------------ prepare (numpy only)
 
-_DELETE = re.compile(RULES["delete"])
-_WORD = re.compile(RULES["word"])
+_DELETE = re.compile(HASHING_RULES["delete"])
+_WORD = re.compile(HASHING_RULES["word"])
 
 
 class _Hashing:
@@ -291,9 +291,9 @@ class OnnxEncoder:
             ) from None
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ModelFileError(f"encoder sidecar is not valid JSON ({exc})", path=path / SIDECAR, fix=fix) from None
-        if not isinstance(sidecar, dict) or sidecar.get("format") != FORMAT:
+        if not isinstance(sidecar, dict) or sidecar.get("format") != ONNX_FORMAT:
             raise ModelFileError(
-                f"not an ltrfeat ONNX encoder sidecar (expected format {FORMAT})", path=path / SIDECAR, fix=fix
+                f"not an ltrfeat ONNX encoder sidecar (expected format {ONNX_FORMAT})", path=path / SIDECAR, fix=fix
             )
         if sidecar.get("score", "cosine") not in ("cosine", "dot"):
             raise ModelFileError(

@@ -57,7 +57,6 @@ from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, lucene_length
 from ltrfeat.rankers.registry import LTR_ENGINES
 
-TARGETS = LTR_ENGINES
 NO_VECTOR = "a document without a vector in the field scores as similarity 0 (the script's params.missing)"
 KEYWORDS = "keywords"
 DISTINCT_TERMS = "distinct_terms"
@@ -226,8 +225,8 @@ def plugin_featureset(
     Returns ``{"features": [...], "normalizers": {...}, "not_reproduced": {name: reason},
     "fields": [...], "vectors": {vector field: (encoder, width)}}``.
     """
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    if target not in LTR_ENGINES:
+        raise ValueError(f"target must be one of {LTR_ENGINES}, got {target!r}")
     dims, templates = dict(dims or {}), dict(templates or {})
     out = {"features": [], "normalizers": {}, "not_reproduced": {}, "fields": [], "vectors": {}}
     for name in names:

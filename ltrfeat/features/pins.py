@@ -28,7 +28,7 @@ from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.lexical import FAMILY_SETTINGS, SETTINGS
 
-DEFAULTS = {"k1": 1.2, "b": 0.75, "mu": 2000.0, "jm_lambda": 0.1, "ad_delta": 0.7, "bm25_norms": "exact"}
+LEXICAL_DEFAULTS = {"k1": 1.2, "b": 0.75, "mu": 2000.0, "jm_lambda": 0.1, "ad_delta": 0.7, "bm25_norms": "exact"}
 # record keys that do not change a column's values (or describe the scored file, not the column)
 _NOT_DEFINING = frozenset({"columns", "fields", "model", "trained_queries", "corpus_file"})
 
@@ -81,7 +81,7 @@ def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=No
                     "corpus statistics were saved with",
                     fix=f"drop {_option(setting)}, or re-extract and retrain with {_option(setting)} {value}",
                 )
-        params = {s: given.get(s, source.get(s, DEFAULTS[s])) for s in needed}
+        params = {s: given.get(s, source.get(s, LEXICAL_DEFAULTS[s])) for s in needed}
         assumed = [s for s in needed if s not in given and s not in source]
         origin = "the corpus statistics' record" if source else "the defaults"
         note = (
@@ -128,7 +128,7 @@ def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=No
                 )
         else:
             if recorded is None:
-                recorded = DEFAULTS[setting]
+                recorded = LEXICAL_DEFAULTS[setting]
             if setting in given and given[setting] != recorded:
                 raise LtrfeatError(
                     f"{setting} {given[setting]} ({_option(setting)}) differs from the {setting} {recorded} the "

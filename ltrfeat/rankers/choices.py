@@ -3,6 +3,7 @@ help); the candidates themselves are the ranker kinds of :mod:`ltrfeat.rankers.r
 
 ENGINES = ("lightgbm", "xgboost")  # LambdaMART implementations
 META_FORMAT = "ltrfeat.ranker/1"  # the format of every ranker's MODEL.meta.json
+MODEL_FILE_FIX = "give a model file written by ltrfeat train-ranker (its .meta.json beside it)"
 TUNE_METHODS = ("none", "grid", "optuna")
 RULES = ("tiered", "joint", "one-se", "best")  # the first is the default
 OTHER_CANDIDATES = ("linear", "boost-best", "best-single")  # the default candidates besides ENGINE (and ENGINE-tuned)

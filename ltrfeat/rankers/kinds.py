@@ -22,11 +22,10 @@ from pathlib import Path
 from ltrfeat.core.dataset import FeatureMap
 from ltrfeat.core.errors import ModelFileError
 from ltrfeat.core.versions import library_versions
+from ltrfeat.rankers.choices import MODEL_FILE_FIX
 from ltrfeat.rankers.lambdamart import META_FORMAT, LambdaMART, meta_path, write_model_files
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.single import BestSingleFeature, BoostedFromFeature, FeatureChoice
-
-FIX = "give a model file written by ltrfeat train-ranker (its .meta.json beside it)"
 
 
 def _common(settings) -> dict:
@@ -34,7 +33,7 @@ def _common(settings) -> dict:
 
 
 def _loading_error(exc: Exception, path) -> ModelFileError:
-    return ModelFileError(f"cannot load model ({type(exc).__name__}: {str(exc)[:200]})", path=path, fix=FIX)
+    return ModelFileError(f"cannot load model ({type(exc).__name__}: {str(exc)[:200]})", path=path, fix=MODEL_FILE_FIX)
 
 
 def _json_body(path, meta: dict) -> dict:

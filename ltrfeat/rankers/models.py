@@ -12,21 +12,14 @@ from pathlib import Path
 
 from ltrfeat.core.errors import ModelFileError
 from ltrfeat.rankers import registry
-from ltrfeat.rankers.choices import META_FORMAT
+from ltrfeat.rankers.choices import META_FORMAT, MODEL_FILE_FIX
 from ltrfeat.rankers.registry import LEGACY_KIND
-
-_FIX = "give a model file written by ltrfeat train-ranker (its .meta.json beside it)"
-
-
-def kind_of(model) -> str:
-    """The registered kind name of a fitted ranker."""
-    return registry.kind_of(model).name
 
 
 def save_ranker(model, path, *, kind: str | None = None, extra: dict | None = None) -> None:
     """Write any fitted ranker to ``path`` (+ ``path.meta.json``).
 
-    kind : the kind to record (default: :func:`kind_of`; give it for a freshly fitted model of a tuned
+    kind : the kind to record (default: :func:`ltrfeat.rankers.registry.kind_of`'s; give it for a freshly fitted model of a tuned
         kind, whose models look like the untuned ones). The model's ``kind_`` is set to it.
     extra : merged into the metadata (e.g. the selection that chose it).
     """
@@ -41,16 +34,20 @@ def read_meta(path) -> dict:
     mpath = Path(f"{path}.meta.json")
     for p in (path, mpath):
         if not p.is_file():
-            raise ModelFileError("file not found", path=p, fix=_FIX)
+            raise ModelFileError("file not found", path=p, fix=MODEL_FILE_FIX)
     try:
         meta = json.loads(mpath.read_text(encoding="utf-8"))
     except UnicodeDecodeError:
-        raise ModelFileError("metadata is not UTF-8 text", path=mpath, fix=_FIX) from None
+        raise ModelFileError("metadata is not UTF-8 text", path=mpath, fix=MODEL_FILE_FIX) from None
     except json.JSONDecodeError as exc:
-        raise ModelFileError(f"metadata is not valid JSON ({exc.msg})", path=mpath, line=exc.lineno, fix=_FIX) from None
+        raise ModelFileError(
+            f"metadata is not valid JSON ({exc.msg})", path=mpath, line=exc.lineno, fix=MODEL_FILE_FIX
+        ) from None
     kinds = registry.names()
     if not isinstance(meta, dict) or meta.get("format") != META_FORMAT:
-        raise ModelFileError(f"not ltrfeat ranker metadata (expected format {META_FORMAT})", path=mpath, fix=_FIX)
+        raise ModelFileError(
+            f"not ltrfeat ranker metadata (expected format {META_FORMAT})", path=mpath, fix=MODEL_FILE_FIX
+        )
     if stored_kind(meta) not in kinds:
         raise ModelFileError(
             f"unknown ranker kind {meta.get('kind')!r} (known: {', '.join(kinds)})",

@@ -4,7 +4,7 @@ A kind's name is both its model-selection candidate name (``train-ranker --selec
 ablation's rows) and the ``kind`` recorded in ``MODEL.meta.json``. Importing this module is cheap (no
 engine, no scikit-learn): the implementation of a kind is imported on first use.
 
-Adding a kind is one module and one :func:`register` call (see ``docs/new-ranker.md``); another package
+Adding a kind is one module and one :func:`register_ranker` call (see ``docs/new-ranker.md``); another package
 registers its kinds with an entry point in the ``ltrfeat.rankers`` group naming a :class:`RankerKind`, loaded
 on the first listing or on the first lookup of a name not registered (spawned worker processes too). The
 implementation (``impl``: an object, or ``"module:attribute"`` imported lazily) has three hooks:
@@ -18,7 +18,7 @@ implementation (``impl``: an object, or ``"module:attribute"`` imported lazily) 
 - ``load(path, meta)`` -- the model back from ``path`` and its parsed metadata;
 
 plus ``MODEL``, the class of its fitted models (:func:`kind_of` finds a model's kind by it). Models
-follow the :class:`Ranker` protocol. A kind whose ``exports_to`` names an LTR engine and whose models are
+follow the :class:`RankerModel` protocol. A kind whose ``exports_to`` names an LTR engine and whose models are
 not LambdaMART also has ``plugin_model(model)`` (the plugin's model ``type``, ``definition`` and
 ``feature_normalizers``); a kind may say why engines cannot run it in ``NOT_EXPORTABLE``.
 """
@@ -36,19 +36,19 @@ if TYPE_CHECKING:
     import numpy as np
 
 LEGACY_KIND = "lambdamart"  # model files written before kinds had candidate names (or none at all)
-ENTRY_POINTS = "ltrfeat.rankers"  # the entry-point group of other packages' ranker kinds
+RANKER_ENTRY_POINTS = "ltrfeat.rankers"  # the entry-point group of other packages' ranker kinds
 LTR_ENGINES = ("es-ltr", "opensearch-ltr")  # search engines with an LTR plugin (ltrfeat export-ranker)
 EXPORT_TARGETS = (*LTR_ENGINES, "xgboost-json", "lightgbm")  # export-ranker --to (ltrfeat.export.ltr_plugin)
 
 
 @runtime_checkable
-class Ranker(Protocol):
+class RankerModel(Protocol):
     """What every ranker kind's models do (scikit-learn style: ``fit`` returns self, fitted state ends in ``_``).
 
     ``feature_map_`` names the features the fitted model reads (matched by name in ``predict``'s data).
     """
 
-    def fit(self, train, valid=None) -> "Ranker": ...
+    def fit(self, train, valid=None) -> "RankerModel": ...
 
     def predict(self, data) -> np.ndarray: ...
 
@@ -103,10 +103,10 @@ _KINDS: dict[str, RankerKind] = {}
 _LOADED = {"entry_points": False}
 
 
-def register(kind: RankerKind) -> RankerKind:
+def register_ranker(kind: RankerKind) -> RankerKind:
     """Add ``kind`` (a name registered before is replaced); returns it."""
     if not isinstance(kind, RankerKind):
-        raise LtrfeatError(f"register() takes a RankerKind, got {type(kind).__name__}")
+        raise LtrfeatError(f"register_ranker() takes a RankerKind, got {type(kind).__name__}")
     if not kind.name or kind.name == LEGACY_KIND or "," in kind.name:
         raise LtrfeatError(f"{kind.name!r} cannot name a ranker kind", fix="use a short name without commas")
     _KINDS[kind.name] = kind
@@ -162,7 +162,7 @@ def kind_of(model) -> RankerKind:
             return kind
     raise LtrfeatError(
         f"no registered ranker kind makes {type(model).__name__} models",
-        fix="register its kind (ltrfeat.rankers.registry.register), see docs/new-ranker.md",
+        fix="register its kind (ltrfeat.rankers.registry.register_ranker), see docs/new-ranker.md",
     )
 
 
@@ -172,13 +172,13 @@ def _kinds() -> dict[str, RankerKind]:
 
 
 def _entry_points() -> None:
-    load_entry_points(ENTRY_POINTS, RankerKind, _KINDS, _LOADED)
+    load_entry_points(RANKER_ENTRY_POINTS, RankerKind, _KINDS, _LOADED)
 
 
 _KIND = "ltrfeat.rankers.kinds"
 for _tuned in (False, True):
     for _engine, _rank in (("lightgbm", 40), ("xgboost", 41)):
-        register(
+        register_ranker(
             RankerKind(
                 f"{_engine}-tuned" if _tuned else _engine,
                 f"{_KIND}:LAMBDAMART",
@@ -190,7 +190,7 @@ for _tuned in (False, True):
                 + ("with hyperparameters searched on the training queries" if _tuned else "with the given settings"),
             )
         )
-register(
+register_ranker(
     RankerKind(
         "linear",
         f"{_KIND}:LINEAR",
@@ -199,7 +199,7 @@ register(
         summary="pairwise logistic regression on standardised features",
     )
 )
-register(
+register_ranker(
     RankerKind(
         "boost-best",
         f"{_KIND}:BOOST_BEST",
@@ -208,7 +208,7 @@ register(
         summary="LambdaMART boosted from the best single feature's per-query z-score",
     )
 )
-register(
+register_ranker(
     RankerKind(
         "best-single",
         f"{_KIND}:BEST_SINGLE",

@@ -29,9 +29,9 @@ def plugin(tmp_path, monkeypatch):
     (tmp_path / "ltrfeat_plugin.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
     points = [
-        importlib.metadata.EntryPoint("plug-enc", "ltrfeat_plugin:ENCODER", encoders.ENTRY_POINTS),
-        importlib.metadata.EntryPoint("plug-rank", "ltrfeat_plugin:RANKER", rankers.ENTRY_POINTS),
-        importlib.metadata.EntryPoint("junk", "ltrfeat_plugin:NOT_A_KIND", rankers.ENTRY_POINTS),
+        importlib.metadata.EntryPoint("plug-enc", "ltrfeat_plugin:ENCODER", encoders.ENCODER_ENTRY_POINTS),
+        importlib.metadata.EntryPoint("plug-rank", "ltrfeat_plugin:RANKER", rankers.RANKER_ENTRY_POINTS),
+        importlib.metadata.EntryPoint("junk", "ltrfeat_plugin:NOT_A_KIND", rankers.RANKER_ENTRY_POINTS),
     ]
     monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [p for p in points if p.group == group])
     monkeypatch.setitem(encoders._LOADED, "entry_points", False)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.converters import convert, convert_to_dir, resolve_inputs
 from ltrfeat.datasets.converters._cranfield import read_records
-from ltrfeat.datasets.converters.trec import read_qrels
+from ltrfeat.datasets.converters.trec import parse_qrels
 from ltrfeat.core.errors import LtrfeatError, TextTableError
 from ltrfeat.core.letor import read_letor
 from ltrfeat.core.text import read_docs, read_judged_pairs, read_queries
@@ -468,7 +468,7 @@ def test_qrels_round_trip(tmp_path, rows, trec, header, sep):
         body.insert(0, sep.join(["query-id", "corpus-id", "score"]))
     path = tmp_path / "qrels.tsv"
     path.write_text("\n".join(body) + "\n")
-    got = read_qrels(path, "utf-8").frame
+    got = parse_qrels(path, "utf-8").frame
     assert {(q, d): g for q, d, g in zip(got["qid"], got["docid"], got["grade"])} == rows
 
 

@@ -12,7 +12,7 @@ import safetensors.torch
 import torch
 
 from ltrfeat.features.encoders import Encoder
-from ltrfeat.features.encoders.bundle import FORMAT, read_bundle, write_bundle
+from ltrfeat.features.encoders.bundle import BUNDLE_FORMAT, read_bundle, write_bundle
 from ltrfeat.core.errors import ModelFileError
 from builders import TEXTS, tiny_encoder as make
 
@@ -41,7 +41,7 @@ def test_header_records_format_versions_and_vocabulary(tmp_path):
     path = tmp_path / "m.ltrenc"
     make("dssm").save(path)
     header, tensors = read_bundle(path, kind="encoder")
-    assert header["format"] == FORMAT and header["format_version"] == 1 and header["kind"] == "encoder"
+    assert header["format"] == BUNDLE_FORMAT and header["format_version"] == 1 and header["kind"] == "encoder"
     assert {"torch", "numpy", "safetensors", "ltrfeat"} <= set(header["library_versions"])
     assert "#dr" in header["hasher"]["vocabulary"]
     assert all(isinstance(t, torch.Tensor) for t in tensors.values())
@@ -76,9 +76,9 @@ def _rewrite_header(path, out, change):
     data = path.read_bytes()
     (n,) = struct.unpack("<Q", data[:8])
     outer = json.loads(data[8 : 8 + n])
-    inner = json.loads(outer["__metadata__"][FORMAT])
+    inner = json.loads(outer["__metadata__"][BUNDLE_FORMAT])
     change(inner)
-    outer["__metadata__"][FORMAT] = json.dumps(inner)
+    outer["__metadata__"][BUNDLE_FORMAT] = json.dumps(inner)
     raw = json.dumps(outer).encode()
     raw += b" " * (-len(raw) % 8)
     out.write_bytes(struct.pack("<Q", len(raw)) + raw + data[8 + n :])

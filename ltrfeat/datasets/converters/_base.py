@@ -75,7 +75,7 @@ class Source:
 SOURCES: dict[str, Source] = {}
 
 
-def register(**spec) -> Callable:
+def register_source(**spec) -> Callable:
     """Decorator registering ``load(paths: dict[role, Path], options: Options) -> Converted``."""
 
     def wrap(load):

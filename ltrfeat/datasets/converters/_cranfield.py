@@ -28,7 +28,7 @@ from ltrfeat.datasets.converters._base import (
     judged_by_retrieval,
     label_histogram,
     read_lines,
-    register,
+    register_source,
 )
 
 _MARKER = re.compile(r"^\.([A-Z])(?:\s+(.*?))?\s*$")
@@ -162,7 +162,7 @@ def _qrels(path, encoding, n_queries: int, duplicates: str) -> tuple[Qrels, int]
     return Qrels.from_rows(path, qid, docid, grade, lines, duplicates=duplicates), dropped
 
 
-@register(
+@register_source(
     name="cranfield",
     roles=("docs", "queries", "qrels"),
     file_names=(("cran.all.1400",), ("cran.qry",), ("cranqrel", "cranqrel.txt", "cran.qrel")),

@@ -17,7 +17,7 @@ from ltrfeat.datasets.converters._base import (
     add_doc_text,
     clean_text,
     label_histogram,
-    register,
+    register_source,
 )
 
 
@@ -80,7 +80,7 @@ def _finish(source: str, path, pairs: pd.DataFrame, fields: list[str], options: 
     )
 
 
-@register(
+@register_source(
     name="homedepot",
     roles=("pairs",),
     file_names=(("train.csv",),),
@@ -109,7 +109,7 @@ def homedepot(paths, options: Options) -> Converted:
     return conv
 
 
-@register(
+@register_source(
     name="crowdflower",
     roles=("pairs",),
     file_names=(("train.csv",),),

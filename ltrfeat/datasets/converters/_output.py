@@ -25,12 +25,11 @@ from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
 from ltrfeat.core.letor import write_letor
-from ltrfeat.core.splits import cut_queries, share_sizes
+from ltrfeat.core.splits import SPLITS, cut_queries, share_sizes
 from ltrfeat.core.text import write_table
 from ltrfeat.datasets.converters._base import Converted, convert
 
 CONVERT_FORMAT = "ltrfeat.convert/1"
-SPLITS = ("train", "vali", "test")
 
 
 def parse_split(spec: str | None) -> tuple[float, float, float] | None:

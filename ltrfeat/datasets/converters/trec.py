@@ -33,7 +33,7 @@ from ltrfeat.datasets.converters._base import (
     judged_by_retrieval,
     label_histogram,
     read_lines,
-    register,
+    register_source,
 )
 
 _JSONL = (".jsonl", ".json", ".ndjson")
@@ -124,13 +124,13 @@ def read_id_texts(path, encoding: str, *, keys: dict[str, str], what: str) -> pd
     return frame
 
 
-def read_docs(path, encoding: str) -> pd.DataFrame:
+def _read_docs(path, encoding: str) -> pd.DataFrame:
     """``docid, title, body``."""
     frame = read_id_texts(path, encoding, keys={"title": "title", "body": "text"}, what="document")
     return frame.drop(columns="line").rename(columns={"id": "docid"})
 
 
-def read_queries(path, encoding: str) -> pd.DataFrame:
+def _read_queries(path, encoding: str) -> pd.DataFrame:
     """``qid, query``; every query needs text."""
     frame = read_id_texts(path, encoding, keys={"query": "text"}, what="query")
     empty = frame["query"].isna().to_numpy()
@@ -144,7 +144,7 @@ def read_queries(path, encoding: str) -> pd.DataFrame:
     return frame.drop(columns="line").rename(columns={"id": "qid"})
 
 
-def read_qrels(path, encoding: str, *, duplicates: str = "error") -> Qrels:
+def parse_qrels(path, encoding: str, *, duplicates: str = "error") -> Qrels:
     """BEIR (``q d grade``, optional header) or TREC (``q iter d grade``) qrels."""
     qid, docid, grade, lines = [], [], [], []
     width, seen_data = None, False
@@ -175,9 +175,9 @@ def read_qrels(path, encoding: str, *, duplicates: str = "error") -> Qrels:
 
 
 def _convert(name: str, paths, options: Options) -> Converted:
-    docs = read_docs(paths["docs"], options.encoding)
-    queries = read_queries(paths["queries"], options.encoding)
-    qrels = read_qrels(paths["qrels"], options.encoding, duplicates=options.duplicates)
+    docs = _read_docs(paths["docs"], options.encoding)
+    queries = _read_queries(paths["queries"], options.encoding)
+    qrels = parse_qrels(paths["qrels"], options.encoding, duplicates=options.duplicates)
     negative = int((qrels.frame["grade"] < 0).sum())
     pairs, queries, docs, figures = judged_by_retrieval(queries, docs, qrels, fields=["title", "body"], options=options)
     labels = {
@@ -201,7 +201,7 @@ def _convert(name: str, paths, options: Options) -> Converted:
 _RULE = "qrels grades kept as given; negative grades and BM25 candidates without a judgement -> 0"
 
 
-@register(
+@register_source(
     name="trec",
     roles=("docs", "queries", "qrels"),
     file_names=(
@@ -216,7 +216,7 @@ def trec(paths, options: Options) -> Converted:
     return _convert("trec", paths, options)
 
 
-@register(
+@register_source(
     name="msmarco",
     roles=("docs", "queries", "qrels"),
     file_names=(

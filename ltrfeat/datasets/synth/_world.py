@@ -14,6 +14,7 @@ from scipy.stats import spearmanr
 
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.letor import write_letor
+from ltrfeat.core.splits import SPLITS
 from ltrfeat.core.text import pairs_to_ranking, write_table
 from ltrfeat.datasets.synth._catalogue import make_catalogue
 from ltrfeat.datasets.synth._clicks import simulate_clicks
@@ -23,7 +24,6 @@ from ltrfeat.datasets.synth._queries import describe_intent, make_queries, query
 
 GENERATOR_VERSION = "1"
 WORLD_FORMAT = "ltrfeat.synth-world/1"
-SPLITS = ("train", "vali", "test")
 PRESETS = {
     "default": {"n_queries": 1000, "n_docs": 3000, "n_click_queries": 3000},
     "quick": {"n_queries": 240, "n_docs": 800, "n_click_queries": 800},

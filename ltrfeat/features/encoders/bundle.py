@@ -25,7 +25,7 @@ from ltrfeat.core.errors import ModelFileError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.versions import library_versions
 
-FORMAT = "ltrenc"
+BUNDLE_FORMAT = "ltrenc"
 FORMAT_VERSION = 1
 _MAX_HEADER = 100 * 2**20
 
@@ -42,14 +42,14 @@ def write_bundle(path, *, kind: str, header: dict, tensors: dict[str, torch.Tens
     :func:`read_bundle`: a flipped byte in the weights is refused instead of loaded."""
     tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
     full = {
-        "format": FORMAT,
+        "format": BUNDLE_FORMAT,
         "format_version": FORMAT_VERSION,
         "kind": kind,
         "library_versions": library_versions("torch", "numpy", "safetensors"),
         **header,
         "tensor_sha256": {k: _tensor_sha256(v) for k, v in sorted(tensors.items())},
     }
-    data = safetensors.torch.save(tensors, metadata={FORMAT: json.dumps(full, sort_keys=True)})
+    data = safetensors.torch.save(tensors, metadata={BUNDLE_FORMAT: json.dumps(full, sort_keys=True)})
     with atomic_output(path, binary=True) as fh:
         fh.write(data)
 
@@ -72,10 +72,10 @@ def read_bundle(path, *, kind: str) -> tuple[dict, dict[str, torch.Tensor]]:
     try:
         st_header = json.loads(data[8 : 8 + n].decode("utf-8"))
         meta = st_header.get("__metadata__") or {}
-        header = json.loads(meta[FORMAT])
+        header = json.loads(meta[BUNDLE_FORMAT])
     except (UnicodeDecodeError, ValueError, KeyError, AttributeError, TypeError):
         raise ModelFileError("not an .ltrenc encoder bundle (no ltrenc header)", **not_bundle) from None
-    if header.get("format") != FORMAT or header.get("format_version") != FORMAT_VERSION:
+    if header.get("format") != BUNDLE_FORMAT or header.get("format_version") != FORMAT_VERSION:
         raise ModelFileError(
             f"unsupported .ltrenc format version {header.get('format_version')!r} (this ltrfeat reads "
             f"version {FORMAT_VERSION})",

@@ -10,7 +10,7 @@ from ltrfeat.features.encoders.config import SCORES
 from ltrfeat.features.encoders._dssm import DssmTower
 
 ARCHITECTURES = {"dssm": DssmTower, "clsm": ClsmTower}
-DEFAULTS = {
+DEFAULT_SIZES = {
     "dssm": {"hidden": [300, 300], "out": 128},
     "clsm": {"context": 1, "conv": 300, "out": 128},
 }
@@ -26,7 +26,7 @@ def model_config(architecture: str, n_features: int, *, shared: bool = False, sc
         raise ValueError(f"unknown encoder architecture {architecture!r}; choose one of {sorted(ARCHITECTURES)}")
     if score not in SCORES:
         raise ValueError(f"score must be one of {SCORES}, got {score!r}")
-    tower = dict(DEFAULTS[architecture])
+    tower = dict(DEFAULT_SIZES[architecture])
     unknown = set(sizes) - set(tower)
     if unknown:
         raise ValueError(f"{architecture} has no size option(s) {sorted(unknown)}; it takes {sorted(tower)}")

@@ -36,7 +36,7 @@ __all__ = [
     "unregister_encoder",
 ]
 
-ENTRY_POINTS = "ltrfeat.encoders"
+ENCODER_ENTRY_POINTS = "ltrfeat.encoders"
 
 
 _KINDS: dict[str, EncoderKind] = {kind.name: kind for kind in BUILTIN}
@@ -133,4 +133,4 @@ def bundle_kind(path) -> str | None:
 
 
 def _entry_points() -> None:
-    load_entry_points(ENTRY_POINTS, EncoderKind, _KINDS, _LOADED)
+    load_entry_points(ENCODER_ENTRY_POINTS, EncoderKind, _KINDS, _LOADED)
