@@ -303,3 +303,13 @@ def assert_same_columns(a: dict, b: dict) -> None:
         assert list(a[fold]) == list(b[fold])
         for name in a[fold]:
             np.testing.assert_array_equal(a[fold][name], b[fold][name], err_msg=f"{fold} {name}")
+
+
+def extract_with_encoder(pairs_path, encoder: str, out):
+    """``ltrfeat extract --pairs PAIRS --lexical bm25 --encoder ENCODER --out OUT``: click's result."""
+    from click.testing import CliRunner
+
+    from ltrfeat.cli.main import cli
+
+    args = ["extract", "--pairs", pairs_path, "--lexical", "bm25", "--encoder", encoder, "--out", out, "--no-progress"]
+    return CliRunner().invoke(cli, [str(a) for a in args])

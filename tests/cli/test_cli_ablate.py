@@ -30,17 +30,9 @@ def run(*args):
     return CliRunner().invoke(cli, [str(a) for a in args])
 
 
-@pytest.fixture(scope="module")
-def folds_dir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("folds")
-    write_folds(root, planted_folds(n_folds=3, queries_per_fold=30), ext=".letor", sidecars=True)
-    return root
-
-
-@pytest.fixture(scope="module")
-def ablated(folds_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("out") / "report"
-    result = run(
+def ablate_planted(folds_dir, report, *options, resamples=5000):
+    """``ablate`` on the planted folds: base 1-3, the clsm column as neural group, seeds 0 and 1, fast trees."""
+    return run(
         "ablate",
         "--folds",
         folds_dir,
@@ -51,12 +43,25 @@ def ablated(folds_dir, tmp_path_factory):
         "--seeds",
         "0,1",
         "--resamples",
-        "5000",
+        resamples,
+        *options,
         "--report",
-        out,
+        report,
         *FAST,
     )
-    return out, result
+
+
+@pytest.fixture(scope="module")
+def folds_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("folds")
+    write_folds(root, planted_folds(n_folds=3, queries_per_fold=30), ext=".letor", sidecars=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def ablated(folds_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out") / "report"
+    return out, ablate_planted(folds_dir, out)
 
 
 def test_ablate_prints_headline_and_writes_report(ablated):
@@ -77,24 +82,7 @@ def test_ablate_prints_headline_and_writes_report(ablated):
 
 
 def test_without_subsampling_seeds_are_reported_inert(folds_dir, tmp_path):
-    result = run(
-        "ablate",
-        "--folds",
-        folds_dir,
-        "--base",
-        "1-3",
-        "--neural",
-        "clsm=clsm_title_cos",
-        "--seeds",
-        "0,1",
-        "--resamples",
-        "500",
-        "--param",
-        "bagging_fraction=1.0",
-        "--report",
-        tmp_path / "r",
-        *FAST,
-    )
+    result = ablate_planted(folds_dir, tmp_path / "r", "--param", "bagging_fraction=1.0", resamples=500)
     assert result.exit_code == 0, result.output
     assert "notice: the seeds changed nothing for lexical, lexical+clsm" in result.output
     config = json.loads((tmp_path / "r" / "report.json").read_text())["config"]
@@ -104,22 +92,7 @@ def test_without_subsampling_seeds_are_reported_inert(folds_dir, tmp_path):
 def test_ablate_report_is_reproducible(folds_dir, ablated, tmp_path):
     out, _ = ablated
     again = tmp_path / "again"
-    result = run(
-        "ablate",
-        "--folds",
-        folds_dir,
-        "--base",
-        "1-3",
-        "--neural",
-        "clsm=clsm_title_cos",
-        "--seeds",
-        "0,1",
-        "--resamples",
-        "5000",
-        "--report",
-        again,
-        *FAST,
-    )
+    result = ablate_planted(folds_dir, again)
     assert result.exit_code == 0, result.output
     assert reproducible_report(again / "report.json") == reproducible_report(out / "report.json")
 

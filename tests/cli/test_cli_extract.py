@@ -69,37 +69,29 @@ def test_pairs_to_letor_then_letor_info_shows_the_named_columns(tmp_path):
 
     # second pass: LETOR + the written texts + the saved statistics append more columns
     out2 = tmp_path / "out2.letor"
-    res = run(
-        "extract",
-        out,
-        "--queries",
-        tmp_path / "texts" / "queries.csv",
-        "--docs",
-        tmp_path / "texts" / "docs.csv",
-        "--corpus-stats",
-        tmp_path / "corpus.npz",
-        "--lexical",
-        "lm_dirichlet,bm25",
-        "--out",
-        out2,
-        "--no-progress",
-    )
+
+    def second_pass(lexical):
+        texts = tmp_path / "texts"
+        return run(
+            "extract",
+            out,
+            "--queries",
+            texts / "queries.csv",
+            "--docs",
+            texts / "docs.csv",
+            "--corpus-stats",
+            tmp_path / "corpus.npz",
+            "--lexical",
+            lexical,
+            "--out",
+            out2,
+            "--no-progress",
+        )
+
+    res = second_pass("lm_dirichlet,bm25")
     assert res.exit_code == 2 and "duplicate feature names" in res.output  # bm25_doc is already there
     assert not out2.exists()
-    res = run(
-        "extract",
-        out,
-        "--queries",
-        tmp_path / "texts" / "queries.csv",
-        "--docs",
-        tmp_path / "texts" / "docs.csv",
-        "--corpus-stats",
-        tmp_path / "corpus.npz",
-        "--lexical",
-        "lm_dirichlet",
-        "--out",
-        out2,
-    )
+    res = second_pass("lm_dirichlet")
     assert res.exit_code == 0, res.output
     again = read_letor(out2)
     assert again.feature_map.names == names + ["lm_dirichlet_doc"] and again.feature_map.ids == [1, 2, 3, 4]

@@ -4,6 +4,7 @@ training, bundles, and the extract / cross-fitting / CLI integrations."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -254,27 +255,17 @@ def test_crossfit_trains_deepmatch_per_fold():
         assert np.isfinite(values[rows]).all()
 
 
-def test_cli_train_encoder_deepmatch(tmp_path):
+def train_encoder_args(tmp_path, *, epochs: int) -> tuple[list[str], Path]:
+    """``ltrfeat train-encoder`` arguments of a small DeepMatch (pairs written into ``tmp_path``), ``--out`` last,
+    and the bundle path."""
     path, out = tmp_path / "pairs.tsv", tmp_path / "dm.ltrenc"
     make_pairs().to_csv(path, sep="\t", index=False)
-    args = [
-        "train-encoder",
-        str(path),
-        "--model",
-        "deepmatch",
-        "--topics",
-        "6,3",
-        "--patch-words",
-        "4",
-        "--epochs",
-        "1",
-        "--batch-size",
-        "16",
-        "--threads",
-        "1",
-        "--out",
-        str(out),
-    ]
+    options = ["--topics", "6,3", "--patch-words", "4", "--epochs", str(epochs), "--batch-size", "16", "--threads", "1"]
+    return ["train-encoder", str(path), "--model", "deepmatch", *options, "--out", str(out)], out
+
+
+def test_cli_train_encoder_deepmatch(tmp_path):
+    args, out = train_encoder_args(tmp_path, epochs=1)
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert json.loads(result.output.strip().splitlines()[-1])["out"] == str(out)
@@ -365,26 +356,7 @@ def test_text_encoder_checkpoint_is_refused_for_deepmatch(tmp_path):
 
 
 def test_cli_deepmatch_checkpoint_and_resume(tmp_path):
-    path, out = tmp_path / "pairs.tsv", tmp_path / "dm.ltrenc"
-    make_pairs().to_csv(path, sep="\t", index=False)
-    args = [
-        "train-encoder",
-        str(path),
-        "--model",
-        "deepmatch",
-        "--topics",
-        "6,3",
-        "--patch-words",
-        "4",
-        "--epochs",
-        "2",
-        "--batch-size",
-        "16",
-        "--threads",
-        "1",
-        "--out",
-        str(out),
-    ]
+    args, _ = train_encoder_args(tmp_path, epochs=2)
     first = CliRunner().invoke(cli, [*args, "--checkpoint", str(tmp_path / "keep.ckpt")])
     assert first.exit_code == 0, first.output
     assert (tmp_path / "keep.ckpt").exists() and not (tmp_path / "dm.ltrenc.ckpt").exists()

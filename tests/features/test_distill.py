@@ -13,7 +13,7 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from builders import reproducible_report, train_until_interrupted
+from builders import extract_with_encoder, reproducible_report, train_until_interrupted
 from ltrfeat.experiments import crossfit
 from ltrfeat.experiments.crossfit import EncoderSpec
 from ltrfeat.features.encoders import distill as distill_module
@@ -266,20 +266,7 @@ def test_cli_train_with_teacher_then_extract(tmp_path):
     encoder = Encoder.load(model)
     assert encoder.training["params"]["teacher"] == "sbert" and encoder.training["pretrain"]["epochs"] == 2
     out = tmp_path / "out.letor"
-    res = CliRunner().invoke(
-        cli,
-        [
-            "extract",
-            "--pairs",
-            str(tmp_path / "pairs.tsv"),
-            "--lexical",
-            "bm25",
-            "--encoder",
-            f"clsm={model}",
-            "--out",
-            str(out),
-        ],
-    )
+    res = extract_with_encoder(tmp_path / "pairs.tsv", f"clsm={model}", out)
     assert res.exit_code == 0, res.output
     data = read_letor(out)
     assert data.feature_map.names[-1].startswith("clsm") and np.isfinite(data.X).all()

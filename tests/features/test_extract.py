@@ -39,6 +39,12 @@ def letor_file(tmp_path, rows, name="in.letor"):
 ROWS = [("1", "a", 2), ("1", "b", 0), ("1", "d", 1), ("2", "b", 2), ("2", "d", 1), ("3", "c", 1), ("3", "a", 0)]
 
 
+def extract(src, out, *, docs=DOCS, extractors=None, **options):
+    """:func:`extract_file` with the module's tables, BM25 on titles unless ``extractors`` says otherwise."""
+    extractors = lexical_extractors("bm25", fields=["title"]) if extractors is None else extractors
+    return extract_file(src, out, queries=QUERIES, docs=docs, extractors=extractors, progress=False, **options)
+
+
 def test_registry_lists_every_lexical_family_with_a_description():
     reg = available_extractors()
     assert set(FAMILIES) <= set(reg)
@@ -61,7 +67,7 @@ def test_extract_file_appends_named_columns_after_the_largest_id(tmp_path):
     src = letor_file(tmp_path, ROWS)
     out = tmp_path / "out.letor"
     ex = LexicalExtractor(features=["bm25", "coverage"], fields=["title", "body"])
-    assert extract_file(src, out, queries=QUERIES, docs=DOCS, extractors=[ex], progress=False) == len(ROWS)
+    assert extract(src, out, extractors=[ex]) == len(ROWS)
     data = read_letor(out)
     assert data.feature_map.ids == [1, 7, 8, 9, 10, 11]
     assert data.feature_map.names == ["f1", "f7", "bm25_title", "bm25_body", "coverage_title", "coverage_body"]
@@ -82,10 +88,8 @@ def test_extract_file_appends_named_columns_after_the_largest_id(tmp_path):
 def test_chunking_does_not_change_the_output(tmp_path):
     src = letor_file(tmp_path, ROWS)
     ex = lexical_extractors("all", fields=["title", "body"])
-    extract_file(
-        src, tmp_path / "one.letor", queries=QUERIES, docs=DOCS, extractors=ex, chunk_queries=1, progress=False
-    )
-    extract_file(src, tmp_path / "all.letor", queries=QUERIES, docs=DOCS, extractors=ex, progress=False)
+    extract(src, tmp_path / "one.letor", extractors=ex, chunk_queries=1)
+    extract(src, tmp_path / "all.letor", extractors=ex)
     assert (tmp_path / "one.letor").read_bytes() == (tmp_path / "all.letor").read_bytes()
 
 
@@ -97,15 +101,7 @@ def test_missing_texts_error_lists_ids_and_count_and_writes_nothing(tmp_path):
     rows = ROWS + [("9", "a", 0), ("9", "zz", 1), ("3", "yy", 0)]
     src = letor_file(tmp_path, [r for r in rows if r[0] != "3"] + [r for r in rows if r[0] == "3"])
     with pytest.raises(TextTableError) as err:
-        extract_file(
-            src,
-            tmp_path / "out.letor",
-            queries=QUERIES,
-            docs=DOCS,
-            extractors=lexical_extractors("bm25", fields=["title"]),
-            chunk_queries=1,
-            progress=False,
-        )
+        extract(src, tmp_path / "out.letor", chunk_queries=1)
     msg = str(err.value)
     assert msg.startswith(str(src)) and "3 rows have no text" in msg
     assert "1 qids not in the queries table (9)" in msg and "2 docids not in the documents table (zz, yy)" in msg
@@ -117,15 +113,7 @@ def test_missing_policies_nan_and_zero(tmp_path):
     src = letor_file(tmp_path, [("1", "a", 1), ("1", "nope", 0), ("1", None, 0)])
     for policy, check in [("nan", np.isnan), ("zero", lambda v: v == 0)]:
         out = tmp_path / f"out_{policy}.letor"
-        extract_file(
-            src,
-            out,
-            queries=QUERIES,
-            docs=DOCS,
-            extractors=lexical_extractors("bm25", fields=["title"]),
-            missing=policy,
-            progress=False,
-        )
+        extract(src, out, missing=policy)
         X = read_letor(out, nan_policy="keep").X
         assert X[0, 2] > 0 and check(X[1, 2]) and check(X[2, 2])
 
@@ -133,32 +121,16 @@ def test_missing_policies_nan_and_zero(tmp_path):
 def test_rows_without_docid_comment_are_reported_by_row_number(tmp_path):
     src = letor_file(tmp_path, [("1", "a", 1), ("1", None, 0)])
     with pytest.raises(TextTableError, match=r"1 rows without a '#docid = X' comment \(row numbers\) \(2\)"):
-        extract_file(
-            src,
-            tmp_path / "out.letor",
-            queries=QUERIES,
-            docs=DOCS,
-            extractors=lexical_extractors("bm25", fields=["title"]),
-            progress=False,
-        )
+        extract(src, tmp_path / "out.letor")
     assert outputs(tmp_path) == []
 
 
 def test_name_clash_with_existing_columns_is_an_error(tmp_path):
     src = letor_file(tmp_path, ROWS)
     out = tmp_path / "out.letor"
-    extract_file(
-        src, out, queries=QUERIES, docs=DOCS, extractors=lexical_extractors("bm25", fields=["title"]), progress=False
-    )
+    extract(src, out)
     with pytest.raises(LtrfeatError, match="duplicate feature names.*bm25_title"):
-        extract_file(
-            out,
-            tmp_path / "out2.letor",
-            queries=QUERIES,
-            docs=DOCS,
-            extractors=lexical_extractors("bm25", fields=["title"]),
-            progress=False,
-        )
+        extract(out, tmp_path / "out2.letor")
     assert not (tmp_path / "out2.letor").exists()
 
 
@@ -166,25 +138,11 @@ def test_bad_tables_and_policies(tmp_path):
     src = letor_file(tmp_path, ROWS)
     ex = lexical_extractors("bm25", fields=["title"])
     with pytest.raises(TextTableError, match="repeats docid 'a'"):
-        extract_file(
-            src,
-            tmp_path / "out.letor",
-            queries=QUERIES,
-            docs=pd.concat([DOCS, DOCS.iloc[:1]]),
-            extractors=ex,
-            progress=False,
-        )
+        extract(src, tmp_path / "out.letor", docs=pd.concat([DOCS, DOCS.iloc[:1]]), extractors=ex)
     with pytest.raises(TextTableError, match="no column.*abstract"):
-        extract_file(
-            src,
-            tmp_path / "out.letor",
-            queries=QUERIES,
-            docs=DOCS,
-            extractors=lexical_extractors("bm25", fields=["abstract"]),
-            progress=False,
-        )
+        extract(src, tmp_path / "out.letor", extractors=lexical_extractors("bm25", fields=["abstract"]))
     with pytest.raises(LtrfeatError, match="missing-text policy"):
-        extract_file(src, tmp_path / "out.letor", queries=QUERIES, docs=DOCS, extractors=ex, missing="skip")
+        extract(src, tmp_path / "out.letor", extractors=ex, missing="skip")
     assert outputs(tmp_path) == []
 
 
@@ -192,7 +150,7 @@ def test_prefitted_extractors_are_not_refitted(tmp_path):
     src = letor_file(tmp_path, ROWS)
     ex = LexicalExtractor(features=["idf"], fields=["title"]).fit(DOCS.iloc[:2])
     stats = ex.corpus_
-    extract_file(src, tmp_path / "out.letor", queries=QUERIES, docs=DOCS, extractors=[ex], progress=False)
+    extract(src, tmp_path / "out.letor", extractors=[ex])
     assert ex.corpus_ is stats and stats.field_stats["title"].n_docs == 2
 
 

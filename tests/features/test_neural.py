@@ -196,16 +196,19 @@ def texts(tmp_path):
     return tmp_path / "queries.csv", tmp_path / "docs.csv"
 
 
-def test_cli_extract_appends_lexical_then_encoder_columns(tmp_path, bundles):
+def extract_cli(tmp_path, out, *options):
+    """``ltrfeat extract`` of the module's LETOR file and text tables (written into ``tmp_path``) into ``out``."""
     queries, docs = texts(tmp_path)
+    return run(
+        "extract", letor_file(tmp_path), "--queries", queries, "--docs", docs, *options, "--out", out, "--no-progress"
+    )
+
+
+def test_cli_extract_appends_lexical_then_encoder_columns(tmp_path, bundles):
     out = tmp_path / "out.letor"
-    res = run(
-        "extract",
-        letor_file(tmp_path),
-        "--queries",
-        queries,
-        "--docs",
-        docs,
+    res = extract_cli(
+        tmp_path,
+        out,
         "--lexical",
         "bm25",
         "--encoder",
@@ -214,11 +217,8 @@ def test_cli_extract_appends_lexical_then_encoder_columns(tmp_path, bundles):
         f"dssm={bundles['dssm']}",
         "--field",
         "title",
-        "--out",
-        out,
         "--chunk-queries",
         "1",
-        "--no-progress",
     )
     assert res.exit_code == 0, res.output
     data = read_letor(out)
@@ -231,25 +231,10 @@ def test_cli_extract_appends_lexical_then_encoder_columns(tmp_path, bundles):
     "content, message", [(b"not a model at all, just text", "not an .ltrenc encoder bundle"), (b"", "file too short")]
 )
 def test_cli_extract_with_a_bad_model_file_fails_on_one_line_and_writes_nothing(tmp_path, content, message):
-    queries, docs = texts(tmp_path)
     model = tmp_path / "bad.ltrenc"
     model.write_bytes(content)
     out = tmp_path / "out.letor"
-    res = run(
-        "extract",
-        letor_file(tmp_path),
-        "--queries",
-        queries,
-        "--docs",
-        docs,
-        "--encoder",
-        f"clsm={model}",
-        "--field",
-        "title",
-        "--out",
-        out,
-        "--no-progress",
-    )
+    res = extract_cli(tmp_path, out, "--encoder", f"clsm={model}", "--field", "title")
     assert res.exit_code == 2
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0] and "bad.ltrenc" in lines[0]
@@ -257,22 +242,9 @@ def test_cli_extract_with_a_bad_model_file_fails_on_one_line_and_writes_nothing(
 
 
 def test_cli_extract_rejects_a_truncated_bundle(tmp_path, bundles):
-    queries, docs = texts(tmp_path)
     model = tmp_path / "cut.ltrenc"
     model.write_bytes(bundles["clsm"].read_bytes()[:-100])
-    res = run(
-        "extract",
-        letor_file(tmp_path),
-        "--queries",
-        queries,
-        "--docs",
-        docs,
-        "--encoder",
-        f"clsm={model}",
-        "--out",
-        tmp_path / "out.letor",
-        "--no-progress",
-    )
+    res = extract_cli(tmp_path, tmp_path / "out.letor", "--encoder", f"clsm={model}")
     assert res.exit_code == 2 and "corrupt" in res.output and not (tmp_path / "out.letor").exists()
 
 

