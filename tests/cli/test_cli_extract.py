@@ -30,6 +30,11 @@ def write_pairs(tmp_path, encoding="utf-8"):
     return path
 
 
+def extract_pairs(pairs, out, *options):
+    """``ltrfeat extract --pairs PAIRS --columns COLUMNS OPTIONS --out OUT``."""
+    return run("extract", "--pairs", pairs, "--columns", COLUMNS, *options, "--out", out)
+
+
 def files(tmp_path):
     return sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out"))
 
@@ -37,18 +42,13 @@ def files(tmp_path):
 def test_pairs_to_letor_then_letor_info_shows_the_named_columns(tmp_path):
     pairs = write_pairs(tmp_path)
     out = tmp_path / "out.letor"
-    res = run(
-        "extract",
-        "--pairs",
+    res = extract_pairs(
         pairs,
-        "--columns",
-        COLUMNS,
+        out,
         "--label-map",
         "linear:1:3:7",
         "--lexical",
         "bm25,coverage,trigram_cos",
-        "--out",
-        out,
         "--write-texts",
         tmp_path / "texts",
         "--save-corpus-stats",
@@ -165,36 +165,12 @@ def test_missing_text_gives_one_line_error_and_no_output(tmp_path):
 
 def test_mismatched_encoding_is_reported_with_the_fix_and_no_output(tmp_path):
     pairs = write_pairs(tmp_path, encoding="latin-1")
-    res = run(
-        "extract",
-        "--pairs",
-        pairs,
-        "--columns",
-        COLUMNS,
-        "--label-map",
-        "round",
-        "--lexical",
-        "bm25",
-        "--out",
-        tmp_path / "out.letor",
-    )
+    res = extract_pairs(pairs, tmp_path / "out.letor", "--label-map", "round", "--lexical", "bm25")
     assert res.exit_code == 2
     assert "cannot decode" in res.output and "--encoding" in res.output and "pairs.csv:7" in res.output
     assert files(tmp_path) == []
-    res = run(
-        "extract",
-        "--pairs",
-        pairs,
-        "--columns",
-        COLUMNS,
-        "--label-map",
-        "round",
-        "--lexical",
-        "bm25",
-        "--encoding",
-        "latin-1",
-        "--out",
-        tmp_path / "out.letor",
+    res = extract_pairs(
+        pairs, tmp_path / "out.letor", "--label-map", "round", "--lexical", "bm25", "--encoding", "latin-1"
     )
     assert res.exit_code == 0, res.output
 
@@ -228,20 +204,8 @@ def test_features_list_and_help_examples():
 def test_conflicting_doc_texts_need_a_policy(tmp_path):
     path = tmp_path / "pairs.csv"
     path.write_text("search_term,product_uid,product_title,relevance\na,1,x y,1\nb,1,x z,2\n")
-    res = run("extract", "--pairs", path, "--columns", COLUMNS, "--lexical", "bm25", "--out", tmp_path / "out.letor")
+    res = extract_pairs(path, tmp_path / "out.letor", "--lexical", "bm25")
     assert res.exit_code == 2 and "different" in res.output
-    res = run(
-        "extract",
-        "--pairs",
-        path,
-        "--columns",
-        COLUMNS,
-        "--lexical",
-        "bm25",
-        "--conflicts",
-        "first",
-        "--out",
-        tmp_path / "out.letor",
-    )
+    res = extract_pairs(path, tmp_path / "out.letor", "--lexical", "bm25", "--conflicts", "first")
     assert res.exit_code == 0 and "warning:" in res.output
     assert json.loads((tmp_path / "out.letor.features.json").read_text())["features"][0]["name"] == "bm25_doc"
