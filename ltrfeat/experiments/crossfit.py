@@ -662,7 +662,7 @@ def _keep_frozen(
     all the texts they read and score (one pass per base model and settings, :func:`~ltrfeat.features.encoders.
     sbert_training.keep_frozen_states`), here, before any of them trains: in this process or in a worker,
     every fine-tuning then starts from the same states; with a ``cluster`` (a :class:`~ltrfeat.experiments.
-    dask_trainings.DaskTrainings`) the pass runs there and the states come back. ``shared``: the groups whose
+    _dask_trainings.DaskTrainings`) the pass runs there and the states come back. ``shared``: the groups whose
     states :func:`_share_minilm` keeps already, with their store keys. Returns ``{id(training): (store key,
     texts)}``."""
     from ltrfeat.features.encoders.sbert_training import keep_frozen_states

@@ -22,7 +22,7 @@ import safetensors.torch
 
 from ltrfeat.features.encoders.bundle import check_declared, check_param_count, read_bundle, write_bundle
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
-from ltrfeat.features.encoders.sbert_prefix import compute
+from ltrfeat.features.encoders.sbert_prefix import precision_context
 from ltrfeat.core.errors import ModelFileError
 
 KIND = "sbert-ft"
@@ -240,7 +240,7 @@ class SbertFinetuned:
                 vectors = _encode_with_prefix(prefix, uniq, batch_size=batch_size)
             else:
                 exact = self.precision == "fp32"
-                with compute(self.precision):
+                with precision_context(self.precision):
                     vectors = model.encode(
                         uniq,
                         batch_size=batch_size,

@@ -26,7 +26,7 @@ OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
 TOWER_MODELS = ("clsm", "dssm")
 PRETRAININGS = ("rbm",)  # EncoderConfig.pretrain (DSSM only)
-PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.compute)
+PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.precision_context)
 # a training that starts from a model worth keeping (MiniLM, +init/+spans weights, a +teacher distillation) keeps it
 # unless its best trained epoch beats it on the validation queries by more than this many paired standard errors of
 # the per-query NDCG@10 differences (ltrfeat.features.encoders.epochs, "Keeping the starting point"); 0: any gain

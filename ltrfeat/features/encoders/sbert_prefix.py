@@ -28,7 +28,7 @@ BUDGET_BYTES = 6 * 2**30  # beyond this, texts are run through the frozen layers
 CHUNK = 256
 
 
-def compute(precision: str):
+def precision_context(precision: str):
     """The context a MiniLM forward pass runs in: ``"fp32"`` as is; ``"bf16"`` under CPU autocast, so the
     matrix products take bfloat16 inputs (accumulating in float32; layer norms and softmax stay float32), which
     pays off on a CPU with AVX512-BF16 or AMX (figures: benchmarks/results/docstring-timings.md)."""
@@ -126,7 +126,7 @@ def lower(model, hf, n_frozen: int, texts: list[str], *, precision: str = "fp32"
     was_training = hf.training
     hf.eval()
     try:
-        with torch.no_grad(), compute(precision):
+        with torch.no_grad(), precision_context(precision):
             hidden, mask = embed(hf, features)
             for layer in hf.encoder.layer[:n_frozen]:
                 hidden = layer(hidden, mask)
@@ -175,7 +175,7 @@ class FrozenPrefix:
         index = torch.nonzero(attention_mask.flatten(), as_tuple=True)[0]  # each real token's padded position
         hidden = torch.cat(states)
         keys = attention_mask.bool()[:, None, None, :]
-        with compute(self.precision):
+        with precision_context(self.precision):
             for layer in self.layers[self.n_frozen :]:
                 hidden = packed_layer(layer, hidden, index=index, keys=keys)
         hidden = hidden.float()

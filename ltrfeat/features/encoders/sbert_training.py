@@ -31,7 +31,7 @@ from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, load_model_dir
-from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, compute
+from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, precision_context
 from ltrfeat.features.encoders.epochs import (
     begin_run,
     fit_epochs,
@@ -72,7 +72,7 @@ class _Tower(torch.nn.Module):
     def _embed(self, texts: list) -> torch.Tensor:
         if self.prefix is not None:
             return self.prefix.forward(texts)
-        with compute(self.precision):
+        with precision_context(self.precision):
             return self.st(self.st.preprocess(texts))["sentence_embedding"].float()
 
     def forward(self, texts: list) -> torch.Tensor:
