@@ -129,37 +129,14 @@ def test_missing_text_gives_one_line_error_and_no_output(tmp_path):
     (tmp_path / "q.tsv").write_text("qid\tquery\n1\tred\n")
     (tmp_path / "d.tsv").write_text("docid\ttitle\nA\tred\n")
     (tmp_path / "in.letor").write_text("1 qid:1 1:1 #docid = A\n0 qid:1 1:2 #docid = GONE\n0 qid:7 1:2 #docid = A\n")
-    res = run(
-        "extract",
-        tmp_path / "in.letor",
-        "--queries",
-        tmp_path / "q.tsv",
-        "--docs",
-        tmp_path / "d.tsv",
-        "--lexical",
-        "bm25",
-        "--out",
-        tmp_path / "out.letor",
-    )
+    texts = ("--queries", tmp_path / "q.tsv", "--docs", tmp_path / "d.tsv", "--lexical", "bm25")
+    res = run("extract", tmp_path / "in.letor", *texts, "--out", tmp_path / "out.letor")
     assert res.exit_code == 2
     line = res.output.strip()
     assert line.count("\n") == 0 and line.startswith("error: ") and "2 rows have no text" in line
     assert "GONE" in line and "(7)" in line
     assert files(tmp_path) == []
-    res = run(
-        "extract",
-        tmp_path / "in.letor",
-        "--queries",
-        tmp_path / "q.tsv",
-        "--docs",
-        tmp_path / "d.tsv",
-        "--lexical",
-        "bm25",
-        "--missing",
-        "zero",
-        "--out",
-        tmp_path / "out.letor",
-    )
+    res = run("extract", tmp_path / "in.letor", *texts, "--missing", "zero", "--out", tmp_path / "out.letor")
     assert res.exit_code == 0 and files(tmp_path) == ["out.letor", "out.letor.features.json"]
 
 
