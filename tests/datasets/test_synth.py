@@ -156,6 +156,56 @@ def test_candidate_order_does_not_reveal_labels(world):
     assert (first == best).mean() < 0.7
 
 
+def _candidates_over_whole_catalogue(index, rng, query, intent, k):
+    """The candidate draw written over whole-catalogue arrays (O(catalogue) per query): the reference
+    that CandidateIndex.candidates must reproduce draw for draw."""
+    used = np.zeros(index.n, dtype=bool)
+    chosen = []
+
+    def take(pool, count, weights=None):
+        free = ~used[pool]
+        pool = pool[free]
+        count = min(count, len(pool), k - int(used.sum()))
+        if count <= 0:
+            return
+        p = None if weights is None else weights[free] / weights[free].sum()
+        picked = rng.choice(pool, size=count, replace=False, p=p)
+        used[picked] = True
+        chosen.append(picked)
+
+    same = np.flatnonzero(index.type == intent["type"])
+    matches = sum((index.attrs[kind] == value).astype(int) for kind, value in intent.items() if kind in index.attrs)
+    take(same, round(k * rng.uniform(0.3, 0.45)), 1.0 + 3.0 * np.asarray(matches + np.zeros(index.n))[same])
+    shared = np.zeros(index.n)
+    for tok in set(content_tokens(query)):
+        shared[[i for i, toks in enumerate(index.title_tokens) if tok in toks]] += 1
+    shared[same] = 0
+    lexical = np.flatnonzero(shared)
+    take(lexical, round(k * rng.uniform(0.35, 0.5)), shared[lexical] ** 3)
+    category = np.flatnonzero(index.category == index.category[same[0]])
+    take(category[index.type[category] != intent["type"]], round(k * rng.uniform(0.05, 0.1)))
+    take(np.arange(index.n), k - int(used.sum()))
+    rows = np.concatenate(chosen)
+    return rows[rng.permutation(len(rows))]
+
+
+@pytest.mark.parametrize("n_docs", [1, 25, 400])
+def test_candidates_draw_as_over_the_whole_catalogue(n_docs):
+    from ltrfeat.datasets.synth._catalogue import make_catalogue
+    from ltrfeat.datasets.synth._judging import CandidateIndex
+
+    docs = make_catalogue(np.random.default_rng(n_docs), n_docs)
+    index = CandidateIndex(docs)
+    queries = make_queries(np.random.default_rng(1), docs, min(40, n_docs), max_tries=5000)
+    fast, reference = np.random.default_rng(2), np.random.default_rng(2)
+    for (query, intent), k in zip(queries, [1, 5, 12, 30, 500] * 8):
+        rows = index.candidates(fast, query, intent, k)
+        np.testing.assert_array_equal(
+            rows, _candidates_over_whole_catalogue(index, reference, query, intent, min(k, n_docs))
+        )
+        assert len(set(rows.tolist())) == len(rows) == min(k, n_docs)
+
+
 def test_bad_options_raise():
     with pytest.raises(ValueError, match="candidates"):
         generate_world(candidates=(5, 3), **SMALL)

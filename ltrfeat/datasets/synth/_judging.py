@@ -26,6 +26,8 @@ class CandidateIndex:
         self.docs = docs
         self.n = len(docs)
         self.type = docs["type"].to_numpy(dtype=object)
+        # Integer codes of the type and attribute columns: comparisons over large pools stay cheap.
+        self.type_code, self.type_keys = _codes(self.type)
         self.category = docs["category"].to_numpy(dtype=object)
         self.by_type = {k: np.flatnonzero(self.type == k) for k in pd.unique(self.type)}
         self.by_category = {k: np.flatnonzero(self.category == k) for k in pd.unique(self.category)}
@@ -37,14 +39,28 @@ class CandidateIndex:
                 postings.setdefault(tok, []).append(i)
         self.postings = {t: np.asarray(p) for t, p in postings.items()}
         self.attrs = {k: docs[k].to_numpy(dtype=object) for k in ATTRIBUTES}
+        self.attr_codes = {k: _codes(v) for k, v in self.attrs.items()}
 
     def attribute_matches(self, rows: np.ndarray, intent: dict[str, str]) -> np.ndarray:
         """How many of the intent's attribute values each product in ``rows`` has."""
         matches = np.zeros(len(rows), dtype=np.int64)
         for kind, value in intent.items():
-            if kind in self.attrs:
-                matches += self.attrs[kind][rows] == value
+            if kind in self.attr_codes:
+                codes, keys = self.attr_codes[kind]
+                matches += codes[rows] == keys.get(value, -2)
         return matches
+
+    def _take_any(self, rng: np.random.Generator, used: np.ndarray, chosen: list[np.ndarray], k: int) -> None:
+        """Fill ``chosen`` up to ``k`` rows with unused products drawn uniformly; the same draw as
+        ``rng.choice`` over the array of unused rows, without building that array."""
+        taken = np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)
+        count = min(k, self.n) - len(taken)
+        if count <= 0:
+            return
+        j = rng.choice(self.n - len(taken), size=count, replace=False)
+        picked = j + np.searchsorted(taken - np.arange(len(taken)), j, side="right")
+        used[picked] = True
+        chosen.append(picked)
 
     def candidates(self, rng: np.random.Generator, query: str, intent: dict[str, str], k: int) -> np.ndarray:
         """``k`` distinct product rows for a query, in random order.
@@ -61,7 +77,7 @@ class CandidateIndex:
         def take(pool: np.ndarray, count: int, weights: np.ndarray | None = None) -> None:
             free = ~used[pool]
             pool = pool[free]
-            count = min(count, len(pool), k - int(used.sum()))
+            count = min(count, len(pool), k - sum(map(len, chosen)))
             if count <= 0:
                 return
             p = None
@@ -74,18 +90,22 @@ class CandidateIndex:
 
         same = self.by_type[intent["type"]]
         take(same, round(k * rng.uniform(0.3, 0.45)), 1.0 + 3.0 * self.attribute_matches(same, intent))
-        shared = np.zeros(self.n)
-        for tok in set(content_tokens(query)):
-            if tok in self.postings:
-                shared[self.postings[tok]] += 1
-        shared[same] = 0
-        lexical = np.flatnonzero(shared)
-        take(lexical, round(k * rng.uniform(0.35, 0.5)), shared[lexical] ** 3)
+        postings = [self.postings[tok] for tok in set(content_tokens(query)) if tok in self.postings]
+        lexical, shared = np.unique(np.concatenate(postings or [np.zeros(0, np.int64)]), return_counts=True)
+        type_code = self.type_keys[intent["type"]]
+        other_type = self.type_code[lexical] != type_code
+        take(lexical[other_type], round(k * rng.uniform(0.35, 0.5)), shared[other_type].astype(float) ** 3)
         category = self.by_category[self.category[same[0]]]
-        take(category[self.type[category] != intent["type"]], round(k * rng.uniform(0.05, 0.1)))
-        take(np.arange(self.n), k - int(used.sum()))
+        take(category[self.type_code[category] != type_code], round(k * rng.uniform(0.05, 0.1)))
+        self._take_any(rng, used, chosen, k)
         rows = np.concatenate(chosen)
         return rows[rng.permutation(len(rows))]
+
+
+def _codes(values: np.ndarray) -> tuple[np.ndarray, dict]:
+    """Integer codes of ``values`` (-1 where missing) and the value → code mapping."""
+    codes, uniques = pd.factorize(values)
+    return codes, {value: code for code, value in enumerate(uniques.tolist())}
 
 
 def semantic_grades(index: CandidateIndex, rows: np.ndarray, intent: dict[str, str]) -> np.ndarray:

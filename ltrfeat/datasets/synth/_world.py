@@ -141,23 +141,23 @@ def generate_world(
     )
 
     cand_rng, label_rng = _rng(seed, "candidates"), _rng(seed, "labels")
-    parts = []
-    for qid, (query, intent), split in zip(queries["qid"], judged_queries, split_of):
+    rows_of, labels_of = [], []
+    for query, intent in judged_queries:
         rows = index.candidates(cand_rng, query, intent, int(cand_rng.integers(lo, hi + 1)))
-        labels = rater_noise(label_rng, grade(rows, query, intent), label_noise)
-        parts.append(
-            pd.DataFrame(
-                {
-                    "qid": qid,
-                    "query": query,
-                    "docid": docs["docid"].to_numpy()[rows],
-                    "doc": docs["title"].to_numpy()[rows],
-                    "label": labels,
-                    "split": split,
-                }
-            )
-        )
-    judged = pd.concat(parts, ignore_index=True)
+        rows_of.append(rows)
+        labels_of.append(rater_noise(label_rng, grade(rows, query, intent), label_noise))
+    sizes = [len(rows) for rows in rows_of]
+    rows = np.concatenate(rows_of)
+    judged = pd.DataFrame(
+        {
+            "qid": np.repeat(queries["qid"].to_numpy(dtype=object), sizes),
+            "query": np.repeat(queries["query"].to_numpy(dtype=object), sizes),
+            "docid": docs["docid"].to_numpy()[rows],
+            "doc": docs["title"].to_numpy()[rows],
+            "label": np.concatenate(labels_of),
+            "split": np.repeat(split_of, sizes),
+        }
+    )
 
     judged_keys = frozenset(query_key(q) for q, _ in judged_queries)
     click_queries = make_queries(_rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys)
