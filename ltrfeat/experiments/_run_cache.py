@@ -25,7 +25,7 @@ import pandas as pd
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.versions import library_versions
 
-RUN_CACHE_FORMAT = 3
+RUN_CACHE_FORMAT = 4
 _TAGS = ("__nd__", "__obj__", "__df__", "__np__", "__tuple__", "__map__")
 
 

@@ -499,12 +499,12 @@ def _run_selected(
             concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain, no_relevant=no_relevant
         )
     out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None}
-    chosen = names[0] if chosen_by is None else chosen_by["chosen"]
     for name in names:
         per_seed, scores = [], {"seeds": [], "scores": []}
-        # every seed for the choice and the untuned engine (the verdict's baselines); the first for the others
+        # every seed for every candidate: the recommendation may pick any (set, candidate), and every
+        # SET/CANDIDATE row then averages the same seeds as the recommended row it is compared with
         seed_free = registry.seed_free(name)
-        for seed in seeds if name in (chosen, engine) and not seed_free else seeds[:1]:
+        for seed in seeds[:1] if seed_free else seeds:
             began = time.perf_counter()
             model = candidates.make(name, seed=seed, tuned=None if chosen_by is None else chosen_by["tuned"].get(name))
             candidates.fit(model, train, valid, table)
@@ -821,8 +821,7 @@ def _run_with_selection(
         rec = recommend(values, selection.rule, [s.name for s in rankers])
         best, pick = rec["feature_set"], rec["candidate"]
         recommended[fold.name] = rec | {"tuned": chosen[fold.name][best]["tuned"].get(pick)}
-        # the set's own row when it chose this candidate (every seed), else the candidate's row
-        source = best if chosen[fold.name][best]["chosen"] == pick else f"{best}/{pick}"
+        source = f"{best}/{pick}"  # every candidate row holds every seed
         frame = frames[(source, fold.name)].copy()
         frame["feature_set"] = RECOMMENDED
         frames[(RECOMMENDED, fold.name)] = frame

@@ -265,6 +265,22 @@ def test_recommended_never_falls_significantly_below_the_planted_feature(one_fea
     assert means[("recommended", "ndcg@10")] >= means[("signal", "ndcg@10")] - 0.01
 
 
+def test_every_candidate_row_and_the_recommendation_average_every_seed(one_feature_ablation):
+    result, _ = one_feature_ablation
+    from ltrfeat.rankers import registry
+
+    rows = [s.name for s in result.feature_sets if s.kind == "candidate"]
+    assert "lexical/linear" in rows and "lexical/boost-best" in rows
+    for name in rows:
+        for fold, entry in result.test_scores[name].items():
+            free = registry.seed_free(name.rsplit("/", 1)[1])
+            assert entry["seeds"] == ([None] if free else [0, 1]), (name, fold)
+    # the recommendation's row is its (set, candidate) row, seeds and all
+    for fold, rec in result.config["selection"]["recommended"].items():
+        source = result.test_scores[f"{rec['feature_set']}/{rec['candidate']}"][fold]
+        assert result.test_scores["recommended"][fold] is source
+
+
 def test_verdict_warns_when_a_ranker_does_not_beat_the_best_single_feature(one_feature_ablation):
     _, summary = one_feature_ablation
     warnings = summary["verdict"]["warnings"]
@@ -277,6 +293,22 @@ def test_verdict_warns_when_a_ranker_does_not_beat_the_best_single_feature(one_f
     (ship,) = [line for line in verdict_lines(summary["verdict"] | {"deploy_to": "es-ltr"}) if "to ship" in line]
     assert "--select --deployable es-ltr" in ship and "export-ranker MODEL --to es-ltr" in ship
     assert "boost-best" not in ship.split("can run (")[1].split(")")[0]
+
+
+def test_the_selection_cost_has_one_sign_in_the_verdict_and_in_words(one_feature_ablation):
+    from ltrfeat.experiments.in_words import summary_in_words
+    from ltrfeat.experiments.report import report_json
+    from ltrfeat.experiments.verdict import verdict_lines
+
+    result, summary = one_feature_ablation
+    verdict = summary["verdict"]
+    lines = "\n".join(verdict_lines(verdict))
+    for row in verdict["metrics"]:
+        # cost = the best fixed configuration in hindsight minus the procedure: positive when selection lost
+        assert row["selection_cost"] == pytest.approx(row["best_fixed"]["mean"] - row["recommended"])
+        assert f"(cost {row['selection_cost']:+.4f}; " in lines
+    first = verdict["metrics"][0]["selection_cost"]
+    assert f"selection cost {first:+.4f}." in summary_in_words(report_json(result, summary))
 
 
 def test_ablation_without_selection_is_unchanged(world):
