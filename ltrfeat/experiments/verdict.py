@@ -134,8 +134,8 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
     elif rule == "tiered":
         lines.append(
             "rule tiered: per feature set the simplest candidate within one standard error of its best, then the "
-            "first feature set (plan order) within z standard errors of the best set, z growing with the number of "
-            "sets close to the best (Holm's step-down)"
+            "simplest of those (single feature before linear before trees; then plan order) within z standard "
+            "errors of the best set, z growing with the number of sets close to the best (Holm's step-down)"
         )
     else:
         lines.append("rule best: the highest inner-CV criterion, however small the lead")

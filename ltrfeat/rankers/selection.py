@@ -17,8 +17,8 @@ standard error (of the paired per-query difference) of the best, take the simple
 ``joint``: the same with a margin that grows with the number of close candidates (Holm's step-down,
 :func:`choose`), and an ablation's recommendation made once among all feature set × candidate
 configurations (:func:`recommend`); rule ``tiered`` (the default): each feature set's candidate by
-``one-se``, then the feature set with the growing margin, so that offering more sets does not let
-inner-CV noise pick a worse one; rule ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
+``one-se``, then the feature set with the growing margin (simplest chosen candidate first, then fewer
+features), so that offering more sets does not let inner-CV noise pick a worse one; rule ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
 optimistic; the one-SE rule and the test scores of every candidate in the report keep that visible.
 """
 
@@ -298,7 +298,9 @@ def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[s
     more close configurations asks a more complex one for a larger lead. Rules ``one-se`` and ``best``:
     each set's candidate by the rule, then the set by the rule among the sets' choices (``set_order``
     simplest first). Rule ``tiered``: each set's candidate by ``one-se``, then the set as ``joint`` chooses
-    among the sets' choices (a margin that grows with the number of sets close to the best).
+    among the sets' choices (a margin that grows with the number of sets close to the best), simplest
+    first as ``joint`` orders them: by the set's chosen candidate, then by ``set_order`` -- a set whose
+    best single feature is within the margin wins over a learned ranker on any set.
 
     Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}}, "best",
     "margin_z" (how many SEs below the best the configurations kept in the running may score),
@@ -315,8 +317,13 @@ def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[s
         feature_set, candidate = configs[list(values).index(name)]
     else:
         picks = {s: choose(cv[s], rule)[0] for s in cv}
-        across = "joint" if rule == "tiered" else rule
-        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, across, order=set_order)
+        across, order = rule, set_order
+        if rule == "tiered":
+            # a set whose pick is simpler comes first: the best single feature unless a learned ranker leads
+            kinds = registry.simplicity_order()
+            rank = {s: (kinds.index(picks[s]) if picks[s] in kinds else len(kinds), set_order.index(s)) for s in cv}
+            across, order = "joint", sorted(cv, key=rank.__getitem__)
+        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, across, order=order)
         candidate = picks[feature_set]
     return {
         "feature_set": feature_set,

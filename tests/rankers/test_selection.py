@@ -171,6 +171,25 @@ def test_recommend_joint_chooses_once_among_all_configurations_simplest_first():
     assert (again["feature_set"], again["candidate"]) == (rec["feature_set"], rec["candidate"])
 
 
+def test_recommend_tiered_prefers_a_sets_single_feature_unless_a_ranker_leads_by_the_margin():
+    rng = np.random.default_rng(3)
+    base = rng.random(300)
+    order = ["lexical", "lexical+x"]
+    # lexical needs its linear ranker; on lexical+x the new feature alone is as good (the sample world's MiniLM)
+    cv = {
+        "lexical": {"best-single": base - 0.2, "linear": base, "lightgbm": base - 0.01},
+        "lexical+x": {"best-single": _lead(rng, base, 0.5, 300), "linear": _lead(rng, base, 0.6, 300)},
+    }
+    assert choose(cv["lexical"], "one-se")[0] == "linear" and choose(cv["lexical+x"], "one-se")[0] == "best-single"
+    rec = recommend(cv, "tiered", order)
+    assert (rec["feature_set"], rec["candidate"]) == ("lexical+x", "best-single")
+    assert recommend(cv, "one-se", order)["feature_set"] == "lexical"  # plan order alone keeps lexical's ranker
+    # a learned ranker that leads the single feature by more than the margin wins
+    cv["lexical"]["linear"] = _lead(rng, cv["lexical+x"]["best-single"], 4.0, 300)
+    rec = recommend(cv, "tiered", order)
+    assert (rec["feature_set"], rec["candidate"]) == ("lexical", "linear")
+
+
 def test_inner_splits_partition_the_training_queries(world):
     config = SelectionConfig(inner_folds=3)
     splits = inner_splits(world, config)
