@@ -12,20 +12,32 @@ with the GDSSM generalized loss on each fold's judged training pairs:
                                                   negatives), then trained
   collection+T   clsm:generalized+init=SPANS_T    (with --teacher-spans) the span pre-training first distilled
                                                   from MiniLM, made by train-encoder --from-docs --teacher sbert
+  collection+ST  clsm:generalized+spans+teacher   the same in one step inside the ablation: MiniLM distilled on
+                 --collection collection.tsv      the positive span -> title pairs only (--spans-teacher-per-doc
+                                                  spans per title, default 1), then the span training, then
+                                                  every fold fine-tunes
 
 beside ``sbert`` (zero-shot MiniLM) and the lexical features (BM25 and others) in one ``ltrfeat ablate`` run:
 3 query folds (split seed 0), ranker seeds 0,1,2, default selection. Printed per variant: NDCG@1/@10 alone
 (test queries of every fold), the LambdaMART lift over lexical, and paired randomisation tests (Holm over the
 printed comparisons) of lexical+variant against lexical+sbert and of the variant alone against BM25 alone and
-MiniLM alone; the pre-training costs in seconds.
+MiniLM alone; the pre-training costs in seconds. ``--variants`` picks the variants (default: scratch, teacher,
+collection); collection+ST runs in a second ablation on the same folds (its spans per title differ), with ``sbert``
+as its reference, ``--st-option KEY=VALUE`` passing it more encoder options (e.g. distill_epochs=16). With
+collection+ST, the scoring speed of its pre-trained CLSM (document tower, hashing included) against MiniLM on the
+same 1,000 titles, one torch thread each, in CPU seconds (steadier than wall time on a shared machine).
+``--cache DIR`` keeps the ablations' cache (the MiniLM teacher store included) for reruns; ``--collection-docs N``
+takes the collection's first N titles only.
 
 Run: python benchmarks/quality_small_data.py [--queries 300] [--spans-per-doc 4] [--epochs 5] [--teacher-spans]
+     python benchmarks/quality_small_data.py --variants collection+ST [--cache DIR] [--st-option distill_epochs=16]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -40,6 +52,13 @@ sys.path[:0] = [str(ROOT)]
 
 from benchmarks._common import HOME_DEPOT, write_results  # noqa: E402
 
+SPECS = {
+    "scratch": "clsm:generalized",
+    "teacher": "clsm:generalized+teacher",
+    "collection": "clsm:generalized+spans",
+    "collection+ST": "clsm:generalized+spans+teacher",
+}
+
 
 def _ltrfeat(*args) -> float:
     start = time.perf_counter()
@@ -48,18 +67,18 @@ def _ltrfeat(*args) -> float:
         cwd=ROOT,
         text=True,
         capture_output=True,
-        env={**__import__("os").environ, "CI": "1"},
+        env={**os.environ, "CI": "1"},
     )
     if done.returncode:
         sys.exit(f"ltrfeat {' '.join(map(str, args[:3]))} failed: {done.stderr[-3000:]}")
     return time.perf_counter() - start
 
 
-def _data(tmp: Path, n_queries: int, seed: int) -> tuple[Path, Path]:
+def _data(tmp: Path, n_queries: int, seed: int, n_docs: int) -> tuple[Path, Path]:
     raw = pd.read_csv(HOME_DEPOT, encoding="latin-1", dtype=str)
     titles = raw.drop_duplicates("product_uid")[["product_uid", "product_title"]]
     titles.columns = ["docid", "title"]
-    titles.to_csv(tmp / "collection.tsv", sep="\t", index=False)
+    (titles.head(n_docs) if n_docs else titles).to_csv(tmp / "collection.tsv", sep="\t", index=False)
     sizes = raw.groupby("search_term").size()
     eligible = np.sort(sizes[sizes >= 2].index.to_numpy())
     chosen = set(np.random.default_rng(seed).choice(eligible, n_queries, replace=False))
@@ -68,117 +87,152 @@ def _data(tmp: Path, n_queries: int, seed: int) -> tuple[Path, Path]:
     return tmp / "collection.tsv", tmp / "judged.csv"
 
 
+def _ablate(judged, collection, report, variants: dict, options: list[str], cache) -> float:
+    return _ltrfeat(
+        "ablate",
+        "--pairs",
+        judged,
+        "--encoding",
+        "latin-1",
+        "--label-map",
+        "linear:1:3:7",
+        "--columns",
+        "query=search_term,doc=product_title,docid=product_uid,label=relevance",
+        "--k-folds",
+        3,
+        "--seeds",
+        "0,1,2",
+        *[a for v in variants.values() for a in ("--encoder", v)],
+        "--encoder",
+        "sbert",
+        "--collection",
+        collection,
+        *[a for option in options for a in ("--encoder-option", option)],
+        *(("--cache", cache) if cache else ()),
+        "--report",
+        report,
+    )
+
+
+def _compare(report: Path) -> tuple[dict, dict, dict | str]:
+    """The run's means, its span pre-training seconds per encoder and the paired tests of every CLSM variant."""
+    rep = json.loads((report / "report.json").read_text())
+    sets = sorted({r["feature_set"] for r in rep["results"]})
+    means = {f"{r['feature_set']}|{r['metric']}": r["mean"] for r in rep["results"]}
+    pretraining = {
+        name: e["jobs"]["span pre-training"]
+        for name, e in rep["stage_seconds"]["encoders"].items()
+        if "span pre-training" in e.get("jobs", {})
+    }
+    pairs = [
+        f"lexical+sbert:lexical+{s.split('lexical+', 1)[1]}"
+        for s in sets
+        if s.startswith("lexical+clsm") and "/" not in s
+    ]
+    alone = [s for s in sets if s.startswith("clsm") and s.endswith("_doc_cos")]
+    pairs += [f"{reference}:{s}" for reference in ("bm25_doc", "sbert_doc_cos") for s in alone]
+    done = subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", "compare", report, *pairs, "--metrics", "ndcg@1,10", "--json"],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+    )
+    return means, pretraining, json.loads(done.stdout) if done.returncode == 0 else done.stderr
+
+
+def _speed(cache: Path, titles: list[str]) -> dict:
+    """Texts/s (CPU seconds, one torch thread) of the span-distilled CLSM's document tower and of MiniLM."""
+    import torch
+
+    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.features.hashing import TrigramHasher
+
+    torch.set_num_threads(1)
+    bundles = (cache / "encoders").glob("clsm-generalized-spans-teacher-pretrain-*.ltrenc")
+    bundle = max(bundles, key=lambda path: path.stat().st_mtime)  # this run's
+    clsm, minilm = Encoder.load(bundle), SbertEncoder.load()
+    state = clsm.hasher.to_json()
+    minilm.encode(titles[:64], side="doc")  # warm-up
+    cpu = {"clsm": [], "minilm": []}
+    for _ in range(2):  # alternating rounds
+        start = time.process_time()
+        Encoder(TrigramHasher.from_json(state), clsm.model).encode(titles, side="doc", batch_size=1024)
+        cpu["clsm"].append(time.process_time() - start)
+        start = time.process_time()
+        minilm.encode(titles, side="doc", batch_size=64)
+        cpu["minilm"].append(time.process_time() - start)
+    rate = {name: len(titles) / min(seconds) for name, seconds in cpu.items()}
+    return {"titles": len(titles), "texts_per_cpu_s": rate, "ratio": rate["clsm"] / rate["minilm"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--spans-per-doc", type=int, default=4)
     ap.add_argument("--teacher-spans-per-doc", type=int, default=2)
+    ap.add_argument("--spans-teacher-per-doc", type=int, default=1)
     ap.add_argument("--epochs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--teacher-spans", action="store_true", help="also the MiniLM-distilled span pre-training")
+    ap.add_argument("--variants", default="scratch,teacher,collection", help=f"among {', '.join(SPECS)}")
+    ap.add_argument("--st-option", action="append", default=[], help="collection+ST: one more --encoder-option")
+    ap.add_argument("--cache", type=Path, default=None)
+    ap.add_argument("--collection-docs", type=int, default=0, help="the collection's first N titles (0: all)")
     args = ap.parse_args()
     if not HOME_DEPOT.exists():
         sys.exit(f"Home Depot data not found at {HOME_DEPOT}")
+    chosen = args.variants.split(",")
+    if set(chosen) - set(SPECS):
+        sys.exit(f"--variants: choose among {', '.join(SPECS)}")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        collection, judged = _data(tmp, args.queries, args.seed)
-        common = [
-            "--from-docs",
-            collection,
-            "--pair",
-            "spans:title",
-            "--model",
-            "clsm",
-            "--loss",
-            "softmax",
-            "--epochs",
-            args.epochs,
-            "--val-fraction",
-            0.02,
-        ]
+        collection, judged = _data(tmp, args.queries, args.seed, args.collection_docs)
         seconds = {}
-        variants = {
-            "scratch": "clsm:generalized",
-            "teacher": "clsm:generalized+teacher",
-            "collection": "clsm:generalized+spans",
-        }
+        variants = {name: SPECS[name] for name in chosen if name != "collection+ST"}
         if args.teacher_spans:
             seconds["collection+T"] = _ltrfeat(
                 "train-encoder",
-                *common,
-                "--spans-per-doc",
-                args.teacher_spans_per_doc,
-                "--teacher",
-                "sbert",
-                "--out",
-                tmp / "spans_t.ltrenc",
+                *("--from-docs", collection, "--pair", "spans:title", "--model", "clsm", "--loss", "softmax"),
+                *("--epochs", args.epochs, "--val-fraction", 0.02, "--spans-per-doc", args.teacher_spans_per_doc),
+                *("--teacher", "sbert", "--out", tmp / "spans_t.ltrenc"),
             )
             variants["collection+T"] = f"clsm:generalized+init={tmp / 'spans_t.ltrenc'}"
-        report = tmp / "report"
-        seconds["ablation"] = _ltrfeat(
-            "ablate",
-            "--pairs",
-            judged,
-            "--encoding",
-            "latin-1",
-            "--label-map",
-            "linear:1:3:7",
-            "--columns",
-            "query=search_term,doc=product_title,docid=product_uid,label=relevance",
-            "--k-folds",
-            3,
-            "--seeds",
-            "0,1,2",
-            *[a for v in variants.values() for a in ("--encoder", v)],
-            "--encoder",
-            "sbert",
-            "--collection",
-            collection,
-            "--encoder-option",
-            f"spans_per_doc={args.spans_per_doc}",
-            "--encoder-option",
-            f"span_epochs={args.epochs}",
-            "--report",
-            report,
-        )
-        encoders = json.loads((report / "report.json").read_text())["stage_seconds"]["encoders"]
-        seconds["collection"] = encoders["clsm-generalized-spans"]["jobs"]["span pre-training"]
-        rep = json.loads((report / "report.json").read_text())
-        sets = sorted({r["feature_set"] for r in rep["results"]})
-        means = {(r["feature_set"], r["metric"]): r["mean"] for r in rep["results"]}
+        runs = {}
+        if variants:
+            options = [f"spans_per_doc={args.spans_per_doc}", f"span_epochs={args.epochs}"]
+            seconds["ablation"] = _ablate(judged, collection, tmp / "report", variants, options, args.cache)
+            runs["ablation"] = tmp / "report"
+        if "collection+ST" in chosen:
+            options = [f"spans_per_doc={args.spans_teacher_per_doc}", f"span_epochs={args.epochs}", *args.st_option]
+            spec = {"collection+ST": SPECS["collection+ST"]}
+            cache = args.cache or tmp / "cache"
+            seconds["ablation+ST"] = _ablate(judged, collection, tmp / "report-st", spec, options, cache)
+            runs["ablation+ST"] = tmp / "report-st"
+        n_titles = sum(1 for _ in open(collection)) - 1
         print(
-            f"Home Depot, {args.queries} judged queries (seed {args.seed}), collection of "
-            f"{sum(1 for _ in open(collection)) - 1} titles; 3 folds, ranker seeds 0,1,2"
+            f"Home Depot, {args.queries} judged queries (seed {args.seed}), collection of {n_titles} titles; "
+            "3 folds, ranker seeds 0,1,2"
         )
-        print("feature sets:", ", ".join(sets))
-        out = {
-            "settings": vars(args),
-            "seconds": seconds,
-            "sets": sets,
-            "means": {f"{s}|{m}": v for (s, m), v in means.items()},
-        }
-        pairs = [
-            f"lexical+sbert:lexical+{s.split('lexical+', 1)[1]}"
-            for s in sets
-            if s.startswith("lexical+clsm") and "/" not in s
-        ]
-        alone = [s for s in sets if s.startswith("clsm") and s.endswith("_doc_cos")]
-        pairs += [f"{reference}:{s}" for reference in ("bm25_doc", "sbert_doc_cos") for s in alone]
-        done = subprocess.run(
-            [sys.executable, "-m", "ltrfeat.cli.main", "compare", report, *pairs, "--metrics", "ndcg@1,10", "--json"],
-            cwd=ROOT,
-            text=True,
-            capture_output=True,
-        )
-        out["compare"] = json.loads(done.stdout) if done.returncode == 0 else done.stderr
-        for s in sets:
-            print(
-                f"  {s:<45} NDCG@1 {means.get((s, 'ndcg@1'), float('nan')):.4f}  "
-                f"NDCG@10 {means.get((s, 'ndcg@10'), float('nan')):.4f}"
-            )
+        out: dict = {"settings": vars(args) | {"cache": str(args.cache)}, "seconds": seconds, "runs": {}}
+        for run, report in runs.items():
+            means, pretraining, compared = _compare(report)
+            seconds.update({f"{run}: {name} pre-training": s for name, s in pretraining.items()})
+            out["runs"][run] = {"means": means, "compare": compared}
+            print(f"{run}:")
+            for name in sorted({key.split("|")[0] for key in means}):
+                if "/" not in name:
+                    print(
+                        f"  {name:<45} NDCG@1 {means.get(f'{name}|ndcg@1', float('nan')):.4f}  "
+                        f"NDCG@10 {means.get(f'{name}|ndcg@10', float('nan')):.4f}"
+                    )
+            print(json.dumps(compared, indent=1) if isinstance(compared, (dict, list)) else compared)
+        if "collection+ST" in chosen:
+            titles = pd.read_csv(collection, sep="\t", dtype=str)["title"].dropna().drop_duplicates().head(1000)
+            out["speed"] = _speed(args.cache or tmp / "cache", titles.tolist())
+            print("scoring speed (texts per CPU second, one thread):", out["speed"])
         print("seconds:", {k: round(v) for k, v in seconds.items()})
-        print(done.stdout if done.returncode == 0 else done.stderr)
-        write_results("quality_small_data", out)
+        write_results("quality_small_data" + ("_spans_teacher" if chosen == ["collection+ST"] else ""), out)
 
 
 if __name__ == "__main__":

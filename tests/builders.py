@@ -3,6 +3,7 @@ learnable text pairs, a scorer world. Plain functions, not tests; fixtures over 
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -264,6 +265,21 @@ def dataset_path(*parts) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent (real data sets live in ../shared/datasets)")
     return path
+
+
+class WordTeacher:
+    """A symmetric fake teacher: the normalised sum of fixed random word vectors (learnable from trigrams)."""
+
+    def __init__(self, dim=16):
+        self.dim, self.calls, self.texts = dim, 0, 0
+
+    def word(self, w):
+        return np.random.default_rng(zlib.crc32(w.encode("utf-8", "surrogatepass"))).standard_normal(self.dim)
+
+    def encode(self, texts, *, side="query"):
+        self.calls, self.texts = self.calls + 1, self.texts + len(texts)
+        v = np.array([sum((self.word(w) for w in t.split()), np.zeros(self.dim)) for t in texts])
+        return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
 
 class Interrupted(Exception):

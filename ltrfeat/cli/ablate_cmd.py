@@ -107,13 +107,13 @@ _TEXT_MODE = option_group(
         type=click.Path(dir_okay=False),
         default=None,
         help="Text mode: unlabelled documents (docid + --collection-field) added to the pairs' own documents "
-        "for the +spans pre-training; no query or label is read from it.",
+        "for the +spans / +spans+teacher pre-training; no query or label is read from it.",
     ),
     click.option(
         "--collection-field",
         default="title",
         show_default=True,
-        help="Text mode: the --collection column whose text the +spans pre-training reads.",
+        help="Text mode: the --collection column whose text the +spans / +spans+teacher pre-training reads.",
     ),
     click.option(
         "--k-folds",
@@ -305,7 +305,7 @@ _RUN = option_group(
         "encoders": "Encoder to cross-fit (repeatable), e.g. clsm:softmax, dssm:generalized, sbert.",
         "train_pairs_path": "Encoder training table (e.g. a click log).",
         "train_columns": "Column mapping of --train-pairs.",
-        "collection_path": "Unlabelled documents for +spans.",
+        "collection_path": "Unlabelled documents for +spans, +spans+teacher.",
         "collection_field": "Column of --collection read [title].",
         "k_folds": f"Outer query folds [{CrossFitConfig.k}].",
         "valid_fraction": "Share held out for early stopping [0.1].",

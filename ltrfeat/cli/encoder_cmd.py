@@ -18,6 +18,7 @@ from ltrfeat.cli._options import duplicates_option, fit_and_save, option_group, 
 from ltrfeat.cli._sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
 from ltrfeat.features.encoders.config import (
+    DISTILL_ROWS,
     LOSSES,
     OPTIMIZERS,
     PRETRAININGS,
@@ -104,6 +105,14 @@ _TRAINING = option_group(
         help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
         "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
         "validation).",
+    ),
+    click.option(
+        "--distill-rows",
+        type=click.Choice(DISTILL_ROWS),
+        default=_E.distill_rows,
+        show_default=True,
+        help="With --teacher: the training pairs the distillation reads; positives: only those labelled a "
+        "positive (with --pair spans:FIELD the span -> own-document pairs, not the negatives: ~5x fewer steps).",
     ),
     click.option(
         "--keep-start-margin",

@@ -318,9 +318,10 @@ def pairs_folds(
             raise LtrfeatError("each --encoder may be given once", fix="drop the repeated encoder")
         collection = None
         if source.collection is not None:
-            if not any(s.pretrain == "spans" for s in specs):
+            if not any(s.span_pretrained for s in specs):
                 raise LtrfeatError(
-                    "--collection is read by +spans encoders only", fix="e.g. --encoder clsm:generalized+spans"
+                    "--collection is read by +spans / +spans+teacher encoders only",
+                    fix="e.g. --encoder clsm:generalized+spans",
                 )
             field = source.collection_field
             docs = read_docs(source.collection, fields=[field], encoding=source.encoding, missing="drop")

@@ -40,7 +40,13 @@ from ltrfeat.experiments import _encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.features.encoders.config import KEEP_START_MARGIN
-from ltrfeat.features.encoders.kinds import SPAN_OPTIONS, SPANS_PER_DOC, SPANS_WANTED
+from ltrfeat.features.encoders.kinds import (
+    SPAN_MODS,
+    SPAN_OPTIONS,
+    SPANS_PER_DOC,
+    SPANS_PER_DOC_TEACHER,
+    SPANS_WANTED,
+)
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import read_checked, write_checked
@@ -56,11 +62,19 @@ from ltrfeat.experiments._workers import plan_workers
 
 log = get_logger("ablate")
 
-TEACHER_OPTIONS = ("distill_epochs", "distill_lr", "distill_weight")  # train_encoder options of the distillation
+# train_encoder options of the distillation
+TEACHER_OPTIONS = (
+    "distill_epochs",
+    "distill_lr",
+    "distill_weight",
+    "distill_rows",
+    "distill_loss",
+    "distill_temperature",
+)
 MIN_FOLDS = 3  # with 2, the encoder for the ranker's training rows would have no queries left to train on
-# kind[:LOSS][+MOD][@SCORE][=PATH]; which parts a kind takes is its registry entry's (encoder_kind(name).grammar)
+# kind[:LOSS][+MOD[+MOD]][@SCORE][=PATH]; which parts a kind takes is its registry entry's (encoder_kind(name).grammar)
 _SPEC = re.compile(
-    r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+))?"
+    r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+(?:\+[a-z]+)*))?"
     r"(?:@(?P<score>[a-z]+))?(?:=(?P<path>.+))?$"
 )
 
@@ -157,7 +171,8 @@ class EncoderSpec:
     pre-trained as RBMs, dot-product score), ``clsm:generalized+teacher`` (towers first distilled from the
     packaged MiniLM; ``+teacher=DIR`` for another sentence-transformer), ``clsm:generalized+spans`` (towers
     first pre-trained once on query-like spans of the pairs' own documents -- no query or label is read --
-    then fine-tuned on each fold's training pairs), ``clsm:generalized+init=BUNDLE`` (every fold's encoder
+    then fine-tuned on each fold's training pairs), ``clsm:generalized+spans+teacher`` (as ``+spans``, the span
+    pre-training first distilled from MiniLM; ``=DIR`` for another sentence-transformer), ``clsm:generalized+init=BUNDLE`` (every fold's encoder
     starts from a pre-trained ``.ltrenc``, e.g. trained on a larger collection without judgments, and is
     fine-tuned on the fold's training pairs), ``deepmatch`` (pair interaction
     model), ``sbert`` or ``sbert=PATH``. A trained DSSM/CLSM spec may end in ``@dot`` or ``@cosine`` to choose its score
@@ -189,12 +204,25 @@ class EncoderSpec:
     def name(self) -> str:
         """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``); a
         score other than the spec's default is appended (``dssm-hinge-dot``, ``dssm-hinge-rbm-cosine``)."""
-        parts = [self.model] + [p for p in (self.loss, self.pretrain) if p is not None]
+        parts = [self.model] + [p.replace("+", "-") for p in (self.loss, self.pretrain) if p is not None]
         if self.pretrain == "init":  # the bundle's file name tells two +init encoders apart
             parts.append(re.sub(r"[^a-z0-9]+", "-", Path(self.path or "").stem.lower()).strip("-"))
         if self.resolved_score != self.default_score:
             parts.append(self.resolved_score)
         return "-".join(parts)
+
+    @property
+    def span_pretrained(self) -> bool:
+        """Every fold's encoder starts from one pre-training on query-like spans of the documents (``+spans``,
+        ``+spans+teacher``)."""
+        return self.pretrain in SPAN_MODS
+
+    @property
+    def teacher(self) -> str | None:
+        """The sentence-transformer a ``+teacher`` or ``+spans+teacher`` spec distils (``sbert`` or ``sbert=DIR``)."""
+        if self.pretrain not in ("teacher", "spans+teacher"):
+            return None
+        return f"sbert={self.path}" if self.path else "sbert"
 
     @property
     def column_suffix(self) -> str:
@@ -398,13 +426,29 @@ class _StartingPoint:
     epochs, ``spans_per_doc`` spans per document (default: enough for 50,000 spans, between 4 and 16 -- 4 for a
     collection of 12,500 documents or more, 16 for the 800 of the sample world, where 4 left the pre-trained CLSM
     below BM25 and 16 lifted it above); ``key`` hashes the texts and resolved settings, and the pre-trained
-    encoder is cached beside the fold encoders.
+    encoder is cached beside the fold encoders. ``+spans+teacher``: the same, its towers first distilled from the
+    spec's teacher (:mod:`~ltrfeat.features.encoders.distill`) on the positive span -> document pairs only (the
+    span table's negatives add no text, only steps), with the ``distill_*`` options (``distill_settings``, out of
+    the fold trainings' options); MiniLM encodes each distinct span and document once, through the teacher-vector
+    cache (on ``cluster`` when given); ``key`` also names the teacher.
     """
 
-    def __init__(self, spec: EncoderSpec, texts: list, *, options: dict, seed: int, cache: Path | None, profile=None):
-        self.spec, self.seed, self.cache, self.profile = spec, seed, cache, profile
+    def __init__(
+        self,
+        spec: EncoderSpec,
+        texts: list,
+        *,
+        options: dict,
+        seed: int,
+        cache: Path | None,
+        profile=None,
+        cluster=None,
+    ):
+        self.spec, self.seed, self.cache, self.profile, self.cluster = spec, seed, cache, profile, cluster
         self.span_settings = {k: options.get(k, v) for k, v in SPAN_OPTIONS.items()}
-        self.options = {k: v for k, v in options.items() if k not in SPAN_OPTIONS}
+        distilled = spec.pretrain == "spans+teacher"
+        self.distill_settings = {k: v for k, v in options.items() if distilled and k in TEACHER_OPTIONS}
+        self.options = {k: v for k, v in options.items() if k not in SPAN_OPTIONS and k not in self.distill_settings}
         self._encoder = None
         self.seconds = 0.0  # spent making or loading the starting point
         if spec.pretrain == "init":
@@ -413,11 +457,18 @@ class _StartingPoint:
         self.texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
         if self.span_settings["spans_per_doc"] is None:
             wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
-            self.span_settings["spans_per_doc"] = min(SPANS_PER_DOC[1], max(SPANS_PER_DOC[0], wanted))
+            low, high = SPANS_PER_DOC_TEACHER if distilled else SPANS_PER_DOC
+            self.span_settings["spans_per_doc"] = min(high, max(low, wanted))
+        teacher = {}
+        if distilled:
+            from ltrfeat.features.encoders.distill import teacher_key
+
+            teacher = {"teacher": [teacher_key(spec.teacher), self.distill_settings]}
         h = hashlib.sha256(
             json.dumps(
                 {"spec": [spec.model, spec.resolved_score], "spans": self.span_settings, "options": self.options}
-                | {"seed": seed, "v": 1},
+                | {"seed": seed, "v": 1}
+                | teacher,
                 sort_keys=True,
                 default=str,
             ).encode()
@@ -466,6 +517,12 @@ class _StartingPoint:
                 docs, field="text", per_doc=self.span_settings["spans_per_doc"], negatives=4, seed=self.seed
             )
             settings = self.options | {"epochs": self.span_settings["span_epochs"], "val_fraction": 0.02}
+            if self.spec.teacher is not None:
+                settings |= {"teacher": self.spec.teacher, "distill_rows": "positives"} | self.distill_settings
+                if self.cluster is not None:  # MiniLM runs on the cluster, the distillation here
+                    positives = spans[spans["label"] > 0]
+                    for side, column in (("query", "query"), ("doc", "doc")):
+                        self.cluster.teacher_vectors(self.spec.teacher, positives[column].tolist(), side=side)
             encoder, _ = train_encoder(
                 spans,
                 model=self.spec.model,
@@ -568,10 +625,10 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
         )
     accepted = (set(spec.kind.config.names()) | runtime) - fixed
     resolved = model_options(options, spec.model, known_models=tuple(k.name for k in trained), accepted=accepted)
-    if spec.pretrain != "teacher":
+    if spec.teacher is None:
         # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
         resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
-    if spec.pretrain != "spans":
+    if not spec.span_pretrained:
         resolved = {k: v for k, v in resolved.items() if k not in SPAN_OPTIONS}
     return resolved
 
@@ -819,7 +876,7 @@ def crossfit_columns(
     jobs = scoring_jobs(plans)
     n_jobs = len(jobs) * sum(s.trainable for s in specs)
     teacher_cache = None
-    if cache is not None and train_fn is None and any(not s.trainable or s.pretrain == "teacher" for s in specs):
+    if cache is not None and train_fn is None and any(not s.trainable or s.teacher is not None for s in specs):
         from ltrfeat.features.encoders import distill
 
         teacher_cache = cache / "teacher"
@@ -838,7 +895,9 @@ def crossfit_columns(
             start_point = None
             if spec.pretrain in spec.kind.start_mods:
                 texts = docs + list(collection or [])
-                start_point = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache, profile=profile)
+                start_point = _StartingPoint(
+                    spec, texts, options=own, seed=seed, cache=cache, profile=profile, cluster=cluster
+                )
                 own = start_point.options
             # the thread count is a runtime setting: out of the cache key unless the user chose it
             training_options = own if not spec.kind.pooled else {"threads": _encoder_pool.THREADS} | own
@@ -988,6 +1047,7 @@ def crossfit_columns(
 START_NAMES = {  # what a training keeps when it keeps its start, by the spec's +MOD (EncoderKind.keeps_start)
     None: "the zero-shot model",
     "spans": "the span pre-training",
+    "spans+teacher": "the span pre-training distilled from MiniLM",
     "init": "the +init bundle",
     "teacher": "the towers distilled from MiniLM",
 }
@@ -1077,12 +1137,14 @@ def scheme(
     seed: int,
     separate_table: bool,
     span_pretrained=(),
+    span_distilled=(),
     span_documents: int = 0,
     continued=(),
 ) -> dict:
-    """The cross-fitting scheme in words and numbers, for the report (``span_pretrained``: the +spans encoders,
-    pre-trained on ``span_documents`` distinct document texts; ``continued``: the encoders whose outer
-    trainings continue inner ones, see :attr:`CrossFitConfig.continue_outer`)."""
+    """The cross-fitting scheme in words and numbers, for the report (``span_pretrained``: the +spans and
+    +spans+teacher encoders, pre-trained on ``span_documents`` distinct document texts; ``span_distilled``: those
+    whose pre-training is first distilled from MiniLM; ``continued``: the encoders whose outer trainings continue
+    inner ones, see :attr:`CrossFitConfig.continue_outer`)."""
     source = "a separate training table, filtered by query text" if separate_table else "the judged pairs"
     spans = (
         f" {', '.join(span_pretrained)}: every fold's encoder starts from one pre-training on query-like spans of "
@@ -1091,6 +1153,11 @@ def scheme(
         if span_pretrained
         else ""
     )
+    if span_distilled:
+        spans += (
+            f" {', '.join(span_distilled)}: that pre-training first distils MiniLM's in-batch cosine rankings of the "
+            "span -> document pairs."
+        )
     if continued:
         spans += (
             f" {', '.join(continued)}: the encoder for fold f's test rows continues the encoder trained without folds "
@@ -1174,7 +1241,8 @@ def text_folds(
         valid_fraction=valid_fraction,
         seed=seed,
         separate_table=train_table is not None,
-        span_pretrained=[s.name for s in specs if s.pretrain == "spans"],
+        span_pretrained=[s.name for s in specs if s.span_pretrained],
+        span_distilled=[s.name for s in specs if s.pretrain == "spans+teacher"],
         span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
         continued=[s.name for s in specs if s.kind.continues_outer]
         if config.continue_outer and config.train_fn is None

@@ -149,7 +149,7 @@ def test_a_collection_needs_a_spans_encoder(world, tmp_path):
         "ablate", "--pairs", world / "judged.tsv", "--encoder", "dssm:generalized", "--collection",
         world / "docs.tsv", "--report", tmp_path / "r",
     )  # fmt: skip
-    assert res.exit_code == 2 and "--collection is read by +spans encoders only" in res.output
+    assert res.exit_code == 2 and "--collection is read by +spans / +spans+teacher encoders only" in res.output
 
 
 def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so():

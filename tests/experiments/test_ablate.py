@@ -78,7 +78,7 @@ def test_ablate_pairs_cross_fits_and_reports(tmp_path):
     [
         ({"encoders": ()}, "needs at least one --encoder"),
         ({"encoders": ("clsm:softmax", "clsm:softmax")}, "each --encoder may be given once"),
-        ({"collection": "docs.tsv"}, "--collection is read by +spans encoders only"),
+        ({"collection": "docs.tsv"}, "--collection is read by +spans / +spans+teacher encoders only"),
         ({"lexical": ""}, "--lexical must name at least one lexical feature"),
     ],
 )

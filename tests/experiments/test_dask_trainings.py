@@ -171,3 +171,26 @@ def test_the_shared_minilm_pass_on_the_cluster_gives_the_local_vectors_and_state
     finally:
         distill.clear_cache()
         sbert_prefix.clear()
+
+
+@pytest.mark.slow
+def test_spans_teacher_pretraining_distils_minilm_vectors_made_on_the_cluster(dask_client):
+    pytest.importorskip("sentence_transformers")
+    from ltrfeat.core.stages import teacher_totals
+    from ltrfeat.features.encoders import distill
+
+    pairs = make_pairs()
+    specs = ["clsm:generalized+spans+teacher"]
+    options = OPTIONS | {"distill_epochs": 1}
+    distill.clear_cache()
+    local = _columns(pairs, specs, encoder_jobs=1, options=options)
+    distill.clear_cache()
+    before, profile = teacher_totals(), StageProfile()
+    on_dask = _columns(pairs, specs, options=options, profile=profile, cluster=DaskTrainings(dask_client))
+    distill.clear_cache()
+    assert teacher_totals()[1] == before[1]  # the spans and documents were encoded on the workers
+    ran_on = profile.as_dict()["encoders"]["clsm-generalized-spans-teacher"]["ran_on"]
+    assert sum(where.startswith("dask worker ") for where in ran_on.values()) == 6  # the fine-tunings
+    for fold in local:  # MiniLM at one thread on a worker: the teacher's vectors equal to float32 rounding
+        for name in local[fold]:
+            np.testing.assert_allclose(on_dask[fold][name], local[fold][name], atol=1e-4, err_msg=f"{fold} {name}")

@@ -10,7 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from builders import make_pairs
+from builders import WordTeacher, assert_same_columns, make_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.experiments.crossfit import (
     EncoderSpec,
@@ -19,6 +19,7 @@ from ltrfeat.experiments.crossfit import (
     _train,
     crossfit_columns,
     plan_folds,
+    spec_options,
 )
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.features.encoders.encoder import Encoder
@@ -242,3 +243,100 @@ def test_small_collections_get_more_spans_per_document(n_texts, per_doc):
     assert _StartingPoint(spec, texts, options={}, seed=0, cache=None).span_settings["spans_per_doc"] == per_doc
     given = _StartingPoint(spec, texts, options={"spans_per_doc": 2}, seed=0, cache=None)
     assert given.span_settings["spans_per_doc"] == 2
+
+
+@pytest.fixture
+def word_teacher(monkeypatch):
+    """A fake MiniLM for every teacher spec (counts the texts it encodes); the teacher-vector cache emptied."""
+    from ltrfeat.features.encoders import distill
+
+    teacher = WordTeacher()
+    monkeypatch.setattr(distill, "load_teacher", lambda spec: teacher)
+    distill.clear_cache()
+    yield teacher
+    distill.clear_cache()
+
+
+SPANS_T = {"epochs": 1, "batch_size": 128, "spans_per_doc": 2, "span_epochs": 1, "distill_epochs": 2}
+SPANS_T |= {"sizes": {"conv": 32, "out": 16}}
+
+
+def test_spans_teacher_distils_the_span_pretraining_once_on_its_positive_pairs(tmp_path, word_teacher):
+    from ltrfeat.features.encoders import distill
+
+    pairs = make_pairs()
+    spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
+    assert (spec.pretrain, spec.name, spec.teacher) == ("spans+teacher", "clsm-generalized-spans-teacher", "sbert")
+    plans = plan_folds(pairs["qid"], k=3, seed=0)
+    profile = StageProfile()
+    first = crossfit_columns(pairs, plans, [spec], options=SPANS_T, cache=tmp_path, progress=False, profile=profile)
+    jobs = profile.encoders[spec.name]["jobs"]
+    assert "span pre-training" in jobs and len(jobs) == 1 + 6
+    (bundle,) = (tmp_path / "encoders").glob(f"{spec.name}-pretrain-*.ltrenc")
+    pretrained = Encoder.load(bundle)
+    assert pretrained.training["n_pairs"] == pairs["doc"].nunique() * 2 * 5  # 1 positive + 4 negatives per span
+    record = pretrained.training["pretrain"]
+    assert record["method"] == "distillation" and record["epochs"] == 2
+    assert pretrained.training["params"]["distill_rows"] == "positives"
+    # the distillation read the positive (span, own document) training pairs only: one per span, no negative ...
+    spans = span_pairs(
+        pd.DataFrame({"docid": [str(i) for i in range(pairs["doc"].nunique())], "text": pairs["doc"].unique()}),
+        field="text",
+        per_doc=2,
+        negatives=4,
+    )
+    positives = spans[spans["label"] > 0]
+    assert 0.9 * len(positives) <= record["n_pairs"] <= len(positives)  # 2% of the spans validate
+    # ... and the teacher encoded each distinct text of those pairs once: the spans and their documents
+    queries, docs = distill._VECTORS[("sbert", "query")], distill._VECTORS[("sbert", "doc")]
+    assert set(queries) <= set(positives["query"]) and len(queries) == record["n_queries"]
+    assert set(docs) <= set(positives["doc"]) and len(docs) == record["n_docs"]
+    assert word_teacher.texts == record["n_queries"] + record["n_docs"]
+    for path in (tmp_path / "encoders").glob(f"{spec.name}-[0-9a-f]*.ltrenc"):
+        fold = Encoder.load(path)
+        assert fold.hasher.to_json() == pretrained.hasher.to_json()  # fine-tuned from the distilled pre-training
+        assert fold.training["params"]["loss"] == "generalized" and "teacher" not in fold.training["params"]
+    # a warm run neither pre-trains nor calls the teacher; the scores are the cold run's
+    distill.clear_cache()
+    calls, profile = word_teacher.calls, StageProfile()
+    again = crossfit_columns(pairs, plans, [spec], options=SPANS_T, cache=tmp_path, progress=False, profile=profile)
+    assert word_teacher.calls == calls and "span pre-training" not in profile.encoders[spec.name]["jobs"]
+    assert_same_columns(first, again)
+
+
+def test_spans_teacher_key_names_the_teacher_and_keeps_distillation_out_of_the_folds(tmp_path):
+    texts = make_pairs()["doc"].tolist()
+
+    def start(text, **options):
+        spec = EncoderSpec.parse(text)
+        return _StartingPoint(spec, texts, options=spec_options(spec, SPANS_T | options), seed=0, cache=None)
+
+    plain, distilled = start("clsm:generalized+spans"), start("clsm:generalized+spans+teacher")
+    assert "distill_epochs" not in plain.options | plain.distill_settings  # +spans has no teacher
+    assert distilled.distill_settings == {"distill_epochs": 2} and "distill_epochs" not in distilled.options
+    assert distilled.options == plain.options  # the folds fine-tune with the same settings
+    keys = {
+        plain.key,
+        distilled.key,
+        start(f"clsm:generalized+spans+teacher={tmp_path}").key,
+        start("clsm:generalized+spans+teacher", distill_epochs=3).key,
+        start("clsm:generalized+spans+teacher", distill_temperature=0.1).key,
+    }
+    assert len(keys) == 5
+    assert start("clsm:softmax+spans+teacher").key == distilled.key  # the fold loss is not the pre-training's
+    assert EncoderSpec.parse(f"dssm:softmax+spans+teacher={tmp_path}").teacher == f"sbert={tmp_path}"
+    with pytest.raises(LtrfeatError, match="the pre-trainings are"):
+        EncoderSpec.parse("clsm:generalized+teacher+spans")
+    with pytest.raises(LtrfeatError, match="unknown encoder"):
+        EncoderSpec.parse("clsm:generalized+spans+")
+
+
+@pytest.mark.slow  # worker processes
+def test_spans_teacher_fold_trainings_in_workers_start_from_the_pretraining_made_here(tmp_path, word_teacher):
+    pairs = make_pairs()
+    spec = EncoderSpec.parse("dssm:generalized+spans+teacher")
+    plans = plan_folds(pairs["qid"], k=3, seed=0)
+    options = SPANS_T | {"sizes": {"hidden": [32], "out": 16}}
+    alone = crossfit_columns(pairs, plans, [spec], options=options, progress=False, encoder_jobs=1)
+    pooled = crossfit_columns(pairs, plans, [spec], options=options, progress=False, encoder_jobs=2, cache=tmp_path)
+    assert_same_columns(alone, pooled)  # the workers never saw the fake teacher: only the made start

@@ -4,7 +4,6 @@ resume, the bundle, the CLI (train -> extract) and the ablation spec ``clsm:gene
 from __future__ import annotations
 
 import json
-import zlib
 
 import numpy as np
 import pandas as pd
@@ -13,7 +12,7 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from builders import extract_with_encoder, reproducible_report, train_until_interrupted
+from builders import WordTeacher, extract_with_encoder, reproducible_report, train_until_interrupted
 from ltrfeat.experiments import crossfit
 from ltrfeat.experiments.crossfit import EncoderSpec
 from ltrfeat.features.encoders import distill as distill_module
@@ -27,21 +26,6 @@ from ltrfeat.core.letor import read_letor
 
 SMALL = {"conv": 48, "out": 24}
 WORDS = [f"{a}{b}" for a in ("red", "blu", "grn", "wht", "blk", "ylw") for b in ("drill", "saw", "tape", "paint")]
-
-
-class WordTeacher:
-    """A symmetric fake teacher: the normalised sum of fixed random word vectors (learnable from trigrams)."""
-
-    def __init__(self, dim=16):
-        self.dim, self.calls, self.texts = dim, 0, 0
-
-    def word(self, w):
-        return np.random.default_rng(zlib.crc32(w.encode("utf-8", "surrogatepass"))).standard_normal(self.dim)
-
-    def encode(self, texts, *, side="query"):
-        self.calls, self.texts = self.calls + 1, self.texts + len(texts)
-        v = np.array([sum((self.word(w) for w in t.split()), np.zeros(self.dim)) for t in texts])
-        return (v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)).astype(np.float32)
 
 
 def texts(n, seed):

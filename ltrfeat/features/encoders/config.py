@@ -26,6 +26,8 @@ OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
 TOWER_MODELS = ("clsm", "dssm")
 PRETRAININGS = ("rbm",)  # EncoderConfig.pretrain (DSSM only)
+# EncoderConfig.distill_rows: every training pair, or only those labelled a positive (soft label >= min_positive)
+DISTILL_ROWS = ("all", "positives")
 PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.precision_context)
 # a training that starts from a model worth keeping (MiniLM, +init/+spans weights, a +teacher distillation) keeps it
 # unless its best trained epoch beats it on the validation queries by more than this many paired standard errors of
@@ -104,6 +106,9 @@ class EncoderConfig(TrainingConfig):
         "distill_epochs": _at_least(1),
         "distill_lr": _POSITIVE,
         "distill_weight": _at_least(0, Real),
+        "distill_rows": [OneOf(*DISTILL_ROWS)],
+        "distill_loss": [OneOf("kl", "mse")],
+        "distill_temperature": _POSITIVE,
         "keep_start_margin": _at_least(0, Real),
     }
     _fixes: ClassVar[dict] = {
@@ -129,6 +134,9 @@ class EncoderConfig(TrainingConfig):
     distill_epochs: int = 8
     distill_lr: float = 3e-3
     distill_weight: float = 0.0
+    distill_rows: str = "all"
+    distill_loss: str = "kl"
+    distill_temperature: float = 0.05
     keep_start_margin: float = KEEP_START_MARGIN
 
     def _check(self) -> None:

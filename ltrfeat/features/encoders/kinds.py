@@ -6,10 +6,13 @@ from __future__ import annotations
 from ltrfeat.features.encoders.config import LOSSES, SCORES, DeepMatchConfig, EncoderConfig, SbertConfig
 from ltrfeat.features.encoders.kind import EncoderKind, lazy
 
-TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "init": "=BUNDLE"}  # +MOD of a CLSM / DSSM spec -> its =PATH
+# +MOD of a CLSM / DSSM spec -> its =PATH
+TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "spans+teacher": "[=DIR]", "init": "=BUNDLE"}
+SPAN_MODS = ("spans", "spans+teacher")  # the +MODs pre-trained on query-like spans of the documents
 SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
 SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, ...
 SPANS_PER_DOC = (4, 16)  # ... and at least 4, at most 16 per document
+SPANS_PER_DOC_TEACHER = (1, 16)  # +spans+teacher: MiniLM encodes every span, so at least 1 per document
 # a bare ablate --encoder clsm / dssm becomes MODEL:generalized+spans below this many judged queries: span pre-training
 # beat the from-scratch CLSM at every size measured, 240 to 11,795 queries (docs/features.md: NDCG@1 alone
 # .5246 -> .7829 on the sample world, .5403 -> .5917 on 300 Home Depot queries, .6387 -> .6566 on all 11,795)
@@ -22,6 +25,10 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     f"below {SPANS_BELOW_QUERIES:,} judged queries; options spans_per_doc "
     f"[default: {SPANS_PER_DOC[0]} to {SPANS_PER_DOC[1]}, enough for {SPANS_WANTED:,} spans] and span_epochs "
     f"[default: {SPAN_OPTIONS['span_epochs']}]",
+    "spans+teacher": "as +spans, the span pre-training first distilled from the packaged MiniLM (=DIR: another "
+    "sentence-transformer) on the span -> document pairs (MiniLM encodes each distinct span and document once, "
+    "kept in the --cache teacher store), no query or label read; options as +spans, and distill_epochs, "
+    "distill_lr, distill_loss, distill_temperature for the distillation",
     "init": "every fold's encoder fine-tuned from a pre-trained .ltrenc (e.g. train-encoder --from-docs DOCS "
     "--pair spans:title)",
 }
@@ -34,7 +41,7 @@ def two_tower_settings(spec, start) -> dict:
         settings["pretrain"] = "rbm"
     elif spec.pretrain == "teacher":
         settings["teacher"] = f"sbert={spec.path}" if spec.path else "sbert"
-    elif spec.pretrain in ("init", "spans"):
+    elif spec.pretrain in spec.kind.start_mods:
         if start is None:
             raise ValueError(f"a +{spec.pretrain} encoder needs its starting point")
         settings["init"] = start.encoder()
@@ -51,8 +58,8 @@ def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> Enc
         trainer_args=("teacher", "init"),
         spec_settings=two_tower_settings,
         pooled=True,
-        start_mods=("spans", "init"),
-        keeps_start=("spans", "init", "teacher"),
+        start_mods=(*SPAN_MODS, "init"),
+        keeps_start=(*SPAN_MODS, "init", "teacher"),
         mod_cost={"teacher": 2.0},  # the distillation runs its own epochs before the ranking loss
         losses=LOSSES,
         mods=mods,

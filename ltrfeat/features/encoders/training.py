@@ -101,6 +101,12 @@ def train_encoder(
         - distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
           queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
           judgments does not forget the teacher; 0 (default): the ranking loss alone.
+        - distill_rows : with a teacher, the training pairs the distillation reads: ``"all"`` (default) or
+          ``"positives"`` (soft label >= ``min_positive``; e.g. a span pre-training's span -> own-document pairs,
+          not its negatives, which add no text and ~4x the steps).
+        - distill_loss, distill_temperature : the distillation's matrix loss, ``"kl"`` (the teacher's in-batch
+          ranking, softmax of cosines / temperature) or ``"mse"`` (its cosines), see
+          :class:`~ltrfeat.features.encoders.distill.DistillSettings`.
         - keep_start_margin : with ``init`` or a ``teacher`` (a starting model worth keeping), that model is kept
           unless the best trained epoch beats its validation NDCG@10 by more than this many paired standard
           errors of the per-query differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting
@@ -170,14 +176,17 @@ def train_encoder(
         if teacher is not None and resume is None:
             from ltrfeat.features.encoders.distill import distill
 
+            read = tr if cfg.distill_rows == "all" else tr[data.y[tr] >= cfg.min_positive]
             pretrained = distill(
                 net,
                 hasher,
-                [data.queries[i] for i in data.q_idx[tr]],
-                [data.docs[i] for i in data.d_idx[tr]],
+                [data.queries[i] for i in data.q_idx[read]],
+                [data.docs[i] for i in data.d_idx[read]],
                 teacher,
                 epochs=cfg.distill_epochs,
                 lr=cfg.distill_lr,
+                loss=cfg.distill_loss,
+                temperature=cfg.distill_temperature,
                 seed=seed,
                 progress=progress,
             )
@@ -319,5 +328,11 @@ def _record_params(cfg: EncoderConfig, teacher, keep_start: float | None = None)
             distill_epochs=cfg.distill_epochs,
             distill_lr=cfg.distill_lr,
             **({"distill_weight": cfg.distill_weight} if cfg.distill_weight else {}),
+            # the later settings only when not their default: earlier bundles and checkpoints keep their params
+            **{
+                name: getattr(cfg, name)
+                for name in ("distill_rows", "distill_loss", "distill_temperature")
+                if getattr(cfg, name) != getattr(EncoderConfig, name)
+            },
         )
     return params
