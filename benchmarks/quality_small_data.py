@@ -179,6 +179,7 @@ def main() -> None:
     ap.add_argument("--st-option", action="append", default=[], help="collection+ST: one more --encoder-option")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--collection-docs", type=int, default=0, help="the collection's first N titles (0: all)")
+    ap.add_argument("--tag", default="", help="results/quality_small_data[_spans_teacher][_TAG].json")
     args = ap.parse_args()
     if not HOME_DEPOT.exists():
         sys.exit(f"Home Depot data not found at {HOME_DEPOT}")
@@ -232,7 +233,8 @@ def main() -> None:
             out["speed"] = _speed(args.cache or tmp / "cache", titles.tolist())
             print("scoring speed (texts per CPU second, one thread):", out["speed"])
         print("seconds:", {k: round(v) for k, v in seconds.items()})
-        write_results("quality_small_data" + ("_spans_teacher" if chosen == ["collection+ST"] else ""), out)
+        name = "quality_small_data" + ("_spans_teacher" if chosen == ["collection+ST"] else "")
+        write_results(name + (f"_{args.tag}" if args.tag else ""), out)
 
 
 if __name__ == "__main__":

@@ -173,6 +173,23 @@ def test_train_encoder_with_teacher_records_the_stage_and_round_trips(tmp_path):
         train_encoder(judged(), teacher=WordTeacher(), pretrain="rbm", **{**OPTS, "model": "dssm", "sizes": {}})
 
 
+def test_distill_rows_positives_reads_only_the_positive_training_pairs_and_is_recorded():
+    table = judged().assign(label=lambda t: t["label"].where(t["qid"] != "q0", 0))  # q0: no positive at all
+    teacher = WordTeacher()
+    opts = {**OPTS, "val_fraction": 0.0, "distill_epochs": 1}
+    every, _ = train_encoder(table, teacher=WordTeacher(), **opts)
+    positive, _ = train_encoder(
+        table, teacher=teacher, distill_rows="positives", distill_loss="mse", distill_temperature=0.1, **opts
+    )
+    wanted = table[table["label"] >= 1]  # linear soft labels of grades 0-2: grade 1 is 0.5, the default min_positive
+    stage = positive.training["pretrain"]
+    assert stage["n_pairs"] == len(wanted.drop_duplicates(["query", "doc"])) < every.training["pretrain"]["n_pairs"]
+    assert teacher.texts == wanted["query"].nunique() + wanted["doc"].nunique()  # once each, no other text
+    params = positive.training["params"]
+    assert (params["distill_rows"], params["distill_loss"], params["distill_temperature"]) == ("positives", "mse", 0.1)
+    assert stage["loss_function"] == "mse" and "distill_rows" not in every.training["params"]  # defaults unrecorded
+
+
 def test_kept_teacher_term_holds_the_student_closer_to_the_teacher():
     table = judged(n_queries=60)
     q, d = texts(80, seed=7), texts(80, seed=8)  # texts outside the training table
