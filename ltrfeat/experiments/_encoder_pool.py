@@ -26,10 +26,9 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import numpy as np
 
 from ltrfeat.core.processes import spawn_pool
-from ltrfeat.experiments._training_task import TrainingTask, training_record
+from ltrfeat.experiments._training_task import TrainingTask, fold_scores, training_record
 
 THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (EncoderKind.pooled; see above)
 
@@ -78,7 +77,7 @@ def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, b
     trained = time.perf_counter()
     if task.save_to is not None and not Path(task.save_to).exists():  # a continued training's start
         encoder.save(task.save_to)
-    scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in task.texts.items()}
+    scores = fold_scores(encoder, task.texts, task.zero_shot)
     return scores, trained - start, time.perf_counter() - trained, cached, training_record(encoder)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 
@@ -20,6 +21,8 @@ class TrainingTask:
     teacher_dir, frozen_dir : MiniLM vectors (``+teacher``) and frozen-layer states (``sbert-ft``) to load first.
     save_to : where to write the encoder for a training that continues it (or None).
     after : the index of the task whose encoder this one starts from (or None).
+    zero_shot : ``{fold: scores}`` of the run's zero-shot column on the same MiniLM base, for those rows (or None):
+        the scores of a fine-tuning that kept that base unchanged (:func:`fold_scores`).
     """
 
     spec: Any
@@ -34,9 +37,22 @@ class TrainingTask:
     frozen_dir: str | None = None
     save_to: str | None = None
     after: int | None = None
+    zero_shot: dict | None = None
 
 
 def training_record(encoder) -> dict:
     """What the ablation keeps of a trained encoder's training record (sent back from a worker, cached beside its
     scores, shown in the report): its ``keep_start`` decision, or None (a training without a start to keep)."""
     return {"keep_start": (getattr(encoder, "training", None) or {}).get("keep_start")}
+
+
+def fold_scores(encoder, texts: dict[str, tuple[list, list]], zero_shot: dict | None = None) -> dict:
+    """``encoder``'s float32 scores of each fold's (queries, docs) ``texts``; a MiniLM fine-tuning that kept its
+    base model unchanged (:func:`~ltrfeat.features.encoders.sbert_training.is_zero_shot`) takes ``zero_shot``'s
+    scores of those rows instead, when given: the same model's, computed once for the zero-shot column."""
+    if zero_shot is not None:
+        from ltrfeat.features.encoders.sbert_training import is_zero_shot
+
+        if is_zero_shot(encoder):
+            return {fold: np.asarray(zero_shot[fold], dtype=np.float32) for fold in texts}
+    return {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in texts.items()}

@@ -57,7 +57,7 @@ from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS, normalise_query
 from ltrfeat.experiments.defaults import K_FOLDS
 from ltrfeat.experiments.folds import Fold
-from ltrfeat.experiments._training_task import TrainingTask, training_record
+from ltrfeat.experiments._training_task import TrainingTask, fold_scores, training_record
 from ltrfeat.experiments._workers import plan_workers
 
 log = get_logger("ablate")
@@ -653,6 +653,7 @@ class _Training:
     outer: str | None = None  # the outer fold whose test rows it scores (None: an inner training)
     record: dict | None = None  # :func:`~ltrfeat.experiments._training_task.training_record`, once known
     record_path: Path | None = None
+    zero_shot: dict[str, np.ndarray] | None = None  # the run's zero-shot column on its MiniLM base, by fold
 
     @property
     def done(self) -> bool:
@@ -801,6 +802,7 @@ def _run_pooled(
                 frozen_dir=frozen_dirs.get(frozen.get(id(j), (None,))[0]),
                 save_to=save_to.get(i),
                 after=position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
+                zero_shot=j.zero_shot,
             )
             for i, j in enumerate(trainings)
         ]
@@ -829,6 +831,20 @@ def _teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profi
         )
     if profile is not None:
         profile.ran_on("MiniLM vectors", f"dask cluster ({encoded} texts encoded)")
+
+
+def _offer_zero_shot(trainings: list[_Training], path, scores: np.ndarray) -> None:
+    """Hand the zero-shot MiniLM column ``scores`` (base model ``path``, None: the packaged one) to the MiniLM
+    fine-tunings of the same base among ``trainings``: one that keeps its base unchanged scores as that column
+    (:func:`~ltrfeat.experiments._training_task.fold_scores`) instead of running the whole model again."""
+    from ltrfeat.features.encoders.sbert import packaged_model_path
+
+    def base(p) -> Path:
+        return (packaged_model_path() if p is None else Path(p)).resolve()
+
+    for job in trainings:
+        if job.spec.kind.frozen_prefix and base(job.spec.path) == base(path):
+            job.zero_shot = {fold: scores[rows] for fold, rows in job.rows_of.items()}
 
 
 def _zero_shot(spec: EncoderSpec):
@@ -990,6 +1006,8 @@ def crossfit_columns(
                 profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start, where=where)
             for plan in plans:
                 columns[plan.name][f"{spec.name}_{field}_{spec.column_suffix}"] = scores
+            if spec.kind.teacher_scorer:
+                _offer_zero_shot(todo, spec.path, scores)
         frozen = (
             {}
             if train_fn is not None
@@ -1028,7 +1046,7 @@ def crossfit_columns(
             for other in todo:
                 if isinstance(other.start, _Continued) and other.start.inner is job:
                     other.start.set(encoder)
-            scores = {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in job.texts.items()}
+            scores = fold_scores(encoder, job.texts, job.zero_shot)
             finish(job, scores, trained - start, time.perf_counter() - trained, cached, training_record(encoder))
         for job in trainings:
             for fold, target in job.rows_of.items():

@@ -609,6 +609,41 @@ def test_a_fine_tuning_that_cannot_beat_the_margin_keeps_the_zero_shot_model_bit
     )
 
 
+def test_only_a_fine_tuning_that_kept_the_base_model_unchanged_is_marked_zero_shot(trained, tiny_base):
+    from ltrfeat.features.encoders.sbert_training import is_zero_shot
+
+    pairs = make_pairs()
+    kept, _ = quick(tiny_base, pairs, epochs=1, keep_start_margin=1e6)
+    assert kept.training["keep_start"]["kept"] and is_zero_shot(kept)
+    assert not trained[0].training["keep_start"]["kept"] and not is_zero_shot(trained[0])
+    again, _ = quick(tiny_base, pairs, init=kept, epochs=1, keep_start_margin=1e6)  # an outer one continuing it
+    assert is_zero_shot(again)
+    on_trained, _ = quick(tiny_base, pairs, init=trained[0], epochs=1, keep_start_margin=1e6)
+    assert on_trained.training["keep_start"]["kept"] and not is_zero_shot(on_trained)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_cross_fitted_fine_tuning_that_kept_the_base_takes_the_zero_shot_column(tiny_base, jobs, monkeypatch):
+    from ltrfeat.experiments.crossfit import crossfit_columns, plan_folds
+
+    pairs = make_pairs(36).assign(docid=lambda f: [f"d{i}" for i in range(len(f))])
+    specs = [EncoderSpec.parse(f"sbert={tiny_base}"), EncoderSpec.parse(f"sbert-ft:generalized={tiny_base}")]
+    options = {k: v for k, v in FAST.items() if k not in ("threads", "progress")} | {"keep_start_margin": 1e6}
+    if jobs == 1:  # in this process: the kept base model is never run over the fold's rows again
+
+        def no_scoring(self, queries, docs, **_):
+            raise AssertionError("a kept zero-shot start was scored through the model")
+
+        monkeypatch.setattr(SbertFinetuned, "similarity", no_scoring)
+    columns = crossfit_columns(
+        pairs, plan_folds(pairs["qid"], k=3, seed=0), specs, options=options, encoder_jobs=jobs, progress=False
+    )
+    for fold, cols in columns.items():
+        tuned, zero_shot = cols["sbert-ft-generalized_doc_cos"], cols["sbert_doc_cos"]
+        rows = np.isfinite(tuned)
+        assert rows.any() and np.array_equal(tuned[rows], zero_shot[rows]), fold
+
+
 def test_continuing_with_a_destructive_learning_rate_keeps_the_starting_encoder(trained, tiny_base):
     start, _ = trained
     pairs = make_pairs()

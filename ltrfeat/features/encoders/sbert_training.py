@@ -344,8 +344,17 @@ def train_sbert(
         **data_record(pairs),
         **trained_queries_record(pairs),
     }
+    if run.kept is not None and run.kept["kept"] and cfg.precision == "fp32" and (init is None or is_zero_shot(init)):
+        record["zero_shot"] = True  # the base model itself: it scores as the zero-shot ``sbert`` column does
     if run.kept is not None and run.kept["kept"] and start_length != max_seq_length:
         # the start itself, scored as the start scores: the zero-shot model's (or init's) own text length, and
         # without the frozen states kept for the training's shorter texts
         max_seq_length, prefixes = start_length, None
     return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history
+
+
+def is_zero_shot(encoder) -> bool:
+    """Whether ``encoder`` is a fine-tuning that kept its base model unchanged (the training record's
+    ``zero_shot``: kept start, no ``init`` other than such a model, fp32): its vectors are the zero-shot model's at
+    its own text length, so its scores equal those of ``sbert`` on the same base (to float rounding)."""
+    return bool((getattr(encoder, "training", None) or {}).get("zero_shot"))

@@ -1,0 +1,36 @@
+"""A training task's fold scores: a MiniLM fine-tuning that kept its base model takes the zero-shot column's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ltrfeat.experiments._training_task import fold_scores
+
+
+class _Encoder:
+    def __init__(self, zero_shot: bool):
+        self.training = {"zero_shot": True} if zero_shot else {"keep_start": {"kept": True}}
+        self.calls = 0
+
+    def similarity(self, queries, docs):
+        self.calls += 1
+        return np.arange(len(docs), dtype=np.float64)
+
+
+TEXTS = {"fold1": (["q1", "q2"], ["d1", "d2"]), "fold2": (["q3"], ["d3"])}
+ZERO_SHOT = {"fold1": np.array([0.5, 0.25]), "fold2": np.array([0.75])}
+
+
+def test_a_kept_base_model_takes_the_zero_shot_scores_without_scoring():
+    encoder = _Encoder(zero_shot=True)
+    scores = fold_scores(encoder, TEXTS, ZERO_SHOT)
+    assert encoder.calls == 0 and {f: s.tolist() for f, s in scores.items()} == {"fold1": [0.5, 0.25], "fold2": [0.75]}
+    assert all(s.dtype == np.float32 for s in scores.values())
+
+
+@pytest.mark.parametrize(("zero_shot", "offered"), [(False, ZERO_SHOT), (True, None)])
+def test_any_other_encoder_or_a_run_without_the_column_scores_its_rows(zero_shot, offered):
+    encoder = _Encoder(zero_shot=zero_shot)
+    scores = fold_scores(encoder, TEXTS, offered)
+    assert encoder.calls == 2 and scores["fold1"].tolist() == [0.0, 1.0] and scores["fold2"].dtype == np.float32
