@@ -131,7 +131,7 @@ class EncoderConfig(TrainingConfig):
     shared: bool = False
     sizes: dict | None = field(default=None, hash=False)
     pretrain: str | None = None
-    distill_epochs: int = 8
+    distill_epochs: int = 4
     distill_lr: float = 3e-3
     distill_weight: float = 0.0
     distill_rows: str = "all"
