@@ -586,7 +586,7 @@ CASES += [
             "--report",
             f"{W}/out/abl",
         ],
-        "+spans encoders only",
+        "+spans / +spans+teacher encoders only",
     ),  # fmt: skip
     (
         "ablate-span-option-not-int",
