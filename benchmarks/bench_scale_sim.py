@@ -22,7 +22,7 @@ figures: wall time also counts the waiting. The growth exponent is the slope of 
 On a real cluster, run the two commands of step 2 with the scheduler's address (``--dask tcp://HOST:8786``) or its
 scheduler file (``--dask scheduler.json``).
 
-    python benchmarks/bench_scale_sim.py --sizes 3000,10000 --memory-limit 1GiB    # the small sizes
+    python benchmarks/bench_scale_sim.py --sizes 10000,100000 --add    # the small sizes, keeping the 1M point
     python benchmarks/bench_scale_sim.py                                           # 10k, 100k, 1M
 """
 
@@ -179,14 +179,18 @@ def worlds_log(world: Path, n_pairs: int, stage: str) -> Path:
     return world.parent / f"log-{n_pairs}-{stage}.txt"
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="judged pairs per point, comma-separated")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--memory-limit", default="4GiB", help="per worker (Dask's memory_limit)")
     parser.add_argument("--worlds", type=Path, help="keep the generated worlds and the logs here [a temporary dir]")
     parser.add_argument("--add", action="store_true", help="keep the results file's points of other sizes")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     points = _earlier_points(args, sizes) if args.add else []
     with tempfile.TemporaryDirectory(prefix="ltrfeat-scale-") as tmp:

@@ -415,3 +415,21 @@ def test_the_scale_simulation_runs_only_when_named():
     assert "bench_scale_sim.py" not in default and "bench_letor.py" in default
     assert [b.script for b in run_all.chosen({"bench_scale_sim"}, set())] == ["bench_scale_sim.py"]
     assert "bench_letor.py" not in [b.script for b in run_all.chosen(set(), {"bench_letor"})]
+
+
+def test_run_all_keeps_the_million_pair_point_of_the_scale_simulation(tmp_path, monkeypatch):
+    """run_all re-measures small sizes with the 1M point's settings and ``--add``, so that point survives."""
+    from benchmarks import bench_scale_sim
+
+    (entry,) = run_all.chosen({"bench_scale_sim"}, set())
+    results = tmp_path / "results"
+    results.mkdir()
+    point = {"judged_pairs": 999_869, "queries": 100_000}
+    figures = {"workers": 2, "memory_limit": "4GiB", "ablate_options": bench_scale_sim.ABLATE, "points": [point]}
+    (results / "scale_simulation.json").write_text(json.dumps({"figures": figures}))
+    monkeypatch.setattr(bench_scale_sim, "RESULTS", results)
+    for argv in (entry.full, entry.quick):
+        parser_args = bench_scale_sim.parse_args(list(argv))
+        sizes = [int(s) for s in parser_args.sizes.split(",")]
+        assert parser_args.add and max(sizes) < 1_000_000
+        assert bench_scale_sim._earlier_points(parser_args, sizes) == [point]
