@@ -77,28 +77,43 @@ def _candidates(ctx, param, value: str) -> tuple[int, int]:
     is_flag=True,
     help="Control world: labels depend only on query-title word overlap (no semantic signal).",
 )
+@click.option(
+    "--long-queries",
+    is_flag=True,
+    help="Long natural-language needs judged against the descriptions (the doc column), candidates the "
+    "BM25 top-k of the descriptions.",
+)
 @click.option("--quick", is_flag=True, help="Small preset for fast demos and tests.")
-def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control, quick):
+def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control, long_queries, quick):
     """Generate a synthetic product-search world: catalogue, judged train/vali/test LETOR
     files (no feature columns yet), query/doc/judged text tables and a click log.
 
     Relevance is graded 0-3 from the latent intent (product type and attributes), not
     from word overlap; queries carry synonyms, abbreviations, misspellings, inflections
-    and ambiguous words. No click-log query equals a judged query. data/README.md
-    describes the assumptions and every file.
+    and ambiguous words. No click-log query equals a judged query. --long-queries: needs of
+    8-30 words ("i need a sturdy writing desk for small apartments in espresso") judged
+    against the descriptions, over BM25 candidate lists. data/README.md describes the
+    assumptions and every file.
 
     \b
     Examples:
       ltrfeat datasets synth --out world --seed 1 --quick
       ltrfeat datasets synth --out control --seed 1 --quick --control
       ltrfeat datasets synth --out big --queries 3000 --docs 8000 --click-queries 9000
+      ltrfeat datasets synth --out long --quick --long-queries --candidates 20-20
     """
     sizes = dict(PRESETS["quick" if quick else "default"])
     for key, value in (("n_queries", n_queries), ("n_docs", n_docs), ("n_click_queries", n_click_queries)):
         if value is not None:
             sizes[key] = value
     try:
-        world = generate_world(seed=seed, candidates=candidates, semantic=not control, **sizes)
+        world = generate_world(
+            seed=seed,
+            candidates=candidates,
+            semantic=not control,
+            query_style="long" if long_queries else "short",
+            **sizes,
+        )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     written = write_world(world, out_dir)
@@ -106,7 +121,8 @@ def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control
         click.echo(f"wrote {path} ({path.stat().st_size:,} bytes)")
     stats = realism_stats(world)
     click.echo(
-        f"{'control' if control else 'semantic'} world, seed {seed}: {len(world.docs)} docs, "
+        f"{'control' if control else 'semantic'} world{' (long queries)' if long_queries else ''}, seed {seed}: "
+        f"{len(world.docs)} docs, "
         f"{len(world.queries)} judged queries ({len(world.judged)} pairs), "
         f"{world.clicks['query'].nunique()} click-log queries ({len(world.clicks)} rows)"
     )

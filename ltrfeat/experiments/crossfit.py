@@ -43,6 +43,7 @@ from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.kinds import (
     SPAN_MODS,
     SPAN_OPTIONS,
+    SPAN_WORDS,
     SPANS_PER_DOC,
     SPANS_PER_DOC_TEACHER,
     SPANS_WANTED,
@@ -446,6 +447,13 @@ class _StartingPoint:
     ):
         self.spec, self.seed, self.cache, self.profile, self.cluster = spec, seed, cache, profile, cluster
         self.span_settings = {k: options.get(k, v) for k, v in SPAN_OPTIONS.items()}
+        if self.span_settings["span_min_words"] > self.span_settings["span_max_words"]:
+            raise ParameterError(
+                f"encoder options span_min_words={self.span_settings['span_min_words']} > "
+                f"span_max_words={self.span_settings['span_max_words']}",
+                fix="give span_min_words <= span_max_words, e.g. 8 and 24",
+                param="options",
+            )
         distilled = spec.pretrain == "spans+teacher"
         self.distill_settings = {k: v for k, v in options.items() if distilled and k in TEACHER_OPTIONS}
         self.options = {k: v for k, v in options.items() if k not in SPAN_OPTIONS and k not in self.distill_settings}
@@ -466,7 +474,7 @@ class _StartingPoint:
             teacher = {"teacher": [teacher_key(spec.teacher), self.distill_settings]}
         h = hashlib.sha256(
             json.dumps(
-                {"spec": [spec.model, spec.resolved_score], "spans": self.span_settings, "options": self.options}
+                {"spec": [spec.model, spec.resolved_score], "spans": self._keyed_spans(), "options": self.options}
                 | {"seed": seed, "v": 1}
                 | teacher,
                 sort_keys=True,
@@ -475,6 +483,10 @@ class _StartingPoint:
         )
         h.update("\x1e".join(self.texts).encode("utf-8", "surrogatepass"))
         self.key = h.hexdigest()[:24]
+
+    def _keyed_spans(self) -> dict:
+        """The span settings in the cache key: span lengths at their defaults left out (the key of earlier runs)."""
+        return {k: v for k, v in self.span_settings.items() if k not in SPAN_WORDS or v != SPAN_OPTIONS[k]}
 
     def encoder(self):
         from ltrfeat.features.encoders.encoder import Encoder
@@ -513,8 +525,15 @@ class _StartingPoint:
         cached = encoder is not None
         if encoder is None:
             docs = pd.DataFrame({"docid": [str(i) for i in range(len(self.texts))], "text": self.texts})
+            words = self.span_settings
             spans = span_pairs(
-                docs, field="text", per_doc=self.span_settings["spans_per_doc"], negatives=4, seed=self.seed
+                docs,
+                field="text",
+                per_doc=words["spans_per_doc"],
+                min_words=words["span_min_words"],
+                max_words=words["span_max_words"],
+                negatives=4,
+                seed=self.seed,
             )
             settings = self.options | {"epochs": self.span_settings["span_epochs"], "val_fraction": 0.02}
             if self.spec.teacher is not None:

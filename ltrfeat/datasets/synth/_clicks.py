@@ -31,6 +31,7 @@ def simulate_clicks(
     list_size: int = 15,
     shown: int = 10,
     median_sessions: float = 10.0,
+    doc_field: str = "title",
 ) -> pd.DataFrame:
     """One row per (query, shown product): ``query, docid, doc, clicks, impressions, grade``.
 
@@ -38,9 +39,10 @@ def simulate_clicks(
     ranker scores ``list_size`` candidates by title/description overlap plus a partial view
     of relevance; each session perturbs that order and shows the top ``shown``. ``clicks``
     counts the distinct users who clicked, ``impressions`` the sessions that showed the
-    product. ``grade`` is the hidden noise-free relevance the users acted on.
+    product. ``grade`` is the hidden noise-free relevance the users acted on; ``doc`` the product's
+    ``doc_field``.
     """
-    titles = index.docs["title"].to_numpy(dtype=object)
+    texts = index.docs[doc_field].to_numpy(dtype=object)
     docids = index.docs["docid"].to_numpy(dtype=object)
     appeal = rng.normal(0.0, DOC_APPEAL_SD, index.n)
     examine = np.arange(1, shown + 1, dtype=float) ** -EXAMINATION_EXPONENT
@@ -74,7 +76,7 @@ def simulate_clicks(
         {
             "query": pd.Series(columns["query"], dtype=object),
             "docid": docids[rows],
-            "doc": titles[rows],
+            "doc": texts[rows],
             "clicks": stack("clicks"),
             "impressions": stack("impressions"),
             "grade": stack("grade"),

@@ -1,6 +1,6 @@
-"""Candidate lists (relevant products mixed with lexical distractors and random ones) and the
-graded relevance of a (query, product) pair: from the latent intent in the semantic world,
-from query–title token overlap in the control world."""
+"""Candidate lists (relevant products mixed with lexical distractors and random ones, or a BM25 top-k
+over the descriptions for long needs) and the graded relevance of a (query, product) pair: from the
+latent intent in the semantic world, from query–title token overlap in the control world."""
 
 from __future__ import annotations
 
@@ -100,6 +100,34 @@ class CandidateIndex:
         self._take_any(rng, used, chosen, k)
         rows = np.concatenate(chosen)
         return rows[rng.permutation(len(rows))]
+
+
+def bm25_candidates(
+    rng: np.random.Generator, index: CandidateIndex, queries: list[tuple[str, dict]], sizes: list[int]
+) -> list[np.ndarray]:
+    """Candidate rows per query: the ``sizes[i]`` best descriptions by BM25 (the project's retriever,
+    ties by docid), in random order. A list holding no product that matches the whole intent (noise-free
+    grade 3) has its last one replaced by such a product drawn at random (the need was modelled on one), so
+    every query has a relevant candidate; the others are BM25's hard negatives: lexically close, wrong
+    type or attribute."""
+    from ltrfeat.features.retrieval import BM25Retriever
+
+    retriever = BM25Retriever(fields=("description",)).fit(index.docs)
+    table = pd.DataFrame({"qid": np.arange(len(queries)), "query": [q for q, _ in queries]})
+    hits = retriever.retrieve(table, k=max(sizes, default=1))
+    row_of = pd.Series(np.arange(index.n), index=index.docs["docid"].astype(str).to_numpy())
+    rows = row_of[hits["docid"].to_numpy()].to_numpy()
+    per_query = np.split(rows, np.flatnonzero(np.diff(hits["qid"].to_numpy())) + 1) if len(rows) else []
+    by_qid = dict(zip(pd.unique(hits["qid"]), per_query))
+    out = []
+    for i, ((_, intent), k) in enumerate(zip(queries, sizes)):
+        top = by_qid.get(i, np.zeros(0, dtype=np.int64))[:k]
+        if not (semantic_grades(index, top, intent) == 3).any():
+            same = index.by_type[intent["type"]]
+            full = same[semantic_grades(index, same, intent) == 3]
+            top = np.r_[top[: k - 1], rng.choice(full)]
+        out.append(top[rng.permutation(len(top))])
+    return out
 
 
 def _codes(values: np.ndarray) -> tuple[np.ndarray, dict]:

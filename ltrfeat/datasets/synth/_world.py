@@ -18,9 +18,16 @@ from ltrfeat.core.splits import SPLITS
 from ltrfeat.core.text import pairs_to_ranking, write_table
 from ltrfeat.datasets.synth._catalogue import make_catalogue
 from ltrfeat.datasets.synth._clicks import simulate_clicks
-from ltrfeat.datasets.synth._judging import CandidateIndex, lexical_grades, overlap, rater_noise, semantic_grades
+from ltrfeat.datasets.synth._judging import (
+    CandidateIndex,
+    bm25_candidates,
+    lexical_grades,
+    overlap,
+    rater_noise,
+    semantic_grades,
+)
 from ltrfeat.datasets.synth._lexicon import AMBIGUOUS_WORDS, content_tokens, tokens
-from ltrfeat.datasets.synth._queries import describe_intent, make_queries, query_key
+from ltrfeat.datasets.synth._queries import QUERY_STYLES, describe_intent, make_queries, query_key
 
 GENERATOR_VERSION = "1"
 WORLD_FORMAT = "ltrfeat.synth-world/1"
@@ -44,7 +51,8 @@ class World:
 
     docs: ``docid, title, description, brand, category`` + truth ``type, colour, material, size, feature``.
     queries: ``qid, query`` + ``split`` and truth ``type, intent``.
-    judged: ``qid, query, docid, doc, label`` + ``split``; rows of a query contiguous, candidates in random order.
+    judged: ``qid, query, docid, doc, label`` + ``split``; rows of a query contiguous, candidates in random order;
+    ``doc`` is the title (``query_style="short"``) or the description (``"long"``).
     clicks: ``query, docid, doc, clicks, impressions`` + truth ``grade`` (noise-free relevance).
     """
 
@@ -76,6 +84,7 @@ def generate_world(
     label_noise: float = 0.12,
     split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
     median_sessions: float = 10.0,
+    query_style: str = "short",
 ) -> World:
     """Generate a product-search world, deterministically from ``seed``.
 
@@ -94,6 +103,12 @@ def generate_world(
     label_noise : probability that a rater moves a judged grade one step.
     split_fractions : shares of judged queries in train, vali, test.
     median_sessions : median number of user sessions per click-log query.
+    query_style : ``"short"``: title-like queries judged against titles, candidates mixed from the
+        intent's type, title-word distractors, its category and random products. ``"long"``: natural-
+        language needs of about 8 to 30 words (synonyms, shopper forms, a use, filler words) judged
+        against the descriptions (the judged and click tables' ``doc`` column), candidates the BM25
+        top-k of the descriptions with one fully matching product swapped in where none made it
+        (``bm25_candidates``); semantic world only. Same catalogue for the same seed.
     """
     lo, hi = candidates
     if not 1 <= lo <= hi:
@@ -106,6 +121,11 @@ def generate_world(
         raise ValueError(f"split_fractions must be three positive shares summing to 1, got {split_fractions}")
     if not 0 <= label_noise <= 1:
         raise ValueError(f"label_noise must be in [0, 1], got {label_noise}")
+    if query_style not in QUERY_STYLES:
+        raise ValueError(f"query_style must be one of {QUERY_STYLES}, got {query_style!r}")
+    long = query_style == "long"
+    if long and not semantic:
+        raise ValueError("long queries come in the semantic world only (the control world grades title overlap)")
     options = {
         "seed": seed,
         "n_queries": n_queries,
@@ -116,7 +136,7 @@ def generate_world(
         "label_noise": label_noise,
         "split_fractions": list(split_fractions),
         "median_sessions": median_sessions,
-    }
+    } | ({"query_style": query_style} if long else {})  # the short world's world.json as before
 
     docs = make_catalogue(_rng(seed, "docs"), n_docs)
     index = CandidateIndex(docs)
@@ -124,7 +144,7 @@ def generate_world(
     def grade(rows, query, intent):
         return semantic_grades(index, rows, intent) if semantic else lexical_grades(index, rows, query)
 
-    judged_queries = make_queries(_rng(seed, "judged_queries"), docs, n_queries)
+    judged_queries = make_queries(_rng(seed, "judged_queries"), docs, n_queries, style=query_style)
     split_rng = _rng(seed, "splits")
     bounds = np.round(np.cumsum(split_fractions)[:-1] * n_queries).astype(int)
     split_of = np.empty(n_queries, dtype=object)
@@ -141,27 +161,39 @@ def generate_world(
     )
 
     cand_rng, label_rng = _rng(seed, "candidates"), _rng(seed, "labels")
-    rows_of, labels_of = [], []
-    for query, intent in judged_queries:
-        rows = index.candidates(cand_rng, query, intent, int(cand_rng.integers(lo, hi + 1)))
-        rows_of.append(rows)
-        labels_of.append(rater_noise(label_rng, grade(rows, query, intent), label_noise))
+    if long:
+        wanted = [int(k) for k in cand_rng.integers(lo, hi + 1, size=n_queries)]
+        rows_of = bm25_candidates(cand_rng, index, judged_queries, wanted)
+    else:
+        rows_of = [
+            index.candidates(cand_rng, query, intent, int(cand_rng.integers(lo, hi + 1)))
+            for query, intent in judged_queries
+        ]
+    labels_of = [
+        rater_noise(label_rng, grade(rows, query, intent), label_noise)
+        for rows, (query, intent) in zip(rows_of, judged_queries)
+    ]
     sizes = [len(rows) for rows in rows_of]
+    doc_field = "description" if long else "title"
     rows = np.concatenate(rows_of)
     judged = pd.DataFrame(
         {
             "qid": np.repeat(queries["qid"].to_numpy(dtype=object), sizes),
             "query": np.repeat(queries["query"].to_numpy(dtype=object), sizes),
             "docid": docs["docid"].to_numpy()[rows],
-            "doc": docs["title"].to_numpy()[rows],
+            "doc": docs[doc_field].to_numpy()[rows],
             "label": np.concatenate(labels_of),
             "split": np.repeat(split_of, sizes),
         }
     )
 
     judged_keys = frozenset(query_key(q) for q, _ in judged_queries)
-    click_queries = make_queries(_rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys)
-    clicks = simulate_clicks(_rng(seed, "clicks"), index, click_queries, grade, median_sessions=median_sessions)
+    click_queries = make_queries(
+        _rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys, style=query_style
+    )
+    clicks = simulate_clicks(
+        _rng(seed, "clicks"), index, click_queries, grade, median_sessions=median_sessions, doc_field=doc_field
+    )
     return World(docs=docs, queries=queries, judged=judged, clicks=clicks, options=options)
 
 

@@ -9,7 +9,9 @@ from ltrfeat.features.encoders.kind import EncoderKind, lazy
 # +MOD of a CLSM / DSSM spec -> its =PATH
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "spans+teacher": "[=DIR]", "init": "=BUNDLE"}
 SPAN_MODS = ("spans", "spans+teacher")  # the +MODs pre-trained on query-like spans of the documents
-SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5}  # the +spans pre-training's options (None: see below)
+# the +spans pre-training's options (None: see below); span_min/max_words: 1-4 cut query-like spans from titles
+SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5, "span_min_words": 1, "span_max_words": 4}
+SPAN_WORDS = ("span_min_words", "span_max_words")  # at their defaults, out of the pre-training's cache key
 SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, ...
 SPANS_PER_DOC = (4, 16)  # ... and at least 4, at most 16 per document
 SPANS_PER_DOC_TEACHER = (1, 16)  # +spans+teacher: MiniLM encodes every span, so at least 1 per document
@@ -24,7 +26,9 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     f"fine-tuned in every fold, the choice for a few hundred judged queries, and what a bare clsm or dssm means "
     f"below {SPANS_BELOW_QUERIES:,} judged queries; options spans_per_doc "
     f"[default: {SPANS_PER_DOC[0]} to {SPANS_PER_DOC[1]}, enough for {SPANS_WANTED:,} spans] and span_epochs "
-    f"[default: {SPAN_OPTIONS['span_epochs']}]",
+    f"[default: {SPAN_OPTIONS['span_epochs']}], span_min_words and span_max_words [default: "
+    f"{SPAN_OPTIONS['span_min_words']} and {SPAN_OPTIONS['span_max_words']}; e.g. 8 and 24 for long queries over "
+    "long documents]",
     "spans+teacher": "as +spans, the span pre-training first distilled from the packaged MiniLM (=DIR: another "
     "sentence-transformer) on the span -> document pairs (MiniLM encodes each distinct span and document once, "
     "kept in the --cache teacher store), no query or label read; options as +spans, and distill_epochs, "

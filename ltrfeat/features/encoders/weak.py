@@ -84,12 +84,21 @@ def docs_to_pairs(
 
 
 def span_pairs(
-    docs: pd.DataFrame, *, field: str = "title", per_doc: int = 4, max_words: int = 4, negatives: int = 1, seed: int = 0
+    docs: pd.DataFrame,
+    *,
+    field: str = "title",
+    per_doc: int = 4,
+    max_words: int = 4,
+    min_words: int = 1,
+    negatives: int = 1,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """Query-like training pairs from a collection's own text, no judgments read: ``[qid, query, doc, label]``.
 
-    Each document with text in ``field`` gives up to ``per_doc`` distinct spans of 1 to ``max_words``
-    consecutive words (start and length drawn with ``seed``; spans without a letter are skipped), each
+    Each document with text in ``field`` gives up to ``per_doc`` distinct spans of ``min_words`` to ``max_words``
+    consecutive words (start and length drawn with ``seed``; a text shorter than ``min_words`` gives spans of
+    all its words; spans without a letter are skipped) -- 1 to 4 words look like product-search queries cut
+    from titles, about 8 to 24 like natural-language needs cut from descriptions -- each
     paired with the whole text as its positive (label 1) and with ``negatives`` other documents' texts
     (label 0, for the trainer's validation NDCG). A span's ``qid`` is ``DOCID#N``. The trainer's random
     and in-batch negatives supply the rest of the collection as non-matching documents.
@@ -101,8 +110,11 @@ def span_pairs(
             path=docs.attrs.get("source"),
             fix="choose --pair spans:FIELD among the table's fields",
         )
-    if per_doc < 1 or max_words < 1 or negatives < 0:
-        raise ValueError(f"need per_doc >= 1, max_words >= 1, negatives >= 0; got {per_doc}, {max_words}, {negatives}")
+    if per_doc < 1 or not 1 <= min_words <= max_words or negatives < 0:
+        raise ValueError(
+            f"need per_doc >= 1, 1 <= min_words <= max_words, negatives >= 0; got {per_doc}, {min_words}, "
+            f"{max_words}, {negatives}"
+        )
     texts = docs[field].to_numpy(dtype=object)
     keep = np.array([isinstance(t, str) and any(c.isalpha() for c in t) for t in texts], dtype=bool)
     if keep.sum() < 2:
@@ -118,7 +130,8 @@ def span_pairs(
         words = text.split()
         seen = set()
         for _ in range(per_doc * 3):  # a few more draws than spans wanted: short texts repeat spans
-            length = int(rng.integers(1, min(max_words, len(words)) + 1))
+            longest = min(max_words, len(words))
+            length = int(rng.integers(min(min_words, longest), longest + 1))
             start = int(rng.integers(0, len(words) - length + 1))
             span = " ".join(words[start : start + length])
             if span in seen or not any(c.isalpha() for c in span):

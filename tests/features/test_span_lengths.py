@@ -1,0 +1,84 @@
+"""Span lengths of the +spans pre-training: 1-4 words from titles as before, longer spans for long queries over
+long documents (``span_min_words`` / ``span_max_words``)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ltrfeat.core.errors import ParameterError
+from ltrfeat.experiments.crossfit import EncoderSpec, _StartingPoint
+from ltrfeat.features.encoders.weak import span_pairs
+
+DOCS = pd.read_csv(
+    Path(__file__).resolve().parents[2] / "data" / "docs.tsv", sep="\t", dtype=str, keep_default_na=False
+)
+
+
+def _digest(frame: pd.DataFrame) -> str:
+    return hashlib.sha256(frame.to_csv(index=False).encode()).hexdigest()
+
+
+def test_default_spans_are_as_before():
+    """Digests of the spans the sampler drew before it had ``min_words`` (main at 4a60e09)."""
+    titles = span_pairs(DOCS.head(200), field="title", per_doc=4, negatives=2, seed=3)
+    assert _digest(titles) == "0145353d290a08ab9d67caef7aae447671a6ee700ce69a8d56891ba851f7c230"
+    descriptions = span_pairs(DOCS.head(200), field="description", per_doc=3, negatives=2, seed=3)
+    assert _digest(descriptions) == "c476aa84a28827ccb2b37c1dc86a1431a73ef511d8c29cc8d92ec20c4dd157e0"
+    explicit = span_pairs(DOCS.head(200), field="title", per_doc=4, min_words=1, max_words=4, negatives=2, seed=3)
+    pd.testing.assert_frame_equal(titles, explicit)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["oak", "desk", "with", "2", "drawers", "black"]), min_size=1, max_size=30),
+        min_size=2,
+        max_size=6,
+    ),
+    st.integers(1, 12),
+    st.integers(0, 12),
+    st.integers(0, 2**32 - 1),
+)
+def test_spans_are_runs_of_their_document_within_the_lengths(texts, low, extra, seed):
+    docs = pd.DataFrame({"docid": [f"d{i}" for i in range(len(texts))], "title": [" ".join(t) for t in texts]})
+    if (docs["title"].str.contains("[a-z]")).sum() < 2:
+        return
+    high = low + extra
+    pairs = span_pairs(docs, per_doc=3, min_words=low, max_words=high, negatives=0, seed=seed)
+    own = dict(zip(docs["docid"], docs["title"]))
+    for qid, span in zip(pairs["qid"], pairs["query"]):
+        words = own[qid.split("#")[0]].split()
+        n = len(span.split())
+        assert min(low, len(words)) <= n <= high
+        assert any(words[i : i + n] == span.split() for i in range(len(words) - n + 1))
+
+
+def test_span_lengths_for_long_documents_and_refusals():
+    pairs = span_pairs(DOCS.head(100), field="description", per_doc=2, min_words=8, max_words=24, negatives=0)
+    assert pairs["query"].str.split().str.len().between(8, 24).all()
+    with pytest.raises(ValueError, match="min_words <= max_words"):
+        span_pairs(DOCS.head(10), min_words=5, max_words=4)
+    spec = EncoderSpec.parse("clsm:generalized+spans")
+    with pytest.raises(ParameterError, match="span_min_words=9 > span_max_words=4"):
+        _StartingPoint(spec, ["a b"], options={"span_min_words": 9}, seed=0, cache=None)
+
+
+def test_pre_training_key_is_unchanged_at_the_default_lengths():
+    """The keys main (4a60e09) gave these pre-trainings: caches of earlier runs stay valid; other lengths, other keys."""
+    titles = DOCS["title"].head(50).tolist()
+    expected = {
+        "clsm:generalized+spans": "6668f4cf588d172f121015ac",
+        "dssm:generalized+spans+teacher": "a13f64001ab328e52fd8b47d",
+    }
+    for text, key in expected.items():
+        spec = EncoderSpec.parse(text)
+        for options in ({}, {"span_min_words": 1, "span_max_words": 4}):
+            assert _StartingPoint(spec, titles, options={"span_epochs": 2} | options, seed=0, cache=None).key == key
+        longer = {"span_epochs": 2, "span_min_words": 8, "span_max_words": 24}
+        assert _StartingPoint(spec, titles, options=longer, seed=0, cache=None).key != key
