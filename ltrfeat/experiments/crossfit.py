@@ -43,7 +43,7 @@ from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.kinds import (
     SPAN_MODS,
     SPAN_OPTIONS,
-    SPAN_WORDS,
+    SPAN_SHAPE,
     SPANS_PER_DOC,
     SPANS_PER_DOC_TEACHER,
     SPANS_WANTED,
@@ -141,12 +141,13 @@ class CrossFitConfig(Settings):
                 param="options",
             )
         for key, value in self.options.items():
-            if key.rpartition(".")[2] in SPAN_OPTIONS and (
-                isinstance(value, bool) or not isinstance(value, int) or value < 1
-            ):
+            name = key.rpartition(".")[2]
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            if name in SPAN_OPTIONS and not (whole and (value in (0, 1) if name == "span_hold_out" else value >= 1)):
                 raise ParameterError(
-                    f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1",
-                    fix=f"e.g. --encoder-option {key}={SPAN_OPTIONS[key.rpartition('.')[2]] or 8}",
+                    f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1 (span_hold_out: "
+                    "0 or 1)",
+                    fix=f"e.g. --encoder-option {key}={1 if name == 'span_hold_out' else SPAN_OPTIONS[name] or 8}",
                     param="options",
                 )
 
@@ -486,7 +487,7 @@ class _StartingPoint:
 
     def _keyed_spans(self) -> dict:
         """The span settings in the cache key: span lengths at their defaults left out (the key of earlier runs)."""
-        return {k: v for k, v in self.span_settings.items() if k not in SPAN_WORDS or v != SPAN_OPTIONS[k]}
+        return {k: v for k, v in self.span_settings.items() if k not in SPAN_SHAPE or v != SPAN_OPTIONS[k]}
 
     def encoder(self):
         from ltrfeat.features.encoders.encoder import Encoder
@@ -532,6 +533,7 @@ class _StartingPoint:
                 per_doc=words["spans_per_doc"],
                 min_words=words["span_min_words"],
                 max_words=words["span_max_words"],
+                hold_out=bool(words["span_hold_out"]),
                 negatives=4,
                 seed=self.seed,
             )

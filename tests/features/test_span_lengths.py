@@ -1,5 +1,5 @@
-"""Span lengths of the +spans pre-training: 1-4 words from titles as before, longer spans for long queries over
-long documents (``span_min_words`` / ``span_max_words``)."""
+"""The shape of the +spans pre-training's spans: 1-4 words from titles as before, longer spans for long queries
+over long documents (``span_min_words`` / ``span_max_words``), the span held out of its positive (``span_hold_out``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.core.errors import ParameterError
-from ltrfeat.experiments.crossfit import EncoderSpec, _StartingPoint
+from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, _StartingPoint
 from ltrfeat.features.encoders.weak import span_pairs
 
 DOCS = pd.read_csv(
@@ -51,12 +51,17 @@ def test_spans_are_runs_of_their_document_within_the_lengths(texts, low, extra, 
         return
     high = low + extra
     pairs = span_pairs(docs, per_doc=3, min_words=low, max_words=high, negatives=0, seed=seed)
+    held = span_pairs(docs, per_doc=3, min_words=low, max_words=high, hold_out=True, negatives=0, seed=seed)
+    assert held["query"].tolist() == pairs["query"].tolist()  # the same spans, other positives
     own = dict(zip(docs["docid"], docs["title"]))
-    for qid, span in zip(pairs["qid"], pairs["query"]):
+    for qid, span, rest in zip(pairs["qid"], pairs["query"], held["doc"]):
         words = own[qid.split("#")[0]].split()
         n = len(span.split())
         assert min(low, len(words)) <= n <= high
-        assert any(words[i : i + n] == span.split() for i in range(len(words) - n + 1))
+        starts = [i for i in range(len(words) - n + 1) if words[i : i + n] == span.split()]
+        assert starts
+        cut = [" ".join(words[:i] + words[i + n :]) for i in starts]
+        assert rest in cut or (rest == own[qid.split("#")[0]] and not any(c.isalpha() for c in " ".join(cut)))
 
 
 def test_span_lengths_for_long_documents_and_refusals():
@@ -67,6 +72,11 @@ def test_span_lengths_for_long_documents_and_refusals():
     spec = EncoderSpec.parse("clsm:generalized+spans")
     with pytest.raises(ParameterError, match="span_min_words=9 > span_max_words=4"):
         _StartingPoint(spec, ["a b"], options={"span_min_words": 9}, seed=0, cache=None)
+    CrossFitConfig(options={"span_hold_out": 0})._check()
+    CrossFitConfig(options={"clsm.span_hold_out": 1})._check()
+    for bad in ({"span_hold_out": 2}, {"span_min_words": 0}, {"span_max_words": True}):
+        with pytest.raises(ParameterError, match="whole numbers"):
+            CrossFitConfig(options=bad)._check()
 
 
 def test_pre_training_key_is_unchanged_at_the_default_lengths():
@@ -78,7 +88,7 @@ def test_pre_training_key_is_unchanged_at_the_default_lengths():
     }
     for text, key in expected.items():
         spec = EncoderSpec.parse(text)
-        for options in ({}, {"span_min_words": 1, "span_max_words": 4}):
+        for options in ({}, {"span_min_words": 1, "span_max_words": 4, "span_hold_out": 0}):
             assert _StartingPoint(spec, titles, options={"span_epochs": 2} | options, seed=0, cache=None).key == key
-        longer = {"span_epochs": 2, "span_min_words": 8, "span_max_words": 24}
-        assert _StartingPoint(spec, titles, options=longer, seed=0, cache=None).key != key
+        for other in ({"span_min_words": 8, "span_max_words": 24}, {"span_hold_out": 1}):
+            assert _StartingPoint(spec, titles, options={"span_epochs": 2} | other, seed=0, cache=None).key != key

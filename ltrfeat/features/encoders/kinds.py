@@ -9,9 +9,10 @@ from ltrfeat.features.encoders.kind import EncoderKind, lazy
 # +MOD of a CLSM / DSSM spec -> its =PATH
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "spans+teacher": "[=DIR]", "init": "=BUNDLE"}
 SPAN_MODS = ("spans", "spans+teacher")  # the +MODs pre-trained on query-like spans of the documents
-# the +spans pre-training's options (None: see below); span_min/max_words: 1-4 cut query-like spans from titles
-SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5, "span_min_words": 1, "span_max_words": 4}
-SPAN_WORDS = ("span_min_words", "span_max_words")  # at their defaults, out of the pre-training's cache key
+# the +spans pre-training's options (None: see below); span_min/max_words: 1-4 cut query-like spans from titles;
+# span_hold_out 1: the positive is the document without the span (0 or 1)
+SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5, "span_min_words": 1, "span_max_words": 4, "span_hold_out": 0}
+SPAN_SHAPE = ("span_min_words", "span_max_words", "span_hold_out")  # at their defaults, out of the cache key
 SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, ...
 SPANS_PER_DOC = (4, 16)  # ... and at least 4, at most 16 per document
 SPANS_PER_DOC_TEACHER = (1, 16)  # +spans+teacher: MiniLM encodes every span, so at least 1 per document
@@ -28,7 +29,7 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     f"[default: {SPANS_PER_DOC[0]} to {SPANS_PER_DOC[1]}, enough for {SPANS_WANTED:,} spans] and span_epochs "
     f"[default: {SPAN_OPTIONS['span_epochs']}], span_min_words and span_max_words [default: "
     f"{SPAN_OPTIONS['span_min_words']} and {SPAN_OPTIONS['span_max_words']}; e.g. 8 and 24 for long queries over "
-    "long documents]",
+    "long documents], span_hold_out [default: 0; 1: the positive is the document without the span]",
     "spans+teacher": "as +spans, the span pre-training first distilled from the packaged MiniLM (=DIR: another "
     "sentence-transformer) on the span -> document pairs (MiniLM encodes each distinct span and document once, "
     "kept in the --cache teacher store), no query or label read; options as +spans, and distill_epochs, "

@@ -90,6 +90,7 @@ def span_pairs(
     per_doc: int = 4,
     max_words: int = 4,
     min_words: int = 1,
+    hold_out: bool = False,
     negatives: int = 1,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -99,7 +100,9 @@ def span_pairs(
     consecutive words (start and length drawn with ``seed``; a text shorter than ``min_words`` gives spans of
     all its words; spans without a letter are skipped) -- 1 to 4 words look like product-search queries cut
     from titles, about 8 to 24 like natural-language needs cut from descriptions -- each
-    paired with the whole text as its positive (label 1) and with ``negatives`` other documents' texts
+    paired with the whole text as its positive (label 1) -- with ``hold_out``, the text without the span's words
+    (the inverse cloze task: the span must find its context, not its own words; the whole text where the span
+    is all of it) -- and with ``negatives`` other documents' texts
     (label 0, for the trainer's validation NDCG). A span's ``qid`` is ``DOCID#N``. The trainer's random
     and in-batch negatives supply the rest of the collection as non-matching documents.
     """
@@ -125,7 +128,7 @@ def span_pairs(
         )
     ids, texts = docs["docid"].astype(str).to_numpy(dtype=object)[keep], texts[keep]
     rng = np.random.default_rng([seed, 5])
-    qid, query, own = [], [], []
+    qid, query, own, positive = [], [], [], []
     for i, text in enumerate(texts):
         words = text.split()
         seen = set()
@@ -140,10 +143,14 @@ def span_pairs(
             qid.append(f"{ids[i]}#{len(seen)}")
             query.append(span)
             own.append(i)
+            rest = " ".join(words[:start] + words[start + length :])
+            positive.append(rest if hold_out and any(c.isalpha() for c in rest) else text)
             if len(seen) == per_doc:
                 break
     own_arr = np.asarray(own)
-    pos = pd.DataFrame({"qid": qid, "query": query, "doc": texts[own_arr], "label": np.ones(len(own))})
+    pos = pd.DataFrame({"qid": qid, "query": query, "doc": positive, "label": np.ones(len(own))}).astype(
+        {"doc": object}
+    )
     if not negatives:
         return pos
     n, rows = len(texts), np.repeat(np.arange(len(own)), negatives)
