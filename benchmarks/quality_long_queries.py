@@ -2,7 +2,7 @@
 
 The issue's second held-out set (225 long needs over 1,398 scientific abstracts, BM25 top-100 candidates) showed
 ``+spans`` below BM25 alone there, and no lift, while zero-shot MiniLM beat BM25. This benchmark rebuilds that
-setting from the project's own generator: ``ltrfeat datasets synth --long-queries`` -- needs of 8 to 30 words
+setting from the project's own generator: ``ltrfeat datasets synth --long-queries`` -- needs of 5 to 25 words
 ("i need a sturdy writing desk for small apartments in espresso"), judged 0-3 from the generator's latent intent
 against the products' descriptions (30-50 words), each query's candidates the BM25 top-k of the descriptions
 (hard negatives: lexically close, wrong type or attribute; one fully matching product swapped in where none made

@@ -91,7 +91,7 @@ def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control
     Relevance is graded 0-3 from the latent intent (product type and attributes), not
     from word overlap; queries carry synonyms, abbreviations, misspellings, inflections
     and ambiguous words. No click-log query equals a judged query. --long-queries: needs of
-    8-30 words ("i need a sturdy writing desk for small apartments in espresso") judged
+    5-25 words ("i need a sturdy writing desk for small apartments in espresso") judged
     against the descriptions, over BM25 candidate lists. data/README.md describes the
     assumptions and every file.
 

@@ -99,7 +99,7 @@ def _misspelled(rng: np.random.Generator, words: list[str]) -> list[str]:
 
 
 def realise_need(rng: np.random.Generator, intent: dict[str, str]) -> str:
-    """A lower-case natural-language need for ``intent`` (about 8 to 30 words), e.g. "i need a sturdy
+    """A lower-case natural-language need for ``intent`` (about 5 to 25 words), e.g. "i need a sturdy
     writing desk for small apartments that has drawers in espresso": an opener, a quality word, the
     product named by a synonym more often than not, often a use of its category (a description's
     "ideal for ..." phrase, the product's own or another), the wanted attributes in shopper forms

@@ -105,7 +105,7 @@ def generate_world(
     median_sessions : median number of user sessions per click-log query.
     query_style : ``"short"``: title-like queries judged against titles, candidates mixed from the
         intent's type, title-word distractors, its category and random products. ``"long"``: natural-
-        language needs of about 8 to 30 words (synonyms, shopper forms, a use, filler words) judged
+        language needs of about 5 to 25 words (synonyms, shopper forms, a use, filler words) judged
         against the descriptions (the judged and click tables' ``doc`` column), candidates the BM25
         top-k of the descriptions with one fully matching product swapped in where none made it
         (``bm25_candidates``); semantic world only. Same catalogue for the same seed.
