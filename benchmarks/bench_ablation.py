@@ -11,16 +11,22 @@ Runs, each a fresh process:
   warm       the same cache, one encoder added (dssm:softmax): only that encoder is trained.
   baseline   (``--baseline``) cold with ``sbert-ft.keep_frozen=false``: MiniLM fine-tuning as before the
              frozen-layer store, the same-run reference for that change.
-Figures come from each report's ``stage_seconds``; quality is each encoder column alone (NDCG@1, @10) and
-the lexical+encoder LambdaMART's NDCG@1 lift over lexical.
+  rankers    (``--encoder-cache DIR``) instead of the runs above: the cold run with its encoders read from
+             ``DIR`` (trained there on first use) and the ranker store emptied first, so only the ranker stage
+             is cold -- the stage to time when changing the rankers; ``--repeat N`` runs it N times.
+Figures come from each report's ``stage_seconds`` plus each process's CPU seconds (user + system, its
+workers included); quality is each encoder column alone (NDCG@1, @10) and the lexical+encoder
+LambdaMART's NDCG@1 lift over lexical.
 
-Run: python benchmarks/bench_ablation.py [--homedepot] [--baseline] [--skip-warm]
+Run: python benchmarks/bench_ablation.py [--homedepot] [--baseline] [--skip-warm] [--encoder-cache DIR [--repeat N]]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,8 +88,13 @@ def _data(tmp: Path, homedepot: bool) -> list:
     return ["--pairs", tmp / "world" / "judged.tsv"]
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _ablate(data: list, encoders: list[str], cache: Path, report: Path, *extra) -> dict:
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     done = _ltrfeat(
         "ablate",
         *data,
@@ -95,7 +106,7 @@ def _ablate(data: list, encoders: list[str], cache: Path, report: Path, *extra) 
         "--overwrite",
         *extra,
     )
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if done.returncode:
         sys.exit(f"ablate failed: {done.stderr[-2000:]}")
     rep = json.loads((report / "report.json").read_text())
@@ -111,13 +122,13 @@ def _ablate(data: list, encoders: list[str], cache: Path, report: Path, *extra) 
             "alone_ndcg@10": means.get((alone, "ndcg@10")),
             "lift_ndcg@1": lift,
         }
-    return {"wall_seconds": wall, "stages": rep["stage_seconds"], "quality": quality}
+    return {"wall_seconds": wall, "cpu_seconds": cpu, "stages": rep["stage_seconds"], "quality": quality}
 
 
 def _print(label: str, run: dict) -> None:
     st = run["stages"]
     print(
-        f"{label}: {run['wall_seconds']:.0f} s wall; "
+        f"{label}: {run['wall_seconds']:.0f} s wall, {run['cpu_seconds']:.0f} cpu-s; "
         + ", ".join(f"{k} {v:.0f} s" for k, v in st.items() if isinstance(v, float))
     )
     for name, e in st["encoders"].items():
@@ -138,12 +149,27 @@ def main() -> None:
     parser.add_argument("--homedepot", action="store_true", help="Home Depot train.csv instead of the 10k-pair set")
     parser.add_argument("--baseline", action="store_true", help="also a cold run with sbert-ft.keep_frozen=false")
     parser.add_argument("--skip-warm", action="store_true", help="no warm run")
+    parser.add_argument(
+        "--encoder-cache",
+        type=Path,
+        help="time the ranker stage only: encoders from this cache (trained there on first use), ranker store emptied",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="with --encoder-cache: ranker-stage runs")
     args = parser.parse_args()
     homedepot, baseline, skip_warm = args.homedepot, args.baseline, args.skip_warm
     figures: dict = {"data": "homedepot" if homedepot else "synth 10k pairs", "encoders": ENCODERS}
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         data = _data(tmp, homedepot)
+        if args.encoder_cache is not None:
+            figures["rankers_cold"] = []
+            for i in range(args.repeat):
+                shutil.rmtree(args.encoder_cache / "rankers", ignore_errors=True)
+                run = _ablate(data, ENCODERS, args.encoder_cache, tmp / f"rep-rankers{i}")
+                _print(f"ranker stage cold (encoders from {args.encoder_cache}), run {i + 1}", run)
+                figures["rankers_cold"].append(run)
+            write_results("bench_ablation_rankers" + ("_homedepot" if homedepot else ""), figures)
+            return
         if baseline:
             figures["baseline"] = _ablate(
                 data, ENCODERS, tmp / "cache-base", tmp / "rep-base", "--encoder-option", "sbert-ft.keep_frozen=false"

@@ -274,8 +274,8 @@ _RUN = option_group(
         "--jobs",
         type=click.IntRange(min=0),
         default=None,
-        help="Worker processes for the ranker runs (0 = one per CPU core; default: one per core when the folds "
-        "hold 20,000 training rows or more, else 1); results equal a run with 1.",
+        help="Worker processes for the ranker runs (0 = one per CPU core; default: one per core when all ranker "
+        "fits together read 200,000 training rows or more, else 1); results equal a run with 1.",
     ),
 )
 

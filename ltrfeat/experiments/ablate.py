@@ -28,6 +28,7 @@ from ltrfeat.core.stages import StageProfile
 from ltrfeat.experiments.ablation import (
     AblationConfig,
     AblationResult,
+    fit_rows,
     load_letor_folds,
     plan_feature_sets,
     run_ablation,
@@ -36,7 +37,7 @@ from ltrfeat.experiments.ablation import (
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.report import check_report_dir, write_report
 from ltrfeat.experiments._run_cache import RunStore
-from ltrfeat.experiments._workers import plan_workers
+from ltrfeat.experiments._workers import MIN_FIT_ROWS, plan_workers
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
@@ -443,7 +444,9 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
 
         executor = DaskExecutor(client)
     store = None if settings.cache is None else RunStore(Path(settings.cache) / "rankers")
-    jobs = plan_workers(settings.jobs, rows=sum(len(f.train) for f in folds), cores=available_cores())
+    jobs = plan_workers(
+        settings.jobs, rows=fit_rows(folds, sets, config), cores=available_cores(), min_rows=MIN_FIT_ROWS
+    )
     with profile.stage("rankers"):
         result = run_ablation(
             folds, sets, config, progress=settings.progress, executor=executor, jobs=jobs, cache=store

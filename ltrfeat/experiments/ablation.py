@@ -36,8 +36,16 @@ from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments._run_cache import RunStore
-from ltrfeat.rankers.selection import Candidates, SelectionConfig, describe, recommend, select, with_valid
-from ltrfeat.rankers.single import concat, feature_scores, rank_single_features
+from ltrfeat.rankers.selection import (
+    Candidates,
+    SelectionConfig,
+    describe,
+    feature_table,
+    recommend,
+    select,
+    with_valid,
+)
+from ltrfeat.rankers.single import concat, feature_scores
 from ltrfeat.experiments.stats import apply_holm, bootstrap_cis, compare_many
 from ltrfeat.experiments.verdict import verdict
 from ltrfeat.core.logs import show_progress
@@ -486,18 +494,12 @@ def _run_selected(
     candidates = Candidates(
         fs.columns, params | {"engine": engine}, gain=gain, no_relevant=no_relevant, criterion=selection.criterion
     )
-    if fs.kind == "baseline":
-        chosen_by = None
-        names = [BEST_SINGLE]
-    else:
-        chosen_by = select(fold.train, fold.valid, candidates, selection)
-        names = list(selection.candidates)
+    names = [BEST_SINGLE] if fs.kind == "baseline" else list(selection.candidates)
+    # one criterion table of the training queries for the inner cross-validation and the final fits (each
+    # fit takes its queries' rows, in their order, so the values are those of a table made for it)
+    table = feature_table(concat(fold.train, fold.valid), candidates, names)
+    chosen_by = None if fs.kind == "baseline" else select(fold.train, fold.valid, candidates, selection, table=table)
     train, valid = with_valid(fold.train, fold.valid, selection.valid_fraction, selection.seed)
-    table = None
-    if any(registry.get(n).feature_table for n in names):
-        table = rank_single_features(
-            concat(train, valid), fs.columns, criterion=selection.criterion, gain=gain, no_relevant=no_relevant
-        )
     out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None}
     for name in names:
         per_seed, scores = [], {"seeds": [], "scores": []}
@@ -572,6 +574,21 @@ def _check_run_args(folds, feature_sets, config: AblationConfig):
             fix="check the labels, or use --no-relevant zero",
         )
     return folds, feature_sets, metric_names, conventions, params
+
+
+def fit_rows(folds, feature_sets, config: AblationConfig) -> int:
+    """Training rows read by all the ranker fits :func:`run_ablation` makes (a fit counts its fold's training
+    rows, validation part included): what a run in worker processes must outweigh. With model selection a
+    (fold, ranker set) run fits every candidate on every inner fold, then every candidate with every seed
+    (seed-free kinds once)."""
+    rankers = sum(s.kind == "ranker" for s in feature_sets)
+    selection = config.selection
+    if selection is None:
+        fits = rankers * len(config.seeds)
+    else:
+        final = sum(1 if registry.seed_free(c) else len(config.seeds) for c in selection.candidates)
+        fits = rankers * (selection.inner_folds * len(selection.candidates) + final) + (1 if rankers else 0)
+    return fits * sum(len(f.train) + (0 if f.valid is None else len(f.valid)) for f in folds)
 
 
 def run_ablation(

@@ -497,15 +497,26 @@ def _stderr_captured():
             captured.extend(tmp.read().decode("utf-8", "replace").splitlines())
 
 
+_ACCEPTED: set[str] = set()  # parameter sets (with their column counts) LightGBM accepted in this process
+_MAX_ACCEPTED = 1024
+
+
 def check_lightgbm_params(params: dict, n_features: int) -> None:
     """Let LightGBM parse ``params`` on a two-row data set first, so that a bad value is a one-line
-    :class:`ParameterError` instead of LightGBM's own ``[Fatal]`` line on stderr plus an exception."""
+    :class:`ParameterError` instead of LightGBM's own ``[Fatal]`` line on stderr plus an exception.
+    A parameter set accepted once in this process is not probed again (an ablation fits hundreds of
+    models with a handful of parameter sets)."""
+    import json
+
     import lightgbm as lgb
     import numpy as np
 
     from ltrfeat.core.errors import ParameterError
 
     probe = {k: v for k, v in params.items() if k not in ("eval_at", "metric")} | {"verbosity": -1}
+    key = json.dumps([probe, int(n_features)], sort_keys=True, default=repr)
+    if key in _ACCEPTED:
+        return
     try:
         with _stderr_captured(), lightgbm_messages():
             X = np.arange(2.0 * n_features).reshape(2, n_features)  # as many columns as the real data
@@ -516,3 +527,6 @@ def check_lightgbm_params(params: dict, n_features: int) -> None:
             f"lightgbm refused the parameters: {engine_message(exc)}",
             fix="check the --param names and values against LightGBM's documentation",
         ) from None
+    if len(_ACCEPTED) >= _MAX_ACCEPTED:
+        _ACCEPTED.clear()
+    _ACCEPTED.add(key)

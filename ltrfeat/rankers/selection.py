@@ -367,23 +367,38 @@ def _search(engine: str, config: SelectionConfig, score_params) -> tuple[dict, n
     )
 
 
-def select(train: RankingSet, valid: RankingSet | None, candidates: Candidates, config: SelectionConfig) -> dict:
+def feature_table(data: RankingSet, candidates: Candidates, names) -> pd.DataFrame | None:
+    """The per-query criterion table of ``candidates``' columns on ``data`` (:func:`rank_single_features`)
+    when a kind among ``names`` reads one (``feature_table``), else None."""
+    if not any(registry.get(n).feature_table for n in names):
+        return None
+    return rank_single_features(
+        data,
+        candidates.columns,
+        criterion=candidates.criterion,
+        gain=candidates.gain,
+        no_relevant=candidates.no_relevant,
+    )
+
+
+def select(
+    train: RankingSet,
+    valid: RankingSet | None,
+    candidates: Candidates,
+    config: SelectionConfig,
+    *,
+    table: pd.DataFrame | None = None,
+) -> dict:
     """Inner cross-validation of every candidate over the queries of ``train`` and ``valid``.
 
+    ``table``: the :func:`feature_table` of those queries when the caller has it (else made here).
     Returns ``{"chosen", "rule", "stats": {name: {mean, gap_to_best, se}}, "tuned": {name: params},
     "trials": {name: [...]}, "qids", "values": {name: per-query criterion array}}``.
     """
     pool = concat(train, valid)
     splits = inner_splits(pool, config)
-    table = None
-    if any(registry.get(c).feature_table for c in config.candidates):
-        table = rank_single_features(
-            pool,
-            candidates.columns,
-            criterion=candidates.criterion,
-            gain=candidates.gain,
-            no_relevant=candidates.no_relevant,
-        )
+    if table is None:
+        table = feature_table(pool, candidates, config.candidates)
     held_qids = np.concatenate([held.queries() for _, _, held in splits])
 
     def cross_validate(name: str, tuned: dict | None = None) -> np.ndarray:

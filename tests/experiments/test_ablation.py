@@ -391,3 +391,17 @@ def test_head_to_head_pairs_queries_by_fold_and_qid_and_skips_excluded_ones():
     assert ab["p_holm"] >= ab["p_randomization"]
     with pytest.raises(LtrfeatError, match="'d' is not in this ablation"):
         head_to_head(per_query, [("a", "d")], ["ndcg@1"])
+
+
+def test_fit_rows_counts_every_fit_of_plain_and_selection_runs(folds, sets):
+    from ltrfeat.experiments.ablation import fit_rows
+    from ltrfeat.rankers.selection import SelectionConfig
+
+    rows = sum(len(f.train) + (0 if f.valid is None else len(f.valid)) for f in folds)
+    rankers = sum(s.kind == "ranker" for s in sets)
+    assert fit_rows(folds, sets, AblationConfig(seeds=(0, 1))) == rankers * 2 * rows
+    selection = SelectionConfig(candidates=("lightgbm", "linear", "best-single"), inner_folds=3)
+    # per ranker set: 3 inner folds x 3 candidates, then lightgbm and linear per seed, best-single once;
+    # plus the best-single baseline
+    expected = (rankers * (3 * 3 + 2 * 2 + 1) + 1) * rows
+    assert fit_rows(folds, sets, AblationConfig(seeds=(0, 1), selection=selection)) == expected

@@ -27,3 +27,10 @@ from ltrfeat.experiments._workers import MIN_ROWS, plan_workers
 )
 def test_plan_workers(jobs, tasks, rows, cores, threads, expected):
     assert plan_workers(jobs, rows=rows, cores=cores, tasks=tasks, threads=threads) == expected
+
+
+def test_ranker_fits_have_their_own_threshold():
+    from ltrfeat.experiments._workers import MIN_FIT_ROWS
+
+    assert plan_workers(None, rows=MIN_FIT_ROWS - 1, cores=2, min_rows=MIN_FIT_ROWS) == 1
+    assert plan_workers(None, rows=MIN_FIT_ROWS, cores=2, min_rows=MIN_FIT_ROWS) == 2

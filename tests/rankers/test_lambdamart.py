@@ -236,3 +236,28 @@ def test_rankers_never_import_torch():
 
     code = "import sys, ltrfeat.rankers.lambdamart, ltrfeat.core.metrics; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_lightgbm_parameters_are_probed_once_per_process(monkeypatch):
+    from ltrfeat.core.errors import ParameterError
+    from ltrfeat.rankers import model_check
+
+    probes = []
+    real = lgb.Booster
+
+    def counting(*args, **kwargs):
+        probes.append(args[0] if args else kwargs.get("params"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model_check, "_ACCEPTED", set())
+    monkeypatch.setattr(lgb, "Booster", counting)
+    params = {"objective": "lambdarank", "num_leaves": 7, "seed": 3}
+    for _ in range(3):
+        model_check.check_lightgbm_params(params, 4)
+    assert len(probes) == 1
+    model_check.check_lightgbm_params(params, 5)  # another column count is probed
+    assert len(probes) == 2
+    for _ in range(2):  # a refused set is never remembered
+        with pytest.raises(ParameterError, match="refused the parameters"):
+            model_check.check_lightgbm_params(params | {"num_leaves": -4}, 4)
+    assert len(probes) == 4
