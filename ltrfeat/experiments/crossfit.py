@@ -71,6 +71,7 @@ TEACHER_OPTIONS = (
     "distill_rows",
     "distill_loss",
     "distill_temperature",
+    "distill_patience",
 )
 MIN_FOLDS = 3  # with 2, the encoder for the ranker's training rows would have no queries left to train on
 # kind[:LOSS][+MOD[+MOD]][@SCORE][=PATH]; which parts a kind takes is its registry entry's (encoder_kind(name).grammar)
@@ -351,6 +352,7 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int,
     spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
     if _keeps_start(spec):  # trained under the keep-start rule: encoders cached before it are not reused
         spec_key["keep_start"] = options.get("keep_start_margin", KEEP_START_MARGIN)
+        spec_key["stops_at_checkpoints"] = True  # nor those trained before early stopping against the start
     if init_key is not None:
         spec_key["path"] = init_key
     h.update(

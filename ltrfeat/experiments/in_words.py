@@ -202,16 +202,17 @@ def kept_start_words(cross_fitting: dict | None, *, per_fold: bool = False) -> l
         margin = entry["margin"]
         out.append(
             f"`{name}` kept its start ({entry['start']}) in {len(kept)} of {len(decided)} folds{which}: a trained "
-            f"epoch replaces it only when it beats it on the fold's validation queries by more than {margin:g} "
-            f"paired standard error{'s' if margin != 1 else ''} of NDCG@10."
-            + (f" Per fold: {kept_start_folds(entry)}." if per_fold else "")
+            f"checkpoint replaces it only when it beats it on the fold's validation queries by more than {margin:g} "
+            f"paired standard error{'s' if margin != 1 else ''} of NDCG@10, and training stops after a few "
+            "checkpoints that do not." + (f" Per fold: {kept_start_folds(entry)}." if per_fold else "")
         )
     return out
 
 
 def kept_start_folds(entry: dict) -> str:
-    """Per fold, the keep-start decision in figures: 'fold1 kept it (start .8120, epoch 1 .8200, gain +.0080 ±
-    .0120 SE over 17 queries); ...' (``entry``: one encoder of the cross-fitting's ``keep_start``)."""
+    """Per fold, the keep-start decision in figures: 'fold1 kept it (start .8120, epoch 0.25 .8200, gain +.0080 ±
+    .0120 SE over 17 queries; stopped at checkpoint 2 of 8, 24 of 96 steps); ...' (``entry``: one encoder of the
+    cross-fitting's ``keep_start``; where training stopped only for records that count checkpoints)."""
 
     def num(x) -> str:
         return "n/a" if x is None or not math.isfinite(x) else f"{x:.4f}".replace("0.", ".", 1)
@@ -225,6 +226,13 @@ def kept_start_folds(entry: dict) -> str:
             text += (
                 f", epoch {r['best_epoch']} {num(r['best_ndcg@10'])}, gain {signed(r['mean_diff'])} ± {num(r['se'])} "
                 f"SE over {r['queries']} queries"
+            )
+        if r.get("planned_checkpoints"):
+            done, planned = r["checkpoints"], r["planned_checkpoints"]
+            text += (
+                f"; stopped at checkpoint {done} of {planned}, {r['steps']} of {r['planned_steps']} steps"
+                if done < planned
+                else f"; all {planned} checkpoints, {r['steps']} steps"
             )
         return text
 

@@ -92,7 +92,8 @@ def test_a_continued_fold_kept_the_start_only_when_both_its_trainings_kept_it():
     def training(name, record, start=None, outer=None):
         return _Training(spec, "c", name, None, {}, start, {}, {}, outer=outer, record={"keep_start": record})
 
-    inner_kept, inner_replaced = training("a", _record(True)), training("b", _record(False))
+    stopped = {"checkpoints": 2, "planned_checkpoints": 8, "steps": 24, "planned_steps": 96}
+    inner_kept, inner_replaced = training("a", _record(True) | stopped), training("b", _record(False))
     trainings = [
         inner_kept,
         inner_replaced,
@@ -107,3 +108,6 @@ def test_a_continued_fold_kept_the_start_only_when_both_its_trainings_kept_it():
     assert "kept its start (the zero-shot model) in 1 of 3 folds (fold 2)" in words
     assert "fold1 replaced it: the inner encoder replaced it (start .8000, epoch 1 .9000, gain +.1000" in words
     assert "the training continuing it kept the inner encoder (start .8000, epoch 1 .7900" in words
+    # where each training stopped: 2 of 8 validation checkpoints (a training that does not beat its start)
+    stop = "stopped at checkpoint 2 of 8, 24 of 96 steps"
+    assert f"inner encoder kept it (start .8000, epoch 1 .7900, gain -.0100 ± .0200 SE over 4 queries; {stop})" in words

@@ -53,9 +53,10 @@ def test_a_kept_start_never_has_a_clear_gain(pairs, margin):
 
 
 # -- the epoch loop, with scripted validation scores -------------------------------------------------------
-def _scripted(per_epoch: list, *, margin: float | None, val_fraction: float = 0.25):
-    """Run fit_epochs on a one-weight net whose weight is the epoch number and whose validation scores follow
-    ``per_epoch`` (epoch 0 first); returns the run and the final weight."""
+def _scripted(per_epoch: list, *, margin: float | None, val_fraction: float = 0.25, checks: int = 1, patience=9):
+    """Run fit_epochs on a one-weight net whose weight counts the mini-batch steps and whose validation scores
+    follow ``per_epoch`` (epoch 0 first, then one list per checkpoint; ``checks`` per epoch of ``checks``
+    mini-batches); returns the run and the final weight."""
     net = torch.nn.Linear(1, 1, bias=False)
     with torch.no_grad():
         net.weight.fill_(0.0)
@@ -72,8 +73,11 @@ def _scripted(per_epoch: list, *, margin: float | None, val_fraction: float = 0.
     run, _ = begin_run(
         net, opt, rng, resume=None, params={}, data_sha="", validate=validate, keep_start=margin is not None
     )
-    cfg = type("Cfg", (), dict(epochs=len(per_epoch) - 1, batch_size=4, patience=9, val_fraction=val_fraction))
-    fit_epochs(Loop(net, opt, rng, np.arange(4), step=step, validate=validate), run, cfg, keep_start=margin)
+    epochs = -(-(len(per_epoch) - 1) // checks)
+    settings = dict(epochs=epochs, batch_size=4, patience=patience, val_fraction=val_fraction, val_per_epoch=checks)
+    cfg = type("Cfg", (), settings)
+    loop = Loop(net, opt, rng, np.arange(4 * checks), step=step, validate=validate)
+    fit_epochs(loop, run, cfg, keep_start=margin)
     return run, float(net.weight.item())
 
 
@@ -90,6 +94,32 @@ def test_the_loop_keeps_the_start_unless_an_epoch_beats_it_clearly():
     assert run.kept["kept"] and run.kept["best_epoch"] in (1, 2) and weight == 0.0
     run, weight = _scripted([[], [], []], margin=1.0, val_fraction=0.0)  # no validation: every epoch trained
     assert run.kept is None and weight == 2.0
+
+
+def test_a_training_that_cannot_beat_its_start_stops_after_patience_checkpoints():
+    start, slightly_up = [0.5, 0.5, 0.5, 0.5], [0.55, 0.45, 0.6, 0.5]  # a higher mean, within one paired SE
+    run, weight = _scripted([start] + [slightly_up] * 8, margin=1.0, checks=4, patience=2)
+    assert [h["step"] for h in run.history[1:]] == [1, 2] and weight == 0.0  # 2 of 8 checkpoints, start kept
+    assert run.kept["kept"] and run.kept["best_epoch"] == 0.25
+    assert {k: run.kept[k] for k in ("checkpoints", "planned_checkpoints", "steps", "planned_steps")} == {
+        "checkpoints": 2,
+        "planned_checkpoints": 8,
+        "steps": 2,
+        "planned_steps": 8,
+    }
+    run, weight = _scripted([start] + [slightly_up] * 8, margin=None, checks=4, patience=2)  # no start: best mean
+    assert len(run.history) == 4 and weight == 1.0
+
+
+def test_a_training_that_beats_its_start_keeps_training_and_keeps_its_best_checkpoint():
+    start = [0.5, 0.5, 0.5, 0.5]
+    rising = [[0.5 + 0.05 * i, 0.52 + 0.05 * i, 0.5 + 0.05 * i, 0.52 + 0.05 * i] for i in range(1, 9)]
+    run, weight = _scripted([start, *rising], margin=1.0, checks=4, patience=2)
+    assert len(run.history) == 9 and not run.kept["kept"] and weight == 8.0 and run.best["epoch"] == 2
+    # after a clear gain, checkpoints that do not improve on it stop the training; the best one is kept
+    noisy = [0.9, 0.2, 0.8, 0.3]  # a higher mean than the clear checkpoint, not clear of the start
+    run, weight = _scripted([start, rising[0], rising[3], noisy, noisy, noisy, noisy], margin=1.0, checks=4, patience=2)
+    assert len(run.history) == 5 and not run.kept["kept"] and weight == 2.0 and run.kept["best_epoch"] == 0.5
 
 
 # -- CLSM / DSSM ---------------------------------------------------------------------------------------------
@@ -126,7 +156,7 @@ def test_a_continued_clsm_that_learns_replaces_its_start():
 
 def test_resume_keeps_the_start_and_the_decision(clsm_start, tmp_path, monkeypatch):
     pairs = make_pairs()
-    opts = dict(init=clsm_start, epochs=3, lr=0.5, patience=3, **CLSM)
+    opts = dict(init=clsm_start, epochs=3, lr=0.5, patience=9, val_per_epoch=2, **CLSM)  # no stop: 2 checks an epoch
     full, full_history = train_encoder(pairs, checkpoint=tmp_path / "full.ckpt", **opts)
     train_until_interrupted(
         monkeypatch, epoch=2, train=lambda: train_encoder(pairs, checkpoint=tmp_path / "p.ckpt", **opts)
@@ -137,3 +167,44 @@ def test_resume_keeps_the_start_and_the_decision(clsm_start, tmp_path, monkeypat
     for key, value in full.model.state_dict().items():
         assert torch.equal(value, resumed.model.state_dict()[key]), key
     assert read_bundle(tmp_path / "p.ckpt", kind="checkpoint")[0]["start_scores"]
+
+
+def _counting_steps(monkeypatch) -> list:
+    """The mini-batches every BatchLoss computes from now on (their sizes)."""
+    from ltrfeat.features.encoders.epochs import BatchLoss
+
+    calls: list = []
+    compute = BatchLoss.__call__
+    monkeypatch.setattr(BatchLoss, "__call__", lambda self, batch: calls.append(len(batch)) or compute(self, batch))
+    return calls
+
+
+def test_a_continued_clsm_that_cannot_help_stops_at_its_first_checkpoints(clsm_start, monkeypatch):
+    from ltrfeat.features.encoders.epochs import validation_points
+
+    calls = _counting_steps(monkeypatch)
+    # a destructive rate; the defaults: 4 validation checkpoints an epoch for a training with a start, patience 2
+    encoder, history = train_encoder(make_pairs(), init=clsm_start, epochs=5, lr=0.5, **CLSM)
+    record = encoder.training["keep_start"]
+    n_batches = record["planned_steps"] // 5
+    assert record["kept"] and encoder.training["best_epoch"] == 0 and len(history) == 3
+    assert record["checkpoints"] == 2 and record["planned_checkpoints"] == 20
+    assert len(calls) == record["steps"] == history[-1]["step"] == validation_points(n_batches, 1, 4)[1] < n_batches
+    assert encoder.training["params"]["val_per_epoch"] == 4 and all(h["val_seconds"] >= 0 for h in history[1:])
+
+
+def test_a_continued_clsm_that_learns_trains_on_and_stops_the_same_way_every_time(monkeypatch):
+    weak, _ = train_encoder(make_pairs(), epochs=1, lr=1e-3, **CLSM)
+    calls = _counting_steps(monkeypatch)
+    encoder, history = train_encoder(make_pairs(), init=weak, epochs=3, lr=1e-2, **CLSM)
+    record = encoder.training["keep_start"]
+    assert (
+        not record["kept"] and record["checkpoints"] > 2 and len(calls) == record["steps"] > record["planned_steps"] / 3
+    )
+    assert encoder.training["best_epoch"] == record["best_epoch"] > 0 and record["mean_diff"] > record["se"]
+    again, again_history = train_encoder(make_pairs(), init=weak, epochs=3, lr=1e-2, **CLSM)
+    assert [{k: v for k, v in h.items() if "seconds" not in k} for h in again_history] == [
+        {k: v for k, v in h.items() if "seconds" not in k} for h in history
+    ]
+    for key, value in encoder.model.state_dict().items():
+        assert torch.equal(value, again.model.state_dict()[key]), key

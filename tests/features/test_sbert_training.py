@@ -80,7 +80,8 @@ def make_pairs(n_queries=40, seed=0):
     return pd.DataFrame(rows, columns=["qid", "query", "doc", "label"])
 
 
-FAST = dict(freeze_layers=-1, lr=2e-3, batch_size=16, val_fraction=0.25, threads=1, progress=False)
+# one validation per epoch: these tests count epochs (the checkpoints inside one have tests of their own)
+FAST = dict(freeze_layers=-1, lr=2e-3, batch_size=16, val_fraction=0.25, val_per_epoch=1, threads=1, progress=False)
 
 
 def quick(base, pairs, **kw):
@@ -668,3 +669,35 @@ def test_minilm_fine_tuned_with_a_destructive_rate_keeps_the_zero_shot_model(tmp
     assert np.array_equal(model.similarity(queries, docs), zero_shot)
     model.save(tmp_path / "ft.ltrenc")
     assert np.array_equal(SbertFinetuned.load(tmp_path / "ft.ltrenc").similarity(queries, docs), zero_shot)
+
+
+def test_a_fine_tuning_that_cannot_beat_the_zero_shot_model_stops_at_its_first_checkpoints(tiny_base, monkeypatch):
+    from ltrfeat.features.encoders.epochs import BatchLoss, validation_points
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+
+    calls: list = []
+    compute = BatchLoss.__call__
+    monkeypatch.setattr(BatchLoss, "__call__", lambda self, batch: calls.append(len(batch)) or compute(self, batch))
+    pairs = make_pairs()
+    settings = {**FAST, "val_per_epoch": 8, "lr": 0.05}  # the defaults: 8 checkpoints an epoch, patience 2
+    model, history = train_sbert(pairs, base=tiny_base, epochs=2, **settings)
+    record = model.training["keep_start"]
+    n_batches = record["planned_steps"] // 2
+    assert record["kept"] and model.training["best_epoch"] == 0 and record["checkpoints"] == 2 == len(history) - 1
+    assert record["planned_checkpoints"] == 2 * len(validation_points(n_batches, 1, 8)) > 2
+    assert len(calls) == record["steps"] == validation_points(n_batches, 1, 8)[1] < n_batches
+    queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
+    assert np.array_equal(model.similarity(queries, docs), SbertEncoder.load(tiny_base).similarity(queries, docs))
+    again, again_history = train_sbert(pairs, base=tiny_base, epochs=2, **settings)
+    assert [h["val_ndcg@10"] for h in again_history] == [h["val_ndcg@10"] for h in history]
+    assert again.training["keep_start"] == record
+
+
+def test_a_fine_tuning_that_beats_the_zero_shot_model_trains_past_its_first_checkpoints(tiny_base):
+    model, history = train_sbert(
+        make_pairs(), base=tiny_base, loss="generalized", epochs=2, **{**FAST, "val_per_epoch": 4}
+    )
+    record = model.training["keep_start"]
+    assert not record["kept"] and record["checkpoints"] > 2 and record["steps"] > record["planned_steps"] / 4
+    assert model.training["best_epoch"] == record["best_epoch"] > 0 and record["mean_diff"] > record["se"]
+    assert len(history) == record["checkpoints"] + 1 and history[-1]["step"] == record["steps"]

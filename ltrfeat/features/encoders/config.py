@@ -33,6 +33,9 @@ PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert
 # unless its best trained epoch beats it on the validation queries by more than this many paired standard errors of
 # the per-query NDCG@10 differences (ltrfeat.features.encoders.epochs, "Keeping the starting point"); 0: any gain
 KEEP_START_MARGIN = 1.0
+# validation checkpoints per epoch of a CLSM/DSSM training that may keep its start (a from-scratch one validates once
+# per epoch): training stops after ``patience`` checkpoints in a row that do not beat the start (epochs.fit_epochs)
+START_CHECKS = 4
 
 
 def _at_least(minimum, kind=Integral) -> list:
@@ -56,6 +59,7 @@ class TrainingConfig(Settings):
         "min_positive": [Real],
         "val_fraction": [Interval(Real, 0, 1, closed="left")],
         "patience": _at_least(1),
+        "val_per_epoch": _at_least(1),
         "seed": [Integral],
     }
     epochs: int = 10
@@ -65,6 +69,7 @@ class TrainingConfig(Settings):
     min_positive: float = 0.5
     val_fraction: float = 0.1
     patience: int = 2
+    val_per_epoch: int = 1
     seed: int = 0
 
     def _negatives(self) -> None:
@@ -82,7 +87,8 @@ class EncoderConfig(TrainingConfig):
     default (Adam 1e-3, SGD 0.1); ``sizes`` the architecture's layer sizes, e.g. ``{"conv": 300, "out": 128}``;
     ``pretrain``: None or ``"rbm"`` (DSSM); the ``distill_*`` settings apply with a teacher only;
     ``keep_start_margin`` only to a training that starts from a model (``init``, a teacher): see
-    :data:`KEEP_START_MARGIN`.
+    :data:`KEEP_START_MARGIN`; ``val_per_epoch=None``: :data:`START_CHECKS` validation checkpoints per epoch for
+    such a training, one for a from-scratch one (:meth:`checks_per_epoch`).
     """
 
     kind: ClassVar[str] = "clsm/dssm"
@@ -109,7 +115,9 @@ class EncoderConfig(TrainingConfig):
         "distill_rows": [OneOf(*DISTILL_ROWS)],
         "distill_loss": [OneOf("kl", "mse")],
         "distill_temperature": _POSITIVE,
+        "distill_patience": _at_least(1) + [None],
         "keep_start_margin": _at_least(0, Real),
+        "val_per_epoch": _at_least(1) + [None],
     }
     _fixes: ClassVar[dict] = {
         "gamma": "None means the score's default",
@@ -137,7 +145,9 @@ class EncoderConfig(TrainingConfig):
     distill_rows: str = "all"
     distill_loss: str = "kl"
     distill_temperature: float = 0.05
+    distill_patience: int | None = None
     keep_start_margin: float = KEEP_START_MARGIN
+    val_per_epoch: int | None = None  # type: ignore[assignment]  # None: checks_per_epoch()
 
     def _check(self) -> None:
         self._negatives()
@@ -150,6 +160,10 @@ class EncoderConfig(TrainingConfig):
     def resolved_gamma(self) -> float:
         """``gamma``, or its default for the score."""
         return self.gamma if self.gamma is not None else (10.0 if self.score == "cosine" else 1.0)
+
+    def checks_per_epoch(self, *, keeps_start: bool) -> int:
+        """``val_per_epoch``, or its default: :data:`START_CHECKS` for a training that may keep its start, else 1."""
+        return self.val_per_epoch or (START_CHECKS if keeps_start else 1)
 
 
 @dataclass(frozen=True)
@@ -191,7 +205,8 @@ class SbertConfig(TrainingConfig):
     keep_frozen: bool = True
     shared: bool = True
     click_scale: float = 1.0
-    patience: int = 1
+    patience: int = 2
+    val_per_epoch: int = 8
     precision: str = "fp32"
     keep_start_margin: float = KEEP_START_MARGIN
 

@@ -322,6 +322,8 @@ class DistillSettings(Settings):
     same_side : weight of the query-query and document-document cosine matrices (0: cross only).
     loss : ``"mse"`` regresses the cosine matrices; ``"kl"`` matches each row's softmax over the batch
         (cosines divided by ``temperature``), i.e. the teacher's in-batch ranking rather than its values.
+    patience : with a ``validate`` of :func:`distill`, stop after this many epochs in a row without a better
+        validation score than the best so far and keep the best epoch's weights; None: every epoch, no validation.
     """
 
     label: ClassVar[str] = "distillation"
@@ -332,6 +334,7 @@ class DistillSettings(Settings):
         "same_side": [Interval(Real, 0, None)],
         "loss": [OneOf("mse", "kl")],
         "temperature": [Interval(Real, 0, None, closed="neither")],
+        "patience": [Interval(Integral, 1, None), None],
     }
     epochs: int = 4
     batch_size: int = 256
@@ -339,6 +342,7 @@ class DistillSettings(Settings):
     same_side: float = 0.0
     loss: str = "kl"
     temperature: float = 0.05
+    patience: int | None = None
 
 
 def distill(
@@ -352,6 +356,7 @@ def distill(
     seed: int = 0,
     key: str | None = None,
     progress: bool | None = None,
+    validate=None,
     **options,
 ) -> dict:
     """Train ``net``'s towers (a :class:`TwoTowerModel`) to reproduce ``teacher``'s cosines.
@@ -367,9 +372,13 @@ def distill(
     seed : seeds the pair order and the agreement sample.
     key : teacher-vector cache key (default: the spec's :func:`teacher_key`; None for objects: no cache).
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
+    validate : ``() -> mean NDCG@10`` of the student on held-out queries, scored after every epoch when
+        ``settings.patience`` is set (early stopping on it; the best epoch's weights are kept).
 
     Returns a JSON-able record: settings, sizes, per-epoch loss, seconds spent on teacher vectors and on
-    training, and the student-teacher :func:`agreement` on a seeded sample of the pairs before and after.
+    training, and the student-teacher :func:`agreement` on a seeded sample of the pairs before and after; with
+    early stopping also each epoch's ``val_ndcg@10``, the ``best_epoch`` kept and the ``steps`` run of the
+    ``planned_steps``.
     """
     queries, docs = list(queries), list(docs)
     if len(queries) != len(docs) or not queries:
@@ -397,9 +406,14 @@ def distill(
     epochs, batch_size = settings.epochs, settings.batch_size
     opt = torch.optim.Adam(net.parameters(), lr=settings.lr, fused=True)
     net.train()
-    losses = []
+    losses: list[float] = []
     n_batches = -(-len(pairs) // batch_size)
+    stopping = validate is not None and settings.patience is not None
+    scores: list[float] = []
+    best = (0, float("nan"), None)  # epoch, validation score, weights
     for epoch in range(1, epochs + 1):
+        if stopping and epoch - 1 - best[0] >= settings.patience:
+            break
         order = pairs[rng.permutation(len(pairs))]
         total = 0.0
         bar = tqdm(total=n_batches, desc=f"distil {epoch}/{epochs}", disable=not progress, file=sys.stderr, leave=False)
@@ -414,6 +428,12 @@ def distill(
             bar.set_postfix(loss=f"{total / (b + 1):.5f}")
         bar.close()
         losses.append(total / n_batches)
+        if stopping:
+            scores.append(float(validate()))
+            if np.isnan(best[1]) or scores[-1] > best[1]:
+                best = (epoch, scores[-1], {k: v.clone() for k, v in net.state_dict().items()})
+    if stopping and best[2] is not None and best[0] != len(losses):
+        net.load_state_dict(best[2])
     after = _agreement(net, hasher, q_tokens, d_tokens, tq, td, sample[:, 0], sample[:, 1])
     return {
         "method": "distillation",
@@ -424,6 +444,17 @@ def distill(
         "same_side": settings.same_side,
         "loss_function": settings.loss,
         **({"temperature": settings.temperature} if settings.loss == "kl" else {}),
+        **(
+            {
+                "patience": settings.patience,
+                "val_ndcg@10": scores,
+                "best_epoch": best[0],
+                "steps": len(losses) * n_batches,
+                "planned_steps": epochs * n_batches,
+            }
+            if stopping
+            else {}
+        ),
         "n_pairs": int(len(pairs)),
         "n_queries": len(q_texts),
         "n_docs": len(d_texts),

@@ -31,11 +31,14 @@ Samples and negatives
 
 Validation and early stopping
 -----------------------------
-``val_fraction`` of the queries (by ``qid`` when given, else by query text) are held out. After
-every epoch the model's score, used alone as a ranker, is scored by mean NDCG@10 over the held-out
-queries (:func:`ndcg_at`: gain ``2^rel - 1`` with ``rel = label - min label`` capped at 30, ties
-broken by input order, queries with no positive gain skipped). Training stops after ``patience``
-epochs without improvement and the best epoch's weights are kept.
+``val_fraction`` of the queries (by ``qid`` when given, else by query text) are held out. At every
+validation checkpoint -- ``val_per_epoch`` per epoch, evenly spaced over its optimizer steps, the last
+at its end (default one: after every epoch) -- the model's score, used alone as a ranker, is scored by
+mean NDCG@10 over the held-out queries (:func:`ndcg_at`: gain ``2^rel - 1`` with ``rel = label - min
+label`` capped at 30, ties broken by input order, queries with no positive gain skipped). Training stops
+after ``patience`` checkpoints in a row without improvement and the best checkpoint's weights are kept;
+the history has one entry per checkpoint (``epoch`` a fraction inside an epoch, ``step`` the mini-batches
+so far, ``val_seconds`` the validation's cost).
 
 Keeping the starting point
 --------------------------
@@ -46,7 +49,11 @@ is the starting model's validation score; the best trained epoch (by mean NDCG@1
 beats it by more than ``m`` paired standard errors over the validation queries:
 ``d_i = NDCG@10_epoch(q_i) - NDCG@10_start(q_i)`` over the n validation queries with a positive grade,
 ``mean(d) > m * sd(d) / sqrt(n)`` (sample standard deviation, ``ddof=1``; with fewer than 2 queries the start
-is kept). ``m = 0`` keeps any epoch better on average. The decision is the training record's ``keep_start``
+is kept). ``m = 0`` keeps any epoch better on average. Early stopping works against the start: a checkpoint
+counts as an improvement only when it beats the start by this rule (and the best such checkpoint so far by
+mean), so a training that cannot beat its start stops after ``patience`` checkpoints -- with several per epoch
+(MiniLM's ``val_per_epoch`` 8, a started CLSM/DSSM's 4), a fraction of an epoch -- and keeps it; the record adds
+the ``checkpoints`` and mini-batch ``steps`` run of the ``planned_checkpoints`` / ``planned_steps``. The decision is the training record's ``keep_start``
 (:func:`keep_start_decision`). A from-scratch model has no start worth keeping: its random epoch 0 takes no
 part in the rule.
 
@@ -502,7 +509,7 @@ def begin_run(
             run.start_state = start_state
             run.start_scores = np.asarray(state["start_scores"], dtype=np.float64)
             if state.get("trained") is not None:
-                run.trained = {"epoch": state["trained"]["epoch"], "scores": np.asarray(state["trained"]["scores"])}
+                run.trained = {**state["trained"], "scores": np.asarray(state["trained"]["scores"])}
         return run, state
     first, per_query = _scored(validate())
     run = Run(
@@ -559,6 +566,53 @@ class Loop:
     validate: Callable
 
 
+def validation_points(n_batches: int, accumulate: int, per_epoch: int) -> list[int]:
+    """The mini-batch counts after which an epoch of ``n_batches`` validates: ``per_epoch`` points evenly spaced
+    over its optimizer steps (every ``accumulate`` mini-batches; at most one per step), the last at the end."""
+    n_steps = -(-n_batches // accumulate)
+    per_epoch = max(1, min(per_epoch, n_steps))
+    return [min(n_batches, accumulate * (n_steps * c // per_epoch)) for c in range(1, per_epoch + 1)]
+
+
+def _validated(loop: Loop, run: Run, *, at, loss: float, step: int, seconds: float, stopping: bool, margin, desc: str):
+    """Score a validation checkpoint (``at``: epochs done, a fraction inside an epoch) into ``run``: its history
+    entry (``val_seconds``: the validation's cost), and the best checkpoint so far (and its weights; with
+    ``stopping`` off every checkpoint is the best). With a start to keep (``margin``: the keep-start rule's), a
+    checkpoint is better only when it also beats the start by that rule, and ``run.trained`` follows the best
+    checkpoint the rule would keep (before there is one, the best trained by mean)."""
+    t0 = time.perf_counter()
+    val_score, per_query = _scored(loop.validate())
+    val_seconds = time.perf_counter() - t0
+    run.history.append(
+        {
+            "epoch": at,
+            "train_loss": loss,
+            "val_ndcg@10": val_score,
+            "step": step,
+            "seconds": round(seconds + val_seconds, 3),
+            "val_seconds": round(val_seconds, 3),
+        }
+    )
+    _log.info("%s %g: train loss %.4f, validation NDCG@10 %.4f (%.1f s)", desc, at, loss, val_score, seconds)
+    better = not stopping or np.isnan(run.best["val_ndcg@10"]) or val_score > run.best["val_ndcg@10"]
+    if stopping and run.start_state is not None and margin is not None:
+        beats = not keep_start_decision(run.start_scores, per_query, margin=margin, trained_epoch=at)["kept"]
+        better = better and beats
+        trained = run.trained
+        if trained is None or beats > bool(trained.get("beats")):
+            replace = True
+        else:
+            best_mean = _mean(trained["scores"])
+            replace = beats == bool(trained.get("beats")) and (np.isnan(best_mean) or val_score > best_mean)
+        if replace:
+            run.trained = {"epoch": at, "scores": per_query, "beats": beats}
+    if better:
+        run.best = {"epoch": at, "val_ndcg@10": val_score, "stale": 0}
+        run.best_state = _clone(loop.net)
+    else:
+        run.best["stale"] += 1
+
+
 def fit_epochs(
     loop: Loop,
     run: Run,
@@ -573,23 +627,29 @@ def fit_epochs(
     """The epoch loop every trainer shares.
 
     Each epoch shuffles the rows, calls ``step`` per mini-batch of ``cfg.batch_size`` and steps the optimizer
-    every ``cfg.accumulate`` (default 1) mini-batches, then scores ``validate()`` (a mean NDCG@10, or per-query
-    values); the best epoch's weights are kept, training stops after ``cfg.patience`` epochs without
-    improvement (when ``cfg.val_fraction`` holds out validation pairs), and a resumable checkpoint is rewritten
-    after every epoch. Ends with the best weights in ``net``. ``keep_start``: the margin of the rule that keeps
-    the starting weights (the run began with ``begin_run(keep_start=True)``; see "Keeping the starting point" in
-    the module docstring), applied when validation pairs are held out; the decision is ``run.kept``.
+    every ``cfg.accumulate`` (default 1) mini-batches; ``cfg.val_per_epoch`` (default 1) times per epoch, evenly
+    spaced over its optimizer steps (the last at its end), it scores ``validate()`` (a mean NDCG@10, or per-query
+    values): a validation checkpoint. When ``cfg.val_fraction`` holds out validation pairs, the best checkpoint's
+    weights are kept and training stops after ``cfg.patience`` checkpoints in a row without improvement on the best
+    so far (epoch 0 included). A resumable checkpoint is rewritten after every epoch (and at a stop). Ends with the
+    best weights in ``net``. ``keep_start``: the margin of the rule that keeps the starting weights (the run began
+    with ``begin_run(keep_start=True)``; see "Keeping the starting point" in the module docstring), applied when
+    validation pairs are held out: a checkpoint improves only when it also beats the start by that rule, so a
+    training that does not stops ``patience`` checkpoints in; the decision is ``run.kept``, with the checkpoints and
+    mini-batch steps run and planned.
     """
     net, opt, rng, rows = loop.net, loop.opt, loop.rng, loop.rows
     epochs, batch_size, patience = cfg.epochs, cfg.batch_size, cfg.patience
     early_stopping, accumulate = cfg.val_fraction > 0, getattr(cfg, "accumulate", 1)
+    n_batches = -(-len(rows) // batch_size)
+    points = validation_points(n_batches, accumulate, getattr(cfg, "val_per_epoch", 1))
+    step = int(run.history[-1].get("step", (run.start - 1) * n_batches))
     for epoch in range(run.start, epochs + 1):
         if run.best["stale"] >= patience and early_stopping:
             break
         t0 = time.perf_counter()
         order = rng.permutation(rows)
-        n_batches = -(-len(order) // batch_size)
-        total = 0.0
+        total, done = 0.0, 0
         bar = tqdm(
             total=len(order),
             desc=f"{desc} {epoch}/{epochs}",
@@ -599,44 +659,35 @@ def fit_epochs(
             leave=False,
         )
         opt.zero_grad(set_to_none=True)
-        for b in range(n_batches):
-            batch = order[b * batch_size : (b + 1) * batch_size]
-            step_loss = loop.step(batch)
-            (step_loss / accumulate if accumulate > 1 else step_loss).backward()
-            if (b + 1) % accumulate == 0 or b + 1 == n_batches:
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-            total += step_loss.item()
-            bar.update(len(batch))
-            bar.set_postfix(loss=f"{total / (b + 1):.4f}", val_ndcg10=f"{run.best['val_ndcg@10']:.4f}")
+        for end in points:
+            for b in range(done, end):
+                batch = order[b * batch_size : (b + 1) * batch_size]
+                step_loss = loop.step(batch)
+                (step_loss / accumulate if accumulate > 1 else step_loss).backward()
+                if (b + 1) % accumulate == 0 or b + 1 == n_batches:
+                    opt.step()
+                    opt.zero_grad(set_to_none=True)
+                total += step_loss.item()
+                bar.update(len(batch))
+                bar.set_postfix(loss=f"{total / (b + 1 - done):.4f}", val_ndcg10=f"{run.best['val_ndcg@10']:.4f}")
+            step += end - done
+            at = epoch if end == n_batches else round(epoch - 1 + end / n_batches, 3)
+            loss, seconds = total / (end - done), time.perf_counter() - t0
+            _validated(
+                loop,
+                run,
+                at=at,
+                loss=loss,
+                step=step,
+                seconds=seconds,
+                stopping=early_stopping,
+                margin=keep_start,
+                desc=desc,
+            )
+            total, done, t0 = 0.0, end, time.perf_counter()
+            if run.best["stale"] >= patience and early_stopping:
+                break
         bar.close()
-        val_score, per_query = _scored(loop.validate())
-        run.history.append(
-            {
-                "epoch": epoch,
-                "train_loss": total / n_batches,
-                "val_ndcg@10": val_score,
-                "seconds": round(time.perf_counter() - t0, 3),
-            }
-        )
-        _log.info(
-            "%s %d/%d: train loss %.4f, validation NDCG@10 %.4f (%.1f s)",
-            desc,
-            epoch,
-            epochs,
-            total / n_batches,
-            val_score,
-            run.history[-1]["seconds"],
-        )
-        if not early_stopping or np.isnan(run.best["val_ndcg@10"]) or val_score > run.best["val_ndcg@10"]:
-            run.best = {"epoch": epoch, "val_ndcg@10": val_score, "stale": 0}
-            run.best_state = _clone(net)
-        else:
-            run.best["stale"] += 1
-        if run.start_state is not None and (
-            run.trained is None or np.isnan(_mean(run.trained["scores"])) or val_score > _mean(run.trained["scores"])
-        ):
-            run.trained = {"epoch": epoch, "scores": per_query}
         if checkpoint is not None:
             kept = {}
             if run.start_state is not None:
@@ -644,7 +695,7 @@ def fit_epochs(
                     "start_scores": run.start_scores.tolist(),
                     "trained": None
                     if run.trained is None
-                    else {"epoch": run.trained["epoch"], "scores": run.trained["scores"].tolist()},
+                    else {**run.trained, "scores": run.trained["scores"].tolist()},
                 }
             write_checkpoint(
                 checkpoint,
@@ -661,6 +712,12 @@ def fit_epochs(
             None if run.trained is None else run.trained["scores"],
             margin=keep_start,
             trained_epoch=None if run.trained is None else run.trained["epoch"],
+        )
+        run.kept.update(
+            checkpoints=len(run.history) - 1,
+            planned_checkpoints=epochs * len(points),
+            steps=step,
+            planned_steps=epochs * n_batches,
         )
         if run.kept["kept"]:
             run.best = {"epoch": 0, "val_ndcg@10": run.history[0]["val_ndcg@10"], "stale": run.best["stale"]}

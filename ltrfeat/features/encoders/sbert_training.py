@@ -216,8 +216,12 @@ def train_sbert(
         - precision : ``"fp32"``, or ``"bf16"``: the matrix products in bfloat16 under CPU autocast (weights,
           optimizer and loss stay float32; faster with AVX512-BF16/AMX, slower without); the trained
           encoder scores in the same precision.
-        - soft_labels, click_scale, min_positive, val_fraction, patience : as in
+        - soft_labels, click_scale, min_positive, val_fraction : as in
           :func:`ltrfeat.features.encoders.training.train_encoder`.
+        - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
+          end; each is a forward pass of the validation texts through the trained layers).
+        - patience : checkpoints in a row that do not beat the starting model by the keep-start rule (or, once one
+          has, the best checkpoint so far) before training stops; the best such checkpoint, or the start, is kept.
         - keep_start_margin : the starting model (``base`` or ``init``) is kept unless the best trained epoch
           beats its validation NDCG@10 by more than this many paired standard errors of the per-query
           differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"; with

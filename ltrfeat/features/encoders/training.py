@@ -22,6 +22,7 @@ seed, data and thread count the result is bit-identical, also when resumed from 
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -88,7 +89,11 @@ def train_encoder(
         - click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
         - min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
         - val_fraction : share of queries held out for early stopping (0: none, train all epochs).
-        - patience : epochs without validation improvement before stopping.
+        - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
+          end); None: 4 for a training that starts from a model (``init``, a teacher), 1 otherwise.
+        - patience : validation checkpoints in a row without improvement before stopping; with a start to keep, a
+          checkpoint improves only when it also beats the start by the keep-start rule below, so a training that
+          does not beat its start stops after ``patience`` checkpoints.
         - min_count, n_buckets : trigram hashing options (:class:`TrigramHasher`).
         - shared : one tower for queries and documents instead of two.
         - sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
@@ -105,6 +110,9 @@ def train_encoder(
         - distill_rows : with a teacher, the training pairs the distillation reads: ``"all"`` (default) or
           ``"positives"`` (soft label >= ``min_positive``; e.g. a span pre-training's span -> own-document pairs,
           not its negatives, which add no text and ~4x the steps).
+        - distill_patience : with a teacher, score the student on the validation queries after every
+          distillation epoch, stop after this many epochs in a row without a better score and keep the best epoch's
+          weights (None, default: every ``distill_epochs``).
         - distill_loss, distill_temperature : the distillation's matrix loss, ``"kl"`` (the teacher's in-batch
           ranking, softmax of cosines / temperature) or ``"mse"`` (its cosines), see
           :class:`~ltrfeat.features.encoders.distill.DistillSettings`.
@@ -139,6 +147,7 @@ def train_encoder(
         progress = show_progress()
     pairs = validate_pairs(pairs)
     keep = cfg.keep_start_margin if (init is not None or teacher is not None) and cfg.val_fraction > 0 else None
+    cfg = dataclasses.replace(cfg, val_per_epoch=cfg.checks_per_epoch(keeps_start=keep is not None))
     params = _record_params(cfg, teacher, keep)
     if init is not None:
         params["init"] = {"data_sha256": init.training.get("data_sha256"), "params": init.training.get("params")}
@@ -170,6 +179,7 @@ def train_encoder(
             hasher, net = TrigramHasher.from_json(init.hasher.to_json()), copy.deepcopy(init.model)
             net.train()
         pretrained = None
+        tokens: list = []  # the validation's texts tokenized, by the distillation's early stopping (after its own)
         if cfg.pretrain == "rbm" and resume is None:
             from ltrfeat.features.encoders._rbm import pretrain_dssm
 
@@ -178,6 +188,11 @@ def train_encoder(
             from ltrfeat.features.encoders.distill import distill
 
             read = tr if cfg.distill_rows == "all" else tr[data.y[tr] >= cfg.min_positive]
+
+            def distill_validate() -> float:
+                tokens[:] = tokens or [hasher.tokenize(data.queries), hasher.tokenize(data.docs)]
+                return validation_ndcg(net, hasher, *tokens, data)
+
             pretrained = distill(
                 net,
                 hasher,
@@ -188,11 +203,13 @@ def train_encoder(
                 lr=cfg.distill_lr,
                 loss=cfg.distill_loss,
                 temperature=cfg.distill_temperature,
+                patience=cfg.distill_patience if cfg.val_fraction > 0 else None,
                 seed=seed,
                 progress=progress,
+                validate=distill_validate,
             )
         opt = make_optimizer(cfg.optimizer, net.parameters(), cfg.lr)
-        q_tokens, d_tokens = hasher.tokenize(data.queries), hasher.tokenize(data.docs)
+        q_tokens, d_tokens = tokens or (hasher.tokenize(data.queries), hasher.tokenize(data.docs))
         kept = None
         if cfg.distill_weight:
             from ltrfeat.features.encoders.distill import KeptTeacher
@@ -312,6 +329,7 @@ def _record_params(cfg: EncoderConfig, teacher, keep_start: float | None = None)
         "min_positive": cfg.min_positive,
         "val_fraction": cfg.val_fraction,
         "patience": cfg.patience,
+        **({"val_per_epoch": cfg.val_per_epoch} if cfg.val_per_epoch != 1 else {}),
         "min_count": cfg.min_count,
         "n_buckets": cfg.n_buckets,
         "shared": cfg.shared,
@@ -332,7 +350,7 @@ def _record_params(cfg: EncoderConfig, teacher, keep_start: float | None = None)
             # the later settings only when not their default: earlier bundles and checkpoints keep their params
             **{
                 name: getattr(cfg, name)
-                for name in ("distill_rows", "distill_loss", "distill_temperature")
+                for name in ("distill_rows", "distill_loss", "distill_temperature", "distill_patience")
                 if getattr(cfg, name) != getattr(EncoderConfig, name)
             },
         )
