@@ -25,6 +25,7 @@ from ltrfeat.features.encoders.config import (
     SCORES,
     SOFT_LABELS,
     DeepMatchConfig,
+    START_CHECKS,
     EncoderConfig as _E,
     SbertConfig as _S,
 )
@@ -105,6 +106,13 @@ _TRAINING = option_group(
         help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
         "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
         "validation).",
+    ),
+    click.option(
+        "--distill-patience",
+        type=click.IntRange(min=1),
+        default=None,
+        help="With --teacher: validate the student after every distillation epoch, stop after this many without "
+        "improvement and keep the best [default: every --distill-epochs].",
     ),
     click.option(
         "--distill-rows",
@@ -224,7 +232,21 @@ _TRAINING = option_group(
         show_default=True,
         help="Share of queries held out for early stopping on NDCG@10 (0: none).",
     ),
-    click.option("--patience", type=click.IntRange(min=1), default=_E.patience, show_default=True),
+    click.option(
+        "--patience",
+        type=click.IntRange(min=1),
+        default=_E.patience,
+        show_default=True,
+        help=f"Validation checkpoints in a row without improvement before stopping (sbert-ft: {_S.patience}); with a "
+        "start to keep (sbert-ft, --init, --teacher) a checkpoint improves only when it beats the start clearly.",
+    ),
+    click.option(
+        "--val-per-epoch",
+        type=click.IntRange(min=1),
+        default=None,
+        help=f"Validation checkpoints per epoch [clsm/dssm: {START_CHECKS} with --init or --teacher, else 1; "
+        f"sbert-ft: {_S.val_per_epoch}].",
+    ),
     click.option(
         "--min-count",
         type=click.IntRange(min=1),
@@ -308,7 +330,8 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
 
     --model deepmatch trains the DeepMatch interaction model instead (LDA patches, large-margin
     loss on (q, d+, d-) triples; it reads --checkpoint, --resume, --epochs, --negatives, --hard-negatives, --margin,
-    --batch-size, --lr, --soft-labels, --min-positive, --val-fraction, --patience, --seed, --threads).
+    --batch-size, --lr, --soft-labels, --min-positive, --val-fraction, --patience, --val-per-epoch, --seed,
+    --threads).
 
     \b
     Example (Home Depot judgments, averages 1..3 mapped to grades 0..6):

@@ -471,3 +471,37 @@ def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch
         assert "runs from cache" in (tmp_path / "b" / "report.md").read_text()
     finally:
         distill_module.clear_cache()
+
+
+def test_distill_patience_stops_when_validation_stops_improving_and_keeps_the_best_epoch():
+    q, d = texts(80, 1), texts(80, 2)
+    scores = iter([0.5, 0.7, 0.6, 0.65, 0.9])  # the best after epoch 2, then two epochs without improvement
+    hasher, net = student(q + d)
+    states = []
+
+    def validate():
+        states.append({k: v.clone() for k, v in net.state_dict().items()})
+        return next(scores)
+
+    settings = dict(epochs=5, batch_size=16, seed=0, progress=False)
+    record = distill(net, hasher, q, d, WordTeacher(), patience=2, validate=validate, **settings)
+    assert record["val_ndcg@10"] == [0.5, 0.7, 0.6, 0.65] and record["best_epoch"] == 2
+    assert record["steps"] == 4 * 5 and record["planned_steps"] == 5 * 5 and len(record["loss"]) == 4
+    for name, value in net.state_dict().items():  # the best epoch's weights, not the last
+        assert torch.equal(value, states[1][name]), name
+    hasher, net = student(q + d)
+    plain = distill(net, hasher, q, d, WordTeacher(), validate=lambda: 1 / 0, **settings)  # no patience: no validation
+    assert len(plain["loss"]) == 5 and "val_ndcg@10" not in plain
+
+
+def test_train_encoder_stops_the_distillation_on_its_validation_queries():
+    encoder, _ = train_encoder(judged(), teacher=WordTeacher(), distill_epochs=6, distill_patience=1, **OPTS)
+    stage, params = encoder.training["pretrain"], encoder.training["params"]
+    assert params["distill_patience"] == 1 and stage["patience"] == 1
+    assert len(stage["val_ndcg@10"]) == len(stage["loss"]) <= 6 and stage["steps"] <= stage["planned_steps"]
+    best = stage["best_epoch"]
+    assert stage["val_ndcg@10"][best - 1] == max(stage["val_ndcg@10"]) and len(stage["loss"]) in (best, best + 1)
+    again, _ = train_encoder(judged(), teacher=WordTeacher(), distill_epochs=6, distill_patience=1, **OPTS)
+    assert again.training["pretrain"]["val_ndcg@10"] == stage["val_ndcg@10"]
+    for name, value in encoder.model.state_dict().items():
+        assert torch.equal(value, again.model.state_dict()[name]), name
