@@ -74,16 +74,21 @@ def _ltrfeat(*args) -> float:
     return time.perf_counter() - start
 
 
-def _data(tmp: Path, n_queries: int, seed: int, n_docs: int) -> tuple[Path, Path]:
-    raw = pd.read_csv(HOME_DEPOT, encoding="latin-1", dtype=str)
+ENCODING = "utf-8"  # of the judged and collection files _data writes and the ablations read
+
+
+def _data(tmp: Path, n_queries: int, seed: int, n_docs: int, *, raw_path: Path = HOME_DEPOT) -> tuple[Path, Path]:
+    """The collection (``collection.tsv``) and the judged pairs of ``n_queries`` queries (``judged.csv``) in ``tmp``,
+    written in :data:`ENCODING` from Home Depot's latin-1 ``train.csv``."""
+    raw = pd.read_csv(raw_path, encoding="latin-1", dtype=str)
     titles = raw.drop_duplicates("product_uid")[["product_uid", "product_title"]]
     titles.columns = ["docid", "title"]
-    (titles.head(n_docs) if n_docs else titles).to_csv(tmp / "collection.tsv", sep="\t", index=False)
+    (titles.head(n_docs) if n_docs else titles).to_csv(tmp / "collection.tsv", sep="\t", index=False, encoding=ENCODING)
     sizes = raw.groupby("search_term").size()
     eligible = np.sort(sizes[sizes >= 2].index.to_numpy())
     chosen = set(np.random.default_rng(seed).choice(eligible, n_queries, replace=False))
     sub = raw[raw["search_term"].isin(chosen)]
-    sub.to_csv(tmp / "judged.csv", index=False)
+    sub.to_csv(tmp / "judged.csv", index=False, encoding=ENCODING)
     return tmp / "collection.tsv", tmp / "judged.csv"
 
 
@@ -93,7 +98,7 @@ def _ablate(judged, collection, report, variants: dict, options: list[str], cach
         "--pairs",
         judged,
         "--encoding",
-        "latin-1",
+        ENCODING,
         "--label-map",
         "linear:1:3:7",
         "--columns",
