@@ -210,7 +210,7 @@ def main() -> None:
             seconds["ablation"] = _ablate(judged, collection, tmp / "report", variants, options, args.cache)
             runs["ablation"] = tmp / "report"
         if "collection+ST" in chosen:
-            options = [f"spans_per_doc={args.spans_teacher_per_doc}", f"span_epochs={args.epochs}", *args.st_option]
+            options = [f"spans_per_doc={args.spans_teacher_per_doc}", *args.st_option]  # span_epochs: its default
             spec = {"collection+ST": SPECS["collection+ST"]}
             cache = args.cache or tmp / "cache"
             seconds["ablation+ST"] = _ablate(judged, collection, tmp / "report-st", spec, options, cache)

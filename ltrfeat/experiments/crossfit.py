@@ -46,6 +46,10 @@ from ltrfeat.features.encoders.kinds import (
     SPAN_SHAPE,
     SPANS_PER_DOC,
     SPANS_PER_DOC_TEACHER,
+    DISTILL_EPOCHS,
+    DISTILL_PAIRS,
+    SPAN_DISTILL,
+    SPAN_EPOCHS_TEACHER,
     SPANS_WANTED,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
@@ -144,10 +148,11 @@ class CrossFitConfig(Settings):
         for key, value in self.options.items():
             name = key.rpartition(".")[2]
             whole = isinstance(value, int) and not isinstance(value, bool)
-            if name in SPAN_OPTIONS and not (whole and (value in (0, 1) if name == "span_hold_out" else value >= 1)):
+            low = 0 if name in ("span_hold_out", "span_epochs") else 1
+            if name in SPAN_OPTIONS and not (whole and (value in (0, 1) if name == "span_hold_out" else value >= low)):
                 raise ParameterError(
                     f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1 (span_hold_out: "
-                    "0 or 1)",
+                    "0 or 1; span_epochs >= 0: 0 for +spans+teacher's distilled towers only)",
                     fix=f"e.g. --encoder-option {key}={1 if name == 'span_hold_out' else SPAN_OPTIONS[name] or 8}",
                     param="options",
                 )
@@ -449,7 +454,9 @@ class _StartingPoint:
         cluster=None,
     ):
         self.spec, self.seed, self.cache, self.profile, self.cluster = spec, seed, cache, profile, cluster
-        self.span_settings = {k: options.get(k, v) for k, v in SPAN_OPTIONS.items()}
+        distilled = spec.pretrain == "spans+teacher"
+        defaults = SPAN_OPTIONS | ({"span_epochs": SPAN_EPOCHS_TEACHER} if distilled else {})
+        self.span_settings = {k: options.get(k, v) for k, v in defaults.items()}
         if self.span_settings["span_min_words"] > self.span_settings["span_max_words"]:
             raise ParameterError(
                 f"encoder options span_min_words={self.span_settings['span_min_words']} > "
@@ -457,8 +464,15 @@ class _StartingPoint:
                 fix="give span_min_words <= span_max_words, e.g. 8 and 24",
                 param="options",
             )
-        distilled = spec.pretrain == "spans+teacher"
-        self.distill_settings = {k: v for k, v in options.items() if distilled and k in TEACHER_OPTIONS}
+        if self.span_settings["span_epochs"] == 0 and not distilled:
+            raise ParameterError(
+                f"{spec.name}: span_epochs=0 leaves the +spans towers untrained",
+                fix="give span_epochs >= 1 (0 is for +spans+teacher: the distilled towers only)",
+                param="options",
+            )
+        self.distill_settings = (SPAN_DISTILL if distilled else {}) | {
+            k: v for k, v in options.items() if distilled and k in TEACHER_OPTIONS
+        }
         self.options = {k: v for k, v in options.items() if k not in SPAN_OPTIONS and k not in self.distill_settings}
         self._encoder = None
         self.seconds = 0.0  # spent making or loading the starting point
@@ -470,6 +484,9 @@ class _StartingPoint:
             wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
             low, high = SPANS_PER_DOC_TEACHER if distilled else SPANS_PER_DOC
             self.span_settings["spans_per_doc"] = min(high, max(low, wanted))
+        if distilled and "distill_epochs" not in self.distill_settings:  # enough for DISTILL_PAIRS span pairs
+            wanted = -(-DISTILL_PAIRS // max(len(self.texts) * self.span_settings["spans_per_doc"], 1))
+            self.distill_settings["distill_epochs"] = min(DISTILL_EPOCHS[1], max(DISTILL_EPOCHS[0], wanted))
         teacher = {}
         if distilled:
             from ltrfeat.features.encoders.distill import teacher_key
@@ -1196,8 +1213,8 @@ def scheme(
     )
     if span_distilled:
         spans += (
-            f" {', '.join(span_distilled)}: that pre-training first distils MiniLM's in-batch cosine rankings of the "
-            "span -> document pairs."
+            f" {', '.join(span_distilled)}: that pre-training distils MiniLM's in-batch cosine rankings of the "
+            "span -> document pairs instead (the softmax span training follows only with span_epochs > 0)."
         )
     if continued:
         spans += (

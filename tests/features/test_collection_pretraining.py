@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from builders import WordTeacher, assert_same_columns, make_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.experiments.crossfit import (
+    CrossFitConfig,
     EncoderSpec,
     _cache_key,
     _StartingPoint,
@@ -313,14 +314,16 @@ def test_spans_teacher_key_names_the_teacher_and_keeps_distillation_out_of_the_f
 
     plain, distilled = start("clsm:generalized+spans"), start("clsm:generalized+spans+teacher")
     assert "distill_epochs" not in plain.options | plain.distill_settings  # +spans has no teacher
-    assert distilled.distill_settings == {"distill_epochs": 2} and "distill_epochs" not in distilled.options
+    # the given distillation settings over the span pre-training's own defaults
+    assert distilled.distill_settings == {"distill_epochs": 2, "distill_temperature": 0.1}
+    assert "distill_epochs" not in distilled.options
     assert distilled.options == plain.options  # the folds fine-tune with the same settings
     keys = {
         plain.key,
         distilled.key,
         start(f"clsm:generalized+spans+teacher={tmp_path}").key,
         start("clsm:generalized+spans+teacher", distill_epochs=3).key,
-        start("clsm:generalized+spans+teacher", distill_temperature=0.1).key,
+        start("clsm:generalized+spans+teacher", distill_temperature=0.2).key,
     }
     assert len(keys) == 5
     assert start("clsm:softmax+spans+teacher").key == distilled.key  # the fold loss is not the pre-training's
@@ -329,6 +332,34 @@ def test_spans_teacher_key_names_the_teacher_and_keeps_distillation_out_of_the_f
         EncoderSpec.parse("clsm:generalized+teacher+spans")
     with pytest.raises(LtrfeatError, match="unknown encoder"):
         EncoderSpec.parse("clsm:generalized+spans+")
+
+
+def test_spans_teacher_pretraining_is_the_distilled_towers_by_default(tmp_path, word_teacher):
+    spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
+    options = {k: v for k, v in SPANS_T.items() if k not in ("span_epochs", "distill_epochs")}
+    start = _StartingPoint(spec, make_pairs()["doc"].tolist(), options=options, seed=0, cache=tmp_path)
+    assert start.span_settings["span_epochs"] == 0 and start.distill_settings["distill_epochs"] == 20  # few pairs
+    training = start.encoder().training
+    assert training["params"]["epochs"] == 0 and [h["epoch"] for h in training["history"]] == [0]
+    assert training["keep_start"]["kept"] and training["pretrain"]["temperature"] == 0.1
+    assert training["pretrain"]["epochs"] == 20
+    plain = EncoderSpec.parse("clsm:generalized+spans")
+    with pytest.raises(LtrfeatError, match="span_epochs=0 leaves the"):
+        _StartingPoint(plain, ["a b", "c d"], options={"span_epochs": 0}, seed=0, cache=None)
+
+
+def test_span_options_take_zero_span_epochs_only():
+    assert CrossFitConfig(options={"span_epochs": 0, "clsm.spans_per_doc": 1}).options["span_epochs"] == 0
+    for bad in ({"spans_per_doc": 0}, {"clsm.span_epochs": -1}, {"span_epochs": 1.5}):
+        with pytest.raises(ParameterError, match="the \\+spans settings are whole numbers"):
+            CrossFitConfig(options=bad)
+
+
+def test_zero_epochs_needs_a_teacher():
+    from ltrfeat.features.encoders.training import train_encoder
+
+    with pytest.raises(LtrfeatError, match="epochs=0 trains nothing without a teacher"):
+        train_encoder(make_pairs(), epochs=0, progress=False)
 
 
 @pytest.mark.slow  # worker processes

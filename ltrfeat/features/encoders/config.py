@@ -88,12 +88,14 @@ class EncoderConfig(TrainingConfig):
     ``pretrain``: None or ``"rbm"`` (DSSM); the ``distill_*`` settings apply with a teacher only;
     ``keep_start_margin`` only to a training that starts from a model (``init``, a teacher): see
     :data:`KEEP_START_MARGIN`; ``val_per_epoch=None``: :data:`START_CHECKS` validation checkpoints per epoch for
-    such a training, one for a from-scratch one (:meth:`checks_per_epoch`).
+    such a training, one for a from-scratch one (:meth:`checks_per_epoch`); ``epochs=0`` (with a teacher only) keeps
+    the distilled towers as they are.
     """
 
     kind: ClassVar[str] = "clsm/dssm"
     label: ClassVar[str] = "clsm/dssm training"
     _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
+        "epochs": _at_least(0),  # 0: the towers a teacher distilled, not trained further
         "model": [OneOf(*TOWER_MODELS)],
         "loss": [OneOf(*LOSSES)],
         "score": [OneOf(*SCORES)],

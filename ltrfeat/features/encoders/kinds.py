@@ -16,6 +16,15 @@ SPAN_SHAPE = ("span_min_words", "span_max_words", "span_hold_out")  # at their d
 SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, ...
 SPANS_PER_DOC = (4, 16)  # ... and at least 4, at most 16 per document
 SPANS_PER_DOC_TEACHER = (1, 16)  # +spans+teacher: MiniLM encodes every span, so at least 1 per document
+# +spans+teacher's pre-training by default: the distilled towers only (span_epochs 0: the span training judged on the
+# validation spans replaced them, and the towers drifted from MiniLM), distilled softer than +teacher's per-fold
+# distillation and for enough epochs to read DISTILL_PAIRS span pairs, 4 to 20 (sample world, 16 spans per title,
+# 12,800 pairs, pre-training alone: NDCG@1 .8262 at 20 epochs and temperature 0.05, .8310 at 0.1; .8002 at 4 spans
+# per title; 4 epochs .7863 where 20 gave .8002 and 60 .8014; docs/features.md)
+SPAN_EPOCHS_TEACHER = 0
+SPAN_DISTILL = {"distill_temperature": 0.1}
+DISTILL_PAIRS = 250_000
+DISTILL_EPOCHS = (4, 20)
 # a bare ablate --encoder clsm / dssm becomes MODEL:generalized+spans below this many judged queries: span pre-training
 # beat the from-scratch CLSM at every size measured, 240 to 11,795 queries (docs/features.md: NDCG@1 alone
 # .5246 -> .7829 on the sample world, .5403 -> .5917 on 300 Home Depot queries, .6387 -> .6566 on all 11,795)
@@ -30,10 +39,13 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     f"[default: {SPAN_OPTIONS['span_epochs']}], span_min_words and span_max_words [default: "
     f"{SPAN_OPTIONS['span_min_words']} and {SPAN_OPTIONS['span_max_words']}; e.g. 8 and 24 for long queries over "
     "long documents], span_hold_out [default: 0; 1: the positive is the document without the span]",
-    "spans+teacher": "as +spans, the span pre-training first distilled from the packaged MiniLM (=DIR: another "
-    "sentence-transformer) on the span -> document pairs (MiniLM encodes each distinct span and document once, "
-    "kept in the --cache teacher store), no query or label read; options as +spans, and distill_epochs, "
-    "distill_lr, distill_loss, distill_temperature for the distillation",
+    "spans+teacher": "pre-trained once by distilling the packaged MiniLM (=DIR: another sentence-transformer) on "
+    "query-like span -> document pairs of the pairs' documents (MiniLM encodes each distinct span and document once, "
+    "kept in the --cache teacher store; no query or label read), then fine-tuned in every fold; options as +spans, "
+    f"span_epochs [default: {SPAN_EPOCHS_TEACHER}; N: then N epochs of +spans' span training, kept "
+    f"if it beats the distilled towers on the validation spans], distill_epochs [default: enough for "
+    f"{DISTILL_PAIRS:,} span pairs, {DISTILL_EPOCHS[0]} to {DISTILL_EPOCHS[1]}], distill_lr, distill_loss, distill_temperature [default: "
+    f"{SPAN_DISTILL['distill_temperature']}]",
     "init": "every fold's encoder fine-tuned from a pre-trained .ltrenc (e.g. train-encoder --from-docs DOCS "
     "--pair spans:title)",
 }

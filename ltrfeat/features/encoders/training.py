@@ -75,7 +75,7 @@ def train_encoder(
         - loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels) or ``"hinge"`` (DSE).
         - score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
           ``"dot"`` product of the semantic vectors (DSE; see "Scores" in the module docstring).
-        - epochs : maximum number of passes over the samples.
+        - epochs : maximum number of passes over the samples; 0 with a ``teacher``: the distilled towers only.
         - negatives : J, random corpus documents per sample.
         - hard_negatives : same-query lower-labelled documents per sample.
         - in_batch : also use the other samples' documents of the mini-batch as negatives.
@@ -140,6 +140,10 @@ def train_encoder(
         raise ValueError("teacher needs pretrain=None")
     if cfg.distill_weight and teacher is None:
         raise ValueError("distill_weight needs a teacher")
+    if cfg.epochs == 0 and teacher is None:
+        raise ParameterError(
+            "epochs=0 trains nothing without a teacher", fix="give a teacher (distillation only) or epochs >= 1"
+        )
     if init is not None:
         _check_init(init, cfg, teacher)
     model, loss, score, seed, gamma = cfg.model, cfg.loss, cfg.score, cfg.seed, cfg.resolved_gamma
