@@ -19,7 +19,7 @@ SPANS_PER_DOC_TEACHER = (1, 16)  # +spans+teacher: MiniLM encodes every span, so
 # +spans+teacher's pre-training by default: the distilled towers only (span_epochs 0: the span training judged on the
 # validation spans replaced them, and the towers drifted from MiniLM), distilled softer than +teacher's per-fold
 # distillation and for enough epochs to read DISTILL_PAIRS span pairs, 4 to 20 (sample world, 16 spans per title,
-# 12,800 pairs, pre-training alone: NDCG@1 .8262 at 20 epochs and temperature 0.05, .8310 at 0.1; .8002 at 4 spans
+# 11,301 pairs, pre-training alone: NDCG@1 .8262 at 20 epochs and temperature 0.05, .8310 at 0.1; .8002 at 4 spans
 # per title; 4 epochs .7863 where 20 gave .8002 and 60 .8014; docs/features.md)
 SPAN_EPOCHS_TEACHER = 0
 SPAN_DISTILL = {"distill_temperature": 0.1}
