@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import bench_end_to_end, bench_scaling, profile_stages, run_all  # noqa: E402
+from benchmarks import bench_end_to_end, bench_scaling, profile_stages, quality_small_data, run_all  # noqa: E402
+from benchmarks._common import HOME_DEPOT_COLUMNS  # noqa: E402
 
 
 # -- growth exponent ----------------------------------------------------------------------------------------
@@ -433,3 +434,32 @@ def test_run_all_keeps_the_million_pair_point_of_the_scale_simulation(tmp_path, 
         sizes = [int(s) for s in parser_args.sizes.split(",")]
         assert parser_args.add and max(sizes) < 1_000_000
         assert bench_scale_sim._earlier_points(parser_args, sizes) == [point]
+
+
+# -- quality_small_data's files ----------------------------------------------------------------------------
+def test_non_ascii_titles_reach_the_ablation_unchanged(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from ltrfeat.core.text import read_docs, read_judged_pairs
+
+    titles = ["Café table ½ in.", "Plain shelf", "Señor drill 3°", "Bracket"]
+    raw = pd.DataFrame(
+        {
+            "id": [str(i) for i in range(4)],
+            "product_uid": ["1", "2", "3", "4"],
+            "product_title": titles,
+            "search_term": ["table", "table", "drill", "drill"],
+            "relevance": ["3", "1", "2.33", "1"],
+        }
+    )
+    raw.to_csv(tmp_path / "train.csv", index=False, encoding="latin-1")  # as Home Depot ships it
+    collection, judged = quality_small_data._data(tmp_path, 2, 0, 0, raw_path=tmp_path / "train.csv")
+    calls = []
+    monkeypatch.setattr(quality_small_data, "_ltrfeat", lambda *args: calls.append(args) or 0.0)
+    quality_small_data._ablate(judged, collection, tmp_path / "report", {}, [], None)
+    args = list(map(str, calls[0]))
+    encoding = args[args.index("--encoding") + 1]
+    pairs = read_judged_pairs(judged, columns=HOME_DEPOT_COLUMNS, encoding=encoding, label_map="linear:1:3:7")
+    docs = read_docs(collection, fields=["title"], encoding=encoding)
+    assert sorted(pairs["doc"]) == sorted(titles)
+    assert sorted(docs["title"]) == sorted(titles)
