@@ -195,7 +195,7 @@ def train_encoder(
 
             def distill_validate() -> float:
                 tokens[:] = tokens or [hasher.tokenize(data.queries), hasher.tokenize(data.docs)]
-                return validation_ndcg(net, hasher, *tokens, data)
+                return validation_ndcg(net, hasher, tokens[0], tokens[1], data)
 
             pretrained = distill(
                 net,
