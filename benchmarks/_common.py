@@ -33,6 +33,22 @@ _PACKAGES = (
 )
 
 
+def run_ltrfeat(*args, capture: bool = False):
+    """Run ``ltrfeat ARGS`` from the checkout (``CI=1``: no progress bars); its stdout with ``capture``, else its
+    wall seconds. A failure ends the benchmark with the command and the end of its stderr."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)],
+        cwd=ROOT,
+        text=True,
+        capture_output=True,
+        env={**os.environ, "CI": "1"},
+    )
+    if done.returncode:
+        sys.exit(f"ltrfeat {' '.join(map(str, args[:3]))} failed: {done.stderr[-3000:]}")
+    return done.stdout if capture else time.perf_counter() - start
+
+
 def timed(fn, *, repeat: int = 3):
     """Best wall time of ``repeat`` calls and the last call's result."""
     best, result = float("inf"), None

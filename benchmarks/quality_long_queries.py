@@ -24,38 +24,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from benchmarks._common import write_results  # noqa: E402
+from benchmarks._common import run_ltrfeat, write_results  # noqa: E402
 
 SPAN_SPECS = ("clsm:generalized+spans", "dssm:generalized+spans", "clsm:generalized+spans+teacher")
 METRICS = ("ndcg@10", "ndcg@1")
 
 
-def _ltrfeat(*args, capture: bool = False):
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)],
-        cwd=ROOT,
-        text=True,
-        capture_output=True,
-        env={**os.environ, "CI": "1"},
-    )
-    if done.returncode:
-        sys.exit(f"ltrfeat {' '.join(map(str, args[:3]))} failed: {done.stderr[-3000:]}")
-    return done.stdout if capture else time.perf_counter() - start
-
-
 def _ablate(world: Path, report: Path, options: list[str], cache) -> float:
-    return _ltrfeat(
+    return run_ltrfeat(
         "ablate",
         *("--pairs", world / "judged.tsv"),
         *("--k-folds", 3, "--seeds", "0,1,2"),
@@ -79,7 +62,9 @@ def _summary(report: Path) -> dict:
     alone = [s for s in sets if s.endswith("_doc_cos") and not s.startswith("sbert")]
     pairs = [f"{reference}:{s}" for reference in ("bm25_doc", "sbert_doc_cos") for s in alone]
     pairs += [f"lexical:{s}" for s in sets if s.startswith("lexical+")]
-    compared = json.loads(_ltrfeat("compare", report, *pairs, "--metrics", ",".join(METRICS), "--json", capture=True))
+    compared = json.loads(
+        run_ltrfeat("compare", report, *pairs, "--metrics", ",".join(METRICS), "--json", capture=True)
+    )
     pretraining = {
         name: e["jobs"]["span pre-training"]
         for name, e in rep["stage_seconds"]["encoders"].items()
@@ -110,7 +95,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         world = tmp / "world"
-        out["seconds"]["world"] = _ltrfeat(
+        out["seconds"]["world"] = run_ltrfeat(
             *("datasets", "synth", "--out", world, "--seed", args.seed, "--long-queries"),
             *("--queries", args.queries, "--docs", args.docs, "--click-queries", 0, "--candidates", args.candidates),
         )

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -50,7 +49,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from benchmarks._common import HOME_DEPOT, write_results  # noqa: E402
+from benchmarks._common import HOME_DEPOT, run_ltrfeat, write_results  # noqa: E402
 
 SPECS = {
     "scratch": "clsm:generalized",
@@ -58,20 +57,6 @@ SPECS = {
     "collection": "clsm:generalized+spans",
     "collection+ST": "clsm:generalized+spans+teacher",
 }
-
-
-def _ltrfeat(*args) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "ltrfeat.cli.main", *map(str, args)],
-        cwd=ROOT,
-        text=True,
-        capture_output=True,
-        env={**os.environ, "CI": "1"},
-    )
-    if done.returncode:
-        sys.exit(f"ltrfeat {' '.join(map(str, args[:3]))} failed: {done.stderr[-3000:]}")
-    return time.perf_counter() - start
 
 
 ENCODING = "utf-8"  # of the judged and collection files _data writes and the ablations read
@@ -93,7 +78,7 @@ def _data(tmp: Path, n_queries: int, seed: int, n_docs: int, *, raw_path: Path =
 
 
 def _ablate(judged, collection, report, variants: dict, options: list[str], cache) -> float:
-    return _ltrfeat(
+    return run_ltrfeat(
         "ablate",
         "--pairs",
         judged,
@@ -197,7 +182,7 @@ def main() -> None:
         seconds = {}
         variants = {name: SPECS[name] for name in chosen if name != "collection+ST"}
         if args.teacher_spans:
-            seconds["collection+T"] = _ltrfeat(
+            seconds["collection+T"] = run_ltrfeat(
                 "train-encoder",
                 *("--from-docs", collection, "--pair", "spans:title", "--model", "clsm", "--loss", "softmax"),
                 *("--epochs", args.epochs, "--val-fraction", 0.02, "--spans-per-doc", args.teacher_spans_per_doc),

@@ -455,7 +455,7 @@ def test_non_ascii_titles_reach_the_ablation_unchanged(tmp_path, monkeypatch):
     raw.to_csv(tmp_path / "train.csv", index=False, encoding="latin-1")  # as Home Depot ships it
     collection, judged = quality_small_data._data(tmp_path, 2, 0, 0, raw_path=tmp_path / "train.csv")
     calls = []
-    monkeypatch.setattr(quality_small_data, "_ltrfeat", lambda *args: calls.append(args) or 0.0)
+    monkeypatch.setattr(quality_small_data, "run_ltrfeat", lambda *args: calls.append(args) or 0.0)
     quality_small_data._ablate(judged, collection, tmp_path / "report", {}, [], None)
     args = list(map(str, calls[0]))
     encoding = args[args.index("--encoding") + 1]
