@@ -22,7 +22,10 @@ Data (``--data``):
 dssm:generalized, sbert, sbert-ft:generalized, clsm:generalized+teacher; results under ``DATA/readme``).
 Checked per rule at the last step (everything offered; the issue's done-criterion): the recommendation is not
 significantly below the best single feature (the ``best-single`` row: chosen per fold on training queries) and
-scores at least BM25 alone — paired randomisation tests over the pooled test queries, per metric.
+scores at least BM25 alone — paired randomisation tests over the pooled test queries, per metric. The last
+line is the default rule's verdict against the whole criterion: at least BM25 alone at every step of both offers,
+not significantly below the best single feature with everything offered, and no step lowering the
+recommendation by more than two paired SEs (its worst step quoted); every rule's verdict is in the results.
 ``--keep FILE`` saves the ablation's per-query table and inner cross-validation (JSON) and re-uses it when it
 exists, so a changed rule is re-measured without re-running the ablation.
 
@@ -234,6 +237,59 @@ def criterion(per_query, row: dict, bm25: str | None) -> dict:
     return out
 
 
+def verdict(figures: dict, rule: str) -> dict:
+    """``rule`` against the issue's done-criterion, per metric: at least BM25 alone at every step of both
+    offers (the smallest lead), not significantly below the best single feature with everything offered
+    (:func:`criterion`), and no step lowering the recommendation by more than two paired SEs (the worst step)."""
+    steps = figures["by_feature_set"] + figures["by_ranker_kind"]
+    out = {"rule": rule, "metrics": {}}
+    for m in METRICS:
+        entry = {"best_single": figures["criterion"][f"{rule}|{m}"]["best_single"]}
+        if steps[0].get("bm25_alone"):
+            leads = [(r["rules"][rule][m] - r["bm25_alone"][m], r["step"]) for r in steps]
+            lead, step = min(leads)
+            entry["bm25_lead"] = {"min": lead, "step": step}
+        changes = [
+            {"step": r["step"], "change": e[f"{m}_change"], "se": e[f"{m}_change_se"]}
+            for r in steps
+            if f"{m}_change" in (e := r["rules"][rule])
+        ]
+        entry["worst_step"] = min(changes, key=lambda c: c["change"], default=None)
+        single = entry["best_single"]
+        entry["pass"] = {
+            "bm25": "bm25_lead" not in entry or entry["bm25_lead"]["min"] >= 0,
+            "best_single": not (single["delta"] < 0 and single["p"] < 0.05),
+            "noise": all(c["change"] >= -2 * c["se"] for c in changes),
+        }
+        out["metrics"][m] = entry
+    out["pass"] = all(all(e["pass"].values()) for e in out["metrics"].values())
+    return out
+
+
+def verdict_line(name: str, v: dict) -> str:
+    """One line quoting :func:`verdict` (NDCG@1, NDCG@10 side by side)."""
+    ms = v["metrics"]
+    bm25 = (
+        ">= BM25 alone at every step (smallest lead "
+        + ", ".join(f"{m} {e['bm25_lead']['min']:+.4f}" for m, e in ms.items())
+        + ")"
+        if all("bm25_lead" in e for e in ms.values())
+        else "no BM25 alone"
+    )
+    if not all(e["pass"]["bm25"] for e in ms.values()):
+        bm25 = bm25.replace(">=", "BELOW", 1)
+    single = "vs best single, everything offered: " + ", ".join(
+        f"{m} {e['best_single']['delta']:+.4f} p {e['best_single']['p']:.2g}" for m, e in ms.items()
+    )
+    worst = "worst step: " + ", ".join(
+        f"{m} {e['worst_step']['change']:+.4f} ± {e['worst_step']['se']:.4f} ({e['worst_step']['step']})"
+        for m, e in ms.items()
+        if e["worst_step"]
+    )
+    noise = "within 2 SE" if all(e["pass"]["noise"] for e in ms.values()) else "BEYOND 2 SE"
+    return f"verdict {name} ({v['rule']}): {'PASS' if v['pass'] else 'FAIL'}; {bm25}; {single}; {worst} {noise}"
+
+
 def measure(args, encoders) -> dict:
     """The selection ablation's per-query table, inner cross-validation, ranker sets, BM25 set and candidates
     (from ``--keep`` when it holds them)."""
@@ -301,6 +357,7 @@ def main(argv=None):
     parser.add_argument("--keep", default=None, help="JSON file keeping the ablation (re-used when it exists)")
     args = parser.parse_args(argv)
     from ltrfeat.rankers import registry
+    from ltrfeat.rankers.selection import SelectionConfig
 
     encoders = ENCODERS.get(args.encoders) or tuple(args.encoders.split(","))
     key = args.data if args.data == "mq2008" or args.encoders == "growth" else f"{args.data}/{args.encoders}"
@@ -338,6 +395,8 @@ def main(argv=None):
             if (c := v.get(label))
         ]
         print(f"  {key_:<16} {v['recommended']:.4f}  {'  '.join(parts)}  {'pass' if v['pass'] else 'FAIL'}")
+    figures["verdict"] = {rule: verdict(figures, rule) for rule in RULES}
+    print("\n" + verdict_line(key, figures["verdict"][SelectionConfig().rule]))
     path = RESULTS / "quality_candidate_growth.json"
     previous = json.loads(path.read_text())["figures"] if path.is_file() else {}
     write_results("quality_candidate_growth", previous | {key: figures})

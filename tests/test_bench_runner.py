@@ -18,7 +18,14 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import bench_end_to_end, bench_scaling, profile_stages, quality_small_data, run_all  # noqa: E402
+from benchmarks import (  # noqa: E402
+    bench_end_to_end,
+    bench_scaling,
+    profile_stages,
+    quality_candidate_growth,
+    quality_small_data,
+    run_all,
+)
 from benchmarks._common import HOME_DEPOT_COLUMNS  # noqa: E402
 
 
@@ -463,3 +470,56 @@ def test_non_ascii_titles_reach_the_ablation_unchanged(tmp_path, monkeypatch):
     docs = read_docs(collection, fields=["title"], encoding=encoding)
     assert sorted(pairs["doc"]) == sorted(titles)
     assert sorted(docs["title"]) == sorted(titles)
+
+
+# -- quality_candidate_growth's verdict ---------------------------------------------------------------------
+def _growth_figures(encoder_test: float) -> dict:
+    """Two folds of 40 queries; the encoder set leads every inner CV by far and scores ``encoder_test`` on
+    the test queries (lexical, the best single feature .7, BM25 alone .6)."""
+    import pandas as pd
+
+    g = quality_candidate_growth
+    rng = np.random.default_rng(0)
+    kinds, qids = ["best-single", "linear"], np.arange(40)
+    test = {"lex/best-single": 0.7, "lex/linear": 0.7, "lex+enc/best-single": 0.7, "bm25": 0.6, "best-single": 0.7}
+    test["lex+enc/linear"] = encoder_test
+    rows = [
+        {"feature_set": name, "fold": fold, "qid": q, **{m: mean + rng.normal(0, 0.05) for m in g.METRICS}}
+        for fold in ("f0", "f1")
+        for name, mean in test.items()
+        for q in qids
+    ]
+    inner = {"lex": {"best-single": 0.6, "linear": 0.6}, "lex+enc": {"best-single": 0.6, "linear": 0.9}}
+    inner_cv = {
+        fold: {s: (qids, {c: m + rng.normal(0, 0.02, qids.size) for c, m in cv.items()}) for s, cv in inner.items()}
+        for fold in ("f0", "f1")
+    }
+    result = SimpleNamespace(per_query=pd.DataFrame(rows), inner_cv=inner_cv)
+    sets = ["lex", "lex+enc"]
+    by_set = g.growth(result, [("lex", sets[:1], kinds), ("+lex+enc", sets, kinds)], "bm25")
+    by_kind = g.growth(result, [("best-single", sets, kinds[:1]), ("+linear", sets, kinds)], "bm25")
+    figures = {"by_feature_set": by_set, "by_ranker_kind": by_kind}
+    figures["criterion"] = g.criterion(result.per_query, by_set[-1], "bm25")
+    return figures
+
+
+def test_candidate_growth_verdict_passes_a_recommendation_that_holds():
+    v = quality_candidate_growth.verdict(_growth_figures(encoder_test=0.7), "tiered")
+    assert v["pass"]
+    line = quality_candidate_growth.verdict_line("toy", v)
+    assert line.startswith("verdict toy (tiered): PASS; >= BM25 alone at every step") and "within 2 SE" in line
+
+
+def test_candidate_growth_verdict_fails_on_each_part_of_the_criterion():
+    g = quality_candidate_growth
+    figures = _growth_figures(encoder_test=0.3)  # offered second, chosen by every rule, poor on test
+    v = g.verdict(figures, "best")
+    assert figures["by_feature_set"][-1]["rules"]["best"]["chosen"] == dict.fromkeys(("f0", "f1"), "lex+enc/linear")
+    assert not v["pass"]
+    for m in g.METRICS:
+        assert v["metrics"][m]["pass"] == {"bm25": False, "best_single": False, "noise": False}
+        assert v["metrics"][m]["worst_step"]["step"] in ("+lex+enc", "+linear")  # both offers bring it
+        assert v["metrics"][m]["worst_step"]["change"] == pytest.approx(-0.4, abs=0.03)
+        assert v["metrics"][m]["bm25_lead"]["min"] == pytest.approx(-0.3, abs=0.03)
+    line = g.verdict_line("toy", v)
+    assert "FAIL" in line and "BELOW BM25 alone" in line and "BEYOND 2 SE" in line
