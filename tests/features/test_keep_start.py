@@ -98,7 +98,8 @@ def test_the_loop_keeps_the_start_unless_an_epoch_beats_it_clearly():
 
 def test_a_training_that_cannot_beat_its_start_stops_after_patience_checkpoints():
     start, slightly_up = [0.5, 0.5, 0.5, 0.5], [0.55, 0.45, 0.6, 0.5]  # a higher mean, within one paired SE
-    run, weight = _scripted([start] + [slightly_up] * 8, margin=1.0, checks=4, patience=2)
+    slightly_down = [0.45, 0.5, 0.5, 0.45]
+    run, weight = _scripted([start] + [slightly_down] * 8, margin=1.0, checks=4, patience=2)
     assert [h["step"] for h in run.history[1:]] == [1, 2] and weight == 0.0  # 2 of 8 checkpoints, start kept
     assert run.kept["kept"] and run.kept["best_epoch"] == 0.25
     assert {k: run.kept[k] for k in ("checkpoints", "planned_checkpoints", "steps", "planned_steps")} == {
@@ -107,8 +108,22 @@ def test_a_training_that_cannot_beat_its_start_stops_after_patience_checkpoints(
         "steps": 2,
         "planned_steps": 8,
     }
+    # a record mean within the SE restarts the count once: 2 checkpoints after it, the start kept
+    run, weight = _scripted([start] + [slightly_up] * 8, margin=1.0, checks=4, patience=2)
+    assert [h["step"] for h in run.history[1:]] == [1, 2, 3] and weight == 0.0 and run.kept["kept"]
     run, weight = _scripted([start] + [slightly_up] * 8, margin=None, checks=4, patience=2)  # no start: best mean
     assert len(run.history) == 4 and weight == 1.0
+
+
+def test_a_validation_that_keeps_rising_trains_on_until_its_gain_is_clear():
+    start = [0.5, 0.5, 0.5, 0.5]
+    # each checkpoint a higher mean, none clear of the start by one SE before the fifth: the old rule stopped at 2
+    creeping = [[0.5 + d, 0.5 - d / 2, 0.5 + d, 0.5] for d in (0.01, 0.02, 0.03, 0.04)]
+    clear = [0.6, 0.6, 0.62, 0.61]
+    run, weight = _scripted(
+        [start, *creeping, clear, creeping[0], creeping[0], creeping[0]], margin=1.0, checks=4, patience=2
+    )
+    assert len(run.history) == 8 and not run.kept["kept"] and run.kept["best_epoch"] == 1.25 and weight == 5.0
 
 
 def test_a_training_that_beats_its_start_keeps_training_and_keeps_its_best_checkpoint():

@@ -50,9 +50,12 @@ beats it by more than ``m`` paired standard errors over the validation queries:
 ``d_i = NDCG@10_epoch(q_i) - NDCG@10_start(q_i)`` over the n validation queries with a positive grade,
 ``mean(d) > m * sd(d) / sqrt(n)`` (sample standard deviation, ``ddof=1``; with fewer than 2 queries the start
 is kept). ``m = 0`` keeps any epoch better on average. Early stopping works against the start: a checkpoint
-counts as an improvement only when it beats the start by this rule (and the best such checkpoint so far by
-mean), so a training that cannot beat its start stops after ``patience`` checkpoints -- with several per epoch
-(MiniLM's ``val_per_epoch`` 8, a started CLSM/DSSM's 4), a fraction of an epoch -- and keeps it; the record adds
+counts as the best only when it beats the start by this rule (and the best such checkpoint so far by mean);
+the patience count restarts at every checkpoint whose mean beats all earlier ones, the start's included (a
+validation still rising -- MiniLM's on Home Depot, where a quarter epoch is not yet one SE clear of the start
+-- trains on), so a training that cannot beat its start stops ``patience`` checkpoints after its last record
+-- with several per epoch (MiniLM's ``val_per_epoch`` 8, a started CLSM/DSSM's 4), a fraction of an epoch --
+and keeps it; the record adds
 the ``checkpoints`` and mini-batch ``steps`` run of the ``planned_checkpoints`` / ``planned_steps``. The decision is the training record's ``keep_start``
 (:func:`keep_start_decision`). A from-scratch model has no start worth keeping: its random epoch 0 takes no
 part in the rule.
@@ -579,7 +582,9 @@ def _validated(loop: Loop, run: Run, *, at, loss: float, step: int, seconds: flo
     entry (``val_seconds``: the validation's cost), and the best checkpoint so far (and its weights; with
     ``stopping`` off every checkpoint is the best). With a start to keep (``margin``: the keep-start rule's), a
     checkpoint is better only when it also beats the start by that rule, and ``run.trained`` follows the best
-    checkpoint the rule would keep (before there is one, the best trained by mean)."""
+    checkpoint the rule would keep (before there is one, the best trained by mean); the patience count restarts
+    at every checkpoint whose mean beats all earlier ones (the start's included, ``run.best["record"]``), so a
+    training whose validation keeps rising trains on before its gain is clear of the start."""
     t0 = time.perf_counter()
     val_score, per_query = _scored(loop.validate())
     val_seconds = time.perf_counter() - t0
@@ -595,7 +600,11 @@ def _validated(loop: Loop, run: Run, *, at, loss: float, step: int, seconds: flo
     )
     _log.info("%s %g: train loss %.4f, validation NDCG@10 %.4f (%.1f s)", desc, at, loss, val_score, seconds)
     better = not stopping or np.isnan(run.best["val_ndcg@10"]) or val_score > run.best["val_ndcg@10"]
+    rising = False
     if stopping and run.start_state is not None and margin is not None:
+        record = run.best.get("record", run.history[0]["val_ndcg@10"])
+        rising = bool(np.isnan(record) or val_score > record)
+        run.best["record"] = val_score if rising else record
         beats = not keep_start_decision(run.start_scores, per_query, margin=margin, trained_epoch=at)["kept"]
         better = better and beats
         trained = run.trained
@@ -607,10 +616,10 @@ def _validated(loop: Loop, run: Run, *, at, loss: float, step: int, seconds: flo
         if replace:
             run.trained = {"epoch": at, "scores": per_query, "beats": beats}
     if better:
-        run.best = {"epoch": at, "val_ndcg@10": val_score, "stale": 0}
+        run.best = {**run.best, "epoch": at, "val_ndcg@10": val_score, "stale": 0}
         run.best_state = _clone(loop.net)
     else:
-        run.best["stale"] += 1
+        run.best["stale"] = 0 if rising else run.best["stale"] + 1
 
 
 def fit_epochs(
