@@ -357,7 +357,8 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int,
     spec_key.update({"score": "dot"} if spec.resolved_score == "dot" else {})
     if _keeps_start(spec):  # trained under the keep-start rule: encoders cached before it are not reused
         spec_key["keep_start"] = options.get("keep_start_margin", KEEP_START_MARGIN)
-        spec_key["stops_at_checkpoints"] = True  # nor those trained before early stopping against the start
+        # nor those trained before early stopping against the start (2: a record mean restarts the patience count)
+        spec_key["stops_at_checkpoints"] = 2
     if init_key is not None:
         spec_key["path"] = init_key
     h.update(
