@@ -523,3 +523,43 @@ def test_candidate_growth_verdict_fails_on_each_part_of_the_criterion():
         assert v["metrics"][m]["bm25_lead"]["min"] == pytest.approx(-0.3, abs=0.03)
     line = g.verdict_line("toy", v)
     assert "FAIL" in line and "BELOW BM25 alone" in line and "BEYOND 2 SE" in line
+
+
+# -- early-stopping patience (quality_patience) ------------------------------------------------------------
+@pytest.mark.parametrize(
+    "curve, patience, expected",
+    [([0.1, 0.3, 0.2, 0.3, 0.25], 2, (2, 4)), ([0.1, 0.3, 0.2, 0.4, 0.25], 2, (4, 5)), ([0.5, 0.5, 0.5], 1, (1, 2))],
+)
+def test_stops_keeps_the_first_strict_maximum(curve, patience, expected):
+    from benchmarks.quality_patience import stops
+
+    assert stops(curve, patience) == expected
+
+
+def test_stops_predicts_lightgbm_fit_by_fit_and_an_unchanged_kept_round_keeps_the_model():
+    from benchmarks.quality_patience import _Recorder, stops
+    from ltrfeat.core.dataset import FeatureMap, RankingSet
+    from ltrfeat.rankers.lambdamart import LambdaMART
+
+    rng = np.random.default_rng(2)  # a world whose validation curve keeps improving after plateaus
+    n_queries, docs = 80, 10
+    latent = rng.normal(size=n_queries * docs)
+    label = np.digitize(latent + rng.normal(scale=1.0, size=latent.size), [0.0, 1.0]).astype(float)
+    X = np.column_stack([latent + rng.normal(scale=0.5, size=latent.size), rng.normal(size=(latent.size, 3))])
+    data = RankingSet(np.repeat([f"q{i:03d}" for i in range(n_queries)], docs), label, X, FeatureMap.dense(4))
+    train, valid = data.subset_queries(data.queries()[:60]), data.subset_queries(data.queries()[60:])
+    settings = {"n_estimators": 150, "learning_rate": 0.05, "num_leaves": 7, "n_jobs": 1}
+    recorder = _Recorder()
+    try:
+        models = {p: LambdaMART(**settings, early_stopping_rounds=p).fit(train, valid) for p in (60, 50, 20, 8, 3)}
+    finally:
+        recorder.close()
+    curve = recorder.fits[0]["curve"]
+    kept = [fit["best"] for fit in recorder.fits]
+    for p, fit in zip(models, recorder.fits):
+        assert stops(curve, p) == (fit["best"], fit["run"]) == (models[p].best_iteration_, len(fit["curve"]))
+    # 50 keeps 60's round (no better one within 60 rounds after it), so the same trees; shorter ones stop before
+    # later improvements
+    assert kept == [52, 52, 25, 3, 3]
+    assert np.array_equal(models[50].predict(data), models[60].predict(data))
+    assert not np.array_equal(models[20].predict(data), models[60].predict(data))

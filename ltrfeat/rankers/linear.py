@@ -38,7 +38,7 @@ def _pairs(data: RankingSet, max_pairs: int, rng: np.random.Generator) -> tuple[
 class LinearRanker(BaseEstimator):
     """score(x) = w · z(x), with z the feature values standardised by the training mean and
     standard deviation (missing values become 0, the mean) and w fitted by L2-regularised
-    logistic regression on z(better) − z(worse) over within-query pairs.
+    logistic regression on z(better) − z(worse) over within-query pairs (Newton–Cholesky, to the optimum).
 
     Parameters
     ----------
@@ -90,7 +90,10 @@ class LinearRanker(BaseEstimator):
         diff = Z[better] - Z[worse]
         flip = rng.random(len(diff)) < 0.5
         diff[flip] *= -1
-        model = LogisticRegression(C=self.C, fit_intercept=False, max_iter=1000)
+        # Newton steps with a Cholesky solve of the (features x features) Hessian reach the optimum of this
+        # objective in a few passes over the pairs; L-BFGS stopped at its gradient tolerance well short of it
+        # on correlated lexical features (weights 10-25% away) after ~60 passes
+        model = LogisticRegression(C=self.C, fit_intercept=False, solver="newton-cholesky")
         # one BLAS thread: these problems are small, and many threads on a busy machine made a fit 7x slower
         with threadpool_limits(1):
             model.fit(diff, (~flip).astype(np.int64))

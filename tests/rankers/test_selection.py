@@ -79,6 +79,27 @@ def test_linear_ranker_weights_the_signal_and_round_trips(world, tmp_path):
     assert np.array_equal(again.predict(world), model.predict(world))
 
 
+def test_linear_ranker_reaches_the_optimum_on_correlated_features():
+    # near-copies of one feature make the problem ill-conditioned: a gradient-tolerance stop (L-BFGS) ends far
+    # from the optimum there; the fitted weights must zero the gradient of C * sum(log-loss) + |w|^2 / 2
+    rng = np.random.default_rng(3)
+    base = one_feature_world(n_queries=60, docs=10, noise=1)
+    X = np.column_stack([base.X, base.X[:, :1] * (1 + rng.normal(scale=1e-3, size=(len(base), 3)))])
+    data = RankingSet(base.qid, base.label, X, FeatureMap.dense(X.shape[1]))
+    model = LinearRanker(C=10.0, max_pairs_per_query=1000).fit(data)
+    label, Z = data.label, model._standardise(data.X.astype(np.float64))
+    better, worse = [], []
+    for start in range(0, len(data), 10):
+        i, j = np.nonzero(label[start : start + 10, None] > label[None, start : start + 10])
+        better.append(i + start)
+        worse.append(j + start)
+    D = Z[np.concatenate(better)] - Z[np.concatenate(worse)]
+    assert model.n_pairs_ == len(D)
+    margin = D @ model.coef_
+    gradient = -10.0 * D.T @ (1 / (1 + np.exp(margin))) + model.coef_
+    assert np.abs(gradient).max() < 1e-5 * np.abs(10.0 * D).sum(axis=0).max()  # L-BFGS: 6e-5
+
+
 def test_boosted_from_feature_round_trips_and_plain_loader_refuses_it(world, tmp_path):
     train, valid = world.subset_queries(world.queries()[:100]), world.subset_queries(world.queries()[100:])
     model = BoostedFromFeature(lambdamart=FAST).fit(train, valid)
