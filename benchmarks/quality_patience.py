@@ -18,7 +18,8 @@ Encoders: zero-shot MiniLM (``sbert``) by default, beside the lexical features (
 what is measured), or ``--encoders readme`` (the README's five; with ``--cache`` they are trained there once, e.g.
 by ``bench_ablation.py --encoder-cache DIR``). Ranker seeds 0, 1, 2, model selection on (the ablation's defaults).
 
-    python benchmarks/quality_patience.py --data world10k [--patience 50,20,10] [--encoders readme] [--cache DIR]
+    python benchmarks/quality_patience.py --data world10k [--patience 50,20,10] [--predict 5] [--encoders readme]
+        [--cache DIR] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def _homedepot(tmp: Path, n: int) -> list:
     pairs = pairs[pairs["qid"].isin(set(keep))].reset_index(drop=True)
     path = tmp / f"homedepot{n}.tsv"
     pairs.to_csv(path, sep="\t", index=False)
-    return ["--pairs", path]
+    return ["--pairs", path, "--conflicts", "first"]  # 15 retitled products keep their first title
 
 
 class _Recorder:
@@ -145,11 +146,14 @@ def main() -> None:
     ap.add_argument("--data", choices=["world10k", "homedepot300", "homedepot1000"], default="world10k")
     ap.add_argument("--patience", default="50,20,10", help="comma-separated, the largest first")
     ap.add_argument("--encoders", default="sbert", help="readme, or comma-separated specs")
+    ap.add_argument("--predict", default="", help="more patience values (smaller), only predicted from the curves")
     ap.add_argument("--cache", type=Path, default=None, help="encoder cache (its rankers/ store is emptied)")
+    ap.add_argument("--keep", type=Path, default=None, help="keep each run's report in KEEP/pP")
     args = ap.parse_args()
     patience = [int(p) for p in args.patience.split(",")]
-    if patience != sorted(patience, reverse=True):
-        sys.exit("--patience: the largest first")
+    predict = [int(p) for p in args.predict.split(",") if p]
+    if patience != sorted(patience, reverse=True) or any(p >= patience[0] for p in predict):
+        sys.exit("--patience: the largest first; --predict: smaller than it")
     named = {"readme": README_ENCODERS}
     encoders = named[args.encoders] if args.encoders in named else tuple(args.encoders.split(","))
     figures: dict = {"data": args.data, "encoders": list(encoders), "patience": patience, "runs": {}}
@@ -171,6 +175,8 @@ def main() -> None:
             figures["runs"][p]["per_query_identical"] = (tmp / f"rep{patience[0]}" / "per_query.tsv").read_bytes() == (
                 tmp / f"rep{p}" / "per_query.tsv"
             ).read_bytes()
+            if args.keep is not None:
+                shutil.copytree(tmp / f"rep{p}", args.keep / f"p{p}", dirs_exist_ok=True)
     top = patience[0]
     base_fits = fits[top]
     for p in patience[1:]:
@@ -184,6 +190,19 @@ def main() -> None:
             run["prediction_matches_run"] = all(k == f["best"] for (k, _), f in zip(predicted, fits[p]))
         run["rows"] = _paired(per_query, top, p)
     figures["runs"][top]["rows"] = _paired(per_query, top, top)
+    for p in predict:
+        predicted = [stops(f["curve"], p) for f in base_fits]
+        figures["predicted"] = figures.get("predicted", {}) | {
+            p: {
+                "kept_round_changed": sum(k != f["best"] for (k, _), f in zip(predicted, base_fits)),
+                "rounds_run": int(sum(r for _, r in predicted)),
+            }
+        }
+        print(
+            f"patience {p} (predicted from the {top}-curves): kept round changed in "
+            f"{figures['predicted'][p]['kept_round_changed']} of {len(base_fits)} fits, "
+            f"{figures['predicted'][p]['rounds_run']} rounds run"
+        )
     for p in patience:
         run = figures["runs"][p]
         print(
