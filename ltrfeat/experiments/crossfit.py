@@ -71,6 +71,7 @@ log = get_logger("ablate")
 TEACHER_OPTIONS = (
     "distill_epochs",
     "distill_lr",
+    "distill_batch_size",
     "distill_weight",
     "distill_rows",
     "distill_loss",

@@ -505,3 +505,57 @@ def test_train_encoder_stops_the_distillation_on_its_validation_queries():
     assert again.training["pretrain"]["val_ndcg@10"] == stage["val_ndcg@10"]
     for name, value in encoder.model.state_dict().items():
         assert torch.equal(value, again.model.state_dict()[name]), name
+
+
+def test_vector_loss_is_one_minus_the_mean_row_cosine_and_refuses_other_shapes():
+    from ltrfeat.features.encoders._losses import vector_loss
+
+    t = torch.nn.functional.normalize(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), dim=1)
+    assert float(vector_loss(t, t)) == pytest.approx(0.0, abs=1e-6)
+    assert float(vector_loss(-t, t)) == pytest.approx(2.0)
+    s = torch.randn(5, 4, generator=torch.Generator().manual_seed(1))
+    cos = torch.nn.functional.cosine_similarity(s, t, dim=1)
+    assert float(vector_loss(s, t)) == pytest.approx(float(1 - cos.mean()))
+    with pytest.raises(ValueError, match="differ"):
+        vector_loss(s[:, :3], t)
+
+
+def test_vector_distillation_brings_each_texts_vectors_to_the_teachers_on_held_out_texts():
+    teacher = WordTeacher(dim=SMALL["out"])
+    q, d = texts(150, 1), texts(150, 2)
+    held = texts(100, 3)
+
+    def own_cosine(hasher, net):  # student vector . teacher vector of each held-out text, both towers
+        enc, want = Encoder(hasher, net), teacher.encode(held)
+        return [float(np.mean(np.sum(enc.encode(held, side=side) * want, axis=1))) for side in ("query", "doc")]
+
+    hasher, net = student(q + d)
+    before = own_cosine(hasher, net)
+    record = distill(net, hasher, q, d, teacher, epochs=5, batch_size=64, lr=2e-2, loss="vector", progress=False)
+    after = own_cosine(hasher, net)
+    assert min(after) > 0.7 and min(after) > max(before) + 0.5
+    assert record["loss_function"] == "vector" and "temperature" not in record
+    assert record["loss"][-1] < record["loss"][0] / 2
+    assert record["agreement"]["after"]["pearson"] > 0.7 > record["agreement"]["before"]["pearson"] + 0.3
+
+
+def test_vector_distillation_needs_the_teachers_width():
+    from ltrfeat.core.errors import ParameterError
+
+    hasher, net = student(texts(20, 1))  # out 24, the teacher 16 wide
+    with pytest.raises(ParameterError, match="24 wide and the teacher's vectors 16") as info:
+        distill(net, hasher, texts(20, 1), texts(20, 2), WordTeacher(), loss="vector", progress=False)
+    assert "'out': 16" in str(info.value)
+    distill(net, hasher, texts(20, 1), texts(20, 2), WordTeacher(dim=24), epochs=1, loss="vector", progress=False)
+
+
+def test_train_encoder_records_the_vector_loss_and_batch_size_only_off_their_defaults():
+    opts = {**OPTS, "val_fraction": 0.0, "distill_epochs": 1, "sizes": {**SMALL, "out": 16}}
+    plain, _ = train_encoder(judged(), teacher=WordTeacher(), **opts)
+    vector, _ = train_encoder(judged(), teacher=WordTeacher(), distill_loss="vector", distill_batch_size=32, **opts)
+    params = vector.training["params"]
+    assert (params["distill_loss"], params["distill_batch_size"]) == ("vector", 32)
+    assert vector.training["pretrain"]["batch_size"] == 32 and vector.training["pretrain"]["loss_function"] == "vector"
+    assert "distill_loss" not in plain.training["params"] and "distill_batch_size" not in plain.training["params"]
+    with pytest.raises(LtrfeatError, match="distill_loss"):
+        train_encoder(judged(), teacher=WordTeacher(), distill_loss="cosine", **opts)

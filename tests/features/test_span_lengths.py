@@ -93,3 +93,17 @@ def test_pre_training_key_is_unchanged_at_the_default_lengths():
             assert _StartingPoint(spec, titles, options={"span_epochs": 2} | options, seed=0, cache=None).key == key
         for other in ({"span_min_words": 8, "span_max_words": 24}, {"span_hold_out": 1}):
             assert _StartingPoint(spec, titles, options={"span_epochs": 2} | other, seed=0, cache=None).key != key
+
+
+def test_pre_training_key_names_the_distillation_loss_and_batch_size():
+    titles = DOCS["title"].head(50).tolist()
+    spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
+    keys = {
+        _StartingPoint(spec, titles, options=options, seed=0, cache=None).key
+        for options in ({}, {"distill_loss": "vector"}, {"distill_batch_size": 1024}, {"distill_loss": "kl"})
+    }
+    assert len(keys) == 4
+    start = _StartingPoint(
+        spec, titles, options={"distill_loss": "vector", "distill_batch_size": 1024}, seed=0, cache=None
+    )
+    assert start.distill_settings["distill_loss"] == "vector" and "distill_loss" not in start.options

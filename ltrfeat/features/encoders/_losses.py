@@ -3,6 +3,7 @@
 Every function takes ``pos`` (B,) -- R(Q, D) of each sample's own document -- and ``neg``
 (B, J) -- R(Q, D') of its negative candidates -- with an optional boolean ``mask`` (B, J)
 marking the real candidates (False entries are ignored). Losses are averaged over samples.
+:func:`vector_loss` is the distillation's embedding-level loss (student vectors onto a teacher's).
 """
 
 from __future__ import annotations
@@ -61,3 +62,12 @@ def hinge_loss(pos, neg, *, margin: float = 1.0, mask=None) -> torch.Tensor:
     if mask is None:
         return per_pair.mean()
     return (per_pair * mask).sum() / mask.sum().clamp(min=1)
+
+
+def vector_loss(student, teacher) -> torch.Tensor:
+    """Embedding-level distillation ``1 - cos(s_i, t_i)``, averaged over rows: each text's student vector (B, L)
+    regressed onto its teacher vector (B, L) (Reimers & Gurevych 2020), so every cosine between the student's
+    vectors approaches the teacher's, not only the in-batch ones."""
+    if student.shape != teacher.shape:
+        raise ValueError(f"student vectors {tuple(student.shape)} and teacher vectors {tuple(teacher.shape)} differ")
+    return 1 - torch.nn.functional.cosine_similarity(student, teacher, dim=1).mean()

@@ -28,6 +28,9 @@ TOWER_MODELS = ("clsm", "dssm")
 PRETRAININGS = ("rbm",)  # EncoderConfig.pretrain (DSSM only)
 # EncoderConfig.distill_rows: every training pair, or only those labelled a positive (soft label >= min_positive)
 DISTILL_ROWS = ("all", "positives")
+# EncoderConfig.distill_loss: the teacher's in-batch ranking (kl), its in-batch cosines (mse), or each text's teacher
+# vector itself (vector: the towers' width must be the teacher's); ltrfeat.features.encoders.distill
+DISTILL_LOSSES = ("kl", "mse", "vector")
 PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.precision_context)
 # a training that starts from a model worth keeping (MiniLM, +init/+spans weights, a +teacher distillation) keeps it
 # unless its best trained epoch beats it on the validation queries by more than this many paired standard errors of
@@ -113,9 +116,10 @@ class EncoderConfig(TrainingConfig):
         "pretrain": [OneOf(*PRETRAININGS), None],
         "distill_epochs": _at_least(1),
         "distill_lr": _POSITIVE,
+        "distill_batch_size": _at_least(2),
         "distill_weight": _at_least(0, Real),
         "distill_rows": [OneOf(*DISTILL_ROWS)],
-        "distill_loss": [OneOf("kl", "mse")],
+        "distill_loss": [OneOf(*DISTILL_LOSSES)],
         "distill_temperature": _POSITIVE,
         "distill_patience": _at_least(1) + [None],
         "keep_start_margin": _at_least(0, Real),
@@ -143,6 +147,7 @@ class EncoderConfig(TrainingConfig):
     pretrain: str | None = None
     distill_epochs: int = 4
     distill_lr: float = 3e-3
+    distill_batch_size: int = 256
     distill_weight: float = 0.0
     distill_rows: str = "all"
     distill_loss: str = "kl"

@@ -7,7 +7,10 @@ to the teacher's: ``loss="kl"`` (default) matches each query row's softmax over 
 (cosines / temperature: the teacher's in-batch ranking), ``loss="mse"`` regresses the cosines
 themselves. On Home Depot validation queries KL gave the better ranker (distilled-only CLSM NDCG@1
 .657 against .624 for MSE, same 8 epochs). ``same_side`` adds the query-query and document-document
-matrices (weighted). After distillation the
+matrices (weighted). ``loss="vector"`` instead regresses each text's student vector onto its teacher vector
+(embedding-level distillation, :func:`~ltrfeat.features.encoders._losses.vector_loss`; the towers' output width
+must be the teacher's, e.g. ``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches
+the teacher's, not only those inside a batch. After distillation the
 encoder is fine-tuned with its ranking loss as usual (:func:`ltrfeat.features.encoders.training.train_encoder`
 with ``teacher=``), optionally with the batch's KL term kept in that loss (``distill_weight``,
 :class:`KeptTeacher`). Home Depot validation queries (529, ``quality_distill_homedepot.py --queries 3000``),
@@ -34,8 +37,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from ltrfeat.features.encoders._losses import vector_loss
+from ltrfeat.features.encoders.config import DISTILL_LOSSES
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
 from ltrfeat.core.settings import Interval, OneOf, Settings
@@ -287,6 +292,8 @@ def _batch_loss(net, hasher, tokens, vectors, q, d, settings: DistillSettings) -
     sd = _student(net.tower("doc"), hasher, tokens[1], d)
     tq, td = torch.from_numpy(vectors[0][q]), torch.from_numpy(vectors[1][d])
     how, temperature = settings.loss, settings.temperature
+    if how == "vector":  # each tower onto the teacher's vectors of its own side's texts
+        return vector_loss(sq, tq) + vector_loss(sd, td)
     loss = _matrix_loss(sq @ sd.T, tq @ td.T, how, temperature)
     if settings.same_side:
         loss = (
@@ -319,9 +326,12 @@ class DistillSettings(Settings):
         ``benchmarks/quality_distill_epochs.py``).
     batch_size : pairs per mini-batch (the cosine matrices are batch x batch).
     lr : Adam learning rate.
-    same_side : weight of the query-query and document-document cosine matrices (0: cross only).
+    same_side : weight of the query-query and document-document cosine matrices (0: cross only; not used by
+        ``"vector"``).
     loss : ``"mse"`` regresses the cosine matrices; ``"kl"`` matches each row's softmax over the batch
-        (cosines divided by ``temperature``), i.e. the teacher's in-batch ranking rather than its values.
+        (cosines divided by ``temperature``), i.e. the teacher's in-batch ranking rather than its values;
+        ``"vector"`` regresses each text's student vector onto its teacher vector (``1 - cosine``; the towers'
+        output width must be the teacher's).
     patience : with a ``validate`` of :func:`distill`, stop after this many epochs in a row without a better
         validation score than the best so far and keep the best epoch's weights; None: every epoch, no validation.
     """
@@ -332,7 +342,7 @@ class DistillSettings(Settings):
         "batch_size": [Interval(Integral, 2, None)],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "same_side": [Interval(Real, 0, None)],
-        "loss": [OneOf("mse", "kl")],
+        "loss": [OneOf(*DISTILL_LOSSES)],
         "temperature": [Interval(Real, 0, None, closed="neither")],
         "patience": [Interval(Integral, 1, None), None],
     }
@@ -396,6 +406,14 @@ def distill(
     tq = teacher_vectors(teacher, q_texts, side="query", key=key, progress=progress)
     td = teacher_vectors(teacher, d_texts, side="doc", key=key, progress=progress)
     teacher_seconds = time.perf_counter() - t0
+    width = net.config["tower"]["out"]
+    if settings.loss == "vector" and width != tq.shape[1]:
+        raise ParameterError(
+            f"distill_loss='vector' regresses the student's vectors onto the teacher's, but the towers are {width} "
+            f"wide and the teacher's vectors {tq.shape[1]}",
+            fix=f"give sizes={{'out': {tq.shape[1]}}} (JSON: --encoder-option 'sizes={{\"out\": {tq.shape[1]}}}')",
+            param="distill_loss",
+        )
     pairs = np.unique(np.stack([q_of, d_of], axis=1), axis=0)
     q_tokens, d_tokens = hasher.tokenize(q_texts), hasher.tokenize(d_texts)
     rng = np.random.default_rng([seed, 4])

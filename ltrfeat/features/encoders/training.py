@@ -113,9 +113,12 @@ def train_encoder(
         - distill_patience : with a teacher, score the student on the validation queries after every
           distillation epoch, stop after this many epochs in a row without a better score and keep the best epoch's
           weights (None, default: every ``distill_epochs``).
-        - distill_loss, distill_temperature : the distillation's matrix loss, ``"kl"`` (the teacher's in-batch
-          ranking, softmax of cosines / temperature) or ``"mse"`` (its cosines), see
+        - distill_loss, distill_temperature : the distillation's loss, ``"kl"`` (the teacher's in-batch
+          ranking, softmax of cosines / temperature), ``"mse"`` (its in-batch cosines) or ``"vector"`` (each text's
+          teacher vector itself; the towers' ``out`` width must be the teacher's, 384 for MiniLM), see
           :class:`~ltrfeat.features.encoders.distill.DistillSettings`.
+        - distill_batch_size : pairs per distillation mini-batch (the in-batch matrices are this wide; ``"vector"``
+          does not depend on it, so a larger batch only means fewer optimizer steps).
         - keep_start_margin : with ``init`` or a ``teacher`` (a starting model worth keeping), that model is kept
           unless the best trained epoch beats its validation NDCG@10 by more than this many paired standard
           errors of the per-query differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting
@@ -205,6 +208,7 @@ def train_encoder(
                 teacher,
                 epochs=cfg.distill_epochs,
                 lr=cfg.distill_lr,
+                batch_size=cfg.distill_batch_size,
                 loss=cfg.distill_loss,
                 temperature=cfg.distill_temperature,
                 patience=cfg.distill_patience if cfg.val_fraction > 0 else None,
@@ -354,7 +358,13 @@ def _record_params(cfg: EncoderConfig, teacher, keep_start: float | None = None)
             # the later settings only when not their default: earlier bundles and checkpoints keep their params
             **{
                 name: getattr(cfg, name)
-                for name in ("distill_rows", "distill_loss", "distill_temperature", "distill_patience")
+                for name in (
+                    "distill_rows",
+                    "distill_loss",
+                    "distill_temperature",
+                    "distill_patience",
+                    "distill_batch_size",
+                )
                 if getattr(cfg, name) != getattr(EncoderConfig, name)
             },
         )
