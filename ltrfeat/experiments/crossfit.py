@@ -440,7 +440,8 @@ class _StartingPoint:
     encoder is cached beside the fold encoders. ``+spans+teacher``: the same, its towers first distilled from the
     spec's teacher (:mod:`~ltrfeat.features.encoders.distill`) on the positive span -> document pairs only (the
     span table's negatives add no text, only steps), with the ``distill_*`` options (``distill_settings``, out of
-    the fold trainings' options); MiniLM encodes each distinct span and document once, through the teacher-vector
+    the fold trainings' options; by default ``distill_loss="vector"`` with towers whose ``out`` is the teacher's
+    width unless ``sizes`` names one); MiniLM encodes each distinct span and document once, through the teacher-vector
     cache (on ``cluster`` when given); ``key`` also names the teacher.
     """
 
@@ -565,6 +566,11 @@ class _StartingPoint:
                     positives = spans[spans["label"] > 0]
                     for side, column in (("query", "query"), ("doc", "doc")):
                         self.cluster.teacher_vectors(self.spec.teacher, positives[column].tolist(), side=side)
+                if settings["distill_loss"] == "vector":  # the towers as wide as the teacher's vectors
+                    from ltrfeat.features.encoders.distill import teacher_width
+
+                    sizes = dict(settings.get("sizes") or {})
+                    settings["sizes"] = {"out": teacher_width(self.spec.teacher, spans["doc"].iloc[0])} | sizes
             encoder, _ = train_encoder(
                 spans,
                 model=self.spec.model,

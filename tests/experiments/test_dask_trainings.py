@@ -181,7 +181,7 @@ def test_spans_teacher_pretraining_distils_minilm_vectors_made_on_the_cluster(da
 
     pairs = make_pairs()
     specs = ["clsm:generalized+spans+teacher"]
-    options = OPTIONS | {"distill_epochs": 1}
+    options = OPTIONS | {"distill_epochs": 1, "clsm.sizes": {"conv": 32}}  # out: MiniLM's width (vector distillation)
     distill.clear_cache()
     local = _columns(pairs, specs, encoder_jobs=1, options=options)
     distill.clear_cache()

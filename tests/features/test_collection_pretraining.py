@@ -315,7 +315,12 @@ def test_spans_teacher_key_names_the_teacher_and_keeps_distillation_out_of_the_f
     plain, distilled = start("clsm:generalized+spans"), start("clsm:generalized+spans+teacher")
     assert "distill_epochs" not in plain.options | plain.distill_settings  # +spans has no teacher
     # the given distillation settings over the span pre-training's own defaults
-    assert distilled.distill_settings == {"distill_epochs": 2, "distill_temperature": 0.1}
+    assert distilled.distill_settings == {
+        "distill_epochs": 2,
+        "distill_loss": "vector",
+        "distill_batch_size": 1024,
+        "distill_temperature": 0.1,
+    }
     assert "distill_epochs" not in distilled.options
     assert distilled.options == plain.options  # the folds fine-tune with the same settings
     keys = {
@@ -324,8 +329,9 @@ def test_spans_teacher_key_names_the_teacher_and_keeps_distillation_out_of_the_f
         start(f"clsm:generalized+spans+teacher={tmp_path}").key,
         start("clsm:generalized+spans+teacher", distill_epochs=3).key,
         start("clsm:generalized+spans+teacher", distill_temperature=0.2).key,
+        start("clsm:generalized+spans+teacher", distill_loss="kl").key,
     }
-    assert len(keys) == 5
+    assert len(keys) == 6
     assert start("clsm:softmax+spans+teacher").key == distilled.key  # the fold loss is not the pre-training's
     assert EncoderSpec.parse(f"dssm:softmax+spans+teacher={tmp_path}").teacher == f"sbert={tmp_path}"
     with pytest.raises(LtrfeatError, match="the pre-trainings are"):
@@ -335,14 +341,26 @@ def test_spans_teacher_key_names_the_teacher_and_keeps_distillation_out_of_the_f
 
 
 def test_spans_teacher_pretraining_is_the_distilled_towers_by_default(tmp_path, word_teacher):
+    """The distilled towers, at the level of the vectors, as wide as the teacher's (WordTeacher: 16) unless given."""
     spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
     options = {k: v for k, v in SPANS_T.items() if k not in ("span_epochs", "distill_epochs")}
+    options["sizes"] = {"conv": 32}
     start = _StartingPoint(spec, make_pairs()["doc"].tolist(), options=options, seed=0, cache=tmp_path)
     assert start.span_settings["span_epochs"] == 0 and start.distill_settings["distill_epochs"] == 20  # few pairs
-    training = start.encoder().training
+    encoder = start.encoder()
+    training = encoder.training
     assert training["params"]["epochs"] == 0 and [h["epoch"] for h in training["history"]] == [0]
-    assert training["keep_start"]["kept"] and training["pretrain"]["temperature"] == 0.1
-    assert training["pretrain"]["epochs"] == 20
+    assert training["keep_start"]["kept"] and training["pretrain"]["loss_function"] == "vector"
+    assert training["pretrain"]["epochs"] == 20 and training["pretrain"]["batch_size"] == 1024
+    assert encoder.model.config["tower"] == {"context": 1, "conv": 32, "out": word_teacher.dim}
+    assert encoder.encode(["a b"], side="doc").shape == (1, word_teacher.dim)
+    narrow = options | {"sizes": {"conv": 32, "out": 8}}
+    with pytest.raises(LtrfeatError, match="towers are 8 wide and the teacher's vectors 16"):
+        _StartingPoint(spec, make_pairs()["doc"].tolist(), options=narrow, seed=0, cache=None).encoder()
+    kl = _StartingPoint(
+        spec, make_pairs()["doc"].tolist(), options=options | {"distill_loss": "kl"}, seed=0, cache=None
+    )
+    assert kl.encoder().training["pretrain"]["temperature"] == 0.1 and kl.encoder().model.config["tower"]["out"] == 128
     plain = EncoderSpec.parse("clsm:generalized+spans")
     with pytest.raises(LtrfeatError, match="span_epochs=0 leaves the"):
         _StartingPoint(plain, ["a b", "c d"], options={"span_epochs": 0}, seed=0, cache=None)

@@ -81,11 +81,12 @@ def test_span_lengths_for_long_documents_and_refusals():
 
 def test_pre_training_key_is_unchanged_at_the_default_lengths():
     """Default span lengths leave the key as it was: ``+spans`` as main 4a60e09 gave it (caches of earlier runs stay
-    valid), ``+spans+teacher`` as its new defaults (temperature 0.1, distilled towers) give it; other lengths, other keys."""
+    valid), ``+spans+teacher`` as its defaults (vector distillation in batches of 1,024, distilled towers) give it; other
+    lengths, other keys."""
     titles = DOCS["title"].head(50).tolist()
     expected = {
         "clsm:generalized+spans": "6668f4cf588d172f121015ac",
-        "dssm:generalized+spans+teacher": "209f5b6561ad5af360d8f985",
+        "dssm:generalized+spans+teacher": "6b87731bdc8f44d9025bd9c0",
     }
     for text, key in expected.items():
         spec = EncoderSpec.parse(text)
@@ -100,10 +101,10 @@ def test_pre_training_key_names_the_distillation_loss_and_batch_size():
     spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
     keys = {
         _StartingPoint(spec, titles, options=options, seed=0, cache=None).key
-        for options in ({}, {"distill_loss": "vector"}, {"distill_batch_size": 1024}, {"distill_loss": "kl"})
+        for options in ({}, {"distill_loss": "kl"}, {"distill_batch_size": 256}, {"distill_loss": "mse"})
     }
     assert len(keys) == 4
-    start = _StartingPoint(
-        spec, titles, options={"distill_loss": "vector", "distill_batch_size": 1024}, seed=0, cache=None
-    )
-    assert start.distill_settings["distill_loss"] == "vector" and "distill_loss" not in start.options
+    given = {"distill_loss": "vector", "distill_batch_size": 1024}  # the defaults
+    default = _StartingPoint(spec, titles, options=given, seed=0, cache=None)
+    assert default.key == _StartingPoint(spec, titles, options={}, seed=0, cache=None).key
+    assert default.distill_settings["distill_loss"] == "vector" and "distill_loss" not in default.options

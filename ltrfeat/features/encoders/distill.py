@@ -124,6 +124,15 @@ def teacher_vectors(
     return np.stack([cache[t] for t in uniq])[inverse]
 
 
+def teacher_width(spec: str, text: str) -> int:
+    """The width of a teacher spec's vectors: that of a cached vector, else of ``text``'s (encoded, then cached)."""
+    key = teacher_key(spec)
+    for (cached, _), vectors in _VECTORS.items():
+        if cached == key and vectors:
+            return len(next(iter(vectors.values())))
+    return int(teacher_vectors(spec, [text], side="doc", key=key).shape[1])
+
+
 def missing_vectors(key: str, side: str, texts) -> list[str]:
     """The distinct ``texts`` whose ``side`` vectors of teacher ``key`` this process has not cached yet."""
     cache = _VECTORS.get((key, side), {})

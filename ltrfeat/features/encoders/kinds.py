@@ -17,13 +17,15 @@ SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, .
 SPANS_PER_DOC = (4, 16)  # ... and at least 4, at most 16 per document
 SPANS_PER_DOC_TEACHER = (1, 16)  # +spans+teacher: MiniLM encodes every span, so at least 1 per document
 # +spans+teacher's pre-training by default: the distilled towers only (span_epochs 0: the span training judged on the
-# validation spans replaced them, and the towers drifted from MiniLM), distilled softer than +teacher's per-fold
-# distillation and for enough epochs to read DISTILL_PAIRS span pairs, 4 to 20 (sample world, 16 spans per title,
-# 11,301 pairs, pre-training alone: NDCG@1 .8262 at 20 epochs and temperature 0.05, .8310 at 0.1; .8002 at 4 spans
-# per title; 4 epochs .7863 where 20 gave .8002 and 60 .8014; docs/features.md)
+# validation spans replaced them, and the towers drifted from MiniLM), distilled at the level of the vectors
+# (distill_loss "vector": each span's and title's student vector onto MiniLM's, the towers' out as wide as the
+# teacher's vectors) in mini-batches of 1,024 pairs, for enough epochs to read DISTILL_PAIRS span pairs, 4 to 20.
+# Pre-training alone, NDCG@1 (@10): 300 Home Depot queries, all 53,475 titles, 1 span per title, 10 epochs: .6001
+# (.8354) vs the in-batch KL's .5530 (.8218) at 5 epochs, MiniLM .5820 (.8327), 157 against 2,616 CPU-s; sample world,
+# 16 spans per title, 20 epochs: .8347 (.9015) vs KL's .8310 (.9002), MiniLM .8389 (.9081); docs/features.md
 SPAN_EPOCHS_TEACHER = 0
-SPAN_DISTILL = {"distill_temperature": 0.1}
-DISTILL_PAIRS = 250_000
+SPAN_DISTILL = {"distill_loss": "vector", "distill_batch_size": 1024, "distill_temperature": 0.1}
+DISTILL_PAIRS = 500_000
 DISTILL_EPOCHS = (4, 20)
 # a bare ablate --encoder clsm / dssm becomes MODEL:generalized+spans below this many judged queries: span pre-training
 # beat the from-scratch CLSM at every size measured, 240 to 11,795 queries (docs/features.md: NDCG@1 alone
@@ -44,8 +46,10 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     "kept in the --cache teacher store; no query or label read), then fine-tuned in every fold; options as +spans, "
     f"span_epochs [default: {SPAN_EPOCHS_TEACHER}; N: then N epochs of +spans' span training, kept "
     f"if it beats the distilled towers on the validation spans], distill_epochs [default: enough for "
-    f"{DISTILL_PAIRS:,} span pairs, {DISTILL_EPOCHS[0]} to {DISTILL_EPOCHS[1]}], distill_lr, distill_loss, distill_temperature [default: "
-    f"{SPAN_DISTILL['distill_temperature']}]",
+    f"{DISTILL_PAIRS:,} span pairs, {DISTILL_EPOCHS[0]} to {DISTILL_EPOCHS[1]}], distill_loss [default: "
+    f"{SPAN_DISTILL['distill_loss']}: each text's vector onto MiniLM's, the towers as wide as its vectors; kl: the "
+    f"in-batch ranking], distill_batch_size [default: {SPAN_DISTILL['distill_batch_size']}], distill_lr, "
+    f"distill_temperature [default: {SPAN_DISTILL['distill_temperature']}, kl only]",
     "init": "every fold's encoder fine-tuned from a pre-trained .ltrenc (e.g. train-encoder --from-docs DOCS "
     "--pair spans:title)",
 }
