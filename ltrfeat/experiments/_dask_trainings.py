@@ -106,14 +106,16 @@ def _on_worker(task: TrainingTask, train: Callable, shipped: dict, inner, transf
     return (*result, where, bundle)
 
 
-def _encode_on_worker(spec: str, texts: list[str], side: str):
-    """Dask task: MiniLM teacher vectors of ``texts`` (one torch thread, as the workers are single-threaded)."""
+def _encode_on_worker(spec: str, texts: list[str], side: str, engine: str):
+    """Dask task: MiniLM teacher vectors of ``texts`` on MiniLM engine ``engine`` (one thread, as the workers are
+    single-threaded)."""
     import torch
 
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.features.encoders import distill, sbert_onnx
 
     torch.set_num_threads(1)
-    return distill.teacher_vectors(distill.load_teacher(spec), texts, side=side)
+    with sbert_onnx.engine(engine):
+        return distill.teacher_vectors(distill.load_teacher(spec), texts, side=side)
 
 
 def _frozen_on_worker(texts: list[str], base, settings: dict):
@@ -133,20 +135,22 @@ def _frozen_on_worker(texts: list[str], base, settings: dict):
     return key, Packed.of(directory)
 
 
-def _shared_on_worker(teacher: str, whole: list[str], frozen: list[str], base, settings: dict):
-    """Dask task: :func:`~ltrfeat.features.encoders.sbert_shared.compute` over a part of the texts (one torch
-    thread, nothing cached on the worker): the store key, the vectors of ``whole`` (aligned) and the states of
-    ``frozen``, packed as :func:`~ltrfeat.features.encoders.sbert_prefix.save` writes them."""
+def _shared_on_worker(teacher: str, whole: list[str], frozen: list[str], base, settings: dict, engine: str):
+    """Dask task: :func:`~ltrfeat.features.encoders.sbert_shared.compute` over a part of the texts on MiniLM
+    engine ``engine`` (one thread, nothing cached on the worker): the store key, the vectors of ``whole``
+    (aligned) and the states of ``frozen``, packed as :func:`~ltrfeat.features.encoders.sbert_prefix.save` writes
+    them."""
     import numpy as np
     import torch
 
-    from ltrfeat.features.encoders import sbert_prefix, sbert_shared
+    from ltrfeat.features.encoders import sbert_onnx, sbert_prefix, sbert_shared
     from ltrfeat.features.encoders.config import SbertConfig
 
     torch.set_num_threads(1)
     cfg = SbertConfig.build(None, settings)
     key = sbert_shared.states_key(teacher, cfg, base=base)
-    vectors, states, lower_only = sbert_shared.compute(teacher, whole, frozen, cfg, base=base)
+    with sbert_onnx.engine(engine):
+        vectors, states, lower_only = sbert_shared.compute(teacher, whole, frozen, cfg, base=base)
     directory = Path(tempfile.mkdtemp(dir=_scratch(), prefix="frozen-"))
     sbert_prefix.write(key, states, directory)
     packed = Packed.of(directory)
@@ -175,14 +179,18 @@ class DaskTrainings:
 
     def teacher_vectors(self, spec: str, texts, *, side: str, chunk: int = 512) -> int:
         """Encode the ``texts`` not yet cached here with teacher ``spec`` (``sbert[=DIR]``; the directory must be
-        readable by the workers) on the cluster, ``chunk`` texts per task, and cache the vectors in this process
-        (:func:`ltrfeat.features.encoders.distill.add_vectors`). Returns how many texts were encoded."""
-        from ltrfeat.features.encoders import distill
+        readable by the workers) on the cluster, ``chunk`` texts per task on this process's MiniLM engine, and cache
+        the vectors in this process (:func:`ltrfeat.features.encoders.distill.add_vectors`). Returns how many texts
+        were encoded."""
+        from ltrfeat.features.encoders import distill, sbert_onnx
 
         key = distill.teacher_key(spec)
         missing = distill.missing_vectors(key, side, texts)
         parts = [missing[i : i + chunk] for i in range(0, len(missing), chunk)]
-        futures = self.client.map(_encode_on_worker, [spec] * len(parts), parts, [side] * len(parts), pure=False)
+        n = len(parts)
+        futures = self.client.map(
+            _encode_on_worker, [spec] * n, parts, [side] * n, [sbert_onnx.chosen()] * n, pure=False
+        )
         try:
             for part, future in zip(parts, futures):
                 distill.add_vectors(key, side, part, future.result())
@@ -212,7 +220,7 @@ class DaskTrainings:
         vectors not cached here, every frozen text): the vectors and states come back and are cached and kept in this
         process (states memory-mapped). Returns ``(store key, texts run whole, texts run through the frozen layers
         only)``."""
-        from ltrfeat.features.encoders import distill, sbert_prefix
+        from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
 
         teacher_key = distill.teacher_key(teacher)
         missing = {side: distill.missing_vectors(teacher_key, side, texts) for side, texts in wanted.items()}
@@ -221,7 +229,9 @@ class DaskTrainings:
         parts = [set(texts[i : i + chunk]) for i in range(0, len(texts), chunk)]
         asked = [([t for t in whole if t in part], [t for t in dict.fromkeys(frozen) if t in part]) for part in parts]
         futures = [
-            self.client.submit(_shared_on_worker, teacher, part_whole, part_frozen, base, settings, pure=False)
+            self.client.submit(
+                _shared_on_worker, teacher, part_whole, part_frozen, base, settings, sbert_onnx.chosen(), pure=False
+            )
             for part_whole, part_frozen in asked
         ]
         key, vectors, lower_only = None, {}, 0

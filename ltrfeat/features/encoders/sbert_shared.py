@@ -7,7 +7,9 @@ ran each text through the same model twice: whole, for its vector, and through t
 both need whose tokens fit the fine-tuning's ``max_seq_length`` (so both tokenisations are the same), the states
 after the frozen layers are kept and the same forward pass goes on through the upper layers and the pooling to the
 zero-shot vector. A longer text gets its truncated lower pass apart; a text only one of them needs gets only that
-pass. Batches hold texts of similar token counts. Vectors and states equal the two separate passes' to float
+pass. Batches hold texts of similar token counts. The pass runs on the process's MiniLM engine
+(:mod:`ltrfeat.features.encoders.sbert_onnx`: ONNX Runtime, whose graph outputs the states after every layer,
+or torch); the truncated lower passes run in torch. Vectors and states equal the two separate passes' to float
 rounding (tests/features/test_sbert_shared.py: 1e-5).
 """
 
@@ -20,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ltrfeat.core.stages import teacher_clock
-from ltrfeat.features.encoders import distill, sbert_prefix
+from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 
@@ -79,6 +81,7 @@ def compute(
 
     model = distill.load_teacher(teacher).model
     hf = _transformer(model, base)
+    onnx = sbert_onnx.runner(model)
     need_states = set(frozen)
     vectors: dict[str, np.ndarray] = {}
     states: dict[str, torch.Tensor] = {}
@@ -86,20 +89,14 @@ def compute(
     hf.eval()
     try:
         with teacher_clock(len(whole)), torch.inference_mode():
-            for batch in _buckets(model, whole, batch_size):
-                features = model.preprocess(batch)
-                hidden, mask = sbert_prefix.embed(hf, features)
-                for depth, layer in enumerate(hf.encoder.layer):
-                    if depth == cfg.freeze_layers:
-                        lower = hidden
-                    hidden = layer(hidden, mask)
-                if cfg.freeze_layers == len(hf.encoder.layer):
-                    lower = hidden
-                out = {"token_embeddings": hidden, "attention_mask": features["attention_mask"]}
-                for module in list(model)[1:]:
-                    out = module(out)
-                vectors.update(zip(batch, F.normalize(out["sentence_embedding"], dim=1).numpy()))
-                for text, state in zip(batch, sbert_prefix.unpad(lower, features["attention_mask"])):
+            for batch in sbert_onnx.buckets(model, whole, batch_size):
+                if onnx is not None:
+                    batch_vectors, lower = onnx.run(batch, layer=cfg.freeze_layers)
+                    batch_states = [torch.from_numpy(s) for s in lower]
+                else:
+                    batch_vectors, batch_states = _torch_pass(model, hf, batch, cfg.freeze_layers)
+                vectors.update(zip(batch, batch_vectors))
+                for text, state in zip(batch, batch_states):
                     if text in need_states and len(state) <= cfg.max_seq_length:  # not truncated by either
                         states[text] = state.clone()
         rest = sorted((t for t in frozen if t not in states), key=len)  # similar lengths side by side
@@ -116,10 +113,18 @@ def compute(
     return vectors, states, len(rest)
 
 
-def _buckets(model, texts: list[str], size: int) -> list[list[str]]:
-    """``texts`` in batches of ``size`` texts of similar token counts (longest first)."""
-    if not texts:
-        return []
-    counts = [len(ids) for ids in model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)["input_ids"]]
-    order = np.argsort(-np.asarray(counts), kind="stable")
-    return [[texts[i] for i in order[start : start + size]] for start in range(0, len(texts), size)]
+def _torch_pass(model, hf, batch: list[str], freeze_layers: int) -> tuple[np.ndarray, list[torch.Tensor]]:
+    """One batch through the sentence-transformer ``model`` (``hf`` its transformer) in torch: the normalised
+    vectors and each text's states after ``freeze_layers`` layers."""
+    features = model.preprocess(batch)
+    hidden, mask = sbert_prefix.embed(hf, features)
+    for depth, layer in enumerate(hf.encoder.layer):
+        if depth == freeze_layers:
+            lower = hidden
+        hidden = layer(hidden, mask)
+    if freeze_layers == len(hf.encoder.layer):
+        lower = hidden
+    out = {"token_embeddings": hidden, "attention_mask": features["attention_mask"]}
+    for module in list(model)[1:]:
+        out = module(out)
+    return F.normalize(out["sentence_embedding"], dim=1).numpy(), sbert_prefix.unpad(lower, features["attention_mask"])
