@@ -39,7 +39,6 @@ from tqdm.auto import tqdm
 from ltrfeat.experiments import _encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
-from ltrfeat.features.encoders import sbert_onnx
 from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.kinds import (
     SPAN_MODS,
@@ -688,6 +687,8 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
 def minilm_engine(options: dict) -> str:
     """The MiniLM engine of an ablation's zero-shot passes that ``options`` choose (``sbert.engine``, default
     ``auto``; see :mod:`ltrfeat.features.encoders.sbert_onnx`), checked with the other zero-shot options."""
+    from ltrfeat.features.encoders import sbert_onnx
+
     for key in options:
         model, _, name = key.rpartition(".")
         if model in ZERO_SHOT_OPTIONS and name not in ZERO_SHOT_OPTIONS[model]:
@@ -964,6 +965,8 @@ def crossfit_columns(
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
     engine = contextlib.ExitStack()  # every MiniLM pass of this process below runs on the chosen engine
     try:
+        from ltrfeat.features.encoders import sbert_onnx
+
         engine.enter_context(sbert_onnx.engine(minilm_engine(options)))
         trainings: list[_Training] = []
         zero_shot: list[EncoderSpec] = []  # scored once the trainings are planned (see _share_minilm)

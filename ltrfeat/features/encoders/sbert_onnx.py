@@ -9,7 +9,7 @@ optimisations on, the thread count torch has, and batches of texts of similar to
 outputs are the hidden states after each layer, so the shared pass reads the frozen layers' states from the same
 run. Vectors and states equal the torch pass's to float rounding (tests/features/test_sbert_onnx.py: 1e-5).
 
-The engine is a process-wide choice, :data:`ENGINES`: ``auto`` (the default) is ``onnx`` when onnxruntime is
+The engine is a process-wide choice, :data:`MINILM_ENGINES`: ``auto`` (the default) is ``onnx`` when onnxruntime is
 importable and the model is a transformer followed by mean pooling (and optionally a normalisation), ``torch``
 otherwise; ``torch`` forces the sentence-transformers pass (``ablate --encoder-option sbert.engine=torch``).
 Inference elsewhere -- ``extract``, ``serve``, fine-tuned models -- stays on torch.
@@ -28,7 +28,7 @@ import numpy as np
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.encoder import distinct
 
-ENGINES = ("auto", "onnx", "torch")
+MINILM_ENGINES = ("auto", "onnx", "torch")
 _CHOICE = ["auto"]
 _RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # SentenceTransformer -> {threads: runner}
 _LOCK = threading.Lock()
@@ -45,14 +45,14 @@ def available() -> bool:
 
 
 def check_engine(choice: str) -> str:
-    """``choice`` if it is one of :data:`ENGINES`, else a one-line error."""
-    if choice not in ENGINES:
-        raise LtrfeatError(f"unknown MiniLM engine {choice!r}", fix=f"use one of {', '.join(ENGINES)}")
+    """``choice`` if it is one of :data:`MINILM_ENGINES`, else a one-line error."""
+    if choice not in MINILM_ENGINES:
+        raise LtrfeatError(f"unknown MiniLM engine {choice!r}", fix=f"use one of {', '.join(MINILM_ENGINES)}")
     return choice
 
 
 def chosen() -> str:
-    """The process's engine choice (one of :data:`ENGINES`)."""
+    """The process's engine choice (one of :data:`MINILM_ENGINES`)."""
     return _CHOICE[0]
 
 
