@@ -765,8 +765,13 @@ def _share_minilm(
             name = members[0].spec.name
             bar.set_postfix_str(f"{spec.name} vectors and {name} frozen layers in one pass")
             start = time.perf_counter()
-            run = sbert_shared.shared_pass if cluster is None else cluster.shared_pass
-            shared[group], _, _ = run(teacher, {"query": queries, "doc": docs}, texts, base=base, **settings)
+            wanted = {"query": queries, "doc": docs}
+            if cluster is None:
+                shared[group], _, _ = sbert_shared.shared_pass(
+                    teacher, wanted, texts, base=base, progress=not bar.disable, **settings
+                )
+            else:
+                shared[group], _, _ = cluster.shared_pass(teacher, wanted, texts, base=base, **settings)
             if profile is not None:
                 profile.frozen_layers(
                     name,

@@ -63,3 +63,12 @@ def test_which_settings_share_the_pass(tmp_path):
     assert not sbert_shared.shares("sbert", **SETTINGS, keep_frozen=False)
     assert not sbert_shared.shares("sbert", freeze_layers=-1)
     assert not sbert_shared.shares("sbert", base=tmp_path, **SETTINGS)
+
+
+def test_the_pass_draws_a_progress_bar_over_its_texts_when_asked(capsys):
+    sbert_shared.shared_pass("sbert", {"query": QUERIES}, [], progress=True, **SETTINGS)
+    drawn = capsys.readouterr().err
+    assert "MiniLM texts" in drawn and f"{len(set(QUERIES))}/{len(set(QUERIES))}" in drawn
+    distill.clear_cache()
+    sbert_shared.shared_pass("sbert", {"query": QUERIES}, [], **SETTINGS)
+    assert "MiniLM texts" not in capsys.readouterr().err

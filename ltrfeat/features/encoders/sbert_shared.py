@@ -15,11 +15,13 @@ rounding (tests/features/test_sbert_shared.py: 1e-5).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from tqdm import tqdm
 
 from ltrfeat.core.stages import teacher_clock
 from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
@@ -40,20 +42,28 @@ def shares(teacher: str, *, base=None, **settings) -> bool:
 
 
 def shared_pass(
-    teacher: str, wanted: dict[str, list[str]], frozen: list[str], *, base=None, batch_size: int = 64, **settings
+    teacher: str,
+    wanted: dict[str, list[str]],
+    frozen: list[str],
+    *,
+    base=None,
+    batch_size: int = 64,
+    progress: bool = False,
+    **settings,
 ) -> tuple:
     """Teacher ``teacher``'s vectors of the ``wanted`` texts ({side: texts}; only those not cached yet, each
     distinct text once for both sides) into the teacher-vector cache, and the frozen-layer states of the
     ``frozen`` texts (those not kept yet) into the store :func:`~ltrfeat.features.encoders.sbert_training.
     keep_frozen_states` with the same ``base`` and settings fills; :func:`shares` must hold. Returns
-    ``(store key, texts run through the whole model, texts through the frozen layers only)``."""
+    ``(store key, texts run through the whole model, texts through the frozen layers only)``; ``progress``
+    draws a bar over the texts."""
     teacher_key = distill.teacher_key(teacher)
     missing = {side: distill.missing_vectors(teacher_key, side, texts) for side, texts in wanted.items()}
     whole = list(dict.fromkeys(t for texts in missing.values() for t in texts))
     cfg = SbertConfig.build(None, settings)
     key = states_key(teacher, cfg, base=base)
     vectors, states, lower_only = compute(
-        teacher, whole, sbert_prefix.missing(key, frozen), cfg, base=base, batch_size=batch_size
+        teacher, whole, sbert_prefix.missing(key, frozen), cfg, base=base, batch_size=batch_size, progress=progress
     )
     sbert_prefix.keep(key, states)
     for side, texts in missing.items():
@@ -72,11 +82,18 @@ def states_key(teacher: str, cfg: SbertConfig, *, base=None) -> tuple:
 
 
 def compute(
-    teacher: str, whole: list[str], frozen: list[str], cfg: SbertConfig, *, base=None, batch_size: int = 64
+    teacher: str,
+    whole: list[str],
+    frozen: list[str],
+    cfg: SbertConfig,
+    *,
+    base=None,
+    batch_size: int = 64,
+    progress: bool = False,
 ) -> tuple[dict[str, np.ndarray], dict[str, torch.Tensor], int]:
     """The vectors of the distinct texts ``whole`` and the frozen-layer states of the distinct texts ``frozen``,
     neither read from nor put in a cache: ``({text: vector}, {text: states}, texts run through the frozen layers
-    only)``."""
+    only)``; ``progress`` draws a bar over the texts."""
     from ltrfeat.features.encoders.sbert_training import _transformer
 
     model = distill.load_teacher(teacher).model
@@ -87,8 +104,16 @@ def compute(
     states: dict[str, torch.Tensor] = {}
     was_training = hf.training
     hf.eval()
+    bar = tqdm(
+        total=len(whole),
+        desc="MiniLM texts",
+        disable=not progress or not whole,
+        file=sys.stderr,
+        leave=False,
+        unit="text",
+    )
     try:
-        with teacher_clock(len(whole)), torch.inference_mode():
+        with bar, teacher_clock(len(whole)), torch.inference_mode():
             for batch in sbert_onnx.buckets(model, whole, batch_size):
                 if onnx is not None:
                     batch_vectors, lower = onnx.run(batch, layer=cfg.freeze_layers)
@@ -99,6 +124,7 @@ def compute(
                 for text, state in zip(batch, batch_states):
                     if text in need_states and len(state) <= cfg.max_seq_length:  # not truncated by either
                         states[text] = state.clone()
+                bar.update(len(batch))
         rest = sorted((t for t in frozen if t not in states), key=len)  # similar lengths side by side
         full_length = model.max_seq_length
         model.max_seq_length = cfg.max_seq_length  # the fine-tuning's truncation
