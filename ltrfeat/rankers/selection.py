@@ -234,14 +234,16 @@ def describe(model) -> dict:
 _ONE_SE_TAIL = float(norm.sf(1.0))
 
 
-def _retained(found: dict, best: str, rule: str) -> tuple[set, float]:
+def _retained(found: dict, best: str, rule: str, same: dict | None = None) -> tuple[set, float]:
     """The names ``rule`` cannot tell from ``best`` and the margin (in standard errors) they were held to.
 
     ``joint``: Holm's step-down over the one-sided tests "worse than the best" at the one-SE tail level:
     the candidate furthest below the best (in SEs) must be more than ``z(k)`` SEs below, ``k`` the number
     of candidates still compared, ``z(k) = norm.isf(tail / k)`` (1 for one candidate, 2.0 for 7, 2.5 for
     23); each rejected one leaves the others a smaller ``k``. A clearly worse candidate is rejected first
-    and does not raise the margin of the others; many close ones do."""
+    and does not raise the margin of the others; many close ones do. ``same`` maps a name to the first
+    name with the identical per-query values: identical candidates are one hypothesis and count once in
+    ``k`` (one equal to the best not at all)."""
     if rule in ("best", "one-se", "tiered"):
         z = 0.0 if rule == "best" else 1.0
         return {n for n, st in found.items() if st["gap_to_best"] <= z * st["se"]}, z
@@ -251,10 +253,16 @@ def _retained(found: dict, best: str, rule: str) -> tuple[set, float]:
             return 0.0
         return np.inf if st["se"] == 0 else st["gap_to_best"] / st["se"]
 
+    same = same or {}
+
+    def distinct(names) -> int:
+        return len({same.get(n, n) for n in names} - {same.get(best, best)})
+
     others = sorted((n for n in found if n != best), key=lambda n: -t(found[n]))
-    k = len(others)
-    while others and t(found[others[0]]) > float(norm.isf(_ONE_SE_TAIL / k)):
-        others, k = others[1:], k - 1
+    k = distinct(others)
+    while others and t(found[others[0]]) > float(norm.isf(_ONE_SE_TAIL / max(k, 1))):
+        others = others[1:]
+        k = distinct(others)
     return {best, *others}, float(norm.isf(_ONE_SE_TAIL / max(k, 1)))
 
 
@@ -268,12 +276,13 @@ def _choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict
     means = {n: float(cv[n][valid].mean()) for n in names}
     ranked = sorted(names, key=lambda n: (order.index(n) if n in order else len(order), names.index(n)))
     best = max(ranked, key=lambda n: means[n])  # first (simplest) among equal means
-    found = {}
+    found, same = {}, {}
     for n in names:
         d = cv[best][valid] - cv[n][valid]
         se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
         found[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": se}
-    kept, z = _retained(found, best, rule)
+        same[n] = next(m for m in names if np.array_equal(cv[m][valid], cv[n][valid]))
+    kept, z = _retained(found, best, rule, same)
     return next(n for n in ranked if n in kept), found, z
 
 

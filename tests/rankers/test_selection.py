@@ -19,6 +19,7 @@ from ltrfeat.rankers.models import load_ranker, save_ranker
 from ltrfeat.rankers.selection import (
     Candidates,
     SelectionConfig,
+    _choose,
     choose,
     holdout_queries,
     inner_splits,
@@ -169,6 +170,25 @@ def test_joint_rule_asks_for_a_bigger_lead_only_when_more_close_candidates_compe
     # seven clearly dominated candidates do not raise the bar
     dominated = two | {f"bad{k}": base - 0.2 + rng.normal(scale=0.01, size=200) for k in range(7)}
     assert choose(dominated, "joint", ["linear"] + [f"bad{k}" for k in range(7)] + ["lightgbm"])[0] == "lightgbm"
+
+
+def test_identical_candidates_are_one_hypothesis_and_do_not_raise_the_margin():
+    rng = np.random.default_rng(4)
+    base = rng.random(200)
+    two = {"linear": base, "lightgbm": _lead(rng, base, 1.5)}
+    # copies of the simple candidate (a fine-tuning that kept its start scores exactly as its start)
+    copies = two | {f"copy{k}": base.copy() for k in range(6)}
+    order = ["linear"] + [f"copy{k}" for k in range(6)] + ["lightgbm"]
+    assert choose(copies, "joint", order)[0] == choose(two, "joint")[0] == "lightgbm"
+    assert _choose(copies, "joint", order)[2] == _choose(two, "joint")[2] == pytest.approx(1.0)
+    # as many close but distinct candidates do raise it
+    close = two | {f"lin{k}": base + rng.normal(scale=0.001, size=200) for k in range(6)}
+    assert choose(close, "joint", order[:1] + [f"lin{k}" for k in range(6)] + ["lightgbm"])[0] == "linear"
+    # copies of the best count for nothing either
+    best_copies = two | {f"top{k}": two["lightgbm"].copy() for k in range(6)}
+    assert _choose(best_copies, "joint", ["linear", "lightgbm"] + [f"top{k}" for k in range(6)])[2] == pytest.approx(
+        1.0
+    )
 
 
 def test_recommend_joint_chooses_once_among_all_configurations_simplest_first():
