@@ -129,3 +129,13 @@ def home_depot_pairs():
         )
         _, _, docs = pairs_to_ranking(pairs, conflicts="first")
     return pairs, docs
+
+
+def report_means(report: Path, metrics) -> dict[str, float]:
+    """``{"SET|METRIC": mean}`` of an ablation report's feature sets (no ranker variants) at ``metrics``."""
+    rep = json.loads((Path(report) / "report.json").read_text())
+    return {
+        f"{r['feature_set']}|{r['metric']}": r["mean"]
+        for r in rep["results"]
+        if "/" not in r["feature_set"] and r["metric"] in metrics
+    }

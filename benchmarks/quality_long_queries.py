@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from benchmarks._common import run_ltrfeat, write_results  # noqa: E402
+from benchmarks._common import report_means, run_ltrfeat, write_results  # noqa: E402
 
 SPAN_SPECS = ("clsm:generalized+spans", "dssm:generalized+spans", "clsm:generalized+spans+teacher")
 METRICS = ("ndcg@10", "ndcg@1")
@@ -53,11 +53,7 @@ def _ablate(world: Path, report: Path, options: list[str], cache) -> float:
 def _summary(report: Path) -> dict:
     """Means of every feature set (no ranker variants) at METRICS, span pre-training seconds, paired tests."""
     rep = json.loads((report / "report.json").read_text())
-    means = {
-        f"{r['feature_set']}|{r['metric']}": r["mean"]
-        for r in rep["results"]
-        if "/" not in r["feature_set"] and r["metric"] in METRICS
-    }
+    means = report_means(report, METRICS)
     sets = sorted({key.split("|")[0] for key in means})
     alone = [s for s in sets if s.endswith("_doc_cos") and not s.startswith("sbert")]
     pairs = [f"{reference}:{s}" for reference in ("bm25_doc", "sbert_doc_cos") for s in alone]

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from benchmarks._common import HOME_DEPOT, HOME_DEPOT_COLUMNS, run_ltrfeat, write_results  # noqa: E402
+from benchmarks._common import HOME_DEPOT, HOME_DEPOT_COLUMNS, report_means, run_ltrfeat, write_results  # noqa: E402
 
 DISTILLED, MINILM = "clsm:generalized+spans+teacher", "sbert"
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@10")
@@ -45,11 +45,7 @@ def _ablate(report: Path, cache: Path) -> float:
 
 def _summary(report: Path) -> dict:
     rep = json.loads((report / "report.json").read_text())
-    means = {
-        f"{r['feature_set']}|{r['metric']}": r["mean"]
-        for r in rep["results"]
-        if "/" not in r["feature_set"] and r["metric"] in METRICS
-    }
+    means = report_means(report, METRICS)
     compared = json.loads(
         run_ltrfeat("compare", report, *PAIRS, "--metrics", ",".join(METRICS), "--json", capture=True)
     )
