@@ -246,6 +246,14 @@ _OUTPUT = option_group(
         help="Also write every set's test-fold scores as TREC runs (REPORT/runs/SET.run) with the test "
         "queries' qrels (REPORT/runs/qrels.txt), for trec_eval, ir-measures or ltrfeat evaluate --run.",
     ),
+    click.option(
+        "--write-features",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Text mode: write DIR/features.letor (every judged pair with its lexical columns and out-of-fold "
+        "encoder columns, scored by encoders that never saw its query: what the verdict's ranker trains on) and "
+        "DIR/corpus.npz (the lexical corpus statistics, for serve/extract --corpus-stats).",
+    ),
 )
 _RUN = option_group(
     "run",
@@ -343,6 +351,7 @@ _RUN = option_group(
         "report_dir": "Report directory (report.html, .md, ...).",
         "overwrite": "Replace an existing report directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",
+        "write_features": "Write out-of-fold features + corpus stats to ship.",
         "cache_dir": "Keep trained work here for reruns.",
         "quick": "Smoke run: 1 seed, 50 rounds, 1000 resamples.",
         "dask": "Run on Dask (address or local[:N]).",
@@ -436,6 +445,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         base_name=planning["base_name"],
         overwrite=output["overwrite"],
         write_runs=output["write_runs"],
+        write_features=output["write_features"],
         cache=run["cache_dir"],
         quick=run["quick"],
         dask=run["dask"],

@@ -39,6 +39,8 @@ DEPRECATED_MODELS = {"sbert": "sbert-ft"}  # old --model spelling -> kind (sbert
 _SETTING = {"buckets": "n_buckets", "separate": "shared"}  # option -> training setting where the names differ
 _NOT_SETTINGS = {"pairs", "from_docs", "field_pair", "spans_per_doc", "out", "model", "columns", "encoding"}
 _NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume"}
+_SPEC_TAKES = {"pairs", "out", "columns", "encoding", "label_map", "duplicates", "seed", "spec", "encoder_options"}
+_SPEC_TAKES |= {"collection", "collection_field", "cache"}
 
 _READING = option_group(
     "reading",
@@ -259,6 +261,64 @@ _TRAINING = option_group(
     click.option("--seed", type=int, default=_E.seed, show_default=True),
 )
 
+_WEAK = option_group(
+    "weak",
+    click.option(
+        "--from-docs",
+        "from_docs",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="Instead of PAIRS: weak supervision from a documents table (docid + fields).",
+    ),
+    click.option(
+        "--pair",
+        "field_pair",
+        default="title:body",
+        show_default=True,
+        help="With --from-docs: QUERY_FIELD:DOC_FIELD (the first field plays the query), or spans:FIELD "
+        "(query-like spans of 1-4 words of each document's FIELD, matched to the whole FIELD).",
+    ),
+    click.option(
+        "--spans-per-doc",
+        type=click.IntRange(min=1),
+        default=4,
+        show_default=True,
+        help="With --pair spans:FIELD: spans drawn per document.",
+    ),
+)
+
+_SPEC = option_group(
+    "like_ablate",
+    click.option(
+        "--spec",
+        default=None,
+        metavar="SPEC",
+        help="Train what `ablate --encoder SPEC` trains in every fold (e.g. clsm:generalized+spans+teacher), once, "
+        "on all of PAIRS: the ablation's options, starting point, validation and keep-start rule; --seed is its "
+        "--split-seed. Takes only PAIRS, the reading options, --seed, --out and the three options below.",
+    ),
+    click.option(
+        "--encoder-option",
+        "encoder_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="With --spec: the ablation's --encoder-option values (repeatable).",
+    ),
+    click.option(
+        "--collection",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --spec: the ablation's --collection (unlabelled documents for +spans / +spans+teacher).",
+    ),
+    click.option("--collection-field", default="title", show_default=True, help="With --spec and --collection."),
+    click.option(
+        "--cache",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="With --spec: the ablation's --cache; its span pre-training and MiniLM vectors are reused.",
+    ),
+)
+
 _RUN = option_group(
     "run",
     threads_option(default=0, what="of torch"),
@@ -279,28 +339,7 @@ _RUN = option_group(
 
 @click.command("train-encoder")
 @click.argument("pairs", required=False, type=click.Path(exists=True, dir_okay=False))
-@click.option(
-    "--from-docs",
-    "from_docs",
-    type=click.Path(exists=True, dir_okay=False),
-    default=None,
-    help="Instead of PAIRS: weak supervision from a documents table (docid + fields).",
-)
-@click.option(
-    "--pair",
-    "field_pair",
-    default="title:body",
-    show_default=True,
-    help="With --from-docs: QUERY_FIELD:DOC_FIELD (the first field plays the query), or spans:FIELD "
-    "(query-like spans of 1-4 words of each document's FIELD, matched to the whole FIELD).",
-)
-@click.option(
-    "--spans-per-doc",
-    type=click.IntRange(min=1),
-    default=4,
-    show_default=True,
-    help="With --pair spans:FIELD: spans drawn per document.",
-)
+@_WEAK
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Encoder bundle to write (.ltrenc).")
 @_READING
 @click.option(
@@ -319,7 +358,8 @@ _RUN = option_group(
 @_TRAINING
 @_RUN
 @sbert_options
-def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading, model, start, training, run, **_sbert):
+@_SPEC
+def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, like_ablate, **_sbert):
     """Train a DSSM or CLSM text encoder (or another --model KIND) on PAIRS (a judged-pairs or click table:
     query text, document text, label or click count) and write it as one .ltrenc bundle.
 
@@ -369,14 +409,18 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
     from ltrfeat.core.errors import cli_fixes
     from ltrfeat.core.text import read_judged_pairs
 
+    if like_ablate["spec"] is not None:
+        _train_like_ablate(click.get_current_context(), pairs, out, reading, training["seed"], like_ablate)
+        return
+    from_docs = weak["from_docs"]
     if from_docs:
         table = _weak_pairs(
             from_docs,
-            field_pair,
+            weak["field_pair"],
             encoding=reading["encoding"],
             pairs=pairs,
             seed=training["seed"],
-            spans_per_doc=spans_per_doc,
+            spans_per_doc=weak["spans_per_doc"],
         )
     elif pairs:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
@@ -417,16 +461,54 @@ def train_encoder_cmd(pairs, from_docs, field_pair, spans_per_doc, out, reading,
         out,
         run["checkpoint"],
     )
+    click.echo(json.dumps(_summary(encoder, out) | {"epochs": _epochs(history)}))
+
+
+def _summary(encoder, out) -> dict:
+    """The one-line JSON summary's fields of a trained ``encoder`` written to ``out``."""
     validation = encoder.training["validation"]
-    summary = {
+    return {
         "out": str(out),
         "best_epoch": encoder.training["best_epoch"],
         "val_ndcg@10": validation["ndcg@10"],
         **{k.replace("ndcg@10", "val_ndcg@10"): v for k, v in validation.items() if k != "ndcg@10"},
         **({"keep_start": encoder.training["keep_start"]} if "keep_start" in encoder.training else {}),
-        "epochs": [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10", "seconds") if k in h} for h in history],
     }
-    click.echo(json.dumps(summary))
+
+
+def _epochs(history) -> list:
+    return [{k: h[k] for k in ("epoch", "train_loss", "val_ndcg@10", "seconds") if k in h} for h in history]
+
+
+def _train_like_ablate(ctx: click.Context, pairs, out, reading: dict, seed: int, like: dict) -> None:
+    """``--spec``: the encoder ``ablate --encoder SPEC`` trains in every fold, trained on all of ``pairs``."""
+    from ltrfeat.cli._options import parse_key_values
+    from ltrfeat.experiments.ablate import PairsSource, train_like_ablate
+
+    extra = sorted(n for n in ctx.params if n not in _SPEC_TAKES and _given(ctx, n))
+    if extra:
+        raise click.UsageError(
+            f"--{extra[0].replace('_', '-')} does not go with --spec: the spec sets the model and its training "
+            "as in the ablation; give training options as --encoder-option KEY=VALUE"
+        )
+    if not pairs:
+        raise click.UsageError("--spec trains on judged PAIRS: give the ablation's --pairs table")
+    check_writable(out)
+    source = PairsSource(
+        pairs,
+        encoders=(like["spec"],),
+        columns=reading["columns"],
+        encoding=reading["encoding"],
+        label_map=reading["label_map"],
+        duplicates=reading["duplicates"],
+        collection=like["collection"],
+        collection_field=like["collection_field"],
+        split_seed=seed,
+        encoder_options=parse_key_values(like["encoder_options"], option="--encoder-option", example="epochs=5") or {},
+    )
+    encoder, spec = train_like_ablate(source, cache=like["cache"], say=lambda line: click.echo(line, err=True))
+    encoder.save(out)  # atomically, as every bundle
+    click.echo(json.dumps({"spec": spec.text} | _summary(encoder, out)))
 
 
 def _model(value: str) -> str:

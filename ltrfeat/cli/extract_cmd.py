@@ -10,11 +10,12 @@ import click
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import duplicates_option, lexical_options, option_group
 from ltrfeat.features import extract as ex
+from ltrfeat.features.extract import save_corpus_stats
 from ltrfeat.features import neural
 from ltrfeat.core import text
 from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.lexical import SETTINGS, LexicalExtractor
+from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.letor import write_letor
 
@@ -347,11 +348,7 @@ def _name_corpus_file(extractors, path, docs, queries) -> None:
 
 def _save_corpus(extractors, path) -> None:
     if path:
-        lexical = [e for e in extractors if hasattr(e, "corpus_")]
-        if not lexical:
-            raise LtrfeatError("no lexical extractor fitted corpus statistics", fix="add --lexical NAMES")
-        record = lexical[0].pipeline_record()
-        lexical[0].corpus_.save(path, settings={k: record[k] for k in SETTINGS})
+        save_corpus_stats(extractors, path)
 
 
 @click.group()

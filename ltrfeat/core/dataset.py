@@ -106,9 +106,10 @@ class FeatureMap:
         """Column indices for a selection such as ``"1-46,bm25_title,clsm_title_cos"``.
 
         ``spec`` is a comma-separated string or a list of ids, ``a-b`` id ranges
-        (inclusive; ids absent from the map inside a range are skipped) and names.
-        ``None`` or ``"all"`` selects every column. Order follows the spec, duplicates
-        are dropped.
+        (inclusive; ids absent from the map inside a range are skipped), names, and sources:
+        an item that names no column but is the ``source`` of some (``lexical``,
+        ``encoder:sbert``) selects them all. ``None`` or ``"all"`` selects every column.
+        Order follows the spec, duplicates are dropped.
         """
         if spec is None or spec == "all":
             return list(range(len(self)))
@@ -129,6 +130,8 @@ class FeatureMap:
                 if not found:
                     raise KeyError(f"no feature ids in range {item!r} (ids {self._id_summary()})")
                 cols.extend(found)
+            elif item not in self.names and any(f.source == item for f in self.features):
+                cols.extend(j for j, f in enumerate(self.features) if f.source == item)
             else:
                 cols.append(self.column_of(item))
         return list(dict.fromkeys(cols))  # first occurrence of each column, in order

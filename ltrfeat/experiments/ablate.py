@@ -19,6 +19,7 @@ from typing import ClassVar
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes
+from ltrfeat.core.fileio import check_writable
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT
@@ -160,6 +161,7 @@ class AblateSettings(Settings):
     selection : model selection per fold and feature set (None: plain LambdaMART).
     alone, base_name : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`.
     write_runs : also write TREC runs of the test folds into the report.
+    write_features : text mode: a directory for what the verdict's ranker trains on (:func:`write_features`).
     cache : keep trained encoders, their scores and ranker runs here for the next run.
     quick : a smoke run (:data:`QUICK`, :data:`QUICK_ENCODER`).
     dask : run the ranker runs on a Dask cluster (scheduler address or file, or ``local[:N]``).
@@ -198,6 +200,7 @@ class AblateSettings(Settings):
     base_name: str = "lexical"
     overwrite: bool = False
     write_runs: bool = False
+    write_features: str | Path | None = None
     cache: str | Path | None = None
     quick: bool = False
     dask: str | None = None
@@ -234,6 +237,8 @@ def ablate_pairs(
     name the ``ltrfeat ablate`` option to change."""
     started, profile = time.perf_counter(), StageProfile()
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
+    if settings.write_features is not None:
+        check_writable(Path(settings.write_features) / FEATURES_FILE)
     with _cluster(settings) as client:
         folds, groups, base, scheme = pairs_folds(
             source,
@@ -245,6 +250,10 @@ def ablate_pairs(
             train_fn=train_fn,
             client=client,
         )
+        lexical = scheme.pop("lexical")
+        if settings.write_features is not None:
+            write_features(settings.write_features, folds, lexical)
+            say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
         return _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say, client=client)
 
 
@@ -264,6 +273,12 @@ def ablate_folds(source: FoldsSource, settings: AblateSettings, *, say: Callable
     """LETOR fold directories -> an ablation with its report; ``say`` gets one-line progress messages."""
     started, profile = time.perf_counter(), StageProfile()
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
+    if settings.write_features is not None:
+        raise ParameterError(
+            "--write-features is for --pairs (text mode): LETOR folds already hold their features",
+            fix="train the ranker on your fold files",
+            param="write_features",
+        )
     with profile.stage("reading"):
         folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
     with _cluster(settings) as client:
@@ -294,58 +309,17 @@ def pairs_folds(
     """The judged pairs of ``source`` read and cross-fitted into folds: ``(folds, neural groups, base feature
     names joined by commas, cross-fitting scheme)`` (see :func:`ltrfeat.experiments.crossfit.text_folds`);
     with a Dask ``client`` every encoder training runs on its cluster."""
-    from ltrfeat.core.text import read_docs, read_judged_pairs
-    from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, n_trainings, text_folds
+    from ltrfeat.experiments.crossfit import CrossFitConfig, n_trainings, text_folds
     from ltrfeat.experiments._dask_trainings import DaskTrainings
-    from ltrfeat.experiments._encoder_options import merge_options
     from ltrfeat.features.extract import lexical_extractors
 
     profile = profile or StageProfile()
-    if not source.encoders:
-        raise LtrfeatError("text mode needs at least one --encoder", fix="e.g. --encoder clsm:softmax")
-    specs = [EncoderSpec.parse(e) for e in source.encoders]
     with profile.stage("reading"):
-        table_fix = "give a .tsv, .csv, .jsonl or .parquet table (LETOR fold directories go to --folds)"
-        with cli_fixes({"columns": "map it with --columns {role}=<column>", "fmt": table_fix}):
-            pairs = read_judged_pairs(
-                source.path,
-                columns=source.columns,
-                encoding=source.encoding,
-                label_map=source.label_map,
-                duplicates=source.duplicates,
-            )
-        specs = small_data_specs(source.encoders, specs, pairs["qid"].nunique(), say)
-        if len({s.name for s in specs}) != len(specs):
-            raise LtrfeatError("each --encoder may be given once", fix="drop the repeated encoder")
-        collection = None
-        if source.collection is not None:
-            if not any(s.span_pretrained for s in specs):
-                raise LtrfeatError(
-                    "--collection is read by +spans / +spans+teacher encoders only",
-                    fix="e.g. --encoder clsm:generalized+spans",
-                )
-            field = source.collection_field
-            docs = read_docs(source.collection, fields=[field], encoding=source.encoding, missing="drop")
-            collection = docs[field].tolist()
-        train_table = None
-        if source.train_pairs is not None:
-            with cli_fixes({"columns": "map it with --train-columns {role}=<column>", "fmt": table_fix}):
-                train_table = read_judged_pairs(
-                    source.train_pairs,
-                    columns=source.train_columns,
-                    encoding=source.encoding,
-                    duplicates=source.duplicates,
-                )
-    merged = {"pairs": pairs.attrs["duplicates"]} | (
-        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
-    )
-    for figures in merged.values():
-        if duplicates_line(figures):
-            say(duplicates_line(figures))
+        pairs, specs, collection, train_table, duplicates = read_pairs_source(source, say=say)
     extractors = lexical_extractors(source.lexical, fields=["doc"])
     if not extractors:
         raise LtrfeatError("--lexical must name at least one lexical feature", fix="name them, or give 'all'")
-    options = merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, source.encoder_options)
+    options = encoder_options(source, quick=quick)
     config = CrossFitConfig(
         k=source.k_folds,
         valid_fraction=source.valid_fraction,
@@ -372,12 +346,112 @@ def pairs_folds(
         profile=profile,
     )
     scheme["encoder_options"] = options
-    scheme["duplicates"] = merged
+    scheme["duplicates"] = duplicates
+    # what the verdict's "to ship" line trains (zero-shot ones are served as they are)
+    scheme["encoders"] = {spec.name: {"spec": spec.text, "trained": spec.trainable} for spec in specs}
+    scheme["lexical"] = extractors  # fitted: their corpus statistics, for --write-features (not in the report)
     scheme["texts"] = {  # for report.html's per-query view (not written into the report's config)
         "query": dict(zip(pairs["qid"].astype(str), pairs["query"])),
         "doc": dict(zip(pairs["docid"].astype(str), pairs["doc"])),
     }
     return folds, groups, ",".join(base), scheme
+
+
+FEATURES_FILE, CORPUS_FILE = "features.letor", "corpus.npz"
+
+
+def write_features(directory, folds: list[Fold], lexical) -> None:
+    """What the verdict's ranker trains on, in ``directory``: :data:`FEATURES_FILE`, every judged pair once with
+    its lexical columns and each encoder's *out-of-fold* column (from the fold where the pair's query was a test
+    query: scored by encoders trained without it, as scikit-learn's ``cross_val_predict`` for stacking), so a
+    ranker trained on it weighs the neural columns as they behave on new queries; and :data:`CORPUS_FILE`, the
+    lexical extractors' corpus statistics (``serve --corpus-stats``, ``extract --corpus-stats``)."""
+    from ltrfeat.core.letor import write_letor
+    from ltrfeat.experiments.crossfit import out_of_fold
+    from ltrfeat.features.extract import save_corpus_stats
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    write_letor(directory / FEATURES_FILE, out_of_fold(folds))
+    save_corpus_stats(lexical, directory / CORPUS_FILE)
+
+
+def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stderr) -> tuple:
+    """``source``'s judged pairs, encoder specs (a bare ``clsm`` / ``dssm`` upgraded on small data, see
+    :func:`small_data_specs`), ``--collection`` texts (or None), separate training table (or None) and the
+    duplicate-row figures per table, read and checked as ``ablate`` reads them; duplicate lines go to ``say``."""
+    from ltrfeat.core.text import read_docs, read_judged_pairs
+    from ltrfeat.experiments.crossfit import EncoderSpec
+
+    if not source.encoders:
+        raise LtrfeatError("text mode needs at least one --encoder", fix="e.g. --encoder clsm:softmax")
+    specs = [EncoderSpec.parse(e) for e in source.encoders]
+    table_fix = "give a .tsv, .csv, .jsonl or .parquet table (LETOR fold directories go to --folds)"
+    with cli_fixes({"columns": "map it with --columns {role}=<column>", "fmt": table_fix}):
+        pairs = read_judged_pairs(
+            source.path,
+            columns=source.columns,
+            encoding=source.encoding,
+            label_map=source.label_map,
+            duplicates=source.duplicates,
+        )
+    specs = small_data_specs(source.encoders, specs, pairs["qid"].nunique(), say)
+    if len({s.name for s in specs}) != len(specs):
+        raise LtrfeatError("each --encoder may be given once", fix="drop the repeated encoder")
+    collection = None
+    if source.collection is not None:
+        if not any(s.span_pretrained for s in specs):
+            raise LtrfeatError(
+                "--collection is read by +spans / +spans+teacher encoders only",
+                fix="e.g. --encoder clsm:generalized+spans",
+            )
+        field = source.collection_field
+        docs = read_docs(source.collection, fields=[field], encoding=source.encoding, missing="drop")
+        collection = docs[field].tolist()
+    train_table = None
+    if source.train_pairs is not None:
+        with cli_fixes({"columns": "map it with --train-columns {role}=<column>", "fmt": table_fix}):
+            train_table = read_judged_pairs(
+                source.train_pairs,
+                columns=source.train_columns,
+                encoding=source.encoding,
+                duplicates=source.duplicates,
+            )
+    merged = {"pairs": pairs.attrs["duplicates"]} | (
+        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
+    )
+    for figures in merged.values():
+        if duplicates_line(figures):
+            say(duplicates_line(figures))
+    return pairs, specs, collection, train_table, merged
+
+
+def train_like_ablate(source: PairsSource, *, cache=None, quick: bool = False, say: Callable[[str], None] = _stderr):
+    """``(encoder, spec)``: what ``ablate`` with ``source`` trains in every fold for its one encoder, trained once
+    on all of its judged pairs (or its separate training table) -- the encoder to ship with the verdict's
+    ranker (:func:`ltrfeat.experiments.crossfit.train_spec`); ``cache`` the ablation's ``--cache``."""
+    from ltrfeat.experiments.crossfit import group_pairs, train_spec
+
+    if len(source.encoders) != 1:
+        raise ParameterError("give one encoder spec to train", fix="train each encoder on its own", param="encoders")
+    pairs, specs, collection, train_table, _ = read_pairs_source(source, say=say)
+    encoder = train_spec(
+        specs[0],
+        group_pairs(pairs),
+        options=encoder_options(source, quick=quick),
+        seed=source.split_seed,
+        train_table=train_table,
+        collection=collection,
+        cache=cache,
+    )
+    return encoder, specs[0]
+
+
+def encoder_options(source: PairsSource, *, quick: bool = False) -> dict:
+    """The encoder training options of ``source``: its ``encoder_options`` over the ablation's defaults."""
+    from ltrfeat.experiments._encoder_options import merge_options
+
+    return merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, source.encoder_options)
 
 
 def small_data_specs(texts, specs: list, n_queries: int, say: Callable[[str], None]) -> list:

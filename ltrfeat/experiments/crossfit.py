@@ -223,6 +223,12 @@ class EncoderSpec:
         return "-".join(parts)
 
     @property
+    def text(self) -> str:
+        """The spec as ``ablate --encoder`` takes it (the loss written out: ``clsm`` is ``clsm:softmax``)."""
+        parts = [self.model, f":{self.loss}" * bool(self.loss), f"+{self.pretrain}" * bool(self.pretrain)]
+        return "".join(parts + [f"@{self.score}" * bool(self.score), f"={self.path}" * bool(self.path)])
+
+    @property
     def span_pretrained(self) -> bool:
         """Every fold's encoder starts from one pre-training on query-like spans of the documents (``+spans``,
         ``+spans+teacher``)."""
@@ -655,6 +661,49 @@ def _train(
     if path is not None:
         encoder.save(path)
     return encoder, False
+
+
+def train_spec(
+    spec: EncoderSpec,
+    pairs: pd.DataFrame,
+    *,
+    options: dict,
+    seed: int = 0,
+    field: str = "doc",
+    train_table: pd.DataFrame | None = None,
+    collection: list | None = None,
+    cache=None,
+):
+    """The encoder ``ablate --encoder SPEC`` trains in every fold, trained once on all of ``train_table`` (default:
+    the judged ``pairs``, grouped as :func:`group_pairs` leaves them) -- what to ship when the verdict recommends a
+    feature set with it. The same resolved options (:func:`spec_options` of ``options``, the ablation's merged
+    ones), the same starting point (a ``+spans`` / ``+spans+teacher`` pre-training on the pairs' ``field`` texts
+    and ``collection``: under the ablation's ``cache`` the one it made is reused), the same training with its
+    validation split, early stopping and keep-start rule; ``seed`` the ablation's ``--split-seed``."""
+    if not spec.trainable:
+        raise LtrfeatError(
+            f"{spec.text} is zero-shot: there is nothing to train", fix=f"extract with --encoder {spec.text}"
+        )
+    cache = None if cache is None else Path(cache)
+    if train_table is None:
+        train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
+    own = spec_options(spec, options)
+    start = None
+    teacher_cache = None if cache is None or spec.teacher is None else cache / "teacher"
+    if teacher_cache is not None:
+        from ltrfeat.features.encoders import distill
+
+        distill.load_vectors(teacher_cache)
+    try:
+        if spec.pretrain in spec.kind.start_mods:
+            texts = pairs[field].tolist() + list(collection or [])
+            start = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache)
+            own = start.options
+        encoder, _ = _train(spec, train_table.reset_index(drop=True), options=own, seed=seed, cache=cache, start=start)
+    finally:
+        if teacher_cache is not None:
+            distill.save_vectors(teacher_cache)
+    return encoder
 
 
 def spec_options(spec: EncoderSpec, options: dict) -> dict:
@@ -1205,6 +1254,23 @@ def build_folds(
             Fold(plan.name, part(plan.train), part(plan.valid) if plan.valid else None, part(plan.test), origin)
         )
     return folds
+
+
+def out_of_fold(folds: list[Fold]) -> RankingSet:
+    """Every fold's test rows in one set: each judged pair once, its neural columns from the encoders trained
+    without its query (the folds' feature maps are the same)."""
+    tests = [fold.test for fold in folds]
+    if any(t.feature_map.names != tests[0].feature_map.names for t in tests):
+        raise AssertionError("the folds' feature columns differ")
+    joined = lambda name: np.concatenate([getattr(t, name) for t in tests])  # noqa: E731
+    return RankingSet(
+        joined("qid"),
+        joined("label"),
+        joined("X"),
+        tests[0].feature_map,
+        None if tests[0].docid is None else joined("docid"),
+        None if tests[0].comment is None else joined("comment"),
+    )
 
 
 def group_pairs(pairs: pd.DataFrame) -> pd.DataFrame:

@@ -98,8 +98,9 @@ def verdict(result, summary: dict) -> dict | None:
             warnings.append(
                 f"the lift of `{name}` over `{base}` at {', '.join(gone)} disappears against the best single feature"
             )
+    recommended = counts.most_common(1)[0][0]
     return {
-        "recommended": counts.most_common(1)[0][0],
+        "recommended": recommended,
         "chosen_in_folds": counts.most_common(1)[0][1],
         "n_folds": len(per_fold),
         "per_fold": per_fold,
@@ -111,7 +112,18 @@ def verdict(result, summary: dict) -> dict | None:
         "level": LEVEL,
         "rule": selection["rule"],
         "how": how_chosen(selection["rule"], per_fold),
+        "encoders": _encoders_of(result, recommended.split(" / ")[0]),
     }
+
+
+def _encoders_of(result, feature_set: str) -> dict[str, dict] | None:
+    """{name: {"spec": its ``ablate --encoder`` text, "trained": bool}} of the cross-fitted encoders whose columns
+    ``feature_set`` holds; None without cross-fitted encoders (LETOR folds)."""
+    specs = (result.config.get("cross_fitting") or {}).get("encoders")
+    if specs is None:
+        return None
+    columns = next((s.columns for s in result.feature_sets if s.name == feature_set), [])
+    return {name: spec for name, spec in specs.items() if any(c.startswith(f"{name}_") for c in columns)}
 
 
 def how_chosen(rule: str, per_fold: dict) -> list[str]:
@@ -160,16 +172,24 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
 
 
 def _ship_line(v: dict) -> str:
-    """The command that trains what to ship; with ``v["deploy_to"]`` (an LTR engine), only candidates it can run."""
+    """The command that trains what to ship; with ``v["deploy_to"]`` (an LTR engine), only candidates it can run.
+    In text mode (``v["encoders"]`` not None) the ranker trains on ``ablate --write-features``' out-of-fold
+    features, restricted to the recommended set's columns."""
     target = v.get("deploy_to")
-    if target is None:
-        return (
-            "  to ship: ltrfeat train-ranker TRAIN --valid VALID --select chooses among the same candidates by "
-            "the same rule on all your judged queries"
+    encoders = v.get("encoders")
+    if encoders is None:
+        train = "ltrfeat train-ranker TRAIN --valid VALID --select"
+    else:
+        columns = ",".join(["lexical", *(f"encoder:{name}" for name in encoders)])
+        train = (
+            "ltrfeat ablate ... --write-features DIR writes every judged pair with out-of-fold encoder columns; "
+            f"ltrfeat train-ranker DIR/features.letor --features {columns} --select"
         )
+    if target is None:
+        return f"  to ship: {train} chooses among the same candidates by the same rule on all your judged queries"
     runs = registry.deployable(target)
     line = (
-        f"  to ship on {target}: ltrfeat train-ranker TRAIN --valid VALID --select --deployable {target} chooses "
+        f"  to ship on {target}: {train} --deployable {target} chooses "
         f"by the same rule among the candidates {target} can run ({', '.join(runs)}), then ltrfeat export-ranker "
         f"MODEL --to {target}"
     )
@@ -177,6 +197,27 @@ def _ship_line(v: dict) -> str:
     if blocked:
         line += f" ({', '.join(blocked)}, chosen in some folds here, cannot run there)"
     return line
+
+
+def _encoder_ship_line(v: dict) -> str | None:
+    """How to ship the recommended set's encoders: each trained once as every fold trained it, on all the judged
+    pairs, and served beside the ranker."""
+    encoders = v.get("encoders") or {}
+    if not encoders:
+        return None
+    trained = {name: e["spec"] for name, e in encoders.items() if e["trained"]}
+    steps = [f"ltrfeat train-encoder PAIRS --spec {spec} --out {name}.ltrenc" for name, spec in trained.items()]
+    serve = " ".join(f"--encoder {name}={name}.ltrenc" if name in trained else f"--encoder {name}" for name in encoders)
+    return (
+        "  its encoders: "
+        + (
+            f"{'; '.join(steps)} trains each as every fold trained it, on all your judged pairs (with this "
+            "ablation's reading options, --collection and --encoder-option; its --cache skips the pre-training); "
+            if steps
+            else ""
+        )
+        + f"ltrfeat serve --ranker MODEL {serve} --corpus-stats DIR/corpus.npz"
+    )
 
 
 def verdict_lines(v: dict) -> list[str]:
@@ -212,6 +253,9 @@ def verdict_lines(v: dict) -> list[str]:
             )
     lines += [f"  how: {line}" for line in v.get("how", [])]
     lines.append(_ship_line(v))
+    encoders = _encoder_ship_line(v)
+    if encoders is not None:
+        lines.append(encoders)
     lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in v["warnings"]]
     if not v["warnings"]:
         lines.append("no warning: every learned ranker is significantly better than the best single feature")

@@ -28,7 +28,7 @@ from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning, TextTableError
 from ltrfeat.core.letor import LetorWriter, iter_letor
 from ltrfeat.features.leakage import LeakageGuard
-from ltrfeat.features.lexical import FAMILIES, LexicalExtractor
+from ltrfeat.features.lexical import FAMILIES, SETTINGS, LexicalExtractor
 from ltrfeat.core.text import PAIR_COLUMNS, pairs_to_ranking
 from ltrfeat.core.logs import get_logger, show_progress
 
@@ -467,3 +467,13 @@ def extract_ranking(
 def _progress(enabled: bool):
     disable = not show_progress(enabled)
     return tqdm(desc="extract", unit="rows", disable=disable, file=sys.stderr)
+
+
+def save_corpus_stats(extractors, path) -> None:
+    """Save the corpus statistics the fitted lexical ``extractors`` share (with their analysis settings) to
+    ``path``, for ``--corpus-stats`` of ``extract`` and ``serve``."""
+    lexical = [e for e in extractors if hasattr(e, "corpus_")]
+    if not lexical:
+        raise LtrfeatError("no lexical extractor fitted corpus statistics", fix="add --lexical NAMES")
+    record = lexical[0].pipeline_record()
+    lexical[0].corpus_.save(path, settings={k: record[k] for k in SETTINGS})

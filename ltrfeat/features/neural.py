@@ -31,7 +31,7 @@ from ltrfeat.features.extract import register_extractor
 from ltrfeat.features.leakage import TrainedQueries
 from ltrfeat.features.pins import encoder_fingerprint
 
-_LABEL = re.compile(r"^[A-Za-z0-9_]+$")
+_LABEL = re.compile(r"^[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*$")  # clsm-gen, clsm-generalized-spans-teacher
 
 
 def _spec_fix() -> str:

@@ -41,6 +41,17 @@ def test_resolve_ranges_names_and_order():
         fm.resolve("4-2")
 
 
+def test_resolve_selects_a_source_group_unless_a_column_has_that_name():
+    fm = FeatureMap.dense(2).append(["bm25_doc", "tf_doc"], source="lexical")
+    fm = fm.append(["clsm-x_doc_cos"], source="encoder:clsm-x").append(["sbert_doc_cos"], source="encoder:sbert")
+    assert fm.resolve("lexical,encoder:sbert") == [2, 3, 5]
+    assert fm.resolve("encoder:sbert,bm25_doc,lexical") == [5, 2, 3]
+    named = FeatureMap([Feature(1, "lexical", source="input"), Feature(2, "b", source="lexical")])
+    assert named.resolve("lexical") == [0]  # a column's name wins over a source
+    with pytest.raises(KeyError, match="no feature named"):
+        fm.resolve("encoder:nope")
+
+
 def test_feature_map_json_round_trip(tmp_path):
     fm = FeatureMap.from_ids([1, 5, 9]).append(["bm25_title"], source="lexical:bm25")
     path = tmp_path / "x.features.json"
