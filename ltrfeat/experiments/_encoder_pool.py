@@ -72,7 +72,14 @@ def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, b
         _LOADED.add(task.frozen_dir)
     start = time.perf_counter()
     encoder, cached = train(
-        task.spec, task.table, options=task.options, seed=task.seed, cache=task.cache, key=task.key, start=task.start
+        task.spec,
+        task.table,
+        options=task.options,
+        seed=task.seed,
+        cache=task.cache,
+        key=task.key,
+        start=task.start,
+        start_scores=task.start_scores,
     )
     trained = time.perf_counter()
     if task.save_to is not None and not Path(task.save_to).exists():  # a continued training's start
@@ -89,7 +96,7 @@ def run_trainings(
     tasks: list[TrainingTask], *, workers: int, train: Callable, on_done: Callable[[int, tuple], None]
 ) -> None:
     """Run every task in ``workers`` spawned processes, the costliest ready task first (one whose ``after``
-    task has finished); ``train(spec, table, *, options, seed, cache, key, start)`` (a module-level function,
+    task has finished); ``train(spec, table, *, options, seed, cache, key, start, start_scores)`` (a module-level function,
     sent by reference) returns ``(encoder, from cache)``. ``on_done(i, (scores by fold, train seconds, score
     seconds, from cache, training record, where it ran))`` is called in this process as task ``i`` finishes. On an error or an interruption
     the workers are stopped at once."""

@@ -23,6 +23,8 @@ class TrainingTask:
     after : the index of the task whose encoder this one starts from (or None).
     zero_shot : ``{fold: scores}`` of the run's zero-shot column on the same MiniLM base, for those rows (or None):
         the scores of a fine-tuning that kept that base unchanged (:func:`fold_scores`).
+    start_scores : that column's scores of the rows of ``table`` (or None): a MiniLM fine-tuning that starts from
+        that base unchanged validates its start from them instead of running it (``train_sbert``'s ``start_scores``).
     """
 
     spec: Any
@@ -38,6 +40,7 @@ class TrainingTask:
     save_to: str | None = None
     after: int | None = None
     zero_shot: dict | None = None
+    start_scores: np.ndarray | None = None
 
 
 def training_record(encoder) -> dict:

@@ -646,9 +646,11 @@ def _train(
     cache: Path | None,
     key: str | None = None,
     start: _StartingPoint | None = None,
+    start_scores: np.ndarray | None = None,
 ):
     """The trained encoder and whether it came from ``cache`` (``key``: its :func:`_cache_key`, when known;
-    ``start``: the weights a +init or +spans encoder, or a continued MiniLM fine-tuning, starts from)."""
+    ``start``: the weights a +init or +spans encoder, or a continued MiniLM fine-tuning, starts from;
+    ``start_scores``: the zero-shot column's scores of ``table``'s rows, for a MiniLM fine-tuning's start)."""
     kind = spec.kind
     path = None
     if cache is not None:
@@ -657,7 +659,8 @@ def _train(
         encoder = _cached_encoder(path, kind.load)
         if encoder is not None:
             return encoder, True
-    encoder, _ = kind.train(table, seed=seed, progress=False, **kind.spec_settings(spec, start), **options)
+    settings = kind.spec_settings(spec, start) | ({} if start_scores is None else {"start_scores": start_scores})
+    encoder, _ = kind.train(table, seed=seed, progress=False, **settings, **options)
     if path is not None:
         encoder.save(path)
     return encoder, False
@@ -767,6 +770,7 @@ class _Training:
     record: dict | None = None  # :func:`~ltrfeat.experiments._training_task.training_record`, once known
     record_path: Path | None = None
     zero_shot: dict[str, np.ndarray] | None = None  # the run's zero-shot column on its MiniLM base, by fold
+    start_scores: np.ndarray | None = None  # that column's scores of the rows of table (they are judged pairs)
 
     @property
     def done(self) -> bool:
@@ -921,6 +925,7 @@ def _run_pooled(
                 save_to=save_to.get(i),
                 after=position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
                 zero_shot=j.zero_shot,
+                start_scores=j.start_scores,
             )
             for i, j in enumerate(trainings)
         ]
@@ -951,10 +956,12 @@ def _teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profi
         profile.ran_on("MiniLM vectors", f"dask cluster ({encoded} texts encoded)")
 
 
-def _offer_zero_shot(trainings: list[_Training], path, scores: np.ndarray) -> None:
+def _offer_zero_shot(trainings: list[_Training], path, scores: np.ndarray, *, judged: bool) -> None:
     """Hand the zero-shot MiniLM column ``scores`` (base model ``path``, None: the packaged one) to the MiniLM
     fine-tunings of the same base among ``trainings``: one that keeps its base unchanged scores as that column
-    (:func:`~ltrfeat.experiments._training_task.fold_scores`) instead of running the whole model again."""
+    (:func:`~ltrfeat.experiments._training_task.fold_scores`) instead of running the whole model again, and one
+    that starts from it validates its start from it. ``judged``: the training tables' rows are the judged
+    pairs' (the default training table), so their scores are known."""
     from ltrfeat.features.encoders.sbert import packaged_model_path
 
     def base(p) -> Path:
@@ -963,6 +970,7 @@ def _offer_zero_shot(trainings: list[_Training], path, scores: np.ndarray) -> No
     for job in trainings:
         if job.spec.kind.frozen_prefix and base(job.spec.path) == base(path):
             job.zero_shot = {fold: scores[rows] for fold, rows in job.rows_of.items()}
+            job.start_scores = scores[job.rows] if judged else None
 
 
 def _zero_shot(spec: EncoderSpec):
@@ -999,7 +1007,8 @@ def crossfit_columns(
     field, options, seed, cluster = config.field, dict(config.options), config.seed, config.cluster
     train_fn = config.train_fn
     cache = None if cache is None else Path(cache)
-    if train_table is None:
+    judged = train_table is None  # the training table's rows are the judged pairs'
+    if judged:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
     train_table = train_table.reset_index(drop=True)
     train_keys = train_table["query"].map(normalise_query)
@@ -1129,7 +1138,7 @@ def crossfit_columns(
             for plan in plans:
                 columns[plan.name][f"{spec.name}_{field}_{spec.column_suffix}"] = scores
             if spec.kind.teacher_scorer:
-                _offer_zero_shot(todo, spec.path, scores)
+                _offer_zero_shot(todo, spec.path, scores, judged=judged)
         frozen = (
             {}
             if train_fn is not None
@@ -1160,7 +1169,14 @@ def crossfit_columns(
                 encoder, cached = train_fn(job.spec, job.table), False
             else:
                 encoder, cached = _train(
-                    job.spec, job.table, options=job.options, seed=seed, cache=cache, key=job.key, start=job.start
+                    job.spec,
+                    job.table,
+                    options=job.options,
+                    seed=seed,
+                    cache=cache,
+                    key=job.key,
+                    start=job.start,
+                    start_scores=job.start_scores,
                 )
             trained = time.perf_counter()
             if job.start is not None and job.start.seconds:  # counted as its own job, not this training's

@@ -705,3 +705,55 @@ def test_a_fine_tuning_that_beats_the_zero_shot_model_trains_past_its_first_chec
     assert not record["kept"] and record["checkpoints"] > 2 and record["steps"] > record["planned_steps"] / 4
     assert model.training["best_epoch"] == record["best_epoch"] > 0 and record["mean_diff"] > record["se"]
     assert len(history) == record["checkpoints"] + 1 and history[-1]["step"] == record["steps"]
+
+
+def test_the_start_is_validated_from_the_zero_shot_scores_when_given(tiny_base, trained, monkeypatch):
+    from ltrfeat.features.encoders import sbert_training
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+
+    pairs = make_pairs()
+    start_scores = SbertEncoder.load(tiny_base).similarity(pairs["query"].tolist(), pairs["doc"].tolist())
+    calls: list = []
+    validate = sbert_training.validation_ndcg
+    monkeypatch.setattr(sbert_training, "validation_ndcg", lambda *a, **k: calls.append(1) or validate(*a, **k))
+    settings = {"loss": "generalized", "epochs": 2, "patience": 2}
+    ran, ran_history = quick(tiny_base, pairs, **settings)
+    ran_calls = len(calls)
+    read, read_history = quick(tiny_base, pairs, start_scores=start_scores, **settings)
+    assert len(calls) - ran_calls == ran_calls - 1  # the start was not run through the model
+    assert abs(read_history[0]["val_ndcg@10"] - ran_history[0]["val_ndcg@10"]) < 1e-6
+    assert [h["val_ndcg@10"] for h in read_history[1:]] == [h["val_ndcg@10"] for h in ran_history[1:]]
+    assert read.training["keep_start"]["kept"] == ran.training["keep_start"]["kept"]
+    queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
+    assert np.array_equal(read.similarity(queries, docs), ran.similarity(queries, docs))
+    calls.clear()
+    quick(tiny_base, pairs, init=trained[0], start_scores=start_scores, epochs=1)  # a trained start: run it
+    assert len(calls) == 2
+    with pytest.raises(ValueError, match="start_scores has"):
+        quick(tiny_base, pairs, start_scores=start_scores[:-1], epochs=1)
+
+
+def test_cross_fitted_fine_tunings_validate_their_start_from_the_zero_shot_column(tiny_base, monkeypatch):
+    from ltrfeat.experiments.crossfit import crossfit_columns, plan_folds
+    from ltrfeat.features.encoders import sbert_training
+
+    pairs = make_pairs(36).assign(docid=lambda f: [f"d{i}" for i in range(len(f))])
+    specs = [EncoderSpec.parse(f"sbert={tiny_base}"), EncoderSpec.parse(f"sbert-ft:generalized={tiny_base}")]
+    options = {k: v for k, v in FAST.items() if k not in ("threads", "progress")}
+    plans = plan_folds(pairs["qid"], k=3, seed=0)
+    given: list = []
+    start_validation = sbert_training._start_validation
+    monkeypatch.setattr(
+        sbert_training,
+        "_start_validation",
+        lambda scores, data, *a: (
+            given.append(scores is not None and len(scores) == len(data.y)) or start_validation(scores, data, *a)
+        ),
+    )
+    read = crossfit_columns(pairs, plans, specs, options=options, encoder_jobs=1, progress=False)
+    assert given == [True] * 6
+    monkeypatch.setattr(sbert_training, "_start_validation", lambda *a: None)
+    ran = crossfit_columns(pairs, plans, specs, options=options, encoder_jobs=1, progress=False)
+    for fold in read:
+        for column in read[fold]:
+            assert np.array_equal(read[fold][column], ran[fold][column], equal_nan=True), (fold, column)

@@ -36,6 +36,7 @@ from ltrfeat.features.encoders.epochs import (
     begin_run,
     fit_epochs,
     Loop,
+    ndcg_per_query,
     Sampler,
     BatchLoss,
     torch_settings,
@@ -187,6 +188,7 @@ def train_sbert(
     checkpoint=None,
     resume=None,
     progress: bool | None = None,
+    start_scores=None,
     **options,
 ) -> tuple[SbertFinetuned, list[dict]]:
     """Fine-tune a local sentence-transformers model; returns the encoder (best validation epoch) and the history.
@@ -235,6 +237,10 @@ def train_sbert(
     checkpoint : path rewritten after every epoch (a resumable checkpoint).
     resume : a checkpoint to continue from; the result equals an uninterrupted run.
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
+    start_scores : the scores of every row of ``pairs`` by the zero-shot ``base`` model (an ablation's ``sbert``
+        column, say), or None. When the training starts from that model unchanged (no ``init``, or one that kept it:
+        :func:`is_zero_shot`) in fp32, epoch 0's validation reads them instead of running the model: the start is
+        scored as a kept start scores (at the base model's own text length).
     """
     cfg = SbertConfig.build(config, options)
     loss, seed, shared, freeze_layers, max_seq_length = (
@@ -303,7 +309,7 @@ def train_sbert(
             resume=resume,
             params=params,
             data_sha=data_sha,
-            validate=validate,
+            validate=_start_validation(start_scores, data, cfg, init) or validate,
             keep_start=keep is not None,
         )
         net.train()
@@ -355,6 +361,18 @@ def train_sbert(
         # without the frozen states kept for the training's shorter texts
         max_seq_length, prefixes = start_length, None
     return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history
+
+
+def _start_validation(start_scores, data, cfg: SbertConfig, init):
+    """Epoch 0's ``validate`` from the zero-shot model's ``start_scores`` of the training rows (see
+    :func:`train_sbert`), or None when they do not score this training's start."""
+    if start_scores is None or cfg.precision != "fp32" or not (init is None or is_zero_shot(init)):
+        return None
+    scores = np.asarray(start_scores, dtype=np.float64)
+    if scores.shape != (len(data.y),):
+        raise ValueError(f"start_scores has {scores.shape} values for {len(data.y)} pairs")
+    val = np.flatnonzero(~data.train)
+    return lambda: ndcg_per_query(scores[val], data.rel[val], data.q_idx[val], k=10)
 
 
 def is_zero_shot(encoder) -> bool:
