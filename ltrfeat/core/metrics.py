@@ -131,8 +131,8 @@ class _Ranked:
         self.ideal_order = np.lexsort((rows, -label, group))
         self.group = group[self.order]  # same sequence for the ideal order: both sort by group first
         self.n_groups = n_groups
-        counts = np.bincount(group, minlength=n_groups)
-        self.starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self.counts = np.bincount(group, minlength=n_groups)  # rows per query
+        self.starts = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
         self.rank = rows - self.starts[self.group] + 1
         self.label = label[self.order]
         self.ideal_label = label[self.ideal_order]
@@ -293,6 +293,19 @@ def evaluate_queries(
     """
     conv = Conventions(gain=gain, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold)
     names = parse_metrics(metrics)
+    uniques, columns, ranked = _metric_columns(qid, label, score, names, conv, retrieved)
+    columns["n_docs"] = ranked.counts
+    columns["n_relevant"] = ranked.n_relevant.astype(np.int64)
+    df = pd.DataFrame(columns, index=pd.Index(uniques, name="qid"))
+    df.attrs["conventions"] = conv.to_dict()
+    if any(name.startswith("err@") for name in names):
+        df.attrs["conventions"]["err_max_label"] = ranked.max_label
+    return df
+
+
+def _metric_columns(qid, label, score, names: list[str], conv: Conventions, retrieved=None):
+    """``(qids in order of first appearance, {metric: per-query values}, the ranked rows)``: the numbers of
+    :func:`evaluate_queries` without its table."""
     label, score = _check_arrays(label, score)
     codes, uniques = pd.factorize(np.asarray(qid, dtype=object))
     if len(codes) != len(label):
@@ -300,13 +313,18 @@ def evaluate_queries(
     ranked = _Ranked(codes.astype(np.int64), len(uniques), label, score, conv, retrieved)
     columns = {name: ranked.apply_no_relevant(ranked.metric(name)) for name in names}
     _check_no_nan(columns, ranked.n_relevant, uniques)
-    columns["n_docs"] = np.bincount(codes, minlength=len(uniques))
-    columns["n_relevant"] = ranked.n_relevant.astype(np.int64)
-    df = pd.DataFrame(columns, index=pd.Index(uniques, name="qid"))
-    df.attrs["conventions"] = conv.to_dict()
-    if any(name.startswith("err@") for name in names):
-        df.attrs["conventions"]["err_max_label"] = ranked.max_label
-    return df
+    return uniques, columns, ranked
+
+
+def mean_per_query(
+    qid, label, score, metrics=("ndcg@10",), *, gain: str = "exp2", no_relevant: str = "exclude"
+) -> np.ndarray:
+    """Per query (order of first appearance), the mean of the ``metrics`` (stable ties): the row means of
+    ``evaluate_queries(...)[metrics]``, computed without building the table (model selection asks for this
+    hundreds of times). NaN for queries the ``no_relevant`` convention excludes."""
+    conv = Conventions(gain=gain, no_relevant=no_relevant)
+    _, columns, _ = _metric_columns(qid, label, score, parse_metrics(metrics), conv)
+    return np.column_stack(list(columns.values())).mean(axis=1)
 
 
 def summarise_queries(per_query: pd.DataFrame) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 from importlib.metadata import PackageNotFoundError, version
 
@@ -9,18 +10,18 @@ from importlib.metadata import PackageNotFoundError, version
 _DISTRIBUTIONS = {"xgboost": ("xgboost", "xgboost-cpu"), "scikit-learn": ("scikit-learn",)}
 
 
+@functools.cache
+def _version(name: str) -> str | None:
+    """The installed version of ``name`` (looked up once per process: reading the metadata scans sys.path)."""
+    for dist in _DISTRIBUTIONS.get(name, (name,)):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return "0+unknown" if name == "ltrfeat" else None
+
+
 def library_versions(*names: str) -> dict[str, str | None]:
     """``{"python": ..., "ltrfeat": ..., name: version, ...}`` for the installed distributions;
     None for one that is absent (``"0+unknown"`` for ltrfeat run from a source tree)."""
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in ("ltrfeat", *names):
-        out[name] = None
-        for dist in _DISTRIBUTIONS.get(name, (name,)):
-            try:
-                out[name] = version(dist)
-                break
-            except PackageNotFoundError:
-                continue
-        if name == "ltrfeat" and out[name] is None:
-            out[name] = "0+unknown"
-    return out
+    return {"python": platform.python_version()} | {name: _version(name) for name in ("ltrfeat", *names)}

@@ -468,8 +468,12 @@ def _per_query_frame(
     any two seeds differed."""
     frame = per_seed[0].copy()
     changed = len(per_seed) > 1 and not all(df.equals(per_seed[0]) for df in per_seed[1:])
-    if len(per_seed) > 1:
-        frame[metric_names] = sum(df[metric_names] for df in per_seed) / len(per_seed)
+    if len(per_seed) > 1:  # the seeds' tables share their queries and columns: add them as arrays
+        columns = [frame.columns.get_loc(m) for m in metric_names]
+        total = per_seed[0].iloc[:, columns].to_numpy(dtype=np.float64)
+        for df in per_seed[1:]:
+            total = total + df.iloc[:, columns].to_numpy(dtype=np.float64)
+        frame[metric_names] = total / len(per_seed)
     frame = frame.reset_index()
     frame.insert(0, "fold", fold)
     frame.insert(0, "feature_set", name)

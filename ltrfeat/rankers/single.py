@@ -18,7 +18,7 @@ from sklearn.base import BaseEstimator
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.rankers.lambdamart import LambdaMART
-from ltrfeat.core.metrics import evaluate_queries, parse_metrics
+from ltrfeat.core.metrics import mean_per_query
 
 DEFAULT_CRITERION = ("ndcg@1", "ndcg@3", "ndcg@10")
 
@@ -54,8 +54,7 @@ def criterion_per_query(
 ) -> np.ndarray:
     """Per query (order of first appearance), the mean of the ``criterion`` metrics; NaN for
     queries the no-relevant convention excludes."""
-    table = evaluate_queries(qid, label, score, criterion, gain=gain, no_relevant=no_relevant)
-    return table[parse_metrics(criterion)].to_numpy(dtype=np.float64).mean(axis=1)
+    return mean_per_query(qid, label, score, criterion, gain=gain, no_relevant=no_relevant)
 
 
 def feature_scores(data: RankingSet, column: int, direction: int = 1) -> np.ndarray:

@@ -306,3 +306,19 @@ def test_property_large_labels_exp2_ndcg_exact_and_linear_matches_pytrec_eval(ro
     np.testing.assert_allclose(
         lin[f"ndcg@{k}"].to_numpy(), [ref[q][f"ndcg_cut_{k}"] for q in lin.index], rtol=0, atol=1e-9
     )
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4), st.integers(-3, 3)), min_size=1, max_size=60),
+    st.sampled_from(["exclude", "zero"]),
+    st.sampled_from(["exp2", "linear"]),
+)
+def test_property_mean_per_query_is_the_row_mean_of_the_table_bit_for_bit(rows, no_relevant, gain):
+    qid = np.array([f"q{q}" for q, _, _ in rows], dtype=object)
+    label = np.array([lab for _, lab, _ in rows], dtype=float)
+    score = np.array([s for _, _, s in rows], dtype=float)  # ties included
+    names = ["ndcg@1", "ndcg@3", "ndcg@10"]
+    table = M.evaluate_queries(qid, label, score, names, no_relevant=no_relevant, gain=gain)
+    expected = table[names].to_numpy(dtype=np.float64).mean(axis=1)
+    got = M.mean_per_query(qid, label, score, names, no_relevant=no_relevant, gain=gain)
+    assert got.tobytes() == expected.tobytes()  # NaN (excluded queries) in the same places, every bit equal
