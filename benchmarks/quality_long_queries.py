@@ -37,12 +37,12 @@ SPAN_SPECS = ("clsm:generalized+spans", "dssm:generalized+spans", "clsm:generali
 METRICS = ("ndcg@10", "ndcg@1")
 
 
-def _ablate(world: Path, report: Path, options: list[str], cache) -> float:
+def _ablate(world: Path, report: Path, options: list[str], cache, specs) -> float:
     return run_ltrfeat(
         "ablate",
         *("--pairs", world / "judged.tsv"),
         *("--k-folds", 3, "--seeds", "0,1,2"),
-        *[a for spec in ("sbert", *SPAN_SPECS) for a in ("--encoder", spec)],
+        *[a for spec in ("sbert", *specs) for a in ("--encoder", spec)],
         *("--collection", world / "docs.tsv", "--collection-field", "description"),
         *[a for option in options for a in ("--encoder-option", option)],
         *(("--cache", cache) if cache else ()),
@@ -79,6 +79,7 @@ def main() -> None:
     ap.add_argument("--span-words", default="", help="MIN-MAX: a second ablation with spans of this many words")
     ap.add_argument("--skip-default-spans", action="store_true", help="only the --span-words ablation")
     ap.add_argument("--cache", type=Path, default=None)
+    ap.add_argument("--encoders", default=",".join(SPAN_SPECS), help="the span encoders beside sbert, comma-separated")
     ap.add_argument("--tag", default="", help="results/quality_long_queries[_TAG].json")
     args = ap.parse_args()
     runs: dict[str, list[str]] = {}
@@ -100,7 +101,7 @@ def main() -> None:
         for run, options in runs.items():
             report = tmp / run.replace(" ", "-")
             options = [f"spans_per_doc={args.spans_per_doc}"] * bool(args.spans_per_doc) + options
-            out["seconds"][run] = _ablate(world, report, options, cache)
+            out["seconds"][run] = _ablate(world, report, options, cache, args.encoders.split(","))
             out["runs"][run] = _summary(report)
     print(
         f"long-query world (seed {args.seed}): {args.queries} needs over {args.docs} descriptions, "

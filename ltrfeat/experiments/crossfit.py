@@ -44,6 +44,7 @@ from ltrfeat.features.encoders.kinds import (
     SPAN_MODS,
     SPAN_OPTIONS,
     SPAN_SHAPE,
+    SPAN_SWITCHES,
     SPANS_PER_DOC,
     SPANS_PER_DOC_TEACHER,
     DISTILL_EPOCHS,
@@ -51,6 +52,7 @@ from ltrfeat.features.encoders.kinds import (
     SPAN_DISTILL,
     SPAN_EPOCHS_TEACHER,
     SPANS_WANTED,
+    long_documents,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
@@ -151,12 +153,12 @@ class CrossFitConfig(Settings):
         for key, value in self.options.items():
             name = key.rpartition(".")[2]
             whole = isinstance(value, int) and not isinstance(value, bool)
-            low = 0 if name in ("span_hold_out", "span_epochs") else 1
-            if name in SPAN_OPTIONS and not (whole and (value in (0, 1) if name == "span_hold_out" else value >= low)):
+            low = 0 if name == "span_epochs" else 1
+            if name in SPAN_OPTIONS and not (whole and (value in (0, 1) if name in SPAN_SWITCHES else value >= low)):
                 raise ParameterError(
-                    f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1 (span_hold_out: "
-                    "0 or 1; span_epochs >= 0: 0 for +spans+teacher's distilled towers only)",
-                    fix=f"e.g. --encoder-option {key}={1 if name == 'span_hold_out' else SPAN_OPTIONS[name] or 8}",
+                    f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1 (span_hold_out, "
+                    "span_whole: 0 or 1; span_epochs >= 0: 0 for +spans+teacher's distilled towers only)",
+                    fix=f"e.g. --encoder-option {key}={1 if name in SPAN_SWITCHES else SPAN_OPTIONS[name] or 8}",
                     param="options",
                 )
 
@@ -497,6 +499,8 @@ class _StartingPoint:
             wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
             low, high = SPANS_PER_DOC_TEACHER if distilled else SPANS_PER_DOC
             self.span_settings["spans_per_doc"] = min(high, max(low, wanted))
+        if self.span_settings["span_whole"] is None:  # the whole documents as spans too: long ones, distilled
+            self.span_settings["span_whole"] = int(distilled and long_documents(self.texts))
         if distilled and "distill_epochs" not in self.distill_settings:  # enough for DISTILL_PAIRS span pairs
             wanted = -(-DISTILL_PAIRS // max(len(self.texts) * self.span_settings["spans_per_doc"], 1))
             self.distill_settings["distill_epochs"] = min(DISTILL_EPOCHS[1], max(DISTILL_EPOCHS[0], wanted))
@@ -519,7 +523,7 @@ class _StartingPoint:
 
     def _keyed_spans(self) -> dict:
         """The span settings in the cache key: span lengths at their defaults left out (the key of earlier runs)."""
-        return {k: v for k, v in self.span_settings.items() if k not in SPAN_SHAPE or v != SPAN_OPTIONS[k]}
+        return {k: v for k, v in self.span_settings.items() if k not in SPAN_SHAPE or v != (SPAN_OPTIONS[k] or 0)}
 
     def encoder(self):
         from ltrfeat.features.encoders.encoder import Encoder
@@ -566,6 +570,7 @@ class _StartingPoint:
                 min_words=words["span_min_words"],
                 max_words=words["span_max_words"],
                 hold_out=bool(words["span_hold_out"]),
+                whole=bool(words["span_whole"]),
                 negatives=4,
                 seed=self.seed,
             )

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, _StartingPoint
+from ltrfeat.features.encoders.kinds import long_documents
 from ltrfeat.features.encoders.weak import span_pairs
 
 DOCS = pd.read_csv(
@@ -108,3 +109,39 @@ def test_pre_training_key_names_the_distillation_loss_and_batch_size():
     default = _StartingPoint(spec, titles, options=given, seed=0, cache=None)
     assert default.key == _StartingPoint(spec, titles, options={}, seed=0, cache=None).key
     assert default.distill_settings["distill_loss"] == "vector" and "distill_loss" not in default.options
+
+
+def test_whole_adds_each_document_once_as_its_own_span():
+    plain = span_pairs(DOCS.head(50), field="description", per_doc=3, negatives=0, seed=1)
+    whole = span_pairs(DOCS.head(50), field="description", per_doc=3, whole=True, negatives=0, seed=1)
+    added = whole[~whole["qid"].isin(plain["qid"])]
+    pd.testing.assert_frame_equal(whole[whole["qid"].isin(plain["qid"])].reset_index(drop=True), plain)
+    assert added["qid"].str.endswith("#0").all() and len(added) == 50
+    assert (added["query"] == added["doc"]).all() and set(added["query"]) == set(DOCS["description"].head(50))
+    short = pd.DataFrame({"docid": ["a", "b"], "title": ["oak desk", "steel shelf"]})  # a span may be all of it
+    assert span_pairs(short, per_doc=5, whole=True, negatives=0)["query"].value_counts().max() == 1
+
+
+def test_spans_teacher_distils_whole_documents_by_default_only_when_they_are_long():
+    descriptions, titles = DOCS["description"].head(50).tolist(), DOCS["title"].head(50).tolist()
+    assert long_documents(descriptions) and not long_documents(titles) and not long_documents([])
+
+    def start(text, texts, **options):
+        return _StartingPoint(EncoderSpec.parse(text), texts, options=options, seed=0, cache=None)
+
+    assert start("clsm:generalized+spans+teacher", descriptions).span_settings["span_whole"] == 1
+    assert start("clsm:generalized+spans+teacher", descriptions, span_whole=0).span_settings["span_whole"] == 0
+    assert start("clsm:generalized+spans", descriptions).span_settings["span_whole"] == 0  # no teacher: not a task
+    assert start("clsm:generalized+spans+teacher", titles).span_settings["span_whole"] == 0
+    # titles keep their key (test_pre_training_key_is_unchanged_at_the_default_lengths); long documents name it
+    teacher = "dssm:generalized+spans+teacher"
+    assert (
+        start(teacher, titles, span_whole=0).key
+        == start(teacher, titles).key
+        != start(teacher, titles, span_whole=1).key
+    )
+    assert start(teacher, descriptions).key == start(teacher, descriptions, span_whole=1).key
+    assert start(teacher, descriptions).key != start(teacher, descriptions, span_whole=0).key
+    CrossFitConfig(options={"span_whole": 1})._check()
+    with pytest.raises(ParameterError, match="span_whole: 0 or 1"):
+        CrossFitConfig(options={"clsm.span_whole": 2})._check()

@@ -10,9 +10,30 @@ from ltrfeat.features.encoders.kind import EncoderKind, lazy
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "spans+teacher": "[=DIR]", "init": "=BUNDLE"}
 SPAN_MODS = ("spans", "spans+teacher")  # the +MODs pre-trained on query-like spans of the documents
 # the +spans pre-training's options (None: see below); span_min/max_words: 1-4 cut query-like spans from titles;
-# span_hold_out 1: the positive is the document without the span (0 or 1)
-SPAN_OPTIONS = {"spans_per_doc": None, "span_epochs": 5, "span_min_words": 1, "span_max_words": 4, "span_hold_out": 0}
-SPAN_SHAPE = ("span_min_words", "span_max_words", "span_hold_out")  # at their defaults, out of the cache key
+# span_hold_out 1: the positive is the document without the span (0 or 1); span_whole 1: each document's whole text is
+# also one of its spans (None: see LONG_DOC_WORDS)
+SPAN_OPTIONS = {
+    "spans_per_doc": None,
+    "span_epochs": 5,
+    "span_min_words": 1,
+    "span_max_words": 4,
+    "span_hold_out": 0,
+    "span_whole": None,
+}
+SPAN_SWITCHES = ("span_hold_out", "span_whole")  # the span options that are 0 or 1
+SPAN_SHAPE = ("span_min_words", "span_max_words", "span_hold_out", "span_whole")  # at their defaults, out of the key
+# +spans+teacher over long documents (the collection's median document has at least this many words: descriptions,
+# abstracts; not titles -- Home Depot's median title has 11 words, the sample world's 7): span_whole 1, the whole
+# documents distilled on the query side too, so that the query tower also learns MiniLM's vectors of long texts
+LONG_DOC_WORDS = 20
+
+
+def long_documents(texts) -> bool:
+    """Whether the median of ``texts`` has at least :data:`LONG_DOC_WORDS` words (False for no text)."""
+    counts = sorted(len(t.split()) for t in texts)
+    return bool(counts) and counts[len(counts) // 2] >= LONG_DOC_WORDS
+
+
 SPANS_WANTED = 50_000  # spans_per_doc by default: enough for this many spans, ...
 SPANS_PER_DOC = (4, 16)  # ... and at least 4, at most 16 per document
 SPANS_PER_DOC_TEACHER = (1, 16)  # +spans+teacher: MiniLM encodes every span, so at least 1 per document
@@ -45,7 +66,9 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     "query-like span -> document pairs of the pairs' documents (MiniLM encodes each distinct span and document once, "
     "kept in the --cache teacher store; no query or label read), then fine-tuned in every fold; options as +spans, "
     f"span_epochs [default: {SPAN_EPOCHS_TEACHER}; N: then N epochs of +spans' span training, kept "
-    f"if it beats the distilled towers on the validation spans], distill_epochs [default: enough for "
+    f"if it beats the distilled towers on the validation spans], span_whole [default: 1 when the median document "
+    f"has at least {LONG_DOC_WORDS} words, else 0; 1: each whole document also one of its spans], distill_epochs "
+    f"[default: enough for "
     f"{DISTILL_PAIRS:,} span pairs, {DISTILL_EPOCHS[0]} to {DISTILL_EPOCHS[1]}], distill_loss [default: "
     f"{SPAN_DISTILL['distill_loss']}: each text's vector onto MiniLM's, the towers as wide as its vectors; kl: the "
     f"in-batch ranking], distill_batch_size [default: {SPAN_DISTILL['distill_batch_size']}], distill_lr, "

@@ -91,6 +91,7 @@ def span_pairs(
     max_words: int = 4,
     min_words: int = 1,
     hold_out: bool = False,
+    whole: bool = False,
     negatives: int = 1,
     seed: int = 0,
 ) -> pd.DataFrame:
@@ -103,7 +104,9 @@ def span_pairs(
     paired with the whole text as its positive (label 1) -- with ``hold_out``, the text without the span's words
     (the inverse cloze task: the span must find its context, not its own words; the whole text where the span
     is all of it) -- and with ``negatives`` other documents' texts
-    (label 0, for the trainer's validation NDCG). A span's ``qid`` is ``DOCID#N``. The trainer's random
+    (label 0, for the trainer's validation NDCG). ``whole`` adds each text itself as one more span (paired with
+    itself, also under ``hold_out``; ``qid`` ``DOCID#0``) when no drawn span is all of it. A span's ``qid`` is
+    ``DOCID#N``. The trainer's random
     and in-batch negatives supply the rest of the collection as non-matching documents.
     """
     if "docid" not in docs.columns or field not in docs.columns:
@@ -147,6 +150,11 @@ def span_pairs(
             positive.append(rest if hold_out and any(c.isalpha() for c in rest) else text)
             if len(seen) == per_doc:
                 break
+        if whole and text not in seen:
+            qid.append(f"{ids[i]}#0")
+            query.append(text)
+            own.append(i)
+            positive.append(text)
     own_arr = np.asarray(own)
     pos = pd.DataFrame({"qid": qid, "query": query, "doc": positive, "label": np.ones(len(own))}).astype(
         {"doc": object}
