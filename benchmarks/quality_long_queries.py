@@ -17,7 +17,12 @@ Printed per ablation: NDCG@1/@10 of every feature alone (BM25 among the lexical 
 (the lexical set's ranker, model selection as the CLI's default), and paired randomisation tests (Holm) of each
 neural feature alone against BM25 alone and against MiniLM alone, and of lexical+X against lexical.
 
+``--encoders`` names the span encoders beside ``sbert`` (default: the three above); ``--spans-per-doc 0`` keeps each
+encoder's own default (``+spans+teacher``: 16 spans per description here, and the whole descriptions as spans too,
+``span_whole``, since the collection's documents are long).
+
 Run: python benchmarks/quality_long_queries.py [--queries 240] [--docs 800] [--span-words 8-24] [--cache DIR]
+         [--spans-per-doc 0] [--encoders clsm:generalized+spans+teacher] [--tag TAG]
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The shape of the +spans pre-training's spans: 1-4 words from titles as before, longer spans for long queries
-over long documents (``span_min_words`` / ``span_max_words``), the span held out of its positive (``span_hold_out``)."""
+over long documents (``span_min_words`` / ``span_max_words``), the span held out of its positive (``span_hold_out``),
+the whole documents as spans too (``span_whole``, by default for ``+spans+teacher`` over long documents)."""
 
 from __future__ import annotations
 
