@@ -12,9 +12,15 @@ distinct titles as the collection (the spans of every title), scored alone on th
 regresses each text's student vector onto MiniLM's (``--out 384``: the towers as wide as MiniLM's vectors);
 ``--model dssm`` distils a DSSM instead.
 
+``--world long``: the long-query world of quality_long_queries.py (240 needs of 5-25 words over 800 descriptions,
+20 BM25 candidates each), the descriptions as the collection, scored alone on all 240 needs; ``--span-words MIN-MAX``
+sets the spans' lengths and ``--whole`` adds each whole description as one more span (``span_whole``).
+
 Run: python benchmarks/quality_span_distill.py --per-doc 16 --epochs 20 --temperature 0.1 [--span-epochs 5]
      python benchmarks/quality_span_distill.py --world hd300 --per-doc 1 --loss vector --out 384 --batch-size 1024 \
          --teacher-store DIR
+     python benchmarks/quality_span_distill.py --world long --per-doc 16 --epochs 20 --loss vector --out 384 \
+         --batch-size 1024 --whole [--span-words 8-24] --teacher-store DIR
 """
 
 from __future__ import annotations
@@ -57,6 +63,18 @@ def _world(name: str) -> tuple[pd.DataFrame, list[str]]:
 
     if name == "sample":
         return group_pairs(read_judged_pairs(ROOT / "data" / "judged.tsv")), []
+    if name == "long":
+        from benchmarks._common import run_ltrfeat
+
+        with tempfile.TemporaryDirectory() as tmp:
+            world = Path(tmp)
+            run_ltrfeat(
+                *("datasets", "synth", "--out", world, "--seed", 0, "--long-queries", "--queries", 240, "--docs", 800),
+                *("--click-queries", 0, "--candidates", "20-20"),
+            )
+            pairs = read_judged_pairs(world / "judged.tsv")
+            descriptions = read_docs(world / "docs.tsv", fields=["description"], missing="drop")["description"]
+        return group_pairs(pairs), descriptions.tolist()
     from benchmarks.quality_small_data import ENCODING, _data
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,7 +95,9 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=4, help="distillation epochs")
     ap.add_argument("--temperature", type=float, default=0.05)
     ap.add_argument("--loss", default="kl", choices=["kl", "mse", "vector"])
-    ap.add_argument("--world", default="sample", choices=["sample", "hd300"])
+    ap.add_argument("--world", default="sample", choices=["sample", "hd300", "long"])
+    ap.add_argument("--span-words", default="1-4", help="MIN-MAX words per span")
+    ap.add_argument("--whole", action="store_true", help="each whole document also one of its spans")
     ap.add_argument("--model", default="clsm", choices=["clsm", "dssm"])
     ap.add_argument("--out", type=int, default=128, help="the towers' output width")
     ap.add_argument("--conv", type=int, default=0, help="CLSM convolution width (0: its default); DSSM hidden width")
@@ -100,9 +120,14 @@ def main() -> None:
     if args.teacher_store is not None:
         distill.load_vectors(args.teacher_store)
     pairs, collection = _world(args.world)
-    titles = list(dict.fromkeys(t for t in list(pairs["doc"]) + collection if isinstance(t, str)))
+    # the long world's descriptions hold every judged document: the collection alone, in its file's order
+    texts = collection if args.world == "long" else list(pairs["doc"]) + collection
+    titles = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
     docs = pd.DataFrame({"docid": [str(i) for i in range(len(titles))], "text": titles})
-    spans = span_pairs(docs, field="text", per_doc=args.per_doc, negatives=4, seed=0)
+    low, high = map(int, args.span_words.split("-"))
+    spans = span_pairs(
+        docs, field="text", per_doc=args.per_doc, min_words=low, max_words=high, whole=args.whole, negatives=4, seed=0
+    )
     start = time.process_time()
     sizes = {"out": args.out} | (
         {} if not args.conv else {"conv": args.conv} if args.model == "clsm" else {"hidden": [args.conv, args.conv]}
