@@ -15,7 +15,8 @@ of MIN to MAX words (the default spans are 1-4 words, cut for title-like queries
 
 Printed per ablation: NDCG@1/@10 of every feature alone (BM25 among the lexical ones) and of lexical + each feature
 (the lexical set's ranker, model selection as the CLI's default), and paired randomisation tests (Holm) of each
-neural feature alone against BM25 alone and against MiniLM alone, and of lexical+X against lexical.
+neural feature alone against BM25 alone and against MiniLM alone, and of lexical+X against lexical and against
+lexical+MiniLM.
 
 ``--encoders`` names the span encoders beside ``sbert`` (default: the three above); ``--spans-per-doc 0`` keeps each
 encoder's own default (``+spans+teacher``: 16 spans per description here, and the whole descriptions as spans too,
@@ -63,6 +64,7 @@ def _summary(report: Path) -> dict:
     alone = [s for s in sets if s.endswith("_doc_cos") and not s.startswith("sbert")]
     pairs = [f"{reference}:{s}" for reference in ("bm25_doc", "sbert_doc_cos") for s in alone]
     pairs += [f"lexical:{s}" for s in sets if s.startswith("lexical+")]
+    pairs += [f"lexical+sbert:lexical+{s.removesuffix('_doc_cos')}" for s in alone]  # each lift against MiniLM's
     compared = json.loads(
         run_ltrfeat("compare", report, *pairs, "--metrics", ",".join(METRICS), "--json", capture=True)
     )
