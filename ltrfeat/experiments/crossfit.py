@@ -52,6 +52,7 @@ from ltrfeat.features.encoders.kinds import (
     SPAN_DISTILL,
     SPAN_EPOCHS_TEACHER,
     SPANS_WANTED,
+    LONG_DOC_SPANS,
     long_documents,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
@@ -472,13 +473,7 @@ class _StartingPoint:
         distilled = spec.pretrain == "spans+teacher"
         defaults = SPAN_OPTIONS | ({"span_epochs": SPAN_EPOCHS_TEACHER} if distilled else {})
         self.span_settings = {k: options.get(k, v) for k, v in defaults.items()}
-        if self.span_settings["span_min_words"] > self.span_settings["span_max_words"]:
-            raise ParameterError(
-                f"encoder options span_min_words={self.span_settings['span_min_words']} > "
-                f"span_max_words={self.span_settings['span_max_words']}",
-                fix="give span_min_words <= span_max_words, e.g. 8 and 24",
-                param="options",
-            )
+        self._check_lengths()
         if self.span_settings["span_epochs"] == 0 and not distilled:
             raise ParameterError(
                 f"{spec.name}: span_epochs=0 leaves the +spans towers untrained",
@@ -499,8 +494,13 @@ class _StartingPoint:
             wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
             low, high = SPANS_PER_DOC_TEACHER if distilled else SPANS_PER_DOC
             self.span_settings["spans_per_doc"] = min(high, max(low, wanted))
-        if self.span_settings["span_whole"] is None:  # the whole documents as spans too: long ones, distilled
-            self.span_settings["span_whole"] = int(distilled and long_documents(self.texts))
+        if distilled and long_documents(self.texts):  # spans as long as natural-language needs, whole documents too
+            lengths = {"span_min_words", "span_max_words"}  # given one length, the other keeps the title default
+            own = set(options) if lengths.isdisjoint(options) else set(options) | lengths
+            self.span_settings |= {k: v for k, v in LONG_DOC_SPANS.items() if k not in own}
+            self._check_lengths()
+        if self.span_settings["span_whole"] is None:
+            self.span_settings["span_whole"] = 0
         if distilled and "distill_epochs" not in self.distill_settings:  # enough for DISTILL_PAIRS span pairs
             wanted = -(-DISTILL_PAIRS // max(len(self.texts) * self.span_settings["spans_per_doc"], 1))
             self.distill_settings["distill_epochs"] = min(DISTILL_EPOCHS[1], max(DISTILL_EPOCHS[0], wanted))
@@ -520,6 +520,15 @@ class _StartingPoint:
         )
         h.update("\x1e".join(self.texts).encode("utf-8", "surrogatepass"))
         self.key = h.hexdigest()[:24]
+
+    def _check_lengths(self) -> None:
+        if self.span_settings["span_min_words"] > self.span_settings["span_max_words"]:
+            raise ParameterError(
+                f"encoder options span_min_words={self.span_settings['span_min_words']} > "
+                f"span_max_words={self.span_settings['span_max_words']}",
+                fix="give span_min_words <= span_max_words, e.g. 8 and 24",
+                param="options",
+            )
 
     def _keyed_spans(self) -> dict:
         """The span settings in the cache key: span lengths at their defaults left out (the key of earlier runs)."""

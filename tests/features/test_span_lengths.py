@@ -1,6 +1,7 @@
 """The shape of the +spans pre-training's spans: 1-4 words from titles as before, longer spans for long queries
 over long documents (``span_min_words`` / ``span_max_words``), the span held out of its positive (``span_hold_out``),
-the whole documents as spans too (``span_whole``, by default for ``+spans+teacher`` over long documents)."""
+the whole documents as spans too (``span_whole``); ``+spans+teacher`` over long documents takes 8-24-word spans and
+the whole documents by default."""
 
 from __future__ import annotations
 
@@ -123,17 +124,23 @@ def test_whole_adds_each_document_once_as_its_own_span():
     assert span_pairs(short, per_doc=5, whole=True, negatives=0)["query"].value_counts().max() == 1
 
 
-def test_spans_teacher_distils_whole_documents_by_default_only_when_they_are_long():
+def test_spans_teacher_over_long_documents_takes_long_spans_and_the_whole_documents_by_default():
     descriptions, titles = DOCS["description"].head(50).tolist(), DOCS["title"].head(50).tolist()
     assert long_documents(descriptions) and not long_documents(titles) and not long_documents([])
 
     def start(text, texts, **options):
         return _StartingPoint(EncoderSpec.parse(text), texts, options=options, seed=0, cache=None)
 
-    assert start("clsm:generalized+spans+teacher", descriptions).span_settings["span_whole"] == 1
-    assert start("clsm:generalized+spans+teacher", descriptions, span_whole=0).span_settings["span_whole"] == 0
-    assert start("clsm:generalized+spans", descriptions).span_settings["span_whole"] == 0  # no teacher: not a task
-    assert start("clsm:generalized+spans+teacher", titles).span_settings["span_whole"] == 0
+    def shape(*args, **options):
+        settings = start(*args, **options).span_settings
+        return settings["span_min_words"], settings["span_max_words"], settings["span_whole"]
+
+    assert shape("clsm:generalized+spans+teacher", descriptions) == (8, 24, 1)
+    assert shape("clsm:generalized+spans+teacher", descriptions, span_whole=0) == (8, 24, 0)
+    assert shape("clsm:generalized+spans+teacher", descriptions, span_max_words=6) == (1, 6, 1)
+    assert shape("clsm:generalized+spans+teacher", descriptions, span_min_words=2) == (2, 4, 1)
+    assert shape("clsm:generalized+spans", descriptions) == (1, 4, 0)  # no teacher: the span task as before
+    assert shape("clsm:generalized+spans+teacher", titles) == (1, 4, 0)
     # titles keep their key (test_pre_training_key_is_unchanged_at_the_default_lengths); long documents name it
     teacher = "dssm:generalized+spans+teacher"
     assert (
@@ -141,7 +148,8 @@ def test_spans_teacher_distils_whole_documents_by_default_only_when_they_are_lon
         == start(teacher, titles).key
         != start(teacher, titles, span_whole=1).key
     )
-    assert start(teacher, descriptions).key == start(teacher, descriptions, span_whole=1).key
+    same = {"span_whole": 1, "span_min_words": 8, "span_max_words": 24}
+    assert start(teacher, descriptions).key == start(teacher, descriptions, **same).key
     assert start(teacher, descriptions).key != start(teacher, descriptions, span_whole=0).key
     CrossFitConfig(options={"span_whole": 1})._check()
     with pytest.raises(ParameterError, match="span_whole: 0 or 1"):

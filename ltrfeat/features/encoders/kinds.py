@@ -23,9 +23,12 @@ SPAN_OPTIONS = {
 SPAN_SWITCHES = ("span_hold_out", "span_whole")  # the span options that are 0 or 1
 SPAN_SHAPE = ("span_min_words", "span_max_words", "span_hold_out", "span_whole")  # at their defaults, out of the key
 # +spans+teacher over long documents (the collection's median document has at least this many words: descriptions,
-# abstracts; not titles -- Home Depot's median title has 11 words, the sample world's 7): span_whole 1, the whole
-# documents distilled on the query side too, so that the query tower also learns MiniLM's vectors of long texts
+# abstracts; not titles -- Home Depot's median title has 11 words, the sample world's 7): spans of 8-24 words and the
+# whole documents distilled on the query side too, so that the query tower learns MiniLM's vectors of long texts.
+# Long-query world, pre-training alone, NDCG@10 (@1): 1-4-word spans .7640 (.6855), + whole .7966 (.7591), 8-24-word
+# spans + whole .8174 (.7907), BM25 .8006 (.7960), MiniLM .8619 (.8000); docs/experiments.md
 LONG_DOC_WORDS = 20
+LONG_DOC_SPANS = {"span_min_words": 8, "span_max_words": 24, "span_whole": 1}
 
 
 def long_documents(texts) -> bool:
@@ -66,8 +69,10 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     "query-like span -> document pairs of the pairs' documents (MiniLM encodes each distinct span and document once, "
     "kept in the --cache teacher store; no query or label read), then fine-tuned in every fold; options as +spans, "
     f"span_epochs [default: {SPAN_EPOCHS_TEACHER}; N: then N epochs of +spans' span training, kept "
-    f"if it beats the distilled towers on the validation spans], span_whole [default: 1 when the median document "
-    f"has at least {LONG_DOC_WORDS} words, else 0; 1: each whole document also one of its spans], distill_epochs "
+    f"if it beats the distilled towers on the validation spans], span_whole [default: 0; 1: each whole document "
+    f"also one of its spans]; when the median document has at least {LONG_DOC_WORDS} words the defaults are "
+    f"span_min_words {LONG_DOC_SPANS['span_min_words']}, span_max_words {LONG_DOC_SPANS['span_max_words']} and "
+    f"span_whole {LONG_DOC_SPANS['span_whole']}, distill_epochs "
     f"[default: enough for "
     f"{DISTILL_PAIRS:,} span pairs, {DISTILL_EPOCHS[0]} to {DISTILL_EPOCHS[1]}], distill_loss [default: "
     f"{SPAN_DISTILL['distill_loss']}: each text's vector onto MiniLM's, the towers as wide as its vectors; kl: the "
