@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 
-from ltrfeat.core.processes import spawn_pool
+from ltrfeat.core.processes import keep_freed_memory, spawn_pool
 from ltrfeat.experiments._training_task import TrainingTask, fold_scores, training_record
 
 THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (EncoderKind.pooled; see above)
@@ -89,6 +89,7 @@ def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, b
 
 
 def _fit(task: TrainingTask, train: Callable) -> tuple[dict, float, float, bool, dict, str]:
+    keep_freed_memory()  # a pool process only trains: its step buffers are reused, not paged in afresh
     return (*fit_task(task, train), f"pool process {os.getpid()}")
 
 

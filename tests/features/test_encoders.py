@@ -68,6 +68,25 @@ def test_clsm_equals_dense_convolution_and_max_pooling(context):
         assert torch.allclose(got, expected, atol=1e-12)
 
 
+def test_clsm_training_step_is_bit_identical_to_the_out_of_place_computation():
+    # the tower adds the convolution bias in place on the (windows, K) matrix: same values, same gradients
+    enc = make("clsm", conv=16, out=8)
+    tower = enc.model.doc_tower
+    texts = CORPUS + ["", "drill drill drill hose"]  # an empty text, and repeated windows (ties in the max)
+    batch = tower.prepare(enc.hasher, texts)
+    weight = torch.randn(len(texts), 8, generator=torch.Generator().manual_seed(0))
+    (tower(batch) * weight).sum().backward()
+    got = {name: p.grad.clone() for name, p in tower.named_parameters()}
+    tower.zero_grad()
+    words = tower.trigrams(torch.from_numpy(batch.word_ids), torch.from_numpy(batch.word_offsets))
+    rows = torch.from_numpy(batch.windows) * tower.window + torch.arange(tower.window)
+    conv = torch.nn.functional.embedding_bag(rows, words.view(-1, tower.conv), mode="sum") + tower.conv_bias
+    pooled = torch.segment_reduce(conv, "max", lengths=torch.from_numpy(batch.lengths), axis=0)
+    (torch.tanh(tower.semantic(torch.tanh(pooled))) * weight).sum().backward()
+    for name, p in tower.named_parameters():
+        assert torch.equal(p.grad, got[name]), name
+
+
 @pytest.mark.parametrize("arch", ["dssm", "clsm"])
 def test_padding_invariance(arch):
     enc = make(arch)

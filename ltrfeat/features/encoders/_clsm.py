@@ -52,7 +52,8 @@ class ClsmTower(nn.Module):
         """
         words = self.trigrams(torch.from_numpy(batch.word_ids), torch.from_numpy(batch.word_offsets))
         rows = torch.from_numpy(batch.windows) * self.window + torch.arange(self.window)
-        return F.embedding_bag(rows, words.view(-1, self.conv), mode="sum") + self.conv_bias
+        # in place: the (N, K) window matrix is the largest tensor of a step (its sum's backward keeps no output)
+        return F.embedding_bag(rows, words.view(-1, self.conv), mode="sum").add_(self.conv_bias)
 
     def local_features(self, batch: SequenceBatch) -> torch.Tensor:
         """``h_t = tanh(W_c l_t + b)`` (N, K) of every window of the batch, texts back to back."""
