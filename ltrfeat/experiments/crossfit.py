@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from ltrfeat.experiments import _encoder_pool
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.dataset import RankingSet
-from ltrfeat.features.encoders.config import KEEP_START_MARGIN, SbertConfig
+from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.kinds import (
     SPAN_MODS,
     SPAN_OPTIONS,
@@ -371,8 +371,6 @@ def _cache_key(spec: EncoderSpec, options: dict, table: pd.DataFrame, seed: int,
         spec_key["keep_start"] = options.get("keep_start_margin", KEEP_START_MARGIN)
         # nor those trained before early stopping against the start (2: a record mean restarts the patience count)
         spec_key["stops_at_checkpoints"] = 2
-    if spec.kind.frozen_prefix:  # the default frozen depth went from 4 to 5 layers: older fine-tunings are not reused
-        spec_key["freeze_layers"] = options.get("freeze_layers", SbertConfig.freeze_layers)
     if init_key is not None:
         spec_key["path"] = init_key
     h.update(

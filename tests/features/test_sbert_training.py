@@ -364,15 +364,6 @@ def test_cache_keys_of_existing_encoders_are_unchanged_by_prefixed_options():
     assert _cache_key(spec, spec_options(spec, {"epochs": 4, "clsm.epochs": 5}), table, 0) != before
 
 
-def test_the_frozen_depth_of_a_fine_tuning_is_part_of_its_cache_key():
-    table = make_pairs(3)
-    spec = EncoderSpec.parse("sbert-ft:generalized")
-    default = _cache_key(spec, spec_options(spec, {}), table, 0)
-    four = _cache_key(spec, spec_options(spec, {"sbert-ft.freeze_layers": 4}), table, 0)
-    assert four != default and four != _cache_key(spec, spec_options(spec, {"sbert-ft.freeze_layers": 3}), table, 0)
-    assert default != "2aabad7f862e18024409bbeb"  # the key before the default went from 4 frozen layers to 5
-
-
 def test_ablate_cross_fits_sbert_ft_with_its_own_options(tiny_base, tmp_path):
     pairs = make_pairs(36)
     pairs.assign(docid=[f"d{i}" for i in range(len(pairs))]).to_csv(tmp_path / "judged.tsv", sep="\t", index=False)

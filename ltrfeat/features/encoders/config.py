@@ -208,7 +208,7 @@ class SbertConfig(TrainingConfig):
     lr: float = 2e-5
     weight_decay: float = 0.01
     max_seq_length: int = 32
-    freeze_layers: int = 5
+    freeze_layers: int = 4
     keep_frozen: bool = True
     shared: bool = True
     click_scale: float = 1.0
