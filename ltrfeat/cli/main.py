@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 import click
 
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
+from ltrfeat.core.versions import package_digest
 
 
 def _version() -> str:
@@ -48,6 +49,7 @@ class _Group(click.Group):
             _fail(f"{exc.format_message().rstrip('.')}; see '{ctx.command_path} --help'")
 
     def invoke(self, ctx):
+        package_digest()  # the files this command started with: its worker processes are checked against them
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
         try:

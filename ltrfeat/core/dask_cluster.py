@@ -6,6 +6,7 @@ import contextlib
 
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.versions import package_digest
 
 try:
     import distributed
@@ -21,7 +22,8 @@ def dask_client(spec: str, *, timeout: str = "30s"):
 
     ``local`` starts a ``LocalCluster`` with one single-threaded worker process per CPU,
     ``local:N`` with N workers; a ``.json`` path is a scheduler file; anything else is a
-    scheduler address (``tcp://host:8786``), given ``timeout`` to answer.
+    scheduler address (``tcp://host:8786``), given ``timeout`` to answer. The workers must run the same
+    ltrfeat files as this process (:func:`check_workers`).
     """
     if distributed is None:
         raise LtrfeatError("--dask needs the dask and distributed packages", fix=INSTALL_FIX)
@@ -42,6 +44,7 @@ def dask_client(spec: str, *, timeout: str = "30s"):
             ) as cluster,
             distributed.Client(cluster) as client,
         ):
+            check_workers(client)
             yield client
         return
     try:
@@ -56,7 +59,29 @@ def dask_client(spec: str, *, timeout: str = "30s"):
             fix="give a running scheduler's address (tcp://host:8786), its scheduler file, or local[:N]",
         ) from None
     with client:
+        check_workers(client)
         yield client
+
+
+def check_workers(client) -> None:
+    """A one-line error unless every worker of ``client``'s cluster imports the ltrfeat files this process does
+    (:func:`~ltrfeat.core.versions.package_digest`: tasks on a worker with another installation would mix two
+    versions' results)."""
+    expected = package_digest()
+    try:
+        found = client.run(package_digest)
+    except Exception as exc:  # noqa: BLE001 -- whatever a worker raised: most often, no ltrfeat there
+        raise LtrfeatError(
+            f"a Dask worker cannot run ltrfeat ({type(exc).__name__}: {exc})",
+            fix="install the same ltrfeat on every worker as here",
+        ) from None
+    other = sorted(address for address, digest in found.items() if digest != expected)
+    if other:
+        raise LtrfeatError(
+            f"{len(other)} of {len(found)} Dask workers ({', '.join(other[:3])}{', ...' if len(other) > 3 else ''}) "
+            f"run other ltrfeat files than this process (files digest {found[other[0]]}, here {expected})",
+            fix="install the same ltrfeat on every worker as here",
+        )
 
 
 def worker_addresses(client) -> list[str]:

@@ -3,7 +3,9 @@
 A ``kill -9`` of a command leaves no chance to stop its workers: without help, spawned workers (and
 multiprocessing's resource tracker, which waits for them) would run on as orphans. :func:`spawn_pool`
 starts workers that ask Linux to kill them when their parent dies (``prctl(PR_SET_PDEATHSIG)``);
-elsewhere a watchdog thread in each worker notices the parent is gone within a second.
+elsewhere a watchdog thread in each worker notices the parent is gone within a second. Every task a
+worker runs first checks that the worker imported the same ltrfeat files as its parent
+(:func:`~ltrfeat.core.versions.check_package`).
 """
 
 from __future__ import annotations
@@ -17,19 +19,38 @@ import sys
 import threading
 import time
 
+from ltrfeat.core.versions import check_package, package_digest
+
 _PR_SET_PDEATHSIG = 1
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc mallopt parameters
 
 
+class _CheckedPool(concurrent.futures.ProcessPoolExecutor):
+    """A process pool whose tasks first check their worker's ltrfeat files against ``digest`` (the parent's)."""
+
+    digest = ""
+
+    def submit(self, fn, /, *args, **kwargs):
+        return super().submit(_checked, self.digest, fn, *args, **kwargs)
+
+
+def _checked(digest: str, fn, *args, **kwargs):
+    check_package(digest)
+    return fn(*args, **kwargs)
+
+
 def spawn_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
     """A process pool of ``workers`` spawned processes (not forked: the caller may run torch or engine
-    threads, which fork would copy mid-flight) that die with this process."""
-    return concurrent.futures.ProcessPoolExecutor(
+    threads, which fork would copy mid-flight) that die with this process and refuse to run tasks when
+    they imported other ltrfeat files than this process did (an upgrade or edit while the command ran)."""
+    pool = _CheckedPool(
         workers,
         mp_context=multiprocessing.get_context("spawn"),
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     )
+    pool.digest = package_digest()
+    return pool
 
 
 def die_with_parent(parent_pid: int) -> None:

@@ -36,3 +36,50 @@ def test_keep_freed_memory_reuses_large_buffers_instead_of_paging_them_in_again(
     # 48 MB is 12,288 pages: glibc maps such a block afresh on every allocation unless told to keep freed memory
     assert _faults("default") > 7 * 10_000
     assert _faults("keep") < 7 * 1_000
+
+
+# a copy of the package: start a pool, change one file of the copy, then hand the pool a task
+_CHANGED = """
+import pathlib, sys
+import ltrfeat
+assert pathlib.Path(ltrfeat.__file__).parent.parent == pathlib.Path(sys.argv[2]), ltrfeat.__file__
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.processes import spawn_pool
+with spawn_pool(1) as pool:
+    assert pool.submit(abs, -3).result() == 3  # the worker started before the change: same files
+if sys.argv[1] == "edit":
+    target = pathlib.Path(sys.argv[2]) / "ltrfeat" / "core" / "text.py"
+    target.write_text(target.read_text() + "\\n# edited\\n")
+with spawn_pool(1) as pool:
+    try:
+        print(pool.submit(abs, -3).result())
+    except LtrfeatError as exc:
+        print("error:", exc)
+"""
+
+
+@pytest.mark.parametrize("mode", ["same", "edit"])
+def test_a_pool_worker_that_imported_changed_package_files_refuses_its_tasks(tmp_path, mode):
+    import os
+    import shutil
+
+    import ltrfeat
+
+    shutil.copytree(
+        os.path.dirname(ltrfeat.__file__), tmp_path / "ltrfeat", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    env = os.environ | {"PYTHONPATH": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-c", _CHANGED, mode, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,  # with -c the working directory comes first on sys.path: not this checkout's ltrfeat
+        check=True,
+    ).stdout.strip()
+    if mode == "same":
+        assert out == "3"
+    else:  # the digest is the one this process saw first, before the edit
+        assert out.startswith("error: ") and out.count("error: ") == 1
+        assert "this worker process runs other ltrfeat files than the command that started it" in out
+        assert "run the command again" in out and "\n" not in out
