@@ -10,6 +10,11 @@ Results are stored as JSON with arrays as exact raw bytes (no pickles: a store o
 never executes anything when read), behind a SHA-256 of the content checked on every read
 (:func:`~ltrfeat.core.fileio.read_checked`): a torn, foreign or damaged entry is recomputed, with
 a one-line notice for a damaged one.
+
+Within one ablation two runs whose columns hold the same values in the same order differ only in their
+feature names (a MiniLM fine-tuning that kept its zero-shot start scores exactly as the ``sbert`` column):
+:func:`fit_once` runs such a group once and gives each other run that result under its own feature names,
+and the store keeps each under its own key.
 """
 
 from __future__ import annotations
@@ -90,7 +95,8 @@ class RunStore:
     """Ablation runs kept in ``directory`` under a key of their inputs (see the module docstring).
 
     ``settings`` are the run settings shared by every run (JSON-able; :func:`~ltrfeat.experiments.ablation.run_ablation`
-    sets them); ``hits`` and ``misses`` count this store's lookups.
+    sets them); ``hits`` and ``misses`` count this store's lookups, ``shared`` the misses given the result of
+    an identical run (:func:`fit_once`) instead of running.
     """
 
     def __init__(self, directory, settings: dict | None = None):
@@ -98,6 +104,10 @@ class RunStore:
         self.settings = dict(settings or {})
         self.hits = 0
         self.misses = 0
+        self.shared = 0
+
+    def _count_shared(self) -> None:
+        self.shared += 1
 
     def key(self, fold, feature_set, seed=None) -> str:
         """The key of one run: ``fold`` (a :class:`~ltrfeat.experiments.ablation.Fold`), ``feature_set``, ``seed``."""
@@ -115,15 +125,7 @@ class RunStore:
                 default=str,
             ).encode()
         )
-        for part in (fold.train, fold.valid, fold.test):
-            if part is None:
-                h.update(b"\x00none")
-                continue
-            cols = [part.feature_map.column_of(c) for c in feature_set.columns]
-            h.update(np.ascontiguousarray(part.X[:, cols]).tobytes())
-            h.update(part.label.tobytes())
-            h.update("\x1e".join(map(str, part.qid)).encode("utf-8", "surrogatepass"))
-            h.update(b"\x00" if part.weight is None else np.asarray(part.weight, np.float64).tobytes())
+        _hash_rows(h, fold, feature_set.columns)
         return h.hexdigest()[:32]
 
     def get(self, key: str):
@@ -152,14 +154,102 @@ class RunStore:
 
     def map(self, mapper, run, *columns):
         """``mapper(run, *columns)`` (like :func:`map`), in order, with stored results taken from the store
-        and new ones stored as they arrive."""
+        and new ones stored as they arrive; a missing run identical to another but for its feature names
+        (:func:`fit_once`) takes that one's result, stored or fresh (counted in ``shared``)."""
         plan = list(zip(*columns))
         keys = [self.key(*item) for item in plan]
         found = [self.get(k) for k in keys]
         missing = [item for item, result in zip(plan, found) if result is None]
-        fresh = iter(mapper(run, *zip(*missing))) if missing else iter(())
+        known = [(item, result) for item, result in zip(plan, found) if result is not None]
+        fresh = fit_once(mapper, run, *zip(*missing), known=known, on_share=self._count_shared) if missing else iter(())
         for key, result in zip(keys, found):
             if result is None:
                 result = next(fresh)
                 self.put(key, result)
             yield result
+
+
+def _hash_rows(h, fold, columns) -> None:
+    """Feed ``h`` the fold's rows restricted to ``columns`` (in that order): values, labels, qids, weights."""
+    for part in (fold.train, fold.valid, fold.test):
+        if part is None:
+            h.update(b"\x00none")
+            continue
+        cols = [part.feature_map.column_of(c) for c in columns]
+        h.update(np.ascontiguousarray(part.X[:, cols]).tobytes())
+        h.update(part.label.tobytes())
+        h.update("\x1e".join(map(str, part.qid)).encode("utf-8", "surrogatepass"))
+        h.update(b"\x00" if part.weight is None else np.asarray(part.weight, np.float64).tobytes())
+
+
+def value_key(fold, feature_set, seed=None) -> str:
+    """What one run of an ablation (settings fixed) depends on besides its feature names: the fold, the set's
+    kind, the seed and its columns' values in order, with the orders a ranker may put them in (by column and
+    by feature id). Runs with equal keys fit the same models on the same numbers."""
+    fmap = fold.train.feature_map
+    cols = [fmap.column_of(c) for c in feature_set.columns]
+    ids = [fmap.features[j].id for j in cols]
+    h = hashlib.sha256(
+        json.dumps(
+            {
+                "fold": fold.name,
+                "kind": feature_set.kind,
+                "seed": seed,
+                "by_column": np.argsort(cols, kind="stable").tolist(),
+                "by_id": np.argsort(ids, kind="stable").tolist(),
+            },
+            default=str,
+        ).encode()
+    )
+    _hash_rows(h, fold, feature_set.columns)
+    return h.hexdigest()
+
+
+def _renamed(result: dict, names: dict) -> dict:
+    """A run's ``result`` with the feature names in its importances (``shares``) and in what each fitted
+    candidate chose (``runs[*]["chose"]``: features, linear weights) replaced by ``names`` (old -> new);
+    everything else is shared with ``result``."""
+
+    def walk(obj):
+        if isinstance(obj, str):
+            return names.get(obj, obj)
+        if isinstance(obj, dict):
+            return {walk(k): walk(v) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(walk(x) for x in obj)
+        return obj
+
+    out = dict(result)
+    if out.get("shares") is not None:
+        out["shares"] = walk(out["shares"])
+    if "runs" in out:
+        out["runs"] = [r | {"chose": walk(r["chose"])} for r in out["runs"]]
+    return out
+
+
+def fit_once(mapper, run, *columns, known=(), on_share=None):
+    """``mapper(run, *columns)`` (like :func:`map`: items ``(fold, feature_set[, seed])``), in order, with each
+    group of items of equal :func:`value_key` run once: the others get the first one's result under their own
+    feature names. ``known``: ``(item, result)`` pairs already at hand, whose results are given the same way;
+    ``on_share()`` is called for each item that did not run."""
+    plan = list(zip(*columns))
+    keys = [value_key(*item) for item in plan]
+    source: dict[str, tuple] = {value_key(*item): (item, result) for item, result in known}
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)
+    runs = [i for i, key in enumerate(keys) if key not in source and first[key] == i]
+    needed = {keys[i] for i in set(range(len(plan))) - set(runs)}  # results another item takes
+    fresh = iter(mapper(run, *zip(*[plan[i] for i in runs]))) if runs else iter(())
+    running = set(runs)
+    for i, (item, key) in enumerate(zip(plan, keys)):
+        if i in running:
+            result = next(fresh)
+            if key in needed:
+                source[key] = (item, result)
+            yield result
+            continue
+        if on_share is not None:
+            on_share()
+        twin, result = source[key]
+        yield _renamed(result, dict(zip(twin[1].columns, item[1].columns)))

@@ -35,7 +35,7 @@ from ltrfeat.core.settings import OneOf, Settings
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
-from ltrfeat.experiments._run_cache import RunStore
+from ltrfeat.experiments._run_cache import RunStore, fit_once
 from ltrfeat.rankers.selection import (
     Candidates,
     SelectionConfig,
@@ -627,6 +627,10 @@ def run_ablation(
     jobs : without an ``executor``, run the runs in this many worker processes (1: in this process).
     cache : a :class:`~ltrfeat.experiments._run_cache.RunStore` (its ``settings`` are filled in here): runs whose
         inputs it holds are taken from it, the others stored in it; results equal an uncached run.
+
+    Runs that differ only in their feature names (columns of equal values in the same order, e.g. a
+    fine-tuned MiniLM that kept its zero-shot start beside ``sbert``) are fitted once
+    (:func:`~ltrfeat.experiments._run_cache.fit_once`); each gets the result under its own names.
     """
     config = dataclasses.replace(config or AblationConfig(), **settings)
     folds, feature_sets, metric_names, conventions, params = _check_run_args(folds, feature_sets, config)
@@ -648,6 +652,8 @@ def run_ablation(
             "selection": None if selection is None else selection.to_dict(),
         }
         mapper = functools.partial(cache.map, mapper)
+    else:
+        mapper = functools.partial(fit_once, mapper)
     if selection is not None:
         return _run_with_selection(
             folds,

@@ -107,3 +107,82 @@ def test_torn_or_foreign_files_are_recomputed(tmp_path):
     assert store.misses == 2
     pd.testing.assert_frame_equal(first.per_query, second.per_query)
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def _twin_folds():
+    """Folds whose column ``twin`` holds exactly the values of ``clsm_title_cos`` (as a fine-tuned MiniLM
+    that kept its zero-shot start beside ``sbert``)."""
+    folds = []
+    for i in range(2):
+        parts = [
+            synthetic(n_queries=n, docs=10, n_features=len(NAMES) + 1, seed=10 * i + k, names=[*NAMES, "twin"])
+            for k, n in enumerate((24, 8, 8))
+        ]
+        for part in parts:
+            part.X[:, -1] = part.X[:, NAMES.index("clsm_title_cos")]
+        folds.append(Fold(f"Fold{i}", *parts))
+    return folds
+
+
+class _Counting:
+    """Runs in this process and records which (fold, set) ran."""
+
+    def __init__(self):
+        self.ran = []
+
+    def map(self, fn, *columns):
+        for args in zip(*columns):
+            self.ran.append((args[0].name, args[1].name))
+            yield fn(*args)
+
+
+def _set_view(result, name):
+    rows = result.per_query[result.per_query.feature_set.str.startswith(name)].reset_index(drop=True)
+    runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs if r["feature_set"].startswith(name)]
+    chosen = {f: c.get(name) for f, c in result.config.get("selection", {}).get("chosen", {}).items()}
+    scores = {s: v for s, v in result.test_scores.items() if s.startswith(name)}
+    return rows, runs, chosen, result.importance.get(name), scores
+
+
+@pytest.mark.parametrize(
+    "selection", [None, SelectionConfig(candidates=("lightgbm", "linear", "best-single"), inner_folds=2)]
+)
+def test_runs_that_differ_only_in_feature_names_fit_once(tmp_path, selection):
+    folds = _twin_folds()
+    fmap = folds[0].train.feature_map
+    base = ",".join(NAMES[:3])
+    both = plan_feature_sets(fmap, base=base, neural={"n": "clsm_title_cos", "t": "twin"})
+    only_twin = plan_feature_sets(fmap, base=base, neural={"t": "twin"})
+    kw = {"seeds": [0, 1], "ranker_params": {"n_estimators": 10, "num_leaves": 7}, "progress": False}
+    kw["selection"] = selection
+    counting = _Counting()
+    shared = run_ablation(folds, both, **kw, executor=counting)
+    ran = {s for _, s in counting.ran}
+    assert "lexical+n" in ran and "clsm_title_cos" in ran and not {"lexical+t", "twin"} & ran
+    alone = run_ablation(folds, only_twin, **kw)  # "lexical+t" fitted on its own
+    for name in ("lexical+t", "twin"):
+        a, b = _set_view(shared, name), _set_view(alone, name)
+        pd.testing.assert_frame_equal(a[0], b[0])
+        assert a[1:4] == b[1:4]
+        assert a[4].keys() == b[4].keys()
+        for s in a[4]:
+            for fold in a[4][s]:
+                for x, y in zip(a[4][s][fold]["scores"], b[4][s][fold]["scores"], strict=True):
+                    np.testing.assert_array_equal(x, y)
+    assert "twin" in shared.importance["lexical+t"] and "clsm_title_cos" not in shared.importance["lexical+t"]
+    if selection is not None:  # linear weights and the best single feature under the twin's own names
+        chose = [r["chose"] for r in shared.runs if r["feature_set"].startswith("lexical+t/")]
+        text = json.dumps(chose)
+        assert "twin" in text and "clsm_title_cos" not in text
+
+    # the store holds each run under its own key and names: a run without the original reads the twin's
+    store = RunStore(tmp_path)
+    cached = run_ablation(folds, both, **kw, cache=store)
+    assert store.shared == len(folds) * ((len(kw["seeds"]) if selection is None else 1) + 1)  # lexical+t, twin
+    pd.testing.assert_frame_equal(cached.per_query, shared.per_query)
+    later = RunStore(tmp_path)
+    again = run_ablation(folds, only_twin, **kw, cache=later)
+    # only the best-single baseline (over other columns now) runs
+    assert later.misses == (0 if selection is None else len(folds)) and later.shared == 0
+    pd.testing.assert_frame_equal(again.per_query, alone.per_query)
+    assert again.importance == alone.importance
