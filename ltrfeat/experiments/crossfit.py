@@ -438,6 +438,12 @@ def _cached_encoder(path: Path, load):
         return None
 
 
+# the span pre-training's own settings over the fold trainings' options (``epochs`` comes from ``span_epochs``): what
+# it overrides stays out of its cache key, so a --quick and a full run share one pre-training
+_SPAN_TRAINING = {"val_fraction": 0.02}
+_SPAN_OVERRIDES = ("epochs", *_SPAN_TRAINING)
+
+
 class _StartingPoint:
     """The weights every fold's encoder of a ``+init`` or ``+spans`` spec starts from, made (or loaded) on first
     use only, so a run whose fold encoders are all cached never touches it.
@@ -447,8 +453,9 @@ class _StartingPoint:
     weak.span_pairs`; no query or label is read, so it is leakage-free for every fold), ``span_epochs``
     epochs, ``spans_per_doc`` spans per document (default: enough for 50,000 spans, between 4 and 16 -- 4 for a
     collection of 12,500 documents or more, 16 for the 800 of the sample world, where 4 left the pre-trained CLSM
-    below BM25 and 16 lifted it above); ``key`` hashes the texts and resolved settings, and the pre-trained
-    encoder is cached beside the fold encoders. ``+spans+teacher``: the same, its towers first distilled from the
+    below BM25 and 16 lifted it above); ``key`` hashes the texts and the settings the pre-training reads (not the
+    fold trainings' ``epochs``, which ``span_epochs`` replaces), and the pre-trained encoder is cached beside the
+    fold encoders. ``+spans+teacher``: the same, its towers first distilled from the
     spec's teacher (:mod:`~ltrfeat.features.encoders.distill`) on the positive span -> document pairs only (the
     span table's negatives add no text, only steps), with the ``distill_*`` options (``distill_settings``, out of
     the fold trainings' options; by default ``distill_loss="vector"`` with towers whose ``out`` is the teacher's
@@ -509,7 +516,11 @@ class _StartingPoint:
             teacher = {"teacher": [teacher_key(spec.teacher), self.distill_settings]}
         h = hashlib.sha256(
             json.dumps(
-                {"spec": [spec.model, spec.resolved_score], "spans": self._keyed_spans(), "options": self.options}
+                {
+                    "spec": [spec.model, spec.resolved_score],
+                    "spans": self._keyed_spans(),
+                    "options": {k: v for k, v in self.options.items() if k not in _SPAN_OVERRIDES},
+                }
                 | {"seed": seed, "v": 1}
                 | teacher,
                 sort_keys=True,
@@ -581,7 +592,7 @@ class _StartingPoint:
                 negatives=4,
                 seed=self.seed,
             )
-            settings = self.options | {"epochs": self.span_settings["span_epochs"], "val_fraction": 0.02}
+            settings = self.options | {"epochs": self.span_settings["span_epochs"]} | _SPAN_TRAINING
             if self.spec.teacher is not None:
                 settings |= {"teacher": self.spec.teacher, "distill_rows": "positives"} | self.distill_settings
                 if self.cluster is not None:  # MiniLM runs on the cluster, the distillation here

@@ -154,3 +154,22 @@ def test_spans_teacher_over_long_documents_takes_long_spans_and_the_whole_docume
     CrossFitConfig(options={"span_whole": 1})._check()
     with pytest.raises(ParameterError, match="span_whole: 0 or 1"):
         CrossFitConfig(options={"clsm.span_whole": 2})._check()
+
+
+def test_pre_training_key_holds_what_the_pre_training_reads_not_the_fold_epochs():
+    """``span_epochs`` replaces the fold trainings' ``epochs``: a --quick (epochs 2) and a full run (epochs 4) make the
+    same pre-training, so they share its key (and cache); an option it reads still changes the key."""
+    titles = DOCS["title"].head(40).tolist()
+    spec = EncoderSpec.parse("clsm:generalized+spans")
+
+    def start(**options):
+        small = {"span_epochs": 1, "spans_per_doc": 2, "batch_size": 64, "sizes": {"conv": 16, "out": 8}}
+        return _StartingPoint(spec, titles, options=small | options, seed=0, cache=None)
+
+    quick, full = start(epochs=2), start(epochs=4)
+    assert quick.key == full.key == start().key == start(epochs=2, val_fraction=0.3).key
+    assert start(batch_size=32).key != quick.key and start(lr=0.01).key != quick.key
+    texts = titles[:10]
+    a, b = quick.encoder(), full.encoder()
+    assert a.encode(texts).tobytes() == b.encode(texts).tobytes()
+    assert a.training["params"]["epochs"] == b.training["params"]["epochs"] == 1
