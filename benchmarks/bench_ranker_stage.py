@@ -4,9 +4,11 @@ seconds, a digest of the per-query table (equal digests = the same report number
 compared run for run), and how much of 2 workers' time a stage of these runs would leave idle at its end.
 
 No encoders are trained: the neural columns are noisy copies of the relevance signal, so the run isolates the
-ranker code. ``--profile FILE`` writes a cProfile of the stage.
+ranker code. ``--twin`` makes the fourth neural column an exact copy of the third, as on the 10k bench, where
+``sbert-ft`` keeps its zero-shot start in every fold and scores exactly as ``sbert``. ``--profile FILE`` writes a
+cProfile of the stage.
 
-Run: python benchmarks/bench_ranker_stage.py [--queries 400] [--profile FILE]
+Run: python benchmarks/bench_ranker_stage.py [--queries 400] [--twin] [--profile FILE]
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from ltrfeat.experiments.ablation import AblationConfig, Fold, plan_feature_sets
 from ltrfeat.rankers.selection import SelectionConfig  # noqa: E402
 
 
-def world(n_queries: int, seed: int = 5) -> tuple[list[Fold], list]:
-    """3 folds (train, valid = a fifth of the training queries, test) and the ablation's feature sets."""
+def world(n_queries: int, seed: int = 5, *, twin: bool = False) -> tuple[list[Fold], list]:
+    """3 folds (train, valid = a fifth of the training queries, test) and the ablation's feature sets (``twin``:
+    ``enc3_doc_cos`` equal to ``enc2_doc_cos``)."""
     rng = np.random.default_rng(seed)
     sizes = rng.integers(20, 31, n_queries)
     queries = np.array([f"q{i}" for i in range(n_queries)], dtype=object)
@@ -43,6 +46,8 @@ def world(n_queries: int, seed: int = 5) -> tuple[list[Fold], list]:
     names = [f"lex{j}" for j in range(8)] + ["bm25_title"] + [f"enc{k}_doc_cos" for k in range(5)]
     noise = np.linspace(0.8, 3.0, len(names))
     X = np.column_stack([signal + rng.normal(scale=s, size=len(qid)) for s in noise]).astype(np.float32)
+    if twin:
+        X[:, names.index("enc3_doc_cos")] = X[:, names.index("enc2_doc_cos")]
     fmap = FeatureMap(Feature(j + 1, name) for j, name in enumerate(names))
     data = RankingSet(qid, label, X, fmap)
     order = rng.permutation(n_queries)
@@ -83,9 +88,10 @@ def idle_share(seconds: list[float], workers: int = 2) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--queries", type=int, default=400, help="judged queries (20-30 candidates each)")
+    parser.add_argument("--twin", action="store_true", help="one neural column an exact copy of another")
     parser.add_argument("--profile", type=Path, help="write a cProfile of the stage here")
     args = parser.parse_args()
-    folds, sets = world(args.queries)
+    folds, sets = world(args.queries, twin=args.twin)
     config = AblationConfig(
         seeds=(0, 1, 2),
         ranker_params={"n_estimators": 500, "params": dict(SUBSAMPLE["lightgbm"])},
@@ -107,6 +113,7 @@ def main() -> None:
     seconds = [r["cpu_seconds"] for r in executor.runs]
     figures = {
         "queries": args.queries,
+        "twin": args.twin,
         "rows": sum(len(f.train) + len(f.valid) + len(f.test) for f in folds) // 3,
         "runs": len(seconds),
         "fits": len(result.runs),
@@ -123,7 +130,7 @@ def main() -> None:
         f" {figures['idle_share_2_workers_largest_first']:.1%} largest first"
     )
     if not args.profile:
-        write_results("bench_ranker_stage", figures)
+        write_results("bench_ranker_stage_twin" if args.twin else "bench_ranker_stage", figures)
 
 
 if __name__ == "__main__":

@@ -100,9 +100,10 @@ class StageProfile:
         """The tasks of ``stage`` ran ``where`` (e.g. ``"dask cluster of 2 workers"``)."""
         self.places[stage] = where
 
-    def ranker_runs(self, *, from_cache: int, total: int) -> None:
-        """Of ``total`` ranker runs (one per fold and feature set, or per seed too), ``from_cache`` were stored."""
-        self.runs = {"total": total, "from_cache": from_cache}
+    def ranker_runs(self, *, from_cache: int, total: int, shared: int = 0) -> None:
+        """Of ``total`` ranker runs (one per fold and feature set, or per seed too), ``from_cache`` were stored and
+        ``shared`` took the result of a run whose columns hold the same values."""
+        self.runs = {"total": total, "from_cache": from_cache} | ({"shared": shared} if shared else {})
 
     def encoder_pool(self, *, trainings: int, processes: int, threads: int, on: str = "pool") -> None:
         """``trainings`` encoder trainings ran side by side in ``processes`` workers of ``threads`` threads each
@@ -156,9 +157,12 @@ def profile_line(stages: dict) -> str:
                     "so their seconds add up to more than the wall time"
                 )
             parts.append(f"{name} {fmt(value)} ({kinds}{extra})")
-        elif name == "rankers" and stages.get("ranker_runs", {}).get("from_cache"):
+        elif name == "rankers" and (stages.get("ranker_runs", {}).keys() & {"from_cache", "shared"}):
             runs = stages["ranker_runs"]
-            parts.append(f"{name} {fmt(value)} ({runs['from_cache']} of {runs['total']} runs from cache)")
+            notes = [f"{runs['from_cache']} of {runs['total']} runs from cache"] if runs.get("from_cache") else []
+            if runs.get("shared"):
+                notes.append(f"{runs['shared']} the same as another set's")
+            parts.append(f"{name} {fmt(value)}" + (f" ({'; '.join(notes)})" if notes else ""))
         else:
             parts.append(f"{name} {fmt(value)}")
     return "Time: " + ", ".join(parts) + "."

@@ -530,7 +530,7 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
     else:
         profile.ran_on("rankers", "this process" if jobs == 1 else f"{jobs} local processes")
     if store is not None:
-        profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses)
+        profile.ranker_runs(from_cache=store.hits, total=store.hits + store.misses, shared=store.shared)
     if settings.config_file is not None:
         result.config["config_file"] = settings.config_file
     texts = None

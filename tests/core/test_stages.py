@@ -71,3 +71,15 @@ def test_profile_line_names_every_stage_and_encoder():
         "190 s of it), "
         "rankers 30.0 s."
     )
+
+
+def test_profile_line_counts_ranker_runs_from_cache_and_shared():
+    profile = StageProfile()
+    profile.ranker_runs(from_cache=0, total=42, shared=6)
+    assert profile.as_dict()["ranker_runs"] == {"total": 42, "from_cache": 0, "shared": 6}
+    line = profile_line({"rankers": 30.0, "ranker_runs": profile.as_dict()["ranker_runs"]})
+    assert line == "Time: rankers 30.0 s (6 the same as another set's)."
+    profile.ranker_runs(from_cache=36, total=42)
+    assert profile.as_dict()["ranker_runs"] == {"total": 42, "from_cache": 36}  # as before: no "shared" key
+    line = profile_line({"rankers": 3.0, "ranker_runs": profile.as_dict()["ranker_runs"]})
+    assert line == "Time: rankers 3.0 s (36 of 42 runs from cache)."
