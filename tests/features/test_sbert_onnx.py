@@ -52,6 +52,17 @@ def test_onnx_vectors_equal_the_torch_vectors(model, torch_calls):
     assert sbert_onnx.runner(model.model) is sbert_onnx.runner(model.model)  # exported once per process
 
 
+def test_idle_threads_sleep_unless_asked_to_spin_and_the_vectors_are_the_same(model):
+    def spinning(runner) -> list[str]:
+        options = runner.session.get_session_options()
+        return [options.get_session_config_entry(f"session.{p}.allow_spinning") for p in ("intra_op", "inter_op")]
+
+    sleeping = sbert_onnx.OnnxMiniLM.export(model.model, threads=2)  # as the ablation's passes make it
+    spin = sbert_onnx.OnnxMiniLM.export(model.model, threads=2, spin=True)
+    assert spinning(sleeping) == ["0", "0"] and spinning(spin) == ["1", "1"]
+    np.testing.assert_array_equal(sleeping.encode(TEXTS), spin.encode(TEXTS))
+
+
 def test_the_states_after_each_layer_equal_the_torch_states(model):
     from ltrfeat.features.encoders import sbert_prefix
 

@@ -136,9 +136,10 @@ class OnnxMiniLM:
         self.dim = int(model[0].auto_model.config.hidden_size)
 
     @classmethod
-    def export(cls, model, *, threads: int) -> OnnxMiniLM:
+    def export(cls, model, *, threads: int, spin: bool = False) -> OnnxMiniLM:
         """Export ``model`` (:func:`supported`) in memory and open it with graph optimisations and ``threads``
-        intra-op threads."""
+        intra-op threads. ``spin``: idle worker threads busy-wait for the next operator (ONNX Runtime's default);
+        off, they sleep and leave the core to other processes."""
         import onnxruntime as ort
         import torch
         import torch.nn.functional as F
@@ -184,6 +185,8 @@ class OnnxMiniLM:
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        for pool in ("intra_op", "inter_op"):
+            options.add_session_config_entry(f"session.{pool}.allow_spinning", "1" if spin else "0")
         session = ort.InferenceSession(graph.getvalue(), options, providers=["CPUExecutionProvider"])
         return cls(model, session)
 
