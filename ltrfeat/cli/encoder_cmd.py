@@ -17,6 +17,7 @@ from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import duplicates_option, fit_and_save, option_group, threads_option
 from ltrfeat.cli._sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
+from ltrfeat.core.processes import freed_memory_kept
 from ltrfeat.features.encoders.config import (
     DISTILL_ROWS,
     LOSSES,
@@ -449,18 +450,19 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
         raise click.UsageError(str(exc)) from None
     if trainer_args.get("init") is not None:
         trainer_args["init"] = kind.load(trainer_args["init"])
-    encoder, history = fit_and_save(
-        lambda ckpt: kind.train(
-            table,
-            config,
-            threads=run["threads"] or None,
-            checkpoint=ckpt,
-            resume=run["resume"],
-            **trainer_args,
-        ),
-        out,
-        run["checkpoint"],
-    )
+    with freed_memory_kept():
+        encoder, history = fit_and_save(
+            lambda ckpt: kind.train(
+                table,
+                config,
+                threads=run["threads"] or None,
+                checkpoint=ckpt,
+                resume=run["resume"],
+                **trainer_args,
+            ),
+            out,
+            run["checkpoint"],
+        )
     click.echo(json.dumps(_summary(encoder, out) | {"epochs": _epochs(history)}))
 
 

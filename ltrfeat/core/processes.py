@@ -11,6 +11,7 @@ worker runs first checks that the worker imported the same ltrfeat files as its 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -22,7 +23,7 @@ import time
 from ltrfeat.core.versions import check_package, package_digest
 
 _PR_SET_PDEATHSIG = 1
-_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc mallopt parameters
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4  # glibc mallopt parameters
 
 
 class _CheckedPool(concurrent.futures.ProcessPoolExecutor):
@@ -88,3 +89,34 @@ def keep_freed_memory() -> bool:
     except (OSError, AttributeError):  # not glibc (e.g. musl has no mallopt)
         return False
     return bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+
+
+def _restored() -> dict[int, int]:
+    """The malloc settings :func:`freed_memory_kept` leaves behind: the environment's (``MALLOC_*_`` variables: Dask's
+    nanny sets ``MALLOC_TRIM_THRESHOLD_`` for its workers) or glibc's defaults -- for the thresholds, where its dynamic
+    ones settle (mmap 32 MiB, trim twice that) unless a variable had fixed them from the start (mmap 128 KiB)."""
+    env = {name: os.environ.get(f"MALLOC_{name}_") for name in ("MMAP_MAX", "MMAP_THRESHOLD", "TRIM_THRESHOLD")}
+    fixed = any(v is not None for v in env.values())
+    mmap = int(env["MMAP_THRESHOLD"] or (128 << 10 if fixed else 32 << 20))
+    return {
+        _M_MMAP_MAX: int(env["MMAP_MAX"] or 65536),
+        _M_MMAP_THRESHOLD: mmap,
+        _M_TRIM_THRESHOLD: int(env["TRIM_THRESHOLD"] or (128 << 10 if fixed else 2 * mmap)),
+    }
+
+
+@contextlib.contextmanager
+def freed_memory_kept():
+    """:func:`keep_freed_memory` for a block that trains in a process that lives on (this process, a Dask worker):
+    afterwards malloc maps and trims again (:func:`_restored`) and hands the block's freed memory back to the kernel
+    (``malloc_trim``). Only glibc's malloc thresholds change, never a result."""
+    if not keep_freed_memory():
+        yield
+        return
+    try:
+        yield
+    finally:
+        libc = ctypes.CDLL(None)
+        for param, value in _restored().items():
+            libc.mallopt(param, value)
+        libc.malloc_trim(0)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from ltrfeat.core.dask_cluster import worker_addresses
 from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.processes import freed_memory_kept
 from ltrfeat.experiments import _encoder_pool
 from ltrfeat.experiments._training_task import TrainingTask
 
@@ -87,7 +88,8 @@ def _on_worker(task: TrainingTask, train: Callable, shipped: dict, inner, transf
 
     where = f"dask worker {distributed.get_worker().address}"
     if not transfer:
-        return (*_encoder_pool.fit_task(task, train), where, None)
+        with freed_memory_kept():  # for this task only: the worker lives on (and Dask trims its memory)
+            return (*_encoder_pool.fit_task(task, train), where, None)
     local = {name: packed.unpack() for name, packed in shipped.items()}
     cache = Path(tempfile.mkdtemp(dir=_scratch(), prefix="cache-"))
     task = dataclasses.replace(task, cache=cache, key=task.key or uuid.uuid4().hex, save_to=None)
@@ -101,7 +103,8 @@ def _on_worker(task: TrainingTask, train: Callable, shipped: dict, inner, transf
         task.start = _encoder_pool.FileStart(task.start.key, path, model=task.start.model)
     elif "start" in local:
         task.start = _encoder_pool.FileStart(task.start.key, local["start"], model=task.start.model)
-    result = _encoder_pool.fit_task(task, train)
+    with freed_memory_kept():
+        result = _encoder_pool.fit_task(task, train)
     bundle = bundle_path(cache, task).read_bytes() if want_bundle else None
     return (*result, where, bundle)
 

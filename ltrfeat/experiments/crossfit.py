@@ -59,6 +59,7 @@ from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.logs import get_logger, show_progress
+from ltrfeat.core.processes import freed_memory_kept
 from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.core.settings import Interval, OneOf, Settings
@@ -727,7 +728,10 @@ def train_spec(
             texts = pairs[field].tolist() + list(collection or [])
             start = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache)
             own = start.options
-        encoder, _ = _train(spec, train_table.reset_index(drop=True), options=own, seed=seed, cache=cache, start=start)
+        with freed_memory_kept():
+            encoder, _ = _train(
+                spec, train_table.reset_index(drop=True), options=own, seed=seed, cache=cache, start=start
+            )
     finally:
         if teacher_cache is not None:
             distill.save_vectors(teacher_cache)
@@ -1190,26 +1194,27 @@ def crossfit_columns(
         for job in todo:
             bar.set_postfix_str(f"{job.spec.name} on {len(job.table)} pairs")
             start = time.perf_counter()
-            if train_fn is not None:
-                encoder, cached = train_fn(job.spec, job.table), False
-            else:
-                encoder, cached = _train(
-                    job.spec,
-                    job.table,
-                    options=job.options,
-                    seed=seed,
-                    cache=cache,
-                    key=job.key,
-                    start=job.start,
-                    start_scores=job.start_scores,
-                )
-            trained = time.perf_counter()
-            if job.start is not None and job.start.seconds:  # counted as its own job, not this training's
-                start, job.start.seconds = start + job.start.seconds, 0.0
-            for other in todo:
-                if isinstance(other.start, _Continued) and other.start.inner is job:
-                    other.start.set(encoder)
-            scores = fold_scores(encoder, job.texts, job.zero_shot)
+            with freed_memory_kept():  # as in a pool worker: a step's buffers reused, not paged in afresh
+                if train_fn is not None:
+                    encoder, cached = train_fn(job.spec, job.table), False
+                else:
+                    encoder, cached = _train(
+                        job.spec,
+                        job.table,
+                        options=job.options,
+                        seed=seed,
+                        cache=cache,
+                        key=job.key,
+                        start=job.start,
+                        start_scores=job.start_scores,
+                    )
+                trained = time.perf_counter()
+                if job.start is not None and job.start.seconds:  # counted as its own job, not this training's
+                    start, job.start.seconds = start + job.start.seconds, 0.0
+                for other in todo:
+                    if isinstance(other.start, _Continued) and other.start.inner is job:
+                        other.start.set(encoder)
+                scores = fold_scores(encoder, job.texts, job.zero_shot)
             finish(job, scores, trained - start, time.perf_counter() - trained, cached, training_record(encoder))
         for job in trainings:
             for fold, target in job.rows_of.items():

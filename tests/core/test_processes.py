@@ -83,3 +83,36 @@ def test_a_pool_worker_that_imported_changed_package_files_refuses_its_tasks(tmp
         assert out.startswith("error: ") and out.count("error: ") == 1
         assert "this worker process runs other ltrfeat files than the command that started it" in out
         assert "run the command again" in out and "\n" not in out
+
+
+_BLOCK = """
+import ctypes, resource
+from ltrfeat.core.processes import freed_memory_kept
+def faults():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+def repeated():
+    buf = ctypes.create_string_buffer(48 << 20)
+    del buf
+    before = faults()
+    for _ in range(7):
+        buf = ctypes.create_string_buffer(48 << 20)
+        del buf
+    return faults() - before
+with freed_memory_kept():
+    inside = repeated()
+    kept = rss()
+freed = rss()
+print(inside, repeated(), kept - freed)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc malloc settings")
+def test_freed_memory_kept_applies_inside_the_block_only_and_hands_the_memory_back():
+    out = subprocess.run([sys.executable, "-c", _BLOCK], capture_output=True, text=True, check=True)
+    inside, after, returned = map(int, out.stdout.split())
+    assert inside < 7 * 1_000  # reused while training
+    assert after > 7 * 10_000  # afterwards such a block is mapped afresh again, as by default
+    assert returned > 40 << 20  # the block's freed 48 MB went back to the kernel at its end
