@@ -1,5 +1,6 @@
 """The benchmark runner's own logic on synthetic inputs: target evaluation, the summary, the growth-exponent
-fit, stage times of the demo, the profile summaries, and the runner's exit status. No real benchmark runs."""
+fit, stage times of the demo, the profile summaries, and the runner's exit status. No real benchmark runs, but for
+one fold training of the sample data replayed by ``replay_fold_tasks.py`` (slow)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from benchmarks import (  # noqa: E402
     profile_stages,
     quality_candidate_growth,
     quality_small_data,
+    replay_fold_tasks,
     run_all,
 )
 from benchmarks._common import HOME_DEPOT_COLUMNS  # noqa: E402
@@ -563,3 +565,30 @@ def test_stops_predicts_lightgbm_fit_by_fit_and_an_unchanged_kept_round_keeps_th
     assert kept == [52, 52, 25, 3, 3]
     assert np.array_equal(models[50].predict(data), models[60].predict(data))
     assert not np.array_equal(models[20].predict(data), models[60].predict(data))
+
+
+# -- replay_fold_tasks ------------------------------------------------------------------------------------
+def _replays(capsys, tmp_path, *options: str) -> list[dict]:
+    args = [a for o in options for a in ("--option", o)]
+    ablate = ["--pairs", str(ROOT / "data" / "judged.tsv"), "--encoder", "dssm:softmax", "--quick"]
+    ablate += ["--encoder-option", "epochs=1", "--cache", str(tmp_path / "cache"), "--report", str(tmp_path / "r")]
+    capsys.readouterr()
+    assert replay_fold_tasks.main(["--task", "3", *args, "--", *ablate]) == 0
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.slow
+def test_a_replayed_task_scores_bit_identically_and_an_option_changes_it(tmp_path, capsys):
+    (first,) = _replays(capsys, tmp_path / "a")
+    (again,) = _replays(capsys, tmp_path / "b")
+    (other,) = _replays(capsys, tmp_path / "c", "epochs=2")
+    assert (first["task"], first["encoder"], first["options"]) == (3, "dssm-softmax", {"threads": 1, "epochs": 1})
+    assert first["scores"] == again["scores"] != other["scores"] and other["options"]["epochs"] == 2
+    assert first["cpu_s"] > 0 and first["distill_cpu_s"] == 0 and first["keep_start"] is None
+
+
+def test_options_are_key_equals_json_or_a_bare_word():
+    assert replay_fold_tasks._option("distill_batch_size=1024") == ("distill_batch_size", 1024)
+    assert replay_fold_tasks._option("distill_rows=positives") == ("distill_rows", "positives")
+    with pytest.raises(Exception, match="KEY=JSON"):
+        replay_fold_tasks._option("epochs")
