@@ -53,6 +53,9 @@ from ltrfeat.features.encoders.kinds import (
     SPAN_EPOCHS_TEACHER,
     SPANS_WANTED,
     LONG_DOC_SPANS,
+    FOLD_DISTILL,
+    FOLD_DISTILL_SHARED,
+    LONG_DOC_FOLD_DISTILL,
     long_documents,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
@@ -155,11 +158,13 @@ class CrossFitConfig(Settings):
         for key, value in self.options.items():
             name = key.rpartition(".")[2]
             whole = isinstance(value, int) and not isinstance(value, bool)
-            low = 0 if name == "span_epochs" else 1
-            if name in SPAN_OPTIONS and not (whole and (value in (0, 1) if name in SPAN_SWITCHES else value >= low)):
+            low = 0 if name in ("span_epochs", FOLD_DISTILL) else 1
+            spans = (*SPAN_OPTIONS, FOLD_DISTILL)
+            if name in spans and not (whole and (value in (0, 1) if name in SPAN_SWITCHES else value >= low)):
                 raise ParameterError(
                     f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1 (span_hold_out, "
-                    "span_whole: 0 or 1; span_epochs >= 0: 0 for +spans+teacher's distilled towers only)",
+                    "span_whole: 0 or 1; span_epochs >= 0: 0 for +spans+teacher's distilled towers only; "
+                    f"{FOLD_DISTILL} >= 0)",
                     fix=f"e.g. --encoder-option {key}={1 if name in SPAN_SWITCHES else SPAN_OPTIONS[name] or 8}",
                     param="options",
                 )
@@ -461,7 +466,10 @@ class _StartingPoint:
     span table's negatives add no text, only steps), with the ``distill_*`` options (``distill_settings``, out of
     the fold trainings' options; by default ``distill_loss="vector"`` with towers whose ``out`` is the teacher's
     width unless ``sizes`` names one); MiniLM encodes each distinct span and document once, through the teacher-vector
-    cache (on ``cluster`` when given); ``key`` also names the teacher.
+    cache (on ``cluster`` when given); ``key`` also names the teacher. ``fold_options``: the fold trainings'
+    options; with ``fold_distill_epochs`` (default over long documents: :data:`~ltrfeat.features.encoders.kinds.
+    LONG_DOC_FOLD_DISTILL`, else 0) they hold the distillation settings that make every fold training distil the
+    teacher's vectors of its own training pairs before its fine-tuning (:func:`distils_in_folds`).
     """
 
     def __init__(
@@ -489,7 +497,12 @@ class _StartingPoint:
         self.distill_settings = (SPAN_DISTILL if distilled else {}) | {
             k: v for k, v in options.items() if distilled and k in TEACHER_OPTIONS
         }
-        self.options = {k: v for k, v in options.items() if k not in SPAN_OPTIONS and k not in self.distill_settings}
+        self.options = {
+            k: v
+            for k, v in options.items()
+            if k not in SPAN_OPTIONS and k != FOLD_DISTILL and k not in self.distill_settings
+        }
+        self.fold_options = self.options  # the fold trainings' (see fold_distill_epochs below)
         self._encoder = None
         self.seconds = 0.0  # spent making or loading the starting point
         if spec.pretrain == "init":
@@ -500,11 +513,16 @@ class _StartingPoint:
             wanted = -(-SPANS_WANTED // max(len(self.texts), 1))
             low, high = SPANS_PER_DOC_TEACHER if distilled else SPANS_PER_DOC
             self.span_settings["spans_per_doc"] = min(high, max(low, wanted))
-        if distilled and long_documents(self.texts):  # spans as long as natural-language needs, whole documents too
+        long = distilled and long_documents(self.texts)
+        if long:  # spans as long as natural-language needs, whole documents too
             lengths = {"span_min_words", "span_max_words"}  # given one length, the other keeps the title default
             own = set(options) if lengths.isdisjoint(options) else set(options) | lengths
             self.span_settings |= {k: v for k, v in LONG_DOC_SPANS.items() if k not in own}
             self._check_lengths()
+        fold_distill = options.get(FOLD_DISTILL, LONG_DOC_FOLD_DISTILL if long else 0) if distilled else 0
+        if fold_distill:  # each fold training distils MiniLM's vectors of its own pairs first (see _train)
+            shared = {k: v for k, v in self.distill_settings.items() if k in FOLD_DISTILL_SHARED}
+            self.fold_options = self.options | {"distill_epochs": fold_distill, "distill_rows": "all"} | shared
         if self.span_settings["span_whole"] is None:
             self.span_settings["span_whole"] = 0
         if distilled and "distill_epochs" not in self.distill_settings:  # enough for DISTILL_PAIRS span pairs
@@ -663,6 +681,13 @@ class _Continued:
         return path
 
 
+def distils_in_folds(spec: EncoderSpec, options: dict) -> bool:
+    """Whether a fold training of ``spec`` with ``options`` distils its teacher first: every ``+teacher`` one, and a
+    ``+spans+teacher`` one whose options hold distillation settings (``fold_distill_epochs``, :class:`_StartingPoint`):
+    MiniLM's vectors of the fold's training queries and documents, from the span pre-training's weights."""
+    return spec.pretrain == "teacher" or (spec.pretrain == "spans+teacher" and "distill_epochs" in options)
+
+
 def _train(
     spec: EncoderSpec,
     table: pd.DataFrame,
@@ -686,6 +711,8 @@ def _train(
         if encoder is not None:
             return encoder, True
     settings = kind.spec_settings(spec, start) | ({} if start_scores is None else {"start_scores": start_scores})
+    if distils_in_folds(spec, options):
+        settings["teacher"] = spec.teacher
     encoder, _ = kind.train(table, seed=seed, progress=False, **settings, **options)
     if path is not None:
         encoder.save(path)
@@ -727,7 +754,7 @@ def train_spec(
         if spec.pretrain in spec.kind.start_mods:
             texts = pairs[field].tolist() + list(collection or [])
             start = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache)
-            own = start.options
+            own = start.fold_options
         with freed_memory_kept():
             encoder, _ = _train(
                 spec, train_table.reset_index(drop=True), options=own, seed=seed, cache=cache, start=start
@@ -746,7 +773,7 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
     from ltrfeat.experiments._encoder_options import model_options
 
     fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
-    runtime = {"threads"} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
+    runtime = {"threads", FOLD_DISTILL} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
     trained = [k for k in encoder_kinds().values() if k.trainable]
     known = set().union(*(k.config.names() for k in trained), runtime) - fixed
     unknown = sorted(k for k in options if "." not in k and k not in known)
@@ -762,6 +789,8 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
         resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
     if not spec.span_pretrained:
         resolved = {k: v for k, v in resolved.items() if k not in SPAN_OPTIONS}
+    if spec.pretrain != "spans+teacher":
+        resolved.pop(FOLD_DISTILL, None)
     return resolved
 
 
@@ -912,11 +941,12 @@ def _run_pooled(
 
     with tempfile.TemporaryDirectory(prefix="ltrfeat-pool-") as tmp:
         teacher_dir = None
-        teachers = {j.spec.path: j for j in trainings if j.spec.pretrain == "teacher"}
+        distilling = [j for j in trainings if distils_in_folds(j.spec, j.options)]
+        teachers = {j.spec.path for j in distilling}
         for path in teachers:
             spec = f"sbert={path}" if path else "sbert"  # MiniLM is loaded only if a vector is not cached
             for side, col in (("query", "query"), ("doc", "doc")):
-                texts = pd.unique(pd.concat([j.table[col] for j in trainings if j.spec.path == path])).tolist()
+                texts = pd.unique(pd.concat([j.table[col] for j in distilling if j.spec.path == path])).tolist()
                 distill.teacher_vectors(spec, texts, side=side, key=distill.teacher_key(spec), progress=not bar.disable)
         if teachers:
             teacher_dir = str(Path(tmp) / "teacher")
@@ -949,7 +979,7 @@ def _run_pooled(
                 j.key,
                 start=None if j.start is None else starts[id(j.start)],
                 texts=j.texts,
-                teacher_dir=teacher_dir if j.spec.pretrain == "teacher" else None,
+                teacher_dir=teacher_dir if j in distilling else None,
                 frozen_dir=frozen_dirs.get(frozen.get(id(j), (None,))[0]),
                 save_to=save_to.get(i),
                 after=position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
@@ -962,12 +992,13 @@ def _run_pooled(
         run(tasks, train=_train, on_done=lambda i, result: finish(trainings[i], *result))
 
 
-def _teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profile) -> None:
-    """MiniLM vectors of every text a zero-shot teacher column scores or a ``+teacher`` training distils, made on
-    ``cluster`` (only the texts not cached here), so neither pass encodes anything in this process."""
+def _teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profile, distilling=()) -> None:
+    """MiniLM vectors of every text a zero-shot teacher column scores or a ``+teacher`` training distils (or a
+    ``+spans+teacher`` fold training of ``distilling``, :func:`distils_in_folds`), made on ``cluster`` (only the texts
+    not cached here), so neither pass encodes anything in this process."""
     wanted: dict[str, tuple[list, list]] = {}
     for spec in specs:
-        if spec.kind.teacher_scorer or spec.pretrain == "teacher":
+        if spec.kind.teacher_scorer or spec.pretrain == "teacher" or spec in distilling:
             # a zero-shot column scores the judged pairs, a distillation reads the training table
             table, doc = (pairs, field) if spec.kind.teacher_scorer else (train_table, "doc")
             queries, docs = wanted.setdefault(f"sbert={spec.path}" if spec.path else "sbert", ([], []))
@@ -1074,7 +1105,7 @@ def crossfit_columns(
                 start_point = _StartingPoint(
                     spec, texts, options=own, seed=seed, cache=cache, profile=profile, cluster=cluster
                 )
-                own = start_point.options
+                own = start_point.fold_options
             # the thread count is a runtime setting: out of the cache key unless the user chose it
             training_options = own if not spec.kind.pooled else {"threads": _encoder_pool.THREADS} | own
             continuing = config.continue_outer and spec.kind.continues_outer and train_fn is None
@@ -1157,7 +1188,8 @@ def crossfit_columns(
         teachers = [s for s in zero_shot if s.kind.teacher_scorer]
         shared = _share_minilm(teachers, groups, queries, docs, cluster=cluster, profile=profile, bar=bar)
         if cluster is not None and train_fn is None:
-            _teacher_vectors_on(cluster, specs, pairs, train_table, field=field, profile=profile)
+            distilling = [s for s in specs if any(distils_in_folds(j.spec, j.options) for j in todo if j.spec is s)]
+            _teacher_vectors_on(cluster, specs, pairs, train_table, field=field, profile=profile, distilling=distilling)
         for spec in zero_shot:
             start = time.perf_counter()
             scores = _zero_shot(spec).similarity(queries, docs).astype(np.float32)
@@ -1234,7 +1266,8 @@ def crossfit_columns(
 START_NAMES = {  # what a training keeps when it keeps its start, by the spec's +MOD (EncoderKind.keeps_start)
     None: "the zero-shot model",
     "spans": "the span pre-training",
-    "spans+teacher": "the span pre-training distilled from MiniLM",
+    "spans+teacher": "the span pre-training distilled from MiniLM (with fold_distill_epochs: distilled again on the "
+    "fold's training pairs)",
     "init": "the +init bundle",
     "teacher": "the towers distilled from MiniLM",
 }

@@ -109,8 +109,6 @@ def test_an_init_that_does_not_fit_the_config_is_refused(pretrained):
         train_encoder(pairs, model="dssm", init=init, progress=False)
     with pytest.raises(ParameterError, match="score='cosine'"):
         train_encoder(pairs, model="clsm", score="dot", init=init, progress=False)
-    with pytest.raises(ParameterError, match="init replaces pre-training"):
-        train_encoder(pairs, model="clsm", init=init, teacher="sbert", progress=False)
 
 
 def test_ablation_spec_fine_tunes_every_fold_from_the_bundle(pretrained, tmp_path):
@@ -364,6 +362,43 @@ def test_spans_teacher_pretraining_is_the_distilled_towers_by_default(tmp_path, 
     plain = EncoderSpec.parse("clsm:generalized+spans")
     with pytest.raises(LtrfeatError, match="span_epochs=0 leaves the"):
         _StartingPoint(plain, ["a b", "c d"], options={"span_epochs": 0}, seed=0, cache=None)
+
+
+def test_spans_teacher_folds_distil_their_own_training_pairs_from_the_pretraining(tmp_path, word_teacher):
+    """fold_distill_epochs: every fold training distils the teacher's vectors of its own training pairs (validation
+    queries held out, test queries never in its table) from the span pre-training, then fine-tunes; the pre-training
+    itself is the one without it (same key, made once)."""
+    pairs = make_pairs()
+    spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
+    plans = plan_folds(pairs["qid"], k=3, seed=0)
+    plain = crossfit_columns(pairs, plans, [spec], options=SPANS_T, cache=tmp_path, progress=False)
+    options = SPANS_T | {"fold_distill_epochs": 2}
+    distilled = crossfit_columns(pairs, plans, [spec], options=options, cache=tmp_path, progress=False)
+    (bundle,) = (tmp_path / "encoders").glob(f"{spec.name}-pretrain-*.ltrenc")
+    pretrained = Encoder.load(bundle)
+    folds = [Encoder.load(p) for p in (tmp_path / "encoders").glob(f"{spec.name}-[0-9a-f]*.ltrenc")]
+    with_teacher = [f for f in folds if "teacher" in f.training["params"]]
+    assert len(folds) == 12 and len(with_teacher) == 6  # six fold trainings of each run
+    for fold in with_teacher:
+        params, record = fold.training["params"], fold.training["pretrain"]
+        assert params["init"]["data_sha256"] == pretrained.training["data_sha256"]
+        assert fold.hasher.to_json() == pretrained.hasher.to_json()
+        assert params["distill_epochs"] == 2 and params["distill_loss"] == "vector"
+        assert record["loss_function"] == "vector" and record["epochs"] == 2 and record["batch_size"] == 1024
+        # the distillation read the training split's pairs only: the validation ones are held out
+        assert 0 < record["n_pairs"] <= fold.training["n_train_pairs"] < fold.training["n_pairs"]
+    assert not np.allclose(
+        plain["fold1"][f"{spec.name}_doc_cos"], distilled["fold1"][f"{spec.name}_doc_cos"], 0, 0, True
+    )
+    keys = {
+        _StartingPoint(spec, pairs["doc"].tolist(), options=spec_options(spec, o), seed=0, cache=None).key
+        for o in (SPANS_T, options)
+    }
+    assert len(keys) == 1
+    assert "fold_distill_epochs" not in spec_options(EncoderSpec.parse("clsm:generalized+spans"), options)
+    assert "fold_distill_epochs" not in spec_options(EncoderSpec.parse("clsm:generalized+teacher"), options)
+    with pytest.raises(ParameterError, match="fold_distill_epochs >= 0"):
+        CrossFitConfig(options={"fold_distill_epochs": -1})
 
 
 def test_span_options_take_zero_span_epochs_only():

@@ -559,3 +559,52 @@ def test_train_encoder_records_the_vector_loss_and_batch_size_only_off_their_def
     assert "distill_loss" not in plain.training["params"] and "distill_batch_size" not in plain.training["params"]
     with pytest.raises(LtrfeatError, match="distill_loss"):
         train_encoder(judged(), teacher=WordTeacher(), distill_loss="cosine", **opts)
+
+
+def test_train_encoder_with_init_and_teacher_distils_from_the_init_on_its_training_split_only():
+    """An init and a teacher: the distillation starts from the init's weights and vocabulary (a +spans+teacher fold
+    training, fold_distill_epochs) and reads the training split's texts only, never a validation-only query."""
+    from ltrfeat.features.encoders.epochs import training_data
+
+    class Recording(WordTeacher):
+        asked: set = set()
+
+        def encode(self, texts, *, side="query"):
+            self.asked |= {(side, t) for t in texts}
+            return super().encode(texts, side=side)
+
+    init, _ = train_encoder(
+        judged(30, seed=5),
+        sizes=SMALL,
+        teacher=WordTeacher(24),
+        distill_loss="vector",
+        distill_epochs=30,
+        distill_lr=1e-2,
+        epochs=0,
+        progress=False,
+    )
+    pairs, teacher = judged(40), Recording(24)
+    tuned, _ = train_encoder(
+        pairs,
+        loss="generalized",
+        init=init,
+        teacher=teacher,
+        distill_loss="vector",
+        distill_epochs=3,
+        epochs=1,
+        batch_size=64,
+        progress=False,
+    )
+    record = tuned.training["pretrain"]
+    assert tuned.hasher.to_json() == init.hasher.to_json() and tuned.training["params"]["init"]
+    assert record["loss_function"] == "vector" and record["epochs"] == 3
+    # the init was distilled from the same teacher on other pairs (random towers agree ~0): the distillation starts
+    # from it, and gets closer
+    assert 0.4 < record["agreement"]["before"]["pearson"] < record["agreement"]["after"]["pearson"]
+    _, data, _ = training_data(
+        pairs, loss="generalized", soft_labels="linear", click_scale=1.0, min_positive=0.5, val_fraction=0.1, seed=0
+    )
+    train_q = {data.queries[i] for i in data.q_idx[data.train]}
+    held_out = {data.queries[i] for i in data.q_idx[~data.train]} - train_q
+    asked = {t for side, t in teacher.asked if side == "query"}
+    assert held_out and asked == train_q and not asked & held_out

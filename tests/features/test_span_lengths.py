@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, _StartingPoint
-from ltrfeat.features.encoders.kinds import long_documents
+from ltrfeat.features.encoders.kinds import LONG_DOC_FOLD_DISTILL, long_documents
 from ltrfeat.features.encoders.weak import span_pairs
 
 DOCS = pd.read_csv(
@@ -173,3 +173,32 @@ def test_pre_training_key_holds_what_the_pre_training_reads_not_the_fold_epochs(
     a, b = quick.encoder(), full.encoder()
     assert a.encode(texts).tobytes() == b.encode(texts).tobytes()
     assert a.training["params"]["epochs"] == b.training["params"]["epochs"] == 1
+
+
+def test_spans_teacher_folds_distil_their_training_queries_over_long_documents_only():
+    """Over long documents the fold trainings distil MiniLM's vectors of their own pairs first (the pre-training's
+    vector settings); titles keep their fold options (and cache keys) as before; the option decides either way."""
+    descriptions, titles = DOCS["description"].head(50).tolist(), DOCS["title"].head(50).tolist()
+
+    def fold_options(text, texts, **options):
+        return _StartingPoint(EncoderSpec.parse(text), texts, options=options, seed=0, cache=None).fold_options
+
+    distilled = fold_options("clsm:generalized+spans+teacher", descriptions, epochs=3)
+    assert distilled == {
+        "epochs": 3,
+        "distill_epochs": LONG_DOC_FOLD_DISTILL,
+        "distill_rows": "all",
+        "distill_loss": "vector",
+        "distill_batch_size": 1024,
+        "distill_temperature": 0.1,
+    }
+    assert fold_options("clsm:generalized+spans+teacher", titles, epochs=3) == {"epochs": 3}
+    assert fold_options("clsm:generalized+spans+teacher", descriptions, epochs=3, fold_distill_epochs=0) == {
+        "epochs": 3
+    }
+    assert fold_options("clsm:generalized+spans+teacher", titles, fold_distill_epochs=2)["distill_epochs"] == 2
+    assert fold_options("clsm:generalized+spans", descriptions, epochs=3) == {"epochs": 3}
+    start = _StartingPoint(
+        EncoderSpec.parse("clsm:generalized+spans+teacher"), descriptions, options={}, seed=0, cache=None
+    )
+    assert start.options == {} and "distill_epochs" in start.distill_settings  # the pre-training's own settings

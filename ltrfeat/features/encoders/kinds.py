@@ -31,6 +31,17 @@ LONG_DOC_WORDS = 20
 LONG_DOC_SPANS = {"span_min_words": 8, "span_max_words": 24, "span_whole": 1}
 
 
+# +spans+teacher: epochs of the same distillation on each fold's training pairs (MiniLM's vectors of the fold's training
+# queries on the query tower, of their candidates on the document tower; never a validation or test query) between the
+# span pre-training and the fold's fine-tuning; 0: none. The span pre-training's query tower has seen spans and
+# documents only, never a natural-language need: over long documents the folds distil their needs by default
+# (LONG_DOC_FOLD_DISTILL epochs), titles keep 0 (their fold trainings and cache keys as before). docs/experiments.md
+FOLD_DISTILL = "fold_distill_epochs"
+LONG_DOC_FOLD_DISTILL = 5
+# the pre-training's distillation settings a fold distillation shares (its epochs are FOLD_DISTILL's)
+FOLD_DISTILL_SHARED = ("distill_loss", "distill_batch_size", "distill_lr", "distill_temperature")
+
+
 def long_documents(texts) -> bool:
     """Whether the median of ``texts`` has at least :data:`LONG_DOC_WORDS` words (False for no text)."""
     counts = sorted(len(t.split()) for t in texts)
@@ -77,7 +88,9 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
     f"{DISTILL_PAIRS:,} span pairs, {DISTILL_EPOCHS[0]} to {DISTILL_EPOCHS[1]}], distill_loss [default: "
     f"{SPAN_DISTILL['distill_loss']}: each text's vector onto MiniLM's, the towers as wide as its vectors; kl: the "
     f"in-batch ranking], distill_batch_size [default: {SPAN_DISTILL['distill_batch_size']}], distill_lr, "
-    f"distill_temperature [default: {SPAN_DISTILL['distill_temperature']}, kl only]",
+    f"distill_temperature [default: {SPAN_DISTILL['distill_temperature']}, kl only], {FOLD_DISTILL} [default: 0, "
+    f"over long documents {LONG_DOC_FOLD_DISTILL}: epochs of the same distillation on each fold's training pairs -- "
+    "MiniLM's vectors of its training queries and their documents -- before the fold's fine-tuning]",
     "init": "every fold's encoder fine-tuned from a pre-trained .ltrenc (e.g. train-encoder --from-docs DOCS "
     "--pair spans:title)",
 }

@@ -133,6 +133,8 @@ def train_encoder(
         :func:`ltrfeat.features.encoders.weak.span_pairs`): its trigram vocabulary, towers and weights are
         kept and trained further; the config's ``model``, ``score`` and ``shared`` must match it, and its
         ``sizes``, ``min_count`` and ``n_buckets`` are not used. Recorded as the training record's ``init``.
+        With a ``teacher`` too, the distillation starts from the init's weights (a ``+spans+teacher`` fold
+        training distilling MiniLM's vectors of the fold's training queries, ``fold_distill_epochs``).
     threads : torch threads (default: the cores available to the process).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint).
     resume : a checkpoint to continue from; the result equals an uninterrupted run.
@@ -312,8 +314,8 @@ def _check_init(init, cfg: EncoderConfig, teacher) -> None:
             f"init encoder has {', '.join(f'{k}={have[k]!r}' for k in differ)} but the config asks "
             f"for {', '.join(f'{k}={want[k]!r}' for k in differ)}; train with the init's settings"
         )
-    if teacher is not None or cfg.pretrain is not None:
-        raise ParameterError("init replaces pre-training: give init, or a teacher / pretrain, not both")
+    if cfg.pretrain is not None:
+        raise ParameterError("init replaces pre-training: give init or pretrain, not both")
 
 
 def _record_params(cfg: EncoderConfig, teacher, keep_start: float | None = None) -> dict:
