@@ -20,7 +20,8 @@ lexical+MiniLM.
 
 ``--encoders`` names the span encoders beside ``sbert`` (default: the three above); ``--spans-per-doc 0`` keeps each
 encoder's own default (``+spans+teacher``: 16 spans per description here, and the whole descriptions as spans too,
-``span_whole``, since the collection's documents are long).
+``span_whole``, since the collection's documents are long, and each fold training first distils MiniLM's vectors of
+its own training needs, ``fold_distill_epochs``).
 
 Run: python benchmarks/quality_long_queries.py [--queries 240] [--docs 800] [--span-words 8-24] [--cache DIR]
          [--spans-per-doc 0] [--encoders clsm:generalized+spans+teacher] [--tag TAG]

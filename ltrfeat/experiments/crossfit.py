@@ -159,13 +159,13 @@ class CrossFitConfig(Settings):
             name = key.rpartition(".")[2]
             whole = isinstance(value, int) and not isinstance(value, bool)
             low = 0 if name in ("span_epochs", FOLD_DISTILL) else 1
-            spans = (*SPAN_OPTIONS, FOLD_DISTILL)
+            spans = SPAN_OPTIONS | {FOLD_DISTILL: LONG_DOC_FOLD_DISTILL}
             if name in spans and not (whole and (value in (0, 1) if name in SPAN_SWITCHES else value >= low)):
                 raise ParameterError(
                     f"encoder option {key}={value!r}: the +spans settings are whole numbers >= 1 (span_hold_out, "
                     "span_whole: 0 or 1; span_epochs >= 0: 0 for +spans+teacher's distilled towers only; "
                     f"{FOLD_DISTILL} >= 0)",
-                    fix=f"e.g. --encoder-option {key}={1 if name in SPAN_SWITCHES else SPAN_OPTIONS[name] or 8}",
+                    fix=f"e.g. --encoder-option {key}={1 if name in SPAN_SWITCHES else spans[name] or 8}",
                     param="options",
                 )
 
