@@ -24,7 +24,7 @@ encoder's own default (``+spans+teacher``: 16 spans per description here, and th
 its own training needs, ``fold_distill_epochs``).
 
 Run: python benchmarks/quality_long_queries.py [--queries 240] [--docs 800] [--span-words 8-24] [--cache DIR]
-         [--spans-per-doc 0] [--encoders clsm:generalized+spans+teacher] [--tag TAG]
+         [--spans-per-doc 0] [--encoders clsm:generalized+spans+teacher] [--option fold_distill_epochs=0] [--tag TAG]
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def main() -> None:
     ap.add_argument("--skip-default-spans", action="store_true", help="only the --span-words ablation")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--encoders", default=",".join(SPAN_SPECS), help="the span encoders beside sbert, comma-separated")
+    ap.add_argument("--option", action="append", default=[], help="KEY=VALUE: one more --encoder-option (repeatable)")
     ap.add_argument("--tag", default="", help="results/quality_long_queries[_TAG].json")
     args = ap.parse_args()
     runs: dict[str, list[str]] = {}
@@ -108,7 +109,7 @@ def main() -> None:
         cache = args.cache or tmp / "cache"  # one MiniLM teacher store for both ablations
         for run, options in runs.items():
             report = tmp / run.replace(" ", "-")
-            options = [f"spans_per_doc={args.spans_per_doc}"] * bool(args.spans_per_doc) + options
+            options = [f"spans_per_doc={args.spans_per_doc}"] * bool(args.spans_per_doc) + options + args.option
             out["seconds"][run] = _ablate(world, report, options, cache, args.encoders.split(","))
             out["runs"][run] = _summary(report)
     print(
