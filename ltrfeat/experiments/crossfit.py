@@ -1266,8 +1266,7 @@ def crossfit_columns(
 START_NAMES = {  # what a training keeps when it keeps its start, by the spec's +MOD (EncoderKind.keeps_start)
     None: "the zero-shot model",
     "spans": "the span pre-training",
-    "spans+teacher": "the span pre-training distilled from MiniLM (with fold_distill_epochs: distilled again on the "
-    "fold's training pairs)",
+    "spans+teacher": "the span pre-training distilled from MiniLM",
     "init": "the +init bundle",
     "teacher": "the towers distilled from MiniLM",
 }
@@ -1299,8 +1298,11 @@ def kept_starts(specs: list[EncoderSpec], trainings: list, options: dict) -> dic
                     record["start_kept"] = None if inner is None else record["start_kept"] and inner["kept"]
             folds[job.outer] = record
         inner = [(t.record or {}).get("keep_start") for t in own if t.outer is None]
+        start = START_NAMES.get(spec.pretrain, "its starting point")
+        if spec.pretrain == "spans+teacher" and any(distils_in_folds(spec, t.options) for t in own):
+            start += ", then on the fold's training pairs"
         out[spec.name] = {
-            "start": START_NAMES.get(spec.pretrain, "its starting point"),
+            "start": start,
             "margin": spec_options(spec, options).get("keep_start_margin", KEEP_START_MARGIN),
             "folds": folds,
             "kept_in": [fold for fold, r in folds.items() if r["start_kept"]],

@@ -371,9 +371,14 @@ def test_spans_teacher_folds_distil_their_own_training_pairs_from_the_pretrainin
     pairs = make_pairs()
     spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
     plans = plan_folds(pairs["qid"], k=3, seed=0)
-    plain = crossfit_columns(pairs, plans, [spec], options=SPANS_T, cache=tmp_path, progress=False)
+    starts: dict = {}
+    plain = crossfit_columns(pairs, plans, [spec], options=SPANS_T, cache=tmp_path, progress=False, starts=starts)
+    assert starts[spec.name]["start"] == "the span pre-training distilled from MiniLM"
     options = SPANS_T | {"fold_distill_epochs": 2}
-    distilled = crossfit_columns(pairs, plans, [spec], options=options, cache=tmp_path, progress=False)
+    distilled = crossfit_columns(pairs, plans, [spec], options=options, cache=tmp_path, progress=False, starts=starts)
+    assert (
+        starts[spec.name]["start"] == "the span pre-training distilled from MiniLM, then on the fold's training pairs"
+    )
     (bundle,) = (tmp_path / "encoders").glob(f"{spec.name}-pretrain-*.ltrenc")
     pretrained = Encoder.load(bundle)
     folds = [Encoder.load(p) for p in (tmp_path / "encoders").glob(f"{spec.name}-[0-9a-f]*.ltrenc")]
