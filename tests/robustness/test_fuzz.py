@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -43,7 +44,13 @@ def mutate(data: bytes, changes) -> bytes:
     return data
 
 
-_TMP = Path(tempfile.mkdtemp(prefix="ltrfeat-fuzz-"))
+_TMP = Path(tempfile.mkdtemp(prefix="ltrfeat-fuzz-"))  # hypothesis examples cannot take function-scoped tmp_path
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_tmp():
+    yield
+    shutil.rmtree(_TMP, ignore_errors=True)
 
 
 def read_or_refuse(data: bytes, suffix: str = ".letor") -> None:
