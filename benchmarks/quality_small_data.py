@@ -26,11 +26,13 @@ collection); collection+ST runs in a second ablation on the same folds (its span
 as its reference, ``--st-option KEY=VALUE`` passing it more encoder options (e.g. distill_epochs=16). With
 collection+ST, the scoring speed of its pre-trained CLSM (document tower, hashing included) against MiniLM on the
 same 1,000 titles, one torch thread each, in CPU seconds (steadier than wall time on a shared machine).
+``--st-spec dssm:generalized+spans+teacher`` runs collection+ST with the DSSM instead.
 ``--cache DIR`` keeps the ablations' cache (the MiniLM teacher store included) for reruns; ``--collection-docs N``
 takes the collection's first N titles only.
 
 Run: python benchmarks/quality_small_data.py [--queries 300] [--spans-per-doc 4] [--epochs 5] [--teacher-spans]
      python benchmarks/quality_small_data.py --variants collection+ST [--cache DIR] [--st-option distill_epochs=16]
+         [--st-spec dssm:generalized+spans+teacher]
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ def _ablate(judged, collection, report, variants: dict, options: list[str], cach
 
 
 def _compare(report: Path) -> tuple[dict, dict, dict | str]:
-    """The run's means, its span pre-training seconds per encoder and the paired tests of every CLSM variant."""
+    """The run's means, its span pre-training seconds per encoder and the paired tests of every CLSM/DSSM variant."""
     rep = json.loads((report / "report.json").read_text())
     sets = sorted({r["feature_set"] for r in rep["results"]})
     means = {f"{r['feature_set']}|{r['metric']}": r["mean"] for r in rep["results"]}
@@ -117,9 +119,9 @@ def _compare(report: Path) -> tuple[dict, dict, dict | str]:
     pairs = [
         f"lexical+sbert:lexical+{s.split('lexical+', 1)[1]}"
         for s in sets
-        if s.startswith("lexical+clsm") and "/" not in s
+        if s.startswith(("lexical+clsm", "lexical+dssm")) and "/" not in s
     ]
-    alone = [s for s in sets if s.startswith("clsm") and s.endswith("_doc_cos")]
+    alone = [s for s in sets if s.startswith(("clsm", "dssm")) and s.endswith("_doc_cos")]
     pairs += [f"{reference}:{s}" for reference in ("bm25_doc", "sbert_doc_cos") for s in alone]
     done = subprocess.run(
         [sys.executable, "-m", "ltrfeat.cli.main", "compare", report, *pairs, "--metrics", "ndcg@1,10", "--json"],
@@ -130,8 +132,8 @@ def _compare(report: Path) -> tuple[dict, dict, dict | str]:
     return means, pretraining, json.loads(done.stdout) if done.returncode == 0 else done.stderr
 
 
-def _speed(cache: Path, titles: list[str]) -> dict:
-    """Texts/s (CPU seconds, one torch thread) of the span-distilled CLSM's document tower and of MiniLM."""
+def _speed(cache: Path, titles: list[str], spec: str) -> dict:
+    """Texts/s (CPU seconds, one torch thread) of the span-distilled encoder's document tower and of MiniLM."""
     import torch
 
     from ltrfeat.features.encoders.encoder import Encoder
@@ -139,21 +141,23 @@ def _speed(cache: Path, titles: list[str]) -> dict:
     from ltrfeat.features.hashing import TrigramHasher
 
     torch.set_num_threads(1)
-    bundles = (cache / "encoders").glob("clsm-generalized-spans-teacher-pretrain-*.ltrenc")
+    name = spec.replace(":", "-").replace("+", "-")
+    bundles = (cache / "encoders").glob(f"{name}-pretrain-*.ltrenc")
     bundle = max(bundles, key=lambda path: path.stat().st_mtime)  # this run's
-    clsm, minilm = Encoder.load(bundle), SbertEncoder.load()
-    state = clsm.hasher.to_json()
+    model = spec.split(":")[0]
+    student, minilm = Encoder.load(bundle), SbertEncoder.load()
+    state = student.hasher.to_json()
     minilm.encode(titles[:64], side="doc")  # warm-up
-    cpu = {"clsm": [], "minilm": []}
+    cpu: dict[str, list[float]] = {model: [], "minilm": []}
     for _ in range(2):  # alternating rounds
         start = time.process_time()
-        Encoder(TrigramHasher.from_json(state), clsm.model).encode(titles, side="doc", batch_size=1024)
-        cpu["clsm"].append(time.process_time() - start)
+        Encoder(TrigramHasher.from_json(state), student.model).encode(titles, side="doc", batch_size=1024)
+        cpu[model].append(time.process_time() - start)
         start = time.process_time()
         minilm.encode(titles, side="doc", batch_size=64)
         cpu["minilm"].append(time.process_time() - start)
     rate = {name: len(titles) / min(seconds) for name, seconds in cpu.items()}
-    return {"titles": len(titles), "texts_per_cpu_s": rate, "ratio": rate["clsm"] / rate["minilm"]}
+    return {"titles": len(titles), "texts_per_cpu_s": rate, "ratio": rate[model] / rate["minilm"]}
 
 
 def main() -> None:
@@ -167,6 +171,7 @@ def main() -> None:
     ap.add_argument("--teacher-spans", action="store_true", help="also the MiniLM-distilled span pre-training")
     ap.add_argument("--variants", default="scratch,teacher,collection", help=f"among {', '.join(SPECS)}")
     ap.add_argument("--st-option", action="append", default=[], help="collection+ST: one more --encoder-option")
+    ap.add_argument("--st-spec", default=SPECS["collection+ST"], help="collection+ST's spec (a +spans+teacher one)")
     ap.add_argument("--cache", type=Path, default=None)
     ap.add_argument("--collection-docs", type=int, default=0, help="the collection's first N titles (0: all)")
     ap.add_argument("--tag", default="", help="results/quality_small_data[_spans_teacher][_TAG].json")
@@ -196,7 +201,7 @@ def main() -> None:
             runs["ablation"] = tmp / "report"
         if "collection+ST" in chosen:
             options = [f"spans_per_doc={args.spans_teacher_per_doc}", *args.st_option]  # span_epochs: its default
-            spec = {"collection+ST": SPECS["collection+ST"]}
+            spec = {"collection+ST": args.st_spec}
             cache = args.cache or tmp / "cache"
             seconds["ablation+ST"] = _ablate(judged, collection, tmp / "report-st", spec, options, cache)
             runs["ablation+ST"] = tmp / "report-st"
@@ -220,7 +225,7 @@ def main() -> None:
             print(json.dumps(compared, indent=1) if isinstance(compared, (dict, list)) else compared)
         if "collection+ST" in chosen:
             titles = pd.read_csv(collection, sep="\t", dtype=str)["title"].dropna().drop_duplicates().head(1000)
-            out["speed"] = _speed(args.cache or tmp / "cache", titles.tolist())
+            out["speed"] = _speed(args.cache or tmp / "cache", titles.tolist(), args.st_spec)
             print("scoring speed (texts per CPU second, one thread):", out["speed"])
         print("seconds:", {k: round(v) for k, v in seconds.items()})
         name = "quality_small_data" + ("_spans_teacher" if chosen == ["collection+ST"] else "")

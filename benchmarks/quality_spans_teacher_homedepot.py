@@ -7,7 +7,13 @@ fine-tuned per fold on the fold's training queries) and ``sbert`` (zero-shot Min
 feature alone against MiniLM alone and BM25 alone, lexical + it against lexical + MiniLM, each lexical + X against
 lexical. Issue 35's criterion: alone within 1% of zero-shot MiniLM; as a feature a lift at least MiniLM's.
 
-Run: python benchmarks/quality_spans_teacher_homedepot.py [--cache DIR] [--from-report DIR]
+``--encoder`` names another cheap spec (``dssm:generalized+spans+teacher``), ``--option KEY=VALUE`` passes an
+``--encoder-option`` (``clsm.fold_distill_epochs=5``: each fold training first distils MiniLM's vectors of its own
+training pairs, the default on long documents only), ``--tag`` names the results file
+(``quality_spans_teacher_homedepot_TAG.json``).
+
+Run: python benchmarks/quality_spans_teacher_homedepot.py [--cache DIR] [--from-report DIR] [--encoder SPEC]
+         [--option KEY=VALUE] [--tag TAG]
 (``--from-report``: summarise a report this command's ablation already wrote instead of running it.)
 """
 
@@ -26,28 +32,33 @@ from benchmarks._common import HOME_DEPOT, HOME_DEPOT_COLUMNS, report_means, run
 
 DISTILLED, MINILM = "clsm:generalized+spans+teacher", "sbert"
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@10")
-PAIRS = (
-    "sbert_doc_cos:clsm-generalized-spans-teacher_doc_cos",
-    "bm25_doc:clsm-generalized-spans-teacher_doc_cos",
-    "lexical+sbert:lexical+clsm-generalized-spans-teacher",
-    "lexical:lexical+clsm-generalized-spans-teacher",
-    "lexical:lexical+sbert",
-)
 
 
-def _ablate(report: Path, cache: Path) -> float:
-    return run_ltrfeat(
-        *("ablate", "--pairs", HOME_DEPOT, "--encoding", "latin-1", "--label-map", "linear:1:3:7"),
-        *("--conflicts", "first", "--columns", HOME_DEPOT_COLUMNS),
-        *("--encoder", DISTILLED, "--encoder", MINILM, "--cache", cache, "--report", report, "--overwrite"),
+def _pairs(name: str) -> tuple[str, ...]:
+    """The comparisons of the encoder ``name`` (its column name) against MiniLM, BM25 and the lexical set."""
+    return (
+        f"sbert_doc_cos:{name}_doc_cos",
+        f"bm25_doc:{name}_doc_cos",
+        f"lexical+sbert:lexical+{name}",
+        f"lexical:lexical+{name}",
+        "lexical:lexical+sbert",
     )
 
 
-def _summary(report: Path) -> dict:
+def _ablate(report: Path, cache: Path, encoder: str, options: list[str]) -> float:
+    return run_ltrfeat(
+        *("ablate", "--pairs", HOME_DEPOT, "--encoding", "latin-1", "--label-map", "linear:1:3:7"),
+        *("--conflicts", "first", "--columns", HOME_DEPOT_COLUMNS),
+        *("--encoder", encoder, "--encoder", MINILM, "--cache", cache, "--report", report, "--overwrite"),
+        *[a for option in options for a in ("--encoder-option", option)],
+    )
+
+
+def _summary(report: Path, name: str) -> dict:
     rep = json.loads((report / "report.json").read_text())
     means = report_means(report, METRICS)
     compared = json.loads(
-        run_ltrfeat("compare", report, *PAIRS, "--metrics", ",".join(METRICS), "--json", capture=True)
+        run_ltrfeat("compare", report, *_pairs(name), "--metrics", ",".join(METRICS), "--json", capture=True)
     )
     stages = rep["stage_seconds"]
     return {
@@ -58,7 +69,7 @@ def _summary(report: Path) -> dict:
             "encoder columns": stages["encoder columns"],
             "rankers": stages["rankers"],
             "MiniLM vectors (texts not cached)": stages.get("teacher_encoding"),
-            "jobs": stages["encoders"]["clsm-generalized-spans-teacher"]["jobs"],
+            "jobs": stages["encoders"][name]["jobs"],
         },
     }
 
@@ -67,15 +78,21 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=None, help="the ablation's --cache (MiniLM vectors are reused)")
     ap.add_argument("--from-report", type=Path, default=None)
+    ap.add_argument("--encoder", default=DISTILLED, help="the cheap encoder's spec")
+    ap.add_argument("--option", action="append", default=[], help="an --encoder-option of the ablation")
+    ap.add_argument("--tag", default="", help="suffix of the results file")
     args = ap.parse_args()
+    name = args.encoder.replace(":", "-").replace("+", "-")
     if not HOME_DEPOT.exists():
         sys.exit(f"Home Depot data not found at {HOME_DEPOT}")
     with tempfile.TemporaryDirectory() as tmp_name:
         report, wall = args.from_report, None
         if report is None:
             report = Path(tmp_name) / "report"
-            wall = _ablate(report, args.cache or Path(tmp_name) / "cache")
-        out = {"encoders": [DISTILLED, MINILM], "wall_seconds": wall} | _summary(report)
+            wall = _ablate(report, args.cache or Path(tmp_name) / "cache", args.encoder, args.option)
+        out = {"encoders": [args.encoder, MINILM], "options": args.option, "wall_seconds": wall} | _summary(
+            report, name
+        )
     m = out["means"]
     for name in sorted({key.split("|")[0] for key in m}):
         print(
@@ -86,7 +103,7 @@ def main() -> None:
             f"{row['variant']} vs {row['baseline']} {row['metric']}: {row['delta']:+.4f} "
             f"[{row['ci95_delta'][0]:+.4f}, {row['ci95_delta'][1]:+.4f}] Holm p {row['p_holm']:.3g}"
         )
-    write_results("quality_spans_teacher_homedepot", out)
+    write_results("quality_spans_teacher_homedepot" + (f"_{args.tag}" if args.tag else ""), out)
 
 
 if __name__ == "__main__":
