@@ -18,7 +18,11 @@ Figures come from each report's ``stage_seconds`` plus each process's CPU second
 workers included); quality is each encoder column alone (NDCG@1, @10) and the lexical+encoder
 LambdaMART's NDCG@1 lift over lexical.
 
+``--without SPEC`` (repeatable) drops an encoder from the list (results file ``..._without-SPEC``): e.g.
+``--without sbert-ft:generalized`` times the command without MiniLM fine-tuning.
+
 Run: python benchmarks/bench_ablation.py [--homedepot] [--baseline] [--skip-warm] [--encoder-cache DIR [--repeat N]]
+         [--without SPEC]
 """
 
 from __future__ import annotations
@@ -155,9 +159,12 @@ def main() -> None:
         help="time the ranker stage only: encoders from this cache (trained there on first use), ranker store emptied",
     )
     parser.add_argument("--repeat", type=int, default=1, help="with --encoder-cache: ranker-stage runs")
+    parser.add_argument("--without", action="append", default=[], choices=ENCODERS, help="leave this encoder out")
     args = parser.parse_args()
     homedepot, baseline, skip_warm = args.homedepot, args.baseline, args.skip_warm
-    figures: dict = {"data": "homedepot" if homedepot else "synth 10k pairs", "encoders": ENCODERS}
+    encoders = [e for e in ENCODERS if e not in args.without]
+    suffix = "".join(f"_without-{e.replace(':', '-')}" for e in args.without)
+    figures: dict = {"data": "homedepot" if homedepot else "synth 10k pairs", "encoders": encoders}
     with tempfile.TemporaryDirectory() as tmp_:
         tmp = Path(tmp_)
         data = _data(tmp, homedepot)
@@ -165,28 +172,28 @@ def main() -> None:
             figures["rankers_cold"] = []
             for i in range(args.repeat):
                 shutil.rmtree(args.encoder_cache / "rankers", ignore_errors=True)
-                run = _ablate(data, ENCODERS, args.encoder_cache, tmp / f"rep-rankers{i}")
+                run = _ablate(data, encoders, args.encoder_cache, tmp / f"rep-rankers{i}")
                 _print(f"ranker stage cold (encoders from {args.encoder_cache}), run {i + 1}", run)
                 figures["rankers_cold"].append(run)
-            write_results("bench_ablation_rankers" + ("_homedepot" if homedepot else ""), figures)
+            write_results("bench_ablation_rankers" + ("_homedepot" if homedepot else "") + suffix, figures)
             return
         if baseline:
             figures["baseline"] = _ablate(
-                data, ENCODERS, tmp / "cache-base", tmp / "rep-base", "--encoder-option", "sbert-ft.keep_frozen=false"
+                data, encoders, tmp / "cache-base", tmp / "rep-base", "--encoder-option", "sbert-ft.keep_frozen=false"
             )
             _print("baseline (MiniLM without the frozen-layer store), cold", figures["baseline"])
-        figures["cold"] = _ablate(data, ENCODERS, tmp / "cache", tmp / "rep-cold")
+        figures["cold"] = _ablate(data, encoders, tmp / "cache", tmp / "rep-cold")
         _print("cold", figures["cold"])
         if not skip_warm:
-            figures["warm_plus_one"] = _ablate(data, [*ENCODERS, "dssm:softmax"], tmp / "cache", tmp / "rep-warm")
+            figures["warm_plus_one"] = _ablate(data, [*encoders, "dssm:softmax"], tmp / "cache", tmp / "rep-warm")
             _print("warm, dssm:softmax added", figures["warm_plus_one"])
-    if baseline:
+    if baseline and "sbert-ft:generalized" in encoders:
         b, c = figures["baseline"]["stages"]["encoders"], figures["cold"]["stages"]["encoders"]
         ft = "sbert-ft-generalized"
         ratio = (c[ft]["train_seconds"] + c[ft]["score_seconds"]) / (b[ft]["train_seconds"] + b[ft]["score_seconds"])
         figures["sbert_ft_time_ratio_vs_baseline"] = ratio
         print(f"sbert-ft cross-fitting time: {ratio:.2f}x the baseline's in this run")
-    write_results("bench_ablation" + ("_homedepot" if homedepot else ""), figures)
+    write_results("bench_ablation" + ("_homedepot" if homedepot else "") + suffix, figures)
 
 
 if __name__ == "__main__":

@@ -348,7 +348,10 @@ def pairs_folds(
     scheme["encoder_options"] = options
     scheme["duplicates"] = duplicates
     # what the verdict's "to ship" line trains (zero-shot ones are served as they are)
-    scheme["encoders"] = {spec.name: {"spec": spec.text, "trained": spec.trainable} for spec in specs}
+    scheme["encoders"] = {
+        spec.name: {"spec": spec.text, "trained": spec.trainable, "transformer": spec.kind.transformer}
+        for spec in specs
+    }
     scheme["lexical"] = extractors  # fitted: their corpus statistics, for --write-features (not in the report)
     scheme["texts"] = {  # for report.html's per-query view (not written into the report's config)
         "query": dict(zip(pairs["qid"].astype(str), pairs["query"])),

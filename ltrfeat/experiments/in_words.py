@@ -155,6 +155,15 @@ def summary_in_words(data: dict) -> str:
         n_warn = len(verdict.get("warnings", []))
         text += f"; {n_warn} warning{'s' if n_warn != 1 else ''} below." if n_warn else "."
         sentences.append(text)
+        lighter = verdict.get("lighter")
+        if lighter and rows and lighter["means"].get(rows[-1]["metric"]) is not None:
+            row = rows[-1]
+            sentences.append(
+                f"Lighter to serve: `{lighter['feature_set']}` needs no transformer encoder, and inner "
+                f"cross-validation could not tell it from the pick in {lighter['kept_in_folds']} of "
+                f"{lighter['n_folds']} folds; at {_metric_name(row['metric'])} it scores "
+                f"{lighter['means'][row['metric']]:.4f} against {row['recommended']:.4f}."
+            )
         costed = [r for r in verdict["metrics"] if r.get("best_fixed")]
         if costed:
             row = costed[0]

@@ -113,6 +113,41 @@ def verdict(result, summary: dict) -> dict | None:
         "rule": selection["rule"],
         "how": how_chosen(selection["rule"], per_fold),
         "encoders": _encoders_of(result, recommended.split(" / ")[0]),
+        "lighter": _lighter(result, per_fold, recommended.split(" / ")[0], means, metrics),
+    }
+
+
+def _lighter(result, per_fold: dict, recommended: str, means: dict, metrics: list[str]) -> dict | None:
+    """When the recommended set holds the column of a transformer encoder (:attr:`~ltrfeat.features.encoders.kind.
+    EncoderKind.transformer`: hundreds of times the serving CPU per text), the feature set without one that the
+    folds' selection could least tell from its pick: ``{"feature_set", "kept_in_folds"`` (folds whose inner
+    cross-validation kept it within that fold's margin of the best: ``gap_to_best <= margin_z x se``), ``"n_folds",
+    "means": {metric: test mean}}``; the first in plan order among equals. None otherwise, or when no fold kept one."""
+    specs = (result.config.get("cross_fitting") or {}).get("encoders") or {}
+    heavy = [name for name, spec in specs.items() if spec.get("transformer")]
+    columns = {s.name: s.columns for s in result.feature_sets}
+
+    def holds_heavy(feature_set: str) -> bool:
+        return any(c.startswith(f"{name}_") for c in columns.get(feature_set, []) for name in heavy)
+
+    if not heavy or not holds_heavy(recommended):
+        return None
+    light = [s.name for s in result.feature_sets if s.kind == "ranker" and not holds_heavy(s.name)]
+    kept = collections.Counter()
+    for r in per_fold.values():
+        stats, z = r.get("stats") or {}, r.get("margin_z", 1.0)
+        for name in light:  # rule joint names configurations SET/CANDIDATE, the others sets
+            rows = [st for key, st in stats.items() if key == name or key.startswith(f"{name}/")]
+            if any(st["gap_to_best"] <= max(z * st["se"], 0.0) for st in rows):
+                kept[name] += 1
+    if not kept:
+        return None
+    name = max(light, key=lambda n: kept[n])
+    return {
+        "feature_set": name,
+        "kept_in_folds": kept[name],
+        "n_folds": len(per_fold),
+        "means": {m: means.get((name, m)) for m in metrics},
     }
 
 
@@ -256,6 +291,19 @@ def verdict_lines(v: dict) -> list[str]:
     encoders = _encoder_ship_line(v)
     if encoders is not None:
         lines.append(encoders)
+    lighter = v.get("lighter")
+    if lighter:
+        lines.append(
+            f"  lighter: `{lighter['feature_set']}` needs no transformer encoder when served (the recommended set's "
+            "costs hundreds of times the CPU per text); inner cross-validation could not tell it from each fold's "
+            f"pick in {lighter['kept_in_folds']} of {lighter['n_folds']} folds; on the test queries "
+            + ", ".join(
+                f"{m} {mean:.4f} vs {row['recommended']:.4f}"
+                for m, mean, row in ((r["metric"], lighter["means"].get(r["metric"]), r) for r in v["metrics"])
+                if mean is not None and row["recommended"] is not None
+            )
+            + " recommended"
+        )
     lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in v["warnings"]]
     if not v["warnings"]:
         lines.append("no warning: every learned ranker is significantly better than the best single feature")

@@ -74,7 +74,7 @@ def test_the_verdict_says_how_to_ship_the_set_and_its_encoders(shipped):
     assert "--write-features DIR" in lines and "train-ranker DIR/features.letor --features lexical" in lines
     feature_set = verdict["recommended"].split(" / ")[0]
     if feature_set != "lexical":
-        assert verdict["encoders"] == {"clsm-softmax": {"spec": "clsm:softmax", "trained": True}}
+        assert verdict["encoders"] == {"clsm-softmax": {"spec": "clsm:softmax", "trained": True, "transformer": False}}
         assert "train-encoder PAIRS --spec clsm:softmax --out clsm-softmax.ltrenc" in lines
         assert "--encoder clsm-softmax=clsm-softmax.ltrenc --corpus-stats DIR/corpus.npz" in lines
     # a set holding the encoder names it; LETOR folds (no cross-fitting) keep the generic line

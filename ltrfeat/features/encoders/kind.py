@@ -93,6 +93,9 @@ class EncoderKind:
     path : the ``=PATH`` the kind itself takes (``"[=DIR]"``: optional), ``""``: none.
     needs_file : ``extract`` / ``serve`` need ``NAME=PATH`` (a zero-shot kind may run its default model).
     exports : the ``export-encoder --to`` formats whose exporter takes this kind (e.g. ``("onnx",)``).
+    transformer : it runs every text through a transformer, hundreds of times the CPU per text of the lexical
+        features or a CLSM / DSSM when served; an ablation's verdict then names the lightest feature set its
+        selection could not tell from the recommended one.
     """
 
     name: str
@@ -120,6 +123,7 @@ class EncoderKind:
     path: str = ""
     needs_file: bool = True
     exports: tuple[str, ...] = ()
+    transformer: bool = False
 
     def __post_init__(self):
         if not _NAME_OK(self.name):

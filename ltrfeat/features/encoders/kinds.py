@@ -184,6 +184,7 @@ BUILTIN = (
         teacher_scorer=True,
         path="[=DIR]",
         needs_file=False,
+        transformer=True,
     ),
     EncoderKind(
         name="sbert-ft",
@@ -200,5 +201,6 @@ BUILTIN = (
         cost=6.0,  # an epoch costs several CLSM trainings per row
         losses=LOSSES,
         path="[=BASE_DIR]",
+        transformer=True,
     ),
 )
