@@ -160,7 +160,7 @@ def summary_in_words(data: dict) -> str:
             row = rows[-1]
             sentences.append(
                 f"Lighter to serve: `{lighter['feature_set']}` needs no transformer encoder, and inner "
-                f"cross-validation could not tell it from the pick in {lighter['kept_in_folds']} of "
+                f"cross-validation could not tell it from the fold's pick in {lighter['kept_in_folds']} of "
                 f"{lighter['n_folds']} folds; at {_metric_name(row['metric'])} it scores "
                 f"{lighter['means'][row['metric']]:.4f} against {row['recommended']:.4f}."
             )

@@ -295,7 +295,7 @@ def verdict_lines(v: dict) -> list[str]:
     if lighter:
         lines.append(
             f"  lighter: `{lighter['feature_set']}` needs no transformer encoder when served (the recommended set's "
-            "costs hundreds of times the CPU per text); inner cross-validation could not tell it from each fold's "
+            "costs hundreds of times the CPU per text); inner cross-validation could not tell it from the fold's "
             f"pick in {lighter['kept_in_folds']} of {lighter['n_folds']} folds; on the test queries "
             + ", ".join(
                 f"{m} {mean:.4f} vs {row['recommended']:.4f}"
