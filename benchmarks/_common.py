@@ -139,3 +139,43 @@ def report_means(report: Path, metrics) -> dict[str, float]:
         for r in rep["results"]
         if "/" not in r["feature_set"] and r["metric"] in metrics
     }
+
+
+def scoring_speed(cache: Path, titles: list[str], specs: list[str]) -> dict:
+    """Titles scored per CPU second (one torch thread) by the document tower of each span pre-trained encoder of
+    ``specs`` (its newest ``-pretrain-`` bundle in ``cache``, hashing included) and by MiniLM; ``ratio``: each
+    encoder's rate over MiniLM's, and with two or more specs ``all`` (every tower in turn, as serving all of
+    them as columns does: 1 / the sum of 1 / rate)."""
+    import torch
+
+    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.features.hashing import TrigramHasher
+
+    torch.set_num_threads(1)
+    students = {}
+    for spec in specs:
+        name = spec.replace(":", "-").replace("+", "-")
+        bundle = max((Path(cache) / "encoders").glob(f"{name}-pretrain-*.ltrenc"), key=lambda p: p.stat().st_mtime)
+        students[name] = Encoder.load(bundle)
+    minilm = SbertEncoder.load()
+    minilm.encode(titles[:64], side="doc")  # warm-up
+    cpu: dict[str, list[float]] = {name: [] for name in [*students, "minilm"]}
+    for _ in range(2):  # alternating rounds
+        for name, student in students.items():
+            hasher = TrigramHasher.from_json(student.hasher.to_json())  # a fresh hasher: no cached trigrams
+            start = time.process_time()
+            Encoder(hasher, student.model).encode(titles, side="doc", batch_size=1024)
+            cpu[name].append(time.process_time() - start)
+        start = time.process_time()
+        minilm.encode(titles, side="doc", batch_size=64)
+        cpu["minilm"].append(time.process_time() - start)
+    rate = {name: len(titles) / min(seconds) for name, seconds in cpu.items()}
+    if len(students) > 1:
+        rate["all"] = 1 / sum(1 / rate[name] for name in students)
+    ratio = {name: r / rate["minilm"] for name, r in rate.items() if name != "minilm"}
+    return {
+        "titles": len(titles),
+        "texts_per_cpu_s": rate,
+        "ratio": ratio if len(specs) > 1 else next(iter(ratio.values())),
+    }

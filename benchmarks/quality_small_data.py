@@ -42,7 +42,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -51,7 +50,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from benchmarks._common import HOME_DEPOT, run_ltrfeat, write_results  # noqa: E402
+from benchmarks._common import HOME_DEPOT, run_ltrfeat, scoring_speed, write_results  # noqa: E402
 
 SPECS = {
     "scratch": "clsm:generalized",
@@ -132,34 +131,6 @@ def _compare(report: Path) -> tuple[dict, dict, dict | str]:
     return means, pretraining, json.loads(done.stdout) if done.returncode == 0 else done.stderr
 
 
-def _speed(cache: Path, titles: list[str], spec: str) -> dict:
-    """Texts/s (CPU seconds, one torch thread) of the span-distilled encoder's document tower and of MiniLM."""
-    import torch
-
-    from ltrfeat.features.encoders.encoder import Encoder
-    from ltrfeat.features.encoders.sbert import SbertEncoder
-    from ltrfeat.features.hashing import TrigramHasher
-
-    torch.set_num_threads(1)
-    name = spec.replace(":", "-").replace("+", "-")
-    bundles = (cache / "encoders").glob(f"{name}-pretrain-*.ltrenc")
-    bundle = max(bundles, key=lambda path: path.stat().st_mtime)  # this run's
-    model = spec.split(":")[0]
-    student, minilm = Encoder.load(bundle), SbertEncoder.load()
-    state = student.hasher.to_json()
-    minilm.encode(titles[:64], side="doc")  # warm-up
-    cpu: dict[str, list[float]] = {model: [], "minilm": []}
-    for _ in range(2):  # alternating rounds
-        start = time.process_time()
-        Encoder(TrigramHasher.from_json(state), student.model).encode(titles, side="doc", batch_size=1024)
-        cpu[model].append(time.process_time() - start)
-        start = time.process_time()
-        minilm.encode(titles, side="doc", batch_size=64)
-        cpu["minilm"].append(time.process_time() - start)
-    rate = {name: len(titles) / min(seconds) for name, seconds in cpu.items()}
-    return {"titles": len(titles), "texts_per_cpu_s": rate, "ratio": rate[model] / rate["minilm"]}
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--queries", type=int, default=300)
@@ -225,7 +196,7 @@ def main() -> None:
             print(json.dumps(compared, indent=1) if isinstance(compared, (dict, list)) else compared)
         if "collection+ST" in chosen:
             titles = pd.read_csv(collection, sep="\t", dtype=str)["title"].dropna().drop_duplicates().head(1000)
-            out["speed"] = _speed(args.cache or tmp / "cache", titles.tolist(), args.st_spec)
+            out["speed"] = scoring_speed(args.cache or tmp / "cache", titles.tolist(), [args.st_spec])
             print("scoring speed (texts per CPU second, one thread):", out["speed"])
         print("seconds:", {k: round(v) for k, v in seconds.items()})
         name = "quality_small_data" + ("_spans_teacher" if chosen == ["collection+ST"] else "")

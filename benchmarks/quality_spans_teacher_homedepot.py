@@ -7,28 +7,44 @@ fine-tuned per fold on the fold's training queries) and ``sbert`` (zero-shot Min
 feature alone against MiniLM alone and BM25 alone, lexical + it against lexical + MiniLM, each lexical + X against
 lexical. Issue 35's criterion: alone within 1% of zero-shot MiniLM; as a feature a lift at least MiniLM's.
 
-``--encoder`` names another cheap spec (``dssm:generalized+spans+teacher``), ``--option KEY=VALUE`` passes an
-``--encoder-option`` (``clsm.fold_distill_epochs=5``: each fold training first distils MiniLM's vectors of its own
-training pairs, the default on long documents only), ``--tag`` names the results file
+``--encoder`` names another cheap spec (``dssm:generalized+spans+teacher``). Given twice or more, the ablation has
+every one of them beside MiniLM, and a second ablation from the same cache has the cheap ones only: its lexical + all
+(``lexical+cheap``: every cheap column, no MiniLM) is compared with lexical + MiniLM on the same queries.
+``--option KEY=VALUE`` passes an ``--encoder-option`` (``clsm.fold_distill_epochs=5``: each fold training first distils
+MiniLM's vectors of its own training pairs, the default on long documents only), ``--split-seed N`` draws other query
+folds and encoder seeds (a replicate of the whole comparison), ``--tag`` names the results file
 (``quality_spans_teacher_homedepot_TAG.json``).
 
-Run: python benchmarks/quality_spans_teacher_homedepot.py [--cache DIR] [--from-report DIR] [--encoder SPEC]
-         [--option KEY=VALUE] [--tag TAG]
-(``--from-report``: summarise a report this command's ablation already wrote instead of running it.)
+Run: python benchmarks/quality_spans_teacher_homedepot.py [--cache DIR] [--encoder SPEC ...] [--option KEY=VALUE]
+         [--split-seed N] [--tag TAG] [--from-report DIR [--cheap-report DIR]]
+(``--from-report``: summarise a report this command's ablation already wrote instead of running it;
+``--cheap-report``: the cheap-only one.) With a cache (always when the ablation runs here; ``--cache`` with
+``--from-report``) it also times the pre-trained cheap encoders' document towers against MiniLM on 1,000 titles
+(CPU seconds, one thread; every cheap tower in turn as ``all``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from benchmarks._common import HOME_DEPOT, HOME_DEPOT_COLUMNS, report_means, run_ltrfeat, write_results  # noqa: E402
+from benchmarks._common import (  # noqa: E402
+    HOME_DEPOT,
+    HOME_DEPOT_COLUMNS,
+    report_means,
+    run_ltrfeat,
+    scoring_speed,
+    write_results,
+)
 
 DISTILLED, MINILM = "clsm:generalized+spans+teacher", "sbert"
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@10")
@@ -45,21 +61,43 @@ def _pairs(name: str) -> tuple[str, ...]:
     )
 
 
-def _ablate(report: Path, cache: Path, encoder: str, options: list[str]) -> float:
+def _ablate(report: Path, cache: Path, encoders: list[str], options: list[str], split_seed: int) -> float:
     return run_ltrfeat(
         *("ablate", "--pairs", HOME_DEPOT, "--encoding", "latin-1", "--label-map", "linear:1:3:7"),
         *("--conflicts", "first", "--columns", HOME_DEPOT_COLUMNS),
-        *("--encoder", encoder, "--encoder", MINILM, "--cache", cache, "--report", report, "--overwrite"),
+        *[a for encoder in encoders for a in ("--encoder", encoder)],
+        *("--cache", cache, "--report", report, "--overwrite", "--split-seed", split_seed),
         *[a for option in options for a in ("--encoder-option", option)],
     )
 
 
-def _summary(report: Path, name: str) -> dict:
+def _with_cheap(report: Path, cheap: Path, out: Path) -> Path:
+    """A copy of ``report`` whose per-query table also holds ``cheap``'s lexical + all as ``lexical+cheap``
+    (the same folds and queries: both ablations split the same pairs with the same seed)."""
+    out.mkdir()
+    shutil.copy(report / "report.json", out / "report.json")
+    rows = (cheap / "per_query.tsv").read_text().splitlines()[1:]
+    extra = ["lexical+cheap" + row[len("lexical+all") :] for row in rows if row.startswith("lexical+all\t")]
+    (out / "per_query.tsv").write_text(
+        (report / "per_query.tsv").read_text().rstrip("\n") + "\n" + "\n".join(extra) + "\n"
+    )
+    return out
+
+
+def _summary(report: Path, names: list[str]) -> dict:
     rep = json.loads((report / "report.json").read_text())
     means = report_means(report, METRICS)
+    pairs = list(dict.fromkeys(pair for name in names for pair in _pairs(name)))
+    if len(names) > 1:
+        pairs += ["lexical+sbert:lexical+all", "lexical+sbert:lexical+cheap", "lexical:lexical+cheap"]
     compared = json.loads(
-        run_ltrfeat("compare", report, *_pairs(name), "--metrics", ",".join(METRICS), "--json", capture=True)
+        run_ltrfeat("compare", report, *pairs, "--metrics", ",".join(METRICS), "--json", capture=True)
     )
+    means |= {
+        f"{row['variant']}|{row['metric']}": row["variant_mean"]
+        for row in compared
+        if row["variant"] == "lexical+cheap"
+    }
     stages = rep["stage_seconds"]
     return {
         "means": means,
@@ -69,7 +107,7 @@ def _summary(report: Path, name: str) -> dict:
             "encoder columns": stages["encoder columns"],
             "rankers": stages["rankers"],
             "MiniLM vectors (texts not cached)": stages.get("teacher_encoding"),
-            "jobs": stages["encoders"][name]["jobs"],
+            "jobs": {name: stages["encoders"][name]["jobs"] for name in names},
         },
     }
 
@@ -78,21 +116,33 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cache", type=Path, default=None, help="the ablation's --cache (MiniLM vectors are reused)")
     ap.add_argument("--from-report", type=Path, default=None)
-    ap.add_argument("--encoder", default=DISTILLED, help="the cheap encoder's spec")
+    ap.add_argument("--cheap-report", type=Path, default=None, help="with --from-report: the cheap-only ablation")
+    ap.add_argument("--encoder", action="append", default=[], help=f"a cheap encoder's spec [{DISTILLED}]")
     ap.add_argument("--option", action="append", default=[], help="an --encoder-option of the ablation")
+    ap.add_argument("--split-seed", type=int, default=0, help="the ablation's --split-seed (folds and encoders)")
     ap.add_argument("--tag", default="", help="suffix of the results file")
     args = ap.parse_args()
-    name = args.encoder.replace(":", "-").replace("+", "-")
+    encoders = args.encoder or [DISTILLED]
+    names = [encoder.replace(":", "-").replace("+", "-") for encoder in encoders]
     if not HOME_DEPOT.exists():
         sys.exit(f"Home Depot data not found at {HOME_DEPOT}")
     with tempfile.TemporaryDirectory() as tmp_name:
-        report, wall = args.from_report, None
+        tmp = Path(tmp_name)
+        report, cheap, cache, wall = args.from_report, args.cheap_report, args.cache, None
         if report is None:
-            report = Path(tmp_name) / "report"
-            wall = _ablate(report, args.cache or Path(tmp_name) / "cache", args.encoder, args.option)
-        out = {"encoders": [args.encoder, MINILM], "options": args.option, "wall_seconds": wall} | _summary(
-            report, name
-        )
+            report, cheap, cache = tmp / "report", tmp / "cheap-report", args.cache or tmp / "cache"
+            wall = _ablate(report, cache, [*encoders, MINILM], args.option, args.split_seed)
+            if len(encoders) > 1:
+                wall += _ablate(cheap, cache, encoders, args.option, args.split_seed)
+        if len(encoders) > 1:
+            if cheap is None:
+                sys.exit("--from-report with two or more --encoder needs --cheap-report (the cheap-only ablation)")
+            report = _with_cheap(report, cheap, tmp / "merged")
+        out = {"encoders": [*encoders, MINILM], "options": args.option, "split_seed": args.split_seed}
+        out |= {"wall_seconds": wall} | _summary(report, names)
+        if cache is not None:
+            raw = pd.read_csv(HOME_DEPOT, encoding="latin-1", usecols=["product_title"])["product_title"]
+            out["speed"] = scoring_speed(cache, raw.drop_duplicates().head(1000).tolist(), encoders)
     m = out["means"]
     for name in sorted({key.split("|")[0] for key in m}):
         print(
