@@ -163,7 +163,7 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8", sideca
         raise LtrfeatError(
             f"cannot write the output ({exc.strerror or exc})", path=path, fix="choose a file in a writable directory"
         ) from None
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
+    os.chmod(tmp, 0o666 & ~_umask())  # new_file creates 0600; outputs get the usual permissions
     try:
         with os.fdopen(fd, "wb") as raw:
             with _encoded(raw, path, binary=binary, encoding=encoding) as fh:

@@ -14,9 +14,9 @@ import hashlib
 import logging
 import os
 import re
+import secrets
 import shutil
 import socket
-import tempfile
 import threading
 from pathlib import Path
 
@@ -90,9 +90,7 @@ def new_file(final) -> tuple[int, Path]:
     final = Path(final)
     directory = final.parent if str(final.parent) else Path(".")
     sweep_stale(directory, final.name)
-    fd, tmp = tempfile.mkstemp(prefix=_prefix(final.name), suffix=".tmp", dir=directory)
-    _register(Path(tmp))
-    return fd, Path(tmp)
+    return _made(directory, final.name, ".tmp", lambda path: os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def new_dir(final, *, suffix: str = ".tmp") -> Path:
@@ -102,12 +100,22 @@ def new_dir(final, *, suffix: str = ".tmp") -> Path:
     directory = final.parent if str(final.parent) else Path(".")
     if suffix == ".tmp":
         sweep_stale(directory, final.name)
-    tmp = Path(tempfile.mkdtemp(prefix=_prefix(final.name), suffix=suffix, dir=directory))
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(tmp, 0o777 & ~mask)  # mkdtemp makes it private; outputs are ordinary directories
-    _register(tmp)
+    _, tmp = _made(directory, final.name, suffix, lambda path: os.mkdir(path, 0o777))  # the umask applies
     return tmp
+
+
+def _made(directory: Path, name: str, suffix: str, make) -> tuple:
+    """``(make(path), path)`` for a new, unused ``path`` beside ``directory/name``, registered *before* it
+    exists: a SIGTERM or Ctrl-C raised between making and registering (where ``mkstemp`` would leave a file
+    no cleanup knows of) finds the name registered, and removing a path not made yet is a no-op."""
+    for _ in range(100):
+        path = directory / f"{_prefix(name)}{secrets.token_hex(4)}{suffix}"
+        _register(path)
+        try:
+            return make(path), path
+        except FileExistsError:  # only this process's own names start with its prefix
+            release(path)
+    raise FileExistsError(f"no unused temporary name beside {directory / name}")
 
 
 def _register(path: Path) -> None:

