@@ -399,7 +399,8 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     cross-fitted over --k-folds query folds, so no encoder scores a query it was trained on. LETOR mode
     (--folds): fold directories whose files already hold the columns (--base, --neural).
 
-    Sets: the base features, base + each neural group, base + all groups, and each neural feature alone;
+    Sets: the base features, base + each neural group, base + all groups, base + every group without a
+    transformer (+light, beside MiniLM; reported, never recommended), and each neural feature alone;
     the same folds and seeds for all, so per-query metrics are paired; randomisation tests, Holm-adjusted
     across the report. Each ranker is chosen per fold by inner cross-validation on training queries
     (--no-select: plain LambdaMART). The report (report.html first) ends with a verdict in words.

@@ -505,8 +505,14 @@ def ranker_params(settings: AblateSettings) -> dict:
 def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, started, say, client) -> Ablation:
     seeds = tuple(settings.resolved("seeds"))
     folds_ready = time.perf_counter()
+    encoders = (scheme or {}).get("encoders") or {}
     sets = plan_feature_sets(
-        folds[0].train.feature_map, base=base, neural=groups, alone=settings.alone, base_name=settings.base_name
+        folds[0].train.feature_map,
+        base=base,
+        neural=groups,
+        alone=settings.alone,
+        base_name=settings.base_name,
+        light=[name for name, encoder in encoders.items() if not encoder["transformer"]],
     )
     selection = settings.selection
     n_runs = len(folds) * sum(len(seeds) if s.kind == "ranker" else 1 for s in sets)

@@ -39,6 +39,7 @@ from ltrfeat.experiments._run_cache import RunStore, fit_once
 from ltrfeat.rankers.selection import (
     Candidates,
     SelectionConfig,
+    against_best,
     describe,
     feature_table,
     recommend,
@@ -143,12 +144,15 @@ class FeatureSet:
     a selection ablation add ``"candidate"`` sets (``SET/CANDIDATE``: every candidate's test
     scores), the ``"baseline"`` set ``best-single`` (the best single feature of all ranker
     columns, chosen per fold on training queries) and the ``"recommended"`` set (per fold the
-    feature set and candidate that inner cross-validation prefers).
+    feature set and candidate that inner cross-validation prefers). ``offered``: whether model
+    selection may recommend a ranker set; one that is not (``base+light``) is measured, tested and
+    reported like the others, and its inner cross-validation is kept beside the choice.
     """
 
     name: str
     columns: list[str]
     kind: str = "ranker"
+    offered: bool = True
 
 
 @dataclasses.dataclass
@@ -207,7 +211,7 @@ def _names_of(feature_map: FeatureMap, spec, what: str) -> list[str]:
 
 
 def plan_feature_sets(
-    feature_map: FeatureMap, *, base, neural: dict, alone=None, base_name: str = "lexical"
+    feature_map: FeatureMap, *, base, neural: dict, alone=None, base_name: str = "lexical", light=()
 ) -> list[FeatureSet]:
     """The feature sets of an ablation.
 
@@ -219,11 +223,15 @@ def plan_feature_sets(
     alone : extra features to rank by alone, besides every neural feature; default the base
         features whose name starts with ``bm25``. ``"all"`` ranks every feature alone.
     base_name : name of the base set.
+    light : the neural groups whose encoders run no transformer per text (cheap to serve).
 
     Returns
     -------
-    ``base``; ``base+GROUP`` per neural group; ``base+all`` when there is more than one group
-    (all ranker sets); then one ``alone`` set per single feature, named after the feature.
+    ``base``; ``base+GROUP`` per neural group; ``base+all`` when there is more than one group (all
+    ranker sets); ``base+light``, the base and every ``light`` group, when two or more groups are light
+    and at least one is not: the richest set served without a transformer, measured beside the others
+    but not offered to model selection (one more close set would widen the margin the recommendation
+    is held to); then one ``alone`` set per single feature, named after the feature.
     """
     if not neural:
         raise LtrfeatError("no neural feature group given", fix="name at least one group, e.g. clsm=clsm_title_cos")
@@ -248,6 +256,10 @@ def plan_feature_sets(
     if len(groups) > 1:
         union = set(base_cols) | set(all_neural)
         sets.append(FeatureSet(f"{base_name}+all", [f.name for f in feature_map if f.name in union]))
+    light = [g for g in groups if g in set(light)]
+    if len(light) >= 2 and len(light) < len(groups):
+        union = set(base_cols).union(*(groups[g] for g in light))
+        sets.append(FeatureSet(f"{base_name}+light", [f.name for f in feature_map if f.name in union], offered=False))
     if alone is None:
         extra = [c for c in base_cols if c.startswith("bm25")]
     else:
@@ -845,7 +857,11 @@ def _run_with_selection(
     for fold in folds:
         qids = next(iter(cv[fold.name].values()))[0]
         values = {name: v for name, (q, v) in cv[fold.name].items() if np.array_equal(q, qids)}
-        rec = recommend(values, selection.rule, [s.name for s in rankers])
+        offered = [s.name for s in rankers if s.offered]
+        rec = recommend({n: v for n, v in values.items() if n in offered}, selection.rule, offered)
+        aside = {n: v for n, v in values.items() if n not in offered}
+        if aside:
+            rec["aside"] = against_best(values, rec, aside, selection.rule)
         best, pick = rec["feature_set"], rec["candidate"]
         recommended[fold.name] = rec | {"tuned": chosen[fold.name][best]["tuned"].get(pick)}
         source = f"{best}/{pick}"  # every candidate row holds every seed

@@ -135,7 +135,7 @@ def _lighter(result, per_fold: dict, recommended: str, means: dict, metrics: lis
     light = [s.name for s in result.feature_sets if s.kind == "ranker" and not holds_heavy(s.name)]
     kept = collections.Counter()
     for r in per_fold.values():
-        stats, z = r.get("stats") or {}, r.get("margin_z", 1.0)
+        stats, z = (r.get("stats") or {}) | (r.get("aside") or {}), r.get("margin_z", 1.0)
         for name in light:  # rule joint names configurations SET/CANDIDATE, the others sets
             rows = [st for key, st in stats.items() if key == name or key.startswith(f"{name}/")]
             if any(st["gap_to_best"] <= max(z * st["se"], 0.0) for st in rows):

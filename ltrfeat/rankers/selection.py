@@ -344,6 +344,30 @@ def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[s
     }
 
 
+def against_best(cv: dict[str, dict[str, np.ndarray]], rec: dict, aside: dict, rule: str) -> dict:
+    """Inner cross-validation statistics of feature sets measured beside a fold's :func:`recommend` but not
+    offered to it (``aside``: set -> candidate -> per-query values on the same queries as ``cv``), against
+    the configuration ``rec`` found best, named as ``rec["stats"]`` names its own: ``SET/CANDIDATE`` for
+    every candidate under rule ``joint``, else the set at the candidate the rule picks within it.
+    Returns ``{name: {mean, gap_to_best, se}}``: ``gap_to_best`` is the mean paired difference best − it
+    (the choice's margin ``rec["margin_z"]`` × ``se`` is how far below the best a configuration may score
+    and still be one inner cross-validation cannot tell from it)."""
+    if rule == "joint":
+        feature_set, candidate = rec["best"].rsplit("/", 1)
+        best = cv[feature_set][candidate]
+        values = {f"{s}/{c}": v for s in aside for c, v in aside[s].items()}
+    else:
+        best = cv[rec["best"]][choose(cv[rec["best"]], rule)[0]]
+        values = {s: aside[s][choose(aside[s], rule)[0]] for s in aside}
+    valid = np.all([np.isfinite(v) for v in [best, *values.values()]], axis=0)
+    out = {}
+    for name, v in values.items():
+        d = best[valid] - v[valid]
+        se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
+        out[name] = {"mean": float(v[valid].mean()), "gap_to_best": float(d.mean()), "se": se}
+    return out
+
+
 def _search(engine: str, config: SelectionConfig, score_params) -> tuple[dict, np.ndarray, list[dict]]:
     """The engine parameters with the best inner-CV mean: ``(params, per-query values, trials)``."""
     trials = []

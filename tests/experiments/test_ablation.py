@@ -67,6 +67,19 @@ def test_plan_has_base_each_group_all_and_alone_sets():
     assert by_name["lexical+all"] == fmap.names
 
 
+def test_plan_adds_the_light_set_beside_a_heavy_group_and_does_not_offer_it():
+    fmap = _map(["bm25_title", "tfidf", "clsm_cos", "sbert_cos", "dssm_cos"])
+    neural = {"clsm": "clsm_cos", "sbert": "sbert_cos", "dssm": "dssm_cos"}
+    sets = plan_feature_sets(fmap, base="1-2", neural=neural, light=["clsm", "dssm"])
+    ranker = [(s.name, s.offered) for s in sets if s.kind == "ranker"]
+    assert ranker[-2:] == [("lexical+all", True), ("lexical+light", False)] and len(ranker) == 6
+    assert {s.name: s.columns for s in sets}["lexical+light"] == ["bm25_title", "tfidf", "clsm_cos", "dssm_cos"]
+    # one light group is lexical+GROUP already; every group light is lexical+all; unknown names are ignored
+    for light in (["clsm"], ["clsm", "sbert", "dssm"], ["clsm", "bert"], []):
+        names = [s.name for s in plan_feature_sets(fmap, base="1-2", neural=neural, light=light)]
+        assert "lexical+light" not in names
+
+
 def test_plan_single_group_has_no_all_set_and_alone_spec():
     fmap = _map(["bm25_title", "tfidf", "clsm_cos"])
     sets = plan_feature_sets(fmap, base="bm25_title,tfidf", neural={"clsm": "3"}, alone="tfidf", base_name="lex")

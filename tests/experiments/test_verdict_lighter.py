@@ -55,6 +55,18 @@ def test_it_names_the_light_set_kept_within_the_margin_in_the_most_folds():
     assert got == {"feature_set": "lexical+dssm", "kept_in_folds": 2, "n_folds": 3, "means": {"ndcg@10": 0.83}}
 
 
+def test_a_set_measured_aside_the_choice_can_be_named():
+    result = _result()
+    result.feature_sets.append(FeatureSet("lexical+light", COLUMNS["lexical+dssm"], offered=False))
+    per_fold = {}
+    for fold, gap in (("fold1", 0.005), ("fold2", 0.01)):
+        per_fold[fold] = _fold("lexical+sbert", {"lexical": 0.05, "lexical+dssm": 0.04, "lexical+all": 0.03})
+        per_fold[fold]["aside"] = {"lexical+light": {"mean": 0.8 - gap, "gap_to_best": gap, "se": 0.01}}
+    means = MEANS | {("lexical+light", "ndcg@10"): 0.838}
+    got = _lighter(result, per_fold, "lexical+sbert", means, ["ndcg@10"])
+    assert got == {"feature_set": "lexical+light", "kept_in_folds": 2, "n_folds": 2, "means": {"ndcg@10": 0.838}}
+
+
 def test_equal_counts_go_to_the_first_set_in_plan_order():
     per_fold = {"fold1": _fold("lexical+all", {"lexical": 0.001, "lexical+dssm": 0.0})}
     got = _lighter(_result(), per_fold, "lexical+all", MEANS, ["ndcg@10"])
@@ -161,3 +173,47 @@ def test_an_ablation_names_the_light_twin_of_a_heavy_recommendation(tmp_path, cl
     assert report["verdict"]["lighter"] == lighter
     assert "Lighter to serve: `lexical+dssm-softmax` needs no transformer encoder" in report["summary"]
     assert "lighter: `lexical+dssm-softmax`" in (tmp_path / "r" / "report.md").read_text()
+
+
+def _three_encoder_ablation(tmp_path, name: str):
+    pairs = write_judged_pairs(tmp_path / "pairs.tsv", n_queries=24)
+    table = pd.read_csv(pairs, sep="\t")
+    oracle = _Oracle({(q, d): float(y) for q, d, y in zip(table["query"], table["doc"], table["label"])})
+    source = PairsSource(pairs, encoders=("clsm:softmax", "dssm:softmax", "dssm:generalized"), k_folds=3)
+    settings = AblateSettings(
+        report_dir=tmp_path / name, quick=True, selection=SelectionConfig(inner_folds=2), progress=False
+    )
+    return ablate_pairs(source, settings, say=lambda _: None, train_fn=lambda spec, t: oracle)
+
+
+def test_the_light_set_is_measured_beside_the_choice_and_never_moves_it(tmp_path, clsm_as_transformer, monkeypatch):
+    done = _three_encoder_ablation(tmp_path, "with")
+    sets = {s.name: s for s in done.result.feature_sets if s.kind == "ranker"}
+    light = sets["lexical+light"]
+    assert not light.offered and all(s.offered for n, s in sets.items() if n != "lexical+light")
+    assert [c for c in light.columns if c not in sets["lexical"].columns] == [
+        "dssm-softmax_doc_cos",
+        "dssm-generalized_doc_cos",
+    ]
+    per_fold = done.result.config["selection"]["recommended"]
+    for rec in per_fold.values():
+        assert rec["feature_set"] != "lexical+light" and "lexical+light" not in rec["stats"]
+        aside = rec["aside"]["lexical+light"]  # against the best offered set, as its own stats are
+        assert aside["gap_to_best"] == pytest.approx(rec["stats"][rec["best"]]["mean"] - aside["mean"])
+    report = json.loads((tmp_path / "with" / "report.json").read_text())
+    assert "lexical+light" in {r["feature_set"] for r in report["results"]}
+
+    # the same ablation without the light set recommends the same configurations, with the same test scores
+    from ltrfeat.experiments import ablate as ablate_module
+
+    plan = ablate_module.plan_feature_sets
+    monkeypatch.setattr(ablate_module, "plan_feature_sets", lambda *a, light=(), **k: plan(*a, **k))
+    without = _three_encoder_ablation(tmp_path, "without")
+    assert "lexical+light" not in {s.name for s in without.result.feature_sets}
+    strip = [{k: v for k, v in r.items() if k != "aside"} for r in per_fold.values()]
+    assert strip == list(without.result.config["selection"]["recommended"].values())
+    rows = [
+        t[t["feature_set"] == "recommended"].reset_index(drop=True)
+        for t in (done.result.per_query, without.result.per_query)
+    ]
+    pd.testing.assert_frame_equal(*rows)
