@@ -6,6 +6,7 @@ The default suite runs a few hundred examples; ``-m slow`` runs >= 10,000 of the
 
 from __future__ import annotations
 
+import atexit
 import json
 import math
 import shutil
@@ -45,6 +46,7 @@ def mutate(data: bytes, changes) -> bytes:
 
 
 _TMP = Path(tempfile.mkdtemp(prefix="ltrfeat-fuzz-"))  # hypothesis examples cannot take function-scoped tmp_path
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 
 @pytest.fixture(scope="module", autouse=True)
