@@ -6,6 +6,7 @@ and the feature importance as one heat map. Every figure saves as PNG or as comp
 
 from __future__ import annotations
 
+import functools
 import io
 import math
 
@@ -20,6 +21,20 @@ from ltrfeat.core.fileio import atomic_output
 
 MARKS = {"*": 0.05, "**": 0.01}
 _TOP_FEATURES = 15
+# Names (sets, systems, features) are the user's text: a "$" in one must not start matplotlib math, nor
+# a user's matplotlibrc send it to LaTeX. Text artists take these at creation, tick labels at drawing.
+_PLAIN_TEXT = {"text.parse_math": False, "text.usetex": False}
+
+
+def _plain_text(draw):
+    """``draw`` with every text artist it makes shown as written (see ``_PLAIN_TEXT``)."""
+
+    @functools.wraps(draw)
+    def wrapper(*args, **kwargs):
+        with matplotlib.rc_context(_PLAIN_TEXT):
+            return draw(*args, **kwargs)
+
+    return wrapper
 
 
 def mark(p, marks: dict | None = None) -> str:
@@ -45,6 +60,7 @@ def _baseline_comparisons(data: dict, metric: str) -> list[dict]:
     return [c for c in data["comparisons"] if c["baseline"] == baseline and c["metric"] == metric]
 
 
+@_plain_text
 def forest_figure(data: dict, metrics=None, *, title: bool = True) -> Figure | None:
     """One panel per metric: each set's mean change against the report's baseline with its 95% bootstrap
     interval, the relative change and the Holm mark, on an axis zoomed to the intervals (None without
@@ -105,6 +121,7 @@ def forest_figure(data: dict, metrics=None, *, title: bool = True) -> Figure | N
     return fig
 
 
+@_plain_text
 def deltas_figure(data: dict, per_query: pd.DataFrame, metric: str | None = None, *, seed: int = 0) -> Figure | None:
     """Per-query change (variant − baseline) of ``metric`` (default NDCG@10) for every set compared with the
     baseline: a violin per set with the queries as dots (at most 400 drawn), the mean as a black diamond, and
@@ -162,6 +179,7 @@ def deltas_figure(data: dict, per_query: pd.DataFrame, metric: str | None = None
     return fig
 
 
+@_plain_text
 def importance_figure(data: dict) -> Figure | None:
     """Share of each ranker's total split gain as one heat map: the features that matter most to any set
     (rows) by ranker set (columns), with the percentages written in (None without ranker sets)."""
@@ -195,6 +213,7 @@ def importance_figure(data: dict) -> Figure | None:
     return fig
 
 
+@_plain_text
 def save_png(fig: Figure, path) -> None:
     """Write ``fig`` as a PNG, atomically, without a timestamp (identical bytes on reruns)."""
     FigureCanvasAgg(fig)
@@ -202,6 +221,7 @@ def save_png(fig: Figure, path) -> None:
         fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
 
 
+@_plain_text
 def svg_text(fig: Figure) -> str:
     """``fig`` as inline SVG: text kept as text (small), ids fixed (identical on reruns), no XML prolog."""
     FigureCanvasAgg(fig)
