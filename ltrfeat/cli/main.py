@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
-import threading
-import warnings
-from importlib.metadata import PackageNotFoundError, version
 
-import click
 
-from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
-from ltrfeat.core.versions import package_digest
+@contextlib.contextmanager
+def _starting():
+    """Ctrl-C while the command line loads (its imports): one line and exit 130, not a traceback."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted while starting; nothing was done\n")
+        sys.exit(128 + signal.SIGINT)
+
+
+with _starting():
+    import threading
+    import warnings
+    from importlib.metadata import PackageNotFoundError, version
+
+    import click
+
+    from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
+    from ltrfeat.core.versions import package_digest
 
 
 def _version() -> str:
@@ -45,14 +59,16 @@ class _Group(click.Group):
     def parse_args(self, ctx, args):
         try:
             return super().parse_args(ctx, args)
+        except KeyboardInterrupt:
+            _stopped("interrupted", 128 + signal.SIGINT)
         except (click.BadParameter, click.NoSuchOption, click.BadOptionUsage) as exc:  # a top-level option
             _fail(f"{exc.format_message().rstrip('.')}; see '{ctx.command_path} --help'")
 
     def invoke(self, ctx):
-        package_digest()  # the files this command started with: its worker processes are checked against them
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
         try:
+            package_digest()  # the files this command started with: its worker processes are checked against them
             with warnings.catch_warnings():
                 warnings.simplefilter("always", LtrfeatWarning)
                 warnings.showwarning = _show_warning(warnings.showwarning)
@@ -67,8 +83,8 @@ class _Group(click.Group):
             where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
             _fail(f"{exc.format_message().rstrip('.')}; see '{where} --help'")
         except OSError as exc:  # a file that could not be opened or written, outside the library's checks
-            if exc.filename is None:
-                raise
+            if exc.filename is None:  # a failed read or write names no file (writes of outputs are named first)
+                _fail(f"{exc.strerror or exc}; check the files this command reads and writes and their disk")
             _fail(f"{exc.filename}: {exc.strerror or exc}; check the path and its permissions")
         finally:
             if previous is not None:
@@ -141,17 +157,18 @@ def cli(ctx, verbose, quiet, max_line_bytes, max_gzip_ratio, max_features, max_m
 
 
 # Command registration: one line per command module.
-from ltrfeat.cli import letor_cmd  # noqa: E402
-from ltrfeat.cli import extract_cmd  # noqa: E402
-from ltrfeat.cli import ranker_cmd  # noqa: E402
-from ltrfeat.cli import datasets_cmd  # noqa: E402
-from ltrfeat.cli import ablate_cmd  # noqa: E402
-from ltrfeat.cli import explain_cmd  # noqa: E402
-from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
-from ltrfeat.cli import encoder_cmd  # noqa: E402
-from ltrfeat.cli import demo_cmd  # noqa: E402
-from ltrfeat.cli import report_cmd  # noqa: E402
-from ltrfeat.cli._options import add_config_option  # noqa: E402
+with _starting():
+    from ltrfeat.cli import letor_cmd  # noqa: E402
+    from ltrfeat.cli import extract_cmd  # noqa: E402
+    from ltrfeat.cli import ranker_cmd  # noqa: E402
+    from ltrfeat.cli import datasets_cmd  # noqa: E402
+    from ltrfeat.cli import ablate_cmd  # noqa: E402
+    from ltrfeat.cli import explain_cmd  # noqa: E402
+    from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
+    from ltrfeat.cli import encoder_cmd  # noqa: E402
+    from ltrfeat.cli import demo_cmd  # noqa: E402
+    from ltrfeat.cli import report_cmd  # noqa: E402
+    from ltrfeat.cli._options import add_config_option  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
 cli.add_command(extract_cmd.extract)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import io
 import json
@@ -94,6 +95,30 @@ def open_input(path, *, binary: bool = True, encoding: str = "utf-8"):
     return io.TextIOWrapper(raw, encoding=encoding, newline="")
 
 
+_WRITE_FAILURES = {
+    errno.ENOSPC: "free space on that file system or write elsewhere",
+    errno.EDQUOT: "free space within your disk quota or write elsewhere",
+    errno.EFBIG: "the file-size limit was reached (ulimit -f, or the file system's largest file); raise it or "
+    "write elsewhere",
+}
+
+
+@contextlib.contextmanager
+def write_failures(path):
+    """Turn a failed write of the output ``path`` (disk full, quota, file-size limit: an ``OSError`` that
+    often names no file) into an :class:`LtrfeatError` naming the output and the cause."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _WRITE_FAILURES:
+            raise
+        raise LtrfeatError(
+            f"cannot write the output ({exc.strerror or os.strerror(exc.errno)})",
+            path=tempfiles.shown(path),
+            fix=_WRITE_FAILURES[exc.errno],
+        ) from None
+
+
 def check_writable(path) -> None:
     """Fail early (before a long run) when ``path`` could not be written: its nearest existing
     ancestor must be a writable directory, and ``path`` itself not a directory."""
@@ -165,7 +190,7 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8", sideca
         ) from None
     os.chmod(tmp, 0o666 & ~_umask())  # new_file creates 0600; outputs get the usual permissions
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with write_failures(path), os.fdopen(fd, "wb") as raw:
             with _encoded(raw, path, binary=binary, encoding=encoding) as fh:
                 yield fh
         os.replace(tmp, path)
@@ -198,9 +223,10 @@ def _stream_output(path, *, binary: bool, encoding: str):
     if str(path) == "-":
         raw = sys.stdout.buffer
         sys.stdout.flush()
-        with _encoded(raw, path, binary=binary, encoding=encoding) as fh:
-            yield fh
-        raw.flush()
+        with write_failures("standard output"):
+            with _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+                yield fh
+            raw.flush()
         return
     try:
         raw = open(path, "wb")
@@ -208,7 +234,7 @@ def _stream_output(path, *, binary: bool, encoding: str):
         raise LtrfeatError(
             f"cannot write the output ({exc.strerror or exc})", path=path, fix="choose a file or device you can write"
         ) from None
-    with raw, _encoded(raw, path, binary=binary, encoding=encoding) as fh:
+    with write_failures(path), raw, _encoded(raw, path, binary=binary, encoding=encoding) as fh:
         yield fh
 
 

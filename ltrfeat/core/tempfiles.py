@@ -22,7 +22,7 @@ from pathlib import Path
 
 log = logging.getLogger("ltrfeat")
 
-_LIVE: set[Path] = set()
+_LIVE: dict[Path, Path] = {}  # temporary path -> the output it becomes
 _LOCK = threading.Lock()
 
 
@@ -110,7 +110,7 @@ def _made(directory: Path, name: str, suffix: str, make) -> tuple:
     no cleanup knows of) finds the name registered, and removing a path not made yet is a no-op."""
     for _ in range(100):
         path = directory / f"{_prefix(name)}{secrets.token_hex(4)}{suffix}"
-        _register(path)
+        _register(path, directory / name)
         try:
             return make(path), path
         except FileExistsError:  # only this process's own names start with its prefix
@@ -118,15 +118,27 @@ def _made(directory: Path, name: str, suffix: str, make) -> tuple:
     raise FileExistsError(f"no unused temporary name beside {directory / name}")
 
 
-def _register(path: Path) -> None:
+def _register(path: Path, final: Path) -> None:
     with _LOCK:
-        _LIVE.add(path)
+        _LIVE[path] = final
 
 
 def release(path) -> None:
     """``path`` was renamed into place or removed: forget it."""
     with _LOCK:
-        _LIVE.discard(Path(path))
+        _LIVE.pop(Path(path), None)
+
+
+def shown(path) -> Path:
+    """``path`` as the user named it: inside (or equal to) a live temporary sibling, under the output
+    that sibling becomes (``.report.123-ab.x.tmp/report.json`` -> ``report/report.json``)."""
+    path = Path(path)
+    with _LOCK:
+        live = dict(_LIVE)
+    for parent in (path, *path.parents):
+        if parent in live:
+            return live[parent] / path.relative_to(parent)
+    return path
 
 
 def remove_live() -> int:

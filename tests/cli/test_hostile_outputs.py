@@ -51,3 +51,130 @@ def test_feature_and_system_names_with_dollars_draw_as_text(name):
     fig = importance_figure({"importance": {f"set {name}": {f"feature {name}": 0.7, "other": 0.3}}})
     svg = svg_text(fig)
     assert f"feature {name}" in svg.replace("&#36;", "$")
+
+
+# -- 12. Ctrl-C while the command line starts ------------------------------------------------------
+
+# The child imports the CLI with a hook on one module the CLI loads at start-up: the hook either raises
+# KeyboardInterrupt itself or says "ready" and sleeps until the test sends a real SIGINT.
+_STARTUP = """
+import sys, time
+class Hook:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            if {real}:
+                sys.stderr.write("ready\\n"); sys.stderr.flush(); time.sleep(60)
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Hook())
+from ltrfeat.cli.main import main
+sys.argv = ["ltrfeat", "letor", "info", "nothing.letor"]
+main()
+"""
+
+
+@pytest.mark.parametrize(
+    "module, real",
+    [
+        ("click", False),  # the first import of the entry module
+        ("ltrfeat.cli.report_cmd", False),  # the command modules
+        ("ltrfeat.cli.report_cmd", True),
+        ("ltrfeat.core.limits", False),  # the group's callback: arguments parsed, no command run yet
+    ],
+)
+def test_ctrl_c_while_starting_is_one_line_and_exit_130(tmp_path, module, real):
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = os.environ | {"PYTHONPATH": str(root)}
+    code = _STARTUP.format(module=module, real=real)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    if real:
+        assert child.stderr.readline() == "ready\n"
+        child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: interrupted"), err
+
+
+# -- 10. write failures ----------------------------------------------------------------------------
+
+
+def _listing(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_file_size_limit_is_one_line_naming_the_output(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from builders import synthetic
+    from ltrfeat.core.letor import write_letor
+
+    write_letor(tmp_path / "in.letor", synthetic(n_queries=40, docs=10, n_features=8))
+    root = Path(__file__).resolve().parents[2]
+    code = (
+        "import resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096)); "
+        "from ltrfeat.cli.main import main; sys.argv = ['ltrfeat', 'letor', 'convert', 'in.letor', 'out/x.svm', "
+        "'--to', 'svmlight']; main()"
+    )
+    (tmp_path / "out").mkdir()
+    res = subprocess.run(
+        [sys.executable, "-B", "-c", code],  # -B: no .pyc cut short by the limit
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.startswith("error: out/x.svm: cannot write the output (File too large)"), res.stderr
+    assert "Traceback" not in res.stderr and len(res.stderr.splitlines()) == 1
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+@pytest.fixture
+def disk_full(monkeypatch):
+    """Every write through the atomic output helpers fails as on a full disk (an OSError naming no file)."""
+    import contextlib
+    import errno
+    import io
+
+    from ltrfeat.core import fileio
+
+    class Full(io.StringIO):
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    real = fileio._encoded
+
+    @contextlib.contextmanager
+    def encoded(raw, path, **kwargs):
+        with real(raw, path, **kwargs):
+            yield Full()
+
+    monkeypatch.setattr(fileio, "_encoded", encoded)
+
+
+def test_disk_full_is_one_line_naming_the_output(tmp_path, folds_dir, disk_full):
+    train = folds_dir / "Fold1" / "train.letor"
+    (tmp_path / "out").mkdir()
+    for args, named in [
+        (["train-ranker", train, "--out", tmp_path / "out/m.txt", "--n-estimators", "3"], "out/m.txt"),
+        (
+            ["ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "c=4", "--report", tmp_path / "out/r", *FAST],
+            "out/r/",
+        ),
+    ]:
+        res = _invoke(*args)
+        assert res.exit_code == 2, res.output
+        errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+        assert len(errors) == 1 and named in errors[0] and "No space left on device" in errors[0], res.output
+        assert "Traceback" not in res.output
+        assert _listing(tmp_path / "out") == []

@@ -23,7 +23,7 @@ import pandas as pd
 from ltrfeat.core import tempfiles
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
+from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir, write_failures
 from ltrfeat.core.letor import write_letor
 from ltrfeat.core.splits import SPLITS, cut_queries, share_sizes
 from ltrfeat.core.text import write_table
@@ -88,23 +88,24 @@ def _sha256(path: Path) -> str:
 def _staging(out: Path):
     """A temporary sibling directory that replaces ``out`` when the block succeeds."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tempfiles.new_dir(out)
-    try:
-        yield tmp
-        mark_output_dir(tmp, kind="dataset")
-        if out.exists():
-            old = tempfiles.new_dir(out, suffix=".old")
-            os.replace(out, old / out.name)
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-            tempfiles.release(old)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        tempfiles.release(tmp)
+    with write_failures(out):
+        tmp = tempfiles.new_dir(out)
+        try:
+            yield tmp
+            mark_output_dir(tmp, kind="dataset")
+            if out.exists():
+                old = tempfiles.new_dir(out, suffix=".old")
+                os.replace(out, old / out.name)
+                os.replace(tmp, out)
+                shutil.rmtree(old)
+                tempfiles.release(old)
+            else:
+                os.replace(tmp, out)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        finally:
+            tempfiles.release(tmp)
 
 
 def write_converted(
