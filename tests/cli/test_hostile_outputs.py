@@ -178,3 +178,85 @@ def test_disk_full_is_one_line_naming_the_output(tmp_path, folds_dir, disk_full)
         assert len(errors) == 1 and named in errors[0] and "No space left on device" in errors[0], res.output
         assert "Traceback" not in res.output
         assert _listing(tmp_path / "out") == []
+
+
+# -- 7. outputs checked before any work ------------------------------------------------------------
+
+
+@pytest.fixture
+def no_training(monkeypatch):
+    """Fail the test if an ablation starts its work: every refusal must come first."""
+    from ltrfeat.experiments import ablate
+
+    def started(*args, **kwargs):
+        raise AssertionError("the ablation started before its outputs were checked")
+
+    monkeypatch.setattr(ablate, "load_letor_folds", started)
+    monkeypatch.setattr(ablate, "pairs_folds", started)
+
+
+def _report(path):
+    """An earlier report directory (with the marker that lets --overwrite replace it)."""
+    from ltrfeat.core.fileio import mark_output_dir
+
+    path.mkdir(parents=True)
+    mark_output_dir(path, kind="report")
+    (path / "report.md").write_text("old\n")
+    return path
+
+
+@pytest.mark.parametrize(
+    "inside, overwrite",
+    [("--cache", True), ("--cache", False), ("--write-features", True), ("--pairs", True)],
+)
+def test_a_path_inside_a_replaced_report_is_refused_before_any_work(
+    tmp_path, folds_dir, no_training, inside, overwrite
+):
+    report = _report(tmp_path / "r") if overwrite else tmp_path / "new"
+    (report / "cache").mkdir(parents=True, exist_ok=True)
+    (report / "cache" / "kept").write_text("work\n")  # a filled cache (or a new report's, with its cache)
+    mode = (
+        ["--pairs", report / "cache" / "kept"]
+        if inside == "--pairs"
+        else ["--folds", folds_dir, "--base", "1-3", "--neural", "c=4"]
+    )
+    extra = [] if inside == "--pairs" else [inside, report / "cache"]
+    res = _invoke("ablate", *mode, *extra, "--report", report, *(["--overwrite"] if overwrite else []), *FAST)
+    assert res.exit_code == 2, res.output
+    assert res.output.count("\n") == 1 and inside in res.output and "--report" in res.output, res.output
+    assert (report / "cache" / "kept").read_text() == "work\n"
+
+
+def test_an_existing_report_without_overwrite_is_refused_before_any_work(tmp_path, folds_dir, no_training):
+    report = _report(tmp_path / "r")
+    res = _invoke("ablate", "--folds", folds_dir, "--base", "1-3", "--neural", "c=4", "--report", report, *FAST)
+    assert res.exit_code == 2 and "--overwrite" in res.output, res.output
+    assert (report / "report.md").read_text() == "old\n"
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["train-encoder", "{d}/judged.tsv", "--out", "{w}/e.ltrenc", "--checkpoint", "{w}/e.ltrenc"], "--checkpoint"),
+        (["datasets", "convert", "cranfield", "{w}/in", "--out", "{w}/o", "--overwrite"], "is inside --out"),
+        (["demo", "--out", "{w}/someone"], ".ltrfeat-output"),
+        (["extract", "{w}/t.letor", "--queries", "q", "--docs", "d", "--out", "{w}/x", "--save-corpus-stats", "{w}/x"],
+         "--save-corpus-stats"),
+    ],
+)  # fmt: skip
+def test_every_command_checks_its_outputs_first(tmp_path, args, needle):
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    (tmp_path / "o" / "in").mkdir(parents=True)
+    from ltrfeat.core.fileio import mark_output_dir
+
+    mark_output_dir(tmp_path / "o", kind="dataset")
+    (tmp_path / "someone").mkdir()
+    (tmp_path / "someone" / "thesis.tex").write_text("mine\n")
+    args = [a.format(w=tmp_path, d=data) for a in args]
+    if "{w}/in" in " ".join(args) or args[:2] == ["datasets", "convert"]:
+        args[3] = str(tmp_path / "o" / "in")
+    res = _invoke(*args)
+    assert res.exit_code == 2 and needle in res.output and res.output.count("\n") == 1, res.output
+    assert (tmp_path / "someone" / "thesis.tex").is_file() and (tmp_path / "o" / "in").is_dir()
