@@ -202,6 +202,34 @@ def atomic_output(path, *, binary: bool = False, encoding: str = "utf-8", sideca
         tempfiles.release(tmp)
 
 
+class StaleSideFiles:
+    """Side files that an earlier write of an output left and this one does not make (the ``.weight`` of a
+    run with weights, beside a run without): they go with the output they belonged to. Enter it before the
+    output's :func:`atomic_output` and call :meth:`retire` just before the output is renamed into place; the
+    files are moved aside, deleted once the output is in place, and put back if it is not."""
+
+    def __init__(self):
+        self._moved: list[tuple[Path, Path]] = []
+
+    def __enter__(self) -> StaleSideFiles:
+        return self
+
+    def retire(self, paths) -> None:
+        for path in map(Path, paths):
+            if path.is_file() and not is_stream(path):
+                self._moved.append((path, tempfiles.move_aside(path)))
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        for path, aside in self._moved:
+            with contextlib.suppress(FileNotFoundError):
+                if exc_type is None:
+                    aside.unlink()
+                else:
+                    os.replace(aside, path)
+            tempfiles.release(aside)
+        return False
+
+
 @contextlib.contextmanager
 def _encoded(raw, path, *, binary: bool, encoding: str):
     """``raw`` behind gzip (for a ``.gz`` path) and a text layer (unless ``binary``); ``raw`` stays open."""

@@ -44,7 +44,7 @@ import numpy as np
 from ltrfeat.core import limits
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LetorFormatError, LetorWriteError
-from ltrfeat.core.fileio import atomic_output, open_input
+from ltrfeat.core.fileio import StaleSideFiles, atomic_output, is_stream, open_input
 
 LETOR_FORMATS = ("letor", "svmlight")
 NAN_POLICIES = ("error", "keep", "zero")
@@ -1080,7 +1080,8 @@ class LetorWriter:
     Use as a context manager; each :meth:`write` appends a chunk whose rows of one query
     are contiguous (a query may continue from the previous chunk). At close the data file,
     ``<path>.query`` (svmlight), ``<path>.weight`` (when chunks carry weights) and the
-    ``<path>.features.json`` sidecar are put in place; on an exception none of them is.
+    ``<path>.features.json`` sidecar are put in place, and the side files of an earlier write that this
+    one does not make are removed; on an exception none of that happens.
 
     Parameters
     ----------
@@ -1104,6 +1105,7 @@ class LetorWriter:
         if self.fmt not in LETOR_FORMATS:
             raise ValueError(f"fmt must be 'letor' or 'svmlight', got {self.fmt!r}")
         self._stack = contextlib.ExitStack()
+        self._stale = self._stack.enter_context(StaleSideFiles())  # exits last: once the data file is in place
         self._out = self._stack.enter_context(atomic_output(self.path))
         self._weights_out = None
         self._groups: list[int] = []
@@ -1167,17 +1169,29 @@ class LetorWriter:
             self._last_qid = q
 
     def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            try:
+                self._finish()
+            except BaseException as error:  # every temporary file goes, the earlier output stays
+                if not self._stack.__exit__(type(error), error, error.__traceback__):
+                    raise
+                return False
+        return self._stack.__exit__(exc_type, exc, tb)
+
+    def _finish(self) -> None:
         # The side files enter the stack last, so they are renamed before the data file:
         # a data file in place means its side files are too.
-        if exc_type is None:
-            if self.fmt == "svmlight":
-                fh = self._stack.enter_context(atomic_output(group_path_of(self.path), sidecar_of=self.path))
-                fh.write("".join(f"{g}\n" for g in self._groups))
-            if self.write_feature_map:
-                fh = self._stack.enter_context(atomic_output(FeatureMap.sidecar_path(self.path), sidecar_of=self.path))
-                json.dump(self.feature_map.to_json(), fh, indent=1)
-                fh.write("\n")
-        return self._stack.__exit__(exc_type, exc, tb)
+        if self.fmt == "svmlight":
+            fh = self._stack.enter_context(atomic_output(group_path_of(self.path), sidecar_of=self.path))
+            fh.write("".join(f"{g}\n" for g in self._groups))
+        if self.write_feature_map:
+            fh = self._stack.enter_context(atomic_output(FeatureMap.sidecar_path(self.path), sidecar_of=self.path))
+            json.dump(self.feature_map.to_json(), fh, indent=1)
+            fh.write("\n")
+        written = [self._weights_out is not None, self.fmt == "svmlight", self.write_feature_map]
+        sides = [weight_path_of(self.path), group_path_of(self.path), FeatureMap.sidecar_path(self.path)]
+        if not is_stream(self.path):
+            self._stale.retire(side for side, made in zip(sides, written) if not made)
 
 
 def write_letor(

@@ -104,6 +104,14 @@ def new_dir(final, *, suffix: str = ".tmp") -> Path:
     return tmp
 
 
+def move_aside(path) -> Path:
+    """Rename the file ``path`` to a new registered ``.old`` sibling (swept when stale) and return it."""
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    _, aside = _made(directory, path.name, ".old", lambda new: os.replace(path, new))
+    return aside
+
+
 def _made(directory: Path, name: str, suffix: str, make) -> tuple:
     """``(make(path), path)`` for a new, unused ``path`` beside ``directory/name``, registered *before* it
     exists: a SIGTERM or Ctrl-C raised between making and registering (where ``mkstemp`` would leave a file

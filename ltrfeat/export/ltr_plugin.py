@@ -41,6 +41,7 @@ sees NaN; :class:`ExportedRanker` scores NaN as 0.
 from __future__ import annotations
 
 import hashlib
+import contextlib
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -54,7 +55,7 @@ import numpy as np
 
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
-from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.fileio import StaleSideFiles, atomic_output, is_stream
 from ltrfeat.core.settings import Interval, Settings, check_value
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.export.plugin_features import KEYWORDS, index_body, plugin_featureset
@@ -535,13 +536,18 @@ def export_ranker(
         files[index_path(out).name] = (json.dumps(index, indent=1) + "\n").encode()
     manifest["files"] = {fname: _sha(data) for fname, data in files.items()}
     manifest["model_file"] = out.name
-    for fname, data in files.items():
-        sidecar_of = None if fname == out.name else out  # the featureset and index files go with the model
-        with atomic_output(out.parent / fname, binary=True, sidecar_of=sidecar_of) as fh:
-            fh.write(data)
-    with atomic_output(manifest_path(out), sidecar_of=out) as fh:
+    # all put in place together, the model last, and the side files of an earlier export that this one
+    # does not make (a plugin export's featureset and index beside an xgboost-json one) removed with them
+    with contextlib.ExitStack() as stack:
+        stale = stack.enter_context(StaleSideFiles())
+        for fname, data in files.items():
+            sidecar_of = None if fname == out.name else out  # the featureset and index files go with the model
+            stack.enter_context(atomic_output(out.parent / fname, binary=True, sidecar_of=sidecar_of)).write(data)
+        fh = stack.enter_context(atomic_output(manifest_path(out), sidecar_of=out))
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
+        if not is_stream(out):
+            stale.retire(p for p in (featureset_path(out), index_path(out)) if p.name not in files)
     return manifest
 
 

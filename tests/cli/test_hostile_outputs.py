@@ -260,3 +260,75 @@ def test_every_command_checks_its_outputs_first(tmp_path, args, needle):
     res = _invoke(*args)
     assert res.exit_code == 2 and needle in res.output and res.output.count("\n") == 1, res.output
     assert (tmp_path / "someone" / "thesis.tex").is_file() and (tmp_path / "o" / "in").is_dir()
+
+
+# -- 8. an output and its side files are replaced together -----------------------------------------
+
+
+@pytest.fixture
+def weighted(tmp_path):
+    """A LETOR file with a .weight side file, and the same rows without one."""
+    import numpy as np
+
+    from builders import synthetic
+    from ltrfeat.core.letor import write_letor
+
+    data = synthetic(n_queries=3, docs=4, n_features=3)
+    write_letor(tmp_path / "plain.letor", data)
+    data.weight = np.linspace(0.5, 1.5, len(data))
+    write_letor(tmp_path / "weighted.letor", data)
+    assert (tmp_path / "weighted.letor.weight").is_file()
+    return tmp_path
+
+
+def test_a_second_extract_leaves_no_side_file_of_the_first(weighted):
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    out = weighted / "out.letor"
+    for source in ("weighted.letor", "plain.letor"):
+        res = _invoke(
+            "extract", weighted / source, "--queries", data / "queries.tsv", "--docs", data / "docs.tsv",
+            "--lexical", "bm25", "--missing", "zero", "--out", out,
+        )  # fmt: skip
+        assert res.exit_code == 0, res.output
+        assert (weighted / "out.letor.weight").is_file() == (source == "weighted.letor")
+    assert sorted(p.name for p in weighted.iterdir() if p.name.startswith("out")) == [
+        "out.letor",
+        "out.letor.features.json",
+    ]
+
+
+def test_convert_replaces_every_side_file_of_the_earlier_output(weighted):
+    out = weighted / "out"
+    assert _invoke("letor", "convert", weighted / "weighted.letor", out, "--to", "svmlight").exit_code == 0
+    assert {p.name for p in weighted.glob("out.*")} == {"out.query", "out.weight", "out.features.json"}
+    assert _invoke("letor", "convert", weighted / "plain.letor", out, "--to", "letor").exit_code == 0
+    assert {p.name for p in weighted.glob("out.*")} == {"out.features.json"}
+
+
+def test_a_failed_write_keeps_the_earlier_output_with_its_side_files(weighted, monkeypatch):
+    from ltrfeat.core import letor
+
+    out = weighted / "out"
+    assert _invoke("letor", "convert", weighted / "weighted.letor", out, "--to", "svmlight").exit_code == 0
+    before = {p.name: p.read_bytes() for p in weighted.glob("out*")}
+
+    def fail(*args, **kwargs):
+        raise letor.LetorWriteError("refused", path="x")
+
+    monkeypatch.setattr(letor.FeatureMap, "to_json", fail)
+    assert _invoke("letor", "convert", weighted / "plain.letor", out, "--to", "letor").exit_code == 2
+    assert {p.name: p.read_bytes() for p in weighted.iterdir() if p.name.startswith(("out", ".out"))} == before
+
+
+def test_a_second_export_leaves_no_side_file_of_the_first(tmp_path, folds_dir):
+    model = tmp_path / "m.txt"
+    train = ["train-ranker", folds_dir / "Fold1" / "train.letor", "--out", model, "--n-estimators", "3"]
+    assert _invoke(*train).exit_code == 0
+    out = tmp_path / "x.json"
+    assert _invoke("export-ranker", model, "--to", "es-ltr", "--out", out, "--allow-missing-features").exit_code == 0
+    assert (tmp_path / "x.json.featureset.json").is_file() and (tmp_path / "x.json.index.json").is_file()
+    res = _invoke("export-ranker", model, "--to", "xgboost-json", "--out", out)
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.glob("x.json*")) == ["x.json", "x.json.export.json"]
