@@ -23,6 +23,7 @@ from ltrfeat.cli._options import (
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
+from ltrfeat.core.settings import SEED
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
@@ -56,13 +57,18 @@ def _neural_groups(pairs) -> dict:
     return groups
 
 
-def _seeds(text: str) -> list[int]:
+def _seeds(ctx, param, text: str | None) -> list[int] | None:
+    """``--seeds 0,1,2`` as integers, each a seed (checked while parsing)."""
+    if text is None:
+        return None
     try:
-        return [int(s) for s in text.split(",") if s.strip()]
+        seeds = [int(s) for s in text.split(",") if s.strip()]
     except ValueError:
-        raise LtrfeatError(
-            f"--seeds {text!r} is not a comma-separated list of integers", fix="e.g. --seeds 0,1,2"
-        ) from None
+        raise click.BadParameter(f"{text!r} is not a comma-separated list of integers (e.g. 0,1,2)") from None
+    for seed in seeds:
+        if not SEED.accepts(seed):
+            raise click.BadParameter(f"seed {seed} is not {SEED}")
+    return seeds
 
 
 _TEXT_MODE = option_group(
@@ -195,7 +201,9 @@ _PLANNING = option_group(
 )
 _EVALUATION = option_group(
     "evaluation",
-    click.option("--seeds", default=None, help=f"Comma-separated ranker seeds [default: {_both('seeds')}]."),
+    click.option(
+        "--seeds", default=None, callback=_seeds, help=f"Comma-separated ranker seeds [default: {_both('seeds')}]."
+    ),
     click.option(
         "--metrics",
         default=METRICS,
@@ -423,7 +431,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
             "--base/--neural are for --folds; in text mode the lexical features are "
             "the base and each --encoder is a neural group"
         )
-    seeds = None if evaluation["seeds"] is None else _seeds(evaluation["seeds"])
+    seeds = evaluation["seeds"]
     settings = AblateSettings(
         report_dir=output["report_dir"],
         engine=ranker["engine"],

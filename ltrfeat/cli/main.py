@@ -170,6 +170,7 @@ with _starting():
     from ltrfeat.cli import report_cmd  # noqa: E402
     from ltrfeat.cli._options import add_config_option  # noqa: E402
     from ltrfeat.cli._outputs import add_output_checks  # noqa: E402
+    from ltrfeat.cli._bounds import add_bounds  # noqa: E402
 
 cli.add_command(letor_cmd.letor)
 cli.add_command(extract_cmd.extract)
@@ -192,6 +193,7 @@ cli.add_command(encoder_cmd.train_encoder_cmd)
 cli.add_command(demo_cmd.demo)
 add_config_option(cli)
 add_output_checks(cli)  # every output checked before any work
+add_bounds(cli)  # every numeric option's range, checked while parsing
 
 
 def main():

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 
-__all__ = ["Interval", "OneOf", "Settings", "check_value", "describe_constraint"]
+__all__ = ["MAX_THREADS", "SEED", "Interval", "OneOf", "Settings", "check_value", "describe_constraint"]
 
 S = TypeVar("S", bound="Settings")
 
@@ -53,6 +53,9 @@ class Interval:
         return f"{what} in {brackets.format(self.left, self.right)}"
 
 
+MAX_THREADS = 1024  # threads, worker processes: beyond it an engine hangs or crashes instead of refusing
+
+
 class OneOf:
     """One of the given values (compared by equality, of the values' own type)."""
 
@@ -65,6 +68,8 @@ class OneOf:
     def __str__(self) -> str:
         return "one of " + ", ".join(map(str, self.values))
 
+
+SEED = Interval(numbers.Integral, 0, 2**32 - 1)  # every seed: numpy, LightGBM, XGBoost and torch take [0, 2**32)
 
 _TYPE_WORDS = {
     bool: "True or False",

@@ -157,14 +157,24 @@ def _read_raw(path, *, encoding: str, fmt: str | None) -> _RawTable:
     return table
 
 
+def text_codec(encoding: str, *, path=None) -> str:
+    """The normalised name of the text encoding ``encoding``; an unknown name or a codec that is not a text
+    encoding (rot13, base64: transforms) is a :class:`TextTableError`."""
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        info = None
+    if info is None or not getattr(info, "_is_text_encoding", True):
+        what = "unknown encoding" if info is None else "not a text encoding:"
+        raise TextTableError(
+            f"{what} {encoding!r}", path=path, fix="use a Python codec name such as utf-8, cp1252 or latin-1"
+        )
+    return info.name
+
+
 def _read_bytes(path, encoding: str) -> tuple[bytes, str]:
     """The file's bytes (a UTF-8 BOM removed) and the normalised codec name."""
-    try:
-        codec = codecs.lookup(encoding).name
-    except LookupError:
-        raise TextTableError(
-            f"unknown encoding {encoding!r}", path=path, fix="use a Python codec name such as utf-8, cp1252 or latin-1"
-        ) from None
+    codec = text_codec(encoding, path=path)
     with open_input(path) as fh:
         raw = fh.read()
     if codec == "utf-8" and raw.startswith(codecs.BOM_UTF8):
@@ -188,6 +198,13 @@ def _decode(raw: bytes, codec: str, path, encoding: str) -> str:
             line=line,
             fix=f"the file decodes as {guess}: pass encoding={guess!r} (CLI: --encoding {guess})",
         ) from None
+    if b"\n" in raw and "\n" not in text:  # UTF-8 read as UTF-16: no error, but every byte pair one character
+        guess, breaks = _guess_encoding(raw, failed=codec), raw.count(b"\n")
+        raise TextTableError(
+            f"read as {encoding} the file has no line breaks, though its bytes hold {breaks}: it is not {encoding}",
+            path=path,
+            fix=f"the file decodes as {guess}: pass encoding={guess!r} (CLI: --encoding {guess})",
+        )
     return text[1:] if text.startswith("\ufeff") else text
 
 

@@ -65,7 +65,7 @@ from ltrfeat.core.logs import get_logger, show_progress
 from ltrfeat.core.processes import freed_memory_kept
 from ltrfeat.core.splits import holdout, shuffled
 from ltrfeat.core.stages import StageProfile
-from ltrfeat.core.settings import Interval, OneOf, Settings
+from ltrfeat.core.settings import MAX_THREADS, SEED, Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS, normalise_query
 from ltrfeat.experiments.defaults import K_FOLDS
 from ltrfeat.experiments.folds import Fold
@@ -124,11 +124,11 @@ class CrossFitConfig(Settings):
     _parameter_constraints: ClassVar[dict] = {
         "k": [Integral],
         "valid_fraction": [Interval(Real, 0, 1, closed="left")],
-        "seed": [Integral],
+        "seed": [SEED],
         "field": [str],
         "options": [dict],
         "conflicts": [OneOf(*CONFLICTS)],
-        "encoder_jobs": [Interval(Integral, 0, None)],
+        "encoder_jobs": [Interval(Integral, 0, MAX_THREADS)],
         "continue_outer": [bool],
     }
     _fixes: ClassVar[dict] = {

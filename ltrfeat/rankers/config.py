@@ -13,7 +13,7 @@ import dataclasses
 from numbers import Integral, Real
 from typing import ClassVar
 
-from ltrfeat.core.settings import Interval, OneOf, Settings
+from ltrfeat.core.settings import MAX_THREADS, SEED, Interval, OneOf, Settings
 from ltrfeat.rankers.choices import ENGINES
 
 
@@ -43,8 +43,8 @@ class RankerConfig(Settings):
         "num_leaves": [Interval(Integral, 2, None)],
         "early_stopping_rounds": [Interval(Integral, 0, None), None],
         "eval_at": [Interval(Integral, 1, None)],
-        "seed": [Integral],
-        "n_jobs": [Interval(Integral, -1, None), None],
+        "seed": [SEED],
+        "n_jobs": [Interval(Integral, -1, MAX_THREADS), None],
         "params": [dict, None],
     }
     _fixes: ClassVar[dict] = {

@@ -36,7 +36,7 @@ from scipy.stats import norm
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.metrics import parse_metrics
-from ltrfeat.core.settings import Interval, OneOf, Settings, check_value
+from ltrfeat.core.settings import SEED, Interval, OneOf, Settings, check_value
 from ltrfeat.core.splits import cut_queries, even_sizes, holdout
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES, OTHER_CANDIDATES, RULES, SELECTION_DEFAULTS, TUNE_METHODS
@@ -114,7 +114,7 @@ class SelectionConfig(Settings):
         "inner_folds": [Interval(Integral, 2, None)],
         "valid_fraction": [Interval(Real, 0, 1, closed="neither")],
         "rule": [OneOf(*RULES)],
-        "seed": [Integral],
+        "seed": [SEED],
     }
 
     candidates: tuple[str, ...] = (ENGINES[0], *OTHER_CANDIDATES)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import click
+
 import pytest
 from click.testing import CliRunner
 
@@ -332,3 +334,92 @@ def test_a_second_export_leaves_no_side_file_of_the_first(tmp_path, folds_dir):
     res = _invoke("export-ranker", model, "--to", "xgboost-json", "--out", out)
     assert res.exit_code == 0, res.output
     assert sorted(p.name for p in tmp_path.glob("x.json*")) == ["x.json", "x.json.export.json"]
+
+
+# -- 11. option bounds -----------------------------------------------------------------------------
+
+
+def _numeric_options():
+    """``(command path, option)`` of every INT/FLOAT option of every command (and the group's own)."""
+    from ltrfeat.cli._bounds import numeric
+
+    found = []
+
+    def walk(command, path):
+        for param in command.params:
+            if numeric(param):
+                found.append((path, param))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(cli, [])
+    return found
+
+
+def test_every_numeric_option_has_a_range_or_a_reason():
+    from ltrfeat.cli._bounds import UNBOUNDED
+
+    open_ended = [
+        f"{' '.join(path)} --{p.name}"
+        for path, p in _numeric_options()
+        if p.name not in UNBOUNDED and (getattr(p.type, "min", None) is None or getattr(p.type, "max", None) is None)
+    ]
+    assert not open_ended, "give these a range in ltrfeat/cli/_bounds.py BOUNDS (or a reason in UNBOUNDED)"
+    assert len(_numeric_options()) > 80
+
+
+def _beyond(param):
+    """Values outside ``param``'s range: -1 below a lower end >= 0 (and below the lower end), huge above."""
+    t = param.type
+    values = []
+    if t.min is not None:
+        values.append(t.min - 1 if not t.min_open else t.min)
+        if t.min >= 0:
+            values.append(-1)
+    if t.max is not None:
+        values += [t.max + 1 if not t.max_open else t.max, 10**30]
+    return values
+
+
+@pytest.mark.parametrize("path, param", _numeric_options(), ids=lambda x: x if isinstance(x, list) else x.name)
+def test_every_numeric_option_refuses_values_beyond_its_range_while_parsing(path, param):
+    from ltrfeat.cli._bounds import UNBOUNDED
+
+    if param.name in UNBOUNDED and param.type.min is None:
+        pytest.skip(UNBOUNDED[param.name])
+    for value in _beyond(param):
+        with pytest.raises(click.BadParameter):
+            param.type.convert(value, param, None)
+    if getattr(param, "count", False) is False and param.opts[0].startswith("--"):
+        # and through the command line, before the command runs: one line naming the option
+        res = _invoke(*path, f"{param.opts[0]}={_beyond(param)[-1]}", "--help")
+        assert param.opts[0] in res.output or res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize(
+    "args, option",
+    [
+        (["ablate", "--folds", ".", "--report", "r", "--seeds=-1"], "--seeds"),
+        (["ablate", "--pairs", "p.tsv", "--report", "r", "--split-seed", "-1"], "--split-seed"),
+        (["compare-runs", "--qrels", "q", "a", "b", "--seed", "-1"], "--seed"),
+        (["compare-runs", "--qrels", "q", "a", "b", "--resamples", "1000000000"], "--resamples"),
+        (["train-ranker", "t.letor", "--out", "m.txt", "--threads", "100000"], "--threads"),
+        (["extract", "--pairs", "p.tsv", "--out", "o", "--encoding", "rot13"], "--encoding"),
+    ],
+)
+def test_out_of_range_options_are_one_line_errors_before_any_work(tmp_path, monkeypatch, args, option):
+    monkeypatch.chdir(tmp_path)
+    for name in ("q", "a", "b"):
+        (tmp_path / name).write_text("")
+    res = _invoke(*args)
+    assert res.exit_code == 2 and option in res.output and res.output.count("\n") == 1, res.output
+    assert "Traceback" not in res.output and sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "q"]
+
+
+def test_a_utf8_table_read_as_utf16_names_the_file_and_the_encoding(tmp_path):
+    pairs = tmp_path / "p.tsv"
+    pairs.write_text("query\tdoc\tlabel\na b\tc d\t1\ne f\tg h\t0\n", encoding="utf-8")
+    for encoding in ("utf-16", "utf-16-le", "utf-32"):
+        res = _invoke("extract", "--pairs", pairs, "--lexical", "bm25", "--out", tmp_path / "x", "--encoding", encoding)
+        assert res.exit_code == 2 and "p.tsv" in res.output and "--encoding utf-8" in res.output, res.output
+        assert "no data rows" not in res.output

@@ -18,7 +18,7 @@ from numbers import Integral, Real
 from typing import ClassVar
 
 from ltrfeat.core.errors import ParameterError
-from ltrfeat.core.settings import Interval, OneOf, Settings
+from ltrfeat.core.settings import SEED, Interval, OneOf, Settings
 
 LOSSES = ("softmax", "generalized", "hinge")
 SOFT_LABELS = ("linear", "clicks", "identity")
@@ -63,7 +63,7 @@ class TrainingConfig(Settings):
         "val_fraction": [Interval(Real, 0, 1, closed="left")],
         "patience": _at_least(1),
         "val_per_epoch": _at_least(1),
-        "seed": [Integral],
+        "seed": [SEED],
     }
     epochs: int = 10
     negatives: int = 4
