@@ -54,3 +54,12 @@ def test_reliability_page_states_the_defaults():
     assert f"at most {MAX_BYTES // 2**20} MB, {MAX_DEPTH} levels" in text and f"{MAX_NODES:,} values" in text
     assert f"| {service.max_bytes:,} bytes" in text and f"| {service.max_json_depth} levels" in text
     assert f"| {service.max_candidates} (413" in text and f"| {service.max_concurrent} (503" in text
+
+
+def test_reliability_page_states_the_option_bounds():
+    from ltrfeat.cli._bounds import BOUNDS
+    from ltrfeat.core.settings import MAX_THREADS, SEED
+
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert f"[{SEED.left}, {SEED.right:,}]" in text and f"at most {MAX_THREADS:,}" in text
+    assert f"`--resamples` at most {BOUNDS['resamples'].right:,}" in text

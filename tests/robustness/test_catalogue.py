@@ -40,6 +40,8 @@ def _lines(text: str) -> bytes:
 
 # name -> bytes of a bad (or auxiliary) input file written into the workspace
 BAD_FILES = {
+    "oldreport/.ltrfeat-output": b'{"written_by": "ltrfeat", "kind": "report"}\n',
+    "oldreport/cache/kept.json": b"{}\n",
     "cr_only.letor": GOOD_LINES.replace(b"\n", b"\r"),
     "mixed_cr.letor": GOOD_LINES[:200] + b"\r" + GOOD_LINES[200:],
     "cut.letor.gz": gzip.compress(GOOD_LINES)[:60],
@@ -796,6 +798,37 @@ CASES += [
     ),  # fmt: skip
     ("features-list-extra-argument", ["features", "list", "bm25"], "bm25"),
 ]
+
+# hostile inputs, round three (issue 48): outputs checked before any work, option bounds, encodings
+ABL = ["ablate", "--folds", f"{W}/folds", "--base", "1-4", "--neural", "g=5", "--quick"]
+OLD_REPORT = f"{W}/oldreport"  # an earlier report (marker) holding a filled cache
+CR = ["compare-runs", "--qrels", TRAIN, "a=x.run", "b=y.run"]
+CASES += [
+    ("ablate-cache-inside-report", ABL + ["--cache", f"{OLD_REPORT}/cache", "--report", OLD_REPORT, "--overwrite"],
+     "--cache"),
+    ("ablate-cache-inside-new-report", ABL + ["--cache", f"{W}/out/r/cache", "--report", f"{W}/out/r"], "--cache"),
+    ("ablate-features-inside-report", ABL + ["--write-features", f"{W}/out/r/f", "--report", f"{W}/out/r"],
+     "--write-features"),
+    ("ablate-pairs-inside-report", ["ablate", "--pairs", f"{OLD_REPORT}/cache/kept.json", "--report", OLD_REPORT,
+     "--overwrite"], "--pairs"),
+    ("ablate-existing-report", ABL + ["--report", OLD_REPORT], "--overwrite"),
+    ("extract-two-outputs-one-path", EX + ["--lexical", "bm25", "--save-corpus-stats", OUT], "--save-corpus-stats"),
+    ("train-encoder-checkpoint-is-out", TE + ["--checkpoint", f"{W}/out/e.ltrenc"], "--checkpoint"),
+    ("ablate-seeds-negative", ABL + ["--report", f"{W}/out/r", "--seeds=-1"], "--seeds"),
+    ("ablate-seeds-huge", ABL + ["--report", f"{W}/out/r", "--seeds", "0,4294967296"], "--seeds"),
+    ("ablate-split-seed-negative", ["ablate", "--pairs", f"{D}/judged.tsv", "--report", f"{W}/out/r",
+     "--split-seed", "-1"], "--split-seed"),
+    ("compare-runs-seed-negative", CR + ["--seed", "-1"], "--seed"),
+    ("compare-runs-resamples-huge", CR + ["--resamples", "1e9"], "--resamples"),
+    ("compare-seed-negative", ["compare", W, "a:b", "--seed", "-1"], "--seed"),
+    ("train-threads-huge", TR + ["--threads", "100000"], "--threads"),
+    ("train-seed-huge", TR + ["--seed", str(2**32)], "--seed"),
+    ("serve-threads-huge", ["serve", "--ranker", M_TXT, "--threads", "3000"], "--threads"),
+    ("extract-encoding-rot13", ex_pairs(f"{D}/judged.tsv", "--encoding", "rot13"), "--encoding"),
+    ("extract-encoding-unknown", ex_pairs(f"{D}/judged.tsv", "--encoding", "klingon"), "--encoding"),
+    ("extract-encoding-utf16-on-utf8", ex_pairs(f"{D}/judged.tsv", "--encoding", "utf-16"), "--encoding utf-8"),
+    ("train-encoder-encoding-rot13", TE + ["--encoding", "rot13"], "--encoding"),
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
