@@ -23,7 +23,7 @@ from ltrfeat.core.fileio import check_writable
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT
-from ltrfeat.core.settings import Interval, OneOf, Settings
+from ltrfeat.core.settings import SEED, Interval, OneOf, Settings, check_value
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.experiments.ablation import (
@@ -207,6 +207,10 @@ class AblateSettings(Settings):
     jobs: int | None = None
     progress: bool = True
     config_file: dict | None = None
+
+    def _check(self) -> None:
+        for seed in self.seeds or ():
+            check_value("seeds", seed, [SEED], fix="give seeds in [0, 2**32)")
 
     def resolved(self, name: str):
         """``seeds``, ``n_estimators`` or ``resamples`` as given, else its default (quick or not)."""

@@ -147,7 +147,7 @@ def test_ablate_quick_and_options(folds_dir, tmp_path):
         (["--neural", "a=4", "--neural", "a=3"], "group 'a' is given twice"),
         (["--neural", "clsm=1"], "is also a base feature"),
         (["--neural", "clsm=dssm_cos"], "no feature named 'dssm_cos'"),
-        (["--neural", "clsm=4", "--seeds", "0,x"], "--seeds '0,x' is not a comma-separated list"),
+        (["--neural", "clsm=4", "--seeds", "0,x"], "'--seeds': '0,x' is not a comma-separated list"),
     ],
 )
 def test_ablate_bad_options_give_one_line_errors(folds_dir, tmp_path, args, message):

@@ -390,10 +390,10 @@ def test_every_numeric_option_refuses_values_beyond_its_range_while_parsing(path
     for value in _beyond(param):
         with pytest.raises(click.BadParameter):
             param.type.convert(value, param, None)
-    if getattr(param, "count", False) is False and param.opts[0].startswith("--"):
-        # and through the command line, before the command runs: one line naming the option
-        res = _invoke(*path, f"{param.opts[0]}={_beyond(param)[-1]}", "--help")
-        assert param.opts[0] in res.output or res.exit_code == 0, res.output
+    if not getattr(param, "count", False) and param.opts[0].startswith("--"):
+        # and through the command line: refused while parsing, before the command runs, naming the option
+        res = _invoke(*path, f"{param.opts[0]}={_beyond(param)[-1]}")
+        assert res.exit_code == 2 and param.opts[0] in res.output and res.output.count("\n") == 1, res.output
 
 
 @pytest.mark.parametrize(
@@ -423,3 +423,19 @@ def test_a_utf8_table_read_as_utf16_names_the_file_and_the_encoding(tmp_path):
         res = _invoke("extract", "--pairs", pairs, "--lexical", "bm25", "--out", tmp_path / "x", "--encoding", encoding)
         assert res.exit_code == 2 and "p.tsv" in res.output and "--encoding utf-8" in res.output, res.output
         assert "no data rows" not in res.output
+
+
+def test_the_settings_refuse_the_seeds_and_threads_the_options_do():
+    from ltrfeat.core.errors import ParameterError
+    from ltrfeat.experiments.ablate import AblateSettings
+    from ltrfeat.experiments.crossfit import CrossFitConfig
+    from ltrfeat.rankers.config import RankerConfig
+
+    for make in (
+        lambda: AblateSettings(report_dir="r", seeds=(0, -1)),
+        lambda: CrossFitConfig(seed=-1),
+        lambda: RankerConfig(seed=2**32),
+        lambda: RankerConfig(n_jobs=100_000),
+    ):
+        with pytest.raises(ParameterError):
+            make()
