@@ -144,9 +144,10 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 default=SELECTION_DEFAULTS["rule"],
                 show_default=True,
                 help="tiered: per feature set the simplest candidate within one standard error of the best "
-                "inner-CV score, then the simplest set within z standard errors of the best set, z growing with "
-                "the number of sets close to the best; joint: that margin among all feature set / candidate pairs "
-                "at once; one-se: z = 1 at both steps; best: the best score.",
+                "inner-CV score, then the sets' simplest pick (fewest features its model uses, then the higher score) "
+                "within z standard errors of the best set, z growing with the number of distinct picks close to "
+                "the best; joint: that margin among all feature set / candidate pairs at once; one-se: z = 1 at both "
+                "steps; best: the best score.",
             ),
             click.option(
                 "--deployable",

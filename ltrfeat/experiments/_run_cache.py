@@ -30,7 +30,7 @@ import pandas as pd
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.versions import library_versions
 
-RUN_CACHE_FORMAT = 4
+RUN_CACHE_FORMAT = 5
 _TAGS = ("__nd__", "__obj__", "__df__", "__np__", "__tuple__", "__map__")
 
 
@@ -206,9 +206,9 @@ def value_key(fold, feature_set, seed=None) -> str:
 
 
 def _renamed(result: dict, names: dict) -> dict:
-    """A run's ``result`` with the feature names in its importances (``shares``) and in what each fitted
-    candidate chose (``runs[*]["chose"]``: features, linear weights) replaced by ``names`` (old -> new);
-    everything else is shared with ``result``."""
+    """A run's ``result`` with the feature names in its importances (``shares``), in what each fitted
+    candidate chose (``runs[*]["chose"]``: features, linear weights) and in the features each uses
+    (``selection["used"]``) replaced by ``names`` (old -> new); everything else is shared with ``result``."""
 
     def walk(obj):
         if isinstance(obj, str):
@@ -224,6 +224,8 @@ def _renamed(result: dict, names: dict) -> dict:
         out["shares"] = walk(out["shares"])
     if "runs" in out:
         out["runs"] = [r | {"chose": walk(r["chose"])} for r in out["runs"]]
+    if "used" in out.get("selection", {}):
+        out["selection"] = out["selection"] | {"used": walk(out["selection"]["used"])}
     return out
 
 

@@ -42,6 +42,7 @@ from ltrfeat.rankers.selection import (
     against_best,
     describe,
     feature_table,
+    features_used,
     recommend,
     select,
     with_valid,
@@ -517,8 +518,9 @@ def _run_selected(
     chosen_by = None if fs.kind == "baseline" else select(fold.train, fold.valid, candidates, selection, table=table)
     train, valid = with_valid(fold.train, fold.valid, selection.valid_fraction, selection.seed)
     out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None}
+    used_by = {}
     for name in names:
-        per_seed, scores = [], {"seeds": [], "scores": []}
+        per_seed, scores, used = [], {"seeds": [], "scores": []}, {}
         # every seed for every candidate: the recommendation may pick any (set, candidate), and every
         # SET/CANDIDATE row then averages the same seeds as the recommended row it is compared with
         seed_free = registry.seed_free(name)
@@ -535,6 +537,7 @@ def _run_selected(
                 )
             )
             info = describe(model)
+            used |= dict.fromkeys(features_used(model))
             out["runs"].append(
                 {
                     "candidate": name,
@@ -550,8 +553,10 @@ def _run_selected(
                 out["engine_params"] = model.engine_params_
         out["candidates"][name] = per_seed
         out["scores"][name] = scores
+        used_by[name] = list(used)  # over every seed: the complexity model selection charges
     if chosen_by is not None:
         out["selection"] = {k: chosen_by[k] for k in ("chosen", "rule", "stats", "tuned", "trials")}
+        out["selection"]["used"] = used_by
         out["cv"] = (chosen_by["qids"], chosen_by["values"])
     out["seconds"] = time.perf_counter() - start
     return out
@@ -858,7 +863,8 @@ def _run_with_selection(
         qids = next(iter(cv[fold.name].values()))[0]
         values = {name: v for name, (q, v) in cv[fold.name].items() if np.array_equal(q, qids)}
         offered = [s.name for s in rankers if s.offered]
-        rec = recommend({n: v for n, v in values.items() if n in offered}, selection.rule, offered)
+        used = {n: chosen[fold.name][n]["used"] for n in offered if n in values}
+        rec = recommend({n: v for n, v in values.items() if n in offered}, selection.rule, offered, used=used)
         aside = {n: v for n, v in values.items() if n not in offered}
         if aside:
             rec["aside"] = against_best(values, rec, aside, selection.rule)

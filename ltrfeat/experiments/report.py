@@ -385,9 +385,10 @@ def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
         + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
         f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
         f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
-        "(tiered: per set the simplest candidate within one standard error of the best, then the simplest set "
-        "within z standard errors, z growing with the number of close sets; joint: that margin over all "
-        "configurations; one-se: within one standard error). The test queries are "
+        "(tiered: per set the simplest candidate within one standard error of the best, then the simplest set's "
+        "pick within z standard errors, z growing with the number of distinct close sets; joint: that margin over "
+        "all configurations; one-se: within one standard error; across sets a pick's complexity is the number of "
+        "features its fitted model uses, and between equals the higher inner-CV mean wins). The test queries are "
         "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
         "",
     ]

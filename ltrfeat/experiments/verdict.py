@@ -161,6 +161,21 @@ def _encoders_of(result, feature_set: str) -> dict[str, dict] | None:
     return {name: spec for name, spec in specs.items() if any(c.startswith(f"{name}_") for c in columns)}
 
 
+_SIMPLEST = (
+    "(complexity = the features the fitted model uses: a single feature 1 whichever set offered it, a linear "
+    "ranker its non-zero weights, trees the features they split on; equal complexity -> higher inner-CV mean)"
+)
+_GROWING = (
+    "the number of distinct configurations close to the best (Holm's step-down over their effective number: "
+    "1 for one, 2.0 for 7 independent ones; copies and near-copies count about once)"
+)
+
+
+def _cost(charged: dict, name: str) -> str:
+    """`` (N features)``: the complexity the rule charged ``name``, when the fold recorded it."""
+    return f" ({charged[name]} feature{'s' if charged[name] != 1 else ''})" if name in charged else ""
+
+
 def how_chosen(rule: str, per_fold: dict) -> list[str]:
     """In words, how the rule chose in each fold (from the inner-CV statistics of the recommendation)."""
     lines = []
@@ -168,21 +183,19 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
         n = max((r.get("n_configurations", 0) for r in per_fold.values()), default=0)
         lines.append(
             f"rule joint: one choice per fold among {n} feature set / candidate configurations, the simplest "
-            "(single feature before linear before trees; fewer features first) that inner cross-validation cannot "
-            "tell from the best: within z standard errors, z growing with the number of configurations close to "
-            "the best (Holm's step-down: 1 for one, 2.0 for 7, 2.5 for 23), so a more complex configuration wins "
-            "only by a lead larger than the noise of picking the best of many"
+            f"{_SIMPLEST} that inner cross-validation cannot tell from the best: within z standard errors, z growing "
+            f"with {_GROWING}, so a more complex configuration wins only by a lead larger than the noise of picking "
+            "the best of many"
         )
     elif rule == "one-se":
         lines.append(
             "rule one-se: per feature set the simplest candidate within one standard error of its best, "
-            "then the first feature set (plan order) within one standard error of the best set"
+            f"then the simplest set's pick {_SIMPLEST} within one standard error of the best set"
         )
     elif rule == "tiered":
         lines.append(
             "rule tiered: per feature set the simplest candidate within one standard error of its best, then the "
-            "simplest of those (single feature before linear before trees; then plan order) within z standard "
-            "errors of the best set, z growing with the number of sets close to the best (Holm's step-down)"
+            f"simplest of those {_SIMPLEST} within z standard errors of the best set, z growing with {_GROWING}"
         )
     else:
         lines.append("rule best: the highest inner-CV criterion, however small the lead")
@@ -193,11 +206,15 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
         best = r.get("best") or max(stats, key=lambda n: stats[n]["mean"], default=None)
         if name is None or best is None:
             continue
-        text = f"fold {fold}: {r['feature_set']} / {r['candidate']} inner-CV {stats[name]['mean']:.4f}"
+        charged = r.get("complexity") or {}
+        text = (
+            f"fold {fold}: {r['feature_set']} / {r['candidate']}{_cost(charged, name)} inner-CV "
+            f"{stats[name]['mean']:.4f}"
+        )
         if best != name:
             z = r.get("margin_z", 1.0)
             text += (
-                f"; best {best} {stats[best]['mean']:.4f} leads by {stats[name]['gap_to_best']:.4f}, "
+                f"; best {best}{_cost(charged, best)} {stats[best]['mean']:.4f} leads by {stats[name]['gap_to_best']:.4f}, "
                 f"within {z:.2f} x SE {stats[name]['se']:.4f} = {z * stats[name]['se']:.4f}"
             )
         else:

@@ -385,6 +385,7 @@ class LambdaMART(BaseEstimator):
     -----------------
     booster_ : the engine's booster. feature_map_ : features used, in column order.
     best_iteration_ : trees used for prediction. feature_importance_ : total gain by name.
+    features_used_ : the features with gain (model selection's complexity).
     engine_params_ : the exact parameter dict given to the engine. metadata_ : what
     ``save`` writes beside the model.
     """
@@ -681,6 +682,11 @@ class LambdaMART(BaseEstimator):
     def describe(self) -> dict:
         """What the fit chose, for reports."""
         return {"best_iteration": self.best_iteration_}
+
+    @property
+    def features_used_(self) -> tuple[str, ...]:
+        """The features some tree splits on (gain > 0), highest gain first: what the model's complexity counts."""
+        return tuple(name for name, gain in self.feature_importance_.items() if gain > 0)
 
     # -- persistence -------------------------------------------------------------------
     def save(self, path) -> None:

@@ -51,6 +51,7 @@ class LinearRanker(BaseEstimator):
     -----------------
     feature_map_ : features used, in column order. mean_, scale_ : standardisation.
     coef_ : one weight per feature (in standardised units). n_pairs_ : training pairs.
+    features_used_ : the features with a non-zero weight.
     """
 
     def __init__(self, *, features=None, C: float = 1.0, max_pairs_per_query: int = 200, seed: int = 0):
@@ -118,6 +119,11 @@ class LinearRanker(BaseEstimator):
             "pairs": self.n_pairs_,
             "top_weights": {self.feature_map_.names[j]: round(float(self.coef_[j]), 4) for j in top},
         }
+
+    @property
+    def features_used_(self) -> tuple[str, ...]:
+        """The features with a non-zero weight."""
+        return tuple(f.name for f, w in zip(self.feature_map_, self.coef_) if w != 0)
 
     def to_json(self) -> dict:
         return {

@@ -229,21 +229,43 @@ def describe(model) -> dict:
     return model.describe()
 
 
+def features_used(model) -> tuple[str, ...]:
+    """The features a fitted model uses (``features_used_``: a single feature, a linear ranker's non-zero weights,
+    the features trees split on); every feature it reads for a kind that does not say."""
+    used = getattr(model, "features_used_", None)
+    return tuple(model.feature_map_.names) if used is None else tuple(used)
+
+
 # one-sided tail of one standard error: the chance that the one-SE rule keeps a simpler candidate that is
 # truly worse by its gap; rule "joint" spends it over the candidates it compares (Holm's step-down)
 _ONE_SE_TAIL = float(norm.sf(1.0))
 
 
-def _retained(found: dict, best: str, rule: str, same: dict | None = None) -> tuple[set, float]:
+def effective_count(diffs: np.ndarray) -> float:
+    """How many independent comparisons the columns of ``diffs`` (per-query paired differences to the best, one
+    column per configuration) are worth: Galwey (Genet. Epidemiol. 2009), ``M_eff = (sum_i sqrt(l_i))^2 / sum_i l_i``
+    over the non-negative eigenvalues ``l_i`` of the columns' correlation matrix -- M for M independent columns,
+    1 for copies, ``1 + sqrt(1 - r^2)`` for two columns correlated by ``r`` (a nested feature set whose model
+    barely differs counts little more than once). A column without variance counts once when non-zero (a
+    certain difference) and not at all when zero (a copy of the best)."""
+    diffs = np.asarray(diffs, dtype=np.float64).reshape(len(diffs), -1)
+    spread = diffs.std(axis=0) > 1e-12 * np.maximum(1.0, np.abs(diffs).max(axis=0))
+    constant = float(np.count_nonzero(np.any(diffs[:, ~spread] != 0, axis=0)))
+    if spread.sum() < 2:
+        return constant + float(spread.sum())
+    eigen = np.clip(np.linalg.eigvalsh(np.corrcoef(diffs[:, spread], rowvar=False)), 0.0, None)
+    return constant + float(np.sqrt(eigen).sum() ** 2 / eigen.sum())
+
+
+def _retained(found: dict, best: str, rule: str, diffs: dict | None = None) -> tuple[set, float]:
     """The names ``rule`` cannot tell from ``best`` and the margin (in standard errors) they were held to.
 
     ``joint``: Holm's step-down over the one-sided tests "worse than the best" at the one-SE tail level:
-    the candidate furthest below the best (in SEs) must be more than ``z(k)`` SEs below, ``k`` the number
-    of candidates still compared, ``z(k) = norm.isf(tail / k)`` (1 for one candidate, 2.0 for 7, 2.5 for
-    23); each rejected one leaves the others a smaller ``k``. A clearly worse candidate is rejected first
-    and does not raise the margin of the others; many close ones do. ``same`` maps a name to the first
-    name with the identical per-query values: identical candidates are one hypothesis and count once in
-    ``k`` (one equal to the best not at all)."""
+    the candidate furthest below the best (in SEs) must be more than ``z(k)`` SEs below, ``k`` the
+    :func:`effective_count` of the candidates still compared (``diffs``: name -> per-query difference to the
+    best), ``z(k) = norm.isf(tail / k)`` (1 for one candidate, 2.0 for 7 independent ones, 2.5 for 23); each
+    rejected one leaves the others a smaller ``k``. A clearly worse candidate is rejected first and does not
+    raise the margin of the others; many close, distinct ones do; copies and near-copies count about once."""
     if rule in ("best", "one-se", "tiered"):
         z = 0.0 if rule == "best" else 1.0
         return {n for n, st in found.items() if st["gap_to_best"] <= z * st["se"]}, z
@@ -253,20 +275,19 @@ def _retained(found: dict, best: str, rule: str, same: dict | None = None) -> tu
             return 0.0
         return np.inf if st["se"] == 0 else st["gap_to_best"] / st["se"]
 
-    same = same or {}
+    diffs = diffs or {}
 
-    def distinct(names) -> int:
-        return len({same.get(n, n) for n in names} - {same.get(best, best)})
+    def margin(names) -> float:
+        k = effective_count(np.column_stack([diffs[n] for n in names])) if names and diffs else len(names)
+        return float(norm.isf(_ONE_SE_TAIL / max(k, 1.0)))
 
     others = sorted((n for n in found if n != best), key=lambda n: -t(found[n]))
-    k = distinct(others)
-    while others and t(found[others[0]]) > float(norm.isf(_ONE_SE_TAIL / max(k, 1))):
+    while others and t(found[others[0]]) > margin(others):
         others = others[1:]
-        k = distinct(others)
-    return {best, *others}, float(norm.isf(_ONE_SE_TAIL / max(k, 1)))
+    return {best, *others}, margin(others)
 
 
-def _choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict, float]:
+def _choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) -> tuple[str, dict, float]:
     """:func:`choose` and the margin in standard errors the chosen name was held to."""
     order = registry.simplicity_order() if order is None else order
     names = list(cv)
@@ -274,46 +295,57 @@ def _choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict
     if not valid.any():
         raise LtrfeatError("no inner held-out query has a relevant document", fix="check the labels")
     means = {n: float(cv[n][valid].mean()) for n in names}
-    ranked = sorted(names, key=lambda n: (order.index(n) if n in order else len(order), names.index(n)))
+
+    def position(n):
+        return (order.index(n) if n in order else len(order), names.index(n))
+
+    if complexity is None:
+        ranked = sorted(names, key=position)
+    else:  # fewer features used first; among equals the higher inner-CV mean
+        ranked = sorted(names, key=lambda n: (complexity[n], -means[n], position(n)))
     best = max(ranked, key=lambda n: means[n])  # first (simplest) among equal means
-    found, same = {}, {}
+    found, diffs = {}, {}
     for n in names:
         d = cv[best][valid] - cv[n][valid]
         se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
         found[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": se}
-        same[n] = next(m for m in names if np.array_equal(cv[m][valid], cv[n][valid]))
-    kept, z = _retained(found, best, rule, same)
+        diffs[n] = d
+    kept, z = _retained(found, best, rule, diffs)
     return next(n for n in ranked if n in kept), found, z
 
 
-def choose(cv: dict[str, np.ndarray], rule: str, order=None) -> tuple[str, dict]:
+def choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) -> tuple[str, dict]:
     """The chosen name among ``cv`` (name -> per-query criterion values on the same queries, NaN =
     excluded) and, per name, its mean and the paired difference to the best with its standard error.
     ``order``: names simplest first (default the registry's simplicity order; names it lacks come
-    after, in ``cv``'s order). The chosen name is the simplest one the rule cannot tell from the best:
-    within one SE (``one-se``), within a margin that grows with the number of close candidates
-    (``joint``, Holm's step-down), or the best itself (``best``)."""
-    chosen, found, _ = _choose(cv, rule, order)
+    after, in ``cv``'s order). ``complexity`` (name -> number of features its model uses), when given, comes
+    before ``order``: fewer features first and, among equals, the higher mean. The chosen name is the simplest
+    one the rule cannot tell from the best: within one SE (``one-se``), within a margin that grows with the
+    number of close, distinct candidates (``joint``, Holm's step-down), or the best itself (``best``)."""
+    chosen, found, _ = _choose(cv, rule, order, complexity)
     return chosen, found
 
 
-def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[str]) -> dict:
+def recommend(
+    cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[str], *, used: dict[str, dict[str, list]]
+) -> dict:
     """One fold's recommendation among feature sets and their candidates from inner cross-validation
-    (``cv``: feature set -> candidate -> per-query criterion values on the same inner held-out queries).
+    (``cv``: feature set -> candidate -> per-query criterion values on the same inner held-out queries;
+    ``used``: feature set -> candidate -> the features its model fitted on the fold's training queries uses).
 
-    Rule ``joint``: every (set, candidate) pair is one configuration, named ``SET/CANDIDATE``, ordered
-    simplest first by candidate (the registry's simplicity order) and then by ``set_order``; the choice
-    is the simplest configuration the rule cannot tell from the best (see :func:`choose`), so offering
-    more close configurations asks a more complex one for a larger lead. Rules ``one-se`` and ``best``:
-    each set's candidate by the rule, then the set by the rule among the sets' choices (``set_order``
-    simplest first). Rule ``tiered``: each set's candidate by ``one-se``, then the set as ``joint`` chooses
-    among the sets' choices (a margin that grows with the number of sets close to the best), simplest
-    first as ``joint`` orders them: by the set's chosen candidate, then by ``set_order`` -- a set whose
-    best single feature is within the margin wins over a learned ranker on any set.
+    A configuration's complexity is the number of features its model uses -- a single feature is 1 whichever
+    set it came from -- not the size of the set offered. Rule ``joint``: every (set, candidate) pair is one
+    configuration, named ``SET/CANDIDATE``, ordered by complexity, then by inner-CV mean (higher first); the
+    choice is the simplest configuration the rule cannot tell from the best (see :func:`choose`), so offering
+    more close, distinct configurations asks a more complex one for a larger lead. Rules ``one-se`` and
+    ``best``: each set's candidate by the rule, then the set by the rule among the sets' choices, ordered the
+    same way. Rule ``tiered``: each set's candidate by ``one-se``, then the set as ``joint`` chooses among the
+    sets' choices -- a set whose model uses fewer features wins when it is within the margin, and between equally
+    complex models the higher inner-CV mean wins (the same single feature picked from two sets is one model).
 
     Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}}, "best",
     "margin_z" (how many SEs below the best the configurations kept in the running may score),
-    "n_configurations"}``.
+    "n_configurations", "complexity": {name: features its model uses}}``.
     """
     if rule == "joint":
         kinds = registry.simplicity_order()
@@ -322,17 +354,14 @@ def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[s
             key=lambda sc: (kinds.index(sc[1]) if sc[1] in kinds else len(kinds), set_order.index(sc[0])),
         )
         values = {f"{s}/{c}": cv[s][c] for s, c in configs}
-        name, found, z = _choose(values, rule, order=list(values))
+        complexity = {f"{s}/{c}": len(used[s][c]) for s, c in configs}
+        name, found, z = _choose(values, rule, list(values), complexity)
         feature_set, candidate = configs[list(values).index(name)]
     else:
         picks = {s: choose(cv[s], rule)[0] for s in cv}
-        across, order = rule, set_order
-        if rule == "tiered":
-            # a set whose pick is simpler comes first: the best single feature unless a learned ranker leads
-            kinds = registry.simplicity_order()
-            rank = {s: (kinds.index(picks[s]) if picks[s] in kinds else len(kinds), set_order.index(s)) for s in cv}
-            across, order = "joint", sorted(cv, key=rank.__getitem__)
-        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, across, order=order)
+        complexity = {s: len(used[s][picks[s]]) for s in cv}
+        across = "joint" if rule == "tiered" else rule
+        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, across, set_order, complexity)
         candidate = picks[feature_set]
     return {
         "feature_set": feature_set,
@@ -341,6 +370,7 @@ def recommend(cv: dict[str, dict[str, np.ndarray]], rule: str, set_order: list[s
         "best": max(found, key=lambda n: found[n]["mean"]),
         "margin_z": z,
         "n_configurations": len(found),
+        "complexity": complexity,
     }
 
 

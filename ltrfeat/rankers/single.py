@@ -134,6 +134,7 @@ class BestSingleFeature(BaseEstimator):
     Fitted attributes
     -----------------
     choice_ : the :class:`FeatureChoice`. feature_ : its name. direction_ : +1 or -1.
+    features_used_ : ``(feature_,)``.
     training_scores_ : criterion mean of every (feature, direction) on the training queries.
     """
 
@@ -170,6 +171,10 @@ class BestSingleFeature(BaseEstimator):
 
     def describe(self) -> dict:
         return {"feature": self.feature_, "direction": self.direction_}
+
+    @property
+    def features_used_(self) -> tuple[str, ...]:
+        return (self.feature_,)
 
 
 class BoostedFromFeature(BaseEstimator):
@@ -252,3 +257,8 @@ class BoostedFromFeature(BaseEstimator):
             "scale": self.scale_,
             "best_iteration": self.model_.best_iteration_,
         }
+
+    @property
+    def features_used_(self) -> tuple[str, ...]:
+        """The start feature and every feature the trees split on."""
+        return tuple(dict.fromkeys((self.feature_, *self.model_.features_used_)))

@@ -17,6 +17,7 @@ from ltrfeat.core.metrics import evaluate_queries
 from ltrfeat.rankers.linear import LinearRanker
 from ltrfeat.rankers.models import load_ranker, save_ranker
 from ltrfeat.rankers.selection import (
+    effective_count,
     Candidates,
     SelectionConfig,
     _choose,
@@ -163,10 +164,15 @@ def test_joint_rule_asks_for_a_bigger_lead_only_when_more_close_candidates_compe
     base = rng.random(200)
     two = {"lightgbm": _lead(rng, base, 1.5), "linear": base}
     assert choose(two, "joint")[0] == choose(two, "one-se")[0] == "lightgbm"  # 1 SE with one other candidate
-    # seven more candidates as good as the simple one: the best of many is noise-inflated, 1.5 SE is not enough
-    close = two | {f"lin{k}": base + rng.normal(scale=0.001, size=200) for k in range(7)}
+    # seven more distinct candidates as good as the simple one: the best of many is noise-inflated, 1.5 SE is not
+    # enough
+    close = two | {f"lin{k}": _lead(rng, base, 0.0) for k in range(7)}
     order = ["linear"] + [f"lin{k}" for k in range(7)] + ["lightgbm"]
-    assert choose(close, "joint", order)[0] == "linear" and choose(close, "one-se", order)[0] == "lightgbm"
+    assert choose(close, "joint", order)[0] == "linear" and _choose(close, "joint", order)[2] > 1.5
+    # seven near-copies of the simple one are one chance, not seven: the margin stays near one SE
+    near = two | {f"lin{k}": base + rng.normal(scale=0.001, size=200) for k in range(7)}
+    assert choose(near, "joint", order)[0] == choose(near, "one-se", order)[0] == "lightgbm"
+    assert _choose(near, "joint", order)[2] < 1.1
     # seven clearly dominated candidates do not raise the bar
     dominated = two | {f"bad{k}": base - 0.2 + rng.normal(scale=0.01, size=200) for k in range(7)}
     assert choose(dominated, "joint", ["linear"] + [f"bad{k}" for k in range(7)] + ["lightgbm"])[0] == "lightgbm"
@@ -182,13 +188,21 @@ def test_identical_candidates_are_one_hypothesis_and_do_not_raise_the_margin():
     assert choose(copies, "joint", order)[0] == choose(two, "joint")[0] == "lightgbm"
     assert _choose(copies, "joint", order)[2] == _choose(two, "joint")[2] == pytest.approx(1.0)
     # as many close but distinct candidates do raise it
-    close = two | {f"lin{k}": base + rng.normal(scale=0.001, size=200) for k in range(6)}
+    close = two | {f"lin{k}": _lead(rng, base, 0.0) for k in range(6)}
     assert choose(close, "joint", order[:1] + [f"lin{k}" for k in range(6)] + ["lightgbm"])[0] == "linear"
     # copies of the best count for nothing either
     best_copies = two | {f"top{k}": two["lightgbm"].copy() for k in range(6)}
     assert _choose(best_copies, "joint", ["linear", "lightgbm"] + [f"top{k}" for k in range(6)])[2] == pytest.approx(
         1.0
     )
+
+
+def _used(cv: dict, single: dict | None = None) -> dict:
+    """Features each candidate's model uses: a set's best single feature (``single[set]``, default its own first
+    column) or, for learned rankers, all of the set's columns (five lexical ones, one more per ``+``)."""
+    single = single or {}
+    columns = {s: [f"lex{j}" for j in range(5)] + s.split("+")[1:] for s in cv}
+    return {s: {c: [single.get(s, columns[s][0])] if c == "best-single" else columns[s] for c in cv[s]} for s in cv}
 
 
 def test_recommend_joint_chooses_once_among_all_configurations_simplest_first():
@@ -198,17 +212,17 @@ def test_recommend_joint_chooses_once_among_all_configurations_simplest_first():
         "lexical": {"best-single": base - 0.1, "linear": base, "lightgbm": base + 0.001},
         "lexical+x": {"best-single": base + 0.002, "linear": base + 0.003, "lightgbm": _lead(rng, base, 1.2, 300)},
     }
-    rec = recommend(cv, "joint", ["lexical", "lexical+x"])
+    rec = recommend(cv, "joint", ["lexical", "lexical+x"], used=_used(cv))
     # a single feature within the margin of the best beats every learned ranker
     assert (rec["feature_set"], rec["candidate"]) == ("lexical+x", "best-single")
     assert rec["n_configurations"] == 6 and rec["best"] in rec["stats"] and rec["margin_z"] >= 1.0
     # the one-SE rule picks per set first, then among the sets
-    old = recommend(cv, "one-se", ["lexical", "lexical+x"])
+    old = recommend(cv, "one-se", ["lexical", "lexical+x"], used=_used(cv))
     assert set(old["stats"]) == {"lexical", "lexical+x"} and old["margin_z"] == 1.0
     assert old["candidate"] == choose(cv[old["feature_set"]], "one-se")[0]
     # adding a dominated feature set leaves the recommendation alone
     more = cv | {"lexical+noise": {k: v - 0.3 for k, v in cv["lexical"].items()}}
-    again = recommend(more, "joint", ["lexical", "lexical+x", "lexical+noise"])
+    again = recommend(more, "joint", ["lexical", "lexical+x", "lexical+noise"], used=_used(more))
     assert (again["feature_set"], again["candidate"]) == (rec["feature_set"], rec["candidate"])
 
 
@@ -222,13 +236,57 @@ def test_recommend_tiered_prefers_a_sets_single_feature_unless_a_ranker_leads_by
         "lexical+x": {"best-single": _lead(rng, base, 0.5, 300), "linear": _lead(rng, base, 0.6, 300)},
     }
     assert choose(cv["lexical"], "one-se")[0] == "linear" and choose(cv["lexical+x"], "one-se")[0] == "best-single"
-    rec = recommend(cv, "tiered", order)
+    rec = recommend(cv, "tiered", order, used=_used(cv))
     assert (rec["feature_set"], rec["candidate"]) == ("lexical+x", "best-single")
-    assert recommend(cv, "one-se", order)["feature_set"] == "lexical"  # plan order alone keeps lexical's ranker
+    assert rec["complexity"] == {"lexical": 5, "lexical+x": 1}
     # a learned ranker that leads the single feature by more than the margin wins
     cv["lexical"]["linear"] = _lead(rng, cv["lexical+x"]["best-single"], 4.0, 300)
-    rec = recommend(cv, "tiered", order)
+    rec = recommend(cv, "tiered", order, used=_used(cv))
     assert (rec["feature_set"], rec["candidate"]) == ("lexical", "linear")
+
+
+def test_tiered_takes_the_better_single_feature_whichever_set_offered_it():
+    """Issue 55's folds: every set's pick is its best single feature; lexical's (BM25) trails MiniLM's cosine,
+    offered by lexical+sbert and lexical+all, by 1.4 SE. Both picks use one feature, so the higher mean wins; the
+    sets whose pick is the same feature (the same model) count once and do not widen the margin."""
+    rng = np.random.default_rng(55)
+    n = 300
+    bm25 = rng.random(n)
+    step = rng.normal(size=n)
+    sbert = bm25 + 0.0236 + 0.0173 * np.sqrt(n) * (step - step.mean()) / step.std(ddof=1)
+    order = ["lexical", "lexical+clsm", "lexical+dssm", "lexical+sbert", "lexical+all"]
+    ranker = {"linear": bm25 - 0.05, "lightgbm": bm25 - 0.04}
+    # the CLSM and DSSM sets pick their own cosines, as good as BM25: distinct close models widen the margin
+    own = {s: _lead(rng, bm25, 0.0, n) for s in order[1:3]}
+    cv = {s: {"best-single": own.get(s, sbert if "sbert" in s or "all" in s else bm25).copy()} | ranker for s in order}
+    single = {s: "sbert_cos" if "sbert" in s or "all" in s else "bm25_title" for s in order} | {
+        s: f"{s[8:]}_cos" for s in own
+    }
+    assert all(choose(cv[s], "tiered")[0] == "best-single" for s in order)
+    rec = recommend(cv, "tiered", order, used=_used(cv, single))
+    # (the rule that charged a set's size kept lexical here: its lead of 1.4 SE was within 1.62 SE)
+    assert (rec["feature_set"], rec["candidate"]) == ("lexical+sbert", "best-single")
+    assert rec["complexity"] == dict.fromkeys(order, 1)
+    # whatever the margin: equally complex models are ordered by their inner-CV means
+    assert choose({s: cv[s]["best-single"] for s in order}, "joint", order, rec["complexity"])[0] == "lexical+sbert"
+    # the same single feature offered by two sets is one model: lexical+all adds nothing to the margin
+    without = {s: cv[s] for s in order if s != "lexical+all"}
+    again = recommend(without, "tiered", list(without), used=_used(without, single))
+    assert rec["margin_z"] == pytest.approx(again["margin_z"])
+    # a lexical ranker on five features must lead the single feature by more than the margin, not merely lead
+    cv["lexical"]["linear"] = _lead(rng, sbert, 0.5, n)
+    assert choose(cv["lexical"], "tiered")[0] == "linear"
+    assert recommend(cv, "tiered", order, used=_used(cv, single))["feature_set"] == "lexical+sbert"
+
+
+def test_effective_count_counts_copies_once_and_independent_columns_each():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 6))
+    assert effective_count(x) == pytest.approx(6, abs=0.2)
+    assert effective_count(np.column_stack([x[:, 0]] * 5)) == pytest.approx(1.0)
+    assert effective_count(np.column_stack([x[:, 0], x[:, 0] + 0.01 * x[:, 1]])) < 1.05
+    assert effective_count(np.zeros((400, 3))) == 0.0  # copies of the best
+    assert effective_count(np.column_stack([np.ones(400), x[:, :2]])) == pytest.approx(3, abs=0.1)
 
 
 def test_inner_splits_partition_the_training_queries(world):
