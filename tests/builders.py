@@ -234,6 +234,40 @@ def tiny_encoder(arch, **kw):
     )
 
 
+def tiny_sbert_dir(folder: Path) -> Path:
+    """A random-weight two-layer BERT sentence-transformers directory (MiniLM's tokenizer) under ``folder``."""
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules.normalize import Normalize
+    from sentence_transformers.base.modules.transformer import Transformer
+    from sentence_transformers.sentence_transformer.modules.pooling import Pooling
+    from transformers import BertConfig, BertModel
+
+    from ltrfeat.features.encoders.sbert import packaged_model_path
+
+    hf = folder / "hf"
+    hf.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(packaged_model_path() / name, hf / name)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(hf, safe_serialization=True)
+    model = SentenceTransformer(
+        modules=[Transformer(str(hf), max_seq_length=32), Pooling(32, "mean"), Normalize()], device="cpu"
+    )
+    model.save(str(folder / "st"), safe_serialization=True)
+    return folder / "st"
+
+
 # DeepMatch settings small enough for a unit test
 TINY = dict(
     topics=(6, 3),
