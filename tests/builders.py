@@ -3,6 +3,8 @@ learnable text pairs, a scorer world. Plain functions, not tests; fixtures over 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import zlib
 from pathlib import Path
 
@@ -363,3 +365,52 @@ def extract_with_encoder(pairs_path, encoder: str, out):
 
     args = ["extract", "--pairs", pairs_path, "--lexical", "bm25", "--encoder", encoder, "--out", out, "--no-progress"]
     return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@contextlib.contextmanager
+def chromium():
+    """Debian's headless Chromium driven by playwright (a skip without them; a failure on CI, which has both)."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the browser test: .ci/run installs chromium (make chromium)")
+        pytest.skip("Debian's chromium is not installed (make chromium; CI installs it)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the browser test: playwright is a dev dependency")
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def selection_ablation(out: Path, *, n_resamples: int = 1000):
+    """A small ablation with model selection written as a report to ``out``: ``(out, result, folds)``."""
+    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
+    from ltrfeat.experiments.report import write_report
+    from ltrfeat.rankers.selection import SelectionConfig
+
+    folds = planted_folds(n_folds=3, queries_per_fold=30)
+    sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
+    result = run_ablation(
+        folds, sets, seeds=(0,), ranker_params=FAST, progress=False, selection=SelectionConfig.default("lightgbm")
+    )
+    write_report(result, summarise(result, n_resamples=n_resamples), out, runs_of=folds)
+    return out, result, folds
