@@ -52,6 +52,7 @@ HOSTILE = {
         lambda m: [*m[:-1], {**m[-1], "type": "sentence_transformers.base.modules.router.Router"}],
     ),
     "pooling-auto-map": ("1_Pooling/config.json", lambda c: c | {"auto_map": AUTO_MAP}),
+    "dense-activation": ("2_Normalize/config.json", lambda c: c | {"activation_function": "os.system"}),
 }
 
 

@@ -4,9 +4,10 @@ A model directory (``sbert=DIR``, a fine-tuning's base) or the one an ``sbert-ft
 someone else. transformers imports Python code a config names (``auto_map``) and, when not told
 ``trust_remote_code=False``, asks on stdin whether to; sentence-transformers imports the module classes
 ``modules.json`` names. :func:`check_model_dir` refuses, naming the file, every declaration that could make a
-load import code: an ``auto_map`` or a true ``trust_remote_code`` in any JSON file, a transformer ``model_type``
-or a ``tokenizer_class`` outside the built-in BERT-family encoders, a module class outside the four this tool
-writes, and Python or native code files. The loaders also pass ``trust_remote_code=False``.
+load import code: an ``auto_map``, a true ``trust_remote_code`` or an ``activation_function`` outside ``torch.nn``
+in any JSON file, a transformer ``model_type`` or a ``tokenizer_class`` outside the built-in BERT-family
+encoders, a module class outside the four this tool writes, and Python or native code files. The loaders also
+pass ``trust_remote_code=False``.
 """
 
 from __future__ import annotations
@@ -29,15 +30,20 @@ FIX = "use a sentence-transformers model of a built-in BERT-family architecture 
 CODE_SUFFIXES = frozenset({".py", ".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib"})
 
 
+def _imports(key: str, value) -> bool:
+    """Whether a JSON ``key: value`` names code to import (a Dense module's activation may be a torch.nn class)."""
+    if key == "activation_function":
+        return not (isinstance(value, str) and value.startswith("torch.nn."))
+    return key == "auto_map" or (key == "trust_remote_code" and value is not False)
+
+
 def _declared_keys(data) -> set:
     """The keys naming code to import at any depth of parsed JSON ``data`` (iterative: any nesting depth)."""
     found, stack = set(), [data]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):
-            found.update(
-                k for k, v in value.items() if k == "auto_map" or (k == "trust_remote_code" and v is not False)
-            )
+            found.update(k for k, v in value.items() if _imports(k, v))
             stack.extend(value.values())
         elif isinstance(value, list):
             stack.extend(value)
