@@ -3,6 +3,8 @@ learnable text pairs, a scorer world. Plain functions, not tests; fixtures over 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import zlib
 from pathlib import Path
 
@@ -234,6 +236,40 @@ def tiny_encoder(arch, **kw):
     )
 
 
+def tiny_sbert_dir(folder: Path) -> Path:
+    """A random-weight two-layer BERT sentence-transformers directory (MiniLM's tokenizer) under ``folder``."""
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.base.modules.normalize import Normalize
+    from sentence_transformers.base.modules.transformer import Transformer
+    from sentence_transformers.sentence_transformer.modules.pooling import Pooling
+    from transformers import BertConfig, BertModel
+
+    from ltrfeat.features.encoders.sbert import packaged_model_path
+
+    hf = folder / "hf"
+    hf.mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
+        shutil.copy(packaged_model_path() / name, hf / name)
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=30522,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    BertModel(config).save_pretrained(hf, safe_serialization=True)
+    model = SentenceTransformer(
+        modules=[Transformer(str(hf), max_seq_length=32), Pooling(32, "mean"), Normalize()], device="cpu"
+    )
+    model.save(str(folder / "st"), safe_serialization=True)
+    return folder / "st"
+
+
 # DeepMatch settings small enough for a unit test
 TINY = dict(
     topics=(6, 3),
@@ -329,3 +365,52 @@ def extract_with_encoder(pairs_path, encoder: str, out):
 
     args = ["extract", "--pairs", pairs_path, "--lexical", "bm25", "--encoder", encoder, "--out", out, "--no-progress"]
     return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@contextlib.contextmanager
+def chromium():
+    """Debian's headless Chromium driven by playwright (a skip without them; a failure on CI, which has both)."""
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the browser test: .ci/run installs chromium (make chromium)")
+        pytest.skip("Debian's chromium is not installed (make chromium; CI installs it)")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the browser test: playwright is a dev dependency")
+        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def selection_ablation(out: Path, *, n_resamples: int = 1000):
+    """A small ablation with model selection written as a report to ``out``: ``(out, result, folds)``."""
+    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
+    from ltrfeat.experiments.report import write_report
+    from ltrfeat.rankers.selection import SelectionConfig
+
+    folds = planted_folds(n_folds=3, queries_per_fold=30)
+    sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
+    result = run_ablation(
+        folds, sets, seeds=(0,), ranker_params=FAST, progress=False, selection=SelectionConfig.default("lightgbm")
+    )
+    write_report(result, summarise(result, n_resamples=n_resamples), out, runs_of=folds)
+    return out, result, folds

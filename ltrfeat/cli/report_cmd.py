@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -26,6 +27,23 @@ def _read_report(report_dir: Path) -> dict:
     if not isinstance(data, dict) or not str(data.get("format", "")).startswith("ltrfeat.ablation/"):
         raise LtrfeatError("not an ablation report (no ltrfeat.ablation format)", path=path, fix=fix)
     return data
+
+
+@contextlib.contextmanager
+def _malformed(path: Path):
+    """A report.json whose fields do not have the types an ablation writes (it may come from someone else) is a
+    one-line error naming it, not a traceback; report.html is written only whole."""
+    try:
+        yield
+    except LtrfeatError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        problem = " ".join(f"{type(exc).__name__}: {exc}".split())[:200]
+        raise LtrfeatError(
+            f"report does not hold what an ablation writes ({problem})",
+            path=path,
+            fix="give the directory an ablation wrote with --report, unchanged",
+        ) from None
 
 
 @click.command("report")
@@ -52,18 +70,19 @@ def report(report_dir, write_html, open_page):
 
     report_dir = Path(report_dir)
     data = _read_report(report_dir)
-    if not data.get("summary"):
-        data["summary"] = summary_in_words(data)
-    click.echo(data["summary"])
-    if not (write_html or open_page):
-        return
-    drill = None
-    rankings = html_report.rankings_from_runs(report_dir, data)
-    if rankings is not None:
-        drill = html_report.drill_data(*rankings, read_per_query(report_dir / "per_query.tsv"), data)
-    else:
-        click.echo("note: no runs/ in this report, so report.html has no per-query drill-down", err=True)
-    path = html_report.write_html(report_dir / "report.html", data, drill=drill, report_dir=report_dir)
+    with _malformed(report_dir / "report.json"):
+        if not data.get("summary"):
+            data["summary"] = summary_in_words(data)
+        click.echo(data["summary"])
+        if not (write_html or open_page):
+            return
+        drill = None
+        rankings = html_report.rankings_from_runs(report_dir, data)
+        if rankings is not None:
+            drill = html_report.drill_data(*rankings, read_per_query(report_dir / "per_query.tsv"), data)
+        else:
+            click.echo("note: no runs/ in this report, so report.html has no per-query drill-down", err=True)
+        path = html_report.write_html(report_dir / "report.html", data, drill=drill, report_dir=report_dir)
     click.echo(f"report: {path}")
     if open_page:
         click.launch(str(path))

@@ -12,6 +12,7 @@ set), so the page of a Home Depot-size run stays small enough to mail.
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 import math
@@ -36,6 +37,7 @@ def _asset(name: str) -> str:
 
 
 def _e(text) -> str:
+    """Any value as HTML text or a quoted attribute value (report.json may come from someone else)."""
     return html.escape(str(text), quote=True)
 
 
@@ -44,23 +46,42 @@ def _prose(text: str) -> str:
     return re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(text))
 
 
+def _real(x) -> float | None:
+    """``x`` when it is a finite number, else None: the formatters below print only digits whatever
+    report.json holds."""
+    return x if isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) else None
+
+
 def _num(x, digits: int = 4) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}f}"
+    return "n/a" if _real(x) is None else f"{x:.{digits}f}"
+
+
+def _signed(x) -> str:
+    return "n/a" if _real(x) is None else f"{x:+.4f}"
 
 
 def _p(p) -> str:
-    if p is None or not math.isfinite(p):
+    if _real(p) is None:
         return "n/a"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
 
 
 def _rel(rel) -> str:
-    return "n/a" if rel is None or not math.isfinite(rel) else f"{100 * rel:+.1f}%"
+    return "n/a" if _real(rel) is None else f"{100 * rel:+.1f}%"
 
 
 def _v(x) -> str:
     """A data-v attribute (the sort key) for a number."""
-    return "" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.10g}"
+    return "" if _real(x) is None else f"{x:.10g}"
+
+
+def _mark(p, marks) -> str:
+    """The Holm mark of ``p``, escaped (its text is a key of the report's ``marks``)."""
+    return _e(_plots.mark(_real(p), marks))
+
+
+def _pair(x) -> tuple:
+    return tuple(x) if isinstance(x, (list, tuple)) and len(x) == 2 else (None, None)
 
 
 # -- drill-down data ----------------------------------------------------------------------------
@@ -220,21 +241,18 @@ def _results_table(data: dict) -> str:
         cells = []
         for m in metrics:
             r = per.get(m)
-            if r is None or r["mean"] is None:
+            if r is None or _real(r.get("mean")) is None:
                 cells.append("<td data-v=''>n/a</td>")
                 continue
             c = comps.get((name, m))
-            title = (
-                f"95% interval {_num(r['ci95'][0])}–{_num(r['ci95'][1])}"
-                if r.get("ci95") and r["ci95"][0] is not None
-                else ""
-            )
+            lo, hi = _pair(r.get("ci95"))
+            title = f"95% interval {_num(lo)}–{_num(hi)}" if lo is not None else ""
             extra, cls = "", ""
             if c is not None:
-                sig = _plots.mark(c["p_holm"], marks)
+                sig = _mark(c["p_holm"], marks)
                 extra = f" <small>({_rel(c['relative'])}{sig})</small>"
-                title += f"; vs {baseline}: {c['delta']:+.4f}, Holm p {_p(c['p_holm'])}"
-                cls = " class='sig " + ("up" if c["delta"] > 0 else "down") + "'" if sig else ""
+                title += f"; vs {baseline}: {_signed(c['delta'])}, Holm p {_p(c['p_holm'])}"
+                cls = " class='sig " + ("up" if (_real(c["delta"]) or 0) > 0 else "down") + "'" if sig else ""
             cells.append(f"<td data-v='{_v(r['mean'])}' title='{_e(title)}'{cls}>{_num(r['mean'])}{extra}</td>")
         body.append(
             f"<tr data-kind='{_e(kind)}'><td>{_e(name)}</td><td class=text>{_e(kind)}</td>"
@@ -254,19 +272,21 @@ def _comparisons_table(data: dict) -> str:
     marks = data["config"].get("statistics", {}).get("marks", _plots.MARKS)
     rows = []
     for c in data["comparisons"]:
-        lo, hi = c["ci95_delta"]
-        sig = _plots.mark(c["p_holm"], marks)
+        lo, hi = _pair(c["ci95_delta"])
+        sig = _mark(c["p_holm"], marks)
+        wins, ties, losses = (c[k] for k in ("wins", "ties", "losses"))
+        net = wins - losses if _real(wins) is not None and _real(losses) is not None else None
         rows.append(
             "<tr>"
             f"<td>{_e(c['baseline'])}</td><td class=text>{_e(c['variant'])}</td><td class=text>{_e(c['metric'])}</td>"
             f"<td data-v='{_v(c['base_mean'])}'>{_num(c['base_mean'])}</td>"
             f"<td data-v='{_v(c['variant_mean'])}'>{_num(c['variant_mean'])}</td>"
-            f"<td data-v='{_v(c['delta'])}'>{c['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]</td>"
+            f"<td data-v='{_v(c['delta'])}'>{_signed(c['delta'])} [{_signed(lo)}, {_signed(hi)}]</td>"
             f"<td data-v='{_v(c['relative'])}'>{_rel(c['relative'])}</td>"
             f"<td data-v='{_v(c['p_randomization'])}'>{_p(c['p_randomization'])}</td>"
             f"<td data-v='{_v(c['p_holm'])}'{' class=sig' if sig else ''}>{_p(c['p_holm'])}{sig}</td>"
-            f"<td data-v='{c['wins'] - c['losses']}'>{c['wins']}/{c['ties']}/{c['losses']}</td>"
-            f"<td data-v='{c['n_queries']}'>{c['n_queries']}</td></tr>"
+            f"<td data-v='{_v(net)}'>{_e(wins)}/{_e(ties)}/{_e(losses)}</td>"
+            f"<td data-v='{_v(c['n_queries'])}'>{_e(c['n_queries'])}</td></tr>"
         )
     return (
         "<div class=tools><input type=search placeholder='filter, e.g. ndcg@10 clsm' data-filter=comparisons></div>"
@@ -286,14 +306,15 @@ def _wtl(data: dict) -> str:
             continue
         rows = []
         for c in comps:
-            n = max(c["wins"] + c["ties"] + c["losses"], 1)
+            counts = {key: _real(c[key]) or 0 for key in ("wins", "ties", "losses")}
+            n = max(sum(counts.values()), 1)
             bar = "".join(
-                f"<span class={k} style='width:{100 * c[key] / n:.1f}%' title='{key} {c[key]}'></span>"
+                f"<span class={k} style='width:{100 * counts[key] / n:.1f}%' title='{key} {_e(c[key])}'></span>"
                 for k, key in (("w", "wins"), ("t", "ties"), ("l", "losses"))
             )
             rows.append(
                 f"<tr><td>{_e(c['variant'])}</td><td><span class=wtl>{bar}</span></td>"
-                f"<td>{c['wins']}</td><td>{c['ties']}</td><td>{c['losses']}</td></tr>"
+                f"<td>{_e(c['wins'])}</td><td>{_e(c['ties'])}</td><td>{_e(c['losses'])}</td></tr>"
             )
         out.append(
             f"<h3>{_e(m)} against <code>{_e(baseline)}</code></h3><table><thead><tr><th>variant</th><th></th>"
@@ -310,7 +331,7 @@ def _selection(data: dict) -> str:
     for fold, sets in sel["chosen"].items():
         rec = sel["recommended"][fold]
         for name, choice in sets.items():
-            cv = ", ".join(f"{c} {st['mean']:.4f}" for c, st in choice["stats"].items())
+            cv = ", ".join(f"{c} {_num(st['mean'])}" for c, st in choice["stats"].items())
             flag = f" <b>(recommended: {_e(rec['candidate'])})</b>" if rec["feature_set"] == name else ""
             rows.append(
                 f"<tr><td>{_e(fold)}</td><td class=text>{_e(name)}</td><td class=text>{_e(choice['chosen'])}{flag}</td>"
@@ -329,7 +350,7 @@ def _selection(data: dict) -> str:
     )
     return (
         f"<p>Candidates {', '.join(f'<code>{_e(c)}</code>' for c in sel['candidates'])}, chosen per fold by "
-        f"{sel['inner_folds']}-fold inner cross-validation on training queries only (rule {_e(sel['rule'])}, "
+        f"{_e(sel['inner_folds'])}-fold inner cross-validation on training queries only (rule {_e(sel['rule'])}, "
         f"criterion {_e(', '.join(sel['criterion']))}).</p>"
         "<table class=sortable><thead><tr><th>fold</th><th class=text>feature set</th><th class=text>chosen</th>"
         f"<th class=text>inner-CV criterion per candidate</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
@@ -362,7 +383,8 @@ def _setup(data: dict) -> str:
     items = [
         f"<b>Folds</b>: {len(cfg['folds'])} — "
         + "; ".join(
-            f"{_e(f['name'])}: test {f['test']['queries']} queries / {f['test']['rows']} rows" for f in cfg["folds"]
+            f"{_e(f['name'])}: test {_e(f['test']['queries'])} queries / {_e(f['test']['rows'])} rows"
+            for f in cfg["folds"]
         ),
         f"<b>Engine</b>: {_e(cfg['engine'])} LambdaMART, seeds {_e(', '.join(map(str, cfg['seeds'])))}; parameters "
         f"<code>{_e(json.dumps(cfg['ranker_params']))}</code>",
@@ -386,8 +408,9 @@ def _forests(data: dict) -> str:
     marks = data["config"].get("statistics", {}).get("marks", _plots.MARKS)
     parts = [
         f"<p class=note>Each set's mean change against <code>{_e(data['config']['baseline'])}</code> with its 95% "
-        f"bootstrap interval; the label gives the relative change and the Holm mark (* p &lt; {marks['*']}, "
-        f"** p &lt; {marks['**']}); the axis is zoomed to the intervals, the dashed line is no change.</p>",
+        "bootstrap interval; the label gives the relative change and the Holm mark ("
+        + ", ".join(f"{_e(mark)} p &lt; {_e(level)}" for mark, level in marks.items())
+        + "); the axis is zoomed to the intervals, the dashed line is no change.</p>",
         f"<div class=forest>{_plots.svg_text(fig)}</div>",
     ]
     for m in metrics:
@@ -415,7 +438,7 @@ def _drill_section(drill: dict | None) -> str:
             "run the ablation with <code>--write-runs</code> and then <code>ltrfeat report DIR --html</code>.</p>"
         )
     cut = (
-        f" It holds the {len(drill['queries'])} of {drill['n_queries']} queries whose {drill['metric']} changes most "
+        f" It holds the {len(drill['queries'])} of {_e(drill['n_queries'])} queries whose {_e(drill['metric'])} changes most "
         "between the default pair of sets (per_query.tsv has them all)."
         if len(drill["queries"]) < drill["n_queries"]
         else ""
@@ -424,7 +447,7 @@ def _drill_section(drill: dict | None) -> str:
         "<div id=drill><div class=tools><input type=search id=drill-search placeholder='search a query id or text'>"
         "<label>baseline <select id=drill-base></select></label><label>variant <select id=drill-variant></select>"
         "</label></div><div id=drill-results></div><div id=drill-view></div>"
-        f"<p class=note>Top {drill['top']} documents of each set (first seed's scores); label = judged grade; move = "
+        f"<p class=note>Top {_e(drill['top'])} documents of each set (first seed's scores); label = judged grade; move = "
         f"places gained against the other set.{cut}</p></div>"
     )
 
@@ -453,17 +476,30 @@ def _page(title: str, summary: str, sections: list[tuple[str, str, str]], payloa
     JSON the script reads (the drill-down)."""
     nav = "".join(f"<a href='#s-{key}'>{_e(name)}</a>" for key, name, _ in sections)
     body = "".join(f"<h2 id='s-{key}'>{_e(name)}</h2>{content}" for key, name, content in sections)
-    script = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    code = _asset("report.js")
+    # only this script runs: no inline handler, no script a value of report.json could smuggle in
+    digest = base64.b64encode(hashlib.sha256(code.encode("utf-8")).digest()).decode("ascii")
     return (
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>"
         "<meta name=viewport content='width=device-width, initial-scale=1'>"
         "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; "
-        "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+        f"style-src 'unsafe-inline'; script-src 'sha256-{digest}'\">"
         f"<title>{_e(title)}</title><style>{_asset('report.css')}</style></head><body><h1>{_e(title)}</h1>"
         f"<nav>{nav}</nav><div id=verdict>{_prose(summary)}</div>{after_verdict}{body}"
-        f"<script type=application/json id=report-data>{script}</script>"
-        f"<script>{_asset('report.js')}</script></body></html>\n"
+        f"<script type=application/json id=report-data>{script_json(payload)}</script>"
+        f"<script>{code}</script></body></html>\n"
     )
+
+
+# inside a <script> element no string may hold "</script", "<!--" or "<script" (which swallow the element's
+# end); escaped as JSON \u escapes, the same characters reach JSON.parse
+_SCRIPT_ESCAPES = {ord(c): f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
+
+
+def script_json(payload) -> str:
+    """``payload`` as JSON safe inside an HTML ``<script>`` element: ``<``, ``>``, ``&``, U+2028 and U+2029
+    written as ``\\u`` escapes (they occur only inside JSON strings)."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).translate(_SCRIPT_ESCAPES)
 
 
 def render_comparison(data: dict) -> str:
@@ -493,7 +529,7 @@ def render_comparison(data: dict) -> str:
             "means",
             "Means",
             f"<table class=sortable><thead><tr><th>system</th>{head}</tr></thead><tbody>{rows}</tbody></table>"
-            f"<p class=note>{data['n_queries']} queries every system has; hover a mean for its 95% interval.</p>",
+            f"<p class=note>{_e(data['n_queries'])} queries every system has; hover a mean for its 95% interval.</p>",
         ),
         ("forest", f"Changes against {data['baseline']}", "".join(figures)),
         ("comparisons", "Every comparison", _comparisons_table(as_report)),

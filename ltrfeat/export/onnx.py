@@ -39,6 +39,7 @@ import numpy as np
 
 from ltrfeat.core import tempfiles
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.export.onnx_check import checked_model
 
 SIDECAR = "encoder.json"
 ONNX_FORMAT = "ltrfeat.onnx-encoder/1"
@@ -278,11 +279,15 @@ class OnnxEncoder:
 
     @classmethod
     def load(cls, path, *, threads: int | None = None) -> "OnnxEncoder":
-        """Read an export directory; files that differ from the sidecar's SHA-256 are refused."""
+        """Read an export directory; files that differ from the sidecar's SHA-256, lie outside the directory
+        (links) or reach outside their own bytes (:func:`~ltrfeat.export.onnx_check.checked_model`) are refused."""
         import onnxruntime as ort
 
         path = Path(path)
         fix = "export the encoder again with `ltrfeat export-encoder`"
+        for name in (SIDECAR, *(f"{side}.onnx" for side in SIDES)):
+            if (path / name).exists() and not (path / name).resolve().is_relative_to(path.resolve()):
+                raise ModelFileError("is a link to a file outside the export directory", path=path / name, fix=fix)
         try:
             sidecar = json.loads((path / SIDECAR).read_text(encoding="utf-8"))
         except OSError as exc:
@@ -302,6 +307,7 @@ class OnnxEncoder:
                 fix=fix,
             )
         options = ort.SessionOptions()
+        options.add_session_config_entry("session.load_model_format", "ONNX")  # never the ORT flatbuffer format
         if threads:
             options.intra_op_num_threads = int(threads)
         sessions = {}
@@ -315,7 +321,8 @@ class OnnxEncoder:
                 raise ModelFileError(
                     "ONNX file was changed or truncated (SHA-256 differs from the sidecar)", path=fpath, fix=fix
                 )
-            sessions[side] = ort.InferenceSession(raw, options, providers=["CPUExecutionProvider"])
+            model = checked_model(raw, path=fpath, fix=fix)
+            sessions[side] = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         return cls(sidecar, sessions)
 
     def encode(self, texts, *, side: str = "query", batch_size: int = 256) -> np.ndarray:

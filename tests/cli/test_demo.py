@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from builders import reproducible_report
+from builders import chromium, reproducible_report
 
 
 def run_demo(out):
@@ -63,19 +63,6 @@ def test_demo_report_is_reproducible(demo_run, tmp_path):
     )
 
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
 def test_demo_report_html_works_in_a_real_browser(demo_run, tmp_path):
     """Headless Chromium opens the demo's report.html offline: the verdict is visible, a header click sorts
     the results table, a searched query shows its documents under both sets; the screenshot is kept (in
@@ -83,55 +70,41 @@ def test_demo_report_html_works_in_a_real_browser(demo_run, tmp_path):
     import os
     from pathlib import Path
 
-    if not Path(CHROMIUM).exists():
-        if os.environ.get("CI"):
-            pytest.fail("CI must run the browser test: .ci/run installs chromium (make chromium)")
-        pytest.skip("Debian's chromium is not installed (make chromium; CI installs it)")
-    try:
-        from playwright import sync_api
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("CI must run the browser test: playwright is a dev dependency")
-        pytest.skip("playwright is not installed (pip install -e '.[dev]')")
     out, _ = demo_run
     page_path = out / "report" / "report.html"
     report = json.loads((out / "report" / "report.json").read_text())
     requests = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("request", lambda r: requests.append(r.url))
-            errors = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(page_path.as_uri())
-            verdict = page.locator("#verdict")
-            assert verdict.is_visible() and verdict.inner_text().startswith(report["summary"].replace("`", "")[:60])
-            column = page.locator("#results thead th", has_text="ndcg@10")
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.on("request", lambda r: requests.append(r.url))
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(page_path.as_uri())
+        verdict = page.locator("#verdict")
+        assert verdict.is_visible() and verdict.inner_text().startswith(report["summary"].replace("`", "")[:60])
+        column = page.locator("#results thead th", has_text="ndcg@10")
 
-            def ndcg10():
-                index = page.locator("#results thead th").all_inner_texts().index(column.inner_text())
-                cells = page.locator(f"#results tbody tr:visible td:nth-child({index + 1})").all()
-                return [float(c.get_attribute("data-v")) for c in cells if c.get_attribute("data-v")]
+        def ndcg10():
+            index = page.locator("#results thead th").all_inner_texts().index(column.inner_text())
+            cells = page.locator(f"#results tbody tr:visible td:nth-child({index + 1})").all()
+            return [float(c.get_attribute("data-v")) for c in cells if c.get_attribute("data-v")]
 
-            column.click()
-            assert ndcg10() == sorted(ndcg10())
-            column.click()
-            assert ndcg10() == sorted(ndcg10(), reverse=True)
-            first = page.locator("#drill-results button").first
-            qid = first.get_attribute("data-qid")
-            page.fill("#drill-search", qid)
-            page.locator("#drill-results button").first.click()
-            view = page.locator("#drill-view")
-            assert f"query {qid}" in view.inner_text()
-            assert view.locator("tbody tr").count() >= 2  # documents under the baseline and the variant
-            assert "max-pool words" in view.inner_text()  # the demo's CLSM encoders explain their matches
-            view.scroll_into_view_if_needed()
-            page.evaluate("window.scrollTo(0, 0)")
-            shot = Path("docs/report-html.png") if os.environ.get("LTRFEAT_SCREENSHOT") else tmp_path / "report.png"
-            page.screenshot(path=str(shot), full_page=False)
-            assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
-            assert not errors
-        finally:
-            browser.close()
+        column.click()
+        assert ndcg10() == sorted(ndcg10())
+        column.click()
+        assert ndcg10() == sorted(ndcg10(), reverse=True)
+        first = page.locator("#drill-results button").first
+        qid = first.get_attribute("data-qid")
+        page.fill("#drill-search", qid)
+        page.locator("#drill-results button").first.click()
+        view = page.locator("#drill-view")
+        assert f"query {qid}" in view.inner_text()
+        assert view.locator("tbody tr").count() >= 2  # documents under the baseline and the variant
+        assert "max-pool words" in view.inner_text()  # the demo's CLSM encoders explain their matches
+        view.scroll_into_view_if_needed()
+        page.evaluate("window.scrollTo(0, 0)")
+        shot = Path("docs/report-html.png") if os.environ.get("LTRFEAT_SCREENSHOT") else tmp_path / "report.png"
+        page.screenshot(path=str(shot), full_page=False)
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+        assert not errors
     assert all(u.startswith(("file:", "data:")) for u in requests)  # offline: nothing fetched from a network

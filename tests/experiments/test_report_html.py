@@ -10,30 +10,20 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import FAST, planted_folds
+from builders import FAST, selection_ablation
 from ltrfeat.cli.main import cli
 from ltrfeat.experiments.compare_runs import compare_systems
 from ltrfeat.experiments.html_report import drill_data, rankings_from_ablation
 from ltrfeat.experiments.in_words import p_words, summary_in_words, tie_analysis
 from ltrfeat.core.dataset import FeatureMap, RankingSet
-from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, summarise
-from ltrfeat.experiments.report import write_report
-from ltrfeat.rankers.selection import SelectionConfig
+from ltrfeat.experiments.ablation import Fold
 from ltrfeat.experiments.stats import holm, randomization_test
 from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, write_qrels, write_trec_run
 
 
 @pytest.fixture(scope="module")
 def selection_report(tmp_path_factory):
-    folds = planted_folds(n_folds=3, queries_per_fold=30)
-    sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
-    result = run_ablation(
-        folds, sets, seeds=(0,), ranker_params=FAST, progress=False, selection=SelectionConfig.default("lightgbm")
-    )
-    summary = summarise(result, n_resamples=1000)
-    out = tmp_path_factory.mktemp("html") / "report"
-    write_report(result, summary, out, runs_of=folds)
-    return out, result, folds
+    return selection_ablation(tmp_path_factory.mktemp("html") / "report")
 
 
 def _payload(page: str) -> dict:

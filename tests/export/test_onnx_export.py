@@ -159,3 +159,104 @@ def test_cli_export_encoder(exports, tmp_path):
     result = CliRunner().invoke(cli, ["export-encoder", str(tmp_path / "nope.ltrenc"), "--out", str(tmp_path / "o2")])
     assert result.exit_code == 2 and "error:" in result.output
     assert not (tmp_path / "o2").exists()
+
+
+def _external(name: str, size: int):
+    """A float32 tensor ``name`` of ``size`` values whose bytes onnxruntime would read from ``.env``."""
+    import onnx
+
+    tensor = onnx.TensorProto(name=name, data_type=onnx.TensorProto.FLOAT, dims=[size])
+    tensor.data_location = onnx.TensorProto.EXTERNAL
+    for key, value in {"location": ".env", "offset": "0", "length": str(4 * size)}.items():
+        tensor.external_data.add(key=key, value=value)
+    return tensor
+
+
+def _as_external_initializer(model):
+    """The tower's bias (an initializer it uses) moved to external data in ``.env``."""
+    bias = next(t for t in model.graph.initializer if t.name == "bias")
+    bias.CopyFrom(_external("bias", bias.dims[0]))
+
+
+def _in_constant(model):
+    import onnx
+
+    model.graph.node.insert(0, onnx.helper.make_node("Constant", [], ["leak"], value=_external("leak_value", 24)))
+
+
+def _in_subgraph(model):
+    import onnx
+
+    branch = onnx.helper.make_graph([], "branch", [], [onnx.helper.make_tensor_value_info("leak", 1, [24])])
+    branch.initializer.append(_external("leak", 24))
+    cond = onnx.helper.make_tensor("cond", onnx.TensorProto.BOOL, [], [True])
+    model.graph.initializer.append(cond)
+    model.graph.node.append(onnx.helper.make_node("If", ["cond"], ["leaked"], then_branch=branch, else_branch=branch))
+
+
+def _in_sparse_initializer(model):
+    import onnx
+
+    indices = onnx.helper.make_tensor("idx", onnx.TensorProto.INT64, [1], [0])
+    model.graph.sparse_initializer.append(onnx.helper.make_sparse_tensor(_external("sparse", 1), indices, [24]))
+
+
+def _in_function(model):
+    import onnx
+
+    body = onnx.helper.make_node("Constant", [], ["out"], value=_external("fn_value", 24))
+    model.functions.append(onnx.helper.make_function("local.fn", "Leak", [], ["out"], [body], model.opset_import))
+
+
+def _contrib_node(model):
+    import onnx
+
+    model.graph.node.append(
+        onnx.helper.make_node("EPContext", [], ["ctx"], domain="com.microsoft", ep_cache_context="x")
+    )
+
+
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (_as_external_initializer, "tensor 'bias' keeps its data in an external file"),
+        (_in_constant, "tensor 'leak_value' keeps its data"),
+        (_in_subgraph, "tensor 'leak' keeps its data"),
+        (_in_sparse_initializer, "tensor 'sparse' keeps its data"),
+        (_in_function, "tensor 'fn_value' keeps its data"),
+        (_contrib_node, "operator com.microsoft.EPContext"),
+    ],
+    ids=["initializer", "constant", "subgraph", "sparse", "function", "contrib-op"],
+)
+def test_an_export_reaching_outside_its_bytes_is_refused(exports, tmp_path, monkeypatch, change, needle):
+    """onnxruntime resolves a model-from-bytes' external data in the working directory: a query.onnx whose weights
+    are "external data" in .env returned that file's bytes as embeddings. The sidecar's hashes, written by the same
+    sender, are updated as a sender would."""
+    import hashlib
+    import shutil
+
+    import onnx
+
+    out = shutil.copytree(exports["dssm"][2], tmp_path / "export")
+    model = onnx.load_model_from_string((out / "query.onnx").read_bytes())
+    change(model)
+    raw = model.SerializeToString()
+    (out / "query.onnx").write_bytes(raw)
+    sidecar = json.loads((out / SIDECAR).read_text())
+    sidecar["files"]["query.onnx"] = hashlib.sha256(raw).hexdigest()
+    (out / SIDECAR).write_text(json.dumps(sidecar))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".env").write_bytes(b"SECRET_TOKEN=" + b"s3cr3t" * 20)
+    with pytest.raises(ModelFileError, match=needle) as info:
+        OnnxEncoder.load(out).encode(TEXTS, side="query")
+    assert "\n" not in str(info.value) and str(out / "query.onnx") in str(info.value)
+
+
+def test_an_export_file_linked_from_outside_its_directory_is_refused(exports, tmp_path):
+    import shutil
+
+    out = shutil.copytree(exports["dssm"][2], tmp_path / "export")
+    (out / "doc.onnx").rename(tmp_path / "elsewhere.onnx")
+    (out / "doc.onnx").symlink_to(tmp_path / "elsewhere.onnx")
+    with pytest.raises(ModelFileError, match="doc.onnx: is a link to a file outside the export directory"):
+        OnnxEncoder.load(out)

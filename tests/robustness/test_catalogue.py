@@ -157,6 +157,15 @@ BAD_FILES = {
         b"feature_set\tfold\tqid\tn_docs\tn_relevant\tndcg@1\na\tFold1\tq1\t5\t1\t0.5\na\tFold1\tq2\t5\t2\t1\n"
     ),
     "run.trec": b"q1 Q0 D00001 1 2.5 base\n",
+    # received files that would run or reach outside themselves (docs/reliability.md, "What a received file can do")
+    "evil_st/modules.json": json.dumps(
+        [{"idx": 0, "path": "", "type": "sentence_transformers.models.Transformer"}]
+    ).encode(),
+    "evil_st/config.json": json.dumps({"model_type": "evil", "auto_map": {"AutoModel": "evil.EvilModel"}}).encode(),
+    "evil_st/evil.py": b"open('PWNED', 'w')\n",
+    "badreport/report.json": json.dumps(
+        {"format": "ltrfeat.ablation/1", "summary": "s", "runs": {"qrels": "q", "directory": 7}}
+    ).encode(),
 }
 
 W, D = "{w}", "{d}"
@@ -625,6 +634,18 @@ CASES += [
     ("compare-missing", ["compare", f"{W}/nope_report", "a:b"], "nope_report"),
     ("compare-not-report", ["compare", f"{W}/out", "a:b"], "out"),
     ("report-missing", ["report", f"{W}/nope_report"], "nope_report"),
+    ("report-html-malformed", ["report", f"{W}/badreport", "--html"], "report does not hold what an ablation writes"),
+    (
+        "extract-sbert-dir-code",
+        ["extract", "--pairs", f"{D}/judged.tsv", "--encoder", f"sbert={W}/evil_st", "--lexical", "bm25", "--out", OUT],
+        "evil_st/config.json: declares auto_map (code to import)",
+    ),
+    (
+        "extract-sbert-ft-code",
+        ["extract", "--pairs", f"{D}/judged.tsv", "--encoder", f"sbert-ft={W}/evil.ltrenc", "--lexical", "bm25"]
+        + ["--out", OUT],
+        "evil.ltrenc: bundle file shared/config.json declares auto_map",
+    ),
     ("report-not-report", ["report", f"{W}/out", "--html"], "out"),
     ("compare-runs-no-source", ["compare-runs", f"{W}/a.run", f"{W}/b.run"], "--qrels"),
     ("compare-runs-missing-run", ["compare-runs", "--qrels", f"{W}/nope.qrels", f"{W}/a.run", f"{W}/b.run"], "nope"),
@@ -869,6 +890,7 @@ def workspace(tmp_path_factory):
     model_copy("oldmeta.txt", raw_txt, meta_txt | {"format": "ltrfeat.ranker/0"})
     model_copy("nanleaf.txt", _nan_leaves(raw_txt), meta_txt)
     make("dssm").save(w / "enc.ltrenc")
+    _code_declaring_bundle(w / "evil_st", w / "evil.ltrenc")
     _declaring(w / "enc.ltrenc", w / "bomb.ltrenc", [12000, 12000])
     _declaring(w / "enc.ltrenc", w / "shape.ltrenc", [301, 300])
     flipped = bytearray((w / "enc.ltrenc").read_bytes())
@@ -905,6 +927,17 @@ def _declaring(good: Path, out: Path, hidden: list) -> None:
     header = json.loads(json.loads(raw[8 : 8 + n])["__metadata__"]["ltrenc"])
     header["model"]["tower"]["hidden"] = hidden
     out.write_bytes(safetensors.torch.save(safetensors.torch.load(raw), metadata={"ltrenc": json.dumps(header)}))
+
+
+def _code_declaring_bundle(folder: Path, out: Path) -> None:
+    """An ``sbert-ft`` bundle carrying ``folder``'s files (a config whose auto_map names its Python file)."""
+    import torch
+
+    from ltrfeat.features.encoders.bundle import write_bundle
+
+    files = {p.name: {"text": p.read_text()} for p in folder.iterdir()}
+    header = {"towers": ["shared"], "max_seq_length": 32, "files": {"shared": files}}
+    write_bundle(out, kind="sbert-ft", header=header, tensors={"shared/model.safetensors::w": torch.zeros(1)})
 
 
 def _listing(root: Path) -> set:

@@ -69,8 +69,14 @@
   });
   baseSel.value = drill.default_base; variantSel.value = drill.default_variant;
 
-  function esc(s) {
-    return String(s).replace(/[&<>"]/g, function (c) { return { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" }[c]; });
+  // every value of the report reaches the page as text: elements are built, never parsed from strings
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    (children || []).forEach(function (c) {
+      if (c !== null && c !== undefined) node.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    });
+    return node;
   }
   function fmt(x, d) { return x === null || x === undefined ? "n/a" : Number(x).toFixed(d); }
 
@@ -118,16 +124,14 @@
   function side(q, docs, s, other, title) {
     const ranked = docs.filter(function (d) { return d[2][s] <= drill.top; })
       .sort(function (a, b) { return a[2][s] - b[2][s]; });
-    let html = "<h3>" + esc(title) + " <code>" + esc(drill.sets[s]) + "</code> — " + drill.metric + " " +
-      fmt(q[2][s], 4) + "</h3><table><thead><tr><th>rank</th><th class=text>document</th><th>label</th>" +
-      "<th>score</th><th>move</th></tr></thead><tbody>";
+    const body = el("tbody");
     ranked.forEach(function (d) {
       const move = d[2][other] - d[2][s];
       let mv = "=";
-      if (move > 0) mv = "<span class=move-up>▲" + move + "</span>";
-      else if (move < 0) mv = "<span class=move-down>▼" + (-move) + "</span>";
+      if (move > 0) mv = el("span", { class: "move-up" }, ["▲" + move]);
+      else if (move < 0) mv = el("span", { class: "move-down" }, ["▼" + (-move)]);
       const text = drill.doc_text ? drill.doc_text[d[0]] : null;
-      let extra = "";
+      const doc = el("td", { class: "doc" }, [el("b", {}, [String(d[0])]), text ? " " + text : null]);
       const qWords = wordsOf("q", q[0]);
       wordsOf("d", d[0]).forEach(function (pair) {
         const qw = qWords.filter(function (x) { return x[0] === pair[0]; })[0];
@@ -135,15 +139,22 @@
         if (qw) qw[1].forEach(function (n) { qNeurons[n[0]] = n[1]; });
         const shared = distinct(pair[1].filter(function (n) { return n[0] in qNeurons; })
           .map(function (n) { return [0, qNeurons[n[0]] + "↔" + n[1]]; }));
-        extra += "<div class=words>" + esc(pair[0]) + " max-pool words: " +
-          esc(distinct(pair[1]).slice(0, 5).join(", ")) +
-          (shared.length ? "; shared with the query: " + esc(shared.slice(0, 4).join(", ")) : "") + "</div>";
+        doc.appendChild(el("div", { class: "words" }, [pair[0] + " max-pool words: " +
+          distinct(pair[1]).slice(0, 5).join(", ") +
+          (shared.length ? "; shared with the query: " + shared.slice(0, 4).join(", ") : "")]));
       });
-      html += "<tr><td data-v=" + d[2][s] + ">" + d[2][s] + "</td><td class=doc><b>" + esc(d[0]) + "</b>" +
-        (text ? " " + esc(text) : "") + extra + "</td><td class=rel>" + d[1] + "</td><td>" + fmt(d[3][s], 4) +
-        "</td><td>" + mv + "</td></tr>";
+      body.appendChild(el("tr", {}, [
+        el("td", { "data-v": String(d[2][s]) }, [String(d[2][s])]), doc,
+        el("td", { class: "rel" }, [String(d[1])]), el("td", {}, [fmt(d[3][s], 4)]), el("td", {}, [mv]),
+      ]));
     });
-    return html + "</tbody></table>";
+    const head = el("tr", {}, ["rank", "document", "label", "score", "move"].map(function (h) {
+      return el("th", h === "document" ? { class: "text" } : {}, [h]);
+    }));
+    return el("div", {}, [
+      el("h3", {}, [title + " ", el("code", {}, [String(drill.sets[s])]), " — " + drill.metric + " " + fmt(q[2][s], 4)]),
+      el("table", {}, [el("thead", {}, [head]), body]),
+    ]);
   }
 
   function show(i) {
@@ -151,14 +162,17 @@
     const q = drill.queries[i];
     const docs = drill.docs[i];
     const b = +baseSel.value, v = +variantSel.value;
-    let head = "<p><b>query " + esc(q[0]) + "</b>" + (q[1] ? ": " + esc(q[1]) : "") + " — " + docs.length +
-      " documents shown (top " + drill.top + " of either set; move = places gained against the other set)</p>";
+    view.textContent = "";
+    view.appendChild(el("p", {}, [el("b", {}, ["query " + q[0]]), (q[1] ? ": " + q[1] : "") + " — " + docs.length +
+      " documents shown (top " + drill.top + " of either set; move = places gained against the other set)"]));
     const qWords = wordsOf("q", q[0]);
-    if (qWords.length) head += "<p class=words>" + qWords.map(function (p) {
-      return esc(p[0]) + " query max-pool words: " + esc(distinct(p[1]).slice(0, 5).join(", "));
-    }).join("<br>") + "</p>";
-    view.innerHTML = head + "<div class=side><div>" + side(q, docs, b, v, "baseline") + "</div><div>" +
-      side(q, docs, v, b, "variant") + "</div></div>";
+    const lines = [];
+    qWords.forEach(function (p, k) {
+      if (k) lines.push(el("br"));
+      lines.push(p[0] + " query max-pool words: " + distinct(p[1]).slice(0, 5).join(", "));
+    });
+    if (lines.length) view.appendChild(el("p", { class: "words" }, lines));
+    view.appendChild(el("div", { class: "side" }, [side(q, docs, b, v, "baseline"), side(q, docs, v, b, "variant")]));
     listQueries();
   }
 

@@ -5,15 +5,16 @@ The bundle holds, per tower, every weight of the model directory ``SentenceTrans
 writes as safetensors tensors (named ``TOWER/FILE::TENSOR``) and every other file of that
 directory (tokenizer, configs, module list) as text in the JSON header. Loading rebuilds the
 directories in a temporary folder and loads them offline with safetensors only -- never a
-pickle, never the network -- after checking that no path leaves the folder and that every
-module is a ``sentence_transformers`` class.
+pickle, never the network, never a model's own code (``trust_remote_code=False``) -- after checking
+that no path leaves the folder and that nothing in it declares code to import
+(:func:`~ltrfeat.features.encoders.model_dir_check.check_model_dir`).
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import json
-import os
 import tempfile
 from pathlib import Path, PurePosixPath
 
@@ -22,6 +23,7 @@ import safetensors.torch
 
 from ltrfeat.features.encoders.bundle import check_declared, check_param_count, read_bundle, write_bundle
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
+from ltrfeat.features.encoders.model_dir_check import check_model_dir
 from ltrfeat.features.encoders.sbert_prefix import precision_context
 from ltrfeat.core.errors import ModelFileError
 
@@ -80,15 +82,12 @@ def _safe_relpath(rel: str, path) -> PurePosixPath:
 
 
 def _check_modules(folder: Path, path) -> None:
-    """Every module of modules.json must be a sentence_transformers class (no arbitrary imports)."""
+    """The tower has a modules.json listing modules (their classes: :func:`check_model_dir`)."""
     try:
         modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
-        types = [m["type"] for m in modules]
+        [m["type"] for m in modules]
     except (OSError, ValueError, KeyError, TypeError):
         raise ModelFileError("bundle has no valid modules.json", path=path, fix=_DAMAGED) from None
-    bad = [t for t in types if not str(t).startswith("sentence_transformers.")]
-    if bad:
-        raise ModelFileError(f"bundle names non-sentence-transformers module(s) {bad}", path=path, fix=_DAMAGED)
 
 
 def _check_size(folder: Path, tensors: dict, path) -> int:
@@ -118,14 +117,15 @@ def _check_size(folder: Path, tensors: dict, path) -> int:
             raise ModelFileError(f"bundle module {rel or 'root'} has no valid config.json", path=path, fix=_DAMAGED)
         if "model_type" in declared:  # a transformer: built on the meta device from its own config
             try:
-                config = AutoConfig.from_pretrained(str(sub), local_files_only=True)
+                config = AutoConfig.from_pretrained(str(sub), local_files_only=True, trust_remote_code=False)
             except Exception as exc:  # transformers raises ValueError, OSError, KeyError, TypeError ...
                 raise ModelFileError(
                     f"bundle holds an unusable transformer config: {' '.join(str(exc).split())[:300]}",
                     path=path,
                     fix=_DAMAGED,
                 ) from None
-            total += check_declared(AutoModel.from_config, config, own, path=path, what="sbert-ft encoder")
+            build = functools.partial(AutoModel.from_config, trust_remote_code=False)
+            total += check_declared(build, config, own, path=path, what="sbert-ft encoder")
         elif isinstance(declared.get("in_features"), int) and isinstance(declared.get("out_features"), int):
             total += (declared["in_features"] + 1) * declared["out_features"]  # a Dense layer
         check_param_count(total, path=path, what="sbert-ft encoder")
@@ -133,23 +133,11 @@ def _check_size(folder: Path, tensors: dict, path) -> int:
 
 
 def load_model_dir(folder, *, path=None):
-    """Load a local sentence-transformers directory on the CPU, offline, safetensors only."""
-    from ltrfeat.features.encoders.sbert import _sentence_transformers
+    """Load a local sentence-transformers directory on the CPU, offline, safetensors only, no model code
+    (``path``: the bundle it was rebuilt from)."""
+    from ltrfeat.features.encoders.sbert import load_st_dir
 
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    st = _sentence_transformers()
-    bars = _quiet_hf()
-    try:
-        return st.SentenceTransformer(
-            str(folder), device="cpu", local_files_only=True, model_kwargs={"use_safetensors": True}
-        )
-    except Exception as exc:  # transformers raises many kinds (OSError, ValueError, safetensors errors)
-        raise ModelFileError(
-            f"cannot load sbert model: {' '.join(str(exc).split())[:300]}", path=path or folder, fix=_DAMAGED
-        ) from None
-    finally:
-        _restore_hf(bars)
+    return load_st_dir(folder, bundle=path, fix=_DAMAGED)
 
 
 def _check_complete(model, tensors: dict, path) -> None:
@@ -290,10 +278,13 @@ class SbertFinetuned:
             owns = {
                 name: {k[len(name) + 1 :]: v for k, v in tensors.items() if k.startswith(f"{name}/")} for name in names
             }
+            for name, own in owns.items():
+                folders[name] = Path(tmp) / name
+                folders[name].mkdir()
+                _rebuild(files[name], own, folders[name], path)
+            check_model_dir(tmp, bundle=path, fix=_DAMAGED)  # before transformers reads any config
             for name, own in owns.items():  # every tower's declared size checked before any is built
-                folders[name] = folder = Path(tmp) / name
-                folder.mkdir()
-                _rebuild(files[name], own, folder, path)
+                folder = folders[name]
                 _check_modules(folder, path)
                 declared += _check_size(folder, own, path)
                 check_param_count(declared, path=path, what="sbert-ft encoder")

