@@ -344,6 +344,7 @@ _RUN = option_group(
         "params": "Engine parameter, e.g. min_data_in_leaf=50.",
         "select": "Choose each ranker by inner CV [on].",
         "candidates": "Candidates [ENGINE,linear,boost-best,...].",
+        "deployable": "Only features and candidates this engine runs.",
         "tune": f"Tuned candidate: {' | '.join(TUNE_METHODS)} [{SELECTION_DEFAULTS['tune']}].",
         "tune_trials": f"Optuna trials per set and fold [{SELECTION_DEFAULTS['tune_trials']}].",
         "inner_folds": f"Folds of the inner cross-validation [{SELECTION_DEFAULTS['inner_folds']}].",
@@ -389,8 +390,10 @@ _RUN = option_group(
 @_RUN
 @selection_options(
     default_on=True,
-    deployable_help="Where you ship: the verdict's 'to ship' line then trains only the candidates this LTR engine "
-    "can run (train-ranker --select --deployable); the ablation itself compares every candidate.",
+    deployable_help="Where you ship: every feature set keeps only the features this LTR engine computes (a set "
+    "left with none is left out, said in one line), and the verdict's 'to ship' commands train among the "
+    "candidates it can run (train-ranker --select --deployable) and export for it; the ablation itself compares "
+    "every candidate.",
 )
 def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, output, run, selecting):
     """Compare LambdaMART with and without neural features over query folds.
@@ -440,8 +443,9 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         metrics=evaluation["metrics"],
         gain=evaluation["gain"],
         no_relevant=evaluation["no_relevant"],
-        # --deployable only shapes the verdict's "to ship" line: the ablation compares every candidate
+        # --deployable restricts the features and the verdict's "to ship" line: the ablation compares every candidate
         selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=text["split_seed"]),
+        deployable=selecting["deployable"],
         alone=planning["alone"],
         base_name=planning["base_name"],
         overwrite=output["overwrite"],
@@ -503,7 +507,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     )
     click.echo(f"report: {done.report_dir / 'report.md'}")
     if summary.get("verdict"):
-        for line in verdict_lines(summary["verdict"] | {"deploy_to": selecting["deployable"]}):
+        for line in verdict_lines(summary["verdict"]):
             click.echo(line)
     for line in minilm_lines(result, summary):
         click.echo(line)

@@ -39,6 +39,7 @@ from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.report import check_report_dir, write_report
 from ltrfeat.experiments._run_cache import RunStore
 from ltrfeat.experiments._workers import MIN_FIT_ROWS, plan_workers
+from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
@@ -159,7 +160,8 @@ class AblateSettings(Settings):
         ``n_jobs``, ``params``); ``params`` adds to :data:`SUBSAMPLE`.
     metrics, gain, no_relevant : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
     selection : model selection per fold and feature set (None: plain LambdaMART).
-    alone, base_name : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`.
+    alone, base_name, deployable : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`; ``deployable``
+        (an LTR engine) also makes the verdict's "to ship" commands train and export for it.
     write_runs : also write TREC runs of the test folds into the report.
     write_features : text mode: a directory for what the verdict's ranker trains on (:func:`write_features`).
     cache : keep trained encoders, their scores and ranker runs here for the next run.
@@ -179,6 +181,7 @@ class AblateSettings(Settings):
         "gain": [OneOf(*GAINS)],
         "no_relevant": [OneOf(*NO_RELEVANT)],
         "selection": [SelectionConfig, None],
+        "deployable": [OneOf(*registry.LTR_ENGINES), None],
         "overwrite": [bool],
         "write_runs": [bool],
         "quick": [bool],
@@ -198,6 +201,7 @@ class AblateSettings(Settings):
     selection: SelectionConfig | None = None
     alone: str | None = None
     base_name: str = "lexical"
+    deployable: str | None = None
     overwrite: bool = False
     write_runs: bool = False
     write_features: str | Path | None = None
@@ -513,6 +517,8 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
         alone=settings.alone,
         base_name=settings.base_name,
         light=[name for name, encoder in encoders.items() if not encoder["transformer"]],
+        deployable=settings.deployable,
+        say=say,
     )
     selection = settings.selection
     n_runs = len(folds) * sum(len(seeds) if s.kind == "ranker" else 1 for s in sets)
@@ -565,6 +571,9 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
     with profile.stage("tests"):
         summary = summarise(result, seed=0, n_resamples=settings.resolved("resamples"))
     summary["stages"] = profile.as_dict()
+    if summary.get("verdict"):
+        written = None if settings.write_features is None else str(settings.write_features)
+        summary["verdict"] |= {"deploy_to": settings.deployable, "features_dir": written}
     timings = {
         "wall_seconds": round(time.perf_counter() - started, 1),
         "folds_and_features_seconds": round(folds_ready - started, 1),
