@@ -128,7 +128,8 @@ _TEXT_MODE = option_group(
         type=click.FloatRange(0, 0.5),
         default=CrossFitConfig.valid_fraction,
         show_default=True,
-        help="Text mode: share of each fold's ranker queries held out for early stopping.",
+        help="Text mode: share of each fold's ranker queries held out for the rankers' early stopping (the "
+        "encoders' share: --encoder-option val_fraction).",
     ),
     click.option(
         "--encoder-option",

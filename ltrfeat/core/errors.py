@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 
 class LtrfeatError(Exception):
@@ -88,5 +89,22 @@ def cli_fixes(fixes: dict[str, str]):
         if exc.param not in fixes:
             raise
         exc.fix = fixes[exc.param].format(role=exc.role)
+        exc.args = (exc._format(),)
+        raise
+
+
+@contextlib.contextmanager
+def cli_settings(spell, names):
+    """Re-word ``KEY=VALUE`` in the fix of a library error about setting ``KEY`` (its ``param``, one of ``names``)
+    as the command line spells it: ``spell(key, value)``, e.g. ``val_fraction=0`` as ``--encoder-option
+    val_fraction=0`` in ``ablate`` or ``--val-fraction 0`` in ``train-encoder``."""
+    try:
+        yield
+    except LtrfeatError as exc:
+        if exc.param not in names or not exc.fix:
+            raise
+        key = exc.param
+        pattern = rf"(?<![\w.-]){re.escape(key)}=(?:'([^']*)'|([^\s,;)]+))"
+        exc.fix = re.sub(pattern, lambda m: spell(key, m[1] if m[1] is not None else m[2]), exc.fix)
         exc.args = (exc._format(),)
         raise

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes
+from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes, cli_settings
 from ltrfeat.core.fileio import check_writable
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.letor import NAN_POLICIES
@@ -243,7 +243,7 @@ def ablate_pairs(
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
         check_writable(Path(settings.write_features) / FEATURES_FILE)
-    with _cluster(settings) as client:
+    with _cluster(settings) as client, encoder_option_flags():
         folds, groups, base, scheme = pairs_folds(
             source,
             cache=settings.cache,
@@ -442,16 +442,32 @@ def train_like_ablate(source: PairsSource, *, cache=None, quick: bool = False, s
     if len(source.encoders) != 1:
         raise ParameterError("give one encoder spec to train", fix="train each encoder on its own", param="encoders")
     pairs, specs, collection, train_table, _ = read_pairs_source(source, say=say)
-    encoder = train_spec(
-        specs[0],
-        group_pairs(pairs),
-        options=encoder_options(source, quick=quick),
-        seed=source.split_seed,
-        train_table=train_table,
-        collection=collection,
-        cache=cache,
-    )
+    with encoder_option_flags():
+        encoder = train_spec(
+            specs[0],
+            group_pairs(pairs),
+            options=encoder_options(source, quick=quick),
+            seed=source.split_seed,
+            train_table=train_table,
+            collection=collection,
+            cache=cache,
+        )
     return encoder, specs[0]
+
+
+@contextlib.contextmanager
+def encoder_option_flags():
+    """Library errors about an encoder training setting re-worded as ``--encoder-option KEY=VALUE``; the encoders'
+    validation share told apart from the rankers' (``--valid-fraction``)."""
+    from ltrfeat.features.encoders.registry import encoder_kinds
+
+    names = set().union(*(k.config.names() for k in encoder_kinds().values() if k.trainable))
+    fixes = {
+        "val_fraction": "give more queries or --encoder-option val_fraction=0 (no early stopping of the encoders; "
+        "--valid-fraction is the rankers' early-stopping share)"
+    }
+    with cli_fixes(fixes), cli_settings(lambda key, value: f"--encoder-option {key}={value}", names):
+        yield
 
 
 def encoder_options(source: PairsSource, *, quick: bool = False) -> dict:

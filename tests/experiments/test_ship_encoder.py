@@ -144,7 +144,17 @@ def test_train_encoder_spec_command(tmp_path):
     out = tmp_path / "e.ltrenc"
     done = run(
         cli,
-        ["train-encoder", str(pairs), "--spec", "dssm:generalized", "--encoder-option", "epochs=1", "--out", str(out)],
+        [
+            "train-encoder",
+            str(pairs),
+            "--spec",
+            "dssm:generalized",
+            "--encoder-option",
+            "epochs=1",
+            "--out",
+            str(out),
+            "--json",
+        ],
     )
     assert done.exit_code == 0, done.output
     summary = json.loads(done.output.strip().splitlines()[-1])
