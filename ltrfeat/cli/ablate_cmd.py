@@ -240,7 +240,12 @@ _OUTPUT = option_group(
         required=True,
         help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).",
     ),
-    click.option("--overwrite", is_flag=True, help="Replace an existing report directory."),
+    click.option(
+        "--overwrite",
+        is_flag=True,
+        help="Replace an existing report (and --write-features) directory that ltrfeat wrote, once the new one is "
+        "complete.",
+    ),
     click.option(
         "--write-runs",
         is_flag=True,
@@ -253,7 +258,8 @@ _OUTPUT = option_group(
         default=None,
         help="Text mode: write DIR/features.letor (every judged pair with its lexical columns and out-of-fold "
         "encoder columns, scored by encoders that never saw its query: what the verdict's ranker trains on) and "
-        "DIR/corpus.npz (the lexical corpus statistics, for serve/extract --corpus-stats).",
+        "DIR/corpus.npz (the lexical corpus statistics, for serve/extract --corpus-stats); DIR is replaced as a "
+        "whole when the ablation is done (an earlier one with --overwrite).",
     ),
 )
 _RUN = option_group(
@@ -351,7 +357,7 @@ _RUN = option_group(
         "inner_folds": f"Folds of the inner cross-validation [{SELECTION_DEFAULTS['inner_folds']}].",
         "select_rule": "tiered (1 SE per set, growing margin across sets), joint, one-se or best.",
         "report_dir": "Report directory (report.html, .md, ...).",
-        "overwrite": "Replace an existing report directory.",
+        "overwrite": "Replace the report (and features) directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",
         "write_features": "Write out-of-fold features + corpus stats to ship.",
         "cache_dir": "Keep trained work here for reruns.",

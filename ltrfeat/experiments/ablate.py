@@ -19,7 +19,7 @@ from typing import ClassVar
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes, cli_settings
-from ltrfeat.core.fileio import check_writable
+from ltrfeat.core.fileio import check_output_dir, replaced_dir
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT
@@ -242,7 +242,7 @@ def ablate_pairs(
     started, profile = time.perf_counter(), StageProfile()
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
-        check_writable(Path(settings.write_features) / FEATURES_FILE)
+        check_output_dir(settings.write_features, overwrite=settings.overwrite, option="--write-features")
     with _cluster(settings) as client, encoder_option_flags():
         folds, groups, base, scheme = pairs_folds(
             source,
@@ -255,10 +255,11 @@ def ablate_pairs(
             client=client,
         )
         lexical = scheme.pop("lexical")
-        if settings.write_features is not None:
-            write_features(settings.write_features, folds, lexical)
-            say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
-        return _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say, client=client)
+        done = _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say, client=client)
+    if settings.write_features is not None:
+        write_features(settings.write_features, folds, lexical)
+        say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
+    return done
 
 
 @contextlib.contextmanager
@@ -377,10 +378,9 @@ def write_features(directory, folds: list[Fold], lexical) -> None:
     from ltrfeat.experiments.crossfit import out_of_fold
     from ltrfeat.features.extract import save_corpus_stats
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    write_letor(directory / FEATURES_FILE, out_of_fold(folds))
-    save_corpus_stats(lexical, directory / CORPUS_FILE)
+    with replaced_dir(directory, kind="features") as tmp:  # an earlier directory stays until this one is complete
+        write_letor(tmp / FEATURES_FILE, out_of_fold(folds))
+        save_corpus_stats(lexical, tmp / CORPUS_FILE)
 
 
 def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stderr) -> tuple:

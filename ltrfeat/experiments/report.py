@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from ltrfeat.core import tempfiles
-from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir
+from ltrfeat.core.fileio import atomic_output, check_output_dir, replaced_dir
 from ltrfeat.core.stages import profile_line
 from ltrfeat.experiments import _plots
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
@@ -470,10 +468,7 @@ def write_report(
 
     folds = runs_of if folds is None else folds
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tempfiles.new_dir(out_dir)
-    old = None
-    try:
+    with replaced_dir(out_dir, kind="report") as tmp:
         data = report_json(result, summary)
         if runs_of is not None:
             data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
@@ -496,7 +491,6 @@ def write_report(
                 indent=1,
             )
             fh.write("\n")
-        mark_output_dir(tmp, kind="report")
         if summary["comparisons"]:
             plot_metrics(data, tmp / "metrics.png")
             plot_deltas(data, result.per_query, tmp / "deltas.png")
@@ -514,18 +508,4 @@ def write_report(
                 words=words,
             )
         html_report.write_html(tmp / "report.html", data, drill=drill, report_dir=tmp)
-        if out_dir.exists():
-            old = tempfiles.new_dir(out_dir, suffix=".old")
-            out_dir.rename(old / out_dir.name)
-        tmp.rename(out_dir)
-    except BaseException:
-        if old is not None and not out_dir.exists():
-            (old / out_dir.name).rename(out_dir)
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        tempfiles.release(tmp)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-        tempfiles.release(old)
     return out_dir
