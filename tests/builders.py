@@ -329,3 +329,18 @@ def extract_with_encoder(pairs_path, encoder: str, out):
 
     args = ["extract", "--pairs", pairs_path, "--lexical", "bm25", "--encoder", encoder, "--out", out, "--no-progress"]
     return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def stop_process(proc, sig, *, timeout: float = 10) -> str:
+    """Send ``sig`` to ``proc`` until it ends (a signal landing in a ``__del__`` or weakref callback is swallowed by
+    Python: up to six times, then the test fails) and return its stderr."""
+    import subprocess
+
+    for _ in range(6):
+        proc.send_signal(sig)
+        try:
+            return proc.communicate(timeout=timeout)[1]
+        except subprocess.TimeoutExpired:
+            continue
+    proc.kill()
+    pytest.fail(f"the command ignored {sig!r} six times")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from builders import stop_process
 from ltrfeat.core.fileio import mark_output_dir, replaced_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,16 +46,7 @@ def test_an_interrupted_demo_leaves_the_previous_one_intact(tmp_path, sig, code)
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         time.sleep(0.05)
     time.sleep(1)  # writing the world, training the first encoder
-    for _ in range(6):  # a signal landing in a __del__ or weakref callback is swallowed by Python: signal again
-        proc.send_signal(sig)
-        try:
-            _, err = proc.communicate(timeout=15)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    else:
-        proc.kill()
-        pytest.fail(f"the demo ignored {sig!r} six times")
+    err = stop_process(proc, sig, timeout=15)
     assert proc.returncode == code, err
     assert (out / "report" / "report.html").read_text() == "<p>the previous run</p>"
     assert sorted(p.name for p in out.iterdir()) == [".ltrfeat-output", "report"]
