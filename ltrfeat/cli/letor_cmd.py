@@ -159,3 +159,61 @@ def convert(source, target, to_fmt, sparse, chunk_queries, fmt, group_path, nan_
 def _chain(first, rest):
     yield first
     yield from rest
+
+
+@letor.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="TREC qrels to write: 'QID 0 DOCID GRADE' per row of FILE.",
+)
+@_READ_OPTIONS[0]
+@_READ_OPTIONS[1]
+def qrels(file, out, fmt, group_path):
+    """Write FILE's judgments as TREC qrels (QID 0 DOCID GRADE), the docid from each row's comment
+    (#docid = ID, as ltrfeat extract and ablate --write-features keep it), for ltrfeat evaluate
+    --qrels, trec_eval or ir-measures; grades must be integers. A row without a docid is an error
+    naming its line.
+
+    \b
+    Example:
+      ltrfeat letor qrels data/test.letor --out qrels.txt
+      ltrfeat evaluate --qrels qrels.txt --run reranked.run
+    """
+    from ltrfeat.core.errors import LtrfeatError
+    from ltrfeat.core.fileio import check_writable
+    from ltrfeat.experiments.trec import write_qrels
+
+    check_writable(out)
+    data = letor_io.read_letor(file, fmt=fmt, group_path=group_path, nan_policy="keep")
+    docids = [None] * len(data) if data.docid is None else data.docid.tolist()
+    missing = next((row for row, docid in enumerate(docids) if docid is None), None)
+    if missing is not None:
+        raise LtrfeatError(
+            "no docid in the comment of this row",
+            path=file,
+            line=_data_line(file, missing),
+            fix="end every line with '#docid = ID' (ltrfeat extract and ablate --write-features keep the docids)",
+        )
+    try:
+        n = write_qrels(out, data.qid, docids, data.label)
+    except LtrfeatError as exc:
+        raise LtrfeatError(exc.problem, path=file, fix=exc.fix) from None
+    click.echo(f"wrote {out}: {n} judgments of {data.n_queries} queries", err=True)
+
+
+def _data_line(path, row: int) -> int:
+    """The 1-based line of FILE's ``row``-th data row (blank and comment-only lines hold none)."""
+    from ltrfeat.core.fileio import open_input
+
+    seen = -1
+    with open_input(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if line.split(b"#", 1)[0].strip():
+                seen += 1
+                if seen == row:
+                    return lineno
+    raise ValueError(f"{path} has no data row {row}")
