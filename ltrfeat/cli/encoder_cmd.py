@@ -453,11 +453,10 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
         raise click.UsageError(str(exc)) from None
     from ltrfeat.features.encoders.epochs import check_holdout, table_queries
 
-    with _flags(click.get_current_context()):  # before the training, not after its first steps
-        check_holdout(table_queries(table), config.val_fraction)
+    check_holdout(table_queries(table), config.val_fraction)  # before the training, not after its first steps
     if trainer_args.get("init") is not None:
         trainer_args["init"] = kind.load(trainer_args["init"])
-    with freed_memory_kept(), _flags(click.get_current_context()):
+    with freed_memory_kept():
         encoder, history = fit_and_save(
             lambda ckpt: kind.train(
                 table,
@@ -471,15 +470,6 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             run["checkpoint"],
         )
     _print_summary(_summary(encoder, out) | {"epochs": _epochs(history)}, as_json=run["as_json"])
-
-
-def _flags(ctx: click.Context):
-    """Library errors about a training setting (``val_fraction=0``) re-worded as this command's option
-    (``--val-fraction 0``)."""
-    from ltrfeat.core.errors import cli_settings
-
-    options = {p.name: p.opts[0] for p in ctx.command.params if isinstance(p, click.Option)}
-    return cli_settings(lambda key, value: f"{options[key]} {value}", set(options))
 
 
 def _print_summary(summary: dict, *, as_json: bool) -> None:

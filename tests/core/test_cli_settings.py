@@ -33,3 +33,23 @@ def test_other_settings_and_other_words_are_left_alone():
     with pytest.raises(LtrfeatError) as caught, cli_settings(spell, {"epochs"}):
         _raise("e.g. max_epochs=3 or epochs=2", "epochs")
     assert str(caught.value) == "bad; e.g. max_epochs=3 or --encoder-option epochs=2"
+
+
+def test_a_command_names_its_own_option_in_a_library_fix(tmp_path):
+    """``ablate`` on pairs whose qid has two texts: the library says conflicts='first', the command --conflicts first."""
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from ltrfeat.cli.main import cli
+
+    lines = (Path(__file__).resolve().parents[2] / "data" / "judged.tsv").read_text().splitlines()[:40]
+    lines[2] = lines[2].replace("26 in wiper blades", "wiper blades 26 in")
+    (tmp_path / "p.tsv").write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(
+        cli,
+        ["ablate", "--pairs", str(tmp_path / "p.tsv"), "--encoder", "dssm:softmax", "--report", str(tmp_path / "r")],
+    )
+    assert result.exit_code == 2
+    error = result.output.strip().splitlines()[-1]
+    assert "choose --conflicts first to keep each id's first text" in error and "conflicts=" not in error, error
