@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import click
 
@@ -188,14 +189,15 @@ def qrels(file, out, fmt, group_path):
     from ltrfeat.experiments.trec import write_qrels
 
     check_writable(out)
-    data = letor_io.read_letor(file, fmt=fmt, group_path=group_path, nan_policy="keep")
+    with warnings.catch_warnings():  # qrels need no contiguous queries: regrouped without a notice
+        warnings.simplefilter("ignore")
+        data = letor_io.read_letor(file, fmt=fmt, group_path=group_path, nan_policy="keep", regroup=True)
     docids = [None] * len(data) if data.docid is None else data.docid.tolist()
-    missing = next((row for row, docid in enumerate(docids) if docid is None), None)
-    if missing is not None:
+    if any(docid is None for docid in docids):
         raise LtrfeatError(
             "no docid in the comment of this row",
             path=file,
-            line=_data_line(file, missing),
+            line=_line_without_docid(file),
             fix="end every line with '#docid = ID' (ltrfeat extract and ablate --write-features keep the docids)",
         )
     try:
@@ -205,15 +207,14 @@ def qrels(file, out, fmt, group_path):
     click.echo(f"wrote {out}: {n} judgments of {data.n_queries} queries", err=True)
 
 
-def _data_line(path, row: int) -> int:
-    """The 1-based line of FILE's ``row``-th data row (blank and comment-only lines hold none)."""
+def _line_without_docid(path) -> int | None:
+    """The 1-based line of FILE's first data row whose comment names no docid (blank and comment-only lines
+    hold no row)."""
     from ltrfeat.core.fileio import open_input
 
-    seen = -1
     with open_input(path) as fh:
         for lineno, line in enumerate(fh, start=1):
-            if line.split(b"#", 1)[0].strip():
-                seen += 1
-                if seen == row:
-                    return lineno
-    raise ValueError(f"{path} has no data row {row}")
+            body, _, comment = line.decode("utf-8", "replace").partition("#")
+            if body.strip() and letor_io.parse_comment(comment.strip()).get("docid") is None:
+                return lineno
+    return None
