@@ -414,3 +414,18 @@ def selection_ablation(out: Path, *, n_resamples: int = 1000):
     )
     write_report(result, summarise(result, n_resamples=n_resamples), out, runs_of=folds)
     return out, result, folds
+
+
+def stop_process(proc, sig, *, timeout: float = 10) -> str:
+    """Send ``sig`` to ``proc`` until it ends (a signal landing in a ``__del__`` or weakref callback is swallowed by
+    Python: up to six times, then the test fails) and return its stderr."""
+    import subprocess
+
+    for _ in range(6):
+        proc.send_signal(sig)
+        try:
+            return proc.communicate(timeout=timeout)[1]
+        except subprocess.TimeoutExpired:
+            continue
+    proc.kill()
+    pytest.fail(f"the command ignored {sig!r} six times")

@@ -178,8 +178,6 @@ def selection_config(
     from ltrfeat.rankers.selection import SelectionConfig
 
     if not select:
-        if deployable is not None:
-            raise click.UsageError("--deployable restricts the candidates of --select; add --select")
         return None
     settings = {"tune_trials": tune_trials, "inner_folds": inner_folds, "rule": select_rule, "seed": seed}
     if candidates is None:

@@ -134,7 +134,8 @@ _TEXT_MODE = option_group(
         type=click.FloatRange(0, 0.5),
         default=CrossFitConfig.valid_fraction,
         show_default=True,
-        help="Text mode: share of each fold's ranker queries held out for early stopping.",
+        help="Text mode: share of each fold's ranker queries held out for the rankers' early stopping (the "
+        "encoders' share: --encoder-option val_fraction).",
     ),
     click.option(
         "--encoder-option",
@@ -247,7 +248,12 @@ _OUTPUT = option_group(
         required=True,
         help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).",
     ),
-    click.option("--overwrite", is_flag=True, help="Replace an existing report directory."),
+    click.option(
+        "--overwrite",
+        is_flag=True,
+        help="Replace an existing report (and --write-features) directory that ltrfeat wrote, once the new one is "
+        "complete.",
+    ),
     click.option(
         "--write-runs",
         is_flag=True,
@@ -260,7 +266,8 @@ _OUTPUT = option_group(
         default=None,
         help="Text mode: write DIR/features.letor (every judged pair with its lexical columns and out-of-fold "
         "encoder columns, scored by encoders that never saw its query: what the verdict's ranker trains on) and "
-        "DIR/corpus.npz (the lexical corpus statistics, for serve/extract --corpus-stats).",
+        "DIR/corpus.npz (the lexical corpus statistics, for serve/extract --corpus-stats); DIR is replaced as a "
+        "whole when the ablation is done (an earlier one with --overwrite).",
     ),
 )
 _RUN = option_group(
@@ -352,12 +359,13 @@ _RUN = option_group(
         "params": "Engine parameter, e.g. min_data_in_leaf=50.",
         "select": "Choose each ranker by inner CV [on].",
         "candidates": "Candidates [ENGINE,linear,boost-best,...].",
+        "deployable": "Only features and candidates this engine runs.",
         "tune": f"Tuned candidate: {' | '.join(TUNE_METHODS)} [{SELECTION_DEFAULTS['tune']}].",
         "tune_trials": f"Optuna trials per set and fold [{SELECTION_DEFAULTS['tune_trials']}].",
         "inner_folds": f"Folds of the inner cross-validation [{SELECTION_DEFAULTS['inner_folds']}].",
         "select_rule": "tiered (1 SE per set, growing margin across sets), joint, one-se or best.",
         "report_dir": "Report directory (report.html, .md, ...).",
-        "overwrite": "Replace an existing report directory.",
+        "overwrite": "Replace the report (and features) directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",
         "write_features": "Write out-of-fold features + corpus stats to ship.",
         "cache_dir": "Keep trained work here for reruns.",
@@ -397,8 +405,10 @@ _RUN = option_group(
 @_RUN
 @selection_options(
     default_on=True,
-    deployable_help="Where you ship: the verdict's 'to ship' line then trains only the candidates this LTR engine "
-    "can run (train-ranker --select --deployable); the ablation itself compares every candidate.",
+    deployable_help="Where you ship: every feature set keeps only the features this LTR engine computes (a set "
+    "left with none is left out, said in one line), and the verdict's 'to ship' commands train among the "
+    "candidates it can run (train-ranker --select --deployable) and export for it; the ablation itself compares "
+    "every candidate.",
 )
 def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, output, run, selecting):
     """Compare LambdaMART with and without neural features over query folds.
@@ -448,8 +458,9 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         metrics=evaluation["metrics"],
         gain=evaluation["gain"],
         no_relevant=evaluation["no_relevant"],
-        # --deployable only shapes the verdict's "to ship" line: the ablation compares every candidate
+        # --deployable restricts the features and the verdict's "to ship" line: the ablation compares every candidate
         selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=text["split_seed"]),
+        deployable=selecting["deployable"],
         alone=planning["alone"],
         base_name=planning["base_name"],
         overwrite=output["overwrite"],
@@ -511,7 +522,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     )
     click.echo(f"report: {done.report_dir / 'report.md'}")
     if summary.get("verdict"):
-        for line in verdict_lines(summary["verdict"] | {"deploy_to": selecting["deployable"]}):
+        for line in verdict_lines(summary["verdict"]):
             click.echo(line)
     for line in minilm_lines(result, summary):
         click.echo(line)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 import warnings
 from pathlib import Path
@@ -124,50 +123,24 @@ def _folds(data, *, k: int, seed: int):
     return folds
 
 
-@click.command("demo")
-@click.option(
-    "--out",
-    "out_dir",
-    type=click.Path(file_okay=False),
-    default="demo-out",
-    show_default=True,
-    help="Directory for the world, models, features and report (an earlier demo's directory is replaced).",
-)
-@click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: a smoke run.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the world, encoders, folds and rankers.")
-def demo(out_dir, quick, seed):
-    """Generate a world, train DSSM/CLSM encoders on its clicks, extract lexical + neural
-    features, and run the ablation with significance tests.
-
-    \b
-    Examples:
-      ltrfeat demo
-      ltrfeat demo --quick --out /tmp/demo
-    """
-    from ltrfeat.core.fileio import check_output_dir, mark_output_dir
+def _run(work: Path, out: Path, preset: dict, *, quick: bool, seed: int):
+    """The demo's steps 1-4 and its report in ``work`` (the directory that becomes ``out``; messages name ``out``);
+    returns the ablation's result and summary."""
     from ltrfeat.datasets.synth import generate_world, write_world
     from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
-    from ltrfeat.experiments.report import headline_table, write_report
+    from ltrfeat.experiments.report import write_report
     from ltrfeat.rankers.selection import SelectionConfig
-    from ltrfeat.experiments.verdict import verdict_lines
 
-    preset = DEMO_PRESETS["quick" if quick else "full"]
-    out = check_output_dir(out_dir, overwrite=True, option="--out")  # replaces only an earlier demo's directory
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    mark_output_dir(out, kind="demo")
-    started = time.perf_counter()
     _say(f"1/4 generating the world (seed {seed}) ...")
     world = generate_world(seed=seed, **preset["world"])
-    write_world(world, out / "world")
+    write_world(world, work / "world")
     _say(
         f"    {len(world.docs)} documents, {world.judged['qid'].nunique()} judged queries "
         f"({len(world.judged)} pairs), click log of {len(world.clicks)} rows -> {out / 'world'}"
     )
     _say("2/4 training encoders on the click log ...")
     sizes = SIZES["quick" if quick else "full"]
-    models = _train_encoders(world.clicks, out / "models", seed=seed, options=preset["encoder"], sizes=sizes)
+    models = _train_encoders(world.clicks, work / "models", seed=seed, options=preset["encoder"], sizes=sizes)
     _say("3/4 extracting lexical and neural features ...")
     data = _features(world, models)
     _say(f"    {data.n_features} columns for {len(data)} judged pairs")
@@ -205,7 +178,42 @@ def demo(out_dir, quick, seed):
         "doc": dict(zip(judged["docid"], judged["doc"])),
     }
     words = _clsm_words(models, texts)
-    report = write_report(result, summary, out / "report", overwrite=True, folds=folds, texts=texts, words=words)
+    write_report(result, summary, work / "report", overwrite=True, folds=folds, texts=texts, words=words)
+    return result, summary
+
+
+@click.command("demo")
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False),
+    default="demo-out",
+    show_default=True,
+    help="Directory for the world, models, features and report (an earlier demo's directory is replaced when the "
+    "new one is complete).",
+)
+@click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: a smoke run.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the world, encoders, folds and rankers.")
+def demo(out_dir, quick, seed):
+    """Generate a world, train DSSM/CLSM encoders on its clicks, extract lexical + neural
+    features, and run the ablation with significance tests.
+
+    \b
+    Examples:
+      ltrfeat demo
+      ltrfeat demo --quick --out /tmp/demo
+    """
+    from ltrfeat.core.fileio import check_output_dir, replaced_dir
+    from ltrfeat.experiments.report import headline_table
+    from ltrfeat.experiments.verdict import verdict_lines
+
+    preset = DEMO_PRESETS["quick" if quick else "full"]
+    out = check_output_dir(out_dir, overwrite=True, option="--out")  # replaces only an earlier demo's directory
+    started = time.perf_counter()
+    # built beside --out and swapped in when done: a stopped demo leaves the earlier one as it was
+    with replaced_dir(out, kind="demo") as work:
+        result, summary = _run(work, out, preset, quick=quick, seed=seed)
+    report = out / "report"
     for line in headline_table(result, summary):
         click.echo(line)
     click.echo(f"\nreport:   {report / 'report.html'} (also report.md; plots: metrics.png, deltas.png, importance.png)")

@@ -39,9 +39,9 @@ _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM one
 DEPRECATED_MODELS = {"sbert": "sbert-ft"}  # old --model spelling -> kind (sbert alone is the zero-shot MiniLM)
 _SETTING = {"buckets": "n_buckets", "separate": "shared"}  # option -> training setting where the names differ
 _NOT_SETTINGS = {"pairs", "from_docs", "field_pair", "spans_per_doc", "out", "model", "columns", "encoding"}
-_NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume"}
+_NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume", "as_json"}
 _SPEC_TAKES = {"pairs", "out", "columns", "encoding", "label_map", "duplicates", "seed", "spec", "encoder_options"}
-_SPEC_TAKES |= {"collection", "collection_field", "cache"}
+_SPEC_TAKES |= {"collection", "collection_field", "cache", "as_json"}
 
 _READING = option_group(
     "reading",
@@ -335,6 +335,9 @@ _RUN = option_group(
         default=None,
         help="Continue an interrupted run from its checkpoint (same PAIRS and options).",
     ),
+    click.option(
+        "--json", "as_json", is_flag=True, help="Print the summary and every epoch as one JSON object (default: text)."
+    ),
 )
 
 
@@ -448,6 +451,9 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
         config = kind.config.from_dict(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    from ltrfeat.features.encoders.epochs import check_holdout, table_queries
+
+    check_holdout(table_queries(table), config.val_fraction)  # before the training, not after its first steps
     if trainer_args.get("init") is not None:
         trainer_args["init"] = kind.load(trainer_args["init"])
     with freed_memory_kept():
@@ -463,7 +469,31 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             out,
             run["checkpoint"],
         )
-    click.echo(json.dumps(_summary(encoder, out) | {"epochs": _epochs(history)}))
+    _print_summary(_summary(encoder, out) | {"epochs": _epochs(history)}, as_json=run["as_json"])
+
+
+def _print_summary(summary: dict, *, as_json: bool) -> None:
+    """The training's summary: one JSON object with ``--json``, else lines of text."""
+    if as_json:
+        click.echo(json.dumps(summary))
+        return
+    head = f"{summary['spec']}: " if "spec" in summary else ""
+    scores = ", ".join(
+        f"{k.replace('val_', 'validation ').replace('ndcg', 'NDCG')} {v:.4f}"
+        for k, v in summary.items()
+        if k.startswith("val_") and isinstance(v, (int, float))
+    )
+    click.echo(f"{head}best epoch {summary['best_epoch']}" + (f", {scores}" if scores else ""))
+    if "keep_start" in summary:
+        click.echo(f"  keep start: {json.dumps(summary['keep_start'])}")
+    for epoch in summary.get("epochs", []):
+        values = [
+            f"{k.replace('_', ' ')} {v:.4f}"
+            for k, v in epoch.items()
+            if k not in ("epoch", "seconds") and isinstance(v, (int, float))
+        ]
+        click.echo(f"  epoch {epoch['epoch']}: {', '.join(values)} ({epoch.get('seconds', 0):.1f} s)")
+    click.echo(f"wrote {summary['out']}")
 
 
 def _summary(encoder, out) -> dict:
@@ -510,7 +540,7 @@ def _train_like_ablate(ctx: click.Context, pairs, out, reading: dict, seed: int,
     )
     encoder, spec = train_like_ablate(source, cache=like["cache"], say=lambda line: click.echo(line, err=True))
     encoder.save(out)  # atomically, as every bundle
-    click.echo(json.dumps({"spec": spec.text} | _summary(encoder, out)))
+    _print_summary({"spec": spec.text} | _summary(encoder, out), as_json=ctx.params["as_json"])
 
 
 def _model(value: str) -> str:

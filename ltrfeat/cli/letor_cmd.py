@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import click
 
@@ -159,3 +160,61 @@ def convert(source, target, to_fmt, sparse, chunk_queries, fmt, group_path, nan_
 def _chain(first, rest):
     yield first
     yield from rest
+
+
+@letor.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="TREC qrels to write: 'QID 0 DOCID GRADE' per row of FILE.",
+)
+@_READ_OPTIONS[0]
+@_READ_OPTIONS[1]
+def qrels(file, out, fmt, group_path):
+    """Write FILE's judgments as TREC qrels (QID 0 DOCID GRADE), the docid from each row's comment
+    (#docid = ID, as ltrfeat extract and ablate --write-features keep it), for ltrfeat evaluate
+    --qrels, trec_eval or ir-measures; grades must be integers. A row without a docid is an error
+    naming its line.
+
+    \b
+    Example:
+      ltrfeat letor qrels data/test.letor --out qrels.txt
+      ltrfeat evaluate --qrels qrels.txt --run reranked.run
+    """
+    from ltrfeat.core.errors import LtrfeatError
+    from ltrfeat.core.fileio import check_writable
+    from ltrfeat.experiments.trec import write_qrels
+
+    check_writable(out)
+    with warnings.catch_warnings():  # qrels need no contiguous queries: regrouped without a notice
+        warnings.simplefilter("ignore")
+        data = letor_io.read_letor(file, fmt=fmt, group_path=group_path, nan_policy="keep", regroup=True)
+    docids = [None] * len(data) if data.docid is None else data.docid.tolist()
+    if any(docid is None for docid in docids):
+        raise LtrfeatError(
+            "no docid in the comment of this row",
+            path=file,
+            line=_line_without_docid(file),
+            fix="end every line with '#docid = ID' (ltrfeat extract and ablate --write-features keep the docids)",
+        )
+    try:
+        n = write_qrels(out, data.qid, docids, data.label)
+    except LtrfeatError as exc:
+        raise LtrfeatError(exc.problem, path=file, fix=exc.fix) from None
+    click.echo(f"wrote {out}: {n} judgments of {data.n_queries} queries", err=True)
+
+
+def _line_without_docid(path) -> int | None:
+    """The 1-based line of FILE's first data row whose comment names no docid (blank and comment-only lines
+    hold no row)."""
+    from ltrfeat.core.fileio import open_input
+
+    with open_input(path) as fh:
+        for lineno, line in enumerate(fh, start=1):
+            body, _, comment = line.decode("utf-8", "replace").partition("#")
+            if body.strip() and letor_io.parse_comment(comment.strip()).get("docid") is None:
+                return lineno
+    return None

@@ -24,7 +24,7 @@ with _starting():
 
     import click
 
-    from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
+    from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning, reword_setting
     from ltrfeat.core.versions import package_digest
 
 
@@ -67,6 +67,7 @@ class _Group(click.Group):
     def invoke(self, ctx):
         main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+        options = _options_of(self, ctx)
         try:
             package_digest()  # the files this command started with: its worker processes are checked against them
             with warnings.catch_warnings():
@@ -78,6 +79,9 @@ class _Group(click.Group):
         except KeyboardInterrupt:
             _stopped("interrupted", 128 + signal.SIGINT)
         except LtrfeatError as exc:
+            # a fix about a setting the command has an option for says the option: val_fraction=0 -> --val-fraction 0
+            if exc.param in options:
+                reword_setting(exc, lambda key, value: f"{options[key]} {value}")
             _fail(str(exc))
         except click.UsageError as exc:  # click prints usage, a blank line and the error: keep the error
             where = exc.ctx.command_path if exc.ctx is not None else ctx.command_path
@@ -89,6 +93,17 @@ class _Group(click.Group):
         finally:
             if previous is not None:
                 signal.signal(signal.SIGTERM, previous)
+
+
+def _options_of(group: click.Group, ctx: click.Context) -> dict[str, str]:
+    """``{parameter name: its option}`` of the (sub)command the arguments name (empty when they name none)."""
+    command: click.Command | None = group
+    args = [*getattr(ctx, "_protected_args", []), *ctx.args]
+    while isinstance(command, click.Group) and args:
+        command = command.get_command(ctx, args.pop(0))
+    if command is None or isinstance(command, click.Group):
+        return {}
+    return {p.name: p.opts[0] for p in command.params if isinstance(p, click.Option) and p.name}
 
 
 def _show_warning(default):

@@ -128,7 +128,12 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     default=None,
     help="Validation file for early stopping on NDCG@--eval-at.",
 )
-@click.option("--features", default=None, help="Feature ids, id ranges and names, e.g. 1-46,bm25_title (default all).")
+@click.option(
+    "--features",
+    default=None,
+    help="Feature ids, id ranges, names, name patterns and sources, e.g. 1-46,bm25_title, 'bm25_*', lexical or "
+    "encoder:NAME, as ablate --alone takes them (default all).",
+)
 @click.option(
     "--out",
     "out",
@@ -152,8 +157,9 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
 @_nan_option
 @selection_options(
     default_on=False,
-    deployable_help="With --select: only the candidates this LTR engine can run (not boost-best), so "
-    "export-ranker accepts whatever is chosen.",
+    deployable_help="Only the features this LTR engine computes (those left out of --features are named in one "
+    "line) and, with --select, the candidates it can run (not boost-best), so export-ranker accepts whatever "
+    "is trained.",
 )
 def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, selecting):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
@@ -166,7 +172,8 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
     feature, the best single feature) are compared by inner cross-validation over the queries of
     TRAIN and --valid, and the chosen one is refitted on them and saved (its kind is in
     OUT.meta.json; evaluate, rank, rerank and serve read every kind; export-ranker writes every kind
-    but boost-best, and --deployable es-ltr|opensearch-ltr keeps the candidates to those it can export).
+    but boost-best). --deployable es-ltr|opensearch-ltr keeps the features to those the engine computes
+    and the candidates to those it can run.
 
     \b
     Examples:
@@ -190,6 +197,7 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         if valid_data is not None:
             _check_columns(train_data.feature_map, valid_data, valid, "early stopping and model selection on it")
+        features = _features(train_data.feature_map, features, selecting["deployable"])
         if selection is not None:
             _train_selected(train_data, valid_data, features, config, selection, out=out)
             return
@@ -234,6 +242,33 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
     click.echo(f"wrote {out} and {meta_path(out)}", err=True)
 
 
+def _resolve(feature_map: FeatureMap, features) -> list[str]:
+    """The names ``--features`` selects, in column order."""
+    try:
+        columns = feature_map.resolve(features)
+    except KeyError as exc:
+        raise LtrfeatError(
+            f"--features {features!r}: {exc.args[0]}",
+            fix="use ids, id ranges (1-46), names, patterns (bm25_*) or sources (lexical, encoder:NAME) present in "
+            "the training data",
+        ) from None
+    return [feature_map.features[j].name for j in sorted(columns)]
+
+
+def _features(feature_map: FeatureMap, features, deployable: str | None):
+    """``--features`` as given, or with ``--deployable``, the names it selects that the engine computes (a notice
+    names those left out)."""
+    if deployable is None:
+        return features
+    from ltrfeat.export.plugin_features import engine_features
+
+    what = "the training data" if features is None else f"--features {features!r}"
+    kept, notice = engine_features(feature_map, _resolve(feature_map, features), target=deployable, what=what)
+    if notice:
+        click.echo(f"notice: {notice}", err=True)
+    return kept
+
+
 def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
     """train-ranker --select: inner cross-validation over the training queries with the LambdaMART
     settings ``ranker`` (a RankerConfig) as ``selection`` (a SelectionConfig) says; refit the choice, save it."""
@@ -245,14 +280,7 @@ def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
     if valid is not None:
         _check_labels(valid.label, "valid")
 
-    try:
-        columns = train.feature_map.resolve(features)
-    except KeyError as exc:
-        raise LtrfeatError(
-            f"feature selection {features!r}: {exc.args[0]}",
-            fix="use ids, id ranges (1-46) or names present in the training data",
-        ) from None
-    names = [train.feature_map.features[j].name for j in sorted(columns)]
+    names = _resolve(train.feature_map, features)
     candidates = Candidates(names, ranker.to_dict(), criterion=selection.criterion)
     chosen = select(train.regroup(), None if valid is None else valid.regroup(), candidates, selection)
     name = chosen["chosen"]

@@ -49,7 +49,12 @@ def _malformed(path: Path):
 @click.command("report")
 @click.argument("report_dir", type=click.Path(exists=True, file_okay=False))
 @click.option("--html", "write_html", is_flag=True, help="Write REPORT_DIR/report.html (replaced if it exists).")
-@click.option("--open", "open_page", is_flag=True, help="Write report.html and open it in the default browser.")
+@click.option(
+    "--open",
+    "open_page",
+    is_flag=True,
+    help="Write report.html and open it in the default browser (an error when none is found).",
+)
 def report(report_dir, write_html, open_page):
     """Print an ablation report's verdict in words; --html (re)writes its report.html.
 
@@ -85,7 +90,23 @@ def report(report_dir, write_html, open_page):
         path = html_report.write_html(report_dir / "report.html", data, drill=drill, report_dir=report_dir)
     click.echo(f"report: {path}")
     if open_page:
-        click.launch(str(path))
+        _open(Path(path))
+
+
+def _open(page: Path) -> None:
+    """Open ``page`` in the default web browser; without one (a headless machine), a one-line error."""
+    import webbrowser
+
+    try:
+        opened = webbrowser.get().open(page.resolve().as_uri())
+    except webbrowser.Error:
+        opened = False
+    if not opened:
+        raise LtrfeatError(
+            "written, but no web browser was found to open it",
+            path=page,
+            fix="open the file in a browser yourself (it is one self-contained page), or leave out --open",
+        )
 
 
 def _systems(items) -> dict[str, str]:

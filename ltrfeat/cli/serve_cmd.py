@@ -106,7 +106,9 @@ def serve(ranker, features, host, port, limits, token, open_bind, threads, lexic
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
-    {"scores": [...], "order": [docids, best first]}. Bad JSON, lone surrogates or deep
+    {"scores": [...], "order": [docids, best first]}. Each candidate carries its docid and
+    every text field the ranker's features read (GET /health lists them as "fields"; the
+    example below is for a ranker on title and description). Bad JSON, lone surrogates or deep
     nesting give 400, no token 401, a stalled body 408, too large a request 413, missing
     or mistyped fields 422, a full service 503 with Retry-After. Stop it with Ctrl-C or SIGTERM.
 
@@ -115,8 +117,9 @@ def serve(ranker, features, host, port, limits, token, open_bind, threads, lexic
       ltrfeat serve --ranker ranker.txt --corpus-stats corpus.npz --encoder clsm=clsm.ltrenc --port 8080
       ltrfeat serve --ranker ranker.txt --corpus-stats corpus.npz --encoder dssm=dse.ltrenc \\
           --encoder deepmatch=dm.ltrenc --port 8080
-      curl -s localhost:8080/score -H 'Content-Type: application/json' \\
-          -d '{"query": "cheap flights", "candidates": [{"docid": "d1", "title": "Cheap flights to Rome"}]}'
+      curl -s localhost:8080/health | python -m json.tool    # "fields": the texts each candidate needs
+      curl -s localhost:8080/score -H 'Content-Type: application/json' -d '{"query": "cheap flights",
+          "candidates": [{"docid": "d1", "title": "Cheap flights to Rome", "description": "Return fares"}]}'
     """
     if not token and not open_bind and not _loopback(host):
         raise LtrfeatError(

@@ -10,6 +10,7 @@ Rows of one query are contiguous once :meth:`RankingSet.regroup` has been applie
 from __future__ import annotations
 
 import dataclasses
+import fnmatch
 import hashlib
 import json
 import re
@@ -97,7 +98,10 @@ class FeatureMap:
         for j, f in enumerate(self.features):
             if f.name == key:
                 return j
-        raise KeyError(f"no feature named {key!r} (names: {', '.join(self.names[:8])}{'...' if len(self) > 8 else ''})")
+        raise KeyError(f"no feature named {key!r} (names: {self._name_summary()})")
+
+    def _name_summary(self) -> str:
+        return f"{', '.join(self.names[:8])}{'...' if len(self) > 8 else ''}"
 
     def _id_summary(self) -> str:
         return f"{self.ids[0]}..{self.ids[-1]}" if self.features else "none"
@@ -106,10 +110,10 @@ class FeatureMap:
         """Column indices for a selection such as ``"1-46,bm25_title,clsm_title_cos"``.
 
         ``spec`` is a comma-separated string or a list of ids, ``a-b`` id ranges
-        (inclusive; ids absent from the map inside a range are skipped), names, and sources:
-        an item that names no column but is the ``source`` of some (``lexical``,
-        ``encoder:sbert``) selects them all. ``None`` or ``"all"`` selects every column.
-        Order follows the spec, duplicates are dropped.
+        (inclusive; ids absent from the map inside a range are skipped), names, name patterns with
+        shell wildcards (``bm25_*``, in id order), and sources: an item that names no column but is the
+        ``source`` of some (``lexical``, ``encoder:sbert``) selects them all. ``None`` or ``"all"``
+        selects every column. Order follows the spec, duplicates are dropped.
         """
         if spec is None or spec == "all":
             return list(range(len(self)))
@@ -132,6 +136,11 @@ class FeatureMap:
                 cols.extend(found)
             elif item not in self.names and any(f.source == item for f in self.features):
                 cols.extend(j for j, f in enumerate(self.features) if f.source == item)
+            elif item not in self.names and any(c in item for c in "*?["):
+                found = [j for j, f in enumerate(self.features) if fnmatch.fnmatchcase(f.name, item)]
+                if not found:
+                    raise KeyError(f"no feature name matches {item!r} (names: {self._name_summary()})")
+                cols.extend(found)
             else:
                 cols.append(self.column_of(item))
         return list(dict.fromkeys(cols))  # first occurrence of each column, in order

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import re
 
 
 class LtrfeatError(Exception):
@@ -88,5 +89,31 @@ def cli_fixes(fixes: dict[str, str]):
         if exc.param not in fixes:
             raise
         exc.fix = fixes[exc.param].format(role=exc.role)
+        exc.worded = True
         exc.args = (exc._format(),)
+        raise
+
+
+def reword_setting(exc: LtrfeatError, spell) -> None:
+    """Re-word ``KEY=VALUE`` in ``exc``'s fix, ``KEY`` being its ``param``, as ``spell(key, value)`` (once)."""
+    if exc.param is None or not exc.fix or getattr(exc, "worded", False):
+        return
+    key = exc.param
+    pattern = rf"(?<![\w.-]){re.escape(key)}=(?:'([^']*)'|([^\s,;)]+))"
+    fix = re.sub(pattern, lambda m: spell(key, m[1] if m[1] is not None else m[2]), exc.fix)
+    if fix != exc.fix:
+        exc.fix, exc.worded = fix, True
+        exc.args = (exc._format(),)
+
+
+@contextlib.contextmanager
+def cli_settings(spell, names):
+    """Re-word ``KEY=VALUE`` in the fix of a library error about setting ``KEY`` (its ``param``, one of ``names``)
+    as the command line spells it: ``spell(key, value)``, e.g. ``val_fraction=0`` as ``--encoder-option
+    val_fraction=0`` in ``ablate`` (the CLI re-words a command's own options itself, see ``ltrfeat.cli.main``)."""
+    try:
+        yield
+    except LtrfeatError as exc:
+        if exc.param in names:
+            reword_setting(exc, spell)
         raise

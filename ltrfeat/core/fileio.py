@@ -310,6 +310,39 @@ def mark_output_dir(directory, *, kind: str) -> None:
     Path(directory, OUTPUT_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
 
 
+@contextlib.contextmanager
+def replaced_dir(out_dir, *, kind: str | None):
+    """Build the output directory ``out_dir`` in a new temporary sibling (yielded) and swap it in when the block
+    ends without an error, marked as written by ltrfeat (``kind``, see :func:`mark_output_dir`; None: no marker).
+    Until then an earlier ``out_dir`` stays as it was: an error, Ctrl-C or SIGTERM midway leaves it intact and
+    removes the temporary directory; a failed write (disk full) is one line naming ``out_dir`` (:func:`write_failures`)."""
+    import shutil
+
+    out_dir = Path(out_dir)
+    with write_failures(out_dir):  # disk full: one line naming the output
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        tmp = tempfiles.new_dir(out_dir)
+        old = None
+        try:
+            yield tmp
+            if kind is not None:
+                mark_output_dir(tmp, kind=kind)
+            if out_dir.exists():
+                old = tempfiles.new_dir(out_dir, suffix=".old")
+                out_dir.rename(old / out_dir.name)
+            tmp.rename(out_dir)
+        except BaseException:
+            if old is not None and not out_dir.exists():
+                (old / out_dir.name).rename(out_dir)
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        finally:
+            tempfiles.release(tmp)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+            tempfiles.release(old)
+
+
 def check_output_dir(out_dir, *, overwrite: bool, option: str, what: str = "output") -> Path:
     """Fail early when the output directory ``out_dir`` (given with ``option``) exists and may not be
     replaced: it is not a directory, or it is not empty and either ``overwrite`` is off or it lacks

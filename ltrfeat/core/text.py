@@ -592,6 +592,7 @@ def _missing_mask(table: _RawTable, columns: list[str], *, missing: str) -> np.n
             path=table.path,
             line=int(where[0]),
             fix="fill in the text, or choose missing='drop' to skip such rows or 'keep' to keep empty text",
+            param="missing",
         )
     action = "dropped" if missing == "drop" else "kept with empty text"
     warnings.warn(f"{table.path}: {summary}: {action}", TextTableWarning, stacklevel=3)
@@ -675,6 +676,7 @@ def _first_texts(df: pd.DataFrame, key: str, columns: list[str], what: str, *, c
                 line=int(lines[0]),
                 fix="fix the texts or ids, choose conflicts='first' to keep each id's first text, "
                 "or leave the id column unmapped to derive ids from the text",
+                param="conflicts",
             )
         warnings.warn(f"{path}: {summary}: kept the first text of each", TextTableWarning, stacklevel=3)
     return table[~table[key].duplicated()]

@@ -18,8 +18,8 @@ from typing import ClassVar
 
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes
-from ltrfeat.core.fileio import check_writable
+from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes, cli_settings
+from ltrfeat.core.fileio import check_output_dir, replaced_dir
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT
@@ -39,6 +39,7 @@ from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.report import check_report_dir, write_report
 from ltrfeat.experiments._run_cache import RunStore
 from ltrfeat.experiments._workers import MIN_FIT_ROWS, plan_workers
+from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
@@ -159,7 +160,8 @@ class AblateSettings(Settings):
         ``n_jobs``, ``params``); ``params`` adds to :data:`SUBSAMPLE`.
     metrics, gain, no_relevant : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
     selection : model selection per fold and feature set (None: plain LambdaMART).
-    alone, base_name : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`.
+    alone, base_name, deployable : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`; ``deployable``
+        (an LTR engine) also makes the verdict's "to ship" commands train and export for it.
     write_runs : also write TREC runs of the test folds into the report.
     write_features : text mode: a directory for what the verdict's ranker trains on (:func:`write_features`).
     cache : keep trained encoders, their scores and ranker runs here for the next run.
@@ -179,6 +181,7 @@ class AblateSettings(Settings):
         "gain": [OneOf(*GAINS)],
         "no_relevant": [OneOf(*NO_RELEVANT)],
         "selection": [SelectionConfig, None],
+        "deployable": [OneOf(*registry.LTR_ENGINES), None],
         "overwrite": [bool],
         "write_runs": [bool],
         "quick": [bool],
@@ -198,6 +201,7 @@ class AblateSettings(Settings):
     selection: SelectionConfig | None = None
     alone: str | None = None
     base_name: str = "lexical"
+    deployable: str | None = None
     overwrite: bool = False
     write_runs: bool = False
     write_features: str | Path | None = None
@@ -242,8 +246,8 @@ def ablate_pairs(
     started, profile = time.perf_counter(), StageProfile()
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
-        check_writable(Path(settings.write_features) / FEATURES_FILE)
-    with _cluster(settings) as client:
+        check_output_dir(settings.write_features, overwrite=settings.overwrite, option="--write-features")
+    with _cluster(settings) as client, encoder_option_flags():
         folds, groups, base, scheme = pairs_folds(
             source,
             cache=settings.cache,
@@ -255,10 +259,11 @@ def ablate_pairs(
             client=client,
         )
         lexical = scheme.pop("lexical")
-        if settings.write_features is not None:
-            write_features(settings.write_features, folds, lexical)
-            say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
-        return _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say, client=client)
+        done = _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say, client=client)
+    if settings.write_features is not None:
+        write_features(settings.write_features, folds, lexical)
+        say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
+    return done
 
 
 @contextlib.contextmanager
@@ -377,10 +382,9 @@ def write_features(directory, folds: list[Fold], lexical) -> None:
     from ltrfeat.experiments.crossfit import out_of_fold
     from ltrfeat.features.extract import save_corpus_stats
 
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    write_letor(directory / FEATURES_FILE, out_of_fold(folds))
-    save_corpus_stats(lexical, directory / CORPUS_FILE)
+    with replaced_dir(directory, kind="features") as tmp:  # an earlier directory stays until this one is complete
+        write_letor(tmp / FEATURES_FILE, out_of_fold(folds))
+        save_corpus_stats(lexical, tmp / CORPUS_FILE)
 
 
 def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stderr) -> tuple:
@@ -442,16 +446,32 @@ def train_like_ablate(source: PairsSource, *, cache=None, quick: bool = False, s
     if len(source.encoders) != 1:
         raise ParameterError("give one encoder spec to train", fix="train each encoder on its own", param="encoders")
     pairs, specs, collection, train_table, _ = read_pairs_source(source, say=say)
-    encoder = train_spec(
-        specs[0],
-        group_pairs(pairs),
-        options=encoder_options(source, quick=quick),
-        seed=source.split_seed,
-        train_table=train_table,
-        collection=collection,
-        cache=cache,
-    )
+    with encoder_option_flags():
+        encoder = train_spec(
+            specs[0],
+            group_pairs(pairs),
+            options=encoder_options(source, quick=quick),
+            seed=source.split_seed,
+            train_table=train_table,
+            collection=collection,
+            cache=cache,
+        )
     return encoder, specs[0]
+
+
+@contextlib.contextmanager
+def encoder_option_flags():
+    """Library errors about an encoder training setting re-worded as ``--encoder-option KEY=VALUE``; the encoders'
+    validation share told apart from the rankers' (``--valid-fraction``)."""
+    from ltrfeat.features.encoders.registry import encoder_kinds
+
+    names = set().union(*(k.config.names() for k in encoder_kinds().values() if k.trainable))
+    fixes = {
+        "val_fraction": "give more queries or --encoder-option val_fraction=0 (no early stopping of the encoders; "
+        "--valid-fraction is the rankers' early-stopping share)"
+    }
+    with cli_fixes(fixes), cli_settings(lambda key, value: f"--encoder-option {key}={value}", names):
+        yield
 
 
 def encoder_options(source: PairsSource, *, quick: bool = False) -> dict:
@@ -517,6 +537,8 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
         alone=settings.alone,
         base_name=settings.base_name,
         light=[name for name, encoder in encoders.items() if not encoder["transformer"]],
+        deployable=settings.deployable,
+        say=say,
     )
     selection = settings.selection
     n_runs = len(folds) * sum(len(seeds) if s.kind == "ranker" else 1 for s in sets)
@@ -569,6 +591,9 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
     with profile.stage("tests"):
         summary = summarise(result, seed=0, n_resamples=settings.resolved("resamples"))
     summary["stages"] = profile.as_dict()
+    if summary.get("verdict"):
+        written = None if settings.write_features is None else str(settings.write_features)
+        summary["verdict"] |= {"deploy_to": settings.deployable, "features_dir": written}
     timings = {
         "wall_seconds": round(time.perf_counter() - started, 1),
         "folds_and_features_seconds": round(folds_ready - started, 1),

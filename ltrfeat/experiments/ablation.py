@@ -20,6 +20,7 @@ import re
 import time
 from pathlib import Path
 from typing import ClassVar
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -212,7 +213,15 @@ def _names_of(feature_map: FeatureMap, spec, what: str) -> list[str]:
 
 
 def plan_feature_sets(
-    feature_map: FeatureMap, *, base, neural: dict, alone=None, base_name: str = "lexical", light=()
+    feature_map: FeatureMap,
+    *,
+    base,
+    neural: dict,
+    alone=None,
+    base_name: str = "lexical",
+    light=(),
+    deployable: str | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> list[FeatureSet]:
     """The feature sets of an ablation.
 
@@ -225,6 +234,8 @@ def plan_feature_sets(
         features whose name starts with ``bm25``. ``"all"`` ranks every feature alone.
     base_name : name of the base set.
     light : the neural groups whose encoders run no transformer per text (cheap to serve).
+    deployable : an LTR engine: only the features it computes (``export.plugin_features.uncomputable``); a group
+        with none is left out, and ``say`` is told what was left out, in one line per selection.
 
     Returns
     -------
@@ -236,7 +247,18 @@ def plan_feature_sets(
     """
     if not neural:
         raise LtrfeatError("no neural feature group given", fix="name at least one group, e.g. clsm=clsm_title_cos")
-    base_cols = _names_of(feature_map, base, "base feature selection")
+
+    def computable(cols: list[str], what: str) -> list[str]:
+        if deployable is None:
+            return cols
+        from ltrfeat.export.plugin_features import engine_features
+
+        kept, notice = engine_features(feature_map, cols, target=deployable, what=what)
+        if notice and say is not None:
+            say(notice)
+        return kept
+
+    base_cols = computable(_names_of(feature_map, base, "base feature selection"), f"the {base_name} set")
     groups: dict[str, list[str]] = {}
     for group, spec in neural.items():
         if not re.fullmatch(r"[A-Za-z0-9_.\-]+", str(group)):
@@ -250,7 +272,16 @@ def plan_feature_sets(
                 f"neural group {group!r} feature {overlap[0]!r} is also a base feature",
                 fix="leave the neural features out of the base selection (e.g. base 1-40, neural 41-46)",
             )
-        groups[str(group)] = cols
+        try:
+            groups[str(group)] = computable(cols, f"{base_name}+{group}")
+        except LtrfeatError as exc:  # a set no different from the base one
+            if say is not None:
+                say(f"--deployable {deployable}: set {base_name}+{group} left out: {exc.problem}")
+    if not groups:
+        raise LtrfeatError(
+            f"{deployable} cannot compute any feature of the neural groups {', '.join(map(str, neural))}",
+            fix="give an encoder scored by cosine (DeepMatch scores have no engine query), or leave out --deployable",
+        )
     sets = [FeatureSet(base_name, base_cols)]
     sets += [FeatureSet(f"{base_name}+{g}", base_cols + cols) for g, cols in groups.items()]
     all_neural = list(dict.fromkeys(c for cols in groups.values() for c in cols))
@@ -264,7 +295,7 @@ def plan_feature_sets(
     if alone is None:
         extra = [c for c in base_cols if c.startswith("bm25")]
     else:
-        extra = _names_of(feature_map, alone, "--alone selection")
+        extra = computable(_names_of(feature_map, alone, "--alone selection"), f"--alone {alone!r}")
     sets += [FeatureSet(c, [c], "alone") for c in dict.fromkeys(all_neural + extra)]
     names = [s.name for s in sets]
     duplicate = next((n for n in names if names.count(n) > 1), None)

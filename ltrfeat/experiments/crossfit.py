@@ -744,6 +744,9 @@ def train_spec(
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
     own = spec_options(spec, options)
+    from ltrfeat.features.encoders.epochs import check_holdout, table_queries
+
+    check_holdout(table_queries(train_table), own.get("val_fraction", spec.kind.config.val_fraction))
     start = None
     teacher_cache = None if cache is None or spec.teacher is None else cache / "teacher"
     if teacher_cache is not None:
@@ -835,6 +838,17 @@ class _Training:
         """Its scores, and the record the report shows of a training with a start, are cached."""
         scored = bool(self.kept) and all(v is not None for v in self.kept.values())
         return scored and (self.record is not None or not _keeps_start(self.spec))
+
+
+def check_trainings(trainings: list[_Training]) -> None:
+    """What can be refused before any encoder trains: a validation share that leaves one of the trainings (the
+    smallest tables come last: inner, continued) without a validation or a training query."""
+    from ltrfeat.features.encoders.epochs import check_holdout, table_queries
+
+    for job in trainings:
+        if not job.done:
+            share = job.options.get("val_fraction", job.spec.kind.config.val_fraction)
+            check_holdout(table_queries(job.table), share, what=f"{job.spec.name} training {job.job}: ")
 
 
 def _frozen_groups(trainings: list[_Training]) -> dict[tuple, tuple[list[_Training], list[str]]]:
@@ -1148,6 +1162,8 @@ def crossfit_columns(
                     job.record_path = cache / "scores" / f"{spec.name}-{job.key}.training.json"
                     job.record = _load_record(job.record_path)
                 trainings.append(job)
+        if train_fn is None:
+            check_trainings(trainings)
 
         def finish(
             job: _Training,

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from ltrfeat.core import tempfiles
-from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir, write_failures
+from ltrfeat.core.fileio import atomic_output, check_output_dir, replaced_dir
 from ltrfeat.core.stages import profile_line
 from ltrfeat.experiments import _plots
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
@@ -471,65 +469,44 @@ def write_report(
 
     folds = runs_of if folds is None else folds
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    with write_failures(out_dir):  # disk full: one line naming the report
-        tmp = tempfiles.new_dir(out_dir)
-        old = None
-        try:
-            data = report_json(result, summary)
-            if runs_of is not None:
-                data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
-            if folds is not None:
-                data["ties"] = _clean(tie_analysis(result, folds))
-            data["summary"] = summary_in_words(data)
-            if data["verdict"]:
-                data["verdict"]["summary"] = data["summary"]
-            with atomic_output(tmp / "report.json") as fh:
-                json.dump(data, fh, indent=1, allow_nan=False)
-                fh.write("\n")
-            with atomic_output(tmp / "report.md") as fh:
-                fh.write(report_markdown(result, summary, words=data["summary"]))
-            with atomic_output(tmp / "per_query.tsv") as fh:
-                result.per_query.to_csv(
-                    fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g", lineterminator="\n"
-                )
-            with atomic_output(tmp / "timings.json") as fh:
-                json.dump(
-                    {**(timings or {}), "total_seconds": sum(r["seconds"] for r in result.runs), "runs": result.runs},
-                    fh,
-                    indent=1,
-                )
-                fh.write("\n")
-            mark_output_dir(tmp, kind="report")
-            if summary["comparisons"]:
-                plot_metrics(data, tmp / "metrics.png")
-                plot_deltas(data, result.per_query, tmp / "deltas.png")
-            if any(s.kind == "ranker" for s in result.feature_sets):
-                plot_importance(data, tmp / "importance.png")
-            drill = None
-            if folds is not None:
-                texts = texts or {}
-                drill = html_report.drill_data(
-                    *html_report.rankings_from_ablation(result, folds),
-                    result.per_query,
-                    data,
-                    query_text=texts.get("query"),
-                    doc_text=texts.get("doc"),
-                    words=words,
-                )
-            html_report.write_html(tmp / "report.html", data, drill=drill, report_dir=tmp)
-            if out_dir.exists():
-                old = tempfiles.new_dir(out_dir, suffix=".old")
-                out_dir.rename(old / out_dir.name)
-            tmp.rename(out_dir)
-        except BaseException:
-            if old is not None and not out_dir.exists():
-                (old / out_dir.name).rename(out_dir)
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        finally:
-            tempfiles.release(tmp)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-            tempfiles.release(old)
+    with replaced_dir(out_dir, kind="report") as tmp:
+        data = report_json(result, summary)
+        if runs_of is not None:
+            data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
+        if folds is not None:
+            data["ties"] = _clean(tie_analysis(result, folds))
+        data["summary"] = summary_in_words(data)
+        if data["verdict"]:
+            data["verdict"]["summary"] = data["summary"]
+        with atomic_output(tmp / "report.json") as fh:
+            json.dump(data, fh, indent=1, allow_nan=False)
+            fh.write("\n")
+        with atomic_output(tmp / "report.md") as fh:
+            fh.write(report_markdown(result, summary, words=data["summary"]))
+        with atomic_output(tmp / "per_query.tsv") as fh:
+            result.per_query.to_csv(fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g", lineterminator="\n")
+        with atomic_output(tmp / "timings.json") as fh:
+            json.dump(
+                {**(timings or {}), "total_seconds": sum(r["seconds"] for r in result.runs), "runs": result.runs},
+                fh,
+                indent=1,
+            )
+            fh.write("\n")
+        if summary["comparisons"]:
+            plot_metrics(data, tmp / "metrics.png")
+            plot_deltas(data, result.per_query, tmp / "deltas.png")
+        if any(s.kind == "ranker" for s in result.feature_sets):
+            plot_importance(data, tmp / "importance.png")
+        drill = None
+        if folds is not None:
+            texts = texts or {}
+            drill = html_report.drill_data(
+                *html_report.rankings_from_ablation(result, folds),
+                result.per_query,
+                data,
+                query_text=texts.get("query"),
+                doc_text=texts.get("doc"),
+                words=words,
+            )
+        html_report.write_html(tmp / "report.html", data, drill=drill, report_dir=tmp)
     return out_dir

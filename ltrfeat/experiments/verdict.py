@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import collections
 import math
+import shlex
+from pathlib import Path
 
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
@@ -223,32 +225,44 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
     return lines
 
 
-def _ship_line(v: dict) -> str:
-    """The command that trains what to ship; with ``v["deploy_to"]`` (an LTR engine), only candidates it can run.
-    In text mode (``v["encoders"]`` not None) the ranker trains on ``ablate --write-features``' out-of-fold
-    features, restricted to the recommended set's columns."""
-    target = v.get("deploy_to")
-    encoders = v.get("encoders")
+def _ship_lines(v: dict) -> list[str]:
+    """The commands that train what to ship, each on its own line to run as printed; with ``v["deploy_to"]`` (an
+    LTR engine), only candidates it can run on features it computes, then the export. In text mode
+    (``v["encoders"]`` not None) the ranker trains on ``ablate --write-features``' out-of-fold features
+    (``v["features_dir"]``, DIR when not written), restricted to the recommended set's columns."""
+    target, encoders, written = v.get("deploy_to"), v.get("encoders"), v.get("features_dir")
     if encoders is None:
-        train = "ltrfeat train-ranker TRAIN --valid VALID --select"
+        data = "TRAIN --valid VALID"
     else:
         columns = ",".join(["lexical", *(f"encoder:{name}" for name in encoders)])
-        train = (
-            "ltrfeat ablate ... --write-features DIR writes every judged pair with out-of-fold encoder columns; "
-            f"ltrfeat train-ranker DIR/features.letor --features {columns} --select"
-        )
+        features = "DIR/features.letor" if written is None else shlex.quote(str(Path(written) / "features.letor"))
+        data = f"{features} --features {columns}"
+    train = f"    ltrfeat train-ranker {data} --select"
+    first = (
+        ["    (rerun ltrfeat ablate with --write-features DIR: every judged pair with out-of-fold encoder columns)"]
+        if encoders is not None and written is None
+        else []
+    )
     if target is None:
-        return f"  to ship: {train} chooses among the same candidates by the same rule on all your judged queries"
+        return [
+            "  to ship: the same candidates and rule choose on all your judged queries:",
+            *first,
+            f"{train} --out ranker.txt",
+        ]
     runs = registry.deployable(target)
-    line = (
-        f"  to ship on {target}: {train} --deployable {target} chooses "
-        f"by the same rule among the candidates {target} can run ({', '.join(runs)}), then ltrfeat export-ranker "
-        f"MODEL --to {target}"
+    head = (
+        f"  to ship on {target}: the same rule chooses among the candidates {target} can run ({', '.join(runs)}), "
+        f"on the features it computes"
     )
     blocked = sorted({r["candidate"] for r in v["per_fold"].values()} - set(runs))
     if blocked:
-        line += f" ({', '.join(blocked)}, chosen in some folds here, cannot run there)"
-    return line
+        head += f" ({', '.join(blocked)}, chosen in some folds here, cannot run there)"
+    return [
+        head + ":",
+        *first,
+        f"{train} --deployable {target} --out ranker.txt",
+        f"    ltrfeat export-ranker ranker.txt --to {target} --out ltr.json",
+    ]
 
 
 def _encoder_ship_line(v: dict) -> str | None:
@@ -304,7 +318,7 @@ def verdict_lines(v: dict) -> list[str]:
                 "queries, for reference only)"
             )
     lines += [f"  how: {line}" for line in v.get("how", [])]
-    lines.append(_ship_line(v))
+    lines += _ship_lines(v)
     encoders = _encoder_ship_line(v)
     if encoders is not None:
         lines.append(encoders)

@@ -27,9 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
 import unicodedata
 import warnings
 import zlib
@@ -37,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltrfeat.core import tempfiles
+from ltrfeat.core.fileio import replaced_dir
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.export.onnx_check import checked_model
 
@@ -138,9 +136,7 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
         "files": {},
     }
     sample = prepare(sidecar, ["a tiny example", "another one here", ""])
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = tempfiles.new_dir(out)
-    try:
+    with replaced_dir(out, kind=None) as tmp:
         for side in SIDES:
             graph = _graph(encoder.model.tower(side), architecture, normalize=encoder.model.normalized)
             names = list(sample)
@@ -166,14 +162,6 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
                 )
             sidecar["files"][f"{side}.onnx"] = hashlib.sha256((tmp / f"{side}.onnx").read_bytes()).hexdigest()
         (tmp / SIDECAR).write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    finally:
-        tempfiles.release(tmp)
     return sidecar
 
 

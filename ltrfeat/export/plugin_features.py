@@ -53,6 +53,7 @@ import re
 
 import numpy as np
 
+from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, lucene_length
 from ltrfeat.rankers.registry import LTR_ENGINES
@@ -210,6 +211,56 @@ def _lexical_template(name, family, field):
     return None
 
 
+def _neural_reason(info: dict, target: str) -> str | None:
+    """Why ``target`` cannot compute an encoder feature (``parse_feature``'s neural record), or None."""
+    if info["score"] == "cos" or (info["score"] == "dot" and target == "es-ltr"):
+        return None
+    return NOT_REPRODUCED[info["score"]]
+
+
+def uncomputable(names, *, target: str, encoders=()) -> dict[str, str]:
+    """``{name: why}`` for each feature of ``names`` the LTR engine ``target`` cannot compute with a generated
+    template (export-ranker refuses a model using one). A name ltrfeat does not know (``f12``) is not listed:
+    only a template given at export (``--templates``) decides whether the engine computes it."""
+    out = {}
+    for name in names:
+        info = parse_feature(name, encoders)
+        if info["kind"] == "lexical" and _lexical_template(name, info["family"], info["field"]) is None:
+            out[name] = NOT_REPRODUCED[info["family"]]
+        elif info["kind"] == "neural" and _neural_reason(info, target) is not None:
+            out[name] = _neural_reason(info, target)
+    return out
+
+
+def engine_features(feature_map, names, *, target: str, what: str) -> tuple[list[str], str | None]:
+    """The features of ``names`` (columns of ``feature_map``) that ``target`` computes (:func:`uncomputable`), and
+    a one-line notice naming those left out (None when none is); an error when none is left. ``what``: the
+    selection in the user's words, e.g. ``"--features 'lexical'"``."""
+    encoders = [f.source.partition(":")[2] for f in feature_map if f.source.startswith("encoder:")]
+    dropped = uncomputable(names, target=target, encoders=encoders)
+    kept = [n for n in names if n not in dropped]
+    if not kept:
+        raise LtrfeatError(
+            f"{target} cannot compute any feature of {what}: {_reasons(dropped)}",
+            fix=f"select features {target} computes (BM25, tf, idf, field length, coverage, phrase and bigram "
+            "matches, encoder cosines), or leave out --deployable",
+        )
+    if not dropped:
+        return kept, None
+    return (
+        kept,
+        f"--deployable {target}: left out {len(dropped)} of the {len(names)} features of {what}: {_reasons(dropped)}",
+    )
+
+
+def _reasons(dropped: dict[str, str]) -> str:
+    """``a, b (why); c (why)``: the features grouped by the reason the engine cannot compute them."""
+    by_reason: dict[str, list[str]] = {}
+    for name, why in dropped.items():
+        by_reason.setdefault(why, []).append(name)
+    return "; ".join(f"{', '.join(names)} ({why})" for why, names in by_reason.items())
+
+
 def plugin_featureset(
     names, *, target: str = "es-ltr", dims: dict | None = None, templates: dict | None = None, fill_zero: bool = False
 ) -> dict:
@@ -239,11 +290,7 @@ def plugin_featureset(
             reason = None if entry else NOT_REPRODUCED[info["family"]]
             if entry and info["field"] and info["field"] not in out["fields"]:
                 out["fields"].append(info["field"])
-        elif (
-            info["kind"] == "neural"
-            and info["score"] != "score"
-            and not (target != "es-ltr" and info["score"] == "dot")
-        ):
+        elif info["kind"] == "neural" and _neural_reason(info, target) is None:
             entry, normalizer, reason = _vector_template(name, info, target, dims.get(info["encoder"]))
             if entry:
                 out["normalizers"][name] = normalizer

@@ -456,7 +456,9 @@ def extract_ranking(
     )
     if tally.rows and missing == "error":
         raise TextTableError(
-            tally.message(), fix="add the texts to the queries/documents tables, or use missing='nan'|'zero'"
+            tally.message(),
+            fix="add the texts to the queries/documents tables, or use missing='nan' (or 'zero')",
+            param="missing",
         )
     guard = LeakageGuard(extractors, strict=strict)
     guard.add(joined["qid"][ok], joined["query"][ok])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,6 +12,8 @@ from click.testing import CliRunner
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.synth import generate_world, write_world
 from builders import reproducible_report
+
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 TINY = [
     "--k-folds",
@@ -194,3 +197,29 @@ def test_the_help_says_encoder_jobs_is_ignored_with_dask():
     assert result.exit_code == 0
     (line,) = [line for line in result.output.splitlines() if "--encoder-jobs" in line]
     assert "not --dask" in line  # in full (docs/ablate.md): "Ignored with --dask: every training is then a task ..."
+
+
+@pytest.mark.parametrize("encoder", ["dssm", "clsm:softmax"])
+def test_too_few_queries_for_the_encoders_validation_fail_before_any_training(tmp_path, monkeypatch, encoder):
+    """Ten judged queries and the default validation share: the error comes before any encoder trains, and names
+    the option that fixes it (and which option does what)."""
+    import time
+
+    import pandas as pd
+
+    from ltrfeat.features.encoders import epochs
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("an encoder started training")
+
+    monkeypatch.setattr(epochs, "prepare_pairs", no_training)
+    judged = pd.read_csv(DATA / "judged.tsv", sep="\t")
+    judged[judged["qid"].isin(sorted(judged["qid"].unique())[:10])].to_csv(tmp_path / "small.tsv", sep="\t")
+    started = time.perf_counter()
+    result = run("ablate", "--pairs", tmp_path / "small.tsv", "--encoder", encoder, "--report", tmp_path / "r")
+    assert time.perf_counter() - started < 5
+    assert result.exit_code == 2, result.output
+    error = result.output.strip().splitlines()[-1]
+    assert error.startswith("error: ") and "cannot be split into training and validation" in error
+    assert "--encoder-option val_fraction=0" in error and "--valid-fraction is the rankers'" in error
+    assert not (tmp_path / "r").exists()

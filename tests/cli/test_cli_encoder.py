@@ -28,9 +28,8 @@ def test_help_shows_a_runnable_example():
 
 def test_trains_and_writes_a_loadable_bundle(tmp_path):
     path, out = write_table(tmp_path), tmp_path / "m.ltrenc"
-    result = CliRunner().invoke(
-        cli, ["train-encoder", str(path), "--model", "dssm", "--loss", "generalized", "--out", str(out), *FAST]
-    )
+    args = ["train-encoder", str(path), "--model", "dssm", "--loss", "generalized", "--out", str(out), *FAST]
+    result = CliRunner().invoke(cli, [*args, "--json"])
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output.strip().splitlines()[-1])
     assert summary["best_epoch"] >= 1 and len(summary["epochs"]) == 3
@@ -73,3 +72,29 @@ def test_bad_table_gives_one_line_error_and_no_output(tmp_path):
     assert result.exit_code == 2
     assert result.output.startswith("error: ") and len(result.output.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_prints_text_and_json_only_when_asked(tmp_path):
+    path, out = write_table(tmp_path), tmp_path / "m.ltrenc"
+    result = CliRunner().invoke(cli, ["train-encoder", str(path), "--model", "dssm", "--out", str(out), *FAST])
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert not any(line.lstrip().startswith("{") for line in lines)
+    assert lines[0].startswith("best epoch ") and "validation NDCG@10 " in lines[0]
+    assert lines[1].startswith("  epoch 0: ") and lines[-1] == f"wrote {out}"
+
+
+def test_too_few_queries_for_the_validation_share_names_the_flag_before_training(tmp_path, monkeypatch):
+    from ltrfeat.features.encoders import epochs
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(epochs, "prepare_pairs", no_training)
+    pairs = make_pairs()
+    path = write_table(tmp_path, pairs[pairs["qid"].isin(pairs["qid"].unique()[:4])])
+    result = CliRunner().invoke(cli, ["train-encoder", str(path), "--out", str(tmp_path / "m.ltrenc")])
+    assert result.exit_code == 2
+    (line,) = result.output.strip().splitlines()
+    assert "4 queries cannot be split into training and validation" in line
+    assert line.endswith("give more queries or --val-fraction 0 (no early stopping)")

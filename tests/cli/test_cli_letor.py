@@ -125,3 +125,49 @@ def test_missing_file_and_svmlight_without_groups(runner, tmp_path):
 def test_help_shows_an_example(runner, command):
     result = runner.invoke(cli, [*command, "--help"])
     assert result.exit_code == 0 and "ltrfeat letor" in result.output and "Example" in result.output
+
+
+def test_qrels_from_a_letor_file_evaluate_a_reranked_run(tmp_path):
+    from pathlib import Path
+
+    from ltrfeat.experiments.trec import read_qrels, write_trec_run
+
+    data = Path(__file__).resolve().parents[2] / "data"
+    run = CliRunner().invoke
+    texts = ["--queries", str(data / "queries.tsv"), "--docs", str(data / "docs.tsv"), "--fields", "title"]
+    done = run(cli, ["letor", "qrels", str(data / "test.letor"), "--out", str(tmp_path / "qrels.txt")])
+    assert done.exit_code == 0, done.output
+    test = read_letor(data / "test.letor")
+    lines = (tmp_path / "qrels.txt").read_text().splitlines()
+    assert lines == [f"{q} 0 {d} {int(g)}" for q, d, g in zip(test.qid, test.docid, test.label)]
+    assert read_qrels(tmp_path / "qrels.txt")["qid"].nunique() == test.n_queries
+    # a first-stage run over the test candidates, re-ranked by a lexical ranker, evaluated with those qrels
+    write_trec_run(tmp_path / "first.run", test.qid, test.docid, -np.arange(len(test), dtype=float), "first")
+    for args in (
+        ["extract", str(data / "vali.letor"), *texts, "--lexical", "bm25,tf", "--save-corpus-stats",
+         str(tmp_path / "c.npz"), "--out", str(tmp_path / "v.letor")],
+        ["train-ranker", str(tmp_path / "v.letor"), "--n-estimators", "10", "--out", str(tmp_path / "r.txt")],
+        ["rerank", str(tmp_path / "r.txt"), "--run", str(tmp_path / "first.run"), "--queries",
+         str(data / "queries.tsv"), "--docs", str(data / "docs.tsv"), "--corpus-stats", str(tmp_path / "c.npz"),
+         "--out", str(tmp_path / "reranked.run")],
+    ):  # fmt: skip
+        done = run(cli, args)
+        assert done.exit_code == 0, done.output
+    done = run(cli, ["evaluate", "--qrels", str(tmp_path / "qrels.txt"), "--run", str(tmp_path / "reranked.run"),
+                     "--metrics", "ndcg@10,map", "--json"])  # fmt: skip
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.output)
+    assert result["n_queries"] == test.n_queries and not any(result["skipped"].values())
+    assert 0.5 < result["metrics"]["ndcg@10"] <= 1
+
+
+def test_qrels_names_the_line_of_a_row_without_docid(tmp_path):
+    source = tmp_path / "s.letor"
+    source.write_text("2 qid:1 1:0.5 #docid = a\n# a comment line\n0 qid:1 1:0.1 #docid = b\n\n1 qid:2 1:0.3\n")
+    done = CliRunner().invoke(cli, ["letor", "qrels", str(source), "--out", str(tmp_path / "q.txt")])
+    assert done.exit_code == 2
+    assert done.output.strip().splitlines()[-1].startswith(f"error: {source}:5: no docid in the comment of this row;")
+    assert not (tmp_path / "q.txt").exists()
+    source.write_text("1.5 qid:1 1:0.5 #docid = a\n")
+    done = CliRunner().invoke(cli, ["letor", "qrels", str(source), "--out", str(tmp_path / "q.txt")])
+    assert done.exit_code == 2 and f"error: {source}: qrels grades must be integers" in done.output

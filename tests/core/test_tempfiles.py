@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from builders import stop_process
 from ltrfeat.core import tempfiles
 from ltrfeat.core.dataset import FeatureMap
 from ltrfeat.core.fileio import atomic_output
@@ -147,16 +148,7 @@ def _convert_from_fifo(tmp_path):
 )
 def test_a_stopped_command_removes_its_partial_output(tmp_path, sig, code, says):
     proc = _convert_from_fifo(tmp_path)
-    for _ in range(6):  # a signal landing in a __del__ or weakref callback is swallowed by Python: signal again
-        proc.send_signal(sig)
-        try:
-            _, err = proc.communicate(timeout=10)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    else:
-        proc.kill()
-        pytest.fail(f"the command ignored {sig!r} six times")
+    err = stop_process(proc, sig)
     assert proc.returncode == code, err
     assert err.strip().startswith(f"error: {says};") and len(err.strip().splitlines()) == 1, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.letor", "in.letor.features.json"]

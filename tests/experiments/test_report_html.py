@@ -81,6 +81,27 @@ def test_report_command_words_and_rewrites_the_page(selection_report, tmp_path):
     assert res.exit_code == 2 and "no report.json here" in res.output
 
 
+def test_report_open_without_a_browser_says_so_in_one_line(selection_report, tmp_path, monkeypatch):
+    import shutil
+    import webbrowser
+
+    out, _, _ = selection_report
+    shutil.copytree(out, tmp_path / "copy")
+
+    def no_browser(*args, **kwargs):
+        raise webbrowser.Error("could not locate runnable browser")
+
+    monkeypatch.setattr(webbrowser, "get", no_browser)
+    res = CliRunner().invoke(cli, ["report", str(tmp_path / "copy"), "--open"])
+    assert res.exit_code == 2
+    error = res.output.strip().splitlines()[-1]
+    assert error == (
+        f"error: {tmp_path / 'copy' / 'report.html'}: written, but no web browser was found to open it; open the file "
+        "in a browser yourself (it is one self-contained page), or leave out --open"
+    )
+    assert (tmp_path / "copy" / "report.html").is_file()
+
+
 def test_summary_names_the_family_and_what_does_not_change():
     comp = dict(base_mean=0.5, variant_mean=0.515, ci95_delta=[0.01, 0.02], wins=5, ties=1, losses=2, n_queries=8)
     data = {

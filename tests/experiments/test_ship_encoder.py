@@ -68,10 +68,13 @@ def test_write_features_holds_every_pair_once_with_its_out_of_fold_encoder_colum
 
 
 def test_the_verdict_says_how_to_ship_the_set_and_its_encoders(shipped):
-    _, done, _ = shipped
+    tmp, done, _ = shipped
     verdict = done.summary["verdict"]
     lines = "\n".join(verdict_lines(verdict))
-    assert "--write-features DIR" in lines and "train-ranker DIR/features.letor --features lexical" in lines
+    written = str(tmp / "ship" / "features.letor")
+    assert f"ltrfeat train-ranker {written} --features lexical" in lines and "DIR" not in lines.split("its encoders")[0]
+    unwritten = "\n".join(verdict_lines(verdict | {"features_dir": None}))
+    assert "--write-features DIR" in unwritten and "train-ranker DIR/features.letor --features lexical" in unwritten
     feature_set = verdict["recommended"].split(" / ")[0]
     if feature_set != "lexical":
         assert verdict["encoders"] == {"clsm-softmax": {"spec": "clsm:softmax", "trained": True, "transformer": False}}
@@ -141,7 +144,17 @@ def test_train_encoder_spec_command(tmp_path):
     out = tmp_path / "e.ltrenc"
     done = run(
         cli,
-        ["train-encoder", str(pairs), "--spec", "dssm:generalized", "--encoder-option", "epochs=1", "--out", str(out)],
+        [
+            "train-encoder",
+            str(pairs),
+            "--spec",
+            "dssm:generalized",
+            "--encoder-option",
+            "epochs=1",
+            "--out",
+            str(out),
+            "--json",
+        ],
     )
     assert done.exit_code == 0, done.output
     summary = json.loads(done.output.strip().splitlines()[-1])

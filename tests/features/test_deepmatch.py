@@ -261,7 +261,7 @@ def train_encoder_args(tmp_path, *, epochs: int) -> tuple[list[str], Path]:
     path, out = tmp_path / "pairs.tsv", tmp_path / "dm.ltrenc"
     make_pairs().to_csv(path, sep="\t", index=False)
     options = ["--topics", "6,3", "--patch-words", "4", "--epochs", str(epochs), "--batch-size", "16", "--threads", "1"]
-    return ["train-encoder", str(path), "--model", "deepmatch", *options, "--out", str(out)], out
+    return ["train-encoder", str(path), "--model", "deepmatch", *options, "--json", "--out", str(out)], out
 
 
 def test_cli_train_encoder_deepmatch(tmp_path):

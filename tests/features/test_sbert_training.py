@@ -252,6 +252,7 @@ def test_cli_train_encoder_then_extract(tiny_base, tmp_path):
             "0.5",
             "--out",
             str(out),
+            "--json",
         ],
     )
     assert res.exit_code == 0, res.output

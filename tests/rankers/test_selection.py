@@ -408,8 +408,11 @@ def test_verdict_warns_when_a_ranker_does_not_beat_the_best_single_feature(one_f
     lines = verdict_lines(summary["verdict"])
     assert lines[0].startswith("verdict: recommended ") and "signal x3" in "\n".join(lines)
     # ablate --deploy-to: the command that ships keeps the candidates the engine can run
-    (ship,) = [line for line in verdict_lines(summary["verdict"] | {"deploy_to": "es-ltr"}) if "to ship" in line]
-    assert "--select --deployable es-ltr" in ship and "export-ranker MODEL --to es-ltr" in ship
+    lines = verdict_lines(summary["verdict"] | {"deploy_to": "es-ltr"})
+    (ship,) = [line for line in lines if "to ship" in line]
+    train, export = lines[lines.index(ship) + 1 :][:2]
+    assert "--select --deployable es-ltr --out ranker.txt" in train
+    assert export == "    ltrfeat export-ranker ranker.txt --to es-ltr --out ltr.json"
     assert "boost-best" not in ship.split("can run (")[1].split(")")[0]
 
 

@@ -237,6 +237,12 @@ CASES += [
         "value_nan.letor:1:",
     ),
     ("validate-noncontiguous", ["letor", "validate", f"{W}/noncontig.letor"], "noncontig.letor"),
+    (
+        "qrels-no-docid",
+        ["letor", "qrels", f"{W}/noncontig.letor", "--out", f"{W}/out/q"],
+        "noncontig.letor:1: no docid",
+    ),
+    ("qrels-empty", ["letor", "qrels", f"{W}/empty.letor", "--out", f"{W}/out/q"], "empty.letor"),
     ("validate-empty", ["letor", "validate", f"{W}/empty.letor"], "empty.letor"),
     ("validate-only-comments", ["letor", "validate", f"{W}/only_comments.letor"], "only_comments.letor"),
     ("validate-svmlight-no-group", ["letor", "validate", f"{W}/sparse.svm", "--from", "svmlight"], "sparse.svm"),

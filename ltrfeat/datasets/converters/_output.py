@@ -10,20 +10,16 @@ that replaces ``DIR`` only when complete.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ltrfeat.core import tempfiles
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.fileio import atomic_output, check_output_dir, mark_output_dir, write_failures
+from ltrfeat.core.fileio import atomic_output, check_output_dir, replaced_dir
 from ltrfeat.core.letor import write_letor
 from ltrfeat.core.splits import SPLITS, cut_queries, share_sizes
 from ltrfeat.core.text import write_table
@@ -84,30 +80,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-@contextlib.contextmanager
-def _staging(out: Path):
-    """A temporary sibling directory that replaces ``out`` when the block succeeds."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with write_failures(out):
-        tmp = tempfiles.new_dir(out)
-        try:
-            yield tmp
-            mark_output_dir(tmp, kind="dataset")
-            if out.exists():
-                old = tempfiles.new_dir(out, suffix=".old")
-                os.replace(out, old / out.name)
-                os.replace(tmp, out)
-                shutil.rmtree(old)
-                tempfiles.release(old)
-            else:
-                os.replace(tmp, out)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        finally:
-            tempfiles.release(tmp)
-
-
 def write_converted(
     conv: Converted, out_dir, *, split=None, seed: int = 0, overwrite: bool = False, options: dict | None = None
 ) -> dict:
@@ -124,7 +96,7 @@ def write_converted(
         pairs = pairs.assign(split=pairs["qid"].map(assignment))
         queries = queries.assign(split=queries["qid"].map(assignment))
     ranking = _ranking(pairs)
-    with _staging(out) as tmp:
+    with replaced_dir(out, kind="dataset") as tmp:
         write_table(pairs, tmp / "pairs.tsv")
         write_table(queries, tmp / "queries.tsv")
         write_table(conv.docs, tmp / "docs.tsv")

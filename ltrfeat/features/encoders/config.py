@@ -160,7 +160,7 @@ class EncoderConfig(TrainingConfig):
         self._negatives()
         if self.pretrain == "rbm" and self.model != "dssm":
             raise ParameterError(
-                f"pretrain='rbm' needs model='dssm', got model={self.model!r}", fix="use model='dssm'", param="pretrain"
+                f"pretrain='rbm' needs model='dssm', got model={self.model!r}", fix="use model='dssm'", param="model"
             )
 
     @property

@@ -169,17 +169,21 @@ def map_soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -
             raise TextTableError(
                 f"every label is {lo}: graded training needs at least two label values",
                 fix="give pairs with different labels, or soft_labels='identity'",
+                param="soft_labels",
             )
         return (labels - lo) / (hi - lo)
     if how == "clicks":
         if (labels < 0).any():
-            raise TextTableError("click counts must be >= 0", fix="give counts, or soft_labels='linear'")
+            raise TextTableError(
+                "click counts must be >= 0", fix="give counts, or soft_labels='linear'", param="soft_labels"
+            )
         return labels / (labels + click_scale)
     if how == "identity":
         if ((labels < 0) | (labels > 1)).any():
             raise TextTableError(
                 "soft_labels='identity' needs labels in [0, 1]",
                 fix="use soft_labels='linear' for graded labels or 'clicks' for counts",
+                param="soft_labels",
             )
         return labels.astype(np.float64)
     raise ValueError(f"soft_labels must be one of {SOFT_LABELS}, got {how!r}")
@@ -238,6 +242,24 @@ class Prepared:
     docs: list
 
 
+def table_queries(pairs: pd.DataFrame) -> int:
+    """The number of queries :func:`prepare_pairs` splits ``pairs`` by: distinct ``qid`` when given, else query text."""
+    return int((pairs["qid"] if "qid" in pairs else pairs["query"]).nunique())
+
+
+def check_holdout(n_queries: int, val_fraction: float, *, what: str = "") -> None:
+    """Refuse a validation share of ``n_queries`` training queries that leaves no validation or no training query
+    (callers check before any training); ``what`` names the training."""
+    n_val = holdout_size(n_queries, val_fraction)
+    if val_fraction > 0 and not 0 < n_val < n_queries:
+        raise TextTableError(
+            f"{what}{n_queries} queries cannot be split into training and validation (val_fraction {val_fraction} "
+            f"holds out {n_val})",
+            fix="give more queries or val_fraction=0 (no early stopping)",
+            param="val_fraction",
+        )
+
+
 def prepare_pairs(pairs: pd.DataFrame, *, how: str, click_scale: float, val_fraction: float, seed: int) -> Prepared:
     """Distinct texts, soft labels (``how``: see :func:`map_soft_labels`) and the seeded validation split by query."""
     labels = pairs["label"].to_numpy()
@@ -247,12 +269,7 @@ def prepare_pairs(pairs: pd.DataFrame, *, how: str, click_scale: float, val_frac
     key_list, key_idx = distinct(keys)
     if not 0 <= val_fraction < 1:
         raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction}")
-    n_val = holdout_size(len(key_list), val_fraction)
-    if val_fraction > 0 and not 0 < n_val < len(key_list):
-        raise TextTableError(
-            f"{len(key_list)} queries cannot be split into training and validation",
-            fix="give more queries or val_fraction=0 (no early stopping)",
-        )
+    check_holdout(len(key_list), val_fraction)
     _, val_keys = holdout(np.arange(len(key_list)), val_fraction, [seed, 1])
     train = ~np.isin(key_idx, val_keys)
     rel = np.minimum(labels - labels.min(), MAX_REL)

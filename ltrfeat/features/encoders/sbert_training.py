@@ -123,6 +123,7 @@ def freeze_lower(model, n_layers: int, *, base=None) -> int:
             "cannot find embeddings and encoder layers to freeze in this model",
             path=base,
             fix="use freeze_layers=0 (full fine-tuning) with this architecture",
+            param="freeze_layers",
         )
     if n_layers > len(layers):
         raise ValueError(f"freeze_layers={n_layers} but the model has {len(layers)} layers")
