@@ -145,9 +145,9 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 show_default=True,
                 help="tiered: per feature set the simplest candidate within one standard error of the best "
                 "inner-CV score, then the sets' simplest pick (fewest features its model uses, then the higher score) "
-                "within z standard errors of the best set, z growing with the number of distinct picks close to "
-                "the best; joint: that margin among all feature set / candidate pairs at once; one-se: z = 1 at both "
-                "steps; best: the best score.",
+                "within one standard error of the best set; joint: one choice among all feature set / candidate "
+                "pairs within z standard errors, z growing with the number of distinct close pairs; one-se: per set "
+                "as tiered, then the first set in plan order within one standard error; best: the best score.",
             ),
             click.option(
                 "--deployable",

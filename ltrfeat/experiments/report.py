@@ -384,9 +384,10 @@ def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
         f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
         f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
         "(tiered: per set the simplest candidate within one standard error of the best, then the simplest set's "
-        "pick within z standard errors, z growing with the number of distinct close sets; joint: that margin over "
-        "all configurations; one-se: within one standard error; across sets a pick's complexity is the number of "
-        "features its fitted model uses, and between equals the higher inner-CV mean wins). The test queries are "
+        "pick within one standard error of the best set, a pick's complexity being the number of features its "
+        "fitted model uses and between equals the higher inner-CV mean winning; joint: one choice among all "
+        "configurations within z standard errors, z growing with the number of distinct close ones; one-se: the "
+        "first set in plan order within one standard error). The test queries are "
         "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
         "",
     ]

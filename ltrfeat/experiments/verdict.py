@@ -192,12 +192,12 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
     elif rule == "one-se":
         lines.append(
             "rule one-se: per feature set the simplest candidate within one standard error of its best, "
-            f"then the simplest set's pick {_SIMPLEST} within one standard error of the best set"
+            "then the first feature set (plan order) within one standard error of the best set"
         )
     elif rule == "tiered":
         lines.append(
             "rule tiered: per feature set the simplest candidate within one standard error of its best, then the "
-            f"simplest of those {_SIMPLEST} within z standard errors of the best set, z growing with {_GROWING}"
+            f"simplest of those {_SIMPLEST} within one standard error of the best set"
         )
     else:
         lines.append("rule best: the highest inner-CV criterion, however small the lead")

@@ -14,12 +14,13 @@ scored on the held-out inner fold by the per-query mean of the ``criterion`` met
 candidate sees the same splits (paired), every feature set the same candidates and trial budget.
 The test queries are never read. Rule ``one-se``: among the candidates whose mean is within one
 standard error (of the paired per-query difference) of the best, take the simplest; rule
-``joint``: the same with a margin that grows with the number of close candidates (Holm's step-down,
-:func:`choose`), and an ablation's recommendation made once among all feature set × candidate
-configurations (:func:`recommend`); rule ``tiered`` (the default): each feature set's candidate by
-``one-se``, then the feature set with the growing margin (simplest chosen candidate first, then fewer
-features), so that offering more sets does not let inner-CV noise pick a worse one; rule ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are
-optimistic; the one-SE rule and the test scores of every candidate in the report keep that visible.
+``joint``: the same with a margin that grows with the effective number of distinct close candidates (Holm's
+step-down, :func:`choose`), and an ablation's recommendation made once among all feature set × candidate
+configurations (:func:`recommend`); rule ``tiered`` (the default): each feature set's candidate by ``one-se``,
+then among the sets' picks within one SE of the best the one whose fitted model uses the fewest features (a
+single feature is one feature whichever set offered it; between equals the higher mean); rule ``best``: the
+highest mean. The tuned candidates' scores are the best of their trials, so they are optimistic; the one-SE rule
+and the test scores of every candidate in the report keep that visible.
 """
 
 from __future__ import annotations
@@ -334,14 +335,15 @@ def recommend(
     ``used``: feature set -> candidate -> the features its model fitted on the fold's training queries uses).
 
     A configuration's complexity is the number of features its model uses -- a single feature is 1 whichever
-    set it came from -- not the size of the set offered. Rule ``joint``: every (set, candidate) pair is one
+    set it came from -- not the size of the set offered. Rule ``tiered``: each set's candidate by ``one-se``,
+    then, among the sets' picks within one standard error of the best (of the paired difference to it), the one
+    whose model uses the fewest features, and between equally complex picks the higher inner-CV mean (the same
+    single feature picked from two sets is one model). Rule ``joint``: every (set, candidate) pair is one
     configuration, named ``SET/CANDIDATE``, ordered by complexity, then by inner-CV mean (higher first); the
-    choice is the simplest configuration the rule cannot tell from the best (see :func:`choose`), so offering
-    more close, distinct configurations asks a more complex one for a larger lead. Rules ``one-se`` and
-    ``best``: each set's candidate by the rule, then the set by the rule among the sets' choices, ordered the
-    same way. Rule ``tiered``: each set's candidate by ``one-se``, then the set as ``joint`` chooses among the
-    sets' choices -- a set whose model uses fewer features wins when it is within the margin, and between equally
-    complex models the higher inner-CV mean wins (the same single feature picked from two sets is one model).
+    choice is the simplest configuration the rule cannot tell from the best (see :func:`choose`), a margin that
+    grows with the effective number of distinct close configurations. Rules ``one-se`` and ``best``: each set's
+    candidate by the rule, then the set by the rule among the sets' choices in ``set_order`` (the rules of
+    earlier versions).
 
     Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}}, "best",
     "margin_z" (how many SEs below the best the configurations kept in the running may score),
@@ -360,8 +362,9 @@ def recommend(
     else:
         picks = {s: choose(cv[s], rule)[0] for s in cv}
         complexity = {s: len(used[s][picks[s]]) for s in cv}
-        across = "joint" if rule == "tiered" else rule
-        feature_set, found, z = _choose({s: cv[s][picks[s]] for s in cv}, across, set_order, complexity)
+        feature_set, found, z = _choose(
+            {s: cv[s][picks[s]] for s in cv}, rule, set_order, complexity if rule == "tiered" else None
+        )
         candidate = picks[feature_set]
     return {
         "feature_set": feature_set,
