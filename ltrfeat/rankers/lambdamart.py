@@ -399,6 +399,9 @@ class LambdaMART(BaseEstimator):
     ``save`` writes beside the model.
     """
 
+    # metadata routing (sklearn.set_config(enable_metadata_routing=True)): a search's fit(X, y, qid=...) reaches fit
+    __metadata_request__fit = {"qid": True}
+
     def __init__(
         self,
         *,
