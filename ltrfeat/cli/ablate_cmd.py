@@ -13,6 +13,7 @@ from ltrfeat.cli._options import (
     config_file_record,
     option_group,
     duplicates_option,
+    MLFLOW,
     notices,
     parse_key_values,
     resampling_options,
@@ -254,6 +255,7 @@ _OUTPUT = option_group(
         "encoder columns, scored by encoders that never saw its query: what the verdict's ranker trains on) and "
         "DIR/corpus.npz (the lexical corpus statistics, for serve/extract --corpus-stats).",
     ),
+    MLFLOW,
 )
 _RUN = option_group(
     "run",
@@ -351,6 +353,7 @@ _RUN = option_group(
         "report_dir": "Report directory (report.html, .md, ...).",
         "overwrite": "Replace an existing report directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",
+        "mlflow_uri": "Record the run in MLflow at URI [sqlite:///mlflow.db].",
         "write_features": "Write out-of-fold features + corpus stats to ship.",
         "cache_dir": "Keep trained work here for reruns.",
         "quick": "Smoke run: 1 seed, 50 rounds, 1000 resamples.",
@@ -509,6 +512,11 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         click.echo(line)
     click.echo(f"in words: {json.loads((done.report_dir / 'report.json').read_text())['summary']}")
     click.echo(f"page: {done.report_dir / 'report.html'}")
+    if output["mlflow_uri"] is not None:
+        from ltrfeat.experiments.tracking_runs import track_ablation
+
+        uri = output["mlflow_uri"]
+        click.echo(f"mlflow: run {track_ablation(uri, done, settings)} at {uri}", err=True)
 
 
 @click.command("compare")
