@@ -427,6 +427,10 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
             "the base and each --encoder is a neural group"
         )
     seeds = None if evaluation["seeds"] is None else _seeds(evaluation["seeds"])
+    if output["mlflow_uri"] is not None:
+        from ltrfeat.core.tracking import check_store
+
+        check_store(output["mlflow_uri"])
     settings = AblateSettings(
         report_dir=output["report_dir"],
         engine=ranker["engine"],

@@ -445,6 +445,10 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
         settings["score"] = kind.default_score(settings.get("pretrain"))
     if out:
         check_writable(out)  # before the training, not after it
+    if tracking["mlflow_uri"] is not None:
+        from ltrfeat.core.tracking import check_store
+
+        check_store(tracking["mlflow_uri"])
     try:
         config = kind.config.from_dict(settings)
     except ValueError as exc:

@@ -194,6 +194,10 @@ def train_ranker(train, valid, features, output, ranker, training, dask, nan_pol
     check_writable(out)  # before the training, not after it
     if register is not None and uri is None:
         raise click.UsageError("--mlflow-register needs --mlflow [URI]")
+    if uri is not None:
+        from ltrfeat.core.tracking import check_store
+
+        check_store(uri)
     _train_ranker(train, valid, features, out, ranker, training, output["top"], dask, nan_policy, selecting)
     if uri is not None:
         from ltrfeat.experiments.tracking_runs import track_ranker

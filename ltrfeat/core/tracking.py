@@ -63,6 +63,20 @@ def _mlflow():
     return mlflow
 
 
+def check_store(uri: str) -> None:
+    """Open the tracking store at ``uri`` (creating a SQLite store's tables), so that a bad ``--mlflow`` stops the
+    command before its work, with a one-line error."""
+    mlflow = _mlflow()
+    try:
+        mlflow.MlflowClient(tracking_uri=uri).search_experiments(max_results=1)
+    except Exception as exc:  # MLflow raises many kinds (unknown scheme, unreachable server, bad database)
+        message = " ".join(str(exc).split())[:200]
+        raise LtrfeatError(
+            f"--mlflow {uri}: cannot open the tracking store ({type(exc).__name__}: {message})",
+            fix="give a tracking URI such as sqlite:///mlflow.db or http://HOST:5000",
+        ) from None
+
+
 class TrackedRun:
     """One MLflow run: ``log_*`` map names to MLflow-legal ones and remember the mapping."""
 

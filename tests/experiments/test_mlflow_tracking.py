@@ -4,6 +4,7 @@ own client: parameters, metrics (MLflow-legal names), artifacts, pins, and a reg
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -152,3 +153,25 @@ def test_train_encoder_logs_settings_epochs_and_the_bundle(store, tmp_path):
 
     assert record.data.tags["bundle_sha256"] == hashlib.sha256(out.read_bytes()).hexdigest()
     assert _artifacts(client, record.info.run_id, "encoder") == {"encoder/m.ltrenc"}
+
+
+@pytest.mark.parametrize("command", ["train-ranker", "ablate", "train-encoder"])
+def test_a_bad_tracking_uri_stops_the_command_before_its_work(extracted, tmp_path, command):
+    args = {
+        "train-ranker": ["train-ranker", extracted / "train.letor", "--out", tmp_path / "m.txt"],
+        "ablate": ["ablate", "--folds", tmp_path, "--base", "1-3", "--report", tmp_path / "r"],
+        "train-encoder": ["train-encoder", DATA / "judged.tsv", "--out", tmp_path / "e.ltrenc"],
+    }[command]
+    result = CliRunner().invoke(cli, [str(a) for a in args] + ["--mlflow", "nosuch://x"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith("error: --mlflow nosuch://x: cannot open the tracking store")
+    assert len(result.stderr.strip().splitlines()) == 1 and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_without_mlflow_installed_the_option_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "mlflow", None)
+    result = CliRunner().invoke(cli, ["train-ranker", "x.letor", "--out", str(tmp_path / "m"), "--mlflow"])
+    assert result.exit_code == 2
+    assert (
+        result.stderr.strip() == "error: --mlflow needs MLflow, which is not installed; pip install 'ltrfeat[mlflow]'"
+    )
