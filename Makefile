@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# torch first and pinned: an unpinned torch resolves to a multi-GB CUDA build.
 	$(PIP) install --quiet "$(TORCH_PIN)"
-	$(PIP) install --quiet -e '.[dev,sbert,serve,dask,tune,pyterrier]'
+	$(PIP) install --quiet -e '.[dev,sbert,serve,dask,tune,pyterrier,mlflow]'
 	touch $(STAMP)
 
 install: $(STAMP)

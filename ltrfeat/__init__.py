@@ -42,6 +42,7 @@ _API = {
     "load_ranker": "ltrfeat.rankers.models",
     "save_ranker": "ltrfeat.rankers.models",
     "evaluate_queries": "ltrfeat.core.metrics",
+    "ndcg_scorer": "ltrfeat.rankers.sklearn_scorer",
     # ablations
     "AblationConfig": "ltrfeat.experiments.ablation",
     "CrossFitConfig": "ltrfeat.experiments.crossfit",

@@ -465,3 +465,27 @@ class SectionedCommand(click.Command):
         if self.docs:
             formatter.write_paragraph()
             formatter.write_text(f"Every option in full, with its default: {self.docs}.")
+
+
+MLFLOW = click.option(
+    "--mlflow",
+    "mlflow_uri",
+    is_flag=False,
+    flag_value="sqlite:///mlflow.db",  # ltrfeat.core.tracking.DEFAULT_URI (not imported: commands start fast)
+    default=None,
+    metavar="[URI]",
+    help="Record the run in MLflow at tracking URI (alone: sqlite:///mlflow.db): settings, metrics (ndcg@10 as "
+    "ndcg_at_10), outputs and feature pins. Needs ltrfeat[mlflow].",
+)
+MLFLOW_REGISTER = click.option(
+    "--mlflow-register",
+    metavar="NAME",
+    default=None,
+    help="With --mlflow: also register the saved ranker as MLflow model NAME (a pyfunc model that checks the "
+    "feature pins of the LETOR files it scores).",
+)
+
+
+def mlflow_options(*, register: bool = False):
+    """``--mlflow [URI]`` (and with ``register`` ``--mlflow-register NAME``), reaching the command as ``tracking``."""
+    return option_group("tracking", MLFLOW, *((MLFLOW_REGISTER,) if register else ()))

@@ -13,6 +13,7 @@ from ltrfeat.cli._options import (
     config_file_record,
     option_group,
     duplicates_option,
+    MLFLOW,
     notices,
     parse_key_values,
     resampling_options,
@@ -269,6 +270,7 @@ _OUTPUT = option_group(
         "DIR/corpus.npz (the lexical corpus statistics, for serve/extract --corpus-stats); DIR is replaced as a "
         "whole when the ablation is done (an earlier one with --overwrite).",
     ),
+    MLFLOW,
 )
 _RUN = option_group(
     "run",
@@ -367,6 +369,7 @@ _RUN = option_group(
         "report_dir": "Report directory (report.html, .md, ...).",
         "overwrite": "Replace the report (and features) directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",
+        "mlflow_uri": "Record the run in MLflow at URI [sqlite:///mlflow.db].",
         "write_features": "Write out-of-fold features + corpus stats to ship.",
         "cache_dir": "Keep trained work here for reruns.",
         "quick": "Smoke run: 1 seed, 50 rounds, 1000 resamples.",
@@ -442,6 +445,10 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
             "the base and each --encoder is a neural group"
         )
     seeds = evaluation["seeds"]
+    if output["mlflow_uri"] is not None:
+        from ltrfeat.core.tracking import check_store
+
+        check_store(output["mlflow_uri"])
     settings = AblateSettings(
         report_dir=output["report_dir"],
         engine=ranker["engine"],
@@ -528,6 +535,11 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         click.echo(line)
     click.echo(f"in words: {json.loads((done.report_dir / 'report.json').read_text())['summary']}")
     click.echo(f"page: {done.report_dir / 'report.html'}")
+    if output["mlflow_uri"] is not None:
+        from ltrfeat.experiments.tracking_runs import track_ablation
+
+        uri = output["mlflow_uri"]
+        click.echo(f"mlflow: run {track_ablation(uri, done, settings)} at {uri}", err=True)
 
 
 @click.command("compare")

@@ -14,7 +14,7 @@ import click
 from click.core import ParameterSource
 
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.cli._options import duplicates_option, fit_and_save, option_group, threads_option
+from ltrfeat.cli._options import duplicates_option, fit_and_save, mlflow_options, option_group, threads_option
 from ltrfeat.cli._sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
 from ltrfeat.core.processes import freed_memory_kept
@@ -39,7 +39,7 @@ _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM one
 DEPRECATED_MODELS = {"sbert": "sbert-ft"}  # old --model spelling -> kind (sbert alone is the zero-shot MiniLM)
 _SETTING = {"buckets": "n_buckets", "separate": "shared"}  # option -> training setting where the names differ
 _NOT_SETTINGS = {"pairs", "from_docs", "field_pair", "spans_per_doc", "out", "model", "columns", "encoding"}
-_NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume", "as_json"}
+_NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume", "as_json", "mlflow_uri"}
 _SPEC_TAKES = {"pairs", "out", "columns", "encoding", "label_map", "duplicates", "seed", "spec", "encoder_options"}
 _SPEC_TAKES |= {"collection", "collection_field", "cache", "as_json"}
 
@@ -363,7 +363,8 @@ _RUN = option_group(
 @_RUN
 @sbert_options
 @_SPEC
-def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, like_ablate, **_sbert):
+@mlflow_options()
+def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, like_ablate, tracking, **_sbert):
     """Train a DSSM or CLSM text encoder (or another --model KIND) on PAIRS (a judged-pairs or click table:
     query text, document text, label or click count) and write it as one .ltrenc bundle.
 
@@ -447,6 +448,10 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
         settings["score"] = kind.default_score(settings.get("pretrain"))
     if out:
         check_writable(out)  # before the training, not after it
+    if tracking["mlflow_uri"] is not None:
+        from ltrfeat.core.tracking import check_store
+
+        check_store(tracking["mlflow_uri"])
     try:
         config = kind.config.from_dict(settings)
     except ValueError as exc:
@@ -470,6 +475,14 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             run["checkpoint"],
         )
     _print_summary(_summary(encoder, out) | {"epochs": _epochs(history)}, as_json=run["as_json"])
+    uri = tracking["mlflow_uri"]
+    if uri is not None:
+        from ltrfeat.experiments.tracking_runs import track_encoder
+
+        click.echo(
+            f"mlflow: run {track_encoder(uri, out, {'model': kind.name} | config.to_dict(), history)} at {uri}",
+            err=True,
+        )
 
 
 def _print_summary(summary: dict, *, as_json: bool) -> None:

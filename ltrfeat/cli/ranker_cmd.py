@@ -13,6 +13,8 @@ from ltrfeat.core import letor as letor_io
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.cli._options import (
     lexical_options,
+    MLFLOW,
+    MLFLOW_REGISTER,
     notices,
     option_group,
     ranker_config,
@@ -134,18 +136,27 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     help="Feature ids, id ranges, names, name patterns and sources, e.g. 1-46,bm25_title, 'bm25_*', lexical or "
     "encoder:NAME, as ablate --alone takes them (default all).",
 )
-@click.option(
-    "--out",
-    "out",
-    type=click.Path(dir_okay=False),
-    required=True,
-    help="Model file (native engine format); OUT.meta.json is written beside it.",
+@option_group(
+    "output",
+    click.option(
+        "--out",
+        "out",
+        type=click.Path(dir_okay=False),
+        required=True,
+        help="Model file (native engine format); OUT.meta.json is written beside it.",
+    ),
+    click.option(
+        "--top",
+        type=click.IntRange(min=0),
+        default=15,
+        show_default=True,
+        help="Features shown in the importance table.",
+    ),
+    MLFLOW,
+    MLFLOW_REGISTER,
 )
 @ranker_options(n_estimators=500, threads=0)
 @_TRAINING
-@click.option(
-    "--top", type=click.IntRange(min=0), default=15, show_default=True, help="Features shown in the importance table."
-)
 @click.option(
     "--dask",
     "dask",
@@ -161,7 +172,7 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "line) and, with --select, the candidates it can run (not boost-best), so export-ranker accepts whatever "
     "is trained.",
 )
-def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, selecting):
+def train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, selecting):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
@@ -183,11 +194,27 @@ def train_ranker(train, valid, features, out, ranker, training, top, dask, nan_p
       ltrfeat train-ranker S1.txt --valid S4.txt --dask local:2 --out model.txt
       ltrfeat train-ranker S1.txt --valid S4.txt --select --tune grid --out model.txt
       ltrfeat train-ranker S1.txt --valid S4.txt --select --deployable es-ltr --out model.txt
+      ltrfeat train-ranker S1.txt --valid S4.txt --select --out model.txt --mlflow --mlflow-register shop
     """
+    # label errors name their file; a feature mismatch can only be the validation file's
+    out, uri, register = output["out"], output["mlflow_uri"], output["mlflow_register"]
+    check_writable(out)  # before the training, not after it
+    if register is not None and uri is None:
+        raise click.UsageError("--mlflow-register needs --mlflow [URI]")
+    if uri is not None:
+        from ltrfeat.core.tracking import check_store
+
+        check_store(uri)
+    _train_ranker(train, valid, features, out, ranker, training, output["top"], dask, nan_policy, selecting)
+    if uri is not None:
+        from ltrfeat.experiments.tracking_runs import track_ranker
+
+        click.echo(f"mlflow: run {track_ranker(uri, out, register=register)} at {uri}", err=True)
+
+
+def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, selecting) -> None:
     from ltrfeat.rankers.lambdamart import LabelError, LambdaMART, meta_path
 
-    # label errors name their file; a feature mismatch can only be the validation file's
-    check_writable(out)  # before the training, not after it
     config = ranker_config(ranker, **training)
     selection = selection_config(config.engine, **selecting, seed=config.seed)
     if selection is not None and dask:

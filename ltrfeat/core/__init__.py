@@ -20,6 +20,7 @@ __all__ = [  # the public modules
     "stages",
     "tempfiles",
     "text",
+    "tracking",
     "versions",
     "wordsplit",
 ]

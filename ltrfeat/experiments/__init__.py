@@ -11,8 +11,10 @@ __all__ = [  # the public modules
     "folds",
     "html_report",
     "in_words",
+    "mlflow_model",
     "report",
     "stats",
+    "tracking_runs",
     "trec",
     "verdict",
 ]

@@ -3,6 +3,7 @@
 __all__ = [  # the public modules
     "choices",
     "config",
+    "contributions",
     "dask_training",
     "kinds",
     "lambdamart",
@@ -12,4 +13,5 @@ __all__ = [  # the public modules
     "registry",
     "selection",
     "single",
+    "sklearn_scorer",
 ]

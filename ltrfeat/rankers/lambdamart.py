@@ -39,6 +39,7 @@ from ltrfeat.core.logs import show_progress
 from ltrfeat.core.versions import library_versions
 from ltrfeat.rankers.choices import ENGINES, META_FORMAT
 from ltrfeat.rankers.config import RankerConfig
+from ltrfeat.rankers.contributions import Contributions
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
 
 # metadata kinds of models that are nothing but LambdaMART trees ("lambdamart": files written before kinds
@@ -274,6 +275,10 @@ class _LightGBM:
         return booster.predict(X, num_iteration=n_trees)
 
     @staticmethod
+    def contributions(booster, X, n_trees, names):
+        return booster.predict(X, num_iteration=n_trees, pred_contrib=True)
+
+    @staticmethod
     def importance(booster, n_trees, names) -> np.ndarray:
         return booster.feature_importance("gain", iteration=n_trees)
 
@@ -351,6 +356,11 @@ class _XGBoost:
         return booster.predict(data, iteration_range=(0, n_trees))
 
     @staticmethod
+    def contributions(booster, X, n_trees, names):
+        data = xgb.DMatrix(X, missing=np.nan, feature_names=names)
+        return booster.predict(data, iteration_range=(0, n_trees), pred_contribs=True)
+
+    @staticmethod
     def importance(booster, n_trees, names) -> np.ndarray:
         scores = booster[:n_trees].get_score(importance_type="total_gain")
         return np.array([scores.get(n, 0.0) for n in names])
@@ -389,6 +399,9 @@ class LambdaMART(BaseEstimator):
     engine_params_ : the exact parameter dict given to the engine. metadata_ : what
     ``save`` writes beside the model.
     """
+
+    # metadata routing (sklearn.set_config(enable_metadata_routing=True)): a search's fit(X, y, qid=...) reaches fit
+    __metadata_request__fit = {"qid": True}
 
     def __init__(
         self,
@@ -658,12 +671,22 @@ class LambdaMART(BaseEstimator):
         name when it has every model feature, else by position) or a 2-d array whose columns are the
         model's features in order (``feature_map_.names``). Queries play no part in prediction.
         """
+        return self._engine_call("predict", data)
+
+    def contributions(self, data) -> Contributions:
+        """The engine's exact TreeSHAP values of ``data``'s rows (taken as :meth:`predict` takes them): one
+        column per model feature plus the bias, adding up to :meth:`predict` (see
+        :mod:`ltrfeat.rankers.contributions`)."""
+        out = self._engine_call("contributions", data)
+        return Contributions(self.feature_map_.names, out[:, :-1], out[:, -1])
+
+    def _engine_call(self, method: str, data) -> np.ndarray:
         if not hasattr(self, "booster_"):
             raise RankerNotFittedError("this LambdaMART is not fitted", fix="call fit() or LambdaMART.load() first")
         X = self._columns(data) if isinstance(data, RankingSet) else self._matrix(data)
-        engine = _ENGINES[self.engine]
         names = _engine_feature_names(self.feature_map_)
-        return np.asarray(engine.predict(self.booster_, X, self.best_iteration_, names), dtype=np.float64)
+        out = getattr(_ENGINES[self.engine], method)(self.booster_, X, self.best_iteration_, names)
+        return np.asarray(out, dtype=np.float64)
 
     def _matrix(self, X) -> np.ndarray:
         """The model's columns of an array or DataFrame given to :meth:`predict`."""

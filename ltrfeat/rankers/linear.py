@@ -14,6 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.rankers.contributions import Contributions
 from ltrfeat.rankers.single import column_for, concat
 
 
@@ -107,10 +108,17 @@ class LinearRanker(BaseEstimator):
         return Z
 
     def predict(self, data: RankingSet) -> np.ndarray:
+        return self._terms(data).sum(axis=1)
+
+    def contributions(self, data: RankingSet) -> Contributions:
+        """The exact terms ``w_j * z_j`` of each row's score (bias 0)."""
+        return Contributions(self.feature_map_.names, self._terms(data), np.zeros(len(data)))
+
+    def _terms(self, data: RankingSet) -> np.ndarray:
         if not hasattr(self, "coef_"):
             raise LtrfeatError("this LinearRanker is not fitted", fix="call fit() first")
         columns = [column_for(data, f.name) for f in self.feature_map_]
-        return self._standardise(data.X[:, columns].astype(np.float64)) @ self.coef_
+        return self._standardise(data.X[:, columns].astype(np.float64)) * self.coef_
 
     def describe(self) -> dict:
         top = np.argsort(-np.abs(self.coef_), kind="stable")[:5]

@@ -18,7 +18,8 @@ implementation (``impl``: an object, or ``"module:attribute"`` imported lazily) 
 - ``load(path, meta)`` -- the model back from ``path`` and its parsed metadata;
 
 plus ``MODEL``, the class of its fitted models (:func:`kind_of` finds a model's kind by it). Models
-follow the :class:`RankerModel` protocol. A kind whose ``exports_to`` names an LTR engine and whose models are
+follow the :class:`RankerModel` protocol; a model that can say what its scores are made of also has
+``contributions(data)`` (:func:`ltrfeat.rankers.contributions.contributions`, ``explain-ranker``). A kind whose ``exports_to`` names an LTR engine and whose models are
 not LambdaMART also has ``plugin_model(model)`` (the plugin's model ``type``, ``definition`` and
 ``feature_normalizers``); a kind may say why engines cannot run it in ``NOT_EXPORTABLE``.
 """
@@ -46,6 +47,8 @@ class RankerModel(Protocol):
     """What every ranker kind's models do (scikit-learn style: ``fit`` returns self, fitted state ends in ``_``).
 
     ``feature_map_`` names the features the fitted model reads (matched by name in ``predict``'s data).
+    Optional: ``contributions(data)`` -> :class:`ltrfeat.rankers.contributions.Contributions`, per row and
+    feature, whose values plus bias add up to ``predict(data)`` (every built-in kind has it).
     """
 
     def fit(self, train, valid=None) -> "RankerModel": ...

@@ -17,6 +17,7 @@ from sklearn.base import BaseEstimator
 
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.rankers.contributions import Contributions, add_feature_term
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.core.metrics import mean_per_query
 
@@ -169,6 +170,10 @@ class BestSingleFeature(BaseEstimator):
             raise LtrfeatError("this BestSingleFeature is not fitted", fix="call fit() first")
         return feature_scores(data, column_for(data, self.feature_), self.direction_)
 
+    def contributions(self, data: RankingSet) -> Contributions:
+        """The whole score is the chosen feature's term (bias 0)."""
+        return Contributions([self.feature_], self.predict(data)[:, None], np.zeros(len(data)))
+
     def describe(self) -> dict:
         return {"feature": self.feature_, "direction": self.direction_}
 
@@ -249,6 +254,12 @@ class BoostedFromFeature(BaseEstimator):
         if not hasattr(self, "model_"):
             raise LtrfeatError("this BoostedFromFeature is not fitted", fix="call fit() first")
         return self._init(data, self.scale_) + self.model_.predict(data)
+
+    def contributions(self, data: RankingSet) -> Contributions:
+        """The start feature's term (``scale`` * its per-query z-score) plus the trees' TreeSHAP values."""
+        if not hasattr(self, "model_"):
+            raise LtrfeatError("this BoostedFromFeature is not fitted", fix="call fit() first")
+        return add_feature_term(self.model_.contributions(data), self.feature_, self._init(data, self.scale_))
 
     def describe(self) -> dict:
         return {

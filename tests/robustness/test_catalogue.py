@@ -335,6 +335,10 @@ CASES += [
     ("rank-format", ["rank", M_TXT, TEST, "--out", f"{W}/out/run", "--format", "csv"], "'--format'"),
     ("rank-noncontig", ["rank", M_TXT, f"{W}/noncontig.letor", "--out", f"{W}/out/run"], "noncontig.letor"),
     ("rank-out-under-file", ["rank", M_TXT, TEST, "--out", f"{W}/train.letor/run"], "cannot write the output"),
+    ("explain-ranker-qid", ["explain-ranker", M_TXT, TEST, "--qid", "nope"], "query 'nope' is not in the data"),
+    ("explain-ranker-top", ["explain-ranker", M_TXT, TEST, "--top", "0"], "'--top'"),
+    ("explain-ranker-model-missing", ["explain-ranker", f"{W}/nope.txt", TEST], "nope.txt"),
+    ("explain-ranker-features-missing", ["explain-ranker", M_TXT, f"{W}/other_features.letor"], "other_features.letor"),
 ]
 # damaged models whose checksum was fixed up (run in a child process: these used to crash natively)
 # (the others go through the same check in process; tests/rankers/test_model_files.py fuzzes it in a child process)
