@@ -44,6 +44,10 @@ class _SlowScorer:
         return {"keywords": query}
 
 
+def _client(scorer, **options) -> TestClient:
+    return TestClient(create_app(scorer, **options), base_url="http://localhost")
+
+
 def _request(query="q", n=1) -> dict:
     return {"query": query, "candidates": [{"docid": f"d{i}", "title": "t"} for i in range(n)]}
 
@@ -64,14 +68,14 @@ def fast():
     ],
 )
 def test_lone_surrogates_are_400_naming_the_field(fast, content, where):
-    client = TestClient(create_app(fast))
+    client = _client(fast)
     resp = client.post("/score", content=content, headers=JSON)
     assert resp.status_code == 400
     assert resp.json()["detail"].startswith(f"{where} holds a lone UTF-16 surrogate")
 
 
 def test_paired_surrogates_and_non_ascii_text_are_fine(fast):
-    resp = TestClient(create_app(fast)).post(
+    resp = _client(fast).post(
         "/score",
         content='{"query": "caf\u00e9 \\ud83d\\ude00", "candidates": [{"docid": "a", "title": "\u00fcber"}]}'.encode(),
         headers=JSON,
@@ -80,7 +84,7 @@ def test_paired_surrogates_and_non_ascii_text_are_fine(fast):
 
 
 def test_deep_json_is_400_not_a_recursion_error(fast):
-    client = TestClient(create_app(fast))
+    client = _client(fast)
     for body in (b"[" * 100_000 + b"]" * 100_000, b'{"query": ' + b"[" * 40 + b"]" * 40 + b"}"):
         resp = client.post("/score", content=body, headers=JSON)
         assert resp.status_code == 400
@@ -95,7 +99,7 @@ def test_json_depth_ignores_brackets_inside_strings():
 
 
 def test_bearer_token_guards_everything_but_the_probes(fast):
-    client = TestClient(create_app(fast, token="s3cret"))
+    client = _client(fast, token="s3cret")
     for path in ("/score", "/embed"):
         resp = client.post(path, json=_request())
         assert resp.status_code == 401 and resp.headers["www-authenticate"] == "Bearer"
@@ -112,7 +116,7 @@ def test_bearer_token_guards_everything_but_the_probes(fast):
 
 def test_requests_beyond_the_concurrency_limit_get_503_with_retry_after():
     scorer = _SlowScorer()
-    with TestClient(create_app(scorer, limits=ServiceLimits(max_concurrent=2))) as client:
+    with _client(scorer, limits=ServiceLimits(max_concurrent=2)) as client:
         answers = []
         workers = [
             threading.Thread(target=lambda: answers.append(client.post("/score", json=_request()))) for _ in range(2)
@@ -139,7 +143,7 @@ def test_memory_is_released_after_a_large_request_only(fast, monkeypatch):
 
     calls = []
     monkeypatch.setattr(service, "release_memory", lambda: calls.append(1))
-    client = TestClient(create_app(fast, limits=ServiceLimits(trim_after_bytes=5_000)))
+    client = _client(fast, limits=ServiceLimits(trim_after_bytes=5_000))
     assert client.post("/score", json=_request(n=3)).status_code == 200
     assert calls == []
     assert client.post("/score", json=_request(n=200)).status_code == 200
@@ -200,15 +204,18 @@ def test_stalled_clients_are_cut_off_and_disconnects_are_one_line(world):
         host, port = _address(http)
         slow_headers = [socket.create_connection((host, port)) for _ in range(20)]
         for s in slow_headers:
-            s.sendall(b"POST /score HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+            s.sendall(b"POST /score HTTP/1.1\r\nHost: localhost\r\n")  # and never the rest
         silent = socket.create_connection((host, port))
         stalled_body = socket.create_connection((host, port))
         stalled_body.sendall(
-            b"POST /score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"POST /score HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
             b'Content-Length: 1000\r\n\r\n{"query": '
         )
         gone = socket.create_connection((host, port))
-        gone.sendall(b'POST /score HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{"query"')
+        gone.sendall(
+            b"POST /score HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 1000\r\n\r\n{"query"'
+        )
         time.sleep(0.3)
         gone.close()
 
