@@ -69,9 +69,10 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
     click.option(
         "--max-text-chars",
         type=click.IntRange(min=1),
-        default=100_000,
+        default=20_000,
         show_default=True,
-        help="Longest query or candidate field in characters (longer: 413 naming it).",
+        help="Longest query or candidate field in characters (longer: 413 naming it). A text is scored in one "
+        "piece, so this also bounds how long other requests may wait for one.",
     ),
 )
 

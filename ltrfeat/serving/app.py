@@ -78,7 +78,7 @@ class ServiceLimits:
     client_timeout: float = 10.0
     min_body_rate: float = 10_000.0
     max_concurrent: int = 64
-    max_text_chars: int = 100_000
+    max_text_chars: int = 20_000
     trim_after_bytes: int = 256 * 1024
 
     def __post_init__(self):
@@ -307,14 +307,14 @@ def create_app(
             raise _Refused(422, _validation_message(exc)) from None
 
     async def guarded(request: Request, handle):
-        """Run ``handle(payload)`` with the token, admission, body and disconnect handling."""
+        """Run ``handle(payload, connection)`` with the token, admission, body and disconnect handling."""
         client = "%s:%d" % tuple(request.client) if request.client else "a client"
         try:
             check_caller(request)
             body = await read_body(request)  # before admission: a slow sender holds no place
             size = len(body)
             async with admitted():
-                answer = await handle(await parse(body))
+                answer = await handle(await parse(body), request.client)
         except _Refused as exc:
             return _error(exc.status, exc.detail, exc.headers)
         except ClientDisconnect:
@@ -357,7 +357,7 @@ def create_app(
                 f"{where} holds {len(text):,} characters; the limit is {limits.max_text_chars:,} (--max-text-chars)",
             )
 
-    async def score_payload(payload) -> dict:
+    async def score_payload(payload, client) -> dict:
         req = validated(ScoreRequest, payload)
         if len(req.candidates) > limits.max_candidates:
             raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
@@ -365,15 +365,14 @@ def create_app(
         for i, candidate in enumerate(req.candidates):
             for field in scorer.fields:
                 check_length(f"candidates[{i}].{field}", candidate.get(field))
-        used = [0.0]
         parts = steps(req.candidates, scorer.fields)
         try:
             if len(parts) == 1:
-                scores = await turns.run(used, scorer.score, req.query, req.candidates)
+                scores = await turns.run(client, scorer.score, req.query, req.candidates)
             else:  # in steps, so that other requests are scored in between
-                pairs = await turns.run(used, scorer.prepare, req.query, req.candidates)
-                X = [await turns.run(used, scorer.pair_features, pairs.iloc[part]) for part in parts]
-                scores = await turns.run(used, scorer.predict, np.concatenate(X))
+                pairs = await turns.run(client, scorer.prepare, req.query, req.candidates)
+                X = [await turns.run(client, scorer.pair_features, pairs.iloc[part]) for part in parts]
+                scores = await turns.run(client, scorer.predict, np.concatenate(X))
         except CandidateError as exc:
             raise _Refused(422, str(exc)) from None
         if not np.isfinite(scores).all():
@@ -383,10 +382,10 @@ def create_app(
         order = np.argsort(-scores, kind="stable")
         return {"scores": [float(s) for s in scores], "order": [str(req.candidates[i]["docid"]) for i in order]}
 
-    async def embed_payload(payload) -> dict:
+    async def embed_payload(payload, client) -> dict:
         req = validated(EmbedRequest, payload)
         check_length("query", req.query)
-        return {"params": await turns.run([0.0], scorer.query_params, req.query)}
+        return {"params": await turns.run(client, scorer.query_params, req.query)}
 
     @app.post("/score")
     async def score(request: Request):

@@ -2,9 +2,10 @@
 
 The scorer runs one step at a time (in a worker thread, off the event loop). A large request is
 scored in steps of about :data:`STEP_CHARS` characters of candidate text, and between steps the scorer
-goes to the waiting request that has used the least scoring time so far (the first to wait among
-equals). A small request therefore waits for at most one step of a large one, whatever large requests
-other clients keep sending, instead of for their whole computation.
+goes to the waiting request whose connection has used the least scoring time lately (its seconds,
+halved every :data:`HALF_LIFE` seconds; the first to wait among equals). A small request therefore waits
+for at most one step of a large one, and a connection sending request after request goes after the
+others, instead of everyone waiting for whole computations in arrival order.
 """
 
 from __future__ import annotations
@@ -12,27 +13,39 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import math
 import time
+from collections import OrderedDict
 
 from fastapi.concurrency import run_in_threadpool
 
-STEP_CHARS = 8192  # candidate text per scoring step (one step costs ~10 ms with lexical + CLSM features)
+STEP_CHARS = 4096  # candidate text per scoring step (a few ms with lexical + CLSM features)
+HALF_LIFE = 2.0  # seconds over which a connection's scoring time counts half
+CONNECTIONS = 4096  # connections whose recent scoring time is remembered (least recently scored dropped first)
 
 
 class Turns:
-    """Runs one function at a time in a worker thread; the next turn goes to the least-served waiting request."""
+    """Runs one function at a time in a worker thread; the next turn goes to the least-served waiting connection."""
 
     def __init__(self):
         self._busy = False
         self._waiting: list[tuple[float, int, asyncio.Future]] = []
         self._order = itertools.count()
+        self._recent: OrderedDict[object, tuple[float, float]] = OrderedDict()  # connection -> (seconds, when)
 
-    async def run(self, used: list[float], fn, *args):
-        """``fn(*args)`` in a worker thread once it is this request's turn; ``used`` is the request's
-        one-item account of scoring seconds, which this adds to."""
+    def _used(self, client, now: float, add: float = 0.0) -> float:
+        seconds, when = self._recent.pop(client, (0.0, now))
+        seconds = seconds * math.exp2((when - now) / HALF_LIFE) + add
+        self._recent[client] = (seconds, now)
+        if len(self._recent) > CONNECTIONS:
+            self._recent.popitem(last=False)
+        return seconds
+
+    async def run(self, client, fn, *args):
+        """``fn(*args)`` in a worker thread once it is the turn of ``client`` (a connection's address)."""
         if self._busy:
             turn = asyncio.get_running_loop().create_future()
-            heapq.heappush(self._waiting, (used[0], next(self._order), turn))
+            heapq.heappush(self._waiting, (self._used(client, time.monotonic()), next(self._order), turn))
             try:
                 await turn
             except asyncio.CancelledError:
@@ -40,11 +53,12 @@ class Turns:
                     self._next()
                 raise
         self._busy = True
-        start = time.perf_counter()
+        start = time.monotonic()
         try:
             return await run_in_threadpool(fn, *args)
         finally:
-            used[0] += time.perf_counter() - start
+            now = time.monotonic()
+            self._used(client, now, now - start)
             self._next()
 
     def _next(self) -> None:
