@@ -52,11 +52,27 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
         help="Seconds a client has to send its request headers (else the connection closes) and then its body (else 408).",
     ),
     click.option(
+        "--min-body-rate",
+        type=click.FloatRange(min=1),
+        default=10_000,
+        show_default=True,
+        help="Bytes per second a request body must average after its first second (slower: 408).",
+    ),
+    click.option(
         "--max-concurrent",
         type=click.IntRange(min=1),
         default=64,
         show_default=True,
-        help="Requests in progress at once (reading, waiting or scored); more get 503 with Retry-After.",
+        help="Requests in progress at once (parsed, waiting or scored; a body still arriving does not count); "
+        "more get 503 with Retry-After.",
+    ),
+    click.option(
+        "--max-text-chars",
+        type=click.IntRange(min=1),
+        default=20_000,
+        show_default=True,
+        help="Longest query or candidate field in characters (longer: 413 naming it). A text is scored in one "
+        "piece, so this also bounds how long other requests may wait for one.",
     ),
 )
 
@@ -85,6 +101,14 @@ _FEATURES = option_group(  # what computes the ranker's features (its record nam
 @_FEATURES
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests whose Host header names NAME (repeatable; '*': any). Always answered: localhost, "
+    "127.0.0.1, [::1] and --host; other names get 400, which stops DNS-rebinding pages.",
+)
 @_LIMITS
 @click.option(
     "--token",
@@ -102,15 +126,16 @@ _FEATURES = option_group(  # what computes the ranker's features (its record nam
 )
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
-def serve(ranker, features, host, port, limits, token, open_bind, threads, lexical_params):
+def serve(ranker, features, host, port, allow_hosts, limits, token, open_bind, threads, lexical_params):
     """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
     {"scores": [...], "order": [docids, best first]}. Each candidate carries its docid and
     every text field the ranker's features read (GET /health lists them as "fields"; the
-    example below is for a ranker on title and description). Bad JSON, lone surrogates or deep
-    nesting give 400, no token 401, a stalled body 408, too large a request 413, missing
-    or mistyped fields 422, a full service 503 with Retry-After. Stop it with Ctrl-C or SIGTERM.
+    example below is for a ranker on title and description). An unknown Host, bad JSON, lone
+    surrogates or deep nesting give 400, no token 401, a stalled or slow body 408, too large a
+    request or text 413, a body not sent as application/json 415, missing or mistyped fields 422,
+    a full service 503 with Retry-After. Stop it with Ctrl-C or SIGTERM.
 
     \b
     Example:
@@ -130,7 +155,7 @@ def serve(ranker, features, host, port, limits, token, open_bind, threads, lexic
     import torch
 
     from ltrfeat.serving import server
-    from ltrfeat.serving.app import ServiceLimits, create_app
+    from ltrfeat.serving.app import LOOPBACK_HOSTS, ServiceLimits, create_app
     from ltrfeat.serving.scorer import Scorer
 
     torch.set_num_threads(threads_value(threads))
@@ -142,7 +167,8 @@ def serve(ranker, features, host, port, limits, token, open_bind, threads, lexic
         lexical_params=lexical_params,
         strict=features["strict"],
     )
-    app = create_app(scorer, limits=ServiceLimits(**limits), token=token or None)
+    hosts = (*LOOPBACK_HOSTS, *([] if host in ("0.0.0.0", "::", "") else [host]), *allow_hosts)
+    app = create_app(scorer, limits=ServiceLimits(**limits), token=token or None, hosts=hosts)
     click.echo(
         f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "
         f"{', '.join(scorer.fields) or 'none'}; {'bearer token required' if token else 'no token'})",

@@ -27,7 +27,6 @@ import io
 import json
 import math
 import sys
-import unicodedata
 import warnings
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.duplicates import resolve_duplicates
 from ltrfeat.core.errors import TextTableError, line_list
 from ltrfeat.core.fileio import atomic_output, is_gzip_path, open_input
+from ltrfeat.core.unicode_norm import nfkc
 
 TABLE_FORMATS = ("tsv", "csv", "jsonl", "parquet")
 _SUFFIX_FORMAT = {
@@ -62,7 +62,7 @@ QUERY_NORMALISATION = "nfkc-casefold-space"  # the name of normalise_query's rul
 def normalise_query(text) -> str:
     """The one form query texts are compared in (the same query across folds, tables and training records): NFKC,
     case-folded, runs of whitespace as one space."""
-    return " ".join(unicodedata.normalize("NFKC", str(text)).casefold().split())
+    return " ".join(nfkc(str(text)).casefold().split())
 
 
 class TextTableWarning(UserWarning):

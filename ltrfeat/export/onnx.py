@@ -28,7 +28,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import unicodedata
 import warnings
 import zlib
 from pathlib import Path
@@ -38,6 +37,7 @@ import numpy as np
 from ltrfeat.core.fileio import replaced_dir
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.export.onnx_check import checked_model
+from ltrfeat.core.unicode_norm import nfkc
 
 SIDECAR = "encoder.json"
 ONNX_FORMAT = "ltrfeat.onnx-encoder/1"
@@ -172,7 +172,8 @@ _WORD = re.compile(HASHING_RULES["word"])
 
 
 class _Hashing:
-    """Word -> trigram ids from the sidecar's hashing table (cached per word)."""
+    """Word -> trigram ids from the sidecar's hashing table (cached per word; with ``max_words``, the cache is
+    emptied when full)."""
 
     def __init__(self, hashing: dict):
         vocab = hashing["vocabulary"]
@@ -180,9 +181,10 @@ class _Hashing:
         self.buckets = hashing["n_buckets"]
         self.max_len = int(hashing["max_word_len"])
         self.cache: dict[str, list[int]] = {}
+        self.max_words: int | None = None
 
     def words(self, text: str) -> list[str]:
-        text = _DELETE.sub("", unicodedata.normalize("NFKC", text).lower())
+        text = _DELETE.sub("", nfkc(text).lower())
         return [w[: self.max_len] for w in _WORD.findall(text)]
 
     def ids(self, word: str) -> list[int]:
@@ -195,6 +197,8 @@ class _Hashing:
                 if self.vocab is not None
                 else [2 + zlib.crc32(t.encode("utf-8")) % int(self.buckets) for t in tris]
             )
+            if self.max_words is not None and len(self.cache) >= self.max_words:
+                self.cache.clear()
             self.cache[word] = got
         return got
 
@@ -264,6 +268,10 @@ class OnnxEncoder:
     def score(self) -> str:
         """``"cosine"`` or ``"dot"`` (exports written before the choice existed: cosine)."""
         return self.sidecar.get("score", "cosine")
+
+    def limit_word_cache(self, max_words: int | None) -> None:
+        """Keep at most ``max_words`` words' trigram ids between calls (None: every word seen)."""
+        self._hashing.max_words = max_words
 
     @classmethod
     def load(cls, path, *, threads: int | None = None) -> "OnnxEncoder":

@@ -14,13 +14,15 @@ Trigram ids:
   alphabetical), or, with ``n_buckets``, ``2 + crc32(trigram) % n_buckets`` (no vocabulary).
 
 Each distinct word is hashed once and cached; a batch is assembled with numpy from the cached
-per-word id arrays, so preparing a batch costs one byte-string split plus array gathers.
+per-word id arrays, so preparing a batch costs one byte-string split plus array gathers. The word
+table grows by doubling (appending is amortised linear) and, with ``cache_words`` set (``serve`` sets
+it), starts afresh when a call would take it beyond that many words: the table is a cache, and its
+size changes the speed, never the ids.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 import zlib
 from collections import Counter
 from dataclasses import dataclass
@@ -28,6 +30,7 @@ from itertools import repeat
 
 import numpy as np
 
+from ltrfeat.core.unicode_norm import nfkc
 from ltrfeat.core.wordsplit import SEPARATOR, joined_words
 
 UNKNOWN_ID = 0
@@ -49,6 +52,7 @@ class TokenizedTexts:
 
     words: np.ndarray  # int64
     offsets: np.ndarray  # int64, len n_texts + 1
+    table: int | None = None  # the word table the ids point into (its generation); None: not a hasher's
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -64,7 +68,7 @@ class TokenizedTexts:
         lengths = self.offsets[rows + 1] - starts
         offsets = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return TokenizedTexts(self.words[_ragged_positions(starts, lengths, offsets)], offsets)
+        return TokenizedTexts(self.words[_ragged_positions(starts, lengths, offsets)], offsets, self.table)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,17 @@ class SequenceBatch:
     lengths: np.ndarray  # int64 (B,)
 
 
+def _appended(buffer: np.ndarray, used: int, values: np.ndarray) -> np.ndarray:
+    """``buffer`` (``used`` items filled) with ``values`` written after them, doubled when full."""
+    need = used + len(values)
+    if need > len(buffer):
+        grown = np.empty(max(need, 2 * len(buffer), 1024), dtype=buffer.dtype)
+        grown[:used] = buffer[:used]
+        buffer = grown
+    buffer[used:need] = values
+    return buffer
+
+
 def _ragged_positions(starts, lengths, out_offsets) -> np.ndarray:
     """Flat source positions for a ragged gather of ``lengths[i]`` items from ``starts[i]``."""
     total = int(out_offsets[-1])
@@ -108,17 +123,27 @@ class TrigramHasher:
     n_buckets : if set, trigrams are hashed into this many buckets (crc32) instead of a
         learned vocabulary; nothing is unknown then.
     max_word_len : longer words are cut to this many characters (bounds the trigrams per word).
+    cache_words : most words the word table keeps between calls (None: every word seen); a call that
+        would exceed it starts a new table, and tokens of the old one are refused (tokenize again).
     """
 
-    def __init__(self, *, min_count: int = 1, n_buckets: int | None = None, max_word_len: int = 32):
+    def __init__(
+        self,
+        *,
+        min_count: int = 1,
+        n_buckets: int | None = None,
+        max_word_len: int = 32,
+        cache_words: int | None = None,
+    ):
         self.min_count = min_count
         self.n_buckets = n_buckets
         self.max_word_len = max_word_len
+        self.cache_words = cache_words
 
     # -- normalisation -------------------------------------------------------------------
     def words(self, text: str) -> list[str]:
         """Normalised words of ``text``: lowercase, punctuation removed, numbers kept."""
-        text = _APOSTROPHES.sub("", unicodedata.normalize("NFKC", text).lower())
+        text = _APOSTROPHES.sub("", nfkc(text).lower())
         cut = self.max_word_len
         return [w[:cut] for w in _WORD.findall(text)]
 
@@ -165,11 +190,18 @@ class TrigramHasher:
 
     def _reset_cache(self):
         # word (utf-8 bytes) -> row of the word table; the table is flat trigram ids with per-word start
-        # and length
+        # and length, the first _n_flat / _n_words items of each buffer filled
         self._word_index: dict[bytes, int] = {SEPARATOR: _SEP_ID}
         self._flat = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=np.int64)
         self._lens = np.zeros(0, dtype=np.int64)
+        self._n_flat = self._n_words = 0
+        self._table = getattr(self, "_table", -1) + 1
+
+    @property
+    def cached_words(self) -> int:
+        """Words in the word table now."""
+        return self._n_words
 
     def _trigram_ids(self, trigrams: list[str]) -> np.ndarray:
         if self.vocabulary_ is None:
@@ -184,18 +216,22 @@ class TrigramHasher:
         marked = [f"#{w}#" for w in map(bytes.decode, words)]
         trigrams = [m[i : i + 3] for m in marked for i in range(len(m) - 2)]
         lens = np.fromiter(map(len, marked), dtype=np.int64, count=len(words)) - 2  # len(#w#) - 2 trigrams
-        starts = len(self._flat) + np.cumsum(lens) - lens
-        first = len(self._lens)
+        starts = self._n_flat + np.cumsum(lens) - lens
+        first = self._n_words
         self._word_index.update(zip(words, range(first, first + len(words))))
-        self._flat = np.concatenate([self._flat, self._trigram_ids(trigrams)])
-        self._starts = np.concatenate([self._starts, starts])
-        self._lens = np.concatenate([self._lens, lens])
+        self._flat = _appended(self._flat, self._n_flat, self._trigram_ids(trigrams))
+        self._starts = _appended(self._starts, first, starts)
+        self._lens = _appended(self._lens, first, lens)
+        self._n_flat += len(trigrams)
+        self._n_words += len(words)
 
     def word_trigrams(self, word: str) -> list[int]:
         """Trigram ids of one (already normalised) word; cached per word."""
         self._check_fitted()
         key = word.encode("utf-8")
         if key not in self._word_index:
+            if self.cache_words is not None and self._n_words >= self.cache_words:
+                self._reset_cache()
             self._add_words([key])
         row = self._word_index[key]
         return self._flat[self._starts[row] : self._starts[row] + self._lens[row]].tolist()
@@ -210,22 +246,35 @@ class TrigramHasher:
         self._check_fitted()
         texts = list(texts)
         tokens = joined_words(texts, words_of=self.words, lowercase=True, delete=_ASCII_APOSTROPHES).split()
-        ids = np.fromiter(map(self._word_index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
-        missing = np.flatnonzero(ids == -1)
+        ids, missing, new = self._lookup(tokens)
         if len(missing):  # new words, and words over max_word_len (the table holds them cut)
-            cut = self.max_word_len
-            new = [tokens[p] for p in missing]
-            new = [w if len(w) <= cut else w.decode("utf-8")[:cut].encode("utf-8") for w in new]
-            self._add_words([w for w in dict.fromkeys(new) if w not in self._word_index])
+            fresh = [w for w in dict.fromkeys(new) if w not in self._word_index]
+            if self.cache_words is not None and self._n_words and self._n_words + len(fresh) > self.cache_words:
+                self._reset_cache()  # a new table holds this call's words (all of them, even beyond the bound)
+                ids, missing, new = self._lookup(tokens)
+                fresh = list(dict.fromkeys(new))
+            self._add_words(fresh)
             ids[missing] = [self._word_index[w] for w in new]
         sep = ids == _SEP_ID
         text_of_word = np.cumsum(sep)[~sep]
         offsets = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(np.bincount(text_of_word, minlength=len(texts)), out=offsets[1:])
-        return TokenizedTexts(ids[~sep], offsets)
+        return TokenizedTexts(ids[~sep], offsets, self._table)
+
+    def _lookup(self, tokens: list[bytes]) -> tuple[np.ndarray, np.ndarray, list[bytes]]:
+        """Word-table rows of ``tokens`` (-1: not in the table), the positions not found and their words (cut)."""
+        ids = np.fromiter(map(self._word_index.get, tokens, repeat(-1)), dtype=np.int64, count=len(tokens))
+        missing = np.flatnonzero(ids == -1)
+        cut = self.max_word_len
+        new = [tokens[p] for p in missing]
+        return ids, missing, [w if len(w) <= cut else w.decode("utf-8")[:cut].encode("utf-8") for w in new]
 
     def _as_tokens(self, texts) -> TokenizedTexts:
-        return texts if isinstance(texts, TokenizedTexts) else self.tokenize(list(texts))
+        if not isinstance(texts, TokenizedTexts):
+            return self.tokenize(list(texts))
+        if texts.table != self._table:
+            raise RuntimeError("these tokens point into an earlier word table of the hasher; tokenize the texts again")
+        return texts
 
     def bag_batch(self, texts) -> BagBatch:
         """DSSM batch: flat trigram ids and per-text offsets (texts or :class:`TokenizedTexts`)."""

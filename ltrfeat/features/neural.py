@@ -17,6 +17,7 @@ file a fine-tuned ``.ltrenc`` bundle (better named ``sbert-ft=ft.ltrenc``).
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
 from pathlib import Path
 
@@ -81,11 +82,14 @@ def load_encoder(name: str, path=None):
 
 
 class _VectorCache:
-    """LRU cache text -> vector for one encoder side; misses are encoded together in one call."""
+    """LRU cache text -> vector for one encoder side; misses are encoded together in one call. At most
+    ``capacity`` entries and, with ``max_bytes``, entries of at most that many bytes (text and vector)."""
 
-    def __init__(self, encoder, side: str, *, capacity: int, batch_size: int):
+    def __init__(self, encoder, side: str, *, capacity: int, batch_size: int, max_bytes: int | None = None):
         self.encoder, self.side, self.capacity, self.batch_size = encoder, side, capacity, batch_size
+        self.max_bytes = max_bytes
         self.vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.nbytes = 0  # of the entries' texts and vectors
         self.encoded = 0  # texts sent to the encoder so far
 
     def lookup(self, texts: list) -> np.ndarray:
@@ -104,10 +108,15 @@ class _VectorCache:
             for text, vec in zip(missing, new):
                 found[text] = vec
                 self.vectors[text] = vec
+                self.nbytes += _entry_bytes(text, vec)
         # evict only after this call's vectors are gathered (a chunk larger than the cache still works)
-        while len(self.vectors) > self.capacity:
-            self.vectors.popitem(last=False)
+        while len(self.vectors) > self.capacity or (self.max_bytes is not None and self.nbytes > self.max_bytes):
+            self.nbytes -= _entry_bytes(*self.vectors.popitem(last=False))
         return np.stack([found[t] for t in texts])
+
+
+def _entry_bytes(text: str, vector: np.ndarray) -> int:
+    return sys.getsizeof(text) + vector.nbytes
 
 
 class EncoderExtractor(BaseEstimator):
@@ -121,16 +130,27 @@ class EncoderExtractor(BaseEstimator):
     field : the document field to compare with the query, or a list of fields (one column each).
     batch_size : texts per encoder forward pass.
     cache_size : vectors kept per side across chunks (least recently used are dropped first).
+    cache_bytes : with it, also at most this many bytes of texts and vectors kept per side.
     """
 
     feature_source = "neural"
 
-    def __init__(self, *, name: str, path=None, field="title", batch_size: int = 1024, cache_size: int = 1_000_000):
+    def __init__(
+        self,
+        *,
+        name: str,
+        path=None,
+        field="title",
+        batch_size: int = 1024,
+        cache_size: int = 1_000_000,
+        cache_bytes: int | None = None,
+    ):
         self.name = name
         self.path = path
         self.field = field
         self.batch_size = batch_size
         self.cache_size = cache_size
+        self.cache_bytes = cache_bytes
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -155,7 +175,13 @@ class EncoderExtractor(BaseEstimator):
         self.bundle_sha256_ = encoder_fingerprint(self.path)
         self.trained_queries_ = TrainedQueries.of(self.encoder_)
         self._caches = {
-            side: _VectorCache(self.encoder_, side, capacity=int(self.cache_size), batch_size=int(self.batch_size))
+            side: _VectorCache(
+                self.encoder_,
+                side,
+                capacity=int(self.cache_size),
+                batch_size=int(self.batch_size),
+                max_bytes=self.cache_bytes,
+            )
             for side in ("query", "doc")
         }
         return self

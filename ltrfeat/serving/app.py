@@ -12,11 +12,15 @@ Endpoints:
 - ``GET /healthz`` (liveness: the process answers) and ``GET /readyz`` (readiness: 503 while the
   service is full or shutting down) never need the token.
 
-Errors are JSON ``{"detail": "..."}``: 400 for a body that is not JSON, holds a lone surrogate or
-nests deeper than ``max_json_depth``; 401 without the bearer token when one is set; 408 when the body
-has not arrived within ``client_timeout`` seconds; 413 for a body over ``max_bytes`` or more than
-``max_candidates`` candidates; 422 for a well-formed body with missing or mistyped fields; 503 (with
-``Retry-After``) when ``max_concurrent`` requests are already in progress.
+Errors are JSON ``{"detail": "..."}``: 400 for a ``Host`` header that names none of the allowed hosts
+(DNS rebinding: the probes are exempt), a body that is not JSON, holds a lone surrogate or nests deeper
+than ``max_json_depth``; 401 without the bearer token when one is set; 408 when the body has not
+arrived within ``client_timeout`` seconds or arrives slower than ``min_body_rate``; 413 for a body
+over ``max_bytes``, more than ``max_candidates`` candidates or a text over ``max_text_chars``; 415 for
+a body that is not ``application/json`` (a web page can send any other type without a CORS
+preflight); 422 for a well-formed body with missing or mistyped fields; 503 (with ``Retry-After``)
+when ``max_concurrent`` requests are already in progress. A request takes one of those places only once
+its whole body has arrived, so slow senders cannot lock the others out.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 
 from ltrfeat.core.config_files import json_depth
+from ltrfeat.serving.fairness import Turns, steps
 from ltrfeat.serving.scorer import CandidateError, Scorer
 
 log = logging.getLogger("ltrfeat.serve")
@@ -56,8 +61,13 @@ class ServiceLimits:
     max_json_depth : deepest nesting of arrays/objects in a body (deeper: 400); a request needs 3.
     client_timeout : seconds a client has to send a request's headers (else the connection is
         closed) and, from then, its body (else 408).
-    max_concurrent : requests in progress at once (reading, waiting or being scored); more get 503
-        with ``Retry-After``, so a burst is shed instead of queueing without bound.
+    min_body_rate : bytes per second a body must arrive at, on average, after its first second
+        (slower: 408 as soon as it falls behind).
+    max_concurrent : requests in progress at once (parsed, waiting or being scored; a body still
+        arriving does not count); more get 503 with ``Retry-After``, so a burst is shed instead of
+        queueing without bound.
+    max_text_chars : longest query or candidate field in characters (longer: 413 naming it, before
+        any text is normalised).
     trim_after_bytes : after a request body this large, return freed heap memory to the OS
         (glibc ``malloc_trim``), so the service does not stay at a burst's peak.
     """
@@ -66,15 +76,22 @@ class ServiceLimits:
     max_bytes: int = 1_000_000
     max_json_depth: int = 32
     client_timeout: float = 10.0
+    min_body_rate: float = 10_000.0
     max_concurrent: int = 64
+    max_text_chars: int = 20_000
     trim_after_bytes: int = 256 * 1024
 
     def __post_init__(self):
-        for name in ("max_candidates", "max_bytes", "max_json_depth", "max_concurrent"):
+        for name in ("max_candidates", "max_bytes", "max_json_depth", "max_concurrent", "max_text_chars"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if not self.client_timeout > 0:
-            raise ValueError(f"client_timeout must be positive, got {self.client_timeout}")
+        for name in ("client_timeout", "min_body_rate"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+
+
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+BODY_GRACE = 1.0  # seconds of a body's arrival before min_body_rate applies
 
 
 class ScoreRequest(BaseModel):
@@ -176,13 +193,31 @@ def release_memory() -> None:
         _TRIM(0)
 
 
-def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: str | None = None) -> FastAPI:
+def host_name(header: str) -> str:
+    """The host of a ``Host`` header value, lowercase, without port or trailing dot (``[::1]:80`` -> ``::1``)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        header = header[1 : header.find("]")] if "]" in header else header
+    elif header.count(":") == 1:
+        header = header.split(":")[0]
+    return header.rstrip(".")
+
+
+def create_app(
+    scorer: Scorer,
+    *,
+    limits: ServiceLimits | None = None,
+    token: str | None = None,
+    hosts: tuple[str, ...] = LOOPBACK_HOSTS,
+) -> FastAPI:
     """The service around ``scorer``; ``token``: when set, every endpoint but ``/healthz`` and
-    ``/readyz`` needs the header ``Authorization: Bearer <token>``."""
+    ``/readyz`` needs the header ``Authorization: Bearer <token>``; ``hosts``: the names the ``Host``
+    header may give on those endpoints (``"*"``: any), against DNS rebinding."""
     limits = limits or ServiceLimits()
     state = {"in_progress": 0, "stopping": False}
-    score_lock = asyncio.Lock()  # the scorer is serialised: waiters wait here, not in threads
+    turns = Turns()  # the scorer is serialised: waiters wait here, not in threads
     expected = f"Bearer {token}".encode() if token else None
+    allowed = None if "*" in hosts else {host_name(h) for h in hosts}
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
@@ -191,7 +226,18 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
 
     app = FastAPI(title="ltrfeat re-ranker", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 
-    def check_token(request: Request) -> None:
+    def check_host(request: Request) -> None:
+        given = request.headers.get("host", "")
+        if allowed is not None and host_name(given) not in allowed:
+            raise _Refused(
+                400,
+                f"Host header {given[:100]!r} names none of the hosts this service answers to "
+                f"({', '.join(sorted(allowed))}); start serve with --allow-host NAME for a name clients use",
+            )
+
+    def check_caller(request: Request) -> None:
+        """The ``Host`` header (400), then the token (401)."""
+        check_host(request)
         if expected is None:
             return
         given = request.headers.get("authorization", "").encode("latin-1", "replace")
@@ -216,29 +262,43 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
         finally:
             state["in_progress"] -= 1
 
-    async def read_json(request: Request):
+    async def read_body(request: Request) -> bytes:
+        """The whole body, by ``client_timeout`` and at ``min_body_rate`` at least (else 408)."""
+        kind = request.headers.get("content-type", "")
+        if kind.split(";")[0].strip().lower() != "application/json":
+            raise _Refused(415, f"the body must be sent as Content-Type: application/json, not {kind[:100]!r}")
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > limits.max_bytes:
             raise _Refused(413, f"request body of {declared} bytes exceeds the limit of {limits.max_bytes}")
         body = bytearray()
-        try:
-            async with asyncio.timeout(limits.client_timeout):
-                async for chunk in request.stream():
-                    body += chunk
-                    if len(body) > limits.max_bytes:
-                        raise _Refused(413, f"request body exceeds the limit of {limits.max_bytes} bytes")
-        except TimeoutError:
-            raise _Refused(
-                408,
-                f"request body not received within {limits.client_timeout:g} s ({len(body)} bytes arrived)",
-                {"Connection": "close"},
-            ) from None
-        data = bytes(body)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        chunks = aiter(request.stream())
+        while True:
+            due = min(start + limits.client_timeout, start + BODY_GRACE + len(body) / limits.min_body_rate)
+            try:
+                async with asyncio.timeout_at(due):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return bytes(body)
+            except TimeoutError:
+                late = loop.time() - start >= limits.client_timeout
+                raise _Refused(
+                    408,
+                    f"request body not received within {limits.client_timeout:g} s ({len(body)} bytes arrived)"
+                    if late
+                    else f"request body arriving slower than {limits.min_body_rate:g} bytes/s "
+                    f"({len(body)} bytes in {loop.time() - start:.1f} s)",
+                    {"Connection": "close"},
+                ) from None
+            body += chunk
+            if len(body) > limits.max_bytes:
+                raise _Refused(413, f"request body exceeds the limit of {limits.max_bytes} bytes")
+
+    async def parse(data: bytes):
         if len(data) > _INLINE_PARSE_BYTES:  # keep the event loop free for other clients meanwhile
-            payload = await run_in_threadpool(parse_body, data, limits.max_json_depth)
-        else:
-            payload = parse_body(data, limits.max_json_depth)
-        return payload, len(body)
+            return await run_in_threadpool(parse_body, data, limits.max_json_depth)
+        return parse_body(data, limits.max_json_depth)
 
     def validated(model, payload):
         try:
@@ -247,13 +307,14 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
             raise _Refused(422, _validation_message(exc)) from None
 
     async def guarded(request: Request, handle):
-        """Run ``handle(payload)`` with the token, admission, body and disconnect handling."""
+        """Run ``handle(payload, connection)`` with the token, admission, body and disconnect handling."""
         client = "%s:%d" % tuple(request.client) if request.client else "a client"
         try:
-            check_token(request)
+            check_caller(request)
+            body = await read_body(request)  # before admission: a slow sender holds no place
+            size = len(body)
             async with admitted():
-                payload, size = await read_json(request)
-                answer = await handle(payload)
+                answer = await handle(await parse(body), request.client)
         except _Refused as exc:
             return _error(exc.status, exc.detail, exc.headers)
         except ClientDisconnect:
@@ -277,7 +338,7 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
     @app.get("/health")
     def health(request: Request):
         try:
-            check_token(request)
+            check_caller(request)
         except _Refused as exc:
             return _error(exc.status, exc.detail, exc.headers)
         return {
@@ -286,17 +347,34 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
             "fields": list(scorer.fields),
             "max_candidates": limits.max_candidates,
             "max_bytes": limits.max_bytes,
+            "max_text_chars": limits.max_text_chars,
         }
 
-    async def score_payload(payload) -> dict:
+    def check_length(where: str, text) -> None:
+        if isinstance(text, str) and len(text) > limits.max_text_chars:
+            raise _Refused(
+                413,
+                f"{where} holds {len(text):,} characters; the limit is {limits.max_text_chars:,} (--max-text-chars)",
+            )
+
+    async def score_payload(payload, client) -> dict:
         req = validated(ScoreRequest, payload)
         if len(req.candidates) > limits.max_candidates:
             raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
-        async with score_lock:
-            try:
-                scores = await run_in_threadpool(scorer.score, req.query, req.candidates)
-            except CandidateError as exc:
-                raise _Refused(422, str(exc)) from None
+        check_length("query", req.query)
+        for i, candidate in enumerate(req.candidates):
+            for field in scorer.fields:
+                check_length(f"candidates[{i}].{field}", candidate.get(field))
+        parts = steps(req.candidates, scorer.fields)
+        try:
+            if len(parts) == 1:
+                scores = await turns.run(client, scorer.score, req.query, req.candidates)
+            else:  # in steps, so that other requests are scored in between
+                pairs = await turns.run(client, scorer.prepare, req.query, req.candidates)
+                X = [await turns.run(client, scorer.pair_features, pairs.iloc[part]) for part in parts]
+                scores = await turns.run(client, scorer.predict, np.concatenate(X))
+        except CandidateError as exc:
+            raise _Refused(422, str(exc)) from None
         if not np.isfinite(scores).all():
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             log.error("the ranker scored candidate %d as %r: the model file is damaged", bad, float(scores[bad]))
@@ -304,10 +382,10 @@ def create_app(scorer: Scorer, *, limits: ServiceLimits | None = None, token: st
         order = np.argsort(-scores, kind="stable")
         return {"scores": [float(s) for s in scores], "order": [str(req.candidates[i]["docid"]) for i in order]}
 
-    async def embed_payload(payload) -> dict:
+    async def embed_payload(payload, client) -> dict:
         req = validated(EmbedRequest, payload)
-        async with score_lock:
-            return {"params": await run_in_threadpool(scorer.query_params, req.query)}
+        check_length("query", req.query)
+        return {"params": await turns.run(client, scorer.query_params, req.query)}
 
     @app.post("/score")
     async def score(request: Request):

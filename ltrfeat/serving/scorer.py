@@ -9,13 +9,20 @@ each pair, ``_score``), ``sbert``, or an ONNX export directory run by onnxruntim
 nothing can produce -- also a ``_dot`` column given a cosine encoder and vice versa -- fails at
 load time. The document fields come from the feature names (``bm25_title`` -> ``title``);
 every candidate must carry them as text.
+
+Whatever a service scores, its memory stays bounded (:class:`CacheLimits`): each encoder's word table
+and vector caches hold at most a fixed number of entries and bytes, and no query is kept but the
+hashes of the last few thousand trained-on queries it has logged. A cache changes the speed, never a score.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import warnings
+from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +45,25 @@ _log = logging.getLogger("ltrfeat.serve")
 
 class CandidateError(LtrfeatError):
     """A scoring request is malformed (missing field, non-text value); the HTTP layer answers 422."""
+
+
+@dataclass(frozen=True)
+class CacheLimits:
+    """What a :class:`Scorer` keeps between requests, per encoder.
+
+    Parameters
+    ----------
+    words : words in a CLSM/DSSM (or ONNX export's) word table; a request that would exceed it starts a new
+        table (~200 bytes a word).
+    vectors : query or document vectors kept per side (least recently used dropped first).
+    vector_bytes : bytes of texts and vectors kept per side.
+    logged_queries : trained-on queries remembered (by a 16-byte hash) so each is logged once.
+    """
+
+    words: int = 100_000
+    vectors: int = 100_000
+    vector_bytes: int = 64 * 2**20
+    logged_queries: int = 10_000
 
 
 def _lexical_column(name: str, fields) -> tuple[str, str | None] | None:
@@ -68,11 +94,12 @@ class _OnnxEncoder:
     """``<name>_<field>_cos`` (or ``_dot`` for a dot-scored export) columns from an ONNX encoder export:
     the dot product of the two sides' embeddings (normalised ones for cosine)."""
 
-    def __init__(self, name: str, path, fields):
+    def __init__(self, name: str, path, fields, *, cache_words: int | None = None):
         from ltrfeat.export.onnx import OnnxEncoder
 
         self.name, self.fields = name, tuple(fields)
         self.encoder_ = OnnxEncoder.load(path)
+        self.encoder_.limit_word_cache(cache_words)
 
     def feature_names(self) -> list[str]:
         suffix = "dot" if self.encoder_.score == "dot" else "cos"
@@ -85,13 +112,19 @@ class _OnnxEncoder:
         ).astype(np.float32)
 
 
-def _encoder_extractor(name: str, path, fields):
+def _encoder_extractor(name: str, path, fields, caches: CacheLimits):
     from ltrfeat.features.neural import EncoderExtractor
 
     if path is not None and Path(path).is_dir() and (Path(path) / "encoder.json").exists():
-        return _OnnxEncoder(name, path, fields)
-    # a bounded doc-vector cache: repeated candidates are encoded once across requests
-    return EncoderExtractor(name=name, path=path, field=tuple(fields), cache_size=100_000).fit()
+        return _OnnxEncoder(name, path, fields, cache_words=caches.words)
+    # bounded vector caches: repeated candidates are encoded once across requests
+    extractor = EncoderExtractor(
+        name=name, path=path, field=tuple(fields), cache_size=caches.vectors, cache_bytes=caches.vector_bytes
+    ).fit()
+    hasher = getattr(extractor.encoder_, "hasher", None)
+    if hasher is not None:
+        hasher.cache_words = caches.words
+    return extractor
 
 
 class Scorer:
@@ -101,16 +134,21 @@ class Scorer:
     :mod:`ltrfeat.rankers.registry`),
     ``extractors`` (objects with ``feature_names()`` and ``transform(pairs)``), ``fields``
     (document fields the candidates must carry), ``strict`` (refuse queries an encoder was trained
-    on). :meth:`score` is thread-safe (serialised). :attr:`guard` counts the queries scored that an
-    encoder was trained on (:mod:`ltrfeat.features.leakage`).
+    on). :meth:`score` is thread-safe (serialised). :attr:`guard` counts the queries :func:`rerank_run
+    <ltrfeat.serving.rerank.rerank_run>` scores that an encoder was trained on (:mod:`ltrfeat.features.leakage`);
+    :meth:`score` checks each query on its own and keeps none.
     """
 
-    def __init__(self, ranker, extractors: list, fields: tuple, *, strict: bool = False):
+    def __init__(self, ranker, extractors: list, fields: tuple, *, strict: bool = False, logged_queries: int = 10_000):
         self.ranker = ranker
         self.extractors = extractors
         self.fields = tuple(fields)
         self.guard = LeakageGuard(extractors, strict=strict)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._logged: OrderedDict[bytes, None] = OrderedDict()  # hashes of trained-on queries logged, LRU
+        self._max_logged = logged_queries
+        self._scored_queries = 0
+        self._trained_on = {ex.name: 0 for ex in self.guard.watched}  # queries scored that each was trained on
 
     @property
     def feature_names(self) -> list[str]:
@@ -125,6 +163,7 @@ class Scorer:
         corpus_stats=None,
         lexical_params: dict | None = None,
         strict: bool = False,
+        caches: CacheLimits | None = None,
     ) -> "Scorer":
         """Load the ranker and build the extractors its features need.
 
@@ -144,7 +183,9 @@ class Scorer:
             statistics or encoder bundle that contradicts the record is an error; a ranker without the
             record is scored with the corpus file's record or the defaults, with a warning.
         strict : refuse to score a query an encoder was trained on (else each is logged once).
+        caches : what is kept between calls (default :class:`CacheLimits`).
         """
+        caches = caches or CacheLimits()
         model = load_ranker(ranker)
         where = None if model is ranker else ranker
         encoders = dict(encoders or {})
@@ -228,7 +269,7 @@ class Scorer:
         for encoder, fields in by_encoder.items():
             columns = [n for n in model.feature_map_.names if _encoder_column(n, [encoder]) is not None]
             pins.check_encoder(model.feature_map_, encoder, encoders[encoder], columns)
-            extractor = _encoder_extractor(encoder, encoders[encoder], tuple(fields))
+            extractor = _encoder_extractor(encoder, encoders[encoder], tuple(fields), caches)
             wrong = [
                 n
                 for n in model.feature_map_.names
@@ -246,7 +287,7 @@ class Scorer:
         needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
         if note:  # once everything loaded: a failed load says one thing
             warnings.warn(note, LtrfeatWarning, stacklevel=2)
-        return cls(model, extractors, needed, strict=strict)
+        return cls(model, extractors, needed, strict=strict, logged_queries=caches.logged_queries)
 
     def _pairs(self, query, candidates) -> pd.DataFrame:
         if not isinstance(query, str):
@@ -276,37 +317,66 @@ class Scorer:
         """The ranker's feature matrix (float32, one row per candidate, ranker column order)."""
         return self.pair_features(self._pairs(query, candidates))
 
+    def prepare(self, query: str, candidates: list[dict]) -> pd.DataFrame:
+        """One request's pairs table, once its query passed the leakage check (:meth:`score` in steps: this,
+        :meth:`pair_features` of any slices of it, :meth:`predict` of all their rows)."""
+        with self._lock:
+            self._watch(query)
+            return self._pairs(query, candidates)
+
     def pair_features(self, pairs: pd.DataFrame) -> np.ndarray:
         """The ranker's feature matrix for a pairs table of any number of queries (columns ``qid,
         query, docid`` and the document fields in :attr:`fields`), one float32 row per pair."""
         position = {name: j for j, name in enumerate(self.feature_names)}
         X = np.zeros((len(pairs), len(position)), dtype=np.float32)
         if len(pairs):
-            for ex in self.extractors:
-                values = np.asarray(ex.transform(pairs), dtype=np.float32)
-                for k, name in enumerate(ex.feature_names()):
-                    if name in position:
-                        X[:, position[name]] = values[:, k]
+            with self._lock:
+                for ex in self.extractors:
+                    values = np.asarray(ex.transform(pairs), dtype=np.float32)
+                    for k, name in enumerate(ex.feature_names()):
+                        if name in position:
+                            X[:, position[name]] = values[:, k]
         return X
 
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Ranker scores (float64) of one query's feature rows (the ranker may standardise within the query)."""
+        if not len(X):
+            return np.zeros(0)
+        data = RankingSet(
+            qid=np.full(len(X), "q", dtype=object), label=np.zeros(len(X)), X=X, feature_map=self.ranker.feature_map_
+        )
+        with self._lock:
+            return self.ranker.predict(data)
+
     def _watch(self, query) -> None:
-        """Log (or under ``strict`` refuse) a query an encoder was trained on, once per distinct query."""
+        """Log (or under ``strict`` refuse) a query an encoder was trained on: once per distinct query among the
+        last ``logged_queries`` such queries, whose hashes are all that is kept."""
         if not isinstance(query, str) or not self.guard.watched:
             return
-        before = {name: len(seen) for name, seen in self.guard.seen.items()}
+        probe = LeakageGuard(self.guard.watched, strict=self.guard.strict)  # this query alone
         try:
-            self.guard.add([query], [query])
+            probe.add([query], [query])
         except LtrfeatError as exc:
             raise CandidateError(exc.problem) from None
-        for name, seen in self.guard.seen.items():
-            if len(seen) > before[name]:
-                _log.warning(
-                    "query %r was in encoder %s's training data (%d such of %d distinct queries so far; --strict refuses)",
-                    query,
-                    name,
-                    len(seen),
-                    len(self.guard.scored),
-                )
+        self._scored_queries += 1
+        for name, seen in probe.seen.items():
+            if not seen:
+                continue
+            self._trained_on[name] += 1
+            key = hashlib.blake2b(f"{name}\0{query}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
+            if key in self._logged:
+                self._logged.move_to_end(key)
+                continue
+            self._logged[key] = None
+            if len(self._logged) > self._max_logged:
+                self._logged.popitem(last=False)
+            _log.warning(
+                "query %s was in encoder %s's training data (%d such of %d queries scored so far; --strict refuses)",
+                _shown(query),
+                name,
+                self._trained_on[name],
+                self._scored_queries,
+            )
 
     def query_params(self, query: str) -> dict:
         """Template parameters of the exported LTR featureset for ``query`` (``/embed``): ``keywords``,
@@ -328,13 +398,9 @@ class Scorer:
         """Ranker scores (float64), one per candidate, in the candidates' order."""
         with self._lock:
             self._watch(query)
-            X = self.features(query, candidates)
-            if not len(X):
-                return np.zeros(0)
-            data = RankingSet(
-                qid=np.full(len(X), "q", dtype=object),
-                label=np.zeros(len(X)),
-                X=X,
-                feature_map=self.ranker.feature_map_,
-            )
-            return self.ranker.predict(data)
+            return self.predict(self.features(query, candidates))
+
+
+def _shown(text: str, limit: int = 200) -> str:
+    """``repr(text)``, cut to about ``limit`` characters (a log line stays short whatever a client sends)."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text):,} characters)"

@@ -100,7 +100,7 @@ def _client(scorer=None):
 
     from ltrfeat.serving.app import create_app
 
-    return TestClient(create_app(scorer or _Scorer()), raise_server_exceptions=False)
+    return TestClient(create_app(scorer or _Scorer()), raise_server_exceptions=False, base_url="http://localhost")
 
 
 @pytest.mark.parametrize(

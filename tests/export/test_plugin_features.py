@@ -316,7 +316,7 @@ def test_embed_endpoint_answers_the_template_params(demo, tmp_path):
     model = LambdaMART(n_estimators=5, num_leaves=8, early_stopping_rounds=None, n_jobs=1).fit(demo["data"])
     demo["lexical"].corpus_.save(tmp_path / "corpus.npz")
     scorer = Scorer.load(model, encoders={"clsm": str(demo["encoder"])}, corpus_stats=tmp_path / "corpus.npz")
-    client = TestClient(create_app(scorer))
+    client = TestClient(create_app(scorer), base_url="http://localhost")
     answer = client.post("/embed", json={"query": "office chair with arms"})
     assert answer.status_code == 200
     params = answer.json()["params"]

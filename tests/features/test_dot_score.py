@@ -399,7 +399,9 @@ def test_http_score_with_dot_and_deepmatch(served_world):
     )
     rows, cands = candidates_of(w, "q2")
     query = dict(zip(w["queries"].qid, w["queries"]["query"]))["q2"]
-    with TestClient(create_app(scorer, limits=ServiceLimits(max_candidates=50, max_bytes=100_000))) as client:
+    with TestClient(
+        create_app(scorer, limits=ServiceLimits(max_candidates=50, max_bytes=100_000)), base_url="http://localhost"
+    ) as client:
         body = client.post("/score", json={"query": query, "candidates": cands}).json()
         assert {"dssm_title_dot", "deepmatch_title_score"} <= set(client.get("/health").json()["features"])
     np.testing.assert_allclose(body["scores"], w["model"].predict(w["data"])[rows], atol=1e-6)

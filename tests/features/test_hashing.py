@@ -148,5 +148,55 @@ def test_sequence_batch_matches_per_text_windows(texts, d):
 def test_batches_reuse_the_word_cache():
     h = fitted()
     h.bag_batch(["boy toy"] * 3)
-    assert len(h._lens) == 2
+    assert h.cached_words == 2
     assert np.array_equal(h.bag_batch(["boy"]).ids, np.array(h.word_trigrams("boy")))
+
+
+def _random_texts(seed: int, n: int) -> list[str]:
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    return [
+        " ".join("".join(rng.choice(letters, size=rng.integers(1, 9))) for _ in range(rng.integers(0, 12)))
+        for _ in range(n)
+    ]
+
+
+def _windows(batch) -> list:
+    """Each CLSM window as the trigram ids of its words (the batch's word-table order aside)."""
+    ends = np.append(batch.word_offsets[1:], len(batch.word_ids))
+    words = [tuple(batch.word_ids[a:b]) for a, b in zip(batch.word_offsets, ends)]
+    return [[words[r] for r in window] for window in batch.windows]
+
+
+def test_a_bounded_word_table_stays_bounded_and_gives_the_same_ids():
+    """serve bounds the table (it grew with every unseen word, forever): same batches, table at its bound."""
+    free, bounded = fitted(), fitted(cache_words=200)
+    for call in range(60):
+        texts = _random_texts(call, 20)
+        a, b = free.bag_batch(texts), bounded.bag_batch(texts)
+        assert np.array_equal(a.ids, b.ids) and np.array_equal(a.offsets, b.offsets)
+        sa, sb = free.sequence_batch(texts, context=1), bounded.sequence_batch(texts, context=1)
+        assert _windows(sa) == _windows(sb) and np.array_equal(sa.lengths, sb.lengths)
+        assert bounded.word_trigrams("boy") == free.word_trigrams("boy")
+        assert bounded.cached_words <= 200
+    assert free.cached_words > 2_000
+
+
+def test_tokens_of_a_replaced_word_table_are_refused():
+    h = fitted(cache_words=5)
+    tokens = h.tokenize(["boy toy"])
+    assert np.array_equal(h.bag_batch(tokens).ids, h.bag_batch(["boy toy"]).ids)
+    h.tokenize(["one two three four five six"])  # beyond the bound: a new table
+    with pytest.raises(RuntimeError, match="tokenize the texts again"):
+        h.bag_batch(tokens)
+
+
+def test_the_word_table_is_not_copied_on_every_growth():
+    """Each new word copied the whole table (quadratic time in the words seen); now it doubles when full."""
+    h = fitted()
+    copies, buffer = 0, None
+    for i in range(20_000):
+        h.tokenize([f"w{i}x"])
+        copies += h._flat is not buffer
+        buffer = h._flat
+    assert h.cached_words == 20_000 and copies < 20

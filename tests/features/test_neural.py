@@ -112,6 +112,19 @@ def test_a_tiny_cache_evicts_but_gives_the_same_values(bundles):
     assert small.texts_encoded["doc"] == 5  # 4 distinct, then "red cat" again after eviction
 
 
+def test_the_cache_is_bounded_in_bytes_too(bundles):
+    """serve's cache held 100,000 texts of any length: a few long documents took gigabytes."""
+    long_texts = [" ".join(f"w{i}x{j}" for j in range(5_000)) for i in range(6)]  # ~40 KB each
+    pairs = pd.DataFrame({"query": ["red cat"] * 6, "title": long_texts})
+    free = EncoderExtractor(name="clsm", path=bundles["clsm"]).fit()
+    bounded = EncoderExtractor(name="clsm", path=bundles["clsm"], cache_bytes=100_000).fit()
+    for start in range(6):
+        # a text encoded again in another batch may differ in the last bit of float32, as without the bound
+        np.testing.assert_allclose(bounded.transform(pairs.iloc[start:]), free.transform(pairs.iloc[start:]), atol=1e-6)
+        assert 0 < bounded._caches["doc"].nbytes <= 100_000
+    assert len(bounded._caches["doc"].vectors) == 2 and free._caches["doc"].nbytes > 200_000
+
+
 def test_bundle_of_the_other_architecture_is_refused(bundles):
     with pytest.raises(ModelFileError, match="holds a dssm encoder, not clsm") as info:
         EncoderExtractor(name="clsm", path=bundles["dssm"]).fit(DOCS)

@@ -116,7 +116,7 @@ def test_a_registered_kind_goes_through_ablate_serve_and_export(feature_sum, pla
     scorer = Scorer.load(tmp_path / "fs.txt", corpus_stats=world["corpus"])
     rows, cands = candidates_of(world, "q3")
     query = dict(zip(world["queries"].qid, world["queries"]["query"]))["q3"]
-    with TestClient(create_app(scorer)) as client:
+    with TestClient(create_app(scorer), base_url="http://localhost") as client:
         body = client.post("/score", json={"query": query, "candidates": cands}).json()
     np.testing.assert_allclose(body["scores"], model.predict(world["data"])[rows], rtol=0, atol=1e-9)
     # export: refused with the reason, exit 2, nothing written

@@ -1103,7 +1103,7 @@ def test_hostile_request_bodies_get_a_one_line_error(case_id, path, body, status
 
     from ltrfeat.serving.app import create_app
 
-    client = TestClient(create_app(_Scorer()), raise_server_exceptions=False)
+    client = TestClient(create_app(_Scorer()), raise_server_exceptions=False, base_url="http://localhost")
     start = time.perf_counter()
     res = client.post(path, content=body, headers={"content-type": "application/json"})
     assert time.perf_counter() - start < 5

@@ -20,6 +20,8 @@ from ltrfeat.serving.process import served  # noqa: E402
 from ltrfeat.serving.scorer import Scorer  # noqa: E402
 from builders import build_world, candidates_of  # noqa: E402
 
+JSON = {"content-type": "application/json"}
+
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
@@ -29,7 +31,9 @@ def world(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(world):
     scorer = Scorer.load(world["ranker"], encoders={"clsm": world["encoder"]}, corpus_stats=world["corpus"])
-    with TestClient(create_app(scorer, limits=ServiceLimits(max_candidates=20, max_bytes=20_000))) as c:
+    with TestClient(
+        create_app(scorer, limits=ServiceLimits(max_candidates=20, max_bytes=20_000)), base_url="http://localhost"
+    ) as c:
         yield c
 
 
@@ -72,7 +76,7 @@ def test_score_and_order(client, world):
     ],
 )
 def test_bad_requests(client, content, status, message):
-    resp = client.post("/score", content=content, headers={"content-type": "application/json"})
+    resp = client.post("/score", content=content, headers=JSON)
     assert resp.status_code == status
     assert message in resp.json()["detail"]
 
@@ -82,7 +86,7 @@ def test_oversize_body_without_content_length_is_cut(client):
         for _ in range(30):
             yield b"x" * 1000
 
-    resp = client.post("/score", content=chunks())  # chunked transfer: no Content-Length
+    resp = client.post("/score", content=chunks(), headers=JSON)  # chunked transfer: no Content-Length
     assert resp.status_code == 413
 
 

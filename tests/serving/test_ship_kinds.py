@@ -67,7 +67,7 @@ def test_serve_and_rerank_score_as_rank(world, trained, kind):
     root, data = world["root"], world["data"]
     scorer = Scorer.load(model, corpus_stats=world["corpus"])
     qtext = dict(zip(world["queries"].qid, world["queries"]["query"]))
-    with TestClient(create_app(scorer)) as client:
+    with TestClient(create_app(scorer), base_url="http://localhost") as client:
         for qid in ("q1", "q6"):
             rows, cands = candidates_of(world, qid)
             body = client.post("/score", json={"query": qtext[qid], "candidates": cands}).json()
@@ -174,7 +174,9 @@ def test_home_depot_serve_scores_as_rank_for_every_kind(tmp_path):
         )  # fmt: skip
         _cli("rank", model, tmp_path / "hd.letor", "--out", tmp_path / f"{kind}.scores")
         ranked = np.loadtxt(tmp_path / f"{kind}.scores")
-        with TestClient(create_app(Scorer.load(model, corpus_stats=tmp_path / "hd.npz"))) as client:
+        with TestClient(
+            create_app(Scorer.load(model, corpus_stats=tmp_path / "hd.npz")), base_url="http://localhost"
+        ) as client:
             for q in list(dict.fromkeys(data.qid))[::30]:
                 rows = np.flatnonzero(data.qid == q)
                 cands = [{"docid": d, "doc": titles[d]} for d in data.docid[rows]]
