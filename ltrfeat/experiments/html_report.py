@@ -1,7 +1,8 @@
 """``report.html``: one self-contained page (no network, no external script or font) that a person reads in
-half a minute and a ranking engineer explores: the verdict in words, a sortable and filterable results table,
-forest plots per metric (inline SVG drawn by matplotlib), wins/ties/losses, a per-query drill-down with the top
-documents under two sets side by side, model selection, the stage profile and the setup.
+half a minute and a ranking engineer explores: the verdict in two sentences, the warning box, a sortable and
+filterable results table (scrolling sideways within 1280 px), forest plots per metric (inline SVG drawn by
+matplotlib), wins/ties/losses, a per-query drill-down with the top documents under two sets side by side, model
+selection, the stage profile and the setup; a section with nothing to show is left out, link and all.
 
 Everything is built from a ``report.json`` object, the per-query table and, for the drill-down, each set's
 ranking of the test documents (in memory after an ablation, or read back from a report's ``runs/``). The
