@@ -105,7 +105,7 @@ def test_demo_report_html_works_in_a_real_browser(demo_run, tmp_path):
         assert "max-pool words" in sides.nth(1).inner_text()  # a CLSM encoder explains its set's matches ...
         assert "max-pool words" not in sides.nth(0).inner_text()  # ... not the lexical baseline's
         page.select_option("#drill-variant", label="lexical+dssm-softmax")
-        assert "max-pool words" not in view.inner_text() and "no word-level explanation" in view.inner_text()
+        assert "max-pool words:" not in view.inner_text() and "no word-level explanation" in view.inner_text()
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         view.scroll_into_view_if_needed()
         page.evaluate("window.scrollTo(0, 0)")
