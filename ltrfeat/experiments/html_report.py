@@ -1,7 +1,8 @@
 """``report.html``: one self-contained page (no network, no external script or font) that a person reads in
-half a minute and a ranking engineer explores: the verdict in words, a sortable and filterable results table,
-forest plots per metric (inline SVG drawn by matplotlib), wins/ties/losses, a per-query drill-down with the top
-documents under two sets side by side, model selection, the stage profile and the setup.
+half a minute and a ranking engineer explores: the verdict in two sentences, the warning box, a sortable and
+filterable results table (scrolling sideways within 1280 px), forest plots per metric (inline SVG drawn by
+matplotlib), wins/ties/losses, a per-query drill-down with the top documents under two sets side by side, model
+selection, the stage profile and the setup; a section with nothing to show is left out, link and all.
 
 Everything is built from a ``report.json`` object, the per-query table and, for the drill-down, each set's
 ranking of the test documents (in memory after an ablation, or read back from a report's ``runs/``). The
@@ -24,8 +25,18 @@ import numpy as np
 import pandas as pd
 
 from ltrfeat.experiments import _plots
-from ltrfeat.experiments.in_words import headline, kept_start_words
+from ltrfeat.experiments.in_words import (
+    headline,
+    kept_start_words,
+    INTERVALS_UNADJUSTED,
+    reconcile_words,
+    report_warnings,
+    results_words,
+    selection_words,
+    verdict_words,
+)
 from ltrfeat.core.fileio import atomic_output
+from ltrfeat.rankers.choices import RECOMMENDED
 
 TOP = 10
 MAX_QUERIES = 2000
@@ -107,7 +118,9 @@ def drill_data(
 
     Queries are ordered by the size of the change between the default pair of sets (the report's baseline
     and the set recommended or, without one, the first other set) and cut at ``max_queries``; each keeps the
-    documents in the top ``top`` of any set, with every set's rank and score.
+    documents in the top ``top`` of any set, with every set's rank and score, and its fold's index: ``neural``
+    holds per set and fold the set's neural columns (the recommended set's differ by fold), so the page shows the
+    words of an encoder only beside a set that holds its columns.
     """
     sets = [s for s in rankings if len(rankings[s])]
     baseline = data["config"].get("baseline")
@@ -134,6 +147,8 @@ def drill_data(
     table = table[(table[rank_cols] <= top).any(axis=1)]
     lab = labels.astype({"qid": str, "docid": str}).set_index(["qid", "docid"])["label"]
     label = lab.reindex(table.index).to_numpy(float)
+    fold_of = dict(zip(pq["qid"], pq["fold"])) if "fold" in pq else {}
+    folds = [f["name"] for f in data["config"].get("folds", [])]
     position = {q: i for i, q in enumerate(order)}
     at = np.array([position[q] for q in table.index.get_level_values("qid")], dtype=np.int64)
     rows = np.argsort(at, kind="stable")
@@ -153,7 +168,10 @@ def drill_data(
         mine = rows[bounds[i] : bounds[i + 1]]
         if not len(mine):
             continue
-        queries.append([qid, (query_text or {}).get(qid), [num(v, lambda v: round(float(v), 4)) for v in values[i]]])
+        fold = folds.index(fold_of[qid]) if fold_of.get(qid) in folds else None
+        queries.append(
+            [qid, (query_text or {}).get(qid), [num(v, lambda v: round(float(v), 4)) for v in values[i]], fold]
+        )
         docs.append(
             [
                 [
@@ -174,6 +192,7 @@ def drill_data(
         "metric": metric,
         "top": top,
         "n_queries": int(wide.shape[0]),
+        "neural": [[_neural_columns(data, s, fold) for fold in folds] for s in sets],
         "queries": queries,
         "docs": docs,
         "doc_text": None if doc_text is None else {d: doc_text[d] for d in sorted(shown_docs) if d in doc_text},
@@ -187,6 +206,16 @@ def drill_data(
             for m, per in words.items()
         },
     }
+
+
+def _neural_columns(data: dict, name: str, fold: str) -> list[str]:
+    """The columns of set ``name`` in ``fold`` that the report's baseline set does not hold (for the recommended
+    set, those of the set the fold's selection picked)."""
+    columns = {s["name"]: s["columns"] for s in data["config"].get("feature_sets", [])}
+    if name == RECOMMENDED:
+        name = ((data["config"].get("selection") or {}).get("recommended") or {}).get(fold, {}).get("feature_set")
+    base = set(columns.get(data["config"].get("baseline"), []))
+    return [c for c in columns.get(name, []) if c not in base]
 
 
 def rankings_from_ablation(result, folds) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
@@ -264,12 +293,15 @@ def _results_table(data: dict) -> str:
         "</div><div class=scroll><table id=results class=sortable><thead><tr><th>feature set</th><th class=text>kind</th>"
         f"<th>features</th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
         f"<p class=note>Mean over test queries; in brackets the change against <code>{_e(baseline)}</code> and its Holm "
-        "mark (* p &lt; 0.05, ** p &lt; 0.01); hover a cell for its 95% interval. Click a header to sort.</p>"
+        "mark (* p &lt; 0.05, ** p &lt; 0.01); hover a cell for its 95% interval (not adjusted, see below). Click a "
+        "header to sort; the table scrolls sideways.</p>" + "".join(f"<p>{_prose(s)}</p>" for s in results_words(data))
     )
 
 
 def _comparisons_table(data: dict) -> str:
     marks = data["config"].get("statistics", {}).get("marks", _plots.MARKS)
+    if not data["comparisons"]:
+        return ""
     rows = []
     for c in data["comparisons"]:
         lo, hi = _pair(c["ci95_delta"])
@@ -293,7 +325,7 @@ def _comparisons_table(data: dict) -> str:
         "<div class=scroll><table id=comparisons class=sortable><thead><tr><th>baseline</th><th class=text>variant</th>"
         "<th class=text>metric</th><th>baseline mean</th><th>variant mean</th><th>delta [95% CI]</th><th>relative</th>"
         "<th>p (randomisation)</th><th>p (Holm)</th><th>W/T/L</th><th>queries</th></tr></thead>"
-        f"<tbody>{''.join(rows)}</tbody></table></div>"
+        f"<tbody>{''.join(rows)}</tbody></table></div><p class=note>{_e(INTERVALS_UNADJUSTED)}</p>"
     )
 
 
@@ -320,13 +352,13 @@ def _wtl(data: dict) -> str:
             f"<h3>{_e(m)} against <code>{_e(baseline)}</code></h3><table><thead><tr><th>variant</th><th></th>"
             f"<th>wins</th><th>ties</th><th>losses</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
         )
-    return "".join(out) or "<p>No comparisons.</p>"
+    return "".join(out)
 
 
 def _selection(data: dict) -> str:
     sel = data["config"].get("selection")
     if not sel:
-        return "<p>No model selection in this run (plain LambdaMART for every set).</p>"
+        return ""
     rows = []
     for fold, sets in sel["chosen"].items():
         rec = sel["recommended"][fold]
@@ -349,7 +381,8 @@ def _selection(data: dict) -> str:
         for n, v in cand.items()
     )
     return (
-        f"<p>Candidates {', '.join(f'<code>{_e(c)}</code>' for c in sel['candidates'])}, chosen per fold by "
+        "".join(f"<p>{_prose(s)}</p>" for s in selection_words(data))
+        + f"<p>Candidates {', '.join(f'<code>{_e(c)}</code>' for c in sel['candidates'])}, chosen per fold by "
         f"{_e(sel['inner_folds'])}-fold inner cross-validation on training queries only (rule {_e(sel['rule'])}, "
         f"criterion {_e(', '.join(sel['criterion']))}).</p>"
         "<table class=sortable><thead><tr><th>fold</th><th class=text>feature set</th><th class=text>chosen</th>"
@@ -366,7 +399,7 @@ def _stages(data: dict) -> str:
 
     stages = data.get("stage_seconds")
     if not stages:
-        return "<p>No stage profile in this report.</p>"
+        return ""
     plain = {k: v for k, v in stages.items() if isinstance(v, (int, float))}
     top = max(plain.values(), default=1.0) or 1.0
     rows = "".join(
@@ -404,13 +437,13 @@ def _forests(data: dict) -> str:
     first = headline(metrics)
     fig = _plots.forest_figure(data, first, title=False)
     if fig is None:
-        return "<p>No comparisons to plot.</p>"
+        return ""
     marks = data["config"].get("statistics", {}).get("marks", _plots.MARKS)
     parts = [
         f"<p class=note>Each set's mean change against <code>{_e(data['config']['baseline'])}</code> with its 95% "
         "bootstrap interval; the label gives the relative change and the Holm mark ("
         + ", ".join(f"{_e(mark)} p &lt; {_e(level)}" for mark, level in marks.items())
-        + "); the axis is zoomed to the intervals, the dashed line is no change.</p>",
+        + f"); the axis is zoomed to the intervals, the dashed line is no change. {_e(INTERVALS_UNADJUSTED)}</p>",
         f"<div class=forest>{_plots.svg_text(fig)}</div>",
     ]
     for m in metrics:
@@ -432,11 +465,8 @@ def _images(report_dir) -> str:
 
 
 def _drill_section(drill: dict | None) -> str:
-    if drill is None:
-        return (
-            "<p>No per-query rankings in this report: the page of a finished ablation has them; for an older report "
-            "run the ablation with <code>--write-runs</code> and then <code>ltrfeat report DIR --html</code>.</p>"
-        )
+    if drill is None:  # an older report without runs/: `ltrfeat report --html` says so
+        return ""
     cut = (
         f" It holds the {len(drill['queries'])} of {_e(drill['n_queries'])} queries whose {_e(drill['metric'])} changes most "
         "between the default pair of sets (per_query.tsv has them all)."
@@ -447,16 +477,35 @@ def _drill_section(drill: dict | None) -> str:
         "<div id=drill><div class=tools><input type=search id=drill-search placeholder='search a query id or text'>"
         "<label>baseline <select id=drill-base></select></label><label>variant <select id=drill-variant></select>"
         "</label></div><div id=drill-results></div><div id=drill-view></div>"
-        f"<p class=note>Top {_e(drill['top'])} documents of each set (first seed's scores); label = judged grade; move = "
-        f"places gained against the other set.{cut}</p></div>"
+        f"<p class=note>Top {_e(drill['top'])} documents of each set (first seed's scores); label = judged grade; ▲ n "
+        "higher / ▼ n lower = ranked n places higher or lower than under the other set (the label says whether that "
+        "is better); the words explaining a match are those of the set's own CLSM encoder, shown only for a set that "
+        f"holds one.{cut}</p></div>"
     )
 
 
+def _warning_box(warnings: list[str]) -> str:
+    """The report's warnings in one box that says how many there are and what a warning about the best single
+    feature means for the reader."""
+    if not warnings:
+        return ""
+    single = (
+        "<p>The best single feature is the one feature inner cross-validation picks in each fold, used alone as the "
+        "ranking score: when a learned ranker is not shown to beat it, ranking by that feature alone is as good as "
+        "these sets show, and simpler to ship.</p>"
+        if any("best single feature" in w for w in warnings)
+        else ""
+    )
+    items = "".join(f"<li>{_prose(w)}</li>" for w in warnings)
+    count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''}"
+    return f"<div class=warning id=warnings><p><b>{count}</b></p>{single}<ul>{items}</ul></div>"
+
+
 def render(data: dict, *, drill: dict | None = None, report_dir=None) -> str:
-    """The whole page for a ``report.json`` object."""
-    summary = data.get("summary") or ""
-    verdict = data.get("verdict") or {}
-    warn_html = "".join(f"<div class=warning>{_prose(w)}</div>" for w in verdict.get("warnings", []))
+    """The whole page for a ``report.json`` object: the verdict in two sentences (and why the pick differs from a
+    lift, when it does), the warning box, then every section that has something to show."""
+    reconcile = reconcile_words(data)
+    verdict = f"<p>{_prose(' '.join(verdict_words(data)))}</p>" + (f"<p>{_prose(reconcile)}</p>" if reconcile else "")
     sections = [
         ("results", "Results", _results_table(data)),
         ("forest", "Changes against the baseline", _forests(data)),
@@ -464,16 +513,19 @@ def render(data: dict, *, drill: dict | None = None, report_dir=None) -> str:
         ("drill", "Per query", _drill_section(drill)),
         ("comparisons", "Every comparison", _comparisons_table(data)),
         ("selection", "Model selection", _selection(data)),
-        ("plots", "Plots", _images(report_dir) or "<p>No _plots.</p>"),
+        ("plots", "Plots", _images(report_dir)),
         ("stages", "Stage profile", _stages(data)),
         ("setup", "Setup", _setup(data)),
     ]
-    return _page("Feature ablation", summary, sections, {"drill": drill}, after_verdict=warn_html)
+    return _page(
+        "Feature ablation", verdict, sections, {"drill": drill}, after_verdict=_warning_box(report_warnings(data))
+    )
 
 
-def _page(title: str, summary: str, sections: list[tuple[str, str, str]], payload: dict, *, after_verdict="") -> str:
-    """A self-contained page: the summary on top, then the sections (key, title, HTML); ``payload`` is the
-    JSON the script reads (the drill-down)."""
+def _page(title: str, verdict: str, sections: list[tuple[str, str, str]], payload: dict, *, after_verdict="") -> str:
+    """A self-contained page: the verdict (HTML) on top, then the sections (key, title, HTML) that have content, each
+    linked from the navigation; ``payload`` is the JSON the script reads (the drill-down)."""
+    sections = [(key, name, content) for key, name, content in sections if content]
     nav = "".join(f"<a href='#s-{key}'>{_e(name)}</a>" for key, name, _ in sections)
     body = "".join(f"<h2 id='s-{key}'>{_e(name)}</h2>{content}" for key, name, content in sections)
     code = _asset("report.js")
@@ -485,7 +537,7 @@ def _page(title: str, summary: str, sections: list[tuple[str, str, str]], payloa
         "<meta http-equiv=Content-Security-Policy content=\"default-src 'none'; img-src data:; "
         f"style-src 'unsafe-inline'; script-src 'sha256-{digest}'\">"
         f"<title>{_e(title)}</title><style>{_asset('report.css')}</style></head><body><h1>{_e(title)}</h1>"
-        f"<nav>{nav}</nav><div id=verdict>{_prose(summary)}</div>{after_verdict}{body}"
+        f"<nav>{nav}</nav><div id=verdict>{verdict}</div>{after_verdict}{body}"
         f"<script type=application/json id=report-data>{script_json(payload)}</script>"
         f"<script>{code}</script></body></html>\n"
     )
@@ -535,7 +587,7 @@ def render_comparison(data: dict) -> str:
         ("comparisons", "Every comparison", _comparisons_table(as_report)),
         ("setup", "Statistics", f"<p>{_e(data['statistics']['marks_test'])}. {_e(data.get('conventions') or '')}</p>"),
     ]
-    return _page("ltrfeat compare-runs", data["summary"], sections, {"drill": None})
+    return _page("ltrfeat compare-runs", f"<p>{_prose(data['summary'])}</p>", sections, {"drill": None})
 
 
 def write_html(path, data: dict, *, drill: dict | None = None, report_dir=None) -> Path:

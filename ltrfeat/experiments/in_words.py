@@ -1,6 +1,9 @@
 """An ablation's verdict in plain words, and how much its numbers depend on the tie-break.
 
-:func:`summary_in_words` reads a ``report.json`` object (fresh or from disk), so ``ltrfeat report DIR`` words an
+:func:`verdict_words` gives the verdict in two sentences (what helps, what to ship), :func:`reconcile_words`
+why the pick can differ from a lift, :func:`results_words` and :func:`selection_words` the details the page shows
+beside its results and its model selection, :func:`report_warnings` the warning box. :func:`summary_in_words`
+joins them; it reads a ``report.json`` object (fresh or from disk), so ``ltrfeat report DIR`` words an
 old report the same way the ablation did. :func:`tie_analysis` needs the scores and labels of the test folds:
 it measures, for the baseline and the recommended set, how many queries have tied scores that change a
 headline metric, and the metric's mean under the report's input order, trec_eval's docid order and the worst and
@@ -21,6 +24,10 @@ from ltrfeat.experiments.verdict import LEVEL
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
 TIE_SHARE = 0.05  # ties that change a headline metric for more than this share of queries are warned about
 TIE_ORDERS = ("input_order", "trec_eval", "worst", "best")
+INTERVALS_UNADJUSTED = (
+    "The 95% intervals are not adjusted: each is a bootstrap interval of one comparison on its own, while the marks "
+    "are Holm-adjusted over the whole report, so an interval can exclude 0 without a mark."
+)
 
 
 def headline(metrics) -> list[str]:
@@ -95,97 +102,183 @@ def _sets(data: dict) -> dict:
     return {s["name"]: s for s in data["config"].get("feature_sets", [])}
 
 
-def summary_in_words(data: dict) -> str:
-    """Two to five sentences a manager can forward: what the best neural feature set does at the headline
-    metrics, how many sets lift anything, what to ship, the Holm family, and a tie warning when ties move the
-    numbers (see :func:`tie_analysis`). ``data`` is a ``report.json`` object."""
+def _lifts(comps: list[dict], name: str) -> bool:
+    return any(c["variant"] == name and c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL for c in comps)
+
+
+def _headline_comparisons(data: dict) -> tuple[str, list[str], list[dict], list[str]]:
+    """The baseline, the headline metrics, their comparisons against the baseline and the base+neural sets."""
     baseline = data["config"].get("baseline")
     metrics = headline(data["config"]["metrics"])
     comps = [c for c in data["comparisons"] if c["baseline"] == baseline and c["metric"] in metrics]
-    sets = _sets(data)
     variants = list(dict.fromkeys(c["variant"] for c in comps if c["variant"] != RECOMMENDED))
-    sentences = []
+    return baseline, metrics, comps, variants
+
+
+def _strongest(comps: list[dict], variants: list[str]) -> str:
+    """The base+neural set with the most significant lifts, then the highest mean relative change."""
+
+    def strength(name):
+        mine = [c for c in comps if c["variant"] == name]
+        wins = sum(c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL for c in mine)
+        return wins, float(np.nanmean([c["relative"] if c["relative"] is not None else np.nan for c in mine]))
+
+    return max(variants, key=strength)
+
+
+def verdict_words(data: dict) -> list[str]:
+    """The verdict in two sentences: what helps (the strongest base+neural set at the headline metrics, or that
+    no neural feature lifts one) and what to ship, with the number of warnings (:func:`report_warnings`)."""
+    baseline, metrics, comps, variants = _headline_comparisons(data)
+    sets = _sets(data)
     if not variants:
-        sentences.append("This report has no base+neural set to compare with the base set, so it draws no verdict.")
+        first = "This report has no base+neural set to compare with the base set, so it draws no verdict."
     else:
-
-        def strength(name):
-            mine = [c for c in comps if c["variant"] == name]
-            wins = sum(c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL for c in mine)
-            return wins, float(np.nanmean([c["relative"] if c["relative"] is not None else np.nan for c in mine]))
-
-        best = max(variants, key=strength)
+        best = _strongest(comps, variants)
         base_cols = set(sets.get(baseline, {}).get("columns", []))
         added = [c for c in sets.get(best, {}).get("columns", []) if c not in base_cols]
         named = ", ".join(added) if len(added) <= 2 else f"all {len(added)} neural features"
-        what = f"Adding {named} to the `{baseline}` features" if added else f"`{best}` against `{baseline}`"
+        what = f"adding {named} to the `{baseline}` features" if added else f"`{best}` against `{baseline}`"
         mine = sorted((c for c in comps if c["variant"] == best), key=lambda c: metrics.index(c["metric"]))
-        sentences.append(f"{what} (set `{best}`) {lift_words(mine)}.")
-        if len(variants) > 1:
-            lifting = [v for v in variants if strength(v)[0]]
-            worse = [
-                v
-                for v in variants
-                if any(c["delta"] < 0 and (c["p_holm"] or 1) < LEVEL for c in comps if c["variant"] == v)
-            ]
-            text = (
-                f"{len(lifting)} of the {len(variants)} base+neural sets lift at least one of "
-                f"{', '.join(map(_metric_name, metrics))} significantly"
+        if _lifts(comps, best):
+            first = f"{what[0].upper()}{what[1:]} (set `{best}`) {lift_words(mine)}."
+        else:
+            first = (
+                f"No neural feature lifts {_and([_metric_name(m) for m in metrics], 'or')} significantly; the "
+                f"strongest set, {what} (set `{best}`), {lift_words(mine)}."
             )
-            text += (
-                f"; {', '.join(f'`{v}`' for v in worse)} {'is' if len(worse) == 1 else 'are'} significantly worse somewhere."
-                if worse
-                else "; none is significantly worse."
-            )
-            sentences.append(text)
     verdict = data.get("verdict")
-    if verdict:
-        text = (
-            f"To ship: `{verdict['recommended']}` (chosen on training queries by inner cross-validation in "
-            f"{verdict['chosen_in_folds']} of {verdict['n_folds']} folds"
-            + ("; the folds disagree, see Model selection)" if verdict["chosen_in_folds"] < verdict["n_folds"] else ")")
+    if not verdict:
+        return [first, "This run names nothing to ship: it ran without model selection (`ablate --no-select`)."]
+    text = (
+        f"To ship: `{verdict['recommended']}` (chosen on training queries by inner cross-validation in "
+        f"{verdict['chosen_in_folds']} of {verdict['n_folds']} folds"
+        + ("; the folds disagree, see Model selection)" if verdict["chosen_in_folds"] < verdict["n_folds"] else ")")
+    )
+    rows = [r for r in verdict["metrics"] if r.get("untuned") is not None]
+    if rows:
+        row = rows[-1]
+        text += (
+            f"; at {_metric_name(row['metric'])} it scores {row['recommended']:.4f} against {row['untuned']:.4f} "
+            f"for the untuned `{verdict['untuned']}` (Holm {p_words(row['p_holm_vs_untuned'])})"
         )
-        rows = [r for r in verdict["metrics"] if r.get("untuned") is not None]
-        if rows:
-            row = rows[-1]
-            text += (
-                f"; at {_metric_name(row['metric'])} it scores {row['recommended']:.4f} against {row['untuned']:.4f} "
-                f"for the untuned `{verdict['untuned']}` (Holm {p_words(row['p_holm_vs_untuned'])})"
-            )
-        n_warn = len(verdict.get("warnings", []))
-        text += f"; {n_warn} warning{'s' if n_warn != 1 else ''} below." if n_warn else "."
+    n_warn = len(report_warnings(data))
+    text += f"; {n_warn} warning{'s' if n_warn != 1 else ''} below." if n_warn else "."
+    return [first, text]
+
+
+def reconcile_words(data: dict) -> str | None:
+    """Why the set to ship is not the set that lifts a metric (or holds neural features none of which lifts one),
+    when that is so: the lift is a test-query comparison, the pick an inner cross-validation on training queries."""
+    verdict = data.get("verdict")
+    baseline, _, comps, variants = _headline_comparisons(data)
+    if not verdict or not variants:
+        return None
+    picked = verdict["recommended"].split(" / ")[0]
+    lifting = [v for v in variants if _lifts(comps, v)]
+    how = (
+        "the pick is made in each fold on its training queries only, by inner cross-validation that takes the "
+        "simplest configuration it cannot tell from the best"
+    )
+    if lifting and picked not in lifting:
+        best = _strongest(comps, lifting)
+        return (
+            f"Why ship `{verdict['recommended']}` when `{best}` lifts a metric: the lift compares `{best}` with "
+            f"`{baseline}` on the test queries of all folds pooled, while {how}; a lead that shows only over all the "
+            "test queries can stay within that margin on a fold's training queries, so the simpler configuration is "
+            "shipped (Model selection has each fold's figures)."
+        )
+    if not lifting and picked != baseline:
+        return (
+            f"Why ship `{verdict['recommended']}` when no neural feature lifts a metric significantly: {how}, and "
+            f"it need not beat `{baseline}` significantly on the test queries to be that configuration."
+        )
+    return None
+
+
+def results_words(data: dict) -> list[str]:
+    """How many base+neural sets lift a headline metric, and the Holm family with what the intervals are."""
+    _, metrics, comps, variants = _headline_comparisons(data)
+    sentences = []
+    if len(variants) > 1:
+        lifting = [v for v in variants if _lifts(comps, v)]
+        worse = [
+            v
+            for v in variants
+            if any(c["delta"] < 0 and (c["p_holm"] or 1) < LEVEL for c in comps if c["variant"] == v)
+        ]
+        text = (
+            f"{len(lifting)} of the {len(variants)} base+neural sets lift at least one of "
+            f"{', '.join(map(_metric_name, metrics))} significantly"
+        )
+        text += (
+            f"; {', '.join(f'`{v}`' for v in worse)} {'is' if len(worse) == 1 else 'are'} significantly worse somewhere."
+            if worse
+            else "; none is significantly worse."
+        )
         sentences.append(text)
-        lighter = verdict.get("lighter")
-        if lighter and rows and lighter["means"].get(rows[-1]["metric"]) is not None:
-            row = rows[-1]
-            sentences.append(
-                f"Lighter to serve: `{lighter['feature_set']}` needs no transformer encoder, and inner "
-                f"cross-validation could not tell it from the fold's pick in {lighter['kept_in_folds']} of "
-                f"{lighter['n_folds']} folds; at {_metric_name(row['metric'])} it scores "
-                f"{lighter['means'][row['metric']]:.4f} against {row['recommended']:.4f}."
-            )
-        costed = [r for r in verdict["metrics"] if r.get("best_fixed")]
-        if costed:
-            row = costed[0]
-            sentences.append(
-                f"Rule {verdict['rule']}: the simplest configuration inner cross-validation cannot tell from the best"
-                + (
-                    ", with a margin that grows with the number of close configurations"
-                    if verdict["rule"] in ("joint", "tiered")
-                    else ""
-                )
-                + f"; at {_metric_name(row['metric'])} this procedure scores {row['recommended']:.4f} on the test "
-                f"queries, the best fixed configuration in hindsight (`{row['best_fixed']['name']}`) "
-                f"{row['best_fixed']['mean']:.4f}: selection cost {row['selection_cost']:+.4f}."
-            )
     n = len(data["comparisons"])
     if n:
         sentences.append(
             f"Every p is a paired randomisation test, Holm-adjusted over the {n} comparisons in this report "
             "(a mark can change when the report compares more or fewer sets)."
         )
+        sentences.append(INTERVALS_UNADJUSTED)
+    return sentences
+
+
+def selection_words(data: dict) -> list[str]:
+    """How the pick was made and what it cost: the lighter set to serve, the rule and the selection cost."""
+    verdict = data.get("verdict")
+    if not verdict:
+        return []
+    sentences = []
+    rows = [r for r in verdict["metrics"] if r.get("untuned") is not None]
+    lighter = verdict.get("lighter")
+    if lighter and rows and lighter["means"].get(rows[-1]["metric"]) is not None:
+        row = rows[-1]
+        sentences.append(
+            f"Lighter to serve: `{lighter['feature_set']}` needs no transformer encoder, and inner "
+            f"cross-validation could not tell it from the fold's pick in {lighter['kept_in_folds']} of "
+            f"{lighter['n_folds']} folds; at {_metric_name(row['metric'])} it scores "
+            f"{lighter['means'][row['metric']]:.4f} against {row['recommended']:.4f}."
+        )
+    costed = [r for r in verdict["metrics"] if r.get("best_fixed")]
+    if costed:
+        row = costed[0]
+        sentences.append(
+            f"Rule {verdict['rule']}: the simplest configuration inner cross-validation cannot tell from the best"
+            + (
+                ", with a margin that grows with the number of close configurations"
+                if verdict["rule"] in ("joint", "tiered")
+                else ""
+            )
+            + f"; at {_metric_name(row['metric'])} this procedure scores {row['recommended']:.4f} on the test "
+            f"queries, the best fixed configuration in hindsight (`{row['best_fixed']['name']}`) "
+            f"{row['best_fixed']['mean']:.4f}: selection cost {row['selection_cost']:+.4f}."
+        )
+    return sentences
+
+
+def report_warnings(data: dict) -> list[str]:
+    """Every warning of a report, as its warning box shows and the verdict counts them: the verdict's and the tie
+    warnings (:func:`tie_warnings`)."""
+    warnings = list((data.get("verdict") or {}).get("warnings") or [])
+    return warnings + [w for w in tie_warnings(data.get("ties")) if w not in warnings]
+
+
+def summary_in_words(data: dict) -> str:
+    """The report in words, as ``ablate`` prints it last and ``ltrfeat report DIR`` words it again: the verdict
+    (:func:`verdict_words`), why the pick differs from a lift (:func:`reconcile_words`), how many sets lift
+    anything and the Holm family (:func:`results_words`), how the pick was made (:func:`selection_words`), the
+    encoders that kept their start, and the tie warnings the verdict's warnings do not hold. ``data`` is a
+    ``report.json`` object."""
+    sentences = verdict_words(data)
+    sentences += [s for s in [reconcile_words(data)] if s]
+    sentences += results_words(data) + selection_words(data)
     sentences += kept_start_words(data["config"].get("cross_fitting"))
-    sentences += tie_warnings(data.get("ties"))
+    held = (data.get("verdict") or {}).get("warnings") or []
+    sentences += [w for w in tie_warnings(data.get("ties")) if w not in held]
     return " ".join(sentences)
 
 

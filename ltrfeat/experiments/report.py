@@ -21,7 +21,14 @@ from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
 from ltrfeat.experiments._fold_runs import RUNS_DIR, write_test_runs
 from ltrfeat.experiments.in_words import HEADLINE, summary_in_words, tie_analysis  # noqa: F401 (HEADLINE: API)
 from ltrfeat.experiments.in_words import headline as headline_metrics
-from ltrfeat.experiments.in_words import kept_start_words
+from ltrfeat.experiments.in_words import (
+    kept_start_words,
+    reconcile_words,
+    report_warnings,
+    results_words,
+    selection_words,
+    verdict_words,
+)
 from ltrfeat.experiments._plots import _TOP_FEATURES
 from ltrfeat.experiments._plots import mark as significance_mark
 from ltrfeat.experiments.verdict import verdict_lines
@@ -141,9 +148,10 @@ def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
     return lines
 
 
-def report_markdown(result: AblationResult, summary: dict, *, words: str | None = None) -> str:
-    """The human-readable report: the verdict (``words``: :func:`summary_in_words`), setup and conventions,
-    the tables, plots and files."""
+def report_markdown(result: AblationResult, summary: dict, *, data: dict | None = None) -> str:
+    """The human-readable report: the verdict in two sentences and the warnings (from ``data``, the report's
+    ``report.json`` object), setup and conventions, the tables, the model selection with the verdict's details,
+    plots and files."""
     cfg = result.config
     stats = summary["statistics"]
     marks = stats["marks"]
@@ -153,21 +161,15 @@ def report_markdown(result: AblationResult, summary: dict, *, words: str | None 
     alone = [s for s in result.feature_sets if s.kind == "alone"]
     conv = cfg["conventions"]
     lines = ["# Feature ablation", ""]
-    if words:
-        lines += [f"**In words**: {words}", ""]
-    if summary.get("verdict"):
-        lines += [
-            "## Verdict",
-            "",
-            "```",
-            *verdict_lines(summary["verdict"]),
-            "```",
-            "",
-            "The recommendation is made per fold on training queries only (inner cross-validation, see "
-            "Model selection); the test metrics above are pooled over the folds' test queries, compared "
-            "by the paired randomisation test, Holm-adjusted with every other comparison of this report.",
-            "",
-        ]
+    if data is not None:
+        lines += [f"**Verdict**: {' '.join(verdict_words(data))}", ""]
+        reconcile = reconcile_words(data)
+        if reconcile:
+            lines += [reconcile, ""]
+        warnings = report_warnings(data)
+        if warnings:
+            lines += [f"**{len(warnings)} warning{'s' if len(warnings) != 1 else ''}**:", ""]
+            lines += [f"- {w}" for w in warnings] + [""]
 
     lines += ["## Setup", ""]
     if summary.get("stages"):
@@ -250,7 +252,7 @@ def report_markdown(result: AblationResult, summary: dict, *, words: str | None 
             "## Rankers",
             "",
             f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
-            "significance mark.",
+            "significance mark." + "".join(f" {s}" for s in (results_words(data) if data is not None else [])),
             "",
         ]
         lines += _md_table(
@@ -262,7 +264,7 @@ def report_markdown(result: AblationResult, summary: dict, *, words: str | None 
         )
         lines.append("")
         if cfg.get("selection"):
-            lines += _selection_markdown(result, summary)
+            lines += _selection_markdown(result, summary, data)
     if summary["comparisons"]:
         lines += [
             "## Comparisons",
@@ -370,8 +372,9 @@ def report_markdown(result: AblationResult, summary: dict, *, words: str | None 
     return "\n".join(lines)
 
 
-def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
-    """How each ranker was chosen: the inner-CV scores, the choice per fold, every candidate's test scores."""
+def _selection_markdown(result: AblationResult, summary: dict, data: dict | None) -> list[str]:
+    """How each ranker was chosen: the verdict's details (the rule, the selection cost, the lighter set, what to
+    run to ship it), the inner-CV scores, the choice per fold, every candidate's test scores."""
     sel = result.config["selection"]
     means, _ = _index(summary)
     headline = headline_metrics(result.metrics)
@@ -391,6 +394,18 @@ def _selection_markdown(result: AblationResult, summary: dict) -> list[str]:
         "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
         "",
     ]
+    if summary.get("verdict"):
+        lines += [" ".join(selection_words(data)), ""] if data is not None and selection_words(data) else []
+        lines += [
+            "The recommendation is made per fold on training queries only; the test metrics are pooled over the "
+            "folds' test queries, compared by the paired randomisation test, Holm-adjusted with every other "
+            "comparison of this report.",
+            "",
+            "```",
+            *verdict_lines(summary["verdict"]),
+            "```",
+            "",
+        ]
     rows = []
     for fold, sets in sel["chosen"].items():
         rec = sel["recommended"][fold]
@@ -483,7 +498,7 @@ def write_report(
             json.dump(data, fh, indent=1, allow_nan=False)
             fh.write("\n")
         with atomic_output(tmp / "report.md") as fh:
-            fh.write(report_markdown(result, summary, words=data["summary"]))
+            fh.write(report_markdown(result, summary, data=data))
         with atomic_output(tmp / "per_query.tsv") as fh:
             result.per_query.to_csv(fh, sep="\t", index=False, na_rep="NaN", float_format="%.10g", lineterminator="\n")
         with atomic_output(tmp / "timings.json") as fh:

@@ -32,6 +32,11 @@ def _fmt(p) -> str:
     return "n/a" if p is None or not math.isfinite(p) else (f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}")
 
 
+def _signed_feature(chose: dict) -> str:
+    """The feature a best-single ranker sorts by, ``-name`` when it sorts ascending."""
+    return chose["feature"] if chose["direction"] > 0 else f"-{chose['feature']}"
+
+
 def verdict(result, summary: dict) -> dict | None:
     """The verdict of an :class:`~ltrfeat.experiments.ablation.AblationResult` and its summary (None without model
     selection)."""
@@ -45,11 +50,7 @@ def verdict(result, summary: dict) -> dict | None:
     untuned = f"{base}/{result.config['engine']}"
     per_fold = selection["recommended"]
     counts = collections.Counter(f"{r['feature_set']} / {r['candidate']}" for r in per_fold.values())
-    singles = collections.Counter(
-        r["chose"]["feature"] if r["chose"]["direction"] > 0 else f"-{r['chose']['feature']}"
-        for r in result.runs
-        if r["feature_set"] == BEST_SINGLE
-    )
+    singles = collections.Counter(_signed_feature(r["chose"]) for r in result.runs if r["feature_set"] == BEST_SINGLE)
     candidate_rows = [s.name for s in result.feature_sets if s.kind == "candidate"]
     table = []
     for m in metrics:
@@ -84,11 +85,22 @@ def verdict(result, summary: dict) -> dict | None:
             below[worse].append(name)
         if level:
             not_above[level].append(name)
+    single_of_fold = {r["fold"]: _signed_feature(r["chose"]) for r in result.runs if r["feature_set"] == BEST_SINGLE}
+    picked = "; ".join(
+        f"`{k}` in {n} of {len(per_fold)} folds" for k, n in collections.Counter(single_of_fold.values()).items()
+    )
+    meanings = {
+        "significantly BELOW": f"ranking by that one feature alone ({picked}) does better than a learned ranker on "
+        "{these}; ship the single feature, or find what the ranker loses",
+        "not significantly better than": "a learned ranker on {these} is not shown to beat ranking by that one feature "
+        f"alone ({picked}); you could ship the single feature",
+    }
     for found, text in ((below, "significantly BELOW"), (not_above, "not significantly better than")):
         for at, names in found.items():
             warnings.append(
                 f"{', '.join(f'`{n}`' for n in names)} {'is' if len(names) == 1 else 'are'} {text} "
-                f"the best single feature at {', '.join(at)}"
+                f"the best single feature at {', '.join(at)}: "
+                + meanings[text].format(these="this set" if len(names) == 1 else "these sets")
             )
     for name in rankers:
         if name == base:
@@ -98,7 +110,9 @@ def verdict(result, summary: dict) -> dict | None:
         ]
         if gone:
             warnings.append(
-                f"the lift of `{name}` over `{base}` at {', '.join(gone)} disappears against the best single feature"
+                f"the lift of `{name}` over `{base}` at {', '.join(gone)} disappears against the best single feature: "
+                f"`{name}` beats the learned ranker on `{base}` but is not shown to beat ranking by that one feature "
+                f"alone ({picked}), so its neural features may only make up for what `{base}` loses against it"
             )
     recommended = counts.most_common(1)[0][0]
     return {

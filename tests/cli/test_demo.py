@@ -100,7 +100,13 @@ def test_demo_report_html_works_in_a_real_browser(demo_run, tmp_path):
         view = page.locator("#drill-view")
         assert f"query {qid}" in view.inner_text()
         assert view.locator("tbody tr").count() >= 2  # documents under the baseline and the variant
-        assert "max-pool words" in view.inner_text()  # the demo's CLSM encoders explain their matches
+        page.select_option("#drill-variant", label="lexical+clsm-softmax")
+        sides = view.locator(".side > div")
+        assert "max-pool words" in sides.nth(1).inner_text()  # a CLSM encoder explains its set's matches ...
+        assert "max-pool words" not in sides.nth(0).inner_text()  # ... not the lexical baseline's
+        page.select_option("#drill-variant", label="lexical+dssm-softmax")
+        assert "max-pool words:" not in view.inner_text() and "no word-level explanation" in view.inner_text()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         view.scroll_into_view_if_needed()
         page.evaluate("window.scrollTo(0, 0)")
         shot = Path("docs/report-html.png") if os.environ.get("LTRFEAT_SCREENSHOT") else tmp_path / "report.png"

@@ -193,7 +193,11 @@ def test_selection_report_opens_with_the_verdict_and_shows_every_candidate(tmp_p
     )
     out = write_report(result, summarise(result, n_resamples=1000), tmp_path / "report")
     md = (out / "report.md").read_text()
-    assert md.index("## Verdict") < md.index("## Setup") and "verdict: recommended " in md
+    # the verdict in two sentences first; the rule, the selection cost and the verdict's lines under Model selection
+    assert md.startswith("# Feature ablation\n\n**Verdict**: ") and md.index("To ship: `") < md.index("## Setup")
+    selection = md.index("## Model selection")
+    assert selection < md.index("verdict: recommended ") and selection < md.index("Rule tiered")
+    assert selection < md.index("selection cost")
     assert "## Model selection" in md and "`lexical/linear`" in md and "`lexical+clsm/best-single`" in md
     data = json.loads((out / "report.json").read_text())
     assert data["verdict"]["n_folds"] == 3 and set(data["config"]["selection"]["chosen"]) == {"Fold1", "Fold2", "Fold3"}

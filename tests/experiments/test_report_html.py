@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import FAST, selection_ablation
+from builders import FAST, chromium, selection_ablation
 from ltrfeat.cli.main import cli
 from ltrfeat.experiments.compare_runs import compare_systems
+from ltrfeat.experiments import html_report
 from ltrfeat.experiments.html_report import drill_data, rankings_from_ablation
-from ltrfeat.experiments.in_words import p_words, summary_in_words, tie_analysis
+from ltrfeat.experiments.in_words import p_words, report_warnings, summary_in_words, tie_analysis, verdict_words
+from ltrfeat.experiments.report import report_markdown
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.experiments.ablation import Fold
 from ltrfeat.experiments.stats import holm, randomization_test
@@ -38,11 +40,13 @@ def test_report_html_is_self_contained_and_opens_with_the_verdict(selection_repo
     assert data["verdict"]["summary"] == data["summary"]
     assert page.index("id=verdict") < page.index("id='s-results'")
     assert "lifts NDCG@" in page and "Holm-adjusted over the" in page
+    assert page.index("Holm-adjusted over the") > page.index("id='s-results'")  # a detail, not the verdict
     # nothing to fetch: no external script, style, font or image
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page) and "<link" not in page
     assert page.count("<svg") >= 1 and "<canvas" not in page
-    for section in ("s-results", "s-forest", "s-wtl", "s-drill", "s-comparisons", "s-selection", "s-stages", "s-setup"):
-        assert f"id='{section}'" in page
+    for section in ("s-results", "s-forest", "s-wtl", "s-drill", "s-comparisons", "s-selection", "s-setup"):
+        assert f"id='{section}'" in page and f"href='#{section}'" in page
+    assert data["stage_seconds"] is None and "s-stages" not in page  # nothing to show: no section, no link
     drill = _payload(page)["drill"]
     assert (
         drill["sets"][drill["default_base"]] == "lexical" and drill["sets"][drill["default_variant"]] == "recommended"
@@ -222,3 +226,172 @@ def test_compare_runs_of_models_on_one_test_set(tmp_path, planted):
     )
     assert res.exit_code == 0, res.output
     assert "`all` against `lex` lifts NDCG@10" in res.output
+
+
+# -- the page, for a reader -----------------------------------------------------------------------
+SENTENCE_END = re.compile(r"[.!?](?=\s|$)")
+TIES = {  # tied scores change NDCG@1 for 9 of 10 queries of the baseline
+    "threshold": 0.05,
+    "sets": {
+        "lexical": {
+            "ndcg@1": {
+                "tied_queries": 9,
+                "queries": 10,
+                "share": 0.9,
+                "mean": {"expected": 0.5, "input_order": 1.0, "trec_eval": 0.2, "worst": 0.0, "best": 1.0},
+            }
+        }
+    },
+}
+
+
+def _report(selection_report, **changes) -> dict:
+    data = json.loads((selection_report[0] / "report.json").read_text())
+    return data | changes
+
+
+def _between(page: str, start: str, end: str) -> str:
+    return page[page.index(start) : page.index(end, page.index(start))]
+
+
+def _recommend(data: dict, recommended: str) -> dict:
+    return data | {"verdict": data["verdict"] | {"recommended": recommended}}
+
+
+def test_the_verdict_is_two_sentences_and_the_details_sit_under_their_sections(selection_report):
+    data = _report(selection_report)
+    page = html_report.render(data)
+    verdict = _between(page, "<div id=verdict>", "</div>")
+    first = re.search(r"<p>(.*?)</p>", verdict).group(1)
+    assert len(SENTENCE_END.findall(re.sub(r"<[^>]+>", "", first))) == 2
+    assert "lifts NDCG@" in first and "To ship: <code>lexical+clsm / linear</code>" in first
+    for detail in ("Rule tiered", "selection cost", "Holm-adjusted over the", "not adjusted"):
+        assert detail not in verdict
+    selection = _between(page, "id='s-selection'", "<h2")
+    assert "Rule tiered" in selection and "selection cost" in selection
+    results = _between(page, "id='s-results'", "<h2")
+    assert "Holm-adjusted over the 26 comparisons" in results
+    assert "The 95% intervals are not adjusted" in results and "Holm-adjusted over the whole report" in results
+
+
+def test_a_lift_the_recommendation_leaves_out_is_explained(selection_report):
+    data = _recommend(_report(selection_report), "lexical / linear")
+    page = html_report.render(data)
+    reconcile = re.findall(r"<p>(.*?)</p>", _between(page, "<div id=verdict>", "</div>"))[1]
+    assert reconcile.startswith("Why ship <code>lexical / linear</code> when <code>lexical+clsm</code> lifts a metric")
+    assert "test queries of all folds pooled" in reconcile and "training queries only" in reconcile
+    # no such sentence when the set that lifts is the one to ship
+    assert "Why ship" not in html_report.render(_report(selection_report))
+
+
+def test_the_warning_box_explains_itself_counts_and_holds_the_ties(selection_report):
+    data = _report(selection_report, ties=TIES)
+    held = data["verdict"]["warnings"]
+    warnings = report_warnings(data)
+    assert warnings[: len(held)] == held and len(warnings) == len(held) + 1 and warnings[-1].startswith("Ties:")
+    assert all("you could ship the single feature" in w or "ship the single feature" in w for w in held)
+    page = html_report.render(data)
+    box = _between(page, "<div class=warning id=warnings>", "</div>")
+    assert f"<b>{len(warnings)} warnings</b>" in box and box.count("<li>") == len(warnings)
+    assert "used alone as the ranking score" in box and "Ties: <code>lexical</code>" in box
+    assert f"; {len(warnings)} warnings below." in verdict_words(data)[1]
+    assert "Ties:" not in _between(page, "<div id=verdict>", "</div>")
+    # the summary words the ties the verdict's warnings do not hold; held there, the box shows them once
+    both = data | {"verdict": data["verdict"] | {"warnings": warnings}}
+    assert summary_in_words(data).count("Ties: `lexical`") == 1 and "Ties:" not in summary_in_words(both)
+    assert report_warnings(both) == warnings
+
+
+def test_the_markdown_report_reads_like_the_page(selection_report):
+    out, result, _ = selection_report
+    data = _report(selection_report, ties=TIES)
+    summary = {
+        "baseline": data["config"]["baseline"],
+        "statistics": data["config"]["statistics"],
+        "results": data["results"],
+        "comparisons": data["comparisons"],
+        "verdict": data["verdict"],
+    }
+    md = report_markdown(result, summary, data=data)
+    verdict = md.split("\n\n")[1]
+    assert verdict.startswith("**Verdict**: ") and len(SENTENCE_END.findall(verdict)) == 2
+    warnings = report_warnings(data)
+    assert f"**{len(warnings)} warnings**:" in md and all(f"- {w}" in md for w in warnings)
+    assert md.index("## Model selection") < md.index("Rule tiered") and "Holm-adjusted over the whole report" in md
+
+
+def test_drill_down_knows_each_sets_neural_columns_per_fold(selection_report):
+    out, result, folds = selection_report
+    data = json.loads((out / "report.json").read_text())
+    drill = drill_data(*rankings_from_ablation(result, folds), result.per_query, data)
+    neural = dict(zip(drill["sets"], drill["neural"]))
+    assert neural["lexical"] == [[], [], []] and neural["lexical+clsm"] == [["clsm_title_cos"]] * 3
+    picked = [data["config"]["selection"]["recommended"][f["name"]]["feature_set"] for f in data["config"]["folds"]]
+    assert neural["recommended"] == [neural[name][0] for name in picked]
+    fold_of = dict(zip(result.per_query["qid"].astype(str), result.per_query["fold"]))
+    names = [f["name"] for f in data["config"]["folds"]]
+    assert all(names[q[3]] == fold_of[q[0]] for q in drill["queries"])
+
+
+def test_the_page_at_1280_px_in_chromium(selection_report, tmp_path):
+    """At 1280 x 800: the results table scrolls sideways inside its box with its first column in view, the page
+    does not; the verdict's first paragraph has two sentences; the warning box explains itself; every section and
+    link has content; the drill-down's moves read higher/lower and only a set holding a CLSM encoder's columns
+    shows its words."""
+    out, result, folds = selection_report
+    data = _report(selection_report, ties=TIES)
+    drill = drill_data(*rankings_from_ablation(result, folds), result.per_query, data)
+    qid, docid = drill["queries"][0][0], drill["docs"][0][0][0]
+    drill["words"] = {"clsm": {"q": {qid: [[0, "crimson"], [1, "azure"]]}, "d": {docid: [[0, "red"], [2, "x"]]}}}
+    path = tmp_path / "report.html"
+    path.write_text(html_report.render(data, drill=drill, report_dir=out), encoding="utf-8")
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri())
+        box = "document.querySelector('#results').parentElement"
+        assert page.evaluate(f"{box}.scrollWidth > {box}.clientWidth")  # the table is wider than its box ...
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")  # ... not the page
+        first = page.locator("#results tbody tr td").first
+        assert first.evaluate("c => getComputedStyle(c).position") == "sticky"
+        before = first.bounding_box()["x"]
+        page.evaluate(f"{box}.scrollLeft = 400")
+        assert page.evaluate(f"{box}.scrollLeft") > 0 and first.bounding_box()["x"] == before  # stays in view
+        verdict = page.locator("#verdict p").first.inner_text()
+        assert "To ship:" in verdict and len(SENTENCE_END.findall(verdict)) <= 2
+        warning = page.locator("#warnings").inner_text()
+        assert warning.startswith(f"{len(report_warnings(data))} warnings")
+        assert "you could ship the single feature" in warning and "Ties: lexical" in warning
+        links = page.locator("nav a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+        headings = page.locator("h2").evaluate_all("hs => hs.map(h => '#' + h.id)")
+        assert links == headings and "#s-stages" not in links
+        for heading in headings:  # each section has something to read before the next heading
+            text = page.evaluate(
+                "id => { let t = '', n = document.querySelector(id).nextElementSibling;"
+                " while (n && n.tagName !== 'H2' && n.tagName !== 'SCRIPT') {"
+                " t += n.innerText + (n.querySelector('img, svg') ? 'figure' : ''); n = n.nextElementSibling; }"
+                " return t.trim(); }",
+                heading,
+            )
+            assert text, heading
+        page.fill("#drill-search", qid)
+        page.locator("#drill-results button").first.click()
+        sides = page.locator("#drill-view .side > div")
+        base, variant = sides.nth(0).inner_text(), sides.nth(1).inner_text()
+        assert "max-pool words" not in base  # lexical holds no CLSM column
+        assert "max-pool words" in variant  # the recommended set holds clsm_title_cos in every fold
+        moves = page.locator("#drill-view td.move").all_inner_texts()
+        assert moves and all(re.fullmatch(r"▲ \d+ higher|▼ \d+ lower|same", m) for m in moves)
+        assert any(m != "same" for m in moves)
+        # words of an encoder the variant does not hold are not shown as its explanation; the page says so
+        page.select_option("#drill-variant", label="lexical+clsm")
+        drill["words"] = {"dssm": drill["words"]["clsm"]}
+        path.write_text(html_report.render(data, drill=drill, report_dir=out), encoding="utf-8")
+        page.goto(path.as_uri())
+        page.fill("#drill-search", qid)
+        page.locator("#drill-results button").first.click()
+        view = page.locator("#drill-view").inner_text()
+        assert "max-pool words:" not in view and "no word-level explanation for this set's neural features" in view
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        assert not errors

@@ -112,9 +112,21 @@
     });
   }
 
-  function wordsOf(kind, id) {
+  // the neural columns of set s for query q (the recommended set's depend on the query's fold)
+  function neuralOf(q, s) {
+    return drill.neural && q[3] !== null && q[3] !== undefined ? drill.neural[s][q[3]] || [] : [];
+  }
+  // the encoders with max-pool words whose columns set s holds for query q: only they explain its matches
+  function explainers(q, s) {
+    const cols = neuralOf(q, s);
+    return Object.keys(drill.words || {}).filter(function (model) {
+      return cols.some(function (c) { return c.indexOf(model + "_") === 0; });
+    });
+  }
+
+  function wordsOf(kind, id, models) {
     const out = [];
-    Object.keys(drill.words || {}).forEach(function (model) {
+    models.forEach(function (model) {
       const w = drill.words[model][kind][id];
       if (w) out.push([model, w]);
     });
@@ -122,18 +134,20 @@
   }
 
   function side(q, docs, s, other, title) {
+    const models = explainers(q, s);
     const ranked = docs.filter(function (d) { return d[2][s] <= drill.top; })
       .sort(function (a, b) { return a[2][s] - b[2][s]; });
     const body = el("tbody");
     ranked.forEach(function (d) {
+      // places this set ranks the document above (▲ higher) or below (▼ lower) the other set: not better or worse
       const move = d[2][other] - d[2][s];
-      let mv = "=";
-      if (move > 0) mv = el("span", { class: "move-up" }, ["▲" + move]);
-      else if (move < 0) mv = el("span", { class: "move-down" }, ["▼" + (-move)]);
+      let mv = "same";
+      if (move > 0) mv = "▲ " + move + " higher";
+      else if (move < 0) mv = "▼ " + (-move) + " lower";
       const text = drill.doc_text ? drill.doc_text[d[0]] : null;
       const doc = el("td", { class: "doc" }, [el("b", {}, [String(d[0])]), text ? " " + text : null]);
-      const qWords = wordsOf("q", q[0]);
-      wordsOf("d", d[0]).forEach(function (pair) {
+      const qWords = wordsOf("q", q[0], models);
+      wordsOf("d", d[0], models).forEach(function (pair) {
         const qw = qWords.filter(function (x) { return x[0] === pair[0]; })[0];
         const qNeurons = {};
         if (qw) qw[1].forEach(function (n) { qNeurons[n[0]] = n[1]; });
@@ -145,14 +159,26 @@
       });
       body.appendChild(el("tr", {}, [
         el("td", { "data-v": String(d[2][s]) }, [String(d[2][s])]), doc,
-        el("td", { class: "rel" }, [String(d[1])]), el("td", {}, [fmt(d[3][s], 4)]), el("td", {}, [mv]),
+        el("td", { class: "rel" }, [String(d[1])]), el("td", {}, [fmt(d[3][s], 4)]), el("td", { class: "move" }, [mv]),
       ]));
     });
-    const head = el("tr", {}, ["rank", "document", "label", "score", "move"].map(function (h) {
+    const head = el("tr", {}, ["rank", "document", "label", "score", "vs the other set"].map(function (h) {
       return el("th", h === "document" ? { class: "text" } : {}, [h]);
     }));
+    const neural = neuralOf(q, s);
+    let why = null;
+    if (models.length) {
+      why = el("p", { class: "words" }, ["words: the CLSM max-pool words of " + models.join(", ") +
+        " (the neurons that fire for a document, and those it shares with the query)"]);
+    } else if (neural.length) {
+      why = el("p", { class: "words" }, ["no word-level explanation for this set's neural features (" +
+        neural.join(", ") + "): " + (drill.words ? "this page has max-pool words only for the CLSM encoders " +
+        Object.keys(drill.words).join(", ") + ", and none of them computes these" :
+        "this page has no encoder's max-pool words (CLSM encoders at hand give them, as in the demo)")]);
+    }
     return el("div", {}, [
       el("h3", {}, [title + " ", el("code", {}, [String(drill.sets[s])]), " — " + drill.metric + " " + fmt(q[2][s], 4)]),
+      why,
       el("table", {}, [el("thead", {}, [head]), body]),
     ]);
   }
@@ -164,8 +190,11 @@
     const b = +baseSel.value, v = +variantSel.value;
     view.textContent = "";
     view.appendChild(el("p", {}, [el("b", {}, ["query " + q[0]]), (q[1] ? ": " + q[1] : "") + " — " + docs.length +
-      " documents shown (top " + drill.top + " of either set; move = places gained against the other set)"]));
-    const qWords = wordsOf("q", q[0]);
+      " documents shown (top " + drill.top + " of either set; ▲ n higher / ▼ n lower = ranked n places higher or " +
+      "lower than under the other set)"]));
+    const qWords = wordsOf("q", q[0], explainers(q, b).concat(explainers(q, v).filter(function (m) {
+      return explainers(q, b).indexOf(m) < 0;
+    })));
     const lines = [];
     qWords.forEach(function (p, k) {
       if (k) lines.push(el("br"));
