@@ -22,7 +22,7 @@ from ltrfeat.cli._options import (
 )
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import NAN_POLICIES
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, TIES, TIES_HELP, Conventions
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
@@ -217,6 +217,13 @@ _EVALUATION = option_group(
         help="NDCG gain: 2^rel-1 or linear rel.",
     ),
     click.option(
+        "--ties",
+        type=click.Choice(TIES),
+        default=Conventions.ties,
+        show_default=True,
+        help=TIES_HELP,
+    ),
+    click.option(
         "--resamples",
         type=click.IntRange(min=100),
         default=None,
@@ -333,6 +340,7 @@ _RUN = option_group(
         "metrics": "Metrics [ndcg@1,3,10,recall@3,6,10,...].",
         "no_relevant": "Queries without a relevant doc [exclude].",
         "gain": "NDCG gain: 2^rel-1 or rel [exp2].",
+        "ties": "Equal scores: expected|input|docid|pessimistic|optimistic [expected].",
         "resamples": f"Test and interval resamples [{DEFAULTS['resamples']}].",
         "nan_policy": "NaN/inf feature values [keep].",
         "engine": "LambdaMART implementation [lightgbm].",
@@ -440,6 +448,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         metrics=evaluation["metrics"],
         gain=evaluation["gain"],
         no_relevant=evaluation["no_relevant"],
+        ties=evaluation["ties"],
         # --deployable only shapes the verdict's "to ship" line: the ablation compares every candidate
         selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=text["split_seed"]),
         alone=planning["alone"],

@@ -22,7 +22,7 @@ from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes
 from ltrfeat.core.fileio import check_writable
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.letor import NAN_POLICIES
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, TIES
 from ltrfeat.core.settings import Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.core.stages import StageProfile
@@ -157,7 +157,7 @@ class AblateSettings(Settings):
         :data:`DEFAULTS` (:data:`QUICK` with ``quick``).
     ranker_params : other LambdaMART parameters (``learning_rate``, ``num_leaves``, ``early_stopping_rounds``,
         ``n_jobs``, ``params``); ``params`` adds to :data:`SUBSAMPLE`.
-    metrics, gain, no_relevant : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
+    metrics, gain, no_relevant, ties : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
     selection : model selection per fold and feature set (None: plain LambdaMART).
     alone, base_name : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`.
     write_runs : also write TREC runs of the test folds into the report.
@@ -178,6 +178,7 @@ class AblateSettings(Settings):
         "metrics": [str, tuple],
         "gain": [OneOf(*GAINS)],
         "no_relevant": [OneOf(*NO_RELEVANT)],
+        "ties": [OneOf(*TIES)],
         "selection": [SelectionConfig, None],
         "overwrite": [bool],
         "write_runs": [bool],
@@ -195,6 +196,7 @@ class AblateSettings(Settings):
     metrics: str | tuple = METRICS
     gain: str = "exp2"
     no_relevant: str = "exclude"
+    ties: str = "expected"
     selection: SelectionConfig | None = None
     alone: str | None = None
     base_name: str = "lexical"
@@ -532,6 +534,7 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
         metrics=settings.metrics,
         gain=settings.gain,
         no_relevant=settings.no_relevant,
+        ties=settings.ties,
         selection=selection,
     )
     executor = None
