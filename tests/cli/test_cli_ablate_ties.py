@@ -78,6 +78,7 @@ def test_a_file_sorted_by_label_reports_what_its_shuffled_copy_reports(tmp_path)
         reports[name] = json.loads((tmp_path / name / "report.json").read_text())
         reports[name]["html"] = (tmp_path / name / "report.html").read_text()
         reports[name]["md"] = (tmp_path / name / "report.md").read_text()
+        reports[name]["printed"] = result.output
     means = {
         name: {(r["feature_set"], r["metric"]): r["mean"] for r in rep["results"]} for name, rep in reports.items()
     }
@@ -94,6 +95,8 @@ def test_a_file_sorted_by_label_reports_what_its_shuffled_copy_reports(tmp_path)
     (tie_warning,) = [w for w in sorted_report["verdict"]["warnings"] if w.startswith("Ties: `recommended`")]
     assert "NDCG@1, 0.2222, is the mean over every order of its ties" in tie_warning
     assert "input order 1.0000 (+0.7778)" in tie_warning
+    (printed,) = [line for line in sorted_report["printed"].splitlines() if line.startswith("warning: Ties: `rec")]
+    assert printed == f"warning: {tie_warning}"  # no "(Holm-adjusted ...)": ties are not a test
     assert re.search(
         r"<div class=warning>Ties: \W*(<code>)?recommended.{0,300}input order 1\.0000", sorted_report["html"]
     )
