@@ -56,6 +56,7 @@ TIES_HELP = (
     "labels only); input = input order; docid = docid descending (trec_eval); pessimistic / optimistic = lower "
     "/ higher labels first (the bounds)."
 )
+_SMALL_TIE_GROUP = 64  # ERR: tie groups up to this size are computed together, larger ones label by label
 KNOWN_METRICS = "ndcg@k, recall@k, top3recall@k (any topNrecall@k), p@k, err@k, map, mrr"
 
 
@@ -147,8 +148,8 @@ class _Ranked:
       rank ``s+J`` with ``P(J = j) = C(m-j, t-1) / C(m, t)``, so ``E[RR] = sum_j P(J = j) / (s+j)``.
     - ERR@k: the chance of reaching the group is fixed; within it rank ``s+j`` holds document ``x`` with
       chance ``1/m`` after a random (j-1)-subset S of the others: ``E = reach sum_{j<=k-s} 1/(s+j) (1/m)
-      sum_x R_x E_S[prod_{y in S} (1 - R_y)]``, the subset means built exactly by adding one document at a
-      time (:func:`_subset_product_means`).
+      sum_x R_x E_S[prod_{y in S} (1 - R_y)]``, the subset means built exactly one label at a time
+      (:func:`_subset_product_means`).
     - top-n recall's set T (the n best relevant documents) has ties too: a label tied across T's
       boundary puts each of its documents in T with the share of the places left.
 
@@ -321,13 +322,19 @@ class _Ranked:
         if self.expected:
             # a tied group's terms depend on its order; the chance of reaching the group, and the rows
             # after it, do not (a product over the whole group)
-            for first, m in zip(*self.tie.tied_groups(self.rank, k)):
-                rows = slice(first, first + m)
-                terms[rows] = 0.0
-                above = int(self.rank[first]) - 1
-                terms[first] = reach[first] * _expected_err_in_group(
-                    stop[rows] * self.retrieved[rows], np.exp(log_continue[rows]), above, min(m, k - above)
-                )
+            first, size = self.tie.tied_groups(self.rank, k)
+            stop = stop * self.retrieved
+            cont = np.exp(log_continue)
+            for f, m in zip(first, size):
+                terms[f : f + m] = 0.0
+            small = size <= _SMALL_TIE_GROUP
+            terms[first[small]] = reach[first[small]] * _expected_err_small_groups(
+                stop, cont, first[small], size[small], self.rank[first[small]] - 1, k
+            )
+            for f, m in zip(first[~small], size[~small]):
+                above = int(self.rank[f]) - 1
+                rows = slice(f, f + m)
+                terms[f] = reach[f] * _expected_err_in_group(stop[rows], cont[rows], above, min(m, k - above))
         return self.sum(terms)
 
     def apply_no_relevant(self, values: np.ndarray) -> np.ndarray:
@@ -372,18 +379,61 @@ class _TieGroups:
         return self.first[runs], self.size[runs].astype(np.int64)
 
 
-def _subset_product_means(factor: np.ndarray, length: int) -> np.ndarray:
-    """``q[i] = mean over the i-element subsets S of the items of prod_{y in S} factor[y]``, i < length.
+def _subset_product_means(factors: np.ndarray, counts: np.ndarray, length: int) -> np.ndarray:
+    """``q[t] = mean over the t-element subsets S of a multiset of prod_{y in S} y``, t < length, for the multiset
+    holding ``counts[l]`` copies of ``factors[l]``.
 
-    Built one item at a time: adding an item ``c`` to a multiset of M items gives
-    ``q'[i] = q[i] (M + 1 - i) / (M + 1) + c q[i - 1] i / (M + 1)``, a weighted mean, so no
-    binomial ever overflows."""
+    Built one value at a time: adding n copies of c to a multiset of M items gives
+    ``q'[t] = sum_a h(t, a) c^a q[t - a]`` with ``h(t, a) = C(n, a) C(M, t - a) / C(M + n, t)`` the
+    hypergeometric chance that a t-subset holds a of the copies: a weighted mean, so nothing overflows,
+    and a tie group of thousands of documents costs a few matrix products per distinct label."""
+    t = np.arange(length, dtype=np.float64)[:, None]
+    a = t.T
     q = np.zeros(length)
     q[0] = 1.0
-    i = np.arange(length, dtype=np.float64)
-    for size, c in enumerate(factor, start=1):
-        q[1:] = q[1:] * (size - i[1:]) / size + c * q[:-1] * i[1:] / size
+    size = 0
+    for c, n in zip(factors, counts):
+        if n == 0:
+            continue
+        valid = (a <= t) & (a <= n) & (t - a <= size)
+        with np.errstate(invalid="ignore"):
+            log_h = _log_comb(n, a) + _log_comb(size, t - a) - _log_comb(size + n, t)
+        weight = np.where(valid, np.exp(np.where(valid, log_h, 0.0)) * np.power(c, a), 0.0)
+        shifted = np.where(valid, q[np.clip(t - a, 0, length - 1).astype(np.int64)], 0.0)
+        q = (weight * shifted).sum(axis=1)
+        size += int(n)
     return q
+
+
+def _expected_err_small_groups(stop, cont, first, size, above, k: int) -> np.ndarray:
+    """:func:`_expected_err_in_group` of many small tie groups at once (rows ``first .. first + size``): one
+    subset-mean vector per document x of every group, over the group's other documents, built together by adding
+    the groups' i-th documents for i = 1, 2, ... (``q'[t] = q[t] (M - t) / M + c q[t - 1] t / M`` with M the
+    items after adding c: a weighted mean, nothing overflows)."""
+    if not len(first):
+        return np.zeros(0)
+    depth = np.minimum(size, k - above)
+    group = np.repeat(np.arange(len(first)), size)
+    x = np.arange(len(group)) - np.repeat(np.cumsum(size) - size, size)  # each document's place in its group
+    length = int(depth.max())
+    t = np.arange(length, dtype=np.float64)
+    q = np.zeros((len(group), length))
+    q[:, 0] = 1.0
+    count = np.zeros(len(group))
+    for i in range(int(size.max())):
+        add = (i < size[group]) & (i != x)
+        c = cont[first[group] + np.minimum(i, size[group] - 1)][add]
+        count[add] += 1
+        m = count[add][:, None]
+        q[add, 1:] = q[add, 1:] * (m - t[1:]) / m + c[:, None] * q[add, :-1] * t[1:] / m
+    j = t + 1.0
+    weights = np.where(j[None, :] <= depth[group][:, None], 1.0 / (above[group][:, None] + j[None, :]), 0.0)
+    per_document = stop[first[group] + x] * (q * weights).sum(axis=1)
+    return np.bincount(group, weights=per_document, minlength=len(first)) / size
+
+
+def _log_comb(n, k):
+    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
 def _expected_err_in_group(stop: np.ndarray, cont: np.ndarray, above: int, depth: int) -> float:
@@ -391,14 +441,14 @@ def _expected_err_in_group(stop: np.ndarray, cont: np.ndarray, above: int, depth
     reached: ``sum_j 1/(above+j) (1/m) sum_x stop_x E_S[prod_{y in S} cont_y]`` over random (j-1)-subsets
     S of the other documents. Documents with equal labels are interchangeable, so the subset means are
     built once per distinct label."""
-    m = len(stop)
     reciprocal = 1.0 / (above + np.arange(1, depth + 1))
+    values, first, counts = np.unique(stop, return_index=True, return_counts=True)
     total = 0.0
-    for value in np.unique(stop):
-        same = np.flatnonzero(stop == value)
-        others = np.delete(cont, same[0])
-        total += len(same) * value * float(reciprocal @ _subset_product_means(others, depth))
-    return total / m
+    for x in range(len(values)):
+        others = counts.copy()
+        others[x] -= 1
+        total += counts[x] * values[x] * float(reciprocal @ _subset_product_means(cont[first], others, depth))
+    return total / len(stop)
 
 
 class MetricInputError(LtrfeatError, ValueError):

@@ -133,7 +133,18 @@ def test_expected_ties_in_big_groups_stay_exact():
     ap = sum((1 + (j - 1) * (t - 1) / (m - 1)) / j for j in range(1, m + 1)) / m
     assert df["mrr"].iloc[0] == pytest.approx(rr, rel=1e-9)
     assert df["map"].iloc[0] == pytest.approx(ap, rel=1e-9)
-    assert 0 < df["err@20"].iloc[0] < 1
+    # ERR@20 with R = 1/2 for the relevant documents: rank r holds one with chance t/m, after h ~ hypergeometric
+    # relevant ones above it, each halving the chance to get there
+    err = sum(
+        t
+        / m
+        / r
+        / 2
+        * sum(comb(t - 1, h) * comb(m - t, r - 1 - h) / 2**h for h in range(min(t, r)))
+        / comb(m - 1, r - 1)
+        for r in range(1, 21)
+    )
+    assert df["err@20"].iloc[0] == pytest.approx(err, rel=1e-9)
 
 
 def _rows(draw_rows):
@@ -198,3 +209,14 @@ def test_conventions_of_old_reports_read_as_input_order():
     old = M.Conventions(ties="input").to_dict() | {"ties": "stable"}
     assert M.Conventions.from_dict(old).ties == "input"
     assert "every order of the tied documents" in M.Conventions().describe()
+
+
+def test_expected_err_is_the_same_whether_groups_are_computed_together_or_label_by_label(monkeypatch):
+    rng = np.random.default_rng(15)
+    qid = np.repeat(np.arange(300), rng.integers(1, 40, 300))
+    label = rng.integers(0, 5, len(qid)).astype(float)
+    score = rng.integers(0, 4, len(qid)).astype(float)
+    together = M.evaluate_queries(qid, label, score, "err@1,5,20")
+    monkeypatch.setattr(M, "_SMALL_TIE_GROUP", 0)
+    by_label = M.evaluate_queries(qid, label, score, "err@1,5,20")
+    np.testing.assert_allclose(by_label.to_numpy(float), together.to_numpy(float), rtol=0, atol=1e-12)
