@@ -148,7 +148,8 @@ class _Ranked:
       rank ``s+J`` with ``P(J = j) = C(m-j, t-1) / C(m, t)``, so ``E[RR] = sum_j P(J = j) / (s+j)``.
     - ERR@k: the chance of reaching the group is fixed; within it rank ``s+j`` holds document ``x`` with
       chance ``1/m`` after a random (j-1)-subset S of the others: ``E = reach sum_{j<=k-s} 1/(s+j) (1/m)
-      sum_x R_x E_S[prod_{y in S} (1 - R_y)]``, the subset means built exactly one label at a time
+      sum_x R_x E_S[prod_{y in S} (1 - R_y)]``, the subset means built exactly one document at a time for
+      small groups (:func:`_expected_err_small_groups`), one label at a time for large ones
       (:func:`_subset_product_means`).
     - top-n recall's set T (the n best relevant documents) has ties too: a label tied across T's
       boundary puts each of its documents in T with the share of the places left.

@@ -220,3 +220,13 @@ def test_compare_runs_of_models_on_one_test_set(tmp_path, planted):
     )
     assert res.exit_code == 0, res.output
     assert "`all` against `lex` lifts NDCG@10" in res.output
+    assert "tied scores: expected value over every order of the tied documents" in res.output
+    args = [
+        "compare-runs",
+        "--test",
+        str(tmp_path / "test.letor"),
+        str(tmp_path / "lex.txt"),
+        str(tmp_path / "all.txt"),
+    ]
+    res = CliRunner().invoke(cli, [*args, "--ties", "pessimistic"])
+    assert res.exit_code == 0 and "tied scores: lower labels first (worst case)" in res.output
