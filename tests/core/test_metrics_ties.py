@@ -220,3 +220,18 @@ def test_expected_err_is_the_same_whether_groups_are_computed_together_or_label_
     monkeypatch.setattr(M, "_SMALL_TIE_GROUP", 0)
     by_label = M.evaluate_queries(qid, label, score, "err@1,5,20")
     np.testing.assert_allclose(by_label.to_numpy(float), together.to_numpy(float), rtol=0, atol=1e-12)
+
+
+def test_expected_ndcg_equals_scikit_learns_tie_averaged_ndcg():
+    from sklearn.metrics import ndcg_score
+
+    rng = np.random.default_rng(16)
+    for _ in range(300):
+        n = int(rng.integers(2, 30))
+        label = rng.integers(0, 4, n).astype(float)
+        if label.max() == 0:
+            continue
+        score = rng.integers(0, 4, n).astype(float)
+        for k in (1, 3, 10):
+            ours = M.ndcg_at_k(label, score, k, gain="linear")
+            assert ours == pytest.approx(ndcg_score([label], [score], k=k), abs=1e-12)
