@@ -307,7 +307,9 @@ def verdict_lines(v: dict) -> list[str]:
     ties = v.get("tie_warnings") or []  # set by the report (ltrfeat.experiments.report.write_report)
     holm = [w for w in v["warnings"] if w not in ties]
     lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in holm]
-    lines += [f"warning: {w}" for w in ties]
     if not holm:
-        lines.append("no warning: every learned ranker is significantly better than the best single feature")
-    return lines
+        lines.append(
+            f"no {'ranker ' if ties else ''}warning: every learned ranker is significantly better than the best "
+            "single feature"
+        )
+    return lines + [f"warning: {w}" for w in ties]
