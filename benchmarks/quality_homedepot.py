@@ -6,8 +6,8 @@ test (15 %) queries. Each encoder is trained on the training and validation quer
 for early stopping on NDCG@10 (``train_encoder``'s ``val_fraction`` set to their share -- its own
 seeded split by query, so the validation queries are chosen there); no test query is ever trained on.
 On the test queries with at least two judged products each feature alone ranks the products: mean
-NDCG@1/3/10 from ``ltrfeat.core.metrics.evaluate_queries`` (gain 2^rel - 1, ties by input order, queries
-without a relevant product excluded). BM25 uses corpus statistics of all product titles (no labels);
+NDCG@1/3/10 from ``ltrfeat.core.metrics.evaluate_queries`` (gain 2^rel - 1, the expected value over the orders of
+tied scores, queries without a relevant product excluded). BM25 uses corpus statistics of all product titles (no labels);
 MiniLM (all-MiniLM-L6-v2) is used zero-shot.
 
 Epochs are capped (``--epochs``; early stopping usually ends CLSM runs at epoch 2-5). Target: CLSM alone

@@ -23,7 +23,7 @@ from ltrfeat.cli._options import (
 )
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import NAN_POLICIES
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, TIES, TIES_HELP, Conventions
 from ltrfeat.core.settings import SEED
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
@@ -227,6 +227,13 @@ _EVALUATION = option_group(
         help="NDCG gain: 2^rel-1 or linear rel.",
     ),
     click.option(
+        "--ties",
+        type=click.Choice(TIES),
+        default=Conventions.ties,
+        show_default=True,
+        help=TIES_HELP,
+    ),
+    click.option(
         "--resamples",
         type=click.IntRange(min=100),
         default=None,
@@ -350,6 +357,7 @@ _RUN = option_group(
         "metrics": "Metrics [ndcg@1,3,10,recall@3,6,10,...].",
         "no_relevant": "Queries without a relevant doc [exclude].",
         "gain": "NDCG gain: 2^rel-1 or rel [exp2].",
+        "ties": "Equal scores: expected|input|docid|pessimistic|optimistic [expected].",
         "resamples": f"Test and interval resamples [{DEFAULTS['resamples']}].",
         "nan_policy": "NaN/inf feature values [keep].",
         "engine": "LambdaMART implementation [lightgbm].",
@@ -465,6 +473,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         metrics=evaluation["metrics"],
         gain=evaluation["gain"],
         no_relevant=evaluation["no_relevant"],
+        ties=evaluation["ties"],
         # --deployable restricts the features and the verdict's "to ship" line: the ablation compares every candidate
         selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=text["split_seed"]),
         deployable=selecting["deployable"],

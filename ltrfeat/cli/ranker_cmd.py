@@ -22,12 +22,13 @@ from ltrfeat.cli._options import (
     selection_options,
     ranker_options,
 )
-from ltrfeat.core.errors import LtrfeatError, ModelFileError
+from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import atomic_output, check_writable
 from ltrfeat.core.metrics import (
     GAINS,
     NO_RELEVANT,
     TIES,
+    TIES_HELP,
     MetricInputError,
     evaluate_queries,
     parse_metrics,
@@ -346,10 +347,9 @@ _CONVENTIONS = option_group(
     click.option(
         "--ties",
         type=click.Choice(TIES),
-        default="stable",
+        default="expected",
         show_default=True,
-        help="MODEL TEST: order of equal scores: input order, relevant last, or relevant first. "
-        "--run always uses trec_eval's order (docid descending).",
+        help=f"MODEL TEST: {TIES_HELP} --run always uses trec_eval's order (docid descending).",
     ),
     click.option(
         "--no-relevant",
@@ -465,6 +465,11 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, con
     with notices():
         data = _read(test, c["nan_policy"], align_to=model.feature_map_)
     _check_columns(model.feature_map_, data, test, "its evaluation")
+    if c["ties"] == "docid" and (data.docid is None or any(d is None or d != d for d in data.docid)):
+        raise ParameterError(
+            f"--ties docid orders tied scores by docid, and {test} has rows without one",
+            fix="give every row a '#docid = ID' comment, or use --ties expected (the default)",
+        )
     scores = _predict(model, data, test)
     with _label_file({None: test}, MetricInputError):  # negative labels, NaN scores
         df = evaluate_queries(
@@ -476,6 +481,7 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, con
             no_relevant=c["no_relevant"],
             ties=c["ties"],
             relevance_threshold=c["relevance_threshold"],
+            docid=data.docid,
         )
     summary = summarise_queries(df)
     _write_per_query(per_query, summary, df)

@@ -11,7 +11,7 @@ import click
 
 from ltrfeat.cli._options import resampling_options
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.metrics import GAINS
+from ltrfeat.core.metrics import GAINS, TIES, TIES_HELP
 from ltrfeat.experiments.trec import MISSING_QUERIES
 
 
@@ -160,13 +160,21 @@ def _systems(items) -> dict[str, str]:
     show_default=True,
     help="--qrels: qrels queries a run lacks score 0 (ir-measures, trec_eval -c) or are left out of every system.",
 )
-def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, html_path, gain, missing_queries):
+@click.option(
+    "--ties",
+    type=click.Choice(TIES),
+    default="expected",
+    show_default=True,
+    help=f"--test: {TIES_HELP} --qrels: always docid descending (trec_eval).",
+)
+def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, html_path, gain, missing_queries, ties):
     """Compare systems on one test set: the first SYSTEM is the baseline, every other is compared with it.
 
     Per metric: each system's mean, the change against the baseline with its 95% bootstrap interval, the
     paired randomisation test Holm-adjusted over every comparison printed, and per-query wins/ties/losses.
     Systems are TREC runs (with --qrels; trec_eval's conventions, as ltrfeat evaluate --run) or ranker models
-    (with --test; the ablation's conventions: ties in input order, queries without a relevant document left out).
+    (with --test; the ablation's conventions: each metric the expected value over every order of tied scores
+    unless --ties says otherwise, queries without a relevant document left out).
 
     \b
     Examples:
@@ -204,8 +212,10 @@ def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, htm
             model = load_ranker(path)
             data = _read(test_path, "keep", align_to=model.feature_map_)
             scores = _predict(model, data, test_path)
-            per_query[name] = evaluate_queries(data.qid, data.label, scores, names, gain=gain or "exp2")
-        conventions = Conventions(gain=gain or "exp2").describe()
+            per_query[name] = evaluate_queries(
+                data.qid, data.label, scores, names, gain=gain or "exp2", ties=ties, docid=data.docid
+            )
+        conventions = Conventions(gain=gain or "exp2", ties=ties).describe()
     result = compare_systems(per_query, names, seed=seed, n_resamples=resamples, conventions=conventions)
     if html_path is not None:
         with atomic_output(html_path) as fh:

@@ -8,9 +8,9 @@ seed ``S`` that every fold ran;
 tested in one fold); document ids are the data's ``docid``, or ``r<n>`` (the row's position
 within its query, from 1) when the data has none or repeats one within a query.
 
-The report averages each query's metric over seeds and breaks equal scores by input order; a TREC
-evaluator reads one run and orders equal scores by docid, descending. With one seed and no tied
-scores the two agree exactly; :func:`write_test_runs` counts the queries with tied scores.
+The report averages each query's metric over seeds and takes the expected value over the orders of equal
+scores (its ``ties`` convention); a TREC evaluator reads one run and orders equal scores by docid, descending.
+With one seed and no tied scores the two agree exactly (``ties="docid"`` agrees with ties too); :func:`write_test_runs` counts the queries with tied scores.
 """
 
 from __future__ import annotations

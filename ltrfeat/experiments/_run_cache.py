@@ -170,7 +170,8 @@ class RunStore:
 
 
 def _hash_rows(h, fold, columns) -> None:
-    """Feed ``h`` the fold's rows restricted to ``columns`` (in that order): values, labels, qids, weights."""
+    """Feed ``h`` the fold's rows restricted to ``columns`` (in that order): values, labels, qids, weights,
+    docids."""
     for part in (fold.train, fold.valid, fold.test):
         if part is None:
             h.update(b"\x00none")
@@ -180,6 +181,8 @@ def _hash_rows(h, fold, columns) -> None:
         h.update(part.label.tobytes())
         h.update("\x1e".join(map(str, part.qid)).encode("utf-8", "surrogatepass"))
         h.update(b"\x00" if part.weight is None else np.asarray(part.weight, np.float64).tobytes())
+        if part.docid is not None:  # ties="docid" orders tied scores by them
+            h.update("\x1e".join(map(str, part.docid)).encode("utf-8", "surrogatepass"))
 
 
 def value_key(fold, feature_set, seed=None) -> str:

@@ -22,7 +22,7 @@ from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes, cli_set
 from ltrfeat.core.fileio import check_output_dir, replaced_dir
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.letor import NAN_POLICIES
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, TIES
 from ltrfeat.core.settings import SEED, Interval, OneOf, Settings, check_value
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.core.stages import StageProfile
@@ -158,7 +158,7 @@ class AblateSettings(Settings):
         :data:`DEFAULTS` (:data:`QUICK` with ``quick``).
     ranker_params : other LambdaMART parameters (``learning_rate``, ``num_leaves``, ``early_stopping_rounds``,
         ``n_jobs``, ``params``); ``params`` adds to :data:`SUBSAMPLE`.
-    metrics, gain, no_relevant : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
+    metrics, gain, no_relevant, ties : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
     selection : model selection per fold and feature set (None: plain LambdaMART).
     alone, base_name, deployable : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`; ``deployable``
         (an LTR engine) also makes the verdict's "to ship" commands train and export for it.
@@ -180,6 +180,7 @@ class AblateSettings(Settings):
         "metrics": [str, tuple],
         "gain": [OneOf(*GAINS)],
         "no_relevant": [OneOf(*NO_RELEVANT)],
+        "ties": [OneOf(*TIES)],
         "selection": [SelectionConfig, None],
         "deployable": [OneOf(*registry.LTR_ENGINES), None],
         "overwrite": [bool],
@@ -198,6 +199,7 @@ class AblateSettings(Settings):
     metrics: str | tuple = METRICS
     gain: str = "exp2"
     no_relevant: str = "exclude"
+    ties: str = "expected"
     selection: SelectionConfig | None = None
     alone: str | None = None
     base_name: str = "lexical"
@@ -558,6 +560,7 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
         metrics=settings.metrics,
         gain=settings.gain,
         no_relevant=settings.no_relevant,
+        ties=settings.ties,
         selection=selection,
     )
     executor = None

@@ -31,7 +31,7 @@ from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.letor import read_letor
 from ltrfeat.core.processes import spawn_pool
 from ltrfeat.rankers.lambdamart import ENGINES, LambdaMART
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions, evaluate_queries, parse_metrics
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, TIES, Conventions, evaluate_queries, parse_metrics
 from ltrfeat.core.settings import OneOf, Settings
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
@@ -84,8 +84,10 @@ class AblationConfig(Settings):
         ``learning_rate``, ``num_leaves``, ``n_jobs``, ``params``, ...); ``n_jobs`` defaults to 1 here
         (None = all cores).
     metrics : metric names or spec (see :func:`ltrfeat.core.metrics.parse_metrics`).
-    gain, no_relevant : NDCG gain and the value of queries without a relevant document
-        (see :class:`ltrfeat.core.metrics.Conventions`); ties are broken by input order.
+    gain, no_relevant, ties : NDCG gain, the value of queries without a relevant document and the order
+        of tied scores (see :class:`ltrfeat.core.metrics.Conventions`; ``ties="expected"``, the default,
+        averages over every order of the ties). They hold for the test metrics, the inner cross-validation
+        criterion and the choice of the best single feature.
     selection : a :class:`~ltrfeat.rankers.selection.SelectionConfig`: each ranker set's model is chosen
         among candidates by inner cross-validation on each fold's training queries; None: LambdaMART with
         ``ranker_params`` for every ranker set.
@@ -98,6 +100,7 @@ class AblationConfig(Settings):
         "metrics": [tuple, str],
         "gain": [OneOf(*GAINS)],
         "no_relevant": [OneOf(*NO_RELEVANT)],
+        "ties": [OneOf(*TIES)],
         "selection": [SelectionConfig, None],
     }
     _nested: ClassVar[dict] = {"selection": SelectionConfig}
@@ -108,6 +111,7 @@ class AblationConfig(Settings):
     metrics: tuple | str = DEFAULT_METRICS
     gain: str = "exp2"
     no_relevant: str = "exclude"
+    ties: str = "expected"
     selection: SelectionConfig | None = None
 
     def __post_init__(self):
@@ -133,8 +137,8 @@ class AblationConfig(Settings):
             )
 
     def conventions(self) -> Conventions:
-        """The metric conventions (gain, value of queries without a relevant document)."""
-        return Conventions(gain=self.gain, no_relevant=self.no_relevant)
+        """The metric conventions (gain, value of queries without a relevant document, ties)."""
+        return Conventions(gain=self.gain, no_relevant=self.no_relevant, ties=self.ties)
 
 
 @dataclasses.dataclass
@@ -479,8 +483,7 @@ def _run_one(
     engine: str,
     params: dict,
     metric_names: list,
-    gain: str,
-    no_relevant: str,
+    conventions: Conventions,
 ) -> dict:
     """One (fold, feature set, seed) run: per-query metrics of the fold's test queries, plus the
     ranker's best iteration, gain shares and engine parameters (None for alone sets)."""
@@ -498,9 +501,7 @@ def _run_one(
     else:
         scores = feature_scores(fold.test, fold.test.feature_map.column_of(fs.columns[0]))
     out["scores"] = np.asarray(scores, dtype=np.float64)
-    out["per_query"] = evaluate_queries(
-        fold.test.qid, fold.test.label, scores, metric_names, gain=gain, no_relevant=no_relevant
-    )
+    out["per_query"] = _evaluate(fold.test, scores, metric_names, conventions)
     out["seconds"] = time.perf_counter() - start
     return out
 
@@ -532,15 +533,19 @@ def _run_selected(
     engine: str,
     params: dict,
     metric_names: list,
-    gain: str,
-    no_relevant: str,
+    conventions: Conventions,
     selection: SelectionConfig,
 ) -> dict:
     """Model selection for one (fold, feature set): inner cross-validation on the fold's training
     queries, then every candidate refitted on them (each seed) and scored on the test queries."""
     start = time.perf_counter()
     candidates = Candidates(
-        fs.columns, params | {"engine": engine}, gain=gain, no_relevant=no_relevant, criterion=selection.criterion
+        fs.columns,
+        params | {"engine": engine},
+        gain=conventions.gain,
+        no_relevant=conventions.no_relevant,
+        ties=conventions.ties,
+        criterion=selection.criterion,
     )
     names = [BEST_SINGLE] if fs.kind == "baseline" else list(selection.candidates)
     # one criterion table of the training queries for the inner cross-validation and the final fits (each
@@ -562,11 +567,7 @@ def _run_selected(
             predicted = np.asarray(model.predict(fold.test), dtype=np.float64)
             scores["seeds"].append(None if seed_free else seed)
             scores["scores"].append(predicted)
-            per_seed.append(
-                evaluate_queries(
-                    fold.test.qid, fold.test.label, predicted, metric_names, gain=gain, no_relevant=no_relevant
-                )
-            )
+            per_seed.append(_evaluate(fold.test, predicted, metric_names, conventions))
             info = describe(model)
             used |= dict.fromkeys(features_used(model))
             out["runs"].append(
@@ -600,8 +601,21 @@ def _plain_runner(engine: str, params: dict, metric_names: list, conventions: Co
         engine=engine,
         params=params,
         metric_names=metric_names,
+        conventions=conventions,
+    )
+
+
+def _evaluate(test: RankingSet, scores, metric_names: list, conventions: Conventions) -> pd.DataFrame:
+    """Per-query test metrics of ``scores`` under ``conventions``."""
+    return evaluate_queries(
+        test.qid,
+        test.label,
+        scores,
+        metric_names,
         gain=conventions.gain,
         no_relevant=conventions.no_relevant,
+        ties=conventions.ties,
+        docid=test.docid,
     )
 
 
@@ -618,6 +632,8 @@ def _check_run_args(folds, feature_sets, config: AblationConfig):
     # contention dominate), and it stays fast on a loaded machine
     params = {"n_jobs": 1} | dict(config.ranker_params or {})
     _check_folds(folds, feature_sets)
+    if config.ties == "docid":
+        _check_docids(folds)
     if config.no_relevant == "exclude" and not any(
         (f.test.label >= conventions.relevance_threshold).any() for f in folds
     ):
@@ -626,6 +642,17 @@ def _check_run_args(folds, feature_sets, config: AblationConfig):
             fix="check the labels, or use --no-relevant zero",
         )
     return folds, feature_sets, metric_names, conventions, params
+
+
+def _check_docids(folds) -> None:
+    """``ties="docid"`` orders tied rows by docid: every row of every fold needs one."""
+    for fold in folds:
+        for part in (fold.train, fold.valid, fold.test):
+            if part is not None and (part.docid is None or pd.isna(pd.Series(part.docid, dtype=object)).any()):
+                raise ParameterError(
+                    f"--ties docid orders tied scores by docid, and fold {fold.name!r} has rows without one",
+                    fix="use --ties expected (the default), or data with a docid on every row",
+                )
 
 
 def fit_rows(folds, feature_sets, config: AblationConfig) -> int:
@@ -820,8 +847,7 @@ def _run_with_selection(
         engine=engine,
         params=params,
         metric_names=metric_names,
-        gain=conventions.gain,
-        no_relevant=conventions.no_relevant,
+        conventions=conventions,
         selection=selection,
     )
     run = functools.partial(

@@ -6,8 +6,8 @@ beside its results and its model selection, :func:`report_warnings` the warning 
 joins them; it reads a ``report.json`` object (fresh or from disk), so ``ltrfeat report DIR`` words an
 old report the same way the ablation did. :func:`tie_analysis` needs the scores and labels of the test folds:
 it measures, for the baseline and the recommended set, how many queries have tied scores that change a
-headline metric, and the metric's mean under the report's input order, trec_eval's docid order and the worst and
-best order of the ties.
+headline metric, and the metric's mean over every order of the ties (the default convention), in input order, in
+trec_eval's docid order and in the worst and best order of the ties.
 """
 
 from __future__ import annotations
@@ -15,15 +15,28 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
-from ltrfeat.core.metrics import evaluate_queries
+from ltrfeat.core.metrics import Conventions, evaluate_queries
 from ltrfeat.rankers.choices import RECOMMENDED
 from ltrfeat.experiments.verdict import LEVEL
 
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
 TIE_SHARE = 0.05  # ties that change a headline metric for more than this share of queries are warned about
-TIE_ORDERS = ("input_order", "trec_eval", "worst", "best")
+# the tie-breaks the analysis measures, by the ``ties`` convention that gives each
+TIE_ORDERS = {
+    "expected": "expected",
+    "input_order": "input",
+    "trec_eval": "docid",
+    "worst": "pessimistic",
+    "best": "optimistic",
+}
+_TIE_ORDER_WORDS = {
+    "expected": "is the mean over every order of its ties (what a shuffled copy of the data would give too)",
+    "input_order": "breaks its ties by input order",
+    "trec_eval": "breaks its ties by docid, as trec_eval does",
+    "worst": "puts the lower labels first in its ties",
+    "best": "puts the higher labels first in its ties",
+}
 INTERVALS_UNADJUSTED = (
     "The 95% intervals are not adjusted: each is a bootstrap interval of one comparison on its own, while the marks "
     "are Holm-adjusted over the whole report, so an interval can exclude 0 without a mark."
@@ -277,8 +290,8 @@ def summary_in_words(data: dict) -> str:
     sentences += [s for s in [reconcile_words(data)] if s]
     sentences += results_words(data) + selection_words(data)
     sentences += kept_start_words(data["config"].get("cross_fitting"))
-    held = (data.get("verdict") or {}).get("warnings") or []
-    sentences += [w for w in tie_warnings(data.get("ties")) if w not in held]
+    if not (data.get("verdict") or {}).get("tie_warnings"):  # else the warning box holds them
+        sentences += tie_warnings(data.get("ties"))
     return " ".join(sentences)
 
 
@@ -357,21 +370,29 @@ def kept_start_folds(entry: dict) -> str:
 
 
 def tie_warnings(ties: dict | None) -> list[str]:
-    """One sentence per set whose tied scores change a headline metric for more than TIE_SHARE of the queries."""
+    """One sentence per set whose tied scores change a headline metric for more than the threshold share of the
+    queries: the report's figure, what input order and trec_eval's docid order would give, and the bounds."""
     if not ties:
         return []
     out = []
+    reported = ties.get("reported", "input_order")  # reports written before ties="expected" was the default
     for name, per_metric in ties["sets"].items():
         worst = max(per_metric.items(), key=lambda kv: kv[1]["share"], default=None)
         if worst is None or worst[1]["share"] <= ties["threshold"]:
             continue
         metric, t = worst
-        m = t["mean"]
+        m, metric_name = t["mean"], _metric_name(metric)
+        here = m[reported]
+        others = [
+            f"{words} {m[key]:.4f} ({m[key] - here:+.4f})"
+            for key, words in (("input_order", "input order"), ("trec_eval", "trec_eval's docid order"))
+            if key != reported
+        ]
         out.append(
-            f"Ties: `{name}` has tied scores that change {_metric_name(metric)} for {t['tied_queries']} of "
-            f"{t['queries']} queries ({100 * t['share']:.0f}%); its {_metric_name(metric)} is {m['input_order']:.4f} in "
-            f"input order (this report), {m['trec_eval']:.4f} in trec_eval's docid order, and anywhere in "
-            f"{m['worst']:.4f}–{m['best']:.4f} depending on how the ties fall."
+            f"Ties: `{name}` has tied scores that change {metric_name} for {t['tied_queries']} of {t['queries']} "
+            f"queries ({100 * t['share']:.0f}%). This report's {metric_name}, {here:.4f}, "
+            f"{_TIE_ORDER_WORDS[reported]}; breaking them by {' or by '.join(others)} would change it, and "
+            f"the order of the ties alone moves it anywhere in {m['worst']:.4f}–{m['best']:.4f}."
         )
     return out
 
@@ -380,13 +401,14 @@ def tie_analysis(result, folds, *, sets=None, metrics=None, threshold: float = T
     """How tied scores move the headline metrics of ``sets`` (default: the baseline, i.e. the first ranker set,
     and ``recommended`` when there is one), from the first seed's test scores of every fold.
 
-    Returns ``{"threshold", "scores", "sets": {set: {metric: {"tied_queries", "queries", "share", "mean":
-    {"input_order", "trec_eval", "worst", "best"}}}}}``: ``tied_queries`` counts the queries whose metric
-    differs between the worst and the best order of their ties.
+    Returns ``{"threshold", "scores", "reported", "sets": {set: {metric: {"tied_queries", "queries", "share",
+    "mean": {"expected", "input_order", "trec_eval", "worst", "best"}}}}}``: ``reported`` names the mean the
+    report's conventions give, ``tied_queries`` counts the queries whose metric differs between the worst and
+    the best order of their ties.
     """
     from ltrfeat.experiments._fold_runs import _ids
 
-    conv = result.config["conventions"]
+    conv = Conventions.from_dict(result.config["conventions"])
     metrics = list(metrics or headline(result.metrics))
     if sets is None:
         rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
@@ -395,25 +417,17 @@ def tie_analysis(result, folds, *, sets=None, metrics=None, threshold: float = T
     qid = np.concatenate([qids[f.name] for f in folds])
     docid = np.concatenate([docids[f.name] for f in folds])
     label = np.concatenate([np.asarray(f.test.label, dtype=np.float64) for f in folds])
-    q_codes = pd.factorize(qid)[0]
-    trec = np.lexsort((-pd.Series(docid).rank(method="dense").to_numpy(), q_codes))  # docid descending per query
-    out: dict = {"threshold": threshold, "scores": "first seed of every fold", "sets": {}}
+    reported = {v: k for k, v in TIE_ORDERS.items()}.get(conv.ties)
+    out: dict = {"threshold": threshold, "scores": "first seed of every fold", "reported": reported, "sets": {}}
     for name in sets:
         if name not in result.test_scores:
             continue
         score = np.concatenate([result.test_scores[name][f.name]["scores"][0] for f in folds])
-
-        def run(ties, order=None, score=score):
-            o = slice(None) if order is None else order
-            return evaluate_queries(
-                qid[o], label[o], score[o], metrics, gain=conv["gain"], no_relevant=conv["no_relevant"], ties=ties
-            )
-
         frames = {
-            "input_order": run("stable"),
-            "trec_eval": run("stable", trec),
-            "worst": run("pessimistic"),
-            "best": run("optimistic"),
+            key: evaluate_queries(
+                qid, label, score, metrics, gain=conv.gain, no_relevant=conv.no_relevant, ties=ties, docid=docid
+            )
+            for key, ties in TIE_ORDERS.items()
         }
         per_metric = {}
         for m in metrics:
@@ -424,7 +438,7 @@ def tie_analysis(result, folds, *, sets=None, metrics=None, threshold: float = T
                 "tied_queries": tied,
                 "queries": int(known.sum()),
                 "share": tied / max(int(known.sum()), 1),
-                "mean": {k: float(frames[k][m].mean()) for k in TIE_ORDERS},
+                "mean": {k: float(frame[m].mean()) for k, frame in frames.items()},
             }
         out["sets"][name] = per_metric
     return out

@@ -20,6 +20,7 @@ from ltrfeat.experiments import _plots
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
 from ltrfeat.experiments._fold_runs import RUNS_DIR, write_test_runs
 from ltrfeat.experiments.in_words import HEADLINE, summary_in_words, tie_analysis  # noqa: F401 (HEADLINE: API)
+from ltrfeat.experiments.in_words import tie_warnings
 from ltrfeat.experiments.in_words import headline as headline_metrics
 from ltrfeat.experiments.in_words import (
     kept_start_words,
@@ -213,12 +214,12 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
         "top k; top3recall@k = share of the query's 3 best relevant documents in the top k (GDSSM paper)."
     )
     lines.append(
-        f"- **Conventions**: {conv['description']}. NDCG gain: {conv['gain']}; ties: {conv['ties']} "
-        f"(equal scores keep input order); queries without a relevant document: {conv['no_relevant']}."
+        f"- **Conventions**: {conv['description']}. NDCG gain: {conv['gain']}; ties: {conv['ties']}; queries "
+        f"without a relevant document: {conv['no_relevant']}."
     )
     lines.append(
-        "- **Single-feature rankers** sort documents by the raw feature value, descending; ties keep "
-        "input order; NaN/inf values go last."
+        "- **Single-feature rankers** sort documents by the raw feature value, descending (equal values are "
+        "ties, measured as above); NaN/inf values go last."
     )
     lines.append(
         (
@@ -486,11 +487,17 @@ def write_report(
     folds = runs_of if folds is None else folds
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
     with replaced_dir(out_dir, kind="report") as tmp:
+        ties = None if folds is None else _clean(tie_analysis(result, folds))
+        if summary.get("verdict"):  # the tie warnings join the verdict's: the report's warning box shows them
+            summary["verdict"]["tie_warnings"] = tie_warnings(ties)
+            summary["verdict"]["warnings"] = [
+                w for w in summary["verdict"]["warnings"] if w not in summary["verdict"]["tie_warnings"]
+            ] + summary["verdict"]["tie_warnings"]
         data = report_json(result, summary)
         if runs_of is not None:
             data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
-        if folds is not None:
-            data["ties"] = _clean(tie_analysis(result, folds))
+        if ties is not None:
+            data["ties"] = ties
         data["summary"] = summary_in_words(data)
         if data["verdict"]:
             data["verdict"]["summary"] = data["summary"]

@@ -314,7 +314,7 @@ def evaluate_run(
             names,
             gain=gain,
             no_relevant="zero",
-            ties="stable",
+            ties="input",  # the rows are in trec_eval's order
             relevance_threshold=relevance_threshold,
             retrieved=retrieved,
         )

@@ -349,7 +349,12 @@ def verdict_lines(v: dict) -> list[str]:
             )
             + " recommended"
         )
-    lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in v["warnings"]]
-    if not v["warnings"]:
-        lines.append("no warning: every learned ranker is significantly better than the best single feature")
-    return lines
+    ties = v.get("tie_warnings") or []  # set by the report (ltrfeat.experiments.report.write_report)
+    holm = [w for w in v["warnings"] if w not in ties]
+    lines += [f"warning: {w} (Holm-adjusted, level {v['level']})" for w in holm]
+    if not holm:
+        lines.append(
+            f"no {'ranker ' if ties else ''}warning: every learned ranker is significantly better than the best "
+            "single feature"
+        )
+    return lines + [f"warning: {w}" for w in ties]

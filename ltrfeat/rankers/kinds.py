@@ -29,7 +29,12 @@ from ltrfeat.rankers.single import BestSingleFeature, BoostedFromFeature, Featur
 
 
 def _common(settings) -> dict:
-    return {"criterion": settings.criterion, "gain": settings.gain, "no_relevant": settings.no_relevant}
+    return {
+        "criterion": settings.criterion,
+        "gain": settings.gain,
+        "no_relevant": settings.no_relevant,
+        "ties": settings.ties,
+    }
 
 
 def _loading_error(exc: Exception, path) -> ModelFileError:

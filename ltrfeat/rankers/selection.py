@@ -206,6 +206,7 @@ class Candidates:
     ranker_params: dict
     gain: str = "exp2"
     no_relevant: str = "exclude"
+    ties: str = "expected"
     criterion: tuple[str, ...] = DEFAULT_CRITERION
 
     def make(self, name: str, *, seed: int, tuned: dict | None = None):
@@ -221,7 +222,7 @@ class Candidates:
 
     def per_query(self, data: RankingSet, scores: np.ndarray) -> np.ndarray:
         return criterion_per_query(
-            data.qid, data.label, scores, self.criterion, gain=self.gain, no_relevant=self.no_relevant
+            data, scores, self.criterion, gain=self.gain, no_relevant=self.no_relevant, ties=self.ties
         )
 
 
@@ -444,6 +445,7 @@ def feature_table(data: RankingSet, candidates: Candidates, names) -> pd.DataFra
         criterion=candidates.criterion,
         gain=candidates.gain,
         no_relevant=candidates.no_relevant,
+        ties=candidates.ties,
     )
 
 

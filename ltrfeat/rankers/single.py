@@ -51,11 +51,27 @@ def concat(*parts: RankingSet | None) -> RankingSet:
 
 
 def criterion_per_query(
-    qid, label, score, criterion=DEFAULT_CRITERION, *, gain: str = "exp2", no_relevant: str = "exclude"
+    data: RankingSet,
+    score,
+    criterion=DEFAULT_CRITERION,
+    *,
+    gain: str = "exp2",
+    no_relevant: str = "exclude",
+    ties: str = "expected",
+    qid=None,
 ) -> np.ndarray:
-    """Per query (order of first appearance), the mean of the ``criterion`` metrics; NaN for
-    queries the no-relevant convention excludes."""
-    return mean_per_query(qid, label, score, criterion, gain=gain, no_relevant=no_relevant)
+    """Per query of ``data`` (order of first appearance), the mean of the ``criterion`` metrics of ``score``;
+    NaN for queries the no-relevant convention excludes. ``qid``: codes to use instead of ``data.qid``."""
+    return mean_per_query(
+        data.qid if qid is None else qid,
+        data.label,
+        score,
+        criterion,
+        gain=gain,
+        no_relevant=no_relevant,
+        ties=ties,
+        docid=data.docid,
+    )
 
 
 def feature_scores(data: RankingSet, column: int, direction: int = 1) -> np.ndarray:
@@ -100,7 +116,13 @@ class FeatureChoice:
 
 
 def rank_single_features(
-    data: RankingSet, features=None, *, criterion=DEFAULT_CRITERION, gain: str = "exp2", no_relevant: str = "exclude"
+    data: RankingSet,
+    features=None,
+    *,
+    criterion=DEFAULT_CRITERION,
+    gain: str = "exp2",
+    no_relevant: str = "exclude",
+    ties: str = "expected",
 ) -> pd.DataFrame:
     """Per-query criterion of every (feature, direction) of ``features`` (default all) on ``data``:
     a table indexed by qid with one column per :class:`FeatureChoice` (as its string)."""
@@ -111,7 +133,13 @@ def rank_single_features(
         for direction in (1, -1):
             choice = FeatureChoice(data.feature_map.features[j].name, direction)
             out[str(choice)] = criterion_per_query(
-                codes, data.label, feature_scores(data, j, direction), criterion, gain=gain, no_relevant=no_relevant
+                data,
+                feature_scores(data, j, direction),
+                criterion,
+                gain=gain,
+                no_relevant=no_relevant,
+                ties=ties,
+                qid=codes,
             )
     return pd.DataFrame(out, index=pd.Index(data.queries(), name="qid"))
 
@@ -130,7 +158,7 @@ class BestSingleFeature(BaseEstimator):
     ----------
     features : candidate features (names), default every column of the training data.
     criterion : metrics whose per-query mean decides (see :func:`ltrfeat.core.metrics.parse_metrics`).
-    gain, no_relevant : metric conventions (see :class:`ltrfeat.core.metrics.Conventions`).
+    gain, no_relevant, ties : metric conventions (see :class:`ltrfeat.core.metrics.Conventions`).
 
     Fitted attributes
     -----------------
@@ -139,11 +167,20 @@ class BestSingleFeature(BaseEstimator):
     training_scores_ : criterion mean of every (feature, direction) on the training queries.
     """
 
-    def __init__(self, *, features=None, criterion=DEFAULT_CRITERION, gain: str = "exp2", no_relevant: str = "exclude"):
+    def __init__(
+        self,
+        *,
+        features=None,
+        criterion=DEFAULT_CRITERION,
+        gain: str = "exp2",
+        no_relevant: str = "exclude",
+        ties: str = "expected",
+    ):
         self.features = features
         self.criterion = criterion
         self.gain = gain
         self.no_relevant = no_relevant
+        self.ties = ties
 
     def fit(self, train: RankingSet, valid: RankingSet | None = None, *, table: pd.DataFrame | None = None):
         """Choose on the queries of ``train`` and ``valid`` together (there is nothing to early-stop).
@@ -153,7 +190,12 @@ class BestSingleFeature(BaseEstimator):
             raise LtrfeatError("train data has no rows", fix="check the input file")
         if table is None:
             table = rank_single_features(
-                data, self.features, criterion=self.criterion, gain=self.gain, no_relevant=self.no_relevant
+                data,
+                self.features,
+                criterion=self.criterion,
+                gain=self.gain,
+                no_relevant=self.no_relevant,
+                ties=self.ties,
             )
         if table.shape[1] == 0 or table.notna().sum().sum() == 0:
             raise LtrfeatError(
@@ -197,7 +239,7 @@ class BoostedFromFeature(BaseEstimator):
     Parameters
     ----------
     scales : candidate multipliers of the per-query z-score.
-    criterion, gain, no_relevant : as :class:`BestSingleFeature`.
+    criterion, gain, no_relevant, ties : as :class:`BestSingleFeature`.
     **lambdamart : parameters of the :class:`~ltrfeat.rankers.lambdamart.LambdaMART` (engine, seed, ...).
     """
 
@@ -208,12 +250,14 @@ class BoostedFromFeature(BaseEstimator):
         criterion=DEFAULT_CRITERION,
         gain: str = "exp2",
         no_relevant: str = "exclude",
+        ties: str = "expected",
         lambdamart: dict | None = None,
     ):
         self.scales = scales
         self.criterion = criterion
         self.gain = gain
         self.no_relevant = no_relevant
+        self.ties = ties
         self.lambdamart = lambdamart
 
     def _init(self, data: RankingSet, scale: float) -> np.ndarray:
@@ -223,7 +267,11 @@ class BoostedFromFeature(BaseEstimator):
     def fit(self, train: RankingSet, valid: RankingSet | None = None, *, table: pd.DataFrame | None = None):
         params = dict(self.lambdamart or {})
         best = BestSingleFeature(
-            features=params.get("features"), criterion=self.criterion, gain=self.gain, no_relevant=self.no_relevant
+            features=params.get("features"),
+            criterion=self.criterion,
+            gain=self.gain,
+            no_relevant=self.no_relevant,
+            ties=self.ties,
         ).fit(train, valid, table=table)
         self.feature_, self.direction_ = best.feature_, best.direction_
         train, valid = train.regroup(), None if valid is None else valid.regroup()
@@ -240,7 +288,7 @@ class BoostedFromFeature(BaseEstimator):
                 scores = self._init(valid, scale) + model.predict(valid)
                 quality = np.nanmean(
                     criterion_per_query(
-                        valid.qid, valid.label, scores, self.criterion, gain=self.gain, no_relevant=self.no_relevant
+                        valid, scores, self.criterion, gain=self.gain, no_relevant=self.no_relevant, ties=self.ties
                     )
                 )
             fits.append((quality, scale, model))

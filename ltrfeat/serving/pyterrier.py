@@ -165,7 +165,7 @@ class Features(_Base):
 
 
 def stable_ties(qid, scores) -> np.ndarray:
-    """``scores`` with ties within a query broken by row order, as ``ltrfeat evaluate`` does.
+    """``scores`` with ties within a query broken by row order, as ``ltrfeat evaluate --ties input`` does.
 
     trec_eval (behind ``pt.Experiment``) compares scores as float32 and orders tied documents by docno,
     descending; so scores are rounded to float32 and each later row of a float32 tie group is lowered by
@@ -194,7 +194,7 @@ def _ranked(res: pd.DataFrame, scores, ties: str) -> pd.DataFrame:
 class Ranker(_Base):
     """Scores the ``features`` column with a trained ranker (model file of any kind, or a fitted model) and ranks.
 
-    ``ties="stable"`` (default) breaks exact score ties by row order, as ``ltrfeat evaluate`` does (see
+    ``ties="stable"`` (default) breaks exact score ties by row order, as ``ltrfeat evaluate --ties input`` does (see
     :func:`stable_ties`); ``"none"`` keeps the raw scores.
     """
 

@@ -309,3 +309,29 @@ def test_mq2008_five_fold_ndcg10(engine):
         per_fold.append(float(df["ndcg@10"].mean()))
     print(engine, [round(v, 4) for v in per_fold], round(float(np.mean(per_fold)), 4))
     assert np.mean(per_fold) >= 0.47
+
+
+def test_evaluate_takes_the_expected_value_over_tied_scores_and_names_the_flag(trained, files, tmp_path):
+    import dataclasses
+
+    model, _ = trained
+    data = read_letor(files["test"])
+    # every document of a query gets the same features, so the model ties them all; sorted by label, best first
+    order = np.lexsort((-data.label, pd.factorize(data.qid)[0]))
+    tied = dataclasses.replace(
+        data.take(order), X=np.repeat(data.take(order).X[:1], len(order), axis=0), docid=None, comment=None
+    )
+    write_letor(tmp_path / "tied.letor", tied)
+
+    def ndcg(*args):
+        res = run("evaluate", model, tmp_path / "tied.letor", "--metrics", "ndcg@1", "--json", *args)
+        assert res.exit_code == 0, res.output
+        return json.loads(res.output)
+
+    expected = ndcg()
+    assert expected["conventions"]["ties"] == "expected"
+    assert ndcg("--ties", "input")["metrics"]["ndcg@1"] == 1.0  # what input order made of a file sorted by label
+    assert ndcg("--ties", "pessimistic")["metrics"]["ndcg@1"] < expected["metrics"]["ndcg@1"] < 1.0
+    res = run("evaluate", model, tmp_path / "tied.letor", "--ties", "docid")
+    assert res.exit_code == 2 and "error: --ties docid orders tied scores by docid" in res.output
+    assert "tied.letor has rows without one" in res.output and "--ties expected" in res.output

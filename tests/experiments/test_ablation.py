@@ -196,11 +196,15 @@ def test_alone_puts_nan_last_and_keeps_ties():
     X = np.array([[np.nan, 0], [1.0, 0], [1.0, 0], [0.5, 0], [-np.inf, 0]])
     test = RankingSet(["q"] * 5, [2, 0, 1, 0, 0], X, fmap)
     fold = Fold("F", RankingSet([], [], np.zeros((0, 2)), fmap), None, test)
-    res = run_ablation([fold], [FeatureSet("a", ["a"], "alone")], seeds=(0,), metrics="ndcg@5,mrr", progress=False)
-    row = res.per_query.iloc[0]
-    # ranking: row1 (1.0), row2 (1.0, tie kept in input order), row3, then the NaN and -inf rows
-    gains = np.array([0, 1, 0, 3, 0]) / np.log2(np.arange(2, 7))
+    sets = [FeatureSet("a", ["a"], "alone")]
     ideal = np.array([3, 1, 0, 0, 0]) / np.log2(np.arange(2, 7))
+    # ranking: rows 1 and 2 (1.0, tied), row 3, then the NaN and -inf rows (tied last)
+    row = run_ablation([fold], sets, seeds=(0,), metrics="ndcg@5,mrr", progress=False).per_query.iloc[0]
+    gains = np.array([0.5, 0.5, 0, 1.5, 1.5]) / np.log2(np.arange(2, 7))  # each tie group's mean gain
+    assert row["ndcg@5"] == pytest.approx(gains.sum() / ideal.sum())
+    assert row["mrr"] == pytest.approx((1 / 1 + 1 / 2) / 2)
+    row = run_ablation([fold], sets, seeds=(0,), metrics="ndcg@5,mrr", ties="input", progress=False).per_query.iloc[0]
+    gains = np.array([0, 1, 0, 3, 0]) / np.log2(np.arange(2, 7))  # ties kept in input order
     assert row["ndcg@5"] == pytest.approx(gains.sum() / ideal.sum())
     assert row["mrr"] == pytest.approx(1 / 2)
 

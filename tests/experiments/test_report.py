@@ -110,7 +110,7 @@ def test_report_markdown_states_the_setup(written):
         "lightgbm LambdaMART",
         '"n_estimators": 30',
         "NDCG gain 2^rel-1",
-        "ties broken by input order",
+        "tied scores: expected value over every order of the tied documents",
         "without a relevant document excluded",
         "randomisation (sign-flip) test",
         "Holm-adjusted",

@@ -150,12 +150,21 @@ def test_tie_analysis_gives_every_tie_order():
     ties = tie_analysis(result, [fold], sets=["lexical"])
     t = ties["sets"]["lexical"]["ndcg@1"]
     assert t["tied_queries"] == 1 and t["share"] == 1.0
-    assert t["mean"] == {"input_order": 1.0, "trec_eval": 0.0, "worst": 0.0, "best": 1.0}
+    assert t["mean"] == {"expected": 0.5, "input_order": 1.0, "trec_eval": 0.0, "worst": 0.0, "best": 1.0}
+    assert ties["reported"] == "expected"  # the conventions' default
     words = summary_in_words(
         {"config": {"baseline": "lexical", "metrics": ["ndcg@1"]}, "comparisons": [], "ties": ties}
     )
     assert "Ties: `lexical` has tied scores that change NDCG@1 for 1 of 1 queries (100%)" in words
-    assert "1.0000 in input order (this report), 0.0000 in trec_eval's docid order" in words
+    assert "This report's NDCG@1, 0.5000, is the mean over every order of its ties" in words
+    assert "input order 1.0000 (+0.5000) or by trec_eval's docid order 0.0000 (-0.5000)" in words
+    assert "anywhere in 0.0000–1.0000" in words
+    # a report written before the default changed (no "reported", no "expected") words its input order
+    old = {k: v for k, v in ties.items() if k != "reported"}
+    old_words = summary_in_words(
+        {"config": {"baseline": "lexical", "metrics": ["ndcg@1"]}, "comparisons": [], "ties": old}
+    )
+    assert "NDCG@1, 1.0000, breaks its ties by input order" in old_words
 
 
 def _runs(tmp_path):
@@ -226,6 +235,16 @@ def test_compare_runs_of_models_on_one_test_set(tmp_path, planted):
     )
     assert res.exit_code == 0, res.output
     assert "`all` against `lex` lifts NDCG@10" in res.output
+    assert "tied scores: expected value over every order of the tied documents" in res.output
+    args = [
+        "compare-runs",
+        "--test",
+        str(tmp_path / "test.letor"),
+        str(tmp_path / "lex.txt"),
+        str(tmp_path / "all.txt"),
+    ]
+    res = CliRunner().invoke(cli, [*args, "--ties", "pessimistic"])
+    assert res.exit_code == 0 and "tied scores: lower labels first (worst case)" in res.output
 
 
 # -- the page, for a reader -----------------------------------------------------------------------

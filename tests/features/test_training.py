@@ -44,7 +44,8 @@ def test_ndcg_matches_sklearn_on_random_inputs():
     ]
     single = [g for g in range(20) if (groups == g).sum() == 1 and rels[groups == g].max() > 0]
     assert np.isclose(ndcg_at(scores, rels, groups, k=10), np.mean(expected + [1.0] * len(single)))
-    # groups need not be contiguous, ties keep input order, no relevant document -> skipped
+    # groups need not be contiguous, ties keep input order (encoders keep the checkpoints they kept before the
+    # reported metrics took the expected value over tie orders), no relevant document -> skipped
     assert ndcg_at([0.5, 0.5, 0.1], [0, 1, 0], ["a", "a", "b"], k=10) == pytest.approx(1 / np.log2(3))
     assert np.isnan(ndcg_at([0.3], [0], [1]))
 

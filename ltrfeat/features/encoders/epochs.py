@@ -35,7 +35,8 @@ Validation and early stopping
 validation checkpoint -- ``val_per_epoch`` per epoch, evenly spaced over its optimizer steps, the last
 at its end (default one: after every epoch) -- the model's score, used alone as a ranker, is scored by
 mean NDCG@10 over the held-out queries (:func:`ndcg_at`: gain ``2^rel - 1`` with ``rel = label - min
-label`` capped at 30, ties broken by input order, queries with no positive gain skipped). Training stops
+label`` capped at 30, ties broken by input order, queries with no positive gain skipped: a training signal,
+not a reported figure, kept as it was so that encoders, and their caches, train as before). Training stops
 after ``patience`` checkpoints in a row without improvement and the best checkpoint's weights are kept;
 the history has one entry per checkpoint (``epoch`` a fraction inside an epoch, ``step`` the mini-batches
 so far, ``val_seconds`` the validation's cost).
@@ -142,6 +143,7 @@ def ndcg_per_query(scores, rels, groups, *, k: int = 10) -> np.ndarray:
         scores,
         [name],
         relevance_threshold=float(np.finfo(np.float64).tiny),
+        ties="input",  # the checkpoint an encoder keeps, and the cached encoders, stay those of before
     )
     return per_query[name].to_numpy(dtype=np.float64)
 
