@@ -52,6 +52,10 @@ BOUNDS: dict[str, Interval] = {
     "max_bytes": Interval(numbers.Integral, 1, 2**31),
     "max_concurrent": Interval(numbers.Integral, 1, 100_000),
     "client_timeout": Interval(numbers.Real, 0.1, 86_400),
+    "max_text_chars": Interval(numbers.Integral, 1, 2**31),
+    "min_body_rate": Interval(numbers.Real, 0, 2**31),
+    # explain-ranker
+    "n_features": Interval(numbers.Integral, 1, _COUNT),
     # data
     "chunk_queries": Interval(numbers.Integral, 1, 10_000_000),
     "n_queries": Interval(numbers.Integral, 3, 10_000_000),
