@@ -144,10 +144,10 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 default=SELECTION_DEFAULTS["rule"],
                 show_default=True,
                 help="tiered: per feature set the simplest candidate within one standard error of the best "
-                "inner-CV score, then the sets' simplest pick (fewest features its model uses, then the higher score) "
-                "within one standard error of the best set; joint: one choice among all feature set / candidate "
-                "pairs within z standard errors, z growing with the number of distinct close pairs; one-se: per set "
-                "as tiered, then the first set in plan order within one standard error; best: the best score.",
+                "inner-CV score, then the sets' least complex pick (ranker kind, then the features its model uses) "
+                "within z standard errors of the best set, z growing with the number of distinct picks close to "
+                "the best; joint: the same among all feature set / candidate pairs at once; one-se: per set as "
+                "tiered, then the first set in plan order within one standard error; best: the best score.",
             ),
             click.option(
                 "--deployable",

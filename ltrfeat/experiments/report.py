@@ -387,11 +387,12 @@ def _selection_markdown(result: AblationResult, summary: dict, data: dict | None
         + f"; {sel['inner_folds']}-fold inner cross-validation over each fold's training queries (trees "
         f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
         f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
-        "(tiered: per set the simplest candidate within one standard error of the best, then the simplest set's "
-        "pick within one standard error of the best set, a pick's complexity being the number of features its "
-        "fitted model uses and between equals the higher inner-CV mean winning; joint: one choice among all "
-        "configurations within z standard errors, z growing with the number of distinct close ones; one-se: the "
-        "first set in plan order within one standard error). The test queries are "
+        "(tiered: per set the simplest candidate within one standard error of the best, then the least complex "
+        "set's pick within z standard errors of the best set, z growing with the number of distinct close picks, "
+        "complexity being the model fitted -- its ranker kind, then the features it uses -- and among equally "
+        "complex picks the first in plan order unless another leads it by one standard error; joint: the same "
+        "among all configurations; one-se: the first set in plan order within one standard error). The test "
+        "queries are "
         "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
         "",
     ]

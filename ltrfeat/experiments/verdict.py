@@ -178,8 +178,9 @@ def _encoders_of(result, feature_set: str) -> dict[str, dict] | None:
 
 
 _SIMPLEST = (
-    "(complexity = the features the fitted model uses: a single feature 1 whichever set offered it, a linear "
-    "ranker its non-zero weights, trees the features they split on; equal complexity -> higher inner-CV mean)"
+    "(complexity = the model fitted: a single feature before a linear ranker before trees, then the number of "
+    "features it uses -- a single feature is 1 whichever set offered it; among equally complex ones the first in "
+    "plan order unless another leads it by more than one standard error)"
 )
 _GROWING = (
     "the number of distinct configurations close to the best (Holm's step-down over their effective number: "
@@ -211,7 +212,7 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
     elif rule == "tiered":
         lines.append(
             "rule tiered: per feature set the simplest candidate within one standard error of its best, then the "
-            f"simplest of those {_SIMPLEST} within one standard error of the best set"
+            f"simplest of those {_SIMPLEST} within z standard errors of the best set, z growing with {_GROWING}"
         )
     else:
         lines.append("rule best: the highest inner-CV criterion, however small the lead")

@@ -17,9 +17,9 @@ standard error (of the paired per-query difference) of the best, take the simple
 ``joint``: the same with a margin that grows with the effective number of distinct close candidates (Holm's
 step-down, :func:`choose`), and an ablation's recommendation made once among all feature set × candidate
 configurations (:func:`recommend`); rule ``tiered`` (the default): each feature set's candidate by ``one-se``,
-then among the sets' picks within one SE of the best the one whose fitted model uses the fewest features (a
-single feature is one feature whichever set offered it; between equals the higher mean); rule ``best``: the
-highest mean. The tuned candidates' scores are the best of their trials, so they are optimistic; the one-SE rule
+then among the sets' picks within the growing margin the least complex by the model it fits (ranker kind, then
+the features it uses: a single feature is one feature whichever set offered it); rule ``best``: the highest
+mean. The tuned candidates' scores are the best of their trials, so they are optimistic; the one-SE rule
 and the test scores of every candidate in the report keep that visible.
 """
 
@@ -301,29 +301,37 @@ def _choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) -
     def position(n):
         return (order.index(n) if n in order else len(order), names.index(n))
 
-    if complexity is None:
-        ranked = sorted(names, key=position)
-    else:  # fewer features used first; among equals the higher inner-CV mean
-        ranked = sorted(names, key=lambda n: (complexity[n], -means[n], position(n)))
+    ranked = sorted(names, key=position)
     best = max(ranked, key=lambda n: means[n])  # first (simplest) among equal means
     found, diffs = {}, {}
     for n in names:
         d = cv[best][valid] - cv[n][valid]
-        se = float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
-        found[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": se}
+        found[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": _se(d)}
         diffs[n] = d
     kept, z = _retained(found, best, rule, diffs)
-    return next(n for n in ranked if n in kept), found, z
+    if complexity is None:
+        return next(n for n in ranked if n in kept), found, z
+    # the least complex kept; among equally complex ones the first in order unless another leads it by one SE
+    peers = [n for n in ranked if n in kept and complexity[n] == min(complexity[m] for m in kept)]
+    lead = max(peers, key=lambda n: means[n])
+    return next(n for n in peers if (d := cv[lead][valid] - cv[n][valid]).mean() <= _se(d)), found, z
+
+
+def _se(d: np.ndarray) -> float:
+    """Standard error of the mean of the paired differences ``d``."""
+    return float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else 0.0
 
 
 def choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) -> tuple[str, dict]:
     """The chosen name among ``cv`` (name -> per-query criterion values on the same queries, NaN =
     excluded) and, per name, its mean and the paired difference to the best with its standard error.
     ``order``: names simplest first (default the registry's simplicity order; names it lacks come
-    after, in ``cv``'s order). ``complexity`` (name -> number of features its model uses), when given, comes
-    before ``order``: fewer features first and, among equals, the higher mean. The chosen name is the simplest
-    one the rule cannot tell from the best: within one SE (``one-se``), within a margin that grows with the
-    number of close, distinct candidates (``joint``, Holm's step-down), or the best itself (``best``)."""
+    after, in ``cv``'s order). The chosen name is the simplest one the rule cannot tell from the best: within one
+    SE (``one-se``), within a margin that grows with the number of close, distinct candidates (``joint``, Holm's
+    step-down), or the best itself (``best``). ``complexity`` (name -> a sortable cost, e.g. ``(ranker kind,
+    features its model uses)``), when given, decides "simplest" before ``order``: the least complex names the rule
+    keeps, and among those the first in ``order`` unless another leads it by more than one SE of their paired
+    difference (then the one with the highest mean)."""
     chosen, found, _ = _choose(cv, rule, order, complexity)
     return chosen, found
 
@@ -336,15 +344,15 @@ def recommend(
     ``used``: feature set -> candidate -> the features its model fitted on the fold's training queries uses).
 
     A configuration's complexity is the number of features its model uses -- a single feature is 1 whichever
-    set it came from -- not the size of the set offered. Rule ``tiered``: each set's candidate by ``one-se``,
-    then, among the sets' picks within one standard error of the best (of the paired difference to it), the one
-    whose model uses the fewest features, and between equally complex picks the higher inner-CV mean (the same
-    single feature picked from two sets is one model). Rule ``joint``: every (set, candidate) pair is one
-    configuration, named ``SET/CANDIDATE``, ordered by complexity, then by inner-CV mean (higher first); the
-    choice is the simplest configuration the rule cannot tell from the best (see :func:`choose`), a margin that
-    grows with the effective number of distinct close configurations. Rules ``one-se`` and ``best``: each set's
-    candidate by the rule, then the set by the rule among the sets' choices in ``set_order`` (the rules of
-    earlier versions).
+    set it came from -- not the size of the set offered: the ranker kind (a single feature, then linear, then
+    trees), then the number of features the fitted model uses. Rule ``tiered``: each set's candidate by ``one-se``,
+    then, among the sets' picks within a margin of the best that grows with the effective number of distinct close
+    picks (``joint``, :func:`effective_count`), the least complex; among equally complex picks the first in
+    ``set_order`` unless another leads it by more than one standard error (so the same single feature picked from
+    two sets is one model, and a better single feature wins over BM25 by its lead, not by plan order). Rule
+    ``joint``: the same among every (set, candidate) pair, named ``SET/CANDIDATE``. Rules ``one-se`` and ``best``:
+    each set's candidate by the rule, then the set by the rule among the sets' choices in ``set_order`` (the rules
+    of earlier versions).
 
     Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}}, "best",
     "margin_z" (how many SEs below the best the configurations kept in the running may score),
@@ -357,14 +365,17 @@ def recommend(
             key=lambda sc: (kinds.index(sc[1]) if sc[1] in kinds else len(kinds), set_order.index(sc[0])),
         )
         values = {f"{s}/{c}": cv[s][c] for s, c in configs}
-        complexity = {f"{s}/{c}": len(used[s][c]) for s, c in configs}
-        name, found, z = _choose(values, rule, list(values), complexity)
+        charged = {f"{s}/{c}": (c, len(used[s][c])) for s, c in configs}
+        name, found, z = _choose(values, rule, list(values), {n: _cost(*charged[n]) for n in charged})
         feature_set, candidate = configs[list(values).index(name)]
     else:
         picks = {s: choose(cv[s], rule)[0] for s in cv}
-        complexity = {s: len(used[s][picks[s]]) for s in cv}
+        charged = {s: (picks[s], len(used[s][picks[s]])) for s in cv}
         feature_set, found, z = _choose(
-            {s: cv[s][picks[s]] for s in cv}, rule, set_order, complexity if rule == "tiered" else None
+            {s: cv[s][picks[s]] for s in cv},
+            "joint" if rule == "tiered" else rule,
+            set_order,
+            {s: _cost(*charged[s]) for s in cv} if rule == "tiered" else None,
         )
         candidate = picks[feature_set]
     return {
@@ -374,8 +385,15 @@ def recommend(
         "best": max(found, key=lambda n: found[n]["mean"]),
         "margin_z": z,
         "n_configurations": len(found),
-        "complexity": complexity,
+        "complexity": {name: n for name, (_, n) in charged.items()},
     }
+
+
+def _cost(kind: str, n_features: int) -> tuple[int, int]:
+    """A configuration's complexity: its ranker kind's simplicity (a single feature, then linear, then trees), then
+    the number of features its fitted model uses."""
+    kinds = registry.simplicity_order()
+    return (kinds.index(kind) if kind in kinds else len(kinds), n_features)
 
 
 def against_best(cv: dict[str, dict[str, np.ndarray]], rec: dict, aside: dict, rule: str) -> dict:

@@ -267,19 +267,33 @@ def test_tiered_takes_the_better_single_feature_whichever_set_offered_it():
     # (the rule that charged a set's size kept lexical here: its lead of 1.4 SE was within 1.62 SE)
     assert (rec["feature_set"], rec["candidate"]) == ("lexical+sbert", "best-single")
     assert rec["complexity"] == dict.fromkeys(order, 1)
-    # whatever the margin: equally complex models are ordered by their inner-CV means
+    # equally complex picks go by plan order unless a later one leads by more than one SE: here it does (1.4 SE)
     assert choose({s: cv[s]["best-single"] for s in order}, "joint", order, rec["complexity"])[0] == "lexical+sbert"
-    assert rec["margin_z"] == 1.0  # one standard error of the paired difference, however many sets are offered
-    # under joint the same single feature offered by two sets is one model: lexical+all adds nothing to the margin
+    # the same single feature offered by two sets is one model: lexical+all adds nothing to the margin
     without = {s: cv[s] for s in order if s != "lexical+all"}
-    joint = recommend(cv, "joint", order, used=_used(cv, single))
-    assert joint["margin_z"] == pytest.approx(
-        recommend(without, "joint", list(without), used=_used(without, single))["margin_z"]
-    )
+    again = recommend(without, "tiered", list(without), used=_used(without, single))
+    assert rec["margin_z"] == pytest.approx(again["margin_z"])
     # a lexical ranker on five features must lead the single feature by more than the margin, not merely lead
     cv["lexical"]["linear"] = _lead(rng, sbert, 0.5, n)
     assert choose(cv["lexical"], "tiered")[0] == "linear"
     assert recommend(cv, "tiered", order, used=_used(cv, single))["feature_set"] == "lexical+sbert"
+
+
+def test_equally_complex_picks_go_by_plan_order_unless_one_leads_by_a_standard_error():
+    rng = np.random.default_rng(7)
+    base = rng.random(300)
+    order = ["lexical+a", "lexical+b", "lexical+c"]
+    # three linear rankers on six features each; b and c lead a by a fraction of a standard error (noise)
+    cv = {"lexical+a": {"linear": base}}
+    cv |= {s: {"linear": _lead(rng, base, 0.6, 300)} for s in order[1:]}
+    used = {s: {"linear": [f"f{j}" for j in range(6)]} for s in order}
+    assert recommend(cv, "tiered", order, used=used)["feature_set"] == "lexical+a"
+    cv["lexical+c"]["linear"] = _lead(rng, base, 3.0, 300)  # a real lead
+    assert recommend(cv, "tiered", order, used=used)["feature_set"] == "lexical+c"
+    # a single feature is simpler than any linear ranker within the margin, whichever set offered it
+    cv["lexical+b"] = {"best-single": _lead(rng, base, 2.5, 300)}
+    used["lexical+b"] = {"best-single": ["b_cos"]}
+    assert recommend(cv, "tiered", order, used=used)["feature_set"] == "lexical+b"
 
 
 def test_effective_count_counts_copies_once_and_independent_columns_each():
