@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
@@ -168,7 +169,8 @@ def export_ranker(
     )
     size = f"{manifest['trees']} trees" if manifest["trees"] is not None else manifest["model_type"]
     click.echo(
-        f"wrote {', '.join(manifest['files'])} ({manifest['kind']} ranker, {size}, "
+        f"wrote {', '.join(os.path.join(os.path.dirname(str(out_path)), f) for f in manifest['files'])} "
+        f"({manifest['kind']} ranker, {size}, "
         f"{len(manifest['features'])} features) and {out_path}.export.json",
         err=True,
     )
