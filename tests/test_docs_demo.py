@@ -73,6 +73,19 @@ def test_the_experiments_page_shows_the_demo_output():
         assert text in printed, text
 
 
+def test_the_readme_quotes_the_candidate_growth_benchmark():
+    """The README's "offering more" figures: the default rule's recommendation and BM25 alone, NDCG@1, with
+    everything offered (benchmarks/quality_candidate_growth.py)."""
+    figures = json.loads((ROOT / "benchmarks" / "results" / "quality_candidate_growth.json").read_text())["figures"]
+    worlds = ["sample/readme", "homedepot300/readme", "homedepot1000/readme", "mq2008", "long0/readme"]
+    rows = [figures[w]["criterion"]["tiered|ndcg@1"] for w in worlds]
+    assert all(r["pass"] for r in rows)  # >= best single - 1 SE and >= BM25 alone
+    readme = _squash((ROOT / "README.md").read_text(encoding="utf-8"))
+    mine = " / ".join(_short(r["recommended"]) for r in rows)
+    bm25 = " / ".join(_short(r["bm25_alone"]["mean"]) for r in rows)
+    assert f"(NDCG@1 {mine} vs BM25 {bm25})" in readme
+
+
 @pytest.mark.slow
 def test_a_fresh_demo_gives_the_results_file(tmp_path):
     sys.path.insert(0, str(ROOT / "benchmarks"))
