@@ -499,7 +499,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 fold_glob=letor["fold_glob"],
                 nan_policy=evaluation["nan_policy"],
             )
-            done = ablate_folds(source, settings, say=say)
+            done = ablate_folds(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
         else:
             source = PairsSource(
                 pairs_path,
@@ -522,7 +522,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 encoder_jobs=text["encoder_jobs"],
                 continue_outer=text["continue_outer"],
             )
-            done = ablate_pairs(source, settings, say=say)
+            done = ablate_pairs(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
     result, summary = done.result, done.summary
     inert = seed_inert_sets(result)
     if inert:
@@ -632,3 +632,14 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
         f"paired randomisation test ({resamples} resamples, seed {seed}), Holm-adjusted over "
         f"{len(comparisons)} comparisons; * p < 0.05, ** p < 0.01"
     )
+
+
+def _engine_filter(target: str | None):
+    """The feature filter of the LTR engine ``target`` (what its plugin computes), None without one."""
+    if target is None:
+        return None
+    import functools
+
+    from ltrfeat.export.plugin_features import engine_features
+
+    return functools.partial(engine_features, target=target)

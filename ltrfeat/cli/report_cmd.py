@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli._options import resampling_options
+from ltrfeat.cli._options import option_group, resampling_options
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.metrics import GAINS, TIES, TIES_HELP
 from ltrfeat.experiments.trec import MISSING_QUERIES
@@ -147,27 +147,30 @@ def _systems(items) -> dict[str, str]:
 @resampling_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of Markdown.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, help="Also write an HTML page.")
-@click.option(
-    "--gain",
-    type=click.Choice(GAINS),
-    default=None,
-    help="NDCG gain [default: linear with --qrels (trec_eval), exp2 with --test].",
+@option_group(
+    "scoring",
+    click.option(
+        "--gain",
+        type=click.Choice(GAINS),
+        default=None,
+        help="NDCG gain [default: linear with --qrels (trec_eval), exp2 with --test].",
+    ),
+    click.option(
+        "--missing-queries",
+        type=click.Choice(MISSING_QUERIES),
+        default="zero",
+        show_default=True,
+        help="--qrels: qrels queries a run lacks score 0 (ir-measures, trec_eval -c) or are left out of every system.",
+    ),
+    click.option(
+        "--ties",
+        type=click.Choice(TIES),
+        default="expected",
+        show_default=True,
+        help=f"--test: {TIES_HELP} --qrels: always docid descending (trec_eval).",
+    ),
 )
-@click.option(
-    "--missing-queries",
-    type=click.Choice(MISSING_QUERIES),
-    default="zero",
-    show_default=True,
-    help="--qrels: qrels queries a run lacks score 0 (ir-measures, trec_eval -c) or are left out of every system.",
-)
-@click.option(
-    "--ties",
-    type=click.Choice(TIES),
-    default="expected",
-    show_default=True,
-    help=f"--test: {TIES_HELP} --qrels: always docid descending (trec_eval).",
-)
-def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, html_path, gain, missing_queries, ties):
+def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, html_path, scoring):
     """Compare systems on one test set: the first SYSTEM is the baseline, every other is compared with it.
 
     Per metric: each system's mean, the change against the baseline with its 95% bootstrap interval, the
@@ -187,6 +190,7 @@ def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, htm
     from ltrfeat.core.metrics import parse_metrics
 
     names = parse_metrics(metrics)
+    gain, missing_queries, ties = (scoring[k] for k in ("gain", "missing_queries", "ties"))
     if (qrels is None) == (test_path is None):
         raise click.UsageError("give --qrels QRELS (SYSTEMs are TREC runs) or --test TEST (SYSTEMs are ranker models)")
     systems = _systems(items)

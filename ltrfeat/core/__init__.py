@@ -21,6 +21,7 @@ __all__ = [  # the public modules
     "tempfiles",
     "text",
     "tracking",
+    "unicode_norm",
     "versions",
     "wordsplit",
 ]

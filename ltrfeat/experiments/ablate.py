@@ -240,11 +240,17 @@ def _stderr(message: str) -> None:
 
 
 def ablate_pairs(
-    source: PairsSource, settings: AblateSettings, *, say: Callable[[str], None] = _stderr, train_fn=None
+    source: PairsSource,
+    settings: AblateSettings,
+    *,
+    say: Callable[[str], None] = _stderr,
+    train_fn=None,
+    engine_features: Callable | None = None,
 ) -> Ablation:
     """Judged pairs -> lexical features + cross-fitted encoder columns -> an ablation with its report.
-    ``say`` gets one-line progress messages; ``train_fn(spec, table)`` replaces encoder training (tests); errors
-    name the ``ltrfeat ablate`` option to change."""
+    ``say`` gets one-line progress messages; ``train_fn(spec, table)`` replaces encoder training (tests);
+    ``engine_features``: with ``settings.deployable``, the engine's feature filter (see
+    :func:`~ltrfeat.experiments.ablation.plan_feature_sets`); errors name the ``ltrfeat ablate`` option to change."""
     started, profile = time.perf_counter(), StageProfile()
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
@@ -261,7 +267,18 @@ def ablate_pairs(
             client=client,
         )
         lexical = scheme.pop("lexical")
-        done = _ablate(folds, groups, base, scheme, settings, profile=profile, started=started, say=say, client=client)
+        done = _ablate(
+            folds,
+            groups,
+            base,
+            scheme,
+            settings,
+            profile=profile,
+            started=started,
+            say=say,
+            client=client,
+            engine_features=engine_features,
+        )
     if settings.write_features is not None:
         write_features(settings.write_features, folds, lexical)
         say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
@@ -280,8 +297,15 @@ def _cluster(settings: AblateSettings):
         yield client
 
 
-def ablate_folds(source: FoldsSource, settings: AblateSettings, *, say: Callable[[str], None] = _stderr) -> Ablation:
-    """LETOR fold directories -> an ablation with its report; ``say`` gets one-line progress messages."""
+def ablate_folds(
+    source: FoldsSource,
+    settings: AblateSettings,
+    *,
+    say: Callable[[str], None] = _stderr,
+    engine_features: Callable | None = None,
+) -> Ablation:
+    """LETOR fold directories -> an ablation with its report; ``say`` gets one-line progress messages;
+    ``engine_features`` as for :func:`ablate_pairs`."""
     started, profile = time.perf_counter(), StageProfile()
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
@@ -303,6 +327,7 @@ def ablate_folds(source: FoldsSource, settings: AblateSettings, *, say: Callable
             started=started,
             say=say,
             client=client,
+            engine_features=engine_features,
         )
 
 
@@ -528,7 +553,9 @@ def ranker_params(settings: AblateSettings) -> dict:
     return params
 
 
-def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, started, say, client) -> Ablation:
+def _ablate(
+    folds, groups, base, scheme, settings: AblateSettings, *, profile, started, say, client, engine_features
+) -> Ablation:
     seeds = tuple(settings.resolved("seeds"))
     folds_ready = time.perf_counter()
     encoders = (scheme or {}).get("encoders") or {}
@@ -540,6 +567,7 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, *, profile, s
         base_name=settings.base_name,
         light=[name for name, encoder in encoders.items() if not encoder["transformer"]],
         deployable=settings.deployable,
+        engine_features=engine_features,
         say=say,
     )
     selection = settings.selection

@@ -225,6 +225,7 @@ def plan_feature_sets(
     base_name: str = "lexical",
     light=(),
     deployable: str | None = None,
+    engine_features: Callable | None = None,
     say: Callable[[str], None] | None = None,
 ) -> list[FeatureSet]:
     """The feature sets of an ablation.
@@ -238,8 +239,10 @@ def plan_feature_sets(
         features whose name starts with ``bm25``. ``"all"`` ranks every feature alone.
     base_name : name of the base set.
     light : the neural groups whose encoders run no transformer per text (cheap to serve).
-    deployable : an LTR engine: only the features it computes (``export.plugin_features.uncomputable``); a group
-        with none is left out, and ``say`` is told what was left out, in one line per selection.
+    deployable : an LTR engine: only the features it computes, as ``engine_features(feature_map, names, what=...)``
+        says (``(kept, notice)``: :func:`ltrfeat.export.plugin_features.engine_features` for that engine, given by
+        the caller -- experiments sit below export); a group with none is left out, and ``say`` is told what was
+        left out, in one line per selection.
 
     Returns
     -------
@@ -255,9 +258,9 @@ def plan_feature_sets(
     def computable(cols: list[str], what: str) -> list[str]:
         if deployable is None:
             return cols
-        from ltrfeat.export.plugin_features import engine_features
-
-        kept, notice = engine_features(feature_map, cols, target=deployable, what=what)
+        if engine_features is None:
+            raise LtrfeatError(f"deployable={deployable!r} needs engine_features", fix="pass the engine's filter")
+        kept, notice = engine_features(feature_map, cols, what=what)
         if notice and say is not None:
             say(notice)
         return kept

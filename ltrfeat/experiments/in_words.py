@@ -290,8 +290,9 @@ def summary_in_words(data: dict) -> str:
     sentences += [s for s in [reconcile_words(data)] if s]
     sentences += results_words(data) + selection_words(data)
     sentences += kept_start_words(data["config"].get("cross_fitting"))
-    if not (data.get("verdict") or {}).get("tie_warnings"):  # else the warning box holds them
-        sentences += tie_warnings(data.get("ties"))
+    verdict = data.get("verdict") or {}
+    if not verdict.get("tie_warnings"):  # else the warning box holds them
+        sentences += [w for w in tie_warnings(data.get("ties")) if w not in (verdict.get("warnings") or [])]
     return " ".join(sentences)
 
 

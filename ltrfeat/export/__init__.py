@@ -5,6 +5,7 @@ __all__ = [  # the public modules
     "bulk",
     "ltr_plugin",
     "onnx",
+    "onnx_check",
     "parity",
     "plugin_features",
 ]

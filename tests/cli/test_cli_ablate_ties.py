@@ -98,5 +98,7 @@ def test_a_file_sorted_by_label_reports_what_its_shuffled_copy_reports(tmp_path)
     (printed,) = [line for line in sorted_report["printed"].splitlines() if line.startswith("warning: Ties: `rec")]
     assert printed == f"warning: {tie_warning}"  # no "(Holm-adjusted ...)": ties are not a test
     assert re.search(
-        r"<div class=warning>Ties: \W*(<code>)?recommended.{0,300}input order 1\.0000", sorted_report["html"]
+        r"<div class=warning id=warnings>.*<li>Ties: \W*(<code>)?recommended.{0,300}input order 1\.0000",
+        sorted_report["html"],
+        re.S,
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import json
 import shlex
 from pathlib import Path
@@ -13,7 +15,7 @@ from ltrfeat.cli.main import cli
 from ltrfeat.core.dataset import Feature, FeatureMap
 from ltrfeat.experiments.ablation import plan_feature_sets
 from ltrfeat.experiments.verdict import verdict_lines
-from ltrfeat.export.plugin_features import uncomputable
+from ltrfeat.export.plugin_features import engine_features, uncomputable
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 TINY = [
@@ -123,6 +125,7 @@ def test_a_group_the_engine_cannot_compute_is_left_out_in_one_line():
         base="bm25_doc,trigram_cos_doc",
         neural={"deepmatch": "deepmatch_doc_score", "clsm": "clsm_doc_cos"},
         deployable="es-ltr",
+        engine_features=functools.partial(engine_features, target="es-ltr"),
         say=said.append,
     )
     assert [s.name for s in sets] == ["lexical", "lexical+clsm", "clsm_doc_cos", "bm25_doc"]

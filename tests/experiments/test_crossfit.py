@@ -223,7 +223,7 @@ def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypa
             {"valid_fraction": 1.0},
             r"valid_fraction must be a number in \[0, 1\), got 1.0; the ranker's validation share",
         ),
-        ({"encoder_jobs": -1}, "encoder_jobs must be an integer >= 0"),
+        ({"encoder_jobs": -1}, "encoder_jobs must be an integer in \\[0, 1024\\]"),
         ({"options": {"score": "dot"}}, "the score is chosen per encoder"),
     ],
 )

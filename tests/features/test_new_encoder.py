@@ -67,6 +67,9 @@ def test_the_page_commands_ablate_train_and_extract(trigrams, scratch):
 
     res = CliRunner().invoke(cli, train)
     assert res.exit_code == 0, res.output
+    assert res.stdout.strip().splitlines()[-1] == "wrote out/trigrams.ltrenc"  # text, as the page shows
+    res = CliRunner().invoke(cli, [*train, "--json"])
+    assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     assert summary["best_epoch"] == 0 and 0 < summary["val_ndcg@10"] <= 1
     encoder = trigrams.TrigramAverage.load(scratch / "out/trigrams.ltrenc")

@@ -44,7 +44,7 @@ def test_the_help_example_request_is_answered_by_a_title_and_description_ranker(
     assert trained.exit_code == 0, trained.output
     scorer = Scorer.load(tmp_path / "r.txt", corpus_stats=tmp_path / "c.npz")
     assert sorted(scorer.fields) == ["description", "title"]
-    with TestClient(create_app(scorer)) as client:
+    with TestClient(create_app(scorer), base_url="http://localhost") as client:
         answer = client.post("/score", json=_example_body())
     assert answer.status_code == 200, answer.text
     assert answer.json()["order"] == ["d1"]
