@@ -26,7 +26,7 @@ TOKENIZER_CLASSES = frozenset(
 )
 # Module classes of modules.json (the class name; the package prefix moved between sentence-transformers versions).
 MODULE_CLASSES = frozenset({"Transformer", "Pooling", "Normalize", "Dense"})
-_FIX = (
+MODEL_DIR_FIX = (
     "use a sentence-transformers model of a built-in BERT-family architecture (ltrfeat never runs a model's own code)"
 )
 CODE_SUFFIXES = frozenset({".py", ".pyc", ".pyo", ".pyd", ".so", ".dll", ".dylib"})

@@ -57,7 +57,9 @@ def load_st_dir(folder, *, fix: str, bundle=None):
     :func:`~ltrfeat.features.encoders.model_dir_check.check_model_dir` and with ``trust_remote_code=False``
     (``bundle``: the ``.ltrenc`` file it was rebuilt from, named in errors); ``fix``: the advice when it
     cannot be loaded."""
-    model_dir_check.check_model_dir(folder, bundle=bundle, fix=fix if bundle is not None else model_dir_check.FIX)
+    model_dir_check.check_model_dir(
+        folder, bundle=bundle, fix=fix if bundle is not None else model_dir_check.MODEL_DIR_FIX
+    )
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     st = _sentence_transformers()
