@@ -60,7 +60,8 @@ def test_feature_and_system_names_with_dollars_draw_as_text(name):
 # The child imports the CLI with a hook on one module the CLI loads at start-up: the hook either raises
 # KeyboardInterrupt itself or says "ready" and sleeps until the test sends a real SIGINT.
 _STARTUP = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a shell's background job starts with SIGINT ignored
 class Hook:
     def find_spec(self, name, path=None, target=None):
         if name == {module!r}:
