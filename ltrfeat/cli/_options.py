@@ -290,6 +290,20 @@ def threads_option(*, default: int, what: str):
     )
 
 
+def ties_option(*, before: str = "", after: str = ""):
+    """``--ties MODE`` (default ``expected``), one wording in every command; ``before``/``after`` say where the
+    command's own conventions apply (e.g. ``--run`` always takes trec_eval's order)."""
+    from ltrfeat.core.metrics import TIES, TIES_HELP, Conventions
+
+    return click.option(
+        "--ties",
+        type=click.Choice(TIES),
+        default=Conventions.ties,
+        show_default=True,
+        help=" ".join(filter(None, [before, TIES_HELP, after])),
+    )
+
+
 def threads_value(threads: int) -> int:
     """The thread count ``--threads`` stands for (0: the available cores)."""
     from ltrfeat.core.cores import available_cores

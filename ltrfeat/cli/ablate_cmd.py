@@ -20,10 +20,11 @@ from ltrfeat.cli._options import (
     selection_config,
     ranker_options,
     selection_options,
+    ties_option,
 )
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import NAN_POLICIES
-from ltrfeat.core.metrics import GAINS, NO_RELEVANT, TIES, TIES_HELP, Conventions
+from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
 from ltrfeat.core.settings import SEED
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
@@ -226,13 +227,7 @@ _EVALUATION = option_group(
         show_default=True,
         help="NDCG gain: 2^rel-1 or linear rel.",
     ),
-    click.option(
-        "--ties",
-        type=click.Choice(TIES),
-        default=Conventions.ties,
-        show_default=True,
-        help=TIES_HELP,
-    ),
+    ties_option(),
     click.option(
         "--resamples",
         type=click.IntRange(min=100),

@@ -21,14 +21,13 @@ from ltrfeat.cli._options import (
     selection_config,
     selection_options,
     ranker_options,
+    ties_option,
 )
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import atomic_output, check_writable
 from ltrfeat.core.metrics import (
     GAINS,
     NO_RELEVANT,
-    TIES,
-    TIES_HELP,
     MetricInputError,
     evaluate_queries,
     parse_metrics,
@@ -344,13 +343,7 @@ _CONVENTIONS = option_group(
         help="NDCG gain: exp2 = 2^rel-1 (default with MODEL TEST) or linear = rel (default with --run: "
         "trec_eval's ndcg_cut).",
     ),
-    click.option(
-        "--ties",
-        type=click.Choice(TIES),
-        default="expected",
-        show_default=True,
-        help=f"MODEL TEST: {TIES_HELP} --run always uses trec_eval's order (docid descending).",
-    ),
+    ties_option(before="MODEL TEST:", after="--run always uses trec_eval's order (docid descending)."),
     click.option(
         "--no-relevant",
         type=click.Choice(NO_RELEVANT),

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import click
 
-from ltrfeat.cli._options import option_group, resampling_options
+from ltrfeat.cli._options import option_group, resampling_options, ties_option
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.core.metrics import GAINS, TIES, TIES_HELP
+from ltrfeat.core.metrics import GAINS
 from ltrfeat.experiments.trec import MISSING_QUERIES
 
 
@@ -162,13 +162,7 @@ def _systems(items) -> dict[str, str]:
         show_default=True,
         help="--qrels: qrels queries a run lacks score 0 (ir-measures, trec_eval -c) or are left out of every system.",
     ),
-    click.option(
-        "--ties",
-        type=click.Choice(TIES),
-        default="expected",
-        show_default=True,
-        help=f"--test: {TIES_HELP} --qrels: always docid descending (trec_eval).",
-    ),
+    ties_option(before="--test:", after="--qrels: always docid descending (trec_eval)."),
 )
 def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, html_path, scoring):
     """Compare systems on one test set: the first SYSTEM is the baseline, every other is compared with it.

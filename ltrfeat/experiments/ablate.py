@@ -251,34 +251,23 @@ def ablate_pairs(
     ``say`` gets one-line progress messages; ``train_fn(spec, table)`` replaces encoder training (tests);
     ``engine_features``: with ``settings.deployable``, the engine's feature filter (see
     :func:`~ltrfeat.experiments.ablation.plan_feature_sets`); errors name the ``ltrfeat ablate`` option to change."""
-    started, profile = time.perf_counter(), StageProfile()
+    run = _Run(say, engine_features)
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
         check_output_dir(settings.write_features, overwrite=settings.overwrite, option="--write-features")
-    with _cluster(settings) as client, encoder_option_flags():
+    with _cluster(settings) as run.client, encoder_option_flags():
         folds, groups, base, scheme = pairs_folds(
             source,
             cache=settings.cache,
             quick=settings.quick,
             progress=settings.progress,
-            profile=profile,
+            profile=run.profile,
             say=say,
             train_fn=train_fn,
-            client=client,
+            client=run.client,
         )
         lexical = scheme.pop("lexical")
-        done = _ablate(
-            folds,
-            groups,
-            base,
-            scheme,
-            settings,
-            profile=profile,
-            started=started,
-            say=say,
-            client=client,
-            engine_features=engine_features,
-        )
+        done = _ablate(folds, groups, base, scheme, settings, run)
     if settings.write_features is not None:
         write_features(settings.write_features, folds, lexical)
         say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
@@ -306,7 +295,7 @@ def ablate_folds(
 ) -> Ablation:
     """LETOR fold directories -> an ablation with its report; ``say`` gets one-line progress messages;
     ``engine_features`` as for :func:`ablate_pairs`."""
-    started, profile = time.perf_counter(), StageProfile()
+    run = _Run(say, engine_features)
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
         raise ParameterError(
@@ -314,21 +303,10 @@ def ablate_folds(
             fix="train the ranker on your fold files",
             param="write_features",
         )
-    with profile.stage("reading"):
+    with run.profile.stage("reading"):
         folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
-    with _cluster(settings) as client:
-        return _ablate(
-            folds,
-            dict(source.neural),
-            source.base,
-            None,
-            settings,
-            profile=profile,
-            started=started,
-            say=say,
-            client=client,
-            engine_features=engine_features,
-        )
+    with _cluster(settings) as run.client:
+        return _ablate(folds, dict(source.neural), source.base, None, settings, run)
 
 
 def pairs_folds(
@@ -553,9 +531,20 @@ def ranker_params(settings: AblateSettings) -> dict:
     return params
 
 
-def _ablate(
-    folds, groups, base, scheme, settings: AblateSettings, *, profile, started, say, client, engine_features
-) -> Ablation:
+@dataclasses.dataclass
+class _Run:
+    """What one ablation's steps share: its messages, the LTR engine's feature filter, the Dask client (None: this
+    machine), the stage profile and when it started."""
+
+    say: Callable[[str], None]
+    engine_features: Callable | None
+    client: object = None
+    profile: StageProfile = dataclasses.field(default_factory=StageProfile)
+    started: float = dataclasses.field(default_factory=time.perf_counter)
+
+
+def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) -> Ablation:
+    say, profile, started, client = run.say, run.profile, run.started, run.client
     seeds = tuple(settings.resolved("seeds"))
     folds_ready = time.perf_counter()
     encoders = (scheme or {}).get("encoders") or {}
@@ -567,7 +556,7 @@ def _ablate(
         base_name=settings.base_name,
         light=[name for name, encoder in encoders.items() if not encoder["transformer"]],
         deployable=settings.deployable,
-        engine_features=engine_features,
+        engine_features=run.engine_features,
         say=say,
     )
     selection = settings.selection

@@ -41,7 +41,7 @@ from ltrfeat.core.settings import SEED, Interval, OneOf, Settings, check_value
 from ltrfeat.core.splits import cut_queries, even_sizes, holdout
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES, OTHER_CANDIDATES, RULES, SELECTION_DEFAULTS, TUNE_METHODS
-from ltrfeat.rankers.single import DEFAULT_CRITERION, concat, criterion_per_query, rank_single_features
+from ltrfeat.rankers.single import DEFAULT_CRITERION, concat, criterion_per_query, rank_single_features_as
 
 
 # Hand-picked configurations (LightGBM names) from small data (few leaves, many rows per leaf, strong
@@ -457,14 +457,7 @@ def feature_table(data: RankingSet, candidates: Candidates, names) -> pd.DataFra
     when a kind among ``names`` reads one (``feature_table``), else None."""
     if not any(registry.get(n).feature_table for n in names):
         return None
-    return rank_single_features(
-        data,
-        candidates.columns,
-        criterion=candidates.criterion,
-        gain=candidates.gain,
-        no_relevant=candidates.no_relevant,
-        ties=candidates.ties,
-    )
+    return rank_single_features_as(data, candidates.columns, candidates)
 
 
 def select(

@@ -144,6 +144,19 @@ def rank_single_features(
     return pd.DataFrame(out, index=pd.Index(data.queries(), name="qid"))
 
 
+def rank_single_features_as(data: RankingSet, features, settings) -> pd.DataFrame:
+    """:func:`rank_single_features` with the criterion and metric conventions of ``settings`` (any object with
+    ``criterion``, ``gain``, ``no_relevant`` and ``ties``: a :class:`BestSingleFeature`, selection's candidates)."""
+    return rank_single_features(
+        data,
+        features,
+        criterion=settings.criterion,
+        gain=settings.gain,
+        no_relevant=settings.no_relevant,
+        ties=settings.ties,
+    )
+
+
 def best_of(table: pd.DataFrame) -> FeatureChoice:
     """The column of a :func:`rank_single_features` table with the highest mean (first on ties)."""
     means = table.mean(axis=0, skipna=True).fillna(-np.inf).to_numpy()
@@ -189,14 +202,7 @@ class BestSingleFeature(BaseEstimator):
         if len(data) == 0:
             raise LtrfeatError("train data has no rows", fix="check the input file")
         if table is None:
-            table = rank_single_features(
-                data,
-                self.features,
-                criterion=self.criterion,
-                gain=self.gain,
-                no_relevant=self.no_relevant,
-                ties=self.ties,
-            )
+            table = rank_single_features_as(data, self.features, self)
         if table.shape[1] == 0 or table.notna().sum().sum() == 0:
             raise LtrfeatError(
                 "no training query has a relevant document, so no feature can be chosen", fix="check the labels"

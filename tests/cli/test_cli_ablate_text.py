@@ -11,26 +11,10 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.synth import generate_world, write_world
+from builders import TINY_ABLATE as TINY
 from builders import reproducible_report
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-
-TINY = [
-    "--k-folds",
-    "3",
-    "--encoder-option",
-    "epochs=1",
-    "--encoder-option",
-    'sizes={"hidden": [32], "out": 16}',
-    "--n-estimators",
-    "20",
-    "--num-leaves",
-    "7",
-    "--resamples",
-    "500",
-    "--seeds",
-    "0",
-]
 
 
 def run(*args):

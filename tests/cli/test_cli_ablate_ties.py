@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
+from builders import TINY_ABLATE
 
 PRODUCTS = [
     "red running shoes",
@@ -26,26 +27,7 @@ PRODUCTS = [
     "folding camping chair",
     "glass shower door",
 ]
-FAST = [
-    "--encoder",
-    "dssm:generalized",
-    "--k-folds",
-    "3",
-    "--encoder-option",
-    "epochs=1",
-    "--encoder-option",
-    "val_fraction=0",
-    "--encoder-option",
-    'sizes={"hidden": [32], "out": 16}',
-    "--n-estimators",
-    "20",
-    "--num-leaves",
-    "7",
-    "--resamples",
-    "500",
-    "--seeds",
-    "0",
-]
+FAST = ["--encoder", "dssm:generalized", *TINY_ABLATE, "--encoder-option", "val_fraction=0"]
 
 
 def _write(path, rows):

@@ -16,12 +16,10 @@ from ltrfeat.core.dataset import Feature, FeatureMap
 from ltrfeat.experiments.ablation import plan_feature_sets
 from ltrfeat.experiments.verdict import verdict_lines
 from ltrfeat.export.plugin_features import engine_features, uncomputable
+from builders import TINY_ABLATE
 
 DATA = Path(__file__).resolve().parents[2] / "data"
-TINY = [
-    "--k-folds", "3", "--encoder-option", "epochs=1", "--encoder-option", 'sizes={"hidden": [32], "out": 16}',
-    "--n-estimators", "20", "--num-leaves", "7", "--resamples", "500", "--seeds", "0", "--inner-folds", "2",
-]  # fmt: skip
+TINY = [*TINY_ABLATE, "--inner-folds", "2"]
 
 
 def run(*args):
