@@ -96,9 +96,72 @@ _FEATURES = option_group(  # what computes the ranker's features (its record nam
 )
 
 
+_EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Impressions
+    "experiment",
+    click.option(
+        "--interleave",
+        "ranker_b",
+        type=click.Path(dir_okay=False),
+        help="Ranker B: interleave its ranking with --ranker's (A) and log which ranker each result came from "
+        "(needs --event-log; `ltrfeat interleave-report` says which one users prefer). B's features are "
+        "computed with the same --encoder/--corpus-stats options, checked against B's own record.",
+    ),
+    click.option(
+        "--interleave-method",
+        type=click.Choice(["team-draft", "balanced"]),
+        default="team-draft",
+        show_default=True,
+        help="How the two rankings are merged.",
+    ),
+    click.option(
+        "--interleave-share",
+        type=click.FloatRange(0, 1, min_open=True),
+        default=1.0,
+        show_default=True,
+        help="Fraction of requests interleaved; the others are served by A alone (and logged as such).",
+    ),
+    click.option(
+        "--interleave-seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="With a request's request_id, decides whether and how it is interleaved (replays are identical).",
+    ),
+    click.option(
+        "--event-log",
+        type=click.Path(file_okay=False),
+        help="Directory for the append-only log of impressions and POST /events events (JSON lines in the "
+        "impression-level click format, fsync-ed before each answer). Enables /events.",
+    ),
+    click.option(
+        "--event-log-segment-bytes",
+        type=click.IntRange(min=1024),
+        default=64 * 2**20,
+        show_default=True,
+        help="Size after which the log starts a new segment file.",
+    ),
+    click.option(
+        "--event-log-depth",
+        type=click.IntRange(min=1),
+        default=20,
+        show_default=True,
+        help="Results of each impression logged and open to events (set it to what your page shows).",
+    ),
+    click.option(
+        "--impression-memory",
+        type=click.IntRange(min=1_000_000),
+        default=64 * 2**20,
+        show_default=True,
+        help="Bytes of recent impressions kept to check events against (the oldest dropped first; an event "
+        "on a dropped one gets 422).",
+    ),
+)
+
+
 @click.command()
 @click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
 @_FEATURES
+@_EXPERIMENT
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
 @click.option(
@@ -110,24 +173,27 @@ _FEATURES = option_group(  # what computes the ranker's features (its record nam
     "127.0.0.1, [::1] and --host; other names get 400, which stops DNS-rebinding pages.",
 )
 @_LIMITS
-@click.option(
-    "--token",
-    envvar="LTRFEAT_SERVE_TOKEN",
-    show_envvar=True,
-    metavar="SECRET",
-    help="Require 'Authorization: Bearer SECRET' on /score, /embed and /health (/healthz and /readyz "
-    "stay open for probes). Needed to listen beyond loopback.",
-)
-@click.option(
-    "--no-token-beyond-loopback",
-    "open_bind",
-    is_flag=True,
-    help="Allow a non-loopback --host without --token (only behind a proxy that authenticates).",
+@option_group(
+    "access",
+    click.option(
+        "--token",
+        envvar="LTRFEAT_SERVE_TOKEN",
+        show_envvar=True,
+        metavar="SECRET",
+        help="Require 'Authorization: Bearer SECRET' on /score, /embed, /events and /health (/healthz and /readyz "
+        "stay open for probes). Needed to listen beyond loopback.",
+    ),
+    click.option(
+        "--no-token-beyond-loopback",
+        "open_bind",
+        is_flag=True,
+        help="Allow a non-loopback --host without --token (only behind a proxy that authenticates).",
+    ),
 )
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
-def serve(ranker, features, host, port, allow_hosts, limits, token, open_bind, threads, lexical_params):
-    """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
+def serve(ranker, features, experiment, host, port, allow_hosts, limits, access, threads, lexical_params):
+    """Serve a ranker over HTTP: POST /score, POST /embed, POST /events, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
     {"scores": [...], "order": [docids, best first]}. Each candidate carries its docid and
@@ -145,12 +211,20 @@ def serve(ranker, features, host, port, allow_hosts, limits, token, open_bind, t
       curl -s localhost:8080/health | python -m json.tool    # "fields": the texts each candidate needs
       curl -s localhost:8080/score -H 'Content-Type: application/json' -d '{"query": "cheap flights",
           "candidates": [{"docid": "d1", "title": "Cheap flights to Rome", "description": "Return fares"}]}'
+      ltrfeat serve --ranker a.txt --interleave b.txt --corpus-stats corpus.npz --event-log events/
+      ltrfeat interleave-report events/
     """
-    if not token and not open_bind and not _loopback(host):
+    token = access["token"]
+    if not token and not access["open_bind"] and not _loopback(host):
         raise LtrfeatError(
             f"--host {host} listens beyond this machine without authentication",
             fix="set --token SECRET (or LTRFEAT_SERVE_TOKEN), or pass --no-token-beyond-loopback "
             "behind an authenticating proxy",
+        )
+    if experiment["ranker_b"] and not experiment["event_log"]:
+        raise LtrfeatError(
+            "--interleave needs --event-log DIR: which ranker each clicked result came from is the experiment",
+            fix="add --event-log DIR",
         )
     import torch
 
@@ -160,15 +234,24 @@ def serve(ranker, features, host, port, allow_hosts, limits, token, open_bind, t
 
     torch.set_num_threads(threads_value(threads))
     _log_to_stderr()
+    encoders = _encoders(features["encoders"])
     scorer = Scorer.load(
         ranker,
-        encoders=_encoders(features["encoders"]),
+        encoders=encoders,
         corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
         strict=features["strict"],
     )
+    interleave, impressions = _experiment(experiment, ranker, encoders, features, lexical_params)
     hosts = (*LOOPBACK_HOSTS, *([] if host in ("0.0.0.0", "::", "") else [host]), *allow_hosts)
-    app = create_app(scorer, limits=ServiceLimits(**limits), token=token or None, hosts=hosts)
+    app = create_app(
+        scorer,
+        limits=ServiceLimits(**limits),
+        token=token or None,
+        hosts=hosts,
+        interleave=interleave,
+        impressions=impressions,
+    )
     click.echo(
         f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "
         f"{', '.join(scorer.fields) or 'none'}; {'bearer token required' if token else 'no token'})",
@@ -177,6 +260,45 @@ def serve(ranker, features, host, port, allow_hosts, limits, token, open_bind, t
     # the server stops gracefully on SIGTERM itself and then re-raises it: the default action, not an error
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     server.run(app, host=host, port=port, client_timeout=limits["client_timeout"])
+
+
+def _experiment(experiment: dict, ranker, encoders: dict, features: dict, lexical_params: dict):
+    """Ranker B's :class:`Interleaving` (or None) and the :class:`Impressions` log (or None)."""
+    from ltrfeat.experiments.event_log import EventLog
+    from ltrfeat.rankers.models import load_ranker
+    from ltrfeat.serving.impressions import Impressions, Interleaving
+    from ltrfeat.serving.scorer import Scorer
+
+    interleave = None
+    names = (Path(ranker).name, "")
+    if experiment["ranker_b"]:
+        path_b = experiment["ranker_b"]
+        features_b = load_ranker(path_b).feature_map_.names
+        scorer_b = Scorer.load(  # B's own record is checked against the same options
+            path_b,
+            encoders={n: p for n, p in encoders.items() if any(f.startswith(n + "_") for f in features_b)},
+            corpus_stats=features["corpus_stats"],
+            lexical_params=lexical_params,
+            strict=features["strict"],
+        )
+        interleave = Interleaving(
+            scorer_b,
+            method=experiment["interleave_method"],
+            share=experiment["interleave_share"],
+            seed=experiment["interleave_seed"],
+        )
+        names = (Path(ranker).name, Path(path_b).name)
+        if names[0] == names[1]:
+            names = (f"A:{names[0]}", f"B:{names[1]}")
+    if not experiment["event_log"]:
+        return None, None
+    impressions = Impressions(
+        EventLog(experiment["event_log"], max_bytes=experiment["event_log_segment_bytes"]),
+        rankers=names,
+        depth=experiment["event_log_depth"],
+        max_bytes=experiment["impression_memory"],
+    )
+    return interleave, impressions
 
 
 def _loopback(host: str) -> bool:

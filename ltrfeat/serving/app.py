@@ -21,6 +21,12 @@ a body that is not ``application/json`` (a web page can send any other type with
 preflight); 422 for a well-formed body with missing or mistyped fields; 503 (with ``Retry-After``)
 when ``max_concurrent`` requests are already in progress. A request takes one of those places only once
 its whole body has arrived, so slow senders cannot lock the others out.
+
+With an event log (:class:`~ltrfeat.serving.impressions.Impressions`) every ``/score`` answer also carries an
+``impression_id``, the ``request_id`` that replays it and each result's ``teams`` entry, its first results are
+logged before the answer goes out, and ``POST /events`` takes UBI events on them (``{"accepted": n}`` once they
+are on disk; 404 without a log, 422 for an event on no result the service keeps). With :class:`Interleaving`
+a share of the requests is ranked by both rankers and shown interleaved (``"interleaved": true``).
 """
 
 from __future__ import annotations
@@ -45,6 +51,16 @@ from starlette.requests import ClientDisconnect
 
 from ltrfeat.core.config_files import json_depth
 from ltrfeat.serving.fairness import Turns, steps
+from ltrfeat.serving.impressions import (
+    EventBatch,
+    Impression,
+    Impressions,
+    Interleaving,
+    UbiEvent,
+    interleaved,
+    new_id,
+    shown_list,
+)
 from ltrfeat.serving.scorer import CandidateError, Scorer
 
 log = logging.getLogger("ltrfeat.serve")
@@ -100,6 +116,9 @@ class ScoreRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     query: str
     candidates: list[dict]
+    request_id: str | None = None  # with the service's seed, decides interleaving (a replay gets the same list)
+    session: str | None = None  # the log's session (default: the impression id)
+    user: str | None = None
 
 
 class EmbedRequest(BaseModel):
@@ -209,11 +228,18 @@ def create_app(
     limits: ServiceLimits | None = None,
     token: str | None = None,
     hosts: tuple[str, ...] = LOOPBACK_HOSTS,
+    interleave: Interleaving | None = None,
+    impressions: Impressions | None = None,
 ) -> FastAPI:
     """The service around ``scorer``; ``token``: when set, every endpoint but ``/healthz`` and
     ``/readyz`` needs the header ``Authorization: Bearer <token>``; ``hosts``: the names the ``Host``
-    header may give on those endpoints (``"*"``: any), against DNS rebinding."""
+    header may give on those endpoints (``"*"``: any), against DNS rebinding; ``interleave``: ranker B and
+    how requests are shared with it (needs ``impressions``, the event log and the impressions kept)."""
+    if interleave is not None and impressions is None:
+        raise ValueError("interleaving needs an event log (impressions=) to record what each ranker showed")
     limits = limits or ServiceLimits()
+    scorers = (scorer,) if interleave is None else (scorer, interleave.scorer)
+    fields = tuple(dict.fromkeys(f for s in scorers for f in s.fields))
     state = {"in_progress": 0, "stopping": False}
     turns = Turns()  # the scorer is serialised: waiters wait here, not in threads
     expected = f"Bearer {token}".encode() if token else None
@@ -341,14 +367,23 @@ def create_app(
             check_caller(request)
         except _Refused as exc:
             return _error(exc.status, exc.detail, exc.headers)
-        return {
+        answer = {
             "status": "ok",
             "features": scorer.feature_names,
-            "fields": list(scorer.fields),
+            "fields": list(fields),
             "max_candidates": limits.max_candidates,
             "max_bytes": limits.max_bytes,
             "max_text_chars": limits.max_text_chars,
         }
+        if interleave is not None:
+            answer["interleave"] = {
+                "features_b": interleave.scorer.feature_names,
+                "method": interleave.method,
+                "share": interleave.share,
+            }
+        if impressions is not None:
+            answer["event_log"] = {"depth": impressions.depth}
+        return answer
 
     def check_length(where: str, text) -> None:
         if isinstance(text, str) and len(text) > limits.max_text_chars:
@@ -357,35 +392,99 @@ def create_app(
                 f"{where} holds {len(text):,} characters; the limit is {limits.max_text_chars:,} (--max-text-chars)",
             )
 
-    async def score_payload(payload, client) -> dict:
-        req = validated(ScoreRequest, payload)
-        if len(req.candidates) > limits.max_candidates:
-            raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
-        check_length("query", req.query)
-        for i, candidate in enumerate(req.candidates):
-            for field in scorer.fields:
-                check_length(f"candidates[{i}].{field}", candidate.get(field))
-        parts = steps(req.candidates, scorer.fields)
+    async def ranked(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
+        """One ranker's scores of the request's candidates, in steps when they are large."""
+        parts = steps(req.candidates, ranker.fields)
         try:
             if len(parts) == 1:
-                scores = await turns.run(client, scorer.score, req.query, req.candidates)
+                scores = await turns.run(client, ranker.score, req.query, req.candidates)
             else:  # in steps, so that other requests are scored in between
-                pairs = await turns.run(client, scorer.prepare, req.query, req.candidates)
-                X = [await turns.run(client, scorer.pair_features, pairs.iloc[part]) for part in parts]
-                scores = await turns.run(client, scorer.predict, np.concatenate(X))
+                pairs = await turns.run(client, ranker.prepare, req.query, req.candidates)
+                X = [await turns.run(client, ranker.pair_features, pairs.iloc[part]) for part in parts]
+                scores = await turns.run(client, ranker.predict, np.concatenate(X))
         except CandidateError as exc:
             raise _Refused(422, str(exc)) from None
         if not np.isfinite(scores).all():
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             log.error("the ranker scored candidate %d as %r: the model file is damaged", bad, float(scores[bad]))
             raise _Refused(500, f"the ranker gave a non-finite score ({float(scores[bad])!r}) to candidate {bad}")
-        order = np.argsort(-scores, kind="stable")
-        return {"scores": [float(s) for s in scores], "order": [str(req.candidates[i]["docid"]) for i in order]}
+        return scores
+
+    async def logged(lines: list[dict]) -> None:
+        """Append to the event log; on disk when this returns."""
+        try:
+            await run_in_threadpool(impressions.log.append, lines)  # type: ignore[union-attr]
+        except OSError as exc:
+            log.error("the event log cannot be written: %s", exc)
+            raise _Refused(503, "the event log cannot be written; retry later", {"Retry-After": "5"}) from None
+
+    async def score_payload(payload, client) -> dict:
+        req = validated(ScoreRequest, payload)
+        if len(req.candidates) > limits.max_candidates:
+            raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
+        for name in ("query", "request_id", "session", "user"):
+            check_length(name, getattr(req, name))
+        for i, candidate in enumerate(req.candidates):
+            for field in fields:
+                check_length(f"candidates[{i}].{field}", candidate.get(field))
+        scores = await ranked(scorer, req, client)
+        if impressions is None:
+            order = np.argsort(-scores, kind="stable")
+            return {"scores": [float(s) for s in scores], "order": [str(req.candidates[i]["docid"]) for i in order]}
+        request_id = req.request_id if req.request_id is not None else new_id()
+        both = interleaved(interleave, request_id)
+        scores_b = await ranked(interleave.scorer, req, client) if both else None  # type: ignore[union-attr]
+        shown, teams, method, rank_a, rank_b = shown_list(scores, scores_b, interleave, request_id)
+        docids = [str(req.candidates[i]["docid"]) for i in shown]
+        impression_id = new_id()
+        kept = shown[: impressions.depth]
+        impression = Impression(
+            session=req.session if req.session is not None else impression_id,
+            query=req.query,
+            docids=tuple(docids[: impressions.depth]),
+            teams=tuple(teams[: impressions.depth]),
+            method=method,
+            rank_a=tuple(int(r) for r in rank_a[kept]),
+            rank_b=tuple(int(r) for r in rank_b[kept]) if rank_b is not None else (None,) * len(kept),
+            user=req.user,
+        )
+        await logged(impressions.add(impression_id, impression))
+        answer = {
+            "scores": [float(s) for s in scores],
+            "order": docids,
+            "impression_id": impression_id,
+            "request_id": request_id,
+            "teams": teams,
+            "interleaved": both,
+        }
+        if scores_b is not None:
+            answer["scores_b"] = [float(s) for s in scores_b]
+        return answer
 
     async def embed_payload(payload, client) -> dict:
         req = validated(EmbedRequest, payload)
         check_length("query", req.query)
         return {"params": await turns.run(client, scorer.query_params, req.query)}
+
+    async def events_payload(payload, client) -> dict:
+        if impressions is None:
+            raise _Refused(404, "this service keeps no event log; start serve with --event-log DIR")
+        batch = isinstance(payload, dict) and "events" in payload
+        events = validated(EventBatch, payload).events if batch else [validated(UbiEvent, payload)]
+        if len(events) > limits.max_candidates:
+            raise _Refused(413, f"{len(events)} events exceed the limit of {limits.max_candidates}")
+        for k, event in enumerate(events):
+            check_length(f"events[{k}].query_id", event.query_id)
+            attrs = event.event_attributes
+            check_length(
+                f"events[{k}].event_attributes.object.object_id", attrs and attrs.object and attrs.object.object_id
+            )
+        try:
+            lines = impressions.event_lines(events)
+        except ValueError as exc:
+            raise _Refused(422, str(exc)) from None
+        await logged(lines)
+        return {"accepted": len(lines)}
 
     @app.post("/score")
     async def score(request: Request):
@@ -394,5 +493,9 @@ def create_app(
     @app.post("/embed")
     async def embed(request: Request):
         return await guarded(request, embed_payload)
+
+    @app.post("/events")
+    async def events(request: Request):
+        return await guarded(request, events_payload)
 
     return app

@@ -1,0 +1,101 @@
+"""The event log: segments rotated by size, a torn last line skipped, bad lines named by file and line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.experiments.event_log import EventLog, impressions, read_event_log
+
+
+def _line(imp="i1", position=1, action="impression", clicked=0, **extra):
+    return {
+        "session": "s",
+        "query": "red shoes",
+        "docid": f"d{position}",
+        "position": position,
+        "clicked": clicked,
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "impression_id": imp,
+        "ranker": "a.txt",
+        "team": "A",
+        "method": "team-draft",
+        "rank_a": position,
+        "rank_b": position,
+        "action": action,
+        **extra,
+    }
+
+
+def test_segments_rotate_by_size_and_read_back_in_order(tmp_path):
+    log = EventLog(tmp_path / "log", max_bytes=600)
+    for k in range(6):
+        log.append([_line(f"i{k}", p) for p in (1, 2)])
+    log.close()
+    segments = sorted((tmp_path / "log").glob("events-*.jsonl"))
+    assert len(segments) >= 3 and all(s.stat().st_size <= 600 for s in segments)
+    back = read_event_log(tmp_path / "log")
+    assert back["impression_id"].tolist() == [f"i{k}" for k in range(6) for _ in (1, 2)]
+    EventLog(tmp_path / "log", max_bytes=600).append([_line("i9")])  # a restart appends after them
+    assert read_event_log(tmp_path / "log")["impression_id"].iloc[-1] == "i9"
+
+
+def test_a_torn_last_line_is_skipped_and_the_next_writer_starts_a_new_segment(tmp_path):
+    log = EventLog(tmp_path)
+    log.append([_line("i1", 1), _line("i1", 2)])
+    log.close()
+    with open(log.path, "ab") as fh:
+        fh.write(json.dumps(_line("i2")).encode()[:30])  # a crash during a write
+    assert read_event_log(tmp_path)["impression_id"].tolist() == ["i1", "i1"]
+    again = EventLog(tmp_path)
+    assert again.path != log.path
+    again.append([_line("i3")])
+    assert read_event_log(tmp_path)["impression_id"].tolist() == ["i1", "i1", "i3"]
+
+
+def test_clicks_fold_into_one_row_per_shown_result(tmp_path):
+    log = EventLog(tmp_path)
+    log.append([_line("i1", p) for p in (1, 2, 3)])
+    log.append([_line("i1", 2, "click", 1), _line("i1", 2, "click", 1), _line("i1", 3, "hover", 0)])
+    log.append([_line("gone", 1, "click", 1)])
+    shown = impressions(read_event_log(tmp_path))
+    assert shown["clicked"].tolist() == [0, 1, 0] and shown.attrs["orphan_events"] == 1
+    assert list(shown.columns[:6]) == ["session", "query", "docid", "position", "clicked", "timestamp"]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"{not json\n", ":1: not a JSON line"),
+        (b"[1]\n", ":1: a JSON list, not an object"),
+        (json.dumps(_line(position="2")).encode() + b"\n", ":1: field 'position' must be int, got str '2'"),
+        (json.dumps(_line(position=True)).encode() + b"\n", "field 'position' must be int, got bool"),
+        (
+            json.dumps({k: v for k, v in _line().items() if k != "team"}).encode() + b"\n",
+            "field 'team' must be str, got missing",
+        ),
+        (
+            json.dumps(_line()).encode() + b"\n" + json.dumps(_line(position=0)).encode() + b"\n",
+            ":2: position must be 1 or more",
+        ),
+        (json.dumps(_line(clicked=2)).encode() + b"\n", "clicked 0 or 1"),
+        (b"\xff\xfe\n", ":1: not a JSON line"),
+    ],
+)
+def test_bad_lines_are_one_line_errors_naming_file_and_line(tmp_path, content, message):
+    path = tmp_path / "events-000001.jsonl"
+    path.write_bytes(content)
+    with pytest.raises(LtrfeatError, match=None) as err:
+        read_event_log(path)
+    assert message in str(err.value) and str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_logs_are_errors(tmp_path):
+    with pytest.raises(LtrfeatError, match="no event-log segments"):
+        read_event_log(tmp_path)
+    with pytest.raises(LtrfeatError, match="no such file"):
+        read_event_log(tmp_path / "nope.jsonl")
+    with pytest.raises(ValueError, match="max_bytes"):
+        EventLog(tmp_path, max_bytes=0)
