@@ -34,6 +34,7 @@ OUTPUTS: dict[str, dict[str, str]] = {
     "datasets convert": {"out_dir": "dir"},
     "ablate": {"report_dir": "dir", "write_features": "keep", "cache_dir": "keep"},
     "compare-runs": {"html_path": "file"},
+    "interleave-report": {"html_path": "file"},
     "export-ranker": {"out_path": "file"},
     "export-encoder": {"out_dir": "keep"},
     "embed": {"out_path": "file"},

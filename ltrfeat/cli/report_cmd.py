@@ -1,5 +1,6 @@
-"""``ltrfeat report`` (an ablation report's verdict in words, and its report.html) and ``ltrfeat compare-runs``
-(TREC runs or rankers on one test set, compared with this project's statistics)."""
+"""``ltrfeat report`` (an ablation report's verdict in words, and its report.html), ``ltrfeat compare-runs``
+(TREC runs or rankers on one test set, compared with this project's statistics) and ``ltrfeat interleave-report``
+(which ranker users prefer, from an interleaving event log)."""
 
 from __future__ import annotations
 
@@ -222,5 +223,54 @@ def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, htm
         click.echo(json.dumps(result, indent=1, default=float, allow_nan=True))
     else:
         click.echo(markdown(result), nl=False)
+    if html_path is not None:
+        click.echo(f"page: {html_path}", err=True)
+
+
+@click.command("interleave-report")
+@click.argument("log", type=click.Path(exists=True))
+@click.option(
+    "--alpha", type=click.FloatRange(0, 0.5, min_open=True), default=0.05, show_default=True, help="Sign test level."
+)
+@click.option(
+    "--effect",
+    type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Preference to plan for: B winning 0.5 + EFFECT of the decisive impressions.",
+)
+@click.option(
+    "--power",
+    type=click.FloatRange(0.5, 1, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="Power to plan for (impressions needed).",
+)
+@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Queries listed in Markdown.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (every query) instead of Markdown.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, help="Also write an HTML page.")
+def interleave_report(log, alpha, effect, power, top, as_json, html_path):
+    """Which ranker users prefer, from the event log of `ltrfeat serve --interleave B --event-log DIR`.
+
+    Credits each interleaved impression's clicks to the ranker that contributed the clicked results (team-draft)
+    or by the rankers' top-k (balanced); counts wins, ties and losses per query and overall; tests B's share
+    of the decisive impressions against 0.5 with a two-sided binomial sign test and gives its Wilson interval;
+    and says how many impressions an experiment needs to detect a given preference. LOG is the log's directory
+    or one of its segment files.
+
+    \b
+    Examples:
+      ltrfeat interleave-report events/
+      ltrfeat interleave-report events/ --json --html interleaving.html
+    """
+    from ltrfeat.core.fileio import atomic_output
+    from ltrfeat.experiments.event_log import impressions, read_event_log
+    from ltrfeat.experiments.interleave_report import interleaving_markdown, render_html, summarise_interleaving
+
+    data = summarise_interleaving(impressions(read_event_log(log)), alpha=alpha, effect=effect, power=power)
+    if html_path is not None:
+        with atomic_output(html_path) as fh:
+            fh.write(render_html(data))
+    click.echo(json.dumps(data, indent=1) if as_json else interleaving_markdown(data, top=top), nl=as_json)
     if html_path is not None:
         click.echo(f"page: {html_path}", err=True)

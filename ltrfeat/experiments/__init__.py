@@ -12,11 +12,13 @@ __all__ = [  # the public modules
     "folds",
     "html_report",
     "in_words",
+    "interleave_report",
     "interleaving",
     "mlflow_model",
     "report",
     "stats",
     "tracking_runs",
     "trec",
+    "user_simulation",
     "verdict",
 ]

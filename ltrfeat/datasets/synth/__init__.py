@@ -3,6 +3,7 @@ fields, judged train/vali/test queries with graded labels, and a click log — d
 seed, with vocabulary mismatch, ambiguous words, lexical distractors and noisy clicks.
 ``data/README.md`` states its assumptions and file formats."""
 
+from ltrfeat.datasets.synth._clicks import ATTRACTION, EXAMINATION_EXPONENT, STRAY_CLICK
 from ltrfeat.datasets.synth._world import (
     GENERATOR_VERSION,
     PRESETS,
@@ -15,6 +16,9 @@ from ltrfeat.datasets.synth._world import (
 )
 
 __all__ = [
+    "ATTRACTION",
+    "EXAMINATION_EXPONENT",
+    "STRAY_CLICK",
     "GENERATOR_VERSION",
     "PRESETS",
     "PUBLIC_COLUMNS",
