@@ -54,6 +54,11 @@ BOUNDS: dict[str, Interval] = {
     "client_timeout": Interval(numbers.Real, 0.1, 86_400),
     "max_text_chars": Interval(numbers.Integral, 1, 2**31),
     "min_body_rate": Interval(numbers.Real, 0, 2**31),
+    # serve --interleave / --event-log (ltrfeat.serving.impressions)
+    "interleave_seed": SEED,
+    "event_log_segment_bytes": Interval(numbers.Integral, 1024, 2**40),
+    "event_log_depth": Interval(numbers.Integral, 1, 10_000),
+    "impression_memory": Interval(numbers.Integral, 1_000_000, 2**40),
     # explain-ranker
     "n_features": Interval(numbers.Integral, 1, _COUNT),
     # data

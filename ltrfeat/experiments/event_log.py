@@ -189,7 +189,7 @@ def read_event_log(path) -> pd.DataFrame:
 
 def impressions(log: pd.DataFrame) -> pd.DataFrame:
     """One row per shown result (``impression_id``, ``position``), ``clicked`` 1 when a click came for it, in
-    impression then position order; events for a result no impression line shows are dropped (counted in
+    the order the impressions were served, then by position; events for a result no impression line shows are dropped (counted in
     ``attrs["orphan_events"]``)."""
     shown = log[log["action"] == IMPRESSION].drop_duplicates(["impression_id", "position"])
     events = log[(log["action"] != IMPRESSION) & (log["clicked"] == 1)]
@@ -197,7 +197,8 @@ def impressions(log: pd.DataFrame) -> pd.DataFrame:
     clicked = events.groupby(key, sort=False).size().rename("n_clicks").reset_index()
     out = shown.drop(columns=["clicked", "action"]).merge(clicked, on=key, how="left")
     out["clicked"] = (out.pop("n_clicks").fillna(0) > 0).astype(np.int64)
-    out = out.sort_values(key, kind="stable").reset_index(drop=True)
+    out["_first"] = pd.factorize(out["impression_id"])[0]  # impressions in the order they were served
+    out = out.sort_values(["_first", "position"], kind="stable").drop(columns="_first").reset_index(drop=True)
     matched = events.merge(shown[key], on=key, how="inner")
     out.attrs["orphan_events"] = int(len(events) - len(matched))
     out.attrs["source"] = log.attrs.get("source")

@@ -49,12 +49,12 @@ def interleave(
     coins = rng.integers(2, size=(n, m) if method == "team-draft" else (n, 1))
     orders = np.stack([order_a, order_b])
     for step in range(m):
-        for side in (0, 1):  # skip what is already shown
+        for k in (0, 1):  # skip what is already shown
             while True:
-                stale = (nxt[side] < m) & seen[rows, orders[side, rows, np.minimum(nxt[side], m - 1)]]
+                stale = (nxt[k] < m) & seen[rows, orders[k, rows, np.minimum(nxt[k], m - 1)]]
                 if not stale.any():
                     break
-                nxt[side] += stale
+                nxt[k] += stale
         coin, turns = (coins[:, step], size) if method == "team-draft" else (coins[:, 0], nxt)
         side = np.where(turns[0] == turns[1], coin, turns[1] < turns[0]).astype(np.int64)
         doc = orders[side, rows, nxt[side, rows]]
