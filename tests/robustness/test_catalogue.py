@@ -40,6 +40,12 @@ def _lines(text: str) -> bytes:
 
 # name -> bytes of a bad (or auxiliary) input file written into the workspace
 BAD_FILES = {
+    "badlog/events-000001.jsonl": b'{"session": "s"}\n{oops\n',
+    "plainlog/events-000001.jsonl": json.dumps(
+        {"session": "s", "query": "q", "docid": "d", "position": 1, "clicked": 0, "timestamp": "t"}
+        | {"impression_id": "i", "ranker": "a", "team": "A", "method": "none", "action": "impression"}
+    ).encode()
+    + b"\n",
     "oldreport/.ltrfeat-output": b'{"written_by": "ltrfeat", "kind": "report"}\n',
     "oldreport/cache/kept.json": b"{}\n",
     "cr_only.letor": GOOD_LINES.replace(b"\n", b"\r"),
@@ -495,6 +501,17 @@ CASES += [
     ),
     ("serve-no-corpus", ["serve", "--ranker", M_TXT], "--corpus-stats"),
     ("serve-port", ["serve", "--ranker", M_TXT, "--port", "70000"], "'--port'"),
+    ("serve-interleave-no-log", ["serve", "--ranker", M_TXT, "--interleave", M_TXT], "--event-log DIR"),
+    ("serve-interleave-share", ["serve", "--ranker", M_TXT, "--interleave-share", "1.5"], "'--interleave-share'"),
+    ("serve-event-log-depth", ["serve", "--ranker", M_TXT, "--event-log-depth", "0"], "'--event-log-depth'"),
+    ("interleave-report-missing", ["interleave-report", f"{W}/nope"], "nope"),
+    (
+        "interleave-report-bad-line",
+        ["interleave-report", f"{W}/badlog"],
+        "events-000001.jsonl:1: field 'impression_id' must be str, got missing",
+    ),
+    ("interleave-report-not-interleaved", ["interleave-report", f"{W}/plainlog"], "no interleaved impression"),
+    ("interleave-report-effect", ["interleave-report", f"{W}/plainlog", "--effect", "0.7"], "'--effect'"),
 ]
 
 # ablate, compare, datasets
@@ -1078,6 +1095,9 @@ SERVE_BODIES = [
     ("huge-int-embed", "/embed", b'{"query": ' + b"-" + b"1" * 10_000 + b"}", 400),
     ("huge-int-key-depth", "/score", b'{"query": "q", "n": [' * 20 + b"9" * 5000 + b"]}" * 20, 400),
     ("lone-surrogate", "/embed", b'{"query": "\\ud800"}', 400),
+    ("deep-events", "/events", b'{"events": ' + b"[" * 400_000, 400),
+    ("lone-surrogate-event", "/events", b'{"action_name": "\\udc00", "query_id": "i"}', 400),
+    ("events-without-log", "/events", b'{"action_name": "click", "query_id": "i"}', 404),
     ("not-utf8", "/score", b'{"query": "\xff\xfe"}', 400),
     ("nan-scores", "/score", b'{"query": "q", "candidates": [{"docid": "d", "title": "t"}]}', 500),
 ]

@@ -286,3 +286,19 @@ def test_acknowledged_events_survive_kill_9(world, tmp_path):
     clicked = shown[shown["clicked"] == 1]
     assert sorted(zip(clicked["impression_id"], clicked["position"], clicked["docid"])) == sorted(acknowledged)
     assert len(shown) == 80
+
+
+@pytest.mark.parametrize(
+    "extra, status, message",
+    [
+        ({"request_id": 7}, 422, "request_id: Input should be a valid string"),
+        ({"session": ["s"]}, 422, "session: Input should be a valid string"),
+        ({"request_id": "r" * 30_000}, 413, "request_id holds 30,000 characters"),
+        ({"user": "u" * 30_000}, 413, "user holds 30,000 characters"),
+    ],
+)
+def test_bad_request_ids_sessions_and_users_are_refused_and_not_logged(client, world, extra, status, message):
+    before = len(read_event_log(client.log_dir))
+    resp = client.post("/score", json=_request(world, **extra))
+    assert resp.status_code == status and message in resp.json()["detail"]
+    assert len(read_event_log(client.log_dir)) == before

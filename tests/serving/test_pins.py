@@ -273,3 +273,13 @@ def test_corpus_fingerprint_survives_save_and_load(tmp_path):
 
 def test_lucene_length_matches_smallfloat():
     assert [lucene_length(n) for n in (0, 39, 40, 41, 47, 48, 100, 1000)] == [0, 39, 40, 40, 46, 48, 96, 984]
+
+
+def test_serve_checks_the_interleaved_rankers_pins_too(skewed, tmp_path):
+    run("extract", DATA / "vali.letor", *TEXTS, "--lexical", "bm25", "--fields", "title,description",
+        "--save-corpus-stats", tmp_path / "other.npz", "--out", tmp_path / "v.letor", "--no-progress")  # fmt: skip
+    run("train-ranker", tmp_path / "v.letor", "--out", tmp_path / "b.txt", "--n-estimators", "5")
+    args = ["serve", "--ranker", skewed / "ranker.txt", "--corpus-stats", skewed / "k1.npz"]
+    result = run(*args, "--interleave", tmp_path / "b.txt", "--event-log", tmp_path / "log", ok=False)
+    assert result.exit_code == 2 and "were extracted with" in result.output and "b.txt" in result.output, result.output
+    assert not (tmp_path / "log").exists()
