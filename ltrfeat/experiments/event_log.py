@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.experiments.interleaving import METHODS, TEAMS
 
 # the impression-level click-log columns, then interleaving's
 COLUMNS = ("session", "query", "docid", "position", "clicked", "timestamp")
@@ -46,6 +47,8 @@ _TYPES = {
 }
 SEGMENT = re.compile(r"^events-(\d{6,})\.jsonl$")
 IMPRESSION = "impression"
+MAX_POSITION = 100_000  # results of one impression (serve logs at most --event-log-depth, <= 10,000)
+MAX_RANK = 10**9
 
 
 def now() -> str:
@@ -159,8 +162,22 @@ def _records(path: Path) -> list[dict]:
             if not isinstance(value, kind) or isinstance(value, bool):
                 got = "missing" if name not in record else f"{type(value).__name__} {str(value)[:40]!r}"
                 raise _problem(path, number, f"field {name!r} must be {kind.__name__}, got {got}")
-        if record["position"] < 1 or record["clicked"] not in (0, 1):
-            raise _problem(path, number, "position must be 1 or more and clicked 0 or 1")
+        if not 1 <= record["position"] <= MAX_POSITION or record["clicked"] not in (0, 1):
+            raise _problem(path, number, f"position must be 1 to {MAX_POSITION:,} and clicked 0 or 1")
+        if record["team"] not in TEAMS or record["method"] not in ("none", *METHODS):
+            raise _problem(
+                path,
+                number,
+                f"team must be A or B and method none, {', '.join(METHODS)}; got {record['team'][:20]!r}, "
+                f"{record['method'][:20]!r}",
+            )
+        for name in ("rank_a", "rank_b"):
+            value = record.get(name)
+            needed = record["method"] in METHODS
+            if (value is None and needed) or not (value is None or (type(value) is int and 1 <= value <= MAX_RANK)):
+                raise _problem(
+                    path, number, f"{name} must be a rank (1 or more) in an interleaved impression, got {value!r}"[:200]
+                )
         out.append(record)
     return out
 

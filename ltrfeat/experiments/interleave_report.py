@@ -20,35 +20,34 @@ from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.interleaving import METHODS, credit
 
 
-def _padded(shown: pd.DataFrame, column: str, fill, dtype) -> np.ndarray:
-    """``column`` of every impression as one row of an ``(impressions, max position)`` array."""
-    rows = shown["_row"].to_numpy()
-    out = np.full((rows.max() + 1, int(shown["position"].max())), fill, dtype=dtype)
-    out[rows, shown["position"].to_numpy() - 1] = shown[column].to_numpy(dtype=dtype)
-    return out
-
-
 def impression_credits(shown: pd.DataFrame) -> pd.DataFrame:
     """One row per interleaved impression: ``impression_id, query, method, clicks, credit_a, credit_b, outcome``
-    (``"A"``, ``"B"`` or ``"tie"``), from :func:`ltrfeat.experiments.event_log.impressions`' table."""
-    shown = shown[shown["method"].isin(METHODS)].copy()
+    (``"A"``, ``"B"`` or ``"tie"``), from :func:`ltrfeat.experiments.event_log.impressions`' table (one row per
+    shown result, by impression then position)."""
+    columns = ["impression_id", "query", "method", "clicks", "credit_a", "credit_b", "outcome"]
+    shown = shown[shown["method"].isin(METHODS)]
     if shown.empty:
-        return pd.DataFrame(columns=["impression_id", "query", "method", "clicks", "credit_a", "credit_b", "outcome"])
-    shown["_row"] = pd.factorize(shown["impression_id"])[0]
-    first = shown.drop_duplicates("_row").sort_values("_row")
-    clicked = _padded(shown, "clicked", 0, np.int64)
-    team = _padded(shown.assign(t=(shown["team"] == "B").astype(np.int64)), "t", -1, np.int64)
-    big = np.iinfo(np.int64).max
-    rank_a = _padded(shown.assign(r=shown["rank_a"].fillna(big)), "r", big, np.int64)
-    rank_b = _padded(shown.assign(r=shown["rank_b"].fillna(big)), "r", big, np.int64)
+        return pd.DataFrame(columns=columns)
+    row = pd.factorize(shown["impression_id"])[0]
+    order = np.lexsort((shown["position"].to_numpy(), row))
+    shown, row = shown.iloc[order], row[order]
+    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+    sizes = np.diff(np.r_[starts, len(row)])
+    first = shown.iloc[starts]
     methods = first["method"].to_numpy()
-    credit_a = np.zeros(len(first), dtype=np.int64)
-    credit_b = np.zeros(len(first), dtype=np.int64)
-    for method in METHODS:
-        rows = methods == method
-        if rows.any():
-            credit_a[rows], credit_b[rows] = credit(
-                clicked[rows], team[rows], rank_a[rows], rank_b[rows], method=method
+    clicked = shown["clicked"].to_numpy(dtype=np.int64)
+    team = (shown["team"] == "B").to_numpy(dtype=np.int64)
+    rank_a = shown["rank_a"].to_numpy(dtype=np.int64)
+    rank_b = shown["rank_b"].to_numpy(dtype=np.int64)
+    clicks = np.add.reduceat(clicked, starts)
+    credit_a = np.zeros(len(starts), dtype=np.int64)
+    credit_b = np.zeros(len(starts), dtype=np.int64)
+    for method in METHODS:  # impressions of one method and one length at a time: exact arrays, no padding
+        for size in np.unique(sizes[methods == method]):
+            which = np.flatnonzero((methods == method) & (sizes == size))
+            lines = (starts[which][:, None] + np.arange(size)).ravel()
+            credit_a[which], credit_b[which] = credit(
+                *(x[lines].reshape(len(which), size) for x in (clicked, team, rank_a, rank_b)), method=method
             )
     outcome = np.where(credit_a > credit_b, "A", np.where(credit_b > credit_a, "B", "tie"))
     return pd.DataFrame(
@@ -56,7 +55,7 @@ def impression_credits(shown: pd.DataFrame) -> pd.DataFrame:
             "impression_id": first["impression_id"].to_numpy(),
             "query": first["query"].to_numpy(),
             "method": methods,
-            "clicks": clicked.sum(axis=1),
+            "clicks": clicks,
             "credit_a": credit_a,
             "credit_b": credit_b,
             "outcome": outcome,

@@ -78,10 +78,17 @@ def test_clicks_fold_into_one_row_per_shown_result(tmp_path):
         ),
         (
             json.dumps(_line()).encode() + b"\n" + json.dumps(_line(position=0)).encode() + b"\n",
-            ":2: position must be 1 or more",
+            ":2: position must be 1 to 100,000",
         ),
         (json.dumps(_line(clicked=2)).encode() + b"\n", "clicked 0 or 1"),
         (b"\xff\xfe\n", ":1: not a JSON line"),
+        (json.dumps(_line(team="C")).encode() + b"\n", "team must be A or B"),
+        (json.dumps(_line(method="coin")).encode() + b"\n", "method none, team-draft, balanced; got 'A', 'coin'"),
+        (json.dumps(_line(rank_a="1")).encode() + b"\n", "rank_a must be a rank (1 or more) in an interleaved"),
+        (json.dumps(_line(rank_b=None)).encode() + b"\n", "rank_b must be a rank"),
+        (json.dumps(_line(rank_b=0)).encode() + b"\n", "rank_b must be a rank"),
+        (json.dumps(_line(rank_b=10**30)).encode() + b"\n", "rank_b must be a rank"),
+        (json.dumps(_line(position=10**12)).encode() + b"\n", "position must be 1 to 100,000"),
     ],
 )
 def test_bad_lines_are_one_line_errors_naming_file_and_line(tmp_path, content, message):

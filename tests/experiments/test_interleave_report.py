@@ -129,3 +129,23 @@ def test_bad_logs_are_one_line_errors_and_write_no_page(tmp_path, setup, message
 def test_bad_options_are_usage_errors(better_b_log, option):
     result = CliRunner().invoke(cli, ["interleave-report", str(better_b_log), *option])
     assert result.exit_code == 2 and option[0] in result.output
+
+
+def test_balanced_credit_from_log_lines_in_any_order(tmp_path):
+    from ltrfeat.experiments.interleave_report import impression_credits
+
+    def line(imp, position, rank_a, rank_b, clicked):
+        return {"session": imp, "query": "q", "docid": f"{imp}{position}", "position": position, "clicked": clicked,
+                "timestamp": "t", "impression_id": imp, "ranker": "r", "team": "A", "method": "balanced",
+                "rank_a": rank_a, "rank_b": rank_b, "action": "impression"}  # fmt: skip
+
+    # i1: A ranks the shown 1,3,2,4, B 2,1,4,3; clicks at 2 and 4 -> k = min(4, 3) = 3: A has 1 click, B 2 (B wins)
+    # i2: one click at position 1 (A's 1st, B's 2nd) -> k = 1: A wins; i3 (five results): no click, a tie
+    lines = [line("i1", p, ra, rb, c) for p, ra, rb, c in ((4, 4, 3, 1), (2, 3, 1, 1), (1, 1, 2, 0), (3, 2, 4, 0))]
+    lines += [line("i2", p, ra, rb, c) for p, ra, rb, c in ((2, 2, 1, 0), (1, 1, 2, 1))]
+    lines += [line("i3", p, p, p, 0) for p in range(1, 6)]
+    clicks = [{**x, "action": "click"} for x in lines if x["clicked"]]
+    EventLog(tmp_path).append([{**x, "clicked": 0} for x in lines] + clicks)
+    got = impression_credits(impressions(read_event_log(tmp_path))).set_index("impression_id")
+    assert got["outcome"].to_dict() == {"i1": "B", "i2": "A", "i3": "tie"}
+    assert got.loc["i1", ["credit_a", "credit_b", "clicks"]].tolist() == [1, 2, 2]
