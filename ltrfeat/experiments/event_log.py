@@ -15,6 +15,7 @@ such a line).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -47,6 +48,7 @@ _TYPES = {
 }
 SEGMENT = re.compile(r"^events-(\d{6,})\.jsonl$")
 IMPRESSION = "impression"
+LOCK = ".writer.lock"
 MAX_POSITION = 100_000  # results of one impression (serve logs at most --event-log-depth, <= 10,000)
 MAX_RANK = 10**9
 
@@ -62,7 +64,9 @@ def _segments(directory: Path) -> list[Path]:
 
 
 class EventLog:
-    """Appends records to the segments in ``directory`` (created if missing); thread-safe.
+    """Appends records to the segments in ``directory`` (created if missing); thread-safe, one writer per
+    directory (a second, in any process, is refused until the first is closed or its process ends). A context
+    manager (closes on exit).
 
     Parameters
     ----------
@@ -78,6 +82,16 @@ class EventLog:
         self._lock = threading.Lock()
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+            self._lock_fd = os.open(self.directory / LOCK, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:  # one writer per log: two would interleave their segments' rotation
+                fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(self._lock_fd)
+                raise LtrfeatError(
+                    "another process is writing this event log",
+                    path=self.directory,
+                    fix="give each running `serve` its own --event-log directory",
+                ) from None
             segments = _segments(self.directory)
             last = segments[-1] if segments else None
             self._number = int(SEGMENT.match(last.name).group(1)) if last else 0  # type: ignore[union-attr]
@@ -119,9 +133,16 @@ class EventLog:
             os.fsync(self._fd)
             self._size += len(data)
 
+    def __enter__(self) -> "EventLog":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
         with self._lock:
             os.close(self._fd)
+            os.close(self._lock_fd)  # releases the writer's lock
 
 
 def _ends_cleanly(path: Path) -> bool:

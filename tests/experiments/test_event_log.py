@@ -106,3 +106,11 @@ def test_missing_logs_are_errors(tmp_path):
         read_event_log(tmp_path / "nope.jsonl")
     with pytest.raises(ValueError, match="max_bytes"):
         EventLog(tmp_path, max_bytes=0)
+
+
+def test_one_writer_per_log(tmp_path):
+    first = EventLog(tmp_path)
+    with pytest.raises(LtrfeatError, match="another process is writing this event log"):
+        EventLog(tmp_path)
+    first.close()
+    EventLog(tmp_path).append([_line()])  # free again once the first one closed

@@ -24,7 +24,8 @@ def grades():
 @pytest.fixture(scope="module")
 def better_b_log(grades, tmp_path_factory):
     folder = tmp_path_factory.mktemp("log")
-    EventLog(folder).append(simulated_log(grades, noise_a=1.0, noise_b=0.4, impressions=3000, seed=1))
+    with EventLog(folder) as writer:
+        writer.append(simulated_log(grades, noise_a=1.0, noise_b=0.4, impressions=3000, seed=1))
     return folder
 
 
@@ -89,7 +90,8 @@ def test_hostile_query_text_is_escaped_in_markdown_and_html(tmp_path):
         {**base, "team": "B", "clicked": 0, "action": "impression"},
         {**base, "team": "B", "clicked": 1, "action": "click"},
     ]
-    EventLog(tmp_path).append(lines)
+    with EventLog(tmp_path) as writer:
+        writer.append(lines)
     data = summarise_interleaving(impressions(read_event_log(tmp_path)))
     assert "<script>alert" not in render_html(data) and "&lt;script&gt;" in render_html(data)
     assert "\\|x" in interleaving_markdown(data)
@@ -116,7 +118,8 @@ def test_bad_logs_are_one_line_errors_and_write_no_page(tmp_path, setup, message
             "rank_a": 1,
             "action": "impression",
         }
-        EventLog(log).append([line])
+        with EventLog(log) as writer:
+            writer.append([line])
     elif setup == "bad":
         (log / "events-000001.jsonl").write_text("{oops\n")
     page = tmp_path / "r.html"
@@ -145,7 +148,8 @@ def test_balanced_credit_from_log_lines_in_any_order(tmp_path):
     lines += [line("i2", p, ra, rb, c) for p, ra, rb, c in ((2, 2, 1, 0), (1, 1, 2, 1))]
     lines += [line("i3", p, p, p, 0) for p in range(1, 6)]
     clicks = [{**x, "action": "click"} for x in lines if x["clicked"]]
-    EventLog(tmp_path).append([{**x, "clicked": 0} for x in lines] + clicks)
+    with EventLog(tmp_path) as writer:
+        writer.append([{**x, "clicked": 0} for x in lines] + clicks)
     got = impression_credits(impressions(read_event_log(tmp_path))).set_index("impression_id")
     assert got["outcome"].to_dict() == {"i1": "B", "i2": "A", "i3": "tie"}
     assert got.loc["i1", ["credit_a", "credit_b", "clicks"]].tolist() == [1, 2, 2]
