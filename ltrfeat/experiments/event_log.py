@@ -79,7 +79,11 @@ class EventLog:
             raise ValueError(f"max_bytes must be at least 1, got {max_bytes}")
         self.directory = Path(directory)
         self.max_bytes = max_bytes
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
+        self._queued: list[bytes] = []
+        self._submitted = self._synced = 0  # appends queued / written and synced, in order
+        self._writing = self._broken = False
+        self._failed: tuple[int, int, OSError | None] = (0, 0, None)  # the appends of the last batch that failed
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._lock_fd = os.open(self.directory / LOCK, os.O_WRONLY | os.O_CREAT, 0o644)
@@ -120,18 +124,50 @@ class EventLog:
             os.close(dir_fd)
 
     def append(self, records: list[dict]) -> None:
-        """Write ``records`` as JSON lines and ``fsync`` them; returns only once they are on disk."""
+        """Write ``records`` as JSON lines and ``fsync`` them; returns only once they are on disk.
+
+        Group commit: while one thread writes and syncs, the appends arriving meanwhile queue up and the next of
+        them writes them all with one ``fsync`` (an append is never split between segments or syncs)."""
         data = "".join(json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n" for r in records).encode()
         with self._lock:
-            if self._size and self._size + len(data) > self.max_bytes:
-                os.close(self._fd)
-                self._open_next()
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
-            os.fsync(self._fd)
-            self._size += len(data)
+            self._queued.append(data)
+            self._submitted += 1
+            ticket = self._submitted
+            while self._synced < ticket:
+                if self._writing:
+                    self._lock.wait()
+                    continue
+                self._writing = True
+                batch, self._queued, upto = b"".join(self._queued), [], self._submitted
+                self._lock.release()
+                failed = None
+                try:
+                    self._write(batch)
+                except OSError as exc:
+                    failed = exc
+                    self._broken = True  # it may end in part of a line: the next batch starts a new segment
+                finally:
+                    self._lock.acquire()
+                    self._writing = False
+                    if failed is not None:
+                        self._failed = (self._synced, upto, failed)
+                    self._synced = upto
+                    self._lock.notify_all()
+            lo, hi, error = self._failed
+            if error is not None and lo < ticket <= hi:
+                raise error
+
+    def _write(self, data: bytes) -> None:
+        if self._broken or (self._size and self._size + len(data) > self.max_bytes):
+            os.close(self._fd)
+            self._open_next()
+            self._broken = False
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            view = view[written:]
+        os.fsync(self._fd)
+        self._size += len(data)
 
     def __enter__(self) -> "EventLog":
         return self

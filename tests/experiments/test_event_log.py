@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -114,3 +115,52 @@ def test_one_writer_per_log(tmp_path):
         EventLog(tmp_path)
     first.close()
     EventLog(tmp_path).append([_line()])  # free again once the first one closed
+
+
+def test_concurrent_appends_share_syncs_and_are_never_split(tmp_path, monkeypatch):
+    import threading
+
+    import stat
+    import time
+
+    syncs = []
+    real = os.fsync
+
+    def slow_fsync(fd):  # a disk's sync takes milliseconds: appends arrive meanwhile
+        if not stat.S_ISDIR(os.fstat(fd).st_mode):
+            syncs.append(fd)
+            time.sleep(0.003)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", slow_fsync)
+    with EventLog(tmp_path, max_bytes=5000) as log:
+
+        def work(t):
+            for k in range(25):
+                log.append([_line(f"t{t}-{k}", p) for p in (1, 2, 3)])
+
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+    back = read_event_log(tmp_path)
+    assert len(back) == 8 * 25 * 3
+    ids = back["impression_id"].tolist()
+    assert all(ids[i] == ids[i + 1] == ids[i + 2] for i in range(0, len(ids), 3))  # each append's lines together
+    assert len(syncs) < 8 * 25 / 2  # one sync serves several appends
+
+
+def test_a_failed_write_is_not_acknowledged_and_the_log_goes_on_in_a_new_segment(tmp_path, monkeypatch):
+    log = EventLog(tmp_path)
+    log.append([_line("i1")])
+    real = os.write
+    monkeypatch.setattr(
+        os,
+        "write",
+        lambda fd, data: (real(fd, bytes(data)[:10]), (_ for _ in ()).throw(OSError(28, "No space left on device"))),
+    )
+    with pytest.raises(OSError, match="No space left"):
+        log.append([_line("i2")])
+    monkeypatch.setattr(os, "write", real)
+    log.append([_line("i3")])
+    assert read_event_log(tmp_path)["impression_id"].tolist() == ["i1", "i3"]
+    assert len(list(tmp_path.glob("events-*.jsonl"))) == 2
