@@ -448,7 +448,8 @@ def create_app(
             rank_b=tuple(int(r) for r in rank_b[kept]) if rank_b is not None else (None,) * len(kept),
             user=req.user,
         )
-        await logged(impressions.add(impression_id, impression))
+        await logged(impressions.lines(impression_id, impression))
+        impressions.keep(impression_id, impression)
         answer = {
             "scores": [float(s) for s in scores],
             "order": docids,

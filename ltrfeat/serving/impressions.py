@@ -102,17 +102,23 @@ class Impressions:
         self._kept: OrderedDict[str, Impression] = OrderedDict()
         self._bytes = 0
 
-    def add(self, impression_id: str, impression: Impression) -> list[dict]:
-        """Keep ``impression`` and return its log lines (the first :attr:`depth` results)."""
-        self._kept[impression_id] = impression
-        self._bytes += impression.size()
-        while self._bytes > self.max_bytes and len(self._kept) > 1:
-            self._bytes -= self._kept.popitem(last=False)[1].size()
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def lines(self, impression_id: str, impression: Impression) -> list[dict]:
+        """An impression's log lines (its first :attr:`depth` results)."""
         when = now()
         return [
             self._line(impression_id, impression, p, IMPRESSION, 0, when)
             for p in range(1, min(self.depth, len(impression.docids)) + 1)
         ]
+
+    def keep(self, impression_id: str, impression: Impression) -> None:
+        """Keep ``impression`` for the events on it (once its lines are logged)."""
+        self._kept[impression_id] = impression
+        self._bytes += impression.size()
+        while self._bytes > self.max_bytes and len(self._kept) > 1:
+            self._bytes -= self._kept.popitem(last=False)[1].size()
 
     def _line(self, impression_id: str, imp: Impression, position: int, action: str, clicked: int, when: str):
         i = position - 1
@@ -171,9 +177,7 @@ class Impressions:
                     f"({imp.docids[position - 1][:80]!r})"
                 )
             clicked = int(event.action_name == CLICK)
-            lines.append(
-                self._line(event.query_id, imp, position, event.action_name, clicked, event.timestamp or now())
-            )
+            lines.append(self._line(event.query_id, imp, position, event.action_name, clicked, now()))
         return lines
 
 
@@ -195,12 +199,11 @@ class UbiAttributes(_Lenient):
 
 
 class UbiEvent(_Lenient):
-    """One UBI event (``action_name``, ``query_id``, ``event_attributes.object/position``, ``timestamp``); the
-    other UBI fields are accepted and not kept."""
+    """One UBI event (``action_name``, ``query_id``, ``event_attributes.object/position``); the other UBI fields
+    are accepted and not kept (the log's ``timestamp`` is the service's clock when the event arrived)."""
 
     action_name: StrictStr = Field(min_length=1, max_length=100)
     query_id: StrictStr = Field(min_length=1)
-    timestamp: StrictStr | None = Field(default=None, max_length=64)
     event_attributes: UbiAttributes | None = None
 
 

@@ -47,7 +47,9 @@ def _app(world, log_dir, *, share=1.0, method="team-draft", token=None, depth=20
     app = create_app(
         _scorer(world), limits=ServiceLimits(max_candidates=30), token=token, interleave=setting, impressions=kept
     )
-    return TestClient(app, base_url="http://localhost")
+    client = TestClient(app, base_url="http://localhost")
+    client.kept = kept
+    return client
 
 
 @pytest.fixture(scope="module")
@@ -302,3 +304,21 @@ def test_bad_request_ids_sessions_and_users_are_refused_and_not_logged(client, w
     resp = client.post("/score", json=_request(world, **extra))
     assert resp.status_code == status and message in resp.json()["detail"]
     assert len(read_event_log(client.log_dir)) == before
+
+
+def test_an_unwritable_log_is_503_and_keeps_nothing(world, tmp_path, monkeypatch):
+    with _app(world, tmp_path / "events") as c:
+        answer = c.post("/score", json=_request(world)).json()
+        from ltrfeat.experiments.event_log import EventLog as Log
+
+        def full(self, records):
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(Log, "append", full)
+        resp = c.post("/score", json=_request(world))
+        assert resp.status_code == 503 and resp.headers["retry-after"] == "5"
+        assert "event log cannot be written" in resp.json()["detail"] and len(c.kept) == 1
+        assert c.post("/events", json=_click(answer, 1)).status_code == 503
+        monkeypatch.undo()
+        assert c.post("/events", json=_click(answer, 1)).status_code == 200
+    assert len(read_event_log(tmp_path / "events")) == 11  # the first impression and its click
