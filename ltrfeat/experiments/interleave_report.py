@@ -226,7 +226,7 @@ def interleaving_markdown(data: dict, *, top: int = 20) -> str:
 
 def render_html(data: dict, *, top: int = 200) -> str:
     """The report as one self-contained page (the ablation report's page, CSP and escaping)."""
-    from ltrfeat.experiments.html_report import _e, _num, _p as p_text, _page, _prose
+    from ltrfeat.experiments.html_report import _e, _num, _p as p_text, _page, _prose, _signed
 
     o, names = data["overall"], data["rankers"]
     head = "".join(
@@ -240,7 +240,8 @@ def render_html(data: dict, *, top: int = 200) -> str:
     )
     overall = (
         "<table><thead><tr><th>impressions</th><th>clicked</th><th>wins A</th><th>wins B</th><th>ties</th>"
-        "<th>preference for B</th><th>interval</th><th>sign test p</th><th>delta_AB</th></tr></thead><tbody><tr>"
+        f"<th>preference for B</th><th>{1 - data['alpha']:.0%} interval</th><th>sign test p</th><th>delta_AB</th>"
+        "</tr></thead><tbody><tr>"
         + "".join(
             f"<td>{v}</td>"
             for v in (
@@ -252,7 +253,7 @@ def render_html(data: dict, *, top: int = 200) -> str:
                 _num(o["preference_b"], 3),
                 _e(_interval(o)),
                 p_text(o["p_sign"]),
-                _num(o["delta_ab"]),
+                _signed(o["delta_ab"]),
             )
         )
         + "</tr></tbody></table>"
