@@ -6,6 +6,7 @@ import signal
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from ltrfeat.cli._options import lexical_options, option_group, threads_option, threads_value
 from ltrfeat.core.errors import LtrfeatError
@@ -221,6 +222,15 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
             fix="set --token SECRET (or LTRFEAT_SERVE_TOKEN), or pass --no-token-beyond-loopback "
             "behind an authenticating proxy",
         )
+    ctx = click.get_current_context()
+    for name in ("interleave_method", "interleave_share", "interleave_seed"):
+        source = ctx.get_parameter_source(name)
+        if not experiment["ranker_b"] and source is not None and source != ParameterSource.DEFAULT:
+            raise click.UsageError(f"--{name.replace('_', '-')} needs --interleave B (the second ranker)")
+    for name in ("event_log_segment_bytes", "event_log_depth", "impression_memory"):
+        source = ctx.get_parameter_source(name)
+        if not experiment["event_log"] and source is not None and source != ParameterSource.DEFAULT:
+            raise click.UsageError(f"--{name.replace('_', '-')} needs --event-log DIR")
     if experiment["ranker_b"] and not experiment["event_log"]:
         raise LtrfeatError(
             "--interleave needs --event-log DIR: which ranker each clicked result came from is the experiment",

@@ -249,6 +249,13 @@ def test_serve_options_are_checked_before_anything_starts(world, tmp_path):
     assert result.exit_code == 2 and "--interleave needs --event-log DIR" in result.output
     result = CliRunner().invoke(cli, [*args, "--interleave", str(world["ranker_b"]), "--interleave-share", "0"])
     assert result.exit_code == 2 and "--interleave-share" in result.output
+    for option, value, needs in (
+        ("--interleave-share", "0.5", "--interleave B"),
+        ("--interleave-method", "balanced", "--interleave B"),
+        ("--event-log-depth", "5", "--event-log DIR"),
+    ):
+        result = CliRunner().invoke(cli, [*args, option, value])
+        assert result.exit_code == 2 and f"{option} needs {needs}" in result.output, result.output
     (tmp_path / "file").write_text("x")
     result = CliRunner().invoke(cli, [*args, "--event-log", str(tmp_path / "file" / "sub")])
     assert result.exit_code == 2 and "cannot write the event log" in result.output
