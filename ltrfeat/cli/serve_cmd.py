@@ -223,14 +223,18 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
             "behind an authenticating proxy",
         )
     ctx = click.get_current_context()
-    for name in ("interleave_method", "interleave_share", "interleave_seed"):
-        source = ctx.get_parameter_source(name)
-        if not experiment["ranker_b"] and source is not None and source != ParameterSource.DEFAULT:
-            raise click.UsageError(f"--{name.replace('_', '-')} needs --interleave B (the second ranker)")
-    for name in ("event_log_segment_bytes", "event_log_depth", "impression_memory"):
-        source = ctx.get_parameter_source(name)
-        if not experiment["event_log"] and source is not None and source != ParameterSource.DEFAULT:
-            raise click.UsageError(f"--{name.replace('_', '-')} needs --event-log DIR")
+    for names, needed, needs in (
+        (
+            ("interleave_method", "interleave_share", "interleave_seed"),
+            "ranker_b",
+            "--interleave B (the second ranker)",
+        ),
+        (("event_log_segment_bytes", "event_log_depth", "impression_memory"), "event_log", "--event-log DIR"),
+    ):
+        for name in names:
+            source = ctx.get_parameter_source(name)
+            if not experiment[needed] and source is not None and source != ParameterSource.DEFAULT:
+                raise click.UsageError(f"--{name.replace('_', '-')} needs {needs}")
     if experiment["ranker_b"] and not experiment["event_log"]:
         raise LtrfeatError(
             "--interleave needs --event-log DIR: which ranker each clicked result came from is the experiment",
