@@ -2,7 +2,7 @@
 
 1. Identical rankers: how often the sign test at alpha 0.05 prefers one anyway (the false-preference rate), over
    ``--null-experiments`` experiments at each number of impressions, team-draft and balanced.
-2. Rankers differing by ΔNDCG@10 (ranker A scores ``grade + 1.0 * noise``, B ``grade + s * noise`` for smaller s):
+2. Rankers differing by ΔNDCG@10 (team-draft, then balanced) (ranker A scores ``grade + 1.0 * noise``, B ``grade + s * noise`` for smaller s):
    how often B is preferred (power) and A wrongly preferred, by impressions; the same simulated users under an A/B
    test on clicks per session (Welch's t-test, sessions split evenly) with as many sessions; and the sessions each
    needs for 80% power (interpolated on log sessions; beyond the largest count: not reached).
@@ -51,7 +51,7 @@ def run(*, null_experiments: int, experiments: int, impressions: tuple[int, ...]
 
     world = generate_world(seed=seed)
     grades = query_grades(world.judged, shown=10)
-    out: dict = {"queries": len(grades), "shown": 10, "noise_a": 1.0, "alpha": 0.05, "null": [], "power": []}
+    out: dict = {"queries": len(grades), "shown": 10, "noise_a": 1.0, "alpha": 0.05, "null": []}
     for method in ("team-draft", "balanced"):
         start = time.perf_counter()
         result = simulate(
@@ -66,24 +66,29 @@ def run(*, null_experiments: int, experiments: int, impressions: tuple[int, ...]
         result["seconds"] = round(time.perf_counter() - start, 1)
         out["null"].append(result)
         print(f"identical rankers, {method}: {result['seconds']} s", flush=True)
-    for k, noise_b in enumerate(NOISE_B):
-        start = time.perf_counter()
-        result = simulate(
-            grades,
-            noise_a=1.0,
-            noise_b=noise_b,
-            impressions=impressions,
-            experiments=experiments,
-            seed=seed + 10 + k,
-        )
-        rows = result["by_impressions"]
-        result["sessions_for_80"] = {
-            "interleaving": sessions_for(rows, "interleaving_prefers_b"),
-            "ab": sessions_for(rows, "ab_prefers_b"),
-        }
-        result["seconds"] = round(time.perf_counter() - start, 1)
-        out["power"].append(result)
-        print(f"noise_b {noise_b}: ΔNDCG@10 {result['delta_ndcg']:+.4f}, {result['seconds']} s", flush=True)
+    for method, key in (("team-draft", "power"), ("balanced", "power_balanced")):
+        out[key] = []
+        for k, noise_b in enumerate(NOISE_B):
+            start = time.perf_counter()
+            result = simulate(
+                grades,
+                noise_a=1.0,
+                noise_b=noise_b,
+                impressions=impressions,
+                experiments=experiments,
+                method=method,
+                seed=seed + 10 + k,
+            )
+            rows = result["by_impressions"]
+            result["sessions_for_80"] = {
+                "interleaving": sessions_for(rows, "interleaving_prefers_b"),
+                "ab": sessions_for(rows, "ab_prefers_b"),
+            }
+            result["seconds"] = round(time.perf_counter() - start, 1)
+            out[key].append(result)
+            print(
+                f"{method}, noise_b {noise_b}: ΔNDCG@10 {result['delta_ndcg']:+.4f}, {result['seconds']} s", flush=True
+            )
     return out
 
 
@@ -104,16 +109,17 @@ def _sessions(n: float | None, largest: int) -> str:
     return f"> {largest:,}" if n is None else f"{round(n, -1 if n < 1000 else -2):,.0f}"
 
 
-def power_table(figures: dict) -> str:
-    """Markdown: power of interleaving (and of A/B) by ΔNDCG@10 and impressions, and the sessions for 80%."""
-    counts = [r["impressions"] for r in figures["power"][0]["by_impressions"]]
+def power_table(figures: dict, key: str = "power") -> str:
+    """Markdown: power of interleaving (``key``: ``power`` team-draft, ``power_balanced``) and of A/B by ΔNDCG@10
+    and impressions, and the sessions each needs for 80%."""
+    counts = [r["impressions"] for r in figures[key][0]["by_impressions"]]
     lines = [
         "| ΔNDCG@10 | "
         + " | ".join(f"{n:,}" for n in counts)
         + " | interleaving: sessions for 80% | A/B: sessions for 80% |",
         "|---|" + "---|" * len(counts) + "---|---|",
     ]
-    for r in figures["power"]:
+    for r in figures[key]:
         cells = [f"{b['interleaving_prefers_b']:.2f} ({b['ab_prefers_b']:.2f})" for b in r["by_impressions"]]
         need = r["sessions_for_80"]
         lines.append(
@@ -146,6 +152,7 @@ def comparison(figures: dict) -> str:
 def quoted(figures: dict) -> dict[str, str]:
     """What docs/interleaving.md quotes, by placeholder (``tests/test_docs_interleaving.py`` checks each)."""
     wrong = max(b["interleaving_prefers_a"] for r in figures["power"] for b in r["by_impressions"])
+    balanced = figures.get("power_balanced")
     return {
         "COMPARISON": comparison(figures),
         "NQUERIES": f"{figures['queries']:,}",
@@ -153,6 +160,7 @@ def quoted(figures: dict) -> dict[str, str]:
         "TABLE_NULL": null_table(figures),
         "TABLE_POWER": power_table(figures),
         "WRONG": f"{wrong:.1%}",
+        **({"TABLE_BALANCED": power_table(figures, "power_balanced")} if balanced else {}),
     }
 
 
@@ -175,6 +183,8 @@ def main(argv=None) -> None:
     print(null_table(figures))
     print()
     print(power_table(figures))
+    print()
+    print(power_table(figures, "power_balanced"))
     if not args.quick:
         print(write_results(NAME, figures))
 
