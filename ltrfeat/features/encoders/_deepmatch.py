@@ -49,25 +49,17 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from ltrfeat.core.duplicates import data_record
-from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.encoders import _losses
 from ltrfeat.features.encoders.bundle import build_checked, read_bundle, write_bundle
 from ltrfeat.features.encoders.config import DeepMatchConfig
 from ltrfeat.features.encoders.encoder import check_texts, distinct
-from ltrfeat.features.encoders.epochs import (
-    begin_run,
-    fit_epochs,
-    Loop,
-    prepare_pairs,
-    read_checkpoint_bundle,
-    Sampler,
-    torch_settings,
-    validate_pairs,
-    data_hash,
-    ndcg_at,
-)
+from ltrfeat.features.encoders.checkpoints import read_checkpoint_bundle
+from ltrfeat.features.encoders.epochs import Loop
+from ltrfeat.features.encoders.losses.hinge import HingeLoss
+from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.trainer import Resumable, train_loop, trained_record, training_session
+from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.features.encoders.validation import ndcg_at
 from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.features.hashing import TokenizedTexts
 from ltrfeat.core.logs import show_progress
@@ -456,26 +448,14 @@ def train_deepmatch(
         cfg.units,
         cfg.latent,
     )
-    min_df, max_vocab, lda_docs, min_positive, seed = (
-        cfg.min_df,
-        cfg.max_vocab,
-        cfg.lda_docs,
-        cfg.min_positive,
-        cfg.seed,
-    )
+    min_df, max_vocab, lda_docs, seed = cfg.min_df, cfg.max_vocab, cfg.lda_docs, cfg.seed
     if progress is None:
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
     pairs = validate_pairs(pairs)
     params = {"model": ARCHITECTURE, **cfg.to_dict(), "analyzer": analyzer.to_json()}
-    data_sha = data_hash(pairs)
-    data = prepare_pairs(pairs, how=cfg.soft_labels, click_scale=1.0, val_fraction=cfg.val_fraction, seed=seed)
-    rows = np.flatnonzero(data.train & (data.y >= min_positive))
-    if len(rows) == 0:
-        raise TextTableError(
-            f"no training pair has a soft label >= min_positive={min_positive}",
-            fix="lower min_positive or check the labels",
-        )
+    loss = HingeLoss(margin=cfg.margin)  # the paper's large-margin loss
+    data_sha, data, rows = training_data(pairs, cfg, loss)
     tr = np.flatnonzero(data.train)
     q_tokens, d_tokens = analyzer.analyze(data.queries), analyzer.analyze(data.docs)
     q_vocab = build_vocab([q_tokens[i] for i in np.unique(data.q_idx[tr])], min_df=min_df, max_size=max_vocab)
@@ -488,7 +468,7 @@ def train_deepmatch(
     q_bags = bags(q_tokens, {w: i for i, w in enumerate(q_vocab)})
     d_bags = bags(d_tokens, {w: i for i, w in enumerate(d_vocab)})
 
-    with torch_settings(threads):
+    with training_session(threads, seed) as rng:
         if resume is None:
             t0 = time.perf_counter()
             positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
@@ -522,7 +502,6 @@ def train_deepmatch(
                 max_links=max(max_links, min(min_links, n_fine)),
             )
             lda_seconds = round(time.perf_counter() - t0, 3)
-            torch.manual_seed(seed)
             config = {
                 "architecture": ARCHITECTURE,
                 "n_fine": n_fine,
@@ -540,10 +519,8 @@ def train_deepmatch(
         else:
             net = _checkpoint_net(resume, params=params, data_sha=data_sha)
         opt = torch.optim.Adam(net.parameters(), lr=3e-3 if cfg.lr is None else cfg.lr, fused=True)
-        rng = np.random.default_rng(seed)
         sampler = Sampler(data, rows)
         val = np.flatnonzero(~data.train)
-        header = {"model": net.config, "params": params, "data_sha256": data_sha}
 
         def validate():
             if len(val) == 0:
@@ -559,42 +536,21 @@ def train_deepmatch(
             docs = np.concatenate([d[:, None], cand], axis=1)
             queries = np.repeat(q[:, None], docs.shape[1], axis=1)
             scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
-            return _losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=cfg.margin, mask=torch.from_numpy(ok))
+            return loss(scores[:, 0], scores[:, 1:], mask=torch.from_numpy(ok))
 
-        run, _ = begin_run(
-            net,
-            opt,
-            rng,
-            resume=resume,
-            params=params,
-            data_sha=data_sha,
-            validate=validate,
+        header = {"model": net.config, "params": params, "data_sha256": data_sha}
+        resumable = Resumable(params, data_sha, header, checkpoint, resume)
+        run, _ = train_loop(
+            Loop(net, opt, rng, rows, step=step, validate=validate),
+            cfg,
+            resumable,
+            progress=progress,
+            desc="deepmatch epoch",
             seconds=lda_seconds if resume is None else 0.0,
         )
-        fit_epochs(
-            Loop(net, opt, rng, rows, step=step, validate=validate),
-            run,
-            cfg,
-            checkpoint=checkpoint,
-            header=header,
-            desc="deepmatch epoch",
-            progress=progress,
-        )
-    history, best = run.history, run.best
-    record = {
-        "params": params,
-        "data_sha256": data_sha,
-        "n_pairs": int(len(pairs)),
-        "n_train_pairs": int(len(tr)),
-        "n_validation_pairs": int(len(val)),
-        "n_samples": int(len(rows)),
-        "best_epoch": best["epoch"],
-        "validation": {"ndcg@10": best["val_ndcg@10"]},
-        "history": history,
-        **data_record(pairs),
-        **trained_queries_record(pairs),
-    }
-    return DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record), history
+    record = trained_record(pairs, data, rows, run, resumable)
+    model = DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record)
+    return model, run.history
 
 
 def _checkpoint_net(path, *, params: dict, data_sha: str) -> DeepMatchNet:

@@ -19,8 +19,9 @@ from typing import ClassVar
 
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.core.settings import SEED, Interval, OneOf, Settings
+from ltrfeat.features.encoders.losses import LossName, loss_names
 
-LOSSES = ("softmax", "generalized", "hinge")
+LOSSES = loss_names()  # the built-in ranking losses (ltrfeat.features.encoders.losses)
 SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
@@ -100,7 +101,7 @@ class EncoderConfig(TrainingConfig):
     _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
         "epochs": _at_least(0),  # 0: the towers a teacher distilled, not trained further
         "model": [OneOf(*TOWER_MODELS)],
-        "loss": [OneOf(*LOSSES)],
+        "loss": [LossName()],
         "score": [OneOf(*SCORES)],
         "in_batch": [bool],
         "gamma": _POSITIVE + [None],
@@ -181,7 +182,7 @@ class SbertConfig(TrainingConfig):
     kind: ClassVar[str] = "sbert-ft"
     label: ClassVar[str] = "sbert-ft training"
     _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
-        "loss": [OneOf(*LOSSES)],
+        "loss": [LossName()],
         "in_batch": [bool],
         "gamma": _POSITIVE,
         "margin": [Real],

@@ -8,8 +8,8 @@ to the teacher's: ``loss="kl"`` (default) matches each query row's softmax over 
 themselves. On Home Depot validation queries KL gave the better ranker (distilled-only CLSM NDCG@1
 .657 against .624 for MSE, same 8 epochs). ``same_side`` adds the query-query and document-document
 matrices (weighted). ``loss="vector"`` instead regresses each text's student vector onto its teacher vector
-(embedding-level distillation, :func:`~ltrfeat.features.encoders._losses.vector_loss`; the towers' output width
-must be the teacher's, e.g. ``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches
+(embedding-level distillation, :func:`~ltrfeat.features.encoders.losses.vector.vector_loss`; the towers' output
+width must be the teacher's, e.g. ``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches
 the teacher's, not only those inside a batch. After distillation the
 encoder is fine-tuned with its ranking loss as usual (:func:`ltrfeat.features.encoders.training.train_encoder`
 with ``teacher=``), optionally with the batch's KL term kept in that loss (``distill_weight``,
@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ltrfeat.features.encoders import sbert_onnx
-from ltrfeat.features.encoders._losses import vector_loss
+from ltrfeat.features.encoders.losses.vector import vector_loss
 from ltrfeat.features.encoders.config import DISTILL_LOSSES
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.core.errors import LtrfeatError, ParameterError

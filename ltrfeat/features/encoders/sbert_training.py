@@ -1,7 +1,7 @@
 """Fine-tuning a sentence-transformers model (default: the packaged all-MiniLM-L6-v2) with the papers' losses.
 
 Samples, negatives, soft labels, the validation split, NDCG@10 early stopping, checkpoints and the
-loss computation are those of :mod:`ltrfeat.features.encoders.training` (its helpers are reused): R(Q, D)
+loss objects are those every trainer shares (:mod:`ltrfeat.features.encoders.trainer`): R(Q, D)
 is the cosine of the towers' L2-normalised sentence embeddings, scaled by ``gamma`` in the softmax and
 generalized losses; the hinge loss works on the cosine with ``margin``.
 
@@ -26,24 +26,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ltrfeat.core.duplicates import data_record
-from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, load_model_dir
 from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, precision_context
-from ltrfeat.features.encoders.epochs import (
-    begin_run,
-    fit_epochs,
-    Loop,
-    ndcg_per_query,
-    Sampler,
-    BatchLoss,
-    torch_settings,
-    training_data,
-    validate_pairs,
-    validation_ndcg,
-)
+from ltrfeat.features.encoders.epochs import Loop
+from ltrfeat.features.encoders.losses import make_loss
+from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.trainer import Resumable, train_loop, trained_record, training_session
+from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.features.encoders.two_tower import BatchLoss, validation_ndcg
+from ltrfeat.features.encoders.validation import ndcg_per_query
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.core.logs import show_progress
 
@@ -244,32 +237,17 @@ def train_sbert(
         scored as a kept start scores (at the base model's own text length).
     """
     cfg = SbertConfig.build(config, options)
-    loss, seed, shared, freeze_layers, max_seq_length = (
-        cfg.loss,
-        cfg.seed,
-        cfg.shared,
-        cfg.freeze_layers,
-        cfg.max_seq_length,
-    )
+    loss = make_loss(cfg.loss, gamma=cfg.gamma, margin=cfg.margin)
+    seed, shared, freeze_layers, max_seq_length = cfg.seed, cfg.shared, cfg.freeze_layers, cfg.max_seq_length
     if progress is None:
         progress = show_progress()
     pairs = validate_pairs(pairs)
     params = {"model": "sbert", "base": None if base is None else str(base), **cfg.to_dict()}
     if init is not None:
         params["init"] = init.training.get("data_sha256")
-    data_sha, data, rows = training_data(
-        pairs,
-        loss=loss,
-        soft_labels=cfg.soft_labels,
-        click_scale=cfg.click_scale,
-        min_positive=cfg.min_positive,
-        val_fraction=cfg.val_fraction,
-        seed=seed,
-    )
+    data_sha, data, rows = training_data(pairs, cfg, loss)
 
-    with torch_settings(threads):
-        torch.manual_seed(seed)
-        rng = np.random.default_rng(seed)
+    with training_session(threads, seed) as rng:
         first = _load_base(base)
         start_length = first.max_seq_length if init is None else init.max_seq_length
         first.max_seq_length = max_seq_length
@@ -299,69 +277,46 @@ def train_sbert(
             raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")
         opt = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
         q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
-        sampler = Sampler(data, rows)
-        header = {"params": params, "data_sha256": data_sha}
-        keep = cfg.keep_start_margin if cfg.val_fraction > 0 else None
-        validate = lambda: validation_ndcg(net, None, q_texts, d_texts, data, per_query=True)  # noqa: E731
-        run, _ = begin_run(
-            net,
-            opt,
-            rng,
-            resume=resume,
-            params=params,
-            data_sha=data_sha,
-            validate=_start_validation(start_scores, data, cfg, init) or validate,
-            keep_start=keep is not None,
-        )
-        net.train()
         step = BatchLoss(
             net,
             None,
             q_texts,
             d_texts,
             data,
-            sampler,
+            Sampler(data, rows),
             rng,
             idx_of=rows,
             loss=loss,
             negatives=cfg.negatives,
             hard=cfg.hard_negatives,
             in_batch=cfg.in_batch,
-            gamma=cfg.gamma,
-            margin=cfg.margin,
         )
-        fit_epochs(
+        validate = lambda: validation_ndcg(net, None, q_texts, d_texts, data, per_query=True)  # noqa: E731
+        resumable = Resumable(params, data_sha, {"params": params, "data_sha256": data_sha}, checkpoint, resume)
+        run, _ = train_loop(
             Loop(net, opt, rng, rows, step=step, validate=validate),
-            run,
             cfg,
-            checkpoint=checkpoint,
-            header=header,
+            resumable,
             progress=progress,
-            keep_start=keep,
+            keep_start=cfg.keep_start_margin if cfg.val_fraction > 0 else None,
+            start_validate=_start_validation(start_scores, data, cfg, init),
         )
-    history, best = run.history, run.best
-    record = {
-        "params": params,
-        "data_sha256": data_sha,
-        "n_pairs": int(len(pairs)),
-        "n_train_pairs": int(data.train.sum()),
-        "n_validation_pairs": int((~data.train).sum()),
-        "n_samples": int(len(rows)),
-        "n_layers": n_layers,
-        "best_epoch": best["epoch"],
-        "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
-        **({"keep_start": run.kept} if run.kept is not None else {}),
-        "history": history,
-        **data_record(pairs),
-        **trained_queries_record(pairs),
-    }
+    record = trained_record(
+        pairs,
+        data,
+        rows,
+        run,
+        resumable,
+        sizes={"n_layers": n_layers},
+        validation={"zero_shot_ndcg@10": run.history[0]["val_ndcg@10"]},
+    )
     if run.kept is not None and run.kept["kept"] and cfg.precision == "fp32" and (init is None or is_zero_shot(init)):
         record["zero_shot"] = True  # the base model itself: it scores as the zero-shot ``sbert`` column does
     if run.kept is not None and run.kept["kept"] and start_length != max_seq_length:
         # the start itself, scored as the start scores: the zero-shot model's (or init's) own text length, and
         # without the frozen states kept for the training's shorter texts
         max_seq_length, prefixes = start_length, None
-    return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history
+    return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), run.history
 
 
 def _start_validation(start_scores, data, cfg: SbertConfig, init):

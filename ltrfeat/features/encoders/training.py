@@ -1,7 +1,9 @@
 """Training a DSSM / CLSM two-tower encoder on judged or clicked (query, document) pairs.
 
-Samples, negatives, soft labels, validation and the epoch loop are those of
-:mod:`ltrfeat.features.encoders.epochs`.
+Samples and soft labels (:mod:`~ltrfeat.features.encoders.training_pairs`), negatives
+(:mod:`~ltrfeat.features.encoders.negatives`), the losses (:mod:`~ltrfeat.features.encoders.losses`) and the loop
+with its validation, checkpoints and keep-start rule (:mod:`~ltrfeat.features.encoders.trainer`) are those every
+trainer shares.
 
 Scores
 ------
@@ -26,25 +28,22 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-import torch
 
-from ltrfeat.core.duplicates import data_record
-from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.encoders.config import EncoderConfig
 from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.epochs import (
-    BatchLoss,
-    Loop,
-    Sampler,
-    begin_run,
-    fit_epochs,
-    make_optimizer,
-    torch_settings,
-    training_data,
-    validate_pairs,
-    validation_ndcg,
-)
+from ltrfeat.features.encoders.epochs import Loop
+from ltrfeat.features.encoders.losses import make_loss
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.trainer import (
+    Resumable,
+    make_optimizer,
+    train_loop,
+    trained_record,
+    training_session,
+)
+from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.features.encoders.two_tower import BatchLoss, validation_ndcg
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.core.logs import show_progress
@@ -151,7 +150,8 @@ def train_encoder(
         )
     if init is not None:
         _check_init(init, cfg, teacher)
-    model, loss, score, seed, gamma = cfg.model, cfg.loss, cfg.score, cfg.seed, cfg.resolved_gamma
+    model, score, seed = cfg.model, cfg.score, cfg.seed
+    loss = make_loss(cfg.loss, gamma=cfg.resolved_gamma, margin=cfg.margin)
     if progress is None:
         progress = show_progress()
     pairs = validate_pairs(pairs)
@@ -160,19 +160,9 @@ def train_encoder(
     params = _record_params(cfg, teacher, keep)
     if init is not None:
         params["init"] = {"data_sha256": init.training.get("data_sha256"), "params": init.training.get("params")}
-    data_sha, data, rows = training_data(
-        pairs,
-        loss=loss,
-        soft_labels=cfg.soft_labels,
-        click_scale=cfg.click_scale,
-        min_positive=cfg.min_positive,
-        val_fraction=cfg.val_fraction,
-        seed=seed,
-    )
+    data_sha, data, rows = training_data(pairs, cfg, loss)
 
-    with torch_settings(threads):
-        torch.manual_seed(seed)
-        rng = np.random.default_rng(seed)
+    with training_session(threads, seed) as rng:
         tr = np.flatnonzero(data.train)
         train_texts = [data.queries[i] for i in np.unique(data.q_idx[tr])] + [
             data.docs[i] for i in np.unique(data.d_idx[tr])
@@ -194,30 +184,7 @@ def train_encoder(
 
             pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
         if teacher is not None and resume is None:
-            from ltrfeat.features.encoders.distill import distill
-
-            read = tr if cfg.distill_rows == "all" else tr[data.y[tr] >= cfg.min_positive]
-
-            def distill_validate() -> float:
-                tokens[:] = tokens or [hasher.tokenize(data.queries), hasher.tokenize(data.docs)]
-                return validation_ndcg(net, hasher, tokens[0], tokens[1], data)
-
-            pretrained = distill(
-                net,
-                hasher,
-                [data.queries[i] for i in data.q_idx[read]],
-                [data.docs[i] for i in data.d_idx[read]],
-                teacher,
-                epochs=cfg.distill_epochs,
-                lr=cfg.distill_lr,
-                batch_size=cfg.distill_batch_size,
-                loss=cfg.distill_loss,
-                temperature=cfg.distill_temperature,
-                patience=cfg.distill_patience if cfg.val_fraction > 0 else None,
-                seed=seed,
-                progress=progress,
-                validate=distill_validate,
-            )
+            pretrained = _distill(net, hasher, data, tr, teacher, cfg, tokens, progress=progress)
         opt = make_optimizer(cfg.optimizer, net.parameters(), cfg.lr)
         q_tokens, d_tokens = tokens or (hasher.tokenize(data.queries), hasher.tokenize(data.docs))
         kept = None
@@ -232,7 +199,6 @@ def train_encoder(
                 d_rows=data.d_idx[tr],
                 weight=cfg.distill_weight,
             )
-        sampler = Sampler(data, rows)
         header = {
             "model": net.config,
             "hasher": hasher.to_json(),
@@ -240,63 +206,59 @@ def train_encoder(
             "data_sha256": data_sha,
             **({"pretrain": pretrained} if pretrained else {}),
         }
-        validate = lambda: validation_ndcg(net, hasher, q_tokens, d_tokens, data, per_query=True)  # noqa: E731
-        run, state = begin_run(
-            net,
-            opt,
-            rng,
-            resume=resume,
-            params=params,
-            data_sha=data_sha,
-            validate=validate,
-            keep_start=keep is not None,
-        )
-        if state is not None and state.get("pretrain"):
-            pretrained = state["pretrain"]
-            header = {**header, "pretrain": pretrained}
         step = BatchLoss(
             net,
             hasher,
             q_tokens,
             d_tokens,
             data,
-            sampler,
+            Sampler(data, rows),
             rng,
             idx_of=rows,
             loss=loss,
             negatives=cfg.negatives,
             hard=cfg.hard_negatives,
             in_batch=cfg.in_batch,
-            gamma=gamma,
-            margin=cfg.margin,
             kept=kept,
         )
-        fit_epochs(
-            Loop(net, opt, rng, rows, step=step, validate=validate),
-            run,
-            cfg,
-            checkpoint=checkpoint,
-            header=header,
-            progress=progress,
-            keep_start=keep,
+        validate = lambda: validation_ndcg(net, hasher, q_tokens, d_tokens, data, per_query=True)  # noqa: E731
+        resumable = Resumable(params, data_sha, header, checkpoint, resume)
+        run, state = train_loop(
+            Loop(net, opt, rng, rows, step=step, validate=validate), cfg, resumable, progress=progress, keep_start=keep
         )
-    history, best = run.history, run.best
-    record = {
-        "params": params,
-        "data_sha256": data_sha,
-        "n_pairs": int(len(pairs)),
-        "n_train_pairs": int(data.train.sum()),
-        "n_validation_pairs": int((~data.train).sum()),
-        "n_samples": int(len(rows)),
-        "best_epoch": best["epoch"],
-        "validation": {"ndcg@10": best["val_ndcg@10"]},
-        **({"keep_start": run.kept} if run.kept is not None else {}),
-        "history": history,
-        **({"pretrain": pretrained} if pretrained else {}),
-        **data_record(pairs),
-        **trained_queries_record(pairs),
-    }
-    return Encoder(hasher, net, training=record), history
+    if state is not None and state.get("pretrain"):
+        pretrained = state["pretrain"]
+    record = trained_record(pairs, data, rows, run, resumable, extra={"pretrain": pretrained} if pretrained else None)
+    return Encoder(hasher, net, training=record), run.history
+
+
+def _distill(net, hasher, data, tr, teacher, cfg: EncoderConfig, tokens: list, *, progress: bool) -> dict:
+    """Distil ``teacher`` into the towers on the training rows ``tr`` (:func:`~ltrfeat.features.encoders.distill.
+    distill`), early-stopped on the validation queries (whose tokens it leaves in ``tokens``); returns its record."""
+    from ltrfeat.features.encoders.distill import distill
+
+    read = tr if cfg.distill_rows == "all" else tr[data.y[tr] >= cfg.min_positive]
+
+    def distill_validate() -> float:
+        tokens[:] = tokens or [hasher.tokenize(data.queries), hasher.tokenize(data.docs)]
+        return validation_ndcg(net, hasher, tokens[0], tokens[1], data)
+
+    return distill(
+        net,
+        hasher,
+        [data.queries[i] for i in data.q_idx[read]],
+        [data.docs[i] for i in data.d_idx[read]],
+        teacher,
+        epochs=cfg.distill_epochs,
+        lr=cfg.distill_lr,
+        batch_size=cfg.distill_batch_size,
+        loss=cfg.distill_loss,
+        temperature=cfg.distill_temperature,
+        patience=cfg.distill_patience if cfg.val_fraction > 0 else None,
+        seed=cfg.seed,
+        progress=progress,
+        validate=distill_validate,
+    )
 
 
 def _check_init(init, cfg: EncoderConfig, teacher) -> None:
