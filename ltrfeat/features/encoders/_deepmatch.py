@@ -131,7 +131,7 @@ def patch_overlap(
     coarse: tuple[np.ndarray, np.ndarray], fine: tuple[np.ndarray, np.ndarray], *, n_q: int, n_d: int
 ) -> np.ndarray:
     """Shared words (query side + document side) of every coarse and fine patch, (C, F)."""
-    out = 0
+    out = np.zeros((len(coarse[0]), len(fine[0])), dtype=np.int64)
     for c, f, n in ((coarse[0], fine[0], n_q), (coarse[1], fine[1], n_d)):
         out = out + _membership(c, n).astype(np.int64) @ _membership(f, n).astype(np.int64).T
     return out
@@ -502,7 +502,7 @@ def train_deepmatch(
                 max_links=max(max_links, min(min_links, n_fine)),
             )
             lda_seconds = round(time.perf_counter() - t0, 3)
-            config = {
+            net_config = {
                 "architecture": ARCHITECTURE,
                 "n_fine": n_fine,
                 "n_coarse": n_coarse,
@@ -514,7 +514,7 @@ def train_deepmatch(
                 "n_query_words": len(q_vocab),
                 "n_doc_words": len(d_vocab),
             }
-            net = DeepMatchNet(config)
+            net = DeepMatchNet(net_config)
             net.set_structure(fine, coarse, links)
         else:
             net = _checkpoint_net(resume, params=params, data_sha=data_sha)

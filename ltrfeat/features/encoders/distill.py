@@ -440,9 +440,9 @@ def distill(
     n_batches = -(-len(pairs) // batch_size)
     stopping = validate is not None and settings.patience is not None
     scores: list[float] = []
-    best = (0, float("nan"), None)  # epoch, validation score, weights
+    best: tuple[int, float, dict | None] = (0, float("nan"), None)  # epoch, validation score, weights
     for epoch in range(1, epochs + 1):
-        if stopping and epoch - 1 - best[0] >= settings.patience:
+        if stopping and epoch - 1 - best[0] >= (settings.patience or 0):
             break
         order = pairs[rng.permutation(len(pairs))]
         total = 0.0

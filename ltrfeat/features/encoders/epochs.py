@@ -312,7 +312,7 @@ def fit_epochs(
 def _save(path, loop: Loop, run: Run, *, header: dict) -> None:
     """Rewrite the resumable checkpoint at ``path`` (``header``: the training's, with the epoch just run)."""
     kept = {}
-    if run.start_state is not None:
+    if run.start_state is not None and run.start_scores is not None:
         kept = {
             "start_scores": run.start_scores.tolist(),
             "trained": None if run.trained is None else {**run.trained, "scores": run.trained["scores"].tolist()},
@@ -343,6 +343,6 @@ def _decide_start(run: Run, margin: float, *, steps: int, planned_checkpoints: i
         steps=steps,
         planned_steps=planned_steps,
     )
-    if run.kept["kept"]:
+    if run.kept["kept"] and run.start_state is not None:
         run.best = {"epoch": 0, "val_ndcg@10": run.history[0]["val_ndcg@10"], "stale": run.best["stale"]}
         run.best_state = run.start_state

@@ -90,7 +90,7 @@ class _Towers(torch.nn.Module):
         super().__init__()
         self.towers = torch.nn.ModuleDict({k: _Tower(v, (prefixes or {}).get(k), precision) for k, v in towers.items()})
 
-    def tower(self, side: str) -> _Tower:
+    def tower(self, side: str) -> torch.nn.Module:
         return self.towers["shared"] if "shared" in self.towers else self.towers[side]
 
 
