@@ -413,24 +413,8 @@ def train_deepmatch(
     ----------
     pairs : DataFrame with ``query``, ``doc``, ``label`` and optionally ``qid`` (as for ``train_encoder``).
     config : a :class:`~ltrfeat.features.encoders.config.DeepMatchConfig` (default: its defaults).
-    **options : settings of the config to replace, e.g. ``epochs=3``:
-
-        - topics : (fine, coarse) LDA topic counts: the two patch resolutions (paper: e.g. (200, 50)).
-        - patch_words : most probable words per side kept in each patch.
-        - min_links, max_links : links per coarse patch in the DAG (at least m = ``min_links``).
-        - units : (K1, K2) decision units per fine / coarse patch.
-        - latent : D_p, rank of each local bilinear decision.
-        - committee : width of the fully connected committee layer.
-        - lda_iter : passes of online LDA.
-        - lda_docs : joint documents LDA is fitted on (a seeded sample of the distinct positive pairs).
-        - min_df, max_vocab : per-side vocabulary: words in >= ``min_df`` training texts, most frequent first.
-        - epochs, patience, val_fraction : training length and early stopping on validation NDCG@10.
-        - negatives, hard_negatives : random / same-query lower-labelled negatives per positive.
-        - margin : m of the large-margin loss (paper: 0.1).
-        - batch_size : positives per mini-batch.
-        - lr : Adam learning rate (default 3e-3).
-        - soft_labels, min_positive : which pairs are positives (as in ``train_encoder``).
-        - seed : seeds LDA, weights and sampling.
+    **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
+        described in :class:`~ltrfeat.features.encoders.config.DeepMatchConfig`).
     analyzer : word analyzer (default: lowercase, English stopwords, Porter2 stemming).
     threads : torch threads (default: the cores available to the process).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint with the LDA
@@ -440,15 +424,7 @@ def train_deepmatch(
     progress : show progress bars (default: stderr is a terminal and ``CI`` is unset).
     """
     cfg = DeepMatchConfig.build(config, options)
-    n_fine, n_coarse = (int(t) for t in cfg.topics)
-    patch_words, min_links, max_links, units, latent = (
-        cfg.patch_words,
-        cfg.min_links,
-        cfg.max_links,
-        cfg.units,
-        cfg.latent,
-    )
-    min_df, max_vocab, lda_docs, seed = cfg.min_df, cfg.max_vocab, cfg.lda_docs, cfg.seed
+    min_df, max_vocab, seed = cfg.min_df, cfg.max_vocab, cfg.seed
     if progress is None:
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
@@ -471,51 +447,8 @@ def train_deepmatch(
     with training_session(threads, seed) as rng:
         if resume is None:
             t0 = time.perf_counter()
-            positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
-            if len(positive) > lda_docs:
-                sample = np.random.default_rng([seed, 2]).choice(len(positive), lda_docs, replace=False)
-                positive = positive[np.sort(sample)]
-            pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
-            fine = fit_topics(
-                pq,
-                pd_,
-                n_q=len(q_vocab),
-                n_d=len(d_vocab),
-                n_topics=n_fine,
-                patch_words=patch_words,
-                max_iter=cfg.lda_iter,
-                seed=seed,
-            )
-            coarse = fit_topics(
-                pq,
-                pd_,
-                n_q=len(q_vocab),
-                n_d=len(d_vocab),
-                n_topics=n_coarse,
-                patch_words=patch_words,
-                max_iter=cfg.lda_iter,
-                seed=seed + 1,
-            )
-            links = link_patches(
-                patch_overlap(coarse, fine, n_q=len(q_vocab), n_d=len(d_vocab)),
-                min_links=min(min_links, n_fine),
-                max_links=max(max_links, min(min_links, n_fine)),
-            )
+            net = _fit_net(cfg, data, rows, q_bags, d_bags, n_q=len(q_vocab), n_d=len(d_vocab))
             lda_seconds = round(time.perf_counter() - t0, 3)
-            net_config = {
-                "architecture": ARCHITECTURE,
-                "n_fine": n_fine,
-                "n_coarse": n_coarse,
-                "patch_words": patch_words,
-                "units": [int(u) for u in units],
-                "latent": latent,
-                "committee": cfg.committee,
-                "link_width": int(links.shape[1]),
-                "n_query_words": len(q_vocab),
-                "n_doc_words": len(d_vocab),
-            }
-            net = DeepMatchNet(net_config)
-            net.set_structure(fine, coarse, links)
         else:
             net = _checkpoint_net(resume, params=params, data_sha=data_sha)
         opt = torch.optim.Adam(net.parameters(), lr=3e-3 if cfg.lr is None else cfg.lr, fused=True)
@@ -551,6 +484,42 @@ def train_deepmatch(
     record = trained_record(pairs, data, rows, run, resumable)
     model = DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record)
     return model, run.history
+
+
+def _fit_net(cfg: DeepMatchConfig, data, rows, q_bags: TokenizedTexts, d_bags: TokenizedTexts, *, n_q: int, n_d: int):
+    """The untrained network over the patches LDA fits on (a seeded sample of) the distinct positive pairs
+    ``rows``, at the fine and the coarse resolution, and the DAG linking them."""
+    n_fine, n_coarse = (int(t) for t in cfg.topics)
+    seed, patch_words, min_links = cfg.seed, cfg.patch_words, cfg.min_links
+    positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
+    if len(positive) > cfg.lda_docs:
+        sample = np.random.default_rng([seed, 2]).choice(len(positive), cfg.lda_docs, replace=False)
+        positive = positive[np.sort(sample)]
+    pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
+    fine, coarse = (
+        fit_topics(pq, pd_, n_q=n_q, n_d=n_d, n_topics=n, patch_words=patch_words, max_iter=cfg.lda_iter, seed=s)
+        for n, s in ((n_fine, seed), (n_coarse, seed + 1))
+    )
+    links = link_patches(
+        patch_overlap(coarse, fine, n_q=n_q, n_d=n_d),
+        min_links=min(min_links, n_fine),
+        max_links=max(cfg.max_links, min(min_links, n_fine)),
+    )
+    net_config = {
+        "architecture": ARCHITECTURE,
+        "n_fine": n_fine,
+        "n_coarse": n_coarse,
+        "patch_words": patch_words,
+        "units": [int(u) for u in cfg.units],
+        "latent": cfg.latent,
+        "committee": cfg.committee,
+        "link_width": int(links.shape[1]),
+        "n_query_words": n_q,
+        "n_doc_words": n_d,
+    }
+    net = DeepMatchNet(net_config)
+    net.set_structure(fine, coarse, links)
+    return net
 
 
 def _checkpoint_net(path, *, params: dict, data_sha: str) -> DeepMatchNet:

@@ -191,39 +191,8 @@ def train_sbert(
     ----------
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` and optionally ``qid``.
     config : an :class:`~ltrfeat.features.encoders.config.SbertConfig` (default: its defaults).
-    **options : settings of the config to replace, e.g. ``epochs=2``:
-
-        - loss : ``"softmax"``, ``"generalized"`` (soft labels on every pair) or ``"hinge"``.
-        - epochs : maximum passes over the samples.
-        - negatives : J random training documents per sample (each costs a forward pass).
-        - hard_negatives : same-query lower-labelled documents per sample.
-        - in_batch : use the other samples' documents of the mini-batch as negatives.
-        - gamma : scale of the cosine in the softmax (softmax, generalized).
-        - margin : hinge margin on the cosine.
-        - batch_size : samples per mini-batch (and in-batch negatives per sample).
-        - accumulate : mini-batches whose gradients are summed per optimizer step.
-        - lr, weight_decay : AdamW learning rate and weight decay.
-        - max_seq_length : tokens per text; longer texts are truncated (training and inference).
-        - freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
-        - keep_frozen : run the frozen part once per distinct text and keep its output for the process
-          (:mod:`ltrfeat.features.encoders.sbert_prefix`; cheaper steps, no dropout in the frozen part);
-          False runs it in every step as before.
-        - shared : one tower for both sides; False fine-tunes separate query and document copies.
-        - precision : ``"fp32"``, or ``"bf16"``: the matrix products in bfloat16 under CPU autocast (weights,
-          optimizer and loss stay float32; faster with AVX512-BF16/AMX, slower without); the trained
-          encoder scores in the same precision.
-        - soft_labels, click_scale, min_positive, val_fraction : as in
-          :func:`ltrfeat.features.encoders.training.train_encoder`.
-        - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
-          end; each is a forward pass of the validation texts through the trained layers).
-        - patience : checkpoints in a row that do not beat the starting model by the keep-start rule (or, once one
-          has, the best checkpoint so far) before training stops; the best such checkpoint, or the start, is kept.
-        - keep_start_margin : the starting model (``base`` or ``init``) is kept unless the best trained epoch
-          beats its validation NDCG@10 by more than this many paired standard errors of the per-query
-          differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"; with
-          ``val_fraction > 0``); the decision is the training record's ``keep_start``. A kept start scores as
-          the start does: at its own ``max_seq_length`` (the base model's, or ``init``'s), not the training's.
-        - seed : seeds sampling and dropout.
+    **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
+        described in :class:`~ltrfeat.features.encoders.config.SbertConfig`).
     base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
     init : a fine-tuned encoder of ``base`` to continue from (its towers' weights; epoch 0 of the history
         is then its validation score, and the rule above may keep it).
@@ -238,7 +207,7 @@ def train_sbert(
     """
     cfg = SbertConfig.build(config, options)
     loss = make_loss(cfg.loss, gamma=cfg.gamma, margin=cfg.margin)
-    seed, shared, freeze_layers, max_seq_length = cfg.seed, cfg.shared, cfg.freeze_layers, cfg.max_seq_length
+    seed, freeze_layers, max_seq_length = cfg.seed, cfg.freeze_layers, cfg.max_seq_length
     if progress is None:
         progress = show_progress()
     pairs = validate_pairs(pairs)
@@ -248,29 +217,11 @@ def train_sbert(
     data_sha, data, rows = training_data(pairs, cfg, loss)
 
     with training_session(threads, seed) as rng:
-        first = _load_base(base)
-        start_length = first.max_seq_length if init is None else init.max_seq_length
-        first.max_seq_length = max_seq_length
-        towers = {"shared": first} if shared else {"query": first, "doc": copy.deepcopy(first)}
-        if init is not None:
-            if set(init.towers) != set(towers):
-                raise ValueError(
-                    f"init has towers {sorted(init.towers)}, this training {sorted(towers)}: set shared= as in init"
-                )
-            for side, model in towers.items():
-                model.load_state_dict(init.towers[side].state_dict())
+        towers, start_length = _start_towers(cfg, base, init)
         n_layers = 0
         for model in towers.values():
             n_layers = freeze_lower(model, freeze_layers, base=base)
-        prefixes = None
-        if cfg.keep_frozen and freeze_layers >= 0:
-            key = frozen_key(first, freeze_layers, base=base, max_seq_length=max_seq_length, precision=cfg.precision)
-            prefixes = {
-                side: FrozenPrefix(
-                    model, freeze_layers, key=key, transformer=_transformer(model, base), precision=cfg.precision
-                )
-                for side, model in towers.items()
-            }
+        prefixes = _prefixes(towers, cfg, base) if cfg.keep_frozen and freeze_layers >= 0 else None
         net = _Towers(towers, prefixes, cfg.precision)
         trainable = [p for p in net.parameters() if p.requires_grad]
         if not trainable:
@@ -317,6 +268,34 @@ def train_sbert(
         # without the frozen states kept for the training's shorter texts
         max_seq_length, prefixes = start_length, None
     return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), run.history
+
+
+def _start_towers(cfg: SbertConfig, base, init) -> tuple[dict, int]:
+    """The towers to fine-tune (``shared``, or ``query`` and ``doc``): the base model truncating at the config's
+    ``max_seq_length``, with ``init``'s weights when given; and the text length the start scores at."""
+    first = _load_base(base)
+    start_length = first.max_seq_length if init is None else init.max_seq_length
+    first.max_seq_length = cfg.max_seq_length
+    towers = {"shared": first} if cfg.shared else {"query": first, "doc": copy.deepcopy(first)}
+    if init is not None:
+        if set(init.towers) != set(towers):
+            raise ValueError(
+                f"init has towers {sorted(init.towers)}, this training {sorted(towers)}: set shared= as in init"
+            )
+        for side, model in towers.items():
+            model.load_state_dict(init.towers[side].state_dict())
+    return towers, start_length
+
+
+def _prefixes(towers: dict, cfg: SbertConfig, base) -> dict:
+    """Each tower's frozen layers, run once per distinct text (``keep_frozen``)."""
+    first = next(iter(towers.values()))
+    layers, length = cfg.freeze_layers, cfg.max_seq_length
+    key = frozen_key(first, layers, base=base, max_seq_length=length, precision=cfg.precision)
+    return {
+        side: FrozenPrefix(model, layers, key=key, transformer=_transformer(model, base), precision=cfg.precision)
+        for side, model in towers.items()
+    }
 
 
 def _start_validation(start_scores, data, cfg: SbertConfig, init):

@@ -68,62 +68,8 @@ def train_encoder(
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` (grade or click count) and
         optionally ``qid`` (groups queries for the validation split and NDCG).
     config : an :class:`~ltrfeat.features.encoders.config.EncoderConfig` (default: its defaults).
-    **options : settings of the config to replace, e.g. ``epochs=5`` (checked like the config itself):
-
-        - model : ``"clsm"`` or ``"dssm"``.
-        - loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels) or ``"hinge"`` (DSE).
-        - score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
-          ``"dot"`` product of the semantic vectors (DSE; see "Scores" in the module docstring).
-        - epochs : maximum number of passes over the samples; 0 with a ``teacher``: the distilled towers only.
-        - negatives : J, random corpus documents per sample.
-        - hard_negatives : same-query lower-labelled documents per sample.
-        - in_batch : also use the other samples' documents of the mini-batch as negatives.
-        - gamma : softmax smoothing factor (softmax and generalized losses), multiplying R(Q, D); None for
-          10.0 with cosine and 1.0 with dot.
-        - margin : hinge loss margin, in units of R(Q, D).
-        - batch_size : samples per mini-batch.
-        - optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
-        - lr : learning rate; None for the optimizer's default above.
-        - soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (see the module docstring).
-        - click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
-        - min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
-        - val_fraction : share of queries held out for early stopping (0: none, train all epochs).
-        - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
-          end); None: 4 for a training that starts from a model (``init``, a teacher), 1 otherwise.
-        - patience : validation checkpoints in a row without improvement before stopping; with a start to keep, a
-          checkpoint improves only when it also beats the start by the keep-start rule below, so a training that
-          does not beat its start stops after ``patience`` checkpoints.
-        - min_count, n_buckets : trigram hashing options (:class:`TrigramHasher`).
-        - shared : one tower for queries and documents instead of two.
-        - sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
-          ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
-        - pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
-          CD-1 on the training texts (:func:`ltrfeat.features.encoders._rbm.pretrain_dssm`) before the
-          discriminative training; None for random initialisation.
-        - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home
-          Depot: 16 epochs raised the agreement but not validation NDCG; 4 epochs, then the ranking loss, gave the
-          test NDCG of 8, ``benchmarks/quality_distill_epochs.py``).
-        - distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
-          queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
-          judgments does not forget the teacher; 0 (default): the ranking loss alone.
-        - distill_rows : with a teacher, the training pairs the distillation reads: ``"all"`` (default) or
-          ``"positives"`` (soft label >= ``min_positive``; e.g. a span pre-training's span -> own-document pairs,
-          not its negatives, which add no text and ~4x the steps).
-        - distill_patience : with a teacher, score the student on the validation queries after every
-          distillation epoch, stop after this many epochs in a row without a better score and keep the best epoch's
-          weights (None, default: every ``distill_epochs``).
-        - distill_loss, distill_temperature : the distillation's loss, ``"kl"`` (the teacher's in-batch
-          ranking, softmax of cosines / temperature), ``"mse"`` (its in-batch cosines) or ``"vector"`` (each text's
-          teacher vector itself; the towers' ``out`` width must be the teacher's, 384 for MiniLM), see
-          :class:`~ltrfeat.features.encoders.distill.DistillSettings`.
-        - distill_batch_size : pairs per distillation mini-batch (the in-batch matrices are this wide; ``"vector"``
-          does not depend on it, so a larger batch only means fewer optimizer steps).
-        - keep_start_margin : with ``init`` or a ``teacher`` (a starting model worth keeping), that model is kept
-          unless the best trained epoch beats its validation NDCG@10 by more than this many paired standard
-          errors of the per-query differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting
-          point"; with ``val_fraction > 0``); the decision is the training record's ``keep_start``. A
-          from-scratch (or RBM pre-trained) model has no such start: the setting does not apply.
-        - seed : seeds weights and sampling.
+    **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
+        described in :class:`~ltrfeat.features.encoders.config.EncoderConfig`).
     teacher : distil a sentence-transformer before the ranking loss (:mod:`ltrfeat.features.encoders.distill`):
         ``"sbert"`` (the packaged MiniLM), ``"sbert=PATH"`` or a model directory, or any object with
         ``encode(texts, side=)``. The towers first fit the teacher's in-batch cosine matrices on the
@@ -140,17 +86,8 @@ def train_encoder(
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
     """
     cfg = EncoderConfig.build(config, options)
-    if teacher is not None and cfg.pretrain is not None:
-        raise ValueError("teacher needs pretrain=None")
-    if cfg.distill_weight and teacher is None:
-        raise ValueError("distill_weight needs a teacher")
-    if cfg.epochs == 0 and teacher is None:
-        raise ParameterError(
-            "epochs=0 trains nothing without a teacher", fix="give a teacher (distillation only) or epochs >= 1"
-        )
-    if init is not None:
-        _check_init(init, cfg, teacher)
-    model, score, seed = cfg.model, cfg.score, cfg.seed
+    _check_starts(cfg, teacher, init)
+    seed = cfg.seed
     loss = make_loss(cfg.loss, gamma=cfg.resolved_gamma, margin=cfg.margin)
     if progress is None:
         progress = show_progress()
@@ -167,16 +104,7 @@ def train_encoder(
         train_texts = [data.queries[i] for i in np.unique(data.q_idx[tr])] + [
             data.docs[i] for i in np.unique(data.d_idx[tr])
         ]
-        if init is None:
-            hasher = TrigramHasher(min_count=cfg.min_count, n_buckets=cfg.n_buckets).fit(train_texts)
-            net = TwoTowerModel(
-                model_config(model, hasher.n_features_, shared=cfg.shared, score=score, **(cfg.sizes or {}))
-            )
-        else:
-            # a fresh hasher: the init's own has numbered the words it met so far, and that numbering changes
-            # the order of float sums, so a fine-tuning would depend on what the init encoder scored before
-            hasher, net = TrigramHasher.from_json(init.hasher.to_json()), copy.deepcopy(init.model)
-            net.train()
+        hasher, net = _towers(cfg, init, train_texts)
         pretrained = None
         tokens: list = []  # the validation's texts tokenized, by the distillation's early stopping (after its own)
         if cfg.pretrain == "rbm" and resume is None:
@@ -187,18 +115,6 @@ def train_encoder(
             pretrained = _distill(net, hasher, data, tr, teacher, cfg, tokens, progress=progress)
         opt = make_optimizer(cfg.optimizer, net.parameters(), cfg.lr)
         q_tokens, d_tokens = tokens or (hasher.tokenize(data.queries), hasher.tokenize(data.docs))
-        kept = None
-        if cfg.distill_weight:
-            from ltrfeat.features.encoders.distill import KeptTeacher
-
-            kept = KeptTeacher(
-                teacher,
-                data.queries,
-                data.docs,
-                q_rows=data.q_idx[tr],
-                d_rows=data.d_idx[tr],
-                weight=cfg.distill_weight,
-            )
         header = {
             "model": net.config,
             "hasher": hasher.to_json(),
@@ -219,7 +135,7 @@ def train_encoder(
             negatives=cfg.negatives,
             hard=cfg.hard_negatives,
             in_batch=cfg.in_batch,
-            kept=kept,
+            kept=_kept_teacher(teacher, data, tr, cfg.distill_weight) if cfg.distill_weight else None,
         )
         validate = lambda: validation_ndcg(net, hasher, q_tokens, d_tokens, data, per_query=True)  # noqa: E731
         resumable = Resumable(params, data_sha, header, checkpoint, resume)
@@ -230,6 +146,41 @@ def train_encoder(
         pretrained = state["pretrain"]
     record = trained_record(pairs, data, rows, run, resumable, extra={"pretrain": pretrained} if pretrained else None)
     return Encoder(hasher, net, training=record), run.history
+
+
+def _check_starts(cfg: EncoderConfig, teacher, init) -> None:
+    """Refuse settings that do not go with the starting points given (a teacher, an init) or their absence."""
+    if teacher is not None and cfg.pretrain is not None:
+        raise ValueError("teacher needs pretrain=None")
+    if cfg.distill_weight and teacher is None:
+        raise ValueError("distill_weight needs a teacher")
+    if cfg.epochs == 0 and teacher is None:
+        raise ParameterError(
+            "epochs=0 trains nothing without a teacher", fix="give a teacher (distillation only) or epochs >= 1"
+        )
+    if init is not None:
+        _check_init(init, cfg, teacher)
+
+
+def _towers(cfg: EncoderConfig, init: Encoder | None, train_texts: list[str]) -> tuple[TrigramHasher, TwoTowerModel]:
+    """The trigram hasher and the towers to train: fresh ones fitted on ``train_texts``, or copies of ``init``'s."""
+    if init is None:
+        hasher = TrigramHasher(min_count=cfg.min_count, n_buckets=cfg.n_buckets).fit(train_texts)
+        sizes = cfg.sizes or {}
+        net = TwoTowerModel(model_config(cfg.model, hasher.n_features_, shared=cfg.shared, score=cfg.score, **sizes))
+        return hasher, net
+    # a fresh hasher: the init's own has numbered the words it met so far, and that numbering changes
+    # the order of float sums, so a fine-tuning would depend on what the init encoder scored before
+    hasher, net = TrigramHasher.from_json(init.hasher.to_json()), copy.deepcopy(init.model)
+    net.train()
+    return hasher, net
+
+
+def _kept_teacher(teacher, data, tr, weight: float):
+    """The teacher's in-batch term kept in the ranking loss (``distill_weight``) over the training rows ``tr``."""
+    from ltrfeat.features.encoders.distill import KeptTeacher
+
+    return KeptTeacher(teacher, data.queries, data.docs, q_rows=data.q_idx[tr], d_rows=data.d_idx[tr], weight=weight)
 
 
 def _distill(net, hasher, data, tr, teacher, cfg: EncoderConfig, tokens: list, *, progress: bool) -> dict:
