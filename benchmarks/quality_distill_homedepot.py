@@ -28,7 +28,7 @@ from benchmarks.quality_homedepot import SPLIT, load, ndcg, split_queries  # noq
 from ltrfeat.features.encoders.distill import CachedTeacher, distill, load_teacher  # noqa: E402
 from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.encoders.epochs import prepare_pairs  # noqa: E402
+from ltrfeat.features.encoders.training_pairs import prepare_pairs  # noqa: E402
 from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 

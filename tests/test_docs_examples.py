@@ -30,6 +30,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
+from ltrfeat.features.encoders.losses import loss_names, unregister_loss
 from ltrfeat.features.encoders.registry import encoder_kinds, unregister_encoder
 from ltrfeat.rankers import registry
 
@@ -188,7 +189,7 @@ def scratch(tmp_path, monkeypatch):
     if SHARED.is_dir():
         (tmp_path / "shared").symlink_to(SHARED)
     monkeypatch.chdir(work)
-    kinds, encoders = registry.names(), set(encoder_kinds())
+    kinds, encoders, losses = registry.names(), set(encoder_kinds()), set(loss_names())
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch else None
     yield work
@@ -198,6 +199,8 @@ def scratch(tmp_path, monkeypatch):
         registry.unregister(name)
     for name in set(encoder_kinds()) - encoders:
         unregister_encoder(name)
+    for name in set(loss_names()) - losses:  # losses a page registers
+        unregister_loss(name)
 
 
 def evaluate_json(*args: str) -> dict:

@@ -456,7 +456,7 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
         config = kind.config.from_dict(settings)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    from ltrfeat.features.encoders.epochs import check_holdout, table_queries
+    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
 
     check_holdout(table_queries(table), config.val_fraction)  # before the training, not after its first steps
     if trainer_args.get("init") is not None:

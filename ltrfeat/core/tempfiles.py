@@ -51,7 +51,7 @@ def sweep_stale(directory, name: str) -> list[Path]:
     stderr line (log warning) names them. Returns the removed paths."""
     pattern = re.compile(rf"^\.{re.escape(name)}\.(\d+)-([0-9a-f]{{8}})\.[^./]+\.(?:tmp|old)$")
     host = _host_tag()
-    removed = []
+    removed: list[Path] = []
     try:
         entries = list(os.scandir(directory))
     except OSError:

@@ -744,7 +744,7 @@ def train_spec(
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
     own = spec_options(spec, options)
-    from ltrfeat.features.encoders.epochs import check_holdout, table_queries
+    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
 
     check_holdout(table_queries(train_table), own.get("val_fraction", spec.kind.config.val_fraction))
     start = None
@@ -843,7 +843,7 @@ class _Training:
 def check_trainings(trainings: list[_Training]) -> None:
     """What can be refused before any encoder trains: a validation share that leaves one of the trainings (the
     smallest tables come last: inner, continued) without a validation or a training query."""
-    from ltrfeat.features.encoders.epochs import check_holdout, table_queries
+    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
 
     for job in trainings:
         if not job.done:

@@ -93,7 +93,8 @@ class LeakageGuard:
         self.strict = strict
         self.watched = [ex for ex in extractors if getattr(ex, "trained_queries_", None) is not None]
         self.scored: dict[str, str] = {}  # qid -> query text, every distinct query scored
-        self.seen = {ex.name: {} for ex in self.watched}  # qid -> query text seen in training
+        # qid -> query text seen in training
+        self.seen: dict[str, dict[str, str]] = {ex.name: {} for ex in self.watched}
         self.seen_ids = {ex.name: 0 for ex in self.watched}
 
     def add(self, qids, texts) -> None:

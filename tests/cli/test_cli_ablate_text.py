@@ -191,12 +191,12 @@ def test_too_few_queries_for_the_encoders_validation_fail_before_any_training(tm
 
     import pandas as pd
 
-    from ltrfeat.features.encoders import epochs
+    from ltrfeat.features.encoders import training_pairs
 
     def no_training(*args, **kwargs):
         raise AssertionError("an encoder started training")
 
-    monkeypatch.setattr(epochs, "prepare_pairs", no_training)
+    monkeypatch.setattr(training_pairs, "prepare_pairs", no_training)
     judged = pd.read_csv(DATA / "judged.tsv", sep="\t")
     judged[judged["qid"].isin(sorted(judged["qid"].unique())[:10])].to_csv(tmp_path / "small.tsv", sep="\t")
     started = time.perf_counter()

@@ -85,12 +85,12 @@ def test_prints_text_and_json_only_when_asked(tmp_path):
 
 
 def test_too_few_queries_for_the_validation_share_names_the_flag_before_training(tmp_path, monkeypatch):
-    from ltrfeat.features.encoders import epochs
+    from ltrfeat.features.encoders import training_pairs
 
     def no_training(*args, **kwargs):
         raise AssertionError("training started")
 
-    monkeypatch.setattr(epochs, "prepare_pairs", no_training)
+    monkeypatch.setattr(training_pairs, "prepare_pairs", no_training)
     pairs = make_pairs()
     path = write_table(tmp_path, pairs[pairs["qid"].isin(pairs["qid"].unique()[:4])])
     result = CliRunner().invoke(cli, ["train-encoder", str(path), "--out", str(tmp_path / "m.ltrenc")])

@@ -13,7 +13,7 @@ from ltrfeat.core import splits
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.datasets.converters import _output
 from ltrfeat.experiments.crossfit import plan_folds
-from ltrfeat.features.encoders import epochs
+from ltrfeat.features.encoders import training_pairs
 from ltrfeat.rankers import selection
 
 SEEDS = [0, 1, 7, 123, 2**31 - 1]
@@ -105,7 +105,7 @@ def test_encoder_validation_queries_are_the_old_ones(seed):
     n = len(queries)
     pairs = pd.DataFrame({"qid": queries * 2, "query": queries * 2, "doc": ["d"] * 2 * n, "label": [1.0, 0.0] * n})
     for fraction in (0.1, 0.3):
-        prepared = epochs.prepare_pairs(pairs, how="clicks", click_scale=1.0, val_fraction=fraction, seed=seed)
+        prepared = training_pairs.prepare_pairs(pairs, how="clicks", click_scale=1.0, val_fraction=fraction, seed=seed)
         keys = list(dict.fromkeys(pairs["qid"].astype(str)))
         held = {keys[i] for i in old_val_keys(len(keys), fraction, seed)}
         assert set(pairs["qid"][~prepared.train]) == held

@@ -508,7 +508,7 @@ def test_train_encoder_stops_the_distillation_on_its_validation_queries():
 
 
 def test_vector_loss_is_one_minus_the_mean_row_cosine_and_refuses_other_shapes():
-    from ltrfeat.features.encoders._losses import vector_loss
+    from ltrfeat.features.encoders.losses.vector import vector_loss
 
     t = torch.nn.functional.normalize(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), dim=1)
     assert float(vector_loss(t, t)) == pytest.approx(0.0, abs=1e-6)
@@ -564,7 +564,9 @@ def test_train_encoder_records_the_vector_loss_and_batch_size_only_off_their_def
 def test_train_encoder_with_init_and_teacher_distils_from_the_init_on_its_training_split_only():
     """An init and a teacher: the distillation starts from the init's weights and vocabulary (a +spans+teacher fold
     training, fold_distill_epochs) and reads the training split's texts only, never a validation-only query."""
-    from ltrfeat.features.encoders.epochs import training_data
+    from ltrfeat.features.encoders.config import EncoderConfig
+    from ltrfeat.features.encoders.losses.generalized import GeneralizedLoss
+    from ltrfeat.features.encoders.training_pairs import training_data
 
     class Recording(WordTeacher):
         asked: set = set()
@@ -601,9 +603,7 @@ def test_train_encoder_with_init_and_teacher_distils_from_the_init_on_its_traini
     # the init was distilled from the same teacher on other pairs (random towers agree ~0): the distillation starts
     # from it, and gets closer
     assert 0.4 < record["agreement"]["before"]["pearson"] < record["agreement"]["after"]["pearson"]
-    _, data, _ = training_data(
-        pairs, loss="generalized", soft_labels="linear", click_scale=1.0, min_positive=0.5, val_fraction=0.1, seed=0
-    )
+    _, data, _ = training_data(pairs, EncoderConfig(loss="generalized", val_fraction=0.1), GeneralizedLoss())
     train_q = {data.queries[i] for i in data.q_idx[data.train]}
     held_out = {data.queries[i] for i in data.q_idx[~data.train]} - train_q
     asked = {t for side, t in teacher.asked if side == "query"}

@@ -16,7 +16,8 @@ from ltrfeat.cli.main import cli
 from builders import train_until_interrupted
 from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-from ltrfeat.features.encoders.epochs import ndcg_at, prepare_pairs
+from ltrfeat.features.encoders.training_pairs import prepare_pairs
+from ltrfeat.features.encoders.validation import ndcg_at
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.explain import explain, format_explanation

@@ -186,7 +186,7 @@ def test_resume_keeps_the_start_and_the_decision(clsm_start, tmp_path, monkeypat
 
 def _counting_steps(monkeypatch) -> list:
     """The mini-batches every BatchLoss computes from now on (their sizes)."""
-    from ltrfeat.features.encoders.epochs import BatchLoss
+    from ltrfeat.features.encoders.two_tower import BatchLoss
 
     calls: list = []
     compute = BatchLoss.__call__

@@ -645,7 +645,8 @@ def test_minilm_fine_tuned_with_a_destructive_rate_keeps_the_zero_shot_model(tmp
 
 
 def test_a_fine_tuning_that_cannot_beat_the_zero_shot_model_stops_at_its_first_checkpoints(tiny_base, monkeypatch):
-    from ltrfeat.features.encoders.epochs import BatchLoss, validation_points
+    from ltrfeat.features.encoders.epochs import validation_points
+    from ltrfeat.features.encoders.two_tower import BatchLoss
     from ltrfeat.features.encoders.sbert import SbertEncoder
 
     calls: list = []

@@ -7,8 +7,9 @@ import pytest
 from sklearn.metrics import ndcg_score
 
 from builders import train_until_interrupted
-from ltrfeat.features.encoders import epochs
-from ltrfeat.features.encoders.epochs import map_soft_labels, ndcg_at
+from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.training_pairs import map_soft_labels, prepare_pairs
+from ltrfeat.features.encoders.validation import ndcg_at
 from ltrfeat.features.encoders.training import train_encoder
 from ltrfeat.core.errors import ModelFileError, TextTableError
 from builders import make_pairs
@@ -141,9 +142,9 @@ def test_bad_options():
 def test_in_batch_mask_equals_the_pairwise_lookup():
     pairs = make_pairs(seed=3)
     pairs.loc[::7, "label"] = 1  # three grades, so "judged with a label >= y" is not just "judged"
-    data = epochs.prepare_pairs(pairs, how="linear", click_scale=1.0, val_fraction=0.0, seed=0)
+    data = prepare_pairs(pairs, how="linear", click_scale=1.0, val_fraction=0.0, seed=0)
     rows = np.arange(len(pairs))
-    sampler = epochs.Sampler(data, rows)
+    sampler = Sampler(data, rows)
     rng = np.random.default_rng(0)
     for _ in range(20):
         batch = rng.choice(rows, 40)  # with repeats: the same document twice in a batch

@@ -70,7 +70,8 @@ def realise(rng: np.random.Generator, intent: dict[str, str]) -> str:
     name = pick(rng, ptype.names, p_first=1 - P_SYNONYM).split(" ")
     if rng.random() < P_INFLECT:
         name[-1] = inflect(name[-1])
-    before, after = [], []
+    before: list[str] = []
+    after: list[str] = []
     if "brand" in intent:
         before.append(intent["brand"].lower())
     if "size" in intent:

@@ -49,25 +49,17 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from ltrfeat.core.duplicates import data_record
-from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.encoders import _losses
 from ltrfeat.features.encoders.bundle import build_checked, read_bundle, write_bundle
 from ltrfeat.features.encoders.config import DeepMatchConfig
 from ltrfeat.features.encoders.encoder import check_texts, distinct
-from ltrfeat.features.encoders.epochs import (
-    begin_run,
-    fit_epochs,
-    Loop,
-    prepare_pairs,
-    read_checkpoint_bundle,
-    Sampler,
-    torch_settings,
-    validate_pairs,
-    data_hash,
-    ndcg_at,
-)
+from ltrfeat.features.encoders.checkpoints import read_checkpoint_bundle
+from ltrfeat.features.encoders.epochs import Loop
+from ltrfeat.features.encoders.losses.hinge import HingeLoss
+from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.trainer import Resumable, train_loop, trained_record, training_session
+from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.features.encoders.validation import ndcg_at
 from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.features.hashing import TokenizedTexts
 from ltrfeat.core.logs import show_progress
@@ -139,7 +131,7 @@ def patch_overlap(
     coarse: tuple[np.ndarray, np.ndarray], fine: tuple[np.ndarray, np.ndarray], *, n_q: int, n_d: int
 ) -> np.ndarray:
     """Shared words (query side + document side) of every coarse and fine patch, (C, F)."""
-    out = 0
+    out = np.zeros((len(coarse[0]), len(fine[0])), dtype=np.int64)
     for c, f, n in ((coarse[0], fine[0], n_q), (coarse[1], fine[1], n_d)):
         out = out + _membership(c, n).astype(np.int64) @ _membership(f, n).astype(np.int64).T
     return out
@@ -421,24 +413,8 @@ def train_deepmatch(
     ----------
     pairs : DataFrame with ``query``, ``doc``, ``label`` and optionally ``qid`` (as for ``train_encoder``).
     config : a :class:`~ltrfeat.features.encoders.config.DeepMatchConfig` (default: its defaults).
-    **options : settings of the config to replace, e.g. ``epochs=3``:
-
-        - topics : (fine, coarse) LDA topic counts: the two patch resolutions (paper: e.g. (200, 50)).
-        - patch_words : most probable words per side kept in each patch.
-        - min_links, max_links : links per coarse patch in the DAG (at least m = ``min_links``).
-        - units : (K1, K2) decision units per fine / coarse patch.
-        - latent : D_p, rank of each local bilinear decision.
-        - committee : width of the fully connected committee layer.
-        - lda_iter : passes of online LDA.
-        - lda_docs : joint documents LDA is fitted on (a seeded sample of the distinct positive pairs).
-        - min_df, max_vocab : per-side vocabulary: words in >= ``min_df`` training texts, most frequent first.
-        - epochs, patience, val_fraction : training length and early stopping on validation NDCG@10.
-        - negatives, hard_negatives : random / same-query lower-labelled negatives per positive.
-        - margin : m of the large-margin loss (paper: 0.1).
-        - batch_size : positives per mini-batch.
-        - lr : Adam learning rate (default 3e-3).
-        - soft_labels, min_positive : which pairs are positives (as in ``train_encoder``).
-        - seed : seeds LDA, weights and sampling.
+    **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
+        described in :class:`~ltrfeat.features.encoders.config.DeepMatchConfig`).
     analyzer : word analyzer (default: lowercase, English stopwords, Porter2 stemming).
     threads : torch threads (default: the cores available to the process).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint with the LDA
@@ -448,34 +424,14 @@ def train_deepmatch(
     progress : show progress bars (default: stderr is a terminal and ``CI`` is unset).
     """
     cfg = DeepMatchConfig.build(config, options)
-    n_fine, n_coarse = (int(t) for t in cfg.topics)
-    patch_words, min_links, max_links, units, latent = (
-        cfg.patch_words,
-        cfg.min_links,
-        cfg.max_links,
-        cfg.units,
-        cfg.latent,
-    )
-    min_df, max_vocab, lda_docs, min_positive, seed = (
-        cfg.min_df,
-        cfg.max_vocab,
-        cfg.lda_docs,
-        cfg.min_positive,
-        cfg.seed,
-    )
+    min_df, max_vocab, seed = cfg.min_df, cfg.max_vocab, cfg.seed
     if progress is None:
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
     pairs = validate_pairs(pairs)
     params = {"model": ARCHITECTURE, **cfg.to_dict(), "analyzer": analyzer.to_json()}
-    data_sha = data_hash(pairs)
-    data = prepare_pairs(pairs, how=cfg.soft_labels, click_scale=1.0, val_fraction=cfg.val_fraction, seed=seed)
-    rows = np.flatnonzero(data.train & (data.y >= min_positive))
-    if len(rows) == 0:
-        raise TextTableError(
-            f"no training pair has a soft label >= min_positive={min_positive}",
-            fix="lower min_positive or check the labels",
-        )
+    loss = HingeLoss(margin=cfg.margin)  # the paper's large-margin loss
+    data_sha, data, rows = training_data(pairs, cfg, loss)
     tr = np.flatnonzero(data.train)
     q_tokens, d_tokens = analyzer.analyze(data.queries), analyzer.analyze(data.docs)
     q_vocab = build_vocab([q_tokens[i] for i in np.unique(data.q_idx[tr])], min_df=min_df, max_size=max_vocab)
@@ -488,62 +444,16 @@ def train_deepmatch(
     q_bags = bags(q_tokens, {w: i for i, w in enumerate(q_vocab)})
     d_bags = bags(d_tokens, {w: i for i, w in enumerate(d_vocab)})
 
-    with torch_settings(threads):
+    with training_session(threads, seed) as rng:
         if resume is None:
             t0 = time.perf_counter()
-            positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
-            if len(positive) > lda_docs:
-                sample = np.random.default_rng([seed, 2]).choice(len(positive), lda_docs, replace=False)
-                positive = positive[np.sort(sample)]
-            pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
-            fine = fit_topics(
-                pq,
-                pd_,
-                n_q=len(q_vocab),
-                n_d=len(d_vocab),
-                n_topics=n_fine,
-                patch_words=patch_words,
-                max_iter=cfg.lda_iter,
-                seed=seed,
-            )
-            coarse = fit_topics(
-                pq,
-                pd_,
-                n_q=len(q_vocab),
-                n_d=len(d_vocab),
-                n_topics=n_coarse,
-                patch_words=patch_words,
-                max_iter=cfg.lda_iter,
-                seed=seed + 1,
-            )
-            links = link_patches(
-                patch_overlap(coarse, fine, n_q=len(q_vocab), n_d=len(d_vocab)),
-                min_links=min(min_links, n_fine),
-                max_links=max(max_links, min(min_links, n_fine)),
-            )
+            net = _fit_net(cfg, data, rows, q_bags, d_bags, n_q=len(q_vocab), n_d=len(d_vocab))
             lda_seconds = round(time.perf_counter() - t0, 3)
-            torch.manual_seed(seed)
-            config = {
-                "architecture": ARCHITECTURE,
-                "n_fine": n_fine,
-                "n_coarse": n_coarse,
-                "patch_words": patch_words,
-                "units": [int(u) for u in units],
-                "latent": latent,
-                "committee": cfg.committee,
-                "link_width": int(links.shape[1]),
-                "n_query_words": len(q_vocab),
-                "n_doc_words": len(d_vocab),
-            }
-            net = DeepMatchNet(config)
-            net.set_structure(fine, coarse, links)
         else:
             net = _checkpoint_net(resume, params=params, data_sha=data_sha)
         opt = torch.optim.Adam(net.parameters(), lr=3e-3 if cfg.lr is None else cfg.lr, fused=True)
-        rng = np.random.default_rng(seed)
         sampler = Sampler(data, rows)
         val = np.flatnonzero(~data.train)
-        header = {"model": net.config, "params": params, "data_sha256": data_sha}
 
         def validate():
             if len(val) == 0:
@@ -559,42 +469,57 @@ def train_deepmatch(
             docs = np.concatenate([d[:, None], cand], axis=1)
             queries = np.repeat(q[:, None], docs.shape[1], axis=1)
             scores = net(net.batch(q_bags.take(queries.ravel()), d_bags.take(docs.ravel()))).view(docs.shape)
-            return _losses.hinge_loss(scores[:, 0], scores[:, 1:], margin=cfg.margin, mask=torch.from_numpy(ok))
+            return loss(scores[:, 0], scores[:, 1:], mask=torch.from_numpy(ok))
 
-        run, _ = begin_run(
-            net,
-            opt,
-            rng,
-            resume=resume,
-            params=params,
-            data_sha=data_sha,
-            validate=validate,
+        header = {"model": net.config, "params": params, "data_sha256": data_sha}
+        resumable = Resumable(params, data_sha, header, checkpoint, resume)
+        run, _ = train_loop(
+            Loop(net, opt, rng, rows, step=step, validate=validate),
+            cfg,
+            resumable,
+            progress=progress,
+            desc="deepmatch epoch",
             seconds=lda_seconds if resume is None else 0.0,
         )
-        fit_epochs(
-            Loop(net, opt, rng, rows, step=step, validate=validate),
-            run,
-            cfg,
-            checkpoint=checkpoint,
-            header=header,
-            desc="deepmatch epoch",
-            progress=progress,
-        )
-    history, best = run.history, run.best
-    record = {
-        "params": params,
-        "data_sha256": data_sha,
-        "n_pairs": int(len(pairs)),
-        "n_train_pairs": int(len(tr)),
-        "n_validation_pairs": int(len(val)),
-        "n_samples": int(len(rows)),
-        "best_epoch": best["epoch"],
-        "validation": {"ndcg@10": best["val_ndcg@10"]},
-        "history": history,
-        **data_record(pairs),
-        **trained_queries_record(pairs),
+    record = trained_record(pairs, data, rows, run, resumable)
+    model = DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record)
+    return model, run.history
+
+
+def _fit_net(cfg: DeepMatchConfig, data, rows, q_bags: TokenizedTexts, d_bags: TokenizedTexts, *, n_q: int, n_d: int):
+    """The untrained network over the patches LDA fits on (a seeded sample of) the distinct positive pairs
+    ``rows``, at the fine and the coarse resolution, and the DAG linking them."""
+    n_fine, n_coarse = (int(t) for t in cfg.topics)
+    seed, patch_words, min_links = cfg.seed, cfg.patch_words, cfg.min_links
+    positive = np.unique(np.stack([data.q_idx[rows], data.d_idx[rows]], axis=1), axis=0)
+    if len(positive) > cfg.lda_docs:
+        sample = np.random.default_rng([seed, 2]).choice(len(positive), cfg.lda_docs, replace=False)
+        positive = positive[np.sort(sample)]
+    pq, pd_ = q_bags.take(positive[:, 0]), d_bags.take(positive[:, 1])
+    fine, coarse = (
+        fit_topics(pq, pd_, n_q=n_q, n_d=n_d, n_topics=n, patch_words=patch_words, max_iter=cfg.lda_iter, seed=s)
+        for n, s in ((n_fine, seed), (n_coarse, seed + 1))
+    )
+    links = link_patches(
+        patch_overlap(coarse, fine, n_q=n_q, n_d=n_d),
+        min_links=min(min_links, n_fine),
+        max_links=max(cfg.max_links, min(min_links, n_fine)),
+    )
+    net_config = {
+        "architecture": ARCHITECTURE,
+        "n_fine": n_fine,
+        "n_coarse": n_coarse,
+        "patch_words": patch_words,
+        "units": [int(u) for u in cfg.units],
+        "latent": cfg.latent,
+        "committee": cfg.committee,
+        "link_width": int(links.shape[1]),
+        "n_query_words": n_q,
+        "n_doc_words": n_d,
     }
-    return DeepMatch(analyzer=analyzer, query_vocab=q_vocab, doc_vocab=d_vocab, net=net, training=record), history
+    net = DeepMatchNet(net_config)
+    net.set_structure(fine, coarse, links)
+    return net
 
 
 def _checkpoint_net(path, *, params: dict, data_sha: str) -> DeepMatchNet:

@@ -177,7 +177,9 @@ def pretrain_dssm(
             yield _occurrences(hasher, tokens, order[start : start + batch_size], n_features)
 
     mean = sum(v.sum(0) for v in first_layer_batches()) / max(len(texts), 1)
-    stack, record = [], {"layers": [], "n_texts": len(texts), "epochs": epochs, "lr": lr, "gaussian_lr": gaussian_lr}
+    layers: list[dict] = []
+    stack: list = []
+    record = {"layers": layers, "n_texts": len(texts), "epochs": epochs, "lr": lr, "gaussian_lr": gaussian_lr}
     batches, n_visible, data = first_layer_batches, n_features, None
     for depth, n_hidden in enumerate(widths):
         gaussian = depth == len(widths) - 1
@@ -193,9 +195,7 @@ def pretrain_dssm(
             progress=progress,
         )
         stack.append(rbm)
-        record["layers"].append(
-            {"visible": n_visible, "hidden": n_hidden, "gaussian": gaussian, "reconstruction_error": errors}
-        )
+        layers.append({"visible": n_visible, "hidden": n_hidden, "gaussian": gaussian, "reconstruction_error": errors})
         if gaussian:
             break
         # the next RBM's data: this layer's hidden probabilities for every text (computed once)

@@ -19,8 +19,9 @@ from typing import ClassVar
 
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.core.settings import SEED, Interval, OneOf, Settings
+from ltrfeat.features.encoders.losses import LossName, loss_names
 
-LOSSES = ("softmax", "generalized", "hinge")
+LOSSES = loss_names()  # the built-in ranking losses (ltrfeat.features.encoders.losses)
 SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
@@ -84,7 +85,7 @@ class TrainingConfig(Settings):
 
 @dataclass(frozen=True)
 class EncoderConfig(TrainingConfig):
-    """CLSM / DSSM training (see :func:`~ltrfeat.features.encoders.training.train_encoder` for each setting).
+    """CLSM / DSSM training (:func:`~ltrfeat.features.encoders.training.train_encoder`): its settings, each below.
 
     ``gamma=None`` means 10 with the cosine score and 1 with the dot score; ``lr=None`` the optimizer's
     default (Adam 1e-3, SGD 0.1); ``sizes`` the architecture's layer sizes, e.g. ``{"conv": 300, "out": 128}``;
@@ -93,6 +94,64 @@ class EncoderConfig(TrainingConfig):
     :data:`KEEP_START_MARGIN`; ``val_per_epoch=None``: :data:`START_CHECKS` validation checkpoints per epoch for
     such a training, one for a from-scratch one (:meth:`checks_per_epoch`); ``epochs=0`` (with a teacher only) keeps
     the distilled towers as they are.
+
+    Settings
+    --------
+    - model : ``"clsm"`` or ``"dssm"``.
+    - loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels), ``"hinge"`` (DSE) or another
+      registered loss (:mod:`ltrfeat.features.encoders.losses`).
+    - score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
+      ``"dot"`` product of the semantic vectors (DSE; see "Scores" in :mod:`ltrfeat.features.encoders.training`).
+    - epochs : maximum number of passes over the samples; 0 with a ``teacher``: the distilled towers only.
+    - negatives : J, random corpus documents per sample.
+    - hard_negatives : same-query lower-labelled documents per sample.
+    - in_batch : also use the other samples' documents of the mini-batch as negatives.
+    - gamma : softmax smoothing factor (softmax and generalized losses), multiplying R(Q, D); None for
+      10.0 with cosine and 1.0 with dot.
+    - margin : hinge loss margin, in units of R(Q, D).
+    - batch_size : samples per mini-batch.
+    - optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
+    - lr : learning rate; None for the optimizer's default above.
+    - soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (:mod:`ltrfeat.features.encoders.training_pairs`).
+    - click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
+    - min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
+    - val_fraction : share of queries held out for early stopping (0: none, train all epochs).
+    - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
+      end); None: 4 for a training that starts from a model (``init``, a teacher), 1 otherwise.
+    - patience : validation checkpoints in a row without improvement before stopping; with a start to keep, a
+      checkpoint improves only when it also beats the start by the keep-start rule below, so a training that
+      does not beat its start stops after ``patience`` checkpoints.
+    - min_count, n_buckets : trigram hashing options (:class:`TrigramHasher`).
+    - shared : one tower for queries and documents instead of two.
+    - sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
+      ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
+    - pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
+      CD-1 on the training texts (:func:`ltrfeat.features.encoders._rbm.pretrain_dssm`) before the
+      discriminative training; None for random initialisation.
+    - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home
+      Depot: 16 epochs raised the agreement but not validation NDCG; 4 epochs, then the ranking loss, gave the
+      test NDCG of 8, ``benchmarks/quality_distill_epochs.py``).
+    - distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
+      queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
+      judgments does not forget the teacher; 0 (default): the ranking loss alone.
+    - distill_rows : with a teacher, the training pairs the distillation reads: ``"all"`` (default) or
+      ``"positives"`` (soft label >= ``min_positive``; e.g. a span pre-training's span -> own-document pairs,
+      not its negatives, which add no text and ~4x the steps).
+    - distill_patience : with a teacher, score the student on the validation queries after every
+      distillation epoch, stop after this many epochs in a row without a better score and keep the best epoch's
+      weights (None, default: every ``distill_epochs``).
+    - distill_loss, distill_temperature : the distillation's loss, ``"kl"`` (the teacher's in-batch
+      ranking, softmax of cosines / temperature), ``"mse"`` (its in-batch cosines) or ``"vector"`` (each text's
+      teacher vector itself; the towers' ``out`` width must be the teacher's, 384 for MiniLM), see
+      :class:`~ltrfeat.features.encoders.distill.DistillSettings`.
+    - distill_batch_size : pairs per distillation mini-batch (the in-batch matrices are this wide; ``"vector"``
+      does not depend on it, so a larger batch only means fewer optimizer steps).
+    - keep_start_margin : with ``init`` or a ``teacher`` (a starting model worth keeping), that model is kept
+      unless the best trained epoch beats its validation NDCG@10 by more than this many paired standard
+      errors of the per-query differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting
+      point"; with ``val_fraction > 0``); the decision is the training record's ``keep_start``. A
+      from-scratch (or RBM pre-trained) model has no such start: the setting does not apply.
+    - seed : seeds weights and sampling.
     """
 
     kind: ClassVar[str] = "clsm/dssm"
@@ -100,7 +159,7 @@ class EncoderConfig(TrainingConfig):
     _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
         "epochs": _at_least(0),  # 0: the towers a teacher distilled, not trained further
         "model": [OneOf(*TOWER_MODELS)],
-        "loss": [OneOf(*LOSSES)],
+        "loss": [LossName()],
         "score": [OneOf(*SCORES)],
         "in_batch": [bool],
         "gamma": _POSITIVE + [None],
@@ -176,12 +235,46 @@ class EncoderConfig(TrainingConfig):
 @dataclass(frozen=True)
 class SbertConfig(TrainingConfig):
     """Fine-tuning a sentence-transformer (see :func:`~ltrfeat.features.encoders.sbert_training.train_sbert`);
-    ``keep_start_margin``: see :data:`KEEP_START_MARGIN`."""
+    ``keep_start_margin``: see :data:`KEEP_START_MARGIN`.
+
+    Settings
+    --------
+    - loss : ``"softmax"``, ``"generalized"`` (soft labels on every pair), ``"hinge"`` or another registered loss.
+    - epochs : maximum passes over the samples.
+    - negatives : J random training documents per sample (each costs a forward pass).
+    - hard_negatives : same-query lower-labelled documents per sample.
+    - in_batch : use the other samples' documents of the mini-batch as negatives.
+    - gamma : scale of the cosine in the softmax (softmax, generalized).
+    - margin : hinge margin on the cosine.
+    - batch_size : samples per mini-batch (and in-batch negatives per sample).
+    - accumulate : mini-batches whose gradients are summed per optimizer step.
+    - lr, weight_decay : AdamW learning rate and weight decay.
+    - max_seq_length : tokens per text; longer texts are truncated (training and inference).
+    - freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
+    - keep_frozen : run the frozen part once per distinct text and keep its output for the process
+      (:mod:`ltrfeat.features.encoders.sbert_prefix`; cheaper steps, no dropout in the frozen part);
+      False runs it in every step as before.
+    - shared : one tower for both sides; False fine-tunes separate query and document copies.
+    - precision : ``"fp32"``, or ``"bf16"``: the matrix products in bfloat16 under CPU autocast (weights,
+      optimizer and loss stay float32; faster with AVX512-BF16/AMX, slower without); the trained
+      encoder scores in the same precision.
+    - soft_labels, click_scale, min_positive, val_fraction : as in :class:`EncoderConfig`.
+    - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
+      end; each is a forward pass of the validation texts through the trained layers).
+    - patience : checkpoints in a row that do not beat the starting model by the keep-start rule (or, once one
+      has, the best checkpoint so far) before training stops; the best such checkpoint, or the start, is kept.
+    - keep_start_margin : the starting model (``base`` or ``init``) is kept unless the best trained epoch
+      beats its validation NDCG@10 by more than this many paired standard errors of the per-query
+      differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"; with
+      ``val_fraction > 0``); the decision is the training record's ``keep_start``. A kept start scores as
+      the start does: at its own ``max_seq_length`` (the base model's, or ``init``'s), not the training's.
+    - seed : seeds sampling and dropout.
+    """
 
     kind: ClassVar[str] = "sbert-ft"
     label: ClassVar[str] = "sbert-ft training"
     _parameter_constraints: ClassVar[dict] = TrainingConfig._parameter_constraints | {
-        "loss": [OneOf(*LOSSES)],
+        "loss": [LossName()],
         "in_batch": [bool],
         "gamma": _POSITIVE,
         "margin": [Real],
@@ -223,7 +316,27 @@ class SbertConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class DeepMatchConfig(TrainingConfig):
-    """DeepMatch training (see :func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`)."""
+    """DeepMatch training (see :func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`).
+
+    Settings
+    --------
+    - topics : (fine, coarse) LDA topic counts: the two patch resolutions (paper: e.g. (200, 50)).
+    - patch_words : most probable words per side kept in each patch.
+    - min_links, max_links : links per coarse patch in the DAG (at least m = ``min_links``).
+    - units : (K1, K2) decision units per fine / coarse patch.
+    - latent : D_p, rank of each local bilinear decision.
+    - committee : width of the fully connected committee layer.
+    - lda_iter : passes of online LDA.
+    - lda_docs : joint documents LDA is fitted on (a seeded sample of the distinct positive pairs).
+    - min_df, max_vocab : per-side vocabulary: words in >= ``min_df`` training texts, most frequent first.
+    - epochs, patience, val_fraction : training length and early stopping on validation NDCG@10.
+    - negatives, hard_negatives : random / same-query lower-labelled negatives per positive.
+    - margin : m of the large-margin loss (paper: 0.1).
+    - batch_size : positives per mini-batch.
+    - lr : Adam learning rate (default 3e-3).
+    - soft_labels, min_positive : which pairs are positives (as in :class:`EncoderConfig`).
+    - seed : seeds LDA, weights and sampling.
+    """
 
     kind: ClassVar[str] = "deepmatch"
     label: ClassVar[str] = "deepmatch training"

@@ -8,8 +8,8 @@ to the teacher's: ``loss="kl"`` (default) matches each query row's softmax over 
 themselves. On Home Depot validation queries KL gave the better ranker (distilled-only CLSM NDCG@1
 .657 against .624 for MSE, same 8 epochs). ``same_side`` adds the query-query and document-document
 matrices (weighted). ``loss="vector"`` instead regresses each text's student vector onto its teacher vector
-(embedding-level distillation, :func:`~ltrfeat.features.encoders._losses.vector_loss`; the towers' output width
-must be the teacher's, e.g. ``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches
+(embedding-level distillation, :func:`~ltrfeat.features.encoders.losses.vector.vector_loss`; the towers' output
+width must be the teacher's, e.g. ``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches
 the teacher's, not only those inside a batch. After distillation the
 encoder is fine-tuned with its ranking loss as usual (:func:`ltrfeat.features.encoders.training.train_encoder`
 with ``teacher=``), optionally with the batch's KL term kept in that loss (``distill_weight``,
@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ltrfeat.features.encoders import sbert_onnx
-from ltrfeat.features.encoders._losses import vector_loss
+from ltrfeat.features.encoders.losses.vector import vector_loss
 from ltrfeat.features.encoders.config import DISTILL_LOSSES
 from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.core.errors import LtrfeatError, ParameterError
@@ -413,19 +413,11 @@ def distill(
     if isinstance(teacher, str):  # loaded only if a vector is not cached (teacher_vectors)
         key = key or teacher_key(teacher)
     t0 = time.perf_counter()
-    q_texts, q_of = distinct(queries)
-    d_texts, d_of = distinct(docs)
+    (q_texts, q_of), (d_texts, d_of) = distinct(queries), distinct(docs)
     tq = teacher_vectors(teacher, q_texts, side="query", key=key, progress=progress)
     td = teacher_vectors(teacher, d_texts, side="doc", key=key, progress=progress)
     teacher_seconds = time.perf_counter() - t0
-    width = net.config["tower"]["out"]
-    if settings.loss == "vector" and width != tq.shape[1]:
-        raise ParameterError(
-            f"distill_loss='vector' regresses the student's vectors onto the teacher's, but the towers are {width} "
-            f"wide and the teacher's vectors {tq.shape[1]}",
-            fix=f"give sizes={{'out': {tq.shape[1]}}} (JSON: --encoder-option 'sizes={{\"out\": {tq.shape[1]}}}')",
-            param="distill_loss",
-        )
+    _check_width(net, tq, settings)
     pairs = np.unique(np.stack([q_of, d_of], axis=1), axis=0)
     q_tokens, d_tokens = hasher.tokenize(q_texts), hasher.tokenize(d_texts)
     rng = np.random.default_rng([seed, 4])
@@ -433,43 +425,19 @@ def distill(
     before = _agreement(net, hasher, q_tokens, d_tokens, tq, td, sample[:, 0], sample[:, 1])
 
     t1 = time.perf_counter()
-    epochs, batch_size = settings.epochs, settings.batch_size
-    opt = torch.optim.Adam(net.parameters(), lr=settings.lr, fused=True)
-    net.train()
-    losses: list[float] = []
-    n_batches = -(-len(pairs) // batch_size)
+    epochs, n_batches = settings.epochs, -(-len(pairs) // settings.batch_size)
     stopping = validate is not None and settings.patience is not None
-    scores: list[float] = []
-    best = (0, float("nan"), None)  # epoch, validation score, weights
-    for epoch in range(1, epochs + 1):
-        if stopping and epoch - 1 - best[0] >= settings.patience:
-            break
-        order = pairs[rng.permutation(len(pairs))]
-        total = 0.0
-        bar = tqdm(total=n_batches, desc=f"distil {epoch}/{epochs}", disable=not progress, file=sys.stderr, leave=False)
-        for b in range(n_batches):
-            batch = order[b * batch_size : (b + 1) * batch_size]
-            value = _batch_loss(net, hasher, (q_tokens, d_tokens), (tq, td), batch[:, 0], batch[:, 1], settings)
-            opt.zero_grad(set_to_none=True)
-            value.backward()
-            opt.step()
-            total += value.item()
-            bar.update(1)
-            bar.set_postfix(loss=f"{total / (b + 1):.5f}")
-        bar.close()
-        losses.append(total / n_batches)
-        if stopping:
-            scores.append(float(validate()))
-            if np.isnan(best[1]) or scores[-1] > best[1]:
-                best = (epoch, scores[-1], {k: v.clone() for k, v in net.state_dict().items()})
-    if stopping and best[2] is not None and best[0] != len(losses):
-        net.load_state_dict(best[2])
+
+    def step(batch: np.ndarray) -> torch.Tensor:
+        return _batch_loss(net, hasher, (q_tokens, d_tokens), (tq, td), batch[:, 0], batch[:, 1], settings)
+
+    losses, scores, best_epoch = _fit(net, pairs, rng, step, settings, validate if stopping else None, progress)
     after = _agreement(net, hasher, q_tokens, d_tokens, tq, td, sample[:, 0], sample[:, 1])
     return {
         "method": "distillation",
         "teacher": key or describe_teacher(teacher),
         "epochs": epochs,
-        "batch_size": batch_size,
+        "batch_size": settings.batch_size,
         "lr": settings.lr,
         "same_side": settings.same_side,
         "loss_function": settings.loss,
@@ -478,7 +446,7 @@ def distill(
             {
                 "patience": settings.patience,
                 "val_ndcg@10": scores,
-                "best_epoch": best[0],
+                "best_epoch": best_epoch,
                 "steps": len(losses) * n_batches,
                 "planned_steps": epochs * n_batches,
             }
@@ -493,3 +461,51 @@ def distill(
         "teacher_seconds": round(teacher_seconds, 3),
         "seconds": round(time.perf_counter() - t1, 3),
     }
+
+
+def _check_width(net, teacher_vectors: np.ndarray, settings: DistillSettings) -> None:
+    """Refuse the vector loss when the towers are not as wide as the teacher's vectors."""
+    width, wanted = net.config["tower"]["out"], teacher_vectors.shape[1]
+    if settings.loss == "vector" and width != wanted:
+        raise ParameterError(
+            f"distill_loss='vector' regresses the student's vectors onto the teacher's, but the towers are {width} "
+            f"wide and the teacher's vectors {wanted}",
+            fix=f"give sizes={{'out': {wanted}}} (JSON: --encoder-option 'sizes={{\"out\": {wanted}}}')",
+            param="distill_loss",
+        )
+
+
+def _fit(net, pairs: np.ndarray, rng, step, settings: DistillSettings, validate, progress: bool):
+    """The distillation's epochs: ``step(batch)`` per mini-batch of the shuffled ``pairs``; with ``validate``, a
+    score after every epoch, a stop after ``settings.patience`` epochs without a better one and the best epoch's
+    weights kept. Returns the per-epoch losses, the validation scores and the best epoch (0: none)."""
+    epochs, batch_size = settings.epochs, settings.batch_size
+    opt = torch.optim.Adam(net.parameters(), lr=settings.lr, fused=True)
+    net.train()
+    losses: list[float] = []
+    n_batches = -(-len(pairs) // batch_size)
+    scores: list[float] = []
+    best: tuple[int, float, dict | None] = (0, float("nan"), None)  # epoch, validation score, weights
+    for epoch in range(1, epochs + 1):
+        if validate is not None and epoch - 1 - best[0] >= (settings.patience or 0):
+            break
+        order = pairs[rng.permutation(len(pairs))]
+        total = 0.0
+        bar = tqdm(total=n_batches, desc=f"distil {epoch}/{epochs}", disable=not progress, file=sys.stderr, leave=False)
+        for b in range(n_batches):
+            value = step(order[b * batch_size : (b + 1) * batch_size])
+            opt.zero_grad(set_to_none=True)
+            value.backward()
+            opt.step()
+            total += value.item()
+            bar.update(1)
+            bar.set_postfix(loss=f"{total / (b + 1):.5f}")
+        bar.close()
+        losses.append(total / n_batches)
+        if validate is not None:
+            scores.append(float(validate()))
+            if np.isnan(best[1]) or scores[-1] > best[1]:
+                best = (epoch, scores[-1], {k: v.clone() for k, v in net.state_dict().items()})
+    if validate is not None and best[2] is not None and best[0] != len(losses):
+        net.load_state_dict(best[2])
+    return losses, scores, best[0]

@@ -152,7 +152,7 @@ class EncoderKind:
 
     def training_cost(self, rows: int, mod: str | None = None) -> float:
         """Relative cost of a cross-fitted training on ``rows`` table rows."""
-        return rows * self.cost * self.mod_cost.get(mod, 1.0)
+        return rows * self.cost * (1.0 if mod is None else self.mod_cost.get(mod, 1.0))
 
     @property
     def grammar(self) -> str:

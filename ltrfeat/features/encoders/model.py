@@ -10,7 +10,7 @@ from ltrfeat.features.encoders.config import SCORES
 from ltrfeat.features.encoders._dssm import DssmTower
 
 ARCHITECTURES = {"dssm": DssmTower, "clsm": ClsmTower}
-DEFAULT_SIZES = {
+DEFAULT_SIZES: dict[str, dict] = {
     "dssm": {"hidden": [300, 300], "out": 128},
     "clsm": {"context": 1, "conv": 300, "out": 128},
 }
@@ -67,7 +67,7 @@ class TwoTowerModel(nn.Module):
         """Whether relevance is computed on L2-normalised vectors (cosine)."""
         return self.score == "cosine"
 
-    def tower(self, side: str) -> nn.Module:
+    def tower(self, side: str) -> DssmTower | ClsmTower:
         if side == "query":
             return self.query_tower
         if side == "doc":

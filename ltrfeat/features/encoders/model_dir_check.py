@@ -41,7 +41,8 @@ def _imports(key: str, value) -> bool:
 
 def _declared_keys(data) -> set:
     """The keys naming code to import at any depth of parsed JSON ``data`` (iterative: any nesting depth)."""
-    found, stack = set(), [data]
+    found: set[str] = set()
+    stack = [data]
     while stack:
         value = stack.pop()
         if isinstance(value, dict):

@@ -172,7 +172,7 @@ class OnnxMiniLM:
                 torch.onnx.export(
                     Graph(),
                     tuple(sample[n] for n in names),
-                    graph,
+                    graph,  # type: ignore[arg-type]  # torch writes to a file object as to a path
                     input_names=names,
                     output_names=outputs,
                     dynamic_axes=axes,

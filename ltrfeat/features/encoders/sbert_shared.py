@@ -117,7 +117,7 @@ def compute(
             for batch in sbert_onnx.buckets(model, whole, batch_size):
                 if onnx is not None:
                     batch_vectors, lower = onnx.run(batch, layer=cfg.freeze_layers)
-                    batch_states = [torch.from_numpy(s) for s in lower]
+                    batch_states = [torch.from_numpy(s) for s in lower or ()]
                 else:
                     batch_vectors, batch_states = _torch_pass(model, hf, batch, cfg.freeze_layers)
                 vectors.update(zip(batch, batch_vectors))

@@ -1,7 +1,7 @@
 """Fine-tuning a sentence-transformers model (default: the packaged all-MiniLM-L6-v2) with the papers' losses.
 
 Samples, negatives, soft labels, the validation split, NDCG@10 early stopping, checkpoints and the
-loss computation are those of :mod:`ltrfeat.features.encoders.training` (its helpers are reused): R(Q, D)
+loss objects are those every trainer shares (:mod:`ltrfeat.features.encoders.trainer`): R(Q, D)
 is the cosine of the towers' L2-normalised sentence embeddings, scaled by ``gamma`` in the softmax and
 generalized losses; the hinge loss works on the cosine with ``margin``.
 
@@ -26,24 +26,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ltrfeat.core.duplicates import data_record
-from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.encoders.config import SbertConfig
 from ltrfeat.features.encoders.sbert import packaged_model_path
 from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, load_model_dir
 from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, precision_context
-from ltrfeat.features.encoders.epochs import (
-    begin_run,
-    fit_epochs,
-    Loop,
-    ndcg_per_query,
-    Sampler,
-    BatchLoss,
-    torch_settings,
-    training_data,
-    validate_pairs,
-    validation_ndcg,
-)
+from ltrfeat.features.encoders.epochs import Loop
+from ltrfeat.features.encoders.losses import make_loss
+from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.trainer import Resumable, train_loop, trained_record, training_session
+from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.features.encoders.two_tower import BatchLoss, validation_ndcg
+from ltrfeat.features.encoders.validation import ndcg_per_query
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.core.logs import show_progress
 
@@ -97,7 +90,7 @@ class _Towers(torch.nn.Module):
         super().__init__()
         self.towers = torch.nn.ModuleDict({k: _Tower(v, (prefixes or {}).get(k), precision) for k, v in towers.items()})
 
-    def tower(self, side: str) -> _Tower:
+    def tower(self, side: str) -> torch.nn.Module:
         return self.towers["shared"] if "shared" in self.towers else self.towers[side]
 
 
@@ -198,39 +191,8 @@ def train_sbert(
     ----------
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` and optionally ``qid``.
     config : an :class:`~ltrfeat.features.encoders.config.SbertConfig` (default: its defaults).
-    **options : settings of the config to replace, e.g. ``epochs=2``:
-
-        - loss : ``"softmax"``, ``"generalized"`` (soft labels on every pair) or ``"hinge"``.
-        - epochs : maximum passes over the samples.
-        - negatives : J random training documents per sample (each costs a forward pass).
-        - hard_negatives : same-query lower-labelled documents per sample.
-        - in_batch : use the other samples' documents of the mini-batch as negatives.
-        - gamma : scale of the cosine in the softmax (softmax, generalized).
-        - margin : hinge margin on the cosine.
-        - batch_size : samples per mini-batch (and in-batch negatives per sample).
-        - accumulate : mini-batches whose gradients are summed per optimizer step.
-        - lr, weight_decay : AdamW learning rate and weight decay.
-        - max_seq_length : tokens per text; longer texts are truncated (training and inference).
-        - freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
-        - keep_frozen : run the frozen part once per distinct text and keep its output for the process
-          (:mod:`ltrfeat.features.encoders.sbert_prefix`; cheaper steps, no dropout in the frozen part);
-          False runs it in every step as before.
-        - shared : one tower for both sides; False fine-tunes separate query and document copies.
-        - precision : ``"fp32"``, or ``"bf16"``: the matrix products in bfloat16 under CPU autocast (weights,
-          optimizer and loss stay float32; faster with AVX512-BF16/AMX, slower without); the trained
-          encoder scores in the same precision.
-        - soft_labels, click_scale, min_positive, val_fraction : as in
-          :func:`ltrfeat.features.encoders.training.train_encoder`.
-        - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
-          end; each is a forward pass of the validation texts through the trained layers).
-        - patience : checkpoints in a row that do not beat the starting model by the keep-start rule (or, once one
-          has, the best checkpoint so far) before training stops; the best such checkpoint, or the start, is kept.
-        - keep_start_margin : the starting model (``base`` or ``init``) is kept unless the best trained epoch
-          beats its validation NDCG@10 by more than this many paired standard errors of the per-query
-          differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"; with
-          ``val_fraction > 0``); the decision is the training record's ``keep_start``. A kept start scores as
-          the start does: at its own ``max_seq_length`` (the base model's, or ``init``'s), not the training's.
-        - seed : seeds sampling and dropout.
+    **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
+        described in :class:`~ltrfeat.features.encoders.config.SbertConfig`).
     base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
     init : a fine-tuned encoder of ``base`` to continue from (its towers' weights; epoch 0 of the history
         is then its validation score, and the rule above may keep it).
@@ -244,124 +206,96 @@ def train_sbert(
         scored as a kept start scores (at the base model's own text length).
     """
     cfg = SbertConfig.build(config, options)
-    loss, seed, shared, freeze_layers, max_seq_length = (
-        cfg.loss,
-        cfg.seed,
-        cfg.shared,
-        cfg.freeze_layers,
-        cfg.max_seq_length,
-    )
+    loss = make_loss(cfg.loss, gamma=cfg.gamma, margin=cfg.margin)
+    seed, freeze_layers, max_seq_length = cfg.seed, cfg.freeze_layers, cfg.max_seq_length
     if progress is None:
         progress = show_progress()
     pairs = validate_pairs(pairs)
     params = {"model": "sbert", "base": None if base is None else str(base), **cfg.to_dict()}
     if init is not None:
         params["init"] = init.training.get("data_sha256")
-    data_sha, data, rows = training_data(
-        pairs,
-        loss=loss,
-        soft_labels=cfg.soft_labels,
-        click_scale=cfg.click_scale,
-        min_positive=cfg.min_positive,
-        val_fraction=cfg.val_fraction,
-        seed=seed,
-    )
+    data_sha, data, rows = training_data(pairs, cfg, loss)
 
-    with torch_settings(threads):
-        torch.manual_seed(seed)
-        rng = np.random.default_rng(seed)
-        first = _load_base(base)
-        start_length = first.max_seq_length if init is None else init.max_seq_length
-        first.max_seq_length = max_seq_length
-        towers = {"shared": first} if shared else {"query": first, "doc": copy.deepcopy(first)}
-        if init is not None:
-            if set(init.towers) != set(towers):
-                raise ValueError(
-                    f"init has towers {sorted(init.towers)}, this training {sorted(towers)}: set shared= as in init"
-                )
-            for side, model in towers.items():
-                model.load_state_dict(init.towers[side].state_dict())
+    with training_session(threads, seed) as rng:
+        towers, start_length = _start_towers(cfg, base, init)
         n_layers = 0
         for model in towers.values():
             n_layers = freeze_lower(model, freeze_layers, base=base)
-        prefixes = None
-        if cfg.keep_frozen and freeze_layers >= 0:
-            key = frozen_key(first, freeze_layers, base=base, max_seq_length=max_seq_length, precision=cfg.precision)
-            prefixes = {
-                side: FrozenPrefix(
-                    model, freeze_layers, key=key, transformer=_transformer(model, base), precision=cfg.precision
-                )
-                for side, model in towers.items()
-            }
+        prefixes = _prefixes(towers, cfg, base) if cfg.keep_frozen and freeze_layers >= 0 else None
         net = _Towers(towers, prefixes, cfg.precision)
         trainable = [p for p in net.parameters() if p.requires_grad]
         if not trainable:
             raise ValueError(f"freeze_layers={freeze_layers} freezes all {n_layers} layers: nothing to train")
         opt = torch.optim.AdamW(trainable, lr=cfg.lr, weight_decay=cfg.weight_decay, fused=True)
         q_texts, d_texts = _Texts(data.queries), _Texts(data.docs)
-        sampler = Sampler(data, rows)
-        header = {"params": params, "data_sha256": data_sha}
-        keep = cfg.keep_start_margin if cfg.val_fraction > 0 else None
-        validate = lambda: validation_ndcg(net, None, q_texts, d_texts, data, per_query=True)  # noqa: E731
-        run, _ = begin_run(
-            net,
-            opt,
-            rng,
-            resume=resume,
-            params=params,
-            data_sha=data_sha,
-            validate=_start_validation(start_scores, data, cfg, init) or validate,
-            keep_start=keep is not None,
-        )
-        net.train()
         step = BatchLoss(
             net,
             None,
             q_texts,
             d_texts,
             data,
-            sampler,
+            Sampler(data, rows),
             rng,
             idx_of=rows,
             loss=loss,
             negatives=cfg.negatives,
             hard=cfg.hard_negatives,
             in_batch=cfg.in_batch,
-            gamma=cfg.gamma,
-            margin=cfg.margin,
         )
-        fit_epochs(
+        validate = lambda: validation_ndcg(net, None, q_texts, d_texts, data, per_query=True)  # noqa: E731
+        resumable = Resumable(params, data_sha, {"params": params, "data_sha256": data_sha}, checkpoint, resume)
+        run, _ = train_loop(
             Loop(net, opt, rng, rows, step=step, validate=validate),
-            run,
             cfg,
-            checkpoint=checkpoint,
-            header=header,
+            resumable,
             progress=progress,
-            keep_start=keep,
+            keep_start=cfg.keep_start_margin if cfg.val_fraction > 0 else None,
+            start_validate=_start_validation(start_scores, data, cfg, init),
         )
-    history, best = run.history, run.best
-    record = {
-        "params": params,
-        "data_sha256": data_sha,
-        "n_pairs": int(len(pairs)),
-        "n_train_pairs": int(data.train.sum()),
-        "n_validation_pairs": int((~data.train).sum()),
-        "n_samples": int(len(rows)),
-        "n_layers": n_layers,
-        "best_epoch": best["epoch"],
-        "validation": {"ndcg@10": best["val_ndcg@10"], "zero_shot_ndcg@10": history[0]["val_ndcg@10"]},
-        **({"keep_start": run.kept} if run.kept is not None else {}),
-        "history": history,
-        **data_record(pairs),
-        **trained_queries_record(pairs),
-    }
+    record = trained_record(
+        pairs,
+        data,
+        rows,
+        run,
+        resumable,
+        sizes={"n_layers": n_layers},
+        validation={"zero_shot_ndcg@10": run.history[0]["val_ndcg@10"]},
+    )
     if run.kept is not None and run.kept["kept"] and cfg.precision == "fp32" and (init is None or is_zero_shot(init)):
         record["zero_shot"] = True  # the base model itself: it scores as the zero-shot ``sbert`` column does
     if run.kept is not None and run.kept["kept"] and start_length != max_seq_length:
         # the start itself, scored as the start scores: the zero-shot model's (or init's) own text length, and
         # without the frozen states kept for the training's shorter texts
         max_seq_length, prefixes = start_length, None
-    return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), history
+    return SbertFinetuned(towers, max_seq_length=max_seq_length, training=record, prefixes=prefixes), run.history
+
+
+def _start_towers(cfg: SbertConfig, base, init) -> tuple[dict, int]:
+    """The towers to fine-tune (``shared``, or ``query`` and ``doc``): the base model truncating at the config's
+    ``max_seq_length``, with ``init``'s weights when given; and the text length the start scores at."""
+    first = _load_base(base)
+    start_length = first.max_seq_length if init is None else init.max_seq_length
+    first.max_seq_length = cfg.max_seq_length
+    towers = {"shared": first} if cfg.shared else {"query": first, "doc": copy.deepcopy(first)}
+    if init is not None:
+        if set(init.towers) != set(towers):
+            raise ValueError(
+                f"init has towers {sorted(init.towers)}, this training {sorted(towers)}: set shared= as in init"
+            )
+        for side, model in towers.items():
+            model.load_state_dict(init.towers[side].state_dict())
+    return towers, start_length
+
+
+def _prefixes(towers: dict, cfg: SbertConfig, base) -> dict:
+    """Each tower's frozen layers, run once per distinct text (``keep_frozen``)."""
+    first = next(iter(towers.values()))
+    layers, length = cfg.freeze_layers, cfg.max_seq_length
+    key = frozen_key(first, layers, base=base, max_seq_length=length, precision=cfg.precision)
+    return {
+        side: FrozenPrefix(model, layers, key=key, transformer=_transformer(model, base), precision=cfg.precision)
+        for side, model in towers.items()
+    }
 
 
 def _start_validation(start_scores, data, cfg: SbertConfig, init):

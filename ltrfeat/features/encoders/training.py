@@ -1,7 +1,9 @@
 """Training a DSSM / CLSM two-tower encoder on judged or clicked (query, document) pairs.
 
-Samples, negatives, soft labels, validation and the epoch loop are those of
-:mod:`ltrfeat.features.encoders.epochs`.
+Samples and soft labels (:mod:`~ltrfeat.features.encoders.training_pairs`), negatives
+(:mod:`~ltrfeat.features.encoders.negatives`), the losses (:mod:`~ltrfeat.features.encoders.losses`) and the loop
+with its validation, checkpoints and keep-start rule (:mod:`~ltrfeat.features.encoders.trainer`) are those every
+trainer shares.
 
 Scores
 ------
@@ -26,25 +28,22 @@ import dataclasses
 
 import numpy as np
 import pandas as pd
-import torch
 
-from ltrfeat.core.duplicates import data_record
-from ltrfeat.features.leakage import trained_queries_record
 from ltrfeat.features.encoders.config import EncoderConfig
 from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.epochs import (
-    BatchLoss,
-    Loop,
-    Sampler,
-    begin_run,
-    fit_epochs,
-    make_optimizer,
-    torch_settings,
-    training_data,
-    validate_pairs,
-    validation_ndcg,
-)
+from ltrfeat.features.encoders.epochs import Loop
+from ltrfeat.features.encoders.losses import make_loss
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.trainer import (
+    Resumable,
+    make_optimizer,
+    train_loop,
+    trained_record,
+    training_session,
+)
+from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.features.encoders.two_tower import BatchLoss, validation_ndcg
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.core.logs import show_progress
@@ -69,62 +68,8 @@ def train_encoder(
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` (grade or click count) and
         optionally ``qid`` (groups queries for the validation split and NDCG).
     config : an :class:`~ltrfeat.features.encoders.config.EncoderConfig` (default: its defaults).
-    **options : settings of the config to replace, e.g. ``epochs=5`` (checked like the config itself):
-
-        - model : ``"clsm"`` or ``"dssm"``.
-        - loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels) or ``"hinge"`` (DSE).
-        - score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
-          ``"dot"`` product of the semantic vectors (DSE; see "Scores" in the module docstring).
-        - epochs : maximum number of passes over the samples; 0 with a ``teacher``: the distilled towers only.
-        - negatives : J, random corpus documents per sample.
-        - hard_negatives : same-query lower-labelled documents per sample.
-        - in_batch : also use the other samples' documents of the mini-batch as negatives.
-        - gamma : softmax smoothing factor (softmax and generalized losses), multiplying R(Q, D); None for
-          10.0 with cosine and 1.0 with dot.
-        - margin : hinge loss margin, in units of R(Q, D).
-        - batch_size : samples per mini-batch.
-        - optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
-        - lr : learning rate; None for the optimizer's default above.
-        - soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (see the module docstring).
-        - click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
-        - min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
-        - val_fraction : share of queries held out for early stopping (0: none, train all epochs).
-        - val_per_epoch : validation checkpoints per epoch, evenly spaced over its optimizer steps (the last at its
-          end); None: 4 for a training that starts from a model (``init``, a teacher), 1 otherwise.
-        - patience : validation checkpoints in a row without improvement before stopping; with a start to keep, a
-          checkpoint improves only when it also beats the start by the keep-start rule below, so a training that
-          does not beat its start stops after ``patience`` checkpoints.
-        - min_count, n_buckets : trigram hashing options (:class:`TrigramHasher`).
-        - shared : one tower for queries and documents instead of two.
-        - sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
-          ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
-        - pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
-          CD-1 on the training texts (:func:`ltrfeat.features.encoders._rbm.pretrain_dssm`) before the
-          discriminative training; None for random initialisation.
-        - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home
-          Depot: 16 epochs raised the agreement but not validation NDCG; 4 epochs, then the ranking loss, gave the
-          test NDCG of 8, ``benchmarks/quality_distill_epochs.py``).
-        - distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
-          queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
-          judgments does not forget the teacher; 0 (default): the ranking loss alone.
-        - distill_rows : with a teacher, the training pairs the distillation reads: ``"all"`` (default) or
-          ``"positives"`` (soft label >= ``min_positive``; e.g. a span pre-training's span -> own-document pairs,
-          not its negatives, which add no text and ~4x the steps).
-        - distill_patience : with a teacher, score the student on the validation queries after every
-          distillation epoch, stop after this many epochs in a row without a better score and keep the best epoch's
-          weights (None, default: every ``distill_epochs``).
-        - distill_loss, distill_temperature : the distillation's loss, ``"kl"`` (the teacher's in-batch
-          ranking, softmax of cosines / temperature), ``"mse"`` (its in-batch cosines) or ``"vector"`` (each text's
-          teacher vector itself; the towers' ``out`` width must be the teacher's, 384 for MiniLM), see
-          :class:`~ltrfeat.features.encoders.distill.DistillSettings`.
-        - distill_batch_size : pairs per distillation mini-batch (the in-batch matrices are this wide; ``"vector"``
-          does not depend on it, so a larger batch only means fewer optimizer steps).
-        - keep_start_margin : with ``init`` or a ``teacher`` (a starting model worth keeping), that model is kept
-          unless the best trained epoch beats its validation NDCG@10 by more than this many paired standard
-          errors of the per-query differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting
-          point"; with ``val_fraction > 0``); the decision is the training record's ``keep_start``. A
-          from-scratch (or RBM pre-trained) model has no such start: the setting does not apply.
-        - seed : seeds weights and sampling.
+    **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
+        described in :class:`~ltrfeat.features.encoders.config.EncoderConfig`).
     teacher : distil a sentence-transformer before the ranking loss (:mod:`ltrfeat.features.encoders.distill`):
         ``"sbert"`` (the packaged MiniLM), ``"sbert=PATH"`` or a model directory, or any object with
         ``encode(texts, side=)``. The towers first fit the teacher's in-batch cosine matrices on the
@@ -141,6 +86,70 @@ def train_encoder(
     progress : show a progress bar (default: when stderr is a terminal and ``CI`` is unset).
     """
     cfg = EncoderConfig.build(config, options)
+    _check_starts(cfg, teacher, init)
+    seed = cfg.seed
+    loss = make_loss(cfg.loss, gamma=cfg.resolved_gamma, margin=cfg.margin)
+    if progress is None:
+        progress = show_progress()
+    pairs = validate_pairs(pairs)
+    keep = cfg.keep_start_margin if (init is not None or teacher is not None) and cfg.val_fraction > 0 else None
+    cfg = dataclasses.replace(cfg, val_per_epoch=cfg.checks_per_epoch(keeps_start=keep is not None))
+    params = _record_params(cfg, teacher, keep)
+    if init is not None:
+        params["init"] = {"data_sha256": init.training.get("data_sha256"), "params": init.training.get("params")}
+    data_sha, data, rows = training_data(pairs, cfg, loss)
+
+    with training_session(threads, seed) as rng:
+        tr = np.flatnonzero(data.train)
+        train_texts = [data.queries[i] for i in np.unique(data.q_idx[tr])] + [
+            data.docs[i] for i in np.unique(data.d_idx[tr])
+        ]
+        hasher, net = _towers(cfg, init, train_texts)
+        pretrained = None
+        tokens: list = []  # the validation's texts tokenized, by the distillation's early stopping (after its own)
+        if cfg.pretrain == "rbm" and resume is None:
+            from ltrfeat.features.encoders._rbm import pretrain_dssm
+
+            pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
+        if teacher is not None and resume is None:
+            pretrained = _distill(net, hasher, data, tr, teacher, cfg, tokens, progress=progress)
+        opt = make_optimizer(cfg.optimizer, net.parameters(), cfg.lr)
+        q_tokens, d_tokens = tokens or (hasher.tokenize(data.queries), hasher.tokenize(data.docs))
+        header = {
+            "model": net.config,
+            "hasher": hasher.to_json(),
+            "params": params,
+            "data_sha256": data_sha,
+            **({"pretrain": pretrained} if pretrained else {}),
+        }
+        step = BatchLoss(
+            net,
+            hasher,
+            q_tokens,
+            d_tokens,
+            data,
+            Sampler(data, rows),
+            rng,
+            idx_of=rows,
+            loss=loss,
+            negatives=cfg.negatives,
+            hard=cfg.hard_negatives,
+            in_batch=cfg.in_batch,
+            kept=_kept_teacher(teacher, data, tr, cfg.distill_weight) if cfg.distill_weight else None,
+        )
+        validate = lambda: validation_ndcg(net, hasher, q_tokens, d_tokens, data, per_query=True)  # noqa: E731
+        resumable = Resumable(params, data_sha, header, checkpoint, resume)
+        run, state = train_loop(
+            Loop(net, opt, rng, rows, step=step, validate=validate), cfg, resumable, progress=progress, keep_start=keep
+        )
+    if state is not None and state.get("pretrain"):
+        pretrained = state["pretrain"]
+    record = trained_record(pairs, data, rows, run, resumable, extra={"pretrain": pretrained} if pretrained else None)
+    return Encoder(hasher, net, training=record), run.history
+
+
+def _check_starts(cfg: EncoderConfig, teacher, init) -> None:
+    """Refuse settings that do not go with the starting points given (a teacher, an init) or their absence."""
     if teacher is not None and cfg.pretrain is not None:
         raise ValueError("teacher needs pretrain=None")
     if cfg.distill_weight and teacher is None:
@@ -151,152 +160,56 @@ def train_encoder(
         )
     if init is not None:
         _check_init(init, cfg, teacher)
-    model, loss, score, seed, gamma = cfg.model, cfg.loss, cfg.score, cfg.seed, cfg.resolved_gamma
-    if progress is None:
-        progress = show_progress()
-    pairs = validate_pairs(pairs)
-    keep = cfg.keep_start_margin if (init is not None or teacher is not None) and cfg.val_fraction > 0 else None
-    cfg = dataclasses.replace(cfg, val_per_epoch=cfg.checks_per_epoch(keeps_start=keep is not None))
-    params = _record_params(cfg, teacher, keep)
-    if init is not None:
-        params["init"] = {"data_sha256": init.training.get("data_sha256"), "params": init.training.get("params")}
-    data_sha, data, rows = training_data(
-        pairs,
-        loss=loss,
-        soft_labels=cfg.soft_labels,
-        click_scale=cfg.click_scale,
-        min_positive=cfg.min_positive,
-        val_fraction=cfg.val_fraction,
-        seed=seed,
+
+
+def _towers(cfg: EncoderConfig, init: Encoder | None, train_texts: list[str]) -> tuple[TrigramHasher, TwoTowerModel]:
+    """The trigram hasher and the towers to train: fresh ones fitted on ``train_texts``, or copies of ``init``'s."""
+    if init is None:
+        hasher = TrigramHasher(min_count=cfg.min_count, n_buckets=cfg.n_buckets).fit(train_texts)
+        sizes = cfg.sizes or {}
+        net = TwoTowerModel(model_config(cfg.model, hasher.n_features_, shared=cfg.shared, score=cfg.score, **sizes))
+        return hasher, net
+    # a fresh hasher: the init's own has numbered the words it met so far, and that numbering changes
+    # the order of float sums, so a fine-tuning would depend on what the init encoder scored before
+    hasher, net = TrigramHasher.from_json(init.hasher.to_json()), copy.deepcopy(init.model)
+    net.train()
+    return hasher, net
+
+
+def _kept_teacher(teacher, data, tr, weight: float):
+    """The teacher's in-batch term kept in the ranking loss (``distill_weight``) over the training rows ``tr``."""
+    from ltrfeat.features.encoders.distill import KeptTeacher
+
+    return KeptTeacher(teacher, data.queries, data.docs, q_rows=data.q_idx[tr], d_rows=data.d_idx[tr], weight=weight)
+
+
+def _distill(net, hasher, data, tr, teacher, cfg: EncoderConfig, tokens: list, *, progress: bool) -> dict:
+    """Distil ``teacher`` into the towers on the training rows ``tr`` (:func:`~ltrfeat.features.encoders.distill.
+    distill`), early-stopped on the validation queries (whose tokens it leaves in ``tokens``); returns its record."""
+    from ltrfeat.features.encoders.distill import distill
+
+    read = tr if cfg.distill_rows == "all" else tr[data.y[tr] >= cfg.min_positive]
+
+    def distill_validate() -> float:
+        tokens[:] = tokens or [hasher.tokenize(data.queries), hasher.tokenize(data.docs)]
+        return validation_ndcg(net, hasher, tokens[0], tokens[1], data)
+
+    return distill(
+        net,
+        hasher,
+        [data.queries[i] for i in data.q_idx[read]],
+        [data.docs[i] for i in data.d_idx[read]],
+        teacher,
+        epochs=cfg.distill_epochs,
+        lr=cfg.distill_lr,
+        batch_size=cfg.distill_batch_size,
+        loss=cfg.distill_loss,
+        temperature=cfg.distill_temperature,
+        patience=cfg.distill_patience if cfg.val_fraction > 0 else None,
+        seed=cfg.seed,
+        progress=progress,
+        validate=distill_validate,
     )
-
-    with torch_settings(threads):
-        torch.manual_seed(seed)
-        rng = np.random.default_rng(seed)
-        tr = np.flatnonzero(data.train)
-        train_texts = [data.queries[i] for i in np.unique(data.q_idx[tr])] + [
-            data.docs[i] for i in np.unique(data.d_idx[tr])
-        ]
-        if init is None:
-            hasher = TrigramHasher(min_count=cfg.min_count, n_buckets=cfg.n_buckets).fit(train_texts)
-            net = TwoTowerModel(
-                model_config(model, hasher.n_features_, shared=cfg.shared, score=score, **(cfg.sizes or {}))
-            )
-        else:
-            # a fresh hasher: the init's own has numbered the words it met so far, and that numbering changes
-            # the order of float sums, so a fine-tuning would depend on what the init encoder scored before
-            hasher, net = TrigramHasher.from_json(init.hasher.to_json()), copy.deepcopy(init.model)
-            net.train()
-        pretrained = None
-        tokens: list = []  # the validation's texts tokenized, by the distillation's early stopping (after its own)
-        if cfg.pretrain == "rbm" and resume is None:
-            from ltrfeat.features.encoders._rbm import pretrain_dssm
-
-            pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
-        if teacher is not None and resume is None:
-            from ltrfeat.features.encoders.distill import distill
-
-            read = tr if cfg.distill_rows == "all" else tr[data.y[tr] >= cfg.min_positive]
-
-            def distill_validate() -> float:
-                tokens[:] = tokens or [hasher.tokenize(data.queries), hasher.tokenize(data.docs)]
-                return validation_ndcg(net, hasher, tokens[0], tokens[1], data)
-
-            pretrained = distill(
-                net,
-                hasher,
-                [data.queries[i] for i in data.q_idx[read]],
-                [data.docs[i] for i in data.d_idx[read]],
-                teacher,
-                epochs=cfg.distill_epochs,
-                lr=cfg.distill_lr,
-                batch_size=cfg.distill_batch_size,
-                loss=cfg.distill_loss,
-                temperature=cfg.distill_temperature,
-                patience=cfg.distill_patience if cfg.val_fraction > 0 else None,
-                seed=seed,
-                progress=progress,
-                validate=distill_validate,
-            )
-        opt = make_optimizer(cfg.optimizer, net.parameters(), cfg.lr)
-        q_tokens, d_tokens = tokens or (hasher.tokenize(data.queries), hasher.tokenize(data.docs))
-        kept = None
-        if cfg.distill_weight:
-            from ltrfeat.features.encoders.distill import KeptTeacher
-
-            kept = KeptTeacher(
-                teacher,
-                data.queries,
-                data.docs,
-                q_rows=data.q_idx[tr],
-                d_rows=data.d_idx[tr],
-                weight=cfg.distill_weight,
-            )
-        sampler = Sampler(data, rows)
-        header = {
-            "model": net.config,
-            "hasher": hasher.to_json(),
-            "params": params,
-            "data_sha256": data_sha,
-            **({"pretrain": pretrained} if pretrained else {}),
-        }
-        validate = lambda: validation_ndcg(net, hasher, q_tokens, d_tokens, data, per_query=True)  # noqa: E731
-        run, state = begin_run(
-            net,
-            opt,
-            rng,
-            resume=resume,
-            params=params,
-            data_sha=data_sha,
-            validate=validate,
-            keep_start=keep is not None,
-        )
-        if state is not None and state.get("pretrain"):
-            pretrained = state["pretrain"]
-            header = {**header, "pretrain": pretrained}
-        step = BatchLoss(
-            net,
-            hasher,
-            q_tokens,
-            d_tokens,
-            data,
-            sampler,
-            rng,
-            idx_of=rows,
-            loss=loss,
-            negatives=cfg.negatives,
-            hard=cfg.hard_negatives,
-            in_batch=cfg.in_batch,
-            gamma=gamma,
-            margin=cfg.margin,
-            kept=kept,
-        )
-        fit_epochs(
-            Loop(net, opt, rng, rows, step=step, validate=validate),
-            run,
-            cfg,
-            checkpoint=checkpoint,
-            header=header,
-            progress=progress,
-            keep_start=keep,
-        )
-    history, best = run.history, run.best
-    record = {
-        "params": params,
-        "data_sha256": data_sha,
-        "n_pairs": int(len(pairs)),
-        "n_train_pairs": int(data.train.sum()),
-        "n_validation_pairs": int((~data.train).sum()),
-        "n_samples": int(len(rows)),
-        "best_epoch": best["epoch"],
-        "validation": {"ndcg@10": best["val_ndcg@10"]},
-        **({"keep_start": run.kept} if run.kept is not None else {}),
-        "history": history,
-        **({"pretrain": pretrained} if pretrained else {}),
-        **data_record(pairs),
-        **trained_queries_record(pairs),
-    }
-    return Encoder(hasher, net, training=record), history
 
 
 def _check_init(init, cfg: EncoderConfig, teacher) -> None:
