@@ -78,8 +78,12 @@ def read_click_log(
     """
     if fmt not in (None, "ubi"):
         table_format(path, fmt)  # an unknown format: the one-line error listing the formats
-    ubi = fmt == "ubi" or (fmt in (None, "jsonl") and _is_ubi(path, encoding))
-    if not ubi and queries is not None and not isinstance(queries, pd.DataFrame) and _ubi_queries(queries, encoding):
+    ubi_queries = queries is not None and not isinstance(queries, pd.DataFrame) and _ubi_queries(queries, encoding)
+    ubi = fmt == "ubi" or (
+        fmt in (None, "jsonl")
+        and (_is_ubi(path, encoding) or (ubi_queries and _first_json_record(path, encoding) is None))
+    )
+    if ubi_queries and not ubi:
         raise TextTableError(
             "the queries are UBI query records but the log holds no UBI events (no action_name in its first record)",
             path=path,
