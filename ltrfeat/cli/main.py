@@ -177,6 +177,7 @@ with _starting():
     from ltrfeat.cli import extract_cmd  # noqa: E402
     from ltrfeat.cli import ranker_cmd  # noqa: E402
     from ltrfeat.cli import datasets_cmd  # noqa: E402
+    from ltrfeat.cli import clicks_cmd  # noqa: E402
     from ltrfeat.cli import ablate_cmd  # noqa: E402
     from ltrfeat.cli import explain_cmd  # noqa: E402
     from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
@@ -195,6 +196,7 @@ cli.add_command(ranker_cmd.evaluate)
 cli.add_command(ranker_cmd.rank)
 cli.add_command(ranker_cmd.rerank)
 cli.add_command(datasets_cmd.datasets)
+cli.add_command(clicks_cmd.clicks)
 cli.add_command(ablate_cmd.ablate)
 cli.add_command(ablate_cmd.compare)
 cli.add_command(report_cmd.report)

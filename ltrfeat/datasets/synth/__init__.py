@@ -3,13 +3,20 @@ fields, judged train/vali/test queries with graded labels, and a click log — d
 seed, with vocabulary mismatch, ambiguous words, lexical distractors and noisy clicks.
 ``data/README.md`` states its assumptions and file formats."""
 
-from ltrfeat.datasets.synth._clicks import ATTRACTION, EXAMINATION_EXPONENT, STRAY_CLICK
+from ltrfeat.datasets.synth._clicks import (
+    ATTRACTION,
+    EXAMINATION_EXPONENT,
+    STRAY_CLICK,
+    ClickModel,
+    examination_curve,
+)
 from ltrfeat.datasets.synth._world import (
     GENERATOR_VERSION,
     PRESETS,
     PUBLIC_COLUMNS,
     SPLITS,
     World,
+    click_model,
     generate_world,
     realism_stats,
     write_world,
@@ -19,11 +26,14 @@ __all__ = [
     "ATTRACTION",
     "EXAMINATION_EXPONENT",
     "STRAY_CLICK",
+    "ClickModel",
     "GENERATOR_VERSION",
     "PRESETS",
     "PUBLIC_COLUMNS",
     "SPLITS",
     "World",
+    "click_model",
+    "examination_curve",
     "generate_world",
     "realism_stats",
     "write_world",

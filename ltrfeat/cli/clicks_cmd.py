@@ -1,0 +1,147 @@
+"""``ltrfeat clicks ...``: look at a click log and aggregate it (formats: docs/clicks.md)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import click
+
+from ltrfeat.cli._options import option_group
+
+LOG_FORMATS = ("tsv", "csv", "jsonl", "parquet", "ubi")
+
+_READING = option_group(
+    "reading",
+    click.option(
+        "--queries",
+        "queries",
+        type=click.Path(dir_okay=False),
+        help="Query table (qid, query) for a log that names queries by qid; for UBI events, the UBI query records.",
+    ),
+    click.option(
+        "--docs",
+        "docs",
+        type=click.Path(dir_okay=False),
+        help="Documents table (docid, text fields): rows naming another document are an error.",
+    ),
+    click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(LOG_FORMATS),
+        default=None,
+        help="Log format [default: from the extension; JSON lines of UBI events are recognised].",
+    ),
+    click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the log and tables."),
+    click.option(
+        "--chunk-rows",
+        type=int,
+        default=1_000_000,
+        show_default=True,
+        help="Log rows read and checked at a time (memory grows with it and with the distinct keys, not the log).",
+    ),
+    click.option(
+        "--dask",
+        "dask",
+        default=None,
+        metavar="SCHEDULER|local[:N]",
+        help="Check and sum the chunks on a Dask cluster (scheduler address or file, or local[:N] workers); "
+        "the result is identical to a local run. Needs ltrfeat[dask].",
+    ),
+)
+
+
+@click.group()
+def clicks():
+    """Click logs: impression-level (one row per shown result, with its position), aggregated with or without
+    positions, or OpenSearch UBI query and event records. docs/clicks.md describes the formats.
+
+    \b
+    Examples:
+      ltrfeat clicks summary data/clicks_impressions.tsv
+      ltrfeat clicks aggregate data/clicks_impressions.tsv --out clicks_by_position.tsv
+    """
+
+
+def _read(log, reading: dict):
+    from ltrfeat.clicks import read_click_log
+
+    with contextlib.ExitStack() as stack:
+        client = None
+        if reading["dask"]:
+            from ltrfeat.core.dask_cluster import dask_client
+
+            client = stack.enter_context(dask_client(reading["dask"]))
+        return read_click_log(
+            log,
+            queries=reading["queries"],
+            docs=reading["docs"],
+            fmt=reading["fmt"],
+            encoding=reading["encoding"],
+            chunk_rows=reading["chunk_rows"],
+            client=client,
+        )
+
+
+@clicks.command()
+@click.argument("log", type=click.Path(dir_okay=False))
+@_READING
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
+def summary(log, reading, as_json):
+    """What the click log LOG holds: impressions, clicks, sessions, queries, the click-through rate by position,
+    and whether positions are present (so that position bias can be corrected).
+
+    \b
+    Examples:
+      ltrfeat clicks summary data/clicks_impressions.tsv
+      ltrfeat clicks summary data/clicks.tsv --json
+      ltrfeat clicks summary ubi_events.jsonl --queries ubi_queries.jsonl
+    """
+    from ltrfeat.clicks import log_summary
+
+    figures = log_summary(_read(log, reading))
+    if as_json:
+        click.echo(json.dumps(figures, indent=1))
+        return
+    sessions = "" if figures["sessions"] is None else f", {figures['sessions']:,} sessions"
+    click.echo(
+        f"{log}: {figures['kind_name']} log, {figures['impressions']:,} impressions, {figures['clicks']:,} clicks "
+        f"(CTR {figures['ctr']:.4f}){sessions}, {figures['queries']:,} queries, {figures['pairs']:,} "
+        "query-document pairs"
+    )
+    if figures["has_positions"]:
+        click.echo(f"positions 1-{figures['max_position']}: {figures['note']}")
+        click.echo("position  impressions  clicks  CTR")
+        for row in figures["ctr_by_position"]:
+            click.echo(f"{row['position']:>8}  {row['impressions']:>11,}  {row['clicks']:>6,}  {row['ctr']:.4f}")
+    else:
+        click.echo(f"no positions: {figures['note']}")
+
+
+@clicks.command()
+@click.argument("log", type=click.Path(dir_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    required=True,
+    help="Aggregated log with positions (query, docid, position, impressions, clicks); format by extension.",
+)
+@_READING
+def aggregate(log, out, reading):
+    """Sum the impression-level log LOG per query, document and position into OUT (written atomically: nothing is
+    left on error). The log is read a chunk at a time, so memory holds the distinct keys, not the rows.
+
+    \b
+    Examples:
+      ltrfeat clicks aggregate data/clicks_impressions.tsv --out clicks_by_position.tsv
+      ltrfeat clicks aggregate big_log.csv.gz --out by_position.parquet --dask local:2
+      ltrfeat clicks aggregate ubi_events.jsonl --queries ubi_queries.jsonl --out by_position.tsv
+    """
+    from ltrfeat.clicks import write_positioned
+
+    read = _read(log, reading)
+    write_positioned(read, out)
+    click.echo(
+        f"wrote {out}: {len(read.positioned):,} (query, document, position) rows from "
+        f"{int(read.positioned['impressions'].sum()):,} impressions and {int(read.positioned['clicks'].sum()):,} clicks"
+    )
