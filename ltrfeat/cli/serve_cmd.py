@@ -115,7 +115,7 @@ _FEATURES = option_group(  # what computes the ranker's features (its record nam
     envvar="LTRFEAT_SERVE_TOKEN",
     show_envvar=True,
     metavar="SECRET",
-    help="Require 'Authorization: Bearer SECRET' on /score, /embed and /health (/healthz and /readyz "
+    help="Require 'Authorization: Bearer SECRET' on /score, /explain, /embed and /health (/healthz and /readyz "
     "stay open for probes). Needed to listen beyond loopback.",
 )
 @click.option(
@@ -127,10 +127,11 @@ _FEATURES = option_group(  # what computes the ranker's features (its record nam
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
 def serve(ranker, features, host, port, allow_hosts, limits, token, open_bind, threads, lexical_params):
-    """Serve a ranker over HTTP: POST /score, POST /embed, GET /health, /healthz, /readyz.
+    """Serve a ranker over HTTP: POST /score, POST /explain, POST /embed, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
-    {"scores": [...], "order": [docids, best first]}. Each candidate carries its docid and
+    {"scores": [...], "order": [docids, best first]}; POST /explain takes the same request and adds
+    each document's per-feature contributions to its score. Each candidate carries its docid and
     every text field the ranker's features read (GET /health lists them as "fields"; the
     example below is for a ranker on title and description). An unknown Host, bad JSON, lone
     surrogates or deep nesting give 400, no token 401, a stalled or slow body 408, too large a

@@ -4,6 +4,10 @@ Endpoints:
 
 - ``POST /score`` takes ``{"query": "...", "candidates": [{"docid": "...", "<field>": "..."}]}`` and
   answers ``{"scores": [...], "order": [docids, best first]}``.
+- ``POST /explain`` takes the same body, within the same limits, and answers the ``/score`` answer plus
+  ``"documents"``: best first, each with ``rank``, ``docid``, ``score``, ``bias`` and every feature's
+  ``contributions`` (largest |contribution| first; they and the bias add up to the score, see
+  :mod:`ltrfeat.rankers.contributions`).
 - ``POST /embed`` takes ``{"query": "..."}`` and answers ``{"params": {...}}``: the parameters of the
   exported LTR featureset for that query (``keywords``, each encoder's ``<name>_query_vector``, the
   query-level values), ready to send as an ``sltr`` query's ``params`` (see
@@ -19,7 +23,8 @@ arrived within ``client_timeout`` seconds or arrives slower than ``min_body_rate
 over ``max_bytes``, more than ``max_candidates`` candidates or a text over ``max_text_chars``; 415 for
 a body that is not ``application/json`` (a web page can send any other type without a CORS
 preflight); 422 for a well-formed body with missing or mistyped fields; 503 (with ``Retry-After``)
-when ``max_concurrent`` requests are already in progress. A request takes one of those places only once
+when ``max_concurrent`` requests are already in progress; 501 from ``/explain`` when the ranker's kind
+has no contributions. A request takes one of those places only once
 its whole body has arrived, so slow senders cannot lock the others out.
 """
 
@@ -44,6 +49,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 
 from ltrfeat.core.config_files import json_depth
+from ltrfeat.rankers.contributions import explained_row
 from ltrfeat.serving.fairness import Turns, steps
 from ltrfeat.serving.scorer import CandidateError, Scorer
 
@@ -357,7 +363,8 @@ def create_app(
                 f"{where} holds {len(text):,} characters; the limit is {limits.max_text_chars:,} (--max-text-chars)",
             )
 
-    async def score_payload(payload, client) -> dict:
+    def checked(payload) -> ScoreRequest:
+        """A ``/score`` or ``/explain`` body within the candidate and text limits (else 413)."""
         req = validated(ScoreRequest, payload)
         if len(req.candidates) > limits.max_candidates:
             raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
@@ -365,22 +372,58 @@ def create_app(
         for i, candidate in enumerate(req.candidates):
             for field in scorer.fields:
                 check_length(f"candidates[{i}].{field}", candidate.get(field))
-        parts = steps(req.candidates, scorer.fields)
-        try:
-            if len(parts) == 1:
-                scores = await turns.run(client, scorer.score, req.query, req.candidates)
-            else:  # in steps, so that other requests are scored in between
-                pairs = await turns.run(client, scorer.prepare, req.query, req.candidates)
-                X = [await turns.run(client, scorer.pair_features, pairs.iloc[part]) for part in parts]
-                scores = await turns.run(client, scorer.predict, np.concatenate(X))
-        except CandidateError as exc:
-            raise _Refused(422, str(exc)) from None
+        return req
+
+    def ranked(req: ScoreRequest, scores: np.ndarray) -> dict:
+        """The scores (500 when one is not finite) and the docids best first."""
         if not np.isfinite(scores).all():
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             log.error("the ranker scored candidate %d as %r: the model file is damaged", bad, float(scores[bad]))
             raise _Refused(500, f"the ranker gave a non-finite score ({float(scores[bad])!r}) to candidate {bad}")
         order = np.argsort(-scores, kind="stable")
         return {"scores": [float(s) for s in scores], "order": [str(req.candidates[i]["docid"]) for i in order]}
+
+    async def features(req: ScoreRequest, client) -> np.ndarray:
+        """The request's feature rows, computed in steps so that other requests are scored in between."""
+        pairs = await turns.run(client, scorer.prepare, req.query, req.candidates)
+        X = [
+            await turns.run(client, scorer.pair_features, pairs.iloc[part])
+            for part in steps(req.candidates, scorer.fields)
+        ]
+        return np.concatenate(X)
+
+    async def score_payload(payload, client) -> dict:
+        req = checked(payload)
+        try:
+            if len(steps(req.candidates, scorer.fields)) == 1:
+                scores = await turns.run(client, scorer.score, req.query, req.candidates)
+            else:
+                scores = await turns.run(client, scorer.predict, await features(req, client))
+        except CandidateError as exc:
+            raise _Refused(422, str(exc)) from None
+        return ranked(req, scores)
+
+    async def explain_payload(payload, client) -> dict:
+        req = checked(payload)
+        if not scorer.explains:
+            raise _Refused(
+                501,
+                f"this service's ranker ({type(scorer.ranker).__name__}) cannot say what its scores are made of: "
+                "its model class has no contributions(data) method",
+            )
+        try:
+            X = await features(req, client)
+        except CandidateError as exc:
+            raise _Refused(422, str(exc)) from None
+        scores = await turns.run(client, scorer.predict, X)
+        answer = ranked(req, scores)
+        contrib = await turns.run(client, scorer.contributions, X)
+        order = np.argsort(-scores, kind="stable")
+        answer["documents"] = [
+            {"rank": rank, "docid": str(req.candidates[i]["docid"]), **explained_row(contrib, i, scores[i])}
+            for rank, i in enumerate(order.tolist(), 1)
+        ]
+        return answer
 
     async def embed_payload(payload, client) -> dict:
         req = validated(EmbedRequest, payload)
@@ -390,6 +433,10 @@ def create_app(
     @app.post("/score")
     async def score(request: Request):
         return await guarded(request, score_payload)
+
+    @app.post("/explain")
+    async def explain(request: Request):
+        return await guarded(request, explain_payload)
 
     @app.post("/embed")
     async def embed(request: Request):
