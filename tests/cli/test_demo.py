@@ -104,6 +104,7 @@ def test_demo_report_html_works_in_a_real_browser(demo_run, tmp_path):
         sides = view.locator(".side > div")
         assert "max-pool words" in sides.nth(1).inner_text()  # a CLSM encoder explains its set's matches ...
         assert "max-pool words" not in sides.nth(0).inner_text()  # ... not the lexical baseline's
+        assert "moved by: " in sides.nth(1).inner_text()  # and the features that moved a document, signed
         page.select_option("#drill-variant", label="lexical+dssm-softmax")
         assert "max-pool words:" not in view.inner_text() and "no word-level explanation" in view.inner_text()
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
