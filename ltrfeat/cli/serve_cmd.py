@@ -67,6 +67,14 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
         "more get 503 with Retry-After.",
     ),
     click.option(
+        "--max-readers",
+        type=click.IntRange(min=1),
+        default=256,
+        show_default=True,
+        help="Request bodies received at once; more get 503 with Retry-After before their body is read (the "
+        "bodies held in memory stay under this times --max-bytes).",
+    ),
+    click.option(
         "--max-text-chars",
         type=click.IntRange(min=1),
         default=20_000,

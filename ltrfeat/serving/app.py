@@ -23,7 +23,7 @@ arrived within ``client_timeout`` seconds or arrives slower than ``min_body_rate
 over ``max_bytes``, more than ``max_candidates`` candidates or a text over ``max_text_chars``; 415 for
 a body that is not ``application/json`` (a web page can send any other type without a CORS
 preflight); 422 for a well-formed body with missing or mistyped fields; 503 (with ``Retry-After``)
-when ``max_concurrent`` requests are already in progress; 501 from ``/explain`` when the ranker's kind
+when ``max_concurrent`` requests are already in progress or ``max_readers`` bodies are being received; 501 from ``/explain`` when the ranker's kind
 has no contributions. A request takes one of those places only once
 its whole body has arrived, so slow senders cannot lock the others out.
 """
@@ -72,6 +72,9 @@ class ServiceLimits:
     max_concurrent : requests in progress at once (parsed, waiting or being scored; a body still
         arriving does not count); more get 503 with ``Retry-After``, so a burst is shed instead of
         queueing without bound.
+    max_readers : request bodies being received at once; more get 503 with ``Retry-After`` (connection
+        closed) before any of their body is read, so the bodies held in memory stay under
+        ``max_readers * max_bytes`` however many connections send at once.
     max_text_chars : longest query or candidate field in characters (longer: 413 naming it, before
         any text is normalised).
     trim_after_bytes : after a request body this large, return freed heap memory to the OS
@@ -84,11 +87,19 @@ class ServiceLimits:
     client_timeout: float = 10.0
     min_body_rate: float = 10_000.0
     max_concurrent: int = 64
+    max_readers: int = 256
     max_text_chars: int = 20_000
     trim_after_bytes: int = 256 * 1024
 
     def __post_init__(self):
-        for name in ("max_candidates", "max_bytes", "max_json_depth", "max_concurrent", "max_text_chars"):
+        for name in (
+            "max_candidates",
+            "max_bytes",
+            "max_json_depth",
+            "max_concurrent",
+            "max_readers",
+            "max_text_chars",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("client_timeout", "min_body_rate"):
@@ -220,7 +231,7 @@ def create_app(
     ``/readyz`` needs the header ``Authorization: Bearer <token>``; ``hosts``: the names the ``Host``
     header may give on those endpoints (``"*"``: any), against DNS rebinding."""
     limits = limits or ServiceLimits()
-    state = {"in_progress": 0, "stopping": False}
+    state = {"in_progress": 0, "reading": 0, "stopping": False}
     turns = Turns()  # the scorer is serialised: waiters wait here, not in threads
     expected = f"Bearer {token}".encode() if token else None
     allowed = None if "*" in hosts else {host_name(h) for h in hosts}
@@ -267,6 +278,20 @@ def create_app(
             yield
         finally:
             state["in_progress"] -= 1
+
+    @contextlib.asynccontextmanager
+    async def receiving():
+        if state["reading"] >= limits.max_readers:
+            raise _Refused(
+                503,
+                f"the service is receiving {limits.max_readers} request bodies already; retry shortly",
+                {"Retry-After": "1", "Connection": "close"},
+            )
+        state["reading"] += 1
+        try:
+            yield
+        finally:
+            state["reading"] -= 1
 
     async def read_body(request: Request) -> bytes:
         """The whole body, by ``client_timeout`` and at ``min_body_rate`` at least (else 408)."""
@@ -317,7 +342,8 @@ def create_app(
         client = "%s:%d" % tuple(request.client) if request.client else "a client"
         try:
             check_caller(request)
-            body = await read_body(request)  # before admission: a slow sender holds no place
+            async with receiving():
+                body = await read_body(request)  # before admission: a slow sender holds no place
             size = len(body)
             async with admitted():
                 answer = await handle(await parse(body), request.client)
