@@ -461,6 +461,9 @@ CASES += [
     ("export-encoder-flipped", ["export-encoder", f"{W}/flipped.ltrenc", "--out", f"{W}/out/onnx"], "flipped.ltrenc"),
     ("export-encoder-short", ["export-encoder", f"{W}/short.ltrenc", "--out", f"{W}/out/onnx"], "short.ltrenc"),
     ("export-encoder-to", ["export-encoder", ENC, "--to", "tflite", "--out", f"{W}/out/onnx"], "'--to'"),
+    # a directory of someone else's files (here a model directory): the export would replace it whole
+    ("export-encoder-not-its-own", ["export-encoder", ENC, "--out", f"{W}/evil_st"], "not an ONNX encoder export"),
+    ("export-encoder-holds-model", ["export-encoder", ENC, "--out", W], "is inside --out"),
 ]
 
 # export-ranker and serve
