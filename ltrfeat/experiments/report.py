@@ -159,6 +159,9 @@ def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
     return lines
 
 
+_TOP_FEATURES_CONTRIB = 5
+
+
 def report_markdown(result: AblationResult, summary: dict, *, data: dict | None = None) -> str:
     """The human-readable report: the verdict in two sentences and the warnings (from ``data``, the report's
     ``report.json`` object), setup and conventions, the tables, the model selection with the verdict's details,
@@ -347,6 +350,25 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
         for s in rankers:
             top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
             lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
+        contrib = (data or {}).get("contributions") or {}
+        if contrib:
+            lines += [
+                "",
+                "Mean |contribution| to the test documents' scores (per document, unlike gain), averaged over folds, "
+                f"top {_TOP_FEATURES_CONTRIB} per set, and the share the set's neural columns take of the total per "
+                "fold (report.html has every fold):",
+                "",
+            ]
+            for name, entry in contrib.items():
+                folds = list(entry["per_fold"].values())
+                mean = {f: sum(d.get(f, 0.0) for d in folds) / len(folds) for d in folds for f in d}
+                top = sorted(mean.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES_CONTRIB]
+                shares = [v for v in entry["neural_share"].values() if v is not None]
+                lines.append(
+                    f"- `{name}`: "
+                    + ", ".join(f"{k} {v:.3g}" for k, v in top)
+                    + ("; neural share " + ", ".join(f"{100 * v:.0f}%" for v in shares) if shares else "")
+                )
         best = {}
         for r in result.runs:
             if r["best_iteration"] is not None:

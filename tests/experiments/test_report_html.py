@@ -338,6 +338,8 @@ def test_the_markdown_report_reads_like_the_page(selection_report):
     warnings = report_warnings(data)
     assert f"**{len(warnings)} warnings**:" in md and all(f"- {w}" in md for w in warnings)
     assert md.index("## Model selection") < md.index("Rule tiered") and "Holm-adjusted over the whole report" in md
+    line = next(x for x in md.splitlines() if x.startswith("- `lexical+clsm`: ") and "neural share" in x)
+    assert "clsm_title_cos" in line and md.index("Mean |contribution|") < md.index(line)
 
 
 def test_drill_down_knows_each_sets_neural_columns_per_fold(selection_report):
