@@ -23,9 +23,9 @@ arrived within ``client_timeout`` seconds or arrives slower than ``min_body_rate
 over ``max_bytes``, more than ``max_candidates`` candidates or a text over ``max_text_chars``; 415 for
 a body that is not ``application/json`` (a web page can send any other type without a CORS
 preflight); 422 for a well-formed body with missing or mistyped fields; 503 (with ``Retry-After``)
-when ``max_concurrent`` requests are already in progress or ``max_readers`` bodies are being received; 501 from ``/explain`` when the ranker's kind
-has no contributions. A request takes one of those places only once
-its whole body has arrived, so slow senders cannot lock the others out.
+when ``max_concurrent`` requests are already in progress or ``max_readers`` bodies are being received;
+501 from ``/explain`` when the ranker's kind has no contributions. A request takes one of the
+``max_concurrent`` places only once its whole body has arrived, so slow senders cannot lock the others out.
 """
 
 from __future__ import annotations

@@ -78,6 +78,8 @@ def test_explain_needs_the_token_and_an_allowed_host(client):
     evil = client.post("/explain", json=_request(), headers=TOKEN | {"host": "evil.example"})
     assert evil.status_code == 400 and "Host header" in evil.json()["detail"]
     assert client.post("/explain", json=_request(), headers=TOKEN).status_code == 200
+    empty = client.post("/explain", json={"query": "q", "candidates": []}, headers=TOKEN).json()
+    assert empty == {"scores": [], "order": [], "documents": []}
 
 
 @pytest.mark.parametrize(
