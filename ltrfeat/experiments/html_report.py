@@ -204,6 +204,7 @@ def drill_data(
         "n_queries": int(wide.shape[0]),
         "neural": [[neural_columns(data, s, fold) for fold in folds] for s in sets],
         "features": list(features),
+        "explained": 0 if moved is None else min(len(queries), max_explained),
         "queries": queries,
         "docs": docs,
         "doc_text": None if doc_text is None else {d: doc_text[d] for d in sorted(shown_docs) if d in doc_text},
@@ -585,8 +586,8 @@ def _drill_section(drill: dict | None) -> str:
     explained = (
         " <i>moved by</i>: beside a document two sets rank differently, the features with the largest contributions "
         "to its score under that set relative to the query's average document (+ up, − down), for the "
-        f"{min(len(drill['queries']), MAX_EXPLAINED)} queries that change most."
-        if drill.get("features")
+        f"{_e(drill['explained'])} queries that change most."
+        if drill.get("explained")
         else ""
     )
     return (

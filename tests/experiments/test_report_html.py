@@ -66,6 +66,12 @@ def test_drill_down_is_bounded(selection_report):
     base, variant = drill["default_base"], drill["default_variant"]
     changes = [abs(q[2][variant] - q[2][base]) for q in drill["queries"]]
     assert changes == sorted(changes, reverse=True)  # the queries that move most come first
+    contrib = html_report.contributions_from_ablation(result, folds)
+    drill = drill_data(
+        *rankings_from_ablation(result, folds), result.per_query, data, contributions=contrib, max_explained=3
+    )
+    assert drill["explained"] == 3  # the features that moved a document: for the 3 queries that change most
+    assert [{len(d) for d in docs} for docs in drill["docs"]] == [{5}] * 3 + [{4}] * (len(drill["docs"]) - 3)
 
 
 def test_report_command_words_and_rewrites_the_page(selection_report, tmp_path):
