@@ -431,11 +431,11 @@ def create_app(
 
     async def explain_payload(payload, client) -> dict:
         req = checked(payload)
-        if not scorer.explains:
+        if not getattr(scorer, "explains", False):  # a scorer of another make may not say
             raise _Refused(
                 501,
-                f"this service's ranker ({type(scorer.ranker).__name__}) cannot say what its scores are made of: "
-                "its model class has no contributions(data) method",
+                f"this service's ranker ({type(getattr(scorer, 'ranker', scorer)).__name__}) cannot say what its "
+                "scores are made of: its model class has no contributions(data) method",
             )
         try:
             X = await features(req, client)

@@ -1083,6 +1083,10 @@ SERVE_BODIES = [
     ("lone-surrogate", "/embed", b'{"query": "\\ud800"}', 400),
     ("not-utf8", "/score", b'{"query": "\xff\xfe"}', 400),
     ("nan-scores", "/score", b'{"query": "q", "candidates": [{"docid": "d", "title": "t"}]}', 500),
+    ("explain-escaped-quotes", "/explain", b'{"query": "' + b'\\"' * 499_000, 400),
+    ("explain-deep-brackets", "/explain", b'{"query": "q", "candidates": ' + b"[" * 400_000, 400),
+    ("explain-huge-int", "/explain", b'{"query": "q", "candidates": [{"docid": ' + b"7" * 5000 + b"}]}", 400),
+    ("explain-no-contributions", "/explain", b'{"query": "q", "candidates": [{"docid": "d", "title": "t"}]}', 501),
 ]
 
 
