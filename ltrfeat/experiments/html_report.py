@@ -36,6 +36,7 @@ from ltrfeat.experiments.in_words import (
     verdict_words,
 )
 from ltrfeat.core.fileio import atomic_output
+from ltrfeat.experiments.fold_contributions import MAX_ROWS
 from ltrfeat.rankers.choices import RECOMMENDED
 
 TOP = 10
@@ -204,7 +205,7 @@ def drill_data(
         "n_queries": int(wide.shape[0]),
         "neural": [[neural_columns(data, s, fold) for fold in folds] for s in sets],
         "features": list(features),
-        "explained": 0 if moved is None else min(len(queries), max_explained),
+        "explained": sum(any(x for d in q if len(d) > 4 for x in d[4]) for q in docs),  # queries with any
         "queries": queries,
         "docs": docs,
         "doc_text": None if doc_text is None else {d: doc_text[d] for d in sorted(shown_docs) if d in doc_text},
@@ -460,9 +461,10 @@ def _contributions(data: dict) -> str:
         return ""
     parts = [
         "<p class=note>Mean |contribution| of each feature to the scores of the fold's test documents (engine TreeSHAP "
-        "for LambdaMART, the exact terms of linear and single-feature rankers; first seed): unlike split gain, it is "
-        "measured per document, on the documents ranked. <i>neural share</i>: the part of the total that the set's "
-        "neural columns (those the baseline lacks) take in that fold.</p>"
+        f"for LambdaMART, the exact terms of linear and single-feature rankers; first seed; at most {MAX_ROWS:,} "
+        "documents, whole queries): unlike split gain, it is measured per document, on the documents ranked. "
+        "<i>neural share</i>: the part of the total that the set's neural columns (those the baseline lacks) take in "
+        "that fold.</p>"
     ]
     for name, entry in table.items():
         per_fold = entry.get("per_fold") if isinstance(entry, dict) else None
@@ -585,8 +587,9 @@ def _drill_section(drill: dict | None) -> str:
     )
     explained = (
         " <i>moved by</i>: beside a document two sets rank differently, the features with the largest contributions "
-        "to its score under that set relative to the query's average document (+ up, − down), for the "
-        f"{_e(drill['explained'])} queries that change most."
+        "to its score under that set relative to the query's average document (+ up, − down); shown for "
+        f"{_e(drill['explained'])} of the queries that change most (contributions are computed for at most "
+        f"{MAX_ROWS:,} test rows per fold and set, whole queries, the same for every set)."
         if drill.get("explained")
         else ""
     )
