@@ -55,6 +55,7 @@ def test_reliability_page_states_the_defaults():
     assert f"| {service.max_bytes:,} bytes" in text and f"| {service.max_json_depth} levels" in text
     assert f"| {service.max_candidates} (413" in text and f"| {service.max_concurrent} (503" in text
     assert f"| {service.max_text_chars:,} (413" in text and f"| {service.min_body_rate:,.0f} bytes/s" in text
+    assert f"| `--max-readers` | {service.max_readers} (503" in text
 
 
 def test_reliability_page_states_the_option_bounds():

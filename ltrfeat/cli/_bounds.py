@@ -51,6 +51,7 @@ BOUNDS: dict[str, Interval] = {
     "max_candidates": Interval(numbers.Integral, 1, 1_000_000),
     "max_bytes": Interval(numbers.Integral, 1, 2**31),
     "max_concurrent": Interval(numbers.Integral, 1, 100_000),
+    "max_readers": Interval(numbers.Integral, 1, 100_000),
     "client_timeout": Interval(numbers.Real, 0.1, 86_400),
     "max_text_chars": Interval(numbers.Integral, 1, 2**31),
     "min_body_rate": Interval(numbers.Real, 0, 2**31),

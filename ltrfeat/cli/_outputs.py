@@ -2,12 +2,13 @@
 
 ``OUTPUTS`` names, per command, the path options it writes and how: ``file`` (a file replaced atomically),
 ``dir`` (a directory replaced as a whole: an existing non-empty one only with ``--overwrite``, or -- for a
-command without that option -- only when it carries the marker of an ltrfeat output) and ``keep`` (a
-directory written into and kept: caches, feature directories). Every other path option is an input.
+command without that option -- only when it carries the marker of an ltrfeat output), ``own`` (a directory
+replaced as a whole that the command itself checks is one of its own outputs: ``export-encoder --out``) and
+``keep`` (a directory written into and kept: caches, feature directories). Every other path option is an input.
 
 Before a command's own code runs, :func:`check_outputs` refuses, with one line naming the options: an
 output that cannot be written; a ``dir`` output that exists and may not be replaced; a path another option
-names (input or output) inside a ``dir`` output, which replacing the directory would delete (``ablate
+names (input or output) inside a ``dir`` or ``own`` output, which replacing the directory would delete (``ablate
 --cache DIR/cache --report DIR``); and two outputs in one path. Outputs that are not regular files (``-``,
 ``/dev/null``, a FIFO) are written straight to and take no part.
 """
@@ -37,7 +38,7 @@ OUTPUTS: dict[str, dict[str, str]] = {
     "compare-runs": {"html_path": "file"},
     "interleave-report": {"html_path": "file"},
     "export-ranker": {"out_path": "file"},
-    "export-encoder": {"out_dir": "keep"},
+    "export-encoder": {"out_dir": "own"},
     "embed": {"out_path": "file"},
     "train-encoder": {"out": "file", "checkpoint": "file", "cache": "keep"},
     "demo": {"out_dir": "dir"},
@@ -77,7 +78,7 @@ def check_outputs(ctx: click.Context) -> None:
         for other, path in named.items():
             if other == option:
                 continue
-            if kind == "dir" and _inside(path, value):
+            if kind in ("dir", "own") and _inside(path, value):
                 raise LtrfeatError(
                     f"{other} {path} is inside {option} {value}, which this command replaces as a whole",
                     fix=f"choose a {other} path outside the {option} directory",

@@ -243,7 +243,8 @@ def _write_parity(report: dict, pairs_path, out_path) -> None:
     "out_dir",
     required=True,
     type=click.Path(file_okay=False),
-    help="Output directory: query.onnx, doc.onnx and encoder.json (hashing table).",
+    help="Output directory: query.onnx, doc.onnx and encoder.json (hashing table); new, empty or an earlier "
+    "export, which is replaced as a whole.",
 )
 def export_encoder(model, target, out_dir):
     """Export a CLSM/DSSM encoder's query and document towers to ONNX.
@@ -258,8 +259,9 @@ def export_encoder(model, target, out_dir):
     """
     from ltrfeat.features.encoders.encoder import Encoder
     from ltrfeat.features.encoders.registry import bundle_kind, encoder_kinds
-    from ltrfeat.export.onnx import export_onnx
+    from ltrfeat.export.onnx import check_export_dir, export_onnx
 
+    check_export_dir(out_dir)  # before the model is read: only an export of ours is replaced
     kinds = encoder_kinds()
     kind = kinds.get(bundle_kind(model))
     if kind is not None and target not in kind.exports:

@@ -68,6 +68,14 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
         "more get 503 with Retry-After.",
     ),
     click.option(
+        "--max-readers",
+        type=click.IntRange(min=1),
+        default=256,
+        show_default=True,
+        help="Request bodies received at once; more get 503 with Retry-After before their body is read (the "
+        "bodies held in memory stay under this times --max-bytes).",
+    ),
+    click.option(
         "--max-text-chars",
         type=click.IntRange(min=1),
         default=20_000,
@@ -181,8 +189,8 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
         envvar="LTRFEAT_SERVE_TOKEN",
         show_envvar=True,
         metavar="SECRET",
-        help="Require 'Authorization: Bearer SECRET' on /score, /embed, /events and /health (/healthz and /readyz "
-        "stay open for probes). Needed to listen beyond loopback.",
+        help="Require 'Authorization: Bearer SECRET' on /score, /explain, /embed, /events and /health (/healthz and "
+        "/readyz stay open for probes). Needed to listen beyond loopback.",
     ),
     click.option(
         "--no-token-beyond-loopback",
@@ -194,10 +202,11 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
 @threads_option(default=1, what="per request (one query's candidates are a small batch; more threads often hurt)")
 @lexical_options(used_at_extraction=True)
 def serve(ranker, features, experiment, host, port, allow_hosts, limits, access, threads, lexical_params):
-    """Serve a ranker over HTTP: POST /score, POST /embed, POST /events, GET /health, /healthz, /readyz.
+    """Serve a ranker over HTTP: POST /score, /explain, /embed, /events, GET /health, /healthz, /readyz.
 
     Computes every feature the ranker needs for one query's candidates and answers
-    {"scores": [...], "order": [docids, best first]}. Each candidate carries its docid and
+    {"scores": [...], "order": [docids, best first]}; POST /explain takes the same request and adds
+    each document's per-feature contributions to its score. Each candidate carries its docid and
     every text field the ranker's features read (GET /health lists them as "fields"; the
     example below is for a ranker on title and description). An unknown Host, bad JSON, lone
     surrogates or deep nesting give 400, no token 401, a stalled or slow body 408, too large a

@@ -310,6 +310,16 @@ def mark_output_dir(directory, *, kind: str) -> None:
     Path(directory, OUTPUT_MARKER).write_text(json.dumps(marker) + "\n", encoding="utf-8")
 
 
+def output_kind(directory) -> str | None:
+    """The ``kind`` of the ltrfeat output marker in ``directory`` (:func:`mark_output_dir`), or None without a
+    readable one."""
+    try:
+        marker = json.loads(Path(directory, OUTPUT_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker.get("kind") if isinstance(marker, dict) and marker.get("written_by") == "ltrfeat" else None
+
+
 @contextlib.contextmanager
 def replaced_dir(out_dir, *, kind: str | None):
     """Build the output directory ``out_dir`` in a new temporary sibling (yielded) and swap it in when the block

@@ -30,7 +30,7 @@ import pandas as pd
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.versions import library_versions
 
-RUN_CACHE_FORMAT = 5
+RUN_CACHE_FORMAT = 6  # 6: runs keep their models' contribution summaries
 _TAGS = ("__nd__", "__obj__", "__df__", "__np__", "__tuple__", "__map__")
 
 
@@ -209,7 +209,7 @@ def value_key(fold, feature_set, seed=None) -> str:
 
 
 def _renamed(result: dict, names: dict) -> dict:
-    """A run's ``result`` with the feature names in its importances (``shares``), in what each fitted
+    """A run's ``result`` with the feature names in its importances (``shares``, ``contrib``), in what each fitted
     candidate chose (``runs[*]["chose"]``: features, linear weights) and in the features each uses
     (``selection["used"]``) replaced by ``names`` (old -> new); everything else is shared with ``result``."""
 
@@ -223,8 +223,9 @@ def _renamed(result: dict, names: dict) -> dict:
         return obj
 
     out = dict(result)
-    if out.get("shares") is not None:
-        out["shares"] = walk(out["shares"])
+    for key in ("shares", "contrib"):  # contrib: the contribution summaries' feature names (arrays are not walked)
+        if out.get(key) is not None:
+            out[key] = walk(out[key])
     if "runs" in out:
         out["runs"] = [r | {"chose": walk(r["chose"])} for r in out["runs"]]
     if "used" in out.get("selection", {}):

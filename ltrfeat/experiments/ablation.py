@@ -37,6 +37,7 @@ from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments._run_cache import RunStore, fit_once
+from ltrfeat.experiments.fold_contributions import summarise as summarise_contributions
 from ltrfeat.rankers.selection import (
     Candidates,
     SelectionConfig,
@@ -181,6 +182,9 @@ class AblationResult:
     test_scores : per set and fold, ``{"seeds": [...], "scores": [one float64 array per seed]}``:
         the scores of the fold's test rows, in row order (written as TREC runs by
         :func:`ltrfeat.experiments._fold_runs.write_test_runs`).
+    contributions : per set shown in the drill-down (ranker, recommended, baseline and candidate sets) and fold,
+        the first seed's model's contribution summaries on the test rows
+        (:func:`ltrfeat.experiments.fold_contributions.summarise`; None for a model without contributions).
     inner_cv : with model selection, per fold and ranker set ``(inner held-out qids, {candidate: per-query
         criterion values})``: what the recommendation was made from
         (:func:`ltrfeat.rankers.selection.recommend` re-makes it for another rule or fewer sets); not in reports.
@@ -194,6 +198,7 @@ class AblationResult:
     seed_effect: dict[str, bool] = dataclasses.field(default_factory=dict)
     test_scores: dict[str, dict[str, dict]] = dataclasses.field(default_factory=dict, repr=False)
     inner_cv: dict[str, dict[str, tuple]] = dataclasses.field(default_factory=dict, repr=False)
+    contributions: dict[str, dict[str, dict | None]] = dataclasses.field(default_factory=dict, repr=False)
 
     @property
     def metrics(self) -> list[str]:
@@ -489,9 +494,9 @@ def _run_one(
     conventions: Conventions,
 ) -> dict:
     """One (fold, feature set, seed) run: per-query metrics of the fold's test queries, plus the
-    ranker's best iteration, gain shares and engine parameters (None for alone sets)."""
+    ranker's best iteration, gain shares, engine parameters and contribution summaries (None for alone sets)."""
     start = time.perf_counter()
-    out = {"best_iteration": None, "shares": None, "engine_params": None}
+    out = {"best_iteration": None, "shares": None, "engine_params": None, "contrib": None}
     if fs.kind == "ranker":
         model = LambdaMART(**params, engine=engine, seed=seed, features=fs.columns)
         scores = model.fit(fold.train, fold.valid).predict(fold.test)
@@ -500,6 +505,7 @@ def _run_one(
             "best_iteration": model.best_iteration_,
             "engine_params": model.engine_params_,
             "shares": {k: v / total_gain for k, v in model.feature_importance_.items()},
+            "contrib": summarise_contributions(model, fold.test),
         }
     else:
         scores = feature_scores(fold.test, fold.test.feature_map.column_of(fs.columns[0]))
@@ -556,7 +562,7 @@ def _run_selected(
     table = feature_table(concat(fold.train, fold.valid), candidates, names)
     chosen_by = None if fs.kind == "baseline" else select(fold.train, fold.valid, candidates, selection, table=table)
     train, valid = with_valid(fold.train, fold.valid, selection.valid_fraction, selection.seed)
-    out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None}
+    out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None, "contrib": {}}
     used_by = {}
     for name in names:
         per_seed, scores, used = [], {"seeds": [], "scores": []}, {}
@@ -568,6 +574,8 @@ def _run_selected(
             model = candidates.make(name, seed=seed, tuned=None if chosen_by is None else chosen_by["tuned"].get(name))
             candidates.fit(model, train, valid, table)
             predicted = np.asarray(model.predict(fold.test), dtype=np.float64)
+            if not scores["seeds"]:  # the drill-down shows the first seed's scores: their contributions
+                out["contrib"][name] = summarise_contributions(model, fold.test)
             scores["seeds"].append(None if seed_free else seed)
             scores["scores"].append(predicted)
             per_seed.append(_evaluate(fold.test, predicted, metric_names, conventions))
@@ -755,6 +763,7 @@ def run_ablation(
     engine_params = None
     per_seed: list[pd.DataFrame] = []
     test_scores: dict[str, dict[str, dict]] = {}
+    contrib: dict[str, dict[str, dict | None]] = {}
     with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
         results = mapper(run, *zip(*plan))
         for (fold, fs, seed), out in zip(plan, results):
@@ -767,6 +776,8 @@ def run_ablation(
             entry = test_scores.setdefault(fs.name, {}).setdefault(fold.name, {"seeds": [], "scores": []})
             entry["seeds"].append(seed)
             entry["scores"].append(out["scores"])
+            if fs.kind == "ranker" and len(entry["seeds"]) == 1:
+                contrib.setdefault(fs.name, {})[fold.name] = out["contrib"]
             record = {
                 "fold": fold.name,
                 "feature_set": fs.name,
@@ -803,6 +814,7 @@ def run_ablation(
         config,
         seed_effect,
         test_scores,
+        contributions=contrib,
     )
 
 
@@ -862,6 +874,7 @@ def _run_with_selection(
     runs, shares, seed_effect, engine_params = [], {s.name: [] for s in rankers}, {s.name: False for s in rankers}, None
     chosen: dict[str, dict] = {f.name: {} for f in folds}  # fold -> set -> selection summary
     cv: dict[str, dict] = {f.name: {} for f in folds}
+    contrib: dict[str, dict[str, dict | None]] = {}
     with tqdm(total=len(plan), desc="ablation", unit="run", disable=not show_progress(progress), leave=False) as bar:
         results = mapper(run, *zip(*plan))
         for (fold, fs), out in zip(plan, results):
@@ -899,14 +912,17 @@ def _run_with_selection(
                     out["candidates"][BEST_SINGLE], metric_names, fold.name, fs.name
                 )[0]
                 test_scores.setdefault(fs.name, {})[fold.name] = out["scores"][BEST_SINGLE]
+                contrib.setdefault(fs.name, {})[fold.name] = out["contrib"].get(BEST_SINGLE)
                 continue
             for name, per_seed in out["candidates"].items():
                 frames[(f"{fs.name}/{name}", fold.name)] = _per_query_frame(
                     per_seed, metric_names, fold.name, f"{fs.name}/{name}"
                 )[0]
                 test_scores.setdefault(f"{fs.name}/{name}", {})[fold.name] = out["scores"][name]
+                contrib.setdefault(f"{fs.name}/{name}", {})[fold.name] = out["contrib"].get(name)
             pick = out["selection"]["chosen"]
             test_scores.setdefault(fs.name, {})[fold.name] = out["scores"][pick]
+            contrib.setdefault(fs.name, {})[fold.name] = out["contrib"].get(pick)
             frames[(fs.name, fold.name)] = _per_query_frame(out["candidates"][pick], metric_names, fold.name, fs.name)[
                 0
             ]
@@ -935,6 +951,7 @@ def _run_with_selection(
         frame["feature_set"] = RECOMMENDED
         frames[(RECOMMENDED, fold.name)] = frame
         test_scores.setdefault(RECOMMENDED, {})[fold.name] = test_scores[source][fold.name]
+        contrib.setdefault(RECOMMENDED, {})[fold.name] = contrib[source][fold.name]
     result_sets = list(rankers)
     if rankers:
         result_sets += [FeatureSet(RECOMMENDED, union, "recommended"), *baseline]
@@ -961,6 +978,7 @@ def _run_with_selection(
         seed_effect,
         test_scores,
         cv,
+        contrib,
     )
 
 

@@ -36,10 +36,12 @@ from ltrfeat.experiments.in_words import (
     verdict_words,
 )
 from ltrfeat.core.fileio import atomic_output
+from ltrfeat.experiments.fold_contributions import MAX_ROWS
 from ltrfeat.rankers.choices import RECOMMENDED
 
 TOP = 10
 MAX_QUERIES = 2000
+MAX_EXPLAINED = 500  # queries (those that change most) whose documents carry the features that moved them
 _SETS_SHOWN = ("ranker", "recommended", "baseline")
 
 
@@ -107,6 +109,8 @@ def drill_data(
     query_text: dict | None = None,
     doc_text: dict | None = None,
     words: dict | None = None,
+    contributions: dict[str, pd.DataFrame] | None = None,
+    max_explained: int = MAX_EXPLAINED,
 ) -> dict | None:
     """The compact drill-down payload.
 
@@ -115,6 +119,9 @@ def drill_data(
     per_query : the ablation's per-query table (its ``feature_set, qid`` and metric columns).
     query_text, doc_text : optional texts by qid and docid; words : optional CLSM max-pool words,
         ``{model: {"q": {qid: [[neuron, word], ...]}, "d": {docid: [...]}}}``.
+    contributions : optional, per set, the frame of :func:`ltrfeat.experiments.fold_contributions.moved_by`: each
+        shown document of the first ``max_explained`` queries then carries, per set, its largest contributions
+        relative to its query's average document, ``[[index into "features", value], ...]``.
 
     Queries are ordered by the size of the change between the default pair of sets (the report's baseline
     and the set recommended or, without one, the first other set) and cut at ``max_queries``; each keeps the
@@ -154,6 +161,8 @@ def drill_data(
     rows = np.argsort(at, kind="stable")
     bounds = np.searchsorted(at[rows], np.arange(len(order) + 1))
     docids = table.index.get_level_values("docid").to_numpy(dtype=object)
+    features: dict[str, int] = {}
+    moved = _moved_by(contributions or {}, sets, table.index, features)
     ranks, scores, values = (
         table[rank_cols].to_numpy(float),
         table[score_cols].to_numpy(float),
@@ -168,6 +177,7 @@ def drill_data(
         mine = rows[bounds[i] : bounds[i + 1]]
         if not len(mine):
             continue
+        why = moved if len(queries) < max_explained else None
         fold = folds.index(fold_of[qid]) if fold_of.get(qid) in folds else None
         queries.append(
             [qid, (query_text or {}).get(qid), [num(v, lambda v: round(float(v), 4)) for v in values[i]], fold]
@@ -180,6 +190,7 @@ def drill_data(
                     [num(x, int) for x in ranks[r]],
                     [num(x, lambda v: float(f"{v:.4g}")) for x in scores[r]],
                 ]
+                + ([] if why is None else [[why[k][r] for k in range(len(sets))]])
                 for r in mine
             ]
         )
@@ -192,7 +203,9 @@ def drill_data(
         "metric": metric,
         "top": top,
         "n_queries": int(wide.shape[0]),
-        "neural": [[_neural_columns(data, s, fold) for fold in folds] for s in sets],
+        "neural": [[neural_columns(data, s, fold) for fold in folds] for s in sets],
+        "features": list(features),
+        "explained": sum(any(x for d in q if len(d) > 4 for x in d[4]) for q in docs),  # queries with any
         "queries": queries,
         "docs": docs,
         "doc_text": None if doc_text is None else {d: doc_text[d] for d in sorted(shown_docs) if d in doc_text},
@@ -208,7 +221,53 @@ def drill_data(
     }
 
 
-def _neural_columns(data: dict, name: str, fold: str) -> list[str]:
+def _moved_by(contributions: dict[str, pd.DataFrame], sets: list, index: pd.MultiIndex, features: dict) -> list | None:
+    """Per set, per row of ``index``: None or ``[[feature index, value], ...]`` (values to 3 decimals, zeros left
+    out); ``features`` (name -> index) grows with the names used. None when no set has contributions."""
+    if not any(contributions.get(s) is not None for s in sets):
+        return None
+    out = []
+    for s in sets:
+        frame = contributions.get(s)
+        if frame is None:
+            out.append([None] * len(index))
+            continue
+        frame = frame.astype({"qid": str, "docid": str}).drop_duplicates(["qid", "docid"])
+        frame = frame.set_index(["qid", "docid"]).reindex(index)
+        columns = [(frame[c].to_numpy(dtype=object), frame[v].to_numpy(float)) for c, v in _pairs_of(frame)]
+        rows = []
+        for r in range(len(index)):
+            pairs = [
+                [features.setdefault(str(name[r]), len(features)), round(float(value[r]), 3)]
+                for name, value in columns
+                if name[r] is not None and name[r] == name[r] and math.isfinite(value[r]) and round(value[r], 3)
+            ]
+            rows.append(pairs or None)
+        out.append(rows)
+    return out
+
+
+def _pairs_of(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    return [(c, "value_" + c.split("_", 1)[1]) for c in frame.columns if c.startswith("feature_")]
+
+
+def contributions_from_ablation(result, folds) -> dict[str, pd.DataFrame]:
+    """Per shown set of ``result`` with contribution summaries, the frame :func:`drill_data` takes (rows as
+    :func:`rankings_from_ablation`'s)."""
+    from ltrfeat.experiments._fold_runs import _ids
+    from ltrfeat.experiments.fold_contributions import moved_by
+
+    qids, docids, _ = _ids(folds)
+    out = {}
+    for fs in result.feature_sets:
+        if fs.kind in _SETS_SHOWN and fs.name in result.contributions:
+            frame = moved_by(result.contributions[fs.name], folds, qids, docids)
+            if frame is not None:
+                out[fs.name] = frame
+    return out
+
+
+def neural_columns(data: dict, name: str, fold: str) -> list[str]:
     """The columns of set ``name`` in ``fold`` that the report's baseline set does not hold (for the recommended
     set, those of the set the fold's selection picked)."""
     columns = {s["name"]: s["columns"] for s in data["config"].get("feature_sets", [])}
@@ -394,6 +453,59 @@ def _selection(data: dict) -> str:
     )
 
 
+def _contributions(data: dict) -> str:
+    """Per set, the mean |contribution| of its leading features in each fold's test queries, the neural columns'
+    share of the total, and (LambdaMART) the split-gain share beside it."""
+    table = data.get("contributions")
+    if not isinstance(table, dict) or not table:
+        return ""
+    parts = [
+        "<p class=note>Mean |contribution| of each feature to the scores of the fold's test documents (engine TreeSHAP "
+        f"for LambdaMART, the exact terms of linear and single-feature rankers; first seed; at most {MAX_ROWS:,} "
+        "documents, whole queries): unlike split gain, it is measured per document, on the documents ranked. "
+        "<i>neural share</i>: the part of the total that the set's neural columns (those the baseline lacks) take in "
+        "that fold.</p>"
+    ]
+    for name, entry in table.items():
+        per_fold = entry.get("per_fold") if isinstance(entry, dict) else None
+        if not isinstance(per_fold, dict) or not per_fold:
+            continue
+        folds = list(per_fold)
+        means: dict[str, list] = {}
+        for fold in folds:
+            for feature, value in (per_fold[fold] or {}).items():
+                means.setdefault(feature, []).append(_real(value) or 0.0)
+        top = sorted(means, key=lambda f: -sum(means[f]) / len(folds))[: _plots._TOP_FEATURES]
+        gain = (data.get("importance") or {}).get(name) or {}
+        head = "".join(f"<th>{_e(f)}</th>" for f in folds) + ("<th>split-gain share</th>" if gain else "")
+        rows = "".join(
+            f"<tr><td>{_e(f)}</td>"
+            + "".join(
+                f"<td data-v='{_v((per_fold[fold] or {}).get(f))}'>{_num((per_fold[fold] or {}).get(f))}</td>"
+                for fold in folds
+            )
+            + (f"<td data-v='{_v(gain.get(f))}'>{_rel_share(gain.get(f))}</td>" if gain else "")
+            + "</tr>"
+            for f in top
+        )
+        share = entry.get("neural_share") or {}
+        rows += (
+            "<tr class=share><td>neural share</td>"
+            + "".join(f"<td data-v='{_v(share.get(fold))}'>{_rel_share(share.get(fold))}</td>" for fold in folds)
+            + ("<td></td>" if gain else "")
+            + "</tr>"
+        )
+        parts.append(
+            f"<h3><code>{_e(name)}</code></h3><table class=sortable><thead><tr><th class=text>feature</th>{head}"
+            f"</tr></thead><tbody>{rows}</tbody></table>"
+        )
+    return "".join(parts) if len(parts) > 1 else ""
+
+
+def _rel_share(x) -> str:
+    return "n/a" if _real(x) is None else f"{100 * x:.1f}%"
+
+
 def _stages(data: dict) -> str:
     from ltrfeat.core.stages import profile_line
 
@@ -473,6 +585,14 @@ def _drill_section(drill: dict | None) -> str:
         if len(drill["queries"]) < drill["n_queries"]
         else ""
     )
+    explained = (
+        " <i>moved by</i>: beside a document two sets rank differently, the features with the largest contributions "
+        "to its score under that set relative to the query's average document (+ up, − down); shown for "
+        f"{_e(drill['explained'])} of the queries that change most (contributions are computed for at most "
+        f"{MAX_ROWS:,} test rows per fold and set, whole queries, the same for every set)."
+        if drill.get("explained")
+        else ""
+    )
     return (
         "<div id=drill><div class=tools><input type=search id=drill-search placeholder='search a query id or text'>"
         "<label>baseline <select id=drill-base></select></label><label>variant <select id=drill-variant></select>"
@@ -480,7 +600,7 @@ def _drill_section(drill: dict | None) -> str:
         f"<p class=note>Top {_e(drill['top'])} documents of each set (first seed's scores); label = judged grade; ▲ n "
         "higher / ▼ n lower = ranked n places higher or lower than under the other set (the label says whether that "
         "is better); the words explaining a match are those of the set's own CLSM encoder, shown only for a set that "
-        f"holds one.{cut}</p></div>"
+        f"holds one.{explained}{cut}</p></div>"
     )
 
 
@@ -513,6 +633,7 @@ def render(data: dict, *, drill: dict | None = None, report_dir=None) -> str:
         ("drill", "Per query", _drill_section(drill)),
         ("comparisons", "Every comparison", _comparisons_table(data)),
         ("selection", "Model selection", _selection(data)),
+        ("contributions", "What the scores are made of", _contributions(data)),
         ("plots", "Plots", _images(report_dir)),
         ("stages", "Stage profile", _stages(data)),
         ("setup", "Setup", _setup(data)),

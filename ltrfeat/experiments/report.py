@@ -19,6 +19,7 @@ from ltrfeat.core.stages import profile_line
 from ltrfeat.experiments import _plots
 from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
 from ltrfeat.experiments._fold_runs import RUNS_DIR, write_test_runs
+from ltrfeat.experiments.fold_contributions import contribution_table
 from ltrfeat.experiments.in_words import HEADLINE, summary_in_words, tie_analysis  # noqa: F401 (HEADLINE: API)
 from ltrfeat.experiments.in_words import tie_warnings
 from ltrfeat.experiments.in_words import headline as headline_metrics
@@ -65,9 +66,17 @@ def _clean(obj):
 
 
 def report_json(result: AblationResult, summary: dict) -> dict:
-    """The ``report.json`` object: config, results, comparisons, per-run best iterations, importance."""
+    """The ``report.json`` object: config, results, comparisons, per-run best iterations, importance (split gain
+    and, per fold, mean |contribution| with the neural columns' share)."""
+    from ltrfeat.experiments.html_report import neural_columns
+
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
     config = result.config | {"baseline": summary["baseline"], "statistics": summary["statistics"]}
+    shown = {s.name for s in result.feature_sets if s.kind != "candidate"}  # candidates: in the recommended set
+    contrib = contribution_table(
+        {s: v for s, v in result.contributions.items() if s in shown},
+        lambda s, fold: neural_columns({"config": config}, s, fold),
+    )
     return _clean(
         {
             "format": REPORT_FORMAT,
@@ -77,6 +86,7 @@ def report_json(result: AblationResult, summary: dict) -> dict:
             "verdict": summary.get("verdict"),
             "runs": runs,
             "importance": result.importance,
+            "contributions": contrib,
             "seed_effect": result.seed_effect,
             "stage_seconds": summary.get("stages"),
         }
@@ -147,6 +157,9 @@ def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
                 f"p Holm {format_p(c['p_holm'])}{significance_mark(c['p_holm'])}"
             )
     return lines
+
+
+_TOP_FEATURES_CONTRIB = 5
 
 
 def report_markdown(result: AblationResult, summary: dict, *, data: dict | None = None) -> str:
@@ -337,6 +350,25 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
         for s in rankers:
             top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
             lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
+        contrib = (data or {}).get("contributions") or {}
+        if contrib:
+            lines += [
+                "",
+                "Mean |contribution| to the test documents' scores (per document, unlike gain), averaged over folds, "
+                f"top {_TOP_FEATURES_CONTRIB} per set, and the share the set's neural columns take of the total per "
+                "fold (report.html has every fold):",
+                "",
+            ]
+            for name, entry in contrib.items():
+                folds = list(entry["per_fold"].values())
+                mean = {f: sum(d.get(f, 0.0) for d in folds) / len(folds) for d in folds for f in d}
+                top = sorted(mean.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES_CONTRIB]
+                shares = [v for v in entry["neural_share"].values() if v is not None]
+                lines.append(
+                    f"- `{name}`: "
+                    + ", ".join(f"{k} {v:.3g}" for k, v in top)
+                    + ("; neural share " + ", ".join(f"{100 * v:.0f}%" for v in shares) if shares else "")
+                )
         best = {}
         for r in result.runs:
             if r["best_iteration"] is not None:
@@ -531,6 +563,7 @@ def write_report(
                 query_text=texts.get("query"),
                 doc_text=texts.get("doc"),
                 words=words,
+                contributions=html_report.contributions_from_ablation(result, folds),
             )
         html_report.write_html(tmp / "report.html", data, drill=drill, report_dir=tmp)
     return out_dir

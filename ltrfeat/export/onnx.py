@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ltrfeat.core.fileio import replaced_dir
+from ltrfeat.core.fileio import OUTPUT_MARKER, output_kind, replaced_dir
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.export.onnx_check import checked_model
 from ltrfeat.core.unicode_norm import nfkc
@@ -104,6 +104,37 @@ def _graph(tower, architecture: str, *, normalize: bool = True):
     return (Dssm if architecture == "dssm" else Clsm)().eval()
 
 
+EXPORT_KIND = "onnx-encoder"  # the kind its output marker names
+
+
+def check_export_dir(out) -> None:
+    """Refuse ``out`` as an export's output unless it is absent, an empty directory or an export of ours: marked as
+    one (:func:`~ltrfeat.core.fileio.output_kind`), or, written before the marker, holding only the files its
+    ``encoder.json`` lists (replacing it replaces the whole directory, so nobody else's files may be in it)."""
+    out = Path(out)
+    if not out.exists() and not out.is_symlink():
+        return
+    if not out.is_dir():
+        raise LtrfeatError(
+            "output exists and is not a directory", path=out, fix="choose a new directory name for --out"
+        )
+    names = {p.name for p in out.iterdir()}
+    if not names or output_kind(out) == EXPORT_KIND:
+        return
+    try:
+        listed = set(json.loads((out / SIDECAR).read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        listed = None
+    if listed is not None and names <= listed | {SIDECAR}:
+        return
+    raise LtrfeatError(
+        f"output directory is not an ONNX encoder export ltrfeat wrote (no {OUTPUT_MARKER} marker of one), and "
+        "writing the export replaces the whole directory",
+        path=out,
+        fix="choose a new or empty directory for --out, or remove this one yourself if it may go",
+    )
+
+
 def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
     """Write ``encoder`` (an :class:`~ltrfeat.features.encoders.Encoder`) as the ONNX directory ``out``.
 
@@ -117,10 +148,7 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
     if architecture not in ("dssm", "clsm"):
         raise LtrfeatError(f"cannot export a {architecture} encoder to ONNX", fix="export a DSSM or CLSM bundle")
     out = Path(out)
-    if out.exists() and not (out.is_dir() and (out / SIDECAR).exists() or out.is_dir() and not any(out.iterdir())):
-        raise LtrfeatError(
-            "output exists and is not an ONNX encoder export", path=out, fix="choose a new directory name for --out"
-        )
+    check_export_dir(out)
     context = int(config["tower"].get("context", 0))
     sidecar = {
         "format": ONNX_FORMAT,
@@ -136,7 +164,7 @@ def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
         "files": {},
     }
     sample = prepare(sidecar, ["a tiny example", "another one here", ""])
-    with replaced_dir(out, kind=None) as tmp:
+    with replaced_dir(out, kind=EXPORT_KIND) as tmp:
         for side in SIDES:
             graph = _graph(encoder.model.tower(side), architecture, normalize=encoder.model.normalized)
             names = list(sample)

@@ -24,6 +24,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
+from ltrfeat.features.sklearn_tags import TextTransformerTags
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning, TextTableError
 from ltrfeat.core.letor import LetorWriter, iter_letor
@@ -136,7 +137,7 @@ def _output_map(feature_map, extractors):
     return feature_map
 
 
-class PairFeatures(TransformerMixin, BaseEstimator):
+class PairFeatures(TextTransformerTags, TransformerMixin, BaseEstimator):
     """scikit-learn transformer from a pairs DataFrame to the extractors' feature matrix.
 
     The first step of a Pipeline that goes from (query, document) pairs to ranker scores::

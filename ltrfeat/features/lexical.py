@@ -45,6 +45,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from ltrfeat.features.sklearn_tags import TextTransformerTags
 from ltrfeat.features.corpus import CorpusStats, TermEncoder, TokenBatch
 from ltrfeat.core.errors import ModelFileError, ParameterError, TextTableError
 
@@ -90,7 +91,7 @@ def lucene_length(length):
     return int(out) if out.ndim == 0 else out
 
 
-class LexicalExtractor(BaseEstimator):
+class LexicalExtractor(TextTransformerTags, BaseEstimator):
     """Lexical features per text field, a scikit-learn style ``FeatureExtractor``.
 
     Parameters

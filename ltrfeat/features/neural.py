@@ -26,6 +26,7 @@ import pandas as pd
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
+from ltrfeat.features.sklearn_tags import TextTransformerTags
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.encoders.registry import EncoderKind, bundle_kind, encoder_kinds
 from ltrfeat.features.extract import register_extractor
@@ -119,7 +120,7 @@ def _entry_bytes(text: str, vector: np.ndarray) -> int:
     return sys.getsizeof(text) + vector.nbytes
 
 
-class EncoderExtractor(BaseEstimator):
+class EncoderExtractor(TextTransformerTags, BaseEstimator):
     """Cosine similarity (or the dot product of a dot-scored bundle, or a pair scorer's match score)
     between a query and document field(s) under a neural encoder.
 

@@ -74,6 +74,15 @@ def add_feature_term(contrib: Contributions, name: str, term: np.ndarray) -> Con
     return Contributions(names, values, contrib.bias)
 
 
+def explained_row(contrib: Contributions, row: int, score: float) -> dict:
+    """Row ``row``'s score, bias and every feature's contribution, largest |contribution| first (JSON-ready)."""
+    return {
+        "score": float(score),
+        "bias": float(contrib.bias[row]),
+        "contributions": [{"feature": n, "contribution": v} for n, v in contrib.ranked(row)],
+    }
+
+
 def explain_queries(model, data, qids=None, *, top: int = 10) -> list[dict]:
     """Per query of ``data`` (``qids``, default every query in file order): its ``top`` documents by the
     model's score, each with its score, the bias and every feature's contribution, largest |contribution| first.
@@ -102,9 +111,7 @@ def explain_queries(model, data, qids=None, *, top: int = 10) -> list[dict]:
                 "rank": rank,
                 "docid": None if part.docid is None else part.docid[i],
                 "label": float(part.label[i]),
-                "score": float(scores[i]),
-                "bias": float(contrib.bias[i]),
-                "contributions": [{"feature": n, "contribution": v} for n, v in contrib.ranked(i)],
+                **explained_row(contrib, i, scores[i]),
             }
             for rank, i in enumerate(order.tolist(), 1)
         ]

@@ -4,6 +4,10 @@ Endpoints:
 
 - ``POST /score`` takes ``{"query": "...", "candidates": [{"docid": "...", "<field>": "..."}]}`` and
   answers ``{"scores": [...], "order": [docids, best first]}``.
+- ``POST /explain`` takes the same body, within the same limits, and answers the ``/score`` answer plus
+  ``"documents"``: best first, each with ``rank``, ``docid``, ``score``, ``bias`` and every feature's
+  ``contributions`` (largest |contribution| first; they and the bias add up to the score, see
+  :mod:`ltrfeat.rankers.contributions`).
 - ``POST /embed`` takes ``{"query": "..."}`` and answers ``{"params": {...}}``: the parameters of the
   exported LTR featureset for that query (``keywords``, each encoder's ``<name>_query_vector``, the
   query-level values), ready to send as an ``sltr`` query's ``params`` (see
@@ -19,8 +23,9 @@ arrived within ``client_timeout`` seconds or arrives slower than ``min_body_rate
 over ``max_bytes``, more than ``max_candidates`` candidates or a text over ``max_text_chars``; 415 for
 a body that is not ``application/json`` (a web page can send any other type without a CORS
 preflight); 422 for a well-formed body with missing or mistyped fields; 503 (with ``Retry-After``)
-when ``max_concurrent`` requests are already in progress. A request takes one of those places only once
-its whole body has arrived, so slow senders cannot lock the others out.
+when ``max_concurrent`` requests are already in progress or ``max_readers`` bodies are being received;
+501 from ``/explain`` when the ranker's kind has no contributions. A request takes one of the
+``max_concurrent`` places only once its whole body has arrived, so slow senders cannot lock the others out.
 
 With an event log (:class:`~ltrfeat.serving.impressions.Impressions`) every ``/score`` answer also carries an
 ``impression_id``, the ``request_id`` that replays it and each result's ``teams`` entry, its first results are
@@ -50,6 +55,7 @@ from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 
 from ltrfeat.core.config_files import json_depth
+from ltrfeat.rankers.contributions import explained_row
 from ltrfeat.serving.fairness import Turns, steps
 from ltrfeat.serving.impressions import (
     EventBatch,
@@ -82,6 +88,9 @@ class ServiceLimits:
     max_concurrent : requests in progress at once (parsed, waiting or being scored; a body still
         arriving does not count); more get 503 with ``Retry-After``, so a burst is shed instead of
         queueing without bound.
+    max_readers : request bodies being received at once; more get 503 with ``Retry-After`` (connection
+        closed) before any of their body is read, so the bodies held in memory stay under
+        ``max_readers * max_bytes`` however many connections send at once.
     max_text_chars : longest query or candidate field in characters (longer: 413 naming it, before
         any text is normalised).
     trim_after_bytes : after a request body this large, return freed heap memory to the OS
@@ -94,11 +103,19 @@ class ServiceLimits:
     client_timeout: float = 10.0
     min_body_rate: float = 10_000.0
     max_concurrent: int = 64
+    max_readers: int = 256
     max_text_chars: int = 20_000
     trim_after_bytes: int = 256 * 1024
 
     def __post_init__(self):
-        for name in ("max_candidates", "max_bytes", "max_json_depth", "max_concurrent", "max_text_chars"):
+        for name in (
+            "max_candidates",
+            "max_bytes",
+            "max_json_depth",
+            "max_concurrent",
+            "max_readers",
+            "max_text_chars",
+        ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("client_timeout", "min_body_rate"):
@@ -240,7 +257,7 @@ def create_app(
     limits = limits or ServiceLimits()
     scorers = (scorer,) if interleave is None else (scorer, interleave.scorer)
     fields = tuple(dict.fromkeys(f for s in scorers for f in s.fields))
-    state = {"in_progress": 0, "stopping": False}
+    state = {"in_progress": 0, "reading": 0, "stopping": False}
     turns = Turns()  # the scorer is serialised: waiters wait here, not in threads
     expected = f"Bearer {token}".encode() if token else None
     allowed = None if "*" in hosts else {host_name(h) for h in hosts}
@@ -287,6 +304,20 @@ def create_app(
             yield
         finally:
             state["in_progress"] -= 1
+
+    @contextlib.asynccontextmanager
+    async def receiving():
+        if state["reading"] >= limits.max_readers:
+            raise _Refused(
+                503,
+                f"the service is receiving {limits.max_readers} request bodies already; retry shortly",
+                {"Retry-After": "1", "Connection": "close"},
+            )
+        state["reading"] += 1
+        try:
+            yield
+        finally:
+            state["reading"] -= 1
 
     async def read_body(request: Request) -> bytes:
         """The whole body, by ``client_timeout`` and at ``min_body_rate`` at least (else 408)."""
@@ -337,7 +368,8 @@ def create_app(
         client = "%s:%d" % tuple(request.client) if request.client else "a client"
         try:
             check_caller(request)
-            body = await read_body(request)  # before admission: a slow sender holds no place
+            async with receiving():
+                body = await read_body(request)  # before admission: a slow sender holds no place
             size = len(body)
             async with admitted():
                 answer = await handle(await parse(body), request.client)
@@ -392,18 +424,29 @@ def create_app(
                 f"{where} holds {len(text):,} characters; the limit is {limits.max_text_chars:,} (--max-text-chars)",
             )
 
-    async def ranked(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
-        """One ranker's scores of the request's candidates, in steps when they are large."""
-        parts = steps(req.candidates, ranker.fields)
-        try:
-            if len(parts) == 1:
-                scores = await turns.run(client, ranker.score, req.query, req.candidates)
-            else:  # in steps, so that other requests are scored in between
-                pairs = await turns.run(client, ranker.prepare, req.query, req.candidates)
-                X = [await turns.run(client, ranker.pair_features, pairs.iloc[part]) for part in parts]
-                scores = await turns.run(client, ranker.predict, np.concatenate(X))
-        except CandidateError as exc:
-            raise _Refused(422, str(exc)) from None
+    def checked(payload) -> ScoreRequest:
+        """A ``/score`` or ``/explain`` body within the candidate and text limits (else 413)."""
+        req = validated(ScoreRequest, payload)
+        if len(req.candidates) > limits.max_candidates:
+            raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
+        for name in ("query", "request_id", "session", "user"):
+            check_length(name, getattr(req, name))
+        for i, candidate in enumerate(req.candidates):
+            for field in fields:
+                check_length(f"candidates[{i}].{field}", candidate.get(field))
+        return req
+
+    async def features(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
+        """The request's feature rows, computed in steps so that other requests are scored in between."""
+        pairs = await turns.run(client, ranker.prepare, req.query, req.candidates)
+        X = [
+            await turns.run(client, ranker.pair_features, pairs.iloc[part])
+            for part in steps(req.candidates, ranker.fields)
+        ]
+        return np.concatenate(X)
+
+    def finite(scores: np.ndarray) -> np.ndarray:
+        """The scores, or 500 when one is not finite."""
         if not np.isfinite(scores).all():
             bad = int(np.flatnonzero(~np.isfinite(scores))[0])
             log.error("the ranker scored candidate %d as %r: the model file is damaged", bad, float(scores[bad]))
@@ -418,15 +461,19 @@ def create_app(
             log.error("the event log cannot be written: %s", exc)
             raise _Refused(503, "the event log cannot be written; retry later", {"Retry-After": "5"}) from None
 
+    async def ranked(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
+        """One ranker's scores of the request's candidates, in steps when they are large."""
+        try:
+            if len(steps(req.candidates, ranker.fields)) == 1:
+                scores = await turns.run(client, ranker.score, req.query, req.candidates)
+            else:
+                scores = await turns.run(client, ranker.predict, await features(ranker, req, client))
+        except CandidateError as exc:
+            raise _Refused(422, str(exc)) from None
+        return finite(scores)
+
     async def score_payload(payload, client) -> dict:
-        req = validated(ScoreRequest, payload)
-        if len(req.candidates) > limits.max_candidates:
-            raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
-        for name in ("query", "request_id", "session", "user"):
-            check_length(name, getattr(req, name))
-        for i, candidate in enumerate(req.candidates):
-            for field in fields:
-                check_length(f"candidates[{i}].{field}", candidate.get(field))
+        req = checked(payload)
         scores = await ranked(scorer, req, client)
         if impressions is None:
             order = np.argsort(-scores, kind="stable")
@@ -462,6 +509,31 @@ def create_app(
             answer["scores_b"] = [float(s) for s in scores_b]
         return answer
 
+    async def explain_payload(payload, client) -> dict:
+        req = checked(payload)
+        if not getattr(scorer, "explains", False):  # a scorer of another make may not say
+            raise _Refused(
+                501,
+                f"this service's ranker ({type(getattr(scorer, 'ranker', scorer)).__name__}) cannot say what its "
+                "scores are made of: its model class has no contributions(data) method",
+            )
+        try:
+            X = await features(scorer, req, client)
+        except CandidateError as exc:
+            raise _Refused(422, str(exc)) from None
+        scores = finite(await turns.run(client, scorer.predict, X))
+        order = np.argsort(-scores, kind="stable")
+        answer: dict = {
+            "scores": [float(s) for s in scores],
+            "order": [str(req.candidates[i]["docid"]) for i in order],
+        }
+        contrib = await turns.run(client, scorer.contributions, X)
+        answer["documents"] = [
+            {"rank": rank, "docid": str(req.candidates[i]["docid"]), **explained_row(contrib, i, scores[i])}
+            for rank, i in enumerate(order.tolist(), 1)
+        ]
+        return answer
+
     async def embed_payload(payload, client) -> dict:
         req = validated(EmbedRequest, payload)
         check_length("query", req.query)
@@ -490,6 +562,10 @@ def create_app(
     @app.post("/score")
     async def score(request: Request):
         return await guarded(request, score_payload)
+
+    @app.post("/explain")
+    async def explain(request: Request):
+        return await guarded(request, explain_payload)
 
     @app.post("/embed")
     async def embed(request: Request):

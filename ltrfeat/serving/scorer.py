@@ -34,6 +34,7 @@ from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
 from ltrfeat.features import pins
 from ltrfeat.features.leakage import LeakageGuard
 from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, SETTINGS, LexicalExtractor
+from ltrfeat.rankers.contributions import Contributions, contributions
 from ltrfeat.rankers.models import load_ranker
 
 LEXICAL_PARAMS = SETTINGS
@@ -153,6 +154,11 @@ class Scorer:
     @property
     def feature_names(self) -> list[str]:
         return self.ranker.feature_map_.names
+
+    @property
+    def explains(self) -> bool:
+        """Whether the ranker splits its scores into per-feature contributions (``/explain``)."""
+        return callable(getattr(self.ranker, "contributions", None))
 
     @classmethod
     def load(
@@ -338,15 +344,25 @@ class Scorer:
                             X[:, position[name]] = values[:, k]
         return X
 
+    def _query(self, X: np.ndarray) -> RankingSet:
+        return RankingSet(
+            qid=np.full(len(X), "q", dtype=object), label=np.zeros(len(X)), X=X, feature_map=self.ranker.feature_map_
+        )
+
     def predict(self, X: np.ndarray) -> np.ndarray:
         """Ranker scores (float64) of one query's feature rows (the ranker may standardise within the query)."""
         if not len(X):
             return np.zeros(0)
-        data = RankingSet(
-            qid=np.full(len(X), "q", dtype=object), label=np.zeros(len(X)), X=X, feature_map=self.ranker.feature_map_
-        )
         with self._lock:
-            return self.ranker.predict(data)
+            return self.ranker.predict(self._query(X))
+
+    def contributions(self, X: np.ndarray) -> Contributions:
+        """Per-row, per-feature contributions to :meth:`predict`'s scores of one query's feature rows
+        (:mod:`ltrfeat.rankers.contributions`: ``values.sum(axis=1) + bias`` is the score)."""
+        if not len(X):
+            return Contributions(list(self.feature_names), np.zeros((0, len(self.feature_names))), np.zeros(0))
+        with self._lock:
+            return contributions(self.ranker, self._query(X))
 
     def _watch(self, query) -> None:
         """Log (or under ``strict`` refuse) a query an encoder was trained on: once per distinct query among the

@@ -65,8 +65,8 @@ def test_demo_report_is_reproducible(demo_run, tmp_path):
 
 def test_demo_report_html_works_in_a_real_browser(demo_run, tmp_path):
     """Headless Chromium opens the demo's report.html offline: the verdict is visible, a header click sorts
-    the results table, a searched query shows its documents under both sets; the screenshot is kept (in
-    docs/report-html.png with LTRFEAT_SCREENSHOT=1)."""
+    the results table, a searched query shows its documents under both sets and the features that moved them; the
+    screenshots are kept (in docs/report-html.png and docs/report-drill.png with LTRFEAT_SCREENSHOT=1)."""
     import os
     from pathlib import Path
 
@@ -104,6 +104,10 @@ def test_demo_report_html_works_in_a_real_browser(demo_run, tmp_path):
         sides = view.locator(".side > div")
         assert "max-pool words" in sides.nth(1).inner_text()  # a CLSM encoder explains its set's matches ...
         assert "max-pool words" not in sides.nth(0).inner_text()  # ... not the lexical baseline's
+        assert "moved by: " in sides.nth(1).inner_text()  # and the features that moved a document, signed
+        drill = Path("docs/report-drill.png") if os.environ.get("LTRFEAT_SCREENSHOT") else tmp_path / "drill.png"
+        sides.nth(1).screenshot(path=str(drill))
+        assert drill.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         page.select_option("#drill-variant", label="lexical+dssm-softmax")
         assert "max-pool words:" not in view.inner_text() and "no word-level explanation" in view.inner_text()
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

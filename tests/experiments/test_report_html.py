@@ -7,6 +7,7 @@ import re
 import types
 
 import numpy as np
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -65,6 +66,12 @@ def test_drill_down_is_bounded(selection_report):
     base, variant = drill["default_base"], drill["default_variant"]
     changes = [abs(q[2][variant] - q[2][base]) for q in drill["queries"]]
     assert changes == sorted(changes, reverse=True)  # the queries that move most come first
+    contrib = html_report.contributions_from_ablation(result, folds)
+    drill = drill_data(
+        *rankings_from_ablation(result, folds), result.per_query, data, contributions=contrib, max_explained=3
+    )
+    assert drill["explained"] == 3  # the features that moved a document: for the 3 queries that change most
+    assert [{len(d) for d in docs} for docs in drill["docs"]] == [{5}] * 3 + [{4}] * (len(drill["docs"]) - 3)
 
 
 def test_report_command_words_and_rewrites_the_page(selection_report, tmp_path):
@@ -337,6 +344,8 @@ def test_the_markdown_report_reads_like_the_page(selection_report):
     warnings = report_warnings(data)
     assert f"**{len(warnings)} warnings**:" in md and all(f"- {w}" in md for w in warnings)
     assert md.index("## Model selection") < md.index("Rule tiered") and "Holm-adjusted over the whole report" in md
+    line = next(x for x in md.splitlines() if x.startswith("- `lexical+clsm`: ") and "neural share" in x)
+    assert "clsm_title_cos" in line and md.index("Mean |contribution|") < md.index(line)
 
 
 def test_drill_down_knows_each_sets_neural_columns_per_fold(selection_report):
@@ -352,6 +361,58 @@ def test_drill_down_knows_each_sets_neural_columns_per_fold(selection_report):
     assert all(names[q[3]] == fold_of[q[0]] for q in drill["queries"])
 
 
+def test_report_json_holds_each_folds_mean_abs_contributions_and_the_neural_share(selection_report):
+    out, result, _ = selection_report
+    data = json.loads((out / "report.json").read_text())
+    table = data["contributions"]
+    folds = [f["name"] for f in data["config"]["folds"]]
+    assert {"lexical", "lexical+clsm", "recommended", "best-single"} <= set(table)
+    assert not any("/" in name for name in table)  # candidates are summed up in the recommended set
+    for name in ("lexical", "lexical+clsm"):
+        per_fold, share = table[name]["per_fold"], table[name]["neural_share"]
+        assert list(per_fold) == folds and all(v >= 0 for f in per_fold.values() for v in f.values())
+        for fold in folds:
+            values = list(per_fold[fold].values())
+            assert values == sorted(values, reverse=True)
+            neural = per_fold[fold].get("clsm_title_cos", 0.0)
+            assert share[fold] == pytest.approx(neural / sum(values))
+    assert all(s == 0 for s in table["lexical"]["neural_share"].values())
+    assert all(0 < s <= 1 for s in table["lexical+clsm"]["neural_share"].values())  # the planted signal
+    page = (out / "report.html").read_text(encoding="utf-8")
+    section = page[page.index("id='s-contributions'") :]
+    assert "neural share" in section and "split-gain share" in section and "clsm_title_cos" in section
+
+
+def test_moved_documents_carry_the_features_that_moved_them(selection_report):
+    """The best-single baseline's one contribution is its score, so relative to the query's average document it is
+    the score minus the query's mean score: the drill-down's values are checked against that exactly."""
+    out, result, folds = selection_report
+    drill = _payload((out / "report.html").read_text(encoding="utf-8"))["drill"]
+    rankings, _ = rankings_from_ablation(result, folds)
+    single = rankings["best-single"].astype({"qid": str, "docid": str})
+    centred = single["score"] - single.groupby("qid")["score"].transform("mean")
+    centred.index = pd.MultiIndex.from_frame(single[["qid", "docid"]])
+    columns = {s["name"]: s["columns"] for s in json.loads((out / "report.json").read_text())["config"]["feature_sets"]}
+    at = drill["sets"].index("best-single")
+    checked = 0
+    for query, docs in zip(drill["queries"], drill["docs"]):
+        for doc in docs:
+            why, expected = dict(zip(drill["sets"], doc[4])), centred[(query[0], doc[0])]
+            if why["best-single"] is None:  # rounds to 0.000: nothing moved it
+                assert abs(expected) < 5e-4
+            else:
+                assert [p[0] for p in why["best-single"]] == [drill["features"].index("bm25_title")]
+                assert why["best-single"][0][1] == pytest.approx(expected, abs=6e-4)
+            for name in ("lexical", "lexical+clsm"):
+                named = [drill["features"][i] for i, _ in why[name] or []]
+                assert len(named) <= 3 and set(named) <= set(columns[name])
+            checked += doc[2][at] is not None
+    assert checked > 100
+    assert any(
+        drill["features"][p[0]] == "clsm_title_cos" for docs in drill["docs"] for d in docs for p in d[4][1] or []
+    )
+
+
 def test_the_page_at_1280_px_in_chromium(selection_report, tmp_path):
     """At 1280 x 800: the results table scrolls sideways inside its box with its first column in view, the page
     does not; the verdict's first paragraph has two sentences; the warning box explains itself; every section and
@@ -359,7 +420,8 @@ def test_the_page_at_1280_px_in_chromium(selection_report, tmp_path):
     shows its words."""
     out, result, folds = selection_report
     data = _report(selection_report, ties=TIES)
-    drill = drill_data(*rankings_from_ablation(result, folds), result.per_query, data)
+    contrib = html_report.contributions_from_ablation(result, folds)
+    drill = drill_data(*rankings_from_ablation(result, folds), result.per_query, data, contributions=contrib)
     qid, docid = drill["queries"][0][0], drill["docs"][0][0][0]
     drill["words"] = {"clsm": {"q": {qid: [[0, "crimson"], [1, "azure"]]}, "d": {docid: [[0, "red"], [2, "x"]]}}}
     path = tmp_path / "report.html"
@@ -403,6 +465,14 @@ def test_the_page_at_1280_px_in_chromium(selection_report, tmp_path):
         moves = page.locator("#drill-view td.move").all_inner_texts()
         assert moves and all(re.fullmatch(r"▲ \d+ higher|▼ \d+ lower|same", m) for m in moves)
         assert any(m != "same" for m in moves)
+        # a moved document says which features moved it, signed; one ranked the same says nothing
+        for row in page.locator("#drill-view .side > div").nth(1).locator("tbody tr").all():
+            why = row.locator(".why").all_inner_texts()
+            if row.locator("td.move").inner_text() == "same":
+                assert not why
+            else:
+                assert len(why) == 1 and re.fullmatch(r"moved by: [+−]\d\.\d\d \S+(, [+−]\d\.\d\d \S+){0,2}", why[0])
+        assert "clsm_title_cos" in variant and "moved by" in page.locator("#s-drill ~ div p.note").first.inner_text()
         # words of an encoder the variant does not hold are not shown as its explanation; the page says so
         page.select_option("#drill-variant", label="lexical+clsm")
         drill["words"] = {"dssm": drill["words"]["clsm"]}

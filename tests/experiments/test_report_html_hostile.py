@@ -109,17 +109,28 @@ def assert_no_markup_of_theirs(page: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def report_dir(tmp_path_factory):
-    return selection_ablation(tmp_path_factory.mktemp("hostile") / "report", n_resamples=200)[0]
+def ablation(tmp_path_factory):
+    return selection_ablation(tmp_path_factory.mktemp("hostile") / "report", n_resamples=200)
 
 
 @pytest.fixture(scope="module")
-def hostile_report(report_dir):
-    """report.json and the drill-down payload with PAYLOAD in every string, plus CLSM words and document texts
-    (so the drill-down's every branch shows hostile text)."""
+def report_dir(ablation):
+    return ablation[0]
+
+
+@pytest.fixture(scope="module")
+def hostile_report(ablation):
+    """report.json and the drill-down payload with PAYLOAD in every string and feature name (the contributions'
+    too), plus CLSM words and document texts (so the drill-down's every branch shows hostile text)."""
+    report_dir, result, folds = ablation
     data = json.loads((report_dir / "report.json").read_text())
+    for entry in data["contributions"].values():
+        entry["per_fold"] = {k: {f + PAYLOAD: v for f, v in fs.items()} for k, fs in entry["per_fold"].items()}
     drill = html_report.drill_data(
-        *html_report.rankings_from_runs(report_dir, data), read_per_query(report_dir / "per_query.tsv"), data
+        *html_report.rankings_from_runs(report_dir, data),
+        read_per_query(report_dir / "per_query.tsv"),
+        data,
+        contributions=html_report.contributions_from_ablation(result, folds),
     )
     qid, docid = drill["queries"][0][0], drill["docs"][0][0][0]
     drill["doc_text"] = {docid: "a document"}
@@ -133,6 +144,7 @@ def test_hostile_strings_in_every_field_reach_the_page_as_text(hostile_report, r
     data, drill = hostile_report
     page = html_report.render(data, drill=drill, report_dir=report_dir)
     assert_no_markup_of_theirs(page)
+    assert "neural share" in page and html_report._e("bm25_title" + PAYLOAD) in page  # the contributions' section
     assert html_report._e(PAYLOAD) in page  # shown, as text
 
 
@@ -181,6 +193,7 @@ def test_a_hostile_report_runs_no_script_in_chromium_and_the_pages_own_script_wo
         buttons.first.click()
         view = page.locator("#drill-view")
         assert "max-pool words" in view.inner_text() and PAYLOAD[:20] in view.inner_text()
+        assert "moved by: " in view.inner_text()  # the features that moved a document, hostile names as text
         assert view.locator("tbody tr").count() >= 2
         page.locator("#results thead th").first.click()  # sorting runs too
         assert page.evaluate("window.__pwned") is None and page.title() == "Feature ablation"

@@ -49,6 +49,18 @@ def test_pack_round_trips_exactly():
         _pack(object())
 
 
+def _same_contributions(a, b) -> None:
+    assert a.contributions.keys() == b.contributions.keys() and a.contributions
+    for name, folds in a.contributions.items():
+        for fold, x in folds.items():
+            y = b.contributions[name][fold]
+            assert (x is None) == (y is None)
+            if x is not None:
+                assert x["names"] == y["names"] and x["mean_abs"] == y["mean_abs"]
+                np.testing.assert_array_equal(x["top"], y["top"])
+                np.testing.assert_array_equal(x["top_values"], y["top_values"])
+
+
 def _result_view(result):
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
     return result.per_query, runs, result.config, result.importance
@@ -82,6 +94,7 @@ def test_cached_runs_equal_fresh_ones_and_only_changed_sets_rerun(tmp_path, sele
             for fold in a.test_scores[name]:
                 for x, y in zip(a.test_scores[name][fold]["scores"], b.test_scores[name][fold]["scores"]):
                     np.testing.assert_array_equal(x, y)
+        _same_contributions(a, b)
     # one more neural feature: the base set's runs come from the store, the others run
     grown = plan_feature_sets(fmap, base=",".join(names[:3]), neural={"n": names[3], "m": names[4]})
     third = RunStore(tmp_path)
@@ -170,6 +183,8 @@ def test_runs_that_differ_only_in_feature_names_fit_once(tmp_path, selection):
                 for x, y in zip(a[4][s][fold]["scores"], b[4][s][fold]["scores"], strict=True):
                     np.testing.assert_array_equal(x, y)
     assert "twin" in shared.importance["lexical+t"] and "clsm_title_cos" not in shared.importance["lexical+t"]
+    for fold in shared.contributions["lexical+t"].values():  # the contributions too, under the twin's names
+        assert "twin" in fold["names"] and "twin" in fold["mean_abs"] and "clsm_title_cos" not in fold["names"]
     if selection is not None:  # linear weights and the best single feature under the twin's own names
         chose = [r["chose"] for r in shared.runs if r["feature_set"].startswith("lexical+t/")]
         text = json.dumps(chose)

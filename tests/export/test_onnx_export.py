@@ -15,6 +15,7 @@ pytest.importorskip("onnx")
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
 from ltrfeat.export.onnx import SIDECAR, OnnxEncoder, export_onnx, prepare  # noqa: E402
 from ltrfeat.core.errors import LtrfeatError, ModelFileError  # noqa: E402
+from ltrfeat.core.fileio import OUTPUT_MARKER, mark_output_dir  # noqa: E402
 from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
 
 TRAIN = [
@@ -130,13 +131,58 @@ def test_export_replaces_an_old_export_but_not_other_files(exports, tmp_path):
     out = tmp_path / "e"
     export_onnx(enc, out)
     export_onnx(enc, out)  # overwriting an earlier export is fine
-    assert sorted(p.name for p in out.iterdir()) == ["doc.onnx", "encoder.json", "query.onnx"]
+    assert sorted(p.name for p in out.iterdir()) == [OUTPUT_MARKER, "doc.onnx", "encoder.json", "query.onnx"]
+    (out / OUTPUT_MARKER).unlink()  # an export written before the marker, holding only its own files
+    export_onnx(enc, out)
     other = tmp_path / "notes.txt"
     other.write_text("keep me")
-    with pytest.raises(LtrfeatError, match="not an ONNX encoder export"):
+    with pytest.raises(LtrfeatError, match="exists and is not a directory"):
         export_onnx(enc, other)
     assert other.read_text() == "keep me"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no leftover temp directory
+
+
+def _someone_elses(root, case: str):
+    """A directory the export must not replace (it would delete the files in it)."""
+    root.mkdir()
+    (root / "thesis.tex").write_text("keep me")
+    if case == "sidecar name":  # a file merely called encoder.json used to be taken for an export
+        (root / SIDECAR).write_text("{}")
+    elif case == "export plus a file":  # an export of ours with someone's file put in it
+        (root / SIDECAR).write_text(json.dumps({"files": {"query.onnx": "0", "doc.onnx": "0"}}))
+    elif case == "another output's marker":  # an ablation report, say
+        mark_output_dir(root, kind="report")
+    return root
+
+
+@pytest.mark.parametrize("case", ["plain", "sidecar name", "export plus a file", "another output's marker"])
+def test_export_refuses_a_directory_that_is_not_its_own(exports, tmp_path, case):
+    from click.testing import CliRunner
+
+    from ltrfeat.cli.main import cli
+
+    enc = exports["dssm"][0]
+    out = _someone_elses(tmp_path / "mine", case)
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(LtrfeatError, match="not an ONNX encoder export ltrfeat wrote"):
+        export_onnx(enc, out)
+    enc.save(tmp_path / "m.ltrenc")
+    result = CliRunner().invoke(cli, ["export-encoder", str(tmp_path / "m.ltrenc"), "--out", str(out)])
+    assert result.exit_code == 2 and result.output.startswith("error: ") and result.output.count("\n") <= 2
+    assert "not an ONNX encoder export ltrfeat wrote" in result.output and str(out) in result.output
+    assert sorted(p.name for p in out.iterdir()) == before and (out / "thesis.tex").read_text() == "keep me"
+
+
+def test_export_refuses_an_out_that_holds_its_own_model(exports, tmp_path):
+    from click.testing import CliRunner
+
+    from ltrfeat.cli.main import cli
+
+    out = tmp_path / "e"
+    export_onnx(exports["dssm"][0], out)
+    exports["dssm"][0].save(out / "m.ltrenc")  # the bundle put in the export directory: replacing it would delete it
+    result = CliRunner().invoke(cli, ["export-encoder", str(out / "m.ltrenc"), "--out", str(out)])
+    assert result.exit_code == 2 and "is inside --out" in result.output and (out / "m.ltrenc").is_file()
 
 
 def test_cli_export_encoder(exports, tmp_path):

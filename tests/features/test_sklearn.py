@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.base import clone
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import NotFittedError, SkipTestWarning
 from sklearn.pipeline import Pipeline
+from sklearn.utils import get_tags
 from sklearn.utils import estimator_checks as checks
 
 from ltrfeat.core.errors import LtrfeatError
@@ -123,6 +124,18 @@ CHECKS = [
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 def test_sklearn_estimator_checks(estimator, check):
     check(type(estimator).__name__, estimator)
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS[1:], ids=lambda e: type(e).__name__)
+def test_check_estimator_runs_on_the_extractors_and_says_what_it_skips(estimator):
+    """Without transformer tags check_estimator stopped with a RuntimeError; with them it knows the input is a
+    table of strings, runs what needs no data and skips its numeric-array checks with a warning naming the input."""
+    with pytest.warns(SkipTestWarning, match=r"requires input\s+of type .*string=True"):
+        results = checks.check_estimator(estimator, on_fail=None)
+    assert results and all(r["status"] == "passed" for r in results)
+    tags = get_tags(estimator)
+    assert tags.transformer_tags is not None and tags.transformer_tags.preserves_dtype == []
+    assert tags.input_tags.string and not tags.input_tags.two_d_array and tags.requires_fit
 
 
 def test_sklearn_unfitted_check_for_the_ranker():

@@ -474,6 +474,9 @@ CASES += [
     ("export-encoder-flipped", ["export-encoder", f"{W}/flipped.ltrenc", "--out", f"{W}/out/onnx"], "flipped.ltrenc"),
     ("export-encoder-short", ["export-encoder", f"{W}/short.ltrenc", "--out", f"{W}/out/onnx"], "short.ltrenc"),
     ("export-encoder-to", ["export-encoder", ENC, "--to", "tflite", "--out", f"{W}/out/onnx"], "'--to'"),
+    # a directory of someone else's files (here a model directory): the export would replace it whole
+    ("export-encoder-not-its-own", ["export-encoder", ENC, "--out", f"{W}/evil_st"], "not an ONNX encoder export"),
+    ("export-encoder-holds-model", ["export-encoder", ENC, "--out", W], "is inside --out"),
 ]
 
 # export-ranker and serve
@@ -1125,6 +1128,10 @@ SERVE_BODIES = [
     ("events-without-log", "/events", b'{"action_name": "click", "query_id": "i"}', 404),
     ("not-utf8", "/score", b'{"query": "\xff\xfe"}', 400),
     ("nan-scores", "/score", b'{"query": "q", "candidates": [{"docid": "d", "title": "t"}]}', 500),
+    ("explain-escaped-quotes", "/explain", b'{"query": "' + b'\\"' * 499_000, 400),
+    ("explain-deep-brackets", "/explain", b'{"query": "q", "candidates": ' + b"[" * 400_000, 400),
+    ("explain-huge-int", "/explain", b'{"query": "q", "candidates": [{"docid": ' + b"7" * 5000 + b"}]}", 400),
+    ("explain-no-contributions", "/explain", b'{"query": "q", "candidates": [{"docid": "d", "title": "t"}]}', 501),
 ]
 
 

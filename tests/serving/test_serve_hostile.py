@@ -4,6 +4,7 @@ against a real ``ltrfeat serve`` on loopback where the server (sockets, timeouts
 
 from __future__ import annotations
 
+import asyncio
 import json
 import signal
 import socket
@@ -140,6 +141,63 @@ def test_requests_beyond_the_concurrency_limit_get_503_with_retry_after():
         assert client.get("/readyz").status_code == 200
 
 
+def _asgi_post(app, body: bytes, arrived: asyncio.Event | None = None):
+    """POST /score straight to the ASGI app, the body arriving once ``arrived`` is set; the response's status."""
+
+    async def receive():
+        if arrived is not None:
+            await arrived.wait()
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/score",
+        "raw_path": b"/score",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"localhost"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("127.0.0.1", 8000),
+    }
+
+    async def status():
+        await app(scope, receive, send)
+        start = next(m for m in sent if m["type"] == "http.response.start")
+        return start["status"], dict(start["headers"])
+
+    return status()
+
+
+def test_bodies_received_at_once_are_capped_and_the_slots_come_back(fast):
+    """Every connection's body was read at once, however many: a thousand clients each sending a megabyte held a
+    gigabyte. Beyond --max-readers bodies in flight the answer is 503 before any of the body is read."""
+    body = json.dumps(_request()).encode()
+
+    async def main():
+        app = create_app(fast, limits=ServiceLimits(max_readers=2, max_concurrent=8))
+        arrived = asyncio.Event()
+        held = [asyncio.create_task(_asgi_post(app, body, arrived)) for _ in range(2)]
+        await asyncio.sleep(0.2)  # both are receiving their bodies
+        refused, headers = await _asgi_post(app, body)
+        arrived.set()
+        done = [status for status, _ in await asyncio.gather(*held)]
+        again, _ = await _asgi_post(app, body)
+        return refused, headers, done, again
+
+    refused, headers, done, again = asyncio.run(main())
+    assert refused == 503 and headers[b"retry-after"] == b"1" and headers[b"connection"] == b"close"
+    assert done == [200, 200] and again == 200
+
+
 def test_memory_is_released_after_a_large_request_only(fast, monkeypatch):
     import ltrfeat.serving.app as service
 
@@ -167,6 +225,8 @@ def test_service_limits_are_validated():
         ServiceLimits(min_body_rate=0)
     with pytest.raises(ValueError, match="max_text_chars must be at least 1"):
         ServiceLimits(max_text_chars=0)
+    with pytest.raises(ValueError, match="max_readers must be at least 1"):
+        ServiceLimits(max_readers=0)
 
 
 def test_bodies_not_sent_as_json_are_415(fast):

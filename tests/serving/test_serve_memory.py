@@ -94,3 +94,31 @@ def test_distinct_queries_leave_the_caches_at_their_bound(world):
 @pytest.mark.slow
 def test_ten_thousand_distinct_queries_keep_memory_flat(world):
     _send_distinct_queries(world, 10_000, rss_bound_mb=20)
+
+
+def test_an_onnx_exports_word_cache_stays_at_its_bound(world, tmp_path):
+    """Served from an ONNX export, the encoder's word -> trigram table holds at most CacheLimits.words words
+    whatever clients send (it is emptied when full), and the scores are those of a table that forgets nothing."""
+    pytest.importorskip("onnxruntime")
+    from ltrfeat.export.onnx import export_onnx
+    from ltrfeat.features.encoders import Encoder
+
+    export_onnx(Encoder.load(world["encoder"]), tmp_path / "clsm_onnx")
+    onnx_world = world | {"encoder": tmp_path / "clsm_onnx"}
+    bounded, reference = _load(onnx_world, SMALL), _load(onnx_world, UNBOUNDED)
+    table, everything = (s.extractors[-1].encoder_._hashing.cache for s in (bounded, reference))
+    peak = 0
+    with TestClient(create_app(bounded), base_url="http://localhost") as client:
+        for i, query in enumerate(_distinct_queries(150)):
+            candidates = [
+                {"docid": "d", "title": query[:60], "body": query},
+                {"docid": "e", "title": "fan", "body": "x"},
+            ]
+            answer = client.post("/score", json={"query": query, "candidates": candidates})
+            assert answer.status_code == 200, answer.text
+            assert len(table) <= SMALL.words
+            peak = max(peak, len(table))
+            if i % 10 == 0:
+                assert answer.json()["scores"] == pytest.approx(reference.score(query, candidates).tolist(), abs=1e-9)
+    assert peak > SMALL.words * 0.9  # in use, up to its bound
+    assert len(everything) > 30 * 15  # unbounded, it keeps every word it was sent

@@ -139,7 +139,8 @@ def test_old_lambdamart_files_still_load(world, tmp_path):
 
 @pytest.mark.slow
 def test_home_depot_serve_scores_as_rank_for_every_kind(tmp_path):
-    """Real queries and product titles (600 Home Depot queries): each kind's served scores equal `rank`'s."""
+    """Real queries and product titles (600 Home Depot queries): each kind's served scores equal `rank`'s, and the
+    contributions `/explain` and `explain-ranker` give (plus the bias) add up to them to 1e-5."""
     import pandas as pd
     from fastapi.testclient import TestClient
 
@@ -182,3 +183,17 @@ def test_home_depot_serve_scores_as_rank_for_every_kind(tmp_path):
                 cands = [{"docid": d, "doc": titles[d]} for d in data.docid[rows]]
                 body = client.post("/score", json={"query": queries[str(q)], "candidates": cands}).json()
                 np.testing.assert_allclose(body["scores"], ranked[rows], rtol=0, atol=1e-9, err_msg=kind)
+                why = client.post("/explain", json={"query": queries[str(q)], "candidates": cands}).json()
+                _assert_explained(why["documents"], dict(zip(data.docid[rows], ranked[rows])), kind)
+        printed = _cli("explain-ranker", model, tmp_path / "hd.letor", "--top", "1000", "--json")
+        for query in json.loads(printed)["queries"]:
+            rows = np.flatnonzero(data.qid == query["qid"])
+            assert len(query["top"]) == len(rows)
+            _assert_explained(query["top"], dict(zip(data.docid[rows], ranked[rows])), kind)
+
+
+def _assert_explained(documents: list[dict], ranked: dict, kind: str) -> None:
+    """Each document's contributions plus bias are its score, and that score is the one `rank` wrote, to 1e-5."""
+    for doc in documents:
+        total = sum(c["contribution"] for c in doc["contributions"]) + doc["bias"]
+        assert abs(total - doc["score"]) < 1e-5 and abs(doc["score"] - ranked[doc["docid"]]) < 1e-5, (kind, doc)

@@ -157,6 +157,13 @@
           distinct(pair[1]).slice(0, 5).join(", ") +
           (shared.length ? "; shared with the query: " + shared.slice(0, 4).join(", ") : "")]));
       });
+      // the features that moved it: this set's largest contributions relative to the query's average document
+      const why = d[4] ? d[4][s] : null;
+      if (why && move !== 0) {
+        doc.appendChild(el("div", { class: "why" }, ["moved by: " + why.map(function (p) {
+          return (p[1] < 0 ? "−" : "+") + Math.abs(p[1]).toFixed(2) + " " + drill.features[p[0]];
+        }).join(", ")]));
+      }
       body.appendChild(el("tr", {}, [
         el("td", { "data-v": String(d[2][s]) }, [String(d[2][s])]), doc,
         el("td", { class: "rel" }, [String(d[1])]), el("td", {}, [fmt(d[3][s], 4)]), el("td", { class: "move" }, [mv]),
