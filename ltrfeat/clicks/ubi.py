@@ -117,11 +117,11 @@ def read_ubi(events_path, queries_path=None, *, encoding: str = "utf-8") -> pd.D
     line of the query record, or of the impression event, that showed the result); every cell text."""
     queries = {} if queries_path is None else _query_records(queries_path, encoding)
     shown: dict[str, dict[str, tuple[int, int]]] = {}  # query_id -> docid -> (position, line)
-    for query_id, (line, record) in queries.items():
+    for shown_id, (line, record) in queries.items():
         hits = record.get("query_response_hit_ids") or []
-        shown[query_id] = {}
+        shown[shown_id] = {}
         for place, hit in enumerate(hits, start=1):
-            shown[query_id].setdefault(str(hit), (place, line))
+            shown[shown_id].setdefault(str(hit), (place, line))
     from_events: dict[str, dict[str, tuple[int, int]]] = {}
     clicks: list[tuple[int, str, str]] = []
     texts: dict[str, str] = {}

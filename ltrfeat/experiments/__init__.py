@@ -9,6 +9,7 @@ __all__ = [  # the public modules
     "crossfit",
     "defaults",
     "event_log",
+    "fold_contributions",
     "folds",
     "html_report",
     "in_words",

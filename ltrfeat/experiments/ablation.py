@@ -37,7 +37,7 @@ from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments._run_cache import RunStore, fit_once
-from ltrfeat.experiments.fold_contributions import summarise as summarise_contributions
+from ltrfeat.experiments.fold_contributions import summarise_contributions
 from ltrfeat.rankers.selection import (
     Candidates,
     SelectionConfig,
@@ -184,7 +184,7 @@ class AblationResult:
         :func:`ltrfeat.experiments._fold_runs.write_test_runs`).
     contributions : per set shown in the drill-down (ranker, recommended, baseline and candidate sets) and fold,
         the first seed's model's contribution summaries on the test rows
-        (:func:`ltrfeat.experiments.fold_contributions.summarise`; None for a model without contributions).
+        (:func:`ltrfeat.experiments.fold_contributions.summarise_contributions`; None for a model without contributions).
     inner_cv : with model selection, per fold and ranker set ``(inner held-out qids, {candidate: per-query
         criterion values})``: what the recommendation was made from
         (:func:`ltrfeat.rankers.selection.recommend` re-makes it for another rule or fewer sets); not in reports.

@@ -1,6 +1,6 @@
 """What an ablation keeps of its test-fold models' per-document contributions (the models themselves are not kept).
 
-For each fitted ranker (first seed), :func:`summarise` computes :func:`ltrfeat.rankers.contributions.contributions`
+For each fitted ranker (first seed), :func:`summarise_contributions` computes :func:`ltrfeat.rankers.contributions.contributions`
 on the fold's test queries -- at most :data:`MAX_ROWS` rows of them, whole queries drawn in an order fixed by the
 fold (the same queries for every set): exact TreeSHAP costs as much as training the model again for a few thousand
 rows -- and keeps two summaries:
@@ -39,7 +39,7 @@ def sampled_rows(test, max_rows: int = MAX_ROWS) -> np.ndarray:
     return np.flatnonzero(qid.isin(chosen).to_numpy())
 
 
-def summarise(model, test, *, max_rows: int = MAX_ROWS) -> dict | None:
+def summarise_contributions(model, test, *, max_rows: int = MAX_ROWS) -> dict | None:
     """The contribution summaries of ``model`` on the :func:`sampled_rows` of ``test`` (a RankingSet), or None
     for a model without contributions (another package's kind)."""
     if not callable(getattr(model, "contributions", None)) or not len(test):

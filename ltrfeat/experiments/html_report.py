@@ -106,8 +106,7 @@ def drill_data(
     *,
     top: int = TOP,
     max_queries: int = MAX_QUERIES,
-    query_text: dict | None = None,
-    doc_text: dict | None = None,
+    texts: dict | None = None,
     words: dict | None = None,
     contributions: dict[str, pd.DataFrame] | None = None,
     max_explained: int = MAX_EXPLAINED,
@@ -117,7 +116,7 @@ def drill_data(
     rankings : per set, a frame ``qid, docid, score`` of its test documents.
     labels : ``qid, docid, label`` of the judged test documents.
     per_query : the ablation's per-query table (its ``feature_set, qid`` and metric columns).
-    query_text, doc_text : optional texts by qid and docid; words : optional CLSM max-pool words,
+    texts : optional ``{"query": {qid: text}, "doc": {docid: text}}`` (either may be absent); words : optional CLSM max-pool words,
         ``{model: {"q": {qid: [[neuron, word], ...]}, "d": {docid: [...]}}}``.
     contributions : optional, per set, the frame of :func:`ltrfeat.experiments.fold_contributions.moved_by`: each
         shown document of the first ``max_explained`` queries then carries, per set, its largest contributions
@@ -130,6 +129,7 @@ def drill_data(
     words of an encoder only beside a set that holds its columns.
     """
     sets = [s for s in rankings if len(rankings[s])]
+    query_text, doc_text = (texts or {}).get("query"), (texts or {}).get("doc")
     baseline = data["config"].get("baseline")
     if baseline not in sets or len(sets) < 2:
         return None

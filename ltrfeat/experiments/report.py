@@ -555,13 +555,11 @@ def write_report(
             plot_importance(data, tmp / "importance.png")
         drill = None
         if folds is not None:
-            texts = texts or {}
             drill = html_report.drill_data(
                 *html_report.rankings_from_ablation(result, folds),
                 result.per_query,
                 data,
-                query_text=texts.get("query"),
-                doc_text=texts.get("doc"),
+                texts=texts,
                 words=words,
                 contributions=html_report.contributions_from_ablation(result, folds),
             )

@@ -14,4 +14,5 @@ __all__ = [  # the public modules
     "neural",
     "pins",
     "retrieval",
+    "sklearn_tags",
 ]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from builders import synthetic
-from ltrfeat.experiments.fold_contributions import sampled_rows, summarise
+from ltrfeat.experiments.fold_contributions import sampled_rows, summarise_contributions
 from ltrfeat.rankers.contributions import contributions
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.rankers.linear import LinearRanker
@@ -37,7 +37,7 @@ def test_summaries_of_a_bounded_sample_are_exact_for_its_queries(data, make):
     kept of them equals the contributions of those queries alone (per-query standardisation included)."""
     train, test = data
     model = make().fit(train)
-    summary = summarise(model, test, max_rows=95)
+    summary = summarise_contributions(model, test, max_rows=95)
     rows = summary["rows"]
     assert len(rows) <= 95 and summary["top"].shape == (len(rows), 3)
     exact = contributions(model, test.take(rows))
