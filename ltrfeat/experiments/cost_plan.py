@@ -127,23 +127,31 @@ class Work:
 
 @dataclasses.dataclass
 class Stage:
-    """One line of the plan: a stage (or one encoder's trainings), what it does, its CPU and wall seconds."""
+    """One line of the plan: a stage (or one encoder's trainings), what it does, its CPU and wall seconds and how
+    many of the run's processes (or threads) it keeps busy at once."""
 
     name: str
     what: str
     cpu: float
     wall: float
+    procs: int = 1
 
 
 @dataclasses.dataclass
 class Machine:
     """This machine now: cores, load, one thread's speed against the reference (``speed`` < 1: slower) and the
-    share of a core a process gets (``share``)."""
+    share of a core one process gets beside the other jobs (``share``)."""
 
     cores: int
     load: float
     speed: float = 1.0
     share: float = 1.0
+
+    def share_of(self, procs: int) -> float:
+        """The share of a core each of ``procs`` busy processes of the run gets: the other jobs, as many as
+        :attr:`share` says compete for the cores, and the run's own processes take turns."""
+        others = self.cores / self.share - 1 if self.share < 0.95 else 0.0
+        return min(1.0, self.cores / max(others + procs, 1e-9))
 
 
 @dataclasses.dataclass
@@ -218,24 +226,22 @@ def _probe() -> float:
 
 
 def calibrate(cores: int | None = None) -> Machine:
-    """How this machine runs now: the probe's CPU time against :data:`_PROBE_REFERENCE` (speed) and the share of a
-    core a process gets beside the other jobs (the probe's CPU over its wall time, or the cores over the load
-    average plus one, whichever is smaller); about 0.1-0.3 s."""
+    """How this machine runs now: the probe's best CPU time against :data:`_PROBE_REFERENCE` (speed) and the share
+    of a core a process gets beside the other jobs (the probe's median CPU over wall time); 0.1 CPU-s."""
     from ltrfeat.core.cores import available_cores
     from threadpoolctl import threadpool_limits
 
     cores = cores or available_cores()
-    best_cpu, best_wall = math.inf, math.inf
+    cpus, shares = [], []
     with threadpool_limits(1):
         for _ in range(3):
             wall, cpu = time.perf_counter(), time.process_time()
             _probe()
-            best_cpu = min(best_cpu, time.process_time() - cpu)
-            best_wall = min(best_wall, time.perf_counter() - wall)
+            cpus.append(time.process_time() - cpu)
+            shares.append(cpus[-1] / max(time.perf_counter() - wall, 1e-6))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    speed = min(2.0, max(0.25, _PROBE_REFERENCE / max(best_cpu, 1e-6)))
-    # the probe sees the other jobs for a tenth of a second, the load average for a minute: the smaller share wins
-    share = max(0.05, min(1.0, best_cpu / max(best_wall, 1e-6), cores / (load + 1.0)))
+    speed = min(2.0, max(0.25, _PROBE_REFERENCE / max(min(cpus), 1e-6)))
+    share = max(0.05, min(1.0, float(np.median(shares))))
     return Machine(cores=cores, load=load, speed=speed, share=share)
 
 
@@ -275,14 +281,15 @@ def estimate(work: Work, machine: Machine | None = None) -> Plan:
     if work.minilm_texts:
         wall = m["minilm_load"] + m["minilm_text"] * work.minilm_texts
         cached = f", {work.minilm_cached:,} more from the cache" if work.minilm_cached else ""
-        stages.append(Stage("MiniLM pass", f"{work.minilm_texts:,} texts{cached}", wall * m["minilm_cpu"], wall))
+        what = f"{work.minilm_texts:,} texts{cached}"
+        stages.append(Stage("MiniLM pass", what, wall * m["minilm_cpu"], wall, procs=work.cores))
     stages += _encoder_stages(work)
     stages.append(_ranker_stage(work))
     tests = m["tests"][0] + m["tests"][1] * work.queries * work.resamples
     stages.append(Stage("tests", f"{work.resamples:,} resamples over {work.queries:,} queries", tests, tests))
     for stage in stages:
         stage.cpu /= machine.speed
-        stage.wall /= machine.speed * machine.share
+        stage.wall /= machine.speed * machine.share_of(stage.procs)
     return Plan(work, stages, machine)
 
 
@@ -300,11 +307,12 @@ def _encoder_stages(work: Work) -> list[Stage]:
         what += f", {enc.pair_epochs:,.0f} pair-epochs" + (
             " (priced as a CLSM: no reference run)" if enc.guessed else ""
         )
-        stages.append(Stage(f"encoder {enc.name}", what, cpu, cpu / max(1, min(work.encoder_workers, enc.tasks))))
+        procs = max(1, min(work.encoder_workers, enc.tasks))
+        stages.append(Stage(f"encoder {enc.name}", what, cpu, cpu / procs, procs))
     if tasks and work.encoder_workers > 1:
         wall = m["pool"][0] + m["pool"][1] * work.pairs
         what = f"{work.encoder_workers} processes start and hand over"
-        stages.append(Stage("encoder pool", what, m["pool_cpu"] * work.encoder_workers, wall))
+        stages.append(Stage("encoder pool", what, m["pool_cpu"] * work.encoder_workers, wall, work.encoder_workers))
     return stages
 
 
@@ -324,7 +332,7 @@ def _ranker_stage(work: Work) -> Stage:
         f"single-feature sets){cached}, {fits:,} fits, {selection}, {work.n_estimators} rounds, "
         f"{workers} process{'es' if workers > 1 else ''}"
     )
-    return Stage("rankers", what, cpu, wall)
+    return Stage("rankers", what, cpu, wall, workers)
 
 
 def cut_lines(plan: Plan, shrunk: dict[str, Plan]) -> list[str]:
@@ -362,7 +370,7 @@ def plan_lines(plan: Plan, shrunk: dict[str, Plan] | None = None) -> list[str]:
     w, mach = plan.work, plan.machine
     lines = [
         f"plan: {w.folds} folds, {len(w.encoders)} encoders, {w.runs} ranker runs; this machine: {mach.cores} cores, "
-        f"load {mach.load:.1f}, one thread at {mach.speed:.2f}x the reference speed, {mach.share:.0%} of a core"
+        f"load {mach.load:.1f}, one thread at {mach.speed:.2f}x the reference speed and {mach.share:.0%} of a core"
     ]
     width = max(len(s.name) for s in plan.stages)
     for s in plan.stages:

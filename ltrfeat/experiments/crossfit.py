@@ -951,7 +951,7 @@ def _run_pooled(
     handed over by file."""
     import tempfile
 
-    from ltrfeat.features.encoders import distill, sbert_prefix
+    from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
 
     with tempfile.TemporaryDirectory(prefix="ltrfeat-pool-") as tmp:
         teacher_dir = None
@@ -999,6 +999,7 @@ def _run_pooled(
                 after=position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
                 zero_shot=j.zero_shot,
                 start_scores=j.start_scores,
+                minilm_engine=sbert_onnx.chosen(),  # crossfit_columns's choice, for the workers too
             )
             for i, j in enumerate(trainings)
         ]

@@ -105,10 +105,13 @@ def test_the_model_prices_the_reference_runs_within_30_percent(work, wall, cpu):
 def test_a_busy_or_slow_machine_stretches_the_estimate():
     work = _reference(3553, 240, epochs=2, sets=4, seeds=1, rounds=50, resamples=1000, encoders=[("d", "dssm")])
     quiet = estimate(work, REFERENCE)
-    busy = estimate(work, dataclasses.replace(REFERENCE, share=0.5))
+    busy = estimate(work, dataclasses.replace(REFERENCE, share=0.5))  # 3 other jobs on the 2 cores
     slow = estimate(work, dataclasses.replace(REFERENCE, speed=0.5))
-    assert busy.wall == pytest.approx(2 * quiet.wall) and busy.cpu == pytest.approx(quiet.cpu)
     assert slow.wall == pytest.approx(2 * quiet.wall) and slow.cpu == pytest.approx(2 * quiet.cpu)
+    assert busy.cpu == pytest.approx(quiet.cpu)
+    for calm, crowded in zip(quiet.stages, busy.stages):  # one process: half a core; two: 2 cores for 5 processes
+        assert crowded.wall == pytest.approx(calm.wall * (2 if calm.procs == 1 else 2.5)), calm.name
+    assert {s.procs for s in quiet.stages} == {1, 2}
 
 
 def test_plan_counts_what_the_run_does_and_writes_nothing(tmp_path, reference_machine):
