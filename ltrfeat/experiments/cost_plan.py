@@ -227,7 +227,8 @@ def _probe() -> float:
 
 def calibrate(cores: int | None = None) -> Machine:
     """How this machine runs now: the probe's best CPU time against :data:`_PROBE_REFERENCE` (speed) and the share
-    of a core a process gets beside the other jobs (the probe's median CPU over wall time); 0.1 CPU-s."""
+    of a core a process gets beside the other jobs (the geometric mean of the probes' median CPU over wall time and
+    of the cores over the load average, each at most 1); 0.1 CPU-s."""
     from ltrfeat.core.cores import available_cores
     from threadpoolctl import threadpool_limits
 
@@ -241,7 +242,8 @@ def calibrate(cores: int | None = None) -> Machine:
             shares.append(cpus[-1] / max(time.perf_counter() - wall, 1e-6))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     speed = min(2.0, max(0.25, _PROBE_REFERENCE / max(min(cpus), 1e-6)))
-    share = max(0.05, min(1.0, float(np.median(shares))))
+    # the probes see the other jobs for a tenth of a second, the load average for a minute: their geometric mean
+    share = max(0.05, math.sqrt(min(1.0, float(np.median(shares))) * min(1.0, cores / max(load, 1e-9))))
     return Machine(cores=cores, load=load, speed=speed, share=share)
 
 
@@ -380,8 +382,8 @@ def plan_lines(plan: Plan, shrunk: dict[str, Plan] | None = None) -> list[str]:
     total = plan.wall
     top = plan.dominant
     lines.append(
-        f"estimate: ~{duration(total)} wall, ~{plan.cpu:,.0f} CPU-s (within +-30% on the reference runs; "
-        "docs/performance.md)"
+        f"estimate: ~{duration(total)} wall, ~{plan.cpu:,.0f} CPU-s (the reference runs within 30%; on a busy "
+        "machine the wall time moves with the other jobs: docs/performance.md)"
     )
     cuts = cut_lines(plan, shrunk or {})
     lines.append(f"dominant: {top.name}, {top.wall / total:.0%} of the wall time; cut it with " + "; ".join(cuts))

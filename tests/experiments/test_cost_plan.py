@@ -225,3 +225,15 @@ def test_a_budgeted_run_runs_the_smaller_plan(tmp_path, reference_machine):
     assert "runs with --seeds 0 instead" in said[budget] and said[budget + 1].startswith("cross-fitting")
     report = json.loads((tmp_path / "r" / "report.json").read_text())
     assert report["config"]["seeds"] == [0]
+
+
+MARKER = "<!-- plan-of-the-readme-command: tests/experiments/test_cost_plan.py checks this block against the code -->"
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/performance.md"])
+def test_the_docs_show_the_plan_of_the_readme_command(doc, tmp_path, reference_machine):
+    planned = run("ablate", *README, "--quick", "--plan", "--report", tmp_path / "r")
+    assert planned.exit_code == 0, planned.output
+    text = (Path(__file__).resolve().parents[2] / doc).read_text(encoding="utf-8")
+    block = text.split(MARKER, 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    assert block == planned.output
