@@ -94,6 +94,7 @@ class Work:
     ranker_jobs: int | None = None  # ``--jobs``
     cores: int = 2
     text_mode: bool = True  # reads judged pairs and makes their lexical features (LETOR mode: folds read already)
+    dask: str | None = None  # ``--dask``: the cluster's workers are not priced, this machine's cores are
     # what the ranker runs' inputs depend on besides the ranker settings (text mode with --cache; see ran_sets)
     identity: dict | None = None
     ranker_sets_cached: int = 0  # ranker sets whose every run --cache holds (from an earlier run's record)
@@ -377,6 +378,8 @@ def plan_lines(plan: Plan, shrunk: dict[str, Plan] | None = None) -> list[str]:
     width = max(len(s.name) for s in plan.stages)
     for s in plan.stages:
         lines.append(f"  {s.name:<{width}}  ~{duration(s.wall):>9} wall  ~{s.cpu:>7,.0f} CPU-s  {s.what}")
+    if w.dask:
+        lines.append(f"  --dask {w.dask}: priced as if run on this machine's cores (the cluster's are not known here)")
     if w.cache is not None and w.identity is None:
         lines.append(f"  cache {w.cache}: its ranker runs are not counted ahead here (they are taken when found)")
     total = plan.wall
@@ -413,7 +416,7 @@ def shrink_steps(work: Work, *, seeds_given: bool, rounds_given: bool, resamples
         encoders = [
             dataclasses.replace(e, pair_epochs=e.pair_epochs * ratio) if e in trained else e for e in work.encoders
         ]
-        change = {"encoder_options": {"epochs": QUICK_ENCODER["epochs"]}}
+        change = {"encoder_options": dict(QUICK_ENCODER)}  # with its sbert-ft.epochs: an unprefixed key drops it
         option = f"--encoder-option epochs={QUICK_ENCODER['epochs']}"
         # other encoders than the cache keys name: nothing of this run is remembered (identity None)
         steps.append((option, change, dataclasses.replace(work, encoders=encoders, identity=None)))
@@ -517,6 +520,7 @@ def count_work(source, settings, *, say=lambda message: None) -> Work:
         ranker_jobs=settings.jobs,
         cores=available_cores(),
         identity=None if cache is None else _identity(pairs, source, specs, trainings),
+        dask=settings.dask,
     )
     cached = ran_sets(work, settings)
     return dataclasses.replace(
@@ -700,4 +704,5 @@ def folds_work(folds, sets, settings) -> Work:
         ranker_jobs=settings.jobs,
         cores=available_cores(),
         text_mode=False,
+        dask=settings.dask,
     )

@@ -185,6 +185,7 @@ def test_budget_shrinks_what_was_left_at_its_default(tmp_path, reference_machine
     assert [option for option, _, _ in steps] == [
         "--seeds 0", "--n-estimators 50", "--resamples 1000", "--encoder-option epochs=2"
     ]  # fmt: skip
+    assert steps[-1][1] == {"encoder_options": {"epochs": 2, "sbert-ft.epochs": 1}}  # MiniLM keeps its 1 epoch
     cheapest = estimate(steps[-1][2], REFERENCE)
     assert cheapest.wall < full.wall
     fits = _demo_plan(tmp_path, "--budget", f"{full.wall + 1:.0f}s")
@@ -237,3 +238,9 @@ def test_the_docs_show_the_plan_of_the_readme_command(doc, tmp_path, reference_m
     text = (Path(__file__).resolve().parents[2] / doc).read_text(encoding="utf-8")
     block = text.split(MARKER, 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     assert block == planned.output
+
+
+def test_a_dask_plan_says_what_it_prices(tmp_path, reference_machine):
+    done = run("ablate", *README, "--quick", "--dask", "local:2", "--plan", "--report", tmp_path / "r")
+    assert done.exit_code == 0, done.output
+    assert "  --dask local:2: priced as if run on this machine's cores" in done.output
