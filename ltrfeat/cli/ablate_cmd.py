@@ -73,6 +73,18 @@ def _seeds(ctx, param, text: str | None) -> list[int] | None:
     return seeds
 
 
+def _budget(ctx, param, text: str | None) -> float | None:
+    """``--budget 15m`` as seconds (checked while parsing)."""
+    if text is None:
+        return None
+    from ltrfeat.experiments.cost_plan import parse_duration
+
+    try:
+        return parse_duration(text)
+    except LtrfeatError as exc:
+        raise click.BadParameter(f"{exc.problem.removeprefix('--budget ')}; {exc.fix}") from None
+
+
 _TEXT_MODE = option_group(
     "text",
     click.option(
@@ -147,7 +159,7 @@ _TEXT_MODE = option_group(
         help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
         "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6); "
         "sbert.engine=auto|onnx|torch runs the zero-shot MiniLM passes on ONNX Runtime or torch (auto: ONNX Runtime "
-        "when installed). "
+        "when installed; onnx also scores the fine-tuned MiniLM's rows there). "
         f"Defaults: {', '.join(f'{k}={v}' for k, v in ENCODER_DEFAULTS.items())}.",
     ),
     click.option(
@@ -306,6 +318,23 @@ _RUN = option_group(
         help="Worker processes for the ranker runs (0 = one per CPU core; default: one per core when all ranker "
         "fits together read 200,000 training rows or more, else 1); results equal a run with 1.",
     ),
+    click.option(
+        "--plan",
+        "plan_only",
+        is_flag=True,
+        help="Print the plan every run starts with and stop: the encoder trainings, MiniLM pass and ranker runs, "
+        "what --cache holds, the estimated CPU-seconds and wall time on this machine per stage and encoder, the "
+        "dominant part and what would cut it; nothing is trained or written.",
+    ),
+    click.option(
+        "--budget",
+        default=None,
+        metavar="DURATION",
+        callback=_budget,
+        help="Wall time the run may take (900s, 15m, 1h30m, 15:00): over it, the plan drops what you left at its "
+        "default -- seeds to one, --quick rounds and resamples, fewer encoder epochs -- and says so before "
+        "starting, or refuses with the cheapest plan's estimate.",
+    ),
 )
 
 
@@ -378,6 +407,8 @@ _RUN = option_group(
         "quick": "Smoke run: 1 seed, 50 rounds, 1000 resamples.",
         "dask": "Run on Dask (address or local[:N]).",
         "jobs": "Ranker processes [auto]; 0 = one per core.",
+        "plan_only": "Print the plan and its cost estimate, then stop.",
+        "budget": "Fit the run in DURATION (15m), or refuse.",
     },
     docs="docs/ablate.md",
 )
@@ -436,7 +467,15 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/
       ltrfeat report ablation/ --open
     """
-    from ltrfeat.experiments.ablate import AblateSettings, FoldsSource, PairsSource, ablate_folds, ablate_pairs
+    from ltrfeat.experiments.ablate import (
+        AblateSettings,
+        FoldsSource,
+        PairsSource,
+        ablate_folds,
+        ablate_pairs,
+        plan_folds,
+        plan_pairs,
+    )
     from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
     from ltrfeat.experiments.verdict import verdict_lines
 
@@ -483,6 +522,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         jobs=run["jobs"],
         progress=not os.environ.get("CI"),
         config_file=config_file_record(),
+        budget=run["budget"],
     )
     say = functools.partial(click.echo, err=True)
     with notices():
@@ -494,6 +534,9 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 fold_glob=letor["fold_glob"],
                 nan_policy=evaluation["nan_policy"],
             )
+            if run["plan_only"]:
+                _print_plan(plan_folds(source, settings, say=say, engine_features=_engine_filter(settings.deployable)))
+                return
             done = ablate_folds(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
         else:
             source = PairsSource(
@@ -517,6 +560,9 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 encoder_jobs=text["encoder_jobs"],
                 continue_outer=text["continue_outer"],
             )
+            if run["plan_only"]:
+                _print_plan(plan_pairs(source, settings, say=say))
+                return
             done = ablate_pairs(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
     result, summary = done.result, done.summary
     inert = seed_inert_sets(result)
@@ -627,6 +673,11 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
         f"paired randomisation test ({resamples} resamples, seed {seed}), Holm-adjusted over "
         f"{len(comparisons)} comparisons; * p < 0.05, ** p < 0.01"
     )
+
+
+def _print_plan(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(line)
 
 
 def _engine_filter(target: str | None):

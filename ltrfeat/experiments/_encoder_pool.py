@@ -61,7 +61,7 @@ def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, b
     :func:`~ltrfeat.experiments._training_task.training_record`."""
     import torch
 
-    from ltrfeat.features.encoders import distill, sbert_prefix
+    from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
 
     torch.set_num_threads(task.options["threads"])
     if task.teacher_dir is not None and task.teacher_dir not in _LOADED:
@@ -84,7 +84,8 @@ def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, b
     trained = time.perf_counter()
     if task.save_to is not None and not Path(task.save_to).exists():  # a continued training's start
         encoder.save(task.save_to)
-    scores = fold_scores(encoder, task.texts, task.zero_shot)
+    with sbert_onnx.engine(task.minilm_engine):
+        scores = fold_scores(encoder, task.texts, task.zero_shot)
     return scores, trained - start, time.perf_counter() - trained, cached, training_record(encoder)
 
 

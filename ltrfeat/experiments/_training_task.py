@@ -25,6 +25,8 @@ class TrainingTask:
         the scores of a fine-tuning that kept that base unchanged (:func:`fold_scores`).
     start_scores : that column's scores of the rows of ``table`` (or None): a MiniLM fine-tuning that starts from
         that base unchanged validates its start from them instead of running it (``train_sbert``'s ``start_scores``).
+    minilm_engine : the ablation's MiniLM engine (:mod:`~ltrfeat.features.encoders.sbert_onnx`), which also scores a
+        fine-tuned MiniLM's rows (:mod:`~ltrfeat.features.encoders.sbert_top_onnx`).
     """
 
     spec: Any
@@ -41,6 +43,7 @@ class TrainingTask:
     after: int | None = None
     zero_shot: dict | None = None
     start_scores: np.ndarray | None = None
+    minilm_engine: str = "auto"
 
 
 def training_record(encoder) -> dict:

@@ -35,6 +35,7 @@ from ltrfeat.experiments.ablation import (
     run_ablation,
     summarise,
 )
+from ltrfeat.experiments.cost_plan import Plan, count_work, folds_work, planned, priced, remember_sets
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.report import check_report_dir, write_report
 from ltrfeat.experiments._run_cache import RunStore
@@ -170,6 +171,8 @@ class AblateSettings(Settings):
     jobs : worker processes for the ranker runs (see :func:`ltrfeat.experiments._workers.plan_workers`).
     progress : show progress bars.
     config_file : the settings file the options came from, recorded in the report.
+    budget : seconds of wall time the run may take: the plan shrinks what was left at its default (seeds, rounds,
+        resamples, encoder epochs) to fit, or refuses (see :mod:`ltrfeat.experiments.cost_plan`).
     """
 
     label: ClassVar[str] = "the ablation"
@@ -187,6 +190,7 @@ class AblateSettings(Settings):
         "write_runs": [bool],
         "quick": [bool],
         "progress": [bool],
+        "budget": [Interval(Real, 0, None, closed="neither"), None],
     }
     _nested: ClassVar[dict] = {"selection": SelectionConfig}
 
@@ -213,6 +217,7 @@ class AblateSettings(Settings):
     jobs: int | None = None
     progress: bool = True
     config_file: dict | None = None
+    budget: float | None = None
 
     def _check(self) -> None:
         for seed in self.seeds or ():
@@ -255,6 +260,15 @@ def ablate_pairs(
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
         check_output_dir(settings.write_features, overwrite=settings.overwrite, option="--write-features")
+    with encoder_option_flags():
+        try:
+            work = count_work(source, settings)
+        except LtrfeatError:  # bad input: the run itself says what is wrong, in the order it checks
+            work = None
+        if work is not None:
+            lines, source, settings, run.plan = planned(work, source, settings)
+            for line in lines:
+                say(line)
     with _cluster(settings) as run.client, encoder_option_flags():
         folds, groups, base, scheme = pairs_folds(
             source,
@@ -268,6 +282,8 @@ def ablate_pairs(
         )
         lexical = scheme.pop("lexical")
         done = _ablate(folds, groups, base, scheme, settings, run)
+    if run.plan is not None:
+        remember_sets(run.plan.work, settings)
     if settings.write_features is not None:
         write_features(settings.write_features, folds, lexical)
         say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
@@ -534,21 +550,20 @@ def ranker_params(settings: AblateSettings) -> dict:
 @dataclasses.dataclass
 class _Run:
     """What one ablation's steps share: its messages, the LTR engine's feature filter, the Dask client (None: this
-    machine), the stage profile and when it started."""
+    machine), the stage profile, when it started and its cost estimate."""
 
     say: Callable[[str], None]
     engine_features: Callable | None
     client: object = None
     profile: StageProfile = dataclasses.field(default_factory=StageProfile)
     started: float = dataclasses.field(default_factory=time.perf_counter)
+    plan: Plan | None = None  # what the run was estimated to cost before it started
 
 
-def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) -> Ablation:
-    say, profile, started, client = run.say, run.profile, run.started, run.client
-    seeds = tuple(settings.resolved("seeds"))
-    folds_ready = time.perf_counter()
+def _feature_sets(folds, groups, base, scheme, settings: AblateSettings, run: _Run) -> list:
+    """The feature sets the ablation compares (:func:`~ltrfeat.experiments.ablation.plan_feature_sets`)."""
     encoders = (scheme or {}).get("encoders") or {}
-    sets = plan_feature_sets(
+    return plan_feature_sets(
         folds[0].train.feature_map,
         base=base,
         neural=groups,
@@ -557,8 +572,40 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) ->
         light=[name for name, encoder in encoders.items() if not encoder["transformer"]],
         deployable=settings.deployable,
         engine_features=run.engine_features,
-        say=say,
+        say=run.say,
     )
+
+
+def plan_pairs(source: PairsSource, settings: AblateSettings, *, say: Callable[[str], None] = _stderr) -> list[str]:
+    """What :func:`ablate_pairs` would do and cost, in words (:mod:`ltrfeat.experiments.cost_plan`), without
+    doing it; a ``settings.budget`` no plan fits raises :class:`ParameterError`."""
+    with encoder_option_flags():
+        return planned(count_work(source, settings, say=say), source, settings)[0]
+
+
+def plan_folds(
+    source: FoldsSource,
+    settings: AblateSettings,
+    *,
+    say: Callable[[str], None] = _stderr,
+    engine_features: Callable | None = None,
+) -> list[str]:
+    """What :func:`ablate_folds` would do and cost, in words; the folds are read, nothing is fitted."""
+    folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
+    sets = _feature_sets(folds, dict(source.neural), source.base, None, settings, _Run(say, engine_features))
+    return priced(folds_work(folds, sets, settings), settings)[0]
+
+
+def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) -> Ablation:
+    say, profile, started, client = run.say, run.profile, run.started, run.client
+    folds_ready = time.perf_counter()
+    sets = _feature_sets(folds, groups, base, scheme, settings, run)
+    if scheme is None:  # LETOR mode, priced once its folds are read (text mode: before anything, in ablate_pairs)
+        lines, changes, run.plan = priced(folds_work(folds, sets, settings), settings)
+        for line in lines:
+            say(line)
+        settings = dataclasses.replace(settings, **changes) if changes else settings
+    seeds = tuple(settings.resolved("seeds"))
     selection = settings.selection
     n_runs = len(folds) * sum(len(seeds) if s.kind == "ranker" else 1 for s in sets)
     how = " (plain LambdaMART)"
@@ -618,7 +665,7 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) ->
         "wall_seconds": round(time.perf_counter() - started, 1),
         "folds_and_features_seconds": round(folds_ready - started, 1),
         "stages": summary["stages"],
-    }
+    } | ({} if run.plan is None else {"estimate": run.plan.as_dict()})
     out = write_report(
         result,
         summary,

@@ -951,7 +951,7 @@ def _run_pooled(
     handed over by file."""
     import tempfile
 
-    from ltrfeat.features.encoders import distill, sbert_prefix
+    from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
 
     with tempfile.TemporaryDirectory(prefix="ltrfeat-pool-") as tmp:
         teacher_dir = None
@@ -999,6 +999,7 @@ def _run_pooled(
                 after=position.get(id(j.start.inner)) if isinstance(j.start, _Continued) else None,
                 zero_shot=j.zero_shot,
                 start_scores=j.start_scores,
+                minilm_engine=sbert_onnx.chosen(),  # crossfit_columns's choice, for the workers too
             )
             for i, j in enumerate(trainings)
         ]
@@ -1052,6 +1053,92 @@ def _zero_shot(spec: EncoderSpec):
     return (kind.scorer or kind.load)(spec.path)
 
 
+def encoder_table(pairs: pd.DataFrame, field: str, train_table: pd.DataFrame | None = None) -> pd.DataFrame:
+    """What the encoders train on: ``train_table``, or the judged ``pairs`` (their ``field`` as ``doc``)."""
+    if train_table is None:
+        train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
+    return train_table.reset_index(drop=True)
+
+
+def plan_trainings(
+    pairs: pd.DataFrame,
+    plans: list[FoldPlan],
+    specs: list[EncoderSpec],
+    config: CrossFitConfig,
+    *,
+    train_table: pd.DataFrame,
+    collection: list | None = None,
+    cache: Path | None = None,
+    profile: StageProfile | None = None,
+) -> tuple[list[_Training], list[EncoderSpec]]:
+    """Every encoder training of the cross-fitting (what each trains on, starts from and scores; with ``cache``
+    its key and whatever of it is cached) and the zero-shot specs, in the order :func:`crossfit_columns` runs
+    them; ``train_table`` as that function prepares it. Nothing is trained or scored here."""
+    field, options, seed, cluster = config.field, dict(config.options), config.seed, config.cluster
+    train_fn = config.train_fn
+    train_keys = train_table["query"].map(normalise_query)
+    qid_text = dict(zip(pairs["qid"], pairs["query"].map(normalise_query)))
+    row_qid = pairs["qid"].to_numpy()
+    queries, docs = pairs["query"].tolist(), pairs[field].tolist()
+    jobs = scoring_jobs(plans)
+    trainings: list[_Training] = []
+    zero_shot: list[EncoderSpec] = []  # scored once the trainings are planned (see _share_minilm)
+    for spec in specs:
+        column = f"{spec.name}_{field}_{spec.column_suffix}"
+        if not spec.trainable:
+            zero_shot.append(spec)
+            continue
+        own = spec_options(spec, options)
+        start_point = None
+        if spec.pretrain in spec.kind.start_mods:
+            texts = docs + list(collection or [])
+            start_point = _StartingPoint(
+                spec, texts, options=own, seed=seed, cache=cache, profile=profile, cluster=cluster
+            )
+            own = start_point.fold_options
+        # the thread count is a runtime setting: out of the cache key unless the user chose it
+        training_options = own if not spec.kind.pooled else {"threads": _encoder_pool.THREADS} | own
+        continuing = config.continue_outer and spec.kind.continues_outer and train_fn is None
+        inner_of: dict[frozenset, _Training] = {}
+        # inner trainings first: a continued outer one needs its inner one's key
+        for index in [*range(len(plans), len(jobs)), *range(len(plans))] if continuing else range(len(jobs)):
+            excluded, targets = jobs[index]
+            rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
+            trained_on = set(train_keys.iloc[rows])
+            name = "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded))
+            start: _StartingPoint | _Continued | None = start_point
+            if continuing and index < len(plans):
+                inner = inner_of[excluded | plans[(index + 1) % len(plans)].test]
+                rows = np.setdiff1d(rows, inner.rows)  # the one fold the inner encoder lacks
+                start = _Continued(inner, seed=seed, cache=cache if train_fn is None else None)
+                name += f" (continues the encoder {inner.job})"
+            table = train_table.iloc[rows]
+            for fold, scored in targets:
+                check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
+            rows_of = {fold: np.flatnonzero(_member(row_qid, scored)) for fold, scored in targets}
+            job = _Training(
+                spec,
+                column,
+                name,
+                table,
+                training_options,
+                start,
+                rows_of,
+                {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()},
+                rows=rows,
+                outer=plans[index].name if index < len(plans) else None,
+            )
+            inner_of[excluded] = job
+            if cache is not None and train_fn is None:
+                job.key = _cache_key(spec, own, table, seed, None if start is None else start.key)
+                job.paths = {fold: _scores_path(cache, f"{spec.name}-{job.key}", *job.texts[fold]) for fold in rows_of}
+                job.kept = {fold: _load_scores(job.paths[fold], len(r)) for fold, r in rows_of.items()}
+                job.record_path = cache / "scores" / f"{spec.name}-{job.key}.training.json"
+                job.record = _load_record(job.record_path)
+            trainings.append(job)
+    return trainings, zero_shot
+
+
 def crossfit_columns(
     pairs: pd.DataFrame,
     plans: list[FoldPlan],
@@ -1082,12 +1169,7 @@ def crossfit_columns(
     train_fn = config.train_fn
     cache = None if cache is None else Path(cache)
     judged = train_table is None  # the training table's rows are the judged pairs'
-    if judged:
-        train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
-    train_table = train_table.reset_index(drop=True)
-    train_keys = train_table["query"].map(normalise_query)
-    qid_text = dict(zip(pairs["qid"], pairs["query"].map(normalise_query)))
-    row_qid = pairs["qid"].to_numpy()
+    train_table = encoder_table(pairs, field, train_table)
     queries, docs = pairs["query"].tolist(), pairs[field].tolist()
     columns: dict[str, dict[str, np.ndarray]] = {p.name: {} for p in plans}
     jobs = scoring_jobs(plans)
@@ -1105,63 +1187,9 @@ def crossfit_columns(
         from ltrfeat.features.encoders import sbert_onnx
 
         engine.enter_context(sbert_onnx.engine(minilm_engine(options)))
-        trainings: list[_Training] = []
-        zero_shot: list[EncoderSpec] = []  # scored once the trainings are planned (see _share_minilm)
-        for spec in specs:
-            column = f"{spec.name}_{field}_{spec.column_suffix}"
-            if not spec.trainable:
-                zero_shot.append(spec)
-                continue
-            own = spec_options(spec, options)
-            start_point = None
-            if spec.pretrain in spec.kind.start_mods:
-                texts = docs + list(collection or [])
-                start_point = _StartingPoint(
-                    spec, texts, options=own, seed=seed, cache=cache, profile=profile, cluster=cluster
-                )
-                own = start_point.fold_options
-            # the thread count is a runtime setting: out of the cache key unless the user chose it
-            training_options = own if not spec.kind.pooled else {"threads": _encoder_pool.THREADS} | own
-            continuing = config.continue_outer and spec.kind.continues_outer and train_fn is None
-            inner_of: dict[frozenset, _Training] = {}
-            # inner trainings first: a continued outer one needs its inner one's key
-            for index in [*range(len(plans), len(jobs)), *range(len(plans))] if continuing else range(len(jobs)):
-                excluded, targets = jobs[index]
-                rows = np.flatnonzero(~train_keys.isin({qid_text[q] for q in excluded}).to_numpy())
-                trained_on = set(train_keys.iloc[rows])
-                name = "without " + "+".join(sorted(p.name for p in plans if p.test <= excluded))
-                start: _StartingPoint | _Continued | None = start_point
-                if continuing and index < len(plans):
-                    inner = inner_of[excluded | plans[(index + 1) % len(plans)].test]
-                    rows = np.setdiff1d(rows, inner.rows)  # the one fold the inner encoder lacks
-                    start = _Continued(inner, seed=seed, cache=cache if train_fn is None else None)
-                    name += f" (continues the encoder {inner.job})"
-                table = train_table.iloc[rows]
-                for fold, scored in targets:
-                    check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
-                rows_of = {fold: np.flatnonzero(_member(row_qid, scored)) for fold, scored in targets}
-                job = _Training(
-                    spec,
-                    column,
-                    name,
-                    table,
-                    training_options,
-                    start,
-                    rows_of,
-                    {fold: ([queries[i] for i in r], [docs[i] for i in r]) for fold, r in rows_of.items()},
-                    rows=rows,
-                    outer=plans[index].name if index < len(plans) else None,
-                )
-                inner_of[excluded] = job
-                if cache is not None and train_fn is None:
-                    job.key = _cache_key(spec, own, table, seed, None if start is None else start.key)
-                    job.paths = {
-                        fold: _scores_path(cache, f"{spec.name}-{job.key}", *job.texts[fold]) for fold in rows_of
-                    }
-                    job.kept = {fold: _load_scores(job.paths[fold], len(r)) for fold, r in rows_of.items()}
-                    job.record_path = cache / "scores" / f"{spec.name}-{job.key}.training.json"
-                    job.record = _load_record(job.record_path)
-                trainings.append(job)
+        trainings, zero_shot = plan_trainings(
+            pairs, plans, specs, config, train_table=train_table, collection=collection, cache=cache, profile=profile
+        )
         if train_fn is None:
             check_trainings(trainings)
 

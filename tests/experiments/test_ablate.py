@@ -34,9 +34,10 @@ def test_ablate_folds_writes_the_report_the_command_writes(tmp_path):
     done = ablate_folds(
         FoldsSource(tmp_path / "folds", base="1-3", neural={"clsm": "clsm_title_cos"}), settings, say=said.append
     )
-    assert said == [
+    assert said[0].startswith("plan: 3 folds, 0 encoders, 12 ranker runs; this machine: ")  # then the plan's lines
+    assert said[-1] == (
         "3 folds x 4 feature sets (lexical, lexical+clsm, clsm_title_cos, bm25_title) x 1 seeds: 12 runs (plain LambdaMART)"
-    ]
+    )
     assert [f.name for f in done.folds] == ["Fold1", "Fold2", "Fold3"] and done.report_dir == tmp_path / "lib"
     args = ["ablate", "--folds", tmp_path / "folds", "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--no-select"]
     args += [
@@ -65,7 +66,10 @@ def test_ablate_pairs_cross_fits_and_reports(tmp_path):
     settings = AblateSettings(report_dir=tmp_path / "r", quick=True, selection=None, progress=False)
     said = []
     done = ablate_pairs(source, settings, say=said.append, train_fn=lambda spec, table: stub)
-    assert said[0] == "cross-fitting clsm-softmax over 3 query folds (6 encoder trainings)"
+    assert said[0].startswith("plan: 3 folds, 1 encoders, ")
+    assert said[said.index(next(x for x in said if x.startswith("dominant: "))) + 1] == (
+        "cross-fitting clsm-softmax over 3 query folds (6 encoder trainings)"
+    )
     assert done.folds[0].origin.startswith(f"query fold 1 of 3 of {tmp_path / 'pairs.tsv'}, encoder columns")
     config = done.result.config
     assert config["seeds"] == list(QUICK["seeds"]) and config["ranker_params"]["n_estimators"] == QUICK["n_estimators"]

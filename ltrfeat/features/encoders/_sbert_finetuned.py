@@ -225,7 +225,9 @@ class SbertFinetuned:
         try:
             prefix = self._prefix(side)
             if prefix is not None:
-                vectors = _encode_with_prefix(prefix, uniq, batch_size=batch_size)
+                from ltrfeat.features.encoders.sbert_top_onnx import top_vectors
+
+                vectors = top_vectors(prefix, uniq, batch_size=batch_size)
             else:
                 exact = self.precision == "fp32"
                 with precision_context(self.precision):
@@ -300,7 +302,7 @@ def is_finetuned_bundle(path) -> bool:
     return path is not None and Path(path).is_file()
 
 
-def _encode_with_prefix(prefix, texts: list[str], *, batch_size: int) -> np.ndarray:
+def encode_with_prefix(prefix, texts: list[str], *, batch_size: int) -> np.ndarray:
     """Normalised vectors through kept frozen layers, in batches of similar length (less padding)."""
     import torch
     import torch.nn.functional as F
