@@ -1,0 +1,1 @@
+"""Click logs: positions, propensities, position-bias corrections."""
