@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,14 @@ from ltrfeat.core.letor import write_letor
 from ltrfeat.core.splits import SPLITS
 from ltrfeat.core.text import pairs_to_ranking, write_table
 from ltrfeat.datasets.synth._catalogue import make_catalogue
-from ltrfeat.datasets.synth._clicks import simulate_clicks
+from ltrfeat.datasets.synth._clicks import (
+    EXAMINATION_EXPONENT,
+    IMPRESSION_COLUMNS,
+    STRAY_CLICK,
+    TITLE_LURE,
+    examination_curve,
+    simulate_clicks,
+)
 from ltrfeat.datasets.synth._judging import (
     CandidateIndex,
     bm25_candidates,
@@ -41,7 +49,10 @@ PUBLIC_COLUMNS = {
     "queries": ["qid", "query"],
     "judged": ["qid", "query", "docid", "doc", "label"],
     "clicks": ["query", "docid", "doc", "clicks", "impressions"],
+    "impressions": IMPRESSION_COLUMNS,
 }
+TABLE_FILES = {"impressions": "clicks_impressions.tsv"}  # file name of a table when not ``<name>.tsv``
+SHOWN = 10  # results shown per session
 _STREAMS = {"docs": 1, "judged_queries": 2, "candidates": 3, "labels": 4, "click_queries": 5, "clicks": 6, "splits": 7}
 
 
@@ -54,12 +65,15 @@ class World:
     judged: ``qid, query, docid, doc, label`` + ``split``; rows of a query contiguous, candidates in random order;
     ``doc`` is the title (``query_style="short"``) or the description (``"long"``).
     clicks: ``query, docid, doc, clicks, impressions`` + truth ``grade`` (noise-free relevance).
+    impressions: ``session, query, docid, position, clicked`` + truth ``grade``: every shown result of every
+    session of the click log (``clicks`` aggregates it over sessions and positions).
     """
 
     docs: pd.DataFrame
     queries: pd.DataFrame
     judged: pd.DataFrame
     clicks: pd.DataFrame
+    impressions: pd.DataFrame
     options: dict
 
     def split(self, name: str) -> pd.DataFrame:
@@ -85,6 +99,8 @@ def generate_world(
     split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
     median_sessions: float = 10.0,
     query_style: str = "short",
+    examination_exponent: float = EXAMINATION_EXPONENT,
+    title_attraction: float = TITLE_LURE,
 ) -> World:
     """Generate a product-search world, deterministically from ``seed``.
 
@@ -109,6 +125,11 @@ def generate_world(
         against the descriptions (the judged and click tables' ``doc`` column), candidates the BM25
         top-k of the descriptions with one fully matching product swapped in where none made it
         (``bm25_candidates``); semantic world only. Same catalogue for the same seed.
+    examination_exponent : users examine position r with probability ``r ** -examination_exponent``
+        (0: no position bias; 1.5: steep). Changes clicks only, never a random draw.
+    title_attraction : extra click attraction per unit of query–title overlap, whatever the grade (the snippet's
+        lure). Larger values (e.g. 0.5) make a world where titles that look relevant draw clicks: a bias that
+        correcting for position does not remove. Changes clicks only, never a random draw.
     """
     lo, hi = candidates
     if not 1 <= lo <= hi:
@@ -121,6 +142,10 @@ def generate_world(
         raise ValueError(f"split_fractions must be three positive shares summing to 1, got {split_fractions}")
     if not 0 <= label_noise <= 1:
         raise ValueError(f"label_noise must be in [0, 1], got {label_noise}")
+    if not (math.isfinite(examination_exponent) and 0 <= examination_exponent <= 5):
+        raise ValueError(f"examination_exponent must be in [0, 5], got {examination_exponent}")
+    if not (math.isfinite(title_attraction) and 0 <= title_attraction <= 1):
+        raise ValueError(f"title_attraction must be in [0, 1], got {title_attraction}")
     if query_style not in QUERY_STYLES:
         raise ValueError(f"query_style must be one of {QUERY_STYLES}, got {query_style!r}")
     long = query_style == "long"
@@ -137,6 +162,8 @@ def generate_world(
         "split_fractions": list(split_fractions),
         "median_sessions": median_sessions,
     } | ({"query_style": query_style} if long else {})  # the short world's world.json as before
+    options |= {"examination_exponent": examination_exponent} if examination_exponent != EXAMINATION_EXPONENT else {}
+    options |= {"title_attraction": title_attraction} if title_attraction != TITLE_LURE else {}
 
     docs = make_catalogue(_rng(seed, "docs"), n_docs)
     index = CandidateIndex(docs)
@@ -191,10 +218,32 @@ def generate_world(
     click_queries = make_queries(
         _rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys, style=query_style
     )
-    clicks = simulate_clicks(
-        _rng(seed, "clicks"), index, click_queries, grade, median_sessions=median_sessions, doc_field=doc_field
+    clicks, impressions = simulate_clicks(
+        _rng(seed, "clicks"),
+        index,
+        click_queries,
+        grade,
+        shown=SHOWN,
+        median_sessions=median_sessions,
+        doc_field=doc_field,
+        examination_exponent=examination_exponent,
+        title_attraction=title_attraction,
     )
-    return World(docs=docs, queries=queries, judged=judged, clicks=clicks, options=options)
+    return World(docs=docs, queries=queries, judged=judged, clicks=clicks, impressions=impressions, options=options)
+
+
+def click_model(world: World) -> dict:
+    """The click model that generated the world's log (stored in world.json under ``click_model``): the true
+    examination curve P(examined | position) for positions 1..10, the stray-click rate and the title attraction."""
+    exponent = world.options.get("examination_exponent", EXAMINATION_EXPONENT)
+    return {
+        "model": "position-based",
+        "examination": f"position ** -{exponent}",
+        "examination_exponent": exponent,
+        "examination_curve": [round(float(p), 6) for p in examination_curve(exponent, SHOWN)],
+        "stray_click": STRAY_CLICK,
+        "title_attraction": world.options.get("title_attraction", TITLE_LURE),
+    }
 
 
 def realism_stats(world: World) -> dict:
@@ -241,9 +290,10 @@ def realism_stats(world: World) -> dict:
 def write_world(world: World, out_dir) -> dict[str, Path]:
     """Write the world's files into ``out_dir`` (created if needed); returns name → path.
 
-    ``docs.tsv``, ``queries.tsv``, ``judged.tsv``, ``clicks.tsv``, ``train/vali/test.letor``
-    (zero feature columns, ``#docid = ...`` comments, each with ``.features.json``) and
-    ``world.json`` (options, counts, realism figures, SHA-256 of every other file). Each
+    ``docs.tsv``, ``queries.tsv``, ``judged.tsv``, ``clicks.tsv``, ``clicks_impressions.tsv`` (one row per shown
+    result), ``train/vali/test.letor`` (zero feature columns, ``#docid = ...`` comments, each with
+    ``.features.json``) and ``world.json`` (options, counts, realism figures, the click model with its true
+    examination curve, SHA-256 of every other file). Each
     file is written atomically; all content is computed before the first file is written.
     """
     out = Path(out_dir)
@@ -251,8 +301,9 @@ def write_world(world: World, out_dir) -> dict[str, Path]:
     rankings = {name: pairs_to_ranking(world.split(name))[0] for name in SPLITS}
     stats = realism_stats(world)
     for name, columns in PUBLIC_COLUMNS.items():
-        written[f"{name}.tsv"] = out / f"{name}.tsv"
-        write_table(getattr(world, name)[columns], written[f"{name}.tsv"])
+        file_name = TABLE_FILES.get(name, f"{name}.tsv")
+        written[file_name] = out / file_name
+        write_table(getattr(world, name)[columns], written[file_name])
     for name, ranking in rankings.items():
         path = out / f"{name}.letor"
         write_letor(path, ranking)
@@ -269,8 +320,11 @@ def write_world(world: World, out_dir) -> dict[str, Path]:
             "click_queries": int(world.clicks["query"].nunique()),
             "click_rows": len(world.clicks),
             "clicks": int(world.clicks["clicks"].sum()),
+            "click_sessions": int(world.impressions["session"].nunique()),
+            "impressions": len(world.impressions),
         },
         "click_log_overlaps_judged_queries": False,
+        "click_model": click_model(world),
         "stats": stats,
         "sha256": {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in sorted(written.items())},
     }
