@@ -11,8 +11,9 @@ second rarely. :func:`click_labels` turns a :class:`~ltrfeat.clicks.log.ClickLog
   The generalized (GDSSM) loss takes the debiased count as its label; the softmax loss keeps the clicked pairs as its
   samples and weights each by its debiased count over its clicks (the mean inverse propensity of its clicks, 1 when
   there is no bias).
-- ``pbm``: relevance estimated by the position-based click model (:func:`~ltrfeat.clicks.propensity.pbm_em`, the
-  examination fixed to the given curve when there is one): the generalized loss takes each pair's estimated
+- ``pbm``: relevance estimated by the position-based click model (:func:`~ltrfeat.clicks.propensity.pbm_em` with
+  the examination fixed to the curve, given or estimated, so that sparse pairs do not bend it; stray clicks are
+  estimated with the attractiveness): the generalized loss takes each pair's estimated
   attractiveness (P(click | examined), in [0, 1]) as its soft label, the softmax loss weights each clicked pair by it
   (self-normalised over the clicked pairs).
 
@@ -58,8 +59,8 @@ def click_labels(
     seed: int = 0,
 ) -> ClickLabels:
     """Training labels of ``log``'s (query, document) pairs with the position bias corrected by ``debias`` (see the
-    module docstring) for ``loss``; ``propensity``: a curve to use (default: estimated from the log by ``method``,
-    without an interval)."""
+    module docstring) for ``loss``; ``propensity``: the curve to correct with (default: estimated from the log by
+    ``method``, without an interval)."""
     if debias not in DEBIAS:
         raise ParameterError(f"debias {debias!r} is not a correction", fix=f"use one of {', '.join(DEBIAS)}")
     if loss not in LOSSES:
@@ -90,7 +91,7 @@ def click_labels(
     table = totals[["query", "doc", "clicks"]].rename(columns={"clicks": "label"})
     if debias == "none":
         return _labels(table, "clicks", record)
-    if propensity is None and debias == "ipw":
+    if propensity is None:
         propensity = estimate_propensity(log, method=method, seed=seed, resamples=0)
     keys = ["query", "docid"]
     rows = log.positioned
@@ -105,18 +106,16 @@ def click_labels(
     else:
         pair, pairs = pd.factorize(pd.MultiIndex.from_frame(rows[keys]))
         k_max = int(rows["position"].max())
-        fixed = None if propensity is None else propensity.at(np.arange(1, k_max + 1))
-        theta, gamma = pbm_em(
+        _, gamma = pbm_em(
             pair,
             rows["position"].to_numpy(np.int64) - 1,
             rows["impressions"].to_numpy(np.float64),
             rows["clicks"].to_numpy(np.float64),
             k_max=k_max,
-            fixed=fixed,
+            fixed=propensity.at(np.arange(1, k_max + 1)),
         )
         corrected = pd.Series(gamma, index=pairs)
-        curve = propensity or _curve(theta, "em")
-        record |= {"propensity": curve.to_dict()}
+        record |= {"propensity": propensity.to_dict()}
         soft = "identity"
     label = corrected.reindex(pd.MultiIndex.from_frame(totals[keys])).fillna(0.0).to_numpy(np.float64)
     if loss == "generalized":
@@ -126,11 +125,6 @@ def click_labels(
     weight = np.where(clicked, per_click, 0.0)
     mean = weight[clicked].mean() if clicked.any() else 1.0
     return _labels(table.assign(weight=weight / mean if mean > 0 else 1.0), "clicks", record)
-
-
-def _curve(theta: np.ndarray, method: str) -> Propensity:
-    values = theta / theta[0]
-    return Propensity(np.arange(1, len(values) + 1), values, values, values, method)
 
 
 def _labels(table: pd.DataFrame, soft: str, record: dict) -> ClickLabels:

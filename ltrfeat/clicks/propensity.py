@@ -31,6 +31,7 @@ from ltrfeat.core.errors import LtrfeatError, ParameterError
 METHODS = ("harvest", "em")
 _ITERATIONS = {"harvest": 200, "em": 300}
 _TOLERANCE = 1e-9
+_START_NOISE = 0.1  # the stray-click rate starts at this share of the click-through rate
 
 
 @dataclass(frozen=True)
@@ -135,15 +136,21 @@ def _query_codes(rows: pd.DataFrame) -> tuple[np.ndarray, int]:
 
 # -- intervention harvesting ---------------------------------------------------------------------------------------
 def _harvest_tables(rows: pd.DataFrame, k_max: int, log) -> dict:
-    """Per query, the weighted click-through sums ``ctr[q, k, k']`` (the pairs shown at k and k', at k) and their
-    weights ``w[q, k, k']``."""
+    """The interventional sets as cells (stratum, k, k'): per query and cell, the weighted click-through rates of the
+    pairs shown at both k and k' (at k) and their weights. A pair's stratum is its mean position, rounded: pairs the
+    ranker puts high are more attractive than pairs it puts low, and the sets' spread of attractiveness is what tells
+    stray clicks from examined ones."""
     codes, n_queries = _query_codes(rows)
+    pair = pd.factorize(pd.MultiIndex.from_arrays([rows["query"], rows["docid"]]))[0]
+    n = rows["impressions"].to_numpy(np.float64)
+    mean_position = np.bincount(pair, weights=n * rows["position"].to_numpy()) / np.maximum(np.bincount(pair, n), 1)
     frame = pd.DataFrame(
         {
             "q": codes,
-            "pair": pd.factorize(pd.MultiIndex.from_arrays([rows["query"], rows["docid"]]))[0],
+            "pair": pair,
+            "stratum": np.clip(np.rint(mean_position[pair]), 1, k_max).astype(np.int64) - 1,
             "k": rows["position"].to_numpy(np.int64) - 1,
-            "n": rows["impressions"].to_numpy(np.float64),
+            "n": n,
             "c": rows["clicks"].to_numpy(np.float64),
         }
     )
@@ -158,15 +165,20 @@ def _harvest_tables(rows: pd.DataFrame, k_max: int, log) -> dict:
             fix="use method em, or give a curve from a randomisation experiment",
         )
     weight = (both["n"] * both["n_o"] / (both["n"] + both["n_o"])).to_numpy()
-    ctr = (both["c"] / both["n"]).to_numpy()
-    index = (both["q"].to_numpy(), both["k"].to_numpy(), both["k_o"].to_numpy())
-    clicks = np.zeros((n_queries, k_max, k_max))
-    weights = np.zeros((n_queries, k_max, k_max))
-    np.add.at(clicks, index, weight * ctr)
-    np.add.at(weights, index, weight)
+    cells = pd.DataFrame(
+        {
+            "q": both["q"].to_numpy(),
+            "cell": (both["stratum"].to_numpy() * k_max + both["k"].to_numpy()) * k_max + both["k_o"].to_numpy(),
+            "clicks": weight * (both["c"] / both["n"]).to_numpy(),
+            "weights": weight,
+        }
+    )
+    cells = cells.groupby(["q", "cell"], sort=True).sum().reset_index()
     return {
-        "clicks": clicks.reshape(n_queries, -1),
-        "weights": weights.reshape(n_queries, -1),
+        "q": cells["q"].to_numpy(),
+        "cell": cells["cell"].to_numpy(),
+        "clicks": cells["clicks"].to_numpy(),
+        "weights": cells["weights"].to_numpy(),
         "k_max": k_max,
         "n_queries": n_queries,
         "log": log,
@@ -175,24 +187,32 @@ def _harvest_tables(rows: pd.DataFrame, k_max: int, log) -> dict:
 
 def _harvest_fit(data: dict, counts, start=None) -> np.ndarray:
     k = data["k_max"]
-    if counts is None:
-        clicks, weights = data["clicks"].sum(axis=0), data["weights"].sum(axis=0)
-    else:
-        clicks, weights = counts @ data["clicks"], counts @ data["weights"]
-    clicks, weights = clicks.reshape(k, k), weights.reshape(k, k)
+    size = k**3
+    w = None if counts is None else counts[data["q"]]
+    clicks = np.bincount(data["cell"], weights=data["clicks"] if w is None else data["clicks"] * w, minlength=size)
+    weights = np.bincount(data["cell"], weights=data["weights"] if w is None else data["weights"] * w, minlength=size)
+    clicks, weights = clicks.reshape(k, k, k), weights.reshape(k, k, k)  # stratum, k, k'
     linked = weights > 0
-    _check_linked(linked, data, counts is not None)
+    _check_linked(linked.any(axis=0), data, counts is not None)
     theta = np.ones(k) if start is None else start.copy()
+    flip = lambda a: a.transpose(0, 2, 1)  # noqa: E731  (k, k') -> (k', k)
+    rel = np.divide(clicks + flip(clicks), weights * 2, out=np.zeros_like(weights), where=linked)
+    noise = _START_NOISE * clicks.sum() / max(weights.sum(), 1e-12)  # a rate of 0 would stay 0
     for _ in range(_ITERATIONS["harvest"]):
-        # relevance shared by the pairs shown at both positions of (k, k'), then examination per position
-        total = weights * (theta[:, None] + theta[None, :])
-        rel = np.divide(clicks + clicks.T, total, out=np.zeros_like(total), where=linked)
-        expected = (weights * rel).sum(axis=1)
-        new = np.divide(clicks.sum(axis=1), expected, out=np.full(k, np.nan), where=expected > 0)
-        new = new / new[0] if new[0] > 0 else new
+        # a click at k of the pairs shown at k and k' is examined-and-attractive (theta_k rel) or stray (noise):
+        # split the clicks by those rates, then the relevance shared by (stratum, k, k'), the examination, the strays
+        expected = theta[None, :, None] * rel
+        attractive = np.divide(clicks * expected, expected + noise, out=np.zeros_like(clicks), where=linked)
+        total = weights * (theta[None, :, None] + theta[None, None, :])
+        rel = np.divide(attractive + flip(attractive), total, out=np.zeros_like(total), where=linked)
+        seen = (weights * rel).sum(axis=(0, 2))
+        new = np.divide(attractive.sum(axis=(0, 2)), seen, out=np.full(k, np.nan), where=seen > 0)
+        if not new[0] > 0:
+            return new
+        rel, new = rel * new[0], new / new[0]
+        noise = float((clicks - attractive).sum() / weights.sum())
         if np.nanmax(np.abs(new - theta)) < _TOLERANCE:
-            theta = new
-            break
+            return new
         theta = new
     return theta
 
@@ -251,26 +271,30 @@ def pbm_em(
     start=None,
     fixed=None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """EM of the position-based model over aggregated rows (pair index, 0-based position, impressions, clicks):
-    ``(examination per position, attractiveness per pair)``, the examination not yet normalised to position 1.
+    """EM of the position-based model with stray clicks over aggregated rows (pair index, 0-based position,
+    impressions, clicks): ``(examination per position, attractiveness per pair)``, the examination not normalised to
+    position 1. A click is examined-and-attractive or stray (a click on a shown result whatever its position and
+    relevance, at a rate estimated with the rest), so accidental clicks do not flatten the curve's tail.
     ``start``: a curve to start from; ``fixed``: a curve to keep (only the attractiveness is estimated)."""
     n_pairs = int(pair.max()) + 1 if len(pair) else 0
     if fixed is not None:
         theta = np.asarray(fixed, dtype=np.float64)
     else:
         theta = np.full(k_max, 0.5) if start is None else np.clip(start, 1e-6, 1.0) * 0.5
-    pair_n = np.bincount(pair, weights=n, minlength=n_pairs)
-    pos_n = np.bincount(k, weights=n, minlength=k_max)
-    gamma = np.clip(np.bincount(pair, weights=c, minlength=n_pairs) / np.maximum(pair_n, 1e-12), 0.01, 0.99)
-    unclicked = n - c
+    pair_n = np.maximum(np.bincount(pair, weights=n, minlength=n_pairs), 1e-12)
+    pos_n = np.maximum(np.bincount(k, weights=n, minlength=k_max), 1e-12)
+    gamma = np.clip(np.bincount(pair, weights=c, minlength=n_pairs) / pair_n, 0.01, 0.99)
+    unclicked, noise = n - c, _START_NOISE * c.sum() / max(n.sum(), 1e-12)  # a rate of 0 would stay 0
     for _ in range(iterations):
         t, g = theta[k], gamma[pair]
+        clicked = np.maximum(1 - (1 - t * g) * (1 - noise), 1e-12)  # P(click)
         none = np.maximum(1 - t * g, 1e-12)
-        exam = c + unclicked * t * (1 - g) / none  # expected examined impressions
-        attr = c + unclicked * (1 - t) * g / none  # expected attractive impressions
-        new_gamma = np.clip(np.bincount(pair, weights=attr, minlength=n_pairs) / np.maximum(pair_n, 1e-12), 1e-6, 1.0)
+        exam = c * t * (g + (1 - g) * noise) / clicked + unclicked * t * (1 - g) / none  # expected examined
+        attr = c * g * (t + (1 - t) * noise) / clicked + unclicked * (1 - t) * g / none  # expected attractive
+        new_gamma = np.clip(np.bincount(pair, weights=attr, minlength=n_pairs) / pair_n, 1e-6, 1.0)
+        noise = float((c * noise / clicked).sum() / n.sum())
         if fixed is None:
-            new_theta = np.bincount(k, weights=exam, minlength=k_max) / np.maximum(pos_n, 1e-12)
+            new_theta = np.bincount(k, weights=exam, minlength=k_max) / pos_n
             done = np.max(np.abs(new_theta - theta)) < _TOLERANCE
             theta = np.clip(new_theta, 1e-6, 1.0)
         else:
@@ -342,3 +366,30 @@ def read_propensity_curve(path) -> Propensity:
             fix="give P(examined | position) of each position",
         )
     return propensity_from_values(values[order], source=str(path))
+
+
+def save_propensity_plot(curve: Propensity, path, *, truth=None) -> None:
+    """Draw the curve with its interval (and a known ``truth``, e.g. a generated world's) as PNG or SVG (by the
+    extension), written atomically."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from ltrfeat.core.fileio import atomic_output
+
+    fmt = "svg" if str(path).lower().endswith(".svg") else "png"
+    fig = Figure(figsize=(5.5, 3.6))
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    ax.fill_between(curve.positions, curve.lower, curve.upper, alpha=0.25, label=f"{curve.level:.0%} interval")
+    ax.plot(curve.positions, curve.values, marker="o", label=f"estimated ({curve.method})")
+    if truth is not None:
+        ax.plot(curve.positions, truth, linestyle="--", color="black", label="truth")
+    ax.set_xlabel("position")
+    ax.set_ylabel("P(examined) / P(examined at 1)")
+    ax.set_xticks(curve.positions)
+    ax.set_ylim(0, max(1.05, float(np.nanmax(curve.upper)) * 1.05))
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    with matplotlib.rc_context({"svg.hashsalt": "ltrfeat"}), atomic_output(path, binary=True) as fh:
+        fig.savefig(fh, format=fmt, dpi=100, metadata={"Software": None} if fmt == "png" else {"Date": None})

@@ -22,7 +22,8 @@ def pbm_log(
     ``sessions`` sessions per query: the production ranker orders ``n_docs`` documents by attractiveness plus
     noise (reshuffled per session by ``noise``), users examine position r with r^-exponent and click an examined
     document with its attractiveness. Returns a ClickLog-like object with ``positioned``, ``totals``,
-    ``has_positions``, ``source`` and the truth: ``attraction`` (per query, docid) and ``examination``."""
+    ``has_positions``, ``source``, the ``impressions`` (session, query, docid, position, clicked) and the truth:
+    ``attraction`` (per query, docid) and ``examination``."""
     rng = np.random.default_rng(seed)
     examination = np.arange(1, shown + 1, dtype=float) ** -exponent
     rows = []
@@ -41,6 +42,7 @@ def pbm_log(
         rows.append(
             pd.DataFrame(
                 {
+                    "session": [f"{q}-{i}" for i in s],
                     "query": f"q{q}",
                     "docid": [f"d{q}_{i}" for i in d],
                     "position": rank[s, d] + 1,
@@ -58,6 +60,7 @@ def pbm_log(
     totals = positioned.groupby(["query", "docid"], sort=True)[["impressions", "clicks"]].sum().reset_index()
     totals["doc"] = "text of " + totals["docid"]
     return SimpleNamespace(
+        impressions=impressions,
         positioned=positioned,
         totals=totals,
         has_positions=True,
@@ -65,3 +68,11 @@ def pbm_log(
         examination=examination,
         attraction=pd.DataFrame(truth, columns=["query", "docid", "attraction"]),
     )
+
+
+def write_log(tmp_path, log) -> tuple:
+    """``log``'s impression-level file (``clicks.tsv``) and documents table (``docs.tsv``, docid and title)."""
+    path, docs = tmp_path / "clicks.tsv", tmp_path / "docs.tsv"
+    log.impressions.to_csv(path, sep="\t", index=False)
+    log.totals[["docid", "doc"]].rename(columns={"doc": "title"}).to_csv(docs, sep="\t", index=False)
+    return path, docs
