@@ -11,14 +11,7 @@ from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import duplicates_option, option_group
 from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
 from ltrfeat.datasets.converters import SOURCES, convert_to_dir, parse_split
-from ltrfeat.datasets.synth import (
-    EXAMINATION_EXPONENT,
-    PRESETS,
-    TITLE_LURE,
-    generate_world,
-    realism_stats,
-    write_world,
-)
+from ltrfeat.datasets.synth import PRESETS, ClickModel, generate_world, realism_stats, write_world
 
 
 @click.group()
@@ -40,6 +33,26 @@ def _candidates(ctx, param, value: str) -> tuple[int, int]:
     if not 1 <= lo <= hi:
         raise click.BadParameter(f"need 1 <= MIN <= MAX, got {value!r}")
     return lo, hi
+
+
+_USERS = option_group(
+    "users",
+    click.option(
+        "--examination-exponent",
+        type=float,
+        default=ClickModel().examination_exponent,
+        show_default=True,
+        help="Users examine position r with probability r^-EXPONENT: 0 = no position bias, 1.5 = steep.",
+    ),
+    click.option(
+        "--title-attraction",
+        type=float,
+        default=ClickModel().title_attraction,
+        show_default=True,
+        help="Extra click attraction per unit of query-title word overlap, whatever the relevance; e.g. 0.5 for a "
+        "world where titles that look relevant draw clicks (a bias no position correction removes).",
+    ),
+)
 
 
 @datasets.command()
@@ -90,35 +103,9 @@ def _candidates(ctx, param, value: str) -> tuple[int, int]:
     help="Long natural-language needs judged against the descriptions (the doc column), candidates the "
     "BM25 top-k of the descriptions.",
 )
-@click.option(
-    "--examination-exponent",
-    type=float,
-    default=EXAMINATION_EXPONENT,
-    show_default=True,
-    help="Users examine position r with probability r^-EXPONENT: 0 = no position bias, 1.5 = steep.",
-)
-@click.option(
-    "--title-attraction",
-    type=float,
-    default=TITLE_LURE,
-    show_default=True,
-    help="Extra click attraction per unit of query-title word overlap, whatever the relevance; e.g. 0.5 for a "
-    "world where titles that look relevant draw clicks (a bias no position correction removes).",
-)
+@_USERS
 @click.option("--quick", is_flag=True, help="Small preset for fast demos and tests.")
-def synth(
-    out_dir,
-    seed,
-    n_queries,
-    n_docs,
-    n_click_queries,
-    candidates,
-    control,
-    long_queries,
-    examination_exponent,
-    title_attraction,
-    quick,
-):
+def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control, long_queries, users, quick):
     """Generate a synthetic product-search world: catalogue, judged train/vali/test LETOR
     files (no feature columns yet), query/doc/judged text tables and a click log: aggregated
     (clicks.tsv) and one row per shown result with its position (clicks_impressions.tsv).
@@ -148,8 +135,7 @@ def synth(
             candidates=candidates,
             semantic=not control,
             query_style="long" if long_queries else "short",
-            examination_exponent=examination_exponent,
-            title_attraction=title_attraction,
+            **users,
             **sizes,
         )
     except ValueError as exc:
@@ -163,7 +149,7 @@ def synth(
         f"{len(world.docs)} docs, "
         f"{len(world.queries)} judged queries ({len(world.judged)} pairs), "
         f"{world.clicks['query'].nunique()} click-log queries ({len(world.clicks)} rows, "
-        f"{len(world.impressions)} impressions; examination r^-{examination_exponent:g})"
+        f"{len(world.impressions)} impressions; examination r^-{users['examination_exponent']:g})"
     )
     click.echo(
         "realism: "

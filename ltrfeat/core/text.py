@@ -472,28 +472,33 @@ def _from_records(path, fmt, records, lines) -> _RawTable:
     return _RawTable(path, fmt, list(columns), cells, np.asarray(lines, dtype=np.int64))
 
 
+def json_object(line: str, path, lineno: int) -> dict:
+    """One line of a JSON-lines file as the object it must hold (else a one-line error naming the line)."""
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise TextTableError(
+            f"invalid JSON ({exc.msg} at column {exc.colno})",
+            path=path,
+            line=lineno,
+            fix="write one JSON object per line",
+        ) from None
+    if not isinstance(rec, dict):
+        raise TextTableError(
+            f"expected a JSON object, found {type(rec).__name__}",
+            path=path,
+            line=lineno,
+            fix="write one JSON object per line",
+        )
+    return rec
+
+
 def _parse_jsonl(text: str, path: str) -> _RawTable:
     records, lines = [], []
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TextTableError(
-                f"invalid JSON ({exc.msg} at column {exc.colno})",
-                path=path,
-                line=lineno,
-                fix="write one JSON object per line",
-            ) from None
-        if not isinstance(rec, dict):
-            raise TextTableError(
-                f"expected a JSON object, found {type(rec).__name__}",
-                path=path,
-                line=lineno,
-                fix="write one JSON object per line",
-            )
-        records.append(rec)
+        records.append(json_object(line, path, lineno))
         lines.append(lineno)
     return _from_records(path, "jsonl", records, lines)
 

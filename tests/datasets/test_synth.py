@@ -348,7 +348,7 @@ def test_cli_control_flag_and_help(tmp_path):
         (["--candidates", "20-10"], "MIN <= MAX"),
         (["--queries", "2"], "--queries"),
         (["--examination-exponent", "-1"], "--examination-exponent"),
-        (["--examination-exponent", "nan"], "examination_exponent must be in [0, 5]"),
+        (["--examination-exponent", "nan"], "examination_exponent must be a number in [0, 5]"),
         (["--title-attraction", "2"], "--title-attraction"),
     ],
 )

@@ -3,7 +3,7 @@ fields, judged train/vali/test queries with graded labels, and a click log — d
 seed, with vocabulary mismatch, ambiguous words, lexical distractors and noisy clicks.
 ``data/README.md`` states its assumptions and file formats."""
 
-from ltrfeat.datasets.synth._clicks import EXAMINATION_EXPONENT, TITLE_LURE, examination_curve
+from ltrfeat.datasets.synth._clicks import ClickModel, examination_curve
 from ltrfeat.datasets.synth._world import (
     GENERATOR_VERSION,
     PRESETS,
@@ -17,12 +17,11 @@ from ltrfeat.datasets.synth._world import (
 )
 
 __all__ = [
-    "EXAMINATION_EXPONENT",
+    "ClickModel",
     "GENERATOR_VERSION",
     "PRESETS",
     "PUBLIC_COLUMNS",
     "SPLITS",
-    "TITLE_LURE",
     "World",
     "click_model",
     "examination_curve",

@@ -4,12 +4,16 @@ bias and click on what looks relevant (noisily); counts are per distinct user, a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
+from numbers import Real
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from ltrfeat.core.settings import Interval, Settings
 from ltrfeat.datasets.synth._judging import CandidateIndex, overlap
 from ltrfeat.datasets.synth._lexicon import content_tokens
 
@@ -29,6 +33,32 @@ def examination_curve(exponent: float, shown: int) -> np.ndarray:
     return np.arange(1, shown + 1, dtype=float) ** -exponent
 
 
+@dataclasses.dataclass(frozen=True)
+class ClickModel(Settings):
+    """How the simulated users of the click log behave.
+
+    median_sessions : median number of sessions (one user each) per click-log query.
+    examination_exponent : users examine position r with probability ``r ** -examination_exponent`` (0: no
+        position bias; 1.5: steep).
+    title_attraction : extra click attraction per unit of query–title overlap, whatever the grade (the snippet's
+        lure). Larger values (e.g. 0.5) make a world where titles that look relevant draw clicks: a bias that
+        correcting for position does not remove.
+
+    The last two change clicks only, never a random draw: every session shows the same results at the same
+    positions whatever they are.
+    """
+
+    label: ClassVar[str] = "click model"
+    _parameter_constraints: ClassVar[dict] = {
+        "median_sessions": [Interval(Real, 1, 500)],
+        "examination_exponent": [Interval(Real, 0, 5)],
+        "title_attraction": [Interval(Real, 0, 1)],
+    }
+    median_sessions: float = 10.0
+    examination_exponent: float = EXAMINATION_EXPONENT
+    title_attraction: float = TITLE_LURE
+
+
 def simulate_clicks(
     rng: np.random.Generator,
     index: CandidateIndex,
@@ -37,10 +67,8 @@ def simulate_clicks(
     *,
     list_size: int = 15,
     shown: int = 10,
-    median_sessions: float = 10.0,
     doc_field: str = "title",
-    examination_exponent: float = EXAMINATION_EXPONENT,
-    title_attraction: float = TITLE_LURE,
+    users: ClickModel = ClickModel(),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The aggregated log and the impression-level log.
 
@@ -49,19 +77,18 @@ def simulate_clicks(
     ``query, docid, position`` (1-based, in the session's order), ``clicked`` (0/1) and the truth ``grade``;
     rows of a session contiguous, by position.
 
-    Each query gets a log-normal number of sessions (one user each). The production
+    Each query gets a log-normal number of sessions (one user each, median ``users.median_sessions``). The production
     ranker scores ``list_size`` candidates by title/description overlap plus a partial view
     of relevance; each session perturbs that order and shows the top ``shown``. ``clicks``
     counts the distinct users who clicked, ``impressions`` the sessions that showed the
     product. ``grade`` is the hidden noise-free relevance the users acted on; ``doc`` the product's
-    ``doc_field``. Users examine position r with probability ``r ** -examination_exponent`` and click an
-    examined result with the grade's attraction plus ``title_attraction`` × query–title overlap (the snippet's lure,
-    which no position correction removes). Neither option changes a random draw.
+    ``doc_field``. Users examine position r with probability ``r ** -users.examination_exponent`` and click an
+    examined result with the grade's attraction plus ``users.title_attraction`` × query–title overlap.
     """
     texts = index.docs[doc_field].to_numpy(dtype=object)
     docids = index.docs["docid"].to_numpy(dtype=object)
     appeal = rng.normal(0.0, DOC_APPEAL_SD, index.n)
-    examine = examination_curve(examination_exponent, shown)
+    examine = examination_curve(users.examination_exponent, shown)
     columns: dict[str, list] = {"query": [], "row": [], "clicks": [], "impressions": [], "grade": []}
     shown_log: dict[str, list] = {
         name: [] for name in ("query", "sessions", "session", "row", "position", "clicked", "grade")
@@ -73,12 +100,12 @@ def simulate_clicks(
         title_ov = np.array([overlap(q, index.title_tokens[r]) for r in rows.tolist()])
         desc_ov = np.array([overlap(q, index.description_tokens[r]) for r in rows.tolist()])
         score = 0.5 * title_ov + 0.2 * desc_ov + 0.4 * grades / 3 + rng.normal(0.0, 0.2, len(rows))
-        n_sessions = int(np.clip(round(rng.lognormal(math.log(median_sessions), 1.0)), 2, 500))
+        n_sessions = int(np.clip(round(rng.lognormal(math.log(users.median_sessions), 1.0)), 2, 500))
         session_scores = score + rng.normal(0.0, RESHUFFLE_SD, (n_sessions, len(rows)))
         rank = np.argsort(np.argsort(-session_scores, axis=1, kind="stable"), axis=1, kind="stable")
         seen = rank < shown
         p_click = np.where(seen, examine[np.minimum(rank, shown - 1)], 0.0) * np.clip(
-            ATTRACTION[grades] + title_attraction * title_ov + appeal[rows], 0.005, 0.95
+            ATTRACTION[grades] + users.title_attraction * title_ov + appeal[rows], 0.005, 0.95
         )
         u = rng.random(seen.shape)
         clicked = (u < p_click) | (seen & (u > 1 - STRAY_CLICK))

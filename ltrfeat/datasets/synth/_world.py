@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +18,9 @@ from ltrfeat.core.splits import SPLITS
 from ltrfeat.core.text import pairs_to_ranking, write_table
 from ltrfeat.datasets.synth._catalogue import make_catalogue
 from ltrfeat.datasets.synth._clicks import (
-    EXAMINATION_EXPONENT,
     IMPRESSION_COLUMNS,
     STRAY_CLICK,
-    TITLE_LURE,
+    ClickModel,
     examination_curve,
     simulate_clicks,
 )
@@ -97,10 +95,9 @@ def generate_world(
     semantic: bool = True,
     label_noise: float = 0.12,
     split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
-    median_sessions: float = 10.0,
     query_style: str = "short",
-    examination_exponent: float = EXAMINATION_EXPONENT,
-    title_attraction: float = TITLE_LURE,
+    users: ClickModel | None = None,
+    **user_settings,
 ) -> World:
     """Generate a product-search world, deterministically from ``seed``.
 
@@ -118,19 +115,17 @@ def generate_world(
         else (catalogue, queries, candidates) is identical for the same seed.
     label_noise : probability that a rater moves a judged grade one step.
     split_fractions : shares of judged queries in train, vali, test.
-    median_sessions : median number of user sessions per click-log query.
     query_style : ``"short"``: title-like queries judged against titles, candidates mixed from the
         intent's type, title-word distractors, its category and random products. ``"long"``: natural-
         language needs of about 5 to 25 words (synonyms, shopper forms, a use, filler words) judged
         against the descriptions (the judged and click tables' ``doc`` column), candidates the BM25
         top-k of the descriptions with one fully matching product swapped in where none made it
         (``bm25_candidates``); semantic world only. Same catalogue for the same seed.
-    examination_exponent : users examine position r with probability ``r ** -examination_exponent``
-        (0: no position bias; 1.5: steep). Changes clicks only, never a random draw.
-    title_attraction : extra click attraction per unit of query–title overlap, whatever the grade (the snippet's
-        lure). Larger values (e.g. 0.5) make a world where titles that look relevant draw clicks: a bias that
-        correcting for position does not remove. Changes clicks only, never a random draw.
+    users, user_settings : the click log's :class:`ClickModel` (default: all defaults), single settings replaced
+        by keyword (``median_sessions``, ``examination_exponent``, ``title_attraction``), e.g.
+        ``generate_world(examination_exponent=1.5)``.
     """
+    users = ClickModel.build(users, user_settings)
     lo, hi = candidates
     if not 1 <= lo <= hi:
         raise ValueError(f"candidates must be (min, max) with 1 <= min <= max, got {candidates}")
@@ -142,10 +137,6 @@ def generate_world(
         raise ValueError(f"split_fractions must be three positive shares summing to 1, got {split_fractions}")
     if not 0 <= label_noise <= 1:
         raise ValueError(f"label_noise must be in [0, 1], got {label_noise}")
-    if not (math.isfinite(examination_exponent) and 0 <= examination_exponent <= 5):
-        raise ValueError(f"examination_exponent must be in [0, 5], got {examination_exponent}")
-    if not (math.isfinite(title_attraction) and 0 <= title_attraction <= 1):
-        raise ValueError(f"title_attraction must be in [0, 1], got {title_attraction}")
     if query_style not in QUERY_STYLES:
         raise ValueError(f"query_style must be one of {QUERY_STYLES}, got {query_style!r}")
     long = query_style == "long"
@@ -160,10 +151,9 @@ def generate_world(
         "semantic": semantic,
         "label_noise": label_noise,
         "split_fractions": list(split_fractions),
-        "median_sessions": median_sessions,
+        "median_sessions": users.median_sessions,
     } | ({"query_style": query_style} if long else {})  # the short world's world.json as before
-    options |= {"examination_exponent": examination_exponent} if examination_exponent != EXAMINATION_EXPONENT else {}
-    options |= {"title_attraction": title_attraction} if title_attraction != TITLE_LURE else {}
+    options |= {k: v for k, v in users.to_dict().items() if k != "median_sessions" and v != getattr(ClickModel(), k)}
 
     docs = make_catalogue(_rng(seed, "docs"), n_docs)
     index = CandidateIndex(docs)
@@ -224,10 +214,8 @@ def generate_world(
         click_queries,
         grade,
         shown=SHOWN,
-        median_sessions=median_sessions,
         doc_field=doc_field,
-        examination_exponent=examination_exponent,
-        title_attraction=title_attraction,
+        users=users,
     )
     return World(docs=docs, queries=queries, judged=judged, clicks=clicks, impressions=impressions, options=options)
 
@@ -235,14 +223,15 @@ def generate_world(
 def click_model(world: World) -> dict:
     """The click model that generated the world's log (stored in world.json under ``click_model``): the true
     examination curve P(examined | position) for positions 1..10, the stray-click rate and the title attraction."""
-    exponent = world.options.get("examination_exponent", EXAMINATION_EXPONENT)
+    defaults = ClickModel()
+    exponent = world.options.get("examination_exponent", defaults.examination_exponent)
     return {
         "model": "position-based",
         "examination": f"position ** -{exponent}",
         "examination_exponent": exponent,
         "examination_curve": [round(float(p), 6) for p in examination_curve(exponent, SHOWN)],
         "stray_click": STRAY_CLICK,
-        "title_attraction": world.options.get("title_attraction", TITLE_LURE),
+        "title_attraction": world.options.get("title_attraction", defaults.title_attraction),
     }
 
 
