@@ -10,10 +10,15 @@ document):
   the examination. Every pair counts on both sides with the same weight ``n_k n_k' / (n_k + n_k')``, so what the
   ranker put where does not tilt the ratio. The curve is the extremum estimate over all position pairs (a shared
   relevance per position pair, alternating closed-form updates of the Poisson likelihood), so positions that are
-  never shown together are linked through the others.
-- ``em``: expectation-maximisation of the PBM likelihood (Wang et al., WSDM 2018, the per-pair form): examination per
-  position and attractiveness per (query, document) pair, the unclicked impressions split between "not examined"
-  and "examined, not attractive" by the E step.
+  never shown together are linked through the others. Pairs are grouped by their mean position (the ranker puts
+  attractive pairs high) and a stray-click rate (clicks whatever the position and relevance) is fitted by a search
+  of the profile likelihood: without it, accidental clicks flatten the curve's tail.
+- ``em``: expectation-maximisation of the PBM likelihood with stray clicks (Wang et al., WSDM 2018, the per-pair
+  form): examination per position and attractiveness per (query, document) pair, the unclicked impressions split
+  between "not examined" and "examined, not attractive" by the E step. With a parameter per pair, a sparse log (a few
+  sessions per query) bends the curve (the pairs' estimates absorb what the positions explain: +5% at rank 2 to
+  +46% at rank 10 on the generated world's quick log with exponent 0.8, where harvesting stays within 8%), so
+  ``harvest`` is the default; EM suits logs with many impressions per pair.
 
 A curve from a randomisation experiment can be given instead (:func:`read_propensity_curve`, method ``given``).
 Intervals are percentile intervals of a bootstrap over queries (every query's rows are resampled together).
