@@ -158,7 +158,7 @@ def aggregate(log, out, reading):
     help="harvest: intervention harvesting (the same pair shown at different positions); em: EM of the "
     "position-based model (a parameter per pair: for logs with many impressions per pair).",
 )
-@click.option("--max-position", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--max-position", type=int, default=10, show_default=True, help="Positions of the curve (1..N).")
 @click.option(
     "--resamples", type=int, default=200, show_default=True, help="Bootstrap resamples of the queries (interval)."
 )
