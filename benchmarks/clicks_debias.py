@@ -223,6 +223,35 @@ def run(worlds, seeds, *, work: Path, quick_sizes: dict, encoder: dict, world_si
     return figures
 
 
+def markdown_table(figures: dict) -> list[str]:
+    """The lines docs/experiments.md quotes (checked against the results file by tests/clicks/test_docs_debias.py):
+    per world, NDCG@10 of lexical and of lexical + each encoder, the corrections' changes against the uncorrected
+    encoder (ranker and feature alone) with their Holm-adjusted p-values, and the curve's largest error."""
+    rows = {(r["world"], r["baseline"], r["variant"]): r for r in figures["comparisons"]}
+    lines = [
+        "| world | lexical | +none | +ipw | +pbm | ipw - none (p Holm) | pbm - none (p Holm) | alone: ipw - none | "
+        "alone: pbm - none | curve error, ranks 1-5 / 6-10 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for world, found in figures["worlds"].items():
+        ndcg = found["ndcg@10"]
+
+        def change(base, variant):
+            r = rows[(world, base, variant)]
+            return f"{r['delta']:+.4f} ({r['p_holm']:.2f})"
+
+        errors = np.array([s["propensity"]["relative_error"] for s in found["seeds"].values()])
+        top, tail = np.abs(errors[:, :5]).max(), np.abs(errors[:, 5:]).max()
+        lines.append(
+            f"| {world} | {ndcg['lexical']:.4f} | "
+            + " | ".join(f"{ndcg[f'lexical+clsm-{c}']:.4f}" for c in CORRECTIONS)
+            + f" | {change('lexical+clsm-none', 'lexical+clsm-ipw')} | {change('lexical+clsm-none', 'lexical+clsm-pbm')}"
+            + f" | {change('clsm-none_doc_cos', 'clsm-ipw_doc_cos')} | {change('clsm-none_doc_cos', 'clsm-pbm_doc_cos')}"
+            + f" | {top:.0%} / {tail:.0%} |"
+        )
+    return lines
+
+
 def main() -> None:
     from _common import write_results
     from ltrfeat.cli.demo_cmd import SIZES
@@ -259,6 +288,7 @@ def main() -> None:
             f"{row['world']:7s} {row['variant']:13s} vs {row['baseline']:13s} "
             f"delta {row['delta']:+.4f} p_holm {row['p_holm']:.3f}"
         )
+    print("\n".join(markdown_table(figures)))
     print(write_results("clicks_debias", figures))
 
 

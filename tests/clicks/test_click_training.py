@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from ltrfeat.clicks.debias import click_labels
@@ -62,3 +63,20 @@ def test_deepmatch_refuses_weights(log):
     pairs = click_labels(log, debias="ipw", loss="softmax").pairs
     with pytest.raises(ParameterError, match="DeepMatch takes no sample weights"):
         train_deepmatch(pairs)
+
+
+def test_the_extracted_columns_pin_the_correction(tmp_path, log):
+    from ltrfeat.features.neural import EncoderExtractor
+
+    labels = click_labels(log, debias="pbm", loss="generalized")
+    encoder, _ = train_encoder(labels.pairs, loss="generalized", soft_labels=labels.soft_labels, threads=1, **TINY)
+    encoder.save(tmp_path / "m.ltrenc")
+    record = EncoderExtractor(name="dssm", path=str(tmp_path / "m.ltrenc"), field="doc").fit().pipeline_record()
+    assert record["debias"] == "pbm"
+    plain = pd.DataFrame({c: labels.pairs[c].tolist() for c in ("query", "doc", "label")})  # no reader's record
+    judged, _ = train_encoder(plain, loss="generalized", soft_labels="identity", threads=1, **TINY)
+    judged.save(tmp_path / "j.ltrenc")  # not click labels: no debias key, the records of before
+    assert (
+        "debias"
+        not in EncoderExtractor(name="dssm", path=str(tmp_path / "j.ltrenc"), field="doc").fit().pipeline_record()
+    )
