@@ -119,3 +119,35 @@ def test_dask_errors_name_file_and_line(dask_client, tmp_path):
     path.write_text("session\tquery\tdocid\tposition\tclicked\n" + rows + "s\tq\tD1\t0\t1\n")
     with pytest.raises(Exception, match=rf"{path}:302: 1 rows hold a position below 1"):
         read_click_log(path, chunk_rows=100, client=dask_client)
+
+
+CORRUPTIONS = {
+    "position": ["0", "-2", "1.5", "top", "nan", "inf", ""],
+    "clicked": ["2", "-1", "yes", "0.5", ""],
+    "docid": ["", "  "],
+    "query": ["", " "],
+}
+
+
+@SETTINGS
+@given(
+    rows=st.lists(ROW, min_size=1, max_size=50),
+    data=st.data(),
+    ext=st.sampled_from(["tsv", "csv", "jsonl"]),
+    chunk=st.integers(1, 60),
+)
+def test_one_bad_cell_is_one_line_error_naming_its_line(tmp_path, rows, data, ext, chunk):
+    from ltrfeat.core.errors import TextTableError
+
+    frame = _frame(rows).astype(str)
+    row = data.draw(st.integers(0, len(frame) - 1))
+    column = data.draw(st.sampled_from(sorted(CORRUPTIONS)))
+    frame.loc[row, column] = data.draw(st.sampled_from(CORRUPTIONS[column]))
+    path = tmp_path / f"log.{ext}"
+    write_table(frame, path)
+    with pytest.raises(TextTableError) as err:
+        read_click_log(path, chunk_rows=chunk)
+    message = str(err.value)
+    # JSON lines: line = row + 1; TSV/CSV: the header is line 1, row k on line k + 2 (no blank lines here)
+    assert message.startswith(f"{path}:{row + (1 if ext == 'jsonl' else 2)}: 1 rows "), message
+    assert column in message and "\n" not in message
