@@ -94,7 +94,10 @@ def click_labels(
     if debias == "none":
         return _labels(table, "clicks", record)
     if propensity is None:
-        propensity = estimate_propensity(log, method=method, seed=seed, resamples=0)
+        shown = int(log.positioned["position"].max())  # a log of fewer than 10 positions: its own
+        propensity = estimate_propensity(
+            log, method=method, max_position=max(2, min(10, shown)), seed=seed, resamples=0
+        )
     keys = ["query", "docid"]
     rows = log.positioned
     if debias == "ipw":

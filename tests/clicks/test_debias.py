@@ -103,3 +103,9 @@ def test_a_log_without_document_texts_is_refused():
     log.totals = log.totals.drop(columns="doc")
     with pytest.raises(LtrfeatError, match="does not give the documents' texts"):
         click_labels(log)
+
+
+def test_a_log_of_few_positions_is_corrected_with_its_own_curve():
+    log = pbm_log(n_queries=60, n_docs=6, shown=4, sessions=10, seed=2)
+    labels = click_labels(log, debias="ipw")
+    assert labels.record["propensity"]["positions"] == [1, 2, 3, 4]
