@@ -34,6 +34,7 @@ OUTPUTS: dict[str, dict[str, str]] = {
     "datasets synth": {"out_dir": "keep"},
     "datasets convert": {"out_dir": "dir"},
     "clicks aggregate": {"out": "file"},
+    "clicks propensity": {"plot": "file"},
     "ablate": {"report_dir": "dir", "write_features": "keep", "cache_dir": "keep"},
     "compare-runs": {"html_path": "file"},
     "interleave-report": {"html_path": "file"},

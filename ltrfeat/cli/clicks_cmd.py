@@ -145,3 +145,55 @@ def aggregate(log, out, reading):
         f"wrote {out}: {len(read.positioned):,} (query, document, position) rows from "
         f"{int(read.positioned['impressions'].sum()):,} impressions and {int(read.positioned['clicks'].sum()):,} clicks"
     )
+
+
+@clicks.command()
+@click.argument("log", type=click.Path(dir_okay=False))
+@_READING
+@click.option(
+    "--method",
+    type=click.Choice(["harvest", "em"]),
+    default="harvest",
+    show_default=True,
+    help="harvest: intervention harvesting (the same pair shown at different positions); em: EM of the "
+    "position-based model (a parameter per pair: for logs with many impressions per pair).",
+)
+@click.option("--max-position", type=int, default=10, show_default=True, help="Positions of the curve (1..N).")
+@click.option(
+    "--resamples", type=int, default=200, show_default=True, help="Bootstrap resamples of the queries (interval)."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option(
+    "--plot", type=click.Path(dir_okay=False), default=None, help="Draw the curve and its interval (.png or .svg)."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the curve as one JSON object.")
+def propensity(log, reading, method, max_position, resamples, seed, plot, as_json):
+    """Estimate P(examined | position), relative to position 1, from the click LOG itself (impression-level or
+    aggregated with positions), with a 95% interval from a bootstrap over queries.
+
+    \b
+    Examples:
+      ltrfeat clicks propensity data/clicks_impressions.tsv
+      ltrfeat clicks propensity log.tsv --method em --max-position 5 --plot curve.png --json
+    """
+    from ltrfeat.clicks.propensity import estimate_propensity, save_propensity_plot
+    from ltrfeat.core.fileio import check_writable
+
+    if plot is not None:
+        check_writable(plot)
+    curve = estimate_propensity(
+        _read(log, reading), method=method, max_position=max_position, seed=seed, resamples=resamples
+    )
+    if plot is not None:
+        save_propensity_plot(curve, plot)
+    if as_json:
+        click.echo(json.dumps({"log": str(log), **curve.to_dict()}))
+        return
+    click.echo(
+        f"propensity of {log} by {method} ({curve.level:.0%} interval, bootstrap over queries, {resamples} resamples):"
+    )
+    click.echo("position  propensity  lower   upper")
+    for k, v, lo, hi in zip(curve.positions, curve.values, curve.lower, curve.upper):
+        click.echo(f"{k:8d}  {v:10.4f}  {lo:.4f}  {hi:.4f}")
+    if plot is not None:
+        click.echo(f"wrote {plot}")

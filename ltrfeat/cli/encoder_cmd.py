@@ -31,6 +31,7 @@ from ltrfeat.features.encoders.config import (
     SbertConfig as _S,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
+from ltrfeat.clicks.debias import CORRECTED_LOSSES, DEFAULT_CLIP
 
 _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM ones --help shows
     f"{_S.epochs} epoch, batch {_S.batch_size}, lr {_S.lr:.0e}, in-batch negatives only, gamma {_S.gamma:g}, "
@@ -40,8 +41,61 @@ DEPRECATED_MODELS = {"sbert": "sbert-ft"}  # old --model spelling -> kind (sbert
 _SETTING = {"buckets": "n_buckets", "separate": "shared"}  # option -> training setting where the names differ
 _NOT_SETTINGS = {"pairs", "from_docs", "field_pair", "spans_per_doc", "out", "model", "columns", "encoding"}
 _NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume", "as_json", "mlflow_uri"}
+_NOT_SETTINGS |= {"debias", "propensity", "propensity_method", "clip", "queries", "docs", "log_format"}
 _SPEC_TAKES = {"pairs", "out", "columns", "encoding", "label_map", "duplicates", "seed", "spec", "encoder_options"}
 _SPEC_TAKES |= {"collection", "collection_field", "cache", "as_json"}
+
+_CLICK_OPTIONS = (  # reading PAIRS as a click log
+    click.option(
+        "--debias",
+        type=click.Choice(["none", "ipw", "pbm"]),
+        default=None,
+        help="PAIRS is a click log (impression-level, aggregated with or without positions, UBI; read as `clicks "
+        "propensity` reads it): train on its clicks with the position bias uncorrected (none), corrected by "
+        "clipped, self-normalised inverse propensity weighting (ipw) or by the relevance the position-based click "
+        "model estimates (pbm). softmax and generalized losses only.",
+    ),
+    click.option(
+        "--propensity",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --debias: the examination curve to correct with (a table of position, propensity, e.g. from a "
+        "randomisation experiment) [default: estimated from the log].",
+    ),
+    click.option(
+        "--propensity-method",
+        type=click.Choice(["harvest", "em"]),
+        default="harvest",
+        show_default=True,
+        help="With --debias and no --propensity: how the curve is estimated from the log.",
+    ),
+    click.option(
+        "--clip",
+        type=click.FloatRange(min=0, max=1, min_open=True),
+        default=DEFAULT_CLIP,
+        show_default=True,
+        help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
+    ),
+    click.option(
+        "--queries",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --debias: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
+    ),
+    click.option(
+        "--docs",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --debias: documents table (docid and text) giving the texts of a log that has only docids.",
+    ),
+    click.option(
+        "--log-format",
+        type=click.Choice(["tsv", "csv", "jsonl", "parquet", "ubi"]),
+        default=None,
+        help="With --debias: format of the click log [default: from the extension].",
+    ),
+)
+_CLICK_NAMES = ("debias", "propensity", "propensity_method", "clip", "queries", "docs", "log_format")
 
 _READING = option_group(
     "reading",
@@ -56,6 +110,7 @@ _READING = option_group(
         help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
     ),
     duplicates_option,
+    *_CLICK_OPTIONS,
 )
 
 _START = option_group(
@@ -408,6 +463,11 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
       ltrfeat extract --pairs judged.tsv --encoder sbert-ft=ft.ltrenc --out judged.letor
 
     \b
+    Example (a click log with positions, the position bias corrected by inverse propensity weighting):
+      ltrfeat train-encoder world/clicks_impressions.tsv --docs world/docs.tsv --debias ipw \\
+        --loss generalized --out ipw.ltrenc
+
+    \b
     Example (no click log: each document's title as the query, its body as the clicked text):
       ltrfeat train-encoder --from-docs docs.tsv --pair title:body --model clsm --out weak.ltrenc
     """
@@ -418,6 +478,8 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
         _train_like_ablate(click.get_current_context(), pairs, out, reading, training["seed"], like_ablate)
         return
     from_docs = weak["from_docs"]
+    ctx = click.get_current_context()
+    _check_clicks_options(ctx, reading, from_docs)
     if from_docs:
         table = _weak_pairs(
             from_docs,
@@ -427,6 +489,8 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             seed=training["seed"],
             spans_per_doc=weak["spans_per_doc"],
         )
+    elif pairs and reading["debias"] is not None:
+        table = None  # read below, once the kind's loss is known
     elif pairs:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
             table = read_judged_pairs(
@@ -441,7 +505,9 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     else:
         raise click.UsageError("give PAIRS or --from-docs DOCS")
     kind = encoder_kind(model)
-    settings, trainer_args = _given_settings(click.get_current_context(), kind)
+    settings, trainer_args = _given_settings(ctx, kind)
+    if table is None:
+        table = _click_table(pairs, reading, kind, settings, training["seed"])
     if from_docs:
         settings["soft_labels"] = "identity"
     if kind.scores and settings.get("score") is None:
@@ -483,6 +549,75 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             f"mlflow: run {track_encoder(uri, out, {'model': kind.name} | config.to_dict(), history)} at {uri}",
             err=True,
         )
+
+
+def _check_clicks_options(ctx: click.Context, reading: dict, from_docs) -> None:
+    """The click-log options go with --debias (a click log), the pairs-table options without it."""
+    if reading["debias"] is None:
+        given = [n for n in _CLICK_NAMES if _given(ctx, n)]
+        if given:
+            raise click.UsageError(f"--{given[0].replace('_', '-')} goes with --debias (PAIRS is then a click log)")
+        return
+    if from_docs:
+        raise click.UsageError("--debias reads PAIRS as a click log: give PAIRS, not --from-docs")
+    table_options = [n for n in ("columns", "label_map", "duplicates") if _given(ctx, n)]
+    if table_options:
+        raise click.UsageError(
+            f"--{table_options[0].replace('_', '-')} reads a pairs table; with --debias PAIRS is a click log "
+            "(columns query or qid, docid, position, clicked or impressions and clicks)"
+        )
+
+
+def _click_table(path, clicks: dict, kind, settings: dict, seed: int):
+    """``--debias``: the training table of the click log at ``path`` (its soft-label mapping set in ``settings``),
+    with a line on stderr saying what trained it and how the position bias was handled."""
+    from ltrfeat.clicks.debias import click_labels
+    from ltrfeat.clicks.log import read_click_log
+    from ltrfeat.clicks.propensity import read_propensity_curve
+
+    loss = settings.get("loss", getattr(kind.config, "loss", None))
+    if loss not in CORRECTED_LOSSES:
+        raise click.UsageError(
+            f"--debias trains with --loss {' or '.join(CORRECTED_LOSSES)}"
+            + (f", not {loss}" if loss else f"; --model {kind.name} has no --loss")
+        )
+    log = read_click_log(path, queries=clicks["queries"], docs=clicks["docs"], fmt=clicks["log_format"])
+    curve = read_propensity_curve(clicks["propensity"]) if clicks["propensity"] else None
+    labels = click_labels(
+        log,
+        debias=clicks["debias"],
+        loss=loss,
+        propensity=curve,
+        method=clicks["propensity_method"],
+        clip=clicks["clip"],
+        seed=seed,
+    )
+    if settings.get("soft_labels", labels.soft_labels) != labels.soft_labels:
+        raise click.UsageError(
+            f"--debias {clicks['debias']} with the {loss} loss trains on soft labels {labels.soft_labels}; "
+            "drop --soft-labels"
+        )
+    settings["soft_labels"] = labels.soft_labels
+    record = labels.record
+    click.echo(
+        f"clicks: {record['impressions']} impressions, {record['clicks']} clicks on {record['pairs']} "
+        f"(query, document) pairs of {path}",
+        err=True,
+    )
+    if record["debias"] != "none":
+        values = ", ".join(f"{v:.3g}" for v in record["propensity"]["values"])
+        click.echo(
+            f"position bias corrected by {record['debias']} (propensity by position, {record['propensity']['method']}:"
+            f" {values})",
+            err=True,
+        )
+    elif record["has_positions"]:
+        click.echo(
+            "note: the log has positions but --debias none trains on uncorrected clicks, which partly teach what "
+            "the production ranker put on top; --debias ipw or pbm corrects the position bias",
+            err=True,
+        )
+    return labels.pairs
 
 
 def _print_summary(summary: dict, *, as_json: bool) -> None:

@@ -1066,6 +1066,14 @@ def pairs_to_ranking(
     return ranking, queries, docs
 
 
+def read_table_columns(path, columns, *, encoding: str = "utf-8", fmt: str | None = None) -> pd.DataFrame:
+    """The named ``columns`` of a table file (any format :func:`table_format` knows) as text, indexed by source line
+    (``line``); a one-line error naming the file when a column is missing or the table is empty."""
+    table = _read_raw(path, encoding=encoding, fmt=fmt)
+    _require(table, {c: c for c in columns}, lambda role: f"add a {role!r} column")
+    return _frame(table, {c: table.text(c) for c in columns}, np.ones(len(table), dtype=bool))
+
+
 # ---------------------------------------------------------------------------------------------
 # Writing.
 

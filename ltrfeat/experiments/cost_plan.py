@@ -20,6 +20,7 @@ import math
 import os
 import re
 import time
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ from ltrfeat.core.errors import ParameterError
 
 # Per-unit costs fitted to the reference runs' stage profiles (benchmarks/results/bench_ablation.json,
 # bench_ablation_homedepot.json; the demo's report from docs/performance.md). Seconds of one core.
-COST_MODEL = {
+COST_MODEL: dict[str, Any] = {
     "start": (4.5, 4.0),  # wall, CPU: process start, imports, the report's files and plots
     "reading": (1.1, 4e-6),  # fixed, per judged pair
     "lexical": 2e-5,  # per judged pair

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["DEFAULTS", "ENCODER_DEFAULTS", "K_FOLDS", "METRICS", "QUICK", "QUICK_ENCODER"]
 
 DEFAULTS = {"seeds": (0, 1, 2), "n_estimators": 500, "resamples": 10_000}
-QUICK = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; explicit settings win
+QUICK: dict[str, Any] = {"seeds": (0,), "n_estimators": 50, "resamples": 1000}  # a smoke run; explicit settings win
 # Text mode encoder training defaults: a few epochs bound the cost of k + k(k-1)/2 trainings per encoder
 # (early stopping on validation NDCG@10 still applies); the quick ones are a smoke run, not a measurement.
 # A "MODEL." prefix applies a default to one model only (ltrfeat.experiments._encoder_options): fine-tuning

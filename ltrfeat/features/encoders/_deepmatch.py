@@ -60,7 +60,7 @@ from ltrfeat.features.encoders.negatives import Sampler
 from ltrfeat.features.encoders.trainer import Resumable, train_loop, trained_record, training_session
 from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
 from ltrfeat.features.encoders.validation import ndcg_at
-from ltrfeat.core.errors import ModelFileError, TextTableError
+from ltrfeat.core.errors import ModelFileError, ParameterError, TextTableError
 from ltrfeat.features.hashing import TokenizedTexts
 from ltrfeat.core.logs import show_progress
 
@@ -429,6 +429,11 @@ def train_deepmatch(
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
     pairs = validate_pairs(pairs)
+    if "weight" in pairs:
+        raise ParameterError(
+            "DeepMatch takes no sample weights (the training table has a weight column)",
+            fix="train a clsm or dssm encoder, or drop the weights",
+        )
     params = {"model": ARCHITECTURE, **cfg.to_dict(), "analyzer": analyzer.to_json()}
     loss = HingeLoss(margin=cfg.margin)  # the paper's large-margin loss
     data_sha, data, rows = training_data(pairs, cfg, loss)

@@ -60,7 +60,7 @@ class OnnxTop:
             torch.onnx.export(
                 top,
                 sample,
-                graph,
+                graph,  # type: ignore[arg-type]  # torch writes to a file object as to a path
                 input_names=["states", "mask"],
                 output_names=["embedding"],
                 dynamic_axes={"states": {0: "texts", 1: "tokens"}, "mask": {0: "texts", 1: "tokens"}},

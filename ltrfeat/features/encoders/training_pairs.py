@@ -79,9 +79,9 @@ def map_soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -
 
 
 def data_hash(pairs: pd.DataFrame) -> str:
-    """sha256 of the training table's qid/query/doc/label columns (order-sensitive)."""
+    """sha256 of the training table's qid/query/doc/label(/weight) columns (order-sensitive)."""
     h = hashlib.sha256()
-    for col in ("qid", "query", "doc", "label"):
+    for col in ("qid", "query", "doc", "label", "weight"):
         if col in pairs:
             h.update(col.encode())
             h.update("\x1e".join(map(repr, pairs[col].tolist())).encode("utf-8", "surrogatepass"))
@@ -89,8 +89,9 @@ def data_hash(pairs: pd.DataFrame) -> str:
 
 
 def validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
-    """``pairs`` with numeric labels; a one-line error for a missing column, an empty table, a text that is not a
-    string or a label that is not a finite number."""
+    """``pairs`` with numeric labels (and sample weights, when a ``weight`` column is given); a one-line error for a
+    missing column, an empty table, a text that is not a string, a label that is not a finite number or a weight
+    that is not a finite number >= 0."""
     missing = [c for c in ("query", "doc", "label") if c not in pairs]
     if missing:
         raise TextTableError(
@@ -114,7 +115,17 @@ def validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
             f"row {row + 1}: label {pairs['label'].iloc[row]!r} is not a finite number",
             fix="give numeric labels or click counts",
         )
-    return pairs.assign(label=labels)
+    if "weight" not in pairs:
+        return pairs.assign(label=labels)
+    weights = pd.to_numeric(pairs["weight"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise TextTableError(
+            f"row {row + 1}: weight {pairs['weight'].iloc[row]!r} is not a finite number >= 0",
+            fix="give sample weights >= 0, or no weight column",
+        )
+    return pairs.assign(label=labels, weight=weights)
 
 
 @dataclass
@@ -129,6 +140,7 @@ class Prepared:
     train: np.ndarray  # bool per row
     queries: list
     docs: list
+    weight: np.ndarray | None = None  # sample weight per row (None: every sample counts once)
 
 
 def table_queries(pairs: pd.DataFrame) -> int:
@@ -162,7 +174,9 @@ def prepare_pairs(pairs: pd.DataFrame, *, how: str, click_scale: float, val_frac
     _, val_keys = holdout(np.arange(len(key_list)), val_fraction, [seed, 1])
     train = ~np.isin(key_idx, val_keys)
     rel = np.minimum(labels - labels.min(), MAX_REL)
-    return Prepared(q_idx, d_idx, map_soft_labels(labels, how, click_scale=click_scale), rel, train, queries, docs)
+    y = map_soft_labels(labels, how, click_scale=click_scale)
+    weight = pairs["weight"].to_numpy(np.float64) if "weight" in pairs else None
+    return Prepared(q_idx, d_idx, y, rel, train, queries, docs, weight)
 
 
 def training_data(pairs: pd.DataFrame, cfg: TrainingConfig, loss: RankingLoss) -> tuple[str, Prepared, np.ndarray]:

@@ -95,7 +95,8 @@ class BatchLoss:
             same = self.sampler.in_batch_mask(q, d, y)
             neg = torch.cat([neg, scores], dim=1)
             mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
-        value = self.loss(pos, neg, mask=mask, labels=torch.from_numpy(y))
+        weight = None if self.data.weight is None else torch.from_numpy(self.data.weight[batch])
+        value = self.loss(pos, neg, mask=mask, labels=torch.from_numpy(y), weight=weight)
         if self.kept is None:
             return value
         return value + self.kept.loss(qb, dv[di[:, 0]], q, d)
