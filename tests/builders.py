@@ -435,3 +435,20 @@ def stop_process(proc, sig, *, timeout: float = 10) -> str:
             continue
     proc.kill()
     pytest.fail(f"the command ignored {sig!r} six times")
+
+
+def write_ubi_fixture(directory: Path, *, seed: int = 0, n_click_queries: int = 40) -> dict:
+    """A small synthetic world's click log as OpenSearch UBI records (the public schema: query records listing
+    the results shown, ``click`` events with their ordinal) in ``directory``: ``{"queries": path, "events": path,
+    "impressions": path of the same log as an impression-level TSV, "world": World}``."""
+    from ltrfeat.clicks.ubi import write_ubi
+    from ltrfeat.core.text import write_table
+    from ltrfeat.datasets.synth import generate_world
+
+    world = generate_world(seed=seed, n_queries=30, n_docs=200, n_click_queries=n_click_queries)
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = {name: directory / f"{name}.jsonl" for name in ("queries", "events")}
+    write_ubi(world.impressions, paths["queries"], paths["events"])
+    paths["impressions"] = directory / "clicks_impressions.tsv"
+    write_table(world.impressions[["session", "query", "docid", "position", "clicked"]], paths["impressions"])
+    return {**paths, "world": world}

@@ -40,7 +40,7 @@ def test_the_console_script_runs_the_namespaced_cli():
     assert out.startswith("ltrfeat, version ")
 
 
-LAYERS = ["core", {"features", "rankers"}, "datasets", "experiments", "export", "serving", "cli"]
+LAYERS = ["core", "clicks", {"features", "rankers"}, "datasets", "experiments", "export", "serving", "cli"]
 
 
 def _imported_modules(path, root):
@@ -60,8 +60,8 @@ def _imported_modules(path, root):
 
 
 def test_layers_keep_their_direction():
-    """Each layer imports only the layers below it (core < features, rankers < datasets < experiments < export <
-    serving < cli); features and rankers never import each other; rankers never imports torch."""
+    """Each layer imports only the layers below it (core < clicks < features, rankers < datasets < experiments <
+    export < serving < cli); features and rankers never import each other; rankers never imports torch."""
     from pathlib import Path
 
     root = Path(ltrfeat.__file__).parent

@@ -61,6 +61,8 @@ BOUNDS: dict[str, Interval] = {
     "n_queries": Interval(numbers.Integral, 3, 10_000_000),
     "n_docs": Interval(numbers.Integral, 1, 100_000_000),
     "n_click_queries": Interval(numbers.Integral, 0, 10_000_000),
+    "examination_exponent": Interval(numbers.Real, 0, 5),
+    "title_attraction": Interval(numbers.Real, 0, 1),
     # encoder training (EncoderConfig and the trainers)
     "epochs": Interval(numbers.Integral, 1, _COUNT),
     "distill_epochs": Interval(numbers.Integral, 1, _COUNT),

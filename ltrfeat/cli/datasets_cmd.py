@@ -11,7 +11,7 @@ from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import duplicates_option, option_group
 from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
 from ltrfeat.datasets.converters import SOURCES, convert_to_dir, parse_split
-from ltrfeat.datasets.synth import PRESETS, generate_world, realism_stats, write_world
+from ltrfeat.datasets.synth import PRESETS, ClickModel, generate_world, realism_stats, write_world
 
 
 @click.group()
@@ -33,6 +33,26 @@ def _candidates(ctx, param, value: str) -> tuple[int, int]:
     if not 1 <= lo <= hi:
         raise click.BadParameter(f"need 1 <= MIN <= MAX, got {value!r}")
     return lo, hi
+
+
+_USERS = option_group(
+    "users",
+    click.option(
+        "--examination-exponent",
+        type=float,
+        default=ClickModel().examination_exponent,
+        show_default=True,
+        help="Users examine position r with probability r^-EXPONENT: 0 = no position bias, 1.5 = steep.",
+    ),
+    click.option(
+        "--title-attraction",
+        type=float,
+        default=ClickModel().title_attraction,
+        show_default=True,
+        help="Extra click attraction per unit of query-title word overlap, whatever the relevance; e.g. 0.5 for a "
+        "world where titles that look relevant draw clicks (a bias no position correction removes).",
+    ),
+)
 
 
 @datasets.command()
@@ -83,10 +103,12 @@ def _candidates(ctx, param, value: str) -> tuple[int, int]:
     help="Long natural-language needs judged against the descriptions (the doc column), candidates the "
     "BM25 top-k of the descriptions.",
 )
+@_USERS
 @click.option("--quick", is_flag=True, help="Small preset for fast demos and tests.")
-def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control, long_queries, quick):
+def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control, long_queries, users, quick):
     """Generate a synthetic product-search world: catalogue, judged train/vali/test LETOR
-    files (no feature columns yet), query/doc/judged text tables and a click log.
+    files (no feature columns yet), query/doc/judged text tables and a click log: aggregated
+    (clicks.tsv) and one row per shown result with its position (clicks_impressions.tsv).
 
     Relevance is graded 0-3 from the latent intent (product type and attributes), not
     from word overlap; queries carry synonyms, abbreviations, misspellings, inflections
@@ -101,6 +123,7 @@ def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control
       ltrfeat datasets synth --out control --seed 1 --quick --control
       ltrfeat datasets synth --out big --queries 3000 --docs 8000 --click-queries 9000
       ltrfeat datasets synth --out long --quick --long-queries --candidates 20-20
+      ltrfeat datasets synth --out steep --quick --examination-exponent 1.5
     """
     sizes = dict(PRESETS["quick" if quick else "default"])
     for key, value in (("n_queries", n_queries), ("n_docs", n_docs), ("n_click_queries", n_click_queries)):
@@ -112,6 +135,7 @@ def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control
             candidates=candidates,
             semantic=not control,
             query_style="long" if long_queries else "short",
+            **users,
             **sizes,
         )
     except ValueError as exc:
@@ -124,7 +148,8 @@ def synth(out_dir, seed, n_queries, n_docs, n_click_queries, candidates, control
         f"{'control' if control else 'semantic'} world{' (long queries)' if long_queries else ''}, seed {seed}: "
         f"{len(world.docs)} docs, "
         f"{len(world.queries)} judged queries ({len(world.judged)} pairs), "
-        f"{world.clicks['query'].nunique()} click-log queries ({len(world.clicks)} rows)"
+        f"{world.clicks['query'].nunique()} click-log queries ({len(world.clicks)} rows, "
+        f"{len(world.impressions)} impressions; examination r^-{users['examination_exponent']:g})"
     )
     click.echo(
         "realism: "

@@ -31,6 +31,7 @@ from ltrfeat.features.encoders.config import (
     SbertConfig as _S,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
+from ltrfeat.clicks.debias import DEFAULT_CLIP
 
 _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM ones --help shows
     f"{_S.epochs} epoch, batch {_S.batch_size}, lr {_S.lr:.0e}, in-batch negatives only, gamma {_S.gamma:g}, "
@@ -40,6 +41,7 @@ DEPRECATED_MODELS = {"sbert": "sbert-ft"}  # old --model spelling -> kind (sbert
 _SETTING = {"buckets": "n_buckets", "separate": "shared"}  # option -> training setting where the names differ
 _NOT_SETTINGS = {"pairs", "from_docs", "field_pair", "spans_per_doc", "out", "model", "columns", "encoding"}
 _NOT_SETTINGS |= {"label_map", "duplicates", "threads", "checkpoint", "resume", "as_json", "mlflow_uri"}
+_NOT_SETTINGS |= {"debias", "propensity", "propensity_method", "clip", "queries", "docs", "log_format"}
 _SPEC_TAKES = {"pairs", "out", "columns", "encoding", "label_map", "duplicates", "seed", "spec", "encoder_options"}
 _SPEC_TAKES |= {"collection", "collection_field", "cache", "as_json"}
 
@@ -56,6 +58,58 @@ _READING = option_group(
         help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
     ),
     duplicates_option,
+)
+
+_CLICKS = option_group(
+    "clicks",
+    click.option(
+        "--debias",
+        type=click.Choice(["none", "ipw", "pbm"]),
+        default=None,
+        help="PAIRS is a click log (impression-level, aggregated with or without positions, UBI; read as `clicks "
+        "propensity` reads it): train on its clicks with the position bias uncorrected (none), corrected by "
+        "clipped, self-normalised inverse propensity weighting (ipw) or by the relevance the position-based click "
+        "model estimates (pbm). softmax and generalized losses only.",
+    ),
+    click.option(
+        "--propensity",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --debias: the examination curve to correct with (a table of position, propensity, e.g. from a "
+        "randomisation experiment) [default: estimated from the log].",
+    ),
+    click.option(
+        "--propensity-method",
+        type=click.Choice(["harvest", "em"]),
+        default="harvest",
+        show_default=True,
+        help="With --debias and no --propensity: how the curve is estimated from the log.",
+    ),
+    click.option(
+        "--clip",
+        type=click.FloatRange(min=0, max=1, min_open=True),
+        default=DEFAULT_CLIP,
+        show_default=True,
+        help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
+    ),
+    click.option(
+        "--queries",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --debias: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
+    ),
+    click.option(
+        "--docs",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --debias: documents table (docid and text) giving the texts of a log that has only docids.",
+    ),
+    click.option(
+        "--log-format",
+        type=click.Choice(["tsv", "csv", "jsonl", "parquet", "ubi"]),
+        default=None,
+        help="With --debias: format of the click log [default: from the extension].",
+    ),
 )
 
 _START = option_group(
@@ -358,13 +412,14 @@ _RUN = option_group(
     f"fine-tune a sentence-transformer (its own defaults for options not given: {_SBERT_DEFAULTS}). --model sbert: "
     "the old spelling of sbert-ft.",
 )
+@_CLICKS
 @_START
 @_TRAINING
 @_RUN
 @sbert_options
 @_SPEC
 @mlflow_options()
-def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, like_ablate, tracking, **_sbert):
+def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training, run, like_ablate, tracking, **_sbert):
     """Train a DSSM or CLSM text encoder (or another --model KIND) on PAIRS (a judged-pairs or click table:
     query text, document text, label or click count) and write it as one .ltrenc bundle.
 
@@ -408,6 +463,11 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
       ltrfeat extract --pairs judged.tsv --encoder sbert-ft=ft.ltrenc --out judged.letor
 
     \b
+    Example (a click log with positions, the position bias corrected by inverse propensity weighting):
+      ltrfeat train-encoder world/clicks_impressions.tsv --docs world/docs.tsv --debias ipw \\
+        --loss generalized --out ipw.ltrenc
+
+    \b
     Example (no click log: each document's title as the query, its body as the clicked text):
       ltrfeat train-encoder --from-docs docs.tsv --pair title:body --model clsm --out weak.ltrenc
     """
@@ -427,6 +487,8 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             seed=training["seed"],
             spans_per_doc=weak["spans_per_doc"],
         )
+    elif pairs and clicks["debias"] is not None:
+        table = None  # read below, once the kind's loss is known
     elif pairs:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
             table = read_judged_pairs(
@@ -441,7 +503,11 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     else:
         raise click.UsageError("give PAIRS or --from-docs DOCS")
     kind = encoder_kind(model)
-    settings, trainer_args = _given_settings(click.get_current_context(), kind)
+    ctx = click.get_current_context()
+    settings, trainer_args = _given_settings(ctx, kind)
+    _check_clicks_options(ctx, clicks, from_docs)
+    if table is None:
+        table = _click_table(pairs, clicks, kind, settings, training["seed"])
     if from_docs:
         settings["soft_labels"] = "identity"
     if kind.scores and settings.get("score") is None:
@@ -483,6 +549,72 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             f"mlflow: run {track_encoder(uri, out, {'model': kind.name} | config.to_dict(), history)} at {uri}",
             err=True,
         )
+
+
+def _check_clicks_options(ctx: click.Context, clicks: dict, from_docs) -> None:
+    """The click-log options go with --debias (a click log), the pairs-table options without it."""
+    if clicks["debias"] is None:
+        given = [n for n in clicks if _given(ctx, n)]
+        if given:
+            raise click.UsageError(f"--{given[0].replace('_', '-')} goes with --debias (PAIRS is then a click log)")
+        return
+    if from_docs:
+        raise click.UsageError("--debias reads PAIRS as a click log: give PAIRS, not --from-docs")
+    table_options = [n for n in ("columns", "label_map", "duplicates") if _given(ctx, n)]
+    if table_options:
+        raise click.UsageError(
+            f"--{table_options[0].replace('_', '-')} reads a pairs table; with --debias PAIRS is a click log "
+            "(columns query or qid, docid, position, clicked or impressions and clicks)"
+        )
+
+
+def _click_table(path, clicks: dict, kind, settings: dict, seed: int):
+    """``--debias``: the training table of the click log at ``path`` (its soft-label mapping set in ``settings``),
+    with a line on stderr saying what trained it and how the position bias was handled."""
+    from ltrfeat.clicks.debias import click_labels
+    from ltrfeat.clicks.log import read_click_log
+    from ltrfeat.clicks.propensity import read_propensity_curve
+
+    loss = settings.get("loss", getattr(kind.config, "loss", None))
+    if loss is None:
+        raise click.UsageError(f"--debias trains with the softmax or generalized loss; --model {kind.name} has no loss")
+    log = read_click_log(path, queries=clicks["queries"], docs=clicks["docs"], fmt=clicks["log_format"])
+    curve = read_propensity_curve(clicks["propensity"]) if clicks["propensity"] else None
+    labels = click_labels(
+        log,
+        debias=clicks["debias"],
+        loss=loss,
+        propensity=curve,
+        method=clicks["propensity_method"],
+        clip=clicks["clip"],
+        seed=seed,
+    )
+    if settings.get("soft_labels", labels.soft_labels) != labels.soft_labels:
+        raise click.UsageError(
+            f"--debias {clicks['debias']} with the {loss} loss trains on soft labels {labels.soft_labels}; "
+            "drop --soft-labels"
+        )
+    settings["soft_labels"] = labels.soft_labels
+    record = labels.record
+    click.echo(
+        f"clicks: {record['impressions']} impressions, {record['clicks']} clicks on {record['pairs']} "
+        f"(query, document) pairs of {path}",
+        err=True,
+    )
+    if record["debias"] != "none":
+        values = ", ".join(f"{v:.3g}" for v in record["propensity"]["values"])
+        click.echo(
+            f"position bias corrected by {record['debias']} (propensity by position, {record['propensity']['method']}:"
+            f" {values})",
+            err=True,
+        )
+    elif record["has_positions"]:
+        click.echo(
+            "note: the log has positions but --debias none trains on uncorrected clicks, which partly teach what "
+            "the production ranker put on top; --debias ipw or pbm corrects the position bias",
+            err=True,
+        )
+    return labels.pairs
 
 
 def _print_summary(summary: dict, *, as_json: bool) -> None:

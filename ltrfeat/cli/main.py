@@ -183,6 +183,7 @@ with _starting():
     from ltrfeat.cli import encoder_cmd  # noqa: E402
     from ltrfeat.cli import demo_cmd  # noqa: E402
     from ltrfeat.cli import report_cmd  # noqa: E402
+    from ltrfeat.cli import clicks_cmd  # noqa: E402
     from ltrfeat.cli._options import add_config_option  # noqa: E402
     from ltrfeat.cli._outputs import add_output_checks  # noqa: E402
     from ltrfeat.cli._bounds import add_bounds  # noqa: E402
@@ -195,6 +196,7 @@ cli.add_command(ranker_cmd.evaluate)
 cli.add_command(ranker_cmd.rank)
 cli.add_command(ranker_cmd.rerank)
 cli.add_command(datasets_cmd.datasets)
+cli.add_command(clicks_cmd.clicks)
 cli.add_command(ablate_cmd.ablate)
 cli.add_command(ablate_cmd.compare)
 cli.add_command(report_cmd.report)

@@ -84,10 +84,15 @@ def resolve_duplicates(
 
 
 def data_record(pairs: pd.DataFrame) -> dict:
-    """``{"duplicates": figures}`` when ``pairs`` (from a reader) had repeated judgments, else ``{}``:
-    for the records of trained models and reports."""
+    """What the training table's reader says about it, for the records of trained models and reports:
+    ``{"duplicates": figures}`` when ``pairs`` (from a reader) had repeated judgments, and ``{"clicks": record}`` when
+    they are click labels (:func:`ltrfeat.clicks.debias.click_labels`: the log, its size and the position-bias
+    correction with its propensity curve)."""
     figures = pairs.attrs.get("duplicates")
-    return {"duplicates": dict(figures)} if figures and figures.get("repeated_rows") else {}
+    record = {"duplicates": dict(figures)} if figures and figures.get("repeated_rows") else {}
+    if pairs.attrs.get("clicks"):
+        record["clicks"] = dict(pairs.attrs["clicks"])
+    return record
 
 
 def duplicates_line(figures: dict | None) -> str | None:

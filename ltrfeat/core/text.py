@@ -472,28 +472,33 @@ def _from_records(path, fmt, records, lines) -> _RawTable:
     return _RawTable(path, fmt, list(columns), cells, np.asarray(lines, dtype=np.int64))
 
 
+def json_object(line: str, path, lineno: int) -> dict:
+    """One line of a JSON-lines file as the object it must hold (else a one-line error naming the line)."""
+    try:
+        rec = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise TextTableError(
+            f"invalid JSON ({exc.msg} at column {exc.colno})",
+            path=path,
+            line=lineno,
+            fix="write one JSON object per line",
+        ) from None
+    if not isinstance(rec, dict):
+        raise TextTableError(
+            f"expected a JSON object, found {type(rec).__name__}",
+            path=path,
+            line=lineno,
+            fix="write one JSON object per line",
+        )
+    return rec
+
+
 def _parse_jsonl(text: str, path: str) -> _RawTable:
     records, lines = [], []
     for lineno, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise TextTableError(
-                f"invalid JSON ({exc.msg} at column {exc.colno})",
-                path=path,
-                line=lineno,
-                fix="write one JSON object per line",
-            ) from None
-        if not isinstance(rec, dict):
-            raise TextTableError(
-                f"expected a JSON object, found {type(rec).__name__}",
-                path=path,
-                line=lineno,
-                fix="write one JSON object per line",
-            )
-        records.append(rec)
+        records.append(json_object(line, path, lineno))
         lines.append(lineno)
     return _from_records(path, "jsonl", records, lines)
 
@@ -1059,6 +1064,14 @@ def pairs_to_ranking(
         comment=np.array([f"docid = {d}" for d in docid], dtype=object),
     )
     return ranking, queries, docs
+
+
+def read_table_columns(path, columns, *, encoding: str = "utf-8", fmt: str | None = None) -> pd.DataFrame:
+    """The named ``columns`` of a table file (any format :func:`table_format` knows) as text, indexed by source line
+    (``line``); a one-line error naming the file when a column is missing or the table is empty."""
+    table = _read_raw(path, encoding=encoding, fmt=fmt)
+    _require(table, {c: c for c in columns}, lambda role: f"add a {role!r} column")
+    return _frame(table, {c: table.text(c) for c in columns}, np.ones(len(table), dtype=bool))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -200,12 +200,14 @@ class EncoderExtractor(BaseEstimator):
         """What defines these columns, for the feature map's pipeline (see :mod:`ltrfeat.features.pins`)."""
         if not hasattr(self, "encoder_"):
             raise NotFittedError("EncoderExtractor is not fitted; call fit(docs) first")
+        clicks = (getattr(self.encoder_, "training", None) or {}).get("clicks")
         return {
             "kind": "encoder",
             "name": self.name,
             "model": None if self.path is None else str(Path(self.path).resolve()),
             "bundle_sha256": self.bundle_sha256_,
             "score": {"score": "pair", "dot": "dot", "cos": "cosine"}[self.column_suffix],
+            **({"debias": clicks.get("debias")} if isinstance(clicks, dict) else {}),
         }
 
     @property

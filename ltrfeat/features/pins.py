@@ -10,7 +10,9 @@ carries into the ranker's metadata:
   same settings in the corpus statistics file; ``corpus_file`` is where that file was, for ``serve``);
 - encoder columns: ``{"kind": "encoder", "name", "model", "bundle_sha256", "score"}``, plus
   ``trained_queries`` (how many of the file's queries the encoder was trained on; see
-  :mod:`ltrfeat.features.leakage`).
+  :mod:`ltrfeat.features.leakage`) and, for an encoder trained on a click log, ``debias`` (the position-bias
+  correction, ``none``, ``ipw`` or ``pbm``; the bundle's training record ``clicks`` holds it with the propensity
+  curve, :mod:`ltrfeat.clicks.debias`).
 
 :func:`lexical_settings` gives the settings to recompute a ranker's lexical columns with (from
 its record; an option that contradicts the record is an error), :func:`check_encoder` and

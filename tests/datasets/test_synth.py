@@ -347,6 +347,9 @@ def test_cli_control_flag_and_help(tmp_path):
         (["--candidates", "9"], "MIN-MAX"),
         (["--candidates", "20-10"], "MIN <= MAX"),
         (["--queries", "2"], "--queries"),
+        (["--examination-exponent", "-1"], "--examination-exponent"),
+        (["--examination-exponent", "nan"], "examination_exponent must be a number in [0, 5]"),
+        (["--title-attraction", "2"], "--title-attraction"),
     ],
 )
 def test_cli_rejects_bad_options_without_writing(tmp_path, args, message):

@@ -90,3 +90,16 @@ def test_gradient_check_on_a_tiny_model():
 
         params = tuple(p.detach().clone().requires_grad_(True) for p in model.parameters())
         assert torch.autograd.gradcheck(loss_of, params, eps=1e-6, atol=1e-5)
+
+
+def test_sample_weights_make_a_weighted_average():
+    # per-sample losses l_i averaged as sum(w l) / sum(w); equal weights change nothing, a zero weight drops a sample
+    first, second = softmax_loss(POS[:1], NEG[:1], gamma=10), softmax_loss(POS[1:], NEG[1:], gamma=10)
+    weight = torch.tensor([3.0, 1.0], dtype=torch.float64)
+    assert torch.allclose(softmax_loss(POS, NEG, gamma=10, weight=weight), (3 * first + second) / 4)
+    assert torch.allclose(softmax_loss(POS, NEG, gamma=10, weight=torch.full((2,), 5.0)), softmax_loss(POS, NEG))
+    y = torch.tensor([0.3, 1.0], dtype=torch.float64)
+    zero_second = torch.tensor([2.0, 0.0], dtype=torch.float64)
+    assert torch.allclose(
+        generalized_loss(POS, NEG, y, gamma=10, weight=zero_second), generalized_loss(POS[:1], NEG[:1], y[:1])
+    )

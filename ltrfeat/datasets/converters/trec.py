@@ -17,13 +17,13 @@ relevant (label 0), as do BM25 candidates without a judgement.
 
 from __future__ import annotations
 
-import json
 import math
 
 import pandas as pd
 
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.fileio import is_gzip_path
+from ltrfeat.core.text import json_object
 from ltrfeat.datasets.converters._base import (
     SOURCES,
     Converted,
@@ -54,16 +54,8 @@ def read_id_texts(path, encoding: str, *, keys: dict[str, str], what: str) -> pd
         if not line.strip():
             continue
         if jsonl:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise TextTableError(
-                    f"invalid JSON ({exc.msg} at column {exc.colno})",
-                    path=path,
-                    line=lineno,
-                    fix="write one JSON object per line",
-                ) from None
-            if not isinstance(rec, dict) or "_id" not in rec or keys[text_name] not in rec:
+            rec = json_object(line, path, lineno)
+            if "_id" not in rec or keys[text_name] not in rec:
                 raise TextTableError(
                     f"a {what} record needs the keys '_id' and {keys[text_name]!r}",
                     path=path,

@@ -17,7 +17,13 @@ from ltrfeat.core.letor import write_letor
 from ltrfeat.core.splits import SPLITS
 from ltrfeat.core.text import pairs_to_ranking, write_table
 from ltrfeat.datasets.synth._catalogue import make_catalogue
-from ltrfeat.datasets.synth._clicks import simulate_clicks
+from ltrfeat.datasets.synth._clicks import (
+    IMPRESSION_COLUMNS,
+    STRAY_CLICK,
+    ClickModel,
+    examination_curve,
+    simulate_clicks,
+)
 from ltrfeat.datasets.synth._judging import (
     CandidateIndex,
     bm25_candidates,
@@ -41,7 +47,10 @@ PUBLIC_COLUMNS = {
     "queries": ["qid", "query"],
     "judged": ["qid", "query", "docid", "doc", "label"],
     "clicks": ["query", "docid", "doc", "clicks", "impressions"],
+    "impressions": IMPRESSION_COLUMNS,
 }
+TABLE_FILES = {"impressions": "clicks_impressions.tsv"}  # file name of a table when not ``<name>.tsv``
+SHOWN = 10  # results shown per session
 _STREAMS = {"docs": 1, "judged_queries": 2, "candidates": 3, "labels": 4, "click_queries": 5, "clicks": 6, "splits": 7}
 
 
@@ -54,12 +63,15 @@ class World:
     judged: ``qid, query, docid, doc, label`` + ``split``; rows of a query contiguous, candidates in random order;
     ``doc`` is the title (``query_style="short"``) or the description (``"long"``).
     clicks: ``query, docid, doc, clicks, impressions`` + truth ``grade`` (noise-free relevance).
+    impressions: ``session, query, docid, position, clicked`` + truth ``grade``: every shown result of every
+    session of the click log (``clicks`` aggregates it over sessions and positions).
     """
 
     docs: pd.DataFrame
     queries: pd.DataFrame
     judged: pd.DataFrame
     clicks: pd.DataFrame
+    impressions: pd.DataFrame
     options: dict
 
     def split(self, name: str) -> pd.DataFrame:
@@ -83,8 +95,9 @@ def generate_world(
     semantic: bool = True,
     label_noise: float = 0.12,
     split_fractions: tuple[float, float, float] = (0.6, 0.2, 0.2),
-    median_sessions: float = 10.0,
     query_style: str = "short",
+    users: ClickModel | None = None,
+    **user_settings,
 ) -> World:
     """Generate a product-search world, deterministically from ``seed``.
 
@@ -102,14 +115,17 @@ def generate_world(
         else (catalogue, queries, candidates) is identical for the same seed.
     label_noise : probability that a rater moves a judged grade one step.
     split_fractions : shares of judged queries in train, vali, test.
-    median_sessions : median number of user sessions per click-log query.
     query_style : ``"short"``: title-like queries judged against titles, candidates mixed from the
         intent's type, title-word distractors, its category and random products. ``"long"``: natural-
         language needs of about 5 to 25 words (synonyms, shopper forms, a use, filler words) judged
         against the descriptions (the judged and click tables' ``doc`` column), candidates the BM25
         top-k of the descriptions with one fully matching product swapped in where none made it
         (``bm25_candidates``); semantic world only. Same catalogue for the same seed.
+    users, user_settings : the click log's :class:`ClickModel` (default: all defaults), single settings replaced
+        by keyword (``median_sessions``, ``examination_exponent``, ``title_attraction``), e.g.
+        ``generate_world(examination_exponent=1.5)``.
     """
+    users = ClickModel.build(users, user_settings)
     lo, hi = candidates
     if not 1 <= lo <= hi:
         raise ValueError(f"candidates must be (min, max) with 1 <= min <= max, got {candidates}")
@@ -135,8 +151,9 @@ def generate_world(
         "semantic": semantic,
         "label_noise": label_noise,
         "split_fractions": list(split_fractions),
-        "median_sessions": median_sessions,
+        "median_sessions": users.median_sessions,
     } | ({"query_style": query_style} if long else {})  # the short world's world.json as before
+    options |= {k: v for k, v in users.to_dict().items() if k != "median_sessions" and v != getattr(ClickModel(), k)}
 
     docs = make_catalogue(_rng(seed, "docs"), n_docs)
     index = CandidateIndex(docs)
@@ -191,10 +208,31 @@ def generate_world(
     click_queries = make_queries(
         _rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys, style=query_style
     )
-    clicks = simulate_clicks(
-        _rng(seed, "clicks"), index, click_queries, grade, median_sessions=median_sessions, doc_field=doc_field
+    clicks, impressions = simulate_clicks(
+        _rng(seed, "clicks"),
+        index,
+        click_queries,
+        grade,
+        shown=SHOWN,
+        doc_field=doc_field,
+        users=users,
     )
-    return World(docs=docs, queries=queries, judged=judged, clicks=clicks, options=options)
+    return World(docs=docs, queries=queries, judged=judged, clicks=clicks, impressions=impressions, options=options)
+
+
+def click_model(world: World) -> dict:
+    """The click model that generated the world's log (stored in world.json under ``click_model``): the true
+    examination curve P(examined | position) for positions 1..10, the stray-click rate and the title attraction."""
+    defaults = ClickModel()
+    exponent = world.options.get("examination_exponent", defaults.examination_exponent)
+    return {
+        "model": "position-based",
+        "examination": f"position ** -{exponent}",
+        "examination_exponent": exponent,
+        "examination_curve": [round(float(p), 6) for p in examination_curve(exponent, SHOWN)],
+        "stray_click": STRAY_CLICK,
+        "title_attraction": world.options.get("title_attraction", defaults.title_attraction),
+    }
 
 
 def realism_stats(world: World) -> dict:
@@ -241,9 +279,10 @@ def realism_stats(world: World) -> dict:
 def write_world(world: World, out_dir) -> dict[str, Path]:
     """Write the world's files into ``out_dir`` (created if needed); returns name → path.
 
-    ``docs.tsv``, ``queries.tsv``, ``judged.tsv``, ``clicks.tsv``, ``train/vali/test.letor``
-    (zero feature columns, ``#docid = ...`` comments, each with ``.features.json``) and
-    ``world.json`` (options, counts, realism figures, SHA-256 of every other file). Each
+    ``docs.tsv``, ``queries.tsv``, ``judged.tsv``, ``clicks.tsv``, ``clicks_impressions.tsv`` (one row per shown
+    result), ``train/vali/test.letor`` (zero feature columns, ``#docid = ...`` comments, each with
+    ``.features.json``) and ``world.json`` (options, counts, realism figures, the click model with its true
+    examination curve, SHA-256 of every other file). Each
     file is written atomically; all content is computed before the first file is written.
     """
     out = Path(out_dir)
@@ -251,8 +290,9 @@ def write_world(world: World, out_dir) -> dict[str, Path]:
     rankings = {name: pairs_to_ranking(world.split(name))[0] for name in SPLITS}
     stats = realism_stats(world)
     for name, columns in PUBLIC_COLUMNS.items():
-        written[f"{name}.tsv"] = out / f"{name}.tsv"
-        write_table(getattr(world, name)[columns], written[f"{name}.tsv"])
+        file_name = TABLE_FILES.get(name, f"{name}.tsv")
+        written[file_name] = out / file_name
+        write_table(getattr(world, name)[columns], written[file_name])
     for name, ranking in rankings.items():
         path = out / f"{name}.letor"
         write_letor(path, ranking)
@@ -269,8 +309,11 @@ def write_world(world: World, out_dir) -> dict[str, Path]:
             "click_queries": int(world.clicks["query"].nunique()),
             "click_rows": len(world.clicks),
             "clicks": int(world.clicks["clicks"].sum()),
+            "click_sessions": int(world.impressions["session"].nunique()),
+            "impressions": len(world.impressions),
         },
         "click_log_overlaps_judged_queries": False,
+        "click_model": click_model(world),
         "stats": stats,
         "sha256": {name: hashlib.sha256(path.read_bytes()).hexdigest() for name, path in sorted(written.items())},
     }

@@ -68,7 +68,7 @@ from ltrfeat.features.encoders.epochs import (
     data_hash,
     ndcg_at,
 )
-from ltrfeat.core.errors import ModelFileError, TextTableError
+from ltrfeat.core.errors import ModelFileError, ParameterError, TextTableError
 from ltrfeat.features.hashing import TokenizedTexts
 from ltrfeat.core.logs import show_progress
 
@@ -467,6 +467,11 @@ def train_deepmatch(
         progress = show_progress()
     analyzer = analyzer or DEFAULT_ANALYZER
     pairs = validate_pairs(pairs)
+    if "weight" in pairs:
+        raise ParameterError(
+            "DeepMatch takes no sample weights (the training table has a weight column)",
+            fix="train a clsm or dssm encoder with the softmax or generalized loss, or drop the weights",
+        )
     params = {"model": ARCHITECTURE, **cfg.to_dict(), "analyzer": analyzer.to_json()}
     data_sha = data_hash(pairs)
     data = prepare_pairs(pairs, how=cfg.soft_labels, click_scale=1.0, val_fraction=cfg.val_fraction, seed=seed)

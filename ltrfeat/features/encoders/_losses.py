@@ -2,7 +2,8 @@
 
 Every function takes ``pos`` (B,) -- R(Q, D) of each sample's own document -- and ``neg``
 (B, J) -- R(Q, D') of its negative candidates -- with an optional boolean ``mask`` (B, J)
-marking the real candidates (False entries are ignored). Losses are averaged over samples.
+marking the real candidates (False entries are ignored). Losses are averaged over samples, or with ``weight`` (B,)
+(e.g. inverse propensities of clicks, :mod:`ltrfeat.clicks.debias`) a weighted average ``sum(w l) / sum(w)``.
 :func:`vector_loss` is the distillation's embedding-level loss (student vectors onto a teacher's).
 """
 
@@ -35,13 +36,20 @@ def log_posterior(pos, neg, *, gamma: float, mask=None) -> tuple[torch.Tensor, t
     return pos_logit - log_all, log_neg - log_all
 
 
-def softmax_loss(pos, neg, *, gamma: float = 10.0, mask=None) -> torch.Tensor:
+def _average(per_sample, weight) -> torch.Tensor:
+    if weight is None:
+        return per_sample.mean()
+    weight = weight.to(per_sample.dtype)
+    return (weight * per_sample).sum() / weight.sum().clamp(min=torch.finfo(per_sample.dtype).tiny)
+
+
+def softmax_loss(pos, neg, *, gamma: float = 10.0, mask=None, weight=None) -> torch.Tensor:
     """DSSM/CLSM loss ``-ln P(D+|Q)``, ``P`` the softmax with smoothing ``gamma`` over D+ and its negatives."""
     log_p, _ = log_posterior(pos, neg, gamma=gamma, mask=mask)
-    return -log_p.mean()
+    return _average(-log_p, weight)
 
 
-def generalized_loss(pos, neg, y, *, gamma: float = 10.0, mask=None) -> torch.Tensor:
+def generalized_loss(pos, neg, y, *, gamma: float = 10.0, mask=None, weight=None) -> torch.Tensor:
     """GDSSM loss ``-[y ln P(D|Q) + (1 - y) ln(1 - P(D|Q))]`` for soft labels ``y`` in [0, 1].
 
     Equals :func:`softmax_loss` when every ``y`` is 1. Samples without any negative candidate
@@ -53,6 +61,8 @@ def generalized_loss(pos, neg, y, *, gamma: float = 10.0, mask=None) -> torch.Te
     # where() keeps the -inf of samples without negatives out of the value and the gradient
     log_not_p = torch.where(keep, log_not_p, torch.zeros_like(log_not_p))
     per_sample = -(y * log_p + (1 - y) * log_not_p)
+    if weight is not None:
+        return _average(per_sample[keep], weight[keep])
     return per_sample[keep].sum() / keep.sum().clamp(min=1)
 
 

@@ -86,7 +86,7 @@ from ltrfeat.features.encoders import _losses
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
 from ltrfeat.features.encoders.config import OPTIMIZERS, SOFT_LABELS
 from ltrfeat.features.encoders.encoder import distinct
-from ltrfeat.core.errors import ModelFileError, TextTableError
+from ltrfeat.core.errors import ModelFileError, ParameterError, TextTableError
 from ltrfeat.core.metrics import evaluate_queries
 from ltrfeat.core.logs import get_logger
 from ltrfeat.core.splits import holdout, holdout_size
@@ -95,6 +95,7 @@ __all__ = [
     "BatchLoss",
     "Loop",
     "MAX_REL",
+    "WEIGHTED_LOSSES",
     "Prepared",
     "Run",
     "Sampler",
@@ -119,6 +120,7 @@ __all__ = [
 ]
 
 MAX_REL = 30
+WEIGHTED_LOSSES = ("softmax", "generalized")  # the losses that take a training table's sample weights
 _log = get_logger("train")
 
 
@@ -192,9 +194,9 @@ def map_soft_labels(labels: np.ndarray, how: str, *, click_scale: float = 1.0) -
 
 
 def data_hash(pairs: pd.DataFrame) -> str:
-    """sha256 of the training table's qid/query/doc/label columns (order-sensitive)."""
+    """sha256 of the training table's qid/query/doc/label(/weight) columns (order-sensitive)."""
     h = hashlib.sha256()
-    for col in ("qid", "query", "doc", "label"):
+    for col in ("qid", "query", "doc", "label", "weight"):
         if col in pairs:
             h.update(col.encode())
             h.update("\x1e".join(map(repr, pairs[col].tolist())).encode("utf-8", "surrogatepass"))
@@ -202,8 +204,9 @@ def data_hash(pairs: pd.DataFrame) -> str:
 
 
 def validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
-    """``pairs`` with numeric labels; a one-line error for a missing column, an empty table, a text that is not a
-    string or a label that is not a finite number."""
+    """``pairs`` with numeric labels (and sample weights, when a ``weight`` column is given); a one-line error for a
+    missing column, an empty table, a text that is not a string, a label that is not a finite number or a weight
+    that is not a finite number >= 0."""
     missing = [c for c in ("query", "doc", "label") if c not in pairs]
     if missing:
         raise TextTableError(
@@ -227,7 +230,17 @@ def validate_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
             f"row {row + 1}: label {pairs['label'].iloc[row]!r} is not a finite number",
             fix="give numeric labels or click counts",
         )
-    return pairs.assign(label=labels)
+    if "weight" not in pairs:
+        return pairs.assign(label=labels)
+    weights = pd.to_numeric(pairs["weight"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(weights) | (weights < 0)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise TextTableError(
+            f"row {row + 1}: weight {pairs['weight'].iloc[row]!r} is not a finite number >= 0",
+            fix="give sample weights >= 0, or no weight column",
+        )
+    return pairs.assign(label=labels, weight=weights)
 
 
 @dataclass
@@ -242,6 +255,7 @@ class Prepared:
     train: np.ndarray  # bool per row
     queries: list
     docs: list
+    weight: np.ndarray | None = None  # sample weight per row (None: every sample counts once)
 
 
 def table_queries(pairs: pd.DataFrame) -> int:
@@ -275,7 +289,9 @@ def prepare_pairs(pairs: pd.DataFrame, *, how: str, click_scale: float, val_frac
     _, val_keys = holdout(np.arange(len(key_list)), val_fraction, [seed, 1])
     train = ~np.isin(key_idx, val_keys)
     rel = np.minimum(labels - labels.min(), MAX_REL)
-    return Prepared(q_idx, d_idx, map_soft_labels(labels, how, click_scale=click_scale), rel, train, queries, docs)
+    y = map_soft_labels(labels, how, click_scale=click_scale)
+    weight = pairs["weight"].to_numpy(np.float64) if "weight" in pairs else None
+    return Prepared(q_idx, d_idx, y, rel, train, queries, docs, weight)
 
 
 def _ragged(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -294,6 +310,12 @@ def training_data(
     seed: int,
 ) -> tuple[str, Prepared, np.ndarray]:
     """The training table's hash, its prepared arrays (soft labels, validation split) and the sample rows."""
+    if "weight" in pairs and loss not in WEIGHTED_LOSSES:
+        raise ParameterError(
+            f"the {loss} loss takes no sample weights (the training table has a weight column)",
+            fix=f"use the {' or '.join(WEIGHTED_LOSSES)} loss, or drop the weights",
+            param="loss",
+        )
     data = prepare_pairs(pairs, how=soft_labels, click_scale=click_scale, val_fraction=val_fraction, seed=seed)
     return data_hash(pairs), data, sample_rows(data, loss=loss, min_positive=min_positive)
 
@@ -797,10 +819,11 @@ class BatchLoss:
             same = self.sampler.in_batch_mask(q, d, y)
             neg = torch.cat([neg, scores], dim=1)
             mask = torch.cat([mask, torch.from_numpy(~same)], dim=1)
+        weight = None if self.data.weight is None else torch.from_numpy(self.data.weight[batch])
         if self.loss == "softmax":
-            value = _losses.softmax_loss(pos, neg, gamma=self.gamma, mask=mask)
+            value = _losses.softmax_loss(pos, neg, gamma=self.gamma, mask=mask, weight=weight)
         elif self.loss == "generalized":
-            value = _losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=self.gamma, mask=mask)
+            value = _losses.generalized_loss(pos, neg, torch.from_numpy(y), gamma=self.gamma, mask=mask, weight=weight)
         else:
             value = _losses.hinge_loss(pos, neg, margin=self.margin, mask=mask)
         if self.kept is None:

@@ -1,0 +1,223 @@
+"""Position-debiased click-trained encoders checked against judgments, on generated worlds.
+
+Worlds (``ltrfeat.datasets.synth.generate_world``, the demo's quick size: 240 judged queries, 800 products, 800
+click-log queries disjoint from the judged ones), examination P(rank r) = r^-e:
+
+  e=0            control: no position bias (debiasing should change nothing)
+  e=0.8          the default world
+  e=1.5          steep bias
+  e=0.8 titles   --title-attraction 0.5: clicks follow the query-title overlap of the snippet besides relevance (a
+                 bias of attractiveness, not of position: no position correction removes it)
+
+In each world (world seeds ``--seeds``, default 0 1 2): the impression-level log ``clicks_impressions.tsv`` is read
+with ``read_click_log``; the propensity curve is estimated by intervention harvesting (95% interval: bootstrap over
+queries, 200 resamples) and compared with the true r^-e; a CLSM (the demo's quick towers, 2 epochs) is trained
+with the GDSSM generalized loss on the click labels of each correction -- ``none`` (click counts), ``ipw`` (clipped,
+self-normalised inverse-propensity-weighted counts) and ``pbm`` (attractiveness estimated by the position-based
+model with the harvested curve) -- and extracted beside the demo's lexical features for the judged pairs. Rankers:
+LambdaMART (LightGBM, 100 trees, no model selection), 3 query folds over the judged queries (split seed = world
+seed), ranker seed = world seed; every judged query is a test query once, never trained on by the ranker of its
+fold, and no encoder saw a judged query. Test: paired randomisation tests of NDCG@10 over the test queries pooled
+across the world seeds (10,000 resamples), Holm-adjusted across every comparison of the run:
+lexical+ipw and lexical+pbm against lexical+none (the criterion: not worse where there is position bias, not
+different at e=0) and each encoder against lexical (the lift).
+
+Run: python benchmarks/clicks_debias.py [--seeds 0 1 2] [--worlds e0 e0.8 e1.5 titles]
+Writes benchmarks/results/clicks_debias.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+WORLDS = {
+    "e0": {"examination_exponent": 0.0},
+    "e0.8": {"examination_exponent": 0.8},
+    "e1.5": {"examination_exponent": 1.5},
+    "titles": {"examination_exponent": 0.8, "title_attraction": 0.5},
+}
+CORRECTIONS = ("none", "ipw", "pbm")
+METRIC = "ndcg@10"
+QUICK = {
+    "world": {"n_queries": 240, "n_docs": 800, "n_click_queries": 800},
+    "encoder": {"epochs": 2, "batch_size": 256},
+}
+RANKER = {"n_estimators": 100, "n_jobs": 1, "params": {"bagging_fraction": 0.8, "bagging_freq": 1}}
+
+
+def world_run(name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, world_size: dict, resamples: int):
+    """One world: its propensity curve against the truth and the per-query NDCG of every feature set."""
+    from ltrfeat.cli.demo_cmd import _features, _folds
+    from ltrfeat.clicks.debias import click_labels
+    from ltrfeat.clicks.log import read_click_log
+    from ltrfeat.clicks.propensity import estimate_propensity
+    from ltrfeat.datasets.synth import generate_world, write_world
+    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
+    from ltrfeat.features.encoders.training import train_encoder
+
+    options = WORLDS[name]
+    world = generate_world(seed=seed, **world_size, **options)
+    write_world(world, work / "world")
+    log = read_click_log(work / "world" / "clicks_impressions.tsv", docs=work / "world" / "docs.tsv")
+    curve = estimate_propensity(log, method="harvest", seed=seed, resamples=resamples)
+    truth = curve.positions.astype(float) ** -options["examination_exponent"]
+    models, trained = {}, {}
+    for debias in CORRECTIONS:
+        start = time.perf_counter()
+        labels = click_labels(log, debias=debias, loss="generalized", propensity=curve, seed=seed)
+        model, history = train_encoder(
+            labels.pairs,
+            model="clsm",
+            loss="generalized",
+            soft_labels=labels.soft_labels,
+            seed=seed,
+            sizes=sizes,
+            progress=False,
+            threads=1,
+            **encoder,
+        )
+        models[f"clsm-{debias}"] = work / f"clsm-{debias}.ltrenc"
+        model.save(models[f"clsm-{debias}"])
+        trained[debias] = {
+            "validation_ndcg@10": max(h["val_ndcg@10"] for h in history),
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+    data = _features(world, models)
+    neural = {name: [f"{name}_doc_cos"] for name in models}
+    base = ",".join(f.name for f in data.feature_map if f.source.startswith("lexical"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_ablation(
+            _folds(data, k=3, seed=seed),
+            [s for s in plan_feature_sets(data.feature_map, base=base, neural=neural) if s.name != "lexical+all"],
+            seeds=(seed,),
+            ranker_params=RANKER,
+            progress=False,
+        )
+    per_query = result.per_query.assign(qid=lambda f: f"s{seed}:" + f["qid"].astype(str))
+    return {
+        "propensity": {
+            "estimate": curve.to_dict(),
+            "truth": [round(float(v), 6) for v in truth],
+            "relative_error": [round(float(v), 4) for v in curve.values / truth - 1],
+            "truth_inside_interval": [bool(v) for v in (curve.lower <= truth) & (truth <= curve.upper)],
+        },
+        "encoders": trained,
+        "log": {"impressions": int(log.totals["impressions"].sum()), "clicks": int(log.totals["clicks"].sum())},
+    }, per_query
+
+
+def comparisons(per_query: dict[str, pd.DataFrame], *, n_resamples: int = 10_000) -> list[dict]:
+    """Every world's comparisons (debiased against naive, each against lexical), Holm across all of them."""
+    from ltrfeat.experiments.ablation import head_to_head
+    from ltrfeat.experiments.stats import holm
+
+    pairs = [("lexical+clsm-none", "lexical+clsm-ipw"), ("lexical+clsm-none", "lexical+clsm-pbm")]
+    pairs += [("lexical", f"lexical+clsm-{c}") for c in CORRECTIONS]
+    pairs += [("clsm-none_doc_cos", f"clsm-{c}_doc_cos") for c in CORRECTIONS[1:]]
+    rows = []
+    for world, frame in per_query.items():
+        for row in head_to_head(frame, pairs, [METRIC], n_resamples=n_resamples):
+            rows.append({"world": world, **row})
+    adjusted = holm([r["p_randomization"] for r in rows])
+    for row, p in zip(rows, adjusted):
+        row["p_holm"] = float(p)
+    return rows
+
+
+def criterion(rows: list[dict], *, alpha: float = 0.05) -> dict:
+    """Per world and correction: ``not_worse`` (debiased - naive NDCG@10 >= 0, or the difference not significant
+    after Holm) where there is position bias, ``same`` (not significantly different) at e=0, and ``better``."""
+    out: dict = {}
+    for r in rows:
+        if r["baseline"] != "lexical+clsm-none":
+            continue
+        significant = r["p_holm"] < alpha
+        out.setdefault(r["world"], {})[r["variant"].removeprefix("lexical+clsm-")] = {
+            "delta": r["delta"],
+            "p_holm": r["p_holm"],
+            "not_worse": bool(r["delta"] >= 0 or not significant),
+            "same": not significant,
+            "better": bool(r["delta"] > 0 and significant),
+        }
+    return out
+
+
+def run(worlds, seeds, *, work: Path, quick_sizes: dict, encoder: dict, world_size: dict, resamples: int, log=print):
+    figures: dict = {"worlds": {}, "seeds": list(seeds)}
+    pooled = {}
+    for name in worlds:
+        frames = []
+        for seed in seeds:
+            start = time.perf_counter()
+            run_dir = work / f"{name}-{seed}"
+            run_dir.mkdir(parents=True)
+            found, per_query = world_run(
+                name, seed, run_dir, sizes=quick_sizes, encoder=encoder, world_size=world_size, resamples=resamples
+            )
+            figures["worlds"].setdefault(name, {"options": WORLDS[name], "seeds": {}})["seeds"][str(seed)] = found
+            frames.append(per_query)
+            errors = np.abs(found["propensity"]["relative_error"])
+            log(
+                f"{name} seed {seed}: max |propensity error| ranks 1-10 {errors.max():.1%} ({time.perf_counter() - start:.0f} s)"
+            )
+        pooled[name] = pd.concat(frames, ignore_index=True)
+        means = pooled[name].groupby("feature_set")[METRIC].mean()
+        figures["worlds"][name]["ndcg@10"] = {k: round(float(v), 4) for k, v in means.items()}
+        log(f"{name}: NDCG@10 " + ", ".join(f"{k} {v:.4f}" for k, v in means.items()))
+    rows = comparisons(pooled)
+    figures["comparisons"] = rows
+    figures["criterion"] = criterion(rows)
+    return figures
+
+
+def main() -> None:
+    from _common import write_results
+    from ltrfeat.cli.demo_cmd import SIZES
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--worlds", nargs="+", default=list(WORLDS), choices=list(WORLDS))
+    args = parser.parse_args()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        figures = run(
+            args.worlds,
+            args.seeds,
+            work=Path(tmp),
+            quick_sizes=SIZES["quick"]["clsm"],
+            encoder=QUICK["encoder"],
+            world_size=QUICK["world"],
+            resamples=200,
+        )
+    figures["setup"] = {
+        "world": QUICK["world"],
+        "encoder": {"model": "clsm", "loss": "generalized", **QUICK["encoder"], "sizes": SIZES["quick"]["clsm"]},
+        "ranker": RANKER,
+        "folds": 3,
+        "test": "paired randomisation test of NDCG@10 over the judged test queries pooled across world seeds, "
+        "10,000 resamples, Holm across every comparison",
+        "command": "python benchmarks/clicks_debias.py --seeds " + " ".join(map(str, args.seeds)),
+        "seconds": round(time.perf_counter() - started),
+    }
+    for row in figures["comparisons"]:
+        print(
+            f"{row['world']:7s} {row['variant']:13s} vs {row['baseline']:13s} "
+            f"delta {row['delta']:+.4f} p_holm {row['p_holm']:.3f}"
+        )
+    print(write_results("clicks_debias", figures))
+
+
+if __name__ == "__main__":
+    main()

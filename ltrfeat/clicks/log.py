@@ -1,0 +1,216 @@
+"""Click logs, with or without the positions results were shown at, read into one :class:`ClickLog`.
+
+:func:`read_click_log` reads an impression-level log (one row per shown result), an aggregated log with positions,
+an aggregated log without them (the synthetic world's ``clicks.tsv``) in any table format (TSV, CSV, JSONL,
+Parquet; text ones optionally gzipped), or OpenSearch User Behavior Insights records (:mod:`ltrfeat.clicks.ubi`).
+It streams: the file is read a chunk at a time and summed as it goes (:mod:`ltrfeat.clicks.aggregate`), so memory
+holds the distinct (query, document, position) keys, never the rows; with a Dask client the chunks are checked and
+summed on the cluster. Every problem is a one-line :class:`~ltrfeat.core.errors.TextTableError` naming the file,
+the lines and the fix.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ltrfeat.clicks.aggregate import POSITIONED_COLUMNS, Lookup, Totals, log_kind, partial
+from ltrfeat.clicks.chunks import CHUNK_ROWS, iter_table_chunks
+from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.text import read_docs, read_queries, table_format, write_table
+
+NO_POSITIONS_NOTE = "the click log has no positions, so position bias cannot be corrected"
+
+
+@dataclasses.dataclass(frozen=True)
+class ClickLog:
+    """A click log summed per (query, document, position) and per (query, document).
+
+    positioned : columns ``query, docid, position`` (int64, 1-based), ``impressions``, ``clicks`` (int64); one row
+        per (query, docid, position), sorted by those three; None when the log has no positions.
+    totals : columns ``query, docid, impressions, clicks`` (+ ``doc`` when the log or a docs table gives the text):
+        one row per pair, in the order pairs first appear in the log.
+    source : the path (or a description), for messages and pins.
+    kind : ``impressions``, ``positioned``, ``pairs`` (aggregated, no positions) or ``ubi``.
+    sessions : distinct session ids (None when the log has no session column).
+    """
+
+    positioned: pd.DataFrame | None
+    totals: pd.DataFrame
+    source: str
+    kind: str = "pairs"
+    sessions: int | None = None
+
+    @property
+    def has_positions(self) -> bool:
+        """Whether the log says where each result was shown (so position bias can be estimated and corrected)."""
+        return self.positioned is not None
+
+
+def read_click_log(
+    path,
+    *,
+    queries=None,
+    docs=None,
+    fmt: str | None = None,
+    encoding: str = "utf-8",
+    doc_field: str | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    client=None,
+) -> ClickLog:
+    """Read, check and sum the click log at ``path``.
+
+    Parameters
+    ----------
+    queries : query table (path or a frame with ``qid, query``) for logs that name queries by ``qid``; for UBI
+        event records, the UBI query records (path).
+    docs : documents table (path or a frame with ``docid`` and text columns): rows naming another document are an
+        error, and ``totals`` gets each document's ``doc_field`` text as ``doc``.
+    fmt : ``tsv``, ``csv``, ``jsonl``, ``parquet`` or ``ubi`` (default: from the extension; JSON lines whose first
+        record has an ``action_name`` are UBI events).
+    doc_field : the docs column to use as ``doc`` (default ``title`` when there is one, else the first text column).
+    chunk_rows : rows read and checked at a time.
+    client : a ``distributed.Client``: the chunks are checked and summed on its workers (same result).
+    """
+    if fmt not in (None, "ubi"):
+        table_format(path, fmt)  # an unknown format: the one-line error listing the formats
+    ubi = fmt == "ubi" or (fmt in (None, "jsonl") and _is_ubi(path, encoding))
+    if not ubi and queries is not None and not isinstance(queries, pd.DataFrame) and _ubi_queries(queries, encoding):
+        raise TextTableError(
+            "the queries are UBI query records but the log holds no UBI events (no action_name in its first record)",
+            path=path,
+            line=1,
+            fix="pass the UBI event records as the log",
+        )
+    lookup, doc_text = _lookup(None if ubi else queries, docs, doc_field, encoding)
+    if ubi:
+        from ltrfeat.clicks.ubi import read_ubi
+
+        chunks = iter([read_ubi(path, queries, encoding=encoding)])
+    else:
+        chunks = iter_table_chunks(path, fmt=fmt, encoding=encoding, rows=chunk_rows)
+    totals = Totals()
+    first = next(chunks)
+    row_kind = "impressions" if ubi else log_kind(list(first.columns), path)
+    has_sessions = "session" in first.columns
+    parts = _partials(_chain(first, chunks), row_kind, lookup, client)
+    for part in parts:
+        totals.add(part, has_sessions=has_sessions)
+    return _click_log(totals, row_kind, "ubi" if ubi else row_kind, str(path), doc_text)
+
+
+def _chain(first: pd.DataFrame, rest):
+    yield first
+    yield from rest
+
+
+def _partials(chunks, kind: str, lookup: Lookup, client):
+    """Each chunk's :func:`~ltrfeat.clicks.aggregate.partial`, in file order: here, or on ``client``'s workers with
+    at most two chunks per worker on the cluster at a time."""
+    if client is None:
+        for chunk in chunks:
+            yield partial(chunk, kind, lookup)
+        return
+    from ltrfeat.core.dask_cluster import worker_addresses
+
+    window = 2 * max(1, len(worker_addresses(client)))
+    lookup_future = client.scatter(lookup, broadcast=True)
+    pending: collections.deque = collections.deque()
+    for chunk in chunks:
+        pending.append(client.submit(partial, chunk, kind, lookup_future, pure=False))
+        if len(pending) >= window:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
+def _click_log(totals: Totals, row_kind: str, kind: str, source: str, doc_text: pd.Series | None) -> ClickLog:
+    counts = totals.counts()
+    counts = counts[counts["impressions"] > 0]
+    positioned = None
+    if "position" in counts.columns:
+        positioned = counts.sort_values(["query", "docid", "position"], kind="stable").reset_index(drop=True)
+        positioned = positioned.astype(
+            {"query": "str", "docid": "str", "position": np.int64, "impressions": np.int64, "clicks": np.int64}
+        )
+        pairs = counts.groupby(["query", "docid"], sort=False, as_index=False)[["impressions", "clicks"]].sum()
+    else:
+        pairs = counts
+    pairs = pairs.astype({"query": "str", "docid": "str", "impressions": np.int64, "clicks": np.int64})
+    pairs = pairs.reset_index(drop=True)
+    if len(totals.docs):
+        pairs = pairs.merge(totals.docs.astype("str"), on=["query", "docid"], how="left")
+    elif doc_text is not None:
+        pairs["doc"] = pairs["docid"].map(doc_text).astype("str")
+    sessions = len(totals.sessions) if totals.has_sessions else None
+    return ClickLog(positioned=positioned, totals=pairs, source=source, kind=kind, sessions=sessions)
+
+
+def _first_json_record(path, encoding: str) -> dict | None:
+    """The first record of a JSON-lines file (None for other formats or no records)."""
+    try:
+        if table_format(path) != "jsonl":
+            return None
+    except TextTableError:
+        return None
+    from ltrfeat.clicks.ubi import first_record
+
+    return first_record(path, encoding)
+
+
+def _ubi_queries(path, encoding: str) -> bool:
+    record = _first_json_record(path, encoding)
+    return record is not None and "action_name" not in record and "query_response_hit_ids" in record
+
+
+def _is_ubi(path, encoding: str) -> bool:
+    """JSON lines whose first record is a UBI event (has ``action_name``)."""
+    record = _first_json_record(path, encoding)
+    if _ubi_queries(path, encoding):
+        raise TextTableError(
+            "these are UBI query records, not events",
+            path=path,
+            line=1,
+            fix="pass the UBI event records as the log and these as its queries (Python queries=..., CLI --queries)",
+        )
+    return record is not None and "action_name" in record
+
+
+def _lookup(queries, docs, doc_field, encoding) -> tuple[Lookup, pd.Series | None]:
+    query_of = None
+    if queries is not None:
+        frame = queries if isinstance(queries, pd.DataFrame) else read_queries(queries, encoding=encoding)
+        query_of = dict(zip(frame["qid"].astype(str), frame["query"].astype(str)))
+    known, doc_text = None, None
+    if docs is not None:
+        frame = docs if isinstance(docs, pd.DataFrame) else read_docs(docs, encoding=encoding, missing="keep")
+        known = frozenset(frame["docid"].astype(str))
+        fields = [c for c in frame.columns if c != "docid"]
+        field = doc_field or ("title" if "title" in fields else (fields[0] if fields else None))
+        if field is not None:
+            if field not in frame.columns:
+                raise TextTableError(
+                    f"the docs table has no column {field!r} (columns: {', '.join(fields)})",
+                    path=None if isinstance(docs, pd.DataFrame) else docs,
+                    line=1,
+                    fix="pick one of its text columns as doc_field",
+                    param="doc_field",
+                )
+            doc_text = pd.Series(frame[field].to_numpy(dtype=object), index=frame["docid"].astype(str).to_numpy())
+    return Lookup(query_of=query_of, known_docs=known), doc_text
+
+
+def write_positioned(log: ClickLog, path, *, fmt: str | None = None) -> None:
+    """Write ``log.positioned`` (``query, docid, position, impressions, clicks``) to ``path`` atomically, in any
+    table format; a log without positions is an error saying so."""
+    if log.positioned is None:
+        raise TextTableError(
+            f"{NO_POSITIONS_NOTE}: there is nothing to write per position",
+            path=log.source,
+            fix="aggregate an impression-level log (one row per shown result, with its position)",
+        )
+    write_table(log.positioned[POSITIONED_COLUMNS], Path(path), fmt=fmt)
