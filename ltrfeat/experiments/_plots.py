@@ -222,6 +222,27 @@ def save_png(fig: Figure, path) -> None:
 
 
 @_plain_text
+def propensity_figure(curves: list[tuple[dict, list[str]]]) -> Figure | None:
+    """The propensity curves that corrected click-trained encoders (``(curve, encoder names)`` pairs, see
+    :func:`ltrfeat.experiments.click_training.curves`): P(examined | position) with its interval (None without)."""
+    if not curves:
+        return None
+    fig = Figure(figsize=(6.4, 3.2))
+    ax = fig.add_subplot()
+    for (curve, names), colour in zip(curves, colours(range(len(curves))).values()):
+        x, y = np.asarray(curve["positions"]), np.asarray(curve["values"], dtype=float)
+        ax.plot(x, y, marker="o", color=colour, label=", ".join(names))
+        if curve.get("lower") and curve.get("upper"):
+            ax.fill_between(x, curve["lower"], curve["upper"], color=colour, alpha=0.2, linewidth=0)
+    ax.set_xlabel("position")
+    ax.set_ylabel("P(examined | position)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", title="corrected encoders", title_fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+@_plain_text
 def svg_text(fig: Figure) -> str:
     """``fig`` as inline SVG: text kept as text (small), ids fixed (identical on reruns), no XML prolog."""
     FigureCanvasAgg(fig)
