@@ -11,7 +11,8 @@ click-log queries disjoint from the judged ones), examination P(rank r) = r^-e:
 
 In each world (world seeds ``--seeds``, default 0 1 2): the impression-level log ``clicks_impressions.tsv`` is read
 with ``read_click_log``; the propensity curve is estimated by intervention harvesting (95% interval: bootstrap over
-queries, 200 resamples) and compared with the true r^-e; a CLSM (the demo's quick towers, 2 epochs) is trained
+queries, 200 resamples) and compared with the true r^-e (also on logs of 800, 3,000 and 9,000 click queries:
+``propensity_accuracy``); a CLSM (the demo's quick towers, 2 epochs) is trained
 with the GDSSM generalized loss on the click labels of each correction -- ``none`` (click counts), ``ipw`` (clipped,
 self-normalised inverse-propensity-weighted counts) and ``pbm`` (attractiveness estimated by the position-based
 model with the harvested curve) -- and extracted beside the demo's lexical features for the judged pairs. Rankers:
@@ -118,6 +119,46 @@ def world_run(name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, w
     }, per_query
 
 
+def propensity_accuracy(seeds, work: Path, *, sizes=(800, 3000, 9000), resamples: int = 200, log=print) -> list[dict]:
+    """The harvested curve against the truth on logs of growing size (``n_click_queries``; 60 judged queries, 800
+    products): relative error at ranks 1-10 and whether the truth lies in the 95% interval."""
+    from ltrfeat.clicks.log import read_click_log
+    from ltrfeat.clicks.propensity import estimate_propensity
+    from ltrfeat.datasets.synth import generate_world, write_world
+
+    rows = []
+    for exponent in (0.8, 1.5):
+        for n_click in sizes:
+            for seed in seeds:
+                world_dir = work / f"curve-{exponent}-{n_click}-{seed}"
+                world = generate_world(
+                    seed=seed, n_queries=60, n_docs=800, n_click_queries=n_click, examination_exponent=exponent
+                )
+                write_world(world, world_dir)
+                click_log = read_click_log(world_dir / "clicks_impressions.tsv", docs=world_dir / "docs.tsv")
+                curve = estimate_propensity(click_log, seed=seed, resamples=resamples)
+                truth = curve.positions.astype(float) ** -exponent
+                error = curve.values / truth - 1
+                inside = (curve.lower <= truth) & (truth <= curve.upper)
+                rows.append(
+                    {
+                        "exponent": exponent,
+                        "click_queries": n_click,
+                        "seed": seed,
+                        "impressions": int(click_log.totals["impressions"].sum()),
+                        "relative_error": [round(float(v), 4) for v in error],
+                        "within_10pct": [bool(v) for v in np.abs(error) <= 0.1],
+                        "truth_inside_interval": [bool(v) for v in inside],
+                    }
+                )
+                log(
+                    f"curve e={exponent} {n_click} click queries seed {seed}: |error| <= 10% at ranks "
+                    f"{[int(k) for k in curve.positions[np.abs(error) <= 0.1]]}, truth in interval at "
+                    f"{int(inside.sum())}/10"
+                )
+    return rows
+
+
 def comparisons(per_query: dict[str, pd.DataFrame], *, n_resamples: int = 10_000) -> list[dict]:
     """Every world's comparisons (debiased against naive, each against lexical), Holm across all of them."""
     from ltrfeat.experiments.ablation import head_to_head
@@ -201,6 +242,8 @@ def main() -> None:
             world_size=QUICK["world"],
             resamples=200,
         )
+    with tempfile.TemporaryDirectory() as tmp:
+        figures["propensity_accuracy"] = propensity_accuracy(args.seeds, Path(tmp))
     figures["setup"] = {
         "world": QUICK["world"],
         "encoder": {"model": "clsm", "loss": "generalized", **QUICK["encoder"], "sizes": SIZES["quick"]["clsm"]},

@@ -61,10 +61,10 @@ def click_log_options(fn):
 @click.option("--max-position", type=click.IntRange(min=2), default=10, show_default=True)
 @click.option(
     "--resamples",
-    type=click.IntRange(min=0),
+    type=int,
     default=200,
     show_default=True,
-    help="Bootstrap resamples of the queries for the 95%% interval (0: none).",
+    help="Bootstrap resamples of the queries for the 95%% interval.",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
 @click.option(

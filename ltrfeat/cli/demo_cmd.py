@@ -2,7 +2,10 @@
 
 1. generate a synthetic product-search world (catalogue, click log, judged pairs);
 2. train DSSM and CLSM encoders on the click log with the softmax and the GDSSM generalized loss
-   (the click log's queries are disjoint from every judged query, so no judged query is ever trained on);
+   (the click log's queries are disjoint from every judged query, so no judged query is ever trained on), the
+   position bias uncorrected (``--debias none``, the default: ``benchmarks/clicks_debias.py`` measured no gain from
+   a correction at the world's examination exponent 0.8) or corrected (``--debias ipw`` or ``pbm``, from the log's
+   positions);
 3. extract lexical and neural features for the judged pairs;
 4. run the ablation (query folds x feature sets x seeds) with significance tests and write the report.
 """
@@ -39,6 +42,16 @@ DEMO_PRESETS = {
         "k": 3,
     },
 }
+DEBIAS_SAID = {
+    "none": "uncorrected",
+    "ipw": "corrected by inverse propensity weighting",
+    "pbm": "corrected by the position-based click model",
+}
+TRAINING_DATA = {
+    "none": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
+    "ipw": "click log, inverse-propensity-weighted click counts (clipped, self-normalised), phi(c) = c / (c + 1)",
+    "pbm": "click log, attractiveness estimated by the position-based click model (softmax: as sample weights)",
+}
 # Towers smaller than the papers' (300-300-128, K=300/L=128) so four of them train in the time budget.
 SIZES = {
     "full": {"dssm": {"hidden": [256, 128], "out": 64}, "clsm": {"conv": 192, "out": 64}},
@@ -50,19 +63,45 @@ def _say(message: str) -> None:
     click.echo(message, err=True)
 
 
-def _train_encoders(clicks, models_dir: Path, *, seed: int, options: dict, sizes: dict) -> dict[str, Path]:
+def _click_tables(world, world_dir: Path, debias: str, *, seed: int):
+    """``loss -> (training table, soft-label mapping)`` of the world's click log with the position bias handled by
+    ``debias``; ``none`` trains on the aggregated log in its own order (the same counts as the positioned log's), so
+    the demo's figures stay those it had before positions were logged."""
+    from ltrfeat.clicks import read_click_log
+    from ltrfeat.clicks.debias import click_labels
+
+    if debias == "none":
+        table = world.clicks.rename(columns={"clicks": "label"})[["query", "doc", "label"]]
+        table.attrs["clicks"] = {
+            "source": str(world_dir / "clicks.tsv"),
+            "has_positions": True,
+            "impressions": int(world.clicks["impressions"].sum()),
+            "clicks": int(world.clicks["clicks"].sum()),
+            "pairs": len(world.clicks),
+            "debias": "none",
+        }
+        return lambda loss: (table, "clicks")
+    log = read_click_log(world_dir / "clicks_impressions.tsv", docs=world_dir / "docs.tsv")
+    labels = {
+        loss: click_labels(log, debias=debias, loss=loss, seed=seed)
+        for loss in dict.fromkeys(name for _, name in ENCODERS)
+    }
+    return lambda loss: (labels[loss].pairs, labels[loss].soft_labels)
+
+
+def _train_encoders(tables, models_dir: Path, *, seed: int, options: dict, sizes: dict) -> dict[str, Path]:
     from ltrfeat.features.encoders.training import train_encoder
 
-    table = clicks.rename(columns={"clicks": "label"})[["query", "doc", "label"]]
     paths = {}
     for model, loss in ENCODERS:
         name = f"{model}-{loss}"
         start = time.perf_counter()
+        table, soft_labels = tables(loss)
         encoder, history = train_encoder(
             table,
             model=model,
             loss=loss,
-            soft_labels="clicks",
+            soft_labels=soft_labels,
             seed=seed,
             sizes=sizes[model],
             progress=False,
@@ -123,7 +162,7 @@ def _folds(data, *, k: int, seed: int):
     return folds
 
 
-def _run(work: Path, out: Path, preset: dict, *, quick: bool, seed: int):
+def _run(work: Path, out: Path, preset: dict, *, quick: bool, seed: int, debias: str = "none"):
     """The demo's steps 1-4 and its report in ``work`` (the directory that becomes ``out``; messages name ``out``);
     returns the ablation's result and summary."""
     from ltrfeat.datasets.synth import generate_world, write_world
@@ -138,9 +177,10 @@ def _run(work: Path, out: Path, preset: dict, *, quick: bool, seed: int):
         f"    {len(world.docs)} documents, {world.judged['qid'].nunique()} judged queries "
         f"({len(world.judged)} pairs), click log of {len(world.clicks)} rows -> {out / 'world'}"
     )
-    _say("2/4 training encoders on the click log ...")
+    _say(f"2/4 training encoders on the click log (position bias: {DEBIAS_SAID[debias]}) ...")
     sizes = SIZES["quick" if quick else "full"]
-    models = _train_encoders(world.clicks, work / "models", seed=seed, options=preset["encoder"], sizes=sizes)
+    tables = _click_tables(world, work / "world", debias, seed=seed)
+    models = _train_encoders(tables, work / "models", seed=seed, options=preset["encoder"], sizes=sizes)
     _say("3/4 extracting lexical and neural features ...")
     data = _features(world, models)
     _say(f"    {data.n_features} columns for {len(data)} judged pairs")
@@ -166,7 +206,7 @@ def _run(work: Path, out: Path, preset: dict, *, quick: bool, seed: int):
         jobs=available_cores(),
     )
     result.config["encoders"] = {
-        "training_data": "click log (distinct-user click counts, phi(c) = c / (c + 1))",
+        "training_data": TRAINING_DATA[debias],
         "models": {n: p.name for n, p in models.items()},
         "options": preset["encoder"],
         "sizes": sizes,
@@ -194,7 +234,15 @@ def _run(work: Path, out: Path, preset: dict, *, quick: bool, seed: int):
 )
 @click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: a smoke run.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the world, encoders, folds and rankers.")
-def demo(out_dir, quick, seed):
+@click.option(
+    "--debias",
+    type=click.Choice(list(DEBIAS_SAID)),
+    default="none",
+    show_default=True,
+    help="How the encoders' click labels handle position bias: uncorrected, inverse propensity weighting or the "
+    "position-based click model (the curve estimated from the log's positions); see benchmarks/clicks_debias.py.",
+)
+def demo(out_dir, quick, seed, debias):
     """Generate a world, train DSSM/CLSM encoders on its clicks, extract lexical + neural
     features, and run the ablation with significance tests.
 
@@ -202,6 +250,7 @@ def demo(out_dir, quick, seed):
     Examples:
       ltrfeat demo
       ltrfeat demo --quick --out /tmp/demo
+      ltrfeat demo --quick --debias ipw --out /tmp/demo-ipw
     """
     from ltrfeat.core.fileio import check_output_dir, replaced_dir
     from ltrfeat.experiments.report import headline_table
@@ -212,7 +261,7 @@ def demo(out_dir, quick, seed):
     started = time.perf_counter()
     # built beside --out and swapped in when done: a stopped demo leaves the earlier one as it was
     with replaced_dir(out, kind="demo") as work:
-        result, summary = _run(work, out, preset, quick=quick, seed=seed)
+        result, summary = _run(work, out, preset, quick=quick, seed=seed, debias=debias)
     report = out / "report"
     for line in headline_table(result, summary):
         click.echo(line)

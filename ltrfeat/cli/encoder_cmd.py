@@ -31,7 +31,7 @@ from ltrfeat.features.encoders.config import (
     SbertConfig as _S,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
-from ltrfeat.clicks.debias import DEFAULT_CLIP
+from ltrfeat.clicks.debias import DEFAULT_CLIP, LOSSES as CLICK_LOSSES
 
 _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM ones --help shows
     f"{_S.epochs} epoch, batch {_S.batch_size}, lr {_S.lr:.0e}, in-batch negatives only, gamma {_S.gamma:g}, "
@@ -478,6 +478,8 @@ def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training,
         _train_like_ablate(click.get_current_context(), pairs, out, reading, training["seed"], like_ablate)
         return
     from_docs = weak["from_docs"]
+    ctx = click.get_current_context()
+    _check_clicks_options(ctx, clicks, from_docs)
     if from_docs:
         table = _weak_pairs(
             from_docs,
@@ -503,9 +505,7 @@ def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training,
     else:
         raise click.UsageError("give PAIRS or --from-docs DOCS")
     kind = encoder_kind(model)
-    ctx = click.get_current_context()
     settings, trainer_args = _given_settings(ctx, kind)
-    _check_clicks_options(ctx, clicks, from_docs)
     if table is None:
         table = _click_table(pairs, clicks, kind, settings, training["seed"])
     if from_docs:
@@ -576,8 +576,11 @@ def _click_table(path, clicks: dict, kind, settings: dict, seed: int):
     from ltrfeat.clicks.propensity import read_propensity_curve
 
     loss = settings.get("loss", getattr(kind.config, "loss", None))
-    if loss is None:
-        raise click.UsageError(f"--debias trains with the softmax or generalized loss; --model {kind.name} has no loss")
+    if loss not in CLICK_LOSSES:
+        raise click.UsageError(
+            f"--debias trains with --loss {' or '.join(CLICK_LOSSES)}"
+            + (f", not {loss}" if loss else f"; --model {kind.name} has no --loss")
+        )
     log = read_click_log(path, queries=clicks["queries"], docs=clicks["docs"], fmt=clicks["log_format"])
     curve = read_propensity_curve(clicks["propensity"]) if clicks["propensity"] else None
     labels = click_labels(

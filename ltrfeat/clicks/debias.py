@@ -30,12 +30,12 @@ import numpy as np
 import pandas as pd
 
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning, ParameterError
+from ltrfeat.clicks.log import NO_POSITIONS_NOTE
 from ltrfeat.clicks.propensity import Propensity, estimate_propensity, pbm_em
 
 DEBIAS = ("none", "ipw", "pbm")
 LOSSES = ("softmax", "generalized")
 DEFAULT_CLIP = 0.05
-NO_POSITIONS = "the click log has no positions: position bias cannot be corrected"
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def click_labels(
         "pairs": int(len(totals)),
     }
     if debias != "none" and not log.has_positions:
-        warnings.warn(f"{log.source}: {NO_POSITIONS}; training on uncorrected click counts", LtrfeatWarning, 2)
+        warnings.warn(f"{log.source}: {NO_POSITIONS_NOTE}; training on uncorrected click counts", LtrfeatWarning, 2)
         record["requested"] = debias
         debias = "none"
     record["debias"] = debias

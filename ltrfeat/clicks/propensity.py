@@ -193,7 +193,7 @@ def _harvest_fit(data: dict, counts, start=None) -> np.ndarray:
     weights = np.bincount(data["cell"], weights=data["weights"] if w is None else data["weights"] * w, minlength=size)
     clicks, weights = clicks.reshape(k, k, k), weights.reshape(k, k, k)  # stratum, k, k'
     linked = weights > 0
-    _check_linked(linked.any(axis=0), data, counts is not None)
+    _check_linked(np.asarray(linked.any(axis=0)), data, counts is not None)
     theta = np.ones(k) if start is None else start.copy()
     flip = lambda a: a.transpose(0, 2, 1)  # noqa: E731  (k, k') -> (k', k)
     rel = np.divide(clicks + flip(clicks), weights * 2, out=np.zeros_like(weights), where=linked)
