@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ltrfeat.experiments.in_words import headline
 from ltrfeat.core.fileio import atomic_output
@@ -234,6 +235,7 @@ def propensity_figure(curves: list[tuple[dict, list[str]]]) -> Figure | None:
         ax.plot(x, y, marker="o", color=colour, label=", ".join(names))
         if curve.get("lower") and curve.get("upper"):
             ax.fill_between(x, curve["lower"], curve["upper"], color=colour, alpha=0.2, linewidth=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("position")
     ax.set_ylabel("P(examined | position)")
     ax.set_ylim(bottom=0)
