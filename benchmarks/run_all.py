@@ -82,6 +82,7 @@ BENCHMARKS = (
     Benchmark("bench_ablation_threads.py", "ablation_threads", timeout_s=300, needs=("letor4_mq2008",), expected_s=20),
     Benchmark("bench_dask.py", "bench_dask", full=("--pairs", "50000"), quick=("--pairs", "20000"), expected_s=40),
     Benchmark("bench_deepmatch.py", "bench_deepmatch", needs=("home_depot",), expected_s=150),
+    Benchmark("clicks_aggregate.py", "clicks_aggregate", quick=("--rows", "1000000"), timeout_s=1200, expected_s=240),
     Benchmark(  # about 10 minutes even at its small sizes: only with --only bench_scale_sim
         "bench_scale_sim.py",
         "scale_simulation",
@@ -262,6 +263,14 @@ TARGETS = (
         "<=",
         1.15,
         "",
+    ),
+    Target(
+        "click-log aggregation of 10M impression rows: peak RSS",
+        "clicks_aggregate",
+        figure("peak_rss_gib", note="vs a full pandas read: {}", note_path="peak_rss_ratio_streaming_over_naive"),
+        "<=",
+        2,
+        "GiB",
     ),
     Target("ltrfeat demo wall time", "end_to_end", run_time("demo"), "<=", 300, "s"),
     Target("ltrfeat demo --quick wall time", "end_to_end", run_time("demo_quick"), "<=", 60, "s"),

@@ -2,6 +2,7 @@
 
 __all__ = [  # the public modules
     "ablate_cmd",
+    "clicks_cmd",
     "datasets_cmd",
     "demo_cmd",
     "encoder_cmd",

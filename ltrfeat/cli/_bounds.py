@@ -58,6 +58,8 @@ BOUNDS: dict[str, Interval] = {
     "n_features": Interval(numbers.Integral, 1, _COUNT),
     # data
     "chunk_queries": Interval(numbers.Integral, 1, 10_000_000),
+    "max_position": Interval(numbers.Integral, 2, 1000),  # clicks propensity: positions of the curve
+    "chunk_rows": Interval(numbers.Integral, 1, 100_000_000),
     "n_queries": Interval(numbers.Integral, 3, 10_000_000),
     "n_docs": Interval(numbers.Integral, 1, 100_000_000),
     "n_click_queries": Interval(numbers.Integral, 0, 10_000_000),

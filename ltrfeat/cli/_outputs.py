@@ -32,6 +32,8 @@ OUTPUTS: dict[str, dict[str, str]] = {
     "rerank": {"out": "file"},
     "datasets synth": {"out_dir": "keep"},
     "datasets convert": {"out_dir": "dir"},
+    "clicks aggregate": {"out": "file"},
+    "clicks propensity": {"plot": "file"},
     "ablate": {"report_dir": "dir", "write_features": "keep", "cache_dir": "keep"},
     "compare-runs": {"html_path": "file"},
     "export-ranker": {"out_path": "file"},

@@ -31,7 +31,7 @@ from ltrfeat.features.encoders.config import (
     SbertConfig as _S,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
-from ltrfeat.clicks.debias import DEFAULT_CLIP, LOSSES as CLICK_LOSSES
+from ltrfeat.clicks.debias import CORRECTED_LOSSES, DEFAULT_CLIP
 
 _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM ones --help shows
     f"{_S.epochs} epoch, batch {_S.batch_size}, lr {_S.lr:.0e}, in-batch negatives only, gamma {_S.gamma:g}, "
@@ -45,23 +45,7 @@ _NOT_SETTINGS |= {"debias", "propensity", "propensity_method", "clip", "queries"
 _SPEC_TAKES = {"pairs", "out", "columns", "encoding", "label_map", "duplicates", "seed", "spec", "encoder_options"}
 _SPEC_TAKES |= {"collection", "collection_field", "cache", "as_json"}
 
-_READING = option_group(
-    "reading",
-    click.option(
-        "--columns", default=None, help="Column mapping, e.g. query=search_term,doc=product_title,label=relevance."
-    ),
-    click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of PAIRS."),
-    click.option(
-        "--label-map",
-        default="none",
-        show_default=True,
-        help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
-    ),
-    duplicates_option,
-)
-
-_CLICKS = option_group(
-    "clicks",
+_CLICK_OPTIONS = (  # reading PAIRS as a click log
     click.option(
         "--debias",
         type=click.Choice(["none", "ipw", "pbm"]),
@@ -110,6 +94,23 @@ _CLICKS = option_group(
         default=None,
         help="With --debias: format of the click log [default: from the extension].",
     ),
+)
+_CLICK_NAMES = ("debias", "propensity", "propensity_method", "clip", "queries", "docs", "log_format")
+
+_READING = option_group(
+    "reading",
+    click.option(
+        "--columns", default=None, help="Column mapping, e.g. query=search_term,doc=product_title,label=relevance."
+    ),
+    click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of PAIRS."),
+    click.option(
+        "--label-map",
+        default="none",
+        show_default=True,
+        help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
+    ),
+    duplicates_option,
+    *_CLICK_OPTIONS,
 )
 
 _START = option_group(
@@ -412,14 +413,13 @@ _RUN = option_group(
     f"fine-tune a sentence-transformer (its own defaults for options not given: {_SBERT_DEFAULTS}). --model sbert: "
     "the old spelling of sbert-ft.",
 )
-@_CLICKS
 @_START
 @_TRAINING
 @_RUN
 @sbert_options
 @_SPEC
 @mlflow_options()
-def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training, run, like_ablate, tracking, **_sbert):
+def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, like_ablate, tracking, **_sbert):
     """Train a DSSM or CLSM text encoder (or another --model KIND) on PAIRS (a judged-pairs or click table:
     query text, document text, label or click count) and write it as one .ltrenc bundle.
 
@@ -479,7 +479,7 @@ def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training,
         return
     from_docs = weak["from_docs"]
     ctx = click.get_current_context()
-    _check_clicks_options(ctx, clicks, from_docs)
+    _check_clicks_options(ctx, reading, from_docs)
     if from_docs:
         table = _weak_pairs(
             from_docs,
@@ -489,7 +489,7 @@ def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training,
             seed=training["seed"],
             spans_per_doc=weak["spans_per_doc"],
         )
-    elif pairs and clicks["debias"] is not None:
+    elif pairs and reading["debias"] is not None:
         table = None  # read below, once the kind's loss is known
     elif pairs:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
@@ -507,7 +507,7 @@ def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training,
     kind = encoder_kind(model)
     settings, trainer_args = _given_settings(ctx, kind)
     if table is None:
-        table = _click_table(pairs, clicks, kind, settings, training["seed"])
+        table = _click_table(pairs, reading, kind, settings, training["seed"])
     if from_docs:
         settings["soft_labels"] = "identity"
     if kind.scores and settings.get("score") is None:
@@ -551,10 +551,10 @@ def train_encoder_cmd(pairs, weak, out, reading, model, clicks, start, training,
         )
 
 
-def _check_clicks_options(ctx: click.Context, clicks: dict, from_docs) -> None:
+def _check_clicks_options(ctx: click.Context, reading: dict, from_docs) -> None:
     """The click-log options go with --debias (a click log), the pairs-table options without it."""
-    if clicks["debias"] is None:
-        given = [n for n in clicks if _given(ctx, n)]
+    if reading["debias"] is None:
+        given = [n for n in _CLICK_NAMES if _given(ctx, n)]
         if given:
             raise click.UsageError(f"--{given[0].replace('_', '-')} goes with --debias (PAIRS is then a click log)")
         return
@@ -576,9 +576,9 @@ def _click_table(path, clicks: dict, kind, settings: dict, seed: int):
     from ltrfeat.clicks.propensity import read_propensity_curve
 
     loss = settings.get("loss", getattr(kind.config, "loss", None))
-    if loss not in CLICK_LOSSES:
+    if loss not in CORRECTED_LOSSES:
         raise click.UsageError(
-            f"--debias trains with --loss {' or '.join(CLICK_LOSSES)}"
+            f"--debias trains with --loss {' or '.join(CORRECTED_LOSSES)}"
             + (f", not {loss}" if loss else f"; --model {kind.name} has no --loss")
         )
     log = read_click_log(path, queries=clicks["queries"], docs=clicks["docs"], fmt=clicks["log_format"])

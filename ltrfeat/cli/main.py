@@ -177,13 +177,13 @@ with _starting():
     from ltrfeat.cli import extract_cmd  # noqa: E402
     from ltrfeat.cli import ranker_cmd  # noqa: E402
     from ltrfeat.cli import datasets_cmd  # noqa: E402
+    from ltrfeat.cli import clicks_cmd  # noqa: E402
     from ltrfeat.cli import ablate_cmd  # noqa: E402
     from ltrfeat.cli import explain_cmd  # noqa: E402
     from ltrfeat.cli import export_cmd, serve_cmd  # noqa: E402
     from ltrfeat.cli import encoder_cmd  # noqa: E402
     from ltrfeat.cli import demo_cmd  # noqa: E402
     from ltrfeat.cli import report_cmd  # noqa: E402
-    from ltrfeat.cli import clicks_cmd  # noqa: E402
     from ltrfeat.cli._options import add_config_option  # noqa: E402
     from ltrfeat.cli._outputs import add_output_checks  # noqa: E402
     from ltrfeat.cli._bounds import add_bounds  # noqa: E402

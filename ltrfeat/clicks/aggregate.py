@@ -19,7 +19,11 @@ import pandas as pd
 
 from ltrfeat.core.errors import TextTableError, line_list
 
-KINDS = ("impressions", "positioned", "pairs")
+REQUIRED = {  # columns of each kind besides query (or qid)
+    "impressions": {"docid", "position", "clicked"},
+    "positioned": {"docid", "position", "impressions", "clicks"},
+    "pairs": {"docid", "impressions", "clicks"},
+}
 POSITIONED_COLUMNS = ["query", "docid", "position", "impressions", "clicks"]
 _CLICKED = {"0": 0, "1": 1, "0.0": 0, "1.0": 1, "false": 0, "true": 1}
 _FORMATS = (
@@ -79,7 +83,22 @@ def _text(chunk: pd.DataFrame, column: str, what: str) -> pd.Series:
     return values
 
 
+def _plain_integers(values: pd.Series) -> np.ndarray | None:
+    """The column as int64 when every cell is a plain integer (the common case, cast without Python objects);
+    None otherwise (the careful path then names the bad rows)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        return pc.cast(pa.array(values), pa.int64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
+        return None
+
+
 def _integers(chunk: pd.DataFrame, column: str, *, minimum: int, fix: str) -> np.ndarray:
+    fast = _plain_integers(chunk[column])
+    if fast is not None and (len(fast) == 0 or fast.min() >= minimum):
+        return fast.astype(np.int64, copy=False)
     text = _text(chunk, column, column)
     values = pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
     first = lambda mask: f" (e.g. {text.to_numpy()[mask][0]!r})"  # noqa: E731
@@ -95,13 +114,17 @@ def _integers(chunk: pd.DataFrame, column: str, *, minimum: int, fix: str) -> np
     bad = values < minimum
     if bad.any():
         _fail(chunk, bad, f"hold a {column} below {minimum}{first(bad)}", fix)
+    bad = values >= 2**53  # beyond that a float is no longer every integer, and int64 ends soon after
+    if bad.any():
+        _fail(chunk, bad, f"hold a {column} too large to count exactly{first(bad)}", fix)
     return values.astype(np.int64)
 
 
-def _keys(chunk: pd.DataFrame, lookup: Lookup) -> tuple[np.ndarray, np.ndarray]:
-    """The query text and docid of every row, checked (qid mapped through ``lookup.query_of``)."""
+def _keys(chunk: pd.DataFrame, lookup: Lookup) -> tuple[pd.Series, pd.Series]:
+    """The query text and docid of every row, checked (qid mapped through ``lookup.query_of``); text Series, so
+    that no Python string is made per row."""
     if "query" in chunk.columns:
-        queries = _text(chunk, "query", "query").to_numpy(dtype=object)
+        queries = _text(chunk, "query", "query")
     else:
         if lookup.query_of is None:
             raise TextTableError(
@@ -120,15 +143,15 @@ def _keys(chunk: pd.DataFrame, lookup: Lookup) -> tuple[np.ndarray, np.ndarray]:
                 f"name a qid the query table lacks (e.g. {qids.to_numpy()[unknown][0]!r})",
                 "add those queries to the query table or pass the right one",
             )
-        queries = mapped.to_numpy(dtype=object)
-    docids = _text(chunk, "docid", "docid").to_numpy(dtype=object)
+        queries = mapped.astype("str")
+    docids = _text(chunk, "docid", "docid")
     if lookup.known_docs is not None:
-        unknown = ~pd.Series(docids).isin(lookup.known_docs).to_numpy(dtype=bool)
+        unknown = ~docids.isin(lookup.known_docs).to_numpy(dtype=bool)
         if unknown.any():
             _fail(
                 chunk,
                 unknown,
-                f"name a document the docs table lacks (e.g. docid {docids[unknown][0]!r})",
+                f"name a document the docs table lacks (e.g. docid {docids.to_numpy()[unknown][0]!r})",
                 "add those documents to the docs table, pass the right one, or drop the rows",
             )
     return queries, docids
@@ -139,6 +162,9 @@ def _position(chunk: pd.DataFrame) -> np.ndarray:
 
 
 def _clicked(chunk: pd.DataFrame) -> np.ndarray:
+    fast = _plain_integers(chunk["clicked"])
+    if fast is not None and ((fast == 0) | (fast == 1)).all():
+        return fast.astype(np.int64, copy=False)
     text = _text(chunk, "clicked", "clicked").str.lower()
     values = text.map(_CLICKED)
     bad = values.isna().to_numpy(dtype=bool)
@@ -168,10 +194,13 @@ def _check_dwell(chunk: pd.DataFrame) -> None:
 
 @dataclasses.dataclass
 class Partial:
-    """One chunk's sums: ``counts`` keyed by query, docid (and position), ``docs`` the first doc text per pair
-    (empty when the log has none), ``sessions`` 64-bit hashes of the distinct session ids."""
+    """One chunk's sums: ``counts`` keyed by ``q``, ``d`` (codes into ``queries`` and ``docids``, the chunk's distinct
+    texts in order of appearance) and ``position`` when the log has one; ``docs`` the first doc text per (q, d) code
+    pair (empty when the log has none); ``sessions`` 64-bit hashes of the distinct session ids."""
 
     counts: pd.DataFrame
+    queries: np.ndarray
+    docids: np.ndarray
     docs: pd.DataFrame
     sessions: np.ndarray
 
@@ -179,7 +208,9 @@ class Partial:
 def partial(chunk: pd.DataFrame, kind: str, lookup: Lookup) -> Partial:
     """Check one chunk of a ``kind`` log and sum it (one-line :class:`TextTableError` naming the file, lines and fix)."""
     queries, docids = _keys(chunk, lookup)
-    frame = {"query": queries, "docid": docids}
+    q, query_texts = pd.factorize(queries)
+    d, docid_texts = pd.factorize(docids)
+    frame = {"q": q, "d": d}
     if kind == "impressions":
         frame |= {"position": _position(chunk), "impressions": np.ones(len(chunk), np.int64), "clicks": _clicked(chunk)}
         if "dwell" in chunk.columns:
@@ -204,47 +235,74 @@ def partial(chunk: pd.DataFrame, kind: str, lookup: Lookup) -> Partial:
                 problem,
                 "a result is clicked at most once per impression: check the two columns",
             )
-    keys = ["query", "docid", "position"] if "position" in frame else ["query", "docid"]
-    counts = pd.DataFrame(frame).groupby(keys, sort=False, as_index=False)[["impressions", "clicks"]].sum()
-    docs = pd.DataFrame(columns=["query", "docid", "doc"])
+    docs = pd.DataFrame({"q": q[:0], "d": d[:0], "doc": pd.Series([], dtype=object)})
     if "doc" in chunk.columns:
-        docs = pd.DataFrame({"query": queries, "docid": docids, "doc": chunk["doc"].to_numpy(dtype=object)})
-        docs = docs[docs["doc"].notna()].drop_duplicates(["query", "docid"])
+        docs = pd.DataFrame({"q": q, "d": d, "doc": chunk["doc"].to_numpy(dtype=object)})
+        docs = docs[docs["doc"].notna()].drop_duplicates(["q", "d"])
     sessions = np.zeros(0, np.uint64)
     if "session" in chunk.columns:
-        sessions = np.unique(pd.util.hash_array(_text(chunk, "session", "session").to_numpy(dtype=object)))
-    return Partial(counts, docs, sessions)
+        distinct = pd.factorize(_text(chunk, "session", "session"))[1]
+        sessions = np.unique(pd.util.hash_array(np.asarray(distinct, dtype=object)))
+    return Partial(
+        _summed(pd.DataFrame(frame)), np.asarray(query_texts, object), np.asarray(docid_texts, object), docs, sessions
+    )
+
+
+def _summed(frame: pd.DataFrame) -> pd.DataFrame:
+    keys = [c for c in ("q", "d", "position") if c in frame.columns]
+    return frame.groupby(keys, sort=False, as_index=False)[["impressions", "clicks"]].sum()
+
+
+class _Codes:
+    """Texts numbered in the order they are first seen."""
+
+    def __init__(self):
+        self.code: dict[str, int] = {}
+        self.texts: list[str] = []
+
+    def of(self, texts: np.ndarray) -> np.ndarray:
+        out = np.empty(len(texts), np.int64)
+        for i, text in enumerate(texts.tolist()):
+            found = self.code.get(text)
+            if found is None:
+                found = self.code[text] = len(self.texts)
+                self.texts.append(text)
+            out[i] = found
+        return out
 
 
 class Totals:
-    """The sum of partials, keys in the order they first appear (partials added in file order). Pending partials
-    are summed whenever they outgrow the sum so far, so memory stays within a few times the distinct keys."""
+    """The sum of partials, keys numbered in the order they first appear (partials added in file order). Queries and
+    documents are held once each as text and the sums under integer codes; pending partials are summed whenever they
+    outgrow the sum so far, so memory stays within a few times the distinct keys."""
 
     def __init__(self):
+        self.queries, self.docids = _Codes(), _Codes()
         self._sum: pd.DataFrame | None = None
         self._pending: list[pd.DataFrame] = []
         self._pending_rows = 0
-        self.docs = pd.DataFrame(columns=["query", "docid", "doc"])
+        self.docs = pd.DataFrame({"q": np.zeros(0, np.int64), "d": np.zeros(0, np.int64), "doc": []})
         self.sessions = np.zeros(0, np.uint64)
         self.has_sessions = False
 
     def add(self, part: Partial, *, has_sessions: bool) -> None:
-        self._pending.append(part.counts)
-        self._pending_rows += len(part.counts)
+        q, d = self.queries.of(part.queries), self.docids.of(part.docids)
+        counts = part.counts.assign(q=q[part.counts["q"].to_numpy()], d=d[part.counts["d"].to_numpy()])
+        self._pending.append(counts)
+        self._pending_rows += len(counts)
         if self._pending_rows > max(len(self._sum) if self._sum is not None else 0, 1_000_000):
             self._sum = self.counts()
             self._pending, self._pending_rows = [], 0
         if len(part.docs):
-            self.docs = pd.concat([self.docs, part.docs]).drop_duplicates(["query", "docid"])
+            docs = part.docs.assign(q=q[part.docs["q"].to_numpy()], d=d[part.docs["d"].to_numpy()])
+            self.docs = pd.concat([self.docs, docs]).drop_duplicates(["q", "d"])
         if has_sessions:
             self.has_sessions = True
             self.sessions = np.union1d(self.sessions, part.sessions)
 
     def counts(self) -> pd.DataFrame:
-        """Every key's impressions and clicks."""
+        """Every key's impressions and clicks, keys as codes (``q``, ``d``[, ``position``])."""
         frames = ([self._sum] if self._sum is not None else []) + self._pending
         if not frames:
-            return pd.DataFrame(columns=POSITIONED_COLUMNS)
-        frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-        keys = [c for c in ("query", "docid", "position") if c in frame.columns]
-        return frame.groupby(keys, sort=False, as_index=False)[["impressions", "clicks"]].sum()
+            return pd.DataFrame({c: np.zeros(0, np.int64) for c in ("q", "d", "impressions", "clicks")})
+        return _summed(pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])

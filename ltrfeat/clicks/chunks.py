@@ -20,6 +20,7 @@ from ltrfeat.core.fileio import open_input
 from ltrfeat.core.text import json_object, table_format, text_codec
 
 CHUNK_ROWS = 1_000_000
+_BLOCK_BYTES = 1 << 20  # pyarrow's read block: larger blocks cost several times their size in parse buffers
 _ENCODING_FIX = "pass the file's encoding (Python encoding=..., CLI --encoding), e.g. cp1252 or latin-1"
 
 
@@ -85,9 +86,7 @@ def _delimited_chunks(path, fmt: str, codec: str, rows: int) -> Iterator[pd.Data
             if fmt == "tsv"
             else pa_csv.ParseOptions(newlines_in_values=True)
         )
-        options = pa_csv.ReadOptions(
-            column_names=header, skip_rows=1, encoding=codec, block_size=_block_size(rows, len(header))
-        )
+        options = pa_csv.ReadOptions(column_names=header, skip_rows=1, encoding=codec, block_size=_BLOCK_BYTES)
         convert = pa_csv.ConvertOptions(
             column_types={h: pa.string() for h in header}, strings_can_be_null=True, null_values=[""]
         )
@@ -99,12 +98,16 @@ def _delimited_chunks(path, fmt: str, codec: str, rows: int) -> Iterator[pd.Data
             for batch in reader:
                 pending.append(batch)
                 pending_rows += batch.num_rows
-                if pending_rows >= rows:
-                    yield _arrow_chunk(pending, header, done + 2)
-                    done += pending_rows
-                    pending, pending_rows = [], 0
-            if pending:
-                yield _arrow_chunk(pending, header, done + 2)
+                while pending_rows >= rows:
+                    table = pa.Table.from_batches(pending)
+                    yield _arrow_chunk(table.slice(0, rows), header, done + 2)
+                    done += rows
+                    rest = table.slice(rows)
+                    pending, pending_rows = rest.to_batches(), rest.num_rows
+                    del table, rest
+                    pa.default_memory_pool().release_unused()
+            if pending_rows:
+                yield _arrow_chunk(pa.Table.from_batches(pending), header, done + 2)
         except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
             message = str(exc).splitlines()[0]
             if "UTF8" in message or "decode" in message or isinstance(exc, UnicodeDecodeError):
@@ -120,15 +123,7 @@ def _delimited_chunks(path, fmt: str, codec: str, rows: int) -> Iterator[pd.Data
             ) from None
 
 
-def _block_size(rows: int, columns: int) -> int:
-    """pyarrow's read block in bytes: about ``rows`` rows of short fields, within 1 MiB .. 64 MiB."""
-    return int(min(64 << 20, max(1 << 20, rows * columns * 12)))
-
-
-def _arrow_chunk(batches: list, header: list[str], first_line: int) -> pd.DataFrame:
-    import pyarrow as pa
-
-    table = pa.Table.from_batches(batches)
+def _arrow_chunk(table, header: list[str], first_line: int) -> pd.DataFrame:
     lines = np.arange(first_line, first_line + table.num_rows, dtype=np.int64)
     return _frame({h: table.column(h).to_pandas() for h in header}, lines)
 

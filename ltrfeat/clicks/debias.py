@@ -34,7 +34,7 @@ from ltrfeat.clicks.log import NO_POSITIONS_NOTE
 from ltrfeat.clicks.propensity import Propensity, estimate_propensity, pbm_em
 
 DEBIAS = ("none", "ipw", "pbm")
-LOSSES = ("softmax", "generalized")
+CORRECTED_LOSSES = ("softmax", "generalized")  # the losses a correction applies to
 DEFAULT_CLIP = 0.05
 
 
@@ -63,9 +63,11 @@ def click_labels(
     ``method``, without an interval)."""
     if debias not in DEBIAS:
         raise ParameterError(f"debias {debias!r} is not a correction", fix=f"use one of {', '.join(DEBIAS)}")
-    if loss not in LOSSES:
+    if loss not in CORRECTED_LOSSES:
         raise ParameterError(
-            f"the {loss} loss takes no click correction", fix=f"use the {' or '.join(LOSSES)} loss", param="loss"
+            f"the {loss} loss takes no click correction",
+            fix=f"use the {' or '.join(CORRECTED_LOSSES)} loss",
+            param="loss",
         )
     if not 0 < clip <= 1:
         raise ParameterError(f"clip {clip} is not a propensity in (0, 1]", fix="give e.g. 0.05", param="clip")

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ltrfeat.clicks.aggregate import POSITIONED_COLUMNS, Lookup, Totals, log_kind, partial
+from ltrfeat.clicks.aggregate import POSITIONED_COLUMNS, REQUIRED, Lookup, Totals, log_kind, partial
 from ltrfeat.clicks.chunks import CHUNK_ROWS, iter_table_chunks
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.text import read_docs, read_queries, table_format, write_table
@@ -78,14 +78,7 @@ def read_click_log(
     """
     if fmt not in (None, "ubi"):
         table_format(path, fmt)  # an unknown format: the one-line error listing the formats
-    ubi = fmt == "ubi" or (fmt in (None, "jsonl") and _is_ubi(path, encoding))
-    if not ubi and queries is not None and not isinstance(queries, pd.DataFrame) and _ubi_queries(queries, encoding):
-        raise TextTableError(
-            "the queries are UBI query records but the log holds no UBI events (no action_name in its first record)",
-            path=path,
-            line=1,
-            fix="pass the UBI event records as the log",
-        )
+    ubi = _is_ubi_log(path, fmt, queries, encoding)
     lookup, doc_text = _lookup(None if ubi else queries, docs, doc_field, encoding)
     if ubi:
         from ltrfeat.clicks.ubi import read_ubi
@@ -97,15 +90,28 @@ def read_click_log(
     first = next(chunks)
     row_kind = "impressions" if ubi else log_kind(list(first.columns), path)
     has_sessions = "session" in first.columns
-    parts = _partials(_chain(first, chunks), row_kind, lookup, client)
+    needed = [c for c in first.columns if c in REQUIRED[row_kind] | {"query", "qid", "session"}]
+    parts = _partials(_with_columns(_chain(first, chunks), needed), row_kind, lookup, client)
     for part in parts:
         totals.add(part, has_sessions=has_sessions)
-    return _click_log(totals, row_kind, "ubi" if ubi else row_kind, str(path), doc_text)
+    return _click_log(totals, "ubi" if ubi else row_kind, str(path), doc_text)
 
 
 def _chain(first: pd.DataFrame, rest):
     yield first
     yield from rest
+
+
+def _with_columns(chunks, needed: list[str]):
+    """Chunks with every column the first one had (a JSON-lines chunk whose records all lack a key gets it empty,
+    so its rows are refused like empty cells)."""
+    for chunk in chunks:
+        missing = [c for c in needed if c not in chunk.columns]
+        if missing:
+            source = chunk.attrs.get("source")
+            chunk = chunk.assign(**{c: pd.Series(None, index=chunk.index, dtype="str") for c in missing})
+            chunk.attrs["source"] = source
+        yield chunk
 
 
 def _partials(chunks, kind: str, lookup: Lookup, client):
@@ -128,26 +134,50 @@ def _partials(chunks, kind: str, lookup: Lookup, client):
         yield pending.popleft().result()
 
 
-def _click_log(totals: Totals, row_kind: str, kind: str, source: str, doc_text: pd.Series | None) -> ClickLog:
+def _click_log(totals: Totals, kind: str, source: str, doc_text: pd.Series | None) -> ClickLog:
     counts = totals.counts()
-    counts = counts[counts["impressions"] > 0]
+    counts = counts[counts["impressions"].to_numpy() > 0]
+    queries = np.asarray(totals.queries.texts, dtype=object)
+    docids = np.asarray(totals.docids.texts, dtype=object)
     positioned = None
     if "position" in counts.columns:
-        positioned = counts.sort_values(["query", "docid", "position"], kind="stable").reset_index(drop=True)
-        positioned = positioned.astype(
-            {"query": "str", "docid": "str", "position": np.int64, "impressions": np.int64, "clicks": np.int64}
+        # sort by the texts through their ranks: no per-row string comparisons
+        q_rank, d_rank = _ranks(queries), _ranks(docids)
+        q, d, position = (counts[c].to_numpy() for c in ("q", "d", "position"))
+        order = np.lexsort((position, d_rank[d], q_rank[q]))
+        positioned = pd.DataFrame(
+            {
+                "query": pd.Series(queries[q[order]], dtype="str"),
+                "docid": pd.Series(docids[d[order]], dtype="str"),
+                "position": position[order].astype(np.int64),
+                "impressions": counts["impressions"].to_numpy()[order].astype(np.int64),
+                "clicks": counts["clicks"].to_numpy()[order].astype(np.int64),
+            }
         )
-        pairs = counts.groupby(["query", "docid"], sort=False, as_index=False)[["impressions", "clicks"]].sum()
-    else:
-        pairs = counts
-    pairs = pairs.astype({"query": "str", "docid": "str", "impressions": np.int64, "clicks": np.int64})
-    pairs = pairs.reset_index(drop=True)
+        counts = counts.groupby(["q", "d"], sort=False, as_index=False)[["impressions", "clicks"]].sum()
+    q, d = counts["q"].to_numpy(), counts["d"].to_numpy()
+    pairs = pd.DataFrame(
+        {
+            "query": pd.Series(queries[q], dtype="str"),
+            "docid": pd.Series(docids[d], dtype="str"),
+            "impressions": counts["impressions"].to_numpy().astype(np.int64),
+            "clicks": counts["clicks"].to_numpy().astype(np.int64),
+        }
+    )
     if len(totals.docs):
-        pairs = pairs.merge(totals.docs.astype("str"), on=["query", "docid"], how="left")
+        doc = pd.Series(totals.docs["doc"].to_numpy(), index=pd.MultiIndex.from_frame(totals.docs[["q", "d"]]))
+        pairs["doc"] = pd.Series(doc.reindex(pd.MultiIndex.from_arrays([q, d])).to_numpy(), dtype="str")
     elif doc_text is not None:
         pairs["doc"] = pairs["docid"].map(doc_text).astype("str")
     sessions = len(totals.sessions) if totals.has_sessions else None
     return ClickLog(positioned=positioned, totals=pairs, source=source, kind=kind, sessions=sessions)
+
+
+def _ranks(texts: np.ndarray) -> np.ndarray:
+    """Each text's place in sorted order."""
+    ranks = np.empty(len(texts), np.int64)
+    ranks[np.argsort(texts, kind="stable")] = np.arange(len(texts))
+    return ranks
 
 
 def _first_json_record(path, encoding: str) -> dict | None:
@@ -167,9 +197,14 @@ def _ubi_queries(path, encoding: str) -> bool:
     return record is not None and "action_name" not in record and "query_response_hit_ids" in record
 
 
-def _is_ubi(path, encoding: str) -> bool:
-    """JSON lines whose first record is a UBI event (has ``action_name``)."""
-    record = _first_json_record(path, encoding)
+def _is_ubi_log(path, fmt: str | None, queries, encoding: str) -> bool:
+    """Whether ``path`` holds UBI events: ``fmt="ubi"``, or JSON lines whose first record has an ``action_name``, or
+    no record at all beside UBI query records (a log without clicks). UBI query records passed as the log, or as
+    the queries of a log that holds no events, are an error saying which file goes where."""
+    if fmt == "ubi":
+        return True
+    if fmt not in (None, "jsonl"):
+        return False
     if _ubi_queries(path, encoding):
         raise TextTableError(
             "these are UBI query records, not events",
@@ -177,7 +212,18 @@ def _is_ubi(path, encoding: str) -> bool:
             line=1,
             fix="pass the UBI event records as the log and these as its queries (Python queries=..., CLI --queries)",
         )
-    return record is not None and "action_name" in record
+    record = _first_json_record(path, encoding)
+    if record is not None and "action_name" in record:
+        return True
+    with_ubi_queries = queries is not None and not isinstance(queries, pd.DataFrame) and _ubi_queries(queries, encoding)
+    if with_ubi_queries and record is not None:
+        raise TextTableError(
+            "the queries are UBI query records but the log holds no UBI events (no action_name in its first record)",
+            path=path,
+            line=1,
+            fix="pass the UBI event records as the log",
+        )
+    return with_ubi_queries
 
 
 def _lookup(queries, docs, doc_field, encoding) -> tuple[Lookup, pd.Series | None]:

@@ -10,10 +10,15 @@ document):
   the examination. Every pair counts on both sides with the same weight ``n_k n_k' / (n_k + n_k')``, so what the
   ranker put where does not tilt the ratio. The curve is the extremum estimate over all position pairs (a shared
   relevance per position pair, alternating closed-form updates of the Poisson likelihood), so positions that are
-  never shown together are linked through the others.
-- ``em``: expectation-maximisation of the PBM likelihood (Wang et al., WSDM 2018, the per-pair form): examination per
-  position and attractiveness per (query, document) pair, the unclicked impressions split between "not examined"
-  and "examined, not attractive" by the E step.
+  never shown together are linked through the others. Pairs are grouped by their mean position (the ranker puts
+  attractive pairs high) and a stray-click rate (clicks whatever the position and relevance) is fitted by a search
+  of the profile likelihood: without it, accidental clicks flatten the curve's tail.
+- ``em``: expectation-maximisation of the PBM likelihood with stray clicks (Wang et al., WSDM 2018, the per-pair
+  form): examination per position and attractiveness per (query, document) pair, the unclicked impressions split
+  between "not examined" and "examined, not attractive" by the E step. With a parameter per pair, a sparse log (a few
+  sessions per query) bends the curve (the pairs' estimates absorb what the positions explain: +5% at rank 2 to
+  +46% at rank 10 on the generated world's quick log with exponent 0.8, where harvesting stays within 8%), so
+  ``harvest`` is the default; EM suits logs with many impressions per pair.
 
 A curve from a randomisation experiment can be given instead (:func:`read_propensity_curve`, method ``given``).
 Intervals are percentile intervals of a bootstrap over queries (every query's rows are resampled together).
@@ -29,9 +34,10 @@ import pandas as pd
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 
 METHODS = ("harvest", "em")
-_ITERATIONS = {"harvest": 200, "em": 300}
-_TOLERANCE = 1e-9
-_START_NOISE = 0.1  # the stray-click rate starts at this share of the click-through rate
+_ITERATIONS = {"harvest": 300, "em": 300}
+_TOLERANCE = 1e-7
+_START_NOISE = 0.1  # the EM's stray-click rate starts at this share of the click-through rate
+_NOISE_TOLERANCE = 1e-5  # harvesting: the stray-click rate's search stops when its bracket is this narrow
 
 
 @dataclass(frozen=True)
@@ -194,27 +200,59 @@ def _harvest_fit(data: dict, counts, start=None) -> np.ndarray:
     clicks, weights = clicks.reshape(k, k, k), weights.reshape(k, k, k)  # stratum, k, k'
     linked = weights > 0
     _check_linked(np.asarray(linked.any(axis=0)), data, counts is not None)
-    theta = np.ones(k) if start is None else start.copy()
-    flip = lambda a: a.transpose(0, 2, 1)  # noqa: E731  (k, k') -> (k', k)
-    rel = np.divide(clicks + flip(clicks), weights * 2, out=np.zeros_like(weights), where=linked)
-    noise = _START_NOISE * clicks.sum() / max(weights.sum(), 1e-12)  # a rate of 0 would stay 0
-    for _ in range(_ITERATIONS["harvest"]):
-        # a click at k of the pairs shown at k and k' is examined-and-attractive (theta_k rel) or stray (noise):
-        # split the clicks by those rates, then the relevance shared by (stratum, k, k'), the examination, the strays
-        expected = theta[None, :, None] * rel
-        attractive = np.divide(clicks * expected, expected + noise, out=np.zeros_like(clicks), where=linked)
-        total = weights * (theta[None, :, None] + theta[None, None, :])
-        rel = np.divide(attractive + flip(attractive), total, out=np.zeros_like(total), where=linked)
-        seen = (weights * rel).sum(axis=(0, 2))
-        new = np.divide(attractive.sum(axis=(0, 2)), seen, out=np.full(k, np.nan), where=seen > 0)
-        if not new[0] > 0:
-            return new
-        rel, new = rel * new[0], new / new[0]
-        noise = float((clicks - attractive).sum() / weights.sum())
-        if np.nanmax(np.abs(new - theta)) < _TOLERANCE:
-            return new
-        theta = new
-    return theta
+    fit = _HarvestFit(clicks, weights, linked, np.ones(k) if start is None else start.copy())
+    # the stray-click rate maximises the profile likelihood; it is at most the lowest click-through rate of a position
+    by_position = weights.sum(axis=(0, 2))
+    ctr = np.divide(clicks.sum(axis=(0, 2)), by_position, out=np.full(k, np.inf), where=by_position > 0)
+    low, high = 0.0, float(ctr.min()) * 0.999
+    ratio = (np.sqrt(5) - 1) / 2
+    a, b = high - ratio * (high - low), low + ratio * (high - low)
+    fa, fb = fit(a), fit(b)
+    while high - low > _NOISE_TOLERANCE:
+        if fa < fb:
+            low, a, fa = a, b, fb
+            b = low + ratio * (high - low)
+            fb = fit(b)
+        else:
+            high, b, fb = b, a, fa
+            a = high - ratio * (high - low)
+            fa = fit(a)
+    fit((low + high) / 2)
+    return fit.theta
+
+
+class _HarvestFit:
+    """The harvested curve for a given stray-click rate (``fit(noise)`` returns the Poisson log-likelihood of the
+    cells and keeps ``theta``, warm-starting the next call)."""
+
+    def __init__(self, clicks, weights, linked, theta):
+        self.clicks, self.weights, self.linked, self.theta = clicks, weights, linked, theta
+        self.flip = lambda a: a.transpose(0, 2, 1)  # (k, k') -> (k', k)
+        self.rel = np.divide(clicks + self.flip(clicks), weights * 2, out=np.zeros_like(weights), where=linked)
+
+    def __call__(self, noise: float) -> float:
+        clicks, weights, linked, flip = self.clicks, self.weights, self.linked, self.flip
+        theta, rel = self.theta, self.rel
+        for _ in range(_ITERATIONS["harvest"]):
+            # a click at k of the pairs shown at k and k' is examined-and-attractive (theta_k rel) or stray (noise):
+            # split the clicks by those rates, then the relevance shared by (stratum, k, k') and the examination
+            expected = theta[None, :, None] * rel
+            attractive = np.divide(clicks * expected, expected + noise, out=np.zeros_like(clicks), where=linked)
+            total = weights * (theta[None, :, None] + theta[None, None, :])
+            rel = np.divide(attractive + flip(attractive), total, out=np.zeros_like(total), where=linked)
+            seen = (weights * rel).sum(axis=(0, 2))
+            new = np.divide(attractive.sum(axis=(0, 2)), seen, out=np.full(len(theta), np.nan), where=seen > 0)
+            if not new[0] > 0:
+                self.theta = new
+                return -np.inf
+            rel, new = rel * new[0], new / new[0]
+            done = np.nanmax(np.abs(new - theta)) < _TOLERANCE
+            theta = new
+            if done:
+                break
+        self.theta, self.rel = theta, rel
+        mean = weights * (theta[None, :, None] * rel + noise)
+        return float((clicks * np.log(np.where(linked, mean, 1.0)) - mean).sum())
 
 
 def _check_linked(linked: np.ndarray, data: dict, resampled: bool) -> None:

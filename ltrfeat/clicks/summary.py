@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from ltrfeat.clicks.log import NO_POSITIONS_NOTE, ClickLog
 
+KIND_NAMES = {
+    "impressions": "impression-level",
+    "positioned": "aggregated (with positions)",
+    "pairs": "aggregated (no positions)",
+    "ubi": "UBI events",
+}
+
 
 def log_summary(log: ClickLog, *, max_positions: int = 20) -> dict:
     """The log's figures as a JSON-ready dict; ``ctr_by_position`` lists positions 1..``max_positions`` that were
@@ -26,6 +33,7 @@ def log_summary(log: ClickLog, *, max_positions: int = 20) -> dict:
     return {
         "source": log.source,
         "kind": log.kind,
+        "kind_name": KIND_NAMES[log.kind],
         "impressions": impressions,
         "clicks": clicks,
         "ctr": round(clicks / impressions, 6) if impressions else None,

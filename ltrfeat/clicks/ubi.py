@@ -126,9 +126,7 @@ def read_ubi(events_path, queries_path=None, *, encoding: str = "utf-8") -> pd.D
     clicks: list[tuple[int, str, str]] = []
     texts: dict[str, str] = {}
     users: dict[str, str] = {}
-    n_events = 0
     for line, record in _records(events_path, encoding):
-        n_events += 1
         action = _text(record.get("action_name"))
         if action is None:
             raise TextTableError(
@@ -165,8 +163,6 @@ def read_ubi(events_path, queries_path=None, *, encoding: str = "utf-8") -> pd.D
             from_events.setdefault(query_id, {}).setdefault(docid, (ordinal, line))
         else:
             clicks.append((line, query_id, docid))
-    if n_events == 0:
-        raise TextTableError("file holds no UBI events", path=events_path, fix="pass the UBI event records")
     for query_id, docs in from_events.items():
         if not shown.get(query_id):
             shown[query_id] = docs
@@ -200,6 +196,13 @@ def read_ubi(events_path, queries_path=None, *, encoding: str = "utf-8") -> pd.D
             rows.append(
                 (line, query_id, text, docid, str(position), "1" if (query_id, docid) in clicked else "0", user)
             )
+    if not rows:
+        raise TextTableError(
+            "no result was shown: no query record lists its results and no impression event was logged",
+            path=events_path,
+            fix="pass the UBI query records (queries=..., CLI --queries) whose query_response_hit_ids list what was "
+            "shown, or log impression events",
+        )
     frame = pd.DataFrame(rows, columns=["line", "session", "query", "docid", "position", "clicked", "user"])
     frame = frame.set_index("line").astype("str")
     frame.attrs["source"] = str(events_path)

@@ -1078,12 +1078,16 @@ def read_table_columns(path, columns, *, encoding: str = "utf-8", fmt: str | Non
 # Writing.
 
 
+_WRITE_ROWS = 100_000  # rows turned into text at a time: memory for the cells of a slice, not of the table
+
+
 def write_table(df: pd.DataFrame, path, *, fmt: str | None = None) -> None:
     """Write ``df`` (its columns, not its index) to ``path`` atomically, format by extension.
 
     Missing values are written as empty fields (CSV/TSV) or ``null`` (JSONL/Parquet);
     floats round-trip exactly. TSV cannot hold a tab, newline or carriage return in any
     cell or column name: such a frame is refused with the offending column and line.
+    Rows are turned into text a slice at a time (a refused cell leaves no file behind).
     """
     fmt = table_format(path, fmt)
     if fmt == "parquet":
@@ -1091,24 +1095,36 @@ def write_table(df: pd.DataFrame, path, *, fmt: str | None = None) -> None:
             df.to_parquet(fh, index=False)
         return
     columns = [str(c) for c in df.columns]
-    cells = [_text_cells(df[c]) for c in df.columns]
+    slices = [df.iloc[start : start + _WRITE_ROWS] for start in range(0, len(df), _WRITE_ROWS)]
     if fmt == "tsv":
-        _refuse_for_tsv(columns, cells, path)
+        _refuse_for_tsv(columns, [], path)
+    # Python's csv writer leaves a lone "\r" unquoted under minimal quoting; quote all then.
+    has_cr = fmt == "csv" and (
+        any("\r" in c for c in columns)
+        or any(
+            df[c].astype("str").str.contains("\r", regex=False).any()
+            for c in df.columns
+            if not pd.api.types.is_numeric_dtype(df[c].dtype)
+        )
+    )
     with atomic_output(path) as fh:
-        if fmt == "jsonl":
-            for row in zip(*[_json_cells(df[c]) for c in df.columns]):
-                fh.write(json.dumps(dict(zip(columns, row)), ensure_ascii=False, allow_nan=False))
-                fh.write("\n")
-        elif fmt == "tsv":
-            for row in [tuple(columns), *zip(*cells)]:
-                fh.write("\t".join(row))
-                fh.write("\n")
-        else:
-            # Python's csv writer leaves a lone "\r" unquoted under minimal quoting; quote all then.
-            has_cr = any("\r" in v for col in cells for v in col) or any("\r" in c for c in columns)
-            writer = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)
+        writer = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_ALL if has_cr else csv.QUOTE_MINIMAL)
+        if fmt == "tsv":
+            fh.write("\t".join(columns) + "\n")
+        elif fmt == "csv":
             writer.writerow(columns)
-            writer.writerows(zip(*cells))
+        for i, part in enumerate(slices):
+            if fmt == "jsonl":
+                for row in zip(*[_json_cells(part[c]) for c in part.columns]):
+                    fh.write(json.dumps(dict(zip(columns, row)), ensure_ascii=False, allow_nan=False))
+                    fh.write("\n")
+                continue
+            cells = [_text_cells(part[c]) for c in part.columns]
+            if fmt == "tsv":
+                _refuse_for_tsv(columns, cells, path, first_line=2 + i * _WRITE_ROWS)
+                fh.writelines("\t".join(row) + "\n" for row in zip(*cells))
+            else:
+                writer.writerows(zip(*cells))
 
 
 def _text_cells(series: pd.Series) -> list[str]:
@@ -1127,7 +1143,7 @@ def _json_cells(series: pd.Series) -> list:
     return [None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in series.tolist()]
 
 
-def _refuse_for_tsv(columns: list[str], cells: list[list[str]], path) -> None:
+def _refuse_for_tsv(columns: list[str], cells: list[list[str]], path, *, first_line: int = 2) -> None:
     names = {"\t": "a tab", "\n": "a newline", "\r": "a carriage return"}
     for name in columns:
         for ch in _TSV_FORBIDDEN:
@@ -1145,6 +1161,6 @@ def _refuse_for_tsv(columns: list[str], cells: list[list[str]], path) -> None:
                     raise TextTableError(
                         f"column {name!r} contains {names[ch]}, which TSV cannot hold",
                         path=path,
-                        line=i + 2,
+                        line=i + first_line,
                         fix="write .csv, .jsonl or .parquet instead, or clean the text",
                     )

@@ -35,7 +35,7 @@ def test_propensity_prints_the_curve_with_its_interval_and_plots_it(files, tmp_p
     log, docs = files
     text = _invoke("clicks", "propensity", log, "--docs", docs, "--resamples", "100", "--plot", tmp_path / "c.png")
     assert text.exit_code == 0, text.output
-    assert "95% interval, bootstrap over queries (100 resamples)" in text.output
+    assert "95% interval, bootstrap over queries, 100 resamples" in text.output
     assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
     as_json = _invoke("clicks", "propensity", log, "--docs", docs, "--resamples", "100", "--json", "--method", "em")
     curve = json.loads(as_json.output)

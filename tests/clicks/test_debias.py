@@ -79,7 +79,7 @@ def test_the_softmax_loss_gets_weights_on_the_clicked_pairs(biased, debias):
 def test_a_log_without_positions_trains_uncorrected_with_a_warning():
     log = pbm_log(n_queries=10, sessions=5)
     log.has_positions, log.positioned = False, None
-    with pytest.warns(LtrfeatWarning, match="no positions: position bias cannot be corrected"):
+    with pytest.warns(LtrfeatWarning, match="no positions, so position bias cannot be corrected"):
         labels = click_labels(log, debias="ipw")
     assert labels.record["debias"] == "none" and labels.record["requested"] == "ipw"
     assert labels.pairs["label"].tolist() == log.totals["clicks"].tolist()

@@ -143,6 +143,8 @@ HEADER = "session\tquery\tdocid\tposition\tclicked\n"
         ("query\tdocid\timpressions\tclicks\nq\tD1\t0\t1\n", 2, "never shown"),
         ("query\tdocid\timpressions\tclicks\nq\tD1\t3\t-1\n", 2, "clicks below 0"),
         ("query\tdocid\timpressions\tclicks\nq\tD1\t3\tinf\n", 2, "not finite"),
+        ("query\tdocid\timpressions\tclicks\nq\tD1\t99999999999999999999\t1\n", 2, "too large"),
+        (HEADER + "s\tq\tD1\t 2\t 1\ns\tq\tD1\t+1\t1.0\ns\tq\tD1\t1e0\tx\n", 4, "not 0 or 1"),
         ("query\tdocid\tclicks\nq\tD1\t1\n", 1, "no impressions"),
         ("query\tposition\tclicked\nq\t1\t1\n", 1, "no docid"),
         ("docid\tposition\tclicked\nD1\t1\t1\n", 1, "no query (or qid)"),
@@ -176,6 +178,14 @@ def test_errors_name_the_right_line_in_later_chunks(tmp_path):
     jsonl.write_text(bad)
     with pytest.raises(TextTableError, match=rf"{jsonl}:5: .*position below 1"):
         read_click_log(jsonl, chunk_rows=2)
+
+
+def test_a_jsonl_chunk_whose_records_lack_a_column_is_refused(tmp_path):
+    path = tmp_path / "log.jsonl"
+    rows = ['{"query": "q", "docid": "D1", "position": 1, "clicked": 0}'] * 3
+    path.write_text("\n".join([*rows, '{"query": "q", "docid": "D1", "clicked": 1}']) + "\n")
+    with pytest.raises(TextTableError, match=rf"{path}:4: 1 rows have an empty position"):
+        read_click_log(path, chunk_rows=3)
 
 
 def test_unknown_documents_and_qids_are_errors_with_their_line(tmp_path):

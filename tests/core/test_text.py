@@ -385,6 +385,22 @@ def test_write_table_refuses_tsv_tabs_without_output(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_write_table_works_a_slice_at_a_time_with_the_same_bytes(tmp_path, monkeypatch):
+    df = pd.DataFrame({"qid": [str(i) for i in range(10)], "query": [f"q {i}" for i in range(10)], "n": range(10)})
+    for name in ("a.tsv", "a.csv", "a.jsonl"):
+        write_table(df, tmp_path / name)
+    monkeypatch.setattr("ltrfeat.core.text._WRITE_ROWS", 3)
+    for name in ("a.tsv", "a.csv", "a.jsonl"):
+        write_table(df, tmp_path / f"sliced_{name}")
+        assert (tmp_path / f"sliced_{name}").read_bytes() == (tmp_path / name).read_bytes()
+    bad = df.assign(query=[*df["query"][:7], "x\ty", "z", "w"])
+    with pytest.raises(TextTableError) as err:
+        write_table(bad, tmp_path / "bad.tsv")
+    assert err.value.line == 9 and not (tmp_path / "bad.tsv").exists()  # row 8 of a later slice, on line 9
+    write_table(df.assign(query=[*df["query"][:8], "a\rb", "c"]), tmp_path / "cr.csv")
+    assert (tmp_path / "cr.csv").read_bytes().split(b"\n")[1] == b'"0","q 0","0"'  # quoted from the start
+
+
 def test_csv_lone_carriage_return_round_trip(tmp_path):
     df = pd.DataFrame({"qid": ["1"], "query": ["a\rb"]})
     write_table(df, tmp_path / "q.csv")

@@ -166,6 +166,13 @@ BAD_FILES = {
     "badreport/report.json": json.dumps(
         {"format": "ltrfeat.ablation/1", "summary": "s", "runs": {"qrels": "q", "directory": 7}}
     ).encode(),
+    # click logs (ltrfeat clicks ...)
+    "clicks_pos0.tsv": b"session\tquery\tdocid\tposition\tclicked\ns\tq\tD1\t1\t1\ns\tq\tD2\t0\t0\n",
+    "clicks_more.csv": b"query,docid,position,impressions,clicks\nq,D1,1,2,3\n",
+    "clicks_nan.jsonl": b'{"query": "q", "docid": "D1", "position": "nan", "clicked": 1}\n',
+    "clicks_cp1252.tsv": "session\tquery\tdocid\tposition\tclicked\ns\tcaf\u00e9\tD1\t1\t1\n".encode("cp1252"),
+    "clicks_nocols.tsv": b"query\tdocid\tclicks\nq\tD1\t1\n",
+    "ubi_events.jsonl": b'{"action_name": "click", "query_id": "q1", "event_attributes": {"object": {"object_id": "Z"}}}\n',
 }
 
 W, D = "{w}", "{d}"
@@ -661,6 +668,24 @@ CASES += [
     ("compare-runs-missing-run", ["compare-runs", "--qrels", f"{W}/nope.qrels", f"{W}/a.run", f"{W}/b.run"], "nope"),
     ("compare-runs-one-system", ["compare-runs", "--test", f"{W}/nope.letor", f"{W}/a.txt"], "--"),
     ("synth-queries-zero", ["datasets", "synth", "--out", f"{W}/out/world", "--queries", "0"], "'--queries'"),
+    ("synth-exponent", ["datasets", "synth", "--out", f"{W}/out/world", "--examination-exponent", "-1"], "exponent"),
+    ("clicks-summary-position-0", ["clicks", "summary", f"{W}/clicks_pos0.tsv"], "clicks_pos0.tsv:3: "),
+    ("clicks-summary-no-columns", ["clicks", "summary", f"{W}/clicks_nocols.tsv"], "clicks_nocols.tsv:1: no "),
+    ("clicks-summary-ubi-never-shown", ["clicks", "summary", f"{W}/ubi_events.jsonl"], "ubi_events.jsonl:1: "),
+    ("clicks-summary-missing", ["clicks", "summary", f"{W}/nope.tsv"], "nope.tsv"),
+    (
+        "clicks-aggregate-more-clicks",
+        ["clicks", "aggregate", f"{W}/clicks_more.csv", "--out", OUT],
+        "clicks_more.csv:2:",
+    ),
+    ("clicks-aggregate-nan", ["clicks", "aggregate", f"{W}/clicks_nan.jsonl", "--out", OUT], "clicks_nan.jsonl:1:"),
+    ("clicks-aggregate-encoding", ["clicks", "aggregate", f"{W}/clicks_cp1252.tsv", "--out", OUT], "--encoding"),
+    ("clicks-aggregate-no-positions", ["clicks", "aggregate", f"{D}/clicks.tsv", "--out", OUT], "no positions"),
+    (
+        "clicks-aggregate-chunk-rows",
+        ["clicks", "aggregate", f"{D}/clicks.tsv", "--out", OUT, "--chunk-rows", "0"],
+        "--chunk-rows",
+    ),
     ("synth-candidates", ["datasets", "synth", "--out", f"{W}/out/world", "--candidates", "9-3"], "'--candidates'"),
     ("convert-dataset-unknown", ["datasets", "convert", "imagenet", f"{W}/x", "--out", f"{W}/out/ds"], "imagenet"),
     (
