@@ -49,14 +49,14 @@ def _with_texts(pairs: pd.DataFrame, docs: pd.DataFrame) -> pd.DataFrame:
     )[["qid", "query", "docid", "doc", "label", "description"]]
 
 
-def world_run(name: str, seed: int) -> tuple[dict, dict[str, pd.DataFrame]]:
+def world_run(name: str, seed: int, *, world_size: dict = WORLD_SIZE) -> tuple[dict, dict[str, pd.DataFrame]]:
     """One world: the click data's size and every ranker's per-query NDCG@10 on the judged queries."""
     from ltrfeat.core.metrics import evaluate_queries
     from ltrfeat.datasets.synth import generate_world
     from ltrfeat.features.extract import extract_pairs, fit_extractors, lexical_extractors
     from ltrfeat.rankers.lambdamart import LambdaMART
 
-    world = generate_world(seed=seed, **WORLD_SIZE, **WORLDS[name])
+    world = generate_world(seed=seed, **world_size, **WORLDS[name])
     shown = world.impressions.rename(columns={"session": "qid", "clicked": "label"})
     clicks = _with_texts(shown, world.docs)
     judged = _with_texts(world.judged[["qid", "query", "docid", "label"]], world.docs)
