@@ -43,15 +43,20 @@ def correction(record: dict) -> str:
 
 
 def uncorrected_warnings(records: dict[str, dict]) -> list[str]:
-    """One warning per encoder trained on uncorrected clicks of a log that has positions."""
-    return [
-        f"encoder `{name}` was trained on the clicks of {record.get('source', 'its log')} uncorrected (--debias none) "
-        "although the log has positions: people click what is on top, so the feature partly learns where the logging "
-        "ranker put results, which the lexical features know already; retrain it with train-encoder --debias ipw or "
-        "pbm"
-        for name, record in records.items()
-        if record.get("has_positions") and record.get("debias", "none") == "none"
-    ]
+    """One warning per click log that has positions and trained encoders on its uncorrected clicks, naming them."""
+    by_log: dict[str, list[str]] = {}
+    for name, record in records.items():
+        if record.get("has_positions") and record.get("debias", "none") == "none":
+            by_log.setdefault(str(record.get("source", "its log")), []).append(f"`{name}`")
+    out = []
+    for source, names in by_log.items():
+        who = f"encoder {names[0]} was" if len(names) == 1 else f"encoders {', '.join(names[:-1])} and {names[-1]} were"
+        out.append(
+            f"{who} trained on the clicks of {source} uncorrected (--debias none) although the log has positions: "
+            "people click what is on top, so a click-trained feature partly learns where the logging ranker put "
+            "results, which the lexical features know already; retrain with train-encoder --debias ipw or pbm"
+        )
+    return out
 
 
 def curves(records: dict[str, dict]) -> list[tuple[dict, list[str]]]:

@@ -128,6 +128,14 @@ def test_hostile_click_log_names_are_escaped(tmp_path):
     assert len(re.findall(r"<script", page)) == 2  # the report's own data and code only
 
 
+def test_one_warning_per_log_names_every_encoder_it_trained_uncorrected():
+    records = {"a": _record("none"), "b": _record("none"), "c": _record("ipw"), "d": _record("none", source="x.tsv")}
+    assert [w.split(" trained on the clicks of ")[0] for w in uncorrected_warnings(records)] == [
+        "encoders `a` and `b` were",
+        "encoder `d` was",
+    ]
+
+
 def test_cross_fitted_encoders_report_their_click_logs():
     scheme = {"encoders": {"gdssm": {"spec": "clsm:generalized", "clicks": _record("pbm")}, "bm": {"spec": "x"}}}
     assert click_training(FeatureMap(), scheme) == {"gdssm": _record("pbm")}
