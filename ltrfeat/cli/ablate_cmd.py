@@ -477,6 +477,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         plan_pairs,
     )
     from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
+    from ltrfeat.experiments.click_training import uncorrected_warnings
     from ltrfeat.experiments.verdict import verdict_lines
 
     if (folds_dir is None) == (pairs_path is None):
@@ -581,6 +582,9 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
     if summary.get("verdict"):
         for line in verdict_lines(summary["verdict"]):
             click.echo(line)
+    else:  # the verdict's lines end with these
+        for warning in uncorrected_warnings(result.config.get("click_training") or {}):
+            click.echo(f"warning: {warning}", err=True)
     for line in minilm_lines(result, summary):
         click.echo(line)
     click.echo(f"in words: {json.loads((done.report_dir / 'report.json').read_text())['summary']}")

@@ -93,6 +93,8 @@ def info(file, as_json, fmt, group_path, nan_policy, regroup):
     click.echo(f"rows with comment: {stats['rows_with_comment']}, with docid: {stats['rows_with_docid']}")
     if stats["weighted"]:
         click.echo("weights:       yes")
+    if stats["positioned"]:
+        click.echo("positions:     yes (display positions of click data, from the .position file)")
     if stats["regrouped_queries"]:
         click.echo(f"regrouped:     {stats['regrouped_queries']} queries were not contiguous")
 
@@ -101,7 +103,7 @@ def info(file, as_json, fmt, group_path, nan_policy, regroup):
 @click.argument("file", type=click.Path(dir_okay=False))
 @_read_options
 def validate(file, fmt, group_path, nan_policy, regroup):
-    """Check FILE (and its .query/.weight/.features.json); exit 2 naming the first bad line.
+    """Check FILE (and its .query/.weight/.position/.features.json); exit 2 naming the first bad line.
 
     \b
     Example:

@@ -48,13 +48,15 @@ _nan_option = click.option(
 )
 
 
-def _read(path, nan_policy: str, align_to: FeatureMap | None = None, regroup: bool = True) -> RankingSet:
+def _read(
+    path, nan_policy: str, align_to: FeatureMap | None = None, regroup: bool = True, position_path=None
+) -> RankingSet:
     """Read a ranking file, by default regrouping non-contiguous queries (with a notice).
 
     LETOR and svmlight omit zero values, so in a file without a ``.features.json`` sidecar a
     default-named feature (``f<id>``) of ``align_to`` that never occurs is a column of zeros.
     """
-    data = letor_io.read_letor(path, nan_policy=nan_policy, regroup=regroup)
+    data = letor_io.read_letor(path, nan_policy=nan_policy, regroup=regroup, position_path=position_path)
     if align_to is None or FeatureMap.sidecar_path(path).exists():
         return data
     have = set(data.feature_map.ids)
@@ -166,13 +168,31 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "scheduler address or file, or local[:N] workers. Needs ltrfeat[dask].",
 )
 @_nan_option
+@option_group(
+    "clicks",
+    click.option(
+        "--positions",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Display position (1 = top) of every row of TRAIN, one per line, when its labels are clicks "
+        "(default TRAIN.position when it exists, LightGBM's convention).",
+    ),
+    click.option(
+        "--position-bias",
+        type=click.Choice(["engine", "ignore"]),
+        default="engine",
+        show_default=True,
+        help="With positions: correct the clicks' position bias with the engine's own unbiased lambdarank "
+        "(LightGBM Dataset position, XGBoost lambdarank_unbiased), or ignore the positions (the naive ranker).",
+    ),
+)
 @selection_options(
     default_on=False,
     deployable_help="Only the features this LTR engine computes (those left out of --features are named in one "
     "line) and, with --select, the candidates it can run (not boost-best), so export-ranker accepts whatever "
     "is trained.",
 )
-def train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, selecting):
+def train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, clicks, selecting):
     """Train a LambdaMART ranker on TRAIN and save it to --out.
 
     Queries are taken from qid: (or the svmlight .query file); non-contiguous queries are
@@ -186,6 +206,12 @@ def train_ranker(train, valid, features, output, ranker, training, dask, nan_pol
     but boost-best). --deployable es-ltr|opensearch-ltr keeps the features to those the engine computes
     and the candidates to those it can run.
 
+    Clicks: when TRAIN's labels are clicks (1 clicked, 0 shown and not clicked) and TRAIN.position (or
+    --positions) gives where each row was shown, the engine's own unbiased lambdarank corrects the
+    position bias: LightGBM learns position factors beside the trees (Dataset position), XGBoost
+    estimates click propensities by position (lambdarank_unbiased; each qid must then be one shown list
+    with positions 1..n). --position-bias ignore trains the naive ranker on the same clicks.
+
     \b
     Examples:
       ltrfeat train-ranker S1.txt --valid S4.txt --engine lightgbm --out model.txt
@@ -195,6 +221,7 @@ def train_ranker(train, valid, features, output, ranker, training, dask, nan_pol
       ltrfeat train-ranker S1.txt --valid S4.txt --select --tune grid --out model.txt
       ltrfeat train-ranker S1.txt --valid S4.txt --select --deployable es-ltr --out model.txt
       ltrfeat train-ranker S1.txt --valid S4.txt --select --out model.txt --mlflow --mlflow-register shop
+      ltrfeat train-ranker clicks.letor --positions clicks.letor.position --valid judged.letor --out model.txt
     """
     # label errors name their file; a feature mismatch can only be the validation file's
     out, uri, register = output["out"], output["mlflow_uri"], output["mlflow_register"]
@@ -205,14 +232,14 @@ def train_ranker(train, valid, features, output, ranker, training, dask, nan_pol
         from ltrfeat.core.tracking import check_store
 
         check_store(uri)
-    _train_ranker(train, valid, features, out, ranker, training, output["top"], dask, nan_policy, selecting)
+    _train_ranker(train, valid, features, out, ranker, training, output["top"], dask, nan_policy, clicks, selecting)
     if uri is not None:
         from ltrfeat.experiments.tracking_runs import track_ranker
 
         click.echo(f"mlflow: run {track_ranker(uri, out, register=register)} at {uri}", err=True)
 
 
-def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, selecting) -> None:
+def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, clicks, selecting) -> None:
     from ltrfeat.rankers.lambdamart import LabelError, LambdaMART, meta_path
 
     config = ranker_config(ranker, **training)
@@ -220,11 +247,18 @@ def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_
     if selection is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
     with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
-        train_data = _read(train, nan_policy)
+        train_data = _positioned(train, _read(train, nan_policy, position_path=clicks["positions"]), clicks)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         if valid_data is not None:
             _check_columns(train_data.feature_map, valid_data, valid, "early stopping and model selection on it")
         features = _features(train_data.feature_map, features, selecting["deployable"])
+        if train_data.position is not None and (selection is not None or dask):
+            raise LtrfeatError(
+                f"{'--select' if selection is not None else '--dask'} cannot train on clicks with positions (the "
+                "engines' unbiased lambdarank runs in one local LambdaMART)",
+                path=train,
+                fix=f"leave out {'--select' if selection is not None else '--dask'}, or add --position-bias ignore",
+            )
         if selection is not None:
             _train_selected(train_data, valid_data, features, config, selection, out=out)
             return
@@ -240,6 +274,8 @@ def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_
     model.metadata_["missing_values"]["read_nan_policy"] = nan_policy
     model.metadata_["training"] |= {"train_file": str(train), "valid_file": None if valid is None else str(valid)}
     model.metadata_["ranker_config"] = config.to_dict()
+    if train_data.position is None and clicks["position_bias"] == "ignore":
+        model.metadata_["position_bias"] = {"correction": "none (--position-bias ignore)", "positions_given": True}
     from ltrfeat.rankers.models import save_ranker
 
     save_ranker(model, out)
@@ -249,6 +285,12 @@ def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_
         f"trained {config.engine} LambdaMART on {t['train_rows']} rows, {t['train_queries']} queries, "
         f"{len(model.feature_map_)} features"
     )
+    if "positions" in model.metadata_.get("position_bias", {}):
+        p = model.metadata_["position_bias"]
+        click.echo(
+            f"position bias: corrected on {p['clicked_rows']} clicked of {p['rows']} shown rows (positions "
+            f"{p['positions']['min']}..{p['positions']['max']}) by {p['correction']}"
+        )
     if valid is None:
         click.echo(f"no validation file: used all {model.best_iteration_} rounds")
     else:
@@ -267,6 +309,22 @@ def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_
         for name, gain in shown:
             click.echo(f"  {name:<{width}}  {gain:14.2f}  {100 * gain / total:5.1f}%")
     click.echo(f"wrote {out} and {meta_path(out)}", err=True)
+
+
+def _positioned(path, data: RankingSet, clicks: dict) -> RankingSet:
+    """``data`` with its display positions, or without them (and a warning) for ``--position-bias ignore``."""
+    if data.position is None:
+        if clicks["position_bias"] == "ignore":
+            raise click.UsageError("--position-bias ignore needs positions (TRAIN.position or --positions)")
+        return data
+    if clicks["position_bias"] == "engine":
+        return data
+    click.echo(
+        f"warning: {path}: --position-bias ignore trains on position-biased clicks uncorrected: the ranker partly "
+        "learns where the logging ranker put results; leave it out to let the engine correct the bias",
+        err=True,
+    )
+    return dataclasses.replace(data, position=None)
 
 
 def _resolve(feature_map: FeatureMap, features) -> list[str]:

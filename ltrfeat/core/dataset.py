@@ -253,6 +253,22 @@ class FeatureMap:
         return cls.from_json(obj, path=path)
 
 
+def _integers(values, name: str) -> np.ndarray:
+    """``values`` as int64, refusing what a cast would change (2.5, NaN, text)."""
+    array = np.asarray(values)
+    if array.dtype.kind in "iub":
+        return array.astype(np.int64)
+    try:
+        floats = array.astype(np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must hold integers, got {array.dtype} values") from None
+    bad = ~np.isfinite(floats) | (floats != np.round(floats))
+    if bad.any():
+        k = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} must hold integers; row {k + 1} has {floats[k]:g}")
+    return floats.astype(np.int64)
+
+
 @dataclasses.dataclass
 class RankingSet:
     """Rows of (query, document) pairs with labels and a float32 feature matrix.
@@ -266,6 +282,7 @@ class RankingSet:
     docid : object array of str (or None where unknown), or None for the whole set
     comment : object array of the verbatim text after ``#`` (or None), or None
     weight : float64 array of per-row weights, or None
+    position : int64 array of the 1-based position at which each row was shown (click data), or None
     """
 
     qid: np.ndarray
@@ -275,6 +292,7 @@ class RankingSet:
     docid: np.ndarray | None = None
     comment: np.ndarray | None = None
     weight: np.ndarray | None = None
+    position: np.ndarray | None = None
 
     def __post_init__(self):
         self.qid = np.asarray(self.qid, dtype=object)
@@ -285,10 +303,12 @@ class RankingSet:
             raise ValueError(f"shape mismatch: qid {n}, label {self.label.shape}, X {self.X.shape}")
         if self.X.shape[1] != len(self.feature_map):
             raise ValueError(f"X has {self.X.shape[1]} columns but the feature map names {len(self.feature_map)}")
-        for name in ("docid", "comment", "weight"):
+        if self.position is not None:
+            self.position = _integers(self.position, "position")
+        for name, dtype in (("docid", object), ("comment", object), ("weight", np.float64), ("position", np.int64)):
             value = getattr(self, name)
             if value is not None:
-                value = np.asarray(value, dtype=np.float64 if name == "weight" else object)
+                value = np.asarray(value, dtype=dtype)
                 if value.shape != (n,):
                     raise ValueError(f"{name} has shape {value.shape}, expected ({n},)")
                 setattr(self, name, value)
@@ -348,6 +368,7 @@ class RankingSet:
             pick(self.docid),
             pick(self.comment),
             pick(self.weight),
+            pick(self.position),
         )
 
     def subset_queries(self, qids) -> "RankingSet":
@@ -379,4 +400,6 @@ class RankingSet:
         h.update(np.ascontiguousarray(self.label).tobytes())
         h.update(np.ascontiguousarray(self.X).tobytes())
         h.update(json.dumps(self.feature_map.to_json(), sort_keys=True).encode())
+        if self.position is not None:  # the same clicks shown elsewhere are other training data
+            h.update(b"position" + np.ascontiguousarray(self.position).tobytes())
         return h.hexdigest()

@@ -8,7 +8,8 @@ svmlight: ``label fid:val ...`` with group sizes (one per query, in row order) i
 Feature ids are 1-based and strictly increasing within a line; zeros may be omitted
 (sparse) or present (dense). Qids are strings. Lines that hold only whitespace or only a
 comment are skipped. ``.gz`` files are read and written compressed. An optional
-``<file>.weight`` holds one weight per row; ``<file>.features.json`` names the columns.
+``<file>.weight`` holds one weight per row, ``<file>.position`` (LightGBM's convention, 1-based here) the
+position at which each row was shown (click data); ``<file>.features.json`` names the columns.
 
 Comments
 --------
@@ -107,6 +108,14 @@ def weight_path_of(path) -> Path:
     return Path(f"{path}.weight")
 
 
+def position_path_of(path) -> Path:
+    """``<file>.position``: one 1-based display position per row beside a data file (click data)."""
+    return Path(f"{path}.position")
+
+
+_POSITIVE_FIX = {"group size": "every query needs at least one row", "position": "positions are 1-based (1 = top)"}
+
+
 def _read_numbers(path, *, kind: str, integer: bool) -> np.ndarray:
     values = []
     try:
@@ -129,7 +138,7 @@ def _read_numbers(path, *, kind: str, integer: bool) -> np.ndarray:
                         f"{kind} {value} is not positive",
                         path=path,
                         line=lineno,
-                        fix="every query needs at least one row",
+                        fix=_POSITIVE_FIX[kind],
                     )
                 if not integer and not math.isfinite(value):
                     raise LetorFormatError(
@@ -593,12 +602,14 @@ class _Options:
     group_path: Path | None
     weights: np.ndarray | None
     weight_path: Path | None
+    positions: np.ndarray | None
+    position_path: Path | None
     nan_policy: str
     feature_map: FeatureMap | None
     map_path: Path | None
 
 
-def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> _Options:
+def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map, position_path=None) -> _Options:
     path = Path(path)
     if fmt not in ("auto",) + LETOR_FORMATS:
         raise ValueError(f"fmt must be 'auto', 'letor' or 'svmlight', got {fmt!r}")
@@ -623,6 +634,9 @@ def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> 
     if weight_path is None and weight_path_of(path).exists():
         weight_path = weight_path_of(path)
     weights = _read_numbers(weight_path, kind="weight", integer=False) if weight_path is not None else None
+    if position_path is None and position_path_of(path).exists():
+        position_path = position_path_of(path)
+    positions = _read_numbers(position_path, kind="position", integer=True) if position_path is not None else None
     map_path = None
     if feature_map is None and FeatureMap.sidecar_path(path).exists():
         map_path = FeatureMap.sidecar_path(path)
@@ -634,6 +648,8 @@ def _resolve(path, *, fmt, group_path, weight_path, nan_policy, feature_map) -> 
         None if group_path is None else Path(group_path),
         weights,
         None if weight_path is None else Path(weight_path),
+        positions,
+        None if position_path is None else Path(position_path),
         nan_policy,
         feature_map,
         map_path,
@@ -744,12 +760,14 @@ class _Stream:
                 path=opts.group_path,
                 fix="regenerate the group file from the data",
             )
-        if opts.weights is not None and len(opts.weights) != self.rows:
-            raise LetorFormatError(
-                f"{len(opts.weights)} weights for {self.rows} rows",
-                path=opts.weight_path,
-                fix="write one weight per data row",
-            )
+        for kind, values, path in (
+            ("weight", opts.weights, opts.weight_path),
+            ("position", opts.positions, opts.position_path),
+        ):
+            if values is not None and len(values) != self.rows:
+                raise LetorFormatError(
+                    f"{len(values)} {kind}s for {self.rows} rows", path=path, fix=f"write one {kind} per data row"
+                )
 
 
 def _seen_ids(fid: np.ndarray) -> np.ndarray:
@@ -788,12 +806,13 @@ def _dense(block: _Block, col: np.ndarray, width: int) -> np.ndarray:
     return X
 
 
-def _ranking_set(X, block_like, fmap, weights, rows) -> RankingSet:
+def _ranking_set(X, block_like, fmap, opts: _Options, rows) -> RankingSet:
     qid, label, comment = block_like
     comment = np.asarray(comment, dtype=object)
     docid = np.array([_docid_of(c) for c in comment.tolist()], dtype=object)
     has_comment = any(c is not None for c in comment.tolist())
-    weight = None if weights is None else weights[rows[0] : rows[1]]
+    weight = None if opts.weights is None else opts.weights[rows[0] : rows[1]]
+    position = None if opts.positions is None else opts.positions[rows[0] : rows[1]]
     return RankingSet(
         np.asarray(qid, dtype=object),
         label,
@@ -802,6 +821,7 @@ def _ranking_set(X, block_like, fmap, weights, rows) -> RankingSet:
         docid=docid if any(d is not None for d in docid.tolist()) else None,
         comment=comment if has_comment else None,
         weight=weight,
+        position=position,
     )
 
 
@@ -811,6 +831,7 @@ def read_letor(
     fmt: str = "auto",
     group_path=None,
     weight_path=None,
+    position_path=None,
     nan_policy: str = "error",
     regroup: bool = False,
     feature_map: FeatureMap | None = None,
@@ -824,6 +845,8 @@ def read_letor(
         ``group_path`` or ``<path>.query``, and the first data line has no ``qid:``).
     group_path : group-size file of an svmlight file (default ``<path>.query``).
     weight_path : per-row weights (default ``<path>.weight`` when it exists).
+    position_path : per-row 1-based display positions of click data (default ``<path>.position`` when it
+        exists).
     nan_policy : what to do with NaN/inf (or beyond-float32) values: ``"error"``, ``"keep"``, ``"zero"``.
     regroup : when a query's rows are not contiguous, stably regroup them (with a warning)
         instead of raising :class:`LetorFormatError`.
@@ -835,9 +858,8 @@ def read_letor(
     arrays: the matrix grows in place (``ndarray.resize``), and is only copied when a later
     block brings feature ids not seen before (possible without a feature map).
     """
-    opts = _resolve(
-        path, fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy, feature_map=feature_map
-    )
+    sides = {"group_path": group_path, "weight_path": weight_path, "position_path": position_path}
+    opts = _resolve(path, fmt=fmt, nan_policy=nan_policy, feature_map=feature_map, **sides)
     stream = _Stream(opts, regroup=regroup)
     ids = None if opts.feature_map is None else np.asarray(opts.feature_map.ids, dtype=np.int64)
     if ids is not None:
@@ -866,7 +888,7 @@ def read_letor(
         comments.extend(block.comment)
     X.resize((n, X.shape[1]), refcheck=False)
     fmap = opts.feature_map if opts.feature_map is not None else FeatureMap.from_ids(ids.tolist())
-    data = _ranking_set(X, (qids, np.concatenate(labels), comments), fmap, opts.weights, (0, n))
+    data = _ranking_set(X, (qids, np.concatenate(labels), comments), fmap, opts, (0, n))
     if stream.noncontiguous:
         warnings.warn(
             f"{opts.path}: rows of {len(set(stream.noncontiguous))} queries were not contiguous; "
@@ -906,6 +928,7 @@ def iter_letor(
     fmt: str = "auto",
     group_path=None,
     weight_path=None,
+    position_path=None,
     nan_policy: str = "error",
     regroup: bool = False,
     feature_map: FeatureMap | None = None,
@@ -921,9 +944,8 @@ def iter_letor(
     """
     if chunk_queries < 1:
         raise ValueError(f"chunk_queries must be at least 1, got {chunk_queries}")
-    options = dict(
-        fmt=fmt, group_path=group_path, weight_path=weight_path, nan_policy=nan_policy, feature_map=feature_map
-    )
+    sides = {"group_path": group_path, "weight_path": weight_path, "position_path": position_path}
+    options = dict(fmt=fmt, nan_policy=nan_policy, feature_map=feature_map, **sides)
     if regroup:
         data = read_letor(path, regroup=True, **options)
         bounds = data.query_boundaries()
@@ -953,7 +975,7 @@ def iter_letor(
             X[:rows],
             (qid[:rows], label[:rows], comment[:rows]),
             opts.feature_map,
-            opts.weights,
+            opts,
             (emitted, emitted + rows),
         )
         pending = [(X[rows:], qid[rows:], label[rows:], comment[rows:])] if rows < len(qid) else []
@@ -999,7 +1021,8 @@ def letor_summary(
 
     Keys: ``path, format, rows, queries, features, max_feature_id, label_histogram``
     (label string → rows), ``docs_per_query`` (min/median/max), ``queries_without_relevant``
-    (no label > 0), ``rows_with_comment``, ``rows_with_docid``, ``weighted``,
+    (no label > 0), ``rows_with_comment``, ``rows_with_docid``, ``weighted``, ``positioned`` (a ``.position``
+    file gives display positions),
     ``feature_map`` (``"sidecar"`` or ``"ids seen"``), ``regrouped_queries``.
     """
     opts = _resolve(
@@ -1036,6 +1059,7 @@ def letor_summary(
         "rows_with_comment": with_comment,
         "rows_with_docid": with_docid,
         "weighted": opts.weights is not None,
+        "positioned": opts.positions is not None,
         "feature_map": "sidecar" if opts.map_path is not None else "ids seen",
         "feature_names": [{"id": f.id, "name": f.name, "source": f.source} for f in fmap],
         "regrouped_queries": len(set(stream.noncontiguous)),
@@ -1074,12 +1098,15 @@ def _comment_text(comment, docid) -> str:
     return " #" + (" " + comment if comment[:1].isspace() else comment)
 
 
+_ROW_SIDE_FILES = {"weight": weight_path_of, "position": position_path_of}  # one value per data row
+
+
 class LetorWriter:
     """Streaming writer of LETOR or svmlight files, atomic at close.
 
     Use as a context manager; each :meth:`write` appends a chunk whose rows of one query
     are contiguous (a query may continue from the previous chunk). At close the data file,
-    ``<path>.query`` (svmlight), ``<path>.weight`` (when chunks carry weights) and the
+    ``<path>.query`` (svmlight), ``<path>.weight`` and ``<path>.position`` (when chunks carry them) and the
     ``<path>.features.json`` sidecar are put in place, and the side files of an earlier write that this
     one does not make are removed; on an exception none of that happens.
 
@@ -1107,7 +1134,7 @@ class LetorWriter:
         self._stack = contextlib.ExitStack()
         self._stale = self._stack.enter_context(StaleSideFiles())  # exits last: once the data file is in place
         self._out = self._stack.enter_context(atomic_output(self.path))
-        self._weights_out = None
+        self._row_outs: dict = {}  # "weight"/"position" -> its open side file, once a chunk carries them
         self._groups: list[int] = []
         self._finished: set = set()
         self._last_qid = None
@@ -1121,14 +1148,14 @@ class LetorWriter:
             raise ValueError(f"chunk columns {chunk.feature_map!r} differ from the writer's {self.feature_map!r}")
         if not len(chunk):
             return
-        if (chunk.weight is not None) != (self._weights_out is not None) and self._chunks:
-            raise ValueError("either every chunk has weights or none has")
+        for name in _ROW_SIDE_FILES:
+            if (getattr(chunk, name) is not None) != (name in self._row_outs) and self._chunks:
+                raise ValueError(f"either every chunk has {name}s or none has")
         self._chunks += 1
         self._track_groups(chunk)
-        if chunk.weight is not None and self._weights_out is None:
-            self._weights_out = self._stack.enter_context(
-                atomic_output(weight_path_of(self.path), sidecar_of=self.path)
-            )
+        for name, side in _ROW_SIDE_FILES.items():
+            if getattr(chunk, name) is not None and name not in self._row_outs:
+                self._row_outs[name] = self._stack.enter_context(atomic_output(side(self.path), sidecar_of=self.path))
         labels = [_format_label(x) for x in chunk.label.tolist()]
         tokens = self._prefix[None, :] + _format_float32(chunk.X)
         nonzero = chunk.X != 0 if self.sparse else None
@@ -1146,8 +1173,8 @@ class LetorWriter:
             )
         lines.append("")
         self._out.write("\n".join(lines))
-        if chunk.weight is not None:
-            self._weights_out.write("".join(f"{w!r}\n" for w in chunk.weight.tolist()))
+        for name, out in self._row_outs.items():
+            out.write("".join(f"{v!r}\n" for v in getattr(chunk, name).tolist()))
 
     def _track_groups(self, chunk: RankingSet) -> None:
         b = chunk.query_boundaries()
@@ -1188,8 +1215,13 @@ class LetorWriter:
             fh = self._stack.enter_context(atomic_output(FeatureMap.sidecar_path(self.path), sidecar_of=self.path))
             json.dump(self.feature_map.to_json(), fh, indent=1)
             fh.write("\n")
-        written = [self._weights_out is not None, self.fmt == "svmlight", self.write_feature_map]
-        sides = [weight_path_of(self.path), group_path_of(self.path), FeatureMap.sidecar_path(self.path)]
+        written = [
+            *(name in self._row_outs for name in _ROW_SIDE_FILES),
+            self.fmt == "svmlight",
+            self.write_feature_map,
+        ]
+        sides = [*(side(self.path) for side in _ROW_SIDE_FILES.values()), group_path_of(self.path)]
+        sides.append(FeatureMap.sidecar_path(self.path))
         if not is_stream(self.path):
             self._stale.retire(side for side, made in zip(sides, written) if not made)
 
@@ -1199,8 +1231,8 @@ def write_letor(
 ) -> None:
     """Write ``data`` atomically as LETOR (``fmt="letor"``) or svmlight with ``<path>.query``.
 
-    Also writes ``<path>.weight`` when ``data.weight`` is set and the ``.features.json``
-    sidecar unless ``write_feature_map=False``. Values are written in the shortest form
+    Also writes ``<path>.weight`` / ``<path>.position`` when ``data.weight`` / ``data.position`` is set and the
+    ``.features.json`` sidecar unless ``write_feature_map=False``. Values are written in the shortest form
     that reads back to the same float32; rows keep their order (queries must be
     contiguous: see :meth:`RankingSet.regroup`); ``sparse=True`` omits zeros.
     """

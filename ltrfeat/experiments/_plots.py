@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ltrfeat.experiments.in_words import headline
 from ltrfeat.core.fileio import atomic_output
@@ -219,6 +220,28 @@ def save_png(fig: Figure, path) -> None:
     FigureCanvasAgg(fig)
     with atomic_output(path, binary=True) as fh:
         fig.savefig(fh, format="png", dpi=100, metadata={"Software": None})
+
+
+@_plain_text
+def propensity_figure(curves: list[tuple[dict, list[str]]]) -> Figure | None:
+    """The propensity curves that corrected click-trained encoders (``(curve, encoder names)`` pairs, see
+    :func:`ltrfeat.experiments.click_training.curves`): P(examined | position) with its interval (None without)."""
+    if not curves:
+        return None
+    fig = Figure(figsize=(6.4, 3.2))
+    ax = fig.add_subplot()
+    for (curve, names), colour in zip(curves, colours(range(len(curves))).values()):
+        x, y = np.asarray(curve["positions"]), np.asarray(curve["values"], dtype=float)
+        ax.plot(x, y, marker="o", color=colour, label=", ".join(names))
+        if curve.get("lower") and curve.get("upper"):
+            ax.fill_between(x, curve["lower"], curve["upper"], color=colour, alpha=0.2, linewidth=0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("position")
+    ax.set_ylabel("P(examined | position)")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize="small", title="corrected encoders", title_fontsize="small")
+    fig.tight_layout()
+    return fig
 
 
 @_plain_text

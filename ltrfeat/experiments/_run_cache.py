@@ -171,7 +171,7 @@ class RunStore:
 
 def _hash_rows(h, fold, columns) -> None:
     """Feed ``h`` the fold's rows restricted to ``columns`` (in that order): values, labels, qids, weights,
-    docids."""
+    display positions, docids."""
     for part in (fold.train, fold.valid, fold.test):
         if part is None:
             h.update(b"\x00none")
@@ -181,6 +181,8 @@ def _hash_rows(h, fold, columns) -> None:
         h.update(part.label.tobytes())
         h.update("\x1e".join(map(str, part.qid)).encode("utf-8", "surrogatepass"))
         h.update(b"\x00" if part.weight is None else np.asarray(part.weight, np.float64).tobytes())
+        if part.position is not None:  # click data: the engines' position-bias correction trains on them
+            h.update(b"position" + np.ascontiguousarray(part.position).tobytes())
         if part.docid is not None:  # ties="docid" orders tied scores by them
             h.update("\x1e".join(map(str, part.docid)).encode("utf-8", "surrogatepass"))
 

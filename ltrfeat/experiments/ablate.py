@@ -35,6 +35,7 @@ from ltrfeat.experiments.ablation import (
     run_ablation,
     summarise,
 )
+from ltrfeat.experiments.click_training import click_training
 from ltrfeat.experiments.cost_plan import Plan, count_work, folds_work, planned, priced, remember_sets
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.report import check_report_dir, write_report
@@ -655,6 +656,9 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) ->
         texts = scheme.pop("texts", None)
         result.config["duplicates"] = scheme.pop("duplicates")
         result.config["cross_fitting"] = scheme
+    clicks = click_training(folds[0].train.feature_map, scheme)
+    if clicks:  # what the verdict warns about and the report shows
+        result.config["click_training"] = clicks
     with profile.stage("tests"):
         summary = summarise(result, seed=0, n_resamples=settings.resolved("resamples"))
     summary["stages"] = profile.as_dict()

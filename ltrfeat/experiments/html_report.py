@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ltrfeat.experiments import _plots
+from ltrfeat.experiments import _plots, click_training
 from ltrfeat.experiments.in_words import (
     headline,
     kept_start_words,
@@ -564,6 +564,37 @@ def _forests(data: dict) -> str:
     return "".join(parts)
 
 
+def _clicks(data: dict) -> str:
+    """The click-trained encoders: the log, its impressions and clicks, the correction and the propensity curve."""
+    records = data["config"].get("click_training") or {}
+    if not records:
+        return ""
+    rows = "".join(
+        f"<tr><td><code>{_e(name)}</code></td><td>{_e(r.get('source', '?'))}</td><td data-v='{_e(r.get('impressions'))}'>"
+        f"{_e(r.get('impressions', '?'))}</td><td data-v='{_e(r.get('clicks'))}'>{_e(r.get('clicks', '?'))}</td>"
+        f"<td>{'yes' if r.get('has_positions') else 'no'}</td><td>{_e(click_training.correction(r))}</td></tr>"
+        for name, r in records.items()
+    )
+    parts = [
+        "<table><thead><tr><th>encoder</th><th>click log</th><th>impressions</th><th>clicks</th><th>positions</th>"
+        f"<th>correction</th></tr></thead><tbody>{rows}</tbody></table>"
+    ]
+    curves = click_training.curves(records)
+    fig = _plots.propensity_figure(curves)
+    if fig is not None:
+        parts.append(
+            "<p class=note>The log's examination curve, P(examined | position) relative to position 1, with its "
+            "interval, as the correction used it:</p>"
+            f"<div class=forest>{_plots.svg_text(fig)}</div>"
+        )
+    parts += [
+        f"<p class=note>{_e(curve.get('method', '?'))} curve of {_e(', '.join(names))}: "
+        f"{_e(click_training.curve_text(curve))}</p>"
+        for curve, names in curves
+    ]
+    return "".join(parts)
+
+
 def _images(report_dir) -> str:
     if report_dir is None:
         return ""
@@ -634,6 +665,7 @@ def render(data: dict, *, drill: dict | None = None, report_dir=None) -> str:
         ("comparisons", "Every comparison", _comparisons_table(data)),
         ("selection", "Model selection", _selection(data)),
         ("contributions", "What the scores are made of", _contributions(data)),
+        ("clicks", "Click-trained encoders", _clicks(data)),
         ("plots", "Plots", _images(report_dir)),
         ("stages", "Stage profile", _stages(data)),
         ("setup", "Setup", _setup(data)),

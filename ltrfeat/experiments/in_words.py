@@ -18,6 +18,7 @@ import numpy as np
 
 from ltrfeat.core.metrics import Conventions, evaluate_queries
 from ltrfeat.rankers.choices import RECOMMENDED
+from ltrfeat.experiments.click_training import uncorrected_warnings
 from ltrfeat.experiments.verdict import LEVEL
 
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
@@ -274,10 +275,12 @@ def selection_words(data: dict) -> list[str]:
 
 
 def report_warnings(data: dict) -> list[str]:
-    """Every warning of a report, as its warning box shows and the verdict counts them: the verdict's and the tie
-    warnings (:func:`tie_warnings`)."""
+    """Every warning of a report, as its warning box shows and the verdict counts them: the verdict's, the tie
+    warnings (:func:`tie_warnings`) and those on encoders trained on uncorrected clicks
+    (:func:`~ltrfeat.experiments.click_training.uncorrected_warnings`)."""
     warnings = list((data.get("verdict") or {}).get("warnings") or [])
-    return warnings + [w for w in tie_warnings(data.get("ties")) if w not in warnings]
+    warnings += [w for w in tie_warnings(data.get("ties")) if w not in warnings]
+    return warnings + uncorrected_warnings((data.get("config") or {}).get("click_training") or {})
 
 
 def summary_in_words(data: dict) -> str:

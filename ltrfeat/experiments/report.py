@@ -33,6 +33,7 @@ from ltrfeat.experiments.in_words import (
 )
 from ltrfeat.experiments._plots import _TOP_FEATURES
 from ltrfeat.experiments._plots import mark as significance_mark
+from ltrfeat.experiments.click_training import markdown_lines as click_markdown
 from ltrfeat.experiments.verdict import verdict_lines
 
 REPORT_FORMAT = "ltrfeat.ablation/1"
@@ -379,6 +380,7 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
             + "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()),
             "",
         ]
+    lines += click_markdown(cfg.get("click_training") or {})
     lines += [
         "## Plots",
         "",

@@ -13,6 +13,7 @@ import math
 import shlex
 from pathlib import Path
 
+from ltrfeat.experiments.click_training import uncorrected_warnings
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 
@@ -130,6 +131,7 @@ def verdict(result, summary: dict) -> dict | None:
         "how": how_chosen(selection["rule"], per_fold),
         "encoders": _encoders_of(result, recommended.split(" / ")[0]),
         "lighter": _lighter(result, per_fold, recommended.split(" / ")[0], means, metrics),
+        "click_warnings": uncorrected_warnings(result.config.get("click_training") or {}),
     }
 
 
@@ -358,4 +360,4 @@ def verdict_lines(v: dict) -> list[str]:
             f"no {'ranker ' if ties else ''}warning: every learned ranker is significantly better than the best "
             "single feature"
         )
-    return lines + [f"warning: {w}" for w in ties]
+    return lines + [f"warning: {w}" for w in ties + v.get("click_warnings", [])]

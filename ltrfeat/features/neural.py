@@ -208,7 +208,7 @@ class EncoderExtractor(TextTransformerTags, BaseEstimator):
             "model": None if self.path is None else str(Path(self.path).resolve()),
             "bundle_sha256": self.bundle_sha256_,
             "score": {"score": "pair", "dot": "dot", "cos": "cosine"}[self.column_suffix],
-            **({"debias": clicks.get("debias")} if isinstance(clicks, dict) else {}),
+            **({"debias": clicks.get("debias"), "clicks": clicks} if isinstance(clicks, dict) else {}),
         }
 
     @property

@@ -11,8 +11,9 @@ carries into the ranker's metadata:
 - encoder columns: ``{"kind": "encoder", "name", "model", "bundle_sha256", "score"}``, plus
   ``trained_queries`` (how many of the file's queries the encoder was trained on; see
   :mod:`ltrfeat.features.leakage`) and, for an encoder trained on a click log, ``debias`` (the position-bias
-  correction, ``none``, ``ipw`` or ``pbm``; the bundle's training record ``clicks`` holds it with the propensity
-  curve, :mod:`ltrfeat.clicks.debias`).
+  correction, ``none``, ``ipw`` or ``pbm``) with ``clicks``, the bundle's whole click record (the log, its
+  impressions and clicks, whether it has positions, the propensity curve; :mod:`ltrfeat.clicks.debias`), which the
+  ablation report shows (:mod:`ltrfeat.experiments.click_training`).
 
 :func:`lexical_settings` gives the settings to recompute a ranker's lexical columns with (from
 its record; an option that contradicts the record is an error), :func:`check_encoder` and
@@ -32,7 +33,7 @@ from ltrfeat.features.lexical import FAMILY_SETTINGS, SETTINGS
 
 LEXICAL_DEFAULTS = {"k1": 1.2, "b": 0.75, "mu": 2000.0, "jm_lambda": 0.1, "ad_delta": 0.7, "bm25_norms": "exact"}
 # record keys that do not change a column's values (or describe the scored file, not the column)
-_NOT_DEFINING = frozenset({"columns", "fields", "model", "trained_queries", "corpus_file"})
+_NOT_DEFINING = frozenset({"columns", "fields", "model", "trained_queries", "corpus_file", "clicks"})
 
 
 def encoder_fingerprint(path) -> str | None:

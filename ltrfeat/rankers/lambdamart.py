@@ -41,6 +41,7 @@ from ltrfeat.rankers.choices import ENGINES, META_FORMAT
 from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.contributions import Contributions
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
+from ltrfeat.rankers.positions import ENGINE_PARAMS, describe, position_order
 
 # metadata kinds of models that are nothing but LambdaMART trees ("lambdamart": files written before kinds
 # took the candidate names)
@@ -92,8 +93,9 @@ def _as_matrix(X, where: str) -> tuple[np.ndarray, list[str] | None]:
     return X, names
 
 
-def _ranking_from_arrays(X, y, group, qid, where: str) -> RankingSet:
-    """A RankingSet from LightGBM-style ``X, y, group=sizes`` (or per-row ``qid``)."""
+def _ranking_from_arrays(X, y, group, qid, where: str, position=None) -> RankingSet:
+    """A RankingSet from LightGBM-style ``X, y, group=sizes`` (or per-row ``qid``), with optional per-row
+    display ``position`` (click data)."""
     X, names = _as_matrix(X, where)
     n = len(X)
     if y is None:
@@ -131,7 +133,15 @@ def _ranking_from_arrays(X, y, group, qid, where: str) -> RankingSet:
         )
     except ValueError as exc:
         raise LtrfeatError(f"{where}: bad feature names ({exc})", fix="give the columns unique names") from None
-    return RankingSet(qid=ids, label=label, X=X, feature_map=fmap)
+    if position is not None and np.shape(position) != (n,):
+        raise LtrfeatError(
+            f"{where}: X has {n} rows but position has shape {np.shape(position)}",
+            fix="give the 1-based display position of every row (clicks)",
+        )
+    try:
+        return RankingSet(qid=ids, label=label, X=X, feature_map=fmap, position=position)
+    except ValueError as exc:
+        raise LtrfeatError(f"{where}: {exc}", fix="positions are whole numbers, 1 = top of the page") from None
 
 
 def _engine_feature_names(feature_map: FeatureMap) -> list[str]:
@@ -213,7 +223,7 @@ class _LightGBM:
     """Parameters, training, prediction and (de)serialisation through LightGBM's own API."""
 
     @staticmethod
-    def params(est: "LambdaMART", max_label: int) -> dict:
+    def params(est: "LambdaMART", max_label: int, positioned: bool = False) -> dict:
         params = {
             "objective": "lambdarank",
             "metric": "ndcg",
@@ -229,11 +239,11 @@ class _LightGBM:
             params["force_row_wise"] = True
         if max_label > LIGHTGBM_DEFAULT_MAX_LABEL:
             params["label_gain"] = [float(2.0**i - 1) for i in range(max_label + 1)]
-        return params | dict(est.params or {})
+        return params | (ENGINE_PARAMS["lightgbm"] if positioned else {}) | dict(est.params or {})
 
     @staticmethod
-    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
-        def dataset(part, init_score, reference=None):
+    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None), position=None):
+        def dataset(part, init_score, reference=None, position=None):
             X, y, groups = part
             return lgb.Dataset(
                 X,
@@ -242,10 +252,11 @@ class _LightGBM:
                 feature_name=names,
                 reference=reference,
                 init_score=init_score,
+                position=position,
                 free_raw_data=False,
             )
 
-        dtrain = dataset(train, init[0])
+        dtrain = dataset(train, init[0], position=position)
         history: dict = {}
 
         def progress(env):
@@ -299,7 +310,7 @@ class _XGBoost:
     """The same operations through XGBoost's own API."""
 
     @staticmethod
-    def params(est: "LambdaMART", max_label: int) -> dict:
+    def params(est: "LambdaMART", max_label: int, positioned: bool = False) -> dict:
         # Leaf-wise growth with a leaf budget, like LightGBM, so num_leaves means the same.
         params = {
             "objective": "rank:ndcg",
@@ -320,10 +331,11 @@ class _XGBoost:
                 stacklevel=4,
             )
             params["ndcg_exp_gain"] = False
-        return params | dict(est.params or {})
+        return params | (ENGINE_PARAMS["xgboost"] if positioned else {}) | dict(est.params or {})
 
     @staticmethod
-    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
+    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None), position=None):
+        # lambdarank_unbiased reads positions from the row order (position_order sorted the rows)
         def dmatrix(part, base_margin):
             X, y, groups = part
             return xgb.DMatrix(X, label=y, group=groups, missing=np.nan, feature_names=names, base_margin=base_margin)
@@ -453,6 +465,7 @@ class LambdaMART(BaseEstimator):
         *,
         group=None,
         qid=None,
+        position=None,
         eval_set=None,
         eval_group=None,
         init_score=None,
@@ -473,6 +486,10 @@ class LambdaMART(BaseEstimator):
           validation as ``eval_set=[(X_val, y_val)]`` with ``eval_group=[sizes]`` (or ``(X, y, qid)``
           triples). In a Pipeline: ``pipe.fit(pairs, y, ranker__qid=pairs["qid"])``.
 
+        Click data: with display positions (``train.position``, or ``position=`` one 1-based position per row of
+        ``X``) the labels are clicks and the engine's own unbiased lambdarank corrects for position bias (see
+        :mod:`ltrfeat.rankers.positions`); ``metadata_["position_bias"]`` records how.
+
         ``init_score`` / ``valid_init_score`` (one float per row) are scores the trees boost from
         (LightGBM ``init_score``, XGBoost ``base_margin``); :meth:`predict` returns only the trees'
         part, so the caller adds its initial score back (see :class:`ltrfeat.rankers.single.BoostedFromFeature`).
@@ -482,10 +499,11 @@ class LambdaMART(BaseEstimator):
         """
         train, valid = X, y
         if not isinstance(train, RankingSet):
-            train, valid = self._arrays_to_rankings(train, valid, group, qid, eval_set, eval_group)
-        elif group is not None or qid is not None or eval_set is not None or eval_group is not None:
+            train, valid = self._arrays_to_rankings(train, valid, group, qid, eval_set, eval_group, position)
+        elif any(a is not None for a in (group, qid, position, eval_set, eval_group)):
             raise LtrfeatError(
-                "group, qid, eval_set and eval_group go with fit(X, y); a RankingSet carries its queries",
+                "group, qid, position, eval_set and eval_group go with fit(X, y); a RankingSet carries its queries "
+                "and positions",
                 fix="call fit(train_set, valid_set) or fit(X, y, group=...)",
             )
         elif valid is not None and not isinstance(valid, RankingSet):
@@ -503,6 +521,15 @@ class LambdaMART(BaseEstimator):
             raise LtrfeatError("give valid_init_score exactly when init_score and valid are given")
         engine = _ENGINES[self.engine]
         train, train_regrouped = self._grouped(train, "train")
+        order = None
+        if train.position is not None:
+            if trainer is not None:
+                raise LtrfeatError(
+                    "position-debiased training (click data with positions) runs locally",
+                    fix="leave out --dask, or train without the positions",
+                )
+            order = position_order(train, self.engine, "train")
+            train = train.take(order)
         if train.weight is not None:
             warnings.warn(
                 "train: row weights are ignored (the lambdarank objectives here are unweighted)", stacklevel=2
@@ -530,7 +557,7 @@ class LambdaMART(BaseEstimator):
             max_label = max(max_label, _check_labels(valid.label, "valid"))
             parts["valid"] = (self._columns(valid), valid.label, valid.group_sizes())
 
-        self.engine_params_ = engine.params(self, max_label)
+        self.engine_params_ = engine.params(self, max_label, positioned=order is not None)
         names = _engine_feature_names(self.feature_map_)
         with _progress(self.n_estimators, verbose, f"{self.engine} lambdarank") as bar:
             args = (
@@ -548,15 +575,15 @@ class LambdaMART(BaseEstimator):
                 if trainer is not None:
                     booster, best, run, curve = trainer(*args)
                 elif init_score is None:
-                    booster, best, run, curve = engine.train(*args)
+                    booster, best, run, curve = engine.train(*args, position=train.position)
                 else:
                     init = (
-                        self._row_scores(init_score, train, train_regrouped, "init_score"),
+                        self._row_scores(init_score, train, train_regrouped, "init_score", order),
                         None
                         if valid is None
                         else self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"),
                     )
-                    booster, best, run, curve = engine.train(*args, init=init)
+                    booster, best, run, curve = engine.train(*args, init=init, position=train.position)
             except (lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:  # mostly bad --param values
                 raise ParameterError(
                     f"{self.engine} refused to train: {engine_message(exc)}",
@@ -572,7 +599,9 @@ class LambdaMART(BaseEstimator):
         return self
 
     @staticmethod
-    def _row_scores(values, data: RankingSet, regrouped: bool, name: str) -> np.ndarray:
+    def _row_scores(values, data: RankingSet, regrouped: bool, name: str, order=None) -> np.ndarray:
+        """``values`` (one per row of the data as given) in the training row order (``order``: rows sorted by
+        position for the engine)."""
         values = np.asarray(values, dtype=np.float64)
         if values.shape != (len(data),) or not np.isfinite(values).all():
             raise LtrfeatError(
@@ -580,11 +609,13 @@ class LambdaMART(BaseEstimator):
             )
         if regrouped:
             raise LtrfeatError(f"{name} needs rows of a query to be contiguous", fix="regroup the data first")
-        return values
+        return values if order is None else values[order]
 
     @staticmethod
-    def _arrays_to_rankings(X, y, group, qid, eval_set, eval_group) -> tuple[RankingSet, RankingSet | None]:
-        train = _ranking_from_arrays(X, y, group, qid, "train")
+    def _arrays_to_rankings(
+        X, y, group, qid, eval_set, eval_group, position=None
+    ) -> tuple[RankingSet, RankingSet | None]:
+        train = _ranking_from_arrays(X, y, group, qid, "train", position)
         if eval_set is None:
             if eval_group is not None:
                 raise LtrfeatError("eval_group without eval_set", fix="pass eval_set=[(X_val, y_val)] as well")
@@ -631,6 +662,9 @@ class LambdaMART(BaseEstimator):
                 "stopped_early": bool(run < self.n_estimators),
                 "best_valid_score": {f"ndcg@{self.eval_at}": float(curve[self.best_iteration_ - 1])},
             }
+        position_bias = (
+            {} if train.position is None else {"position_bias": describe(train, self.engine, self.engine_params_)}
+        )
         return {
             "format": META_FORMAT,
             "engine": self.engine,
@@ -643,7 +677,7 @@ class LambdaMART(BaseEstimator):
             "training": training,
             "feature_importance_gain": self.feature_importance_,
             "versions": library_versions(self.engine, "numpy", "scikit-learn"),
-        }
+        } | position_bias
 
     # -- prediction --------------------------------------------------------------------
     def _selected(self, data: RankingSet) -> list[int]:

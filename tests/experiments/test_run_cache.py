@@ -1,5 +1,6 @@
 """The ablation's ranker-run store: exact round trips, keys that follow the inputs, equal results."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -201,3 +202,12 @@ def test_runs_that_differ_only_in_feature_names_fit_once(tmp_path, selection):
     assert later.misses == (0 if selection is None else len(folds)) and later.shared == 0
     pd.testing.assert_frame_equal(again.per_query, alone.per_query)
     assert again.importance == alone.importance
+
+
+def test_display_positions_are_part_of_a_runs_key():
+    from ltrfeat.experiments._run_cache import value_key
+
+    fold = _folds()[0]
+    sets = plan_feature_sets(fold.train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
+    clicks = Fold(fold.name, dataclasses.replace(fold.train, position=np.ones(len(fold.train))), fold.valid, fold.test)
+    assert value_key(fold, sets[0], seed=0) != value_key(clicks, sets[0], seed=0)  # the engines train otherwise

@@ -1,0 +1,112 @@
+"""What trained an ablation's click-trained encoders, for the report and the verdict.
+
+An encoder trained on a click log (``train-encoder --debias``) keeps the log's facts in its bundle's training record
+(``clicks``: the log, its impressions and clicks, whether it has positions, the position-bias correction and the
+propensity curve; :mod:`ltrfeat.clicks.debias`), and its extracted columns carry them in their pipeline pin
+(:mod:`ltrfeat.features.pins`). A cross-fitted encoder of ``ablate --pairs`` carries them in the scheme's
+``encoders`` entry. :func:`click_training` gathers them per encoder into the report's ``config.click_training``;
+:func:`uncorrected_warnings` is the warning the verdict and the report's warning box give when a click-trained
+feature was trained on uncorrected clicks of a log that has positions.
+"""
+
+from __future__ import annotations
+
+from ltrfeat.core.dataset import FeatureMap
+
+CORRECTIONS = {
+    "none": "none: raw click counts",
+    "ipw": "inverse propensity weighting (clipped, self-normalised)",
+    "pbm": "relevance estimated by the position-based click model",
+}
+
+
+def click_training(feature_map: FeatureMap, cross_fitting: dict | None = None) -> dict[str, dict]:
+    """``{encoder name: its click record}`` for the encoders of ``feature_map``'s columns (their pins) and of a
+    cross-fitting scheme that were trained on a click log (encoders trained on judgments are left out)."""
+    found = {r["name"]: r["clicks"] for r in feature_map.pipeline if r.get("kind") == "encoder" and "clicks" in r}
+    for name, encoder in ((cross_fitting or {}).get("encoders") or {}).items():
+        if encoder.get("clicks"):
+            found[name] = encoder["clicks"]
+    return {name: dict(record) for name, record in sorted(found.items()) if isinstance(record, dict)}
+
+
+def correction(record: dict) -> str:
+    """The position-bias correction a click record names, in words."""
+    debias = record.get("debias", "none")
+    words = CORRECTIONS.get(debias, str(debias))
+    if debias == "ipw" and record.get("clip") is not None:
+        words = f"inverse propensity weighting (propensities clipped at {record['clip']:g}, self-normalised)"
+    if not record.get("has_positions", True):
+        asked = f" (--debias {record['requested']} asked)" if record.get("requested") else ""
+        words += f"; the log has no positions, so position bias cannot be corrected{asked}"
+    return words
+
+
+def uncorrected_warnings(records: dict[str, dict]) -> list[str]:
+    """One warning per click log that has positions and trained encoders on its uncorrected clicks, naming them."""
+    by_log: dict[str, list[str]] = {}
+    for name, record in records.items():
+        if record.get("has_positions") and record.get("debias", "none") == "none":
+            by_log.setdefault(str(record.get("source", "its log")), []).append(f"`{name}`")
+    out = []
+    for source, names in by_log.items():
+        who = f"encoder {names[0]} was" if len(names) == 1 else f"encoders {', '.join(names[:-1])} and {names[-1]} were"
+        out.append(
+            f"{who} trained on the clicks of {source} uncorrected (--debias none) although the log has positions: "
+            "people click what is on top, so a click-trained feature partly learns where the logging ranker put "
+            "results, which the lexical features know already; retrain with train-encoder --debias ipw or pbm"
+        )
+    return out
+
+
+def curves(records: dict[str, dict]) -> list[tuple[dict, list[str]]]:
+    """The distinct propensity curves of ``records`` with the encoders each corrected, in order of first use."""
+    out: list[tuple[dict, list[str]]] = []
+    for name, record in records.items():
+        curve = record.get("propensity")
+        if not isinstance(curve, dict):
+            continue
+        for known, names in out:
+            if known == curve:
+                names.append(name)
+                break
+        else:
+            out.append((curve, [name]))
+    return out
+
+
+def curve_text(curve: dict, *, limit: int = 10) -> str:
+    """``1: 1, 2: 0.62 [0.55, 0.70], ...``: a propensity curve by position, with its interval when it has one."""
+    parts = []
+    for k, (position, value) in enumerate(zip(curve["positions"], curve["values"])):
+        if k == limit:
+            parts.append("...")
+            break
+        lower, upper = curve.get("lower", [None] * (k + 1))[k], curve.get("upper", [None] * (k + 1))[k]
+        interval = f" [{lower:.3g}, {upper:.3g}]" if lower is not None and upper is not None and lower < upper else ""
+        parts.append(f"{position}: {value:.3g}{interval}")
+    return ", ".join(parts)
+
+
+def markdown_lines(records: dict[str, dict]) -> list[str]:
+    """The report.md section on click-trained encoders (empty without one)."""
+    if not records:
+        return []
+    lines = [
+        "## Click-trained encoders",
+        "",
+        "| encoder | click log | impressions | clicks | positions | correction |",
+        "|---|---|---:|---:|---|---|",
+    ]
+    for name, r in records.items():
+        lines.append(
+            f"| `{name}` | {r.get('source', '?')} | {r.get('impressions', '?')} | {r.get('clicks', '?')} | "
+            f"{'yes' if r.get('has_positions') else 'no'} | {correction(r)} |"
+        )
+    lines.append("")
+    for curve, names in curves(records):
+        lines.append(
+            f"- Propensity curve ({curve.get('method', '?')}) that corrected {', '.join(f'`{n}`' for n in names)}: "
+            f"P(examined | position) {curve_text(curve)}"
+        )
+    return lines + [""]
