@@ -69,6 +69,8 @@ def position_order(data: RankingSet, engine: str, where: str) -> np.ndarray:
 def describe(data: RankingSet, engine: str, engine_params: dict) -> dict:
     """What the model metadata records of a position-debiased training."""
     names = ("lambdarank_position_bias_regularization", "lambdarank_unbiased", "lambdarank_bias_norm")
+    if data.position is None:
+        raise ValueError("describe() needs a RankingSet with positions")
     return {
         "correction": CORRECTION[engine],
         "positions": {"min": int(data.position.min()), "max": int(data.position.max())},
