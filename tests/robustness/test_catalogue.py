@@ -690,6 +690,13 @@ CASES += [
     ("synth-queries-zero", ["datasets", "synth", "--out", f"{W}/out/world", "--queries", "0"], "'--queries'"),
     ("synth-exponent", ["datasets", "synth", "--out", f"{W}/out/world", "--examination-exponent", "-1"], "exponent"),
     ("clicks-summary-position-0", ["clicks", "summary", f"{W}/clicks_pos0.tsv"], "clicks_pos0.tsv:3: "),
+    ("clicks-propensity-no-positions", ["clicks", "propensity", f"{D}/clicks.tsv"], "has no positions"),
+    ("clicks-propensity-position-0", ["clicks", "propensity", f"{W}/clicks_pos0.tsv"], "clicks_pos0.tsv:3: "),
+    (
+        "clicks-propensity-max-position",
+        ["clicks", "propensity", f"{D}/clicks_impressions.tsv", "--max-position", "0"],
+        "'--max-position'",
+    ),
     ("clicks-summary-no-columns", ["clicks", "summary", f"{W}/clicks_nocols.tsv"], "clicks_nocols.tsv:1: no "),
     ("clicks-summary-ubi-never-shown", ["clicks", "summary", f"{W}/ubi_events.jsonl"], "ubi_events.jsonl:1: "),
     ("clicks-summary-missing", ["clicks", "summary", f"{W}/nope.tsv"], "nope.tsv"),
