@@ -88,9 +88,9 @@ class _Recorder:
         self._engine = lambdamart._LightGBM
         self._train = self._engine.train
 
-        def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None)):
+        def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None), position=None):
             booster, best, run, curve = self._train(
-                params, n_rounds, train, valid, names, early_stopping_rounds, bar, init
+                params, n_rounds, train, valid, names, early_stopping_rounds, bar, init, position=position
             )
             self.fits.append({"best": int(best), "run": int(run), "curve": [float(v) for v in curve]})
             return booster, best, run, curve

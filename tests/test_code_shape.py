@@ -23,6 +23,7 @@ LONG_MODULES = {
     "ltrfeat/datasets/synth/_lexicon.py": "the synthetic world's word lists: data, not logic",
     "ltrfeat/experiments/ablation.py": "folds x sets x seeds with selection; issue 50 item 4 (typed comparisons)",
     "ltrfeat/experiments/crossfit.py": "cross-fitting: issue 50 item 1 splits it into plan, cache, run, assemble",
+    "ltrfeat/rankers/lambdamart.py": "two engines behind one estimator, with the position-debiased path; to split by engine",
 }
 # "module:function" -> why it is longer
 LONG_FUNCTIONS = {

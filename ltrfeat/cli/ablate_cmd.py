@@ -473,7 +473,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         PairsSource,
         ablate_folds,
         ablate_pairs,
-        plan_folds,
+        plan_folds_ablation,
         plan_pairs,
     )
     from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
@@ -536,7 +536,9 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 nan_policy=evaluation["nan_policy"],
             )
             if run["plan_only"]:
-                _print_plan(plan_folds(source, settings, say=say, engine_features=_engine_filter(settings.deployable)))
+                _print_plan(
+                    plan_folds_ablation(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
+                )
                 return
             done = ablate_folds(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
         else:

@@ -232,14 +232,15 @@ def train_ranker(train, valid, features, output, ranker, training, dask, nan_pol
         from ltrfeat.core.tracking import check_store
 
         check_store(uri)
-    _train_ranker(train, valid, features, out, ranker, training, output["top"], dask, nan_policy, clicks, selecting)
+    _train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, clicks, selecting)
     if uri is not None:
         from ltrfeat.experiments.tracking_runs import track_ranker
 
         click.echo(f"mlflow: run {track_ranker(uri, out, register=register)} at {uri}", err=True)
 
 
-def _train_ranker(train, valid, features, out, ranker, training, top, dask, nan_policy, clicks, selecting) -> None:
+def _train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, clicks, selecting) -> None:
+    out, top = output["out"], output["top"]
     from ltrfeat.rankers.lambdamart import LabelError, LambdaMART, meta_path
 
     config = ranker_config(ranker, **training)

@@ -5,7 +5,9 @@ The only layer that uses both :mod:`ltrfeat.features` and :mod:`ltrfeat.rankers`
 __all__ = [  # the public modules
     "ablate",
     "ablation",
+    "click_training",
     "compare_runs",
+    "cost_plan",
     "crossfit",
     "defaults",
     "event_log",

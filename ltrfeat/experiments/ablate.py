@@ -263,7 +263,7 @@ def ablate_pairs(
         check_output_dir(settings.write_features, overwrite=settings.overwrite, option="--write-features")
     with encoder_option_flags():
         try:
-            work = count_work(source, settings)
+            work = pairs_work(source, settings)
         except LtrfeatError:  # bad input: the run itself says what is wrong, in the order it checks
             work = None
         if work is not None:
@@ -284,7 +284,7 @@ def ablate_pairs(
         lexical = scheme.pop("lexical")
         done = _ablate(folds, groups, base, scheme, settings, run)
     if run.plan is not None:
-        remember_sets(run.plan.work, settings)
+        remember_sets(run.plan.work, settings, ranker_params(settings))
     if settings.write_features is not None:
         write_features(settings.write_features, folds, lexical)
         say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
@@ -581,10 +581,18 @@ def plan_pairs(source: PairsSource, settings: AblateSettings, *, say: Callable[[
     """What :func:`ablate_pairs` would do and cost, in words (:mod:`ltrfeat.experiments.cost_plan`), without
     doing it; a ``settings.budget`` no plan fits raises :class:`ParameterError`."""
     with encoder_option_flags():
-        return planned(count_work(source, settings, say=say), source, settings)[0]
+        return planned(pairs_work(source, settings, say=say), source, settings)[0]
 
 
-def plan_folds(
+def pairs_work(source: PairsSource, settings: AblateSettings, *, say: Callable[[str], None] = lambda m: None):
+    """What :func:`ablate_pairs` would train and run (:class:`~ltrfeat.experiments.cost_plan.Work`), its inputs read
+    and checked as the run reads them; duplicate lines go to ``say``."""
+    read = read_pairs_source(source, say=say)
+    options = encoder_options(source, quick=settings.quick)
+    return count_work(source, settings, read=read, options=options, ranker=ranker_params(settings))
+
+
+def plan_folds_ablation(
     source: FoldsSource,
     settings: AblateSettings,
     *,

@@ -448,21 +448,21 @@ def fit_budget(plan: Plan, budget: float, steps) -> tuple[Plan, list[tuple[str, 
     return current, taken
 
 
-def count_work(source, settings, *, say=lambda message: None) -> Work:
+def count_work(source, settings, *, read: tuple, options: dict, ranker: dict) -> Work:
     """The :class:`Work` of ``ablate_pairs(source, settings)`` (a :class:`~ltrfeat.experiments.ablate.PairsSource`
-    and :class:`~ltrfeat.experiments.ablate.AblateSettings`): the pairs are read and the encoder trainings planned
-    (with ``settings.cache``: which are stored), nothing is trained."""
+    and :class:`~ltrfeat.experiments.ablate.AblateSettings`) from what the ablation reads of ``source`` (``read``,
+    :func:`~ltrfeat.experiments.ablate.read_pairs_source`), its encoder ``options`` and its LambdaMART parameters
+    (``ranker``): the encoder trainings are planned (with ``settings.cache``: which are stored), nothing is
+    trained (:func:`ltrfeat.experiments.ablate.pairs_work` calls it)."""
     from ltrfeat.core.cores import available_cores
     from ltrfeat.experiments import crossfit
     from ltrfeat.experiments._encoder_pool import THREADS
     from ltrfeat.experiments._workers import plan_workers
-    from ltrfeat.experiments.ablate import encoder_options, read_pairs_source
     from ltrfeat.features.lexical import FAMILIES
     from ltrfeat.rankers import registry
 
-    pairs, specs, collection, train_table, _ = read_pairs_source(source, say=say)
+    pairs, specs, collection, train_table, _ = read
     pairs = crossfit.group_pairs(pairs)
-    options = encoder_options(source, quick=settings.quick)
     config = crossfit.CrossFitConfig(
         k=source.k_folds, valid_fraction=source.valid_fraction, seed=source.split_seed, options=options
     )
@@ -523,10 +523,9 @@ def count_work(source, settings, *, say=lambda message: None) -> Work:
         identity=None if cache is None else _identity(pairs, source, specs, trainings),
         dask=settings.dask,
     )
-    cached = ran_sets(work, settings)
-    return dataclasses.replace(
-        work, ranker_sets_cached=sum(kind == "ranker" and key in cached for kind, key in _set_keys(work, settings))
-    )
+    cached = ran_sets(work, settings, ranker)
+    keys = _set_keys(work, settings, ranker)
+    return dataclasses.replace(work, ranker_sets_cached=sum(kind == "ranker" and key in cached for kind, key in keys))
 
 
 def _identity(pairs, source, specs, trainings) -> dict:
@@ -546,13 +545,12 @@ def _identity(pairs, source, specs, trainings) -> dict:
     return {"data": data.hexdigest()[:24], "encoders": encoders, "light": light}
 
 
-def _set_keys(work: Work, settings) -> list[tuple[str, str]]:
+def _set_keys(work: Work, settings, ranker: dict) -> list[tuple[str, str]]:
     """``(kind, key)`` of every feature set of a text-mode ablation with ``--cache``, keyed by its columns'
-    inputs (:func:`_identity`) and the ranker settings: equal keys, equal ranker runs (the run store's keys)."""
+    inputs (:func:`_identity`), the ranker settings and LambdaMART parameters (``ranker``): equal keys, equal ranker runs (the run store's keys)."""
     import hashlib
 
     from ltrfeat.core.versions import library_versions
-    from ltrfeat.experiments.ablate import ranker_params
 
     if work.identity is None:
         return []
@@ -561,7 +559,7 @@ def _set_keys(work: Work, settings) -> list[tuple[str, str]]:
         work.identity["data"],
         settings.engine,
         list(settings.resolved("seeds")),
-        ranker_params(settings),
+        ranker,
         settings.metrics,
         [settings.gain, settings.no_relevant, settings.ties, settings.alone, settings.deployable],
         None if settings.selection is None else settings.selection.to_dict(),
@@ -579,20 +577,21 @@ def _set_keys(work: Work, settings) -> list[tuple[str, str]]:
     return keys
 
 
-def ran_sets(work: Work, settings) -> set[str]:
+def ran_sets(work: Work, settings, ranker: dict) -> set[str]:
     """The keys (:func:`_set_keys`) of the feature sets whose runs an earlier ablation stored in ``--cache``."""
     if work.cache is None:
         return set()
-    return {key for _, key in _set_keys(work, settings) if (Path(work.cache) / "plans" / key).exists()}
+    return {key for _, key in _set_keys(work, settings, ranker) if (Path(work.cache) / "plans" / key).exists()}
 
 
-def remember_sets(work: Work, settings) -> None:
-    """Record in ``--cache`` that the ranker runs of ``work``'s feature sets are stored (after the run)."""
+def remember_sets(work: Work, settings, ranker: dict) -> None:
+    """Record in ``--cache`` that the ranker runs of ``work``'s feature sets are stored (after the run); ``ranker``:
+    the runs' LambdaMART parameters."""
     if work.cache is None:
         return
     from ltrfeat.core.fileio import atomic_output
 
-    for _, key in _set_keys(work, settings):
+    for _, key in _set_keys(work, settings, ranker):
         with atomic_output(Path(work.cache) / "plans" / key, binary=True) as fh:
             fh.write(b"")
 

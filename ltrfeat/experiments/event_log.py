@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.experiments.interleaving import METHODS, TEAMS
+from ltrfeat.experiments.interleaving import INTERLEAVE_METHODS, TEAMS
 
 # the impression-level click-log columns, then interleaving's
 COLUMNS = ("session", "query", "docid", "position", "clicked", "timestamp")
@@ -221,16 +221,16 @@ def _records(path: Path) -> list[dict]:
                 raise _problem(path, number, f"field {name!r} must be {kind.__name__}, got {got}")
         if not 1 <= record["position"] <= MAX_POSITION or record["clicked"] not in (0, 1):
             raise _problem(path, number, f"position must be 1 to {MAX_POSITION:,} and clicked 0 or 1")
-        if record["team"] not in TEAMS or record["method"] not in ("none", *METHODS):
+        if record["team"] not in TEAMS or record["method"] not in ("none", *INTERLEAVE_METHODS):
             raise _problem(
                 path,
                 number,
-                f"team must be A or B and method none, {', '.join(METHODS)}; got {record['team'][:20]!r}, "
+                f"team must be A or B and method none, {', '.join(INTERLEAVE_METHODS)}; got {record['team'][:20]!r}, "
                 f"{record['method'][:20]!r}",
             )
         for name in ("rank_a", "rank_b"):
             value = record.get(name)
-            needed = record["method"] in METHODS
+            needed = record["method"] in INTERLEAVE_METHODS
             if (value is None and needed) or not (value is None or (type(value) is int and 1 <= value <= MAX_RANK)):
                 raise _problem(
                     path, number, f"{name} must be a rank (1 or more) in an interleaved impression, got {value!r}"[:200]

@@ -17,7 +17,7 @@ import pandas as pd
 from scipy import stats
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.experiments.interleaving import METHODS, credit
+from ltrfeat.experiments.interleaving import INTERLEAVE_METHODS, credit
 
 
 def impression_credits(shown: pd.DataFrame) -> pd.DataFrame:
@@ -25,7 +25,7 @@ def impression_credits(shown: pd.DataFrame) -> pd.DataFrame:
     (``"A"``, ``"B"`` or ``"tie"``), from :func:`ltrfeat.experiments.event_log.impressions`' table (one row per
     shown result, by impression then position)."""
     columns = ["impression_id", "query", "method", "clicks", "credit_a", "credit_b", "outcome"]
-    shown = shown[shown["method"].isin(METHODS)]
+    shown = shown[shown["method"].isin(INTERLEAVE_METHODS)]
     if shown.empty:
         return pd.DataFrame(columns=columns)
     row = pd.factorize(shown["impression_id"])[0]
@@ -42,7 +42,7 @@ def impression_credits(shown: pd.DataFrame) -> pd.DataFrame:
     clicks = np.add.reduceat(clicked, starts)
     credit_a = np.zeros(len(starts), dtype=np.int64)
     credit_b = np.zeros(len(starts), dtype=np.int64)
-    for method in METHODS:  # impressions of one method and one length at a time: exact arrays, no padding
+    for method in INTERLEAVE_METHODS:  # impressions of one method and one length at a time: exact arrays, no padding
         for size in np.unique(sizes[methods == method]):
             which = np.flatnonzero((methods == method) & (sizes == size))
             lines = (starts[which][:, None] + np.arange(size)).ravel()
@@ -120,7 +120,7 @@ def summarise_interleaving(
     decisive_share = (overall["wins_a"] + overall["wins_b"]) / overall["impressions"]
     observed = (overall["preference_b"] or 0.5) - 0.5
     if rankers is None:
-        names = shown[shown["method"].isin(METHODS)].drop_duplicates("team").set_index("team")["ranker"]
+        names = shown[shown["method"].isin(INTERLEAVE_METHODS)].drop_duplicates("team").set_index("team")["ranker"]
         rankers = {"A": str(names.get("A", "A")), "B": str(names.get("B", "B"))}
     return {
         "rankers": rankers,

@@ -14,7 +14,7 @@ import hashlib
 
 import numpy as np
 
-METHODS = ("team-draft", "balanced")
+INTERLEAVE_METHODS = ("team-draft", "balanced")
 TEAMS = ("A", "B")
 
 
@@ -25,8 +25,8 @@ def request_rng(seed: int, request_id: str) -> np.random.Generator:
 
 
 def _check_method(method: str) -> None:
-    if method not in METHODS:
-        raise ValueError(f"unknown interleaving method {method!r}; use one of {', '.join(METHODS)}")
+    if method not in INTERLEAVE_METHODS:
+        raise ValueError(f"unknown interleaving method {method!r}; use one of {', '.join(INTERLEAVE_METHODS)}")
 
 
 def interleave(

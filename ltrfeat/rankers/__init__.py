@@ -10,6 +10,7 @@ __all__ = [  # the public modules
     "linear",
     "model_check",
     "models",
+    "positions",
     "registry",
     "selection",
     "single",

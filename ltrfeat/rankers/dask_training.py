@@ -25,7 +25,7 @@ import numpy as np
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.dask_cluster import worker_addresses
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.rankers.lambdamart import LambdaMART
+from ltrfeat.rankers.lambdamart import LambdaMART, trained_by
 
 _SCALARS = (str, bytes, int, float, bool, type(None))
 
@@ -201,7 +201,8 @@ def fit_dask(
     records ``training.distributed`` (engine interface, workers, partitions, how the best iteration was chosen).
     """
     trainer = dask_trainer(client, model.engine, n_partitions=n_partitions)
-    model.fit(train, valid, trainer=trainer, verbose=verbose)
+    with trained_by(trainer):
+        model.fit(train, valid, verbose=verbose)
     how = (
         "xgboost.dask.train early stopping"
         if model.engine == "xgboost"

@@ -22,6 +22,9 @@ import hashlib
 import json
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +44,7 @@ from ltrfeat.rankers.choices import ENGINES, META_FORMAT
 from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.contributions import Contributions
 from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
-from ltrfeat.rankers.positions import ENGINE_PARAMS, describe, position_order
+from ltrfeat.rankers.positions import ENGINE_PARAMS, position_order, position_record
 
 # metadata kinds of models that are nothing but LambdaMART trees ("lambdamart": files written before kinds
 # took the candidate names)
@@ -389,6 +392,18 @@ class _XGBoost:
 
 
 _ENGINES: dict[str, Any] = {"lightgbm": _LightGBM, "xgboost": _XGBoost}
+_TRAINER: ContextVar[Any] = ContextVar("trainer", default=None)
+
+
+@contextmanager
+def trained_by(trainer) -> Iterator[None]:
+    """Within the block, :meth:`LambdaMART.fit` calls ``trainer`` instead of the engine's local training (same
+    arguments and result as ``_LightGBM.train``), e.g. :func:`ltrfeat.rankers.dask_training.dask_trainer`."""
+    token = _TRAINER.set(trainer)
+    try:
+        yield
+    finally:
+        _TRAINER.reset(token)
 
 
 class LambdaMART(BaseEstimator):
@@ -470,7 +485,6 @@ class LambdaMART(BaseEstimator):
         eval_group=None,
         init_score=None,
         valid_init_score=None,
-        trainer=None,
         verbose: bool = False,
     ) -> "LambdaMART":
         """Train; with validation data, early-stop on its NDCG@``eval_at``.
@@ -493,11 +507,11 @@ class LambdaMART(BaseEstimator):
         ``init_score`` / ``valid_init_score`` (one float per row) are scores the trees boost from
         (LightGBM ``init_score``, XGBoost ``base_margin``); :meth:`predict` returns only the trees'
         part, so the caller adds its initial score back (see :class:`ltrfeat.rankers.single.BoostedFromFeature`).
-        ``trainer`` replaces the engine's local training call (same arguments and result as
-        ``_LightGBM.train``), e.g. :func:`ltrfeat.rankers.dask_training.dask_trainer` for a Dask cluster.
+        Inside :func:`trained_by` another trainer (e.g. a Dask cluster's) replaces the engine's local training call.
         ``verbose`` shows a tqdm progress bar on stderr (only when it is a terminal).
         """
         train, valid = X, y
+        trainer = _TRAINER.get()
         if not isinstance(train, RankingSet):
             train, valid = self._arrays_to_rankings(train, valid, group, qid, eval_set, eval_group, position)
         elif any(a is not None for a in (group, qid, position, eval_set, eval_group)):
@@ -663,7 +677,9 @@ class LambdaMART(BaseEstimator):
                 "best_valid_score": {f"ndcg@{self.eval_at}": float(curve[self.best_iteration_ - 1])},
             }
         position_bias = (
-            {} if train.position is None else {"position_bias": describe(train, self.engine, self.engine_params_)}
+            {}
+            if train.position is None
+            else {"position_bias": position_record(train, self.engine, self.engine_params_)}
         )
         return {
             "format": META_FORMAT,

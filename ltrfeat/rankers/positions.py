@@ -66,7 +66,7 @@ def position_order(data: RankingSet, engine: str, where: str) -> np.ndarray:
     return order
 
 
-def describe(data: RankingSet, engine: str, engine_params: dict) -> dict:
+def position_record(data: RankingSet, engine: str, engine_params: dict) -> dict:
     """What the model metadata records of a position-debiased training."""
     names = ("lambdarank_position_bias_regularization", "lambdarank_unbiased", "lambdarank_bias_norm")
     if data.position is None:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.experiments import cost_plan
-from ltrfeat.experiments.ablate import AblateSettings, PairsSource
+from ltrfeat.experiments.ablate import AblateSettings, PairsSource, pairs_work
 from ltrfeat.experiments.ablation import fit_rows
 from ltrfeat.experiments.cost_plan import EncoderWork, Machine, Work, estimate, parse_duration
 from ltrfeat.rankers.selection import SelectionConfig
@@ -177,7 +177,7 @@ def _demo_plan(tmp_path, *args):
 def test_budget_shrinks_what_was_left_at_its_default(tmp_path, reference_machine):
     source = PairsSource(DEMO, encoders=("dssm:generalized", "clsm:softmax"))
     selection = SelectionConfig.default("lightgbm", tune="none")  # ablate's default
-    work = cost_plan.count_work(source, AblateSettings(tmp_path / "x", selection=selection))
+    work = pairs_work(source, AblateSettings(tmp_path / "x", selection=selection))
     full = estimate(work, REFERENCE)
     steps = cost_plan.shrink_steps(
         work, seeds_given=False, rounds_given=False, resamples_given=False, epochs_given=False

@@ -67,9 +67,9 @@ def test_the_engine_choice_picks_the_pass(tiny, monkeypatch):
 
 def test_bf16_and_other_heads_stay_on_torch(tiny):
     prefix = _prefix(*tiny)
-    assert sbert_top_onnx.supported(prefix)
+    assert sbert_top_onnx.top_supported(prefix)
     prefix.precision = "bf16"
-    assert not sbert_top_onnx.supported(prefix)
+    assert not sbert_top_onnx.top_supported(prefix)
 
 
 def test_the_pool_task_scores_on_the_ablation_engine(monkeypatch):

@@ -225,9 +225,13 @@ class SbertFinetuned:
         try:
             prefix = self._prefix(side)
             if prefix is not None:
-                from ltrfeat.features.encoders.sbert_top_onnx import top_vectors
+                from ltrfeat.features.encoders.sbert_top_onnx import onnx_top
 
-                vectors = top_vectors(prefix, uniq, batch_size=batch_size)
+                runner = onnx_top(prefix)
+                if runner is None:
+                    vectors = encode_with_prefix(prefix, uniq, batch_size=batch_size)
+                else:
+                    vectors = runner.encode(uniq, batch_size=batch_size)
             else:
                 exact = self.precision == "fp32"
                 with precision_context(self.precision):

@@ -117,7 +117,7 @@ def _padded_layer(layer, hidden, keys):
     return out.LayerNorm(out.dense(layer.intermediate(hidden)) + hidden)
 
 
-def supported(prefix) -> bool:
+def top_supported(prefix) -> bool:
     """Whether ``prefix``'s model ends in mean pooling and a normalisation and runs in fp32 (what :class:`OnnxTop`
     exports)."""
     from ltrfeat.features.encoders import sbert_onnx
@@ -134,20 +134,19 @@ def supported(prefix) -> bool:
 _RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # FrozenPrefix -> OnnxTop
 
 
-def top_vectors(prefix, texts: list[str], *, batch_size: int = 64) -> np.ndarray:
-    """Normalised vectors of distinct ``texts`` through ``prefix``'s kept states and its model's top layers: on ONNX
-    Runtime when the process's MiniLM engine (:mod:`~ltrfeat.features.encoders.sbert_onnx`) is ``onnx`` and the
-    model is :func:`supported` (exported at the first call, at torch's thread count), else with torch (``auto`` too:
-    the scores are equal to 1.5e-7, not yet shown to leave a report unchanged; docs/performance.md). Call it once
-    the layers are trained: the export holds the weights they have then."""
+def onnx_top(prefix) -> "OnnxTop | None":
+    """The ONNX Runtime runner of ``prefix``'s model's top layers over its kept states when the process's MiniLM
+    engine (:mod:`~ltrfeat.features.encoders.sbert_onnx`) is ``onnx`` and the model is :func:`top_supported`
+    (exported at the first call, at torch's thread count), else None: torch runs them (``auto`` too: the scores are
+    equal to 1.5e-7, not yet shown to leave a report unchanged; docs/performance.md). Call it once the layers are
+    trained: the export holds the weights they have then."""
     import torch
 
     from ltrfeat.features.encoders import sbert_onnx
-    from ltrfeat.features.encoders._sbert_finetuned import encode_with_prefix
 
-    if sbert_onnx.chosen() != "onnx" or not supported(prefix):
-        return encode_with_prefix(prefix, texts, batch_size=batch_size)
+    if sbert_onnx.chosen() != "onnx" or not top_supported(prefix):
+        return None
     runner = _RUNNERS.get(prefix)
     if runner is None:
         runner = _RUNNERS[prefix] = OnnxTop.export(prefix, threads=torch.get_num_threads())
-    return runner.encode(texts, batch_size=batch_size)
+    return runner
