@@ -311,7 +311,7 @@ def threads_value(threads: int) -> int:
     return threads or available_cores()
 
 
-LEXICAL_HELP = {  # option -> what it sets (defaults: ltrfeat.features.pins.LEXICAL_DEFAULTS)
+LEXICAL_HELP = {  # option -> what it sets (defaults: ltrfeat.features.lexical.LEXICAL_DEFAULTS)
     "k1": "BM25 k1",
     "b": "BM25 b",
     "mu": "Dirichlet prior",
@@ -328,8 +328,7 @@ def lexical_options(
     ``lexical_params`` dict with None for each option not given. A command that scores with features
     extracted earlier (``used_at_extraction``) takes unset ones from the ranker's record of its features
     (:mod:`ltrfeat.features.pins`); ``extract`` from the ``--corpus-stats`` file's record, else the defaults."""
-    from ltrfeat.features.lexical import BM25_NORMS
-    from ltrfeat.features.pins import LEXICAL_DEFAULTS
+    from ltrfeat.features.lexical import BM25_NORMS, LEXICAL_DEFAULTS
 
     if used_at_extraction:
         suffix = " (default: the value the ranker's features were extracted with)"

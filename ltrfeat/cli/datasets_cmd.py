@@ -10,6 +10,7 @@ import click
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import duplicates_option, option_group
 from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
+from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.datasets.converters import SOURCES, convert_to_dir, parse_split
 from ltrfeat.datasets.synth import PRESETS, ClickModel, generate_world, realism_stats, write_world
 
@@ -202,8 +203,8 @@ _RETRIEVAL = option_group(
         default=None,
         help="Drop Lucene's English stopwords in BM25 retrieval.",
     ),
-    click.option("--k1", type=float, default=1.2, show_default=True, help="BM25 k1 for retrieval."),
-    click.option("--b", "b", type=float, default=0.75, show_default=True, help="BM25 b for retrieval."),
+    click.option("--k1", type=float, default=BM25_K1, show_default=True, help="BM25 k1 for retrieval."),
+    click.option("--b", "b", type=float, default=BM25_B, show_default=True, help="BM25 b for retrieval."),
 )
 
 

@@ -54,6 +54,7 @@ import lightgbm as lgb
 import numpy as np
 
 from ltrfeat.features.analysis import Analyzer
+from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import StaleSideFiles, atomic_output, is_stream
 from ltrfeat.core.settings import Interval, Settings, check_value
@@ -303,8 +304,8 @@ class PluginScoring(Settings):
     templates: dict | None = field(default=None, hash=False)
     dims: dict | None = field(default=None, hash=False)
     analyzer: Analyzer | None = None
-    k1: float = 1.2
-    b: float = 0.75
+    k1: float = BM25_K1
+    b: float = BM25_B
     fill_zero: bool = False
 
     def _check(self) -> None:
@@ -420,7 +421,7 @@ def export_ranker(
     normalizers : plugin ``feature_normalizers`` per feature name (plugin targets, LambdaMART only).
     missing_as_zero : accept a model trained with NaN cells (the plugins score missing as 0).
     scoring : how the search engine computes the features (plugin targets only; default
-        :class:`PluginScoring()`: generated templates, lowercase tokens, BM25 k1 1.2 and b 0.75).
+        :class:`PluginScoring()`: generated templates, lowercase tokens, BM25 k1 and b Lucene's defaults).
     allow_missing_features : export although the engine cannot compute some of the model's features
         (otherwise an error naming them and their share of the model).
     """

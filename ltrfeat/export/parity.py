@@ -17,7 +17,7 @@ import pandas as pd
 
 from ltrfeat.export import plugin_features as pf
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.lexical import LexicalExtractor
+from ltrfeat.features.lexical import BM25_B, BM25_K1, LexicalExtractor
 
 TOLERANCE = 1e-6
 
@@ -65,7 +65,7 @@ def parity_report(
         position = {n: j for j, n in enumerate(lexical.feature_names())}
         ours = values[:, [position[n] for n in compared]]
     index = pf.index_body(
-        fields, target=target, analyzer=analyzer, k1=settings.get("k1", 1.2), b=settings.get("b", 0.75)
+        fields, target=target, analyzer=analyzer, k1=settings.get("k1", BM25_K1), b=settings.get("b", BM25_B)
     )
     engine = pf.EngineSimulator(docs, index, analyzer=analyzer)
     featureset = [entries[n] for n in compared]

@@ -55,7 +55,7 @@ import numpy as np
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, lucene_length
+from ltrfeat.features.lexical import BM25_B, BM25_K1, FAMILIES, QUERY_ONLY, lucene_length
 from ltrfeat.rankers.registry import LTR_ENGINES
 
 NO_VECTOR = "a document without a vector in the field scores as similarity 0 (the script's params.missing)"
@@ -313,8 +313,8 @@ def index_body(
     target: str = "es-ltr",
     vectors: dict | None = None,
     analyzer: Analyzer | None = None,
-    k1: float = 1.2,
-    b: float = 0.75,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
 ) -> dict:
     """Index settings and mappings the templates rely on (``PUT INDEX`` body).
 

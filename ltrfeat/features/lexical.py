@@ -76,6 +76,10 @@ FAMILY_SETTINGS = {
     "lm_absdisc": ("ad_delta",),
 }
 SETTINGS = ("k1", "b", "mu", "jm_lambda", "ad_delta", "bm25_norms")
+BM25_K1 = 1.2  # Lucene's BM25 defaults
+BM25_B = 0.75
+# every setting's default, the one source of the extractor's, the converters', the exports' and the options' help
+LEXICAL_DEFAULTS = {"k1": BM25_K1, "b": BM25_B, "mu": 2000.0, "jm_lambda": 0.1, "ad_delta": 0.7, "bm25_norms": "exact"}
 
 
 def lucene_length(length):
@@ -100,7 +104,7 @@ class LexicalExtractor(TextTransformerTags, BaseEstimator):
     fields : document text fields to score, e.g. ``("title", "body")``.
     analyzer : the :class:`~ltrfeat.features.analysis.Analyzer`; default lowercase + punctuation
         removal. Must match ``corpus``'s analyzer when both are given.
-    k1, b : BM25 parameters (Lucene defaults 1.2, 0.75).
+    k1, b : BM25 parameters (default :data:`BM25_K1`, :data:`BM25_B`: Lucene's).
     bm25_norms : ``"exact"`` (token counts; the default) or ``"lucene"`` (the length a Lucene index
         stores, and N / avgdl over documents with the field: ``bm25`` equal to the engine's).
     mu : Dirichlet prior μ (Zhai & Lafferty's 2000).
@@ -123,12 +127,12 @@ class LexicalExtractor(TextTransformerTags, BaseEstimator):
         features=("bm25",),
         fields=("title",),
         analyzer=None,
-        k1=1.2,
-        b=0.75,
-        mu=2000.0,
-        jm_lambda=0.1,
-        ad_delta=0.7,
-        bm25_norms="exact",
+        k1=LEXICAL_DEFAULTS["k1"],
+        b=LEXICAL_DEFAULTS["b"],
+        mu=LEXICAL_DEFAULTS["mu"],
+        jm_lambda=LEXICAL_DEFAULTS["jm_lambda"],
+        ad_delta=LEXICAL_DEFAULTS["ad_delta"],
+        bm25_norms=LEXICAL_DEFAULTS["bm25_norms"],
         corpus=None,
     ):
         self.features = features

@@ -29,9 +29,8 @@ from pathlib import Path
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.lexical import FAMILY_SETTINGS, SETTINGS
+from ltrfeat.features.lexical import LEXICAL_DEFAULTS, FAMILY_SETTINGS, SETTINGS
 
-LEXICAL_DEFAULTS = {"k1": 1.2, "b": 0.75, "mu": 2000.0, "jm_lambda": 0.1, "ad_delta": 0.7, "bm25_norms": "exact"}
 # record keys that do not change a column's values (or describe the scored file, not the column)
 _NOT_DEFINING = frozenset({"columns", "fields", "model", "trained_queries", "corpus_file", "clicks"})
 

@@ -27,6 +27,7 @@ from tqdm.auto import tqdm
 
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats, FieldStats, TermEncoder, TokenBatch
+from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.logs import show_progress
 
@@ -64,7 +65,7 @@ class BM25Retriever(BaseEstimator):
     Parameters
     ----------
     fields : document text columns searched (joined into one field).
-    k1, b : BM25 parameters (Lucene defaults 1.2, 0.75).
+    k1, b : BM25 parameters (default :data:`~ltrfeat.features.lexical.BM25_K1`, ``BM25_B``: Lucene's).
     analyzer : :class:`~ltrfeat.features.analysis.Analyzer` (default: lowercase, punctuation removed).
     batch_size : queries scored per sparse product (bounds memory: batch × matching docs).
 
@@ -76,7 +77,7 @@ class BM25Retriever(BaseEstimator):
     tie_rank_ : int array, position of each document's id in string order (the tie-breaker).
     """
 
-    def __init__(self, *, fields=("title",), k1=1.2, b=0.75, analyzer=None, batch_size=256):
+    def __init__(self, *, fields=("title",), k1=BM25_K1, b=BM25_B, analyzer=None, batch_size=256):
         self.fields = fields
         self.k1 = k1
         self.b = b

@@ -14,6 +14,7 @@ from ltrfeat.features.analysis import Analyzer
 from ltrfeat.core.duplicates import resolve_duplicates
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.fileio import open_input
+from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.features.retrieval import BM25Retriever, joined_text
 
 
@@ -51,8 +52,8 @@ class Options:
     label_map: str | None = None
     encoding: str | None = None
     analyzer: Analyzer | None = None
-    k1: float = 1.2
-    b: float = 0.75
+    k1: float = BM25_K1
+    b: float = BM25_B
     progress: bool = False
     duplicates: str = "error"
 
@@ -131,8 +132,8 @@ def convert(
     label_map: str | None = None,
     encoding: str | None = None,
     analyzer: Analyzer | None = None,
-    k1: float = 1.2,
-    b: float = 0.75,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
     progress: bool = False,
     duplicates: str = "error",
 ) -> Converted:
