@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import warnings
 
@@ -61,6 +62,34 @@ duplicates_option = click.option(  # see ltrfeat.core.duplicates
     "row (first), or its texts with the mean grade rounded half up (mean) or the highest grade (max). "
     "The choice and counts are recorded in the outputs.",
 )
+LABEL_MAPS = ("none", "round", "linear:LO:HI:GRADES", "threshold:T1,T2,...")  # see ltrfeat.core.text.map_labels
+
+
+def _pairs_default(name: str):
+    """The default of :func:`~ltrfeat.core.text.read_judged_pairs`' parameter ``name``, which the option sets."""
+    from ltrfeat.core.text import read_judged_pairs
+
+    return inspect.signature(read_judged_pairs).parameters[name].default
+
+
+def columns_option(text: str):
+    """``--columns ROLE=COLUMN,...``: the pairs table's column mapping; ``text`` is the command's help."""
+    return click.option("--columns", default=_pairs_default("columns"), help=text)
+
+
+def encoding_option(text: str):
+    """``--encoding`` of the command's text tables; ``text`` is its help."""
+    return click.option("--encoding", default=_pairs_default("encoding"), show_default=True, help=text)
+
+
+def label_map_option(text: str, *, sep: str = ", "):
+    """``--label-map``: raw labels to grades; ``{maps}`` in the help ``text`` lists the forms, ``sep`` apart."""
+    return click.option(
+        "--label-map",
+        default=_pairs_default("label_map"),
+        show_default=True,
+        help=text.format(maps=sep.join(LABEL_MAPS)),
+    )
 
 
 def quiet() -> bool:

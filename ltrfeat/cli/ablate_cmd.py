@@ -12,7 +12,10 @@ from ltrfeat.cli._options import (
     SectionedCommand,
     config_file_record,
     option_group,
+    columns_option,
     duplicates_option,
+    encoding_option,
+    label_map_option,
     MLFLOW,
     notices,
     parse_key_values,
@@ -87,16 +90,9 @@ def _budget(ctx, param, text: str | None) -> float | None:
 
 _TEXT_MODE = option_group(
     "text",
-    click.option(
-        "--columns", default=None, help="Text mode: pairs column mapping, e.g. query=search_term,doc=product_title."
-    ),
-    click.option("--encoding", default="utf-8", show_default=True, help="Text mode: encoding of the tables."),
-    click.option(
-        "--label-map",
-        default="none",
-        show_default=True,
-        help="Text mode: label mapping (none | round | linear:LO:HI:GRADES | threshold:T1,T2,...).",
-    ),
+    columns_option("Text mode: pairs column mapping, e.g. query=search_term,doc=product_title."),
+    encoding_option("Text mode: encoding of the tables."),
+    label_map_option("Text mode: label mapping ({maps}).", sep=" | "),
     click.option(
         "--conflicts",
         type=click.Choice(CONFLICTS),

@@ -14,7 +14,16 @@ import click
 from click.core import ParameterSource
 
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.cli._options import duplicates_option, fit_and_save, mlflow_options, option_group, threads_option
+from ltrfeat.cli._options import (
+    columns_option,
+    duplicates_option,
+    encoding_option,
+    fit_and_save,
+    label_map_option,
+    mlflow_options,
+    option_group,
+    threads_option,
+)
 from ltrfeat.cli._sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
 from ltrfeat.core.processes import freed_memory_kept
@@ -99,16 +108,9 @@ _CLICK_NAMES = ("debias", "propensity", "propensity_method", "clip", "queries", 
 
 _READING = option_group(
     "reading",
-    click.option(
-        "--columns", default=None, help="Column mapping, e.g. query=search_term,doc=product_title,label=relevance."
-    ),
-    click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of PAIRS."),
-    click.option(
-        "--label-map",
-        default="none",
-        show_default=True,
-        help="Raw label -> integer grade: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
-    ),
+    columns_option("Column mapping, e.g. query=search_term,doc=product_title,label=relevance."),
+    encoding_option("Text encoding of PAIRS."),
+    label_map_option("Raw label -> integer grade: {maps}"),
     duplicates_option,
     *_CLICK_OPTIONS,
 )

@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from ltrfeat.core.duplicates import duplicates_line
-from ltrfeat.cli._options import duplicates_option, lexical_options, option_group
+from ltrfeat.cli._options import (
+    columns_option,
+    duplicates_option,
+    encoding_option,
+    label_map_option,
+    lexical_options,
+    option_group,
+)
 from ltrfeat.features import extract as ex
 from ltrfeat.features.extract import save_corpus_stats
 from ltrfeat.features import neural
@@ -77,13 +84,8 @@ def _settings(given: dict, corpus, corpus_path) -> dict:
 
 _READING = option_group(
     "reading",
-    click.option("--columns", default=None, help="Pairs column mapping, e.g. query=search_term,doc=product_title."),
-    click.option(
-        "--label-map",
-        default="none",
-        show_default=True,
-        help="Pairs labels to grades: none, round, linear:LO:HI:GRADES, threshold:T1,T2,...",
-    ),
+    columns_option("Pairs column mapping, e.g. query=search_term,doc=product_title."),
+    label_map_option("Pairs labels to grades: {maps}"),
     click.option(
         "--conflicts",
         type=click.Choice(text.CONFLICTS),
@@ -98,7 +100,7 @@ _READING = option_group(
         show_default=True,
         help="Rows whose query or document text is missing: fail, or NaN / 0 in the new columns.",
     ),
-    click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables."),
+    encoding_option("Encoding of the text tables."),
     click.option("--qid-col", default="qid", show_default=True, help="Query id column of --queries."),
     click.option("--query-col", default="query", show_default=True, help="Query text column of --queries."),
     click.option("--docid-col", default="docid", show_default=True, help="Document id column of --docs."),

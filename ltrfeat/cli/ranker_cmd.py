@@ -12,6 +12,7 @@ import numpy as np
 from ltrfeat.core import letor as letor_io
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.cli._options import (
+    encoding_option,
     lexical_options,
     MLFLOW,
     MLFLOW_REGISTER,
@@ -658,7 +659,7 @@ _FEATURES = option_group(  # what the ranker's features are computed with
     help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.",
 )
 @click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
-@click.option("--encoding", default="utf-8", show_default=True, help="Encoding of the text tables.")
+@encoding_option("Encoding of the text tables.")
 @lexical_options(used_at_extraction=True)
 def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, encoding, lexical_params):
     """Re-rank a TREC run with MODEL: features from the texts, new scores, a new TREC run.

@@ -34,3 +34,28 @@ def test_help_is_unchanged(command):
     if os.environ.get("LTRFEAT_WRITE_HELP"):
         pinned.write_text(result.output)
     assert result.output == pinned.read_text()
+
+
+# --encoding of a click log (the clicks commands) and of a download whose encoding depends on the source (datasets
+# convert: latin-1 for homedepot) are other options with the same name
+OWN_DEFINITIONS = {"clicks_cmd.py": {"--encoding"}, "datasets_cmd.py": {"--encoding", "--label-map"}}
+
+
+def test_the_pairs_reading_options_are_defined_once():
+    """``--columns``, ``--encoding`` and ``--label-map`` of a pairs or text table come from ``ltrfeat.cli._options``
+    (its default is read_judged_pairs'), every command's help words its own."""
+    import ast
+
+    import ltrfeat.cli
+
+    shared = {"--columns", "--encoding", "--label-map"}
+    found = []
+    for path in sorted(Path(ltrfeat.cli.__file__).parent.glob("*.py")):
+        if path.name == "_options.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "option" and node.args:
+                name = getattr(node.args[0], "value", None)
+                if name in shared - OWN_DEFINITIONS.get(path.name, set()):
+                    found.append(f"{path.name}:{node.lineno}: {name}")
+    assert found == []
