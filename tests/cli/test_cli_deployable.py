@@ -59,6 +59,14 @@ def test_the_ablation_leaves_out_what_the_engine_cannot_compute(ablated):
     assert "trigram_cos_doc" not in {s["name"] for s in report["config"]["feature_sets"]}
 
 
+def test_the_report_records_the_deploy_target(ablated):
+    """report.json's verdict and report.md say where the ablation's --deployable ships, as the printed verdict does."""
+    tmp, output = ablated
+    assert json.loads((tmp / "report" / "report.json").read_text())["verdict"]["deploy_to"] == "es-ltr"
+    head = "to ship on es-ltr: the same rule chooses among the candidates es-ltr can run"
+    assert head in output and head in (tmp / "report" / "report.md").read_text()
+
+
 @pytest.mark.parametrize("engine", ["es-ltr", "opensearch-ltr"])
 def test_the_verdicts_commands_train_and_export_as_printed(ablated, engine, tmp_path, monkeypatch):
     tmp, output = ablated
