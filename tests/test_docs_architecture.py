@@ -51,3 +51,16 @@ def test_architecture_page_names_every_module():
             f"docs/architecture.md's row for {name}: not named {sorted(modules - rows[name])}, "
             f"named but absent {sorted(rows[name] - modules)}"
         )
+
+
+def test_the_docs_name_only_test_and_benchmark_files_that_exist():
+    """A test or benchmark file named in README.md or docs/*.md (``tests/x/test_y.py``, ``benchmarks/z.py``) exists:
+    a renamed or removed one fails here, not in a reader's shell."""
+    named = re.compile(r"`((?:tests|benchmarks)/[\w/.-]+\.py)")
+    missing = [
+        f"{page.relative_to(ROOT)}: {path}"
+        for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+        for path in named.findall(page.read_text(encoding="utf-8"))
+        if not (ROOT / path).is_file()
+    ]
+    assert missing == []
