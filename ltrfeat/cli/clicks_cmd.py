@@ -84,7 +84,7 @@ def _read(log, reading: dict):
 
 
 @clicks.command()
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log", type=click.Path())
 @_READING
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 def summary(log, reading, as_json):
@@ -119,7 +119,7 @@ def summary(log, reading, as_json):
 
 
 @clicks.command()
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log", type=click.Path())
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -148,7 +148,7 @@ def aggregate(log, out, reading):
 
 
 @clicks.command()
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log", type=click.Path())
 @_READING
 @click.option(
     "--method",

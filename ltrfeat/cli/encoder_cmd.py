@@ -397,7 +397,7 @@ _RUN = option_group(
 
 
 @click.command("train-encoder")
-@click.argument("pairs", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("pairs", required=False, type=click.Path(exists=True))
 @_WEAK
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Encoder bundle to write (.ltrenc).")
 @_READING
