@@ -65,7 +65,7 @@ def read_click_log(
     chunk_rows: int = CHUNK_ROWS,
     client=None,
 ) -> ClickLog:
-    """Read, check and sum the click log at ``path``.
+    """Read, check and sum the click log at ``path`` (a file, or the directory ``serve --event-log`` wrote).
 
     Parameters
     ----------
