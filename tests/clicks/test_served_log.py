@@ -110,3 +110,12 @@ def test_clicks_summary_reads_the_event_log_directory(served):
     assert result.exit_code == 0, result.output
     figures = json.loads(result.output)
     assert (figures["impressions"], figures["clicks"], figures["sessions"]) == (6, 2, 3)
+
+
+def test_train_encoder_says_an_event_log_directory_needs_debias(served):
+    directory, _ = served
+    result = CliRunner().invoke(cli, ["train-encoder", str(directory), "--out", str(directory.parent / "m.ltrenc")])
+    assert result.exit_code == 2 and "is a directory: the event log `serve --event-log` wrote is a click log" in (
+        result.output
+    )
+    assert "give --debias ipw, pbm or none" in result.output and not (directory.parent / "m.ltrenc").exists()
