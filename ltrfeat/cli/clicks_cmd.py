@@ -54,7 +54,8 @@ _READING = option_group(
 @click.group()
 def clicks():
     """Click logs: impression-level (one row per shown result, with its position), aggregated with or without
-    positions, or OpenSearch UBI query and event records. docs/clicks.md describes the formats.
+    positions, OpenSearch UBI query and event records, or the directory `serve --event-log` wrote (its clicks
+    folded onto the results they clicked). docs/clicks.md describes the formats.
 
     \b
     Examples:
@@ -84,7 +85,7 @@ def _read(log, reading: dict):
 
 
 @clicks.command()
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log", type=click.Path())
 @_READING
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as one JSON object.")
 def summary(log, reading, as_json):
@@ -96,6 +97,7 @@ def summary(log, reading, as_json):
       ltrfeat clicks summary data/clicks_impressions.tsv
       ltrfeat clicks summary data/clicks.tsv --json
       ltrfeat clicks summary ubi_events.jsonl --queries ubi_queries.jsonl
+      ltrfeat clicks summary out/events
     """
     from ltrfeat.clicks import log_summary
 
@@ -119,7 +121,7 @@ def summary(log, reading, as_json):
 
 
 @clicks.command()
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log", type=click.Path())
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -148,7 +150,7 @@ def aggregate(log, out, reading):
 
 
 @clicks.command()
-@click.argument("log", type=click.Path(dir_okay=False))
+@click.argument("log", type=click.Path())
 @_READING
 @click.option(
     "--method",

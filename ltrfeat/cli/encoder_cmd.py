@@ -9,6 +9,7 @@ kind's config and trainer do not take is a usage error.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 from click.core import ParameterSource
@@ -399,7 +400,7 @@ _RUN = option_group(
 
 
 @click.command("train-encoder")
-@click.argument("pairs", required=False, type=click.Path(exists=True, dir_okay=False))
+@click.argument("pairs", required=False, type=click.Path(exists=True))
 @_WEAK
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Encoder bundle to write (.ltrenc).")
 @_READING
@@ -423,7 +424,8 @@ _RUN = option_group(
 @mlflow_options()
 def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, like_ablate, tracking, **_sbert):
     """Train a DSSM or CLSM text encoder (or another --model KIND) on PAIRS (a judged-pairs or click table:
-    query text, document text, label or click count) and write it as one .ltrenc bundle.
+    query text, document text, label or click count; with --debias, any click log, the directory `serve
+    --event-log` wrote included) and write it as one .ltrenc bundle.
 
     Validation NDCG@10 of the encoder's score (held-out queries) drives early stopping;
     the best epoch is kept. The score is the cosine of the two texts' vectors, or with
@@ -482,6 +484,11 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     from_docs = weak["from_docs"]
     ctx = click.get_current_context()
     _check_clicks_options(ctx, reading, from_docs)
+    if pairs is not None and reading["debias"] is None and Path(pairs).is_dir():
+        raise click.UsageError(
+            f"PAIRS {pairs} is a directory: the event log `serve --event-log` wrote is a click log, "
+            "give --debias ipw, pbm or none (and --docs for the documents' text)"
+        )
     if from_docs:
         table = _weak_pairs(
             from_docs,

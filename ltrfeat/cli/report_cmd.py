@@ -264,7 +264,7 @@ def interleave_report(log, alpha, effect, power, top, as_json, html_path):
       ltrfeat interleave-report events/ --json --html interleaving.html
     """
     from ltrfeat.core.fileio import atomic_output
-    from ltrfeat.experiments.event_log import impressions, read_event_log
+    from ltrfeat.clicks.served import impressions, read_event_log
     from ltrfeat.experiments.interleave_report import interleaving_markdown, render_html, summarise_interleaving
 
     data = summarise_interleaving(impressions(read_event_log(log)), alpha=alpha, effect=effect, power=power)

@@ -2,7 +2,9 @@
 
 :func:`read_click_log` reads an impression-level log (one row per shown result), an aggregated log with positions,
 an aggregated log without them (the synthetic world's ``clicks.tsv``) in any table format (TSV, CSV, JSONL,
-Parquet; text ones optionally gzipped), or OpenSearch User Behavior Insights records (:mod:`ltrfeat.clicks.ubi`).
+Parquet; text ones optionally gzipped), OpenSearch User Behavior Insights records (:mod:`ltrfeat.clicks.ubi`), or
+the event log ``ltrfeat serve --event-log`` writes (its directory or a segment; :mod:`ltrfeat.clicks.served`: click
+events folded onto the impressions they clicked, never counted as impressions themselves).
 It streams: the file is read a chunk at a time and summed as it goes (:mod:`ltrfeat.clicks.aggregate`), so memory
 holds the distinct (query, document, position) keys, never the rows; with a Dask client the chunks are checked and
 summed on the cluster. Every problem is a one-line :class:`~ltrfeat.core.errors.TextTableError` naming the file,
@@ -20,6 +22,7 @@ import pandas as pd
 
 from ltrfeat.clicks.aggregate import POSITIONED_COLUMNS, REQUIRED, Lookup, Totals, log_kind, partial
 from ltrfeat.clicks.chunks import CHUNK_ROWS, iter_table_chunks
+from ltrfeat.clicks.served import impressions, read_event_log
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.text import read_docs, read_queries, table_format, write_table
 
@@ -62,7 +65,7 @@ def read_click_log(
     chunk_rows: int = CHUNK_ROWS,
     client=None,
 ) -> ClickLog:
-    """Read, check and sum the click log at ``path``.
+    """Read, check and sum the click log at ``path`` (a file, or the directory ``serve --event-log`` wrote).
 
     Parameters
     ----------
@@ -78,9 +81,12 @@ def read_click_log(
     """
     if fmt not in (None, "ubi"):
         table_format(path, fmt)  # an unknown format: the one-line error listing the formats
-    ubi = _is_ubi_log(path, fmt, queries, encoding)
+    served = _is_event_log(path, fmt, encoding)
+    ubi = not served and _is_ubi_log(path, fmt, queries, encoding)
     lookup, doc_text = _lookup(None if ubi else queries, docs, doc_field, encoding)
-    if ubi:
+    if served:
+        chunks = _event_log_chunks(path, chunk_rows)
+    elif ubi:
         from ltrfeat.clicks.ubi import read_ubi
 
         chunks = iter([read_ubi(path, queries, encoding=encoding)])
@@ -88,7 +94,7 @@ def read_click_log(
         chunks = iter_table_chunks(path, fmt=fmt, encoding=encoding, rows=chunk_rows)
     totals = Totals()
     first = next(chunks)
-    row_kind = "impressions" if ubi else log_kind(list(first.columns), path)
+    row_kind = "impressions" if ubi or served else log_kind(list(first.columns), path)
     has_sessions = "session" in first.columns
     needed = [c for c in first.columns if c in REQUIRED[row_kind] | {"query", "qid", "session"}]
     parts = _partials(_with_columns(_chain(first, chunks), needed), row_kind, lookup, client)
@@ -190,6 +196,41 @@ def _first_json_record(path, encoding: str) -> dict | None:
     from ltrfeat.clicks.ubi import first_record
 
     return first_record(path, encoding)
+
+
+def _is_event_log(path, fmt: str | None, encoding: str) -> bool:
+    """Whether ``path`` is the event log ``ltrfeat serve --event-log`` wrote: its directory, or one of its segments
+    (JSON lines whose first record has an ``impression_id`` and an ``action``)."""
+    if Path(path).is_dir():
+        if fmt not in (None, "jsonl"):
+            raise TextTableError(
+                f"a directory is read as the event log `ltrfeat serve --event-log` wrote, not as {fmt}",
+                path=path,
+                fix="drop --format, or give the log file",
+                param="fmt",
+            )
+        return True
+    record = _first_json_record(path, encoding) if fmt in (None, "jsonl") else None
+    return record is not None and {"impression_id", "action"} <= record.keys()
+
+
+def _event_log_chunks(path, rows: int):
+    """An event log's impressions (its click events folded onto the results they clicked: one row per shown
+    result) as text chunks of at most ``rows`` rows, the first with every column so the checks see them."""
+    shown = impressions(read_event_log(path))
+    if shown.empty:
+        raise TextTableError(
+            "the event log holds no impressions yet",
+            path=path,
+            fix="serve some /score requests with --event-log first, or give another log",
+        )
+    columns = ["session", "query", "docid", "position", "clicked", *(["user"] if shown["user"].notna().any() else [])]
+    table = shown[columns].astype("str").where(shown[columns].notna())
+    table.index = pd.RangeIndex(1, len(table) + 1, name="line")
+    for start in range(0, len(table), rows):
+        chunk = table.iloc[start : start + rows]
+        chunk.attrs["source"] = str(path)
+        yield chunk
 
 
 def _ubi_queries(path, encoding: str) -> bool:

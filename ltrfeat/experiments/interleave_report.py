@@ -17,12 +17,13 @@ import pandas as pd
 from scipy import stats
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.experiments.interleaving import INTERLEAVE_METHODS, credit
+from ltrfeat.clicks.served import INTERLEAVE_METHODS
+from ltrfeat.experiments.interleaving import credit
 
 
 def impression_credits(shown: pd.DataFrame) -> pd.DataFrame:
     """One row per interleaved impression: ``impression_id, query, method, clicks, credit_a, credit_b, outcome``
-    (``"A"``, ``"B"`` or ``"tie"``), from :func:`ltrfeat.experiments.event_log.impressions`' table (one row per
+    (``"A"``, ``"B"`` or ``"tie"``), from :func:`ltrfeat.clicks.served.impressions`' table (one row per
     shown result, by impression then position)."""
     columns = ["impression_id", "query", "method", "clicks", "credit_a", "credit_b", "outcome"]
     shown = shown[shown["method"].isin(INTERLEAVE_METHODS)]
@@ -100,7 +101,7 @@ def summarise_interleaving(
     shown: pd.DataFrame, *, alpha: float = 0.05, effect: float = 0.05, power: float = 0.8, rankers=None
 ) -> dict:
     """The report's data (what ``--json`` prints): overall preference, per query wins/ties/losses, impressions
-    needed; ``shown`` as from :func:`ltrfeat.experiments.event_log.impressions`."""
+    needed; ``shown`` as from :func:`ltrfeat.clicks.served.impressions`."""
     per = impression_credits(shown)
     if per.empty:
         raise LtrfeatError(

@@ -14,8 +14,7 @@ import hashlib
 
 import numpy as np
 
-INTERLEAVE_METHODS = ("team-draft", "balanced")
-TEAMS = ("A", "B")
+from ltrfeat.clicks.served import INTERLEAVE_METHODS
 
 
 def request_rng(seed: int, request_id: str) -> np.random.Generator:

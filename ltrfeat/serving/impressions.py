@@ -17,8 +17,9 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
-from ltrfeat.experiments.event_log import IMPRESSION, EventLog, now
-from ltrfeat.experiments.interleaving import TEAMS, interleave, request_rng
+from ltrfeat.clicks.served import IMPRESSION, TEAMS
+from ltrfeat.experiments.event_log import EventLog, now
+from ltrfeat.experiments.interleaving import interleave, request_rng
 
 CLICK = "click"
 

@@ -8,7 +8,8 @@ import os
 import pytest
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.experiments.event_log import EventLog, impressions, read_event_log
+from ltrfeat.clicks.served import impressions, read_event_log
+from ltrfeat.experiments.event_log import EventLog
 
 
 def _line(imp="i1", position=1, action="impression", clicked=0, **extra):

@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.synth import generate_world
-from ltrfeat.experiments.event_log import EventLog, impressions, read_event_log
+from ltrfeat.clicks.served import impressions, read_event_log
+from ltrfeat.experiments.event_log import EventLog
 from ltrfeat.experiments.interleave_report import impressions_needed, preference, summarise_interleaving
 from ltrfeat.experiments.user_simulation import query_grades, sign_test_p, simulate, simulated_log
 

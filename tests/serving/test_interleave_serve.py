@@ -18,7 +18,8 @@ from click.testing import CliRunner  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from ltrfeat.experiments.event_log import COLUMNS, EventLog, impressions, read_event_log  # noqa: E402
+from ltrfeat.clicks.served import COLUMNS, impressions, read_event_log  # noqa: E402
+from ltrfeat.experiments.event_log import EventLog  # noqa: E402
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 from ltrfeat.serving.app import ServiceLimits, create_app  # noqa: E402
 from ltrfeat.serving.impressions import Impressions, Interleaving  # noqa: E402
