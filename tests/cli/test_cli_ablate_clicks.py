@@ -106,3 +106,20 @@ def test_bad_click_log_options_fail_in_one_line_without_a_report(ubi, tmp_path, 
     errors = [line for line in result.output.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and message in errors[0].replace(str(paths["JUDGED"]), "JUDGED"), result.output
     assert not (tmp_path / "r").exists()
+
+
+def test_the_verdict_ships_a_click_trained_encoder_trained_on_its_click_log():
+    from ltrfeat.experiments.verdict import _encoder_ship_line
+
+    clicks = {"source": "ubi/events.jsonl", "debias": "ipw", "has_positions": True}
+    line = _encoder_ship_line(
+        {
+            "encoders": {
+                "dssm-generalized": {"spec": "dssm:generalized", "trained": True, "clicks": clicks},
+                "clsm-softmax": {"spec": "clsm:softmax", "trained": True},
+            }
+        }
+    )
+    assert "ltrfeat train-encoder PAIRS --spec clsm:softmax --out clsm-softmax.ltrenc" in line
+    assert "ltrfeat train-encoder ubi/events.jsonl --debias ipw --model dssm --loss generalized" in line
+    assert "--spec dssm:generalized" not in line
