@@ -63,7 +63,8 @@ def uncorrected_warnings(records: dict[str, dict]) -> list[str]:
         out.append(
             f"{who} trained on the clicks of {source} uncorrected (--debias none) although the log has positions: "
             "people click what is on top, so a click-trained feature partly learns where the logging ranker put "
-            "results, which the lexical features know already; retrain with train-encoder --debias ipw or pbm"
+            "results, which the lexical features know already; retrain with --debias ipw or pbm (train-encoder, or "
+            "ablate --click-log)"
         )
     return out
 
