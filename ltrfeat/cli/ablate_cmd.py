@@ -25,6 +25,8 @@ from ltrfeat.cli._options import (
     selection_options,
     ties_option,
 )
+from ltrfeat.clicks.debias import DEBIAS, DEFAULT_CLIP
+from ltrfeat.clicks.propensity import METHODS as PROPENSITY_METHODS
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
@@ -76,6 +78,15 @@ def _seeds(ctx, param, text: str | None) -> list[int] | None:
     return seeds
 
 
+def _propensity(ctx, param, text: str) -> tuple[str, str | None]:
+    """``--propensity harvest|em|FILE`` as ``(estimation method, curve file or None)``."""
+    if text in PROPENSITY_METHODS:
+        return text, None
+    if not os.path.isfile(text):
+        raise click.BadParameter(f"{text!r} is neither {' nor '.join(PROPENSITY_METHODS)} nor a file")
+    return PROPENSITY_METHODS[0], text
+
+
 def _budget(ctx, param, text: str | None) -> float | None:
     """``--budget 15m`` as seconds (checked while parsing)."""
     if text is None:
@@ -117,6 +128,53 @@ _TEXT_MODE = option_group(
         "filtered by query text so no fold's test query is trained on. Default: the judged pairs.",
     ),
     click.option("--train-columns", default=None, help="Column mapping of --train-pairs."),
+    click.option(
+        "--click-log",
+        "click_log_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Text mode: a click log the encoders train on instead of the judged pairs (impression-level, "
+        "aggregated with or without positions, UBI event records; read as `clicks summary` reads it), filtered by "
+        "query text as --train-pairs is; its clicks become labels by --debias.",
+    ),
+    click.option(
+        "--debias",
+        type=click.Choice(DEBIAS),
+        default="none",
+        show_default=True,
+        help="With --click-log: the position bias left uncorrected (none), corrected by clipped, self-normalised "
+        "inverse propensity weighting (ipw) or by the relevance the position-based click model estimates (pbm); "
+        "softmax and generalized losses only.",
+    ),
+    click.option(
+        "--propensity",
+        default="harvest",
+        show_default=True,
+        metavar="harvest|em|FILE",
+        callback=_propensity,
+        help="With --click-log: the examination curve to correct with, estimated from the log by intervention "
+        "harvesting (harvest) or EM under the position-based model (em), or read from FILE (a table of position, "
+        "propensity, e.g. from a randomisation experiment).",
+    ),
+    click.option(
+        "--clip",
+        type=click.FloatRange(min=0, max=1, min_open=True),
+        default=DEFAULT_CLIP,
+        show_default=True,
+        help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
+    ),
+    click.option(
+        "--click-queries",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --click-log: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
+    ),
+    click.option(
+        "--click-docs",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="With --click-log: documents table (docid and text) giving the texts of a log that has only docids.",
+    ),
     click.option(
         "--collection",
         "collection_path",
@@ -359,7 +417,13 @@ _RUN = option_group(
         "encoders": "Encoder to cross-fit (repeatable), e.g. clsm:softmax, dssm:generalized, sbert.",
         "train_pairs_path": "Encoder training table (e.g. a click log).",
         "train_columns": "Column mapping of --train-pairs.",
-        "collection_path": "Unlabelled documents for +spans, +spans+teacher.",
+        "click_log_path": "Click log the encoders train on (also UBI).",
+        "debias": "Click labels: none | ipw | pbm [none].",
+        "propensity": "Curve: harvest | em (from the log) | FILE.",
+        "clip": f"ipw: propensities clipped at [{DEFAULT_CLIP}].",
+        "click_queries": "Its queries (qid, query); UBI: query records.",
+        "click_docs": "Its documents (docid, text).",
+        "collection_path": "Unlabelled docs for +spans(+teacher).",
         "collection_field": "Column of --collection read [title].",
         "k_folds": f"Outer query folds [{CrossFitConfig.k}].",
         "valid_fraction": "Share held out for early stopping [0.1].",
@@ -377,7 +441,7 @@ _RUN = option_group(
         "metrics": "Metrics [ndcg@1,3,10,recall@3,6,10,...].",
         "no_relevant": "Queries without a relevant doc [exclude].",
         "gain": "NDCG gain: 2^rel-1 or rel [exp2].",
-        "ties": "Equal scores: expected|input|docid|pessimistic|optimistic [expected].",
+        "ties": "Equal scores [expected].",
         "resamples": f"Test and interval resamples [{DEFAULTS['resamples']}].",
         "nan_policy": "NaN/inf feature values [keep].",
         "engine": "LambdaMART implementation [lightgbm].",
@@ -393,11 +457,11 @@ _RUN = option_group(
         "tune": f"Tuned candidate: {' | '.join(TUNE_METHODS)} [{SELECTION_DEFAULTS['tune']}].",
         "tune_trials": f"Optuna trials per set and fold [{SELECTION_DEFAULTS['tune_trials']}].",
         "inner_folds": f"Folds of the inner cross-validation [{SELECTION_DEFAULTS['inner_folds']}].",
-        "select_rule": "tiered (1 SE per set, growing margin across sets), joint, one-se or best.",
+        "select_rule": "Selection rule [tiered: 1 SE per set].",
         "report_dir": "Report directory (report.html, .md, ...).",
         "overwrite": "Replace the report (and features) directory.",
         "write_runs": "Also write TREC runs + qrels to runs/.",
-        "mlflow_uri": "Record the run in MLflow at URI [sqlite:///mlflow.db].",
+        "mlflow_uri": "Record the run in MLflow [sqlite:///mlflow.db].",
         "write_features": "Write out-of-fold features + corpus stats to ship.",
         "cache_dir": "Keep trained work here for reruns.",
         "quick": "Smoke run: 1 seed, 50 rounds, 1000 resamples.",
@@ -549,6 +613,13 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 lexical=text["lexical"],
                 train_pairs=text["train_pairs_path"],
                 train_columns=text["train_columns"],
+                click_log=text["click_log_path"],
+                debias=text["debias"],
+                propensity=text["propensity"][1],
+                propensity_method=text["propensity"][0],
+                clip=text["clip"],
+                click_queries=text["click_queries"],
+                click_docs=text["click_docs"],
                 collection=text["collection_path"],
                 collection_field=text["collection_field"],
                 k_folds=text["k_folds"],

@@ -16,6 +16,8 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import ClassVar
 
+from ltrfeat.clicks.debias import DEBIAS, DEFAULT_CLIP
+from ltrfeat.clicks.propensity import METHODS as PROPENSITY_METHODS
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.core.errors import LtrfeatError, ParameterError, cli_fixes, cli_settings
@@ -52,6 +54,14 @@ from ltrfeat.features.encoders.kinds import SPANS_BELOW_QUERIES
 # wasted); params bagging_fraction=1 (LightGBM) or subsample=1 (XGBoost) turns it off.
 SUBSAMPLE = {"lightgbm": {"bagging_fraction": 0.8, "bagging_freq": 1}, "xgboost": {"subsample": 0.8}}
 _BARE_TWO_TOWER = ("clsm", "dssm")
+_CLICK_FIELDS = {  # the fields that go with click_log, and their ablate options
+    "debias": "--debias",
+    "propensity": "--propensity",
+    "propensity_method": "--propensity",
+    "clip": "--clip",
+    "click_queries": "--click-queries",
+    "click_docs": "--click-docs",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +78,11 @@ class PairsSource(Settings):
     lexical : the lexical features (names or ``"all"``), the base feature set.
     train_pairs, train_columns : a separate encoder training table (e.g. a click log) and its column mapping;
         filtered by query text so no fold's test query is trained on. None: the judged pairs.
+    click_log : a click log the encoders train on instead (any format :func:`~ltrfeat.clicks.read_click_log`
+        reads, told apart by the extension: impression-level, aggregated, UBI), with ``click_queries`` (qid table
+        or UBI query records) and ``click_docs`` (the documents' texts); its labels built by
+        :func:`~ltrfeat.clicks.click_labels` with the position bias corrected by ``debias`` (``none``, ``ipw``,
+        ``pbm``), the curve read from ``propensity`` or estimated by ``propensity_method``, ``clip`` for ``ipw``.
     collection, collection_field : unlabelled documents for ``+spans`` pre-training, and the column read.
     k_folds, valid_fraction, split_seed : outer query folds (:attr:`CrossFitConfig.k
         <ltrfeat.experiments.crossfit.CrossFitConfig>`), the share of each fold's ranker queries held
@@ -88,6 +103,9 @@ class PairsSource(Settings):
         "encoder_options": [dict],
         "encoder_jobs": [Interval(Integral, 0, None)],
         "continue_outer": [bool],
+        "debias": [OneOf(*DEBIAS)],
+        "propensity_method": [OneOf(*PROPENSITY_METHODS)],
+        "clip": [Interval(Real, 0, 1, closed="right")],
     }
 
     path: str | Path
@@ -100,6 +118,13 @@ class PairsSource(Settings):
     lexical: str = "all"
     train_pairs: str | Path | None = None
     train_columns: str | dict | None = None
+    click_log: str | Path | None = None
+    debias: str = "none"
+    propensity: str | Path | None = None
+    propensity_method: str = "harvest"
+    clip: float = DEFAULT_CLIP
+    click_queries: str | Path | None = None
+    click_docs: str | Path | None = None
     collection: str | Path | None = None
     collection_field: str = "title"
     k_folds: int = K_FOLDS
@@ -116,6 +141,20 @@ class PairsSource(Settings):
 
     def _check(self) -> None:
         check_folds(self.k_folds)
+        if self.click_log is not None and self.train_pairs is not None:
+            raise ParameterError(
+                "--click-log and --train-pairs both name the encoders' training table",
+                fix="give one of them",
+                param="click_log",
+            )
+        if self.click_log is None:
+            changed = [f for f in _CLICK_FIELDS if getattr(self, f) != PairsSource.__dataclass_fields__[f].default]
+            if changed:
+                raise ParameterError(
+                    f"{_CLICK_FIELDS[changed[0]]} goes with --click-log",
+                    fix="give the click log the encoders train on with --click-log LOG",
+                    param=changed[0],
+                )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -383,6 +422,10 @@ def pairs_folds(
         spec.name: {"spec": spec.text, "trained": spec.trainable, "transformer": spec.kind.transformer}
         for spec in specs
     }
+    clicks = None if train_table is None else train_table.attrs.get("clicks")
+    for spec in specs:  # what trained the click-trained encoders, for the report and the verdict
+        if clicks is not None and spec.trainable:
+            scheme["encoders"][spec.name]["clicks"] = dict(clicks)
     scheme["lexical"] = extractors  # fitted: their corpus statistics, for --write-features (not in the report)
     scheme["texts"] = {  # for report.html's per-query view (not written into the report's config)
         "query": dict(zip(pairs["qid"].astype(str), pairs["query"])),
@@ -442,6 +485,8 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
         docs = read_docs(source.collection, fields=[field], encoding=source.encoding, missing="drop")
         collection = docs[field].tolist()
     train_table = None
+    if source.click_log is not None:
+        train_table = _click_table(source, specs, say)
     if source.train_pairs is not None:
         with cli_fixes({"columns": "map it with --train-columns {role}=<column>", "fmt": table_fix}):
             train_table = read_judged_pairs(
@@ -451,12 +496,50 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
                 duplicates=source.duplicates,
             )
     merged = {"pairs": pairs.attrs["duplicates"]} | (
-        {} if train_table is None else {"train_pairs": train_table.attrs["duplicates"]}
+        {} if source.train_pairs is None else {"train_pairs": train_table.attrs["duplicates"]}
     )
     for figures in merged.values():
         if duplicates_line(figures):
             say(duplicates_line(figures))
     return pairs, specs, collection, train_table, merged
+
+
+def _click_table(source: PairsSource, specs: list, say: Callable[[str], None]):
+    """The encoders' training table of ``source.click_log`` (:func:`~ltrfeat.experiments.click_training.
+    click_train_table`), what trained them said through ``say``."""
+    from ltrfeat.clicks import read_click_log, read_propensity_curve
+    from ltrfeat.experiments.click_training import check_click_losses, click_train_table, correction
+
+    losses = [s.loss for s in specs if s.trainable]
+    check_click_losses(losses)
+    log = read_click_log(
+        source.click_log,
+        queries=source.click_queries,
+        docs=source.click_docs,
+        encoding=source.encoding,
+    )
+    if "doc" not in log.totals:
+        raise LtrfeatError(
+            "the click log does not give the documents' texts",
+            path=log.source,
+            fix="give the documents table (docid and text) with --click-docs",
+        )
+    curve = None if source.propensity is None else read_propensity_curve(source.propensity)
+    table, record = click_train_table(
+        log,
+        losses,
+        debias=source.debias,
+        propensity=curve,
+        method=source.propensity_method,
+        clip=source.clip,
+        seed=source.split_seed,
+    )
+    say(
+        f"encoders train on the clicks of {record['source']}: {record['impressions']:,} impressions, "
+        f"{record['clicks']:,} clicks on {record['pairs']:,} (query, document) pairs; position bias: "
+        f"{correction(record)}"
+    )
+    return table
 
 
 def train_like_ablate(source: PairsSource, *, cache=None, quick: bool = False, say: Callable[[str], None] = _stderr):

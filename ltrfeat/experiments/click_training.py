@@ -7,11 +7,20 @@ propensity curve; :mod:`ltrfeat.clicks.debias`), and its extracted columns carry
 ``encoders`` entry. :func:`click_training` gathers them per encoder into the report's ``config.click_training``;
 :func:`uncorrected_warnings` is the warning the verdict and the report's warning box give when a click-trained
 feature was trained on uncorrected clicks of a log that has positions.
+
+``ablate --click-log`` trains its encoders on a click log: :func:`click_train_table` builds one training table for
+every loss its encoders use (:func:`~ltrfeat.clicks.debias.click_labels`), and :func:`spec_table` gives each encoder
+its loss's labels and soft-label mapping.
 """
 
 from __future__ import annotations
 
+import pandas as pd
+
 from ltrfeat.core.dataset import FeatureMap
+from ltrfeat.core.errors import ParameterError
+
+_BY_LOSS = "click_labels"  # the attrs key of a click log's training table: {loss: soft-label mapping}
 
 CORRECTIONS = {
     "none": "none: raw click counts",
@@ -54,7 +63,8 @@ def uncorrected_warnings(records: dict[str, dict]) -> list[str]:
         out.append(
             f"{who} trained on the clicks of {source} uncorrected (--debias none) although the log has positions: "
             "people click what is on top, so a click-trained feature partly learns where the logging ranker put "
-            "results, which the lexical features know already; retrain with train-encoder --debias ipw or pbm"
+            "results, which the lexical features know already; retrain with --debias ipw or pbm (train-encoder, or "
+            "ablate --click-log)"
         )
     return out
 
@@ -110,3 +120,63 @@ def markdown_lines(records: dict[str, dict]) -> list[str]:
             f"P(examined | position) {curve_text(curve)}"
         )
     return lines + [""]
+
+
+def click_train_table(log, losses, *, debias: str, propensity=None, method: str, clip: float, seed: int):
+    """``(table, record)``: the encoders' training table of the click ``log`` for the ``losses`` they train with
+    (``query, doc, label`` plus ``label:LOSS`` and, where the loss takes one, ``weight:LOSS`` per loss; the same
+    rows in the same order for every loss) and the record of the correction (:attr:`ClickLabels.record`)."""
+    from ltrfeat.clicks.debias import click_labels
+
+    check_click_losses(losses)
+    table = None
+    soft: dict[str, str] = {}
+    for loss in sorted(set(losses)):
+        labels = click_labels(log, debias=debias, loss=loss, propensity=propensity, method=method, clip=clip, seed=seed)
+        if table is None:
+            table = labels.pairs[["query", "doc", "label"]].copy()
+        table[f"label:{loss}"] = labels.pairs["label"].to_numpy()
+        if "weight" in labels.pairs:
+            table[f"weight:{loss}"] = labels.pairs["weight"].to_numpy()
+        soft[loss] = labels.soft_labels
+        record = labels.record
+    assert table is not None, "no trainable encoder"
+    table.attrs = {_BY_LOSS: soft, "clicks": record}
+    return table, record
+
+
+def check_click_losses(losses) -> None:
+    """Encoders of these losses can train on a click log's labels, or a :class:`ParameterError` says which not."""
+    from ltrfeat.clicks.debias import CORRECTED_LOSSES
+
+    if not losses:
+        raise ParameterError(
+            "--click-log trains encoders, and no --encoder is trained (zero-shot ones are not)",
+            fix="give e.g. --encoder dssm:generalized, or drop --click-log",
+            param="encoders",
+        )
+    wrong = [loss for loss in losses if loss not in CORRECTED_LOSSES]
+    if wrong:
+        raise ParameterError(
+            f"--click-log trains encoders with the {' or '.join(CORRECTED_LOSSES)} loss, not {wrong[0]}",
+            fix="give e.g. --encoder clsm:softmax or --encoder dssm:generalized",
+            param="encoders",
+        )
+
+
+def spec_table(table: pd.DataFrame, loss: str | None, options: dict) -> tuple[pd.DataFrame, dict]:
+    """``(table, options)`` an encoder of ``loss`` trains with: a click log's table (:func:`click_train_table`) as
+    ``query, doc, label[, weight]`` of that loss, its soft-label mapping in ``options``; any other table as given."""
+    soft = table.attrs.get(_BY_LOSS)
+    if soft is None:
+        return table, options
+    if options.get("soft_labels", soft[loss]) != soft[loss]:
+        raise ParameterError(
+            f"--click-log with the {loss} loss trains on soft labels {soft[loss]}",
+            fix="drop --encoder-option soft_labels",
+            param="encoder_options",
+        )
+    columns = {f"label:{loss}": "label", f"weight:{loss}": "weight"}
+    own = table.drop(columns="label")[["query", "doc", *(c for c in columns if c in table)]].rename(columns=columns)
+    own.attrs = {}
+    return own, options | {"soft_labels": soft[loss]}

@@ -69,6 +69,7 @@ from ltrfeat.core.settings import MAX_THREADS, SEED, Interval, OneOf, Settings
 from ltrfeat.core.text import CONFLICTS, normalise_query
 from ltrfeat.experiments.defaults import K_FOLDS
 from ltrfeat.experiments.folds import Fold
+from ltrfeat.experiments.click_training import spec_table
 from ltrfeat.experiments._training_task import TrainingTask, fold_scores, training_record
 from ltrfeat.experiments._workers import plan_workers
 
@@ -758,10 +759,9 @@ def train_spec(
             texts = pairs[field].tolist() + list(collection or [])
             start = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache)
             own = start.fold_options
+        table, own = spec_table(train_table, spec.loss, own)
         with freed_memory_kept():
-            encoder, _ = _train(
-                spec, train_table.reset_index(drop=True), options=own, seed=seed, cache=cache, start=start
-            )
+            encoder, _ = _train(spec, table.reset_index(drop=True), options=own, seed=seed, cache=cache, start=start)
     finally:
         if teacher_cache is not None:
             distill.save_vectors(teacher_cache)
@@ -1096,6 +1096,7 @@ def plan_trainings(
                 spec, texts, options=own, seed=seed, cache=cache, profile=profile, cluster=cluster
             )
             own = start_point.fold_options
+        spec_rows, own = spec_table(train_table, spec.loss, own)
         # the thread count is a runtime setting: out of the cache key unless the user chose it
         training_options = own if not spec.kind.pooled else {"threads": _encoder_pool.THREADS} | own
         continuing = config.continue_outer and spec.kind.continues_outer and train_fn is None
@@ -1112,7 +1113,7 @@ def plan_trainings(
                 rows = np.setdiff1d(rows, inner.rows)  # the one fold the inner encoder lacks
                 start = _Continued(inner, seed=seed, cache=cache if train_fn is None else None)
                 name += f" (continues the encoder {inner.job})"
-            table = train_table.iloc[rows]
+            table = spec_rows.iloc[rows]
             for fold, scored in targets:
                 check_disjoint(trained_on, {qid_text[q] for q in scored}, f"{spec.name} {fold}")
             rows_of = {fold: np.flatnonzero(_member(row_qid, scored)) for fold, scored in targets}

@@ -289,18 +289,28 @@ def _encoder_ship_line(v: dict) -> str | None:
     if not encoders:
         return None
     trained = {name: e["spec"] for name, e in encoders.items() if e["trained"]}
-    steps = [f"ltrfeat train-encoder PAIRS --spec {spec} --out {name}.ltrenc" for name, spec in trained.items()]
-    serve = " ".join(f"--encoder {name}={name}.ltrenc" if name in trained else f"--encoder {name}" for name in encoders)
-    return (
-        "  its encoders: "
-        + (
-            f"{'; '.join(steps)} trains each as every fold trained it, on all your judged pairs (with this "
-            "ablation's reading options, --collection and --encoder-option; its --cache skips the pre-training); "
-            if steps
-            else ""
-        )
-        + f"ltrfeat serve --ranker MODEL {serve} --corpus-stats DIR/corpus.npz"
+    clicked = {name: encoders[name]["clicks"] for name in trained if encoders[name].get("clicks")}
+    steps = [
+        f"ltrfeat train-encoder PAIRS --spec {spec} --out {name}.ltrenc" for name, spec in trained.items()
+        if name not in clicked
+    ]  # fmt: skip
+    said = (
+        f"{'; '.join(steps)} trains each as every fold trained it, on all your judged pairs (with this "
+        "ablation's reading options, --collection and --encoder-option; its --cache skips the pre-training); "
+        if steps
+        else ""
     )
+    for name, record in clicked.items():  # trained on a click log (ablate --click-log): train-encoder reads it
+        model, _, loss = trained[name].split("+")[0].split("@")[0].partition(":")
+        said += (
+            f"ltrfeat train-encoder {record.get('source', 'LOG')} --debias {record.get('debias', 'none')} "
+            f"--model {model}{f' --loss {loss}' if loss else ''} --out {name}.ltrenc trains {name} on the click log "
+            "as the folds did (with the ablation's --click-docs as --docs, --click-queries as --queries, --clip, "
+            "--encoder-option values and --propensity: FILE as it is, em as --propensity-method em; without the "
+            "spec's pre-training); "
+        )
+    serve = " ".join(f"--encoder {name}={name}.ltrenc" if name in trained else f"--encoder {name}" for name in encoders)
+    return "  its encoders: " + said + f"ltrfeat serve --ranker MODEL {serve} --corpus-stats DIR/corpus.npz"
 
 
 def verdict_lines(v: dict) -> list[str]:

@@ -81,3 +81,23 @@ def test_the_extracted_columns_pin_the_correction(tmp_path, log):
         "debias"
         not in EncoderExtractor(name="dssm", path=str(tmp_path / "j.ltrenc"), field="doc").fit().pipeline_record()
     )
+
+
+@pytest.mark.parametrize("debias", ["ipw", "pbm"])
+def test_ablate_gives_each_encoder_the_click_labels_of_its_own_loss(log, debias):
+    from ltrfeat.experiments.click_training import click_train_table, spec_table
+
+    table, record = click_train_table(
+        log, ["softmax", "generalized", "softmax"], debias=debias, method="harvest", clip=0.05, seed=0
+    )
+    assert record["debias"] == debias and table.attrs["clicks"] == record
+    for loss in ("softmax", "generalized"):
+        own, options = spec_table(table, loss, {"epochs": 1})
+        labels = click_labels(log, debias=debias, loss=loss)
+        pd.testing.assert_frame_equal(own, labels.pairs[list(own.columns)], check_dtype=False)
+        assert options == {"epochs": 1, "soft_labels": labels.soft_labels} and not own.attrs
+    with pytest.raises(ParameterError, match="drop --encoder-option soft_labels"):
+        spec_table(table, "generalized", {"soft_labels": "identity" if debias == "ipw" else "clicks"})
+    judged = pd.DataFrame({"query": ["q"], "doc": ["d"], "label": [1]})
+    own, options = spec_table(judged, "softmax", {})  # any other table trains as given
+    assert own is judged and options == {}

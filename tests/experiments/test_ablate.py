@@ -102,3 +102,18 @@ def test_settings_resolve_the_command_defaults():
     assert ranker_params(xgb) == {"n_estimators": 500, "n_jobs": 1, "params": {"subsample": 1}}
     with pytest.raises(LtrfeatError, match="LETOR mode needs --base"):
         FoldsSource("folds", base="1-3", neural={})
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"debias": "ipw"}, "--debias goes with --click-log"),
+        ({"propensity_method": "em"}, "--propensity goes with --click-log"),
+        ({"click_log": "log.tsv", "train_pairs": "clicks.tsv"}, "--click-log and --train-pairs both name"),
+        ({"click_log": "log.tsv", "debias": "dcm"}, "debias"),
+        ({"click_log": "log.tsv", "clip": 0.0}, "clip"),
+    ],
+)
+def test_click_log_settings_are_checked_when_made(change, message):
+    with pytest.raises(LtrfeatError, match=re.escape(message)):
+        PairsSource("pairs.tsv", encoders=("dssm:generalized",), **change)
