@@ -210,7 +210,7 @@ def run(pairs, docs, *, n_queries: int, seeds, work: Path, setup: Setup, log=pri
 
 
 def markdown_table(figures: dict) -> list[str]:
-    """The lines docs/experiments.md quotes (checked against the results file by tests/clicks/test_docs_homedepot.py):
+    """The lines docs/experiments.md quotes (checked against the results file by tests/clicks/test_docs_debias.py):
     NDCG@10 of BM25 alone, lexical and lexical + each encoder, the corrections' changes against the uncorrected encoder (ranker
     and cosine alone) with Holm-adjusted p-values, and the harvested curve against the truth."""
     rows = {(r["baseline"], r["variant"]): r for r in figures["comparisons"]}
