@@ -60,12 +60,10 @@ RANKER = {"n_estimators": 100, "n_jobs": 1, "params": {"bagging_fraction": 0.8, 
 def world_run(name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, world_size: dict, resamples: int):
     """One world: its propensity curve against the truth and the per-query NDCG of every feature set."""
     from ltrfeat.cli.demo_cmd import _features, _folds
-    from ltrfeat.clicks.debias import click_labels
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world
     from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
-    from ltrfeat.features.encoders.training import train_encoder
 
     options = WORLDS[name]
     world = generate_world(seed=seed, **world_size, **options)
@@ -73,6 +71,33 @@ def world_run(name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, w
     log = read_click_log(work / "world" / "clicks_impressions.tsv", docs=work / "world" / "docs.tsv")
     curve = estimate_propensity(log, method="harvest", seed=seed, resamples=resamples)
     truth = curve.positions.astype(float) ** -options["examination_exponent"]
+    models, trained = train_corrected(log, curve, work, seed=seed, sizes=sizes, encoder=encoder)
+    data = _features(world, models)
+    neural = {name: [f"{name}_doc_cos"] for name in models}
+    base = ",".join(f.name for f in data.feature_map if f.source.startswith("lexical"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_ablation(
+            _folds(data, k=3, seed=seed),
+            [s for s in plan_feature_sets(data.feature_map, base=base, neural=neural) if s.name != "lexical+all"],
+            seeds=(seed,),
+            ranker_params=RANKER,
+            progress=False,
+        )
+    per_query = result.per_query.assign(qid=lambda f: f"s{seed}:" + f["qid"].astype(str))
+    return {
+        "propensity": curve_figures(curve, truth),
+        "encoders": trained,
+        "log": {"impressions": int(log.totals["impressions"].sum()), "clicks": int(log.totals["clicks"].sum())},
+    }, per_query
+
+
+def train_corrected(log, curve, work: Path, *, seed: int, sizes: dict, encoder: dict) -> tuple[dict, dict]:
+    """A CLSM (GDSSM generalized loss) trained on ``log``'s click labels under each correction, ``curve`` the
+    propensities: ``(encoder name -> saved bundle, correction -> validation NDCG@10 and seconds)``."""
+    from ltrfeat.clicks.debias import click_labels
+    from ltrfeat.features.encoders.training import train_encoder
+
     models, trained = {}, {}
     for debias in CORRECTIONS:
         start = time.perf_counter()
@@ -94,29 +119,17 @@ def world_run(name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, w
             "validation_ndcg@10": max(h["val_ndcg@10"] for h in history),
             "seconds": round(time.perf_counter() - start, 1),
         }
-    data = _features(world, models)
-    neural = {name: [f"{name}_doc_cos"] for name in models}
-    base = ",".join(f.name for f in data.feature_map if f.source.startswith("lexical"))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = run_ablation(
-            _folds(data, k=3, seed=seed),
-            [s for s in plan_feature_sets(data.feature_map, base=base, neural=neural) if s.name != "lexical+all"],
-            seeds=(seed,),
-            ranker_params=RANKER,
-            progress=False,
-        )
-    per_query = result.per_query.assign(qid=lambda f: f"s{seed}:" + f["qid"].astype(str))
+    return models, trained
+
+
+def curve_figures(curve, truth) -> dict:
+    """The estimated propensity ``curve`` beside the ``truth``: relative errors and whether the interval holds it."""
     return {
-        "propensity": {
-            "estimate": curve.to_dict(),
-            "truth": [round(float(v), 6) for v in truth],
-            "relative_error": [round(float(v), 4) for v in curve.values / truth - 1],
-            "truth_inside_interval": [bool(v) for v in (curve.lower <= truth) & (truth <= curve.upper)],
-        },
-        "encoders": trained,
-        "log": {"impressions": int(log.totals["impressions"].sum()), "clicks": int(log.totals["clicks"].sum())},
-    }, per_query
+        "estimate": curve.to_dict(),
+        "truth": [round(float(v), 6) for v in truth],
+        "relative_error": [round(float(v), 4) for v in curve.values / truth - 1],
+        "truth_inside_interval": [bool(v) for v in (curve.lower <= truth) & (truth <= curve.upper)],
+    }
 
 
 def propensity_accuracy(seeds, work: Path, *, sizes=(800, 3000, 9000), resamples: int = 200, log=print) -> list[dict]:

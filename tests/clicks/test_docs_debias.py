@@ -1,4 +1,5 @@
-"""docs/experiments.md quotes the debiasing benchmark's figures as benchmarks/results/clicks_debias.json has them."""
+"""docs/experiments.md quotes the debiasing benchmarks' figures as benchmarks/results/clicks_debias.json (generated
+worlds) and clicks_homedepot.json (Home Depot, simulated clicks) have them."""
 
 from __future__ import annotations
 
@@ -6,15 +7,19 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.clicks_debias import markdown_table  # noqa: E402
+from benchmarks import clicks_debias, clicks_homedepot  # noqa: E402
 
 
-def test_the_experiments_page_quotes_the_results_file():
-    figures = json.loads((ROOT / "benchmarks" / "results" / "clicks_debias.json").read_text())["figures"]
+@pytest.mark.parametrize("benchmark", [clicks_debias, clicks_homedepot], ids=["clicks_debias", "clicks_homedepot"])
+def test_the_experiments_page_quotes_the_results_file(benchmark):
+    name = benchmark.__name__.rsplit(".", 1)[-1]
+    figures = json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())["figures"]
     page = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
-    for line in markdown_table(figures):
+    for line in benchmark.markdown_table(figures):
         assert line in page, f"docs/experiments.md does not quote: {line}"
     assert figures["setup"]["command"] in page
