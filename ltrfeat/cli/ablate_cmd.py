@@ -131,10 +131,11 @@ _TEXT_MODE = option_group(
     click.option(
         "--click-log",
         "click_log_path",
-        type=click.Path(dir_okay=False),
+        type=click.Path(),
         default=None,
         help="Text mode: a click log the encoders train on instead of the judged pairs (impression-level, "
-        "aggregated with or without positions, UBI event records; read as `clicks summary` reads it), filtered by "
+        "aggregated with or without positions, UBI event records, serve's --event-log directory; read as `clicks "
+        "summary` reads it), filtered by "
         "query text as --train-pairs is; its clicks become labels by --debias.",
     ),
     click.option(

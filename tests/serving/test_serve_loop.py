@@ -1,6 +1,6 @@
 """The loop closes: a real `serve --interleave --event-log`, simulated users clicking through `/events`, then the
-same log directory read by `clicks summary`, trained on by `train-encoder --debias ipw` and judged by
-`interleave-report`."""
+same log directory read by `clicks summary`, trained on by `train-encoder --debias ipw` and by the cross-fitted
+encoders of `ablate --click-log`, and judged by `interleave-report`."""
 
 from __future__ import annotations
 
@@ -89,6 +89,20 @@ def test_the_event_log_serve_writes_trains_an_encoder_and_reports_the_preference
     assert "position bias corrected by ipw (propensity by position, em: 1, " in trained
     record = Encoder.load(out).training["clicks"]
     assert record["debias"] == "ipw" and record["has_positions"]
+
+    data, qtext = world["data"], dict(zip(world["queries"].qid, world["queries"]["query"]))
+    titles = world["docs"].set_index("docid")["title"]
+    judged = tmp_path / "judged.tsv"
+    judged.write_text(
+        "qid\tquery\tdoc\tlabel\n"
+        + "".join(f"{q}\t{qtext[q]}\t{titles[d]}\t{int(y)}\n" for q, d, y in zip(data.qid, data.docid, data.label))
+    )
+    ablation = tmp_path / "ablation"
+    args = ["--pairs", judged, "--click-log", log_dir, "--click-docs", tmp_path / "docs.tsv", "--debias", "ipw"]
+    args += ["--propensity", "em", "--encoder", "dssm:generalized", "--quick", "--no-select", "--report", ablation]
+    _invoke("ablate", *args, "--encoder-option", "epochs=1", "--encoder-option", "val_fraction=0")
+    clicks = json.loads((ablation / "report.json").read_text())["config"]["click_training"]
+    assert any(c["debias"] == "ipw" and c["impressions"] <= n * DEPTH for c in clicks.values()), clicks
 
     report = json.loads(_invoke("interleave-report", log_dir, "--json"))
     assert report["overall"]["impressions"] == interleaved and report["clicked_impressions"] > 0
