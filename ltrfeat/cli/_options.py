@@ -92,6 +92,34 @@ def label_map_option(text: str, *, sep: str = ", "):
     )
 
 
+def click_log_options(*, prefix: str, when: str) -> list:
+    """``--clip`` and the query and document tables of a click log (``--{prefix}queries``, ``--{prefix}docs``),
+    for ``train-encoder`` and ``ablate``; ``when``: the option the tables go with."""
+    from ltrfeat.clicks.debias import DEFAULT_CLIP
+
+    return [
+        click.option(
+            "--clip",
+            type=click.FloatRange(min=0, max=1, min_open=True),
+            default=DEFAULT_CLIP,
+            show_default=True,
+            help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
+        ),
+        click.option(
+            f"--{prefix}queries",
+            type=click.Path(exists=True, dir_okay=False),
+            default=None,
+            help=f"With {when}: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
+        ),
+        click.option(
+            f"--{prefix}docs",
+            type=click.Path(exists=True, dir_okay=False),
+            default=None,
+            help=f"With {when}: documents table (docid and text) giving the texts of a log that has only docids.",
+        ),
+    ]
+
+
 def quiet() -> bool:
     """Whether ``ltrfeat -q`` asked for errors only."""
     import logging

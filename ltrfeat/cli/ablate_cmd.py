@@ -9,6 +9,7 @@ import os
 import click
 
 from ltrfeat.cli._options import (
+    click_log_options,
     SectionedCommand,
     config_file_record,
     option_group,
@@ -157,25 +158,7 @@ _TEXT_MODE = option_group(
         "harvesting (harvest) or EM under the position-based model (em), or read from FILE (a table of position, "
         "propensity, e.g. from a randomisation experiment).",
     ),
-    click.option(
-        "--clip",
-        type=click.FloatRange(min=0, max=1, min_open=True),
-        default=DEFAULT_CLIP,
-        show_default=True,
-        help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
-    ),
-    click.option(
-        "--click-queries",
-        type=click.Path(exists=True, dir_okay=False),
-        default=None,
-        help="With --click-log: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
-    ),
-    click.option(
-        "--click-docs",
-        type=click.Path(exists=True, dir_okay=False),
-        default=None,
-        help="With --click-log: documents table (docid and text) giving the texts of a log that has only docids.",
-    ),
+    *click_log_options(prefix="click-", when="--click-log"),
     click.option(
         "--collection",
         "collection_path",

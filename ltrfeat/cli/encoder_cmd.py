@@ -16,6 +16,7 @@ from click.core import ParameterSource
 
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import (
+    click_log_options,
     columns_option,
     duplicates_option,
     encoding_option,
@@ -41,7 +42,7 @@ from ltrfeat.features.encoders.config import (
     SbertConfig as _S,
 )
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
-from ltrfeat.clicks.debias import CORRECTED_LOSSES, DEFAULT_CLIP
+from ltrfeat.clicks.debias import CORRECTED_LOSSES
 
 _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM ones --help shows
     f"{_S.epochs} epoch, batch {_S.batch_size}, lr {_S.lr:.0e}, in-batch negatives only, gamma {_S.gamma:g}, "
@@ -79,25 +80,7 @@ _CLICK_OPTIONS = (  # reading PAIRS as a click log
         show_default=True,
         help="With --debias and no --propensity: how the curve is estimated from the log.",
     ),
-    click.option(
-        "--clip",
-        type=click.FloatRange(min=0, max=1, min_open=True),
-        default=DEFAULT_CLIP,
-        show_default=True,
-        help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
-    ),
-    click.option(
-        "--queries",
-        type=click.Path(exists=True, dir_okay=False),
-        default=None,
-        help="With --debias: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
-    ),
-    click.option(
-        "--docs",
-        type=click.Path(exists=True, dir_okay=False),
-        default=None,
-        help="With --debias: documents table (docid and text) giving the texts of a log that has only docids.",
-    ),
+    *click_log_options(prefix="", when="--debias"),
     click.option(
         "--log-format",
         type=click.Choice(["tsv", "csv", "jsonl", "parquet", "ubi"]),
