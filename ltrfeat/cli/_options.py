@@ -11,6 +11,7 @@ import click
 
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.tracking import DEFAULT_URI  # no MLflow import: commands start fast
 
 
 def resampling_options(fn):
@@ -508,10 +509,26 @@ def option_group(name: str, *options):
     return decorator
 
 
+_SHORT_DEFAULT_WIDTH = 25  # a longer default shows its leading comma-separated items and ",..."
+
+
+def shown_default(value) -> str:
+    """An option's default as a short help text shows it: on/off, comma-joined sequences, long lists cut."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    if len(text) <= _SHORT_DEFAULT_WIDTH or "," not in text:
+        return text
+    return text[: text.rindex(",", 0, _SHORT_DEFAULT_WIDTH + 1)] + ",..."
+
+
 class SectionedCommand(click.Command):
     """A command whose ``--help`` lists its options in titled sections (``sections``: option-group name ->
     title; options outside a group go first under ``first``), each with its one-line text from ``short``
-    (parameter name -> text; the full help otherwise); the full texts live in ``docs`` (a docs/ page)."""
+    (parameter name -> text; the full help otherwise); the full texts live in ``docs`` (a docs/ page).
+
+    A short text names a value through a placeholder, never a copy: ``{default}`` (the option's default) and
+    ``{alone}`` (the value an option with an optional value takes when given alone)."""
 
     def __init__(self, *args, sections: dict, short: dict, first: str = "Input", docs: str | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -527,7 +544,7 @@ class SectionedCommand(click.Command):
             key = getattr(param, "section", None) or (
                 "general" if param.name == "config" or id(param) in general else None
             )
-            groups.setdefault(key, []).append((record[0], self.short.get(param.name, record[1])))
+            groups.setdefault(key, []).append((record[0], self._short(param) or record[1]))
         for key, title in [(None, self.first), *self.sections.items(), ("general", "General")]:
             if groups.get(key):
                 with formatter.section(title):
@@ -536,15 +553,25 @@ class SectionedCommand(click.Command):
             formatter.write_paragraph()
             formatter.write_text(f"Every option in full, with its default: {self.docs}.")
 
+    def _short(self, param) -> str | None:
+        text = self.short.get(param.name)
+        if text is None:
+            return None
+        if "{default}" in text:
+            text = text.replace("{default}", shown_default(param.default))
+        if "{alone}" in text:
+            text = text.replace("{alone}", shown_default(param.flag_value))
+        return text
+
 
 MLFLOW = click.option(
     "--mlflow",
     "mlflow_uri",
     is_flag=False,
-    flag_value="sqlite:///mlflow.db",  # ltrfeat.core.tracking.DEFAULT_URI (not imported: commands start fast)
+    flag_value=DEFAULT_URI,
     default=None,
     metavar="[URI]",
-    help="Record the run in MLflow at tracking URI (alone: sqlite:///mlflow.db): settings, metrics (ndcg@10 as "
+    help=f"Record the run in MLflow at tracking URI (alone: {DEFAULT_URI}): settings, metrics (ndcg@10 as "
     "ndcg_at_10), outputs and feature pins. Needs ltrfeat[mlflow].",
 )
 MLFLOW_REGISTER = click.option(
