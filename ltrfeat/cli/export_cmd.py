@@ -13,12 +13,6 @@ from ltrfeat.features.encoders.registry import export_formats
 from ltrfeat.rankers.registry import EXPORT_TARGETS
 
 
-def encoder_width(encoder) -> int:
-    """Vector width of a loaded encoder (bundles know it; others encode one text to find out)."""
-    dim = getattr(encoder, "dim", None)
-    return int(dim) if dim else int(encoder.encode(["x"], side="doc").shape[1])
-
-
 def _json_file(path, what: str) -> dict | None:
     if path is None:
         return None
@@ -137,7 +131,7 @@ def export_ranker(
 
     dims = {}
     for spec in encoders:
-        from ltrfeat.features.neural import load_encoder, parse_encoder_spec
+        from ltrfeat.features.neural import encoder_width, load_encoder, parse_encoder_spec
 
         enc_name, path = parse_encoder_spec(spec)
         dims[enc_name] = encoder_width(load_encoder(enc_name, path))

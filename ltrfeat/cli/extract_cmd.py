@@ -18,68 +18,15 @@ from ltrfeat.cli._options import (
 )
 from ltrfeat.features import extract as ex
 from ltrfeat.features.extract import save_corpus_stats
-from ltrfeat.features import neural
 from ltrfeat.core import text
-from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
-from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.lexical import LexicalExtractor
+from ltrfeat.features.analysis import STOPWORD_LISTS
+from ltrfeat.features.extractor_options import build_extractors, name_corpus_file
 from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.letor import write_letor
 
 
 def _split(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
-def build_extractors(
-    *,
-    lexical: str | None,
-    fields: list[str],
-    stem: str | None,
-    stopwords: str | None,
-    corpus_path: str | None,
-    lexical_params: dict,
-    encoders=(),
-) -> list:
-    """Every extractor the options ask for, in output column order (one place to add kinds).
-
-    Lexical settings not given (None) come from the ``corpus_path`` file's record when it has one
-    (a given one that contradicts it is an error), else the defaults."""
-    corpus = CorpusStats.load(corpus_path) if corpus_path else None
-    lexical_params = _settings(lexical_params, corpus, corpus_path)
-    analyzer = (
-        None
-        if corpus is not None and stem is None and stopwords is None
-        else Analyzer(stemmer=stem, stopwords=stopwords)
-    )
-    extractors = ex.lexical_extractors(
-        _split(lexical),
-        fields=fields,
-        analyzer=analyzer,
-        corpus=corpus,
-        **lexical_params,
-    )
-    extractors += neural.encoder_extractors(encoders, fields=fields)
-    if not extractors:
-        raise LtrfeatError(
-            "no extractor chosen", fix="pass --lexical NAMES and/or --encoder KIND=MODEL (see `ltrfeat features list`)"
-        )
-    return extractors
-
-
-def _settings(given: dict, corpus, corpus_path) -> dict:
-    recorded = (corpus.settings or {}) if corpus is not None else {}
-    for setting, value in given.items():
-        if value is not None and setting in recorded and recorded[setting] != value:
-            option = f"--{setting.replace('_', '-')}"
-            raise LtrfeatError(
-                f"{setting} {value} ({option}) differs from the {setting} {recorded[setting]} the corpus statistics "
-                "were saved with: this split's columns would not match the training split's",
-                path=corpus_path,
-                fix=f"drop {option} (the value comes from the file), or re-extract the training split with "
-                f"{option} {value}",
-            )
-    return {k: v if v is not None else recorded[k] for k, v in given.items() if v is not None or k in recorded}
 
 
 _READING = option_group(
@@ -255,7 +202,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
         ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=r["conflicts"])
-        _name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
+        name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
         if dask:
             from ltrfeat.core import dask_cluster
             from ltrfeat.features import dask_extract
@@ -302,7 +249,7 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
                 missing="keep",
             )  # an empty field is scorable (it matches nothing)
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
-        _name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
+        name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
         if dask:
             from ltrfeat.core import dask_cluster
             from ltrfeat.features import dask_extract
@@ -339,13 +286,6 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         f"{', ...' if len(names) > 6 else ''})",
         err=True,
     )
-
-
-def _name_corpus_file(extractors, path, docs, queries) -> None:
-    """Fit the corpus statistics now, so the output's record names ``path``, where they are saved after it."""
-    if path:
-        for extractor in ex.fit_extractors([e for e in extractors if isinstance(e, LexicalExtractor)], docs, queries):
-            extractor.corpus_.source = str(path)
 
 
 def _save_corpus(extractors, path) -> None:

@@ -8,6 +8,7 @@ __all__ = [  # the public modules
     "encoders",
     "explain",
     "extract",
+    "extractor_options",
     "hashing",
     "leakage",
     "lexical",

@@ -82,6 +82,12 @@ def load_encoder(name: str, path=None):
     return kind.load(path)
 
 
+def encoder_width(encoder) -> int:
+    """Vector width of a loaded encoder (bundles know it; others encode one text to find out)."""
+    dim = getattr(encoder, "dim", None)
+    return int(dim) if dim else int(encoder.encode(["x"], side="doc").shape[1])
+
+
 class _VectorCache:
     """LRU cache text -> vector for one encoder side; misses are encoded together in one call. At most
     ``capacity`` entries and, with ``max_bytes``, entries of at most that many bytes (text and vector)."""

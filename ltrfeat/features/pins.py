@@ -16,7 +16,8 @@ carries into the ranker's metadata:
   ablation report shows (:mod:`ltrfeat.experiments.click_training`).
 
 :func:`lexical_settings` gives the settings to recompute a ranker's lexical columns with (from
-its record; an option that contradicts the record is an error), :func:`check_encoder` and
+its record; an option that contradicts the record is an error), :func:`with_corpus_record` those of an extraction
+with saved corpus statistics (the same rule against the file's record), :func:`check_encoder` and
 :func:`check_same_pipeline` refuse an encoder bundle or a data file made differently from the
 ranker's training data. Models and files from before the records existed load as before, with
 a one-line note where a setting had to be assumed.
@@ -60,6 +61,24 @@ def _needed(families) -> list[str]:
     return [s for s in SETTINGS if any(s in FAMILY_SETTINGS.get(f, ()) for f in families)]
 
 
+def with_corpus_record(given: dict, corpus) -> dict:
+    """The lexical settings ``given`` (None: not given) completed from the record of ``corpus`` (a loaded
+    :class:`~ltrfeat.features.corpus.CorpusStats` or None): a given setting wins, else the recorded one; a setting
+    neither given nor recorded is left out. Raises :class:`LtrfeatError` naming the option and both values when a
+    given setting contradicts the record (the columns would not match those of the split the file was fitted on)."""
+    recorded = (corpus.settings or {}) if corpus is not None else {}
+    for setting, value in given.items():
+        if value is not None and setting in recorded and recorded[setting] != value:
+            raise LtrfeatError(
+                f"{setting} {value} ({_option(setting)}) differs from the {setting} {recorded[setting]} the corpus "
+                "statistics were saved with: the columns would not match the training split's",
+                path=corpus.source,
+                fix=f"drop {_option(setting)} (the value comes from the file), or re-extract the training split "
+                f"(and retrain) with {_option(setting)} {value}",
+            )
+    return {k: v if v is not None else recorded[k] for k, v in given.items() if v is not None or k in recorded}
+
+
 def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=None) -> tuple[dict, str | None]:
     """LexicalExtractor settings that recompute the ranker's lexical ``columns`` (``{name: family}``)
     as they were extracted, and a one-line note when some had to be assumed (else None).
@@ -75,17 +94,10 @@ def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=No
     records = {name: feature_map.record_of(name) for name in columns}
     records = {name: r for name, r in records.items() if r is not None and r.get("kind") == "lexical"}
     if not records:
-        source = (corpus.settings if corpus is not None else None) or {}
-        for setting, value in given.items():
-            if setting in source and source[setting] != value:
-                raise LtrfeatError(
-                    f"{setting} {value} ({_option(setting)}) differs from the {setting} {source[setting]} the "
-                    "corpus statistics were saved with",
-                    fix=f"drop {_option(setting)}, or re-extract and retrain with {_option(setting)} {value}",
-                )
-        params = {s: given.get(s, source.get(s, LEXICAL_DEFAULTS[s])) for s in needed}
-        assumed = [s for s in needed if s not in given and s not in source]
-        origin = "the corpus statistics' record" if source else "the defaults"
+        merged = with_corpus_record(dict.fromkeys(needed) | given, corpus)
+        params = {s: merged.get(s, LEXICAL_DEFAULTS[s]) for s in needed}
+        assumed = [s for s in needed if s not in merged]
+        origin = "the corpus statistics' record" if corpus is not None and corpus.settings else "the defaults"
         note = (
             f"the ranker records no feature settings (trained before ltrfeat kept them); scoring with {origin}: "
             + ", ".join(f"{s} {params[s]}" for s in needed)
