@@ -237,12 +237,11 @@ def selection_config(
 
     if not select:
         return None
-    settings = {"tune_trials": tune_trials, "inner_folds": inner_folds, "rule": select_rule, "seed": seed}
-    if candidates is None:
-        config = SelectionConfig.default(engine, tune=tune, **settings)
-    else:
-        names = tuple(c.strip() for c in candidates.split(",") if c.strip())
-        config = SelectionConfig(candidates=names, tune=tune, **settings)
+    config = SelectionConfig.default(
+        engine, tune=tune, tune_trials=tune_trials, inner_folds=inner_folds, rule=select_rule, seed=seed
+    )
+    if candidates is not None:
+        config = config.replace(candidates=tuple(c.strip() for c in candidates.split(",") if c.strip()))
     return config if deployable is None else config.deployable(deployable)
 
 
@@ -274,13 +273,14 @@ def _apply_config_file(ctx: click.Context, param: click.Parameter, value) -> Non
     table, where = settings, ""
     if path and isinstance(settings.get(path[0]), dict):
         for part in path:
-            table = table.get(part) if isinstance(table, dict) else None
-            if not isinstance(table, dict):
+            inner = table.get(part)
+            if not isinstance(inner, dict):
                 raise LtrfeatError(
                     f"no [{'.'.join(path)}] table for this command",
                     path=value,
                     fix=f"put the settings of '{' '.join(path)}' in a [{'.'.join(path)}] table",
                 )
+            table = inner
         where = f"[{'.'.join(path)}] "
     names = {}
     for p in ctx.command.params:

@@ -19,11 +19,11 @@ def _encoders(specs) -> dict:
         name = name.strip()
         if not name or name in out:
             raise LtrfeatError(f"bad or repeated --encoder {spec!r}", fix="write NAME=PATH once per encoder name")
-        out[name] = path.strip() or None if sep else None
-        if out[name] is not None and not Path(out[name]).exists():  # checked before anything starts
+        out[name] = given = (path.strip() or None) if sep else None
+        if given is not None and not Path(given).exists():  # checked before anything starts
             raise LtrfeatError(
                 f"--encoder {name}: no such file or directory",
-                path=out[name],
+                path=given,
                 fix="give NAME=PATH of an .ltrenc bundle or an ONNX export directory",
             )
     return out

@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import contextlib
+from types import ModuleType
 
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.versions import package_digest
 
-try:
-    import distributed
-except ImportError:  # the optional `dask` extra is not installed
-    distributed = None
+
+def _import_distributed() -> ModuleType | None:
+    try:
+        import distributed
+    except ImportError:  # the optional `dask` extra is not installed
+        return None
+    return distributed
+
+
+distributed = _import_distributed()
 
 INSTALL_FIX = "install the Dask extra: pip install 'ltrfeat[dask]'"
 

@@ -34,6 +34,7 @@ class LtrfeatError(Exception):
         self.line = line
         self.fix = fix
         self.param, self.role = param, role
+        self.worded = False  # the fix already speaks a command's words (cli_fixes, reword_setting)
         super().__init__(self._format())
 
     def _format(self) -> str:
@@ -96,7 +97,7 @@ def cli_fixes(fixes: dict[str, str]):
 
 def reword_setting(exc: LtrfeatError, spell) -> None:
     """Re-word ``KEY=VALUE`` in ``exc``'s fix, ``KEY`` being its ``param``, as ``spell(key, value)`` (once)."""
-    if exc.param is None or not exc.fix or getattr(exc, "worded", False):
+    if exc.param is None or not exc.fix or exc.worded:
         return
     key = exc.param
     pattern = rf"(?<![\w.-]){re.escape(key)}=(?:'([^']*)'|([^\s,;)]+))"

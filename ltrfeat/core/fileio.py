@@ -30,7 +30,17 @@ def is_gzip_path(path) -> bool:
 class _CheckedGzip(gzip.GzipFile):
     """A gzip reader whose damaged or truncated data is a one-line :class:`LtrfeatError` naming the file
     (gzip raises ``BadGzipFile``, ``EOFError`` or ``zlib.error``, and click turns ``EOFError`` into a bare
-    "Aborted!")."""
+    "Aborted!"). It reads ``source`` and closes it when closed, as when GzipFile opens the file itself."""
+
+    def __init__(self, source: io.BufferedReader, *, name: str):
+        super().__init__(filename=name, mode="rb", fileobj=source)
+        self._source = source
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self._source.close()
 
     def _checked(self, method, *args):
         try:
@@ -51,8 +61,8 @@ class _CheckedGzip(gzip.GzipFile):
         if out < _RATIO_AFTER:
             return
         try:
-            packed = self.fileobj.tell()
-        except (OSError, AttributeError, ValueError):  # a pipe: no position to compare with
+            packed = self._source.tell()
+        except (OSError, ValueError):  # a pipe: no position to compare with
             return
         bound = limits.current().max_gzip_ratio
         if out > bound * max(packed, 1):
@@ -86,13 +96,12 @@ def open_input(path, *, binary: bool = True, encoding: str = "utf-8"):
     path = Path(path)
     raw = open(path, "rb")
     # peek, not read-and-reopen: a pipe or FIFO (``<(zcat f)``, /dev/stdin) can be read only once
-    if raw.peek(2)[:2] == b"\x1f\x8b":
-        gz = _CheckedGzip(filename=str(path), mode="rb", fileobj=raw)
-        gz.myfileobj = raw  # closed with the gzip reader, as when GzipFile opens the file itself
-        raw = gz
+    source: io.BufferedReader | _CheckedGzip = (
+        _CheckedGzip(raw, name=str(path)) if raw.peek(2)[:2] == b"\x1f\x8b" else raw
+    )
     if binary:
-        return raw
-    return io.TextIOWrapper(raw, encoding=encoding, newline="")
+        return source
+    return io.TextIOWrapper(source, encoding=encoding, newline="")
 
 
 _WRITE_FAILURES = {
@@ -219,7 +228,7 @@ class StaleSideFiles:
             if path.is_file() and not is_stream(path):
                 self._moved.append((path, tempfiles.move_aside(path)))
 
-    def __exit__(self, exc_type, exc, tb) -> bool:
+    def __exit__(self, exc_type, exc, tb) -> None:
         for path, aside in self._moved:
             with contextlib.suppress(FileNotFoundError):
                 if exc_type is None:
@@ -227,7 +236,6 @@ class StaleSideFiles:
                 else:
                     os.replace(aside, path)
             tempfiles.release(aside)
-        return False
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +46,7 @@ def _env_name(field: str) -> str:
 
 
 def _from_environment() -> InputLimits:
-    values = {}
+    values: dict[str, Any] = {}
     for field in dataclasses.fields(InputLimits):
         text = os.environ.get(_env_name(field.name))
         if text:

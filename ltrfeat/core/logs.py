@@ -42,6 +42,8 @@ def show_progress(requested: bool | None = True) -> bool:
 class _StderrHandler(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at emit time (it may be swapped, e.g. by click's test runner)."""
 
+    _ltrfeat_cli = False  # True on the handler configure_cli_logging installed
+
     def emit(self, record):
         self.stream = sys.stderr
         super().emit(record)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = ["load_entry_points"]
 
 
-def load_entry_points(group: str, cls: type, table: dict, loaded: dict) -> None:
+def load_entry_points(group: str, cls: type[Any], table: dict, loaded: dict) -> None:
     """Add every object of entry-point ``group`` that is a ``cls`` to ``table`` by its ``name`` (a name known
     already keeps its kind); once per process (``loaded["entry_points"]`` records it)."""
     if loaded["entry_points"]:

@@ -128,7 +128,8 @@ class Settings:
     label: ClassVar[str] = "settings"
     _parameter_constraints: ClassVar[dict[str, list]] = {}
     _fixes: ClassVar[dict[str, str]] = {}
-    _nested: ClassVar[dict[str, type]] = {}
+    _nested: ClassVar[dict[str, type[Settings]]] = {}
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # set by @dataclass on each subclass
 
     def __post_init__(self):
         for name, constraints in self._parameter_constraints.items():

@@ -12,7 +12,7 @@ import contextlib
 import threading
 import time
 
-_teacher = {"seconds": 0.0, "texts": 0}
+_teacher: dict[str, float] = {"seconds": 0.0, "texts": 0}
 _teacher_lock = threading.Lock()
 
 
@@ -31,7 +31,7 @@ def teacher_clock(n_texts: int):
 def teacher_totals() -> tuple[float, int]:
     """Seconds and texts of teacher encoding in this process so far."""
     with _teacher_lock:
-        return _teacher["seconds"], _teacher["texts"]
+        return _teacher["seconds"], int(_teacher["texts"])
 
 
 class StageProfile:
@@ -42,7 +42,7 @@ class StageProfile:
         self.stages: dict[str, float] = {}
         self.encoders: dict[str, dict] = {}
         self.runs: dict[str, int] | None = None
-        self.pool: dict[str, int] | None = None
+        self.pool: dict[str, int | str] | None = None
         self.places: dict[str, str] = {}
         self._teacher_start = teacher_totals()
 

@@ -172,7 +172,8 @@ def drill_data(
     def num(x, fmt):
         return None if not math.isfinite(x) else fmt(x)
 
-    queries, docs = [], []
+    queries: list[list] = []
+    docs: list[list] = []
     for i, qid in enumerate(order):
         mine = rows[bounds[i] : bounds[i + 1]]
         if not len(mine):
@@ -226,7 +227,7 @@ def _moved_by(contributions: dict[str, pd.DataFrame], sets: list, index: pd.Mult
     out); ``features`` (name -> index) grows with the names used. None when no set has contributions."""
     if not any(contributions.get(s) is not None for s in sets):
         return None
-    out = []
+    out: list[list] = []
     for s in sets:
         frame = contributions.get(s)
         if frame is None:
@@ -320,7 +321,7 @@ def _results_table(data: dict) -> str:
     marks = cfg.get("statistics", {}).get("marks", _plots.MARKS)
     comps = {(c["variant"], c["metric"]): c for c in data["comparisons"] if c["baseline"] == baseline}
     ncols = {s["name"]: len(s["columns"]) for s in cfg.get("feature_sets", [])}
-    rows = {}
+    rows: dict[tuple[str, str], dict[str, dict]] = {}
     for r in data["results"]:
         rows.setdefault((r["feature_set"], r["kind"]), {})[r["metric"]] = r
     head = "".join(f"<th>{_e(m)}</th>" for m in metrics)
@@ -429,7 +430,7 @@ def _selection(data: dict) -> str:
                 f"<td class=text>{_e(cv)}</td></tr>"
             )
     metrics = headline(data["config"]["metrics"])
-    cand = {}
+    cand: dict[str, dict[str, float]] = {}
     for r in data["results"]:
         if r["kind"] == "candidate" and r["metric"] in metrics:
             cand.setdefault(r["feature_set"], {})[r["metric"]] = r["mean"]

@@ -370,7 +370,7 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
                     + ", ".join(f"{k} {v:.3g}" for k, v in top)
                     + ("; neural share " + ", ".join(f"{100 * v:.0f}%" for v in shares) if shares else "")
                 )
-        best = {}
+        best: dict[str, list[int]] = {}
         for r in result.runs:
             if r["best_iteration"] is not None:
                 best.setdefault(r["feature_set"], []).append(r["best_iteration"])

@@ -12,7 +12,7 @@ REPORT_ARTIFACTS = ("report.html", "report.json", "report.md", "timings.json", "
 
 def _hash_tags(config, prefix: str = "") -> dict[str, str]:
     """Every SHA-256 / content hash in a nested record (data files, bundles), as tags named by their path."""
-    tags = {}
+    tags: dict[str, str] = {}
     items = config.items() if isinstance(config, dict) else enumerate(config) if isinstance(config, list) else ()
     for key, value in items:
         name = f"{prefix}{key}"

@@ -73,7 +73,7 @@ def verdict(result, summary: dict) -> dict | None:
                 "bm25_alone": bm25,
                 # the configuration with the best test mean, known only in hindsight: what choosing cost
                 "best_fixed": None if fixed is None else {"name": fixed, "mean": means.get((fixed, m))},
-                "selection_cost": None if fixed is None else means.get((fixed, m)) - means.get((RECOMMENDED, m)),
+                "selection_cost": None if fixed is None else means[(fixed, m)] - means[(RECOMMENDED, m)],
             }
         )
     warnings = []
@@ -151,7 +151,7 @@ def _lighter(result, per_fold: dict, recommended: str, means: dict, metrics: lis
     if not heavy or not holds_heavy(recommended):
         return None
     light = [s.name for s in result.feature_sets if s.kind == "ranker" and not holds_heavy(s.name)]
-    kept = collections.Counter()
+    kept: collections.Counter[str] = collections.Counter()
     for r in per_fold.values():
         stats, z = (r.get("stats") or {}) | (r.get("aside") or {}), r.get("margin_z", 1.0)
         for name in light:  # rule joint names configurations SET/CANDIDATE, the others sets
@@ -175,7 +175,7 @@ def _encoders_of(result, feature_set: str) -> dict[str, dict] | None:
     specs = (result.config.get("cross_fitting") or {}).get("encoders")
     if specs is None:
         return None
-    columns = next((s.columns for s in result.feature_sets if s.name == feature_set), [])
+    columns: list[str] = next((s.columns for s in result.feature_sets if s.name == feature_set), [])
     return {name: spec for name, spec in specs.items() if any(c.startswith(f"{name}_") for c in columns)}
 
 

@@ -221,6 +221,8 @@ class EncoderExtractor(TextTransformerTags, BaseEstimator):
     def column_suffix(self) -> str:
         """``score`` (pair scorer), ``dot`` (fitted dot-scored bundle) or ``cos``."""
         kind = encoder_kind_of(self.name)
+        if kind is None:
+            raise LtrfeatError(f"{self.name!r} names no encoder kind", fix=_spec_fix())
         return kind.column_suffix(getattr(getattr(self, "encoder_", None), "score", "cosine"))
 
     @property

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.corpus import CorpusStats
@@ -106,7 +107,7 @@ def lexical_settings(feature_map, columns: dict, *, corpus, given: dict, path=No
         return params, (note if needed else None)
     params = {}
     for setting in [*needed, "analyzer", "corpus_sha256"]:
-        values = {}
+        values: dict[str, tuple[Any, str]] = {}
         for name, record in records.items():
             if setting in FAMILY_SETTINGS.get(columns[name], ()) or setting in ("analyzer", "corpus_sha256"):
                 values.setdefault(repr(record.get(setting)), (record.get(setting), name))

@@ -37,7 +37,9 @@ def query_partitions(groups, n_parts: int) -> list[tuple[int, int, int, int]]:
     ends = np.cumsum(groups)
     n_parts = max(1, min(int(n_parts), len(groups)))
     targets = ends[-1] * np.arange(1, n_parts) / n_parts
-    cuts = np.unique(np.clip(np.searchsorted(ends, targets) + 1, 1, len(groups) - 1)) if n_parts > 1 else []
+    cuts = (
+        np.unique(np.clip(np.searchsorted(ends, targets) + 1, 1, len(groups) - 1)) if n_parts > 1 else np.array([], int)
+    )
     group_bounds = [0, *map(int, cuts), len(groups)]
     row_bounds = np.concatenate([[0], ends])[group_bounds]
     return [

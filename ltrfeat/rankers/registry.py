@@ -157,7 +157,7 @@ def kind_of(model) -> RankerKind:
     """The kind recorded on ``model`` (``kind_``, set when it was saved or loaded) when that kind owns it,
     else the first registered kind that owns it (a tuned kind's models look like the untuned ones)."""
     kinds = _kinds()
-    recorded = kinds.get(getattr(model, "kind_", None))
+    recorded = kinds.get(getattr(model, "kind_", ""))
     if recorded is not None and recorded.owns(model):
         return recorded
     for kind in kinds.values():

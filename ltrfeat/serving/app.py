@@ -365,7 +365,7 @@ def create_app(
 
     async def guarded(request: Request, handle):
         """Run ``handle(payload, connection)`` with the token, admission, body and disconnect handling."""
-        client = "%s:%d" % tuple(request.client) if request.client else "a client"
+        client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
         try:
             check_caller(request)
             async with receiving():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
@@ -20,6 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 from ltrfeat.clicks.served import IMPRESSION, TEAMS
 from ltrfeat.experiments.event_log import EventLog, now
 from ltrfeat.experiments.interleaving import interleave, request_rng
+
+if TYPE_CHECKING:
+    from ltrfeat.serving.scorer import Scorer
 
 CLICK = "click"
 
@@ -36,7 +40,7 @@ class Interleaving:
     seed : with a request's id, decides whether it is interleaved and how (replayable).
     """
 
-    scorer: object
+    scorer: Scorer
     method: str = "team-draft"
     share: float = 1.0
     seed: int = 0

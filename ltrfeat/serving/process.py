@@ -42,7 +42,7 @@ def served(serve_args, *, startup_timeout: float = 60.0, request_timeout: float 
             deadline = time.monotonic() + startup_timeout
             while True:
                 if proc.poll() is not None:
-                    raise RuntimeError(f"ltrfeat serve exited: {proc.stderr.read().decode()[-500:]}")
+                    raise RuntimeError(f"ltrfeat serve exited: {proc.communicate()[1].decode()[-500:]}")
                 with contextlib.suppress(httpx.TransportError):
                     if client.get("/healthz").status_code == 200:
                         break

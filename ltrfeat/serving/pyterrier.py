@@ -21,24 +21,36 @@ ltrfeat frames call them ``qid, query, docid`` and name the fields (``title``, `
 from __future__ import annotations
 
 import warnings
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
 
-try:  # an optional extra: the module imports without it and explains on first use
-    import pyterrier as pt
-
-    _Base = pt.Transformer
-except ImportError:  # pragma: no cover - exercised only without the extra
-    pt = None
-    _Base = object
+if TYPE_CHECKING:
+    from ltrfeat.serving.scorer import Scorer
 
 
-def _require() -> None:
+def _import_pyterrier() -> ModuleType | None:
+    """PyTerrier, an optional extra: the module imports without it and explains on first use."""
+    try:
+        import pyterrier
+    except ImportError:  # pragma: no cover - exercised only without the extra
+        return None
+    return pyterrier
+
+
+pt = _import_pyterrier()
+_Base: type = object if pt is None else pt.Transformer
+
+
+def _require() -> ModuleType:
+    """PyTerrier, or an error saying how to install it."""
     if pt is None:
         raise LtrfeatError("PyTerrier is not installed", fix="pip install 'ltrfeat[pyterrier]'")
+    return pt
 
 
 def _pairs(res: pd.DataFrame, fields, mapping: dict) -> pd.DataFrame:
@@ -104,7 +116,7 @@ class Features(_Base):
         self.fields = dict(fields or {})
         self.append = append
         self.strict = strict
-        self._scorer = None
+        self._scorer: Scorer | None = None
 
     @classmethod
     def for_ranker(
@@ -138,7 +150,7 @@ class Features(_Base):
     def _needed_fields(self) -> list[str]:
         if self._scorer is not None:
             return list(self._scorer.fields)
-        fields = []
+        fields: list[str] = []
         for ex in self.extractors:
             names = ex._fields() if hasattr(ex, "_fields") else ex.fields
             fields.extend([names] if isinstance(names, str) else names)
@@ -188,7 +200,7 @@ def stable_ties(qid, scores) -> np.ndarray:
 def _ranked(res: pd.DataFrame, scores, ties: str) -> pd.DataFrame:
     out = res.copy()
     out["score"] = stable_ties(res["qid"].to_numpy(), scores) if ties == "stable" else np.asarray(scores, np.float64)
-    return pt.model.add_ranks(out)
+    return _require().model.add_ranks(out)
 
 
 class Ranker(_Base):

@@ -240,10 +240,10 @@ class Scorer:
             )
         recorded = pins.corpus_needed(model.feature_map_, missing) if corpus is None else None
         if recorded is not None:  # lexical columns with a record: name the statistics they need
-            lexical = [n for n in missing if (model.feature_map_.record_of(n) or {}).get("kind") == "lexical"]
+            named = [n for n in missing if (model.feature_map_.record_of(n) or {}).get("kind") == "lexical"]
             raise LtrfeatError(
-                f"the ranker's {len(lexical)} lexical feature(s) ({', '.join(lexical[:4])}"
-                f"{', ...' if len(lexical) > 4 else ''}) need the corpus statistics they were extracted with "
+                f"the ranker's {len(named)} lexical feature(s) ({', '.join(named[:4])}"
+                f"{', ...' if len(named) > 4 else ''}) need the corpus statistics they were extracted with "
                 f"({recorded}) and none were given",
                 path=where,
                 fix="pass --corpus-stats FILE (corpus_stats= in Python), the file `extract --save-corpus-stats` "
@@ -260,7 +260,7 @@ class Scorer:
                 f"(given: {', '.join(encoders) or 'none'})",
             )
         extractors, note = [], None
-        if families:
+        if corpus is not None and families:  # lexical columns are found only with corpus statistics
             params, note = pins.lexical_settings(
                 model.feature_map_,
                 lexical_columns,
@@ -268,9 +268,9 @@ class Scorer:
                 given=params,
                 path=where,
             )
-            fields = tuple(lexical_fields) or corpus.fields[:1]
+            lexical_on = tuple(lexical_fields) or corpus.fields[:1]
             extractors.append(
-                LexicalExtractor(features=tuple(families), fields=fields, corpus=corpus, **params).fit(None)
+                LexicalExtractor(features=tuple(families), fields=lexical_on, corpus=corpus, **params).fit(None)
             )
         for encoder, fields in by_encoder.items():
             columns = [n for n in model.feature_map_.names if _encoder_column(n, [encoder]) is not None]
@@ -300,7 +300,7 @@ class Scorer:
             raise CandidateError(f"query must be a string, got {type(query).__name__}")
         if not isinstance(candidates, (list, tuple)):
             raise CandidateError(f"candidates must be a list of objects, got {type(candidates).__name__}")
-        columns = {"docid": [], **{f: [] for f in self.fields}}
+        columns: dict[str, list] = {"docid": [], **{f: [] for f in self.fields}}
         for i, cand in enumerate(candidates):
             if not isinstance(cand, dict):
                 raise CandidateError(f"candidate {i} is {type(cand).__name__}, not an object")
