@@ -122,8 +122,7 @@ def export_ranker(
     from ltrfeat.core.fileio import check_writable
     from ltrfeat.export.ltr_plugin import PluginScoring
     from ltrfeat.export.ltr_plugin import export_ranker as export
-    from ltrfeat.export.plugin_features import parse_feature
-    from ltrfeat.features.pins import lexical_settings
+    from ltrfeat.export.plugin_features import lexical_scoring, norms_warning
     from ltrfeat.rankers.models import load_ranker
 
     check_writable(out_path)  # before loading anything
@@ -140,8 +139,9 @@ def export_ranker(
         from ltrfeat.features.corpus import CorpusStats
 
         corpus = CorpusStats.load(corpus_stats)
-    columns = {n: i["family"] for n in ranker.feature_map_.names if (i := parse_feature(n, dims))["kind"] == "lexical"}
-    settings, note = lexical_settings(ranker.feature_map_, columns, corpus=corpus, given=lexical_params, path=model)
+    columns, settings, note = lexical_scoring(
+        ranker.feature_map_, dims=dims, corpus=corpus, given=lexical_params, path=model
+    )
     scoring = PluginScoring(
         templates=_json_file(plugin["templates"], "--templates"),
         dims=dims,
@@ -179,14 +179,9 @@ def export_ranker(
         )
     if note:
         click.echo(f"warning: {note}", err=True)
-    bm25 = [n for n, family in columns.items() if family == "bm25"]
-    if bm25 and target in ("es-ltr", "opensearch-ltr") and settings.get("bm25_norms", "exact") != "lucene":
-        click.echo(
-            f"warning: {', '.join(bm25)} were extracted with exact field lengths; the engine's BM25 uses Lucene's "
-            "one-byte length norms (equal below 40 tokens), so its values differ on longer fields (see --parity); "
-            "extract with --bm25-norms lucene and retrain for features equal to the engine's",
-            err=True,
-        )
+    norms = norms_warning(columns, settings, target)
+    if norms:
+        click.echo(f"warning: {norms}", err=True)
     if report is not None:
         _write_parity(report, parity["pairs_path"], out_path)
     untemplated = manifest.get("features_without_template") or []

@@ -55,7 +55,8 @@ import numpy as np
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.lexical import BM25_B, BM25_K1, FAMILIES, QUERY_ONLY, lucene_length
+from ltrfeat.features.lexical import BM25_B, BM25_K1, FAMILIES, LEXICAL_DEFAULTS, QUERY_ONLY, lucene_length
+from ltrfeat.features.pins import lexical_settings
 from ltrfeat.rankers.registry import LTR_ENGINES
 
 NO_VECTOR = "a document without a vector in the field scores as similarity 0 (the script's params.missing)"
@@ -250,6 +251,29 @@ def engine_features(feature_map, names, *, target: str, what: str) -> tuple[list
     return (
         kept,
         f"--deployable {target}: left out {len(dropped)} of the {len(names)} features of {what}: {_reasons(dropped)}",
+    )
+
+
+def lexical_scoring(feature_map, *, dims: dict, corpus, given: dict, path=None) -> tuple[dict, dict, str | None]:
+    """The model's lexical columns (``{name: family}``; ``dims``: encoder widths, to tell their columns apart), the
+    settings the engine's templates recompute them with (:func:`ltrfeat.features.pins.lexical_settings`: the
+    record, else the corpus statistics' ``corpus``, else the defaults; ``given`` must agree) and a note when some
+    had to be assumed (else None)."""
+    columns = {n: i["family"] for n in feature_map.names if (i := parse_feature(n, dims))["kind"] == "lexical"}
+    settings, note = lexical_settings(feature_map, columns, corpus=corpus, given=given, path=path)
+    return columns, settings, note
+
+
+def norms_warning(columns: dict, settings: dict, target: str) -> str | None:
+    """Why an LTR engine's BM25 will differ from the model's ``bm25`` columns (extracted with exact field lengths,
+    not Lucene's one-byte norms), or None."""
+    bm25 = [n for n, family in columns.items() if family == "bm25"]
+    if not bm25 or target not in LTR_ENGINES or settings.get("bm25_norms", LEXICAL_DEFAULTS["bm25_norms"]) == "lucene":
+        return None
+    return (
+        f"{', '.join(bm25)} were extracted with exact field lengths; the engine's BM25 uses Lucene's one-byte length "
+        "norms (equal below 40 tokens), so its values differ on longer fields (see --parity); extract with "
+        "--bm25-norms lucene and retrain for features equal to the engine's"
     )
 
 

@@ -370,3 +370,31 @@ def test_exported_linear_model_scores_as_ltrfeat_in_the_engine(demo, target, tmp
         worst = max(worst, float((np.abs(engine - ours[rows]) / np.maximum(1.0, np.abs(ours[rows]))).max()))
     # the plugins normalise, weigh and sum in float32 (a float32 ulp of these scores is about 1e-7 of them)
     assert worst <= 1e-6, worst
+
+
+def test_lexical_scoring_finds_the_lexical_columns_and_their_settings():
+    """What export-ranker's templates recompute: the lexical columns only, with the recorded (here: default)
+    settings and a note that they were assumed."""
+    from ltrfeat.core.dataset import Feature, FeatureMap
+    from ltrfeat.features.lexical import LEXICAL_DEFAULTS
+
+    fmap = FeatureMap([Feature(1, "bm25_title"), Feature(2, "coverage_title"), Feature(3, "clsm_title_cos")])
+    columns, settings, note = pf.lexical_scoring(fmap, dims={"clsm": 64}, corpus=None, given={"k1": None})
+    assert columns == {"bm25_title": "bm25", "coverage_title": "coverage"}
+    assert settings["k1"] == LEXICAL_DEFAULTS["k1"] and "trained before ltrfeat kept them" in note
+
+
+@pytest.mark.parametrize(
+    "columns, norms, target, warned",
+    [
+        ({"bm25_title": "bm25"}, "exact", "es-ltr", True),
+        ({"bm25_title": "bm25"}, "exact", "opensearch-ltr", True),
+        ({"bm25_title": "bm25"}, "lucene", "es-ltr", False),
+        ({"bm25_title": "bm25"}, "exact", "xgboost-json", False),
+        ({"coverage_title": "coverage"}, "exact", "es-ltr", False),
+    ],
+)
+def test_norms_warning_only_where_the_engine_computes_bm25_otherwise(columns, norms, target, warned):
+    said = pf.norms_warning(columns, {"bm25_norms": norms}, target)
+    assert (said is not None) == warned
+    assert said is None or said.startswith("bm25_title were extracted with exact field lengths")
