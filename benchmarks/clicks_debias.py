@@ -59,7 +59,7 @@ RANKER = {"n_estimators": 100, "n_jobs": 1, "params": {"bagging_fraction": 0.8, 
 
 def world_run(name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, world_size: dict, resamples: int):
     """One world: its propensity curve against the truth and the per-query NDCG of every feature set."""
-    from ltrfeat.cli.demo_cmd import _features, _folds
+    from ltrfeat.experiments.demo import demo_features as _features, demo_folds as _folds
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world
@@ -267,7 +267,7 @@ def markdown_table(figures: dict) -> list[str]:
 
 def main() -> None:
     from _common import write_results
-    from ltrfeat.cli.demo_cmd import SIZES
+    from ltrfeat.experiments.demo import SIZES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -122,7 +122,7 @@ class Setup:
 def seed_run(pairs, docs, queries: tuple[set, set], seed: int, work: Path, setup: Setup) -> tuple[dict, pd.DataFrame]:
     """One seed: clicks simulated on the click queries (``queries``: click, test), the curve against the truth,
     three encoders trained on the log and the per-query NDCG@10 of every feature set on the test queries."""
-    from ltrfeat.cli.demo_cmd import _folds
+    from ltrfeat.experiments.demo import demo_folds as _folds
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
@@ -243,7 +243,7 @@ def markdown_table(figures: dict) -> list[str]:
 
 def main() -> None:
     from _common import HOME_DEPOT, home_depot_pairs, write_results
-    from ltrfeat.cli.demo_cmd import SIZES
+    from ltrfeat.experiments.demo import SIZES
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=int, default=2000, help="queries drawn (half click, half test)")

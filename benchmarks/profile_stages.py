@@ -30,8 +30,8 @@ from benchmarks._common import RESULTS, write_results  # noqa: E402
 STAGE_NAMES = {
     "generate_world": "world",
     "write_world": "world_write",
-    "_train_encoders": "encoders",
-    "_features": "extraction",
+    "train_demo_encoders": "encoders",
+    "demo_features": "extraction",
     "run_ablation": "ablation",
     "summarise": "statistics",
     "write_report": "report",
@@ -150,9 +150,9 @@ def main() -> None:
     args = parser.parse_args()
 
     root, wall = profile_demo(quick=not args.full, interval=args.interval)
-    demo = find_node(call_tree(root), "demo", "demo_cmd.py")
+    demo = find_node(call_tree(root), "run_demo", "demo.py")
     if demo is None:
-        raise SystemExit("no 'demo' frame in the profile: did cli/demo_cmd.py change?")
+        raise SystemExit("no 'run_demo' frame in the profile: did ltrfeat/experiments/demo.py change?")
     ranked = stages(demo)
     figures = {
         "workload": f"ltrfeat demo{'' if args.full else ' --quick'}",

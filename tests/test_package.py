@@ -92,6 +92,20 @@ def test_tests_share_builders_not_each_other():
     assert offenders == []
 
 
+def test_benchmarks_and_tests_call_the_library_not_the_commands():
+    """What a command does beyond parsing and printing lives in the library: no benchmark or test imports a command
+    module (``from ltrfeat.cli.demo_cmd import _folds``); commands are reached through ``ltrfeat.cli.main.cli``, and
+    the shared option builders of ``cli/_options.py`` are the CLI's own subject."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pattern = re.compile(r"^\s*from\s+ltrfeat\.cli\.\w+_cmd\s+import\b", re.M)
+    files = [*root.joinpath("tests").rglob("*.py"), *root.joinpath("benchmarks").rglob("*.py")]
+    offenders = [str(p.relative_to(root)) for p in files if pattern.search(p.read_text())]
+    assert offenders == []
+
+
 def test_no_function_takes_more_than_ten_parameters():
     """Trainers and runners take a config object (encoders.config, crossfit.CrossFitConfig, ablation.AblationConfig,
     rankers.config.RankerConfig), click commands their options in groups (cli.options.option_group); ``*args`` /

@@ -18,7 +18,7 @@ def _import_distributed() -> ModuleType | None:
     return distributed
 
 
-distributed = _import_distributed()
+_distributed = _import_distributed()
 
 INSTALL_FIX = "install the Dask extra: pip install 'ltrfeat[dask]'"
 
@@ -32,7 +32,7 @@ def dask_client(spec: str, *, timeout: str = "30s"):
     scheduler address (``tcp://host:8786``), given ``timeout`` to answer. The workers must run the same
     ltrfeat files as this process (:func:`check_workers`).
     """
-    if distributed is None:
+    if _distributed is None:
         raise LtrfeatError("--dask needs the dask and distributed packages", fix=INSTALL_FIX)
     spec = str(spec).strip()
     kind, _, count = spec.partition(":")
@@ -46,19 +46,19 @@ def dask_client(spec: str, *, timeout: str = "30s"):
                 f"--dask {spec!r}: the worker count must be a positive integer", fix="e.g. --dask local:2"
             )
         with (
-            distributed.LocalCluster(
+            _distributed.LocalCluster(
                 n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=":0"
             ) as cluster,
-            distributed.Client(cluster) as client,
+            _distributed.Client(cluster) as client,
         ):
             check_workers(client)
             yield client
         return
     try:
         client = (
-            distributed.Client(scheduler_file=spec, timeout=timeout)
+            _distributed.Client(scheduler_file=spec, timeout=timeout)
             if spec.endswith(".json")
-            else distributed.Client(spec, timeout=timeout)
+            else _distributed.Client(spec, timeout=timeout)
         )
     except (OSError, ValueError, TimeoutError) as exc:
         raise LtrfeatError(

@@ -10,6 +10,7 @@ __all__ = [  # the public modules
     "cost_plan",
     "crossfit",
     "defaults",
+    "demo",
     "event_log",
     "fold_contributions",
     "folds",

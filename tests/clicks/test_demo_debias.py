@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from ltrfeat.cli.demo_cmd import ENCODERS, _click_tables
+from ltrfeat.experiments.demo import ENCODERS, click_tables
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.synth import generate_world, write_world
 from ltrfeat.features.encoders import Encoder
@@ -21,7 +21,7 @@ def world(tmp_path_factory):
 
 def test_uncorrected_tables_are_the_aggregated_log_as_before(world):
     world, directory = world
-    table, soft = _click_tables(world, directory, "none", seed=0)("generalized")
+    table, soft = click_tables(world, directory, "none", seed=0)("generalized")
     assert soft == "clicks"
     assert table["label"].tolist() == world.clicks["clicks"].tolist()  # the demo's training data, row for row
     assert table["doc"].tolist() == world.clicks["doc"].tolist()
@@ -31,7 +31,7 @@ def test_uncorrected_tables_are_the_aggregated_log_as_before(world):
 @pytest.mark.parametrize("debias", ["ipw", "pbm"])
 def test_corrected_tables_come_from_the_positioned_log(world, debias):
     world, directory = world
-    tables = _click_tables(world, directory, debias, seed=0)
+    tables = click_tables(world, directory, debias, seed=0)
     for loss in dict.fromkeys(name for _, name in ENCODERS):
         table, _ = tables(loss)
         assert table.attrs["clicks"]["debias"] == debias
