@@ -16,11 +16,11 @@ SENTINEL = "zz-sentinel-default"
 
 
 def _short_params():
-    """(command path, parameter) of every option of a SectionedCommand whose short text shows a default."""
+    """(command name, option, its short text) of every option of a SectionedCommand that has a default."""
     found = []
     for name, command in cli.commands.items():
         if isinstance(command, SectionedCommand):
-            for param in command.get_params(click.Context(command)):
+            for param in command.params:  # not get_params(ctx): a bare context would cache a --help without -h
                 text = command.short.get(param.name, "")
                 if param.default not in (None, ()) and isinstance(param.default, (str, int, float, tuple)):
                     found.append((name, param, text))
