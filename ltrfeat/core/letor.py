@@ -39,6 +39,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
@@ -220,7 +221,7 @@ def _show(token: bytes) -> str:
     return repr(text if len(text) <= 40 else text[:37] + "...")
 
 
-def _raise_first_error(data: bytes, *, first: int, path, line0: int, svmlight: bool) -> None:
+def _raise_first_error(data: bytes, *, first: int, path, line0: int, svmlight: bool) -> NoReturn:
     lines = data.split(b"\n")
     for k in range(first, len(lines)):
         _strict_check(lines[k], path=path, lineno=line0 + k, svmlight=svmlight)
@@ -239,11 +240,11 @@ class _Block:
     """Parsed rows of one block of whole lines; ``fid``/``value``/``row`` list the features."""
 
     label: np.ndarray
-    qid: list | None
+    qid: list  # svmlight: empty until the group file's queries fill it (_Stream.blocks)
     comment: list
     lineno: np.ndarray
     fid: np.ndarray
-    value: np.ndarray | None
+    value: np.ndarray
     row: np.ndarray
     nbytes: int
 
@@ -357,7 +358,7 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     bad |= ~np.isfinite(label)
     fail_at(bad)
 
-    qid = None
+    qid: list = []
     if not svmlight:
         q0, q1 = (tokens.start[q] + 4).tolist(), tokens.end[q].tolist()
         qid = _decode_all([data[a:b] for a, b in zip(q0, q1)], data_lines, path=path, line0=line0, what="qid")
@@ -461,7 +462,7 @@ def _labels_and_values(
     if numbers is None or len(numbers) != len(n_feat) + n_values:
         _raise_first_error(data, first=first_line, path=path, line0=line0, svmlight=svmlight)
     label_at = np.arange(len(n_feat)) + (np.cumsum(n_feat) - n_feat)
-    is_value = np.ones(len(numbers), dtype=bool)
+    is_value = np.ones(len(numbers), dtype=np.bool_)
     is_value[label_at] = False
     return numbers[label_at], numbers[is_value]
 
@@ -675,7 +676,7 @@ class _Stream:
         self.rows = 0
         self.noncontiguous: list[str] = []
         self._finished: set = set()
-        self._last_qid = None
+        self._last_qid: str | None = None
 
     def blocks(self) -> Iterator[_Block]:
         opts = self.opts
@@ -865,13 +866,15 @@ def read_letor(
     if ids is not None:
         _check_width(len(ids), opts)
     X = None
-    qids, labels, comments = [], [], []
+    qids: list[str] = []
+    labels: list[np.ndarray] = []
+    comments: list = []
     n = 0
     for block in stream.blocks():
         if ids is None or (opts.feature_map is None and not np.isin(_seen_ids(block.fid), ids).all()):
             new_ids = _seen_ids(block.fid) if ids is None else np.union1d(ids, _seen_ids(block.fid))
             _check_width(len(new_ids), opts, rows=n + len(block))
-            if X is not None:
+            if X is not None and ids is not None:  # the matrix is made once the ids are known
                 grown = np.zeros((X.shape[0], len(new_ids)), dtype=np.float32)
                 grown[:, np.searchsorted(new_ids, ids)] = X
                 X = grown
@@ -886,6 +889,7 @@ def read_letor(
         qids.extend(block.qid)
         labels.append(block.label)
         comments.extend(block.comment)
+    assert X is not None and ids is not None, "_resolve refuses a file without data lines"
     X.resize((n, X.shape[1]), refcheck=False)
     fmap = opts.feature_map if opts.feature_map is not None else FeatureMap.from_ids(ids.tolist())
     data = _ranking_set(X, (qids, np.concatenate(labels), comments), fmap, opts, (0, n))
@@ -1137,7 +1141,7 @@ class LetorWriter:
         self._row_outs: dict = {}  # "weight"/"position" -> its open side file, once a chunk carries them
         self._groups: list[int] = []
         self._finished: set = set()
-        self._last_qid = None
+        self._last_qid: str | None = None
         self._chunks = 0
         self._prefix = np.asarray([f"{i}:" for i in self.feature_map.ids], dtype=object)
         return self
@@ -1203,7 +1207,7 @@ class LetorWriter:
                 if not self._stack.__exit__(type(error), error, error.__traceback__):
                     raise
                 return False
-        return self._stack.__exit__(exc_type, exc, tb)
+        return bool(self._stack.__exit__(exc_type, exc, tb))
 
     def _finish(self) -> None:
         # The side files enter the stack last, so they are renamed before the data file:
