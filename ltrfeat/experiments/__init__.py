@@ -21,7 +21,6 @@ __all__ = [  # the public modules
     "report",
     "stats",
     "tracking_runs",
-    "trec",
     "user_simulation",
     "verdict",
 ]

@@ -295,7 +295,7 @@ def rankings_from_ablation(result, folds) -> tuple[dict[str, pd.DataFrame], pd.D
 
 def rankings_from_runs(report_dir, data: dict) -> tuple[dict[str, pd.DataFrame], pd.DataFrame] | None:
     """The same from a report's ``runs/`` directory (written by ``ablate --write-runs``), or None without it."""
-    from ltrfeat.experiments.trec import read_qrels, read_run
+    from ltrfeat.core.trec import read_qrels, read_run
 
     runs = data.get("runs")
     if not isinstance(runs, dict) or not runs.get("qrels"):
