@@ -49,7 +49,7 @@ def compare_systems(
     table = pd.concat(rows, ignore_index=True)
     baseline = names[0]
     comparisons = head_to_head(table, [(baseline, n) for n in names[1:]], metrics, seed=seed, n_resamples=n_resamples)
-    means = {}
+    means: dict[str, dict] = {}
     for name in names:
         values = table[table["feature_set"] == name]
         means[name] = {}

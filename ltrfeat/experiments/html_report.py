@@ -37,12 +37,13 @@ from ltrfeat.experiments.in_words import (
 )
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.experiments.fold_contributions import MAX_ROWS
+from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.rankers.choices import RECOMMENDED
 
 TOP = 10
 MAX_QUERIES = 2000
 MAX_EXPLAINED = 500  # queries (those that change most) whose documents carry the features that moved them
-_SETS_SHOWN = ("ranker", "recommended", "baseline")
+_SETS_SHOWN = (SetKind.RANKER, SetKind.RECOMMENDED, SetKind.BASELINE)
 
 
 def _asset(name: str) -> str:
@@ -172,7 +173,8 @@ def drill_data(
     def num(x, fmt):
         return None if not math.isfinite(x) else fmt(x)
 
-    queries, docs = [], []
+    queries: list[list] = []
+    docs: list[list] = []
     for i, qid in enumerate(order):
         mine = rows[bounds[i] : bounds[i + 1]]
         if not len(mine):
@@ -226,7 +228,7 @@ def _moved_by(contributions: dict[str, pd.DataFrame], sets: list, index: pd.Mult
     out); ``features`` (name -> index) grows with the names used. None when no set has contributions."""
     if not any(contributions.get(s) is not None for s in sets):
         return None
-    out = []
+    out: list[list] = []
     for s in sets:
         frame = contributions.get(s)
         if frame is None:
@@ -320,7 +322,7 @@ def _results_table(data: dict) -> str:
     marks = cfg.get("statistics", {}).get("marks", _plots.MARKS)
     comps = {(c["variant"], c["metric"]): c for c in data["comparisons"] if c["baseline"] == baseline}
     ncols = {s["name"]: len(s["columns"]) for s in cfg.get("feature_sets", [])}
-    rows = {}
+    rows: dict[tuple[str, str], dict] = {}
     for r in data["results"]:
         rows.setdefault((r["feature_set"], r["kind"]), {})[r["metric"]] = r
     head = "".join(f"<th>{_e(m)}</th>" for m in metrics)
@@ -429,9 +431,9 @@ def _selection(data: dict) -> str:
                 f"<td class=text>{_e(cv)}</td></tr>"
             )
     metrics = headline(data["config"]["metrics"])
-    cand = {}
+    cand: dict[str, dict[str, float]] = {}
     for r in data["results"]:
-        if r["kind"] == "candidate" and r["metric"] in metrics:
+        if r["kind"] == SetKind.CANDIDATE and r["metric"] in metrics:
             cand.setdefault(r["feature_set"], {})[r["metric"]] = r["mean"]
     crow = "".join(
         f"<tr><td>{_e(n)}</td>"
