@@ -452,3 +452,33 @@ def write_ubi_fixture(directory: Path, *, seed: int = 0, n_click_queries: int = 
     paths["impressions"] = directory / "clicks_impressions.tsv"
     write_table(world.impressions[["session", "query", "docid", "position", "clicked"]], paths["impressions"])
     return {**paths, "world": world}
+
+
+def string_compares(field: str, values, *, skip=frozenset()) -> list[str]:
+    """``module:line`` of every comparison in the package of a ``.field`` attribute or ``["field"]`` item with a string
+    literal among ``values`` (or a tuple, list or set holding one); modules (paths under ``ltrfeat/``) in ``skip``
+    are left out. For the typed values (StrEnums) that replaced those strings."""
+    import ast
+
+    import ltrfeat
+
+    def operand(node) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr == field
+        return isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and node.slice.value == field
+
+    def literal(node) -> bool:
+        items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+        return any(isinstance(i, ast.Constant) and i.value in values for i in items)
+
+    root = Path(ltrfeat.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        name = path.relative_to(root).as_posix()
+        if name in skip:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(map(operand, [node.left, *node.comparators])):
+                if any(map(literal, [node.left, *node.comparators])):
+                    found.append(f"{name}:{node.lineno}")
+    return found

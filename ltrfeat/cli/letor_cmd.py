@@ -188,7 +188,7 @@ def qrels(file, out, fmt, group_path):
     """
     from ltrfeat.core.errors import LtrfeatError
     from ltrfeat.core.fileio import check_writable
-    from ltrfeat.experiments.trec import write_qrels
+    from ltrfeat.core.trec import write_qrels
 
     check_writable(out)
     with warnings.catch_warnings():  # qrels need no contiguous queries: regrouped without a notice

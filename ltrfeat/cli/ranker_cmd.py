@@ -34,7 +34,7 @@ from ltrfeat.core.metrics import (
     parse_metrics,
     summarise_queries,
 )
-from ltrfeat.experiments.trec import MISSING_QUERIES
+from ltrfeat.core.trec import MISSING_QUERIES
 
 EVALUATE_METRICS = "ndcg@1,3,10,recall@3,6,10,map"
 # ltrfeat.rankers.lambdamart (LightGBM, XGBoost, scikit-learn: ~1 s) is imported inside the commands
@@ -488,7 +488,7 @@ def evaluate(model_path, test, qrels, run_path, metrics, per_query, as_json, con
     ):
         raise click.UsageError("give MODEL TEST, or --qrels QRELS --run RUN")
     if qrels is not None:
-        from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, summarise_run
+        from ltrfeat.core.trec import evaluate_run, read_qrels, read_run, summarise_run
 
         df = evaluate_run(
             read_qrels(qrels),
@@ -596,7 +596,7 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     _check_columns(model.feature_map_, data, file, "a ranking of these queries")
     scores = _predict(model, data, file)
     if fmt == "trec":
-        from ltrfeat.experiments.trec import write_trec_run
+        from ltrfeat.core.trec import write_trec_run
 
         if data.docid is None or any(d is None for d in data.docid.tolist()):
             row = 1 if data.docid is None else data.docid.tolist().index(None) + 1
@@ -676,7 +676,7 @@ def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, 
     """
     from ltrfeat.cli.serve_cmd import _encoders
     from ltrfeat.core.text import read_docs, read_queries
-    from ltrfeat.experiments.trec import read_run, write_trec_run
+    from ltrfeat.core.trec import read_run, write_trec_run
     from ltrfeat.serving.rerank import rerank_run
     from ltrfeat.serving.scorer import Scorer
 

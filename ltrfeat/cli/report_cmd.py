@@ -13,7 +13,7 @@ import click
 from ltrfeat.cli._options import option_group, resampling_options, ties_option
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.metrics import GAINS
-from ltrfeat.experiments.trec import MISSING_QUERIES
+from ltrfeat.core.trec import MISSING_QUERIES
 
 
 def _read_report(report_dir: Path) -> dict:
@@ -193,7 +193,7 @@ def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, htm
         raise click.UsageError("give a baseline and at least one other SYSTEM")
     per_query = {}
     if qrels is not None:
-        from ltrfeat.experiments.trec import describe_conventions, evaluate_run, read_qrels, read_run
+        from ltrfeat.core.trec import describe_conventions, evaluate_run, read_qrels, read_run
 
         judged = read_qrels(qrels)
         for name, path in systems.items():

@@ -1,4 +1,4 @@
-"""The floor every layer stands on: the ranking data model, LETOR/text/TREC-free I/O, errors, atomic files,
+"""The floor every layer stands on: the ranking data model, LETOR, text and TREC run/qrels I/O, errors, atomic files,
 logging, versions, metrics, settings files, query splitting, CPU and Dask cluster discovery."""
 
 __all__ = [  # the public modules
@@ -21,6 +21,7 @@ __all__ = [  # the public modules
     "tempfiles",
     "text",
     "tracking",
+    "trec",
     "unicode_norm",
     "versions",
     "wordsplit",

@@ -12,10 +12,11 @@ import os
 import stat
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from ltrfeat.core import limits, tempfiles
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, TextTableError
 
 log = logging.getLogger("ltrfeat")
 
@@ -390,3 +391,30 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def read_lines(path, encoding: str) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every line, ``\\r\\n`` or ``\\n`` ended, decoded one by one so a
+    bad byte is reported with its line."""
+    try:
+        fh = open_input(path)
+    except FileNotFoundError:
+        raise TextTableError("file not found", path=path, fix="check the path") from None
+    with fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                text = raw.decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise TextTableError(
+                    f"cannot decode byte {raw[exc.start : exc.end].hex(' ')} as {encoding}",
+                    path=path,
+                    line=lineno,
+                    fix="pass the file's encoding with --encoding (e.g. latin-1)",
+                ) from None
+            except LookupError:
+                raise TextTableError(
+                    f"unknown encoding {encoding!r}", path=path, fix="use a Python codec name such as utf-8 or latin-1"
+                ) from None
+            if lineno == 1 and text.startswith("\ufeff"):
+                text = text[1:]
+            yield lineno, text.rstrip("\r\n")

@@ -19,10 +19,11 @@ __all__ = [  # the public modules
     "interleave_report",
     "interleaving",
     "mlflow_model",
+    "pairs_input",
     "report",
+    "set_kind",
     "stats",
     "tracking_runs",
-    "trec",
     "user_simulation",
     "verdict",
 ]

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ltrfeat.experiments.trec import write_qrels, write_trec_run
+from ltrfeat.core.trec import write_qrels, write_trec_run
 
 RUNS_DIR = "runs"
 QRELS = "qrels.txt"

@@ -40,6 +40,7 @@ from ltrfeat.experiments.ablation import (
 from ltrfeat.experiments.click_training import click_training
 from ltrfeat.experiments.cost_plan import Plan, count_work, folds_work, planned, priced, remember_sets
 from ltrfeat.experiments.folds import Fold
+from ltrfeat.experiments.pairs_input import CrossFitScheme, PairsFolds, PairsRead
 from ltrfeat.experiments.report import check_report_dir, write_report
 from ltrfeat.experiments._run_cache import RunStore
 from ltrfeat.experiments._workers import MIN_FIT_ROWS, plan_workers
@@ -48,6 +49,7 @@ from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, K_FOLDS, METRICS, QUICK, QUICK_ENCODER
+from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.features.encoders.kinds import SPANS_BELOW_QUERIES
 
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
@@ -310,7 +312,7 @@ def ablate_pairs(
             for line in lines:
                 say(line)
     with _cluster(settings) as run.client, encoder_option_flags():
-        folds, groups, base, scheme = pairs_folds(
+        made = pairs_folds(
             source,
             cache=settings.cache,
             quick=settings.quick,
@@ -320,12 +322,11 @@ def ablate_pairs(
             train_fn=train_fn,
             client=run.client,
         )
-        lexical = scheme.pop("lexical")
-        done = _ablate(folds, groups, base, scheme, settings, run)
+        done = _ablate(made.folds, made.groups, made.base, made.scheme, settings, run)
     if run.plan is not None:
         remember_sets(run.plan.work, settings, ranker_params(settings))
     if settings.write_features is not None:
-        write_features(settings.write_features, folds, lexical)
+        write_features(settings.write_features, made.folds, made.scheme.lexical)
         say(f"wrote {Path(settings.write_features) / FEATURES_FILE} and {CORPUS_FILE}: out-of-fold features")
     return done
 
@@ -375,17 +376,18 @@ def pairs_folds(
     say: Callable[[str], None] = _stderr,
     train_fn=None,
     client=None,
-):
-    """The judged pairs of ``source`` read and cross-fitted into folds: ``(folds, neural groups, base feature
-    names joined by commas, cross-fitting scheme)`` (see :func:`ltrfeat.experiments.crossfit.text_folds`);
-    with a Dask ``client`` every encoder training runs on its cluster."""
+) -> PairsFolds:
+    """The judged pairs of ``source`` read and cross-fitted into folds (see
+    :func:`ltrfeat.experiments.crossfit.text_folds`); with a Dask ``client`` every encoder training runs on its
+    cluster."""
     from ltrfeat.experiments.crossfit import CrossFitConfig, n_trainings, text_folds
     from ltrfeat.experiments._dask_trainings import DaskTrainings
     from ltrfeat.features.extract import lexical_extractors
 
     profile = profile or StageProfile()
     with profile.stage("reading"):
-        pairs, specs, collection, train_table, duplicates = read_pairs_source(source, say=say)
+        read = read_pairs_source(source, say=say)
+    pairs, specs, train_table = read.pairs, read.specs, read.train_table
     extractors = lexical_extractors(source.lexical, fields=["doc"])
     if not extractors:
         raise LtrfeatError("--lexical must name at least one lexical feature", fix="name them, or give 'all'")
@@ -403,35 +405,39 @@ def pairs_folds(
     k = source.k_folds
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
     say(f"cross-fitting {', '.join(s.name for s in specs)} over {k} query folds ({n_train} encoder trainings)")
-    folds, groups, base, scheme = text_folds(
+    folds, groups, base, cross_fitting = text_folds(
         pairs,
         config,
         lexical=extractors,
         specs=specs,
         train_table=train_table,
-        collection=collection,
+        collection=read.collection,
         cache=cache,
         progress=progress,
         train_fn=train_fn,
         profile=profile,
     )
-    scheme["encoder_options"] = options
-    scheme["duplicates"] = duplicates
     # what the verdict's "to ship" line trains (zero-shot ones are served as they are)
-    scheme["encoders"] = {
+    encoders = {
         spec.name: {"spec": spec.text, "trained": spec.trainable, "transformer": spec.kind.transformer}
         for spec in specs
     }
     clicks = None if train_table is None else train_table.attrs.get("clicks")
     for spec in specs:  # what trained the click-trained encoders, for the report and the verdict
         if clicks is not None and spec.trainable:
-            scheme["encoders"][spec.name]["clicks"] = dict(clicks)
-    scheme["lexical"] = extractors  # fitted: their corpus statistics, for --write-features (not in the report)
-    scheme["texts"] = {  # for report.html's per-query view (not written into the report's config)
-        "query": dict(zip(pairs["qid"].astype(str), pairs["query"])),
-        "doc": dict(zip(pairs["docid"].astype(str), pairs["doc"])),
-    }
-    return folds, groups, ",".join(base), scheme
+            encoders[spec.name]["clicks"] = dict(clicks)
+    scheme = CrossFitScheme(
+        cross_fitting,
+        options,
+        encoders,
+        duplicates=read.duplicates,
+        lexical=extractors,  # fitted: their corpus statistics
+        texts={
+            "query": dict(zip(pairs["qid"].astype(str), pairs["query"])),
+            "doc": dict(zip(pairs["docid"].astype(str), pairs["doc"])),
+        },
+    )
+    return PairsFolds(folds, groups, ",".join(base), scheme)
 
 
 FEATURES_FILE, CORPUS_FILE = "features.letor", "corpus.npz"
@@ -452,10 +458,10 @@ def write_features(directory, folds: list[Fold], lexical) -> None:
         save_corpus_stats(lexical, tmp / CORPUS_FILE)
 
 
-def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stderr) -> tuple:
+def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stderr) -> PairsRead:
     """``source``'s judged pairs, encoder specs (a bare ``clsm`` / ``dssm`` upgraded on small data, see
-    :func:`small_data_specs`), ``--collection`` texts (or None), separate training table (or None) and the
-    duplicate-row figures per table, read and checked as ``ablate`` reads them; duplicate lines go to ``say``."""
+    :func:`small_data_specs`), ``--collection`` texts, separate training table and the duplicate-row figures per
+    table, read and checked as ``ablate`` reads them; duplicate lines go to ``say``."""
     from ltrfeat.core.text import read_docs, read_judged_pairs
     from ltrfeat.experiments.crossfit import EncoderSpec
 
@@ -487,6 +493,7 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
     train_table = None
     if source.click_log is not None:
         train_table = _click_table(source, specs, say)
+    merged = {"pairs": pairs.attrs["duplicates"]}
     if source.train_pairs is not None:
         with cli_fixes({"columns": "map it with --train-columns {role}=<column>", "fmt": table_fix}):
             train_table = read_judged_pairs(
@@ -495,13 +502,11 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
                 encoding=source.encoding,
                 duplicates=source.duplicates,
             )
-    merged = {"pairs": pairs.attrs["duplicates"]} | (
-        {} if source.train_pairs is None else {"train_pairs": train_table.attrs["duplicates"]}
-    )
+        merged["train_pairs"] = train_table.attrs["duplicates"]
     for figures in merged.values():
-        if duplicates_line(figures):
-            say(duplicates_line(figures))
-    return pairs, specs, collection, train_table, merged
+        if line := duplicates_line(figures):
+            say(line)
+    return PairsRead(pairs, specs, collection, train_table, merged)
 
 
 def _click_table(source: PairsSource, specs: list, say: Callable[[str], None]):
@@ -550,18 +555,18 @@ def train_like_ablate(source: PairsSource, *, cache=None, quick: bool = False, s
 
     if len(source.encoders) != 1:
         raise ParameterError("give one encoder spec to train", fix="train each encoder on its own", param="encoders")
-    pairs, specs, collection, train_table, _ = read_pairs_source(source, say=say)
+    read = read_pairs_source(source, say=say)
     with encoder_option_flags():
         encoder = train_spec(
-            specs[0],
-            group_pairs(pairs),
+            read.specs[0],
+            group_pairs(read.pairs),
             options=encoder_options(source, quick=quick),
             seed=source.split_seed,
-            train_table=train_table,
-            collection=collection,
+            train_table=read.train_table,
+            collection=read.collection,
             cache=cache,
         )
-    return encoder, specs[0]
+    return encoder, read.specs[0]
 
 
 @contextlib.contextmanager
@@ -644,9 +649,9 @@ class _Run:
     plan: Plan | None = None  # what the run was estimated to cost before it started
 
 
-def _feature_sets(folds, groups, base, scheme, settings: AblateSettings, run: _Run) -> list:
+def _feature_sets(folds, groups, base, scheme: CrossFitScheme | None, settings: AblateSettings, run: _Run) -> list:
     """The feature sets the ablation compares (:func:`~ltrfeat.experiments.ablation.plan_feature_sets`)."""
-    encoders = (scheme or {}).get("encoders") or {}
+    encoders = {} if scheme is None else scheme.encoders
     return plan_feature_sets(
         folds[0].train.feature_map,
         base=base,
@@ -688,7 +693,7 @@ def plan_folds_ablation(
     return priced(folds_work(folds, sets, settings), settings)[0]
 
 
-def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) -> Ablation:
+def _ablate(folds, groups, base, scheme: CrossFitScheme | None, settings: AblateSettings, run: _Run) -> Ablation:
     say, profile, started, client = run.say, run.profile, run.started, run.client
     folds_ready = time.perf_counter()
     sets = _feature_sets(folds, groups, base, scheme, settings, run)
@@ -699,7 +704,7 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) ->
         settings = dataclasses.replace(settings, **changes) if changes else settings
     seeds = tuple(settings.resolved("seeds"))
     selection = settings.selection
-    n_runs = len(folds) * sum(len(seeds) if s.kind == "ranker" else 1 for s in sets)
+    n_runs = len(folds) * sum(len(seeds) if s.kind == SetKind.RANKER else 1 for s in sets)
     how = " (plain LambdaMART)"
     if selection is not None:
         default = selection.candidates == SelectionConfig.default(settings.engine, tune=selection.tune).candidates
@@ -743,11 +748,10 @@ def _ablate(folds, groups, base, scheme, settings: AblateSettings, run: _Run) ->
         result.config["config_file"] = settings.config_file
     texts = None
     if scheme is not None:
-        scheme = dict(scheme)
-        texts = scheme.pop("texts", None)
-        result.config["duplicates"] = scheme.pop("duplicates")
-        result.config["cross_fitting"] = scheme
-    clicks = click_training(folds[0].train.feature_map, scheme)
+        texts = scheme.texts
+        result.config["duplicates"] = scheme.duplicates
+        result.config["cross_fitting"] = scheme.to_json()
+    clicks = click_training(folds[0].train.feature_map, None if scheme is None else scheme.encoders)
     if clicks:  # what the verdict warns about and the report shows
         result.config["click_training"] = clicks
     with profile.stage("tests"):

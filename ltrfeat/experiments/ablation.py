@@ -52,6 +52,7 @@ from ltrfeat.rankers.selection import (
 from ltrfeat.rankers.single import concat, feature_scores
 from ltrfeat.experiments.stats import apply_holm, bootstrap_cis, compare_many
 from ltrfeat.experiments.verdict import verdict
+from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.core.logs import show_progress
 from ltrfeat.core.versions import library_versions
 
@@ -68,8 +69,6 @@ DEFAULT_METRICS = (
     "map",
     "mrr",
 )
-SET_KINDS = ("ranker", "alone")  # the feature sets a user plans; results add the kinds below
-RESULT_KINDS = ("candidate", "baseline", "recommended")
 FOLD_FILES = {"train": ("train",), "valid": ("vali", "valid"), "test": ("test",)}
 FOLD_EXTENSIONS = (".letor", ".txt", ".letor.gz", ".txt.gz")
 _RESERVED_PARAMS = ("engine", "seed", "features")
@@ -146,9 +145,9 @@ class AblationConfig(Settings):
 class FeatureSet:
     """Feature columns (by name) compared in an ablation.
 
-    ``kind`` is ``"ranker"`` (LambdaMART on these columns, or with model selection the
-    chosen candidate) or ``"alone"`` (one column, documents sorted by its raw value). Results of
-    a selection ablation add ``"candidate"`` sets (``SET/CANDIDATE``: every candidate's test
+    ``kind`` (a :class:`~ltrfeat.experiments.set_kind.SetKind`, its value accepted) is ``"ranker"`` (LambdaMART on
+    these columns, or with model selection the chosen candidate) or ``"alone"`` (one column, documents sorted by its
+    raw value). Results of a selection ablation add ``"candidate"`` sets (``SET/CANDIDATE``: every candidate's test
     scores), the ``"baseline"`` set ``best-single`` (the best single feature of all ranker
     columns, chosen per fold on training queries) and the ``"recommended"`` set (per fold the
     feature set and candidate that inner cross-validation prefers). ``offered``: whether model
@@ -158,8 +157,14 @@ class FeatureSet:
 
     name: str
     columns: list[str]
-    kind: str = "ranker"
+    kind: SetKind = SetKind.RANKER
     offered: bool = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in set(SetKind):
+            planned = ", ".join(SetKind.planned())
+            raise LtrfeatError(f"feature set {self.name!r} has kind {self.kind!r}", fix=f"use one of {planned}")
+        self.kind = SetKind(self.kind)
 
 
 @dataclasses.dataclass
@@ -308,7 +313,7 @@ def plan_feature_sets(
         extra = [c for c in base_cols if c.startswith("bm25")]
     else:
         extra = computable(_names_of(feature_map, alone, "--alone selection"), f"--alone {alone!r}")
-    sets += [FeatureSet(c, [c], "alone") for c in dict.fromkeys(all_neural + extra)]
+    sets += [FeatureSet(c, [c], SetKind.ALONE) for c in dict.fromkeys(all_neural + extra)]
     names = [s.name for s in sets]
     duplicate = next((n for n in names if names.count(n) > 1), None)
     if duplicate is not None:
@@ -429,9 +434,10 @@ def _check_folds(folds: list[Fold], feature_sets: list[FeatureSet]) -> None:
     if len(set(set_names)) != len(set_names):
         raise LtrfeatError(f"feature set names are not unique: {set_names}", fix="name every feature set differently")
     for s in feature_sets:
-        if s.kind not in SET_KINDS:
-            raise LtrfeatError(f"feature set {s.name!r} has kind {s.kind!r}", fix=f"use one of {', '.join(SET_KINDS)}")
-        if not s.columns or (s.kind == "alone" and len(s.columns) != 1):
+        if s.kind not in SetKind.planned():
+            planned = ", ".join(SetKind.planned())
+            raise LtrfeatError(f"feature set {s.name!r} has kind '{s.kind}'", fix=f"use one of {planned}")
+        if not s.columns or (s.kind == SetKind.ALONE and len(s.columns) != 1):
             raise LtrfeatError(
                 f"feature set {s.name!r} has {len(s.columns)} columns",
                 fix="ranker sets need at least one column, alone sets exactly one",
@@ -497,7 +503,7 @@ def _run_one(
     ranker's best iteration, gain shares, engine parameters and contribution summaries (None for alone sets)."""
     start = time.perf_counter()
     out = {"best_iteration": None, "shares": None, "engine_params": None, "contrib": None}
-    if fs.kind == "ranker":
+    if fs.kind == SetKind.RANKER:
         model = LambdaMART(**params, engine=engine, seed=seed, features=fs.columns)
         scores = model.fit(fold.train, fold.valid).predict(fold.test)
         total_gain = sum(model.feature_importance_.values()) or 1.0
@@ -556,11 +562,13 @@ def _run_selected(
         ties=conventions.ties,
         criterion=selection.criterion,
     )
-    names = [BEST_SINGLE] if fs.kind == "baseline" else list(selection.candidates)
+    names = [BEST_SINGLE] if fs.kind == SetKind.BASELINE else list(selection.candidates)
     # one criterion table of the training queries for the inner cross-validation and the final fits (each
     # fit takes its queries' rows, in their order, so the values are those of a table made for it)
     table = feature_table(concat(fold.train, fold.valid), candidates, names)
-    chosen_by = None if fs.kind == "baseline" else select(fold.train, fold.valid, candidates, selection, table=table)
+    chosen_by = (
+        None if fs.kind == SetKind.BASELINE else select(fold.train, fold.valid, candidates, selection, table=table)
+    )
     train, valid = with_valid(fold.train, fold.valid, selection.valid_fraction, selection.seed)
     out = {"candidates": {}, "scores": {}, "runs": [], "shares": None, "engine_params": None, "contrib": {}}
     used_by = {}
@@ -631,7 +639,7 @@ def _evaluate(test: RankingSet, scores, metric_names: list, conventions: Convent
 
 
 def _run_task(fold: Fold, fs: FeatureSet, *, plain, selected) -> dict:
-    return plain(fold, fs, None) if fs.kind == "alone" else selected(fold, fs)
+    return plain(fold, fs, None) if fs.kind == SetKind.ALONE else selected(fold, fs)
 
 
 def _check_run_args(folds, feature_sets, config: AblationConfig):
@@ -671,7 +679,7 @@ def fit_rows(folds, feature_sets, config: AblationConfig) -> int:
     rows, validation part included): what a run in worker processes must outweigh. With model selection a
     (fold, ranker set) run fits every candidate on every inner fold, then every candidate with every seed
     (seed-free kinds once)."""
-    rankers = sum(s.kind == "ranker" for s in feature_sets)
+    rankers = sum(s.kind == SetKind.RANKER for s in feature_sets)
     selection = config.selection
     if selection is None:
         fits = rankers * len(config.seeds)
@@ -753,12 +761,15 @@ def run_ablation(
             mapper=mapper,
         )
     plan = [
-        (fold, fs, seed) for fold in folds for fs in feature_sets for seed in (seeds if fs.kind == "ranker" else [None])
+        (fold, fs, seed)
+        for fold in folds
+        for fs in feature_sets
+        for seed in (seeds if fs.kind == SetKind.RANKER else [None])
     ]
     run = _plain_runner(engine, params, metric_names, conventions)
     runs: list[dict] = []
     frames: list[pd.DataFrame] = []
-    shares: dict[str, list[dict]] = {s.name: [] for s in feature_sets if s.kind == "ranker"}
+    shares: dict[str, list[dict]] = {s.name: [] for s in feature_sets if s.kind == SetKind.RANKER}
     seed_effect = {name: False for name in shares}
     engine_params = None
     per_seed: list[pd.DataFrame] = []
@@ -768,7 +779,7 @@ def run_ablation(
         results = mapper(run, *zip(*plan))
         for (fold, fs, seed), out in zip(plan, results):
             bar.set_postfix_str(f"{fold.name} {fs.name}" + ("" if seed is None else f" seed {seed}"))
-            if fs.kind == "ranker":
+            if fs.kind == SetKind.RANKER:
                 shares[fs.name].append(out["shares"])
                 if engine_params is None:
                     engine_params = {k: v for k, v in out["engine_params"].items() if k not in ("seed",)}
@@ -776,7 +787,7 @@ def run_ablation(
             entry = test_scores.setdefault(fs.name, {}).setdefault(fold.name, {"seeds": [], "scores": []})
             entry["seeds"].append(seed)
             entry["scores"].append(out["scores"])
-            if fs.kind == "ranker" and len(entry["seeds"]) == 1:
+            if fs.kind == SetKind.RANKER and len(entry["seeds"]) == 1:
                 contrib.setdefault(fs.name, {})[fold.name] = out["contrib"]
             record = {
                 "fold": fold.name,
@@ -792,7 +803,7 @@ def run_ablation(
             if seed is not None and seed != seeds[-1]:
                 continue  # more seeds of this fold and set to come
             frame, changed = _per_query_frame(per_seed, metric_names, fold.name, fs.name)
-            if fs.kind == "ranker":
+            if fs.kind == SetKind.RANKER:
                 seed_effect[fs.name] |= changed
             frames.append(frame)
             per_seed = []
@@ -852,10 +863,12 @@ def _run_with_selection(
 ) -> AblationResult:
     engine, seeds, selection = config.engine, list(config.seeds), config.selection
     assert selection is not None
-    rankers = [s for s in feature_sets if s.kind == "ranker"]
+    rankers = [s for s in feature_sets if s.kind == SetKind.RANKER]
     union = list(dict.fromkeys(c for s in rankers for c in s.columns))
-    baseline = [FeatureSet(BEST_SINGLE, union, "baseline")] if rankers else []
-    plan = [(fold, fs) for fold in folds for fs in rankers + baseline + [s for s in feature_sets if s.kind == "alone"]]
+    baseline = [FeatureSet(BEST_SINGLE, union, SetKind.BASELINE)] if rankers else []
+    plan = [
+        (fold, fs) for fold in folds for fs in rankers + baseline + [s for s in feature_sets if s.kind == SetKind.ALONE]
+    ]
     selected = functools.partial(
         _run_selected,
         seeds=seeds,
@@ -880,7 +893,7 @@ def _run_with_selection(
         for (fold, fs), out in zip(plan, results):
             bar.set_postfix_str(f"{fold.name} {fs.name}")
             bar.update(1)
-            if fs.kind == "alone":
+            if fs.kind == SetKind.ALONE:
                 frames[(fs.name, fold.name)] = _per_query_frame([out["per_query"]], metric_names, fold.name, fs.name)[0]
                 test_scores.setdefault(fs.name, {})[fold.name] = {"seeds": [None], "scores": [out["scores"]]}
                 record = {
@@ -895,7 +908,7 @@ def _run_with_selection(
                     on_run(record)
                 continue
             for r in out["runs"]:
-                name = fs.name if fs.kind == "baseline" else f"{fs.name}/{r['candidate']}"
+                name = fs.name if fs.kind == SetKind.BASELINE else f"{fs.name}/{r['candidate']}"
                 record = {
                     "fold": fold.name,
                     "feature_set": name,
@@ -907,7 +920,7 @@ def _run_with_selection(
                 runs.append(record)
                 if on_run is not None:
                     on_run(record)
-            if fs.kind == "baseline":
+            if fs.kind == SetKind.BASELINE:
                 frames[(fs.name, fold.name)] = _per_query_frame(
                     out["candidates"][BEST_SINGLE], metric_names, fold.name, fs.name
                 )[0]
@@ -954,9 +967,11 @@ def _run_with_selection(
         contrib.setdefault(RECOMMENDED, {})[fold.name] = contrib[source][fold.name]
     result_sets = list(rankers)
     if rankers:
-        result_sets += [FeatureSet(RECOMMENDED, union, "recommended"), *baseline]
-    result_sets += [s for s in feature_sets if s.kind == "alone"]
-    result_sets += [FeatureSet(f"{s.name}/{c}", s.columns, "candidate") for s in rankers for c in selection.candidates]
+        result_sets += [FeatureSet(RECOMMENDED, union, SetKind.RECOMMENDED), *baseline]
+    result_sets += [s for s in feature_sets if s.kind == SetKind.ALONE]
+    result_sets += [
+        FeatureSet(f"{s.name}/{c}", s.columns, SetKind.CANDIDATE) for s in rankers for c in selection.candidates
+    ]
     ordered = [frames[(s.name, f.name)] for s in result_sets for f in folds]
     config = _config(
         folds,
@@ -1127,14 +1142,14 @@ def minilm_pairs(feature_sets, baseline: str | None) -> list[tuple[str, str]]:
     single = {  # base + one neural column -> that column
         s.name: extra[0]
         for s in feature_sets
-        if s.kind == "ranker" and len(extra := [c for c in s.columns if c not in base]) == 1
+        if s.kind == SetKind.RANKER and len(extra := [c for c in s.columns if c not in base]) == 1
     }
     neural = set(single.values())
     reference = [c for c in neural if c.startswith(f"{MINILM}_")]
     if len(reference) != 1:
         return []
     ref_ranker = next(name for name, c in single.items() if c == reference[0])
-    alone = {s.columns[0]: s.name for s in feature_sets if s.kind == "alone" and s.columns[0] in neural}
+    alone = {s.columns[0]: s.name for s in feature_sets if s.kind == SetKind.ALONE and s.columns[0] in neural}
     pairs = [(ref_ranker, name) for name, c in single.items() if c != reference[0]]
     if reference[0] in alone:
         pairs += [(alone[reference[0]], alone[c]) for c in single.values() if c != reference[0] and c in alone]
@@ -1161,7 +1176,7 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
     folds (identified by fold and qid); NaN (excluded) queries are left out; ``p_holm``
     adjusts ``p_randomization`` across all comparisons.
     """
-    rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
+    rankers = [s.name for s in result.feature_sets if s.kind == SetKind.RANKER]
     if baseline is None:
         baseline = rankers[0] if rankers else None
     elif baseline not in rankers:
@@ -1176,7 +1191,7 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
             values = rows[metric].to_numpy(dtype=np.float64)
             values = values[np.isfinite(values)]
             # candidates' intervals would cost a bootstrap each and are not shown: means only
-            if len(values) and fs.kind != "candidate":
+            if len(values) and fs.kind != SetKind.CANDIDATE:
                 drawn.setdefault(len(values), []).append((len(results), values))
             results.append(
                 {
@@ -1203,7 +1218,7 @@ def summarise(result: AblationResult, *, baseline: str | None = None, seed: int 
         groups.append((against_minilm, headline))
     if "selection" in result.config and rankers:
         untuned = f"{baseline}/{result.config['engine']}"
-        bm25 = [s.name for s in result.feature_sets if s.kind == "alone" and s.name.startswith("bm25")]
+        bm25 = [s.name for s in result.feature_sets if s.kind == SetKind.ALONE and s.name.startswith("bm25")]
         groups.append(
             (
                 [(BEST_SINGLE, name) for name in rankers]

@@ -29,11 +29,12 @@ CORRECTIONS = {
 }
 
 
-def click_training(feature_map: FeatureMap, cross_fitting: dict | None = None) -> dict[str, dict]:
-    """``{encoder name: its click record}`` for the encoders of ``feature_map``'s columns (their pins) and of a
-    cross-fitting scheme that were trained on a click log (encoders trained on judgments are left out)."""
+def click_training(feature_map: FeatureMap, encoders: dict[str, dict] | None = None) -> dict[str, dict]:
+    """``{encoder name: its click record}`` for the encoders of ``feature_map``'s columns (their pins) and the
+    cross-fitted ``encoders`` (:attr:`~ltrfeat.experiments.pairs_input.CrossFitScheme.encoders`) that were trained
+    on a click log (encoders trained on judgments are left out)."""
     found = {r["name"]: r["clicks"] for r in feature_map.pipeline if r.get("kind") == "encoder" and "clicks" in r}
-    for name, encoder in ((cross_fitting or {}).get("encoders") or {}).items():
+    for name, encoder in (encoders or {}).items():
         if encoder.get("clicks"):
             found[name] = encoder["clicks"]
     return {name: dict(record) for name, record in sorted(found.items()) if isinstance(record, dict)}

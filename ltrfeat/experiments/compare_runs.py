@@ -20,7 +20,7 @@ def compare_systems(
     per_query: dict[str, pd.DataFrame], metrics, *, seed: int = 0, n_resamples: int = 10_000, conventions=None
 ) -> dict:
     """Compare every system of ``per_query`` (name -> per-query metrics indexed by qid, e.g. from
-    :func:`ltrfeat.experiments.trec.evaluate_run`) with the first one.
+    :func:`ltrfeat.core.trec.evaluate_run`) with the first one.
 
     Only the queries every system has are used (a query with a NaN metric, excluded by the no-relevant
     convention, is left out of that metric). Returns ``{"format", "baseline", "systems", "metrics",

@@ -26,6 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.core.errors import ParameterError
+from ltrfeat.experiments.pairs_input import PairsRead
+from ltrfeat.experiments.set_kind import SetKind
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 # Per-unit costs fitted to the reference runs' stage profiles (benchmarks/results/bench_ablation.json,
 # bench_ablation_homedepot.json; the demo's report from docs/performance.md). Seconds of one core.
@@ -267,7 +270,7 @@ def rates_of(spec) -> tuple[str | None, bool]:
     if spec.kind.frozen_prefix:
         return "sbert-ft", False
     if spec.teacher is not None and spec.model in ("clsm", "dssm"):
-        return "teacher", spec.pretrain != "teacher"
+        return "teacher", spec.pretrain != Pretraining.TEACHER
     if spec.model in ("clsm", "dssm"):
         return spec.model, spec.pretrain is not None
     return "clsm", True
@@ -448,7 +451,7 @@ def fit_budget(plan: Plan, budget: float, steps) -> tuple[Plan, list[tuple[str, 
     return current, taken
 
 
-def count_work(source, settings, *, read: tuple, options: dict, ranker: dict) -> Work:
+def count_work(source, settings, *, read: PairsRead, options: dict, ranker: dict) -> Work:
     """The :class:`Work` of ``ablate_pairs(source, settings)`` (a :class:`~ltrfeat.experiments.ablate.PairsSource`
     and :class:`~ltrfeat.experiments.ablate.AblateSettings`) from what the ablation reads of ``source`` (``read``,
     :func:`~ltrfeat.experiments.ablate.read_pairs_source`), its encoder ``options`` and its LambdaMART parameters
@@ -461,7 +464,7 @@ def count_work(source, settings, *, read: tuple, options: dict, ranker: dict) ->
     from ltrfeat.features.lexical import FAMILIES
     from ltrfeat.rankers import registry
 
-    pairs, specs, collection, train_table, _ = read
+    pairs, specs, collection, train_table = read.pairs, read.specs, read.collection, read.train_table
     pairs = crossfit.group_pairs(pairs)
     config = crossfit.CrossFitConfig(
         k=source.k_folds, valid_fraction=source.valid_fraction, seed=source.split_seed, options=options
@@ -525,7 +528,9 @@ def count_work(source, settings, *, read: tuple, options: dict, ranker: dict) ->
     )
     cached = ran_sets(work, settings, ranker)
     keys = _set_keys(work, settings, ranker)
-    return dataclasses.replace(work, ranker_sets_cached=sum(kind == "ranker" and key in cached for kind, key in keys))
+    return dataclasses.replace(
+        work, ranker_sets_cached=sum(kind == SetKind.RANKER and key in cached for kind, key in keys)
+    )
 
 
 def _identity(pairs, source, specs, trainings) -> dict:
@@ -545,7 +550,7 @@ def _identity(pairs, source, specs, trainings) -> dict:
     return {"data": data.hexdigest()[:24], "encoders": encoders, "light": light}
 
 
-def _set_keys(work: Work, settings, ranker: dict) -> list[tuple[str, str]]:
+def _set_keys(work: Work, settings, ranker: dict) -> list[tuple[SetKind, str]]:
     """``(kind, key)`` of every feature set of a text-mode ablation with ``--cache``, keyed by its columns'
     inputs (:func:`_identity`), the ranker settings and LambdaMART parameters (``ranker``): equal keys, equal ranker runs (the run store's keys)."""
     import hashlib
@@ -565,10 +570,11 @@ def _set_keys(work: Work, settings, ranker: dict) -> list[tuple[str, str]]:
         None if settings.selection is None else settings.selection.to_dict(),
         library_versions("numpy", "lightgbm", "xgboost", "scikit-learn"),
     ]
-    sets = [("ranker", []), *(("ranker", [n]) for n in names), *(("alone", [n]) for n in names)]
-    sets += [("ranker", names)] if len(names) > 1 else []
+    sets: list[tuple[SetKind, list[str]]] = [(SetKind.RANKER, [])]
+    sets += [(SetKind.RANKER, [n]) for n in names] + [(SetKind.ALONE, [n]) for n in names]
+    sets += [(SetKind.RANKER, names)] if len(names) > 1 else []
     light = work.identity["light"]
-    sets += [("ranker", ["light", *light])] if 2 <= len(light) < len(names) else []
+    sets += [(SetKind.RANKER, ["light", *light])] if 2 <= len(light) < len(names) else []
     keys = []
     for kind, members in sets:
         inputs = [work.identity["encoders"].get(n, n) for n in members]
@@ -691,8 +697,8 @@ def folds_work(folds, sets, settings) -> Work:
         encoders=[],
         minilm_texts=0,
         minilm_cached=0,
-        ranker_sets=sum(s.kind == "ranker" for s in sets),
-        other_sets=sum(s.kind != "ranker" for s in sets),
+        ranker_sets=sum(s.kind == SetKind.RANKER for s in sets),
+        other_sets=sum(s.kind != SetKind.RANKER for s in sets),
         seeds=len(settings.resolved("seeds")),
         n_estimators=int(settings.resolved("n_estimators")),
         inner_folds=None if selection is None else selection.inner_folds,

@@ -37,12 +37,13 @@ from ltrfeat.experiments.in_words import (
 )
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.experiments.fold_contributions import MAX_ROWS
+from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.rankers.choices import RECOMMENDED
 
 TOP = 10
 MAX_QUERIES = 2000
 MAX_EXPLAINED = 500  # queries (those that change most) whose documents carry the features that moved them
-_SETS_SHOWN = ("ranker", "recommended", "baseline")
+_SETS_SHOWN = (SetKind.RANKER, SetKind.RECOMMENDED, SetKind.BASELINE)
 
 
 def _asset(name: str) -> str:
@@ -296,7 +297,7 @@ def rankings_from_ablation(result, folds) -> tuple[dict[str, pd.DataFrame], pd.D
 
 def rankings_from_runs(report_dir, data: dict) -> tuple[dict[str, pd.DataFrame], pd.DataFrame] | None:
     """The same from a report's ``runs/`` directory (written by ``ablate --write-runs``), or None without it."""
-    from ltrfeat.experiments.trec import read_qrels, read_run
+    from ltrfeat.core.trec import read_qrels, read_run
 
     runs = data.get("runs")
     if not isinstance(runs, dict) or not runs.get("qrels"):
@@ -432,7 +433,7 @@ def _selection(data: dict) -> str:
     metrics = headline(data["config"]["metrics"])
     cand: dict[str, dict[str, float]] = {}
     for r in data["results"]:
-        if r["kind"] == "candidate" and r["metric"] in metrics:
+        if r["kind"] == SetKind.CANDIDATE and r["metric"] in metrics:
             cand.setdefault(r["feature_set"], {})[r["metric"]] = r["mean"]
     crow = "".join(
         f"<tr><td>{_e(n)}</td>"

@@ -20,6 +20,7 @@ from ltrfeat.core.metrics import Conventions, evaluate_queries
 from ltrfeat.rankers.choices import RECOMMENDED
 from ltrfeat.experiments.click_training import uncorrected_warnings
 from ltrfeat.experiments.verdict import LEVEL
+from ltrfeat.experiments.set_kind import SetKind
 
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
 TIE_SHARE = 0.05  # ties that change a headline metric for more than this share of queries are warned about
@@ -415,7 +416,7 @@ def tie_analysis(result, folds, *, sets=None, metrics=None, threshold: float = T
     conv = Conventions.from_dict(result.config["conventions"])
     metrics = list(metrics or headline(result.metrics))
     if sets is None:
-        rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
+        rankers = [s.name for s in result.feature_sets if s.kind == SetKind.RANKER]
         sets = rankers[:1] + ([RECOMMENDED] if RECOMMENDED in result.test_scores else [])
     qids, docids, _ = _ids(folds)
     qid = np.concatenate([qids[f.name] for f in folds])

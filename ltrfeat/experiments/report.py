@@ -35,6 +35,7 @@ from ltrfeat.experiments._plots import _TOP_FEATURES
 from ltrfeat.experiments._plots import mark as significance_mark
 from ltrfeat.experiments.click_training import markdown_lines as click_markdown
 from ltrfeat.experiments.verdict import verdict_lines
+from ltrfeat.experiments.set_kind import SetKind
 
 REPORT_FORMAT = "ltrfeat.ablation/1"
 
@@ -73,7 +74,7 @@ def report_json(result: AblationResult, summary: dict) -> dict:
 
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
     config = result.config | {"baseline": summary["baseline"], "statistics": summary["statistics"]}
-    shown = {s.name for s in result.feature_sets if s.kind != "candidate"}  # candidates: in the recommended set
+    shown = {s.name for s in result.feature_sets if s.kind != SetKind.CANDIDATE}  # candidates: in the recommended set
     contrib = contribution_table(
         {s: v for s, v in result.contributions.items() if s in shown},
         lambda s, fold: neural_columns({"config": config}, s, fold),
@@ -120,9 +121,10 @@ def headline_table(result: AblationResult, summary: dict, metrics=None) -> list[
     means, comps = _index(summary)
     marks = summary["statistics"]["marks"]
     rows = [
-        [s.name + (" (alone)" if s.kind == "alone" else "")] + [_cell(means, comps, s.name, m, marks) for m in metrics]
+        [s.name + (" (alone)" if s.kind == SetKind.ALONE else "")]
+        + [_cell(means, comps, s.name, m, marks) for m in metrics]
         for s in result.feature_sets
-        if s.kind != "candidate"
+        if s.kind != SetKind.CANDIDATE
     ]
     header = ["feature set"] + metrics
     widths = [max(len(str(row[j])) for row in rows + [header]) for j in range(len(header))]
@@ -171,9 +173,9 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
     stats = summary["statistics"]
     marks = stats["marks"]
     means, comps = _index(summary)
-    rankers = [s for s in result.feature_sets if s.kind == "ranker"]
-    shown = [s for s in result.feature_sets if s.kind in ("ranker", "recommended", "baseline")]
-    alone = [s for s in result.feature_sets if s.kind == "alone"]
+    rankers = [s for s in result.feature_sets if s.kind == SetKind.RANKER]
+    shown = [s for s in result.feature_sets if s.kind in (SetKind.RANKER, SetKind.RECOMMENDED, SetKind.BASELINE)]
+    alone = [s for s in result.feature_sets if s.kind == SetKind.ALONE]
     conv = cfg["conventions"]
     lines = ["# Feature ablation", ""]
     if data is not None:
@@ -460,7 +462,7 @@ def _selection_markdown(result: AblationResult, summary: dict, data: dict | None
             )
     lines += _md_table(["fold", "feature set", "chosen", "inner-CV criterion per candidate", "tuned parameters"], rows)
     lines += ["", "Test scores of every candidate (what selection cost or gained):", ""]
-    candidates = [s for s in result.feature_sets if s.kind == "candidate"]
+    candidates = [s for s in result.feature_sets if s.kind == SetKind.CANDIDATE]
     lines += _md_table(
         ["feature set / candidate"] + headline,
         [[f"`{s.name}`"] + [_cell(means, {}, s.name, m, {}) for m in headline] for s in candidates],
@@ -553,7 +555,7 @@ def write_report(
         if summary["comparisons"]:
             plot_metrics(data, tmp / "metrics.png")
             plot_deltas(data, result.per_query, tmp / "deltas.png")
-        if any(s.kind == "ranker" for s in result.feature_sets):
+        if any(s.kind == SetKind.RANKER for s in result.feature_sets):
             plot_importance(data, tmp / "importance.png")
         drill = None
         if folds is not None:

@@ -14,6 +14,7 @@ import shlex
 from pathlib import Path
 
 from ltrfeat.experiments.click_training import uncorrected_warnings
+from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 
@@ -52,7 +53,7 @@ def verdict(result, summary: dict) -> dict | None:
     per_fold = selection["recommended"]
     counts = collections.Counter(f"{r['feature_set']} / {r['candidate']}" for r in per_fold.values())
     singles = collections.Counter(_signed_feature(r["chose"]) for r in result.runs if r["feature_set"] == BEST_SINGLE)
-    candidate_rows = [s.name for s in result.feature_sets if s.kind == "candidate"]
+    candidate_rows = [s.name for s in result.feature_sets if s.kind == SetKind.CANDIDATE]
     table = []
     for m in metrics:
         vs_untuned, vs_single = comps.get((untuned, RECOMMENDED, m)), comps[(BEST_SINGLE, RECOMMENDED, m)]
@@ -77,7 +78,7 @@ def verdict(result, summary: dict) -> dict | None:
             }
         )
     warnings = []
-    rankers = [s.name for s in result.feature_sets if s.kind == "ranker"]
+    rankers = [s.name for s in result.feature_sets if s.kind == SetKind.RANKER]
     below, not_above = collections.defaultdict(list), collections.defaultdict(list)  # metrics -> set names
     for name in rankers + [RECOMMENDED]:
         worse = tuple(m for m in metrics if _worse(comps.get((BEST_SINGLE, name, m))))
@@ -150,7 +151,7 @@ def _lighter(result, per_fold: dict, recommended: str, means: dict, metrics: lis
 
     if not heavy or not holds_heavy(recommended):
         return None
-    light = [s.name for s in result.feature_sets if s.kind == "ranker" and not holds_heavy(s.name)]
+    light = [s.name for s in result.feature_sets if s.kind == SetKind.RANKER and not holds_heavy(s.name)]
     kept: collections.Counter[str] = collections.Counter()
     for r in per_fold.values():
         stats, z = (r.get("stats") or {}) | (r.get("aside") or {}), r.get("margin_z", 1.0)

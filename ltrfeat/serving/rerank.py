@@ -1,5 +1,5 @@
 """Re-rank a TREC run: join its (query, document) pairs to their texts, compute the ranker's
-features, score them and return the new run (written with :func:`ltrfeat.experiments.trec.write_trec_run`)."""
+features, score them and return the new run (written with :func:`ltrfeat.core.trec.write_trec_run`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pandas as pd
 
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import TextTableError
-from ltrfeat.experiments.trec import trec_order
+from ltrfeat.core.trec import trec_order
 
 from ltrfeat.serving.scorer import Scorer
 
@@ -22,7 +22,7 @@ def rerank_run(
 ) -> pd.DataFrame:
     """New scores for the run's documents: columns ``qid, docid, score``, one row per run line.
 
-    ``run`` as from :func:`ltrfeat.experiments.trec.read_run`; ``queries`` (``qid, query``) and ``docs``
+    ``run`` as from :func:`ltrfeat.core.trec.read_run`; ``queries`` (``qid, query``) and ``docs``
     (``docid`` + the fields the ranker's features read) as from ``ltrfeat.core.text``. With
     ``depth``, only each query's top ``depth`` documents of the run (trec_eval order) are
     re-scored; the others keep their run order below every re-scored document. A run query or

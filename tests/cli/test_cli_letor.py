@@ -130,7 +130,7 @@ def test_help_shows_an_example(runner, command):
 def test_qrels_from_a_letor_file_evaluate_a_reranked_run(tmp_path):
     from pathlib import Path
 
-    from ltrfeat.experiments.trec import read_qrels, write_trec_run
+    from ltrfeat.core.trec import read_qrels, write_trec_run
 
     data = Path(__file__).resolve().parents[2] / "data"
     run = CliRunner().invoke

@@ -137,8 +137,8 @@ def test_one_warning_per_log_names_every_encoder_it_trained_uncorrected():
 
 
 def test_cross_fitted_encoders_report_their_click_logs():
-    scheme = {"encoders": {"gdssm": {"spec": "clsm:generalized", "clicks": _record("pbm")}, "bm": {"spec": "x"}}}
-    assert click_training(FeatureMap(), scheme) == {"gdssm": _record("pbm")}
+    encoders = {"gdssm": {"spec": "clsm:generalized", "clicks": _record("pbm")}, "bm": {"spec": "x"}}
+    assert click_training(FeatureMap(), encoders) == {"gdssm": _record("pbm")}
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from builders import DATASETS
 from ltrfeat.cli.main import cli
-from ltrfeat.datasets.converters._base import Qrels
+from ltrfeat.core.trec import Qrels
 from ltrfeat.core.duplicates import data_record, resolve_duplicates
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.text import pairs_to_ranking, read_judged_pairs

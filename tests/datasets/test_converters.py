@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.converters import convert, convert_to_dir, resolve_inputs
 from ltrfeat.datasets.converters._cranfield import read_records
-from ltrfeat.datasets.converters.trec import parse_qrels
+from ltrfeat.core.trec import parse_qrels
 from ltrfeat.core.errors import LtrfeatError, TextTableError
 from ltrfeat.core.letor import read_letor
 from ltrfeat.core.text import read_docs, read_judged_pairs, read_queries

@@ -19,8 +19,11 @@ from ltrfeat.experiments.ablate import (
     PairsSource,
     ablate_folds,
     ablate_pairs,
+    pairs_folds,
     ranker_params,
+    read_pairs_source,
 )
+from ltrfeat.experiments.pairs_input import CrossFitScheme, PairsFolds, PairsRead
 
 RANKER = {"learning_rate": 0.1, "num_leaves": 7, "early_stopping_rounds": 10, "n_jobs": 1}  # as the options below
 
@@ -75,6 +78,26 @@ def test_ablate_pairs_cross_fits_and_reports(tmp_path):
     assert config["seeds"] == list(QUICK["seeds"]) and config["ranker_params"]["n_estimators"] == QUICK["n_estimators"]
     assert config["cross_fitting"]["encoder_options"] == {"epochs": 2, "sbert-ft.epochs": 1}
     assert "duplicates" in config and (tmp_path / "r" / "report.json").exists()
+
+
+def test_text_mode_reads_and_cross_fits_into_typed_values(tmp_path):
+    """read_pairs_source and pairs_folds return dataclasses; the scheme's report form keeps report.json's keys and
+    order, and leaves out what is not report config (duplicates, fitted extractors, texts)."""
+    stub = type("E", (), {"similarity": staticmethod(lambda q, d: np.array([len(x) for x in d], float))})()
+    source = PairsSource(write_judged_pairs(tmp_path / "pairs.tsv"), encoders=("clsm:softmax",), k_folds=3)
+    read = read_pairs_source(source, say=lambda m: None)
+    assert isinstance(read, PairsRead) and read.collection is None and read.train_table is None
+    assert [s.name for s in read.specs] == ["clsm-softmax"] and len(read.pairs) == 48
+    assert set(read.duplicates) == {"pairs"}
+    made = pairs_folds(source, quick=True, progress=False, say=lambda m: None, train_fn=lambda spec, table: stub)
+    assert isinstance(made, PairsFolds) and isinstance(made.scheme, CrossFitScheme)
+    assert len(made.folds) == 3 and list(made.groups) == ["clsm-softmax"] and made.base.startswith("bm25_doc,")
+    scheme = made.scheme
+    assert scheme.duplicates == read.duplicates and scheme.lexical and set(scheme.texts) == {"query", "doc"}
+    assert scheme.encoders == {"clsm-softmax": {"spec": "clsm:softmax", "trained": True, "transformer": False}}
+    report = scheme.to_json()
+    assert list(report)[-2:] == ["encoder_options", "encoders"] and list(report)[0] == "outer_folds"
+    assert not {"duplicates", "lexical", "texts"} & set(report)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, 
 from ltrfeat.experiments.report import write_report
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments._fold_runs import run_slug
-from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run
+from ltrfeat.core.trec import evaluate_run, read_qrels, read_run
 from builders import FAST, planted_folds, write_folds
 
 METRICS = ["ndcg@1", "ndcg@3", "ndcg@10", "map"]

@@ -21,7 +21,7 @@ from ltrfeat.experiments.report import report_markdown
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.experiments.ablation import Fold
 from ltrfeat.experiments.stats import holm, randomization_test
-from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, write_qrels, write_trec_run
+from ltrfeat.core.trec import evaluate_run, read_qrels, read_run, write_qrels, write_trec_run
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from builders import build_world, candidates_of, dataset_path
 from ltrfeat.cli.main import cli
 from ltrfeat.core.letor import write_letor
-from ltrfeat.experiments.trec import read_run, write_trec_run
+from ltrfeat.core.trec import read_run, write_trec_run
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 
 from ltrfeat.features.analysis import Analyzer
-from ltrfeat.core.duplicates import resolve_duplicates
 from ltrfeat.core.errors import TextTableError
-from ltrfeat.core.fileio import open_input
+from ltrfeat.core.trec import Qrels
 from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.features.retrieval import BM25Retriever, joined_text
 
@@ -179,33 +178,6 @@ def clean_text(value) -> str | None:
     return text or None
 
 
-def read_lines(path, encoding: str) -> Iterator[tuple[int, str]]:
-    """``(line number, text)`` of every line, ``\\r\\n`` or ``\\n`` ended, decoded one by one so a
-    bad byte is reported with its line."""
-    try:
-        fh = open_input(path)
-    except FileNotFoundError:
-        raise TextTableError("file not found", path=path, fix="check the path") from None
-    with fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode(encoding)
-            except UnicodeDecodeError as exc:
-                raise TextTableError(
-                    f"cannot decode byte {raw[exc.start : exc.end].hex(' ')} as {encoding}",
-                    path=path,
-                    line=lineno,
-                    fix="pass the file's encoding with --encoding (e.g. latin-1)",
-                ) from None
-            except LookupError:
-                raise TextTableError(
-                    f"unknown encoding {encoding!r}", path=path, fix="use a Python codec name such as utf-8 or latin-1"
-                ) from None
-            if lineno == 1 and text.startswith("\ufeff"):
-                text = text[1:]
-            yield lineno, text.rstrip("\r\n")
-
-
 def label_histogram(labels) -> dict:
     values, counts = np.unique(np.asarray(labels, dtype=np.float64), return_counts=True)
     return {f"{v:g}": int(c) for v, c in zip(values, counts)}
@@ -219,37 +191,6 @@ def add_doc_text(docs: pd.DataFrame, fields) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- qrels sources
-
-
-@dataclasses.dataclass
-class Qrels:
-    """Judgements ``qid, docid, grade`` with the ``line`` of each in ``path``."""
-
-    path: Path
-    frame: pd.DataFrame
-
-    duplicates: dict | None = None
-
-    @classmethod
-    def from_rows(cls, path, qid, docid, grade, line, *, duplicates: str = "error") -> "Qrels":
-        """Qrels from parallel lists. Repeats of a judgement with the same grade are dropped (qrels files
-        repeat lines); a pair judged with different grades is resolved by ``duplicates`` (see
-        :mod:`ltrfeat.core.duplicates`)."""
-        frame = pd.DataFrame(
-            {
-                "qid": qid,
-                "docid": docid,
-                "grade": np.asarray(grade, dtype=np.float64),
-                "line": np.asarray(line, dtype=np.int64),
-            }
-        )
-        if len(frame) == 0:
-            raise TextTableError("no judgements", path=path, fix="check that this is the qrels file")
-        frame = frame.drop_duplicates(["qid", "docid", "grade"])
-        frame, figures = resolve_duplicates(
-            frame, policy=duplicates, label="grade", lines=frame["line"].to_numpy(), path=path
-        )
-        return cls(Path(path), frame.reset_index(drop=True), figures)
 
 
 def judged_by_retrieval(

@@ -19,15 +19,15 @@ import re
 import pandas as pd
 
 from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.fileio import read_lines
+from ltrfeat.core.trec import Qrels
 from ltrfeat.datasets.converters._base import (
     SOURCES,
     Converted,
     Options,
-    Qrels,
     clean_text,
     judged_by_retrieval,
     label_histogram,
-    read_lines,
     register_source,
 )
 

@@ -17,22 +17,20 @@ relevant (label 0), as do BM25 candidates without a judgement.
 
 from __future__ import annotations
 
-import math
 
 import pandas as pd
 
 from ltrfeat.core.errors import TextTableError
-from ltrfeat.core.fileio import is_gzip_path
+from ltrfeat.core.fileio import is_gzip_path, read_lines
 from ltrfeat.core.text import json_object
+from ltrfeat.core.trec import parse_qrels
 from ltrfeat.datasets.converters._base import (
     SOURCES,
     Converted,
     Options,
-    Qrels,
     clean_text,
     judged_by_retrieval,
     label_histogram,
-    read_lines,
     register_source,
 )
 
@@ -134,36 +132,6 @@ def _read_queries(path, encoding: str) -> pd.DataFrame:
             fix="give every query its text",
         )
     return frame.drop(columns="line").rename(columns={"id": "qid"})
-
-
-def parse_qrels(path, encoding: str, *, duplicates: str = "error") -> Qrels:
-    """BEIR (``q d grade``, optional header) or TREC (``q iter d grade``) qrels."""
-    qid, docid, grade, lines = [], [], [], []
-    width, seen_data = None, False
-    fix = "write 'QUERY DOC GRADE' (BEIR, header optional) or 'QUERY 0 DOC GRADE' (TREC) lines with integer grades"
-    for lineno, line in read_lines(path, encoding):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) not in (3, 4) or (width is not None and len(parts) != width):
-            raise TextTableError(
-                f"expected {width or '3 or 4'} fields, got {len(parts)}", path=path, line=lineno, fix=fix
-            )
-        try:
-            value = float(parts[-1])
-        except ValueError:
-            if not seen_data and len(parts) == 3:  # a BEIR header such as "query-id corpus-id score"
-                seen_data = True
-                continue
-            raise TextTableError(f"grade {parts[-1]!r} is not a number", path=path, line=lineno, fix=fix) from None
-        if not math.isfinite(value) or value != int(value):
-            raise TextTableError(f"grade {parts[-1]!r} is not an integer", path=path, line=lineno, fix=fix)
-        seen_data, width = True, len(parts)
-        qid.append(parts[0])
-        docid.append(parts[-2])
-        grade.append(int(value))
-        lines.append(lineno)
-    return Qrels.from_rows(path, qid, docid, grade, lines, duplicates=duplicates)
 
 
 def _convert(name: str, paths, options: Options) -> Converted:

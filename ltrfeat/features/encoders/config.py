@@ -20,13 +20,14 @@ from typing import ClassVar
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.core.settings import SEED, Interval, OneOf, Settings
 from ltrfeat.features.encoders.losses import LossName, loss_names
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 LOSSES = loss_names()  # the built-in ranking losses (ltrfeat.features.encoders.losses)
 SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
 TOWER_MODELS = ("clsm", "dssm")
-PRETRAININGS = ("rbm",)  # EncoderConfig.pretrain (DSSM only)
+PRETRAININGS = (Pretraining.RBM.value,)  # EncoderConfig.pretrain (DSSM only); plain strings: click choices
 # EncoderConfig.distill_rows: every training pair, or only those labelled a positive (soft label >= min_positive)
 DISTILL_ROWS = ("all", "positives")
 # EncoderConfig.distill_loss: the teacher's in-batch ranking (kl), its in-batch cosines (mse), or each text's teacher
@@ -217,7 +218,7 @@ class EncoderConfig(TrainingConfig):
 
     def _check(self) -> None:
         self._negatives()
-        if self.pretrain == "rbm" and self.model != "dssm":
+        if self.pretrain == Pretraining.RBM and self.model != "dssm":
             raise ParameterError(
                 f"pretrain='rbm' needs model='dssm', got model={self.model!r}", fix="use model='dssm'", param="model"
             )

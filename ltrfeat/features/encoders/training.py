@@ -35,6 +35,7 @@ from ltrfeat.features.encoders.epochs import Loop
 from ltrfeat.features.encoders.losses import make_loss
 from ltrfeat.features.encoders.model import TwoTowerModel, model_config
 from ltrfeat.features.encoders.negatives import Sampler
+from ltrfeat.features.encoders.pretraining import Pretraining
 from ltrfeat.features.encoders.trainer import (
     Resumable,
     make_optimizer,
@@ -107,7 +108,7 @@ def train_encoder(
         hasher, net = _towers(cfg, init, train_texts)
         pretrained = None
         tokens: list = []  # the validation's texts tokenized, by the distillation's early stopping (after its own)
-        if cfg.pretrain == "rbm" and resume is None:
+        if cfg.pretrain == Pretraining.RBM and resume is None:
             from ltrfeat.features.encoders._rbm import pretrain_dssm
 
             pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)

@@ -1,4 +1,5 @@
-"""TREC runs and qrels: read them, write any ranker's scores as a run, evaluate a run.
+"""TREC runs and qrels: read them (the one qrels parser, :func:`parse_qrels`, which the converters use too),
+write any ranker's scores as a run, evaluate a run.
 
 Formats (fields separated by any run of spaces or tabs, blank lines ignored, ``.gz`` by extension):
 
@@ -24,15 +25,18 @@ ir-measures; tested against ir-measures):
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import math
+from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
 import pandas as pd
 
 from ltrfeat.core.errors import LtrfeatError, TextTableError
-from ltrfeat.core.fileio import atomic_output, open_input
+from ltrfeat.core.duplicates import resolve_duplicates
+from ltrfeat.core.fileio import atomic_output, open_input, read_lines
 
 from ltrfeat.core.metrics import evaluate_queries, parse_metrics
 
@@ -157,11 +161,70 @@ def _fail_on_fields(path, width: int, fix: str) -> NoReturn:
     raise TextTableError("cannot read this file", path=path, fix=fix)  # pragma: no cover - pandas refused, we did not
 
 
+@dataclasses.dataclass
+class Qrels:
+    """Judgements ``qid, docid, grade`` with the ``line`` of each in ``path``."""
+
+    path: Path
+    frame: pd.DataFrame
+
+    duplicates: dict | None = None
+
+    @classmethod
+    def from_rows(cls, path, qid, docid, grade, line, *, duplicates: str = "error") -> "Qrels":
+        """Qrels from parallel lists. Repeats of a judgement with the same grade are dropped (qrels files
+        repeat lines); a pair judged with different grades is resolved by ``duplicates`` (see
+        :mod:`ltrfeat.core.duplicates`)."""
+        frame = pd.DataFrame(
+            {
+                "qid": qid,
+                "docid": docid,
+                "grade": np.asarray(grade, dtype=np.float64),
+                "line": np.asarray(line, dtype=np.int64),
+            }
+        )
+        if len(frame) == 0:
+            raise TextTableError("no judgements", path=path, fix="check that this is the qrels file")
+        frame = frame.drop_duplicates(["qid", "docid", "grade"])
+        frame, figures = resolve_duplicates(
+            frame, policy=duplicates, label="grade", lines=frame["line"].to_numpy(), path=path
+        )
+        return cls(Path(path), frame.reset_index(drop=True), figures)
+
+
+def parse_qrels(path, encoding: str, *, duplicates: str = "error") -> Qrels:
+    """BEIR (``q d grade``, optional header) or TREC (``q iter d grade``) qrels."""
+    qid, docid, grade, lines = [], [], [], []
+    width, seen_data = None, False
+    fix = "write 'QUERY DOC GRADE' (BEIR, header optional) or 'QUERY 0 DOC GRADE' (TREC) lines with integer grades"
+    for lineno, line in read_lines(path, encoding):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) not in (3, 4) or (width is not None and len(parts) != width):
+            raise TextTableError(
+                f"expected {width or '3 or 4'} fields, got {len(parts)}", path=path, line=lineno, fix=fix
+            )
+        try:
+            value = float(parts[-1])
+        except ValueError:
+            if not seen_data and len(parts) == 3:  # a BEIR header such as "query-id corpus-id score"
+                seen_data = True
+                continue
+            raise TextTableError(f"grade {parts[-1]!r} is not a number", path=path, line=lineno, fix=fix) from None
+        if not math.isfinite(value) or value != int(value):
+            raise TextTableError(f"grade {parts[-1]!r} is not an integer", path=path, line=lineno, fix=fix)
+        seen_data, width = True, len(parts)
+        qid.append(parts[0])
+        docid.append(parts[-2])
+        grade.append(int(value))
+        lines.append(lineno)
+    return Qrels.from_rows(path, qid, docid, grade, lines, duplicates=duplicates)
+
+
 def read_qrels(path) -> pd.DataFrame:
     """Judgements as columns ``qid, docid, label`` (index ``line``), from TREC ``QID ITER DOCID GRADE``
     or BEIR ``QID DOCID GRADE`` lines. A pair judged twice with different grades is an error."""
-    from ltrfeat.datasets.converters.trec import parse_qrels
-
     frame = parse_qrels(path, "utf-8").frame
     out = pd.DataFrame(
         {

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError, TextTableError
-from ltrfeat.experiments.trec import evaluate_run, read_qrels, read_run, summarise_run, write_trec_run
+from ltrfeat.core.trec import evaluate_run, read_qrels, read_run, summarise_run, write_trec_run
 
 ir_measures = pytest.importorskip("ir_measures")
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -327,7 +327,7 @@ def oracle_ndcg10(qrels_path, run_path) -> float:
 
 
 def test_rerank_names_texts_it_lacks(tmp_path):
-    from ltrfeat.experiments.trec import write_trec_run as write
+    from ltrfeat.core.trec import write_trec_run as write
 
     write(tmp_path / "r.run", ["1", "1"], ["D00001", "NOPE"], [2.0, 1.0])
     res = invoke(
