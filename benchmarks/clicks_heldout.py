@@ -59,6 +59,21 @@ def heldout(n_click: int, towers: str, *, epochs: int, work: Path) -> dict:
     }
 
 
+def markdown_table(figures: dict) -> list[str]:
+    """The lines docs/experiments.md quotes (checked by tests/clicks/test_docs_debias.py): per log size and towers,
+    the held-out NDCG@10 after each epoch (epoch 0: the start) and the epoch kept."""
+    lines = [
+        "| click queries | clicked pairs | towers | held-out NDCG@10, epochs 0, 1, 2, ... | epoch kept |",
+        "| ---: | ---: | --- | --- | ---: |",
+    ]
+    for run in figures["runs"]:
+        curve = ", ".join(f"{v:.3f}" for v in run["validation_ndcg@10"])
+        lines.append(
+            f"| {run['click_queries']:,} | {run['clicked_pairs']:,} | {run['towers']} | {curve} | {run['best_epoch']} |"
+        )
+    return lines
+
+
 def main() -> None:
     from _common import write_results
 
@@ -67,15 +82,18 @@ def main() -> None:
     parser.add_argument("--towers", nargs="+", default=["quick", "full"], choices=["quick", "full"])
     parser.add_argument("--epochs", type=int, default=8)
     args = parser.parse_args()
-    runs = []
-    for n_click in args.click_queries:
-        for towers in args.towers:
+    command = "python benchmarks/clicks_heldout.py --click-queries " + " ".join(map(str, args.click_queries))
+    command += " --towers " + " ".join(args.towers) + f" --epochs {args.epochs}"
+    runs: list[dict] = []
+    for towers in args.towers:
+        for n_click in args.click_queries:
             with tempfile.TemporaryDirectory() as tmp:
                 runs.append(heldout(n_click, towers, epochs=args.epochs, work=Path(tmp)))
             print(runs[-1], flush=True)
-    command = "python benchmarks/clicks_heldout.py --click-queries " + " ".join(map(str, args.click_queries))
-    command += " --towers " + " ".join(args.towers) + f" --epochs {args.epochs}"
-    print(write_results("clicks_heldout", {"runs": runs, "command": command}))
+            # written after every run: a run cut short keeps the ones done (``complete`` says whether all are)
+            done = {"complete": len(runs) == len(args.towers) * len(args.click_queries)}
+            path = write_results("clicks_heldout", {"runs": runs, "setup": {"command": command, **done}})
+    print(path)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import clicks_debias, clicks_homedepot  # noqa: E402
+from benchmarks import clicks_debias, clicks_heldout, clicks_homedepot, clicks_ranker_noise  # noqa: E402
 
 
 def _figures(benchmark) -> dict:
@@ -21,14 +21,22 @@ def _figures(benchmark) -> dict:
     return json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())["figures"]
 
 
-@pytest.mark.parametrize("benchmark", [clicks_debias, clicks_homedepot], ids=["clicks_debias", "clicks_homedepot"])
-def test_the_experiments_page_quotes_the_results_file(benchmark):
-    name = benchmark.__name__.rsplit(".", 1)[-1]
+@pytest.mark.parametrize(
+    "benchmark, name",
+    [
+        (clicks_debias, "clicks_debias"),
+        (clicks_ranker_noise, "clicks_ranker_noise"),
+        (clicks_homedepot, "clicks_homedepot"),
+        (clicks_heldout, "clicks_heldout"),
+    ],
+    ids=["clicks_debias", "clicks_ranker_noise", "clicks_homedepot", "clicks_heldout"],
+)
+def test_the_experiments_page_quotes_the_results_file(benchmark, name):
     figures = json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())["figures"]
     page = (ROOT / "docs" / "experiments.md").read_text(encoding="utf-8")
     for line in benchmark.markdown_table(figures):
         assert line in page, f"docs/experiments.md does not quote: {line}"
-    assert figures["setup"]["command"] in page
+    assert (figures.get("setup") or figures)["command"] in page
 
 
 def test_the_readme_quotes_the_click_results_and_the_demo_default_follows_them():
@@ -46,3 +54,13 @@ def test_the_readme_quotes_the_click_results_and_the_demo_default_follows_them()
     # "debiased by default if and only if the measurements support it": none is significantly better, so none
     assert not better and default == "none"
     assert "`ltrfeat demo` trains uncorrected by default" in " ".join(readme.split())
+
+
+def test_the_readme_quotes_the_ranker_noise_at_e0():
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    noise = _figures(clicks_ranker_noise)
+    others = [r["ipw - none"]["delta"] for r in noise["per_ranker_seed"][1:]]
+    assert all(r["ipw - none"]["p"] >= 0.05 for r in noise["per_ranker_seed"][1:])  # "none significant"
+    assert f"under {len(others)} other seeds `ipw - none` is {min(others):+.4f} to {max(others):+.4f}" in readme
+    weights = noise["ipw_weights"].values()
+    assert f"weights there are {min(w['min'] for w in weights):.2f} to {max(w['max'] for w in weights):.2f}" in readme
