@@ -78,7 +78,6 @@ def world_run(
     """One world: its propensity curve against the truth, the ``ipw`` weights' spread and the per-query NDCG of every
     feature set (see :func:`ranker_mean`)."""
     from ltrfeat.cli.demo_cmd import _features, _folds
-    from ltrfeat.clicks.debias import ipw_weights
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world
@@ -103,18 +102,26 @@ def world_run(
             ranker_seed = seed + RANKER_SEED_STEP * j
             runs.append(run_ablation(folds, sets, seeds=(ranker_seed,), ranker_params=RANKER, progress=False).per_query)
     per_query = ranker_mean(runs).assign(qid=lambda f: f"s{seed}:" + f["qid"].astype(str))
-    weights = ipw_weights(log.positioned, curve)
-    clicks = log.positioned["clicks"].to_numpy(np.float64)
     return {
         "propensity": curve_figures(curve, truth),
-        "ipw_weights": {
-            "min": round(float(weights[clicks > 0].min()), 4),
-            "max": round(float(weights[clicks > 0].max()), 4),
-            "sd_per_click": round(float(np.sqrt(np.average((weights - 1) ** 2, weights=clicks))), 4),
-        },
+        "ipw_weights": weight_spread(log, curve),
         "encoders": trained,
         "log": {"impressions": int(log.totals["impressions"].sum()), "clicks": int(log.totals["clicks"].sum())},
     }, per_query
+
+
+def weight_spread(log, curve) -> dict:
+    """How far the ``ipw`` click weights of ``log`` under ``curve`` lie from 1: their range over the rows with clicks
+    and their root-mean-square deviation per click."""
+    from ltrfeat.clicks.debias import ipw_weights
+
+    weights = ipw_weights(log.positioned, curve)
+    clicks = log.positioned["clicks"].to_numpy(np.float64)
+    return {
+        "min": round(float(weights[clicks > 0].min()), 4),
+        "max": round(float(weights[clicks > 0].max()), 4),
+        "sd_per_click": round(float(np.sqrt(np.average((weights - 1) ** 2, weights=clicks))), 4),
+    }
 
 
 def kept(keep: Path | None, name: str, signature: dict, compute) -> tuple[dict, pd.DataFrame]:

@@ -29,7 +29,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from clicks_debias import METRIC, QUICK, RANKER, RANKER_SEED_STEP, train_corrected  # noqa: E402
+from clicks_debias import METRIC, QUICK, RANKER, RANKER_SEED_STEP, train_corrected, weight_spread  # noqa: E402
 
 SETS = ("lexical", "lexical+clsm-none", "lexical+clsm-ipw")
 
@@ -38,7 +38,6 @@ def world_seed(seed: int, ranker_seeds: int, work: Path) -> tuple[dict, pd.DataF
     """One e=0 world: the ``ipw`` weights' spread and the per-query NDCG@10 of ``SETS`` under each ranker seed
     (column ``ranker_seed``: j)."""
     from ltrfeat.cli.demo_cmd import SIZES, _features, _folds
-    from ltrfeat.clicks.debias import ipw_weights
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world
@@ -48,14 +47,7 @@ def world_seed(seed: int, ranker_seeds: int, work: Path) -> tuple[dict, pd.DataF
     write_world(world, work / "world")
     log = read_click_log(work / "world" / "clicks_impressions.tsv", docs=work / "world" / "docs.tsv")
     curve = estimate_propensity(log, method="harvest", seed=seed, resamples=0)
-    weights = ipw_weights(log.positioned, curve)
-    clicks = log.positioned["clicks"].to_numpy(np.float64)
-    spread = {
-        "curve": [round(float(v), 4) for v in curve.values],
-        "min": round(float(weights[clicks > 0].min()), 4),
-        "max": round(float(weights[clicks > 0].max()), 4),
-        "sd_per_click": round(float(np.sqrt(np.average((weights - 1) ** 2, weights=clicks))), 4),
-    }
+    spread = {"curve": [round(float(v), 4) for v in curve.values], **weight_spread(log, curve)}
     models, _ = train_corrected(log, curve, work, seed=seed, sizes=SIZES["quick"]["clsm"], encoder=QUICK["encoder"])
     models = {name: path for name, path in models.items() if f"lexical+{name}" in SETS}
     data = _features(world, models)

@@ -85,3 +85,21 @@ def test_kept_results_are_reused_only_for_the_same_signature(tmp_path):
     other = clicks_debias.kept(tmp_path, "e0-0", {"epochs": 4}, compute)
     assert len(calls) == 2 and again[0] == first[0] == {"figure": 1} and other[0] == {"figure": 2}
     assert again[1].equals(first[1]) and clicks_debias.kept(None, "x", {}, compute)[0] == {"figure": 3}
+
+
+def test_the_weight_spread_is_zero_without_bias_and_grows_with_it():
+    from types import SimpleNamespace
+
+    import numpy as np
+    import pandas as pd
+
+    from ltrfeat.clicks.propensity import propensity_from_values
+
+    log = SimpleNamespace(positioned=pd.DataFrame({"position": [1, 2, 3, 3], "clicks": [3, 1, 1, 0]}))
+    assert clicks_debias.weight_spread(log, propensity_from_values(np.ones(3))) == {
+        "min": 1.0,
+        "max": 1.0,
+        "sd_per_click": 0.0,
+    }
+    spread = clicks_debias.weight_spread(log, propensity_from_values([1.0, 0.5, 0.25]))
+    assert spread["min"] == round(5 / 9, 4) and spread["max"] == round(20 / 9, 4) and spread["sd_per_click"] > 0.5
