@@ -23,13 +23,18 @@ says so and exits when the file is absent):
   (``--seeds``: click simulation, encoder, folds and ranker); per-query NDCG@10 averaged over the seeds, paired
   randomisation tests (10,000 resamples), Holm across the comparisons (those of ``clicks_debias.py``).
 
-Run: python benchmarks/clicks_homedepot.py [--queries 2000] [--seeds 0] [--folds 3] [--epochs 2]
+``--keep DIR`` saves each seed's figures and per-query table in DIR and re-uses those of the same setup, so seeds can
+run in separate processes (``--seeds 0 --keep DIR``, ``--seeds 1 --keep DIR``, ...) and a last run over every seed
+pools them.
+
+Run: python benchmarks/clicks_homedepot.py [--queries 2000] [--seeds 0] [--folds 3] [--epochs 2] [--keep DIR]
 Writes benchmarks/results/clicks_homedepot.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
@@ -43,7 +48,17 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
-from clicks_debias import CORRECTIONS, METRIC, RANKER, comparisons, criterion, curve_figures, train_corrected  # noqa: E402
+from clicks_debias import (  # noqa: E402
+    CORRECTIONS,
+    METRIC,
+    RANKER,
+    comparisons,
+    criterion,
+    curve_figures,
+    kept,
+    readme_row,
+    train_corrected,
+)
 
 MAX_GRADE = 6
 CLICKS = {"sessions": 20, "depth": 10, "jitter": 0.5, "eta": 1.0, "noise": 0.1}
@@ -129,6 +144,7 @@ def seed_run(pairs, docs, queries: tuple[set, set], seed: int, work: Path, setup
     from ltrfeat.features.extract import extract_pairs, lexical_extractors
     from ltrfeat.features.neural import EncoderExtractor
 
+    start, cpu = time.perf_counter(), time.process_time()
     click_qids, test_qids = queries
     click_pairs = pairs[pairs["qid"].isin(click_qids)].reset_index(drop=True)
     impressions = simulate_clicks(click_pairs, production_scores(click_pairs, docs), seed=seed, **setup.clicks)
@@ -161,6 +177,8 @@ def seed_run(pairs, docs, queries: tuple[set, set], seed: int, work: Path, setup
             "clicks": int(log.totals["clicks"].sum()),
             "pairs": len(log.totals),
         },
+        "seconds": round(time.perf_counter() - start),
+        "cpu_seconds": round(time.process_time() - cpu),
     }, result.per_query
 
 
@@ -173,8 +191,15 @@ def seed_mean(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return means.reset_index().assign(fold="seeds")
 
 
-def run(pairs, docs, *, n_queries: int, seeds, work: Path, setup: Setup, log=print) -> dict:
-    """The benchmark on ``pairs`` (``qid, query, docid, doc, label``) and the products table ``docs``."""
+def kept_seed_run(pairs, docs, queries: tuple[set, set], seed: int, work: Path, setup: Setup, keep: Path | None):
+    """:func:`seed_run`, or its figures and per-query table from ``keep`` (see :func:`clicks_debias.kept`)."""
+    signature = {"setup": dataclasses.asdict(setup), "queries": sorted(map(str, queries[0] | queries[1]))}
+    return kept(keep, f"seed-{seed}", signature, lambda: seed_run(pairs, docs, queries, seed, work, setup))
+
+
+def run(pairs, docs, *, n_queries: int, seeds, work: Path, setup: Setup, keep: Path | None = None, log=print) -> dict:
+    """The benchmark on ``pairs`` (``qid, query, docid, doc, label``) and the products table ``docs``; ``keep``: see
+    ``--keep``."""
     click_qids, test_qids = split_queries(pairs, n_queries)
     assert not click_qids & test_qids
     figures: dict = {
@@ -190,7 +215,7 @@ def run(pairs, docs, *, n_queries: int, seeds, work: Path, setup: Setup, log=pri
         start = time.perf_counter()
         run_dir = work / f"seed-{seed}"
         run_dir.mkdir(parents=True)
-        found, per_query = seed_run(pairs, docs, (click_qids, test_qids), seed, run_dir, setup)
+        found, per_query = kept_seed_run(pairs, docs, (click_qids, test_qids), seed, run_dir, setup, keep)
         figures["seeds"][str(seed)] = found
         frames.append(per_query)
         errors = np.abs(found["propensity"]["relative_error"])
@@ -241,6 +266,11 @@ def markdown_table(figures: dict) -> list[str]:
     return lines
 
 
+def readme_rows(figures: dict) -> list[str]:
+    """The README's line for Home Depot (:func:`clicks_debias.readme_row`)."""
+    return [readme_row("Home Depot, simulated", figures["comparisons"])]
+
+
 def main() -> None:
     from _common import HOME_DEPOT, home_depot_pairs, write_results
     from ltrfeat.experiments.demo import SIZES
@@ -251,6 +281,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--resamples", type=int, default=200, help="bootstrap resamples of the propensity interval")
+    parser.add_argument("--keep", type=Path, help="save and re-use each seed's results in this directory")
     for name, value in CLICKS.items():
         parser.add_argument(f"--{name}", type=type(value), default=value)
     args = parser.parse_args()
@@ -271,6 +302,7 @@ def main() -> None:
             seeds=args.seeds,
             work=Path(tmp),
             setup=Setup(clicks, SIZES["quick"]["clsm"], encoder, folds=args.folds, resamples=args.resamples),
+            keep=args.keep,
         )
     command = f"python benchmarks/clicks_homedepot.py --queries {args.queries} --seeds " + " ".join(
         map(str, args.seeds)

@@ -102,10 +102,13 @@ def click_labels(
     rows = log.positioned
     if debias == "ipw":
         assert propensity is not None
-        weight = 1 / np.maximum(propensity.at(rows["position"].to_numpy()), clip)
         clicks = rows["clicks"].to_numpy(np.float64)
-        weight = weight / (clicks * weight).sum() * clicks.sum() if clicks.sum() > 0 else weight
-        corrected = rows[keys].assign(label=clicks * weight).groupby(keys, sort=False)["label"].sum()
+        corrected = (
+            rows[keys]
+            .assign(label=clicks * ipw_weights(rows, propensity, clip=clip))
+            .groupby(keys, sort=False)["label"]
+            .sum()
+        )
         record |= {"clip": clip, "propensity": propensity.to_dict()}
         soft = "clicks"
     else:
@@ -130,6 +133,14 @@ def click_labels(
     weight = np.where(clicked, per_click, 0.0)
     mean = weight[clicked].mean() if clicked.any() else 1.0
     return _labels(table.assign(weight=weight / mean if mean > 0 else 1.0), "clicks", record)
+
+
+def ipw_weights(rows: pd.DataFrame, propensity: Propensity, *, clip: float = DEFAULT_CLIP) -> np.ndarray:
+    """The weight of a click in each row of a positioned log (``position``, ``clicks``): ``1 / p(position)``, the
+    propensity clipped from below at ``clip``, self-normalised to a mean of 1 over the rows' clicks."""
+    weight = 1 / np.maximum(propensity.at(rows["position"].to_numpy()), clip)
+    clicks = rows["clicks"].to_numpy(np.float64)
+    return weight / (clicks * weight).sum() * clicks.sum() if clicks.sum() > 0 else weight
 
 
 def _labels(table: pd.DataFrame, soft: str, record: dict) -> ClickLabels:

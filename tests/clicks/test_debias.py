@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning, ParameterError
-from ltrfeat.clicks.debias import click_labels
+from ltrfeat.clicks.debias import click_labels, ipw_weights
 from ltrfeat.clicks.propensity import propensity_from_values
 from pbm_logs import pbm_log
 
@@ -52,6 +52,16 @@ def test_corrected_labels_credit_low_and_high_positions_alike(biased, debias):
     assert raw > 4  # clicks credit the top several times over (examination 1 vs <= 6^-1.5)
     assert 0.75 < _top_to_bottom(biased, estimate) < 1.33
     assert labels.record["debias"] == debias and labels.record["propensity"]["values"][0] == 1
+
+
+def test_ipw_weights_are_clipped_inverse_propensities_of_mean_one_per_click():
+    rows = pd.DataFrame({"position": [1, 2, 3, 3], "clicks": [4, 2, 1, 0]})
+    curve = propensity_from_values([1.0, 0.5, 0.01])  # position 3 clipped at 0.05: weight 20, not 100
+    weights = ipw_weights(rows, curve, clip=0.05)
+    raw = np.array([1, 2, 20, 20])
+    assert np.allclose(weights, raw * 7 / (4 * 1 + 2 * 2 + 1 * 20))
+    assert np.isclose((weights * rows["clicks"]).sum(), rows["clicks"].sum())
+    assert np.allclose(ipw_weights(rows, propensity_from_values(np.ones(3))), 1)
 
 
 def test_ipw_keeps_the_total_and_changes_nothing_without_bias():
