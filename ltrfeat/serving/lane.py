@@ -110,6 +110,11 @@ class Lane:
             self._pool = None
 
     def close(self) -> None:
+        """Stop the worker now (it holds nothing to save; a shutdown waited for a worker still loading)."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            workers = list(self._pool._processes.values())  # type: ignore[attr-defined]
+            self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+            for worker in workers:
+                worker.terminate()
+                worker.join(5)
