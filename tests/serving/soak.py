@@ -36,21 +36,23 @@ def _normal(http, request: dict, seconds: float) -> list[float]:
     return latencies
 
 
-def soak(world: dict, serve_args=(), *, rounds: int = ROUNDS, phase: float = PHASE) -> dict:
+def soak(world: dict, serve_args=(), *, rounds: int = ROUNDS, phase: float = PHASE, before=None) -> dict:
     """Serve ``world`` (tests/builders.py) with ``serve_args`` added and run the soak: the normal client's p99 (ms)
     in the quiet and the hostile phases, its request counts, what the hostile clients got, and the server's RSS
-    (its worker's included, MB) after warm-up and at its peak."""
+    (its worker's included, MB) after warm-up and at its peak; ``before(proc, http)``: a dict of other figures,
+    measured after warm-up, added to the answer."""
     _, candidates = candidates_of(world, "q3")
     request = {"query": world["queries"]["query"][3], "candidates": candidates}
     args = ["--ranker", world["ranker"], "--corpus-stats", world["corpus"], "--encoder", f"clsm={world['encoder']}"]
     spawn = multiprocessing.get_context("spawn")
     active, done, results = spawn.Event(), spawn.Event(), spawn.Queue()
-    with served([*args, *serve_args]) as (proc, http):
+    with served([*args, *serve_args], startup_timeout=300) as (proc, http):  # a busy machine starts it slowly
         attacker = spawn.Process(target=attack, args=(http.base_url.port, active, done, results))
         attacker.start()
         _normal(http, request, 3.0)  # warm up (and the attacker's process starts)
         large = {"query": request["query"], "candidates": candidates * 10}  # over --lane-chars: the worker is up
         assert http.post("/score", json=large, timeout=120).status_code == 200
+        figures = before(proc, http) if before is not None else {}
         base = peak = rss_mb(proc.pid)
         quiet, hostile = [], []
         for _ in range(rounds):
@@ -73,4 +75,5 @@ def soak(world: dict, serve_args=(), *, rounds: int = ROUNDS, phase: float = PHA
         "hostile_answers": counts,
         "rss_base_mb": base,
         "rss_peak_mb": peak,
+        **figures,
     }
