@@ -277,7 +277,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
     )
     interleave, impressions = _experiment(experiment, ranker, encoders, features, lexical_params)
     scorers = [scorer] if interleave is None else [scorer, interleave.scorer]
-    load_args = [s.load_args for s in scorers if s.load_args is not None]  # all: each was loaded from a file
+    load_args = [s.load_args for s in scorers]  # each was loaded from a file: none is None
     lane = Lane(load_args, chars=lane_chars, threads=threads_value(threads)) if lane_chars else None
     hosts = (*LOOPBACK_HOSTS, *([] if host in ("0.0.0.0", "::", "") else [host]), *allow_hosts)
     app = create_app(
