@@ -201,7 +201,9 @@ def _print_soak(soak: dict) -> None:
 
 
 def _rss_mb(pid: int) -> float:
-    return psutil.Process(pid).memory_info().rss / 2**20
+    """The server's RSS, its large-request worker's included."""
+    server = psutil.Process(pid)
+    return sum(p.memory_info().rss for p in [server, *server.children(recursive=True)]) / 2**20
 
 
 def main() -> None:

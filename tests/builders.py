@@ -201,6 +201,13 @@ def build_world(root, *, n_queries=30, per_query=10, seed=0, encoder=True):
     return {"docs": docs, "queries": queries, "data": data, "model": ranker, **paths}
 
 
+def with_ranker_b(world: dict) -> dict:
+    """``world`` plus ``ranker_b``: a second, smaller ranker on the same features (interleaving's B)."""
+    b = Path(world["ranker"]).with_name("ranker_b.txt")
+    LambdaMART(n_estimators=3, num_leaves=3, early_stopping_rounds=None, n_jobs=1, seed=7).fit(world["data"]).save(b)
+    return {**world, "ranker_b": b}
+
+
 def candidates_of(world, qid):
     data, docs = world["data"], world["docs"].set_index("docid")
     rows = np.flatnonzero(data.qid == qid)

@@ -65,3 +65,24 @@ def test_reliability_page_states_the_option_bounds():
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
     assert f"[{SEED.left}, {SEED.right:,}]" in text and f"at most {MAX_THREADS:,}" in text
     assert f"`--resamples` at most {BOUNDS['resamples'].right:,}" in text
+
+
+def test_reliability_page_states_the_lane_bound_and_the_soak_figures():
+    import json
+
+    from ltrfeat.cli.serve_cmd import serve
+    from ltrfeat.serving.lane import LANE_CHARS, LANE_NICE
+
+    text = " ".join(PAGE.read_text(encoding="utf-8").split())
+    assert next(p.default for p in serve.params if p.name == "lane_chars") == LANE_CHARS
+    assert (
+        f"| `--lane-chars` | {LANE_CHARS:,} characters (more: scored by the worker process at nice +{LANE_NICE};"
+        in text
+    )
+    runs = json.loads((ROOT / "benchmarks" / "results" / "bench_serve_soak.json").read_text())["figures"]["runs"]
+    for serve_as in ("worker", "one process"):
+        mine = [r for r in runs if r["serve"] == serve_as]
+        assert ", ".join(f"{r['ratio']:.2f}x" for r in mine) in text, serve_as
+        assert ", ".join(f"{r['load_cpu_s_per_request'] * 1000:.1f}" for r in mine) in text, serve_as
+    loads = [x for r in runs for x in (r["load_before"], r["load_after"])]
+    assert f"load average {min(loads):.0f}-{max(loads):.0f}" in text

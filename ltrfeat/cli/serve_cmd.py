@@ -29,7 +29,7 @@ def _encoders(specs) -> dict:
     return out
 
 
-_LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
+_LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the lane.Lane bound
     "limits",
     click.option(
         "--max-candidates",
@@ -81,7 +81,15 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits
         default=20_000,
         show_default=True,
         help="Longest query or candidate field in characters (longer: 413 naming it). A text is scored in one "
-        "piece, so this also bounds how long other requests may wait for one.",
+        "piece, so this also bounds how long other large requests may wait for one.",
+    ),
+    click.option(
+        "--lane-chars",
+        type=click.IntRange(min=0),
+        default=4096,
+        show_default=True,
+        help="Requests with more text than this (query and candidate fields, in characters) are scored by a worker "
+        "process at lower CPU priority, so that small requests never wait for their steps; 0: all in this process.",
     ),
 )
 
@@ -225,6 +233,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
       ltrfeat interleave-report events/
     """
     token = access["token"]
+    lane_chars = limits.pop("lane_chars")
     if not token and not access["open_bind"] and not _loopback(host):
         raise LtrfeatError(
             f"--host {host} listens beyond this machine without authentication",
@@ -253,6 +262,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
 
     from ltrfeat.serving import server
     from ltrfeat.serving.app import LOOPBACK_HOSTS, ServiceLimits, create_app
+    from ltrfeat.serving.lane import Lane
     from ltrfeat.serving.scorer import Scorer
 
     torch.set_num_threads(threads_value(threads))
@@ -266,6 +276,9 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
         strict=features["strict"],
     )
     interleave, impressions = _experiment(experiment, ranker, encoders, features, lexical_params)
+    scorers = [scorer] if interleave is None else [scorer, interleave.scorer]
+    load_args = [s.load_args for s in scorers]  # each was loaded from a file: none is None
+    lane = Lane(load_args, chars=lane_chars, threads=threads_value(threads)) if lane_chars else None
     hosts = (*LOOPBACK_HOSTS, *([] if host in ("0.0.0.0", "::", "") else [host]), *allow_hosts)
     app = create_app(
         scorer,
@@ -274,6 +287,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
         hosts=hosts,
         interleave=interleave,
         impressions=impressions,
+        lane=lane,
     )
     click.echo(
         f"serving {len(scorer.feature_names)} features on http://{host}:{port} (fields: "

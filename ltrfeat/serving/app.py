@@ -44,6 +44,7 @@ import hmac
 import json
 import logging
 import sys
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +58,7 @@ from starlette.requests import ClientDisconnect
 from ltrfeat.core.config_files import json_depth
 from ltrfeat.rankers.contributions import explained_row
 from ltrfeat.serving.fairness import Turns, steps
+from ltrfeat.serving.lane import Lane
 from ltrfeat.serving.impressions import (
     EventBatch,
     Impression,
@@ -247,11 +249,13 @@ def create_app(
     hosts: tuple[str, ...] = LOOPBACK_HOSTS,
     interleave: Interleaving | None = None,
     impressions: Impressions | None = None,
+    lane: Lane | None = None,
 ) -> FastAPI:
     """The service around ``scorer``; ``token``: when set, every endpoint but ``/healthz`` and
     ``/readyz`` needs the header ``Authorization: Bearer <token>``; ``hosts``: the names the ``Host``
     header may give on those endpoints (``"*"``: any), against DNS rebinding; ``interleave``: ranker B and
-    how requests are shared with it (needs ``impressions``, the event log and the impressions kept)."""
+    how requests are shared with it (needs ``impressions``, the event log and the impressions kept); ``lane``: the
+    worker that computes large requests' features for the scorers (``scorer`` then ranker B), closed with the app."""
     if interleave is not None and impressions is None:
         raise ValueError("interleaving needs an event log (impressions=) to record what each ranker showed")
     limits = limits or ServiceLimits()
@@ -259,6 +263,7 @@ def create_app(
     fields = tuple(dict.fromkeys(f for s in scorers for f in s.fields))
     state = {"in_progress": 0, "reading": 0, "stopping": False}
     turns = Turns()  # the scorer is serialised: waiters wait here, not in threads
+    lane_turns = Turns()  # the lane's worker, one step at a time too
     expected = f"Bearer {token}".encode() if token else None
     allowed = None if "*" in hosts else {host_name(h) for h in hosts}
 
@@ -266,6 +271,8 @@ def create_app(
     async def lifespan(_app):
         yield
         state["stopping"] = True
+        if lane is not None:
+            lane.close()
 
     app = FastAPI(title="ltrfeat re-ranker", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
 
@@ -436,13 +443,24 @@ def create_app(
                 check_length(f"candidates[{i}].{field}", candidate.get(field))
         return req
 
+    def large(ranker: Scorer, req: ScoreRequest) -> bool:
+        """Whether the lane's worker computes the request's features."""
+        return lane is not None and lane.running and lane.takes(req.query, req.candidates, ranker.fields)
+
+    async def step(ranker: Scorer, pairs, client, in_lane: bool) -> np.ndarray:
+        if in_lane and lane is not None:
+            try:
+                return await lane_turns.run(client, lane.pair_features, scorers.index(ranker), pairs)
+            except BrokenProcessPool:
+                pass  # the worker is gone: here from now on
+        return await turns.run(client, ranker.pair_features, pairs)
+
     async def features(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
-        """The request's feature rows, computed in steps so that other requests are scored in between."""
+        """The request's feature rows, computed in steps so that other requests are scored in between (a large
+        request's in the lane's worker)."""
+        in_lane = large(ranker, req)
         pairs = await turns.run(client, ranker.prepare, req.query, req.candidates)
-        X = [
-            await turns.run(client, ranker.pair_features, pairs.iloc[part])
-            for part in steps(req.candidates, ranker.fields)
-        ]
+        X = [await step(ranker, pairs.iloc[part], client, in_lane) for part in steps(req.candidates, ranker.fields)]
         return np.concatenate(X)
 
     def finite(scores: np.ndarray) -> np.ndarray:
@@ -464,7 +482,7 @@ def create_app(
     async def ranked(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
         """One ranker's scores of the request's candidates, in steps when they are large."""
         try:
-            if len(steps(req.candidates, ranker.fields)) == 1:
+            if not large(ranker, req) and len(steps(req.candidates, ranker.fields)) == 1:
                 scores = await turns.run(client, ranker.score, req.query, req.candidates)
             else:
                 scores = await turns.run(client, ranker.predict, await features(ranker, req, client))

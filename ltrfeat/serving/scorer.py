@@ -137,8 +137,11 @@ class Scorer:
     (document fields the candidates must carry), ``strict`` (refuse queries an encoder was trained
     on). :meth:`score` is thread-safe (serialised). :attr:`guard` counts the queries :func:`rerank_run
     <ltrfeat.serving.rerank.rerank_run>` scores that an encoder was trained on (:mod:`ltrfeat.features.leakage`);
-    :meth:`score` checks each query on its own and keeps none.
+    :meth:`score` checks each query on its own and keeps none. :attr:`load_args`: the arguments of the
+    :meth:`load` that built it from a model file (another process loads the same scorer with them), else None.
     """
+
+    load_args: dict | None = None
 
     def __init__(self, ranker, extractors: list, fields: tuple, *, strict: bool = False, logged_queries: int = 10_000):
         self.ranker = ranker
@@ -191,6 +194,14 @@ class Scorer:
         strict : refuse to score a query an encoder was trained on (else each is logged once).
         caches : what is kept between calls (default :class:`CacheLimits`).
         """
+        load_args = dict(
+            ranker=ranker,
+            encoders=encoders,
+            corpus_stats=corpus_stats,
+            lexical_params=lexical_params,
+            strict=strict,
+            caches=caches,
+        )
         caches = caches or CacheLimits()
         model = load_ranker(ranker)
         where = None if model is ranker else ranker
@@ -293,7 +304,10 @@ class Scorer:
         needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
         if note:  # once everything loaded: a failed load says one thing
             warnings.warn(note, LtrfeatWarning, stacklevel=2)
-        return cls(model, extractors, needed, strict=strict, logged_queries=caches.logged_queries)
+        scorer = cls(model, extractors, needed, strict=strict, logged_queries=caches.logged_queries)
+        if where is not None:
+            scorer.load_args = load_args
+        return scorer
 
     def _pairs(self, query, candidates) -> pd.DataFrame:
         if not isinstance(query, str):

@@ -514,6 +514,7 @@ CASES += [
     ("serve-interleave-no-log", ["serve", "--ranker", M_TXT, "--interleave", M_TXT], "--event-log DIR"),
     ("serve-interleave-share", ["serve", "--ranker", M_TXT, "--interleave-share", "1.5"], "'--interleave-share'"),
     ("serve-event-log-depth", ["serve", "--ranker", M_TXT, "--event-log-depth", "0"], "'--event-log-depth'"),
+    ("serve-lane-chars", ["serve", "--ranker", M_TXT, "--lane-chars", "-1"], "'--lane-chars'"),
     ("interleave-report-missing", ["interleave-report", f"{W}/nope"], "nope"),
     (
         "interleave-report-bad-line",

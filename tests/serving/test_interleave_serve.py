@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,22 +19,18 @@ from fastapi.testclient import TestClient  # noqa: E402
 from ltrfeat.cli.main import cli  # noqa: E402
 from ltrfeat.clicks.served import COLUMNS, impressions, read_event_log  # noqa: E402
 from ltrfeat.experiments.event_log import EventLog  # noqa: E402
-from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 from ltrfeat.serving.app import ServiceLimits, create_app  # noqa: E402
 from ltrfeat.serving.impressions import Impressions, Interleaving  # noqa: E402
 from ltrfeat.serving.process import served  # noqa: E402
 from ltrfeat.serving.scorer import Scorer  # noqa: E402
-from builders import build_world, candidates_of  # noqa: E402
+from builders import build_world, candidates_of, with_ranker_b  # noqa: E402
 
 JSON = {"content-type": "application/json"}
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    w = build_world(tmp_path_factory.mktemp("interleave"), n_queries=12)
-    b = Path(w["ranker"]).with_name("ranker_b.txt")
-    LambdaMART(n_estimators=3, num_leaves=3, early_stopping_rounds=None, n_jobs=1, seed=7).fit(w["data"]).save(b)
-    return {**w, "ranker_b": b}
+    return with_ranker_b(build_world(tmp_path_factory.mktemp("interleave"), n_queries=12))
 
 
 def _scorer(world, key="ranker"):
