@@ -117,3 +117,45 @@ def test_train_encoder_bad_propensity_file_names_its_line(files, tmp_path):
     )
     _one_line_error(result, f"{curve}:3: propensity '1.5' is not a probability")
     assert not out.exists()
+
+
+SPEC_FAST = ["--encoder-option", "epochs=1", "--encoder-option", "batch_size=64", "--encoder-option", "threads=1"]
+
+
+@pytest.mark.parametrize("debias", ["ipw", "none"])
+def test_train_encoder_spec_trains_on_the_click_log_as_ablate_does(files, tmp_path, debias):
+    log, docs = files
+    out = tmp_path / "m.ltrenc"
+    args = ["train-encoder", log, "--docs", docs, "--debias", debias, "--clip", "0.1", "--spec", "dssm:generalized"]
+    result = _invoke(*args, *SPEC_FAST, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "encoders train on the clicks of" in result.output and "position bias: " in result.output
+    record = Encoder.load(out).training["clicks"]  # the bundle (and so its extracted columns' pins) say what trained it
+    assert record["debias"] == debias and record["has_positions"]
+    if debias == "ipw":
+        assert record["clip"] == 0.1 and len(record["propensity"]["values"]) == 10
+
+
+@pytest.mark.parametrize(
+    "extra, fragments",
+    [
+        (["--debias", "ipw", "--spec", "dssm:hinge"], ["--click-log trains encoders with the softmax or generalized"]),
+        (["--debias", "ipw", "--spec", "sbert"], ["no --encoder is trained"]),
+        (["--debias", "ipw", "--spec", "dssm", "--columns", "query=q"], ["--columns reads a pairs table"]),
+        (["--clip", "0.1", "--spec", "dssm"], ["--clip goes with --debias"]),
+        (["--debias", "ipw", "--spec", "dssm", "--epochs", "2"], ["--epochs does not go with --spec"]),
+    ],
+)
+def test_train_encoder_spec_bad_click_options(files, tmp_path, extra, fragments):
+    log, docs = files
+    out = tmp_path / "m.ltrenc"
+    _one_line_error(_invoke("train-encoder", log, "--docs", docs, "--out", out, *extra), *fragments)
+    assert not out.exists()
+
+
+def test_train_encoder_spec_needs_the_documents_texts(files, tmp_path):
+    log, _ = files
+    out = tmp_path / "m.ltrenc"
+    result = _invoke("train-encoder", log, "--debias", "ipw", "--spec", "dssm:generalized", "--out", out)
+    _one_line_error(result, "does not give the documents' texts", "--docs")
+    assert not out.exists()
