@@ -45,6 +45,7 @@ from ltrfeat.experiments._run_cache import RunStore
 from ltrfeat.experiments._workers import MIN_FIT_ROWS, plan_workers
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES
+from ltrfeat.rankers.positions import positioned_training
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, K_FOLDS, METRICS, QUICK, QUICK_ENCODER
@@ -366,8 +367,20 @@ def ablate_folds(
         )
     with run.profile.stage("reading"):
         folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
+    _say_positions(folds, settings, say)
     with _cluster(settings) as run.client:
         return _ablate(folds, dict(source.neural), source.base, None, settings, run)
+
+
+def _say_positions(folds: list[Fold], settings: AblateSettings, say: Callable[[str], None]) -> None:
+    """Training parts with display positions: how LambdaMART corrects them, or why this ablation cannot."""
+    positioned = [fold.name for fold in folds if fold.train.position is not None]
+    if positioned:
+        say(
+            positioned_training(
+                positioned, settings.engine, selecting=settings.selection is not None, dask=bool(settings.dask)
+            )
+        )
 
 
 def pairs_folds(
@@ -683,6 +696,7 @@ def plan_folds_ablation(
 ) -> list[str]:
     """What :func:`ablate_folds` would do and cost, in words; the folds are read, nothing is fitted."""
     folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
+    _say_positions(folds, settings, say)
     sets = _feature_sets(folds, dict(source.neural), source.base, None, settings, _Run(say, engine_features))
     return priced(folds_work(folds, sets, settings), settings)[0]
 
