@@ -791,6 +791,21 @@ CASES += [
         "'x'",
     ),
     (
+        "extract-clicks-unknown-doc",
+        ["extract", "--clicks", f"{W}/clicks_pos0.tsv", "--docs", f"{D}/docs.tsv", "--lexical", "bm25", "--out", OUT],
+        "clicks_pos0.tsv:2: ",
+    ),
+    (
+        "extract-clicks-aggregated",
+        ["extract", "--clicks", f"{D}/clicks.tsv", "--docs", f"{D}/docs.tsv", "--lexical", "bm25", "--out", OUT],
+        "aggregated click log",
+    ),
+    (
+        "extract-clicks-no-docs",
+        ["extract", "--clicks", f"{D}/clicks_impressions.tsv", "--lexical", "bm25", "--out", OUT],
+        "--clicks needs --docs",
+    ),
+    (
         "train-encoder-spec-click-position-0",
         ["train-encoder", f"{W}/clicks_pos0.tsv", "--debias", "ipw", "--spec", "dssm:generalized", "--out", OUT],
         "clicks_pos0.tsv:3: ",
