@@ -38,7 +38,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 EXPONENTS = (0.0, 0.8, 1.5)
 ESTIMATORS = ("harvest", "em")
-SIZES = {1.5: [800, 3000, 9000], 0.8: [800, 3000], 0.0: [800]}  # click-log queries
+SIZES = {1.5: [800, 3000, 9000, 27000], 0.8: [800, 3000], 0.0: [800]}  # click-log queries
 RANKS = 10
 
 
