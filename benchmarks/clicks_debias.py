@@ -72,18 +72,12 @@ CONTROL = "lexical+clsm-none"  # the set whose runs under two ranker seeds are c
 RANKER = {"n_estimators": 100, "n_jobs": 1, "params": {"bagging_fraction": 0.8, "bagging_freq": 1}}
 
 
-<<<<<<< HEAD
-def world_run(name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, world_size: dict, resamples: int):
-    """One world: its propensity curve against the truth and the per-query NDCG of every feature set."""
-    from ltrfeat.experiments.demo import demo_features as _features, demo_folds as _folds
-=======
 def world_run(
     name: str, seed: int, work: Path, *, sizes: dict, encoder: dict, world_size: dict, resamples: int, ranker_seeds=1
 ):
     """One world: its propensity curve against the truth, the ``ipw`` weights' spread and the per-query NDCG of every
     feature set (see :func:`ranker_mean`)."""
-    from ltrfeat.cli.demo_cmd import _features, _folds
->>>>>>> h-clicksq
+    from ltrfeat.experiments.demo import demo_features as _features, demo_folds as _folds
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world

@@ -24,7 +24,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 def heldout(n_click: int, towers: str, *, epochs: int, work: Path) -> dict:
     """Validation NDCG@10 on the held-out click queries after each epoch (epoch 0: the untrained start)."""
-    from ltrfeat.cli.demo_cmd import SIZES
+    from ltrfeat.experiments.demo import SIZES
     from ltrfeat.clicks.debias import click_labels
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.datasets.synth import generate_world, write_world

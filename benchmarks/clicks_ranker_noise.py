@@ -37,7 +37,7 @@ SETS = ("lexical", "lexical+clsm-none", "lexical+clsm-ipw")
 def world_seed(seed: int, ranker_seeds: int, work: Path) -> tuple[dict, pd.DataFrame]:
     """One e=0 world: the ``ipw`` weights' spread and the per-query NDCG@10 of ``SETS`` under each ranker seed
     (column ``ranker_seed``: j)."""
-    from ltrfeat.cli.demo_cmd import SIZES, _features, _folds
+    from ltrfeat.experiments.demo import SIZES, demo_features as _features, demo_folds as _folds
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world

@@ -337,7 +337,8 @@ _SPEC = option_group(
         metavar="SPEC",
         help="Train what `ablate --encoder SPEC` trains in every fold (e.g. clsm:generalized+spans+teacher), once, "
         "on all of PAIRS: the ablation's options, starting point, validation and keep-start rule; --seed is its "
-        "--split-seed. Takes only PAIRS, the reading options, --seed, --out and the three options below.",
+        "--split-seed. Takes only PAIRS, the reading options, --seed, --out and the three options below; with "
+        "--debias PAIRS is the ablation's --click-log, corrected as `ablate --click-log --debias` corrects it.",
     ),
     click.option(
         "--encoder-option",
@@ -461,17 +462,17 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     from ltrfeat.core.errors import cli_fixes
     from ltrfeat.core.text import read_judged_pairs
 
-    if like_ablate["spec"] is not None:
-        _train_like_ablate(click.get_current_context(), pairs, out, reading, training["seed"], like_ablate)
-        return
-    from_docs = weak["from_docs"]
     ctx = click.get_current_context()
-    _check_clicks_options(ctx, reading, from_docs)
     if pairs is not None and reading["debias"] is None and Path(pairs).is_dir():
         raise click.UsageError(
             f"PAIRS {pairs} is a directory: the event log `serve --event-log` wrote is a click log, "
             "give --debias ipw, pbm or none (and --docs for the documents' text)"
         )
+    if like_ablate["spec"] is not None:
+        _train_like_ablate(ctx, pairs, out, reading, training["seed"], like_ablate)
+        return
+    from_docs = weak["from_docs"]
+    _check_clicks_options(ctx, reading, from_docs)
     if from_docs:
         table = _weak_pairs(
             from_docs,
@@ -653,18 +654,23 @@ def _epochs(history) -> list:
 
 
 def _train_like_ablate(ctx: click.Context, pairs, out, reading: dict, seed: int, like: dict) -> None:
-    """``--spec``: the encoder ``ablate --encoder SPEC`` trains in every fold, trained on all of ``pairs``."""
+    """``--spec``: the encoder ``ablate --encoder SPEC`` trains in every fold, trained once on all of ``pairs`` (with
+    ``--debias``: on the click log ``pairs``, as ``ablate --click-log`` trains it)."""
     from ltrfeat.cli._options import parse_key_values
     from ltrfeat.experiments.ablate import PairsSource, train_like_ablate
 
-    extra = sorted(n for n in ctx.params if n not in _SPEC_TAKES and _given(ctx, n))
+    extra = sorted(n for n in ctx.params if n not in _SPEC_TAKES | set(_CLICK_NAMES) and _given(ctx, n))
     if extra:
         raise click.UsageError(
             f"--{extra[0].replace('_', '-')} does not go with --spec: the spec sets the model and its training "
             "as in the ablation; give training options as --encoder-option KEY=VALUE"
         )
     if not pairs:
-        raise click.UsageError("--spec trains on judged PAIRS: give the ablation's --pairs table")
+        raise click.UsageError(
+            "--spec trains on PAIRS: give the ablation's --pairs table (or its --click-log with --debias)"
+        )
+    _check_clicks_options(ctx, reading, None)
+    clicks = reading["debias"] is not None
     check_writable(out)
     source = PairsSource(
         pairs,
@@ -677,10 +683,27 @@ def _train_like_ablate(ctx: click.Context, pairs, out, reading: dict, seed: int,
         collection_field=like["collection_field"],
         split_seed=seed,
         encoder_options=parse_key_values(like["encoder_options"], option="--encoder-option", example="epochs=5") or {},
+        **(_click_source(pairs, reading) if clicks else {}),
     )
-    encoder, spec = train_like_ablate(source, cache=like["cache"], say=lambda line: click.echo(line, err=True))
+    encoder, spec = train_like_ablate(
+        source, cache=like["cache"], say=lambda line: click.echo(line, err=True), clicks_only=clicks
+    )
     encoder.save(out)  # atomically, as every bundle
     _print_summary({"spec": spec.text} | _summary(encoder, out), as_json=ctx.params["as_json"])
+
+
+def _click_source(path, clicks: dict) -> dict:
+    """The :class:`~ltrfeat.experiments.ablate.PairsSource` fields of ``--debias``'s click log at ``path``."""
+    return {
+        "click_log": path,
+        "debias": clicks["debias"],
+        "propensity": clicks["propensity"],
+        "propensity_method": clicks["propensity_method"],
+        "clip": clicks["clip"],
+        "click_queries": clicks["queries"],
+        "click_docs": clicks["docs"],
+        "click_format": clicks["log_format"],
+    }
 
 
 def _model(value: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from pathlib import Path
 
@@ -141,12 +142,20 @@ _RUN = option_group(
     type=click.Path(dir_okay=False),
     help="Judged-pairs table instead of LETOR_IN + --queries/--docs.",
 )
+@click.option(
+    "--clicks",
+    "clicks_path",
+    type=click.Path(exists=True),
+    help="Instead: an impression-level click log (a table, UBI events, serve's event-log directory) with --docs "
+    "(and --queries for qids or UBI query records): a click LETOR, one qid per shown list, label = clicked, "
+    "and OUT.position (the rows' positions) for train-ranker's position-bias correction.",
+)
 @_READING
 @_SCORING
 @_OUTPUTS
 @lexical_options()
 @_RUN
-def extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, outputs, lexical_params, run):
+def extract(letor_in, queries_path, docs_path, pairs_path, clicks_path, reading, scoring, outputs, lexical_params, run):
     """Append lexical and neural feature columns to a LETOR file (or build one from judged pairs).
 
     New columns get ids after the input's largest id and names such as bm25_title in
@@ -164,18 +173,21 @@ def extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, out
           --encoder clsm=clsm.ltrenc --encoder sbert --field title --out train.nn.letor
       ltrfeat extract train.letor --queries queries.tsv --docs docs.tsv \\
           --lexical all --encoder clsm=clsm.ltrenc --dask local:2 --out train.all.letor
+      ltrfeat extract --clicks clicks_impressions.tsv --docs docs.tsv --lexical all --out clicks.letor
     """
     with warnings.catch_warnings():
         warnings.simplefilter("default")
         warnings.showwarning = lambda message, *args, **kwargs: click.echo(f"warning: {message}", err=True)
-        _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, outputs, lexical_params, run)
+        inputs = (letor_in, queries_path, docs_path, pairs_path, clicks_path)
+        _extract(inputs, reading, scoring, outputs, lexical_params, run)
 
 
-def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, outputs, lexical_params, run):
-    if bool(pairs_path) == bool(letor_in):
+def _extract(inputs, reading, scoring, outputs, lexical_params, run):
+    letor_in, queries_path, docs_path, pairs_path, clicks_path = inputs
+    if sum(map(bool, (letor_in, pairs_path, clicks_path))) != 1:
         raise LtrfeatError(
-            "give either LETOR_IN (with --queries and --docs) or --pairs",
-            fix="see `ltrfeat extract --help` for both forms",
+            "give one of LETOR_IN (with --queries and --docs), --pairs or --clicks (with --docs)",
+            fix="see `ltrfeat extract --help` for the three forms",
         )
     r = reading
     fields, out_path = scoring["fields"], outputs["out_path"]
@@ -188,7 +200,11 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         corpus_path=scoring["corpus_path"],
         lexical_params=lexical_params,
     )
-    if pairs_path:
+    positions = None
+    if clicks_path:
+        pairs = _click_pairs(clicks_path, queries_path, docs_path, r, fields)
+        positions = pairs.pop("position").to_numpy()
+    elif pairs_path:
         with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
             pairs = text.read_judged_pairs(
                 pairs_path,
@@ -199,7 +215,8 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
             )
         if duplicates_line(pairs.attrs["duplicates"]):
             click.echo(duplicates_line(pairs.attrs["duplicates"]), err=True)
-        doc_fields = ["doc", *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
+    if clicks_path or pairs_path:
+        doc_fields = [*(["doc"] if "doc" in pairs else []), *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
         extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
         ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=r["conflicts"])
         name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
@@ -226,7 +243,9 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         if outputs["texts_dir"]:
             text.write_table(queries, Path(outputs["texts_dir"]) / "queries.csv")
             text.write_table(docs, Path(outputs["texts_dir"]) / "docs.csv")
-        write_letor(out_path, data)
+        if positions is not None:  # rows in the lists' order: pairs_to_ranking keeps it
+            data = dataclasses.replace(data, position=positions)
+        write_letor(out_path, data)  # with OUT.position when the rows have positions
         rows = len(data)
     else:
         if not queries_path or not docs_path:
@@ -286,6 +305,28 @@ def _extract(letor_in, queries_path, docs_path, pairs_path, reading, scoring, ou
         f"{', ...' if len(names) > 6 else ''})",
         err=True,
     )
+
+
+def _click_pairs(clicks_path, queries_path, docs_path, reading: dict, fields):
+    """``--clicks``: the shown results of an impression-level log as pairs (``qid`` per shown list, ``query``,
+    ``docid``, the documents' fields, ``label`` = clicked, ``position``), rows by list and position."""
+    from ltrfeat.clicks.log import read_shown_lists
+
+    if not docs_path:
+        raise LtrfeatError("--clicks needs --docs", fix="pass the documents table (docid and text fields)")
+    fixes = {"docid_col": "pick the column with --docid-col <column>", "fields": "list existing columns in --fields"}
+    with cli_fixes(fixes):
+        docs = text.read_docs(
+            docs_path,
+            docid_col=reading["docid_col"],
+            fields=_split(fields) or None,
+            encoding=reading["encoding"],
+            missing="keep",  # an empty field is scorable (it matches nothing)
+        )
+    shown = read_shown_lists(clicks_path, queries=queries_path, docs=docs, encoding=reading["encoding"])
+    pairs = shown.rename(columns={"clicked": "label"}).merge(docs, on="docid", how="left", validate="many_to_one")
+    pairs.attrs["source"] = str(clicks_path)
+    return pairs
 
 
 def _save_corpus(extractors, path) -> None:

@@ -192,6 +192,24 @@ def _check_dwell(chunk: pd.DataFrame) -> None:
         )
 
 
+def shown_rows(chunk: pd.DataFrame, lookup: Lookup) -> pd.DataFrame:
+    """One chunk of an impression-level log checked row by row (as :func:`partial` checks it): ``list`` (the shown
+    list's ``impression_id``, else its ``session``), ``query``, ``docid``, ``position``, ``clicked``; indexed by
+    source line."""
+    key = "impression_id" if "impression_id" in chunk.columns else "session"
+    if key not in chunk.columns:
+        raise TextTableError(
+            "the log has no session (or impression_id) column: its rows cannot be told apart into shown lists",
+            path=chunk.attrs.get("source"),
+            line=1,
+            fix="write each row's session (one shown list per session and query) or impression_id",
+        )
+    queries, docids = _keys(chunk, lookup)
+    lists = _text(chunk, key, key)
+    columns = {"list": lists.to_numpy(), "query": queries.to_numpy(), "docid": docids.to_numpy()}
+    return pd.DataFrame(columns | {"position": _position(chunk), "clicked": _clicked(chunk)}, index=chunk.index)
+
+
 @dataclasses.dataclass
 class Partial:
     """One chunk's sums: ``counts`` keyed by ``q``, ``d`` (codes into ``queries`` and ``docids``, the chunk's distinct

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ltrfeat.clicks.aggregate import POSITIONED_COLUMNS, REQUIRED, Lookup, Totals, log_kind, partial
+from ltrfeat.clicks.aggregate import POSITIONED_COLUMNS, REQUIRED, Lookup, Totals, log_kind, partial, shown_rows
 from ltrfeat.clicks.chunks import CHUNK_ROWS, iter_table_chunks
 from ltrfeat.clicks.served import impressions, read_event_log
 from ltrfeat.core.errors import TextTableError
@@ -79,6 +79,50 @@ def read_click_log(
     chunk_rows : rows read and checked at a time.
     client : a ``distributed.Client``: the chunks are checked and summed on its workers (same result).
     """
+    chunks, row_kind, ubi, lookup, doc_text = _sourced(path, queries, docs, fmt, encoding, doc_field, chunk_rows)
+    first = next(chunks)
+    has_sessions = "session" in first.columns
+    needed = [c for c in first.columns if c in REQUIRED[row_kind] | {"query", "qid", "session"}]
+    parts = _partials(_with_columns(_chain(first, chunks), needed), row_kind, lookup, client)
+    totals = Totals()
+    for part in parts:
+        totals.add(part, has_sessions=has_sessions)
+    return _click_log(totals, "ubi" if ubi else row_kind, str(path), doc_text)
+
+
+def read_shown_lists(path, *, queries=None, docs=None, fmt: str | None = None, encoding: str = "utf-8") -> pd.DataFrame:
+    """Every shown result of the impression-level log at ``path`` (a table, UBI records or serve's event log; the
+    options as for :func:`read_click_log`), checked as it checks them: ``qid`` (``1``, ``2``, ... per shown list --
+    an ``impression_id``, else a session's results for one query -- in order of first appearance), ``query``,
+    ``docid``, ``position``, ``clicked``; rows by list, then position. Aggregated logs have no lists to give, and a
+    list showing two results at one position is refused (one-line errors naming file and line)."""
+    chunks, row_kind, _, lookup, _ = _sourced(path, queries, docs, fmt, encoding, None, CHUNK_ROWS)
+    if row_kind != "impressions":
+        raise TextTableError(
+            "an aggregated click log (counts per query, document and position) does not say which results were "
+            "shown together",
+            path=path,
+            fix="give the impression-level log (one row per shown result: session, query, docid, position, clicked)",
+        )
+    rows = pd.concat([shown_rows(chunk, lookup) for chunk in chunks])
+    codes = pd.factorize(pd.MultiIndex.from_arrays([rows["list"], rows["query"]]))[0]
+    again = pd.DataFrame({"q": codes, "p": rows["position"].to_numpy()}).duplicated().to_numpy()
+    if again.any():
+        row = int(np.flatnonzero(again)[0])
+        raise TextTableError(
+            f"list {rows['list'].iloc[row]!r} (query {rows['query'].iloc[row]!r}) shows two results at position "
+            f"{rows['position'].iloc[row]}",
+            path=path,
+            line=int(rows.index[row]),
+            fix="give every shown list its own impression_id (or session) with one result per position",
+        )
+    rows = rows.assign(qid=(codes + 1).astype(str)).iloc[np.lexsort((rows["position"].to_numpy(), codes))]
+    return rows[["qid", "query", "docid", "position", "clicked"]]
+
+
+def _sourced(path, queries, docs, fmt, encoding, doc_field, chunk_rows):
+    """The chunks of the log at ``path`` (of any kind :func:`read_click_log` reads), its row kind, whether it is
+    UBI, the :class:`Lookup` its rows are checked against and the documents' texts (or None)."""
     if fmt not in (None, "ubi"):
         table_format(path, fmt)  # an unknown format: the one-line error listing the formats
     served = _is_event_log(path, fmt, encoding)
@@ -92,15 +136,9 @@ def read_click_log(
         chunks = iter([read_ubi(path, queries, encoding=encoding)])
     else:
         chunks = iter_table_chunks(path, fmt=fmt, encoding=encoding, rows=chunk_rows)
-    totals = Totals()
     first = next(chunks)
     row_kind = "impressions" if ubi or served else log_kind(list(first.columns), path)
-    has_sessions = "session" in first.columns
-    needed = [c for c in first.columns if c in REQUIRED[row_kind] | {"query", "qid", "session"}]
-    parts = _partials(_with_columns(_chain(first, chunks), needed), row_kind, lookup, client)
-    for part in parts:
-        totals.add(part, has_sessions=has_sessions)
-    return _click_log(totals, "ubi" if ubi else row_kind, str(path), doc_text)
+    return _chain(first, chunks), row_kind, ubi, lookup, doc_text
 
 
 def _chain(first: pd.DataFrame, rest):
@@ -225,6 +263,7 @@ def _event_log_chunks(path, rows: int):
             fix="serve some /score requests with --event-log first, or give another log",
         )
     columns = ["session", "query", "docid", "position", "clicked", *(["user"] if shown["user"].notna().any() else [])]
+    columns += ["impression_id"] if "impression_id" in shown.columns else []
     table = shown[columns].astype("str").where(shown[columns].notna())
     table.index = pd.RangeIndex(1, len(table) + 1, name="line")
     for start in range(0, len(table), rows):

@@ -37,7 +37,7 @@ from ltrfeat.experiments.ablation import (
     run_ablation,
     summarise,
 )
-from ltrfeat.experiments.click_training import click_training
+from ltrfeat.experiments.click_training import click_log_table, click_training
 from ltrfeat.experiments.cost_plan import Plan, count_work, folds_work, planned, priced, remember_sets
 from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.pairs_input import CrossFitScheme, PairsFolds, PairsRead
@@ -46,6 +46,7 @@ from ltrfeat.experiments._run_cache import RunStore
 from ltrfeat.experiments._workers import MIN_FIT_ROWS, plan_workers
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES
+from ltrfeat.rankers.positions import positioned_training
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments.crossfit import check_folds
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, K_FOLDS, METRICS, QUICK, QUICK_ENCODER
@@ -63,6 +64,7 @@ _CLICK_FIELDS = {  # the fields that go with click_log, and their ablate options
     "clip": "--clip",
     "click_queries": "--click-queries",
     "click_docs": "--click-docs",
+    "click_format": "--log-format",
 }
 
 
@@ -81,8 +83,8 @@ class PairsSource(Settings):
     train_pairs, train_columns : a separate encoder training table (e.g. a click log) and its column mapping;
         filtered by query text so no fold's test query is trained on. None: the judged pairs.
     click_log : a click log the encoders train on instead (any format :func:`~ltrfeat.clicks.read_click_log`
-        reads, told apart by the extension: impression-level, aggregated, UBI), with ``click_queries`` (qid table
-        or UBI query records) and ``click_docs`` (the documents' texts); its labels built by
+        reads, told apart by the extension or ``click_format``: impression-level, aggregated, UBI), with
+        ``click_queries`` (qid table or UBI query records) and ``click_docs`` (the documents' texts); its labels built by
         :func:`~ltrfeat.clicks.click_labels` with the position bias corrected by ``debias`` (``none``, ``ipw``,
         ``pbm``), the curve read from ``propensity`` or estimated by ``propensity_method``, ``clip`` for ``ipw``.
     collection, collection_field : unlabelled documents for ``+spans`` pre-training, and the column read.
@@ -127,6 +129,7 @@ class PairsSource(Settings):
     clip: float = DEFAULT_CLIP
     click_queries: str | Path | None = None
     click_docs: str | Path | None = None
+    click_format: str | None = None
     collection: str | Path | None = None
     collection_field: str = "title"
     k_folds: int = K_FOLDS
@@ -303,8 +306,10 @@ def ablate_pairs(
     if settings.write_features is not None:
         check_output_dir(settings.write_features, overwrite=settings.overwrite, option="--write-features")
     with encoder_option_flags():
+        with run.profile.stage("reading"):
+            read = read_pairs_source(source, say=say)  # once: the plan and the run share the tables (and click log)
         try:
-            work = pairs_work(source, settings)
+            work = pairs_work(source, settings, read=read)
         except LtrfeatError:  # bad input: the run itself says what is wrong, in the order it checks
             work = None
         if work is not None:
@@ -321,6 +326,7 @@ def ablate_pairs(
             say=say,
             train_fn=train_fn,
             client=run.client,
+            read=read,
         )
         done = _ablate(made.folds, made.groups, made.base, made.scheme, settings, run)
     if run.plan is not None:
@@ -362,8 +368,20 @@ def ablate_folds(
         )
     with run.profile.stage("reading"):
         folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
+    _say_positions(folds, settings, say)
     with _cluster(settings) as run.client:
         return _ablate(folds, dict(source.neural), source.base, None, settings, run)
+
+
+def _say_positions(folds: list[Fold], settings: AblateSettings, say: Callable[[str], None]) -> None:
+    """Training parts with display positions: how LambdaMART corrects them, or why this ablation cannot."""
+    positioned = [fold.name for fold in folds if fold.train.position is not None]
+    if positioned:
+        say(
+            positioned_training(
+                positioned, settings.engine, selecting=settings.selection is not None, dask=bool(settings.dask)
+            )
+        )
 
 
 def pairs_folds(
@@ -376,17 +394,19 @@ def pairs_folds(
     say: Callable[[str], None] = _stderr,
     train_fn=None,
     client=None,
+    read: PairsRead | None = None,
 ) -> PairsFolds:
     """The judged pairs of ``source`` read and cross-fitted into folds (see
     :func:`ltrfeat.experiments.crossfit.text_folds`); with a Dask ``client`` every encoder training runs on its
-    cluster."""
+    cluster; ``read``: what :func:`read_pairs_source` read of ``source`` already."""
     from ltrfeat.experiments.crossfit import CrossFitConfig, n_trainings, text_folds
     from ltrfeat.experiments._dask_trainings import DaskTrainings
     from ltrfeat.features.extract import lexical_extractors
 
     profile = profile or StageProfile()
-    with profile.stage("reading"):
-        read = read_pairs_source(source, say=say)
+    if read is None:
+        with profile.stage("reading"):
+            read = read_pairs_source(source, say=say)
     pairs, specs, train_table = read.pairs, read.specs, read.train_table
     extractors = lexical_extractors(source.lexical, fields=["doc"])
     if not extractors:
@@ -462,7 +482,7 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
     """``source``'s judged pairs, encoder specs (a bare ``clsm`` / ``dssm`` upgraded on small data, see
     :func:`small_data_specs`), ``--collection`` texts, separate training table and the duplicate-row figures per
     table, read and checked as ``ablate`` reads them; duplicate lines go to ``say``."""
-    from ltrfeat.core.text import read_docs, read_judged_pairs
+    from ltrfeat.core.text import read_judged_pairs
     from ltrfeat.experiments.crossfit import EncoderSpec
 
     if not source.encoders:
@@ -480,19 +500,10 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
     specs = small_data_specs(source.encoders, specs, pairs["qid"].nunique(), say)
     if len({s.name for s in specs}) != len(specs):
         raise LtrfeatError("each --encoder may be given once", fix="drop the repeated encoder")
-    collection = None
-    if source.collection is not None:
-        if not any(s.span_pretrained for s in specs):
-            raise LtrfeatError(
-                "--collection is read by +spans / +spans+teacher encoders only",
-                fix="e.g. --encoder clsm:generalized+spans",
-            )
-        field = source.collection_field
-        docs = read_docs(source.collection, fields=[field], encoding=source.encoding, missing="drop")
-        collection = docs[field].tolist()
+    collection = _collection(source, specs)
     train_table = None
     if source.click_log is not None:
-        train_table = _click_table(source, specs, say)
+        train_table = click_log_table(source, specs, say)
     merged = {"pairs": pairs.attrs["duplicates"]}
     if source.train_pairs is not None:
         with cli_fixes({"columns": "map it with --train-columns {role}=<column>", "fmt": table_fix}):
@@ -509,53 +520,45 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
     return PairsRead(pairs, specs, collection, train_table, merged)
 
 
-def _click_table(source: PairsSource, specs: list, say: Callable[[str], None]):
-    """The encoders' training table of ``source.click_log`` (:func:`~ltrfeat.experiments.click_training.
-    click_train_table`), what trained them said through ``say``."""
-    from ltrfeat.clicks import read_click_log, read_propensity_curve
-    from ltrfeat.experiments.click_training import check_click_losses, click_train_table, correction
+def _collection(source: PairsSource, specs: list) -> list | None:
+    """The ``--collection`` texts for the ``+spans`` encoders of ``specs`` (None without a collection)."""
+    from ltrfeat.core.text import read_docs
 
-    losses = [s.loss for s in specs if s.trainable]
-    check_click_losses(losses)
-    log = read_click_log(
-        source.click_log,
-        queries=source.click_queries,
-        docs=source.click_docs,
-        encoding=source.encoding,
-    )
-    if "doc" not in log.totals:
+    if source.collection is None:
+        return None
+    if not any(s.span_pretrained for s in specs):
         raise LtrfeatError(
-            "the click log does not give the documents' texts",
-            path=log.source,
-            fix="give the documents table (docid and text) with --click-docs",
+            "--collection is read by +spans / +spans+teacher encoders only", fix="e.g. --encoder clsm:generalized+spans"
         )
-    curve = None if source.propensity is None else read_propensity_curve(source.propensity)
-    table, record = click_train_table(
-        log,
-        losses,
-        debias=source.debias,
-        propensity=curve,
-        method=source.propensity_method,
-        clip=source.clip,
-        seed=source.split_seed,
-    )
-    say(
-        f"encoders train on the clicks of {record['source']}: {record['impressions']:,} impressions, "
-        f"{record['clicks']:,} clicks on {record['pairs']:,} (query, document) pairs; position bias: "
-        f"{correction(record)}"
-    )
-    return table
+    field = source.collection_field
+    return read_docs(source.collection, fields=[field], encoding=source.encoding, missing="drop")[field].tolist()
 
 
-def train_like_ablate(source: PairsSource, *, cache=None, quick: bool = False, say: Callable[[str], None] = _stderr):
+def train_like_ablate(
+    source: PairsSource,
+    *,
+    cache=None,
+    quick: bool = False,
+    say: Callable[[str], None] = _stderr,
+    clicks_only: bool = False,
+):
     """``(encoder, spec)``: what ``ablate`` with ``source`` trains in every fold for its one encoder, trained once
-    on all of its judged pairs (or its separate training table) -- the encoder to ship with the verdict's
-    ranker (:func:`ltrfeat.experiments.crossfit.train_spec`); ``cache`` the ablation's ``--cache``."""
-    from ltrfeat.experiments.crossfit import group_pairs, train_spec
+    on all of its judged pairs (or its separate training table or click log) -- the encoder to ship with the
+    verdict's ranker (:func:`ltrfeat.experiments.crossfit.train_spec`); ``cache`` the ablation's ``--cache``.
+    ``clicks_only`` (``train-encoder LOG --debias ... --spec``): ``source.click_log`` is the only table, its
+    (query, document) pairs stand in for the judged ones (the ``+spans`` texts) and the spec is taken as written
+    (the small-data rule counts judged queries)."""
+    from ltrfeat.experiments.crossfit import EncoderSpec, group_pairs, train_spec
 
     if len(source.encoders) != 1:
         raise ParameterError("give one encoder spec to train", fix="train each encoder on its own", param="encoders")
-    read = read_pairs_source(source, say=say)
+    if clicks_only:
+        specs = [EncoderSpec.parse(source.encoders[0])]
+        train_table = click_log_table(source, specs, say, docs_option="--docs")
+        pairs = train_table[["query", "doc", "label"]].assign(qid=train_table["query"])
+        read = PairsRead(pairs, specs, _collection(source, specs), train_table, {})
+    else:
+        read = read_pairs_source(source, say=say)
     with encoder_option_flags():
         encoder = train_spec(
             read.specs[0],
@@ -672,10 +675,17 @@ def plan_pairs(source: PairsSource, settings: AblateSettings, *, say: Callable[[
         return planned(pairs_work(source, settings, say=say), source, settings)[0]
 
 
-def pairs_work(source: PairsSource, settings: AblateSettings, *, say: Callable[[str], None] = lambda m: None):
+def pairs_work(
+    source: PairsSource,
+    settings: AblateSettings,
+    *,
+    say: Callable[[str], None] = lambda m: None,
+    read: PairsRead | None = None,
+):
     """What :func:`ablate_pairs` would train and run (:class:`~ltrfeat.experiments.cost_plan.Work`), its inputs read
-    and checked as the run reads them; duplicate lines go to ``say``."""
-    read = read_pairs_source(source, say=say)
+    and checked as the run reads them (unless ``read``, what :func:`read_pairs_source` read already); duplicate
+    lines go to ``say``."""
+    read = read_pairs_source(source, say=say) if read is None else read
     options = encoder_options(source, quick=settings.quick)
     return count_work(source, settings, read=read, options=options, ranker=ranker_params(settings))
 
@@ -689,6 +699,7 @@ def plan_folds_ablation(
 ) -> list[str]:
     """What :func:`ablate_folds` would do and cost, in words; the folds are read, nothing is fitted."""
     folds = load_letor_folds(source.path, fold_glob=source.fold_glob, nan_policy=source.nan_policy)
+    _say_positions(folds, settings, say)
     sets = _feature_sets(folds, dict(source.neural), source.base, None, settings, _Run(say, engine_features))
     return priced(folds_work(folds, sets, settings), settings)[0]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ltrfeat.core.dataset import FeatureMap
-from ltrfeat.core.errors import ParameterError
+from ltrfeat.core.errors import LtrfeatError, ParameterError
 
 _BY_LOSS = "click_labels"  # the attrs key of a click log's training table: {loss: soft-label mapping}
 
@@ -121,6 +121,45 @@ def markdown_lines(records: dict[str, dict]) -> list[str]:
             f"P(examined | position) {curve_text(curve)}"
         )
     return lines + [""]
+
+
+def click_log_table(source, specs: list, say, *, docs_option: str = "--click-docs") -> pd.DataFrame:
+    """The encoders' training table of ``source.click_log`` (a :class:`~ltrfeat.experiments.ablate.PairsSource`:
+    read once, labelled for every loss of the trainable ``specs`` by :func:`click_train_table`), what trains them
+    said through ``say``; ``docs_option`` names the option that gives the documents' texts."""
+    from ltrfeat.clicks import read_click_log, read_propensity_curve
+
+    losses = [s.loss for s in specs if s.trainable]
+    check_click_losses(losses)
+    log = read_click_log(
+        source.click_log,
+        queries=source.click_queries,
+        docs=source.click_docs,
+        fmt=source.click_format,
+        encoding=source.encoding,
+    )
+    if "doc" not in log.totals:
+        raise LtrfeatError(
+            "the click log does not give the documents' texts",
+            path=log.source,
+            fix=f"give the documents table (docid and text) with {docs_option}",
+        )
+    curve = None if source.propensity is None else read_propensity_curve(source.propensity)
+    table, record = click_train_table(
+        log,
+        losses,
+        debias=source.debias,
+        propensity=curve,
+        method=source.propensity_method,
+        clip=source.clip,
+        seed=source.split_seed,
+    )
+    say(
+        f"encoders train on the clicks of {record['source']}: {record['impressions']:,} impressions, "
+        f"{record['clicks']:,} clicks on {record['pairs']:,} (query, document) pairs; position bias: "
+        f"{correction(record)}"
+    )
+    return table
 
 
 def click_train_table(log, losses, *, debias: str, propensity=None, method: str, clip: float, seed: int):

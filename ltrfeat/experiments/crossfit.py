@@ -760,8 +760,11 @@ def train_spec(
             start = _StartingPoint(spec, texts, options=own, seed=seed, cache=cache)
             own = start.fold_options
         table, own = spec_table(train_table, spec.loss, own)
+        table = table.reset_index(drop=True)
+        if train_table.attrs.get("clicks"):  # a click log's: the shipped bundle records what trained it
+            table.attrs["clicks"] = train_table.attrs["clicks"]
         with freed_memory_kept():
-            encoder, _ = _train(spec, table.reset_index(drop=True), options=own, seed=seed, cache=cache, start=start)
+            encoder, _ = _train(spec, table, options=own, seed=seed, cache=cache, start=start)
     finally:
         if teacher_cache is not None:
             distill.save_vectors(teacher_cache)

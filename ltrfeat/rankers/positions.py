@@ -78,3 +78,29 @@ def position_record(data: RankingSet, engine: str, engine_params: dict) -> dict:
         "rows": len(data),
         "engine_params": {k: engine_params[k] for k in names if k in engine_params},
     }
+
+
+def positioned_training(folds: list[str], engine: str, *, selecting: bool, dask: bool) -> str:
+    """The line an ablation says when the training parts of ``folds`` (their names) carry display positions: its
+    LambdaMART trains with ``engine``'s correction. Model selection and Dask are refused (a :class:`LtrfeatError`),
+    as ``train-ranker`` refuses them: the linear, best-single and boost-best candidates have no position-bias
+    correction, inner cross-validation would score every candidate on position-biased clicks, and the engines'
+    unbiased lambdarank runs in one local LambdaMART."""
+    where = f"the training file of fold {folds[0]}" + (f" (and {len(folds) - 1} more)" if len(folds) > 1 else "")
+    if selecting or dask:
+        why = (
+            "model selection's linear, best-single and boost-best candidates have no position-bias correction and "
+            "its inner cross-validation would score them on position-biased clicks"
+            if selecting
+            else "the engines' unbiased lambdarank runs in one local LambdaMART, not on a Dask cluster"
+        )
+        raise LtrfeatError(
+            f"{where} has display positions (a .position file: click data): {why}",
+            fix=(
+                "give --no-select (LambdaMART with the engine's unbiased lambdarank)"
+                if selecting
+                else "leave out --dask"
+            )
+            + ", or remove the .position files to train on the clicks uncorrected",
+        )
+    return f"{where} has display positions (.position: click data): LambdaMART trains with {CORRECTION[engine]}"

@@ -123,3 +123,14 @@ def test_the_verdict_ships_a_click_trained_encoder_trained_on_its_click_log():
     assert "ltrfeat train-encoder PAIRS --spec clsm:softmax --out clsm-softmax.ltrenc" in line
     assert "ltrfeat train-encoder ubi/events.jsonl --debias ipw --model dssm --loss generalized" in line
     assert "--spec dssm:generalized" not in line
+
+
+def test_the_click_log_is_read_once_for_the_plan_and_the_run(ubi, tmp_path, monkeypatch):
+    import ltrfeat.clicks
+
+    reads = []
+    real = ltrfeat.clicks.read_click_log
+    monkeypatch.setattr(ltrfeat.clicks, "read_click_log", lambda *a, **k: reads.append(a) or real(*a, **k))
+    result = _ablate(ubi, tmp_path / "r", "--encoder", "dssm:generalized", "--debias", "pbm")
+    assert result.exit_code == 0, result.output
+    assert len(reads) == 1 and result.output.count("encoders train on the clicks of") == 1

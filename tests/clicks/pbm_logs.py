@@ -76,3 +76,12 @@ def write_log(tmp_path, log) -> tuple:
     log.impressions.to_csv(path, sep="\t", index=False)
     log.totals[["docid", "doc"]].rename(columns={"doc": "title"}).to_csv(docs, sep="\t", index=False)
     return path, docs
+
+
+def one_line_error(result, *fragments) -> None:
+    """``result`` (a CliRunner result) is a one-line ``error: ...`` with exit code 2 holding every fragment."""
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.features.encoders import Encoder
-from pbm_logs import pbm_log, write_log
+from pbm_logs import one_line_error, pbm_log, write_log
 
 FAST = ["--model", "dssm", "--epochs", "1", "--batch-size", "64", "--threads", "1", "--val-fraction", "0.25"]
 
@@ -21,14 +21,6 @@ def files(tmp_path_factory):
 
 def _invoke(*args):
     return CliRunner().invoke(cli, [str(a) for a in args])
-
-
-def _one_line_error(result, *fragments):
-    assert result.exit_code == 2, result.output
-    lines = result.output.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
 
 
 def test_propensity_prints_the_curve_with_its_interval_and_plots_it(files, tmp_path):
@@ -43,16 +35,16 @@ def test_propensity_prints_the_curve_with_its_interval_and_plots_it(files, tmp_p
     assert all(lo <= v <= hi for lo, v, hi in zip(curve["lower"], curve["values"], curve["upper"]))
 
 
-def test_propensity_of_a_log_without_positions_is_a_one_line_error(tmp_path):
+def test_propensity_of_a_log_without_positions_is_aone_line_error(tmp_path):
     path = tmp_path / "pairs.tsv"
     path.write_text("query\tdocid\tdoc\tclicks\timpressions\nq\td1\tred shoe\t1\t3\nq\td2\tblue shoe\t0\t3\n")
-    _one_line_error(_invoke("clicks", "propensity", path), "no positions", "position bias cannot be estimated")
+    one_line_error(_invoke("clicks", "propensity", path), "no positions", "position bias cannot be estimated")
 
 
 def test_propensity_refuses_an_unwritable_plot_before_reading(files, tmp_path):
     log, docs = files
     (tmp_path / "file").write_text("not a directory")
-    _one_line_error(_invoke("clicks", "propensity", log, "--docs", docs, "--plot", tmp_path / "file" / "c.png"))
+    one_line_error(_invoke("clicks", "propensity", log, "--docs", docs, "--plot", tmp_path / "file" / "c.png"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
@@ -104,7 +96,7 @@ def test_train_encoder_on_a_log_without_positions_trains_and_says_so(tmp_path):
 def test_train_encoder_bad_click_options(files, tmp_path, extra, fragments):
     log, docs = files
     out = tmp_path / "m.ltrenc"
-    _one_line_error(_invoke("train-encoder", log, "--docs", docs, "--out", out, *FAST, *extra), *fragments)
+    one_line_error(_invoke("train-encoder", log, "--docs", docs, "--out", out, *FAST, *extra), *fragments)
     assert not out.exists()
 
 
@@ -115,5 +107,47 @@ def test_train_encoder_bad_propensity_file_names_its_line(files, tmp_path):
     result = _invoke(
         "train-encoder", log, "--docs", docs, "--debias", "ipw", "--propensity", curve, "--out", out, *FAST
     )
-    _one_line_error(result, f"{curve}:3: propensity '1.5' is not a probability")
+    one_line_error(result, f"{curve}:3: propensity '1.5' is not a probability")
+    assert not out.exists()
+
+
+SPEC_FAST = ["--encoder-option", "epochs=1", "--encoder-option", "batch_size=64", "--encoder-option", "threads=1"]
+
+
+@pytest.mark.parametrize("debias", ["ipw", "none"])
+def test_train_encoder_spec_trains_on_the_click_log_as_ablate_does(files, tmp_path, debias):
+    log, docs = files
+    out = tmp_path / "m.ltrenc"
+    args = ["train-encoder", log, "--docs", docs, "--debias", debias, "--clip", "0.1", "--spec", "dssm:generalized"]
+    result = _invoke(*args, *SPEC_FAST, "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "encoders train on the clicks of" in result.output and "position bias: " in result.output
+    record = Encoder.load(out).training["clicks"]  # the bundle (and so its extracted columns' pins) say what trained it
+    assert record["debias"] == debias and record["has_positions"]
+    if debias == "ipw":
+        assert record["clip"] == 0.1 and len(record["propensity"]["values"]) == 10
+
+
+@pytest.mark.parametrize(
+    "extra, fragments",
+    [
+        (["--debias", "ipw", "--spec", "dssm:hinge"], ["--click-log trains encoders with the softmax or generalized"]),
+        (["--debias", "ipw", "--spec", "sbert"], ["no --encoder is trained"]),
+        (["--debias", "ipw", "--spec", "dssm", "--columns", "query=q"], ["--columns reads a pairs table"]),
+        (["--clip", "0.1", "--spec", "dssm"], ["--clip goes with --debias"]),
+        (["--debias", "ipw", "--spec", "dssm", "--epochs", "2"], ["--epochs does not go with --spec"]),
+    ],
+)
+def test_train_encoder_spec_bad_click_options(files, tmp_path, extra, fragments):
+    log, docs = files
+    out = tmp_path / "m.ltrenc"
+    one_line_error(_invoke("train-encoder", log, "--docs", docs, "--out", out, *extra), *fragments)
+    assert not out.exists()
+
+
+def test_train_encoder_spec_needs_the_documents_texts(files, tmp_path):
+    log, _ = files
+    out = tmp_path / "m.ltrenc"
+    result = _invoke("train-encoder", log, "--debias", "ipw", "--spec", "dssm:generalized", "--out", out)
+    one_line_error(result, "does not give the documents' texts", "--docs")
     assert not out.exists()

@@ -40,7 +40,9 @@ def test_the_experiments_page_quotes_the_results_file(benchmark, name):
 
 
 def test_the_readme_quotes_the_click_results_and_the_demo_default_follows_them():
-    from ltrfeat.cli.demo_cmd import demo
+    from ltrfeat.cli.main import cli
+
+    demo = cli.commands["demo"]
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     worlds, homedepot = _figures(clicks_debias), _figures(clicks_homedepot)

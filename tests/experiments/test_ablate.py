@@ -140,3 +140,48 @@ def test_settings_resolve_the_command_defaults():
 def test_click_log_settings_are_checked_when_made(change, message):
     with pytest.raises(LtrfeatError, match=re.escape(message)):
         PairsSource("pairs.tsv", encoders=("dssm:generalized",), **change)
+
+
+def _positioned_folds(root):
+    """Planted folds whose training files carry a ``.position`` file (1..n within each query: click data)."""
+    import dataclasses
+
+    import pandas as pd
+
+    folds = []
+    for fold in planted_folds(n_folds=3, queries_per_fold=12):
+        position = pd.Series(fold.train.qid).groupby(fold.train.qid, sort=False).cumcount().to_numpy() + 1
+        folds.append(dataclasses.replace(fold, train=dataclasses.replace(fold.train, position=position)))
+    write_folds(root, folds, ext=".letor", sidecars=True)
+    assert (root / "Fold1" / "train.letor.position").exists()
+    return root
+
+
+def test_a_folds_ablation_on_positioned_clicks_says_the_engine_corrects_them(tmp_path):
+    from ltrfeat.rankers.selection import SelectionConfig
+
+    folds = _positioned_folds(tmp_path / "folds")
+    source = FoldsSource(folds, base="1-3", neural={"clsm": "clsm_title_cos"})
+    said = []
+    settings = AblateSettings(
+        report_dir=tmp_path / "r", seeds=(0,), n_estimators=10, resamples=100, ranker_params=RANKER, progress=False
+    )
+    ablate_folds(source, settings, say=said.append)
+    assert (
+        "the training file of fold Fold1 (and 2 more) has display positions (.position: click data): LambdaMART "
+        "trains with LightGBM lambdarank with Dataset position" in "\n".join(said)
+    )
+    # linear and best-single candidates (and inner CV on clicks) cannot honour positions: refused before any run
+    selecting = AblateSettings(report_dir=tmp_path / "s", selection=SelectionConfig(), progress=False)
+    with pytest.raises(LtrfeatError, match="has display positions .*linear, best-single and boost-best candidates"):
+        ablate_folds(source, selecting, say=said.append)
+    assert not (tmp_path / "s").exists()
+
+
+def test_ablate_command_refuses_model_selection_on_positioned_folds(tmp_path):
+    folds = _positioned_folds(tmp_path / "folds")
+    args = ["ablate", "--folds", folds, "--base", "1-3", "--neural", "clsm=clsm_title_cos", "--report", tmp_path / "r"]
+    result = CliRunner().invoke(cli, [str(a) for a in args])
+    assert result.exit_code == 2 and not (tmp_path / "r").exists()
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("error: ") and "give --no-select" in lines[-1], result.output

@@ -168,4 +168,4 @@ def test_train_encoder_spec_command(tmp_path):
         assert bad.exit_code == 2 and message in bad.output
         assert not (tmp_path / "x.ltrenc").exists()
     bad = run(cli, ["train-encoder", "--spec", "dssm", "--out", str(tmp_path / "x.ltrenc")])
-    assert bad.exit_code == 2 and "--spec trains on judged PAIRS" in bad.output
+    assert bad.exit_code == 2 and "--spec trains on PAIRS: give the ablation's --pairs table" in bad.output

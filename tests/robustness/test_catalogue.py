@@ -791,6 +791,41 @@ CASES += [
         ],
         "'x'",
     ),
+    (
+        "extract-clicks-unknown-doc",
+        ["extract", "--clicks", f"{W}/clicks_pos0.tsv", "--docs", f"{D}/docs.tsv", "--lexical", "bm25", "--out", OUT],
+        "clicks_pos0.tsv:2: ",
+    ),
+    (
+        "extract-clicks-aggregated",
+        ["extract", "--clicks", f"{D}/clicks.tsv", "--docs", f"{D}/docs.tsv", "--lexical", "bm25", "--out", OUT],
+        "aggregated click log",
+    ),
+    (
+        "extract-clicks-no-docs",
+        ["extract", "--clicks", f"{D}/clicks_impressions.tsv", "--lexical", "bm25", "--out", OUT],
+        "--clicks needs --docs",
+    ),
+    (
+        "train-encoder-spec-click-position-0",
+        ["train-encoder", f"{W}/clicks_pos0.tsv", "--debias", "ipw", "--spec", "dssm:generalized", "--out", OUT],
+        "clicks_pos0.tsv:3: ",
+    ),
+    (
+        "train-encoder-spec-click-no-docs",
+        ["train-encoder", f"{D}/clicks_impressions.tsv", "--debias", "ipw", "--spec", "dssm:generalized", "--out", OUT],
+        "with --docs",
+    ),
+    (
+        "train-encoder-spec-click-loss",
+        ["train-encoder", f"{D}/clicks_impressions.tsv", "--debias", "pbm", "--spec", "dssm:hinge", "--out", OUT],
+        "not hinge",
+    ),
+    (
+        "train-encoder-spec-clip-alone",
+        ["train-encoder", f"{D}/judged.tsv", "--clip", "0.1", "--spec", "dssm:generalized", "--out", OUT],
+        "--clip goes with --debias",
+    ),
     ("clicks-summary-ubi-never-shown", ["clicks", "summary", f"{W}/ubi_events.jsonl"], "ubi_events.jsonl:1: "),
     ("clicks-summary-missing", ["clicks", "summary", f"{W}/nope.tsv"], "nope.tsv"),
     (
