@@ -618,6 +618,32 @@ def test_a_cross_fitted_fine_tuning_that_kept_the_base_takes_the_zero_shot_colum
         assert rows.any() and np.array_equal(tuned[rows], zero_shot[rows]), fold
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_kept_zero_shot_start_without_a_zero_shot_column_is_scored_by_the_zero_shot_pass(
+    tiny_base, jobs, monkeypatch
+):
+    from ltrfeat.experiments.crossfit import crossfit_columns, plan_folds
+    from ltrfeat.features.encoders.sbert import SbertEncoder
+
+    pairs = make_pairs(36).assign(docid=lambda f: [f"d{i}" for i in range(len(f))])
+    specs = [EncoderSpec.parse(f"sbert-ft:generalized={tiny_base}")]  # no sbert column to take the scores from
+    options = {k: v for k, v in FAST.items() if k not in ("threads", "progress")} | {"keep_start_margin": 1e6}
+    if jobs == 1:  # in this process: the kept start is not run through the fine-tuned encoder's torch pass
+
+        def no_scoring(self, queries, docs, **_):
+            raise AssertionError("a kept zero-shot start was scored through the fine-tuned encoder")
+
+        monkeypatch.setattr(SbertFinetuned, "similarity", no_scoring)
+    columns = crossfit_columns(
+        pairs, plan_folds(pairs["qid"], k=3, seed=0), specs, options=options, encoder_jobs=jobs, progress=False
+    )
+    zero_shot = SbertEncoder.load(tiny_base).similarity(pairs["query"].tolist(), pairs["doc"].tolist())
+    for fold, cols in columns.items():
+        tuned = cols["sbert-ft-generalized_doc_cos"]
+        rows = np.isfinite(tuned)
+        assert rows.any() and np.allclose(tuned[rows], zero_shot[rows], rtol=0, atol=1e-5), fold
+
+
 def test_continuing_with_a_destructive_learning_rate_keeps_the_starting_encoder(trained, tiny_base):
     start, _ = trained
     pairs = make_pairs()
