@@ -160,6 +160,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1, help="with --encoder-cache: ranker-stage runs")
     parser.add_argument("--without", action="append", default=[], choices=ENCODERS, help="leave this encoder out")
+    parser.add_argument("--keep-report", type=Path, help="copy the cold run's report directory here")
     args = parser.parse_args()
     homedepot, baseline, skip_warm = args.homedepot, args.baseline, args.skip_warm
     encoders = [e for e in ENCODERS if e not in args.without]
@@ -184,6 +185,8 @@ def main() -> None:
             _print("baseline (MiniLM without the frozen-layer store), cold", figures["baseline"])
         figures["cold"] = _ablate(data, encoders, tmp / "cache", tmp / "rep-cold")
         _print("cold", figures["cold"])
+        if args.keep_report is not None:
+            shutil.copytree(tmp / "rep-cold", args.keep_report, dirs_exist_ok=True)
         if not skip_warm:
             figures["warm_plus_one"] = _ablate(data, [*encoders, "dssm:softmax"], tmp / "cache", tmp / "rep-warm")
             _print("warm, dssm:softmax added", figures["warm_plus_one"])
