@@ -568,9 +568,10 @@ def test_a_fine_tuning_that_cannot_beat_the_margin_keeps_the_zero_shot_model_bit
 
     pairs = make_pairs()
     model, history = quick(tiny_base, pairs, loss="generalized", epochs=2, patience=2, keep_start_margin=1e6)
-    assert max(h["val_ndcg@10"] for h in history[1:]) > history[0]["val_ndcg@10"]  # it learned, but not by 1e6 SE
     record = model.training["keep_start"]
-    assert record["kept"] and model.training["best_epoch"] == 0 and record["best_epoch"] >= 1
+    # some validation queries are ranked perfectly from the start, so no gain can be 1e6 SE clear: no step is run
+    assert len(history) == 1 and record["checkpoints"] == record["steps"] == 0 and record["best_epoch"] is None
+    assert record["kept"] and model.training["best_epoch"] == 0
     assert model.training["validation"]["ndcg@10"] == history[0]["val_ndcg@10"]
     queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
     assert np.array_equal(model.similarity(queries, docs), SbertEncoder.load(tiny_base).similarity(queries, docs))
