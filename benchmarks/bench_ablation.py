@@ -21,8 +21,10 @@ LambdaMART's NDCG@1 lift over lexical.
 ``--without SPEC`` (repeatable) drops an encoder from the list (results file ``..._without-SPEC``): e.g.
 ``--without sbert-ft:generalized`` times the command without MiniLM fine-tuning.
 
+``--keep-report DIR`` copies the cold run's report directory to DIR (to compare two trees' reports).
+
 Run: python benchmarks/bench_ablation.py [--homedepot] [--baseline] [--skip-warm] [--encoder-cache DIR [--repeat N]]
-         [--without SPEC]
+         [--without SPEC] [--keep-report DIR]
 """
 
 from __future__ import annotations
