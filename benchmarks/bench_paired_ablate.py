@@ -54,6 +54,20 @@ def compare(before: Path, after: Path) -> dict:
     }
 
 
+def quoted(figures: dict) -> str:
+    """The sentence the docs quote of a results file (docs/performance.md; tests/test_docs_cost.py checks it)."""
+    before, after, reports = figures["before"], figures["after"], figures["reports"]
+    same = "identical" if reports["per_query_identical"] else "different"
+    differ = len(reports["differ_at_4_decimals"])
+    return (
+        f"{before['cpu']:.1f} → {after['cpu']:.1f} CPU-s ({after['cpu'] / before['cpu']:.2f}×; wall "
+        f"{before['wall']:.0f} / {after['wall']:.0f} s at load {figures['load_average_at_end'][2]:.0f}), plan "
+        f"{before['estimate']['cpu_seconds']:.0f} / {after['estimate']['cpu_seconds']:.0f} CPU-s and "
+        f"{before['estimate']['wall_seconds']:.0f} / {after['estimate']['wall_seconds']:.0f} s; per_query.tsv {same}, "
+        f"{reports['means'] - differ} of {reports['means']} means equal at four decimals"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", type=Path, required=True, help="source tree of the reference (e.g. main)")
