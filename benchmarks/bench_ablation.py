@@ -21,8 +21,10 @@ LambdaMART's NDCG@1 lift over lexical.
 ``--without SPEC`` (repeatable) drops an encoder from the list (results file ``..._without-SPEC``): e.g.
 ``--without sbert-ft:generalized`` times the command without MiniLM fine-tuning.
 
+``--keep-report DIR`` copies the cold run's report directory to DIR (to compare two trees' reports).
+
 Run: python benchmarks/bench_ablation.py [--homedepot] [--baseline] [--skip-warm] [--encoder-cache DIR [--repeat N]]
-         [--without SPEC]
+         [--without SPEC] [--keep-report DIR]
 """
 
 from __future__ import annotations
@@ -160,6 +162,7 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1, help="with --encoder-cache: ranker-stage runs")
     parser.add_argument("--without", action="append", default=[], choices=ENCODERS, help="leave this encoder out")
+    parser.add_argument("--keep-report", type=Path, help="copy the cold run's report directory here")
     args = parser.parse_args()
     homedepot, baseline, skip_warm = args.homedepot, args.baseline, args.skip_warm
     encoders = [e for e in ENCODERS if e not in args.without]
@@ -184,6 +187,8 @@ def main() -> None:
             _print("baseline (MiniLM without the frozen-layer store), cold", figures["baseline"])
         figures["cold"] = _ablate(data, encoders, tmp / "cache", tmp / "rep-cold")
         _print("cold", figures["cold"])
+        if args.keep_report is not None:
+            shutil.copytree(tmp / "rep-cold", args.keep_report, dirs_exist_ok=True)
         if not skip_warm:
             figures["warm_plus_one"] = _ablate(data, [*encoders, "dssm:softmax"], tmp / "cache", tmp / "rep-warm")
             _print("warm, dssm:softmax added", figures["warm_plus_one"])

@@ -70,8 +70,10 @@ def test_reliability_page_states_the_option_bounds():
 def test_reliability_page_states_the_lane_bound_and_the_soak_figures():
     import json
 
-    from ltrfeat.cli.serve_cmd import serve
+    from ltrfeat.cli.main import cli
     from ltrfeat.serving.lane import LANE_CHARS, LANE_NICE
+
+    serve = cli.commands["serve"]
 
     text = " ".join(PAGE.read_text(encoding="utf-8").split())
     assert next(p.default for p in serve.params if p.name == "lane_chars") == LANE_CHARS

@@ -196,8 +196,8 @@ _TEXT_MODE = option_group(
         metavar="KEY=VALUE",
         help="Text mode: encoder training option (repeatable), e.g. epochs=5, negatives=4, gamma=10; "
         "MODEL.KEY=VALUE applies to one model and wins over KEY (sbert-ft.freeze_layers=4, clsm.epochs=6); "
-        "sbert.engine=auto|onnx|torch runs the zero-shot MiniLM passes on ONNX Runtime or torch (auto: ONNX Runtime "
-        "when installed; onnx also scores the fine-tuned MiniLM's rows there). "
+        "sbert.engine=auto|onnx|torch runs the MiniLM passes and the fine-tuned MiniLM's scoring on ONNX Runtime or "
+        "torch (auto: ONNX Runtime when installed). "
         f"Defaults: {', '.join(f'{k}={v}' for k, v in ENCODER_DEFAULTS.items())}.",
     ),
     click.option(

@@ -53,12 +53,24 @@ def training_record(encoder) -> dict:
 
 
 def fold_scores(encoder, texts: dict[str, tuple[list, list]], zero_shot: dict | None = None) -> dict:
-    """``encoder``'s float32 scores of each fold's (queries, docs) ``texts``; a MiniLM fine-tuning that kept its
+    """``encoder``'s float32 scores of each fold's (queries, docs) ``texts``. A MiniLM fine-tuning that kept its
     base model unchanged (:func:`~ltrfeat.features.encoders.sbert_training.is_zero_shot`) takes ``zero_shot``'s
-    scores of those rows instead, when given: the same model's, computed once for the zero-shot column."""
-    if zero_shot is not None:
-        from ltrfeat.features.encoders.sbert_training import is_zero_shot
+    scores of those rows, when given (the same model's, computed once for the zero-shot column); without them it is
+    scored as that column would be (:func:`_zero_shot_model`) instead of through the whole torch model."""
+    from ltrfeat.features.encoders.sbert_training import is_zero_shot
 
-        if is_zero_shot(encoder):
+    if is_zero_shot(encoder):
+        if zero_shot is not None:
             return {fold: np.asarray(zero_shot[fold], dtype=np.float32) for fold in texts}
+        encoder = _zero_shot_model(encoder)
     return {fold: encoder.similarity(q, d).astype(np.float32) for fold, (q, d) in texts.items()}
+
+
+def _zero_shot_model(encoder):
+    """The zero-shot ``sbert`` scorer of a kept-start fine-tuning's base model: its vectors on the process's MiniLM
+    engine (ONNX Runtime when installed, :mod:`~ltrfeat.features.encoders.sbert_onnx`) through the teacher vector
+    cache, the same cosines to float rounding as the fine-tuning's torch pass at the base's own text length."""
+    from ltrfeat.features.encoders.distill import CachedTeacher
+
+    base = encoder.training["params"].get("base")
+    return CachedTeacher(f"sbert={base}" if base else "sbert")

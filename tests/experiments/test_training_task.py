@@ -1,4 +1,5 @@
-"""A training task's fold scores: a MiniLM fine-tuning that kept its base model takes the zero-shot column's."""
+"""A training task's fold scores: a MiniLM fine-tuning that kept its base model takes the zero-shot column's, or
+without it the zero-shot pass's."""
 
 from __future__ import annotations
 
@@ -29,8 +30,27 @@ def test_a_kept_base_model_takes_the_zero_shot_scores_without_scoring():
     assert all(s.dtype == np.float32 for s in scores.values())
 
 
-@pytest.mark.parametrize(("zero_shot", "offered"), [(False, ZERO_SHOT), (True, None)])
-def test_any_other_encoder_or_a_run_without_the_column_scores_its_rows(zero_shot, offered):
-    encoder = _Encoder(zero_shot=zero_shot)
+@pytest.mark.parametrize("offered", [ZERO_SHOT, None])
+def test_any_other_encoder_scores_its_rows(offered):
+    encoder = _Encoder(zero_shot=False)
     scores = fold_scores(encoder, TEXTS, offered)
     assert encoder.calls == 2 and scores["fold1"].tolist() == [0.0, 1.0] and scores["fold2"].dtype == np.float32
+
+
+@pytest.mark.parametrize(("base", "spec"), [(None, "sbert"), ("/models/mini", "sbert=/models/mini")])
+def test_a_kept_base_model_without_the_column_is_scored_by_the_zero_shot_pass(base, spec, monkeypatch):
+    from ltrfeat.features.encoders import distill
+
+    made = []
+
+    class Teacher(_Encoder):
+        def __init__(self, spec):
+            super().__init__(zero_shot=False)
+            made.append(spec)
+
+    monkeypatch.setattr(distill, "CachedTeacher", Teacher)
+    encoder = _Encoder(zero_shot=True)
+    encoder.training["params"] = {"base": base}
+    scores = fold_scores(encoder, TEXTS, None)
+    assert encoder.calls == 0 and made == [spec] and scores["fold1"].tolist() == [0.0, 1.0]
+    assert all(s.dtype == np.float32 for s in scores.values())

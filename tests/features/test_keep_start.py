@@ -14,10 +14,13 @@ from hypothesis import strategies as st
 
 from builders import make_pairs, train_until_interrupted
 from ltrfeat.features.encoders.bundle import read_bundle
-from ltrfeat.features.encoders.epochs import Loop, begin_run, fit_epochs, keep_start_decision
+from ltrfeat.features.encoders.epochs import Loop, begin_run, fit_epochs, keep_start_decision, start_unbeatable
 from ltrfeat.features.encoders.training import train_encoder
 
 CLSM = dict(model="clsm", sizes={"conv": 48, "out": 24}, batch_size=32, val_fraction=0.25, progress=False, threads=1)
+# clsm_start ranks all its validation queries but one perfectly: with the default margin 1 no epoch could beat it and
+# a training continuing it would run no step (start_unbeatable); margin 0.5 leaves it something to try
+BEATABLE = 0.5
 
 
 # -- the decision ----------------------------------------------------------------------------------------------
@@ -50,6 +53,24 @@ def test_a_kept_start_never_has_a_clear_gain(pairs, margin):
     se = diff.std(ddof=1) / np.sqrt(len(diff))
     assert out["kept"] == (not (diff.mean() > 0 and diff.mean() > margin * se))
     assert out["kept"] or out["best_ndcg@10"] > out["start_ndcg@10"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, 0.3, 0.7, 0.95, 1.0, 1.0, 1.0]), min_size=0, max_size=12),
+    st.sampled_from([0.0, 0.5, 1.0, 1.5, 3.0]),
+    st.lists(st.floats(0, 1), min_size=12, max_size=12),
+)
+def test_an_unbeatable_start_is_beaten_by_no_scores_and_a_beatable_one_by_some(start, margin, other):
+    """``start_unbeatable`` is exact: when it says so no trained scores in [0, 1] beat the start (random ones, and
+    the best case: one equal gain on every query the start ranks below 1); otherwise that best case beats it."""
+    start = np.array(start)
+    below = start < 1
+    best = start + below * (1 - start[below]).min(initial=1.0)  # the largest equal gain they can all have
+    beaten = not keep_start_decision(start, best, margin=margin, trained_epoch=1)["kept"]
+    assert start_unbeatable(start, margin=margin) == (not beaten)
+    if not beaten:
+        assert keep_start_decision(start, np.array(other[: len(start)]), margin=margin, trained_epoch=1)["kept"]
 
 
 # -- the epoch loop, with scripted validation scores -------------------------------------------------------
@@ -115,6 +136,16 @@ def test_a_training_that_cannot_beat_its_start_stops_after_patience_checkpoints(
     assert len(run.history) == 4 and weight == 1.0
 
 
+def test_a_start_no_epoch_can_beat_is_kept_without_a_training_step():
+    perfect, one_below = [1.0, 1.0, 1.0, 1.0], [1.0, 0.5, 1.0, 1.0]  # at most one query can gain: margin 1 unreachable
+    for start in (perfect, one_below):
+        run, weight = _scripted([start] + [[1.0] * 4] * 8, margin=1.0, checks=4, patience=2)
+        assert len(run.history) == 1 and weight == 0.0 and run.kept["kept"] and run.kept["best_epoch"] is None
+        assert (run.kept["checkpoints"], run.kept["steps"], run.kept["planned_steps"]) == (0, 0, 8)
+    run, weight = _scripted([one_below] + [[1.0] * 4] * 8, margin=0.5, checks=4, patience=2)  # 0.5 SE: reachable
+    assert not run.kept["kept"] and weight > 0
+
+
 def test_a_validation_that_keeps_rising_trains_on_until_its_gain_is_clear():
     start = [0.5, 0.5, 0.5, 0.5]
     # each checkpoint a higher mean, none clear of the start by one SE before the fifth: the old rule stopped at 2
@@ -151,10 +182,12 @@ def test_from_scratch_has_no_start_to_keep(clsm_start):
 
 def test_a_continued_clsm_that_only_gets_worse_keeps_its_start_bit_for_bit(clsm_start):
     pairs = make_pairs()
-    encoder, history = train_encoder(pairs, init=clsm_start, epochs=2, lr=0.5, patience=2, **CLSM)
-    assert all(h["val_ndcg@10"] < history[0]["val_ndcg@10"] for h in history[1:])  # a destructive learning rate
+    encoder, history = train_encoder(
+        pairs, init=clsm_start, epochs=2, lr=0.5, patience=2, keep_start_margin=BEATABLE, **CLSM
+    )
+    assert len(history) > 1 and all(h["val_ndcg@10"] < history[0]["val_ndcg@10"] for h in history[1:])  # destructive
     record = encoder.training["keep_start"]
-    assert record["kept"] and encoder.training["best_epoch"] == 0 and record["margin"] == 1.0
+    assert record["kept"] and encoder.training["best_epoch"] == 0 and record["margin"] == BEATABLE
     assert record["start_ndcg@10"] == history[0]["val_ndcg@10"] > record["best_ndcg@10"]
     queries, docs = pairs["query"].tolist(), pairs["doc"].tolist()
     assert np.array_equal(encoder.similarity(queries, docs), clsm_start.similarity(queries, docs))
@@ -171,7 +204,8 @@ def test_a_continued_clsm_that_learns_replaces_its_start():
 
 def test_resume_keeps_the_start_and_the_decision(clsm_start, tmp_path, monkeypatch):
     pairs = make_pairs()
-    opts = dict(init=clsm_start, epochs=3, lr=0.5, patience=9, val_per_epoch=2, **CLSM)  # no stop: 2 checks an epoch
+    # no stop: 2 checks an epoch
+    opts = dict(init=clsm_start, epochs=3, lr=0.5, patience=9, val_per_epoch=2, keep_start_margin=BEATABLE, **CLSM)
     full, full_history = train_encoder(pairs, checkpoint=tmp_path / "full.ckpt", **opts)
     train_until_interrupted(
         monkeypatch, epoch=2, train=lambda: train_encoder(pairs, checkpoint=tmp_path / "p.ckpt", **opts)
@@ -199,7 +233,9 @@ def test_a_continued_clsm_that_cannot_help_stops_at_its_first_checkpoints(clsm_s
 
     calls = _counting_steps(monkeypatch)
     # a destructive rate; the defaults: 4 validation checkpoints an epoch for a training with a start, patience 2
-    encoder, history = train_encoder(make_pairs(), init=clsm_start, epochs=5, lr=0.5, **CLSM)
+    encoder, history = train_encoder(
+        make_pairs(), init=clsm_start, epochs=5, lr=0.5, keep_start_margin=BEATABLE, **CLSM
+    )
     record = encoder.training["keep_start"]
     n_batches = record["planned_steps"] // 5
     assert record["kept"] and encoder.training["best_epoch"] == 0 and len(history) == 3

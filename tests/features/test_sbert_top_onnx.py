@@ -45,8 +45,9 @@ def test_onnx_top_vectors_equal_the_torch_top_vectors(tiny, batch_size):
 
 
 def test_the_engine_choice_picks_the_pass(tiny, monkeypatch):
-    """A fine-tuned encoder with kept states scores on ONNX Runtime when the MiniLM engine is onnx (auto and torch:
-    torch); the export is made once per encoder and the vectors are the same."""
+    """A fine-tuned encoder with kept states scores on ONNX Runtime when the MiniLM engine is onnx, or auto with
+    onnxruntime installed (torch, or auto without it: torch); the export is made once per encoder and the vectors
+    are the same."""
     model, base = tiny
     prefix = _prefix(model, base)
     encoder = SbertFinetuned({"shared": model}, max_seq_length=32, prefixes={"shared": prefix})
@@ -55,14 +56,16 @@ def test_the_engine_choice_picks_the_pass(tiny, monkeypatch):
     monkeypatch.setattr(sbert_top_onnx.OnnxTop, "export", lambda p, **kw: exports.append(p) or export(p, **kw))
     with sbert_onnx.engine("torch"):
         by_torch = encoder.similarity(TEXTS, TEXTS[::-1])
-    with sbert_onnx.engine("auto"):
+    with sbert_onnx.engine("auto"), monkeypatch.context() as without:
+        without.setattr(sbert_onnx, "available", lambda: False)
         assert np.array_equal(encoder.similarity(TEXTS, TEXTS[::-1]), by_torch)
     assert exports == []
-    with sbert_onnx.engine("onnx"):
-        by_onnx = encoder.similarity(TEXTS, TEXTS[::-1])
-        encoder.similarity(TEXTS[:2], TEXTS[:2])
-    assert exports == [prefix]
-    np.testing.assert_allclose(by_onnx, by_torch, atol=TOLERANCE)
+    for choice in ("auto", "onnx"):
+        with sbert_onnx.engine(choice):
+            by_onnx = encoder.similarity(TEXTS, TEXTS[::-1])
+            encoder.similarity(TEXTS[:2], TEXTS[:2])
+        np.testing.assert_allclose(by_onnx, by_torch, atol=TOLERANCE)
+        assert exports == [prefix], choice
 
 
 def test_bf16_and_other_heads_stay_on_torch(tiny):

@@ -32,8 +32,9 @@ validation still rising -- MiniLM's on Home Depot, where a quarter epoch is not 
 -- with several per epoch (MiniLM's ``val_per_epoch`` 8, a started CLSM/DSSM's 4), a fraction of an epoch --
 and keeps it; the record adds
 the ``checkpoints`` and mini-batch ``steps`` run of the ``planned_checkpoints`` / ``planned_steps``. The decision is the training record's ``keep_start``
-(:func:`keep_start_decision`). A from-scratch model has no start worth keeping: its random epoch 0 takes no
-part in the rule.
+(:func:`keep_start_decision`). A start no trained epoch could beat, whatever its scores (:func:`start_unbeatable`:
+with the default margin, one that ranks all validation queries but at most one perfectly), is kept without a
+training step. A from-scratch model has no start worth keeping: its random epoch 0 takes no part in the rule.
 
 Reproducibility: the seed fixes the initial weights and every sampled negative; with the same
 seed, data and thread count the result is bit-identical, also when resumed from a checkpoint.
@@ -55,7 +56,7 @@ from ltrfeat.core.logs import get_logger
 from ltrfeat.features.encoders.checkpoints import read_checkpoint, write_checkpoint
 from ltrfeat.features.encoders.validation import finite_mean
 
-__all__ = ["Loop", "Run", "begin_run", "fit_epochs", "keep_start_decision", "validation_points"]
+__all__ = ["Loop", "Run", "begin_run", "fit_epochs", "keep_start_decision", "start_unbeatable", "validation_points"]
 
 _log = get_logger("train")
 
@@ -154,6 +155,18 @@ def keep_start_decision(start_scores, trained_scores, *, margin: float, trained_
     }
 
 
+def start_unbeatable(start_scores, *, margin: float) -> bool:
+    """Whether no trained epoch can beat the start by the keep-start rule (:func:`keep_start_decision`), whatever
+    its per-query NDCG@10. Each score is at most 1, so only the k of the n paired queries the start ranks below 1
+    can gain; for gains bounded so, the paired t (mean over standard error) is largest with one equal gain on those
+    k and none on the rest, where it is sqrt(k (n - 1) / (n - k)); the start is beaten only if that exceeds
+    ``margin``: k (n - 1) > margin² (n - k), and n >= 2."""
+    start = np.asarray(start_scores, dtype=np.float64)
+    start = start[np.isfinite(start)]
+    n, k = len(start), int((start < 1.0).sum())
+    return n < 2 or k == 0 or not k * (n - 1) > margin**2 * (n - k)
+
+
 @dataclass
 class Loop:
     """What an epoch loop trains: the network and its optimizer, the generator shuffling the training ``rows``,
@@ -242,8 +255,8 @@ def fit_epochs(
     best weights in ``net``. ``keep_start``: the margin of the rule that keeps the starting weights (the run began
     with ``begin_run(keep_start=True)``; see "Keeping the starting point" in the module docstring), applied when
     validation pairs are held out: a checkpoint improves only when it also beats the start by that rule, so a
-    training that does not stops ``patience`` checkpoints in; the decision is ``run.kept``, with the checkpoints and
-    mini-batch steps run and planned.
+    training that does not stops ``patience`` checkpoints in, and one that cannot (:func:`start_unbeatable`) runs
+    none; the decision is ``run.kept``, with the checkpoints and mini-batch steps run and planned.
     """
     net, opt, rng, rows = loop.net, loop.opt, loop.rng, loop.rows
     epochs, batch_size, patience = cfg.epochs, cfg.batch_size, cfg.patience
@@ -251,7 +264,10 @@ def fit_epochs(
     n_batches = -(-len(rows) // batch_size)
     points = validation_points(n_batches, accumulate, getattr(cfg, "val_per_epoch", 1))
     step = int(run.history[-1].get("step", (run.start - 1) * n_batches))
-    for epoch in range(run.start, epochs + 1):
+    hopeless = keep_start is not None and early_stopping and start_unbeatable(run.start_scores, margin=keep_start)
+    if hopeless:
+        _log.info("%s: no trained epoch can beat the start by the keep-start rule; it is kept untrained", desc)
+    for epoch in range(run.start, epochs + 1 if not hopeless else run.start):
         if run.best["stale"] >= patience and early_stopping:
             break
         t0 = time.perf_counter()

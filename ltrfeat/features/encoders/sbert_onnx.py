@@ -12,7 +12,9 @@ run. Vectors and states equal the torch pass's to float rounding (tests/features
 The engine is a process-wide choice, :data:`MINILM_ENGINES`: ``auto`` (the default) is ``onnx`` when onnxruntime is
 importable and the model is a transformer followed by mean pooling (and optionally a normalisation), ``torch``
 otherwise; ``torch`` forces the sentence-transformers pass (``ablate --encoder-option sbert.engine=torch``).
-Inference elsewhere -- ``extract``, ``serve``, fine-tuned models -- stays on torch.
+An ablation's fine-tuned MiniLM scores its folds' rows on the same engine
+(:mod:`~ltrfeat.features.encoders.sbert_top_onnx`). Inference elsewhere -- ``extract``, ``serve``, fine-tuned models
+outside an ablation -- stays on torch.
 """
 
 from __future__ import annotations

@@ -136,15 +136,14 @@ _RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # FrozenPrefi
 
 def onnx_top(prefix) -> "OnnxTop | None":
     """The ONNX Runtime runner of ``prefix``'s model's top layers over its kept states when the process's MiniLM
-    engine (:mod:`~ltrfeat.features.encoders.sbert_onnx`) is ``onnx`` and the model is :func:`top_supported`
-    (exported at the first call, at torch's thread count), else None: torch runs them (``auto`` too: the scores are
-    equal to 1.5e-7, not yet shown to leave a report unchanged; docs/performance.md). Call it once the layers are
-    trained: the export holds the weights they have then."""
+    engine (:mod:`~ltrfeat.features.encoders.sbert_onnx`) is ``onnx``, or ``auto`` with onnxruntime installed, and
+    the model is :func:`top_supported` (exported at the first call, at torch's thread count), else None: torch runs
+    them. Call it once the layers are trained: the export holds the weights they have then."""
     import torch
 
     from ltrfeat.features.encoders import sbert_onnx
 
-    if sbert_onnx.chosen() != "onnx" or not top_supported(prefix):
+    if sbert_onnx.chosen() == "torch" or not sbert_onnx.available() or not top_supported(prefix):
         return None
     runner = _RUNNERS.get(prefix)
     if runner is None:

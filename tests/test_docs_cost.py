@@ -1,0 +1,23 @@
+"""docs/performance.md quotes the paired ablate runs of issue 54's cuts as benchmarks/results/paired_*.json hold them
+(rerun ``python benchmarks/bench_paired_ablate.py`` and update both when it changes), and those runs kept the report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_paired_ablate import quoted  # noqa: E402
+
+
+@pytest.mark.parametrize("name", ["paired_sbert_ft_demo", "paired_sbert_ft_demo_head", "paired_sbert_top_onnx_hd300"])
+def test_the_performance_page_quotes_the_paired_run_and_the_report_was_kept(name):
+    figures = json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())["figures"]
+    text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())
+    assert quoted(figures) in text, quoted(figures)
+    assert figures["reports"]["per_query_identical"] and not figures["reports"]["differ_at_4_decimals"]
