@@ -452,3 +452,20 @@ def write_ubi_fixture(directory: Path, *, seed: int = 0, n_click_queries: int = 
     paths["impressions"] = directory / "clicks_impressions.tsv"
     write_table(world.impressions[["session", "query", "docid", "position", "clicked"]], paths["impressions"])
     return {**paths, "world": world}
+
+
+class StubTrainer:
+    """A :class:`~ltrfeat.experiments._fold_trainer.FoldTrainer` double: ``make(spec, table)`` stands for every
+    training, in this process, with nothing prepared (no MiniLM pass, no workers) and nothing loaded from a cache."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def train(self, spec, table, **how):
+        return self.make(spec, table), False
+
+    def prepare(self, run, todo, zero_shot):
+        return None
+
+    def train_elsewhere(self, run, todo, prepared):
+        return todo

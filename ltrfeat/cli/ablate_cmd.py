@@ -33,7 +33,8 @@ from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
 from ltrfeat.core.settings import SEED
 from ltrfeat.core.text import CONFLICTS
-from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
+from ltrfeat.experiments.fold_plans import MIN_FOLDS
+from ltrfeat.experiments.crossfit import CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
 from ltrfeat.features.encoders.registry import spec_help, spec_metavar
 from ltrfeat.rankers.choices import SELECTION_DEFAULTS, TUNE_METHODS

@@ -148,7 +148,7 @@ def _clsm_words(model_paths: dict[str, Path], texts: dict) -> dict:
 
 
 def _folds(data, *, k: int, seed: int):
-    from ltrfeat.experiments.crossfit import plan_folds
+    from ltrfeat.experiments.fold_plans import plan_folds
     from ltrfeat.experiments.ablation import Fold
 
     origin = (

@@ -12,6 +12,7 @@ __all__ = [  # the public modules
     "defaults",
     "event_log",
     "fold_contributions",
+    "fold_plans",
     "folds",
     "html_report",
     "in_words",

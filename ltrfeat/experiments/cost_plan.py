@@ -455,23 +455,23 @@ def count_work(source, settings, *, read: tuple, options: dict, ranker: dict) ->
     (``ranker``): the encoder trainings are planned (with ``settings.cache``: which are stored), nothing is
     trained (:func:`ltrfeat.experiments.ablate.pairs_work` calls it)."""
     from ltrfeat.core.cores import available_cores
-    from ltrfeat.experiments import crossfit
     from ltrfeat.experiments._encoder_pool import THREADS
+    from ltrfeat.experiments._training_plan import encoder_table, plan_trainings
+    from ltrfeat.experiments.crossfit import CrossFitConfig
+    from ltrfeat.experiments.fold_plans import group_pairs, plan_folds
     from ltrfeat.experiments._workers import plan_workers
     from ltrfeat.features.lexical import FAMILIES
     from ltrfeat.rankers import registry
 
     pairs, specs, collection, train_table, _ = read
-    pairs = crossfit.group_pairs(pairs)
-    config = crossfit.CrossFitConfig(
+    pairs = group_pairs(pairs)
+    config = CrossFitConfig(
         k=source.k_folds, valid_fraction=source.valid_fraction, seed=source.split_seed, options=options
     )
-    plans = crossfit.plan_folds(pairs["qid"], k=config.k, valid_fraction=config.valid_fraction, seed=config.seed)
+    plans = plan_folds(pairs["qid"], k=config.k, valid_fraction=config.valid_fraction, seed=config.seed)
     cache = None if settings.cache is None else Path(settings.cache)
-    table = crossfit.encoder_table(pairs, config.field, train_table)
-    trainings, _ = crossfit.plan_trainings(
-        pairs, plans, specs, config, train_table=table, collection=collection, cache=cache
-    )
+    table = encoder_table(pairs, config.field, train_table)
+    trainings, _ = plan_trainings(pairs, plans, specs, config, train_table=table, collection=collection, cache=cache)
     encoders = []
     for spec in specs:
         rates, guessed = rates_of(spec)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import planted_folds, reproducible_report, write_folds, write_judged_pairs
+from builders import planted_folds, reproducible_report, StubTrainer, write_folds, write_judged_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.ablate import (
@@ -65,7 +65,7 @@ def test_ablate_pairs_cross_fits_and_reports(tmp_path):
     source = PairsSource(write_judged_pairs(tmp_path / "pairs.tsv"), encoders=("clsm:softmax",), k_folds=3)
     settings = AblateSettings(report_dir=tmp_path / "r", quick=True, selection=None, progress=False)
     said = []
-    done = ablate_pairs(source, settings, say=said.append, train_fn=lambda spec, table: stub)
+    done = ablate_pairs(source, settings, say=said.append, trainer=StubTrainer(lambda spec, table: stub))
     assert said[0].startswith("plan: 3 folds, 1 encoders, ")
     assert said[said.index(next(x for x in said if x.startswith("dominant: "))) + 1] == (
         "cross-fitting clsm-softmax over 3 query folds (6 encoder trainings)"
