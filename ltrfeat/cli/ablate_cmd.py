@@ -36,7 +36,7 @@ from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.fold_plans import MIN_FOLDS
 from ltrfeat.experiments.crossfit import CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
-from ltrfeat.features.encoders.registry import spec_help, spec_metavar
+from ltrfeat.features.encoders.spec import spec_help, spec_metavar
 from ltrfeat.rankers.choices import SELECTION_DEFAULTS, TUNE_METHODS
 
 # ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other

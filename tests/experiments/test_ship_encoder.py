@@ -19,7 +19,7 @@ from ltrfeat.experiments.ablate import train_like_ablate
 from ltrfeat.features.encoders.spec import EncoderSpec
 from ltrfeat.experiments.verdict import verdict_lines
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.neural import encoder_kind_of
+from ltrfeat.features.encoders.spec import encoder_kind_of
 from ltrfeat.rankers.selection import SelectionConfig
 
 

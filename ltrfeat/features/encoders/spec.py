@@ -1,5 +1,9 @@
-"""The encoder spec ``ablate --encoder`` takes: ``kind[:LOSS][+MOD[+MOD]][@SCORE][=PATH]``, parsed once into an
-:class:`EncoderSpec`; which parts a kind takes is its registry entry's (``encoder_kind(name).grammar``)."""
+"""The two encoder grammars, parsed here only, and their help and error texts.
+
+``ablate --encoder`` names an encoder to train: ``kind[:LOSS][+MOD[+MOD]][@SCORE][=PATH]``, an
+:class:`EncoderSpec` (which parts a kind takes is its registry entry's, ``encoder_kind(name).grammar``).
+``extract`` / ``serve`` / ``export-encoder --encoder`` name a model to score with: ``NAME[=PATH]``, the kind's name
+with an optional ``-label`` (:func:`parse_encoder_spec`). Both split off ``=PATH`` alike (:func:`_split_path`)."""
 
 from __future__ import annotations
 
@@ -9,12 +13,20 @@ from pathlib import Path
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.kinds import SPAN_MODS
-from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds, spec_fix
+from ltrfeat.features.encoders.kind import EncoderKind
+from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
 
 _SPEC = re.compile(
     r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+(?:\+[a-z]+)*))?"
-    r"(?:@(?P<score>[a-z]+))?(?:=(?P<path>.+))?$"
+    r"(?:@(?P<score>[a-z]+))?$"
 )
+_LABEL = re.compile(r"^[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*$")  # clsm-gen, clsm-generalized-spans-teacher
+
+
+def _split_path(text: str) -> tuple[str, str | None]:
+    """``"NAME=PATH"`` -> ``("NAME", "PATH")`` (everything after the first ``=``), ``"NAME"`` -> ``("NAME", None)``."""
+    head, sep, path = text.strip().partition("=")
+    return head, path if sep else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,11 +106,12 @@ class EncoderSpec:
     @classmethod
     def parse(cls, text: str) -> "EncoderSpec":
         """A spec from its ``ablate --encoder`` text; which parts a kind takes is its registry entry's."""
-        m = _SPEC.match(text.strip())
+        head, path = _split_path(text)
+        m = _SPEC.match(head)
         kinds = encoder_kinds()
-        if not m or m["model"] not in kinds:
+        if not m or m["model"] not in kinds or (path is not None and not re.fullmatch(".+", path)):  # one line
             raise LtrfeatError(f"unknown encoder {text!r}", fix=spec_fix())
-        model, loss, path, pretrain, score = m["model"], m["loss"], m["path"], m["pretrain"], m["score"]
+        model, loss, pretrain, score = m["model"], m["loss"], m["pretrain"], m["score"]
         kind = kinds[model]
         if pretrain is not None and pretrain not in kind.mods:
             with_mods = [f"{k.name} {'/'.join('+' + mod for mod in k.mods)}" for k in kinds.values() if k.mods]
@@ -133,3 +146,73 @@ class EncoderSpec:
                     fix=f"use {', '.join(kind.losses[:-1])} or {kind.losses[-1]}",
                 )
         return cls(model, loss, path, pretrain, score)
+
+
+def spec_fix() -> str:
+    """The ``ablate --encoder`` grammar of every kind, for error messages and ``--help``."""
+    kinds = encoder_kinds().values()
+    return (
+        "write KIND[:LOSS][+PRETRAINING][@SCORE][=PATH], one of "
+        + ", ".join(k.grammar for k in kinds)
+        + " (e.g. clsm:softmax, dssm:hinge+rbm, clsm:softmax@dot for the dot-product score, sbert-ft:generalized)"
+    )
+
+
+def spec_metavar() -> str:
+    """The ``ablate --encoder`` metavar: the grammar with every known ``+MOD``."""
+    mods = dict.fromkeys(mod for kind in encoder_kinds().values() for mod in kind.mods)
+    return "KIND[:LOSS]" + (f"[+{'|+'.join(mods)}]" if mods else "") + "[@SCORE][=PATH]"
+
+
+def spec_help() -> str:
+    """The ``ablate --encoder`` help: every kind's grammar, the defaults and what each ``+MOD`` does."""
+    kinds = list(encoder_kinds().values())
+    mods: dict[str, str] = {}
+    for kind in kinds:
+        for mod, words in kind.mod_help.items():
+            mods.setdefault(mod, words)
+    dot = list(dict.fromkeys(f"+{mod}" for kind in kinds for mod in kind.dot_mods))
+    text = (
+        "One of "
+        + ", ".join(k.grammar for k in kinds)
+        + "; the first :LOSS and @SCORE listed are the defaults"
+        + (f" (@dot with {', '.join(dot)})" if dot else "")
+        + ". "
+    )
+    text += "".join(f"+{mod}: {words}. " for mod, words in mods.items())
+    zero_shot = [k.name for k in kinds if not k.trainable]
+    if zero_shot:
+        text += f"Zero-shot (not trained): {', '.join(zero_shot)}. "
+    return text + "E.g. clsm:softmax, dssm:hinge+rbm, clsm:generalized+spans, sbert, sbert-ft:generalized."
+
+
+def model_spec_fix() -> str:
+    """How to write an ``extract --encoder``: ``NAME=MODEL.ltrenc`` or a zero-shot kind's ``NAME[=DIR]``."""
+    examples = [f"{k.name}=MODEL.ltrenc" if k.needs_file else f"{k.name}{k.path}" for k in encoder_kinds().values()]
+    return f"write {', '.join(examples)} (a name may carry a suffix: clsm-gen=...)"
+
+
+def encoder_kind_of(name: str) -> EncoderKind | None:
+    """The kind an encoder name stands for: a kind's name, or a kind's name with a ``-label`` suffix (the longest
+    kind name that fits: ``sbert-ft-a`` is an ``sbert-ft``); None for any other name."""
+    kinds = encoder_kinds()
+    if name in kinds:
+        return kinds[name]
+    for kind in sorted(kinds, key=len, reverse=True):
+        if name.startswith(kind + "-") and _LABEL.match(name[len(kind) + 1 :]):
+            return kinds[kind]
+    return None
+
+
+def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
+    """``"clsm=m.ltrenc"`` -> ``("clsm", "m.ltrenc")``; ``"sbert"`` -> ``("sbert", None)``."""
+    name, path = _split_path(spec)
+    name = name.strip()
+    kind = encoder_kind_of(name)
+    if kind is None:
+        raise LtrfeatError(f"unknown encoder {spec!r}", fix=model_spec_fix())
+    if path is not None and not path.strip():
+        raise LtrfeatError(f"encoder {spec!r} has an empty path", fix=model_spec_fix())
+    if path is None and kind.needs_file:
+        raise LtrfeatError(f"encoder {spec!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
+    return name, (path or "").strip() or None
