@@ -9,6 +9,7 @@ __all__ = [  # the public modules
     "compare_runs",
     "cost_plan",
     "crossfit",
+    "crossfit_traits",
     "defaults",
     "event_log",
     "fold_contributions",

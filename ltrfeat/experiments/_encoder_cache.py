@@ -17,6 +17,7 @@ from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.logs import get_logger
 from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.crossfit_traits import traits
 
 log = get_logger("ablate")
 
@@ -53,8 +54,8 @@ def scores_path(cache: Path, encoder_key: str, queries: list, docs: list) -> Pat
 
 
 def keeps_start(spec: EncoderSpec) -> bool:
-    """Its trainings start from a model worth keeping (``EncoderKind.keeps_start``): each records ``keep_start``."""
-    return spec.pretrain in spec.kind.keeps_start
+    """Its trainings start from a model worth keeping (``CrossFitTraits.keeps_start``): each records ``keep_start``."""
+    return spec.pretrain in traits(spec.kind).keeps_start
 
 
 def load_record(path: Path) -> dict | None:

@@ -28,6 +28,7 @@ from ltrfeat.experiments._training_plan import Training, check_trainings
 from ltrfeat.experiments._training_task import TrainingTask, fold_scores, training_record
 from ltrfeat.experiments._workers import plan_workers
 from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.crossfit_traits import traits
 
 
 class FoldTrainer(Protocol):
@@ -242,7 +243,7 @@ class EncoderTrainer:
         layers on its model; with a cluster, the MiniLM vectors every distillation reads made there."""
         check_trainings(todo)
         groups = frozen_groups(todo)
-        teachers = [s for s in zero_shot if s.kind.teacher_scorer]
+        teachers = [s for s in zero_shot if traits(s.kind).teacher_scorer]
         cluster, profile = run.config.cluster, run.profile
         shared = share_minilm(teachers, groups, run.queries, run.docs, cluster=cluster, profile=profile, bar=run.bar)
         if cluster is not None:
@@ -258,7 +259,7 @@ class EncoderTrainer:
         groups, shared = prepared
         cluster, profile = run.config.cluster, run.profile
         frozen = keep_frozen(groups, profile=profile, bar=run.bar, cluster=cluster, shared=shared)
-        pooled = [j for j in todo if j.spec.kind.pooled]
+        pooled = [j for j in todo if traits(j.spec.kind).pooled]
         threads = max([j.options["threads"] for j in pooled], default=1)
         workers = plan_workers(
             run.config.encoder_jobs or None,

@@ -12,6 +12,7 @@ import numpy as np
 
 from ltrfeat.experiments._training_plan import Training
 from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.crossfit_traits import traits
 
 
 def frozen_groups(trainings: list[Training]) -> dict[tuple, tuple[list[Training], list[str]]]:
@@ -21,7 +22,7 @@ def frozen_groups(trainings: list[Training]) -> dict[tuple, tuple[list[Training]
 
     groups: dict[tuple, tuple[list[Training], dict[str, None]]] = {}
     for job in trainings:
-        if job.spec.kind.frozen_prefix:
+        if traits(job.spec.kind).frozen_prefix:
             settings = {k: v for k, v in job.options.items() if k in SbertConfig.names()}
             members, texts = groups.setdefault(
                 (job.spec.path, json.dumps(settings, sort_keys=True, default=str)), ([], {})
@@ -110,9 +111,9 @@ def teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profil
     not cached here), so neither pass encodes anything in this process."""
     wanted: dict[str, tuple[list, list]] = {}
     for spec in specs:
-        if spec.kind.teacher_scorer or spec.pretrain == "teacher" or spec in distilling:
+        if traits(spec.kind).teacher_scorer or spec.pretrain == "teacher" or spec in distilling:
             # a zero-shot column scores the judged pairs, a distillation reads the training table
-            table, doc = (pairs, field) if spec.kind.teacher_scorer else (train_table, "doc")
+            table, doc = (pairs, field) if traits(spec.kind).teacher_scorer else (train_table, "doc")
             queries, docs = wanted.setdefault(f"sbert={spec.path}" if spec.path else "sbert", ([], []))
             queries += table["query"].tolist()
             docs += table[doc].tolist()
@@ -140,7 +141,7 @@ def offer_zero_shot(trainings: list[Training], path, scores: np.ndarray, *, judg
         return (packaged_model_path() if p is None else Path(p)).resolve()
 
     for job in trainings:
-        if job.spec.kind.frozen_prefix and base(job.spec.path) == base(path):
+        if traits(job.spec.kind).frozen_prefix and base(job.spec.path) == base(path):
             job.zero_shot = {fold: scores[rows] for fold, rows in job.rows_of.items()}
             job.start_scores = scores[job.rows] if judged else None
 
@@ -163,6 +164,6 @@ def score_zero_shot(run, zero_shot: list[EncoderSpec], todo: list[Training], *, 
             where = "this process" if cluster is None else "this process, MiniLM vectors from the dask cluster"
             run.profile.zero_shot(spec.name, score_seconds=time.perf_counter() - start, where=where)
         columns[f"{spec.name}_{run.config.field}_{spec.column_suffix}"] = scores
-        if spec.kind.teacher_scorer:
+        if traits(spec.kind).teacher_scorer:
             offer_zero_shot(todo, spec.path, scores, judged=judged)
     return columns

@@ -18,6 +18,7 @@ from ltrfeat.experiments._starting_points import ContinuedStart, StartingPoint
 from ltrfeat.experiments.click_training import spec_table
 from ltrfeat.experiments.fold_plans import FoldPlan, check_disjoint, in_queries, scoring_jobs
 from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.crossfit_traits import traits
 
 
 @dataclasses.dataclass(eq=False)
@@ -97,7 +98,7 @@ def plan_trainings(
             continue
         own = spec_options(spec, options)
         start_point = None
-        if spec.pretrain in spec.kind.start_mods:
+        if spec.pretrain in traits(spec.kind).start_mods:
             texts = docs + list(collection or [])
             start_point = StartingPoint(
                 spec, texts, options=own, seed=seed, cache=cache, profile=profile, cluster=cluster
@@ -105,8 +106,8 @@ def plan_trainings(
             own = start_point.fold_options
         spec_rows, own = spec_table(train_table, spec.loss, own)
         # the thread count is a runtime setting: out of the cache key unless the user chose it
-        training_options = own if not spec.kind.pooled else {"threads": _encoder_pool.THREADS} | own
-        continuing = config.continue_outer and spec.kind.continues_outer
+        training_options = own if not traits(spec.kind).pooled else {"threads": _encoder_pool.THREADS} | own
+        continuing = config.continue_outer and traits(spec.kind).continues_outer
         inner_of: dict[frozenset, Training] = {}
         # inner trainings first: a continued outer one needs its inner one's key
         for index in [*range(len(plans), len(jobs)), *range(len(plans))] if continuing else range(len(jobs)):

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.core.errors import ParameterError
+from ltrfeat.experiments.crossfit_traits import traits
 
 # Per-unit costs fitted to the reference runs' stage profiles (benchmarks/results/bench_ablation.json,
 # bench_ablation_homedepot.json; the demo's report from docs/performance.md). Seconds of one core.
@@ -264,7 +265,7 @@ def rates_of(spec) -> tuple[str | None, bool]:
     """The :data:`PAIR_EPOCH` row an encoder spec is priced by (None: zero-shot) and whether it is a guess."""
     if not spec.trainable:
         return None, False
-    if spec.kind.frozen_prefix:
+    if traits(spec.kind).frozen_prefix:
         return "sbert-ft", False
     if spec.teacher is not None and spec.model in ("clsm", "dssm"):
         return "teacher", spec.pretrain != "teacher"
@@ -490,8 +491,8 @@ def count_work(source, settings, *, read: tuple, options: dict, ranker: dict) ->
             )
         )
     texts, cached_texts = _minilm_texts(pairs, specs, trainings, table, config.field, cache)
-    rows = sum(len(j.table) for j in trainings if not j.done and j.spec.kind.pooled)
-    pooled = sum(1 for j in trainings if not j.done and j.spec.kind.pooled)
+    rows = sum(len(j.table) for j in trainings if not j.done and traits(j.spec.kind).pooled)
+    pooled = sum(1 for j in trainings if not j.done and traits(j.spec.kind).pooled)
     encoder_workers = plan_workers(
         source.encoder_jobs or None, rows=rows, cores=available_cores(), tasks=max(pooled, 1), threads=THREADS
     )
@@ -603,7 +604,7 @@ def _minilm_texts(pairs, specs, trainings, table, field: str, cache: Path | None
     wanted: dict[str, dict[str, set]] = {}  # teacher -> side -> texts
     for spec in specs:
         teacher = f"sbert={spec.path}" if spec.path else "sbert"
-        if spec.kind.teacher_scorer:
+        if traits(spec.kind).teacher_scorer:
             sides = wanted.setdefault(teacher, {"query": set(), "doc": set()})
             sides["query"].update(pairs["query"])
             sides["doc"].update(pairs[field])
@@ -611,7 +612,7 @@ def _minilm_texts(pairs, specs, trainings, table, field: str, cache: Path | None
             sides = wanted.setdefault(spec.teacher, {"query": set(), "doc": set()})
             sides["query"].update(table["query"])
             sides["doc"].update(table["doc"])
-    if any(j.spec.kind.frozen_prefix and not j.done for j in trainings):
+    if any(traits(j.spec.kind).frozen_prefix and not j.done for j in trainings):
         everything = set(pairs["query"]) | set(pairs[field]) | set(table["query"]) | set(table["doc"])
         return len(everything), 0
     total = sum(len(texts) for sides in wanted.values() for texts in sides.values())

@@ -61,6 +61,7 @@ from ltrfeat.experiments.fold_plans import (
 from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.features.encoders.kinds import FOLD_DISTILL, LONG_DOC_FOLD_DISTILL, SPAN_OPTIONS, SPAN_SWITCHES
 from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.crossfit_traits import traits
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +80,7 @@ class CrossFitConfig(Settings):
         among them (0: one per core when they read 20,000 rows or more, else in this process; 1: one after the
         other in this process; see :func:`ltrfeat.experiments._workers.plan_workers`); the numbers do not change
         (see :mod:`ltrfeat.experiments._encoder_pool`).
-    continue_outer : kinds that allow it (``EncoderKind.continues_outer``: MiniLM fine-tuning, ``sbert-ft``): each
+    continue_outer : kinds that allow it (``CrossFitTraits.continues_outer``: MiniLM fine-tuning, ``sbert-ft``): each
         outer encoder ``E_f`` continues the inner encoder ``E_fg`` (``g`` the next fold) on the pairs of ``T_g``,
         instead of fine-tuning the base model on every pair outside ``T_f`` again: the same pairs, seen once each, in 2 passes over the data instead of 3
         (see :class:`~ltrfeat.experiments._starting_points.ContinuedStart`). False trains every encoder from the base model.
@@ -215,7 +216,7 @@ def _assemble(plans, specs, field: str, trainings: list[Training], zero_shot: di
     return {plan.name: {c: columns[plan.name][c] for c in order} for plan in plans}
 
 
-START_NAMES = {  # what a training keeps when it keeps its start, by the spec's +MOD (EncoderKind.keeps_start)
+START_NAMES = {  # what a training keeps when it keeps its start, by the spec's +MOD (CrossFitTraits.keeps_start)
     None: "the zero-shot model",
     "spans": "the span pre-training",
     "spans+teacher": "the span pre-training distilled from MiniLM",
@@ -298,7 +299,7 @@ def train_spec(
 
         distill.load_vectors(teacher_cache)
     try:
-        if spec.pretrain in spec.kind.start_mods:
+        if spec.pretrain in traits(spec.kind).start_mods:
             texts = pairs[field].tolist() + list(collection or [])
             start = StartingPoint(spec, texts, options=own, seed=seed, cache=cache)
             own = start.fold_options
@@ -426,7 +427,7 @@ def text_folds(
         span_pretrained=[s.name for s in specs if s.span_pretrained],
         span_distilled=[s.name for s in specs if s.pretrain == "spans+teacher"],
         span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
-        continued=[s.name for s in specs if s.kind.continues_outer] if config.continue_outer else [],
+        continued=[s.name for s in specs if traits(s.kind).continues_outer] if config.continue_outer else [],
     )
     if starts:
         info["keep_start"] = starts

@@ -9,6 +9,7 @@ from ltrfeat.features.encoders.kind import EncoderKind, lazy
 # +MOD of a CLSM / DSSM spec -> its =PATH
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "spans+teacher": "[=DIR]", "init": "=BUNDLE"}
 SPAN_MODS = ("spans", "spans+teacher")  # the +MODs pre-trained on query-like spans of the documents
+START_MODS = (*SPAN_MODS, "init")  # the +MODs whose every fold's training starts from one shared starting point
 # the +spans pre-training's options (None: see below); span_min/max_words: 1-4 cut query-like spans from titles;
 # span_hold_out 1: the positive is the document without the span (0 or 1); span_whole 1: each document's whole text is
 # also one of its spans (None: see LONG_DOC_WORDS)
@@ -109,7 +110,7 @@ def two_tower_settings(spec, start) -> dict:
         settings["pretrain"] = "rbm"
     elif spec.pretrain == "teacher":
         settings["teacher"] = f"sbert={spec.path}" if spec.path else "sbert"
-    elif spec.pretrain in spec.kind.start_mods:
+    elif spec.pretrain in START_MODS:
         if start is None:
             raise ValueError(f"a +{spec.pretrain} encoder needs its starting point")
         settings["init"] = start.encoder()
@@ -125,16 +126,18 @@ def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> Enc
         train=lazy("ltrfeat.features.encoders.training:train_encoder"),
         trainer_args=("teacher", "init"),
         spec_settings=two_tower_settings,
-        pooled=True,
-        start_mods=(*SPAN_MODS, "init"),
-        keeps_start=(*SPAN_MODS, "init", "teacher"),
-        mod_cost={"teacher": 2.0},  # the distillation runs its own epochs before the ranking loss
         losses=LOSSES,
         mods=mods,
         mod_help={mod: MOD_HELP[mod] for mod in mods},
         scores=SCORES,
         dot_mods=dot_mods,
         exports=("onnx",),
+        crossfit={
+            "pooled": True,
+            "start_mods": START_MODS,
+            "keeps_start": (*START_MODS, "teacher"),
+            "mod_cost": {"teacher": 2.0},  # the distillation runs its own epochs before the ranking loss
+        },
     )
 
 
@@ -177,7 +180,7 @@ BUILTIN = (
         train=lazy("ltrfeat.features.encoders._deepmatch:train_deepmatch"),
         spec_settings=lambda spec, start: {},
         pair_scorer=True,
-        pooled=True,
+        crossfit={"pooled": True},
     ),
     EncoderKind(
         name="sbert",
@@ -185,10 +188,10 @@ BUILTIN = (
         "sbert_<field>_cos",
         load=_load_sbert,
         scorer=_sbert_scorer,
-        teacher_scorer=True,
         path="[=DIR]",
         needs_file=False,
         transformer=True,
+        crossfit={"teacher_scorer": True},
     ),
     EncoderKind(
         name="sbert-ft",
@@ -198,13 +201,15 @@ BUILTIN = (
         train=lazy("ltrfeat.features.encoders.sbert_training:train_sbert"),
         trainer_args=("base",),
         spec_settings=_sbert_ft_settings,
-        pooled=True,
-        continues_outer=True,
-        keeps_start=(None,),
-        frozen_prefix=True,
-        cost=6.0,  # an epoch costs several CLSM trainings per row
         losses=LOSSES,
         path="[=BASE_DIR]",
         transformer=True,
+        crossfit={
+            "pooled": True,
+            "continues_outer": True,
+            "keeps_start": (None,),
+            "frozen_prefix": True,
+            "cost": 6.0,  # an epoch costs several CLSM trainings per row
+        },
     ),
 )

@@ -4,7 +4,8 @@ An :class:`EncoderKind` names a kind (``clsm``, ``dssm``, ``deepmatch``, ``sbert
 everything the rest of the project asks of it: its training config and trainer (``train-encoder``, the
 cross-fitted ``ablate --encoder`` trainings), its loader (``extract`` / ``serve`` / ``embed --encoder
 NAME=PATH``), whether it scores pairs directly or encodes each text (column suffix ``_score`` or ``_cos`` /
-``_dot``), whether its cross-fitted trainings run in the worker pool and what one costs, its piece of the
+``_dot``), how an ablation cross-fits it (``crossfit``: worker pool, cost, starting points; read by
+:mod:`ltrfeat.experiments.crossfit_traits`), its piece of the
 ``ablate --encoder`` grammar (``kind[:LOSS][+MOD][@SCORE][=PATH]``, parsed in
 :mod:`ltrfeat.features.encoders.spec`) and its exports.
 
