@@ -36,6 +36,7 @@ from ltrfeat.core.text import CONFLICTS
 from ltrfeat.experiments.fold_plans import MIN_FOLDS
 from ltrfeat.experiments.crossfit import CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
+from ltrfeat.experiments.span_settings import SPAN_MOD_HELP
 from ltrfeat.features.encoders.spec import spec_help, spec_metavar
 from ltrfeat.rankers.choices import SELECTION_DEFAULTS, TUNE_METHODS
 
@@ -119,7 +120,7 @@ _TEXT_MODE = option_group(
         "encoders",
         multiple=True,
         metavar=spec_metavar(),
-        help="Text mode: encoder to cross-fit (repeatable). " + spec_help(),
+        help="Text mode: encoder to cross-fit (repeatable). " + spec_help(SPAN_MOD_HELP),
     ),
     click.option(
         "--train-pairs",

@@ -21,6 +21,7 @@ __all__ = [  # the public modules
     "interleaving",
     "mlflow_model",
     "report",
+    "span_settings",
     "stats",
     "tracking_runs",
     "trec",

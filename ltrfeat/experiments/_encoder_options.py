@@ -11,7 +11,7 @@ options, so cache keys computed from it do not change.
 from __future__ import annotations
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.encoders.kinds import FOLD_DISTILL, SPAN_OPTIONS
+from ltrfeat.experiments.span_settings import FOLD_DISTILL, SPAN_OPTIONS
 from ltrfeat.features.encoders.registry import encoder_kinds
 from ltrfeat.features.encoders.spec import EncoderSpec
 

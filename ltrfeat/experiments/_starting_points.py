@@ -14,7 +14,7 @@ import pandas as pd
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.experiments._encoder_cache import cached_encoder
 from ltrfeat.experiments._encoder_options import TEACHER_OPTIONS
-from ltrfeat.features.encoders.kinds import (
+from ltrfeat.experiments.span_settings import (
     DISTILL_EPOCHS,
     DISTILL_PAIRS,
     FOLD_DISTILL,
@@ -55,7 +55,7 @@ class StartingPoint:
     the fold trainings' options; by default ``distill_loss="vector"`` with towers whose ``out`` is the teacher's
     width unless ``sizes`` names one); MiniLM encodes each distinct span and document once, through the teacher-vector
     cache (on ``cluster`` when given); ``key`` also names the teacher. ``fold_options``: the fold trainings'
-    options; with ``fold_distill_epochs`` (default over long documents: :data:`~ltrfeat.features.encoders.kinds.
+    options; with ``fold_distill_epochs`` (default over long documents: :data:`~ltrfeat.experiments.span_settings.
     LONG_DOC_FOLD_DISTILL`, else 0) they hold the distillation settings that make every fold training distil the
     teacher's vectors of its own training pairs before its fine-tuning (:func:`distils_in_folds`).
     """

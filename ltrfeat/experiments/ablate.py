@@ -49,7 +49,7 @@ from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments._fold_trainer import EncoderTrainer, FoldTrainer
 from ltrfeat.experiments.fold_plans import check_folds
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, K_FOLDS, METRICS, QUICK, QUICK_ENCODER
-from ltrfeat.features.encoders.kinds import SPANS_BELOW_QUERIES
+from ltrfeat.experiments.span_settings import SPANS_BELOW_QUERIES
 
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
 # wasted); params bagging_fraction=1 (LightGBM) or subsample=1 (XGBoost) turns it off.

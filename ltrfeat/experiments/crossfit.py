@@ -59,7 +59,7 @@ from ltrfeat.experiments.fold_plans import (
     scoring_jobs,
 )
 from ltrfeat.features.encoders.config import KEEP_START_MARGIN
-from ltrfeat.features.encoders.kinds import FOLD_DISTILL, LONG_DOC_FOLD_DISTILL, SPAN_OPTIONS, SPAN_SWITCHES
+from ltrfeat.experiments.span_settings import FOLD_DISTILL, LONG_DOC_FOLD_DISTILL, SPAN_OPTIONS, SPAN_SWITCHES
 from ltrfeat.features.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
 

@@ -17,7 +17,7 @@ from ltrfeat.core.errors import ParameterError
 from ltrfeat.experiments.crossfit import CrossFitConfig
 from ltrfeat.features.encoders.spec import EncoderSpec
 from ltrfeat.experiments._starting_points import StartingPoint
-from ltrfeat.features.encoders.kinds import LONG_DOC_FOLD_DISTILL, long_documents
+from ltrfeat.experiments.span_settings import LONG_DOC_FOLD_DISTILL, long_documents
 from ltrfeat.features.encoders.weak import span_pairs
 
 DOCS = pd.read_csv(

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.kinds import SPAN_MODS
@@ -164,13 +166,14 @@ def spec_metavar() -> str:
     return "KIND[:LOSS]" + (f"[+{'|+'.join(mods)}]" if mods else "") + "[@SCORE][=PATH]"
 
 
-def spec_help() -> str:
-    """The ``ablate --encoder`` help: every kind's grammar, the defaults and what each ``+MOD`` does."""
+def spec_help(mod_help: Mapping[str, str] = MappingProxyType({})) -> str:
+    """The ``ablate --encoder`` help: every kind's grammar, the defaults and what each ``+MOD`` does (``mod_help``:
+    a caller's fuller words for some of them, e.g. the ablation's span defaults)."""
     kinds = list(encoder_kinds().values())
     mods: dict[str, str] = {}
     for kind in kinds:
         for mod, words in kind.mod_help.items():
-            mods.setdefault(mod, words)
+            mods.setdefault(mod, mod_help.get(mod, words))
     dot = list(dict.fromkeys(f"+{mod}" for kind in kinds for mod in kind.dot_mods))
     text = (
         "One of "
