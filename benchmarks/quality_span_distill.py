@@ -59,7 +59,7 @@ def _ndcg(pairs: pd.DataFrame, scores) -> dict:
 def _world(name: str) -> tuple[pd.DataFrame, list[str]]:
     """The judged pairs (grouped by query) and the collection's titles of a world."""
     from ltrfeat.core.text import read_docs, read_judged_pairs
-    from ltrfeat.experiments.crossfit import group_pairs
+    from ltrfeat.experiments.fold_plans import group_pairs
 
     if name == "sample":
         return group_pairs(read_judged_pairs(ROOT / "data" / "judged.tsv")), []

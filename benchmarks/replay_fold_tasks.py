@@ -75,7 +75,7 @@ def replay(task, options: dict) -> dict:
     """In a fresh process: train and score ``task`` with ``options`` added, as a pool worker does; its CPU-s."""
     from ltrfeat.core.processes import keep_freed_memory
     from ltrfeat.experiments import _encoder_pool
-    from ltrfeat.experiments.crossfit import _train
+    from ltrfeat.experiments._fold_trainer import train_one
     from ltrfeat.features.encoders import distill
 
     keep_freed_memory()
@@ -93,7 +93,7 @@ def replay(task, options: dict) -> dict:
 
     distill.distill = timed
     before = resource.getrusage(resource.RUSAGE_SELF)
-    scores, _, _, _, record = _encoder_pool.fit_task(task, _train)
+    scores, _, _, _, record = _encoder_pool.fit_task(task, train_one)
     after = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "encoder": task.spec.name,

@@ -489,3 +489,20 @@ def string_compares(field: str, values, *, skip=frozenset()) -> list[str]:
                 if any(map(literal, [node.left, *node.comparators])):
                     found.append(f"{name}:{node.lineno}")
     return found
+
+
+class StubTrainer:
+    """A :class:`~ltrfeat.experiments._fold_trainer.FoldTrainer` double: ``make(spec, table)`` stands for every
+    training, in this process, with nothing prepared (no MiniLM pass, no workers) and nothing loaded from a cache."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def train(self, spec, table, **how):
+        return self.make(spec, table), False
+
+    def prepare(self, run, todo, zero_shot):
+        return None
+
+    def train_elsewhere(self, run, todo, prepared):
+        return todo

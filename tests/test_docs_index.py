@@ -22,9 +22,11 @@ def test_the_readme_links_to_the_index():
 
 
 def test_the_new_encoder_table_names_every_field_of_encoder_kind():
-    """docs/new-encoder.md's field table names each field of ``EncoderKind`` (a field added without a line fails)."""
+    """docs/new-encoder.md's tables name each field of ``EncoderKind`` and each cross-fitting trait a kind may declare
+    (a field added without a line fails)."""
     import dataclasses
 
+    from ltrfeat.experiments.crossfit_traits import CrossFitTraits
     from ltrfeat.features.encoders.kind import EncoderKind
 
     text = (DOCS / "new-encoder.md").read_text(encoding="utf-8")
@@ -35,3 +37,4 @@ def test_the_new_encoder_table_names_every_field_of_encoder_kind():
         for name in re.findall(r"`([^`]+)`", first)
     }
     assert {f.name for f in dataclasses.fields(EncoderKind)} - named == set()
+    assert {f.name for f in dataclasses.fields(CrossFitTraits)} - named == set()

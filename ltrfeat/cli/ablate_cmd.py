@@ -33,9 +33,11 @@ from ltrfeat.core.letor import NAN_POLICIES
 from ltrfeat.core.metrics import GAINS, NO_RELEVANT, Conventions
 from ltrfeat.core.settings import SEED
 from ltrfeat.core.text import CONFLICTS
-from ltrfeat.experiments.crossfit import MIN_FOLDS, CrossFitConfig
+from ltrfeat.experiments.fold_plans import MIN_FOLDS
+from ltrfeat.experiments.crossfit import CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
-from ltrfeat.features.encoders.registry import spec_help, spec_metavar
+from ltrfeat.experiments.span_settings import SPAN_MOD_HELP
+from ltrfeat.features.encoders.spec import spec_help, spec_metavar
 from ltrfeat.rankers.choices import TUNE_METHODS
 
 # ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other
@@ -118,7 +120,7 @@ _TEXT_MODE = option_group(
         "encoders",
         multiple=True,
         metavar=spec_metavar(),
-        help="Text mode: encoder to cross-fit (repeatable). " + spec_help(),
+        help="Text mode: encoder to cross-fit (repeatable). " + spec_help(SPAN_MOD_HELP),
     ),
     click.option(
         "--train-pairs",

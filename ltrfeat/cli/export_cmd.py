@@ -130,7 +130,8 @@ def export_ranker(
 
     dims = {}
     for spec in encoders:
-        from ltrfeat.features.neural import encoder_width, load_encoder, parse_encoder_spec
+        from ltrfeat.features.encoders.spec import parse_encoder_spec
+        from ltrfeat.features.neural import encoder_width, load_encoder
 
         enc_name, path = parse_encoder_spec(spec)
         dims[enc_name] = encoder_width(load_encoder(enc_name, path))
@@ -293,7 +294,8 @@ def embed(docs_path, encoders, fields, index_name, out_path, update):
       ltrfeat embed --docs data/docs.tsv --encoder clsm=clsm.ltrenc --fields title --index products --out bulk.ndjson
       curl -s -XPOST localhost:9200/_bulk -H 'Content-Type: application/x-ndjson' --data-binary @bulk.ndjson
     """
-    from ltrfeat.features.neural import load_encoder, parse_encoder_spec
+    from ltrfeat.features.encoders.spec import parse_encoder_spec
+    from ltrfeat.features.neural import load_encoder
     from ltrfeat.core.text import read_docs
     from ltrfeat.export.bulk import write_bulk
 

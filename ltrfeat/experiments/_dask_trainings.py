@@ -77,7 +77,7 @@ def _scratch() -> Path:
 
 
 def bundle_path(cache, task: TrainingTask) -> Path:
-    """Where :func:`ltrfeat.experiments.crossfit._train` keeps ``task``'s encoder in ``cache``."""
+    """Where :func:`ltrfeat.experiments._fold_trainer.train_one` keeps ``task``'s encoder in ``cache``."""
     return Path(cache) / "encoders" / f"{task.spec.name}-{task.key}.ltrenc"
 
 

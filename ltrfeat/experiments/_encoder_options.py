@@ -11,6 +11,24 @@ options, so cache keys computed from it do not change.
 from __future__ import annotations
 
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.experiments.span_settings import FOLD_DISTILL, SPAN_OPTIONS
+from ltrfeat.features.encoders.registry import encoder_kinds
+from ltrfeat.features.encoders.spec import EncoderSpec
+
+
+# train_encoder options of the distillation
+TEACHER_OPTIONS = (
+    "distill_epochs",
+    "distill_lr",
+    "distill_batch_size",
+    "distill_weight",
+    "distill_rows",
+    "distill_loss",
+    "distill_temperature",
+    "distill_patience",
+)
+# options of zero-shot kinds, written MODEL.KEY (ablate --encoder-option sbert.engine=torch)
+ZERO_SHOT_OPTIONS = {"sbert": ("engine",)}
 
 
 def _split(key: str) -> tuple[str | None, str]:
@@ -53,3 +71,43 @@ def model_options(options: dict, model: str, *, known_models=(), accepted=None) 
     if accepted is not None:
         plain = {k: v for k, v in plain.items() if k in accepted}
     return {**plain, **own}
+
+
+def spec_options(spec: EncoderSpec, options: dict) -> dict:
+    """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
+    :mod:`ltrfeat.experiments._encoder_options`). Each encoder keeps the unprefixed keys its training config
+    has (:mod:`ltrfeat.features.encoders.config`); an unprefixed key no trainer has, or a prefixed key its
+    model's trainer lacks, is an error. Encoders without a teacher drop the distillation options."""
+    fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
+    runtime = {"threads", FOLD_DISTILL} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
+    trained: list = [k for k in encoder_kinds().values() if k.trainable]
+    known = set().union(*(k.config.names() for k in trained), runtime) - fixed
+    unknown = sorted(k for k in options if "." not in k and k not in known)
+    if unknown:
+        raise LtrfeatError(
+            f"encoder option {unknown[0]!r}: no encoder training has it", fix=f"use one of {', '.join(sorted(known))}"
+        )
+    accepted = (set(spec.kind.config.names()) | runtime) - fixed
+    models = (*(k.name for k in trained), *ZERO_SHOT_OPTIONS)
+    resolved = model_options(options, spec.model, known_models=models, accepted=accepted)
+    if spec.teacher is None:
+        # distillation settings mean nothing without a teacher: keep them out of other encoders' cache keys
+        resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
+    if not spec.span_pretrained:
+        resolved = {k: v for k, v in resolved.items() if k not in SPAN_OPTIONS}
+    if spec.pretrain != "spans+teacher":
+        resolved.pop(FOLD_DISTILL, None)
+    return resolved
+
+
+def minilm_engine(options: dict) -> str:
+    """The MiniLM engine of an ablation's zero-shot passes that ``options`` choose (``sbert.engine``, default
+    ``auto``; see :mod:`ltrfeat.features.encoders.sbert_onnx`), checked with the other zero-shot options."""
+    from ltrfeat.features.encoders import sbert_onnx
+
+    for key in options:
+        model, _, name = key.rpartition(".")
+        if model in ZERO_SHOT_OPTIONS and name not in ZERO_SHOT_OPTIONS[model]:
+            known = ", ".join(f"{model}.{n}" for n in ZERO_SHOT_OPTIONS[model])
+            raise LtrfeatError(f"encoder option {key!r}: {model} has no option {name!r}", fix=f"use {known}")
+    return sbert_onnx.check_engine(str(options.get("sbert.engine", "auto")))

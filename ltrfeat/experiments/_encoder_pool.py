@@ -29,8 +29,9 @@ from pathlib import Path
 
 from ltrfeat.core.processes import keep_freed_memory, spawn_pool
 from ltrfeat.experiments._training_task import TrainingTask, fold_scores, training_record
+from ltrfeat.experiments.crossfit_traits import traits
 
-THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (EncoderKind.pooled; see above)
+THREADS = 1  # torch threads of every cross-fitted training of a pooled kind (CrossFitTraits.pooled; see above)
 
 
 class FileStart:
@@ -127,8 +128,8 @@ def run_trainings(
 
 
 def task_cost(task: TrainingTask) -> float:
-    """The relative cost of ``task`` (:meth:`~ltrfeat.features.encoders.kind.EncoderKind.training_cost`)."""
-    return task.spec.kind.training_cost(len(task.table), task.spec.pretrain)
+    """The relative cost of ``task`` (:meth:`~ltrfeat.experiments.crossfit_traits.CrossFitTraits.training_cost`)."""
+    return traits(task.spec.kind).training_cost(len(task.table), task.spec.pretrain)
 
 
 def _stop(pool: concurrent.futures.ProcessPoolExecutor) -> None:

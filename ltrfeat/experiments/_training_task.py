@@ -12,7 +12,7 @@ import pandas as pd
 
 @dataclasses.dataclass
 class TrainingTask:
-    """spec : the :class:`~ltrfeat.experiments.crossfit.EncoderSpec` to train.
+    """spec : the :class:`~ltrfeat.features.encoders.spec.EncoderSpec` to train.
     table : its training pairs (``query``, ``doc``, ``label``).
     options : its training options, ``threads`` included.
     seed, cache, key : the training's seed, the cache directory (or None) and its key there (or None).

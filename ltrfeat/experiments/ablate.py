@@ -48,10 +48,11 @@ from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import ENGINES
 from ltrfeat.rankers.positions import positioned_training
 from ltrfeat.rankers.selection import SelectionConfig
-from ltrfeat.experiments.crossfit import check_folds
+from ltrfeat.experiments._fold_trainer import EncoderTrainer, FoldTrainer
+from ltrfeat.experiments.fold_plans import check_folds
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, K_FOLDS, METRICS, QUICK, QUICK_ENCODER
 from ltrfeat.experiments.set_kind import SetKind
-from ltrfeat.features.encoders.kinds import SPANS_BELOW_QUERIES
+from ltrfeat.experiments.span_settings import SPANS_BELOW_QUERIES
 
 # Row subsampling makes ranker seeds matter (without it both engines are deterministic and extra seeds are
 # wasted); params bagging_fraction=1 (LightGBM) or subsample=1 (XGBoost) turns it off.
@@ -77,7 +78,7 @@ class PairsSource(Settings):
         :func:`ltrfeat.core.text.read_judged_pairs` with ``columns``, ``encoding``, ``label_map`` and
         ``duplicates``.
     encoders : encoder specs, e.g. ``("clsm:softmax", "dssm:generalized")`` (see
-        :class:`~ltrfeat.experiments.crossfit.EncoderSpec`).
+        :class:`~ltrfeat.features.encoders.spec.EncoderSpec`).
     conflicts : an id naming different texts on different rows fails (``"error"``) or keeps its first text.
     lexical : the lexical features (names or ``"all"``), the base feature set.
     train_pairs, train_columns : a separate encoder training table (e.g. a click log) and its column mapping;
@@ -294,11 +295,12 @@ def ablate_pairs(
     settings: AblateSettings,
     *,
     say: Callable[[str], None] = _stderr,
-    train_fn=None,
+    trainer: FoldTrainer | None = None,
     engine_features: Callable | None = None,
 ) -> Ablation:
     """Judged pairs -> lexical features + cross-fitted encoder columns -> an ablation with its report.
-    ``say`` gets one-line progress messages; ``train_fn(spec, table)`` replaces encoder training (tests);
+    ``say`` gets one-line progress messages; ``trainer`` trains the encoders (default: the real trainings; tests
+    inject a double, see :class:`~ltrfeat.experiments._fold_trainer.FoldTrainer`);
     ``engine_features``: with ``settings.deployable``, the engine's feature filter (see
     :func:`~ltrfeat.experiments.ablation.plan_feature_sets`); errors name the ``ltrfeat ablate`` option to change."""
     run = _Run(say, engine_features)
@@ -324,7 +326,7 @@ def ablate_pairs(
             progress=settings.progress,
             profile=run.profile,
             say=say,
-            train_fn=train_fn,
+            trainer=trainer,
             client=run.client,
             read=read,
         )
@@ -392,14 +394,15 @@ def pairs_folds(
     progress: bool = True,
     profile: StageProfile | None = None,
     say: Callable[[str], None] = _stderr,
-    train_fn=None,
+    trainer: FoldTrainer | None = None,
     client=None,
     read: PairsRead | None = None,
 ) -> PairsFolds:
     """The judged pairs of ``source`` read and cross-fitted into folds (see
     :func:`ltrfeat.experiments.crossfit.text_folds`); with a Dask ``client`` every encoder training runs on its
     cluster; ``read``: what :func:`read_pairs_source` read of ``source`` already."""
-    from ltrfeat.experiments.crossfit import CrossFitConfig, n_trainings, text_folds
+    from ltrfeat.experiments.crossfit import CrossFitConfig, text_folds
+    from ltrfeat.experiments.fold_plans import n_trainings
     from ltrfeat.experiments._dask_trainings import DaskTrainings
     from ltrfeat.features.extract import lexical_extractors
 
@@ -421,6 +424,7 @@ def pairs_folds(
         encoder_jobs=source.encoder_jobs,
         continue_outer=source.continue_outer,
         cluster=None if client is None else DaskTrainings(client),
+        trainer=trainer or EncoderTrainer(),
     )
     k = source.k_folds
     n_train = n_trainings(k) * sum(s.trainable for s in specs)
@@ -434,7 +438,6 @@ def pairs_folds(
         collection=read.collection,
         cache=cache,
         progress=progress,
-        train_fn=train_fn,
         profile=profile,
     )
     # what the verdict's "to ship" line trains (zero-shot ones are served as they are)
@@ -470,7 +473,7 @@ def write_features(directory, folds: list[Fold], lexical) -> None:
     ranker trained on it weighs the neural columns as they behave on new queries; and :data:`CORPUS_FILE`, the
     lexical extractors' corpus statistics (``serve --corpus-stats``, ``extract --corpus-stats``)."""
     from ltrfeat.core.letor import write_letor
-    from ltrfeat.experiments.crossfit import out_of_fold
+    from ltrfeat.experiments.fold_plans import out_of_fold
     from ltrfeat.features.extract import save_corpus_stats
 
     with replaced_dir(directory, kind="features") as tmp:  # an earlier directory stays until this one is complete
@@ -483,7 +486,7 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
     :func:`small_data_specs`), ``--collection`` texts, separate training table and the duplicate-row figures per
     table, read and checked as ``ablate`` reads them; duplicate lines go to ``say``."""
     from ltrfeat.core.text import read_judged_pairs
-    from ltrfeat.experiments.crossfit import EncoderSpec
+    from ltrfeat.features.encoders.spec import EncoderSpec
 
     if not source.encoders:
         raise LtrfeatError("text mode needs at least one --encoder", fix="e.g. --encoder clsm:softmax")
@@ -548,7 +551,9 @@ def train_like_ablate(
     ``clicks_only`` (``train-encoder LOG --debias ... --spec``): ``source.click_log`` is the only table, its
     (query, document) pairs stand in for the judged ones (the ``+spans`` texts) and the spec is taken as written
     (the small-data rule counts judged queries)."""
-    from ltrfeat.experiments.crossfit import EncoderSpec, group_pairs, train_spec
+    from ltrfeat.experiments.crossfit import train_spec
+    from ltrfeat.experiments.fold_plans import group_pairs
+    from ltrfeat.features.encoders.spec import EncoderSpec
 
     if len(source.encoders) != 1:
         raise ParameterError("give one encoder spec to train", fix="train each encoder on its own", param="encoders")
@@ -600,7 +605,7 @@ def small_data_specs(texts, specs: list, n_queries: int, say: Callable[[str], No
     :func:`~ltrfeat.features.encoders.sbert.packaged_available`) when fewer than :data:`SPANS_BELOW_QUERIES`
     queries are judged, said through ``say``; an explicit loss keeps the spec as written (``clsm:softmax`` is the
     from-scratch CLSM)."""
-    from ltrfeat.experiments.crossfit import EncoderSpec
+    from ltrfeat.features.encoders.spec import EncoderSpec
     from ltrfeat.features.encoders.sbert import packaged_available
 
     if n_queries >= SPANS_BELOW_QUERIES:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.core.errors import ParameterError
+from ltrfeat.experiments.crossfit_traits import traits
 from ltrfeat.experiments.pairs_input import PairsRead
 from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.features.encoders.pretraining import Pretraining
@@ -267,7 +268,7 @@ def rates_of(spec) -> tuple[str | None, bool]:
     """The :data:`PAIR_EPOCH` row an encoder spec is priced by (None: zero-shot) and whether it is a guess."""
     if not spec.trainable:
         return None, False
-    if spec.kind.frozen_prefix:
+    if traits(spec.kind).frozen_prefix:
         return "sbert-ft", False
     if spec.teacher is not None and spec.model in ("clsm", "dssm"):
         return "teacher", spec.pretrain != Pretraining.TEACHER
@@ -458,23 +459,23 @@ def count_work(source, settings, *, read: PairsRead, options: dict, ranker: dict
     (``ranker``): the encoder trainings are planned (with ``settings.cache``: which are stored), nothing is
     trained (:func:`ltrfeat.experiments.ablate.pairs_work` calls it)."""
     from ltrfeat.core.cores import available_cores
-    from ltrfeat.experiments import crossfit
     from ltrfeat.experiments._encoder_pool import THREADS
+    from ltrfeat.experiments._training_plan import encoder_table, plan_trainings
+    from ltrfeat.experiments.crossfit import CrossFitConfig
+    from ltrfeat.experiments.fold_plans import group_pairs, plan_folds
     from ltrfeat.experiments._workers import plan_workers
     from ltrfeat.features.lexical import FAMILIES
     from ltrfeat.rankers import registry
 
     pairs, specs, collection, train_table = read.pairs, read.specs, read.collection, read.train_table
-    pairs = crossfit.group_pairs(pairs)
-    config = crossfit.CrossFitConfig(
+    pairs = group_pairs(pairs)
+    config = CrossFitConfig(
         k=source.k_folds, valid_fraction=source.valid_fraction, seed=source.split_seed, options=options
     )
-    plans = crossfit.plan_folds(pairs["qid"], k=config.k, valid_fraction=config.valid_fraction, seed=config.seed)
+    plans = plan_folds(pairs["qid"], k=config.k, valid_fraction=config.valid_fraction, seed=config.seed)
     cache = None if settings.cache is None else Path(settings.cache)
-    table = crossfit.encoder_table(pairs, config.field, train_table)
-    trainings, _ = crossfit.plan_trainings(
-        pairs, plans, specs, config, train_table=table, collection=collection, cache=cache
-    )
+    table = encoder_table(pairs, config.field, train_table)
+    trainings, _ = plan_trainings(pairs, plans, specs, config, train_table=table, collection=collection, cache=cache)
     encoders = []
     for spec in specs:
         rates, guessed = rates_of(spec)
@@ -493,8 +494,8 @@ def count_work(source, settings, *, read: PairsRead, options: dict, ranker: dict
             )
         )
     texts, cached_texts = _minilm_texts(pairs, specs, trainings, table, config.field, cache)
-    rows = sum(len(j.table) for j in trainings if not j.done and j.spec.kind.pooled)
-    pooled = sum(1 for j in trainings if not j.done and j.spec.kind.pooled)
+    rows = sum(len(j.table) for j in trainings if not j.done and traits(j.spec.kind).pooled)
+    pooled = sum(1 for j in trainings if not j.done and traits(j.spec.kind).pooled)
     encoder_workers = plan_workers(
         source.encoder_jobs or None, rows=rows, cores=available_cores(), tasks=max(pooled, 1), threads=THREADS
     )
@@ -609,7 +610,7 @@ def _minilm_texts(pairs, specs, trainings, table, field: str, cache: Path | None
     wanted: dict[str, dict[str, set]] = {}  # teacher -> side -> texts
     for spec in specs:
         teacher = f"sbert={spec.path}" if spec.path else "sbert"
-        if spec.kind.teacher_scorer:
+        if traits(spec.kind).teacher_scorer:
             sides = wanted.setdefault(teacher, {"query": set(), "doc": set()})
             sides["query"].update(pairs["query"])
             sides["doc"].update(pairs[field])
@@ -617,7 +618,7 @@ def _minilm_texts(pairs, specs, trainings, table, field: str, cache: Path | None
             sides = wanted.setdefault(spec.teacher, {"query": set(), "doc": set()})
             sides["query"].update(table["query"])
             sides["doc"].update(table["doc"])
-    if any(j.spec.kind.frozen_prefix and not j.done for j in trainings):
+    if any(traits(j.spec.kind).frozen_prefix and not j.done for j in trainings):
         everything = set(pairs["query"]) | set(pairs[field]) | set(table["query"]) | set(table["doc"])
         return len(everything), 0
     total = sum(len(texts) for sides in wanted.values() for texts in sides.values())

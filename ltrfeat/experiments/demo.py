@@ -148,7 +148,7 @@ def clsm_words(model_paths: dict[str, Path], texts: dict) -> dict:
 
 def demo_folds(data, *, k: int, seed: int):
     """``k`` query folds (15% of each training part held out for validation) of the judged pairs."""
-    from ltrfeat.experiments.crossfit import plan_folds
+    from ltrfeat.experiments.fold_plans import plan_folds
     from ltrfeat.experiments.ablation import Fold
 
     origin = (

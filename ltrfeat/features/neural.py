@@ -16,7 +16,6 @@ file a fine-tuned ``.ltrenc`` bundle (better named ``sbert-ft=ft.ltrenc``).
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import OrderedDict
 from pathlib import Path
@@ -28,50 +27,18 @@ from sklearn.exceptions import NotFittedError
 
 from ltrfeat.features.sklearn_tags import TextTransformerTags
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
-from ltrfeat.features.encoders.registry import EncoderKind, bundle_kind, encoder_kinds
+from ltrfeat.features.encoders.registry import bundle_kind, encoder_kinds
+from ltrfeat.features.encoders.spec import encoder_kind_of, model_spec_fix, parse_encoder_spec
 from ltrfeat.features.extract import register_extractor
 from ltrfeat.features.leakage import TrainedQueries
 from ltrfeat.features.pins import encoder_fingerprint
-
-_LABEL = re.compile(r"^[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*$")  # clsm-gen, clsm-generalized-spans-teacher
-
-
-def _spec_fix() -> str:
-    examples = [f"{k.name}=MODEL.ltrenc" if k.needs_file else f"{k.name}{k.path}" for k in encoder_kinds().values()]
-    return f"write {', '.join(examples)} (a name may carry a suffix: clsm-gen=...)"
-
-
-def encoder_kind_of(name: str) -> EncoderKind | None:
-    """The kind an encoder name stands for: a kind's name, or a kind's name with a ``-label`` suffix (the longest
-    kind name that fits: ``sbert-ft-a`` is an ``sbert-ft``); None for any other name."""
-    kinds = encoder_kinds()
-    if name in kinds:
-        return kinds[name]
-    for kind in sorted(kinds, key=len, reverse=True):
-        if name.startswith(kind + "-") and _LABEL.match(name[len(kind) + 1 :]):
-            return kinds[kind]
-    return None
-
-
-def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
-    """``"clsm=m.ltrenc"`` -> ``("clsm", "m.ltrenc")``; ``"sbert"`` -> ``("sbert", None)``."""
-    name, sep, path = spec.strip().partition("=")
-    name = name.strip()
-    kind = encoder_kind_of(name)
-    if kind is None:
-        raise LtrfeatError(f"unknown encoder {spec!r}", fix=_spec_fix())
-    if sep and not path.strip():
-        raise LtrfeatError(f"encoder {spec!r} has an empty path", fix=_spec_fix())
-    if not sep and kind.needs_file:
-        raise LtrfeatError(f"encoder {spec!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
-    return name, (path.strip() or None)
 
 
 def load_encoder(name: str, path=None):
     """The encoder a name/path pair stands for (its kind's ``load``); never unpickles."""
     kind = encoder_kind_of(name)
     if kind is None:
-        raise LtrfeatError(f"unknown encoder name {name!r}", fix=_spec_fix())
+        raise LtrfeatError(f"unknown encoder name {name!r}", fix=model_spec_fix())
     if path is None and kind.needs_file:
         raise LtrfeatError(f"encoder {name!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
     found = bundle_kind(path) if kind.needs_file else None
@@ -222,7 +189,7 @@ class EncoderExtractor(TextTransformerTags, BaseEstimator):
         """``score`` (pair scorer), ``dot`` (fitted dot-scored bundle) or ``cos``."""
         kind = encoder_kind_of(self.name)
         if kind is None:
-            raise LtrfeatError(f"{self.name!r} names no encoder kind", fix=_spec_fix())
+            raise LtrfeatError(f"{self.name!r} names no encoder kind", fix=model_spec_fix())
         return kind.column_suffix(getattr(getattr(self, "encoder_", None), "score", "cosine"))
 
     @property

@@ -142,7 +142,7 @@ def test_a_collection_needs_a_spans_encoder(world, tmp_path):
 @pytest.mark.parametrize("teacher", [True, False])
 def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so(teacher):
     from ltrfeat.experiments.ablate import SPANS_BELOW_QUERIES, small_data_specs
-    from ltrfeat.experiments.crossfit import EncoderSpec
+    from ltrfeat.features.encoders.spec import EncoderSpec
 
     said = []
     texts = ["clsm", " dssm", "clsm:softmax", "sbert"]
@@ -159,7 +159,7 @@ def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so(teacher)
 
 def test_the_upgrade_asks_for_the_packaged_minilm(monkeypatch):
     from ltrfeat.experiments.ablate import small_data_specs
-    from ltrfeat.experiments.crossfit import EncoderSpec
+    from ltrfeat.features.encoders.spec import EncoderSpec
     from ltrfeat.features.encoders import sbert
 
     monkeypatch.setattr(sbert, "packaged_available", lambda: False)

@@ -404,7 +404,9 @@ def test_damaged_scores_and_encoders_in_the_crossfit_cache_are_recomputed(tmp_pa
     import numpy as np
 
     from builders import make_pairs
-    from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
+    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.experiments.crossfit import crossfit_columns
+    from ltrfeat.experiments.fold_plans import plan_folds
 
     pairs = make_pairs(n_topics=3, n_queries=18)
     plans = plan_folds(pairs["qid"].unique(), k=3, seed=0)

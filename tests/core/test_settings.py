@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.settings import Interval, OneOf, check_value
 from ltrfeat.experiments.ablation import AblationConfig
-from ltrfeat.experiments.crossfit import CrossFitConfig, plan_folds
+from ltrfeat.experiments.crossfit import CrossFitConfig
+from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.selection import SelectionConfig
 

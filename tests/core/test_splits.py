@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ltrfeat.core import splits
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.datasets.converters import _output
-from ltrfeat.experiments.crossfit import plan_folds
+from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.features.encoders import training_pairs
 from ltrfeat.rankers import selection
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import planted_folds, reproducible_report, write_folds, write_judged_pairs
+from builders import planted_folds, reproducible_report, StubTrainer, write_folds, write_judged_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.ablate import (
@@ -68,7 +68,7 @@ def test_ablate_pairs_cross_fits_and_reports(tmp_path):
     source = PairsSource(write_judged_pairs(tmp_path / "pairs.tsv"), encoders=("clsm:softmax",), k_folds=3)
     settings = AblateSettings(report_dir=tmp_path / "r", quick=True, selection=None, progress=False)
     said = []
-    done = ablate_pairs(source, settings, say=said.append, train_fn=lambda spec, table: stub)
+    done = ablate_pairs(source, settings, say=said.append, trainer=StubTrainer(lambda spec, table: stub))
     assert said[0].startswith("plan: 3 folds, 1 encoders, ")
     assert said[said.index(next(x for x in said if x.startswith("dominant: "))) + 1] == (
         "cross-fitting clsm-softmax over 3 query folds (6 encoder trainings)"
@@ -89,7 +89,9 @@ def test_text_mode_reads_and_cross_fits_into_typed_values(tmp_path):
     assert isinstance(read, PairsRead) and read.collection is None and read.train_table is None
     assert [s.name for s in read.specs] == ["clsm-softmax"] and len(read.pairs) == 48
     assert set(read.duplicates) == {"pairs"}
-    made = pairs_folds(source, quick=True, progress=False, say=lambda m: None, train_fn=lambda spec, table: stub)
+    made = pairs_folds(
+        source, quick=True, progress=False, say=lambda m: None, trainer=StubTrainer(lambda spec, table: stub)
+    )
     assert isinstance(made, PairsFolds) and isinstance(made.scheme, CrossFitScheme)
     assert len(made.folds) == 3 and list(made.groups) == ["clsm-softmax"] and made.base.startswith("bm25_doc,")
     scheme = made.scheme

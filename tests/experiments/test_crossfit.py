@@ -2,13 +2,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltrfeat.experiments.crossfit import (
-    CrossFitConfig,
-    EncoderSpec,
+from ltrfeat.experiments.crossfit import CrossFitConfig, crossfit_columns
+from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.fold_plans import (
     LeakageError,
     build_folds,
     check_disjoint,
-    crossfit_columns,
     n_trainings,
     plan_folds,
     scoring_jobs,
@@ -17,6 +16,8 @@ from ltrfeat.experiments.folds import Fold
 from ltrfeat.core.text import normalise_query
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError, ParameterError
+
+from builders import StubTrainer
 
 
 def _pairs(n_queries=40, per_query=5, seed=0):
@@ -96,7 +97,7 @@ def test_no_encoder_ever_trains_on_the_queries_it_scores():
             return np.zeros(len(queries))
 
     columns = crossfit_columns(
-        pairs, plans, [EncoderSpec("clsm", "softmax")], train_fn=lambda s, t: Spy(t), progress=False
+        pairs, plans, [EncoderSpec("clsm", "softmax")], trainer=StubTrainer(lambda s, t: Spy(t)), progress=False
     )
     assert len(trained) == 10 * 2 - 4  # E_f scores one fold, E_fg two
     for plan in plans:
@@ -126,7 +127,12 @@ def test_separate_click_table_is_filtered_by_query_text():
         return type("E", (), {"similarity": staticmethod(lambda q, d: np.ones(len(q)))})()
 
     crossfit_columns(
-        pairs, plans, [EncoderSpec("dssm", "generalized")], train_table=clicks, train_fn=train_fn, progress=False
+        pairs,
+        plans,
+        [EncoderSpec("dssm", "generalized")],
+        train_table=clicks,
+        trainer=StubTrainer(train_fn),
+        progress=False,
     )
     assert len(seen) == n_trainings(3)
     for plan, queries in zip(plans, seen):
@@ -172,7 +178,7 @@ def test_text_folds_end_to_end_with_stub_encoder():
         specs=[EncoderSpec("clsm", "softmax")],
         k=4,
         seed=0,
-        train_fn=lambda spec, table: stub,
+        trainer=StubTrainer(lambda spec, table: stub),
         progress=False,
     )
     assert groups == {"clsm-softmax": ["clsm-softmax_doc_cos"]}
@@ -186,11 +192,10 @@ def test_text_folds_end_to_end_with_stub_encoder():
         np.testing.assert_array_equal(fold.test.X[:, -1], [len(docs[d]) for d in fold.test.docid])
 
 
-def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypatch):
+def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path):
     import io
 
     from ltrfeat.core.fileio import read_checked
-    from ltrfeat.experiments import crossfit
 
     pairs = _pairs(n_queries=30, per_query=4)
     plans = plan_folds(pairs["qid"].unique(), k=3, seed=0)
@@ -199,12 +204,11 @@ def test_cached_scores_are_reused_without_loading_the_encoder(tmp_path, monkeypa
     first = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
     n_scored = sum(len(targets) for _, targets in scoring_jobs(plans))  # one file per training and scored fold
     assert len(list((tmp_path / "scores").glob("dssm-softmax-*.scores"))) == n_scored
-    monkeypatch.setattr(crossfit, "_train", lambda *a, **k: pytest.fail("scores were cached: nothing to load"))
-    second = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
+    failing = StubTrainer(lambda *a: pytest.fail("scores were cached: nothing to load"))
+    second = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False, trainer=failing)
     for fold in first:
         np.testing.assert_array_equal(first[fold]["dssm-softmax_doc_cos"], second[fold]["dssm-softmax_doc_cos"])
     # a torn scores file is scored again from the cached encoder, not trusted
-    monkeypatch.undo()
     torn = next((tmp_path / "scores").glob("*.scores"))
     torn.write_bytes(torn.read_bytes()[:40])
     third = crossfit_columns(pairs, plans, spec, options=options, cache=tmp_path, progress=False)
@@ -233,7 +237,7 @@ def test_crossfit_config_refuses_bad_settings(settings, message):
 
 
 def test_the_cluster_encodes_only_the_texts_each_minilm_use_reads():
-    from ltrfeat.experiments.crossfit import _teacher_vectors_on
+    from ltrfeat.experiments._minilm_pass import teacher_vectors_on
 
     class Recorder:
         def __init__(self):
@@ -250,5 +254,5 @@ def test_the_cluster_encodes_only_the_texts_each_minilm_use_reads():
         (["clsm:generalized+teacher"], (["clicked a"], ["clicked title"])),  # the distillation: its training table
     ]:
         cluster = Recorder()
-        _teacher_vectors_on(cluster, [EncoderSpec.parse(s) for s in specs], pairs, clicks, field="doc", profile=None)
+        teacher_vectors_on(cluster, [EncoderSpec.parse(s) for s in specs], pairs, clicks, field="doc", profile=None)
         assert cluster.asked == [("sbert", "query", texts[0]), ("sbert", "doc", texts[1])]

@@ -16,7 +16,9 @@ from ltrfeat.cli.main import cli  # noqa: E402
 from ltrfeat.core import dask_cluster  # noqa: E402
 from ltrfeat.core.stages import StageProfile  # noqa: E402
 from ltrfeat.datasets.synth import generate_world, write_world  # noqa: E402
-from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds  # noqa: E402
+from ltrfeat.features.encoders.spec import EncoderSpec  # noqa: E402
+from ltrfeat.experiments.crossfit import crossfit_columns  # noqa: E402
+from ltrfeat.experiments.fold_plans import plan_folds  # noqa: E402
 from ltrfeat.experiments._dask_trainings import DaskTrainings, Packed  # noqa: E402
 
 SIZES = {"clsm.sizes": {"conv": 32, "out": 16}, "dssm.sizes": {"hidden": [32], "out": 16}}

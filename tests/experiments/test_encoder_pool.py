@@ -9,7 +9,10 @@ import pytest
 
 from builders import assert_same_columns, make_pairs
 from ltrfeat.experiments import _encoder_pool
-from ltrfeat.experiments.crossfit import EncoderSpec, _train, crossfit_columns, plan_folds
+from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments._fold_trainer import train_one
+from ltrfeat.experiments.crossfit import crossfit_columns
+from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.experiments._training_task import TrainingTask
 from ltrfeat.core.stages import StageProfile, profile_line
 
@@ -115,7 +118,7 @@ def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():
         _encoder_pool.run_trainings(
             [TrainingTask(table=good, **task), TrainingTask(table=empty, **task)],
             workers=2,
-            train=_train,
+            train=train_one,
             on_done=lambda i, result: done.append(i),
         )
 

@@ -7,9 +7,13 @@ import json
 
 import numpy as np
 
-from builders import make_pairs, write_judged_pairs
+from builders import make_pairs, StubTrainer, write_judged_pairs
 from ltrfeat.experiments.ablate import AblateSettings, PairsSource, ablate_pairs
-from ltrfeat.experiments.crossfit import EncoderSpec, _Continued, _Training, crossfit_columns, kept_starts, plan_folds
+from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments._starting_points import ContinuedStart
+from ltrfeat.experiments._training_plan import Training
+from ltrfeat.experiments.crossfit import crossfit_columns, kept_starts
+from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.experiments.in_words import kept_start_words, summary_in_words
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.features.encoders.training import train_encoder
@@ -41,9 +45,14 @@ class _Stub:
 
 
 def test_the_report_names_the_folds_that_kept_the_start(tmp_path):
-    source = PairsSource(write_judged_pairs(tmp_path / "pairs.tsv"), encoders=("sbert-ft", "clsm:softmax"), k_folds=3)
+    source = PairsSource(  # the double trains every encoder afresh: no outer training continues an inner one
+        write_judged_pairs(tmp_path / "pairs.tsv"),
+        encoders=("sbert-ft", "clsm:softmax"),
+        k_folds=3,
+        continue_outer=False,
+    )
     settings = AblateSettings(report_dir=tmp_path / "r", quick=True, selection=None, progress=False)
-    done = ablate_pairs(source, settings, say=lambda _: None, train_fn=lambda spec, table: _Stub(table))
+    done = ablate_pairs(source, settings, say=lambda _: None, trainer=StubTrainer(lambda spec, table: _Stub(table)))
     tested = {f.name: set(f.test.qid) for f in done.folds}
     expected = [name for name, qids in tested.items() if {"q0", "q1"} & qids]  # their encoders lack q0 or q1
     assert 0 < len(expected) < 3
@@ -90,16 +99,16 @@ def test_a_continued_fold_kept_the_start_only_when_both_its_trainings_kept_it():
     spec = EncoderSpec.parse("sbert-ft:generalized")
 
     def training(name, record, start=None, outer=None):
-        return _Training(spec, "c", name, None, {}, start, {}, {}, outer=outer, record={"keep_start": record})
+        return Training(spec, "c", name, None, {}, start, {}, {}, outer=outer, record={"keep_start": record})
 
     stopped = {"checkpoints": 2, "planned_checkpoints": 8, "steps": 24, "planned_steps": 96}
     inner_kept, inner_replaced = training("a", _record(True) | stopped), training("b", _record(False))
     trainings = [
         inner_kept,
         inner_replaced,
-        training("f1", _record(True), _Continued(inner_replaced, seed=0, cache=None), "fold1"),
-        training("f2", _record(True), _Continued(inner_kept, seed=0, cache=None), "fold2"),
-        training("f3", _record(False), _Continued(inner_kept, seed=0, cache=None), "fold3"),
+        training("f1", _record(True), ContinuedStart(inner_replaced, trainer=None, seed=0, cache=None), "fold1"),
+        training("f2", _record(True), ContinuedStart(inner_kept, trainer=None, seed=0, cache=None), "fold2"),
+        training("f3", _record(False), ContinuedStart(inner_kept, trainer=None, seed=0, cache=None), "fold3"),
     ]
     entry = kept_starts([spec], trainings, {})[spec.name]
     assert [entry["folds"][f]["start_kept"] for f in ("fold1", "fold2", "fold3")] == [False, True, False]

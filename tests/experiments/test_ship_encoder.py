@@ -10,16 +10,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from builders import write_judged_pairs
+from builders import StubTrainer, write_judged_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.letor import read_letor
 from ltrfeat.experiments.ablate import AblateSettings, FoldsSource, PairsSource, ablate_folds, ablate_pairs
 from ltrfeat.experiments.ablate import train_like_ablate
-from ltrfeat.experiments.crossfit import EncoderSpec
+from ltrfeat.features.encoders.spec import EncoderSpec
 from ltrfeat.experiments.verdict import verdict_lines
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.neural import encoder_kind_of
+from ltrfeat.features.encoders.spec import encoder_kind_of
 from ltrfeat.rankers.selection import SelectionConfig
 
 
@@ -46,7 +46,7 @@ def shipped(tmp_path_factory):
         progress=False,
     )
     said: list[str] = []
-    done = ablate_pairs(source, settings, say=said.append, train_fn=lambda spec, table: _ByTable(table))
+    done = ablate_pairs(source, settings, say=said.append, trainer=StubTrainer(lambda spec, table: _ByTable(table)))
     return tmp, done, said
 
 

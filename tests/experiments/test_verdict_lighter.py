@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from builders import write_judged_pairs
+from builders import StubTrainer, write_judged_pairs
 from ltrfeat.experiments.ablate import AblateSettings, PairsSource, ablate_pairs
 from ltrfeat.experiments.ablation import FeatureSet
 from ltrfeat.experiments.in_words import summary_in_words
@@ -161,7 +161,7 @@ def test_an_ablation_names_the_light_twin_of_a_heavy_recommendation(tmp_path, cl
     settings = AblateSettings(
         report_dir=tmp_path / "r", quick=True, selection=SelectionConfig(inner_folds=2), progress=False
     )
-    done = ablate_pairs(source, settings, say=lambda _: None, train_fn=lambda spec, t: oracle)
+    done = ablate_pairs(source, settings, say=lambda _: None, trainer=StubTrainer(lambda spec, t: oracle))
     verdict = done.summary["verdict"]
     assert done.result.config["cross_fitting"]["encoders"]["clsm-softmax"]["transformer"] is True
     # the twins score the same in every fold; plan order puts the (heavy) CLSM first, so it is recommended
@@ -183,7 +183,7 @@ def _three_encoder_ablation(tmp_path, name: str):
     settings = AblateSettings(
         report_dir=tmp_path / name, quick=True, selection=SelectionConfig(inner_folds=2), progress=False
     )
-    return ablate_pairs(source, settings, say=lambda _: None, train_fn=lambda spec, t: oracle)
+    return ablate_pairs(source, settings, say=lambda _: None, trainer=StubTrainer(lambda spec, t: oracle))
 
 
 def test_the_light_set_is_measured_beside_the_choice_and_never_moves_it(tmp_path, clsm_as_transformer, monkeypatch):

@@ -12,16 +12,13 @@ from click.testing import CliRunner
 
 from builders import WordTeacher, assert_same_columns, make_pairs
 from ltrfeat.cli.main import cli
-from ltrfeat.experiments.crossfit import (
-    CrossFitConfig,
-    EncoderSpec,
-    _cache_key,
-    _StartingPoint,
-    _train,
-    crossfit_columns,
-    plan_folds,
-    spec_options,
-)
+from ltrfeat.experiments.crossfit import CrossFitConfig, crossfit_columns
+from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments._encoder_cache import cache_key
+from ltrfeat.experiments._starting_points import StartingPoint
+from ltrfeat.experiments._fold_trainer import train_one
+from ltrfeat.experiments.fold_plans import plan_folds
+from ltrfeat.experiments._encoder_options import spec_options
 from ltrfeat.core.stages import StageProfile
 from ltrfeat.features.encoders.encoder import Encoder
 from ltrfeat.features.encoders.training import train_encoder
@@ -122,17 +119,17 @@ def test_ablation_spec_fine_tunes_every_fold_from_the_bundle(pretrained, tmp_pat
         "clsm-generalized-init-coll",
     )
     options = {"epochs": 1, "batch_size": 128}
-    start = _StartingPoint(spec, [], options=options, seed=0, cache=None)
-    encoder, cached = _train(spec, pairs, options=options, seed=0, cache=tmp_path / "cache", start=start)
+    start = StartingPoint(spec, [], options=options, seed=0, cache=None)
+    encoder, cached = train_one(spec, pairs, options=options, seed=0, cache=tmp_path / "cache", start=start)
     assert not cached and encoder.hasher.to_json() == init.hasher.to_json()
-    assert _train(spec, pairs, options=options, seed=0, cache=tmp_path / "cache", start=start)[1]
-    key = _cache_key(spec, {"epochs": 1}, pairs, 0, start.key)
+    assert train_one(spec, pairs, options=options, seed=0, cache=tmp_path / "cache", start=start)[1]
+    key = cache_key(spec, {"epochs": 1}, pairs, 0, start.key)
     other = copy.deepcopy(init)
     with torch.no_grad():
         next(other.model.parameters()).add_(1.0)
     other.save(tmp_path / "coll.ltrenc")  # other bytes at the same path: another cache key
-    start = _StartingPoint(spec, [], options=options, seed=0, cache=None)
-    assert _cache_key(spec, {"epochs": 1}, pairs, 0, start.key) != key
+    start = StartingPoint(spec, [], options=options, seed=0, cache=None)
+    assert cache_key(spec, {"epochs": 1}, pairs, 0, start.key) != key
     with pytest.raises(LtrfeatError, match=r"\+init needs the pre-trained bundle"):
         EncoderSpec.parse("clsm:generalized+init")
     with pytest.raises(LtrfeatError, match="the pre-trainings are"):
@@ -220,10 +217,10 @@ def test_spans_spec_pretrains_once_on_the_documents_only_then_fine_tunes_every_f
         assert fold.training["params"]["loss"] == "generalized"
     # the pre-training reads the documents only: other queries and labels leave its key unchanged
     relabelled = pairs.assign(query=pairs["query"] + " x", label=1 - pairs["label"].clip(0, 1))
-    key = _StartingPoint(spec, pairs["doc"].tolist(), options={}, seed=0, cache=None).key
-    assert _StartingPoint(spec, relabelled["doc"].tolist(), options={}, seed=0, cache=None).key == key
-    assert _StartingPoint(spec, (pairs["doc"] + " y").tolist(), options={}, seed=0, cache=None).key != key
-    assert _StartingPoint(spec, pairs["doc"].tolist(), options={"spans_per_doc": 3}, seed=0, cache=None).key != key
+    key = StartingPoint(spec, pairs["doc"].tolist(), options={}, seed=0, cache=None).key
+    assert StartingPoint(spec, relabelled["doc"].tolist(), options={}, seed=0, cache=None).key == key
+    assert StartingPoint(spec, (pairs["doc"] + " y").tolist(), options={}, seed=0, cache=None).key != key
+    assert StartingPoint(spec, pairs["doc"].tolist(), options={"spans_per_doc": 3}, seed=0, cache=None).key != key
     # a warm run takes every fold encoder's scores from the cache and never touches the pre-training
     profile = StageProfile()
     again = crossfit_columns(pairs, plans, [spec], options=options, cache=tmp_path, progress=False, profile=profile)
@@ -239,8 +236,8 @@ def test_spans_spec_pretrains_once_on_the_documents_only_then_fine_tunes_every_f
 def test_small_collections_get_more_spans_per_document(n_texts, per_doc):
     spec = EncoderSpec.parse("clsm:generalized+spans")
     texts = [f"doc {i}" for i in range(n_texts)]
-    assert _StartingPoint(spec, texts, options={}, seed=0, cache=None).span_settings["spans_per_doc"] == per_doc
-    given = _StartingPoint(spec, texts, options={"spans_per_doc": 2}, seed=0, cache=None)
+    assert StartingPoint(spec, texts, options={}, seed=0, cache=None).span_settings["spans_per_doc"] == per_doc
+    given = StartingPoint(spec, texts, options={"spans_per_doc": 2}, seed=0, cache=None)
     assert given.span_settings["spans_per_doc"] == 2
 
 
@@ -308,7 +305,7 @@ def test_spans_teacher_key_names_the_teacher_and_keeps_distillation_out_of_the_f
 
     def start(text, **options):
         spec = EncoderSpec.parse(text)
-        return _StartingPoint(spec, texts, options=spec_options(spec, SPANS_T | options), seed=0, cache=None)
+        return StartingPoint(spec, texts, options=spec_options(spec, SPANS_T | options), seed=0, cache=None)
 
     plain, distilled = start("clsm:generalized+spans"), start("clsm:generalized+spans+teacher")
     assert "distill_epochs" not in plain.options | plain.distill_settings  # +spans has no teacher
@@ -343,7 +340,7 @@ def test_spans_teacher_pretraining_is_the_distilled_towers_by_default(tmp_path, 
     spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
     options = {k: v for k, v in SPANS_T.items() if k not in ("span_epochs", "distill_epochs")}
     options["sizes"] = {"conv": 32}
-    start = _StartingPoint(spec, make_pairs()["doc"].tolist(), options=options, seed=0, cache=tmp_path)
+    start = StartingPoint(spec, make_pairs()["doc"].tolist(), options=options, seed=0, cache=tmp_path)
     assert start.span_settings["span_epochs"] == 0 and start.distill_settings["distill_epochs"] == 20  # few pairs
     encoder = start.encoder()
     training = encoder.training
@@ -354,14 +351,12 @@ def test_spans_teacher_pretraining_is_the_distilled_towers_by_default(tmp_path, 
     assert encoder.encode(["a b"], side="doc").shape == (1, word_teacher.dim)
     narrow = options | {"sizes": {"conv": 32, "out": 8}}
     with pytest.raises(LtrfeatError, match="towers are 8 wide and the teacher's vectors 16"):
-        _StartingPoint(spec, make_pairs()["doc"].tolist(), options=narrow, seed=0, cache=None).encoder()
-    kl = _StartingPoint(
-        spec, make_pairs()["doc"].tolist(), options=options | {"distill_loss": "kl"}, seed=0, cache=None
-    )
+        StartingPoint(spec, make_pairs()["doc"].tolist(), options=narrow, seed=0, cache=None).encoder()
+    kl = StartingPoint(spec, make_pairs()["doc"].tolist(), options=options | {"distill_loss": "kl"}, seed=0, cache=None)
     assert kl.encoder().training["pretrain"]["temperature"] == 0.1 and kl.encoder().model.config["tower"]["out"] == 128
     plain = EncoderSpec.parse("clsm:generalized+spans")
     with pytest.raises(LtrfeatError, match="span_epochs=0 leaves the"):
-        _StartingPoint(plain, ["a b", "c d"], options={"span_epochs": 0}, seed=0, cache=None)
+        StartingPoint(plain, ["a b", "c d"], options={"span_epochs": 0}, seed=0, cache=None)
 
 
 def test_spans_teacher_folds_distil_their_own_training_pairs_from_the_pretraining(tmp_path, word_teacher):
@@ -396,7 +391,7 @@ def test_spans_teacher_folds_distil_their_own_training_pairs_from_the_pretrainin
         plain["fold1"][f"{spec.name}_doc_cos"], distilled["fold1"][f"{spec.name}_doc_cos"], 0, 0, True
     )
     keys = {
-        _StartingPoint(spec, pairs["doc"].tolist(), options=spec_options(spec, o), seed=0, cache=None).key
+        StartingPoint(spec, pairs["doc"].tolist(), options=spec_options(spec, o), seed=0, cache=None).key
         for o in (SPANS_T, options)
     }
     assert len(keys) == 1

@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
-from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.crossfit import crossfit_columns
+from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.features.encoders._deepmatch import (
     DeepMatch,
     DeepMatchNet,

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from builders import WordTeacher, extract_with_encoder, reproducible_report, train_until_interrupted
-from ltrfeat.experiments import crossfit
-from ltrfeat.experiments.crossfit import EncoderSpec
+from ltrfeat.experiments import _encoder_cache, _fold_trainer
+from ltrfeat.features.encoders.spec import EncoderSpec
 from ltrfeat.features.encoders import distill as distill_module
 from ltrfeat.features.encoders.distill import agreement, distill, teacher_key, teacher_vectors
 from ltrfeat.features.encoders.encoder import Encoder
@@ -305,7 +305,7 @@ def test_encoder_spec_with_teacher(tmp_path):
             EncoderSpec.parse(bad)
     table = judged(6)
     plain = EncoderSpec.parse("clsm:generalized")
-    keys = {crossfit._cache_key(s, {}, table, 0) for s in (plain, spec, with_dir)}
+    keys = {_encoder_cache.cache_key(s, {}, table, 0) for s in (plain, spec, with_dir)}
     assert len(keys) == 3
 
 
@@ -323,7 +323,7 @@ def test_crossfit_train_passes_the_teacher(monkeypatch, tmp_path):
         ("clsm:generalized", None),
     ):
         with pytest.raises(RuntimeError):
-            crossfit._train(EncoderSpec.parse(text), judged(6), options={"epochs": 1}, seed=0, cache=None)
+            _fold_trainer.train_one(EncoderSpec.parse(text), judged(6), options={"epochs": 1}, seed=0, cache=None)
         assert seen[-1].get("teacher") == teacher and "pretrain" not in seen[-1]
 
 
@@ -392,7 +392,8 @@ def test_cached_teacher_scores_like_the_teacher(monkeypatch):
 
 
 def test_distillation_options_reach_only_encoders_with_a_teacher():
-    from ltrfeat.experiments.crossfit import EncoderSpec, spec_options
+    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.experiments._encoder_options import spec_options
 
     options = {"epochs": 4, "clsm.distill_epochs": 2, "distill_lr": 1e-3, "clsm.distill_weight": 1.0}
     assert spec_options(EncoderSpec.parse("clsm:softmax"), options) == {"epochs": 4}

@@ -13,8 +13,10 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from builders import train_until_interrupted
-from ltrfeat.experiments.crossfit import EncoderSpec, crossfit_columns, plan_folds
+from builders import StubTrainer, train_until_interrupted
+from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments.crossfit import crossfit_columns
+from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
 from ltrfeat.features.encoders.training_pairs import prepare_pairs
 from ltrfeat.features.encoders.validation import ndcg_at
@@ -189,24 +191,31 @@ def test_crossfit_trains_the_spec_score_and_names_the_column(tmp_path):
         return tiny("dssm", spec.resolved_score)
 
     specs = [EncoderSpec.parse("dssm:hinge+rbm"), EncoderSpec.parse("dssm:hinge")]
-    columns = crossfit_columns(pairs, plans, specs, field="title", progress=False, train_fn=fake_train)
+    columns = crossfit_columns(pairs, plans, specs, field="title", progress=False, trainer=StubTrainer(fake_train))
     assert list(columns["fold1"]) == ["dssm-hinge-rbm_title_dot", "dssm-hinge_title_cos"]
     assert set(seen) == {"dot", "cosine"}
     with pytest.raises(LtrfeatError, match="@dot"):
         crossfit_columns(
-            pairs, plans, specs, field="title", options={"score": "dot"}, progress=False, train_fn=fake_train
+            pairs,
+            plans,
+            specs,
+            field="title",
+            options={"score": "dot"},
+            progress=False,
+            trainer=StubTrainer(fake_train),
         )
 
 
 def test_crossfit_training_uses_the_spec_score_and_keys_the_cache_by_it(tmp_path):
-    from ltrfeat.experiments.crossfit import _cache_key, _train
+    from ltrfeat.experiments._encoder_cache import cache_key
+    from ltrfeat.experiments._fold_trainer import train_one
 
     table = make_pairs(n_queries=12)
     options = {"sizes": {"hidden": [8], "out": 4}, "epochs": 1, "batch_size": 16, "threads": 1}
-    dot, _ = _train(EncoderSpec.parse("dssm:hinge@dot"), table, options=options, seed=0, cache=tmp_path)
+    dot, _ = train_one(EncoderSpec.parse("dssm:hinge@dot"), table, options=options, seed=0, cache=tmp_path)
     assert dot.score == "dot" and Encoder.load(next((tmp_path / "encoders").glob("dssm-hinge-dot-*"))).score == "dot"
     keys = {
-        text: _cache_key(EncoderSpec.parse(text), options, table, 0)
+        text: cache_key(EncoderSpec.parse(text), options, table, 0)
         for text in ("dssm:hinge", "dssm:hinge@cosine", "dssm:hinge@dot", "dssm:hinge+rbm", "dssm:hinge+rbm@cosine")
     }
     assert keys["dssm:hinge"] == keys["dssm:hinge@cosine"]  # unchanged for cosine: old caches stay valid

@@ -12,7 +12,8 @@ from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.extract import available_extractors, extract_file, extract_pairs
 from ltrfeat.features.hashing import TrigramHasher
 from ltrfeat.core.letor import read_letor, write_letor
-from ltrfeat.features.neural import EncoderExtractor, encoder_extractors, parse_encoder_spec
+from ltrfeat.features.encoders.spec import parse_encoder_spec
+from ltrfeat.features.neural import EncoderExtractor, encoder_extractors
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})
 DOCS = pd.DataFrame(

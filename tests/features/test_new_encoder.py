@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.experiments.crossfit_traits import CrossFitTraits, traits
 from ltrfeat.features.encoders.registry import EncoderKind, encoder_kind, encoder_kinds, unregister_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,7 +50,8 @@ def commands() -> list[list[str]]:
 
 def test_the_module_is_one_registration(trigrams):
     kind = encoder_kind("trigrams")
-    assert isinstance(kind, EncoderKind) and kind is trigrams.KIND and kind.trainable and not kind.pooled
+    assert isinstance(kind, EncoderKind) and kind is trigrams.KIND and kind.trainable and not traits(kind).pooled
+    assert traits(kind) == CrossFitTraits() and "ltrfeat.experiments" not in Path(trigrams.__file__).read_text()
     assert kind.grammar == "trigrams" and kind.column_suffix(None) == "cos"
     assert list(encoder_kinds())[:5] == ["clsm", "dssm", "deepmatch", "sbert", "sbert-ft"]
     with pytest.raises(ValueError, match="registered already"):
@@ -122,3 +124,15 @@ def test_export_encoder_refuses_the_kind_in_one_line(trigrams, tmp_path):
         from ltrfeat.features.neural import load_encoder
 
         load_encoder("clsm", tmp_path / "t.ltrenc")
+
+
+def test_the_cross_fitting_refuses_a_trait_it_does_not_read():
+    kind = EncoderKind(
+        name="typo", summary="a kind with a misspelt trait", load=lambda path: None, crossfit={"poled": 1}
+    )
+    with pytest.raises(LtrfeatError, match="crossfit names 'poled', which the cross-fitting does not read"):
+        traits(kind)
+    assert (
+        traits(encoder_kind("sbert-ft")).training_cost(10, None) == 60.0
+        and traits(encoder_kind("sbert")).teacher_scorer
+    )

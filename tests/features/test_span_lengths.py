@@ -14,8 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.core.errors import ParameterError
-from ltrfeat.experiments.crossfit import CrossFitConfig, EncoderSpec, _StartingPoint
-from ltrfeat.features.encoders.kinds import LONG_DOC_FOLD_DISTILL, long_documents
+from ltrfeat.experiments.crossfit import CrossFitConfig
+from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.experiments._starting_points import StartingPoint
+from ltrfeat.experiments.span_settings import LONG_DOC_FOLD_DISTILL, long_documents
 from ltrfeat.features.encoders.weak import span_pairs
 
 DOCS = pd.read_csv(
@@ -74,7 +76,7 @@ def test_span_lengths_for_long_documents_and_refusals():
         span_pairs(DOCS.head(10), min_words=5, max_words=4)
     spec = EncoderSpec.parse("clsm:generalized+spans")
     with pytest.raises(ParameterError, match="span_min_words=9 > span_max_words=4"):
-        _StartingPoint(spec, ["a b"], options={"span_min_words": 9}, seed=0, cache=None)
+        StartingPoint(spec, ["a b"], options={"span_min_words": 9}, seed=0, cache=None)
     CrossFitConfig(options={"span_hold_out": 0})._check()
     CrossFitConfig(options={"clsm.span_hold_out": 1})._check()
     for bad in ({"span_hold_out": 2}, {"span_min_words": 0}, {"span_max_words": True}):
@@ -94,22 +96,22 @@ def test_pre_training_key_is_unchanged_at_the_default_lengths():
     for text, key in expected.items():
         spec = EncoderSpec.parse(text)
         for options in ({}, {"span_min_words": 1, "span_max_words": 4, "span_hold_out": 0}):
-            assert _StartingPoint(spec, titles, options={"span_epochs": 2} | options, seed=0, cache=None).key == key
+            assert StartingPoint(spec, titles, options={"span_epochs": 2} | options, seed=0, cache=None).key == key
         for other in ({"span_min_words": 8, "span_max_words": 24}, {"span_hold_out": 1}):
-            assert _StartingPoint(spec, titles, options={"span_epochs": 2} | other, seed=0, cache=None).key != key
+            assert StartingPoint(spec, titles, options={"span_epochs": 2} | other, seed=0, cache=None).key != key
 
 
 def test_pre_training_key_names_the_distillation_loss_and_batch_size():
     titles = DOCS["title"].head(50).tolist()
     spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
     keys = {
-        _StartingPoint(spec, titles, options=options, seed=0, cache=None).key
+        StartingPoint(spec, titles, options=options, seed=0, cache=None).key
         for options in ({}, {"distill_loss": "kl"}, {"distill_batch_size": 256}, {"distill_loss": "mse"})
     }
     assert len(keys) == 4
     given = {"distill_loss": "vector", "distill_batch_size": 1024}  # the defaults
-    default = _StartingPoint(spec, titles, options=given, seed=0, cache=None)
-    assert default.key == _StartingPoint(spec, titles, options={}, seed=0, cache=None).key
+    default = StartingPoint(spec, titles, options=given, seed=0, cache=None)
+    assert default.key == StartingPoint(spec, titles, options={}, seed=0, cache=None).key
     assert default.distill_settings["distill_loss"] == "vector" and "distill_loss" not in default.options
 
 
@@ -129,7 +131,7 @@ def test_spans_teacher_over_long_documents_takes_long_spans_and_the_whole_docume
     assert long_documents(descriptions) and not long_documents(titles) and not long_documents([])
 
     def start(text, texts, **options):
-        return _StartingPoint(EncoderSpec.parse(text), texts, options=options, seed=0, cache=None)
+        return StartingPoint(EncoderSpec.parse(text), texts, options=options, seed=0, cache=None)
 
     def shape(*args, **options):
         settings = start(*args, **options).span_settings
@@ -164,7 +166,7 @@ def test_pre_training_key_holds_what_the_pre_training_reads_not_the_fold_epochs(
 
     def start(**options):
         small = {"span_epochs": 1, "spans_per_doc": 2, "batch_size": 64, "sizes": {"conv": 16, "out": 8}}
-        return _StartingPoint(spec, titles, options=small | options, seed=0, cache=None)
+        return StartingPoint(spec, titles, options=small | options, seed=0, cache=None)
 
     quick, full = start(epochs=2), start(epochs=4)
     assert quick.key == full.key == start().key == start(epochs=2, val_fraction=0.3).key
@@ -181,7 +183,7 @@ def test_spans_teacher_folds_distil_their_training_queries_over_long_documents_o
     descriptions, titles = DOCS["description"].head(50).tolist(), DOCS["title"].head(50).tolist()
 
     def fold_options(text, texts, **options):
-        return _StartingPoint(EncoderSpec.parse(text), texts, options=options, seed=0, cache=None).fold_options
+        return StartingPoint(EncoderSpec.parse(text), texts, options=options, seed=0, cache=None).fold_options
 
     distilled = fold_options("clsm:generalized+spans+teacher", descriptions, epochs=3)
     assert distilled == {
@@ -198,7 +200,7 @@ def test_spans_teacher_folds_distil_their_training_queries_over_long_documents_o
     }
     assert fold_options("clsm:generalized+spans+teacher", titles, fold_distill_epochs=2)["distill_epochs"] == 2
     assert fold_options("clsm:generalized+spans", descriptions, epochs=3) == {"epochs": 3}
-    start = _StartingPoint(
+    start = StartingPoint(
         EncoderSpec.parse("clsm:generalized+spans+teacher"), descriptions, options={}, seed=0, cache=None
     )
     assert start.options == {} and "distill_epochs" in start.distill_settings  # the pre-training's own settings

@@ -536,7 +536,7 @@ def test_home_depot_recommendation_is_never_below_the_best_single_feature(tmp_pa
     import warnings
 
     from builders import dataset_path
-    from ltrfeat.experiments.crossfit import build_folds, group_pairs, plan_folds
+    from ltrfeat.experiments.fold_plans import build_folds, group_pairs, plan_folds
     from ltrfeat.features.extract import extract_pairs, lexical_extractors
     from ltrfeat.core.text import read_judged_pairs
 

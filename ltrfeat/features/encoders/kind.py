@@ -72,20 +72,7 @@ class EncoderKind:
     spec_settings : ``spec_settings(spec, start)`` -> the ``train`` arguments an ``ablate --encoder`` spec stands
         for (its loss, +MOD, @SCORE and =PATH; ``start`` the weights it starts from, or None).
     scorer : ``scorer(path)`` -> the model a zero-shot kind scores an ablation's pairs with [default: ``load``].
-    teacher_scorer : its zero-shot scores are cosines of MiniLM teacher vectors (cached per text, shared with
-        ``+teacher`` distillation, made on the cluster under ``ablate --dask``).
     pair_scorer : scores (query, document) pairs directly (column suffix ``score``), no per-text vectors.
-    pooled : its cross-fitted trainings run in the ablation's worker processes (the kind must then be found in a
-        fresh process: built in, or registered through an entry point).
-    start_mods : ``+MOD`` choices whose cross-fitted trainings all start from one shared starting point (``+init``:
-        the given bundle; ``+spans``: one pre-training on the documents' spans), made once per ablation.
-    continues_outer : an ablation's outer trainings may continue inner ones (``CrossFitConfig.continue_outer``).
-    keeps_start : the ``+MOD`` choices (None: the spec without one) whose trainings start from a model worth keeping,
-        which the trainer keeps unless a trained epoch beats it clearly (``keep_start_margin``; the training
-        record's ``keep_start``, carried into the ablation report).
-    frozen_prefix : its trainings read MiniLM's frozen lower layers, run once per ablation over every text.
-    cost : relative cost of a cross-fitted training per table row (the pool starts the costliest first);
-        ``mod_cost`` multiplies it for a +MOD.
     losses : the ``:LOSS`` choices of its ``ablate`` spec, the default first (empty: takes no loss).
     mods : ``+MOD`` choices -> the ``=PATH`` they take: ``""`` none, ``"[=DIR]"`` optional, ``"=BUNDLE"`` required.
     mod_help : ``+MOD`` -> what it does, for ``ablate --encoder --help``.
@@ -96,6 +83,9 @@ class EncoderKind:
     transformer : it runs every text through a transformer, hundreds of times the CPU per text of the lexical
         features or a CLSM / DSSM when served; an ablation's verdict then names the lightest feature set its
         selection could not tell from the recommended one.
+    crossfit : how an ablation's cross-fitting schedules the kind's trainings (worker pool, cost, shared starting
+        points, ...): plain values by name, whose names, defaults and meaning the experiments layer owns
+        (:class:`ltrfeat.experiments.crossfit_traits.CrossFitTraits`; empty: every default).
     """
 
     name: str
@@ -106,15 +96,7 @@ class EncoderKind:
     trainer_args: tuple[str, ...] = ()
     spec_settings: Callable | None = None
     scorer: Callable | None = None
-    teacher_scorer: bool = False
     pair_scorer: bool = False
-    pooled: bool = False
-    start_mods: tuple[str, ...] = ()
-    continues_outer: bool = False
-    keeps_start: tuple[str | None, ...] = ()
-    frozen_prefix: bool = False
-    cost: float = 1.0
-    mod_cost: Mapping[str, float] = field(default_factory=dict)
     losses: tuple[str, ...] = ()
     mods: Mapping[str, str] = field(default_factory=dict)
     mod_help: Mapping[str, str] = field(default_factory=dict)
@@ -124,13 +106,14 @@ class EncoderKind:
     needs_file: bool = True
     exports: tuple[str, ...] = ()
     transformer: bool = False
+    crossfit: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         if not _NAME_OK(self.name):
             raise ValueError(f"encoder kind name {self.name!r}: use lowercase letters, digits and inner dashes")
         if (self.config is None) != (self.train is None) or (self.train is None) != (self.spec_settings is None):
             raise ValueError(f"encoder kind {self.name!r}: give config, train and spec_settings together, or none")
-        for name in ("mod_cost", "mods", "mod_help"):
+        for name in ("mods", "mod_help", "crossfit"):
             object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
     @property
@@ -149,10 +132,6 @@ class EncoderKind:
         if self.pair_scorer:
             return "score"
         return "dot" if score == "dot" else "cos"
-
-    def training_cost(self, rows: int, mod: str | None = None) -> float:
-        """Relative cost of a cross-fitted training on ``rows`` table rows."""
-        return rows * self.cost * (1.0 if mod is None else self.mod_cost.get(mod, 1.0))
 
     @property
     def grammar(self) -> str:

@@ -4,8 +4,10 @@ An :class:`EncoderKind` names a kind (``clsm``, ``dssm``, ``deepmatch``, ``sbert
 everything the rest of the project asks of it: its training config and trainer (``train-encoder``, the
 cross-fitted ``ablate --encoder`` trainings), its loader (``extract`` / ``serve`` / ``embed --encoder
 NAME=PATH``), whether it scores pairs directly or encodes each text (column suffix ``_score`` or ``_cos`` /
-``_dot``), whether its cross-fitted trainings run in the worker pool and what one costs, its piece of the
-``ablate --encoder`` grammar (``kind[:LOSS][+MOD][@SCORE][=PATH]``) and its exports.
+``_dot``), how an ablation cross-fits it (``crossfit``: worker pool, cost, starting points; read by
+:mod:`ltrfeat.experiments.crossfit_traits`), its piece of the
+``ablate --encoder`` grammar (``kind[:LOSS][+MOD][@SCORE][=PATH]``, parsed in
+:mod:`ltrfeat.features.encoders.spec`) and its exports.
 
 Built-in kinds are registered by :mod:`ltrfeat.features.encoders.kinds`; another package registers its own
 with :func:`register_encoder` (or an entry point in the ``ltrfeat.encoders`` group naming an
@@ -30,9 +32,6 @@ __all__ = [
     "export_formats",
     "lazy",
     "register_encoder",
-    "spec_fix",
-    "spec_help",
-    "spec_metavar",
     "unregister_encoder",
 ]
 
@@ -73,47 +72,9 @@ def encoder_kind(name: str) -> EncoderKind:
     return _KINDS[name]
 
 
-def spec_fix() -> str:
-    """The ``ablate --encoder`` grammar of every kind, for error messages and ``--help``."""
-    kinds = encoder_kinds().values()
-    return (
-        "write KIND[:LOSS][+PRETRAINING][@SCORE][=PATH], one of "
-        + ", ".join(k.grammar for k in kinds)
-        + " (e.g. clsm:softmax, dssm:hinge+rbm, clsm:softmax@dot for the dot-product score, sbert-ft:generalized)"
-    )
-
-
 def export_formats() -> tuple[str, ...]:
     """Every ``export-encoder --to`` format some known kind exports to."""
     return tuple(dict.fromkeys(f for kind in encoder_kinds().values() for f in kind.exports))
-
-
-def spec_metavar() -> str:
-    """The ``ablate --encoder`` metavar: the grammar with every known ``+MOD``."""
-    mods = dict.fromkeys(mod for kind in encoder_kinds().values() for mod in kind.mods)
-    return "KIND[:LOSS]" + (f"[+{'|+'.join(mods)}]" if mods else "") + "[@SCORE][=PATH]"
-
-
-def spec_help() -> str:
-    """The ``ablate --encoder`` help: every kind's grammar, the defaults and what each ``+MOD`` does."""
-    kinds = list(encoder_kinds().values())
-    mods: dict[str, str] = {}
-    for kind in kinds:
-        for mod, words in kind.mod_help.items():
-            mods.setdefault(mod, words)
-    dot = list(dict.fromkeys(f"+{mod}" for kind in kinds for mod in kind.dot_mods))
-    text = (
-        "One of "
-        + ", ".join(k.grammar for k in kinds)
-        + "; the first :LOSS and @SCORE listed are the defaults"
-        + (f" (@dot with {', '.join(dot)})" if dot else "")
-        + ". "
-    )
-    text += "".join(f"+{mod}: {words}. " for mod, words in mods.items())
-    zero_shot = [k.name for k in kinds if not k.trainable]
-    if zero_shot:
-        text += f"Zero-shot (not trained): {', '.join(zero_shot)}. "
-    return text + "E.g. clsm:softmax, dssm:hinge+rbm, clsm:generalized+spans, sbert, sbert-ft:generalized."
 
 
 def bundle_kind(path) -> str | None:
