@@ -391,7 +391,7 @@ def test_profile_tree_merges_call_sites_and_ranks_stages():
         10.0,
         [
             _frame(
-                "_train_encoders",
+                "train_demo_encoders",
                 7.0,
                 [
                     _frame("backward", 4.0, [_frame("[self]", 4.0, synthetic=True)]),
@@ -411,7 +411,7 @@ def test_profile_tree_merges_call_sites_and_ranks_stages():
     top = profile_stages.top_self_frames(encoders, 5)
     assert [(r["frame"], r["self_seconds"]) for r in top] == [
         ("backward (m.py:1)", 6.0),
-        ("_train_encoders (m.py:1)", 1.0),
+        ("train_demo_encoders (m.py:1)", 1.0),
     ]
     assert math.isclose(sum(r["self_seconds"] for r in top), encoders.time)
     assert [p["frame"] for p in profile_stages.hot_path(encoders)] == ["backward (m.py:1)"]

@@ -55,6 +55,7 @@ BOUNDS: dict[str, Interval] = {
     "client_timeout": Interval(numbers.Real, 0.1, 86_400),
     "max_text_chars": Interval(numbers.Integral, 1, 2**31),
     "min_body_rate": Interval(numbers.Real, 0, 2**31),
+    "lane_chars": Interval(numbers.Integral, 0, 2**31),
     # serve --interleave / --event-log (ltrfeat.serving.impressions)
     "interleave_seed": SEED,
     "event_log_segment_bytes": Interval(numbers.Integral, 1024, 2**40),

@@ -14,6 +14,7 @@ from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.span_settings import FOLD_DISTILL, SPAN_OPTIONS
 from ltrfeat.features.encoders.registry import encoder_kinds
 from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 
 # train_encoder options of the distillation
@@ -95,7 +96,7 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
         resolved = {k: v for k, v in resolved.items() if k not in TEACHER_OPTIONS}
     if not spec.span_pretrained:
         resolved = {k: v for k, v in resolved.items() if k not in SPAN_OPTIONS}
-    if spec.pretrain != "spans+teacher":
+    if spec.pretrain != Pretraining.SPANS_TEACHER:
         resolved.pop(FOLD_DISTILL, None)
     return resolved
 

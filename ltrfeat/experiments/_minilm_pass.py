@@ -13,6 +13,7 @@ import numpy as np
 from ltrfeat.experiments._training_plan import Training
 from ltrfeat.features.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 
 def frozen_groups(trainings: list[Training]) -> dict[tuple, tuple[list[Training], list[str]]]:
@@ -111,7 +112,7 @@ def teacher_vectors_on(cluster, specs, pairs, train_table, *, field: str, profil
     not cached here), so neither pass encodes anything in this process."""
     wanted: dict[str, tuple[list, list]] = {}
     for spec in specs:
-        if traits(spec.kind).teacher_scorer or spec.pretrain == "teacher" or spec in distilling:
+        if traits(spec.kind).teacher_scorer or spec.pretrain == Pretraining.TEACHER or spec in distilling:
             # a zero-shot column scores the judged pairs, a distillation reads the training table
             table, doc = (pairs, field) if traits(spec.kind).teacher_scorer else (train_table, "doc")
             queries, docs = wanted.setdefault(f"sbert={spec.path}" if spec.path else "sbert", ([], []))

@@ -31,6 +31,7 @@ from ltrfeat.experiments.span_settings import (
     long_documents,
 )
 from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 # the span pre-training's own settings over the fold trainings' options (``epochs`` comes from ``span_epochs``): what
 # it overrides stays out of its cache key, so a --quick and a full run share one pre-training
@@ -72,7 +73,7 @@ class StartingPoint:
         cluster=None,
     ):
         self.spec, self.seed, self.cache, self.profile, self.cluster = spec, seed, cache, profile, cluster
-        distilled = spec.pretrain == "spans+teacher"
+        distilled = spec.pretrain == Pretraining.SPANS_TEACHER
         defaults = SPAN_OPTIONS | ({"span_epochs": SPAN_EPOCHS_TEACHER} if distilled else {})
         self.span_settings = {k: options.get(k, v) for k, v in defaults.items()}
         self._check_lengths()
@@ -93,7 +94,7 @@ class StartingPoint:
         self.fold_options = self.options  # the fold trainings' (see fold_distill_epochs below)
         self._encoder = None
         self.seconds = 0.0  # spent making or loading the starting point
-        if spec.pretrain == "init":
+        if spec.pretrain == Pretraining.INIT:
             self.key = hashlib.sha256(Path(spec.path).read_bytes()).hexdigest()
             return
         self.texts = list(dict.fromkeys(t for t in texts if isinstance(t, str)))
@@ -155,7 +156,7 @@ class StartingPoint:
 
         if self._encoder is None:
             start = time.perf_counter()
-            if self.spec.pretrain == "init":
+            if self.spec.pretrain == Pretraining.INIT:
                 self._encoder = Encoder.load(self.spec.path)
             else:
                 self._encoder = self._pretrained(Encoder)
@@ -165,7 +166,7 @@ class StartingPoint:
     def file(self, directory: Path) -> Path:
         """A bundle file of the starting weights (made first if need be): the +init bundle, the cached
         pre-trained encoder, or a copy written into ``directory``."""
-        if self.spec.pretrain == "init":
+        if self.spec.pretrain == Pretraining.INIT:
             return Path(self.spec.path)
         encoder = self.encoder()
         path = self._path()
@@ -274,4 +275,6 @@ def distils_in_folds(spec: EncoderSpec, options: dict) -> bool:
     """Whether a fold training of ``spec`` with ``options`` distils its teacher first: every ``+teacher`` one, and a
     ``+spans+teacher`` one whose options hold distillation settings (``fold_distill_epochs``, :class:`StartingPoint`):
     MiniLM's vectors of the fold's training queries and documents, from the span pre-training's weights."""
-    return spec.pretrain == "teacher" or (spec.pretrain == "spans+teacher" and "distill_epochs" in options)
+    return spec.pretrain == Pretraining.TEACHER or (
+        spec.pretrain == Pretraining.SPANS_TEACHER and "distill_epochs" in options
+    )

@@ -62,6 +62,7 @@ from ltrfeat.features.encoders.config import KEEP_START_MARGIN
 from ltrfeat.experiments.span_settings import FOLD_DISTILL, LONG_DOC_FOLD_DISTILL, SPAN_OPTIONS, SPAN_SWITCHES
 from ltrfeat.features.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 
 @dataclasses.dataclass(frozen=True)
@@ -252,7 +253,7 @@ def kept_starts(specs: list[EncoderSpec], trainings: list, options: dict) -> dic
             folds[job.outer] = record
         inner = [(t.record or {}).get("keep_start") for t in own if t.outer is None]
         start = START_NAMES.get(spec.pretrain, "its starting point")
-        if spec.pretrain == "spans+teacher" and any(distils_in_folds(spec, t.options) for t in own):
+        if spec.pretrain == Pretraining.SPANS_TEACHER and any(distils_in_folds(spec, t.options) for t in own):
             start += ", then on the fold's training pairs"
         out[spec.name] = {
             "start": start,
@@ -428,7 +429,7 @@ def text_folds(
         seed=seed,
         separate_table=train_table is not None,
         span_pretrained=[s.name for s in specs if s.span_pretrained],
-        span_distilled=[s.name for s in specs if s.pretrain == "spans+teacher"],
+        span_distilled=[s.name for s in specs if s.pretrain == Pretraining.SPANS_TEACHER],
         span_documents=len(set(pairs[config.field].dropna()) | set(collection or [])),
         continued=[s.name for s in specs if traits(s.kind).continues_outer] if config.continue_outer else [],
     )

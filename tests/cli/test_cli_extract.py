@@ -155,7 +155,7 @@ def test_mismatched_encoding_is_reported_with_the_fix_and_no_output(tmp_path):
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["--lexical", "bm25"], "either LETOR_IN"),
+        (["--lexical", "bm25"], "give one of LETOR_IN"),
         (["--pairs", "P", "--lexical", "bm99"], "unknown lexical feature(s) bm99"),
         (["--pairs", "P"], "no extractor chosen"),
         (["--pairs", "P", "--lexical", "bm25", "--corpus-stats", "NOPE.npz"], "corpus statistics file not found"),

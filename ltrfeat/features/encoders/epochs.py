@@ -142,13 +142,17 @@ def keep_start_decision(start_scores, trained_scores, *, margin: float, trained_
     n = int(both.sum())
     mean_diff = float(diff.mean()) if n else float("nan")
     se = float(diff.std(ddof=1) / np.sqrt(n)) if n >= 2 else float("nan")
-    beats = trained_epoch is not None and n >= 2 and mean_diff > 0 and mean_diff > margin * se
+    start_mean, best_mean = finite_mean(start), finite_mean(best)
+    # the means compared too: a gain below their float resolution (a subnormal difference) is no gain
+    beats = (
+        trained_epoch is not None and n >= 2 and mean_diff > 0 and mean_diff > margin * se and best_mean > start_mean
+    )
     return {
         "kept": not beats,
         "margin": float(margin),
-        "start_ndcg@10": finite_mean(start),
+        "start_ndcg@10": start_mean,
         "best_epoch": trained_epoch,
-        "best_ndcg@10": finite_mean(best),
+        "best_ndcg@10": best_mean,
         "mean_diff": mean_diff,
         "se": se,
         "queries": n,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ltrfeat.features.encoders.config import LOSSES, SCORES, DeepMatchConfig, EncoderConfig, SbertConfig
 from ltrfeat.features.encoders.kind import EncoderKind, lazy
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 # +MOD of a CLSM / DSSM spec -> its =PATH
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "spans+teacher": "[=DIR]", "init": "=BUNDLE"}
@@ -25,9 +26,9 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
 def two_tower_settings(spec, start) -> dict:
     """:func:`~ltrfeat.features.encoders.training.train_encoder` arguments of a CLSM / DSSM spec."""
     settings: dict = {"model": spec.model, "loss": spec.loss, "score": spec.resolved_score}
-    if spec.pretrain == "rbm":
+    if spec.pretrain == Pretraining.RBM:
         settings["pretrain"] = "rbm"
-    elif spec.pretrain == "teacher":
+    elif spec.pretrain == Pretraining.TEACHER:
         settings["teacher"] = f"sbert={spec.path}" if spec.path else "sbert"
     elif spec.pretrain in START_MODS:
         if start is None:

@@ -17,6 +17,7 @@ from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.kinds import SPAN_MODS
 from ltrfeat.features.encoders.kind import EncoderKind
 from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
+from ltrfeat.features.encoders.pretraining import Pretraining
 
 _SPEC = re.compile(
     r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+(?:\+[a-z]+)*))?"
@@ -71,7 +72,7 @@ class EncoderSpec:
         """Group name used in feature-set names (``lexical+clsm-softmax``, ``lexical+dssm-hinge-rbm``); a
         score other than the spec's default is appended (``dssm-hinge-dot``, ``dssm-hinge-rbm-cosine``)."""
         parts = [self.model] + [p.replace("+", "-") for p in (self.loss, self.pretrain) if p is not None]
-        if self.pretrain == "init":  # the bundle's file name tells two +init encoders apart
+        if self.pretrain == Pretraining.INIT:  # the bundle's file name tells two +init encoders apart
             parts.append(re.sub(r"[^a-z0-9]+", "-", Path(self.path or "").stem.lower()).strip("-"))
         if self.resolved_score is not None and self.resolved_score != self.default_score:
             parts.append(self.resolved_score)
@@ -92,7 +93,7 @@ class EncoderSpec:
     @property
     def teacher(self) -> str | None:
         """The sentence-transformer a ``+teacher`` or ``+spans+teacher`` spec distils (``sbert`` or ``sbert=DIR``)."""
-        if self.pretrain not in ("teacher", "spans+teacher"):
+        if self.pretrain not in (Pretraining.TEACHER, Pretraining.SPANS_TEACHER):
             return None
         return f"sbert={self.path}" if self.path else "sbert"
 
