@@ -202,9 +202,9 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 default=SELECTION_DEFAULTS["rule"],
                 show_default=True,
                 help="tiered: per feature set the simplest candidate within one standard error of the best "
-                "inner-CV score, then the sets' least complex pick (ranker kind, then the features its model uses) "
-                "within z standard errors of the best set, z growing with the number of distinct picks close to "
-                "the best; joint: the same among all feature set / candidate pairs at once; one-se: per set as "
+                "inner-CV score, then the least complex of the sets' picks and their simpler candidates (ranker "
+                "kind, then the features its model uses) within z standard errors of the best set, z growing with "
+                "the distinct picks close to the best; joint: the same among all feature set / candidate pairs at once; one-se: per set as "
                 "tiered, then the first set in plan order within one standard error; best: the best score.",
             ),
             click.option(

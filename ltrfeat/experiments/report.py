@@ -424,7 +424,7 @@ def _selection_markdown(result: AblationResult, summary: dict, data: dict | None
         f"early-stop on {sel['valid_fraction']:.0%} of the inner training queries); criterion: mean of "
         f"{', '.join(sel['criterion'])} per query; rule: {sel['rule']} "
         "(tiered: per set the simplest candidate within one standard error of the best, then the least complex "
-        "set's pick within z standard errors of the best set, z growing with the number of distinct close picks, "
+        "set's pick or simpler candidate within z standard errors of the best set, z growing with the number of distinct close picks, "
         "complexity being the model fitted -- its ranker kind, then the features it uses -- and among equally "
         "complex picks the first in plan order unless another leads it by one standard error; joint: the same "
         "among all configurations; one-se: the first set in plan order within one standard error). The test "

@@ -215,7 +215,8 @@ def how_chosen(rule: str, per_fold: dict) -> list[str]:
     elif rule == "tiered":
         lines.append(
             "rule tiered: per feature set the simplest candidate within one standard error of its best, then the "
-            f"simplest of those {_SIMPLEST} within z standard errors of the best set, z growing with {_GROWING}"
+            f"simplest of those and of their sets' simpler candidates {_SIMPLEST} within z standard errors of the best "
+            f"set, z growing with {_GROWING}"
         )
     else:
         lines.append("rule best: the highest inner-CV criterion, however small the lead")

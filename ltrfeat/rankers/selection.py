@@ -17,9 +17,9 @@ standard error (of the paired per-query difference) of the best, take the simple
 ``joint``: the same with a margin that grows with the effective number of distinct close candidates (Holm's
 step-down, :func:`choose`), and an ablation's recommendation made once among all feature set × candidate
 configurations (:func:`recommend`); rule ``tiered`` (the default): each feature set's candidate by ``one-se``,
-then among the sets' picks within the growing margin the least complex by the model it fits (ranker kind, then
-the features it uses: a single feature is one feature whichever set offered it); rule ``best``: the highest
-mean. The tuned candidates' scores are the best of their trials, so they are optimistic; the one-SE rule
+then among the sets' picks within the growing margin, and every simpler candidate of theirs within the same margin,
+the least complex by the model it fits (ranker kind, then the features it uses: a single feature is one feature
+whichever set offered it); rule ``best``: the highest mean. The tuned candidates' scores are the best of their trials, so they are optimistic; the one-SE rule
 and the test scores of every candidate in the report keep that visible.
 """
 
@@ -289,13 +289,11 @@ def _retained(found: dict, best: str, rule: str, diffs: dict | None = None) -> t
     return {best, *others}, margin(others)
 
 
-def _choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) -> tuple[str, dict, float]:
-    """:func:`choose` and the margin in standard errors the chosen name was held to."""
+def _choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) -> tuple[str, dict, float, set]:
+    """:func:`choose`, the margin in standard errors the chosen name was held to and the names kept within it."""
     order = registry.simplicity_order() if order is None else order
     names = list(cv)
-    valid = np.all([np.isfinite(cv[n]) for n in names], axis=0)
-    if not valid.any():
-        raise LtrfeatError("no inner held-out query has a relevant document", fix="check the labels")
+    valid = _valid(cv)
     means = {n: float(cv[n][valid].mean()) for n in names}
 
     def position(n):
@@ -309,12 +307,24 @@ def _choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) -
         found[n] = {"mean": means[n], "gap_to_best": float(d.mean()), "se": _se(d)}
         diffs[n] = d
     kept, z = _retained(found, best, rule, diffs)
-    if complexity is None:
-        return next(n for n in ranked if n in kept), found, z
-    # the least complex kept; among equally complex ones the first in order unless another leads it by one SE
-    peers = [n for n in ranked if n in kept and complexity[n] == min(complexity[m] for m in kept)]
-    lead = max(peers, key=lambda n: means[n])
-    return next(n for n in peers if (d := cv[lead][valid] - cv[n][valid]).mean() <= _se(d)), found, z
+    in_order = {n: cv[n] for n in ranked if n in kept}
+    return (next(iter(in_order)) if complexity is None else _least_complex(in_order, complexity, valid)), found, z, kept
+
+
+def _valid(cv: dict[str, np.ndarray]) -> np.ndarray:
+    """The queries every column of ``cv`` scores (NaN = excluded); an error when there is none."""
+    valid = np.all([np.isfinite(v) for v in cv.values()], axis=0)
+    if not valid.any():
+        raise LtrfeatError("no inner held-out query has a relevant document", fix="check the labels")
+    return valid
+
+
+def _least_complex(values: dict[str, np.ndarray], complexity: dict, valid: np.ndarray) -> str:
+    """The least complex name of ``values`` (name -> per-query values, in order); among equally complex ones the
+    first unless another leads it by more than one SE of their paired difference."""
+    peers = [n for n in values if complexity[n] == min(complexity[m] for m in values)]
+    lead = max(peers, key=lambda n: values[n][valid].mean())
+    return next(n for n in peers if (d := values[lead][valid] - values[n][valid]).mean() <= _se(d))
 
 
 def _se(d: np.ndarray) -> float:
@@ -332,7 +342,7 @@ def choose(cv: dict[str, np.ndarray], rule: str, order=None, complexity=None) ->
     features its model uses)``), when given, decides "simplest" before ``order``: the least complex names the rule
     keeps, and among those the first in ``order`` unless another leads it by more than one SE of their paired
     difference (then the one with the highest mean)."""
-    chosen, found, _ = _choose(cv, rule, order, complexity)
+    chosen, found, _, _ = _choose(cv, rule, order, complexity)
     return chosen, found
 
 
@@ -347,14 +357,16 @@ def recommend(
     set it came from -- not the size of the set offered: the ranker kind (a single feature, then linear, then
     trees), then the number of features the fitted model uses. Rule ``tiered``: each set's candidate by ``one-se``,
     then, among the sets' picks within a margin of the best that grows with the effective number of distinct close
-    picks (``joint``, :func:`effective_count`), the least complex; among equally complex picks the first in
-    ``set_order`` unless another leads it by more than one standard error (so the same single feature picked from
-    two sets is one model, and a better single feature wins over BM25 by its lead, not by plan order). Rule
+    picks (``joint``, :func:`effective_count`) and the simpler candidates of those sets within the same margin (a
+    configuration the margin keeps is kept whichever set offered it), the least complex; among equally complex picks
+    the first in ``set_order`` unless another leads it by more than one standard error (so the same single feature
+    picked from two sets is one model, and a better single feature wins over BM25 by its lead, not by plan order). Rule
     ``joint``: the same among every (set, candidate) pair, named ``SET/CANDIDATE``. Rules ``one-se`` and ``best``:
     each set's candidate by the rule, then the set by the rule among the sets' choices in ``set_order`` (the rules
     of earlier versions).
 
-    Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}}, "best",
+    Returns ``{"feature_set", "candidate", "stats": {name: {mean, gap_to_best, se}} (``tiered``: sets, and
+    ``SET/CANDIDATE`` for the simpler candidates it kept), "best",
     "margin_z" (how many SEs below the best the configurations kept in the running may score),
     "n_configurations", "complexity": {name: features its model uses}}``.
     """
@@ -366,23 +378,27 @@ def recommend(
         )
         values = {f"{s}/{c}": cv[s][c] for s, c in configs}
         charged = {f"{s}/{c}": (c, len(used[s][c])) for s, c in configs}
-        name, found, z = _choose(values, rule, list(values), {n: _cost(*charged[n]) for n in charged})
+        name, found, z, _ = _choose(values, rule, list(values), {n: _cost(*charged[n]) for n in charged})
         feature_set, candidate = configs[list(values).index(name)]
+        best = max(found, key=lambda n: found[n]["mean"])
     else:
         picks = {s: choose(cv[s], rule)[0] for s in cv}
         charged = {s: (picks[s], len(used[s][picks[s]])) for s in cv}
-        feature_set, found, z = _choose(
+        feature_set, found, z, kept = _choose(
             {s: cv[s][picks[s]] for s in cv},
             "joint" if rule == "tiered" else rule,
             set_order,
             {s: _cost(*charged[s]) for s in cv} if rule == "tiered" else None,
         )
         candidate = picks[feature_set]
+        best = max(found, key=lambda n: found[n]["mean"])
+        if rule == "tiered":
+            feature_set, candidate = _tiered(cv, picks, (found, z, kept), set_order, used, charged)
     return {
         "feature_set": feature_set,
         "candidate": candidate,
         "stats": found,
-        "best": max(found, key=lambda n: found[n]["mean"]),
+        "best": best,
         "margin_z": z,
         "n_configurations": len(found),
         "complexity": {name: n for name, (_, n) in charged.items()},
@@ -394,6 +410,35 @@ def _cost(kind: str, n_features: int) -> tuple[int, int]:
     the number of features its fitted model uses."""
     kinds = registry.simplicity_order()
     return (kinds.index(kind) if kind in kinds else len(kinds), n_features)
+
+
+def _tiered(cv: dict, picks: dict, across: tuple, set_order: list[str], used: dict, charged: dict) -> tuple[str, str]:
+    """Rule ``tiered``'s (feature set, candidate): the least complex among the sets' ``picks`` kept within the margin
+    ``z`` of the best (``across``: the sets' stats, z and the kept sets) and every simpler candidate of a kept set
+    that is itself within z standard errors of the best: a configuration the margin keeps is kept whichever set
+    offered it, not only when its own set's one-SE step kept it. Those are added to the stats (``SET/CANDIDATE``)
+    and ``charged``."""
+    found, z, kept = across
+    kinds = registry.simplicity_order()
+    top = max(found, key=lambda s: found[s]["mean"])
+    best = cv[top][picks[top]]
+    valid = _valid({f"{s}/{c}": v for s in cv for c, v in cv[s].items()})
+    pool, named = {}, {}
+    for s in (s for s in set_order if s in kept):
+        for c in sorted(cv[s], key=lambda c: kinds.index(c) if c in kinds else len(kinds)):
+            if c == picks[s]:
+                break
+            d = best[valid] - cv[s][c][valid]
+            if d.mean() <= z * _se(d):
+                found[f"{s}/{c}"] = {
+                    "mean": float(cv[s][c][valid].mean()),
+                    "gap_to_best": float(d.mean()),
+                    "se": _se(d),
+                }
+                charged[f"{s}/{c}"] = (c, len(used[s][c]))
+                pool[f"{s}/{c}"], named[f"{s}/{c}"] = cv[s][c], (s, c)
+        pool[s], named[s] = cv[s][picks[s]], (s, picks[s])
+    return named[_least_complex(pool, {n: _cost(*charged[n]) for n in pool}, valid)]
 
 
 def against_best(cv: dict[str, dict[str, np.ndarray]], rec: dict, aside: dict, rule: str) -> dict:

@@ -279,6 +279,33 @@ def test_tiered_takes_the_better_single_feature_whichever_set_offered_it():
     assert recommend(cv, "tiered", order, used=_used(cv, single))["feature_set"] == "lexical+sbert"
 
 
+def test_tiered_keeps_a_simpler_candidate_within_the_margin_whichever_set_offered_it():
+    """All of Home Depot, fold 1 (three seeds): within the fine-tuned MiniLM's set the linear ranker led the MiniLM
+    cosine alone by 1.45 SE, so that set's one-SE step dropped the cosine, while across sets, with several distinct
+    linear rankers close to the best, the margin was 1.57 SE. The same comparison with the same best must get the
+    same margin: the cosine is within it and is the least complex configuration."""
+    rng = np.random.default_rng(57)
+    n = 600
+    cosine = rng.random(n)
+    best = _lead(rng, cosine, 1.45, n)
+    order = ["lexical", "lexical+a", "lexical+b", "lexical+ft"]
+    cv = {s: {"best-single": cosine - 0.2, "linear": _lead(rng, best, -0.5, n)} for s in order[:3]}
+    cv["lexical+ft"] = {"best-single": cosine, "linear": best}
+    assert choose(cv["lexical+ft"], "one-se")[0] == "linear"
+    rec = recommend(cv, "tiered", order, used=_used(cv))
+    assert rec["margin_z"] > 1.45
+    assert (rec["feature_set"], rec["candidate"]) == ("lexical+ft", "best-single")
+    # the "how" lines find the configuration's own statistics and complexity
+    assert (
+        rec["stats"]["lexical+ft/best-single"]["gap_to_best"]
+        <= rec["margin_z"] * rec["stats"]["lexical+ft/best-single"]["se"]
+    )
+    assert rec["complexity"]["lexical+ft/best-single"] == 1 and rec["best"] == "lexical+ft"
+    # beyond the margin a linear ranker is recommended (lexical's: as good, fewer features)
+    cv["lexical+ft"]["best-single"] = _lead(rng, best, -4.0, n)
+    assert recommend(cv, "tiered", order, used=_used(cv))["candidate"] == "linear"
+
+
 def test_equally_complex_picks_go_by_plan_order_unless_one_leads_by_a_standard_error():
     rng = np.random.default_rng(7)
     base = rng.random(300)
