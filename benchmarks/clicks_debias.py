@@ -190,13 +190,26 @@ def train_corrected(log, curve, work: Path, *, seed: int, sizes: dict, encoder: 
     return models, trained
 
 
+def curve_accuracy(curve, truth, *, intervals: bool = True) -> dict:
+    """The estimated propensity ``curve`` against the ``truth`` rank by rank: relative error, whether it is within
+    10%, and whether the 95% interval holds the truth (None without bootstrap ``intervals``)."""
+    error = curve.values / truth - 1
+    inside = (curve.lower <= truth) & (truth <= curve.upper)
+    return {
+        "relative_error": [round(float(v), 4) for v in error],
+        "within_10pct": [bool(v) for v in np.abs(error) <= 0.1],
+        "truth_inside_interval": [bool(v) for v in inside] if intervals else None,
+    }
+
+
 def curve_figures(curve, truth) -> dict:
     """The estimated propensity ``curve`` beside the ``truth``: relative errors and whether the interval holds it."""
+    accuracy = curve_accuracy(curve, truth)
     return {
         "estimate": curve.to_dict(),
         "truth": [round(float(v), 6) for v in truth],
-        "relative_error": [round(float(v), 4) for v in curve.values / truth - 1],
-        "truth_inside_interval": [bool(v) for v in (curve.lower <= truth) & (truth <= curve.upper)],
+        "relative_error": accuracy["relative_error"],
+        "truth_inside_interval": accuracy["truth_inside_interval"],
     }
 
 
@@ -218,24 +231,20 @@ def propensity_accuracy(seeds, work: Path, *, sizes=(800, 3000, 9000), resamples
                 write_world(world, world_dir)
                 click_log = read_click_log(world_dir / "clicks_impressions.tsv", docs=world_dir / "docs.tsv")
                 curve = estimate_propensity(click_log, seed=seed, resamples=resamples)
-                truth = curve.positions.astype(float) ** -exponent
-                error = curve.values / truth - 1
-                inside = (curve.lower <= truth) & (truth <= curve.upper)
+                accuracy = curve_accuracy(curve, curve.positions.astype(float) ** -exponent)
                 rows.append(
                     {
                         "exponent": exponent,
                         "click_queries": n_click,
                         "seed": seed,
                         "impressions": int(click_log.totals["impressions"].sum()),
-                        "relative_error": [round(float(v), 4) for v in error],
-                        "within_10pct": [bool(v) for v in np.abs(error) <= 0.1],
-                        "truth_inside_interval": [bool(v) for v in inside],
+                        **accuracy,
                     }
                 )
                 log(
                     f"curve e={exponent} {n_click} click queries seed {seed}: |error| <= 10% at ranks "
-                    f"{[int(k) for k in curve.positions[np.abs(error) <= 0.1]]}, truth in interval at "
-                    f"{int(inside.sum())}/10"
+                    f"{[int(k) for k in curve.positions[accuracy['within_10pct']]]}, truth in interval at "
+                    f"{sum(accuracy['truth_inside_interval'])}/10"
                 )
     return rows
 

@@ -69,6 +69,7 @@ def measure(
     """One row per (exponent, log size, seed, estimator): the curve's errors against the truth; ``resamples(size,
     method)`` the bootstrap resamples of a log of ``size`` click queries; ``rows`` measured already (skipped), ``done(rows)``
     called after every log."""
+    from clicks_debias import curve_accuracy
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth._clicks import STRAY_CLICK
 
@@ -85,8 +86,7 @@ def measure(
                 start = time.process_time()
                 draws = resamples(size, method)
                 curve = estimate_propensity(click_log, method=method, seed=seed, resamples=draws)
-                error = curve.values / truth - 1
-                inside = (curve.lower <= truth) & (truth <= curve.upper)
+                accuracy = curve_accuracy(curve, truth, intervals=bool(draws))
                 rows.append(
                     {
                         "exponent": exponent,
@@ -95,16 +95,16 @@ def measure(
                         "estimator": method,
                         "impressions": int(click_log.totals["impressions"].sum()),
                         "clicks": int(click_log.totals["clicks"].sum()),
-                        "relative_error": [round(float(v), 4) for v in error],
-                        "within_10pct": [bool(v) for v in np.abs(error) <= 0.1],
-                        "truth_inside_interval": [bool(v) for v in inside] if draws else None,
+                        **accuracy,
                         "information_limit": limit,
                         "cpu_seconds": round(time.process_time() - start, 1),
                     }
                 )
+                inside = np.asarray((curve.lower <= truth) & (truth <= curve.upper))
                 log(
                     f"e={exponent} {size} click queries seed {seed} {method}: max |error| "
-                    f"{np.abs(error).max():.1%}, within 10% at ranks {[int(k) for k in np.flatnonzero(np.abs(error) <= 0.1) + 1]}"
+                    f"{max(map(abs, accuracy['relative_error'])):.1%}, within 10% at ranks "
+                    f"{[k + 1 for k, ok in enumerate(accuracy['within_10pct']) if ok]}"
                     f", truth in interval at {int(inside.sum())}/{RANKS}"
                 )
             done(rows)
