@@ -31,11 +31,20 @@ def scorer_world(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def dask_client():
-    """A client of a 2-worker LocalCluster (single-threaded worker processes), shared by the Dask tests."""
+def _dask_module_client():
     distributed = pytest.importorskip("distributed")
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster,
         distributed.Client(cluster, timeout="60s") as c,
     ):
         yield c
+
+
+@pytest.fixture
+def dask_client(_dask_module_client):
+    """A client of a 2-worker LocalCluster (single-threaded worker processes), shared by a module's Dask tests.
+
+    Each test starts with both workers up: a worker the nanny restarted after the previous test may still be starting.
+    """
+    _dask_module_client.wait_for_workers(2, timeout=60)
+    return _dask_module_client

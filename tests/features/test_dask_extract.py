@@ -199,7 +199,6 @@ def test_a_worker_killed_mid_run_is_survived_through_rescheduling(tmp_path, dask
     local, remote, _ = both(tmp_path, dask_client, lambda: killers(marker, once=True), partition=2)
     assert marker.exists()  # a worker really died
     assert remote == local
-    dask_client.wait_for_workers(2, timeout=60)
 
 
 def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, dask_client):
@@ -222,7 +221,6 @@ def test_a_partition_that_always_kills_its_worker_fails_cleanly(tmp_path, dask_c
         scheduler.allowed_failures = allowed
     assert not out.exists() and not FeatureMap.sidecar_path(out).exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.letor")]
-    dask_client.wait_for_workers(2, timeout=60)
 
 
 @pytest.mark.parametrize(
