@@ -27,6 +27,7 @@ from pathlib import Path
 import pandas as pd
 from _common import HOME_DEPOT, HOME_DEPOT_COLUMNS, timed, write_results
 
+from ltrfeat.core import _raw_tables
 from ltrfeat.core import text as T
 
 
@@ -59,7 +60,7 @@ def main(argv=None):
             base_s, base = timed(baseline, repeat=rep)
             text_s, _ = timed(text_baseline, repeat=rep)
             # the parse alone (records, source lines, every column as text), before any check
-            parse_s, _ = timed(lambda: T._read_raw(path, encoding=encoding, fmt=None), repeat=rep)
+            parse_s, _ = timed(lambda: _raw_tables._read_raw(path, encoding=encoding, fmt=None), repeat=rep)
             # a checked table: unique ids (the row id), two text fields, line numbers as the index
             docs_s, docs = timed(
                 lambda: T.read_docs(path, docid_col="id", fields="product_title,search_term", encoding=encoding),
@@ -88,7 +89,7 @@ def main(argv=None):
                 "read_judged_pairs_vs_pandas": pairs_s / base_s,
             }
         raw = HOME_DEPOT.read_bytes().decode("latin-1")
-        exact_s, _ = timed(lambda: T._parse_csv(raw, str(HOME_DEPOT)), repeat=3)
+        exact_s, _ = timed(lambda: _raw_tables._parse_csv(raw, str(HOME_DEPOT)), repeat=3)
         figures["csv"]["exact_parser_s"] = exact_s
         figures["csv"]["exact_parser_vs_pandas"] = exact_s / figures["csv"]["pandas_s"]
     figures["load_average_after"] = os.getloadavg()

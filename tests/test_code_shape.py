@@ -18,8 +18,6 @@ MAX_FUNCTION_LINES = 100
 
 # module -> why it is longer (split tracked by issue 50)
 LONG_MODULES = {
-    "ltrfeat/core/letor.py": "the LETOR/svmlight reader and writer with its streaming and error paths; to split",
-    "ltrfeat/core/text.py": "every text table reader (queries, documents, judged pairs) with their checks; to split",
     "ltrfeat/datasets/synth/_lexicon.py": "the synthetic world's word lists: data, not logic",
     "ltrfeat/experiments/ablation.py": "folds x sets x seeds with selection; issue 50 item 4 (typed comparisons)",
     "ltrfeat/rankers/lambdamart.py": "two engines behind one estimator, with the position-debiased path; to split by engine",

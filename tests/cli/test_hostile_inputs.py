@@ -247,9 +247,10 @@ def test_endless_gzip_line_is_a_quick_one_line_error(endless_gz, extra, needle):
 
 
 def test_long_lines_across_blocks_read_in_linear_time(tmp_path, monkeypatch):
+    import ltrfeat.core._letor_stream as _letor_stream
     import ltrfeat.core.letor as letor
 
-    monkeypatch.setattr(letor, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(_letor_stream, "_BLOCK_BYTES", 64)
     path = tmp_path / "wide.letor"
     row = " ".join(f"{i}:0.5" for i in range(1, 2001))
     path.write_text(f"1 qid:1 {row} #d1\n0 qid:1 {row} #d2\n0 qid:2 {row}")  # the last line has no newline

@@ -312,13 +312,14 @@ def test_convert_replaces_every_side_file_of_the_earlier_output(weighted):
 
 def test_a_failed_write_keeps_the_earlier_output_with_its_side_files(weighted, monkeypatch):
     from ltrfeat.core import letor
+    from ltrfeat.core.errors import LetorWriteError
 
     out = weighted / "out"
     assert _invoke("letor", "convert", weighted / "weighted.letor", out, "--to", "svmlight").exit_code == 0
     before = {p.name: p.read_bytes() for p in weighted.glob("out*")}
 
     def fail(*args, **kwargs):
-        raise letor.LetorWriteError("refused", path="x")
+        raise LetorWriteError("refused", path="x")
 
     monkeypatch.setattr(letor.FeatureMap, "to_json", fail)
     assert _invoke("letor", "convert", weighted / "plain.letor", out, "--to", "letor").exit_code == 2

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.core import letor
+from ltrfeat.core import _letor_stream, letor
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LetorFormatError
 from ltrfeat.core.letor import LetorWriter, iter_letor, letor_summary, parse_comment, read_letor, write_letor
@@ -185,7 +185,7 @@ def test_error_names_file_line_and_problem(tmp_path, text, message):
 
 
 def test_error_line_numbers_across_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(letor, "_BLOCK_BYTES", 64)
+    monkeypatch.setattr(_letor_stream, "_BLOCK_BYTES", 64)
     lines = [f"1 qid:{i // 3} 1:{i} 2:0.5 #d{i}" for i in range(200)]
     lines[150] = "1 qid:50 1:1 2:oops"
     with pytest.raises(LetorFormatError, match=r"data.txt:151: value 'oops' of feature 2"):
@@ -368,7 +368,7 @@ def _many_queries(tmp_path, n_queries=40, name="many.txt"):
 
 @pytest.mark.parametrize("block_bytes", [50, 300, 1 << 20])
 def test_iter_letor_chunks_concatenate_to_read_letor(tmp_path, monkeypatch, block_bytes):
-    monkeypatch.setattr(letor, "_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(_letor_stream, "_BLOCK_BYTES", block_bytes)
     path = _many_queries(tmp_path)
     whole = read_letor(path)
     assert whole.feature_map.max_id > 11  # ids only seen in the last queries made the matrix grow

@@ -389,7 +389,7 @@ def test_write_table_works_a_slice_at_a_time_with_the_same_bytes(tmp_path, monke
     df = pd.DataFrame({"qid": [str(i) for i in range(10)], "query": [f"q {i}" for i in range(10)], "n": range(10)})
     for name in ("a.tsv", "a.csv", "a.jsonl"):
         write_table(df, tmp_path / name)
-    monkeypatch.setattr("ltrfeat.core.text._WRITE_ROWS", 3)
+    monkeypatch.setattr("ltrfeat.core._table_write._WRITE_ROWS", 3)
     for name in ("a.tsv", "a.csv", "a.jsonl"):
         write_table(df, tmp_path / f"sliced_{name}")
         assert (tmp_path / f"sliced_{name}").read_bytes() == (tmp_path / name).read_bytes()

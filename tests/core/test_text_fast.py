@@ -11,17 +11,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ltrfeat.core import _raw_tables
 from ltrfeat.core import text as T
 from ltrfeat.core.errors import TextTableError
 
 
 def both(raw: bytes, fmt: str):
-    exact = {"csv": T._parse_csv, "tsv": T._parse_tsv}[fmt]
+    exact = {"csv": _raw_tables._parse_csv, "tsv": _raw_tables._parse_tsv}[fmt]
     try:
         want = exact(raw.decode("utf-8"), "t")
     except TextTableError as err:
         want = err
-    return T._fast_delimited(raw, "t", fmt), want
+    return _raw_tables._fast_delimited(raw, "t", fmt), want
 
 
 def same(fast, exact) -> None:
@@ -121,7 +122,7 @@ def test_parquet_types_become_text(tmp_path):
     pd.DataFrame(
         {"qid": np.array([1, 2], dtype=np.int64), "query": ["a", "b"], "flag": [True, False], "x": [0.5, np.nan]}
     ).to_parquet(p)
-    table = T._read_raw(p, encoding="utf-8", fmt=None)
+    table = _raw_tables._read_raw(p, encoding="utf-8", fmt=None)
     assert table.text("qid").tolist() == ["1", "2"]
     assert table.text("flag").tolist() == ["true", "false"]
     assert table.text("x").iloc[0] == "0.5" and pd.isna(table.text("x").iloc[1])
