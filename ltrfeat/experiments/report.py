@@ -170,25 +170,44 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
     ``report.json`` object), setup and conventions, the tables, the model selection with the verdict's details,
     plots and files."""
     cfg = result.config
-    stats = summary["statistics"]
-    marks = stats["marks"]
-    means, comps = _index(summary)
     rankers = [s for s in result.feature_sets if s.kind == SetKind.RANKER]
-    shown = [s for s in result.feature_sets if s.kind in (SetKind.RANKER, SetKind.RECOMMENDED, SetKind.BASELINE)]
-    alone = [s for s in result.feature_sets if s.kind == SetKind.ALONE]
-    conv = cfg["conventions"]
     lines = ["# Feature ablation", ""]
     if data is not None:
-        lines += [f"**Verdict**: {' '.join(verdict_words(data))}", ""]
-        reconcile = reconcile_words(data)
-        if reconcile:
-            lines += [reconcile, ""]
-        warnings = report_warnings(data)
-        if warnings:
-            lines += [f"**{len(warnings)} warning{'s' if len(warnings) != 1 else ''}**:", ""]
-            lines += [f"- {w}" for w in warnings] + [""]
+        lines += _verdict_markdown(data)
+    lines += _setup_markdown(result, summary)
+    if rankers:
+        lines += _rankers_markdown(result, summary, data)
+    if summary["comparisons"]:
+        lines += _comparisons_markdown(result, summary)
+    if any(s.kind == SetKind.ALONE for s in result.feature_sets):
+        lines += _single_features_markdown(result, summary)
+    if rankers:
+        lines += _importance_markdown(result, data)
+    lines += click_markdown(cfg.get("click_training") or {})
+    lines += _plots_and_files_markdown(summary, bool(rankers))
+    return "\n".join(lines)
 
-    lines += ["## Setup", ""]
+
+def _verdict_markdown(data: dict) -> list[str]:
+    """The verdict in two sentences, how it reconciles with the tables, and the warnings."""
+    lines = [f"**Verdict**: {' '.join(verdict_words(data))}", ""]
+    reconcile = reconcile_words(data)
+    if reconcile:
+        lines += [reconcile, ""]
+    warnings = report_warnings(data)
+    if warnings:
+        lines += [f"**{len(warnings)} warning{'s' if len(warnings) != 1 else ''}**:", ""]
+        lines += [f"- {w}" for w in warnings] + [""]
+    return lines
+
+
+def _setup_markdown(result: AblationResult, summary: dict) -> list[str]:
+    """## Setup: folds, settings, cross-fitting, seeds, engine, metrics, conventions, statistics, versions."""
+    cfg = result.config
+    stats = summary["statistics"]
+    marks = stats["marks"]
+    conv = cfg["conventions"]
+    lines = ["## Setup", ""]
     if summary.get("stages"):
         lines.append(f"- **{profile_line(summary['stages'])[:-1]}** (per training in report.json `stage_seconds`).")
     lines.append(
@@ -263,127 +282,154 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
         )
     lines.append(f"- **Versions**: {', '.join(f'{k} {v}' for k, v in cfg['versions'].items() if v)}.")
     lines.append("")
+    return lines
 
-    if rankers:
-        lines += [
-            "## Rankers",
-            "",
-            f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
-            "significance mark." + "".join(f" {s}" for s in (results_words(data) if data is not None else [])),
-            "",
-        ]
-        lines += _md_table(
-            ["feature set", "features"] + cfg["metrics"],
+
+def _rankers_markdown(result: AblationResult, summary: dict, data: dict | None) -> list[str]:
+    """## Rankers: the mean of every metric per ranker set with its change against the baseline; the model
+    selection when there was one."""
+    cfg = result.config
+    means, comps = _index(summary)
+    marks = summary["statistics"]["marks"]
+    shown = [s for s in result.feature_sets if s.kind in (SetKind.RANKER, SetKind.RECOMMENDED, SetKind.BASELINE)]
+    lines = [
+        "## Rankers",
+        "",
+        f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
+        "significance mark." + "".join(f" {s}" for s in (results_words(data) if data is not None else [])),
+        "",
+    ]
+    lines += _md_table(
+        ["feature set", "features"] + cfg["metrics"],
+        [
+            [f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks) for m in cfg["metrics"]]
+            for s in shown
+        ],
+    )
+    lines.append("")
+    if cfg.get("selection"):
+        lines += _selection_markdown(result, summary, data)
+    return lines
+
+
+def _comparisons_markdown(result: AblationResult, summary: dict) -> list[str]:
+    """## Comparisons: every paired comparison with its interval, p-values and wins/ties/losses."""
+    marks = summary["statistics"]["marks"]
+    lines = [
+        "## Comparisons",
+        "",
+        "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
+        "where the variant wins / ties / loses. With the zero-shot MiniLM feature (`sbert`) in the ablation, "
+        "every other neural feature is also compared with it, alone and added to the base set, at the "
+        "headline metrics, in the same Holm family.",
+        "",
+    ]
+    if minilm_lines(result, summary):
+        lines += ["```", *minilm_lines(result, summary), "```", ""]
+    lines += _md_table(
+        [
+            "baseline",
+            "variant",
+            "metric",
+            "baseline mean",
+            "variant mean",
+            "delta [95% CI]",
+            "relative",
+            "p (t-test)",
+            "p (randomisation)",
+            "p (Holm)",
+            "W/T/L",
+            "queries",
+        ],
+        [
             [
-                [f"`{s.name}`", len(s.columns)] + [_cell(means, comps, s.name, m, marks) for m in cfg["metrics"]]
-                for s in shown
-            ],
-        )
-        lines.append("")
-        if cfg.get("selection"):
-            lines += _selection_markdown(result, summary, data)
-    if summary["comparisons"]:
-        lines += [
-            "## Comparisons",
-            "",
-            "delta = variant − baseline (mean over queries, with its 95% bootstrap interval); W/T/L = queries "
-            "where the variant wins / ties / loses. With the zero-shot MiniLM feature (`sbert`) in the ablation, "
-            "every other neural feature is also compared with it, alone and added to the base set, at the "
-            "headline metrics, in the same Holm family.",
-            "",
-        ]
-        if minilm_lines(result, summary):
-            lines += ["```", *minilm_lines(result, summary), "```", ""]
-        lines += _md_table(
-            [
-                "baseline",
-                "variant",
-                "metric",
-                "baseline mean",
-                "variant mean",
-                "delta [95% CI]",
-                "relative",
-                "p (t-test)",
-                "p (randomisation)",
-                "p (Holm)",
-                "W/T/L",
-                "queries",
-            ],
-            [
-                [
-                    f"`{c['baseline']}`",
-                    f"`{c['variant']}`",
-                    c["metric"],
-                    f"{c['base_mean']:.4f}",
-                    f"{c['variant_mean']:.4f}",
-                    f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
-                    "n/a"
-                    if c["relative"] is None or not math.isfinite(c["relative"])
-                    else f"{100 * c['relative']:+.1f}%",
-                    format_p(c["p_ttest"]),
-                    format_p(c["p_randomization"]),
-                    format_p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
-                    f"{c['wins']}/{c['ties']}/{c['losses']}",
-                    c["n_queries"],
-                ]
-                for c in summary["comparisons"]
-            ],
-        )
-        lines.append("")
-    if alone:
-        lines += [
-            "## Single features",
-            "",
-            "Each feature alone, documents sorted by its raw value (as in Table 5 of "
-            "the CLSM paper); mean [95% bootstrap interval].",
-            "",
-        ]
-        lines += _md_table(
-            ["feature"] + cfg["metrics"],
-            [[f"`{s.name}`"] + [_mean_ci(means[(s.name, m)]) for m in cfg["metrics"]] for s in alone],
-        )
-        lines.append("")
-    if rankers:
-        lines += [
-            "## Feature importance",
-            "",
-            f"Share of each ranker's total split gain, averaged over folds and seeds (top {_TOP_FEATURES} per set).",
-            "",
-        ]
-        for s in rankers:
-            top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
-            lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
-        contrib = (data or {}).get("contributions") or {}
-        if contrib:
-            lines += [
-                "",
-                "Mean |contribution| to the test documents' scores (per document, unlike gain), averaged over folds, "
-                f"top {_TOP_FEATURES_CONTRIB} per set, and the share the set's neural columns take of the total per "
-                "fold (report.html has every fold):",
-                "",
+                f"`{c['baseline']}`",
+                f"`{c['variant']}`",
+                c["metric"],
+                f"{c['base_mean']:.4f}",
+                f"{c['variant_mean']:.4f}",
+                f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
+                "n/a" if c["relative"] is None or not math.isfinite(c["relative"]) else f"{100 * c['relative']:+.1f}%",
+                format_p(c["p_ttest"]),
+                format_p(c["p_randomization"]),
+                format_p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
+                f"{c['wins']}/{c['ties']}/{c['losses']}",
+                c["n_queries"],
             ]
-            for name, entry in contrib.items():
-                folds = list(entry["per_fold"].values())
-                mean = {f: sum(d.get(f, 0.0) for d in folds) / len(folds) for d in folds for f in d}
-                top = sorted(mean.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES_CONTRIB]
-                shares = [v for v in entry["neural_share"].values() if v is not None]
-                lines.append(
-                    f"- `{name}`: "
-                    + ", ".join(f"{k} {v:.3g}" for k, v in top)
-                    + ("; neural share " + ", ".join(f"{100 * v:.0f}%" for v in shares) if shares else "")
-                )
-        best: dict[str, list[int]] = {}
-        for r in result.runs:
-            if r["best_iteration"] is not None:
-                best.setdefault(r["feature_set"], []).append(r["best_iteration"])
+            for c in summary["comparisons"]
+        ],
+    )
+    lines.append("")
+    return lines
+
+
+def _single_features_markdown(result: AblationResult, summary: dict) -> list[str]:
+    """## Single features: each feature alone as a ranker, with its interval."""
+    cfg = result.config
+    means, _ = _index(summary)
+    alone = [s for s in result.feature_sets if s.kind == SetKind.ALONE]
+    lines = [
+        "## Single features",
+        "",
+        "Each feature alone, documents sorted by its raw value (as in Table 5 of "
+        "the CLSM paper); mean [95% bootstrap interval].",
+        "",
+    ]
+    lines += _md_table(
+        ["feature"] + cfg["metrics"],
+        [[f"`{s.name}`"] + [_mean_ci(means[(s.name, m)]) for m in cfg["metrics"]] for s in alone],
+    )
+    lines.append("")
+    return lines
+
+
+def _importance_markdown(result: AblationResult, data: dict | None) -> list[str]:
+    """## Feature importance: gain shares, mean contributions with the neural share, best iterations."""
+    rankers = [s for s in result.feature_sets if s.kind == SetKind.RANKER]
+    lines = [
+        "## Feature importance",
+        "",
+        f"Share of each ranker's total split gain, averaged over folds and seeds (top {_TOP_FEATURES} per set).",
+        "",
+    ]
+    for s in rankers:
+        top = list(result.importance.get(s.name, {}).items())[:_TOP_FEATURES]
+        lines.append(f"- `{s.name}`: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in top))
+    contrib = (data or {}).get("contributions") or {}
+    if contrib:
         lines += [
             "",
-            "Best iteration (trees used) per ranker set, over folds and seeds: "
-            + "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()),
+            "Mean |contribution| to the test documents' scores (per document, unlike gain), averaged over folds, "
+            f"top {_TOP_FEATURES_CONTRIB} per set, and the share the set's neural columns take of the total per "
+            "fold (report.html has every fold):",
             "",
         ]
-    lines += click_markdown(cfg.get("click_training") or {})
+        for name, entry in contrib.items():
+            folds = list(entry["per_fold"].values())
+            mean = {f: sum(d.get(f, 0.0) for d in folds) / len(folds) for d in folds for f in d}
+            top = sorted(mean.items(), key=lambda kv: -kv[1])[:_TOP_FEATURES_CONTRIB]
+            shares = [v for v in entry["neural_share"].values() if v is not None]
+            lines.append(
+                f"- `{name}`: "
+                + ", ".join(f"{k} {v:.3g}" for k, v in top)
+                + ("; neural share " + ", ".join(f"{100 * v:.0f}%" for v in shares) if shares else "")
+            )
+    best: dict[str, list[int]] = {}
+    for r in result.runs:
+        if r["best_iteration"] is not None:
+            best.setdefault(r["feature_set"], []).append(r["best_iteration"])
     lines += [
+        "",
+        "Best iteration (trees used) per ranker set, over folds and seeds: "
+        + "; ".join(f"`{k}` median {int(np.median(v))} (range {min(v)}–{max(v)})" for k, v in best.items()),
+        "",
+    ]
+    return lines
+
+
+def _plots_and_files_markdown(summary: dict, rankers: bool) -> list[str]:
+    """## Plots and ## Files: what report.html, the images and the other files hold."""
+    lines = [
         "## Plots",
         "",
         "The page `report.html` holds every table, a forest plot per metric and a per-query view.",
@@ -406,7 +452,7 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
         "- `timings.json`: wall time of every run",
         "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 def _selection_markdown(result: AblationResult, summary: dict, data: dict | None) -> list[str]:

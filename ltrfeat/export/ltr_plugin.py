@@ -444,7 +444,6 @@ def export_ranker(
         raise LtrfeatError(f"a {kind.name} model brings its own feature normalizers", fix="leave out --normalizers")
     normalizers = _check_normalizers(normalizers, features)
     scoring = scoring or PluginScoring()
-    files: dict[str, bytes] = {}
     manifest = {
         "format": MANIFEST_FORMAT,
         "target": to,
@@ -460,20 +459,10 @@ def export_ranker(
         },
     }
     if to == "lightgbm":
-        if model.engine != "lightgbm":
-            raise LtrfeatError(
-                "only a LightGBM-trained ranker can be exported as a LightGBM model",
-                fix="use --to xgboost-json or es-ltr for XGBoost rankers",
-            )
-        text = model.booster_.model_to_string(num_iteration=model.best_iteration_)
-        files[out.name] = text.encode()
-        manifest["trees"] = model.best_iteration_
+        files = _lightgbm_files(model, out, manifest)
     elif not plugin:
         _check_missing(model, missing_as_zero, out)
-        trees = canonical_trees(model, path=out)
-        manifest["trees"] = len(trees)
-        manifest["model_type"] = "xgboost-json-dump"
-        files[out.name] = (json.dumps(xgboost_dump(trees, features), indent=1) + "\n").encode()
+        files = _xgboost_json_files(model, out, manifest)
     else:
         plan = plugin_featureset(
             features, target=to, dims=scoring.dims, templates=scoring.templates, fill_zero=scoring.fill_zero
@@ -483,62 +472,105 @@ def export_ranker(
             raise _missing_features(plan["not_reproduced"], shares, "|weight|" if hasattr(model, "coef_") else "gain")
         if trees_model:
             _check_missing(model, missing_as_zero, out)
-            trees = canonical_trees(model, path=out)
-            manifest["trees"] = len(trees)
-            use_ranklib = model.engine == "lightgbm"
-            manifest["model_type"] = "model/ranklib" if use_ranklib else "model/xgboost+json"
-            definition = (
-                ranklib_text(trees, learning_rate=model.learning_rate, source=model.engine)
-                if use_ranklib
-                else json.dumps(xgboost_dump(trees, features), indent=1)
-            )
-            clash = sorted(set(normalizers) & set(plan["normalizers"]))
-            if clash:
-                raise LtrfeatError(
-                    f"{clash[0]} is a neural feature: its normalizer maps the engine's shifted score "
-                    "back to the cosine the model was trained on",
-                    fix="drop it from --normalizers",
-                )
-            normalizers = {**normalizers, **plan["normalizers"]}
-        else:
-            spec = kind.implementation().plugin_model(model)
-            manifest["model_type"], definition = spec["type"], spec["definition"]
-            normalizers = _compose(plan["normalizers"], spec.get("feature_normalizers") or {})
-        model_name, set_name = name or out.stem, featureset or out.stem
-        body = {"model": {"name": model_name, "model": {"type": manifest["model_type"], "definition": definition}}}
-        if normalizers:
-            body["model"]["model"]["feature_normalizers"] = normalizers
-        fs = {"featureset": {"name": set_name, "features": plan["features"]}}
-        index = index_body(
-            plan["fields"],
-            target=to,
-            vectors=plan["vectors"],
-            analyzer=scoring.analyzer,
-            k1=scoring.k1,
-            b=scoring.b,
+        spec = _plugin_model(model, kind, plan, normalizers, manifest, out)
+        names = (name or out.stem, featureset or out.stem)
+        files = _plugin_files(out, manifest, plan, shares, spec, scoring, names)
+    _write_export(out, files, manifest)
+    return manifest
+
+
+def _lightgbm_files(model: LambdaMART, out: Path, manifest: dict) -> dict[str, bytes]:
+    """``--to lightgbm``: the booster's own text model, holding the trees used for prediction."""
+    if model.engine != "lightgbm":
+        raise LtrfeatError(
+            "only a LightGBM-trained ranker can be exported as a LightGBM model",
+            fix="use --to xgboost-json or es-ltr for XGBoost rankers",
         )
-        params = dict.fromkeys(p for f in plan["features"] for p in f["params"])
-        example = search_example("INDEX", model_name, params, field=(plan["fields"] or [None])[0])
-        manifest["upload"] = [
-            f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: ltrfeat embed)",
-            "PUT _ltr  (create the default feature store, once per cluster)",
-            f"PUT _ltr/_featureset/{set_name}  <- {featureset_path(out).name}",
-            f"POST _ltr/_featureset/{set_name}/_createmodel  <- {out.name}",
-            f"POST INDEX/_search  <- {json.dumps(example['body'])}",
-        ]
-        manifest["search_example"] = example
-        manifest["features_without_template"] = [
-            f["name"] for f in fs["featureset"]["features"] if f["template"] is None
-        ]
-        manifest["not_reproduced"] = plan["not_reproduced"]
-        manifest["missing_features_share"] = {n: shares.get(n, 0.0) for n in plan["not_reproduced"]}
-        files[out.name] = (json.dumps(body, indent=1) + "\n").encode()
-        files[featureset_path(out).name] = (json.dumps(fs, indent=1) + "\n").encode()
-        files[index_path(out).name] = (json.dumps(index, indent=1) + "\n").encode()
+    text = model.booster_.model_to_string(num_iteration=model.best_iteration_)
+    manifest["trees"] = model.best_iteration_
+    return {out.name: text.encode()}
+
+
+def _xgboost_json_files(model: LambdaMART, out: Path, manifest: dict) -> dict[str, bytes]:
+    """``--to xgboost-json``: the canonical trees as an XGBoost JSON dump (either engine's model)."""
+    trees = canonical_trees(model, path=out)
+    manifest["trees"] = len(trees)
+    manifest["model_type"] = "xgboost-json-dump"
+    return {out.name: (json.dumps(xgboost_dump(trees, model.feature_map_.names), indent=1) + "\n").encode()}
+
+
+def _plugin_model(model, kind, plan: dict, normalizers: dict, manifest: dict, out: Path) -> dict:
+    """The plugin's ``model`` object (type, definition, feature normalizers): LambdaMART trees as RankLib text
+    (LightGBM) or XGBoost JSON, another kind as its registry entry writes it; the neural features' normalizers
+    added from the featureset plan."""
+    if isinstance(model, LambdaMART):
+        trees = canonical_trees(model, path=out)
+        manifest["trees"] = len(trees)
+        use_ranklib = model.engine == "lightgbm"
+        manifest["model_type"] = "model/ranklib" if use_ranklib else "model/xgboost+json"
+        definition = (
+            ranklib_text(trees, learning_rate=model.learning_rate, source=model.engine)
+            if use_ranklib
+            else json.dumps(xgboost_dump(trees, model.feature_map_.names), indent=1)
+        )
+        clash = sorted(set(normalizers) & set(plan["normalizers"]))
+        if clash:
+            raise LtrfeatError(
+                f"{clash[0]} is a neural feature: its normalizer maps the engine's shifted score "
+                "back to the cosine the model was trained on",
+                fix="drop it from --normalizers",
+            )
+        normalizers = {**normalizers, **plan["normalizers"]}
+    else:
+        spec = kind.implementation().plugin_model(model)
+        manifest["model_type"], definition = spec["type"], spec["definition"]
+        normalizers = _compose(plan["normalizers"], spec.get("feature_normalizers") or {})
+    found = {"type": manifest["model_type"], "definition": definition}
+    return found | {"feature_normalizers": normalizers} if normalizers else found
+
+
+def _plugin_files(
+    out: Path, manifest: dict, plan: dict, shares: dict, spec: dict, scoring: PluginScoring, names: tuple[str, str]
+) -> dict[str, bytes]:
+    """An LTR plugin export: the model, its featureset and the index body, with the upload steps in the manifest.
+    ``spec``: the plugin's model object; ``names``: the model's and the featureset's."""
+    model_name, set_name = names
+    body = {"model": {"name": model_name, "model": spec}}
+    fs = {"featureset": {"name": set_name, "features": plan["features"]}}
+    index = index_body(
+        plan["fields"],
+        target=manifest["target"],
+        vectors=plan["vectors"],
+        analyzer=scoring.analyzer,
+        k1=scoring.k1,
+        b=scoring.b,
+    )
+    params = dict.fromkeys(p for f in plan["features"] for p in f["params"])
+    example = search_example("INDEX", model_name, params, field=(plan["fields"] or [None])[0])
+    manifest["upload"] = [
+        f"PUT INDEX  <- {index_path(out).name} (then index documents and vectors: ltrfeat embed)",
+        "PUT _ltr  (create the default feature store, once per cluster)",
+        f"PUT _ltr/_featureset/{set_name}  <- {featureset_path(out).name}",
+        f"POST _ltr/_featureset/{set_name}/_createmodel  <- {out.name}",
+        f"POST INDEX/_search  <- {json.dumps(example['body'])}",
+    ]
+    manifest["search_example"] = example
+    manifest["features_without_template"] = [f["name"] for f in fs["featureset"]["features"] if f["template"] is None]
+    manifest["not_reproduced"] = plan["not_reproduced"]
+    manifest["missing_features_share"] = {n: shares.get(n, 0.0) for n in plan["not_reproduced"]}
+    return {
+        out.name: (json.dumps(body, indent=1) + "\n").encode(),
+        featureset_path(out).name: (json.dumps(fs, indent=1) + "\n").encode(),
+        index_path(out).name: (json.dumps(index, indent=1) + "\n").encode(),
+    }
+
+
+def _write_export(out: Path, files: dict[str, bytes], manifest: dict) -> None:
+    """``files`` and the manifest (their SHA-256 recorded) put in place together, the model last, and the side files
+    of an earlier export that this one does not make (a plugin export's featureset and index beside an xgboost-json
+    one) removed with them."""
     manifest["files"] = {fname: _sha(data) for fname, data in files.items()}
     manifest["model_file"] = out.name
-    # all put in place together, the model last, and the side files of an earlier export that this one
-    # does not make (a plugin export's featureset and index beside an xgboost-json one) removed with them
     with contextlib.ExitStack() as stack:
         stale = stack.enter_context(StaleSideFiles())
         for fname, data in files.items():
@@ -549,7 +581,6 @@ def export_ranker(
         fh.write("\n")
         if not is_stream(out):
             stale.retire(p for p in (featureset_path(out), index_path(out)) if p.name not in files)
-    return manifest
 
 
 # ------------------------------------------------------------------------------ loading

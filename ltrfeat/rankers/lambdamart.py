@@ -17,7 +17,6 @@ Loading never unpickles. Missing feature values are NaN and go to the engine as 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -35,23 +34,44 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from tqdm.auto import tqdm
 
-from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
+from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
 from ltrfeat.core.versions import library_versions
+from ltrfeat.rankers._fit_inputs import (
+    MAX_LABEL,
+    LabelError,
+    _as_matrix,
+    _check_labels,
+    _check_learnable,
+    _given_sets,
+)
+from ltrfeat.rankers._lightgbm_engine import LIGHTGBM_DEFAULT_MAX_LABEL, _LightGBM
+from ltrfeat.rankers._xgboost_engine import XGBOOST_EXP_GAIN_MAX_LABEL, _XGBoost
 from ltrfeat.rankers.choices import ENGINES, META_FORMAT
 from ltrfeat.rankers.config import RankerConfig
 from ltrfeat.rankers.contributions import Contributions
-from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message, lightgbm_messages
-from ltrfeat.rankers.positions import ENGINE_PARAMS, position_order, position_record
+from ltrfeat.rankers.model_check import check_lightgbm_params, check_model, engine_message
+from ltrfeat.rankers.positions import position_order, position_record
+
+__all__ = [
+    "LIGHTGBM_DEFAULT_MAX_LABEL",
+    "MAX_LABEL",
+    "MISSING_POLICY",
+    "PLAIN_KINDS",
+    "XGBOOST_EXP_GAIN_MAX_LABEL",
+    "LabelError",
+    "LambdaMART",
+    "RankerNotFittedError",
+    "meta_path",
+    "trained_by",
+    "write_model_files",
+]
 
 # metadata kinds of models that are nothing but LambdaMART trees ("lambdamart": files written before kinds
 # took the candidate names)
 PLAIN_KINDS = ("lambdamart", *ENGINES, *(f"{e}-tuned" for e in ENGINES))
-LIGHTGBM_DEFAULT_MAX_LABEL = 30  # LightGBM's default label_gain covers labels 0..30
-XGBOOST_EXP_GAIN_MAX_LABEL = 31  # XGBoost's exponential NDCG gain accepts labels <= 31
-MAX_LABEL = 1023  # 2^1024 - 1 overflows a double: no engine can weigh larger grades
 MISSING_POLICY = "NaN cells are passed to the engine as missing values (it learns a default split direction)"
 
 
@@ -74,138 +94,12 @@ class RankerNotFittedError(LtrfeatError, NotFittedError):
     """``predict``/``save`` before ``fit``: an ltrfeat error that scikit-learn recognises as NotFittedError."""
 
 
-def _as_matrix(X, where: str) -> tuple[np.ndarray, list[str] | None]:
-    """A 2-d float32 feature matrix and, for a DataFrame with string column names, those names."""
-    names = None
-    if hasattr(X, "columns") and hasattr(X, "to_numpy"):
-        if all(isinstance(c, str) for c in X.columns):
-            names = [str(c) for c in X.columns]
-        X = X.to_numpy(dtype=np.float32, na_value=np.nan)
-    try:
-        X = np.asarray(X, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise LtrfeatError(
-            f"{where}: X is not a numeric feature matrix ({exc})",
-            fix="pass a 2-d numeric array or DataFrame (or a RankingSet)",
-        ) from None
-    if X.ndim != 2:
-        raise LtrfeatError(
-            f"{where}: X must be 2-d (rows x features), got shape {X.shape}",
-            fix="reshape it, e.g. X.reshape(-1, 1) for one feature",
-        )
-    return X, names
-
-
-def _ranking_from_arrays(X, y, group, qid, where: str, position=None) -> RankingSet:
-    """A RankingSet from LightGBM-style ``X, y, group=sizes`` (or per-row ``qid``), with optional per-row
-    display ``position`` (click data)."""
-    X, names = _as_matrix(X, where)
-    n = len(X)
-    if y is None:
-        raise LtrfeatError(f"{where}: labels y are missing", fix="call fit(X, y, group=sizes) or fit(ranking_set)")
-    label = np.asarray(y, dtype=np.float64).reshape(-1)
-    if len(label) != n:
-        raise LtrfeatError(f"{where}: X has {n} rows but y has {len(label)} labels")
-    if (group is None) == (qid is None):
-        raise LtrfeatError(
-            f"{where}: LambdaMART needs the query of every row",
-            fix="pass group= (query sizes in row order, LightGBM's convention) or qid= (one id per row), not both",
-        )
-    if group is not None:
-        sizes = np.asarray(group).reshape(-1)
-        if (
-            not (np.issubdtype(sizes.dtype, np.number) and (sizes == np.round(sizes)).all() and (sizes > 0).all())
-            or int(sizes.sum()) != n
-        ):
-            raise LtrfeatError(
-                f"{where}: group must hold positive query sizes summing to the {n} rows "
-                f"(got {len(sizes)} sizes summing to {sizes.sum() if sizes.size else 0})",
-                fix="group[i] = number of rows of the i-th query; rows of a query are contiguous",
-            )
-        ids = np.repeat(np.arange(len(sizes)), sizes.astype(np.int64)).astype(str).astype(object)
-    else:
-        ids = np.asarray(qid, dtype=object).reshape(-1)
-        if len(ids) != n:
-            raise LtrfeatError(f"{where}: X has {n} rows but qid has {len(ids)} ids")
-        ids = np.array([str(q) for q in ids], dtype=object)
-    try:
-        fmap = (
-            FeatureMap.dense(X.shape[1])
-            if names is None
-            else FeatureMap(Feature(j + 1, name) for j, name in enumerate(names))
-        )
-    except ValueError as exc:
-        raise LtrfeatError(f"{where}: bad feature names ({exc})", fix="give the columns unique names") from None
-    if position is not None and np.shape(position) != (n,):
-        raise LtrfeatError(
-            f"{where}: X has {n} rows but position has shape {np.shape(position)}",
-            fix="give the 1-based display position of every row (clicks)",
-        )
-    try:
-        return RankingSet(qid=ids, label=label, X=X, feature_map=fmap, position=position)
-    except ValueError as exc:
-        raise LtrfeatError(f"{where}: {exc}", fix="positions are whole numbers, 1 = top of the page") from None
-
-
 def _engine_feature_names(feature_map: FeatureMap) -> list[str]:
     """Feature names for the engine: ours when both engines accept them, else ``f<id>``."""
     names = feature_map.names
     if all(re.fullmatch(r"[A-Za-z0-9_.\-]+", n) for n in names):
         return names
     return [f"f{i}" for i in feature_map.ids]
-
-
-class LabelError(LtrfeatError):
-    """Labels LambdaMART cannot train on; ``part`` is ``"train"`` or ``"valid"`` (the CLI adds the file)."""
-
-    def __init__(self, problem: str, *, part: str, row: int, fix: str):
-        self.part, self.row = part, row
-        super().__init__(problem, fix=fix)
-
-
-def _check_labels(label: np.ndarray, where: str) -> int:
-    """Labels must be non-negative integers up to :data:`MAX_LABEL`; returns the largest."""
-    bad = ~np.isfinite(label) | (label < 0) | (label != np.round(label))
-    if bad.any():
-        row = int(np.flatnonzero(bad)[0])
-        raise LabelError(
-            f"{where} labels must be non-negative integer grades for lambdarank; "
-            f"row {row + 1} has {float(label[row]):g}",
-            part=where,
-            row=row + 1,
-            fix="map fractional or negative labels to integer grades first (e.g. the label mapping of the text tables)",
-        )
-    if label.max(initial=0) > MAX_LABEL:
-        row = int(np.argmax(label))
-        raise LabelError(
-            f"{where} label {float(label[row]):g} at row {row + 1} is above {MAX_LABEL} "
-            "(the gain 2^label-1 overflows a double)",
-            part=where,
-            row=row + 1,
-            fix=f"map the labels to at most {MAX_LABEL + 1} grades (e.g. by rank or in bins)",
-        )
-    return int(label.max())
-
-
-def _check_learnable(label: np.ndarray, sizes, where: str) -> None:
-    """A ranker learns only from queries holding two documents of different grades: refuse data without one
-    (it would train a constant model and report success)."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    starts = np.cumsum(sizes) - sizes
-    if len(label) and (np.maximum.reduceat(label, starts) != np.minimum.reduceat(label, starts)).any():
-        return
-    if len(sizes) and sizes.max() <= 1:
-        reason = f"each of its {len(sizes)} queries has one document"
-    elif len(label) and label.min() == label.max():
-        reason = f"every label is {float(label[0]):g}"
-    else:
-        reason = "within each query all documents have the same label"
-    raise LabelError(
-        f"{where} data cannot train a ranker: {reason}, so no query ranks one document above another",
-        part=where,
-        row=1,
-        fix="check the labels and the qid column (each query needs documents of different grades)",
-    )
 
 
 def _progress(total: int, verbose: bool, desc: str):
@@ -220,175 +114,6 @@ def _current_params(params: dict) -> dict:
     if params.pop("deterministic", True) is False:
         params["params"] = {"deterministic": False} | dict(params.get("params") or {})
     return params
-
-
-class _LightGBM:
-    """Parameters, training, prediction and (de)serialisation through LightGBM's own API."""
-
-    @staticmethod
-    def params(est: "LambdaMART", max_label: int, positioned: bool = False) -> dict:
-        params = {
-            "objective": "lambdarank",
-            "metric": "ndcg",
-            "eval_at": [est.eval_at],
-            "learning_rate": est.learning_rate,
-            "num_leaves": est.num_leaves,
-            "seed": est.seed,
-            "deterministic": True,
-            "num_threads": est.n_jobs or 0,
-            "verbosity": -1,
-        }
-        if (est.params or {}).get("deterministic", True):
-            params["force_row_wise"] = True
-        if max_label > LIGHTGBM_DEFAULT_MAX_LABEL:
-            params["label_gain"] = [float(2.0**i - 1) for i in range(max_label + 1)]
-        return params | (ENGINE_PARAMS["lightgbm"] if positioned else {}) | dict(est.params or {})
-
-    @staticmethod
-    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None), position=None):
-        def dataset(part, init_score, reference=None, position=None):
-            X, y, groups = part
-            return lgb.Dataset(
-                X,
-                label=y,
-                group=groups,
-                feature_name=names,
-                reference=reference,
-                init_score=init_score,
-                position=position,
-                free_raw_data=False,
-            )
-
-        dtrain = dataset(train, init[0], position=position)
-        history: dict = {}
-
-        def progress(env):
-            bar.update(1)
-
-        callbacks = [progress, lgb.record_evaluation(history)]
-        valid_sets = []
-        if valid is not None:
-            valid_sets = [dataset(valid, init[1], reference=dtrain)]
-            if early_stopping_rounds:
-                callbacks.append(lgb.early_stopping(early_stopping_rounds, first_metric_only=True, verbose=False))
-        booster = lgb.train(
-            params,
-            dtrain,
-            num_boost_round=n_rounds,
-            valid_sets=valid_sets,
-            valid_names=["valid"][: len(valid_sets)],
-            callbacks=callbacks,
-        )
-        # lgb.train keeps only the best trees after early stopping: count rounds from the history
-        curve = next(iter(history["valid"].values())) if valid is not None else []
-        best = booster.best_iteration or booster.current_iteration()
-        return booster, best, len(curve) or booster.current_iteration(), list(curve)
-
-    @staticmethod
-    def predict(booster, X, n_trees, names):
-        return booster.predict(X, num_iteration=n_trees)
-
-    @staticmethod
-    def contributions(booster, X, n_trees, names):
-        return booster.predict(X, num_iteration=n_trees, pred_contrib=True)
-
-    @staticmethod
-    def importance(booster, n_trees, names) -> np.ndarray:
-        return booster.feature_importance("gain", iteration=n_trees)
-
-    @staticmethod
-    def dump(booster, n_trees) -> bytes:
-        return booster.model_to_string(num_iteration=n_trees).encode()
-
-    @staticmethod
-    def load(raw: bytes):
-        with lightgbm_messages() as messages:  # a warning while loading our own file means it was changed
-            booster = lgb.Booster(model_str=raw.decode())
-        if messages:
-            raise ValueError(messages[0])
-        return booster
-
-
-class _XGBoost:
-    """The same operations through XGBoost's own API."""
-
-    @staticmethod
-    def params(est: "LambdaMART", max_label: int, positioned: bool = False) -> dict:
-        # Leaf-wise growth with a leaf budget, like LightGBM, so num_leaves means the same.
-        params = {
-            "objective": "rank:ndcg",
-            "eval_metric": f"ndcg@{est.eval_at}",
-            "eta": est.learning_rate,
-            "tree_method": "hist",
-            "grow_policy": "lossguide",
-            "max_leaves": est.num_leaves,
-            "max_depth": 0,
-            "seed": est.seed,
-            "nthread": est.n_jobs or 0,
-            "verbosity": 0,
-        }
-        if max_label > XGBOOST_EXP_GAIN_MAX_LABEL:
-            warnings.warn(
-                f"XGBoost's exponential NDCG gain accepts labels <= {XGBOOST_EXP_GAIN_MAX_LABEL}; "
-                f"labels reach {max_label}, so training uses linear gain (ndcg_exp_gain=false)",
-                stacklevel=4,
-            )
-            params["ndcg_exp_gain"] = False
-        return params | (ENGINE_PARAMS["xgboost"] if positioned else {}) | dict(est.params or {})
-
-    @staticmethod
-    def train(params, n_rounds, train, valid, names, early_stopping_rounds, bar, init=(None, None), position=None):
-        # lambdarank_unbiased reads positions from the row order (position_order sorted the rows)
-        def dmatrix(part, base_margin):
-            X, y, groups = part
-            return xgb.DMatrix(X, label=y, group=groups, missing=np.nan, feature_names=names, base_margin=base_margin)
-
-        class Progress(xgb.callback.TrainingCallback):
-            def after_iteration(self, model, epoch, evals_log):
-                bar.update(1)
-                return False
-
-        history: dict = {}
-        evals = [] if valid is None else [(dmatrix(valid, init[1]), "valid")]
-        booster = xgb.train(
-            params,
-            dmatrix(train, init[0]),
-            num_boost_round=n_rounds,
-            evals=evals,
-            early_stopping_rounds=(early_stopping_rounds or None) if evals else None,
-            evals_result=history,
-            verbose_eval=False,
-            callbacks=[Progress()],
-        )
-        run = booster.num_boosted_rounds()
-        best = booster.best_iteration + 1 if evals and early_stopping_rounds else run
-        curve = next(iter(history["valid"].values())) if evals else []
-        return booster, best, run, list(curve)
-
-    @staticmethod
-    def predict(booster, X, n_trees, names):
-        data = xgb.DMatrix(X, missing=np.nan, feature_names=names)
-        return booster.predict(data, iteration_range=(0, n_trees))
-
-    @staticmethod
-    def contributions(booster, X, n_trees, names):
-        data = xgb.DMatrix(X, missing=np.nan, feature_names=names)
-        return booster.predict(data, iteration_range=(0, n_trees), pred_contribs=True)
-
-    @staticmethod
-    def importance(booster, n_trees, names) -> np.ndarray:
-        scores = booster[:n_trees].get_score(importance_type="total_gain")
-        return np.array([scores.get(n, 0.0) for n in names])
-
-    @staticmethod
-    def dump(booster, n_trees) -> bytes:
-        return bytes(booster[:n_trees].save_raw(raw_format="json"))
-
-    @staticmethod
-    def load(raw: bytes):
-        booster = xgb.Booster()
-        booster.load_model(bytearray(raw))
-        return booster
 
 
 _ENGINES: dict[str, Any] = {"lightgbm": _LightGBM, "xgboost": _XGBoost}
@@ -510,21 +235,8 @@ class LambdaMART(BaseEstimator):
         Inside :func:`trained_by` another trainer (e.g. a Dask cluster's) replaces the engine's local training call.
         ``verbose`` shows a tqdm progress bar on stderr (only when it is a terminal).
         """
-        train, valid = X, y
         trainer = _TRAINER.get()
-        if not isinstance(train, RankingSet):
-            train, valid = self._arrays_to_rankings(train, valid, group, qid, eval_set, eval_group, position)
-        elif any(a is not None for a in (group, qid, position, eval_set, eval_group)):
-            raise LtrfeatError(
-                "group, qid, position, eval_set and eval_group go with fit(X, y); a RankingSet carries its queries "
-                "and positions",
-                fix="call fit(train_set, valid_set) or fit(X, y, group=...)",
-            )
-        elif valid is not None and not isinstance(valid, RankingSet):
-            raise LtrfeatError(
-                f"valid must be a RankingSet, got {type(valid).__name__}",
-                fix="with arrays call fit(X, y, group=sizes, eval_set=[(X_val, y_val)], eval_group=[...])",
-            )
+        train, valid = _given_sets(X, y, group, qid, position, eval_set, eval_group)
         self._validate_params()
         if (init_score is not None or valid_init_score is not None) and trainer is not None:
             raise LtrfeatError(
@@ -548,6 +260,40 @@ class LambdaMART(BaseEstimator):
             warnings.warn(
                 "train: row weights are ignored (the lambdarank objectives here are unweighted)", stacklevel=2
             )
+        self.feature_map_ = train.feature_map.select(self._feature_columns(train))
+        max_label = _check_labels(train.label, "train")
+        _check_learnable(train.label, train.group_sizes(), "train")
+        parts = {"train": (self._columns(train), train.label, train.group_sizes())}
+        valid_regrouped = False
+        if valid is not None:
+            valid, valid_regrouped = self._grouped(valid, "valid")
+            max_label = max(max_label, _check_labels(valid.label, "valid"))
+            parts["valid"] = (self._columns(valid), valid.label, valid.group_sizes())
+
+        self.engine_params_ = engine.params(self, max_label, positioned=order is not None)
+        if self.engine == "lightgbm":
+            check_lightgbm_params(self.engine_params_, len(self.feature_map_))
+        init = None
+        if init_score is not None:
+            init = (
+                self._row_scores(init_score, train, train_regrouped, "init_score", order),
+                None
+                if valid is None
+                else self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"),
+            )
+        names = _engine_feature_names(self.feature_map_)
+        booster, best, run, curve = self._boost(parts, names, trainer, init, train.position, verbose)
+        self.booster_ = booster
+        self.best_iteration_ = int(best)
+        gains = engine.importance(booster, self.best_iteration_, names)
+        order = np.argsort(-gains, kind="stable")
+        self.feature_importance_ = {self.feature_map_.names[j]: float(gains[j]) for j in order}
+        n_nan = int(np.isnan(parts["train"][0]).sum())
+        self.metadata_ = self._metadata(train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped)
+        return self
+
+    def _feature_columns(self, train: RankingSet) -> list[int]:
+        """The columns of ``train`` that ``features`` selects, in feature-id order."""
         try:
             columns = sorted(train.feature_map.resolve(self.features), key=lambda j: train.feature_map.features[j].id)
         except KeyError as exc:
@@ -561,18 +307,13 @@ class LambdaMART(BaseEstimator):
             )
         if not columns:
             raise LtrfeatError(f"feature selection {self.features!r} selects no feature")
-        self.feature_map_ = train.feature_map.select(columns)
-        max_label = _check_labels(train.label, "train")
-        _check_learnable(train.label, train.group_sizes(), "train")
-        parts = {"train": (self._columns(train), train.label, train.group_sizes())}
-        valid_regrouped = False
-        if valid is not None:
-            valid, valid_regrouped = self._grouped(valid, "valid")
-            max_label = max(max_label, _check_labels(valid.label, "valid"))
-            parts["valid"] = (self._columns(valid), valid.label, valid.group_sizes())
+        return columns
 
-        self.engine_params_ = engine.params(self, max_label, positioned=order is not None)
-        names = _engine_feature_names(self.feature_map_)
+    def _boost(self, parts: dict, names: list[str], trainer, init, position, verbose: bool) -> tuple:
+        """``(booster, best iteration, iterations run, validation curve)`` from the engine's training (``trainer``'s
+        inside :func:`trained_by`), boosting from ``init`` (train and valid scores) when given; parameters the
+        engine refuses are a :class:`ParameterError`."""
+        engine = _ENGINES[self.engine]
         with _progress(self.n_estimators, verbose, f"{self.engine} lambdarank") as bar:
             args = (
                 self.engine_params_,
@@ -583,34 +324,17 @@ class LambdaMART(BaseEstimator):
                 self.early_stopping_rounds,
                 bar,
             )
-            if self.engine == "lightgbm":
-                check_lightgbm_params(self.engine_params_, len(self.feature_map_))
             try:
                 if trainer is not None:
-                    booster, best, run, curve = trainer(*args)
-                elif init_score is None:
-                    booster, best, run, curve = engine.train(*args, position=train.position)
-                else:
-                    init = (
-                        self._row_scores(init_score, train, train_regrouped, "init_score", order),
-                        None
-                        if valid is None
-                        else self._row_scores(valid_init_score, valid, valid_regrouped, "valid_init_score"),
-                    )
-                    booster, best, run, curve = engine.train(*args, init=init, position=train.position)
+                    return trainer(*args)
+                if init is None:
+                    return engine.train(*args, position=position)
+                return engine.train(*args, init=init, position=position)
             except (lgb.basic.LightGBMError, xgb.core.XGBoostError) as exc:  # mostly bad --param values
                 raise ParameterError(
                     f"{self.engine} refused to train: {engine_message(exc)}",
                     fix="check the --param names and values against the engine's documentation",
                 ) from None
-        self.booster_ = booster
-        self.best_iteration_ = int(best)
-        gains = engine.importance(booster, self.best_iteration_, names)
-        order = np.argsort(-gains, kind="stable")
-        self.feature_importance_ = {self.feature_map_.names[j]: float(gains[j]) for j in order}
-        n_nan = int(np.isnan(parts["train"][0]).sum())
-        self.metadata_ = self._metadata(train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped)
-        return self
 
     @staticmethod
     def _row_scores(values, data: RankingSet, regrouped: bool, name: str, order=None) -> np.ndarray:
@@ -624,32 +348,6 @@ class LambdaMART(BaseEstimator):
         if regrouped:
             raise LtrfeatError(f"{name} needs rows of a query to be contiguous", fix="regroup the data first")
         return values if order is None else values[order]
-
-    @staticmethod
-    def _arrays_to_rankings(
-        X, y, group, qid, eval_set, eval_group, position=None
-    ) -> tuple[RankingSet, RankingSet | None]:
-        train = _ranking_from_arrays(X, y, group, qid, "train", position)
-        if eval_set is None:
-            if eval_group is not None:
-                raise LtrfeatError("eval_group without eval_set", fix="pass eval_set=[(X_val, y_val)] as well")
-            return train, None
-        sets = [eval_set] if isinstance(eval_set, tuple) else list(eval_set)
-        if len(sets) != 1:
-            raise LtrfeatError(
-                f"eval_set holds {len(sets)} sets; early stopping uses exactly one",
-                fix="pass eval_set=[(X_val, y_val)]",
-            )
-        groups = [None] if eval_group is None else ([eval_group] if np.ndim(eval_group[0]) == 0 else list(eval_group))
-        part = tuple(sets[0])
-        if len(part) == 3:  # (X, y, qid)
-            return train, _ranking_from_arrays(part[0], part[1], None, part[2], "valid")
-        if len(part) != 2 or len(groups) != 1:
-            raise LtrfeatError("eval_set takes [(X_val, y_val)] with eval_group=[sizes], or [(X_val, y_val, qid_val)]")
-        valid = _ranking_from_arrays(part[0], part[1], groups[0], None, "valid")
-        if valid.n_features != train.n_features:
-            raise LtrfeatError(f"valid has {valid.n_features} features, train {train.n_features}")
-        return train, dataclasses.replace(valid, feature_map=train.feature_map)
 
     def _metadata(self, train, valid, max_label, run, curve, n_nan, train_regrouped, valid_regrouped) -> dict:
         if self.engine_params_.get("ndcg_exp_gain") is False:

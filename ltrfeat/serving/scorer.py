@@ -22,110 +22,36 @@ import logging
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
-from ltrfeat.features import pins
 from ltrfeat.features.leakage import LeakageGuard
-from ltrfeat.features.lexical import FAMILIES, QUERY_ONLY, SETTINGS, LexicalExtractor
+from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.rankers.contributions import Contributions, contributions
 from ltrfeat.rankers.models import load_ranker
+from ltrfeat.serving._extractor_plan import (
+    ENCODER_SUFFIXES,
+    LEXICAL_PARAMS,
+    CacheLimits,
+    _check_computable,
+    _corpus,
+    _encoder_extractors,
+    _encoder_paths,
+    _lexical_extractor,
+    _lexical_params,
+    _sort_columns,
+)
 
-LEXICAL_PARAMS = SETTINGS
-ENCODER_SUFFIXES = ("cos", "dot", "score")  # cosine, dot product, pair scorer's match score
-
+__all__ = ["ENCODER_SUFFIXES", "LEXICAL_PARAMS", "CacheLimits", "CandidateError", "Scorer"]
 
 _log = logging.getLogger("ltrfeat.serve")
 
 
 class CandidateError(LtrfeatError):
     """A scoring request is malformed (missing field, non-text value); the HTTP layer answers 422."""
-
-
-@dataclass(frozen=True)
-class CacheLimits:
-    """What a :class:`Scorer` keeps between requests, per encoder.
-
-    Parameters
-    ----------
-    words : words in a CLSM/DSSM (or ONNX export's) word table; a request that would exceed it starts a new
-        table (~200 bytes a word).
-    vectors : query or document vectors kept per side (least recently used dropped first).
-    vector_bytes : bytes of texts and vectors kept per side.
-    logged_queries : trained-on queries remembered (by a 16-byte hash) so each is logged once.
-    """
-
-    words: int = 100_000
-    vectors: int = 100_000
-    vector_bytes: int = 64 * 2**20
-    logged_queries: int = 10_000
-
-
-def _lexical_column(name: str, fields) -> tuple[str, str | None] | None:
-    """``(family, field)`` of a lexical column name, or None."""
-    for family, (_, stems) in FAMILIES.items():
-        for stem in stems:
-            if family in QUERY_ONLY and name == stem:
-                return family, None
-            if family not in QUERY_ONLY and name.startswith(stem + "_") and name[len(stem) + 1 :] in fields:
-                return family, name[len(stem) + 1 :]
-    return None
-
-
-def _encoder_column(name: str, encoders) -> tuple[str, str] | None:
-    """``(encoder name, field)`` of a ``<encoder>_<field>_<cos|dot|score>`` column, or None."""
-    for encoder in encoders:
-        for suffix in ENCODER_SUFFIXES:
-            if (
-                name.startswith(encoder + "_")
-                and name.endswith("_" + suffix)
-                and len(name) > len(encoder) + len(suffix) + 2
-            ):
-                return encoder, name[len(encoder) + 1 : -len(suffix) - 1]
-    return None
-
-
-class _OnnxEncoder:
-    """``<name>_<field>_cos`` (or ``_dot`` for a dot-scored export) columns from an ONNX encoder export:
-    the dot product of the two sides' embeddings (normalised ones for cosine)."""
-
-    def __init__(self, name: str, path, fields, *, cache_words: int | None = None):
-        from ltrfeat.export.onnx import OnnxEncoder
-
-        self.name, self.fields = name, tuple(fields)
-        self.encoder_ = OnnxEncoder.load(path)
-        self.encoder_.limit_word_cache(cache_words)
-
-    def feature_names(self) -> list[str]:
-        suffix = "dot" if self.encoder_.score == "dot" else "cos"
-        return [f"{self.name}_{f}_{suffix}" for f in self.fields]
-
-    def transform(self, pairs: pd.DataFrame) -> np.ndarray:
-        q = self.encoder_.encode(pairs["query"].tolist(), side="query")
-        return np.column_stack(
-            [np.einsum("ij,ij->i", q, self.encoder_.encode(pairs[f].tolist(), side="doc")) for f in self.fields]
-        ).astype(np.float32)
-
-
-def _encoder_extractor(name: str, path, fields, caches: CacheLimits):
-    from ltrfeat.features.neural import EncoderExtractor
-
-    if path is not None and Path(path).is_dir() and (Path(path) / "encoder.json").exists():
-        return _OnnxEncoder(name, path, fields, cache_words=caches.words)
-    # bounded vector caches: repeated candidates are encoded once across requests
-    extractor = EncoderExtractor(
-        name=name, path=path, field=tuple(fields), cache_size=caches.vectors, cache_bytes=caches.vector_bytes
-    ).fit()
-    hasher = getattr(extractor.encoder_, "hasher", None)
-    if hasher is not None:
-        hasher.cache_words = caches.words
-    return extractor
 
 
 class Scorer:
@@ -205,103 +131,17 @@ class Scorer:
         caches = caches or CacheLimits()
         model = load_ranker(ranker)
         where = None if model is ranker else ranker
-        encoders = dict(encoders or {})
-        for record in model.feature_map_.pipeline:  # bundles the record names, where they still are as recorded
-            name = record.get("name")
-            if record.get("kind") == "encoder" and name not in encoders:
-                path = pins.recorded_encoder_path(model.feature_map_, name)
-                if path is not None:
-                    encoders[name] = path
-        params = dict(lexical_params or {})
-        unknown = set(params) - set(LEXICAL_PARAMS)
-        if unknown:
-            raise LtrfeatError(
-                f"unknown lexical parameter(s) {', '.join(sorted(unknown))}", fix=f"use {', '.join(LEXICAL_PARAMS)}"
-            )
-        if corpus_stats is None:  # the file the record names, where it still is as recorded
-            corpus_stats = pins.recorded_corpus_path(model.feature_map_)
-            if corpus_stats is not None:
-                _log.info("corpus statistics: %s (the file the ranker's record names)", corpus_stats)
-        corpus = CorpusStats.load(corpus_stats) if corpus_stats is not None else None
-        families: dict[str, None] = {}
-        lexical_columns: dict[str, str] = {}
-        lexical_fields: dict[str, None] = {}
-        by_encoder: dict[str, dict[str, None]] = {}
-        missing = []
-        for name in model.feature_map_.names:
-            column = _encoder_column(name, encoders)
-            if column is not None:
-                by_encoder.setdefault(column[0], {})[column[1]] = None
-                continue
-            lexical = _lexical_column(name, corpus.fields) if corpus is not None else None
-            if lexical is None:
-                missing.append(name)
-                continue
-            families[lexical[0]] = None
-            lexical_columns[name] = lexical[0]
-            if lexical[1] is not None:
-                lexical_fields[lexical[1]] = None
-        unused = [e for e in encoders if e not in by_encoder]
-        if unused:
-            raise LtrfeatError(
-                f"encoder {unused[0]} is given but the ranker has no {unused[0]}_* feature",
-                path=where,
-                fix=f"drop it or rename it; the ranker's features are "
-                f"{', '.join(model.feature_map_.names[:8])}{', ...' if len(model.feature_map_) > 8 else ''}",
-            )
-        recorded = pins.corpus_needed(model.feature_map_, missing) if corpus is None else None
-        if recorded is not None:  # lexical columns with a record: name the statistics they need
-            named = [n for n in missing if (model.feature_map_.record_of(n) or {}).get("kind") == "lexical"]
-            raise LtrfeatError(
-                f"the ranker's {len(named)} lexical feature(s) ({', '.join(named[:4])}"
-                f"{', ...' if len(named) > 4 else ''}) need the corpus statistics they were extracted with "
-                f"({recorded}) and none were given",
-                path=where,
-                fix="pass --corpus-stats FILE (corpus_stats= in Python), the file `extract --save-corpus-stats` "
-                "wrote for the training split; the other settings come from the ranker's record",
-            )
-        if missing:
-            shown = ", ".join(missing[:8]) + (", ..." if len(missing) > 8 else "")
-            hint = "" if corpus is not None else "no --corpus-stats was given for lexical features; "
-            raise LtrfeatError(
-                f"the ranker needs {len(missing)} feature(s) the scorer cannot compute: {shown}",
-                path=where,
-                fix=f"{hint}lexical columns need the corpus statistics they were extracted with, "
-                f"<name>_<field>_cos/_dot/_score columns an encoder given as <name>=PATH "
-                f"(given: {', '.join(encoders) or 'none'})",
-            )
+        encoders = _encoder_paths(model, encoders)
+        params = _lexical_params(lexical_params)
+        corpus = _corpus(model, corpus_stats)
+        columns = _sort_columns(model, encoders, corpus)
+        _check_computable(model, columns, encoders, corpus, where)
         extractors, note = [], None
-        if corpus is not None and families:  # lexical columns are found only with corpus statistics
-            params, note = pins.lexical_settings(
-                model.feature_map_,
-                lexical_columns,
-                corpus=corpus,
-                given=params,
-                path=where,
-            )
-            lexical_on = tuple(lexical_fields) or corpus.fields[:1]
-            extractors.append(
-                LexicalExtractor(features=tuple(families), fields=lexical_on, corpus=corpus, **params).fit(None)
-            )
-        for encoder, fields in by_encoder.items():
-            columns = [n for n in model.feature_map_.names if _encoder_column(n, [encoder]) is not None]
-            pins.check_encoder(model.feature_map_, encoder, encoders[encoder], columns)
-            extractor = _encoder_extractor(encoder, encoders[encoder], tuple(fields), caches)
-            wrong = [
-                n
-                for n in model.feature_map_.names
-                if _encoder_column(n, [encoder]) is not None and n not in extractor.feature_names()
-            ]
-            if wrong:
-                raise LtrfeatError(
-                    f"the ranker needs {wrong[0]} but encoder {encoder}={encoders[encoder]} gives "
-                    f"{', '.join(extractor.feature_names())}",
-                    path=where,
-                    fix="give the encoder the ranker's features were extracted with (a _dot column needs a "
-                    "dot-scored bundle, _cos a cosine one, _score a DeepMatch bundle)",
-                )
-            extractors.append(extractor)
-        needed = tuple(dict.fromkeys([*lexical_fields, *(f for fs in by_encoder.values() for f in fs)]))
+        if corpus is not None and columns.families:
+            lexical, note = _lexical_extractor(model, columns, corpus, params, where)
+            extractors.append(lexical)
+        extractors += _encoder_extractors(model, columns, encoders, caches, where)
+        needed = columns.fields()
         if note:  # once everything loaded: a failed load says one thing
             warnings.warn(note, LtrfeatWarning, stacklevel=2)
         scorer = cls(model, extractors, needed, strict=strict, logged_queries=caches.logged_queries)

@@ -125,49 +125,122 @@ def generate_world(
         by keyword (``median_sessions``, ``examination_exponent``, ``title_attraction``), e.g.
         ``generate_world(examination_exponent=1.5)``.
     """
-    users = ClickModel.build(users, user_settings)
-    lo, hi = candidates
-    if not 1 <= lo <= hi:
-        raise ValueError(f"candidates must be (min, max) with 1 <= min <= max, got {candidates}")
-    if n_queries < len(SPLITS) or n_docs < 1 or n_click_queries < 0:
-        raise ValueError(
-            f"need n_queries >= 3, n_docs >= 1, n_click_queries >= 0 (got {n_queries}, {n_docs}, {n_click_queries})"
-        )
-    if not (len(split_fractions) == 3 and min(split_fractions) > 0 and abs(sum(split_fractions) - 1) < 1e-9):
-        raise ValueError(f"split_fractions must be three positive shares summing to 1, got {split_fractions}")
-    if not 0 <= label_noise <= 1:
-        raise ValueError(f"label_noise must be in [0, 1], got {label_noise}")
-    if query_style not in QUERY_STYLES:
-        raise ValueError(f"query_style must be one of {QUERY_STYLES}, got {query_style!r}")
-    long = query_style == "long"
-    if long and not semantic:
-        raise ValueError("long queries come in the semantic world only (the control world grades title overlap)")
-    options = {
-        "seed": seed,
-        "n_queries": n_queries,
-        "n_docs": n_docs,
-        "n_click_queries": n_click_queries,
-        "candidates": [lo, hi],
-        "semantic": semantic,
-        "label_noise": label_noise,
-        "split_fractions": list(split_fractions),
-        "median_sessions": users.median_sessions,
-    } | ({"query_style": query_style} if long else {})  # the short world's world.json as before
-    options |= {k: v for k, v in users.to_dict().items() if k != "median_sessions" and v != getattr(ClickModel(), k)}
-
+    recipe = _Recipe(
+        seed=seed,
+        n_queries=n_queries,
+        n_docs=n_docs,
+        n_click_queries=n_click_queries,
+        candidates=candidates,
+        semantic=semantic,
+        label_noise=label_noise,
+        split_fractions=split_fractions,
+        query_style=query_style,
+        users=ClickModel.build(users, user_settings),
+    )
     docs = make_catalogue(_rng(seed, "docs"), n_docs)
     index = CandidateIndex(docs)
-
-    def grade(rows, query, intent):
-        return semantic_grades(index, rows, intent) if semantic else lexical_grades(index, rows, query)
-
     judged_queries = make_queries(_rng(seed, "judged_queries"), docs, n_queries, style=query_style)
-    split_rng = _rng(seed, "splits")
-    bounds = np.round(np.cumsum(split_fractions)[:-1] * n_queries).astype(int)
+    queries = _queries_table(recipe, judged_queries)
+    judged = _judged_table(recipe, index, judged_queries, queries)
+    judged_keys = frozenset(query_key(q) for q, _ in judged_queries)
+    click_queries = make_queries(
+        _rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys, style=query_style
+    )
+    clicks, impressions = simulate_clicks(
+        _rng(seed, "clicks"),
+        index,
+        click_queries,
+        recipe.grader(index),
+        shown=SHOWN,
+        doc_field=recipe.doc_field,
+        users=recipe.users,
+    )
+    return World(
+        docs=docs, queries=queries, judged=judged, clicks=clicks, impressions=impressions, options=recipe.options()
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class _Recipe:
+    """The settings of :func:`generate_world`, checked: what every generation step reads."""
+
+    seed: int
+    n_queries: int
+    n_docs: int
+    n_click_queries: int
+    candidates: tuple[int, int]
+    semantic: bool
+    label_noise: float
+    split_fractions: tuple[float, float, float]
+    query_style: str
+    users: ClickModel
+
+    def __post_init__(self):
+        lo, hi = self.candidates
+        if not 1 <= lo <= hi:
+            raise ValueError(f"candidates must be (min, max) with 1 <= min <= max, got {self.candidates}")
+        if self.n_queries < len(SPLITS) or self.n_docs < 1 or self.n_click_queries < 0:
+            raise ValueError(
+                f"need n_queries >= 3, n_docs >= 1, n_click_queries >= 0 "
+                f"(got {self.n_queries}, {self.n_docs}, {self.n_click_queries})"
+            )
+        fractions = self.split_fractions
+        if not (len(fractions) == 3 and min(fractions) > 0 and abs(sum(fractions) - 1) < 1e-9):
+            raise ValueError(f"split_fractions must be three positive shares summing to 1, got {fractions}")
+        if not 0 <= self.label_noise <= 1:
+            raise ValueError(f"label_noise must be in [0, 1], got {self.label_noise}")
+        if self.query_style not in QUERY_STYLES:
+            raise ValueError(f"query_style must be one of {QUERY_STYLES}, got {self.query_style!r}")
+        if self.long and not self.semantic:
+            raise ValueError("long queries come in the semantic world only (the control world grades title overlap)")
+
+    @property
+    def long(self) -> bool:
+        return self.query_style == "long"
+
+    @property
+    def doc_field(self) -> str:
+        """The catalogue field judged and clicked: titles for short queries, descriptions for long ones."""
+        return "description" if self.long else "title"
+
+    def grader(self, index: CandidateIndex):
+        """``grade(rows, query, intent)``: the hidden grades of candidate rows (latent intent, or title overlap in
+        the control world)."""
+
+        def grade(rows, query, intent):
+            return semantic_grades(index, rows, intent) if self.semantic else lexical_grades(index, rows, query)
+
+        return grade
+
+    def options(self) -> dict:
+        """The options world.json records (the short world's as before: no ``query_style``; click-model settings
+        only where they differ from the defaults)."""
+        options = {
+            "seed": self.seed,
+            "n_queries": self.n_queries,
+            "n_docs": self.n_docs,
+            "n_click_queries": self.n_click_queries,
+            "candidates": list(self.candidates),
+            "semantic": self.semantic,
+            "label_noise": self.label_noise,
+            "split_fractions": list(self.split_fractions),
+            "median_sessions": self.users.median_sessions,
+        } | ({"query_style": self.query_style} if self.long else {})
+        defaults = ClickModel()
+        return options | {
+            k: v for k, v in self.users.to_dict().items() if k != "median_sessions" and v != getattr(defaults, k)
+        }
+
+
+def _queries_table(recipe: _Recipe, judged_queries: list) -> pd.DataFrame:
+    """The judged queries with their seeded split (``train``, ``vali``, ``test``) and latent intent."""
+    n_queries = recipe.n_queries
+    split_rng = _rng(recipe.seed, "splits")
+    bounds = np.round(np.cumsum(recipe.split_fractions)[:-1] * n_queries).astype(int)
     split_of = np.empty(n_queries, dtype=object)
     for name, part in zip(SPLITS, np.split(split_rng.permutation(n_queries), bounds)):
         split_of[part] = name
-    queries = pd.DataFrame(
+    return pd.DataFrame(
         {
             "qid": [str(i + 1) for i in range(n_queries)],
             "query": [q for q, _ in judged_queries],
@@ -177,8 +250,14 @@ def generate_world(
         }
     )
 
-    cand_rng, label_rng = _rng(seed, "candidates"), _rng(seed, "labels")
-    if long:
+
+def _judged_table(recipe: _Recipe, index: CandidateIndex, judged_queries: list, queries: pd.DataFrame) -> pd.DataFrame:
+    """Every judged query's candidates with their rater-noised grades, rows of a query contiguous."""
+    lo, hi = recipe.candidates
+    n_queries = recipe.n_queries
+    grade = recipe.grader(index)
+    cand_rng, label_rng = _rng(recipe.seed, "candidates"), _rng(recipe.seed, "labels")
+    if recipe.long:
         wanted = [int(k) for k in cand_rng.integers(lo, hi + 1, size=n_queries)]
         rows_of = bm25_candidates(cand_rng, index, judged_queries, wanted)
     else:
@@ -187,37 +266,22 @@ def generate_world(
             for query, intent in judged_queries
         ]
     labels_of = [
-        rater_noise(label_rng, grade(rows, query, intent), label_noise)
+        rater_noise(label_rng, grade(rows, query, intent), recipe.label_noise)
         for rows, (query, intent) in zip(rows_of, judged_queries)
     ]
     sizes = [len(rows) for rows in rows_of]
-    doc_field = "description" if long else "title"
     rows = np.concatenate(rows_of)
-    judged = pd.DataFrame(
+    docs = index.docs
+    return pd.DataFrame(
         {
             "qid": np.repeat(queries["qid"].to_numpy(dtype=object), sizes),
             "query": np.repeat(queries["query"].to_numpy(dtype=object), sizes),
             "docid": docs["docid"].to_numpy()[rows],
-            "doc": docs[doc_field].to_numpy()[rows],
+            "doc": docs[recipe.doc_field].to_numpy()[rows],
             "label": np.concatenate(labels_of),
-            "split": np.repeat(split_of, sizes),
+            "split": np.repeat(queries["split"].to_numpy(dtype=object), sizes),
         }
     )
-
-    judged_keys = frozenset(query_key(q) for q, _ in judged_queries)
-    click_queries = make_queries(
-        _rng(seed, "click_queries"), docs, n_click_queries, exclude=judged_keys, style=query_style
-    )
-    clicks, impressions = simulate_clicks(
-        _rng(seed, "clicks"),
-        index,
-        click_queries,
-        grade,
-        shown=SHOWN,
-        doc_field=doc_field,
-        users=users,
-    )
-    return World(docs=docs, queries=queries, judged=judged, clicks=clicks, impressions=impressions, options=options)
 
 
 def click_model(world: World) -> dict:
