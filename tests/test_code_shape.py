@@ -29,7 +29,6 @@ LONG_FUNCTIONS = {
     "ltrfeat/experiments/ablation.py:run_ablation": "issue 50 item 4 (typed comparison and summary objects)",
     "ltrfeat/experiments/ablation.py:_run_with_selection": "issue 50 item 4",
     "ltrfeat/experiments/html_report.py:drill_data": "the report's drill-down tables; report code changes in parallel",
-    "ltrfeat/serving/app.py:create_app": "the FastAPI routes as closures over the loaded scorer",
 }
 
 

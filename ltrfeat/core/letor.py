@@ -26,6 +26,12 @@ bytes (whitespace, ``#`` and ``:`` positions), feature ids are parsed as digit a
 and every label and value of the block is converted by one ``np.fromstring`` call. When
 anything looks wrong, a strict per-line parser re-reads the block only to name the first
 bad line. Values are parsed as float64 and stored as float32.
+
+Modules
+-------
+This module reads; the format's names, comments and side-file paths are in ``_letor_format``, bounded line reading
+in ``_letor_lines``, the block parser in ``_letor_parse``, the stream of checked blocks in ``_letor_stream`` and the
+writer in ``_letor_write``. Every public name is imported from here.
 """
 
 from __future__ import annotations

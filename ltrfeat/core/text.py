@@ -15,6 +15,10 @@ Formats follow the extension (``.tsv .csv .jsonl .parquet``, the text ones optio
 quotes are ordinary characters; so a TSV field cannot hold a tab, newline or carriage
 return and :func:`write_table` refuses such text rather than corrupt it. CSV uses standard
 quoting (RFC 4180) and holds any text. Text is empty-or-whitespace = missing.
+
+This module holds the readers and :func:`pairs_to_ranking`; raw table reading is in ``_raw_tables`` (bytes to text
+in ``_text_decoding``), the column checks in ``_table_checks``, labels in ``_text_labels`` and writing in
+``_table_write``. Every public name is imported from here.
 """
 
 from __future__ import annotations

@@ -118,7 +118,7 @@ def best_iteration(curve, early_stopping_rounds: int | None) -> int:
 
 
 class _LightGBMTrainer:
-    """``DaskLGBMRanker`` with the arguments and result of ``ltrfeat.rankers.lambdamart._LightGBM.train``."""
+    """``DaskLGBMRanker`` with the arguments and result of ``ltrfeat.rankers._lightgbm_engine._LightGBM.train``."""
 
     def __init__(self, client, n_partitions: int, workers: int):
         # workers: what the training was planned on (a worker restarting afterwards does not change it)
@@ -145,7 +145,7 @@ class _LightGBMTrainer:
 
 
 class _XGBoostTrainer:
-    """``xgboost.dask.train`` with the arguments and result of ``ltrfeat.rankers.lambdamart._XGBoost.train``."""
+    """``xgboost.dask.train`` with the arguments and result of ``ltrfeat.rankers._xgboost_engine._XGBoost.train``."""
 
     def __init__(self, client, n_partitions: int, workers: int):
         # workers: what the training was planned on (a worker restarting afterwards does not change it)

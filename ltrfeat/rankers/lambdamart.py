@@ -13,6 +13,9 @@ saves the model in the engine's native format:
 
 Loading never unpickles. Missing feature values are NaN and go to the engine as missing
 (LightGBM ``use_missing``, XGBoost ``missing=NaN``), which learns a default direction.
+
+Each engine's calls are in its own module (:mod:`~ltrfeat.rankers._lightgbm_engine`,
+:mod:`~ltrfeat.rankers._xgboost_engine`), the checks of what ``fit`` is given in :mod:`~ltrfeat.rankers._fit_inputs`.
 """
 
 from __future__ import annotations

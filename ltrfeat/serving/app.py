@@ -258,135 +258,16 @@ def create_app(
     worker that computes large requests' features for the scorers (``scorer`` then ranker B), closed with the app."""
     if interleave is not None and impressions is None:
         raise ValueError("interleaving needs an event log (impressions=) to record what each ranker showed")
-    limits = limits or ServiceLimits()
-    scorers = (scorer,) if interleave is None else (scorer, interleave.scorer)
-    fields = tuple(dict.fromkeys(f for s in scorers for f in s.fields))
-    state = {"in_progress": 0, "reading": 0, "stopping": False}
-    turns = Turns()  # the scorer is serialised: waiters wait here, not in threads
-    lane_turns = Turns()  # the lane's worker, one step at a time too
-    expected = f"Bearer {token}".encode() if token else None
-    allowed = None if "*" in hosts else {host_name(h) for h in hosts}
+    service = _Service(scorer, limits or ServiceLimits(), token, hosts, interleave, impressions, lane)
 
     @contextlib.asynccontextmanager
     async def lifespan(_app):
         yield
-        state["stopping"] = True
+        service.state["stopping"] = True
         if lane is not None:
             lane.close()
 
     app = FastAPI(title="ltrfeat re-ranker", docs_url=None, redoc_url=None, openapi_url=None, lifespan=lifespan)
-
-    def check_host(request: Request) -> None:
-        given = request.headers.get("host", "")
-        if allowed is not None and host_name(given) not in allowed:
-            raise _Refused(
-                400,
-                f"Host header {given[:100]!r} names none of the hosts this service answers to "
-                f"({', '.join(sorted(allowed))}); start serve with --allow-host NAME for a name clients use",
-            )
-
-    def check_caller(request: Request) -> None:
-        """The ``Host`` header (400), then the token (401)."""
-        check_host(request)
-        if expected is None:
-            return
-        given = request.headers.get("authorization", "").encode("latin-1", "replace")
-        if not hmac.compare_digest(given, expected):
-            raise _Refused(
-                401,
-                "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
-                {"WWW-Authenticate": "Bearer"},
-            )
-
-    @contextlib.asynccontextmanager
-    async def admitted():
-        if state["in_progress"] >= limits.max_concurrent:
-            raise _Refused(
-                503,
-                f"the service is busy ({limits.max_concurrent} requests in progress); retry shortly",
-                {"Retry-After": "1"},
-            )
-        state["in_progress"] += 1
-        try:
-            yield
-        finally:
-            state["in_progress"] -= 1
-
-    @contextlib.asynccontextmanager
-    async def receiving():
-        if state["reading"] >= limits.max_readers:
-            raise _Refused(
-                503,
-                f"the service is receiving {limits.max_readers} request bodies already; retry shortly",
-                {"Retry-After": "1", "Connection": "close"},
-            )
-        state["reading"] += 1
-        try:
-            yield
-        finally:
-            state["reading"] -= 1
-
-    async def read_body(request: Request) -> bytes:
-        """The whole body, by ``client_timeout`` and at ``min_body_rate`` at least (else 408)."""
-        kind = request.headers.get("content-type", "")
-        if kind.split(";")[0].strip().lower() != "application/json":
-            raise _Refused(415, f"the body must be sent as Content-Type: application/json, not {kind[:100]!r}")
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limits.max_bytes:
-            raise _Refused(413, f"request body of {declared} bytes exceeds the limit of {limits.max_bytes}")
-        body = bytearray()
-        loop = asyncio.get_running_loop()
-        start = loop.time()
-        chunks = aiter(request.stream())
-        while True:
-            due = min(start + limits.client_timeout, start + BODY_GRACE + len(body) / limits.min_body_rate)
-            try:
-                async with asyncio.timeout_at(due):
-                    chunk = await anext(chunks)
-            except StopAsyncIteration:
-                return bytes(body)
-            except TimeoutError:
-                late = loop.time() - start >= limits.client_timeout
-                raise _Refused(
-                    408,
-                    f"request body not received within {limits.client_timeout:g} s ({len(body)} bytes arrived)"
-                    if late
-                    else f"request body arriving slower than {limits.min_body_rate:g} bytes/s "
-                    f"({len(body)} bytes in {loop.time() - start:.1f} s)",
-                    {"Connection": "close"},
-                ) from None
-            body += chunk
-            if len(body) > limits.max_bytes:
-                raise _Refused(413, f"request body exceeds the limit of {limits.max_bytes} bytes")
-
-    async def parse(data: bytes):
-        if len(data) > _INLINE_PARSE_BYTES:  # keep the event loop free for other clients meanwhile
-            return await run_in_threadpool(parse_body, data, limits.max_json_depth)
-        return parse_body(data, limits.max_json_depth)
-
-    def validated(model, payload):
-        try:
-            return model.model_validate(payload)
-        except ValidationError as exc:
-            raise _Refused(422, _validation_message(exc)) from None
-
-    async def guarded(request: Request, handle):
-        """Run ``handle(payload, connection)`` with the token, admission, body and disconnect handling."""
-        client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
-        try:
-            check_caller(request)
-            async with receiving():
-                body = await read_body(request)  # before admission: a slow sender holds no place
-            size = len(body)
-            async with admitted():
-                answer = await handle(await parse(body), request.client)
-        except _Refused as exc:
-            return _error(exc.status, exc.detail, exc.headers)
-        except ClientDisconnect:
-            log.warning("client %s disconnected before sending its whole %s request", client, request.url.path)
-            return _error(400, "client disconnected")
-        trim = BackgroundTask(run_in_threadpool, release_memory) if size >= limits.trim_after_bytes else None
-        return JSONResponse(answer, background=trim)
 
     @app.get("/healthz")
     def healthz() -> dict:
@@ -394,127 +275,278 @@ def create_app(
 
     @app.get("/readyz")
     def readyz():
-        if state["stopping"]:
-            return _error(503, "shutting down")
-        if state["in_progress"] >= limits.max_concurrent:
-            return _error(503, f"busy: {state['in_progress']} requests in progress", {"Retry-After": "1"})
-        return {"status": "ready", "in_progress": state["in_progress"]}
+        return service.readiness()
 
     @app.get("/health")
     def health(request: Request):
         try:
-            check_caller(request)
+            service.check_caller(request)
         except _Refused as exc:
             return _error(exc.status, exc.detail, exc.headers)
+        return service.description()
+
+    @app.post("/score")
+    async def score(request: Request):
+        return await service.guarded(request, service.score_payload)
+
+    @app.post("/explain")
+    async def explain(request: Request):
+        return await service.guarded(request, service.explain_payload)
+
+    @app.post("/embed")
+    async def embed(request: Request):
+        return await service.guarded(request, service.embed_payload)
+
+    @app.post("/events")
+    async def events(request: Request):
+        return await service.guarded(request, service.events_payload)
+
+    return app
+
+
+class _Service:
+    """What :func:`create_app`'s routes share: the scorers, the limits, the places taken and the turns at the
+    scorer, and each step of a request: the caller checked, the body received, admitted, parsed and handled."""
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        limits: ServiceLimits,
+        token: str | None,
+        hosts: tuple[str, ...],
+        interleave: Interleaving | None,
+        impressions: Impressions | None,
+        lane: Lane | None,
+    ):
+        self.scorer, self.limits = scorer, limits
+        self.interleave, self.impressions, self.lane = interleave, impressions, lane
+        self.scorers = (scorer,) if interleave is None else (scorer, interleave.scorer)
+        self.fields = tuple(dict.fromkeys(f for s in self.scorers for f in s.fields))
+        self.state = {"in_progress": 0, "reading": 0, "stopping": False}
+        self.turns = Turns()  # the scorer is serialised: waiters wait here, not in threads
+        self.lane_turns = Turns()  # the lane's worker, one step at a time too
+        self.expected = f"Bearer {token}".encode() if token else None
+        self.allowed = None if "*" in hosts else {host_name(h) for h in hosts}
+
+    def readiness(self):
+        """``/readyz``: 503 while shutting down or full."""
+        if self.state["stopping"]:
+            return _error(503, "shutting down")
+        if self.state["in_progress"] >= self.limits.max_concurrent:
+            return _error(503, f"busy: {self.state['in_progress']} requests in progress", {"Retry-After": "1"})
+        return {"status": "ready", "in_progress": self.state["in_progress"]}
+
+    def description(self) -> dict:
+        """``/health``: the ranker's features and fields, the limits, ranker B and the event log."""
         answer = {
             "status": "ok",
-            "features": scorer.feature_names,
-            "fields": list(fields),
-            "max_candidates": limits.max_candidates,
-            "max_bytes": limits.max_bytes,
-            "max_text_chars": limits.max_text_chars,
+            "features": self.scorer.feature_names,
+            "fields": list(self.fields),
+            "max_candidates": self.limits.max_candidates,
+            "max_bytes": self.limits.max_bytes,
+            "max_text_chars": self.limits.max_text_chars,
         }
-        if interleave is not None:
+        if self.interleave is not None:
             answer["interleave"] = {
-                "features_b": interleave.scorer.feature_names,
-                "method": interleave.method,
-                "share": interleave.share,
+                "features_b": self.interleave.scorer.feature_names,
+                "method": self.interleave.method,
+                "share": self.interleave.share,
             }
-        if impressions is not None:
-            answer["event_log"] = {"depth": impressions.depth}
+        if self.impressions is not None:
+            answer["event_log"] = {"depth": self.impressions.depth}
         return answer
 
-    def check_length(where: str, text) -> None:
-        if isinstance(text, str) and len(text) > limits.max_text_chars:
+    def check_host(self, request: Request) -> None:
+        given = request.headers.get("host", "")
+        if self.allowed is not None and host_name(given) not in self.allowed:
             raise _Refused(
-                413,
-                f"{where} holds {len(text):,} characters; the limit is {limits.max_text_chars:,} (--max-text-chars)",
+                400,
+                f"Host header {given[:100]!r} names none of the hosts this service answers to "
+                f"({', '.join(sorted(self.allowed))}); start serve with --allow-host NAME for a name clients use",
             )
 
-    def checked(payload) -> ScoreRequest:
+    def check_caller(self, request: Request) -> None:
+        """The ``Host`` header (400), then the token (401)."""
+        self.check_host(request)
+        if self.expected is None:
+            return
+        given = request.headers.get("authorization", "").encode("latin-1", "replace")
+        if not hmac.compare_digest(given, self.expected):
+            raise _Refused(
+                401,
+                "missing or wrong bearer token: send 'Authorization: Bearer <token>'",
+                {"WWW-Authenticate": "Bearer"},
+            )
+
+    @contextlib.asynccontextmanager
+    async def admitted(self):
+        if self.state["in_progress"] >= self.limits.max_concurrent:
+            raise _Refused(
+                503,
+                f"the service is busy ({self.limits.max_concurrent} requests in progress); retry shortly",
+                {"Retry-After": "1"},
+            )
+        self.state["in_progress"] += 1
+        try:
+            yield
+        finally:
+            self.state["in_progress"] -= 1
+
+    @contextlib.asynccontextmanager
+    async def receiving(self):
+        if self.state["reading"] >= self.limits.max_readers:
+            raise _Refused(
+                503,
+                f"the service is receiving {self.limits.max_readers} request bodies already; retry shortly",
+                {"Retry-After": "1", "Connection": "close"},
+            )
+        self.state["reading"] += 1
+        try:
+            yield
+        finally:
+            self.state["reading"] -= 1
+
+    async def read_body(self, request: Request) -> bytes:
+        """The whole body, by ``client_timeout`` and at ``min_body_rate`` at least (else 408)."""
+        kind = request.headers.get("content-type", "")
+        if kind.split(";")[0].strip().lower() != "application/json":
+            raise _Refused(415, f"the body must be sent as Content-Type: application/json, not {kind[:100]!r}")
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limits.max_bytes:
+            raise _Refused(413, f"request body of {declared} bytes exceeds the limit of {self.limits.max_bytes}")
+        body = bytearray()
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        chunks = aiter(request.stream())
+        while True:
+            due = min(start + self.limits.client_timeout, start + BODY_GRACE + len(body) / self.limits.min_body_rate)
+            try:
+                async with asyncio.timeout_at(due):
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return bytes(body)
+            except TimeoutError:
+                late = loop.time() - start >= self.limits.client_timeout
+                raise _Refused(
+                    408,
+                    f"request body not received within {self.limits.client_timeout:g} s ({len(body)} bytes arrived)"
+                    if late
+                    else f"request body arriving slower than {self.limits.min_body_rate:g} bytes/s "
+                    f"({len(body)} bytes in {loop.time() - start:.1f} s)",
+                    {"Connection": "close"},
+                ) from None
+            body += chunk
+            if len(body) > self.limits.max_bytes:
+                raise _Refused(413, f"request body exceeds the limit of {self.limits.max_bytes} bytes")
+
+    async def parse(self, data: bytes):
+        if len(data) > _INLINE_PARSE_BYTES:  # keep the event loop free for other clients meanwhile
+            return await run_in_threadpool(parse_body, data, self.limits.max_json_depth)
+        return parse_body(data, self.limits.max_json_depth)
+
+    async def guarded(self, request: Request, handle):
+        """Run ``handle(payload, connection)`` with the token, admission, body and disconnect handling."""
+        client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
+        try:
+            self.check_caller(request)
+            async with self.receiving():
+                body = await self.read_body(request)  # before admission: a slow sender holds no place
+            size = len(body)
+            async with self.admitted():
+                answer = await handle(await self.parse(body), request.client)
+        except _Refused as exc:
+            return _error(exc.status, exc.detail, exc.headers)
+        except ClientDisconnect:
+            log.warning("client %s disconnected before sending its whole %s request", client, request.url.path)
+            return _error(400, "client disconnected")
+        trim = BackgroundTask(run_in_threadpool, release_memory) if size >= self.limits.trim_after_bytes else None
+        return JSONResponse(answer, background=trim)
+
+    def check_length(self, where: str, text) -> None:
+        if isinstance(text, str) and len(text) > self.limits.max_text_chars:
+            raise _Refused(
+                413,
+                f"{where} holds {len(text):,} characters; the limit is {self.limits.max_text_chars:,} (--max-text-chars)",
+            )
+
+    def checked(self, payload) -> ScoreRequest:
         """A ``/score`` or ``/explain`` body within the candidate and text limits (else 413)."""
-        req = validated(ScoreRequest, payload)
-        if len(req.candidates) > limits.max_candidates:
-            raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {limits.max_candidates}")
+        req = _validated(ScoreRequest, payload)
+        if len(req.candidates) > self.limits.max_candidates:
+            raise _Refused(413, f"{len(req.candidates)} candidates exceed the limit of {self.limits.max_candidates}")
         for name in ("query", "request_id", "session", "user"):
-            check_length(name, getattr(req, name))
+            self.check_length(name, getattr(req, name))
         for i, candidate in enumerate(req.candidates):
-            for field in fields:
-                check_length(f"candidates[{i}].{field}", candidate.get(field))
+            for field in self.fields:
+                self.check_length(f"candidates[{i}].{field}", candidate.get(field))
         return req
 
-    def large(ranker: Scorer, req: ScoreRequest) -> bool:
+    def large(self, ranker: Scorer, req: ScoreRequest) -> bool:
         """Whether the lane's worker computes the request's features."""
-        return lane is not None and lane.running and lane.takes(req.query, req.candidates, ranker.fields)
+        return self.lane is not None and self.lane.running and self.lane.takes(req.query, req.candidates, ranker.fields)
 
-    async def step(ranker: Scorer, pairs, client, in_lane: bool) -> np.ndarray:
-        if in_lane and lane is not None:
+    async def step(self, ranker: Scorer, pairs, client, in_lane: bool) -> np.ndarray:
+        if in_lane and self.lane is not None:
             try:
-                return await lane_turns.run(client, lane.pair_features, scorers.index(ranker), pairs)
+                return await self.lane_turns.run(client, self.lane.pair_features, self.scorers.index(ranker), pairs)
             except BrokenProcessPool:
                 pass  # the worker is gone: here from now on
-        return await turns.run(client, ranker.pair_features, pairs)
+        return await self.turns.run(client, ranker.pair_features, pairs)
 
-    async def features(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
+    async def features(self, ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
         """The request's feature rows, computed in steps so that other requests are scored in between (a large
         request's in the lane's worker)."""
-        in_lane = large(ranker, req)
-        pairs = await turns.run(client, ranker.prepare, req.query, req.candidates)
-        X = [await step(ranker, pairs.iloc[part], client, in_lane) for part in steps(req.candidates, ranker.fields)]
+        in_lane = self.large(ranker, req)
+        pairs = await self.turns.run(client, ranker.prepare, req.query, req.candidates)
+        X = [
+            await self.step(ranker, pairs.iloc[part], client, in_lane) for part in steps(req.candidates, ranker.fields)
+        ]
         return np.concatenate(X)
 
-    def finite(scores: np.ndarray) -> np.ndarray:
-        """The scores, or 500 when one is not finite."""
-        if not np.isfinite(scores).all():
-            bad = int(np.flatnonzero(~np.isfinite(scores))[0])
-            log.error("the ranker scored candidate %d as %r: the model file is damaged", bad, float(scores[bad]))
-            raise _Refused(500, f"the ranker gave a non-finite score ({float(scores[bad])!r}) to candidate {bad}")
-        return scores
-
-    async def logged(lines: list[dict]) -> None:
+    async def logged(self, lines: list[dict]) -> None:
         """Append to the event log; on disk when this returns."""
         try:
-            await run_in_threadpool(impressions.log.append, lines)  # type: ignore[union-attr]
+            await run_in_threadpool(self.impressions.log.append, lines)  # type: ignore[union-attr]
         except OSError as exc:
             log.error("the event log cannot be written: %s", exc)
             raise _Refused(503, "the event log cannot be written; retry later", {"Retry-After": "5"}) from None
 
-    async def ranked(ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
+    async def ranked(self, ranker: Scorer, req: ScoreRequest, client) -> np.ndarray:
         """One ranker's scores of the request's candidates, in steps when they are large."""
         try:
-            if not large(ranker, req) and len(steps(req.candidates, ranker.fields)) == 1:
-                scores = await turns.run(client, ranker.score, req.query, req.candidates)
+            if not self.large(ranker, req) and len(steps(req.candidates, ranker.fields)) == 1:
+                scores = await self.turns.run(client, ranker.score, req.query, req.candidates)
             else:
-                scores = await turns.run(client, ranker.predict, await features(ranker, req, client))
+                scores = await self.turns.run(client, ranker.predict, await self.features(ranker, req, client))
         except CandidateError as exc:
             raise _Refused(422, str(exc)) from None
-        return finite(scores)
+        return _finite(scores)
 
-    async def score_payload(payload, client) -> dict:
-        req = checked(payload)
-        scores = await ranked(scorer, req, client)
-        if impressions is None:
+    async def score_payload(self, payload, client) -> dict:
+        req = self.checked(payload)
+        scores = await self.ranked(self.scorer, req, client)
+        if self.impressions is None:
             order = np.argsort(-scores, kind="stable")
             return {"scores": [float(s) for s in scores], "order": [str(req.candidates[i]["docid"]) for i in order]}
         request_id = req.request_id if req.request_id is not None else new_id()
-        both = interleaved(interleave, request_id)
-        scores_b = await ranked(interleave.scorer, req, client) if both else None  # type: ignore[union-attr]
-        shown, teams, method, rank_a, rank_b = shown_list(scores, scores_b, interleave, request_id)
+        both = interleaved(self.interleave, request_id)
+        scores_b = await self.ranked(self.interleave.scorer, req, client) if both else None  # type: ignore[union-attr]
+        shown, teams, method, rank_a, rank_b = shown_list(scores, scores_b, self.interleave, request_id)
         docids = [str(req.candidates[i]["docid"]) for i in shown]
         impression_id = new_id()
-        kept = shown[: impressions.depth]
+        kept = shown[: self.impressions.depth]
         impression = Impression(
             session=req.session if req.session is not None else impression_id,
             query=req.query,
-            docids=tuple(docids[: impressions.depth]),
-            teams=tuple(teams[: impressions.depth]),
+            docids=tuple(docids[: self.impressions.depth]),
+            teams=tuple(teams[: self.impressions.depth]),
             method=method,
             rank_a=tuple(int(r) for r in rank_a[kept]),
             rank_b=tuple(int(r) for r in rank_b[kept]) if rank_b is not None else (None,) * len(kept),
             user=req.user,
         )
-        await logged(impressions.lines(impression_id, impression))
-        impressions.keep(impression_id, impression)
+        await self.logged(self.impressions.lines(impression_id, impression))
+        self.impressions.keep(impression_id, impression)
         answer = {
             "scores": [float(s) for s in scores],
             "order": docids,
@@ -527,70 +559,69 @@ def create_app(
             answer["scores_b"] = [float(s) for s in scores_b]
         return answer
 
-    async def explain_payload(payload, client) -> dict:
-        req = checked(payload)
-        if not getattr(scorer, "explains", False):  # a scorer of another make may not say
+    async def explain_payload(self, payload, client) -> dict:
+        req = self.checked(payload)
+        if not getattr(self.scorer, "explains", False):  # a scorer of another make may not say
             raise _Refused(
                 501,
-                f"this service's ranker ({type(getattr(scorer, 'ranker', scorer)).__name__}) cannot say what its "
+                f"this service's ranker ({type(getattr(self.scorer, 'ranker', self.scorer)).__name__}) cannot say what its "
                 "scores are made of: its model class has no contributions(data) method",
             )
         try:
-            X = await features(scorer, req, client)
+            X = await self.features(self.scorer, req, client)
         except CandidateError as exc:
             raise _Refused(422, str(exc)) from None
-        scores = finite(await turns.run(client, scorer.predict, X))
+        scores = _finite(await self.turns.run(client, self.scorer.predict, X))
         order = np.argsort(-scores, kind="stable")
         answer: dict = {
             "scores": [float(s) for s in scores],
             "order": [str(req.candidates[i]["docid"]) for i in order],
         }
-        contrib = await turns.run(client, scorer.contributions, X)
+        contrib = await self.turns.run(client, self.scorer.contributions, X)
         answer["documents"] = [
             {"rank": rank, "docid": str(req.candidates[i]["docid"]), **explained_row(contrib, i, scores[i])}
             for rank, i in enumerate(order.tolist(), 1)
         ]
         return answer
 
-    async def embed_payload(payload, client) -> dict:
-        req = validated(EmbedRequest, payload)
-        check_length("query", req.query)
-        return {"params": await turns.run(client, scorer.query_params, req.query)}
+    async def embed_payload(self, payload, client) -> dict:
+        req = _validated(EmbedRequest, payload)
+        self.check_length("query", req.query)
+        return {"params": await self.turns.run(client, self.scorer.query_params, req.query)}
 
-    async def events_payload(payload, client) -> dict:
-        if impressions is None:
+    async def events_payload(self, payload, client) -> dict:
+        if self.impressions is None:
             raise _Refused(404, "this service keeps no event log; start serve with --event-log DIR")
         batch = isinstance(payload, dict) and "events" in payload
-        events = validated(EventBatch, payload).events if batch else [validated(UbiEvent, payload)]
-        if len(events) > limits.max_candidates:
-            raise _Refused(413, f"{len(events)} events exceed the limit of {limits.max_candidates}")
+        events = _validated(EventBatch, payload).events if batch else [_validated(UbiEvent, payload)]
+        if len(events) > self.limits.max_candidates:
+            raise _Refused(413, f"{len(events)} events exceed the limit of {self.limits.max_candidates}")
         for k, event in enumerate(events):
-            check_length(f"events[{k}].query_id", event.query_id)
+            self.check_length(f"events[{k}].query_id", event.query_id)
             attrs = event.event_attributes
-            check_length(
+            self.check_length(
                 f"events[{k}].event_attributes.object.object_id", attrs and attrs.object and attrs.object.object_id
             )
         try:
-            lines = impressions.event_lines(events)
+            lines = self.impressions.event_lines(events)
         except ValueError as exc:
             raise _Refused(422, str(exc)) from None
-        await logged(lines)
+        await self.logged(lines)
         return {"accepted": len(lines)}
 
-    @app.post("/score")
-    async def score(request: Request):
-        return await guarded(request, score_payload)
 
-    @app.post("/explain")
-    async def explain(request: Request):
-        return await guarded(request, explain_payload)
+def _validated(model, payload):
+    """``payload`` as ``model``, or 422 naming what is wrong."""
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        raise _Refused(422, _validation_message(exc)) from None
 
-    @app.post("/embed")
-    async def embed(request: Request):
-        return await guarded(request, embed_payload)
 
-    @app.post("/events")
-    async def events(request: Request):
-        return await guarded(request, events_payload)
-
-    return app
+def _finite(scores: np.ndarray) -> np.ndarray:
+    """The scores, or 500 when one is not finite."""
+    if not np.isfinite(scores).all():
+        bad = int(np.flatnonzero(~np.isfinite(scores))[0])
+        log.error("the ranker scored candidate %d as %r: the model file is damaged", bad, float(scores[bad]))
+        raise _Refused(500, f"the ranker gave a non-finite score ({float(scores[bad])!r}) to candidate {bad}")
+    return scores
