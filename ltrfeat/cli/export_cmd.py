@@ -125,16 +125,13 @@ def export_ranker(
     from ltrfeat.export.plugin_features import lexical_scoring, norms_warning
     from ltrfeat.rankers.models import load_ranker
 
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
+    from ltrfeat.features.neural import encoder_width, load_encoder
+
     check_writable(out_path)  # before loading anything
+    named = parse_encoder_specs(encoders)
     ranker = load_ranker(model)
-
-    dims = {}
-    for spec in encoders:
-        from ltrfeat.features.encoders.spec import parse_encoder_spec
-        from ltrfeat.features.neural import encoder_width, load_encoder
-
-        enc_name, path = parse_encoder_spec(spec)
-        dims[enc_name] = encoder_width(load_encoder(enc_name, path))
+    dims = {name: encoder_width(load_encoder(name, path)) for name, path in named.items()}
     corpus = None
     if corpus_stats:
         from ltrfeat.features.corpus import CorpusStats
@@ -294,16 +291,14 @@ def embed(docs_path, encoders, fields, index_name, out_path, update):
       ltrfeat embed --docs data/docs.tsv --encoder clsm=clsm.ltrenc --fields title --index products --out bulk.ndjson
       curl -s -XPOST localhost:9200/_bulk -H 'Content-Type: application/x-ndjson' --data-binary @bulk.ndjson
     """
-    from ltrfeat.features.encoders.spec import parse_encoder_spec
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
     from ltrfeat.features.neural import load_encoder
     from ltrfeat.core.text import read_docs
     from ltrfeat.export.bulk import write_bulk
 
     field_list = [f.strip() for f in fields.split(",") if f.strip()]
+    named = parse_encoder_specs(encoders)
     docs = read_docs(docs_path, fields=field_list)
-    loaded = {}
-    for spec in encoders:
-        name, path = parse_encoder_spec(spec)
-        loaded[name] = load_encoder(name, path)
+    loaded = {name: load_encoder(name, path) for name, path in named.items()}
     n = write_bulk(docs, loaded, out_path, fields=field_list, index=index_name, update=update)
     click.echo(f"wrote {n} documents x {len(loaded) * len(field_list)} vector field(s) to {out_path}", err=True)

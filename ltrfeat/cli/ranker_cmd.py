@@ -674,15 +674,15 @@ def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, 
           --corpus-stats corpus.npz --out reranked.run --depth 100
       ltrfeat evaluate --qrels qrels.txt --run reranked.run --metrics ndcg@10,map
     """
-    from ltrfeat.cli.serve_cmd import _encoders
     from ltrfeat.core.text import read_docs, read_queries
     from ltrfeat.core.trec import read_run, write_trec_run
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
     from ltrfeat.serving.rerank import rerank_run
     from ltrfeat.serving.scorer import Scorer
 
     scorer = Scorer.load(
         model_path,
-        encoders=_encoders(features["encoders"]),
+        encoders=parse_encoder_specs(features["encoders"]),
         corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
         strict=features["strict"],

@@ -12,23 +12,6 @@ from ltrfeat.cli._options import lexical_options, option_group, threads_option, 
 from ltrfeat.core.errors import LtrfeatError
 
 
-def _encoders(specs) -> dict:
-    out = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        name = name.strip()
-        if not name or name in out:
-            raise LtrfeatError(f"bad or repeated --encoder {spec!r}", fix="write NAME=PATH once per encoder name")
-        out[name] = given = (path.strip() or None) if sep else None
-        if given is not None and not Path(given).exists():  # checked before anything starts
-            raise LtrfeatError(
-                f"--encoder {name}: no such file or directory",
-                path=given,
-                fix="give NAME=PATH of an .ltrenc bundle or an ONNX export directory",
-            )
-    return out
-
-
 _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the lane.Lane bound
     "limits",
     click.option(
@@ -260,6 +243,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
         )
     import torch
 
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
     from ltrfeat.serving import server
     from ltrfeat.serving.app import LOOPBACK_HOSTS, ServiceLimits, create_app
     from ltrfeat.serving.lane import Lane
@@ -267,7 +251,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
 
     torch.set_num_threads(threads_value(threads))
     _log_to_stderr()
-    encoders = _encoders(features["encoders"])
+    encoders = parse_encoder_specs(features["encoders"])
     scorer = Scorer.load(
         ranker,
         encoders=encoders,
