@@ -10,7 +10,7 @@ import warnings
 import click
 
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.tracking import DEFAULT_URI  # no MLflow import: commands start fast
 
 
@@ -91,6 +91,25 @@ def label_map_option(text: str, *, sep: str = ", "):
         show_default=True,
         help=text.format(maps=sep.join(LABEL_MAPS)),
     )
+
+
+def read_pairs_table(path, reading: dict):
+    """The judged-pairs table at ``path`` read as the options ``--columns --encoding --label-map --duplicates`` in
+    ``reading`` say (a missing column's fix names ``--columns``), with a line on stderr for duplicate pairs."""
+    from ltrfeat.core.duplicates import duplicates_line
+    from ltrfeat.core.text import read_judged_pairs
+
+    with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
+        table = read_judged_pairs(
+            path,
+            columns=reading["columns"],
+            encoding=reading["encoding"],
+            label_map=reading["label_map"],
+            duplicates=reading["duplicates"],
+        )
+    if duplicates_line(table.attrs["duplicates"]):
+        click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
+    return table
 
 
 def click_log_options(*, prefix: str, when: str) -> list:

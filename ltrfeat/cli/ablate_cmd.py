@@ -513,18 +513,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/
       ltrfeat report ablation/ --open
     """
-    from ltrfeat.experiments.ablate import (
-        AblateSettings,
-        FoldsSource,
-        PairsSource,
-        ablate_folds,
-        ablate_pairs,
-        plan_folds_ablation,
-        plan_pairs,
-    )
-    from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
-    from ltrfeat.experiments.click_training import uncorrected_warnings
-    from ltrfeat.experiments.verdict import verdict_lines
+    from ltrfeat.experiments.ablate import FoldsSource, ablate_folds, ablate_pairs, plan_folds_ablation, plan_pairs
 
     if (folds_dir is None) == (pairs_path is None):
         raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
@@ -533,44 +522,11 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
             "--base/--neural are for --folds; in text mode the lexical features are "
             "the base and each --encoder is a neural group"
         )
-    seeds = evaluation["seeds"]
     if output["mlflow_uri"] is not None:
         from ltrfeat.core.tracking import check_store
 
         check_store(output["mlflow_uri"])
-    settings = AblateSettings(
-        report_dir=output["report_dir"],
-        engine=ranker["engine"],
-        seeds=seeds,
-        n_estimators=ranker["n_estimators"],
-        resamples=evaluation["resamples"],
-        ranker_params={
-            "learning_rate": ranker["learning_rate"],
-            "num_leaves": ranker["num_leaves"],
-            "early_stopping_rounds": ranker["early_stopping_rounds"],
-            "n_jobs": ranker["threads"] or None,
-            "params": parse_key_values(ranker["params"]),
-        },
-        metrics=evaluation["metrics"],
-        gain=evaluation["gain"],
-        no_relevant=evaluation["no_relevant"],
-        ties=evaluation["ties"],
-        # --deployable restricts the features and the verdict's "to ship" line: the ablation compares every candidate
-        selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=text["split_seed"]),
-        deployable=selecting["deployable"],
-        alone=planning["alone"],
-        base_name=planning["base_name"],
-        overwrite=output["overwrite"],
-        write_runs=output["write_runs"],
-        write_features=output["write_features"],
-        cache=run["cache_dir"],
-        quick=run["quick"],
-        dask=run["dask"],
-        jobs=run["jobs"],
-        progress=not os.environ.get("CI"),
-        config_file=config_file_record(),
-        budget=run["budget"],
-    )
+    settings = _settings(ranker, evaluation, planning, output, run, selecting, split_seed=text["split_seed"])
     say = functools.partial(click.echo, err=True)
     with notices():
         if folds_dir is not None:
@@ -588,38 +544,97 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 return
             done = ablate_folds(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
         else:
-            source = PairsSource(
-                pairs_path,
-                encoders=tuple(text["encoders"]),
-                columns=text["columns"],
-                encoding=text["encoding"],
-                label_map=text["label_map"],
-                duplicates=text["duplicates"],
-                conflicts=text["conflicts"],
-                lexical=text["lexical"],
-                train_pairs=text["train_pairs_path"],
-                train_columns=text["train_columns"],
-                click_log=text["click_log_path"],
-                debias=text["debias"],
-                propensity=text["propensity"][1],
-                propensity_method=text["propensity"][0],
-                clip=text["clip"],
-                click_queries=text["click_queries"],
-                click_docs=text["click_docs"],
-                collection=text["collection_path"],
-                collection_field=text["collection_field"],
-                k_folds=text["k_folds"],
-                valid_fraction=text["valid_fraction"],
-                split_seed=text["split_seed"],
-                encoder_options=parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5")
-                or {},
-                encoder_jobs=text["encoder_jobs"],
-                continue_outer=text["continue_outer"],
-            )
+            pairs_source = _pairs_source(pairs_path, text)
             if run["plan_only"]:
-                _print_plan(plan_pairs(source, settings, say=say))
+                _print_plan(plan_pairs(pairs_source, settings, say=say))
                 return
-            done = ablate_pairs(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
+            done = ablate_pairs(pairs_source, settings, say=say, engine_features=_engine_filter(settings.deployable))
+    _print_outcome(done)
+    if output["mlflow_uri"] is not None:
+        from ltrfeat.experiments.tracking_runs import track_ablation
+
+        uri = output["mlflow_uri"]
+        click.echo(f"mlflow: run {track_ablation(uri, done, settings)} at {uri}", err=True)
+
+
+def _settings(ranker, evaluation, planning, output, run, selecting, *, split_seed: int):
+    """The :class:`~ltrfeat.experiments.ablate.AblateSettings` the option groups describe."""
+    from ltrfeat.experiments.ablate import AblateSettings
+
+    return AblateSettings(
+        report_dir=output["report_dir"],
+        engine=ranker["engine"],
+        seeds=evaluation["seeds"],
+        n_estimators=ranker["n_estimators"],
+        resamples=evaluation["resamples"],
+        ranker_params={
+            "learning_rate": ranker["learning_rate"],
+            "num_leaves": ranker["num_leaves"],
+            "early_stopping_rounds": ranker["early_stopping_rounds"],
+            "n_jobs": ranker["threads"] or None,
+            "params": parse_key_values(ranker["params"]),
+        },
+        metrics=evaluation["metrics"],
+        gain=evaluation["gain"],
+        no_relevant=evaluation["no_relevant"],
+        ties=evaluation["ties"],
+        # --deployable restricts the features and the verdict's "to ship" line: the ablation compares every candidate
+        selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=split_seed),
+        deployable=selecting["deployable"],
+        alone=planning["alone"],
+        base_name=planning["base_name"],
+        overwrite=output["overwrite"],
+        write_runs=output["write_runs"],
+        write_features=output["write_features"],
+        cache=run["cache_dir"],
+        quick=run["quick"],
+        dask=run["dask"],
+        jobs=run["jobs"],
+        progress=not os.environ.get("CI"),
+        config_file=config_file_record(),
+        budget=run["budget"],
+    )
+
+
+def _pairs_source(pairs_path, text: dict):
+    """Text mode's :class:`~ltrfeat.experiments.ablate.PairsSource` from the text-mode options."""
+    from ltrfeat.experiments.ablate import PairsSource
+
+    return PairsSource(
+        pairs_path,
+        encoders=tuple(text["encoders"]),
+        columns=text["columns"],
+        encoding=text["encoding"],
+        label_map=text["label_map"],
+        duplicates=text["duplicates"],
+        conflicts=text["conflicts"],
+        lexical=text["lexical"],
+        train_pairs=text["train_pairs_path"],
+        train_columns=text["train_columns"],
+        click_log=text["click_log_path"],
+        debias=text["debias"],
+        propensity=text["propensity"][1],
+        propensity_method=text["propensity"][0],
+        clip=text["clip"],
+        click_queries=text["click_queries"],
+        click_docs=text["click_docs"],
+        collection=text["collection_path"],
+        collection_field=text["collection_field"],
+        k_folds=text["k_folds"],
+        valid_fraction=text["valid_fraction"],
+        split_seed=text["split_seed"],
+        encoder_options=parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5") or {},
+        encoder_jobs=text["encoder_jobs"],
+        continue_outer=text["continue_outer"],
+    )
+
+
+def _print_outcome(done) -> None:
+    """The ablation's headline table, marks, verdict and where its report is."""
+    from ltrfeat.experiments.click_training import uncorrected_warnings
+    from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
+    from ltrfeat.experiments.verdict import verdict_lines
+
     result, summary = done.result, done.summary
     inert = seed_inert_sets(result)
     if inert:
@@ -644,11 +659,6 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         click.echo(line)
     click.echo(f"in words: {json.loads((done.report_dir / 'report.json').read_text())['summary']}")
     click.echo(f"page: {done.report_dir / 'report.html'}")
-    if output["mlflow_uri"] is not None:
-        from ltrfeat.experiments.tracking_runs import track_ablation
-
-        uri = output["mlflow_uri"]
-        click.echo(f"mlflow: run {track_ablation(uri, done, settings)} at {uri}", err=True)
 
 
 @click.command("compare")

@@ -14,7 +14,6 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import (
     click_log_options,
     columns_option,
@@ -24,6 +23,7 @@ from ltrfeat.cli._options import (
     label_map_option,
     mlflow_options,
     option_group,
+    read_pairs_table,
     threads_option,
 )
 from ltrfeat.cli._sbert_ft import sbert_options
@@ -459,9 +459,6 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     Example (no click log: each document's title as the query, its body as the clicked text):
       ltrfeat train-encoder --from-docs docs.tsv --pair title:body --model clsm --out weak.ltrenc
     """
-    from ltrfeat.core.errors import cli_fixes
-    from ltrfeat.core.text import read_judged_pairs
-
     ctx = click.get_current_context()
     if pairs is not None and reading["debias"] is None and Path(pairs).is_dir():
         raise click.UsageError(
@@ -471,70 +468,35 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     if like_ablate["spec"] is not None:
         _train_like_ablate(ctx, pairs, out, reading, training["seed"], like_ablate)
         return
-    from_docs = weak["from_docs"]
-    _check_clicks_options(ctx, reading, from_docs)
-    if from_docs:
-        table = _weak_pairs(
-            from_docs,
-            weak["field_pair"],
-            encoding=reading["encoding"],
-            pairs=pairs,
-            seed=training["seed"],
-            spans_per_doc=weak["spans_per_doc"],
-        )
-    elif pairs and reading["debias"] is not None:
-        table = None  # read below, once the kind's loss is known
-    elif pairs:
-        with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
-            table = read_judged_pairs(
-                pairs,
-                columns=reading["columns"],
-                encoding=reading["encoding"],
-                label_map=reading["label_map"],
-                duplicates=reading["duplicates"],
-            )
-        if duplicates_line(table.attrs["duplicates"]):
-            click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
-    else:
-        raise click.UsageError("give PAIRS or --from-docs DOCS")
+    _check_clicks_options(ctx, reading, weak["from_docs"])
+    table = _pairs_or_weak_pairs(pairs, weak, reading, training["seed"])
     kind = encoder_kind(model)
     settings, trainer_args = _given_settings(ctx, kind)
     if table is None:
         table = _click_table(pairs, reading, kind, settings, training["seed"])
-    if from_docs:
+    if weak["from_docs"]:
         settings["soft_labels"] = "identity"
     if kind.scores and settings.get("score") is None:
         settings["score"] = kind.default_score(settings.get("pretrain"))
     if out:
         check_writable(out)  # before the training, not after it
-    if tracking["mlflow_uri"] is not None:
+    uri = tracking["mlflow_uri"]
+    if uri is not None:
         from ltrfeat.core.tracking import check_store
 
-        check_store(tracking["mlflow_uri"])
-    try:
-        config = kind.config.from_dict(settings)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
-
-    check_holdout(table_queries(table), config.val_fraction)  # before the training, not after its first steps
+        check_store(uri)
+    config = _checked_config(kind, settings, table)
     if trainer_args.get("init") is not None:
         trainer_args["init"] = kind.load(trainer_args["init"])
     with freed_memory_kept():
         encoder, history = fit_and_save(
             lambda ckpt: kind.train(
-                table,
-                config,
-                threads=run["threads"] or None,
-                checkpoint=ckpt,
-                resume=run["resume"],
-                **trainer_args,
+                table, config, threads=run["threads"] or None, checkpoint=ckpt, resume=run["resume"], **trainer_args
             ),
             out,
             run["checkpoint"],
         )
     _print_summary(_summary(encoder, out) | {"epochs": _epochs(history)}, as_json=run["as_json"])
-    uri = tracking["mlflow_uri"]
     if uri is not None:
         from ltrfeat.experiments.tracking_runs import track_encoder
 
@@ -542,6 +504,35 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             f"mlflow: run {track_encoder(uri, out, {'model': kind.name} | config.to_dict(), history)} at {uri}",
             err=True,
         )
+
+
+def _pairs_or_weak_pairs(pairs, weak: dict, reading: dict, seed: int):
+    """The training table of PAIRS (a judged-pairs table) or ``--from-docs``; None for a click log (``--debias``),
+    read once the kind's loss is known."""
+    if weak["from_docs"]:
+        return _weak_pairs(
+            weak["from_docs"],
+            weak["field_pair"],
+            encoding=reading["encoding"],
+            pairs=pairs,
+            seed=seed,
+            spans_per_doc=weak["spans_per_doc"],
+        )
+    if not pairs:
+        raise click.UsageError("give PAIRS or --from-docs DOCS")
+    return None if reading["debias"] is not None else read_pairs_table(pairs, reading)
+
+
+def _checked_config(kind, settings: dict, table):
+    """The kind's config from the settings, its holdout checked against the table before any training step."""
+    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
+
+    try:
+        config = kind.config.from_dict(settings)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    check_holdout(table_queries(table), config.val_fraction)
+    return config
 
 
 def _check_clicks_options(ctx: click.Context, reading: dict, from_docs) -> None:
