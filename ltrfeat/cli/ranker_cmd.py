@@ -233,14 +233,17 @@ def train_ranker(train, valid, features, output, ranker, training, dask, nan_pol
         from ltrfeat.core.tracking import check_store
 
         check_store(uri)
-    _train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, clicks, selecting)
+    files = {"train": train, "valid": valid}
+    _train_ranker(files, features, output, ranker, training, dask, nan_policy, clicks, selecting)
     if uri is not None:
         from ltrfeat.experiments.tracking_runs import track_ranker
 
         click.echo(f"mlflow: run {track_ranker(uri, out, register=register)} at {uri}", err=True)
 
 
-def _train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, clicks, selecting) -> None:
+def _train_ranker(files: dict, features, output, ranker, training, dask, nan_policy, clicks, selecting) -> None:
+    """train-ranker on ``files`` (``train`` and ``valid`` paths, ``valid`` possibly None) with the option groups."""
+    train, valid = files["train"], files["valid"]
     out, top = output["out"], output["top"]
     from ltrfeat.rankers.lambdamart import LabelError, LambdaMART, meta_path
 
@@ -248,7 +251,7 @@ def _train_ranker(train, valid, features, output, ranker, training, dask, nan_po
     selection = selection_config(config.engine, **selecting, seed=config.seed)
     if selection is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
-    with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
+    with notices(), _label_file(files, (LabelError, ModelFileError), default=valid):
         train_data = _positioned(train, _read(train, nan_policy, position_path=clicks["positions"]), clicks)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         if valid_data is not None:
