@@ -17,12 +17,11 @@ from ltrfeat.core.tracking import DEFAULT_URI  # no MLflow import: commands star
 def resampling_options(fn):
     """``--resamples`` and ``--seed`` of the bootstrap intervals and randomisation tests (``compare``,
     ``compare-runs``)."""
-    fn = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling.")(fn)
+    fn = click.option("--seed", type=int, default=0, help="Seed of the resampling.")(fn)
     return click.option(
         "--resamples",
         type=click.IntRange(min=100),
         default=10_000,
-        show_default=True,
         help="Bootstrap and randomisation-test resamples.",
     )(fn)
 
@@ -58,7 +57,6 @@ duplicates_option = click.option(  # see ltrfeat.core.duplicates
     "--duplicates",
     type=click.Choice(DUPLICATE_POLICIES),
     default="error",
-    show_default=True,
     help="A (query, document) pair judged on several rows: stop with the count and lines (error), keep the first "
     "row (first), or its texts with the mean grade rounded half up (mean) or the highest grade (max). "
     "The choice and counts are recorded in the outputs.",
@@ -80,7 +78,7 @@ def columns_option(text: str):
 
 def encoding_option(text: str):
     """``--encoding`` of the command's text tables; ``text`` is its help."""
-    return click.option("--encoding", default=_pairs_default("encoding"), show_default=True, help=text)
+    return click.option("--encoding", default=_pairs_default("encoding"), help=text)
 
 
 def label_map_option(text: str, *, sep: str = ", "):
@@ -88,7 +86,6 @@ def label_map_option(text: str, *, sep: str = ", "):
     return click.option(
         "--label-map",
         default=_pairs_default("label_map"),
-        show_default=True,
         help=text.format(maps=sep.join(LABEL_MAPS)),
     )
 
@@ -122,7 +119,6 @@ def click_log_options(*, prefix: str, when: str) -> list:
             "--clip",
             type=click.FloatRange(min=0, max=1, min_open=True),
             default=DEFAULT_CLIP,
-            show_default=True,
             help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
         ),
         click.option(
@@ -182,7 +178,6 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 "--select/--no-select",
                 "select",
                 default=default_on,
-                show_default=True,
                 help="Choose the ranker among --candidates by inner cross-validation over the training "
                 "queries (never the test queries); --no-select trains plain LambdaMART.",
             ),
@@ -197,7 +192,6 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 "--tune",
                 type=click.Choice(TUNE_METHODS),
                 default=SELECTION_DEFAULTS["tune"],
-                show_default=True,
                 help="Hyperparameter search of the ENGINE-tuned candidate: a fixed grid of 8 "
                 "configurations or Optuna TPE (--tune-trials); every feature set gets the same budget.",
             ),
@@ -205,21 +199,18 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 "--tune-trials",
                 type=click.IntRange(min=1),
                 default=SELECTION_DEFAULTS["tune_trials"],
-                show_default=True,
                 help="Optuna trials per feature set and fold.",
             ),
             click.option(
                 "--inner-folds",
                 type=click.IntRange(min=2),
                 default=SELECTION_DEFAULTS["inner_folds"],
-                show_default=True,
                 help="Query folds of the inner cross-validation.",
             ),
             click.option(
                 "--select-rule",
                 type=click.Choice(RULES),
                 default=SELECTION_DEFAULTS["rule"],
-                show_default=True,
                 help="tiered: per feature set the simplest candidate within one standard error of the best "
                 "inner-CV score, then the least complex of the sets' picks and their simpler candidates (ranker "
                 "kind, then the features its model uses) within z standard errors of the best set, z growing with "
@@ -362,7 +353,6 @@ def threads_option(*, default: int, what: str):
         "--threads",
         type=click.IntRange(min=0),
         default=default,
-        show_default=True,
         help=f"CPU threads {what}; 0 = all available cores.",
     )
 
@@ -376,7 +366,6 @@ def ties_option(*, before: str = "", after: str = ""):
         "--ties",
         type=click.Choice(TIES),
         default=Conventions.ties,
-        show_default=True,
         help=" ".join(filter(None, [before, TIES_HELP, after])),
     )
 
@@ -444,35 +433,30 @@ def ranker_options(
                 "--engine",
                 type=click.Choice(ENGINES),
                 default=R.engine,
-                show_default=True,
                 help="LambdaMART implementation.",
             ),
             click.option(
                 "--n-estimators",
                 type=click.IntRange(min=1),
                 default=n_estimators,
-                show_default=n_estimators is not None,
                 help=n_estimators_help,
             ),
             click.option(
                 "--learning-rate",
                 type=click.FloatRange(min=0, min_open=True),
                 default=R.learning_rate,
-                show_default=True,
                 help="Shrinkage of each tree.",
             ),
             click.option(
                 "--num-leaves",
                 type=click.IntRange(min=2),
                 default=R.num_leaves,
-                show_default=True,
                 help="Leaves per tree.",
             ),
             click.option(
                 "--early-stopping-rounds",
                 type=click.IntRange(min=0),
                 default=R.early_stopping_rounds,
-                show_default=True,
                 help="Patience in rounds on the validation NDCG; 0 disables early stopping.",
             ),
             threads_option(default=threads, what=threads_what),

@@ -111,10 +111,9 @@ _TEXT_MODE = option_group(
         "--conflicts",
         type=click.Choice(CONFLICTS),
         default=CrossFitConfig.conflicts,
-        show_default=True,
         help="Text mode: an id naming different texts on different rows fails, or keeps its first text.",
     ),
-    click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all')."),
+    click.option("--lexical", default="all", help="Text mode: lexical features (names or 'all')."),
     click.option(
         "--encoder",
         "encoders",
@@ -145,7 +144,6 @@ _TEXT_MODE = option_group(
         "--debias",
         type=click.Choice(DEBIAS),
         default="none",
-        show_default=True,
         help="With --click-log: the position bias left uncorrected (none), corrected by clipped, self-normalised "
         "inverse propensity weighting (ipw) or by the relevance the position-based click model estimates (pbm); "
         "softmax and generalized losses only.",
@@ -153,7 +151,6 @@ _TEXT_MODE = option_group(
     click.option(
         "--propensity",
         default="harvest",
-        show_default=True,
         metavar="harvest|em|FILE",
         callback=_propensity,
         help="With --click-log: the examination curve to correct with, estimated from the log by intervention "
@@ -172,14 +169,12 @@ _TEXT_MODE = option_group(
     click.option(
         "--collection-field",
         default="title",
-        show_default=True,
         help="Text mode: the --collection column whose text the +spans / +spans+teacher pre-training reads.",
     ),
     click.option(
         "--k-folds",
         type=click.IntRange(min=MIN_FOLDS),
         default=CrossFitConfig.k,
-        show_default=True,
         help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
         "15 for 5).",
     ),
@@ -187,7 +182,6 @@ _TEXT_MODE = option_group(
         "--valid-fraction",
         type=click.FloatRange(0, 0.5),
         default=CrossFitConfig.valid_fraction,
-        show_default=True,
         help="Text mode: share of each fold's ranker queries held out for the rankers' early stopping (the "
         "encoders' share: --encoder-option val_fraction).",
     ),
@@ -206,7 +200,6 @@ _TEXT_MODE = option_group(
         "--encoder-jobs",
         type=click.IntRange(min=0),
         default=CrossFitConfig.encoder_jobs,
-        show_default=True,
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core when they read 20,000 rows or more, else 1; 1 = one after another in this process); "
         "the scores do not change. Ignored with --dask: every training is then a task of the cluster's workers.",
@@ -214,7 +207,6 @@ _TEXT_MODE = option_group(
     click.option(
         "--continue-outer/--no-continue-outer",
         default=CrossFitConfig.continue_outer,
-        show_default=True,
         help="Text mode, MiniLM fine-tuning (sbert-ft): each outer encoder continues an inner one on the one fold "
         "that one lacks, so every pair is seen once in 2 passes over the data instead of 3; --no-continue-outer "
         "fine-tunes every encoder from the base model.",
@@ -224,7 +216,6 @@ _TEXT_MODE = option_group(
         "--split-seed",
         type=int,
         default=CrossFitConfig.seed,
-        show_default=True,
         help="Text mode: seed of folds and encoders.",
     ),
 )
@@ -232,7 +223,7 @@ _TEXT_MODE = option_group(
 
 _LETOR_MODE = option_group(
     "letor",
-    click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories."),
+    click.option("--fold-glob", default="Fold*", help="Pattern of the fold directories."),
     click.option(
         "--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40."
     ),
@@ -252,7 +243,7 @@ _PLANNING = option_group(
         help="Features ranked alone besides every neural feature (default: base features named bm25*; "
         "'all' = every feature).",
     ),
-    click.option("--base-name", default="lexical", show_default=True, help="Name of the base feature set."),
+    click.option("--base-name", default="lexical", help="Name of the base feature set."),
 )
 _EVALUATION = option_group(
     "evaluation",
@@ -262,21 +253,18 @@ _EVALUATION = option_group(
     click.option(
         "--metrics",
         default=METRICS,
-        show_default=True,
         help="Metrics; a bare number repeats the previous metric.",
     ),
     click.option(
         "--no-relevant",
         type=click.Choice(NO_RELEVANT),
         default=Conventions.no_relevant,
-        show_default=True,
         help="Queries without a relevant document: leave out, score 0, or score 1.",
     ),
     click.option(
         "--gain",
         type=click.Choice(GAINS),
         default=Conventions.gain,
-        show_default=True,
         help="NDCG gain: 2^rel-1 or linear rel.",
     ),
     ties_option(),
@@ -290,7 +278,6 @@ _EVALUATION = option_group(
         "--nan-policy",
         type=click.Choice(list(NAN_POLICIES)),
         default="keep",
-        show_default=True,
         help="NaN/inf feature values: keep as missing, replace by 0, or fail.",
     ),
 )
@@ -667,7 +654,6 @@ def _print_outcome(done) -> None:
 @click.option(
     "--metrics",
     default="ndcg@1,3,10",
-    show_default=True,
     help="Metrics of the ablation to compare; a bare number repeats the previous metric.",
 )
 @resampling_options

@@ -32,12 +32,11 @@ _READING = option_group(
         default=None,
         help="Log format [default: from the extension; JSON lines of UBI events are recognised].",
     ),
-    click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the log and tables."),
+    click.option("--encoding", default="utf-8", help="Text encoding of the log and tables."),
     click.option(
         "--chunk-rows",
         type=int,
         default=1_000_000,
-        show_default=True,
         help="Log rows read and checked at a time (memory grows with it and with the distinct keys, not the log).",
     ),
     click.option(
@@ -156,15 +155,12 @@ def aggregate(log, out, reading):
     "--method",
     type=click.Choice(["harvest", "em"]),
     default="harvest",
-    show_default=True,
     help="harvest: intervention harvesting (the same pair shown at different positions); em: EM of the "
     "position-based model (a parameter per pair: for logs with many impressions per pair).",
 )
-@click.option("--max-position", type=int, default=10, show_default=True, help="Positions of the curve (1..N).")
-@click.option(
-    "--resamples", type=int, default=200, show_default=True, help="Bootstrap resamples of the queries (interval)."
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
+@click.option("--max-position", type=int, default=10, help="Positions of the curve (1..N).")
+@click.option("--resamples", type=int, default=200, help="Bootstrap resamples of the queries (interval).")
+@click.option("--seed", type=int, default=0, help="Seed of the bootstrap.")
 @click.option(
     "--plot", type=click.Path(dir_okay=False), default=None, help="Draw the curve and its interval (.png or .svg)."
 )

@@ -77,7 +77,6 @@ _CLICK_OPTIONS = (  # reading PAIRS as a click log
         "--propensity-method",
         type=click.Choice(["harvest", "em"]),
         default="harvest",
-        show_default=True,
         help="With --debias and no --propensity: how the curve is estimated from the log.",
     ),
     *click_log_options(prefix="", when="--debias"),
@@ -105,7 +104,6 @@ _START = option_group(
         "--pretrain",
         type=click.Choice(["none", *PRETRAININGS]),
         default="none",
-        show_default=True,
         help="rbm: DSE pre-training of the DSSM towers (layer-wise RBMs, CD-1) before fine-tuning.",
     ),
     click.option(
@@ -132,21 +130,18 @@ _TRAINING = option_group(
         "--distill-epochs",
         type=click.IntRange(min=1),
         default=_E.distill_epochs,
-        show_default=True,
         help="With --teacher: distillation epochs over the training pairs.",
     ),
     click.option(
         "--distill-lr",
         type=click.FloatRange(min=0, min_open=True),
         default=_E.distill_lr,
-        show_default=True,
         help="With --teacher: Adam learning rate of the distillation.",
     ),
     click.option(
         "--distill-weight",
         type=click.FloatRange(min=0),
         default=_E.distill_weight,
-        show_default=True,
         help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
         "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
         "validation).",
@@ -162,7 +157,6 @@ _TRAINING = option_group(
         "--distill-rows",
         type=click.Choice(DISTILL_ROWS),
         default=_E.distill_rows,
-        show_default=True,
         help="With --teacher: the training pairs the distillation reads; positives: only those labelled a "
         "positive (with --pair spans:FIELD the span -> own-document pairs, not the negatives: ~5x fewer steps).",
     ),
@@ -170,7 +164,6 @@ _TRAINING = option_group(
         "--keep-start-margin",
         type=click.FloatRange(min=0),
         default=_E.keep_start_margin,
-        show_default=True,
         help="sbert-ft, and clsm/dssm with --init or --teacher: keep the starting model unless the best trained "
         "epoch beats its validation NDCG@10 by more than this many paired standard errors of the per-query "
         "differences (0: any gain).",
@@ -178,21 +171,18 @@ _TRAINING = option_group(
     click.option(
         "--topics",
         default=",".join(map(str, DeepMatchConfig.topics)),
-        show_default=True,
         help="DeepMatch: FINE,COARSE LDA topic counts, the two patch resolutions (paper: 200,50).",
     ),
     click.option(
         "--patch-words",
         type=click.IntRange(min=1),
         default=DeepMatchConfig.patch_words,
-        show_default=True,
         help="DeepMatch: most probable words per side kept in each patch.",
     ),
     click.option(
         "--loss",
         type=click.Choice(LOSSES),
         default=_E.loss,
-        show_default=True,
         help="softmax: DSSM/CLSM; generalized: GDSSM soft labels on every pair; hinge: DSE margin loss.",
     ),
     click.option(
@@ -202,25 +192,22 @@ _TRAINING = option_group(
         help="clsm/dssm relevance: cosine of the vectors, or their raw dot product (DSE) "
         "[default: dot with --pretrain rbm, else cosine].",
     ),
-    click.option("--epochs", type=click.IntRange(min=1), default=_E.epochs, show_default=True, help="Maximum epochs."),
+    click.option("--epochs", type=click.IntRange(min=1), default=_E.epochs, help="Maximum epochs."),
     click.option(
         "--negatives",
         type=click.IntRange(min=0),
         default=_E.negatives,
-        show_default=True,
         help="J random corpus negatives per sample.",
     ),
     click.option(
         "--hard-negatives",
         type=click.IntRange(min=0),
         default=_E.hard_negatives,
-        show_default=True,
         help="Same-query lower-labelled negatives per sample.",
     ),
     click.option(
         "--in-batch/--no-in-batch",
         default=_E.in_batch,
-        show_default=True,
         help="Also use the other documents of the mini-batch as negatives.",
     ),
     click.option(
@@ -241,7 +228,7 @@ _TRAINING = option_group(
         default=None,
         help=f"Samples per mini-batch [default: {_E.batch_size}; deepmatch {DeepMatchConfig.batch_size}].",
     ),
-    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=_E.optimizer, show_default=True),
+    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=_E.optimizer),
     click.option(
         "--lr",
         type=click.FloatRange(min=0, min_open=True),
@@ -252,35 +239,30 @@ _TRAINING = option_group(
         "--soft-labels",
         type=click.Choice(SOFT_LABELS),
         default=_E.soft_labels,
-        show_default=True,
         help="Grades -> [0,1] linearly, click counts c -> c/(c+s), or labels already in [0,1].",
     ),
     click.option(
         "--click-scale",
         type=click.FloatRange(min=0, min_open=True),
         default=_E.click_scale,
-        show_default=True,
         help="s in c/(c+s) for --soft-labels clicks.",
     ),
     click.option(
         "--min-positive",
         type=float,
         default=_E.min_positive,
-        show_default=True,
         help="Soft label from which a pair is a positive (softmax, hinge).",
     ),
     click.option(
         "--val-fraction",
         type=click.FloatRange(min=0, max=1, max_open=True),
         default=_E.val_fraction,
-        show_default=True,
         help="Share of queries held out for early stopping on NDCG@10 (0: none).",
     ),
     click.option(
         "--patience",
         type=click.IntRange(min=1),
         default=_E.patience,
-        show_default=True,
         help=f"Validation checkpoints in a row without improvement before stopping (sbert-ft: {_S.patience}); with a "
         "start to keep (sbert-ft, --init, --teacher) a checkpoint improves only when it beats the start clearly.",
     ),
@@ -295,12 +277,11 @@ _TRAINING = option_group(
         "--min-count",
         type=click.IntRange(min=1),
         default=_E.min_count,
-        show_default=True,
         help="Trigrams rarer than this map to the unknown id.",
     ),
     click.option("--buckets", type=click.IntRange(min=1), default=None, help="Hash trigrams into N buckets instead."),
     click.option("--shared", is_flag=True, help="One tower for queries and documents."),
-    click.option("--seed", type=int, default=_E.seed, show_default=True),
+    click.option("--seed", type=int, default=_E.seed),
 )
 
 _WEAK = option_group(
@@ -316,7 +297,6 @@ _WEAK = option_group(
         "--pair",
         "field_pair",
         default="title:body",
-        show_default=True,
         help="With --from-docs: QUERY_FIELD:DOC_FIELD (the first field plays the query), or spans:FIELD "
         "(query-like spans of 1-4 words of each document's FIELD, matched to the whole FIELD).",
     ),
@@ -324,7 +304,6 @@ _WEAK = option_group(
         "--spans-per-doc",
         type=click.IntRange(min=1),
         default=4,
-        show_default=True,
         help="With --pair spans:FIELD: spans drawn per document.",
     ),
 )
@@ -353,7 +332,7 @@ _SPEC = option_group(
         default=None,
         help="With --spec: the ablation's --collection (unlabelled documents for +spans / +spans+teacher).",
     ),
-    click.option("--collection-field", default="title", show_default=True, help="With --spec and --collection."),
+    click.option("--collection-field", default="title", help="With --spec and --collection."),
     click.option(
         "--cache",
         type=click.Path(file_okay=False),
@@ -391,7 +370,6 @@ _RUN = option_group(
 @click.option(
     "--model",
     default="clsm",
-    show_default=True,
     metavar="KIND",
     callback=lambda ctx, param, value: _model(value),
     help="The encoder kind: "

@@ -21,14 +21,12 @@ from ltrfeat.rankers.registry import kind_of
     "--top",
     type=click.IntRange(min=1),
     default=5,
-    show_default=True,
     help="Neurons (CLSM) or trigrams (DSSM) listed per side.",
 )
 @click.option(
     "--shared-top",
     type=click.IntRange(min=1),
     default=10,
-    show_default=True,
     help="CLSM: neurons in both sides' top N are listed as shared.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
@@ -58,9 +56,7 @@ def explain(model, query, document, top, shared_top, as_json):
 @click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
 @click.argument("file", metavar="LETOR", type=click.Path(dir_okay=False))
 @click.option("--qid", "qids", multiple=True, help="Query to explain (repeatable; default every query of LETOR).")
-@click.option(
-    "--top", type=click.IntRange(min=1), default=10, show_default=True, help="Documents per query, best score first."
-)
+@click.option("--top", type=click.IntRange(min=1), default=10, help="Documents per query, best score first.")
 @click.option(
     "--features",
     "n_features",

@@ -96,7 +96,7 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     click.option(
         "--parity-columns", default=None, help="--parity column mapping, e.g. query=search_term,doc=product_title."
     ),
-    click.option("--parity-encoding", default="utf-8", show_default=True, help="Encoding of the --parity table."),
+    click.option("--parity-encoding", default="utf-8", help="Encoding of the --parity table."),
 )
 def export_ranker(
     model, target, out_path, plugin, missing_as_zero, encoders, corpus_stats, lexical_params, missing_features, parity
@@ -222,9 +222,7 @@ def _write_parity(report: dict, pairs_path, out_path) -> None:
 
 @click.command("export-encoder")
 @click.argument("model", type=click.Path(dir_okay=False))
-@click.option(
-    "--to", "target", type=click.Choice(export_formats()), default="onnx", show_default=True, help="Export format."
-)
+@click.option("--to", "target", type=click.Choice(export_formats()), default="onnx", help="Export format.")
 @click.option(
     "--out",
     "out_dir",
@@ -278,7 +276,7 @@ def export_encoder(model, target, out_dir):
     metavar="NAME=PATH",
     help="Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.",
 )
-@click.option("--fields", default="title", show_default=True, help="Comma-separated document fields to embed.")
+@click.option("--fields", default="title", help="Comma-separated document fields to embed.")
 @click.option("--index", "index_name", required=True, help="Target index name for the bulk action lines.")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output NDJSON file.")
 @click.option("--update", is_flag=True, help="Write update actions with the vectors only (documents already indexed).")

@@ -39,20 +39,18 @@ _READING = option_group(
         "--conflicts",
         type=click.Choice(text.CONFLICTS),
         default="error",
-        show_default=True,
         help="Pairs: an id with different texts on different rows fails, or keeps its first text.",
     ),
     click.option(
         "--missing",
         type=click.Choice(list(ex.MISSING_POLICIES)),
         default="error",
-        show_default=True,
         help="Rows whose query or document text is missing: fail, or NaN / 0 in the new columns.",
     ),
     encoding_option("Encoding of the text tables."),
-    click.option("--qid-col", default="qid", show_default=True, help="Query id column of --queries."),
-    click.option("--query-col", default="query", show_default=True, help="Query text column of --queries."),
-    click.option("--docid-col", default="docid", show_default=True, help="Document id column of --docs."),
+    click.option("--qid-col", default="qid", help="Query id column of --queries."),
+    click.option("--query-col", default="query", help="Query text column of --queries."),
+    click.option("--docid-col", default="docid", help="Document id column of --docs."),
     duplicates_option,
 )
 
@@ -118,7 +116,6 @@ _RUN = option_group(
         "--chunk-queries",
         type=click.IntRange(min=1),
         default=1000,
-        show_default=True,
         help="Queries held in memory at a time (with --dask: queries per partition).",
     ),
     click.option(

@@ -15,7 +15,6 @@ _READ_OPTIONS = [
         "fmt",
         type=click.Choice(["auto", *letor_io.LETOR_FORMATS]),
         default="auto",
-        show_default=True,
         help="Input format; auto = svmlight when FILE.query exists and lines have no qid:.",
     ),
     click.option(
@@ -29,7 +28,6 @@ _READ_OPTIONS = [
         "--nan-policy",
         type=click.Choice(list(letor_io.NAN_POLICIES)),
         default="error",
-        show_default=True,
         help="NaN/inf feature values: fail, keep them, or replace them by 0.",
     ),
     click.option("--regroup", is_flag=True, help="Stably regroup queries whose rows are not contiguous."),
@@ -124,7 +122,6 @@ def validate(file, fmt, group_path, nan_policy, regroup):
     "to_fmt",
     type=click.Choice(list(letor_io.LETOR_FORMATS)),
     default="letor",
-    show_default=True,
     help="Output format; svmlight also writes TARGET.query.",
 )
 @click.option("--sparse", is_flag=True, help="Omit zero feature values.")
@@ -132,7 +129,6 @@ def validate(file, fmt, group_path, nan_policy, regroup):
     "--chunk-queries",
     type=click.IntRange(min=1),
     default=1000,
-    show_default=True,
     help="Queries held in memory at a time.",
 )
 @_read_options

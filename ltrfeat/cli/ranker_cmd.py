@@ -44,7 +44,6 @@ _nan_option = click.option(
     "--nan-policy",
     type=click.Choice(list(letor_io.NAN_POLICIES)),
     default="keep",
-    show_default=True,
     help="NaN/inf feature values: keep them as missing values for the engine, replace them by 0, or fail.",
 )
 
@@ -118,10 +117,9 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
         "--eval-at",
         type=click.IntRange(min=1),
         default=10,
-        show_default=True,
         help="k of the validation NDCG@k used for early stopping.",
     ),
-    click.option("--seed", type=int, default=0, show_default=True),
+    click.option("--seed", type=int, default=0),
 )
 
 
@@ -152,7 +150,6 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
         "--top",
         type=click.IntRange(min=0),
         default=15,
-        show_default=True,
         help="Features shown in the importance table.",
     ),
     MLFLOW,
@@ -182,7 +179,6 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
         "--position-bias",
         type=click.Choice(["engine", "ignore"]),
         default="engine",
-        show_default=True,
         help="With positions: correct the clicks' position bias with the engine's own unbiased lambdarank "
         "(LightGBM Dataset position, XGBoost lambdarank_unbiased), or ignore the positions (the naive ranker).",
     ),
@@ -411,7 +407,6 @@ _CONVENTIONS = option_group(
         "--no-relevant",
         type=click.Choice(NO_RELEVANT),
         default="exclude",
-        show_default=True,
         help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
         "--run: such queries score 0 (trec_eval).",
     ),
@@ -419,14 +414,12 @@ _CONVENTIONS = option_group(
         "--relevance-threshold",
         type=click.FloatRange(min=0, min_open=True),
         default=1.0,
-        show_default=True,
         help="Labels >= this count as relevant.",
     ),
     click.option(
         "--missing-queries",
         type=click.Choice(MISSING_QUERIES),
         default="zero",
-        show_default=True,
         help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
         "(trec_eval, pytrec_eval).",
     ),
@@ -453,7 +446,6 @@ _CONVENTIONS = option_group(
 @click.option(
     "--metrics",
     default=EVALUATE_METRICS,
-    show_default=True,
     help="Metrics; a bare number repeats the previous metric: ndcg@1,3,10,recall@3,6,10,"
     "top3recall@3,p@5,map,mrr,err@10 (err only with MODEL TEST).",
 )
@@ -574,11 +566,10 @@ def _echo_metrics(names, values: dict) -> None:
     "fmt",
     type=click.Choice(["scores", "trec"]),
     default="scores",
-    show_default=True,
     help="scores: one score per input row, in row order; trec: 'qid Q0 docid rank score run' "
     "lines sorted by score within each query (needs docids).",
 )
-@click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag of the TREC format.")
+@click.option("--run-name", default="ltrfeat", help="Run tag of the TREC format.")
 @click.option(
     "--regroup", is_flag=True, help="Accept non-contiguous queries; scores then follow the regrouped row order."
 )
@@ -661,7 +652,7 @@ _FEATURES = option_group(  # what the ranker's features are computed with
     default=None,
     help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.",
 )
-@click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
+@click.option("--run-name", default="ltrfeat", help="Run tag written in the last column.")
 @encoding_option("Encoding of the text tables.")
 @lexical_options(used_at_extraction=True)
 def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, encoding, lexical_params):

@@ -142,9 +142,7 @@ def _systems(items) -> dict[str, str]:
     default=None,
     help="LETOR test file: every SYSTEM is a ranker model (train-ranker), scored on it.",
 )
-@click.option(
-    "--metrics", default="ndcg@10,map,mrr", show_default=True, help="Metrics; a bare number repeats the previous one."
-)
+@click.option("--metrics", default="ndcg@10,map,mrr", help="Metrics; a bare number repeats the previous one.")
 @resampling_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of Markdown.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, help="Also write an HTML page.")
@@ -160,7 +158,6 @@ def _systems(items) -> dict[str, str]:
         "--missing-queries",
         type=click.Choice(MISSING_QUERIES),
         default="zero",
-        show_default=True,
         help="--qrels: qrels queries a run lacks score 0 (ir-measures, trec_eval -c) or are left out of every system.",
     ),
     ties_option(before="--test:", after="--qrels: always docid descending (trec_eval)."),
@@ -229,24 +226,20 @@ def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, htm
 
 @click.command("interleave-report")
 @click.argument("log", type=click.Path(exists=True))
-@click.option(
-    "--alpha", type=click.FloatRange(0, 0.5, min_open=True), default=0.05, show_default=True, help="Sign test level."
-)
+@click.option("--alpha", type=click.FloatRange(0, 0.5, min_open=True), default=0.05, help="Sign test level.")
 @click.option(
     "--effect",
     type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
     default=0.05,
-    show_default=True,
     help="Preference to plan for: B winning 0.5 + EFFECT of the decisive impressions.",
 )
 @click.option(
     "--power",
     type=click.FloatRange(0.5, 1, max_open=True),
     default=0.8,
-    show_default=True,
     help="Power to plan for (impressions needed).",
 )
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Queries listed in Markdown.")
+@click.option("--top", type=click.IntRange(min=1), default=20, help="Queries listed in Markdown.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (every query) instead of Markdown.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, help="Also write an HTML page.")
 def interleave_report(log, alpha, effect, power, top, as_json, html_path):

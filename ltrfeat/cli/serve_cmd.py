@@ -18,35 +18,30 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the 
         "--max-candidates",
         type=click.IntRange(min=1),
         default=1000,
-        show_default=True,
         help="Most candidates in one request (more: 413).",
     ),
     click.option(
         "--max-bytes",
         type=click.IntRange(min=1),
         default=1_000_000,
-        show_default=True,
         help="Largest request body in bytes (larger: 413).",
     ),
     click.option(
         "--client-timeout",
         type=click.FloatRange(min=0.1),
         default=10.0,
-        show_default=True,
         help="Seconds a client has to send its request headers (else the connection closes) and then its body (else 408).",
     ),
     click.option(
         "--min-body-rate",
         type=click.FloatRange(min=1),
         default=10_000,
-        show_default=True,
         help="Bytes per second a request body must average after its first second (slower: 408).",
     ),
     click.option(
         "--max-concurrent",
         type=click.IntRange(min=1),
         default=64,
-        show_default=True,
         help="Requests in progress at once (parsed, waiting or scored; a body still arriving does not count); "
         "more get 503 with Retry-After.",
     ),
@@ -54,7 +49,6 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the 
         "--max-readers",
         type=click.IntRange(min=1),
         default=256,
-        show_default=True,
         help="Request bodies received at once; more get 503 with Retry-After before their body is read (the "
         "bodies held in memory stay under this times --max-bytes).",
     ),
@@ -62,7 +56,6 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the 
         "--max-text-chars",
         type=click.IntRange(min=1),
         default=20_000,
-        show_default=True,
         help="Longest query or candidate field in characters (longer: 413 naming it). A text is scored in one "
         "piece, so this also bounds how long other large requests may wait for one.",
     ),
@@ -70,7 +63,6 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the 
         "--lane-chars",
         type=click.IntRange(min=0),
         default=4096,
-        show_default=True,
         help="Requests with more text than this (query and candidate fields, in characters) are scored by a worker "
         "process at lower CPU priority, so that small requests never wait for their steps; 0: all in this process.",
     ),
@@ -110,21 +102,18 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
         "--interleave-method",
         type=click.Choice(["team-draft", "balanced"]),
         default="team-draft",
-        show_default=True,
         help="How the two rankings are merged.",
     ),
     click.option(
         "--interleave-share",
         type=click.FloatRange(0, 1, min_open=True),
         default=1.0,
-        show_default=True,
         help="Fraction of requests interleaved; the others are served by A alone (and logged as such).",
     ),
     click.option(
         "--interleave-seed",
         type=int,
         default=0,
-        show_default=True,
         help="With a request's request_id, decides whether and how it is interleaved (replays are identical).",
     ),
     click.option(
@@ -137,21 +126,18 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
         "--event-log-segment-bytes",
         type=click.IntRange(min=1024),
         default=64 * 2**20,
-        show_default=True,
         help="Size after which the log starts a new segment file.",
     ),
     click.option(
         "--event-log-depth",
         type=click.IntRange(min=1),
         default=20,
-        show_default=True,
         help="Results of each impression logged and open to events (set it to what your page shows).",
     ),
     click.option(
         "--impression-memory",
         type=click.IntRange(min=1_000_000),
         default=64 * 2**20,
-        show_default=True,
         help="Bytes of recent impressions kept to check events against (the oldest dropped first; an event "
         "on a dropped one gets 422).",
     ),
@@ -162,8 +148,8 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
 @click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
 @_FEATURES
 @_EXPERIMENT
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, help="Port to listen on.")
 @click.option(
     "--allow-host",
     "allow_hosts",
