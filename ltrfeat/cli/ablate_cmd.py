@@ -229,7 +229,6 @@ _LETOR_MODE = option_group(
     ),
     click.option(
         "--neural",
-        "neural",
         multiple=True,
         metavar="NAME=SPEC",
         help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.",
@@ -332,7 +331,6 @@ _RUN = option_group(
     ),
     click.option(
         "--dask",
-        "dask",
         default=None,
         metavar="SCHEDULER|local[:N]",
         help="Run every encoder training and the folds x feature sets x seeds runs as Dask tasks (scheduler "

@@ -15,13 +15,11 @@ _READING = option_group(
     "reading",
     click.option(
         "--queries",
-        "queries",
         type=click.Path(dir_okay=False),
         help="Query table (qid, query) for a log that names queries by qid; for UBI events, the UBI query records.",
     ),
     click.option(
         "--docs",
-        "docs",
         type=click.Path(dir_okay=False),
         help="Documents table (docid, text fields): rows naming another document are an error.",
     ),
@@ -41,7 +39,6 @@ _READING = option_group(
     ),
     click.option(
         "--dask",
-        "dask",
         default=None,
         metavar="SCHEDULER|local[:N]",
         help="Check and sum the chunks on a Dask cluster (scheduler address or file, or local[:N] workers); "

@@ -116,7 +116,6 @@ _START = option_group(
     ),
     click.option(
         "--init",
-        "init",
         type=click.Path(exists=True, dir_okay=False),
         default=None,
         help="clsm/dssm: start from this encoder bundle (its vocabulary, towers and weights), e.g. one "
@@ -288,7 +287,6 @@ _WEAK = option_group(
     "weak",
     click.option(
         "--from-docs",
-        "from_docs",
         type=click.Path(exists=True, dir_okay=False),
         default=None,
         help="Instead of PAIRS: weak supervision from a documents table (docid + fields).",

@@ -120,7 +120,6 @@ _RUN = option_group(
     ),
     click.option(
         "--dask",
-        "dask",
         default=None,
         metavar="SCHEDULER|local[:N]",
         help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "

@@ -164,7 +164,6 @@ def _chain(first, rest):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option(
     "--out",
-    "out",
     type=click.Path(dir_okay=False),
     required=True,
     help="TREC qrels to write: 'QID 0 DOCID GRADE' per row of FILE.",

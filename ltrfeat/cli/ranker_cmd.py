@@ -141,7 +141,6 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "output",
     click.option(
         "--out",
-        "out",
         type=click.Path(dir_okay=False),
         required=True,
         help="Model file (native engine format); OUT.meta.json is written beside it.",
@@ -159,7 +158,6 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
 @_TRAINING
 @click.option(
     "--dask",
-    "dask",
     default=None,
     metavar="SCHEDULER|local[:N]",
     help="Train on a Dask cluster (LightGBM DaskLGBMRanker / xgboost.dask) with query-aligned partitions; "

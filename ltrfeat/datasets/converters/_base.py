@@ -181,6 +181,35 @@ def add_doc_text(docs: pd.DataFrame, fields) -> pd.DataFrame:
 # --------------------------------------------------------------------------- qrels sources
 
 
+def refuse_first(frame: pd.DataFrame, bad, message: str, *, key: str, path, fix: str) -> None:
+    """Raise a :class:`TextTableError` at the first row of ``frame`` (which has a ``line`` column) where ``bad``
+    holds, ``{}`` in ``message`` standing for that row's ``key`` value; nothing when no row is bad."""
+    bad = np.asarray(bad, dtype=bool)
+    if bad.any():
+        raise TextTableError(
+            message.format(frame[key][bad].iat[0]), path=path, line=int(frame["line"][bad].iat[0]), fix=fix
+        )
+
+
+def converted_by_retrieval(name: str, paths, queries, docs, qrels: Qrels, options: Options, **figures) -> Converted:
+    """A qrels source's :class:`Converted`: the BM25 candidates of its title and body (:func:`judged_by_retrieval`),
+    labelled by the source's rule; ``figures`` (e.g. ``negative_grades_as_0=3``) go with the rule in ``labels``."""
+    pairs, queries, docs, retrieval = judged_by_retrieval(
+        queries, docs, qrels, fields=["title", "body"], options=options
+    )
+    return Converted(
+        source=name,
+        inputs=dict(paths),
+        pairs=pairs,
+        queries=queries,
+        docs=docs,
+        fields=tuple(retrieval["fields"]),
+        labels={"rule": SOURCES[name].label_rule, **figures, "histogram": label_histogram(pairs["label"])},
+        retrieval=retrieval,
+        duplicates=qrels.duplicates,
+    )
+
+
 def judged_by_retrieval(
     queries: pd.DataFrame, docs: pd.DataFrame, qrels: Qrels, *, fields, options: Options
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
