@@ -9,6 +9,8 @@ import warnings
 
 import click
 
+from ltrfeat.cli._paths import EXISTING_FILE
+
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.tracking import DEFAULT_URI  # no MLflow import: commands start fast
@@ -123,13 +125,13 @@ def click_log_options(*, prefix: str, when: str) -> list:
         ),
         click.option(
             f"--{prefix}queries",
-            type=click.Path(exists=True, dir_okay=False),
+            type=EXISTING_FILE,
             default=None,
             help=f"With {when}: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
         ),
         click.option(
             f"--{prefix}docs",
-            type=click.Path(exists=True, dir_okay=False),
+            type=EXISTING_FILE,
             default=None,
             help=f"With {when}: documents table (docid and text) giving the texts of a log that has only docids.",
         ),
@@ -264,7 +266,7 @@ def config_option() -> click.Option:
     """
     return click.Option(
         ["--config"],
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         is_eager=True,
         expose_value=False,
         callback=_apply_config_file,

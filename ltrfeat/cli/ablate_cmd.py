@@ -8,6 +8,8 @@ import os
 
 import click
 
+from ltrfeat.cli._paths import DIR, EXISTING_DIR, FILE
+
 from ltrfeat.cli._options import (
     click_log_options,
     SectionedCommand,
@@ -124,7 +126,7 @@ _TEXT_MODE = option_group(
     click.option(
         "--train-pairs",
         "train_pairs_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
         "filtered by query text so no fold's test query is trained on. Default: the judged pairs.",
@@ -161,7 +163,7 @@ _TEXT_MODE = option_group(
     click.option(
         "--collection",
         "collection_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Text mode: unlabelled documents (docid + --collection-field) added to the pairs' own documents "
         "for the +spans / +spans+teacher pre-training; no query or label is read from it.",
@@ -285,7 +287,7 @@ _OUTPUT = option_group(
     click.option(
         "--report",
         "report_dir",
-        type=click.Path(file_okay=False),
+        type=DIR,
         required=True,
         help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).",
     ),
@@ -303,7 +305,7 @@ _OUTPUT = option_group(
     ),
     click.option(
         "--write-features",
-        type=click.Path(file_okay=False),
+        type=DIR,
         default=None,
         help="Text mode: write DIR/features.letor (every judged pair with its lexical columns and out-of-fold "
         "encoder columns, scored by encoders that never saw its query: what the verdict's ranker trains on) and "
@@ -317,7 +319,7 @@ _RUN = option_group(
     click.option(
         "--cache",
         "cache_dir",
-        type=click.Path(file_okay=False),
+        type=DIR,
         default=None,
         help="Keep work here for the next run, keyed by its inputs: trained encoders and their scores "
         "(text mode), MiniLM vectors, and every ranker run, so a re-run with one more encoder trains "
@@ -446,7 +448,7 @@ _RUN = option_group(
 @click.option(
     "--folds",
     "folds_dir",
-    type=click.Path(file_okay=False),
+    type=DIR,
     default=None,
     help="LETOR mode: directory of fold directories, each with train, vali (optional) and test files "
     "(.letor or .txt, optionally .gz).",
@@ -454,7 +456,7 @@ _RUN = option_group(
 @click.option(
     "--pairs",
     "pairs_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="Text mode: judged pairs (query, doc, label; optional qid, docid) — lexical features are "
     "computed and --encoder encoders cross-fitted over query folds.",
@@ -647,7 +649,7 @@ def _print_outcome(done) -> None:
 
 
 @click.command("compare")
-@click.argument("report_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("report_dir", type=EXISTING_DIR)
 @click.argument("pairs", nargs=-1, required=True, metavar="BASELINE:VARIANT...")
 @click.option(
     "--metrics",

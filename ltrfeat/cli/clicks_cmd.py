@@ -7,6 +7,8 @@ import json
 
 import click
 
+from ltrfeat.cli._paths import FILE
+
 from ltrfeat.cli._options import option_group
 
 LOG_FORMATS = ("tsv", "csv", "jsonl", "parquet", "ubi")
@@ -15,12 +17,12 @@ _READING = option_group(
     "reading",
     click.option(
         "--queries",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Query table (qid, query) for a log that names queries by qid; for UBI events, the UBI query records.",
     ),
     click.option(
         "--docs",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Documents table (docid, text fields): rows naming another document are an error.",
     ),
     click.option(
@@ -120,7 +122,7 @@ def summary(log, reading, as_json):
 @click.argument("log", type=click.Path())
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="Aggregated log with positions (query, docid, position, impressions, clicks); format by extension.",
 )
@@ -158,9 +160,7 @@ def aggregate(log, out, reading):
 @click.option("--max-position", type=int, default=10, help="Positions of the curve (1..N).")
 @click.option("--resamples", type=int, default=200, help="Bootstrap resamples of the queries (interval).")
 @click.option("--seed", type=int, default=0, help="Seed of the bootstrap.")
-@click.option(
-    "--plot", type=click.Path(dir_okay=False), default=None, help="Draw the curve and its interval (.png or .svg)."
-)
+@click.option("--plot", type=FILE, default=None, help="Draw the curve and its interval (.png or .svg).")
 @click.option("--json", "as_json", is_flag=True, help="Print the curve as one JSON object.")
 def propensity(log, reading, method, max_position, resamples, seed, plot, as_json):
     """Estimate P(examined | position), relative to position 1, from the click LOG itself (impression-level or

@@ -8,6 +8,8 @@ import time
 
 import click
 
+from ltrfeat.cli._paths import DIR
+
 from ltrfeat.experiments.demo import DEBIAS_SAID, DEMO_PRESETS, run_demo
 
 
@@ -15,7 +17,7 @@ from ltrfeat.experiments.demo import DEBIAS_SAID, DEMO_PRESETS, run_demo
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False),
+    type=DIR,
     default="demo-out",
     help="Directory for the world, models, features and report (an earlier demo's directory is replaced when the "
     "new one is complete).",

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 
 import click
+
+from ltrfeat.cli._paths import DIR, EXISTING_FILE, FILE
 from click.core import ParameterSource
 
 from ltrfeat.cli._options import (
@@ -68,7 +70,7 @@ _CLICK_OPTIONS = (  # reading PAIRS as a click log
     ),
     click.option(
         "--propensity",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="With --debias: the examination curve to correct with (a table of position, propensity, e.g. from a "
         "randomisation experiment) [default: estimated from the log].",
@@ -116,7 +118,7 @@ _START = option_group(
     ),
     click.option(
         "--init",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="clsm/dssm: start from this encoder bundle (its vocabulary, towers and weights), e.g. one "
         "pre-trained with --from-docs DOCS --pair spans:title, and train it further on PAIRS.",
@@ -287,7 +289,7 @@ _WEAK = option_group(
     "weak",
     click.option(
         "--from-docs",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="Instead of PAIRS: weak supervision from a documents table (docid + fields).",
     ),
@@ -326,14 +328,14 @@ _SPEC = option_group(
     ),
     click.option(
         "--collection",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="With --spec: the ablation's --collection (unlabelled documents for +spans / +spans+teacher).",
     ),
     click.option("--collection-field", default="title", help="With --spec and --collection."),
     click.option(
         "--cache",
-        type=click.Path(file_okay=False),
+        type=DIR,
         default=None,
         help="With --spec: the ablation's --cache; its span pre-training and MiniLM vectors are reused.",
     ),
@@ -344,13 +346,13 @@ _RUN = option_group(
     threads_option(default=0, what="of torch"),
     click.option(
         "--checkpoint",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Checkpoint rewritten each epoch [default: OUT.ckpt, removed on success].",
     ),
     click.option(
         "--resume",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="Continue an interrupted run from its checkpoint (same PAIRS and options).",
     ),
@@ -363,7 +365,7 @@ _RUN = option_group(
 @click.command("train-encoder")
 @click.argument("pairs", required=False, type=click.Path(exists=True))
 @_WEAK
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Encoder bundle to write (.ltrenc).")
+@click.option("--out", "out", required=True, type=FILE, help="Encoder bundle to write (.ltrenc).")
 @_READING
 @click.option(
     "--model",

@@ -7,6 +7,8 @@ import json
 
 import click
 
+from ltrfeat.cli._paths import FILE
+
 from ltrfeat.cli._options import notices
 from ltrfeat.cli.ranker_cmd import _check_columns, _label_file, _nan_option, _read
 from ltrfeat.core.errors import LtrfeatError
@@ -14,7 +16,7 @@ from ltrfeat.rankers.registry import kind_of
 
 
 @click.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FILE)
 @click.argument("query")
 @click.argument("document")
 @click.option(
@@ -53,8 +55,8 @@ def explain(model, query, document, top, shared_top, as_json):
 
 
 @click.command("explain-ranker")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("file", metavar="LETOR", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=FILE)
+@click.argument("file", metavar="LETOR", type=FILE)
 @click.option("--qid", "qids", multiple=True, help="Query to explain (repeatable; default every query of LETOR).")
 @click.option("--top", type=click.IntRange(min=1), default=10, help="Documents per query, best score first.")
 @click.option(

@@ -7,6 +7,8 @@ import os
 
 import click
 
+from ltrfeat.cli._paths import DIR, FILE
+
 from ltrfeat.cli._options import lexical_options, option_group
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.registry import export_formats
@@ -34,12 +36,12 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     click.option("--featureset", default=None, help="Plugin featureset name (default: the output file stem)."),
     click.option(
         "--templates",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="JSON {feature: ES query template} for the featureset (bm25_<field> gets a match query).",
     ),
     click.option(
         "--normalizers",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help='JSON {feature: {"standard": {"mean": M, "standard_deviation": S}}} or min_max '
         '{"minimum", "maximum"}: the plugin\'s feature_normalizers.',
     ),
@@ -47,9 +49,9 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
 
 
 @click.command("export-ranker")
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FILE)
 @click.option("--to", "target", type=click.Choice(EXPORT_TARGETS), required=True, help="Export format.")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output model file.")
+@click.option("--out", "out_path", required=True, type=FILE, help="Output model file.")
 @_PLUGIN
 @click.option(
     "--missing-as-zero",
@@ -65,7 +67,7 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
 )
 @click.option(
     "--corpus-stats",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.",
 )
 @lexical_options(used_at_extraction=True, names=("k1", "b", "bm25_norms"))
@@ -89,7 +91,7 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     click.option(
         "--parity",
         "pairs_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Judged pairs (qid, query, docid, the model's fields): write OUT.parity.json, per lexical feature the "
         "share of rows where the engine's value differs from ltrfeat's beyond 1e-6 relative, and the largest difference.",
     ),
@@ -221,13 +223,13 @@ def _write_parity(report: dict, pairs_path, out_path) -> None:
 
 
 @click.command("export-encoder")
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FILE)
 @click.option("--to", "target", type=click.Choice(export_formats()), default="onnx", help="Export format.")
 @click.option(
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False),
+    type=DIR,
     help="Output directory: query.onnx, doc.onnx and encoder.json (hashing table); new, empty or an earlier "
     "export, which is replaced as a whole.",
 )
@@ -265,9 +267,7 @@ def export_encoder(model, target, out_dir):
 
 
 @click.command("embed")
-@click.option(
-    "--docs", "docs_path", required=True, type=click.Path(dir_okay=False), help="Documents table (docid + text fields)."
-)
+@click.option("--docs", "docs_path", required=True, type=FILE, help="Documents table (docid + text fields).")
 @click.option(
     "--encoder",
     "encoders",
@@ -278,7 +278,7 @@ def export_encoder(model, target, out_dir):
 )
 @click.option("--fields", default="title", help="Comma-separated document fields to embed.")
 @click.option("--index", "index_name", required=True, help="Target index name for the bulk action lines.")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output NDJSON file.")
+@click.option("--out", "out_path", required=True, type=FILE, help="Output NDJSON file.")
 @click.option("--update", is_flag=True, help="Write update actions with the vectors only (documents already indexed).")
 def embed(docs_path, encoders, fields, index_name, out_path, update):
     """Write document vectors as Elasticsearch/OpenSearch _bulk NDJSON, for the exported featureset's

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import click
 
+from ltrfeat.cli._paths import DIR, FILE
+
 from ltrfeat.cli._options import (
     columns_option,
     duplicates_option,
@@ -80,7 +82,7 @@ _SCORING = option_group(
     click.option(
         "--corpus-stats",
         "corpus_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Use saved corpus statistics (e.g. fitted on the training documents).",
     ),
     click.option(
@@ -94,17 +96,17 @@ _SCORING = option_group(
 
 _OUTPUTS = option_group(
     "outputs",
-    click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output LETOR file."),
+    click.option("--out", "out_path", required=True, type=FILE, help="Output LETOR file."),
     click.option(
         "--save-corpus-stats",
         "save_corpus_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Save the fitted corpus statistics here for the other splits.",
     ),
     click.option(
         "--write-texts",
         "texts_dir",
-        type=click.Path(file_okay=False),
+        type=DIR,
         help="With --pairs: also write DIR/queries.csv and DIR/docs.csv.",
     ),
 )
@@ -130,13 +132,13 @@ _RUN = option_group(
 
 
 @click.command()
-@click.argument("letor_in", required=False, type=click.Path(dir_okay=False))
-@click.option("--queries", "queries_path", type=click.Path(dir_okay=False), help="Query table (qid, query).")
-@click.option("--docs", "docs_path", type=click.Path(dir_okay=False), help="Document table (docid, fields...).")
+@click.argument("letor_in", required=False, type=FILE)
+@click.option("--queries", "queries_path", type=FILE, help="Query table (qid, query).")
+@click.option("--docs", "docs_path", type=FILE, help="Document table (docid, fields...).")
 @click.option(
     "--pairs",
     "pairs_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     help="Judged-pairs table instead of LETOR_IN + --queries/--docs.",
 )
 @click.option(

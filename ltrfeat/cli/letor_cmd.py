@@ -7,6 +7,8 @@ import warnings
 
 import click
 
+from ltrfeat.cli._paths import FILE
+
 from ltrfeat.core import letor as letor_io
 
 _READ_OPTIONS = [
@@ -20,7 +22,7 @@ _READ_OPTIONS = [
     click.option(
         "--group",
         "group_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Group-size file of an svmlight input (default FILE.query).",
     ),
@@ -59,7 +61,7 @@ def _by_source(features) -> dict[str, str]:
 
 
 @letor.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=FILE)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as one JSON object.")
 @_read_options
 def info(file, as_json, fmt, group_path, nan_policy, regroup):
@@ -98,7 +100,7 @@ def info(file, as_json, fmt, group_path, nan_policy, regroup):
 
 
 @letor.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=FILE)
 @_read_options
 def validate(file, fmt, group_path, nan_policy, regroup):
     """Check FILE (and its .query/.weight/.position/.features.json); exit 2 naming the first bad line.
@@ -115,8 +117,8 @@ def validate(file, fmt, group_path, nan_policy, regroup):
 
 
 @letor.command()
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.argument("target", type=click.Path(dir_okay=False))
+@click.argument("source", type=FILE)
+@click.argument("target", type=FILE)
 @click.option(
     "--to",
     "to_fmt",
@@ -161,10 +163,10 @@ def _chain(first, rest):
 
 
 @letor.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=FILE)
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="TREC qrels to write: 'QID 0 DOCID GRADE' per row of FILE.",
 )

@@ -7,6 +7,8 @@ import dataclasses
 import json
 
 import click
+
+from ltrfeat.cli._paths import FILE
 import numpy as np
 
 from ltrfeat.core import letor as letor_io
@@ -124,10 +126,10 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
 
 
 @click.command("train-ranker")
-@click.argument("train", type=click.Path(dir_okay=False))
+@click.argument("train", type=FILE)
 @click.option(
     "--valid",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="Validation file for early stopping on NDCG@--eval-at.",
 )
@@ -141,7 +143,7 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "output",
     click.option(
         "--out",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         required=True,
         help="Model file (native engine format); OUT.meta.json is written beside it.",
     ),
@@ -168,7 +170,7 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "clicks",
     click.option(
         "--positions",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Display position (1 = top) of every row of TRAIN, one per line, when its labels are clicks "
         "(default TRAIN.position when it exists, LightGBM's convention).",
@@ -426,18 +428,18 @@ _CONVENTIONS = option_group(
 
 
 @click.command("evaluate")
-@click.argument("model_path", metavar="[MODEL", type=click.Path(dir_okay=False), required=False)
-@click.argument("test", metavar="TEST]", type=click.Path(dir_okay=False), required=False)
+@click.argument("model_path", metavar="[MODEL", type=FILE, required=False)
+@click.argument("test", metavar="TEST]", type=FILE, required=False)
 @click.option(
     "--qrels",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="TREC qrels ('QID ITER DOCID GRADE', or BEIR 'QID DOCID GRADE'); with --run, instead of MODEL TEST.",
 )
 @click.option(
     "--run",
     "run_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="TREC run ('QID Q0 DOCID RANK SCORE TAG') to evaluate against --qrels.",
 )
@@ -449,7 +451,7 @@ _CONVENTIONS = option_group(
 )
 @click.option(
     "--per-query",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="Write one TSV row per query (first line states the conventions).",
 )
@@ -556,9 +558,9 @@ def _echo_metrics(names, values: dict) -> None:
 
 
 @click.command("rank")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output file (.gz compresses).")
+@click.argument("model_path", metavar="MODEL", type=FILE)
+@click.argument("file", type=FILE)
+@click.option("--out", type=FILE, required=True, help="Output file (.gz compresses).")
 @click.option(
     "--format",
     "fmt",
@@ -615,7 +617,7 @@ _FEATURES = option_group(  # what the ranker's features are computed with
     ),
     click.option(
         "--corpus-stats",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
     ),
     click.option(
@@ -625,24 +627,22 @@ _FEATURES = option_group(  # what the ranker's features are computed with
 
 
 @click.command("rerank")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=FILE)
 @click.option(
     "--run",
     "run_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="TREC run to re-rank ('QID Q0 DOCID RANK SCORE TAG', e.g. from Anserini, Pyserini or Terrier).",
 )
-@click.option(
-    "--queries", type=click.Path(dir_okay=False), required=True, help="Query table (qid, query): TSV/CSV/JSONL/Parquet."
-)
+@click.option("--queries", type=FILE, required=True, help="Query table (qid, query): TSV/CSV/JSONL/Parquet.")
 @click.option(
     "--docs",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="Document table (docid + the fields the ranker's features read).",
 )
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="The re-ranked TREC run (.gz compresses).")
+@click.option("--out", type=FILE, required=True, help="The re-ranked TREC run (.gz compresses).")
 @_FEATURES
 @click.option(
     "--depth",

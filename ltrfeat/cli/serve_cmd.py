@@ -6,6 +6,8 @@ import signal
 from pathlib import Path
 
 import click
+
+from ltrfeat.cli._paths import DIR, FILE
 from click.core import ParameterSource
 
 from ltrfeat.cli._options import lexical_options, option_group, threads_option, threads_value
@@ -79,7 +81,7 @@ _FEATURES = option_group(  # what computes the ranker's features (its record nam
         help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
         "bundle or ONNX export directory (repeatable; default: the bundle the ranker's record names).",
     ),
-    click.option("--corpus-stats", type=click.Path(dir_okay=False), help="Corpus statistics for lexical features."),
+    click.option("--corpus-stats", type=FILE, help="Corpus statistics for lexical features."),
     click.option(
         "--strict",
         is_flag=True,
@@ -93,7 +95,7 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
     click.option(
         "--interleave",
         "ranker_b",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Ranker B: interleave its ranking with --ranker's (A) and log which ranker each result came from "
         "(needs --event-log; `ltrfeat interleave-report` says which one users prefer). B's features are "
         "computed with the same --encoder/--corpus-stats options, checked against B's own record.",
@@ -118,7 +120,7 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
     ),
     click.option(
         "--event-log",
-        type=click.Path(file_okay=False),
+        type=DIR,
         help="Directory for the append-only log of impressions and POST /events events (JSON lines in the "
         "impression-level click format, fsync-ed before each answer). Enables /events.",
     ),
@@ -145,7 +147,7 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
 
 
 @click.command()
-@click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
+@click.option("--ranker", required=True, type=FILE, help="Ranker model from train-ranker.")
 @_FEATURES
 @_EXPERIMENT
 @click.option("--host", default="127.0.0.1", help="Address to listen on.")
