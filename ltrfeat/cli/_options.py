@@ -22,7 +22,7 @@ def resampling_options(fn):
     fn = click.option("--seed", type=int, default=0, help="Seed of the resampling.")(fn)
     return click.option(
         "--resamples",
-        type=click.IntRange(min=100),
+        type=int,
         default=10_000,
         help="Bootstrap and randomisation-test resamples.",
     )(fn)
@@ -199,13 +199,13 @@ def selection_options(default_on: bool, *, deployable_help: str):
             ),
             click.option(
                 "--tune-trials",
-                type=click.IntRange(min=1),
+                type=int,
                 default=SELECTION_DEFAULTS["tune_trials"],
                 help="Optuna trials per feature set and fold.",
             ),
             click.option(
                 "--inner-folds",
-                type=click.IntRange(min=2),
+                type=int,
                 default=SELECTION_DEFAULTS["inner_folds"],
                 help="Query folds of the inner cross-validation.",
             ),
@@ -353,7 +353,7 @@ def threads_option(*, default: int, what: str):
     0 means all the cores available to the process (affinity and cgroup quota counted)."""
     return click.option(
         "--threads",
-        type=click.IntRange(min=0),
+        type=int,
         default=default,
         help=f"CPU threads {what}; 0 = all available cores.",
     )
@@ -439,25 +439,25 @@ def ranker_options(
             ),
             click.option(
                 "--n-estimators",
-                type=click.IntRange(min=1),
+                type=int,
                 default=n_estimators,
                 help=n_estimators_help,
             ),
             click.option(
                 "--learning-rate",
-                type=click.FloatRange(min=0, min_open=True),
+                type=float,
                 default=R.learning_rate,
                 help="Shrinkage of each tree.",
             ),
             click.option(
                 "--num-leaves",
-                type=click.IntRange(min=2),
+                type=int,
                 default=R.num_leaves,
                 help="Leaves per tree.",
             ),
             click.option(
                 "--early-stopping-rounds",
-                type=click.IntRange(min=0),
+                type=int,
                 default=R.early_stopping_rounds,
                 help="Patience in rounds on the validation NDCG; 0 disables early stopping.",
             ),

@@ -31,13 +31,13 @@ def sbert_options(command):
         ),
         click.option(
             "--max-seq-length",
-            type=click.IntRange(min=2),
+            type=int,
             default=None,
             help=f"sbert-ft: tokens per text, longer texts truncated [default: {SbertConfig.max_seq_length}].",
         ),
         click.option(
             "--accumulate",
-            type=click.IntRange(min=1),
+            type=int,
             default=None,
             help=f"sbert-ft: mini-batches per optimizer step (gradient accumulation) [default: {SbertConfig.accumulate}].",
         ),

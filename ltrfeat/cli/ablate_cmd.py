@@ -200,7 +200,7 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--encoder-jobs",
-        type=click.IntRange(min=0),
+        type=int,
         default=CrossFitConfig.encoder_jobs,
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core when they read 20,000 rows or more, else 1; 1 = one after another in this process); "
@@ -271,7 +271,7 @@ _EVALUATION = option_group(
     ties_option(),
     click.option(
         "--resamples",
-        type=click.IntRange(min=100),
+        type=int,
         default=None,
         help=f"Bootstrap and randomisation-test resamples [default: {_both('resamples')}].",
     ),
@@ -340,7 +340,7 @@ _RUN = option_group(
     ),
     click.option(
         "--jobs",
-        type=click.IntRange(min=0),
+        type=int,
         default=None,
         help="Worker processes for the ranker runs (0 = one per CPU core; default: one per core when all ranker "
         "fits together read 200,000 training rows or more, else 1); results equal a run with 1.",

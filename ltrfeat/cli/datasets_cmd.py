@@ -66,20 +66,20 @@ _USERS = option_group(
 @click.option(
     "--queries",
     "n_queries",
-    type=click.IntRange(min=3),
+    type=int,
     help=f"Judged queries, split 60/20/20 into train/vali/test [default: {PRESETS['default']['n_queries']}; "
     f"--quick: {PRESETS['quick']['n_queries']}].",
 )
 @click.option(
     "--docs",
     "n_docs",
-    type=click.IntRange(min=1),
+    type=int,
     help=f"Products in the catalogue [default: {PRESETS['default']['n_docs']}; --quick: {PRESETS['quick']['n_docs']}].",
 )
 @click.option(
     "--click-queries",
     "n_click_queries",
-    type=click.IntRange(min=0),
+    type=int,
     help=f"Distinct click-log queries [default: {PRESETS['default']['n_click_queries']}; "
     f"--quick: {PRESETS['quick']['n_click_queries']}].",
 )
@@ -218,7 +218,7 @@ _RETRIEVAL = option_group(
 @click.option(
     "--k",
     "top_k",
-    type=click.IntRange(min=1),
+    type=int,
     default=100,
     help="BM25 candidates per query for qrels sources (cranfield, trec, msmarco).",
 )

@@ -129,19 +129,19 @@ _TRAINING = option_group(
     "training",
     click.option(
         "--distill-epochs",
-        type=click.IntRange(min=1),
+        type=int,
         default=_E.distill_epochs,
         help="With --teacher: distillation epochs over the training pairs.",
     ),
     click.option(
         "--distill-lr",
-        type=click.FloatRange(min=0, min_open=True),
+        type=float,
         default=_E.distill_lr,
         help="With --teacher: Adam learning rate of the distillation.",
     ),
     click.option(
         "--distill-weight",
-        type=click.FloatRange(min=0),
+        type=float,
         default=_E.distill_weight,
         help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
         "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
@@ -149,7 +149,7 @@ _TRAINING = option_group(
     ),
     click.option(
         "--distill-patience",
-        type=click.IntRange(min=1),
+        type=int,
         default=None,
         help="With --teacher: validate the student after every distillation epoch, stop after this many without "
         "improvement and keep the best [default: every --distill-epochs].",
@@ -163,7 +163,7 @@ _TRAINING = option_group(
     ),
     click.option(
         "--keep-start-margin",
-        type=click.FloatRange(min=0),
+        type=float,
         default=_E.keep_start_margin,
         help="sbert-ft, and clsm/dssm with --init or --teacher: keep the starting model unless the best trained "
         "epoch beats its validation NDCG@10 by more than this many paired standard errors of the per-query "
@@ -176,7 +176,7 @@ _TRAINING = option_group(
     ),
     click.option(
         "--patch-words",
-        type=click.IntRange(min=1),
+        type=int,
         default=DeepMatchConfig.patch_words,
         help="DeepMatch: most probable words per side kept in each patch.",
     ),
@@ -196,13 +196,13 @@ _TRAINING = option_group(
     click.option("--epochs", type=click.IntRange(min=1), default=_E.epochs, help="Maximum epochs."),
     click.option(
         "--negatives",
-        type=click.IntRange(min=0),
+        type=int,
         default=_E.negatives,
         help="J random corpus negatives per sample.",
     ),
     click.option(
         "--hard-negatives",
-        type=click.IntRange(min=0),
+        type=int,
         default=_E.hard_negatives,
         help="Same-query lower-labelled negatives per sample.",
     ),
@@ -225,14 +225,14 @@ _TRAINING = option_group(
     ),
     click.option(
         "--batch-size",
-        type=click.IntRange(min=2),
+        type=int,
         default=None,
         help=f"Samples per mini-batch [default: {_E.batch_size}; deepmatch {DeepMatchConfig.batch_size}].",
     ),
     click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=_E.optimizer),
     click.option(
         "--lr",
-        type=click.FloatRange(min=0, min_open=True),
+        type=float,
         default=None,
         help="Learning rate [default: 1e-3 adam, 0.1 sgd].",
     ),
@@ -262,21 +262,21 @@ _TRAINING = option_group(
     ),
     click.option(
         "--patience",
-        type=click.IntRange(min=1),
+        type=int,
         default=_E.patience,
         help=f"Validation checkpoints in a row without improvement before stopping (sbert-ft: {_S.patience}); with a "
         "start to keep (sbert-ft, --init, --teacher) a checkpoint improves only when it beats the start clearly.",
     ),
     click.option(
         "--val-per-epoch",
-        type=click.IntRange(min=1),
+        type=int,
         default=None,
         help=f"Validation checkpoints per epoch [clsm/dssm: {START_CHECKS} with --init or --teacher, else 1; "
         f"sbert-ft: {_S.val_per_epoch}].",
     ),
     click.option(
         "--min-count",
-        type=click.IntRange(min=1),
+        type=int,
         default=_E.min_count,
         help="Trigrams rarer than this map to the unknown id.",
     ),
@@ -302,7 +302,7 @@ _WEAK = option_group(
     ),
     click.option(
         "--spans-per-doc",
-        type=click.IntRange(min=1),
+        type=int,
         default=4,
         help="With --pair spans:FIELD: spans drawn per document.",
     ),

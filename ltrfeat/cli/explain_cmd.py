@@ -27,7 +27,7 @@ from ltrfeat.rankers.registry import kind_of
 )
 @click.option(
     "--shared-top",
-    type=click.IntRange(min=1),
+    type=int,
     default=10,
     help="CLSM: neurons in both sides' top N are listed as shared.",
 )
@@ -62,7 +62,7 @@ def explain(model, query, document, top, shared_top, as_json):
 @click.option(
     "--features",
     "n_features",
-    type=click.IntRange(min=1),
+    type=int,
     help="Contributions listed per document in the table, largest |contribution| first (default all; --json has all).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")

@@ -116,7 +116,7 @@ _RUN = option_group(
     "run",
     click.option(
         "--chunk-queries",
-        type=click.IntRange(min=1),
+        type=int,
         default=1000,
         help="Queries held in memory at a time (with --dask: queries per partition).",
     ),

@@ -129,7 +129,7 @@ def validate(file, fmt, group_path, nan_policy, regroup):
 @click.option("--sparse", is_flag=True, help="Omit zero feature values.")
 @click.option(
     "--chunk-queries",
-    type=click.IntRange(min=1),
+    type=int,
     default=1000,
     help="Queries held in memory at a time.",
 )

@@ -117,7 +117,7 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "training",
     click.option(
         "--eval-at",
-        type=click.IntRange(min=1),
+        type=int,
         default=10,
         help="k of the validation NDCG@k used for early stopping.",
     ),
@@ -149,7 +149,7 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     ),
     click.option(
         "--top",
-        type=click.IntRange(min=0),
+        type=int,
         default=15,
         help="Features shown in the importance table.",
     ),
@@ -646,7 +646,7 @@ _FEATURES = option_group(  # what the ranker's features are computed with
 @_FEATURES
 @click.option(
     "--depth",
-    type=click.IntRange(min=1),
+    type=int,
     default=None,
     help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.",
 )

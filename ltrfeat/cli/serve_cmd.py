@@ -18,19 +18,19 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the 
     "limits",
     click.option(
         "--max-candidates",
-        type=click.IntRange(min=1),
+        type=int,
         default=1000,
         help="Most candidates in one request (more: 413).",
     ),
     click.option(
         "--max-bytes",
-        type=click.IntRange(min=1),
+        type=int,
         default=1_000_000,
         help="Largest request body in bytes (larger: 413).",
     ),
     click.option(
         "--client-timeout",
-        type=click.FloatRange(min=0.1),
+        type=float,
         default=10.0,
         help="Seconds a client has to send its request headers (else the connection closes) and then its body (else 408).",
     ),
@@ -42,28 +42,28 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the 
     ),
     click.option(
         "--max-concurrent",
-        type=click.IntRange(min=1),
+        type=int,
         default=64,
         help="Requests in progress at once (parsed, waiting or scored; a body still arriving does not count); "
         "more get 503 with Retry-After.",
     ),
     click.option(
         "--max-readers",
-        type=click.IntRange(min=1),
+        type=int,
         default=256,
         help="Request bodies received at once; more get 503 with Retry-After before their body is read (the "
         "bodies held in memory stay under this times --max-bytes).",
     ),
     click.option(
         "--max-text-chars",
-        type=click.IntRange(min=1),
+        type=int,
         default=20_000,
         help="Longest query or candidate field in characters (longer: 413 naming it). A text is scored in one "
         "piece, so this also bounds how long other large requests may wait for one.",
     ),
     click.option(
         "--lane-chars",
-        type=click.IntRange(min=0),
+        type=int,
         default=4096,
         help="Requests with more text than this (query and candidate fields, in characters) are scored by a worker "
         "process at lower CPU priority, so that small requests never wait for their steps; 0: all in this process.",
@@ -126,19 +126,19 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
     ),
     click.option(
         "--event-log-segment-bytes",
-        type=click.IntRange(min=1024),
+        type=int,
         default=64 * 2**20,
         help="Size after which the log starts a new segment file.",
     ),
     click.option(
         "--event-log-depth",
-        type=click.IntRange(min=1),
+        type=int,
         default=20,
         help="Results of each impression logged and open to events (set it to what your page shows).",
     ),
     click.option(
         "--impression-memory",
-        type=click.IntRange(min=1_000_000),
+        type=int,
         default=64 * 2**20,
         help="Bytes of recent impressions kept to check events against (the oldest dropped first; an event "
         "on a dropped one gets 422).",
