@@ -9,7 +9,7 @@ import warnings
 
 import click
 
-from ltrfeat.cli._paths import EXISTING_FILE
+from ltrfeat.cli._paths import EXISTING_FILE, FILE
 
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
 from ltrfeat.core.errors import LtrfeatError, cli_fixes
@@ -109,6 +109,23 @@ def read_pairs_table(path, reading: dict):
     if duplicates_line(table.attrs["duplicates"]):
         click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
     return table
+
+
+def encoders_option(text: str, *, metavar: str = "NAME=PATH", required: bool = False):
+    """``--encoder NAME[=PATH]`` (repeatable, received as ``encoders``): the models a command scores with, read by
+    :func:`~ltrfeat.features.encoders.spec.parse_encoder_specs`; ``text`` is the command's help."""
+    return click.option("--encoder", "encoders", multiple=True, required=required, metavar=metavar, help=text)
+
+
+def scoring_options(*, encoder: str, corpus_stats: str, strict: str):
+    """What computes a ranker's features from texts (``serve``, ``rerank``): ``--encoder``, ``--corpus-stats`` and
+    ``--strict``, received as one ``features`` dict; the arguments are each option's help in the command."""
+    return option_group(
+        "features",
+        encoders_option(encoder),
+        click.option("--corpus-stats", type=FILE, help=corpus_stats),
+        click.option("--strict", is_flag=True, help=strict),
+    )
 
 
 def click_log_options(*, prefix: str, when: str) -> list:

@@ -9,7 +9,7 @@ import click
 
 from ltrfeat.cli._paths import DIR, FILE
 
-from ltrfeat.cli._options import lexical_options, option_group
+from ltrfeat.cli._options import encoders_option, lexical_options, option_group
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.registry import export_formats
 from ltrfeat.rankers.registry import EXPORT_TARGETS
@@ -58,13 +58,7 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     is_flag=True,
     help="Export a model trained with NaN cells; the plugins score a missing value as 0.",
 )
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    metavar="NAME=PATH",
-    help="Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.",
-)
+@encoders_option("Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.")
 @click.option(
     "--corpus-stats",
     type=FILE,
@@ -268,14 +262,7 @@ def export_encoder(model, target, out_dir):
 
 @click.command("embed")
 @click.option("--docs", "docs_path", required=True, type=FILE, help="Documents table (docid + text fields).")
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    required=True,
-    metavar="NAME=PATH",
-    help="Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.",
-)
+@encoders_option("Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.", required=True)
 @click.option("--fields", default="title", help="Comma-separated document fields to embed.")
 @click.option("--index", "index_name", required=True, help="Target index name for the bulk action lines.")
 @click.option("--out", "out_path", required=True, type=FILE, help="Output NDJSON file.")

@@ -12,6 +12,7 @@ import click
 from ltrfeat.cli._paths import DIR, FILE
 
 from ltrfeat.cli._options import (
+    encoders_option,
     columns_option,
     duplicates_option,
     encoding_option,
@@ -60,13 +61,10 @@ _READING = option_group(
 _SCORING = option_group(
     "scoring",
     click.option("--lexical", default=None, help="Comma-separated lexical features, or 'all'."),
-    click.option(
-        "--encoder",
-        "encoders",
-        multiple=True,
-        metavar="KIND[=PATH]",
-        help="Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
+    encoders_option(
+        "Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
         "sbert[=DIR] (zero-shot), sbert-ft=FT.ltrenc (fine-tuned).",
+        metavar="KIND[=PATH]",
     ),
     click.option(
         "--fields",

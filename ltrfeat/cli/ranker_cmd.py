@@ -14,6 +14,7 @@ import numpy as np
 from ltrfeat.core import letor as letor_io
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.cli._options import (
+    scoring_options,
     encoding_option,
     lexical_options,
     MLFLOW,
@@ -606,23 +607,10 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     click.echo(f"wrote {out}: {len(scores)} rows, {data.n_queries} queries", err=True)
 
 
-_FEATURES = option_group(  # what the ranker's features are computed with
-    "features",
-    click.option(
-        "--encoder",
-        "encoders",
-        multiple=True,
-        metavar="NAME=PATH",
-        help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
-    ),
-    click.option(
-        "--corpus-stats",
-        type=FILE,
-        help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
-    ),
-    click.option(
-        "--strict", is_flag=True, help="Refuse (exit 2, no output) to score a query an --encoder was trained on."
-    ),
+_FEATURES = scoring_options(  # what the ranker's features are computed with
+    encoder="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
+    corpus_stats="Corpus statistics (extract --save-corpus-stats) for lexical features.",
+    strict="Refuse (exit 2, no output) to score a query an --encoder was trained on.",
 )
 
 

@@ -10,7 +10,7 @@ import click
 from ltrfeat.cli._paths import DIR, FILE
 from click.core import ParameterSource
 
-from ltrfeat.cli._options import lexical_options, option_group, threads_option, threads_value
+from ltrfeat.cli._options import lexical_options, option_group, scoring_options, threads_option, threads_value
 from ltrfeat.core.errors import LtrfeatError
 
 
@@ -71,22 +71,11 @@ _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the 
 )
 
 
-_FEATURES = option_group(  # what computes the ranker's features (its record names the settings)
-    "features",
-    click.option(
-        "--encoder",
-        "encoders",
-        multiple=True,
-        metavar="NAME=PATH",
-        help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
-        "bundle or ONNX export directory (repeatable; default: the bundle the ranker's record names).",
-    ),
-    click.option("--corpus-stats", type=FILE, help="Corpus statistics for lexical features."),
-    click.option(
-        "--strict",
-        is_flag=True,
-        help="Answer 422 to a query an --encoder was trained on (else each such query is logged once).",
-    ),
+_FEATURES = scoring_options(  # what computes the ranker's features (its record names the settings)
+    encoder="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
+    "bundle or ONNX export directory (repeatable; default: the bundle the ranker's record names).",
+    corpus_stats="Corpus statistics for lexical features.",
+    strict="Answer 422 to a query an --encoder was trained on (else each such query is logged once).",
 )
 
 
