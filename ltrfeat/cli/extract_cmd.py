@@ -186,14 +186,8 @@ def _extract(inputs, reading, scoring, outputs, lexical_params, run):
             "give one of LETOR_IN (with --queries and --docs), --pairs or --clicks (with --docs)",
             fix="see `ltrfeat extract --help` for the three forms",
         )
-    options = dict(
-        lexical=scoring["lexical"],
-        encoders=scoring["encoders"],
-        stem=scoring["stem"],
-        stopwords=scoring["stopwords"],
-        corpus_path=scoring["corpus_path"],
-        lexical_params=lexical_params,
-    )
+    options = {name: scoring[name] for name in ("lexical", "encoders", "stem", "stopwords", "corpus_path")}
+    options["lexical_params"] = lexical_params
     if letor_in:
         queries, docs = _tables(queries_path, docs_path, reading, scoring["fields"])
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
