@@ -23,9 +23,6 @@ LONG_MODULES = {
 }
 # "module:function" -> why it is longer
 LONG_FUNCTIONS = {
-    "ltrfeat/cli/ablate_cmd.py:ablate": "the command's option wiring; issue 50 item 5 (library logic out of commands)",
-    "ltrfeat/cli/encoder_cmd.py:train_encoder_cmd": "the command's option wiring; issue 50 item 5",
-    "ltrfeat/cli/extract_cmd.py:_extract": "builds extractors in the command; issue 50 item 5",
     "ltrfeat/experiments/ablation.py:run_ablation": "issue 50 item 4 (typed comparison and summary objects)",
     "ltrfeat/experiments/ablation.py:_run_with_selection": "issue 50 item 4",
     "ltrfeat/experiments/html_report.py:drill_data": "the report's drill-down tables; report code changes in parallel",

@@ -127,6 +127,52 @@ def test_no_function_takes_more_than_ten_parameters():
     assert not wide, f"take a config object or an option group instead of more than 10 parameters: {wide}"
 
 
+def test_no_library_function_sits_at_the_parameter_cap_without_a_settings_object():
+    """A function at the cap (10 parameters) takes a settings object: a parameter annotated with a
+    :class:`~ltrfeat.core.settings.Settings` class (``Conventions``, ``CrossFitConfig``, ``converters.Options``...),
+    whose single fields keyword ``**settings`` may replace. Exempt: click commands (their options are their settings, grouped with
+    ``option_group``) and scikit-learn style estimators' ``__init__`` and ``fit`` (get_params settings, fit data)."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    from ltrfeat.core.settings import Settings
+
+    def is_command(node) -> bool:
+        calls = [d.func for d in node.decorator_list if isinstance(d, ast.Call)]
+        return any(getattr(f, "attr", getattr(f, "id", "")) in ("command", "group") for f in calls)
+
+    def takes_settings(node, module) -> bool:
+        args = node.args
+        annotations = [a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if a.annotation]
+        names = {n.id for a in annotations for n in ast.walk(a) if isinstance(n, ast.Name)}
+        return any(isinstance(c, type) and issubclass(c, Settings) for c in (getattr(module, n, None) for n in names))
+
+    root = Path(ltrfeat.__file__).parent
+    at_cap = []
+    for path in sorted(root.rglob("*.py")):
+        name = ".".join(("ltrfeat", *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__")
+        tree = ast.parse(path.read_text())
+        estimator_methods = {
+            id(item)
+            for cls in ast.walk(tree)
+            if isinstance(cls, ast.ClassDef) and any(getattr(b, "id", "") == "BaseEstimator" for b in cls.bases)
+            for item in cls.body
+            if isinstance(item, ast.FunctionDef) and item.name in ("__init__", "fit")
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+            count = len(names) - (names[:1] in (["self"], ["cls"]))
+            if count < 10 or is_command(node) or id(node) in estimator_methods:
+                continue
+            if not takes_settings(node, importlib.import_module(name)):
+                at_cap.append(f"{name}:{node.name}")
+    assert not at_cap, f"group real settings of these in a settings dataclass (keyword-only, documented): {at_cap}"
+
+
 def _import_graph(*, lazy: bool) -> dict[str, set[str]]:
     """``{module: the ltrfeat modules it imports}``; ``lazy``: imports inside functions count too."""
     import ast

@@ -9,20 +9,21 @@ import warnings
 
 import click
 
+from ltrfeat.cli._paths import EXISTING_FILE, FILE
+
 from ltrfeat.core.duplicates import POLICIES as DUPLICATE_POLICIES
-from ltrfeat.core.errors import LtrfeatError
+from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.tracking import DEFAULT_URI  # no MLflow import: commands start fast
 
 
 def resampling_options(fn):
     """``--resamples`` and ``--seed`` of the bootstrap intervals and randomisation tests (``compare``,
     ``compare-runs``)."""
-    fn = click.option("--seed", type=int, default=0, show_default=True, help="Seed of the resampling.")(fn)
+    fn = click.option("--seed", type=int, default=0, help="Seed of the resampling.")(fn)
     return click.option(
         "--resamples",
-        type=click.IntRange(min=100),
+        type=int,
         default=10_000,
-        show_default=True,
         help="Bootstrap and randomisation-test resamples.",
     )(fn)
 
@@ -58,7 +59,6 @@ duplicates_option = click.option(  # see ltrfeat.core.duplicates
     "--duplicates",
     type=click.Choice(DUPLICATE_POLICIES),
     default="error",
-    show_default=True,
     help="A (query, document) pair judged on several rows: stop with the count and lines (error), keep the first "
     "row (first), or its texts with the mean grade rounded half up (mean) or the highest grade (max). "
     "The choice and counts are recorded in the outputs.",
@@ -80,7 +80,7 @@ def columns_option(text: str):
 
 def encoding_option(text: str):
     """``--encoding`` of the command's text tables; ``text`` is its help."""
-    return click.option("--encoding", default=_pairs_default("encoding"), show_default=True, help=text)
+    return click.option("--encoding", default=_pairs_default("encoding"), help=text)
 
 
 def label_map_option(text: str, *, sep: str = ", "):
@@ -88,8 +88,43 @@ def label_map_option(text: str, *, sep: str = ", "):
     return click.option(
         "--label-map",
         default=_pairs_default("label_map"),
-        show_default=True,
         help=text.format(maps=sep.join(LABEL_MAPS)),
+    )
+
+
+def read_pairs_table(path, reading: dict):
+    """The judged-pairs table at ``path`` read as the options ``--columns --encoding --label-map --duplicates`` in
+    ``reading`` say (a missing column's fix names ``--columns``), with a line on stderr for duplicate pairs."""
+    from ltrfeat.core.duplicates import duplicates_line
+    from ltrfeat.core.text import read_judged_pairs
+
+    with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
+        table = read_judged_pairs(
+            path,
+            columns=reading["columns"],
+            encoding=reading["encoding"],
+            label_map=reading["label_map"],
+            duplicates=reading["duplicates"],
+        )
+    if duplicates_line(table.attrs["duplicates"]):
+        click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
+    return table
+
+
+def encoders_option(text: str, *, metavar: str = "NAME=PATH", required: bool = False):
+    """``--encoder NAME[=PATH]`` (repeatable, received as ``encoders``): the models a command scores with, read by
+    :func:`~ltrfeat.features.encoders.spec.parse_encoder_specs`; ``text`` is the command's help."""
+    return click.option("--encoder", "encoders", multiple=True, required=required, metavar=metavar, help=text)
+
+
+def scoring_options(*, encoder: str, corpus_stats: str, strict: str):
+    """What computes a ranker's features from texts (``serve``, ``rerank``): ``--encoder``, ``--corpus-stats`` and
+    ``--strict``, received as one ``features`` dict; the arguments are each option's help in the command."""
+    return option_group(
+        "features",
+        encoders_option(encoder),
+        click.option("--corpus-stats", type=FILE, help=corpus_stats),
+        click.option("--strict", is_flag=True, help=strict),
     )
 
 
@@ -103,18 +138,17 @@ def click_log_options(*, prefix: str, when: str) -> list:
             "--clip",
             type=click.FloatRange(min=0, max=1, min_open=True),
             default=DEFAULT_CLIP,
-            show_default=True,
             help="With --debias ipw: propensities below this count as this (a click weighs at most 1/CLIP).",
         ),
         click.option(
             f"--{prefix}queries",
-            type=click.Path(exists=True, dir_okay=False),
+            type=EXISTING_FILE,
             default=None,
             help=f"With {when}: query table (qid, query) for a log that names queries by qid; UBI: the query records.",
         ),
         click.option(
             f"--{prefix}docs",
-            type=click.Path(exists=True, dir_okay=False),
+            type=EXISTING_FILE,
             default=None,
             help=f"With {when}: documents table (docid and text) giving the texts of a log that has only docids.",
         ),
@@ -163,7 +197,6 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 "--select/--no-select",
                 "select",
                 default=default_on,
-                show_default=True,
                 help="Choose the ranker among --candidates by inner cross-validation over the training "
                 "queries (never the test queries); --no-select trains plain LambdaMART.",
             ),
@@ -178,29 +211,25 @@ def selection_options(default_on: bool, *, deployable_help: str):
                 "--tune",
                 type=click.Choice(TUNE_METHODS),
                 default=SELECTION_DEFAULTS["tune"],
-                show_default=True,
                 help="Hyperparameter search of the ENGINE-tuned candidate: a fixed grid of 8 "
                 "configurations or Optuna TPE (--tune-trials); every feature set gets the same budget.",
             ),
             click.option(
                 "--tune-trials",
-                type=click.IntRange(min=1),
+                type=int,
                 default=SELECTION_DEFAULTS["tune_trials"],
-                show_default=True,
                 help="Optuna trials per feature set and fold.",
             ),
             click.option(
                 "--inner-folds",
-                type=click.IntRange(min=2),
+                type=int,
                 default=SELECTION_DEFAULTS["inner_folds"],
-                show_default=True,
                 help="Query folds of the inner cross-validation.",
             ),
             click.option(
                 "--select-rule",
                 type=click.Choice(RULES),
                 default=SELECTION_DEFAULTS["rule"],
-                show_default=True,
                 help="tiered: per feature set the simplest candidate within one standard error of the best "
                 "inner-CV score, then the least complex of the sets' picks and their simpler candidates (ranker "
                 "kind, then the features its model uses) within z standard errors of the best set, z growing with "
@@ -254,7 +283,7 @@ def config_option() -> click.Option:
     """
     return click.Option(
         ["--config"],
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         is_eager=True,
         expose_value=False,
         callback=_apply_config_file,
@@ -341,9 +370,8 @@ def threads_option(*, default: int, what: str):
     0 means all the cores available to the process (affinity and cgroup quota counted)."""
     return click.option(
         "--threads",
-        type=click.IntRange(min=0),
+        type=int,
         default=default,
-        show_default=True,
         help=f"CPU threads {what}; 0 = all available cores.",
     )
 
@@ -357,7 +385,6 @@ def ties_option(*, before: str = "", after: str = ""):
         "--ties",
         type=click.Choice(TIES),
         default=Conventions.ties,
-        show_default=True,
         help=" ".join(filter(None, [before, TIES_HELP, after])),
     )
 
@@ -425,35 +452,30 @@ def ranker_options(
                 "--engine",
                 type=click.Choice(ENGINES),
                 default=R.engine,
-                show_default=True,
                 help="LambdaMART implementation.",
             ),
             click.option(
                 "--n-estimators",
-                type=click.IntRange(min=1),
+                type=int,
                 default=n_estimators,
-                show_default=n_estimators is not None,
                 help=n_estimators_help,
             ),
             click.option(
                 "--learning-rate",
-                type=click.FloatRange(min=0, min_open=True),
+                type=float,
                 default=R.learning_rate,
-                show_default=True,
                 help="Shrinkage of each tree.",
             ),
             click.option(
                 "--num-leaves",
-                type=click.IntRange(min=2),
+                type=int,
                 default=R.num_leaves,
-                show_default=True,
                 help="Leaves per tree.",
             ),
             click.option(
                 "--early-stopping-rounds",
-                type=click.IntRange(min=0),
+                type=int,
                 default=R.early_stopping_rounds,
-                show_default=True,
                 help="Patience in rounds on the validation NDCG; 0 disables early stopping.",
             ),
             threads_option(default=threads, what=threads_what),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from ltrfeat.cli._paths import EXISTING_DIR
+
 from ltrfeat.features.encoders.config import PRECISIONS, SbertConfig
 
 
@@ -16,7 +18,7 @@ def sbert_options(command):
     options = [
         click.option(
             "--base",
-            type=click.Path(exists=True, file_okay=False),
+            type=EXISTING_DIR,
             default=None,
             help="sbert-ft: sentence-transformers model directory to fine-tune [default: packaged all-MiniLM-L6-v2].",
         ),
@@ -29,13 +31,13 @@ def sbert_options(command):
         ),
         click.option(
             "--max-seq-length",
-            type=click.IntRange(min=2),
+            type=int,
             default=None,
             help=f"sbert-ft: tokens per text, longer texts truncated [default: {SbertConfig.max_seq_length}].",
         ),
         click.option(
             "--accumulate",
-            type=click.IntRange(min=1),
+            type=int,
             default=None,
             help=f"sbert-ft: mini-batches per optimizer step (gradient accumulation) [default: {SbertConfig.accumulate}].",
         ),

@@ -8,6 +8,8 @@ import os
 
 import click
 
+from ltrfeat.cli._paths import DIR, EXISTING_DIR, FILE
+
 from ltrfeat.cli._options import (
     click_log_options,
     SectionedCommand,
@@ -111,10 +113,9 @@ _TEXT_MODE = option_group(
         "--conflicts",
         type=click.Choice(CONFLICTS),
         default=CrossFitConfig.conflicts,
-        show_default=True,
         help="Text mode: an id naming different texts on different rows fails, or keeps its first text.",
     ),
-    click.option("--lexical", default="all", show_default=True, help="Text mode: lexical features (names or 'all')."),
+    click.option("--lexical", default="all", help="Text mode: lexical features (names or 'all')."),
     click.option(
         "--encoder",
         "encoders",
@@ -125,7 +126,7 @@ _TEXT_MODE = option_group(
     click.option(
         "--train-pairs",
         "train_pairs_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Text mode: separate encoder training table (e.g. a click log: query, doc, label/clicks); "
         "filtered by query text so no fold's test query is trained on. Default: the judged pairs.",
@@ -145,7 +146,6 @@ _TEXT_MODE = option_group(
         "--debias",
         type=click.Choice(DEBIAS),
         default="none",
-        show_default=True,
         help="With --click-log: the position bias left uncorrected (none), corrected by clipped, self-normalised "
         "inverse propensity weighting (ipw) or by the relevance the position-based click model estimates (pbm); "
         "softmax and generalized losses only.",
@@ -153,7 +153,6 @@ _TEXT_MODE = option_group(
     click.option(
         "--propensity",
         default="harvest",
-        show_default=True,
         metavar="harvest|em|FILE",
         callback=_propensity,
         help="With --click-log: the examination curve to correct with, estimated from the log by intervention "
@@ -164,7 +163,7 @@ _TEXT_MODE = option_group(
     click.option(
         "--collection",
         "collection_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Text mode: unlabelled documents (docid + --collection-field) added to the pairs' own documents "
         "for the +spans / +spans+teacher pre-training; no query or label is read from it.",
@@ -172,14 +171,12 @@ _TEXT_MODE = option_group(
     click.option(
         "--collection-field",
         default="title",
-        show_default=True,
         help="Text mode: the --collection column whose text the +spans / +spans+teacher pre-training reads.",
     ),
     click.option(
         "--k-folds",
         type=click.IntRange(min=MIN_FOLDS),
         default=CrossFitConfig.k,
-        show_default=True,
         help="Text mode: outer query folds (each trained encoder costs k + k(k-1)/2 trainings: 6 for 3 folds, "
         "15 for 5).",
     ),
@@ -187,7 +184,6 @@ _TEXT_MODE = option_group(
         "--valid-fraction",
         type=click.FloatRange(0, 0.5),
         default=CrossFitConfig.valid_fraction,
-        show_default=True,
         help="Text mode: share of each fold's ranker queries held out for the rankers' early stopping (the "
         "encoders' share: --encoder-option val_fraction).",
     ),
@@ -204,9 +200,8 @@ _TEXT_MODE = option_group(
     ),
     click.option(
         "--encoder-jobs",
-        type=click.IntRange(min=0),
+        type=int,
         default=CrossFitConfig.encoder_jobs,
-        show_default=True,
         help="Text mode: CLSM/DSSM/DeepMatch trainings and MiniLM fine-tunings run at once in worker processes, sharing the cores "
         "(0 = one per CPU core when they read 20,000 rows or more, else 1; 1 = one after another in this process); "
         "the scores do not change. Ignored with --dask: every training is then a task of the cluster's workers.",
@@ -214,7 +209,6 @@ _TEXT_MODE = option_group(
     click.option(
         "--continue-outer/--no-continue-outer",
         default=CrossFitConfig.continue_outer,
-        show_default=True,
         help="Text mode, MiniLM fine-tuning (sbert-ft): each outer encoder continues an inner one on the one fold "
         "that one lacks, so every pair is seen once in 2 passes over the data instead of 3; --no-continue-outer "
         "fine-tunes every encoder from the base model.",
@@ -224,7 +218,6 @@ _TEXT_MODE = option_group(
         "--split-seed",
         type=int,
         default=CrossFitConfig.seed,
-        show_default=True,
         help="Text mode: seed of folds and encoders.",
     ),
 )
@@ -232,13 +225,12 @@ _TEXT_MODE = option_group(
 
 _LETOR_MODE = option_group(
     "letor",
-    click.option("--fold-glob", default="Fold*", show_default=True, help="Pattern of the fold directories."),
+    click.option("--fold-glob", default="Fold*", help="Pattern of the fold directories."),
     click.option(
         "--base", default=None, help="LETOR mode: base (lexical) features: ids, id ranges and names, e.g. 1-40."
     ),
     click.option(
         "--neural",
-        "neural",
         multiple=True,
         metavar="NAME=SPEC",
         help="LETOR mode: a neural feature group (repeatable), e.g. --neural clsm=clsm_title_cos or --neural g=41-46.",
@@ -252,7 +244,7 @@ _PLANNING = option_group(
         help="Features ranked alone besides every neural feature (default: base features named bm25*; "
         "'all' = every feature).",
     ),
-    click.option("--base-name", default="lexical", show_default=True, help="Name of the base feature set."),
+    click.option("--base-name", default="lexical", help="Name of the base feature set."),
 )
 _EVALUATION = option_group(
     "evaluation",
@@ -262,27 +254,24 @@ _EVALUATION = option_group(
     click.option(
         "--metrics",
         default=METRICS,
-        show_default=True,
         help="Metrics; a bare number repeats the previous metric.",
     ),
     click.option(
         "--no-relevant",
         type=click.Choice(NO_RELEVANT),
         default=Conventions.no_relevant,
-        show_default=True,
         help="Queries without a relevant document: leave out, score 0, or score 1.",
     ),
     click.option(
         "--gain",
         type=click.Choice(GAINS),
         default=Conventions.gain,
-        show_default=True,
         help="NDCG gain: 2^rel-1 or linear rel.",
     ),
     ties_option(),
     click.option(
         "--resamples",
-        type=click.IntRange(min=100),
+        type=int,
         default=None,
         help=f"Bootstrap and randomisation-test resamples [default: {_both('resamples')}].",
     ),
@@ -290,7 +279,6 @@ _EVALUATION = option_group(
         "--nan-policy",
         type=click.Choice(list(NAN_POLICIES)),
         default="keep",
-        show_default=True,
         help="NaN/inf feature values: keep as missing, replace by 0, or fail.",
     ),
 )
@@ -299,7 +287,7 @@ _OUTPUT = option_group(
     click.option(
         "--report",
         "report_dir",
-        type=click.Path(file_okay=False),
+        type=DIR,
         required=True,
         help="Report directory (report.md, report.json, per_query.tsv, timings.json, PNG plots).",
     ),
@@ -317,7 +305,7 @@ _OUTPUT = option_group(
     ),
     click.option(
         "--write-features",
-        type=click.Path(file_okay=False),
+        type=DIR,
         default=None,
         help="Text mode: write DIR/features.letor (every judged pair with its lexical columns and out-of-fold "
         "encoder columns, scored by encoders that never saw its query: what the verdict's ranker trains on) and "
@@ -331,7 +319,7 @@ _RUN = option_group(
     click.option(
         "--cache",
         "cache_dir",
-        type=click.Path(file_okay=False),
+        type=DIR,
         default=None,
         help="Keep work here for the next run, keyed by its inputs: trained encoders and their scores "
         "(text mode), MiniLM vectors, and every ranker run, so a re-run with one more encoder trains "
@@ -345,7 +333,6 @@ _RUN = option_group(
     ),
     click.option(
         "--dask",
-        "dask",
         default=None,
         metavar="SCHEDULER|local[:N]",
         help="Run every encoder training and the folds x feature sets x seeds runs as Dask tasks (scheduler "
@@ -353,7 +340,7 @@ _RUN = option_group(
     ),
     click.option(
         "--jobs",
-        type=click.IntRange(min=0),
+        type=int,
         default=None,
         help="Worker processes for the ranker runs (0 = one per CPU core; default: one per core when all ranker "
         "fits together read 200,000 training rows or more, else 1); results equal a run with 1.",
@@ -461,7 +448,7 @@ _RUN = option_group(
 @click.option(
     "--folds",
     "folds_dir",
-    type=click.Path(file_okay=False),
+    type=DIR,
     default=None,
     help="LETOR mode: directory of fold directories, each with train, vali (optional) and test files "
     "(.letor or .txt, optionally .gz).",
@@ -469,7 +456,7 @@ _RUN = option_group(
 @click.option(
     "--pairs",
     "pairs_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="Text mode: judged pairs (query, doc, label; optional qid, docid) — lexical features are "
     "computed and --encoder encoders cross-fitted over query folds.",
@@ -513,18 +500,7 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
       ltrfeat ablate --folds MQ2008 --base 1-40 --neural g=41-46 --quick --report smoke/
       ltrfeat report ablation/ --open
     """
-    from ltrfeat.experiments.ablate import (
-        AblateSettings,
-        FoldsSource,
-        PairsSource,
-        ablate_folds,
-        ablate_pairs,
-        plan_folds_ablation,
-        plan_pairs,
-    )
-    from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
-    from ltrfeat.experiments.click_training import uncorrected_warnings
-    from ltrfeat.experiments.verdict import verdict_lines
+    from ltrfeat.experiments.ablate import FoldsSource, ablate_folds, ablate_pairs, plan_folds_ablation, plan_pairs
 
     if (folds_dir is None) == (pairs_path is None):
         raise click.UsageError("give exactly one of --folds DIR (LETOR mode) or --pairs FILE (text mode)")
@@ -533,44 +509,11 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
             "--base/--neural are for --folds; in text mode the lexical features are "
             "the base and each --encoder is a neural group"
         )
-    seeds = evaluation["seeds"]
     if output["mlflow_uri"] is not None:
         from ltrfeat.core.tracking import check_store
 
         check_store(output["mlflow_uri"])
-    settings = AblateSettings(
-        report_dir=output["report_dir"],
-        engine=ranker["engine"],
-        seeds=seeds,
-        n_estimators=ranker["n_estimators"],
-        resamples=evaluation["resamples"],
-        ranker_params={
-            "learning_rate": ranker["learning_rate"],
-            "num_leaves": ranker["num_leaves"],
-            "early_stopping_rounds": ranker["early_stopping_rounds"],
-            "n_jobs": ranker["threads"] or None,
-            "params": parse_key_values(ranker["params"]),
-        },
-        metrics=evaluation["metrics"],
-        gain=evaluation["gain"],
-        no_relevant=evaluation["no_relevant"],
-        ties=evaluation["ties"],
-        # --deployable restricts the features and the verdict's "to ship" line: the ablation compares every candidate
-        selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=text["split_seed"]),
-        deployable=selecting["deployable"],
-        alone=planning["alone"],
-        base_name=planning["base_name"],
-        overwrite=output["overwrite"],
-        write_runs=output["write_runs"],
-        write_features=output["write_features"],
-        cache=run["cache_dir"],
-        quick=run["quick"],
-        dask=run["dask"],
-        jobs=run["jobs"],
-        progress=not os.environ.get("CI"),
-        config_file=config_file_record(),
-        budget=run["budget"],
-    )
+    settings = _settings(ranker, evaluation, planning, output, run, selecting, split_seed=text["split_seed"])
     say = functools.partial(click.echo, err=True)
     with notices():
         if folds_dir is not None:
@@ -588,38 +531,97 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
                 return
             done = ablate_folds(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
         else:
-            source = PairsSource(
-                pairs_path,
-                encoders=tuple(text["encoders"]),
-                columns=text["columns"],
-                encoding=text["encoding"],
-                label_map=text["label_map"],
-                duplicates=text["duplicates"],
-                conflicts=text["conflicts"],
-                lexical=text["lexical"],
-                train_pairs=text["train_pairs_path"],
-                train_columns=text["train_columns"],
-                click_log=text["click_log_path"],
-                debias=text["debias"],
-                propensity=text["propensity"][1],
-                propensity_method=text["propensity"][0],
-                clip=text["clip"],
-                click_queries=text["click_queries"],
-                click_docs=text["click_docs"],
-                collection=text["collection_path"],
-                collection_field=text["collection_field"],
-                k_folds=text["k_folds"],
-                valid_fraction=text["valid_fraction"],
-                split_seed=text["split_seed"],
-                encoder_options=parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5")
-                or {},
-                encoder_jobs=text["encoder_jobs"],
-                continue_outer=text["continue_outer"],
-            )
+            pairs_source = _pairs_source(pairs_path, text)
             if run["plan_only"]:
-                _print_plan(plan_pairs(source, settings, say=say))
+                _print_plan(plan_pairs(pairs_source, settings, say=say))
                 return
-            done = ablate_pairs(source, settings, say=say, engine_features=_engine_filter(settings.deployable))
+            done = ablate_pairs(pairs_source, settings, say=say, engine_features=_engine_filter(settings.deployable))
+    _print_outcome(done)
+    if output["mlflow_uri"] is not None:
+        from ltrfeat.experiments.tracking_runs import track_ablation
+
+        uri = output["mlflow_uri"]
+        click.echo(f"mlflow: run {track_ablation(uri, done, settings)} at {uri}", err=True)
+
+
+def _settings(ranker, evaluation, planning, output, run, selecting, *, split_seed: int):
+    """The :class:`~ltrfeat.experiments.ablate.AblateSettings` the option groups describe."""
+    from ltrfeat.experiments.ablate import AblateSettings
+
+    return AblateSettings(
+        report_dir=output["report_dir"],
+        engine=ranker["engine"],
+        seeds=evaluation["seeds"],
+        n_estimators=ranker["n_estimators"],
+        resamples=evaluation["resamples"],
+        ranker_params={
+            "learning_rate": ranker["learning_rate"],
+            "num_leaves": ranker["num_leaves"],
+            "early_stopping_rounds": ranker["early_stopping_rounds"],
+            "n_jobs": ranker["threads"] or None,
+            "params": parse_key_values(ranker["params"]),
+        },
+        metrics=evaluation["metrics"],
+        gain=evaluation["gain"],
+        no_relevant=evaluation["no_relevant"],
+        ties=evaluation["ties"],
+        # --deployable restricts the features and the verdict's "to ship" line: the ablation compares every candidate
+        selection=selection_config(ranker["engine"], **(selecting | {"deployable": None}), seed=split_seed),
+        deployable=selecting["deployable"],
+        alone=planning["alone"],
+        base_name=planning["base_name"],
+        overwrite=output["overwrite"],
+        write_runs=output["write_runs"],
+        write_features=output["write_features"],
+        cache=run["cache_dir"],
+        quick=run["quick"],
+        dask=run["dask"],
+        jobs=run["jobs"],
+        progress=not os.environ.get("CI"),
+        config_file=config_file_record(),
+        budget=run["budget"],
+    )
+
+
+def _pairs_source(pairs_path, text: dict):
+    """Text mode's :class:`~ltrfeat.experiments.ablate.PairsSource` from the text-mode options."""
+    from ltrfeat.experiments.ablate import PairsSource
+
+    return PairsSource(
+        pairs_path,
+        encoders=tuple(text["encoders"]),
+        columns=text["columns"],
+        encoding=text["encoding"],
+        label_map=text["label_map"],
+        duplicates=text["duplicates"],
+        conflicts=text["conflicts"],
+        lexical=text["lexical"],
+        train_pairs=text["train_pairs_path"],
+        train_columns=text["train_columns"],
+        click_log=text["click_log_path"],
+        debias=text["debias"],
+        propensity=text["propensity"][1],
+        propensity_method=text["propensity"][0],
+        clip=text["clip"],
+        click_queries=text["click_queries"],
+        click_docs=text["click_docs"],
+        collection=text["collection_path"],
+        collection_field=text["collection_field"],
+        k_folds=text["k_folds"],
+        valid_fraction=text["valid_fraction"],
+        split_seed=text["split_seed"],
+        encoder_options=parse_key_values(text["encoder_options"], option="--encoder-option", example="epochs=5") or {},
+        encoder_jobs=text["encoder_jobs"],
+        continue_outer=text["continue_outer"],
+    )
+
+
+def _print_outcome(done) -> None:
+    """The ablation's headline table, marks, verdict and where its report is."""
+    from ltrfeat.experiments.click_training import uncorrected_warnings
+    from ltrfeat.experiments.report import SEED_HINT, headline_table, minilm_lines, seed_inert_sets
+    from ltrfeat.experiments.verdict import verdict_lines
+
     result, summary = done.result, done.summary
     inert = seed_inert_sets(result)
     if inert:
@@ -644,20 +646,14 @@ def ablate(folds_dir, pairs_path, text, letor, planning, evaluation, ranker, out
         click.echo(line)
     click.echo(f"in words: {json.loads((done.report_dir / 'report.json').read_text())['summary']}")
     click.echo(f"page: {done.report_dir / 'report.html'}")
-    if output["mlflow_uri"] is not None:
-        from ltrfeat.experiments.tracking_runs import track_ablation
-
-        uri = output["mlflow_uri"]
-        click.echo(f"mlflow: run {track_ablation(uri, done, settings)} at {uri}", err=True)
 
 
 @click.command("compare")
-@click.argument("report_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("report_dir", type=EXISTING_DIR)
 @click.argument("pairs", nargs=-1, required=True, metavar="BASELINE:VARIANT...")
 @click.option(
     "--metrics",
     default="ndcg@1,3,10",
-    show_default=True,
     help="Metrics of the ablation to compare; a bare number repeats the previous metric.",
 )
 @resampling_options

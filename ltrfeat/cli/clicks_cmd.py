@@ -7,6 +7,8 @@ import json
 
 import click
 
+from ltrfeat.cli._paths import FILE
+
 from ltrfeat.cli._options import option_group
 
 LOG_FORMATS = ("tsv", "csv", "jsonl", "parquet", "ubi")
@@ -15,14 +17,12 @@ _READING = option_group(
     "reading",
     click.option(
         "--queries",
-        "queries",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Query table (qid, query) for a log that names queries by qid; for UBI events, the UBI query records.",
     ),
     click.option(
         "--docs",
-        "docs",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Documents table (docid, text fields): rows naming another document are an error.",
     ),
     click.option(
@@ -32,17 +32,15 @@ _READING = option_group(
         default=None,
         help="Log format [default: from the extension; JSON lines of UBI events are recognised].",
     ),
-    click.option("--encoding", default="utf-8", show_default=True, help="Text encoding of the log and tables."),
+    click.option("--encoding", default="utf-8", help="Text encoding of the log and tables."),
     click.option(
         "--chunk-rows",
         type=int,
         default=1_000_000,
-        show_default=True,
         help="Log rows read and checked at a time (memory grows with it and with the distinct keys, not the log).",
     ),
     click.option(
         "--dask",
-        "dask",
         default=None,
         metavar="SCHEDULER|local[:N]",
         help="Check and sum the chunks on a Dask cluster (scheduler address or file, or local[:N] workers); "
@@ -124,7 +122,7 @@ def summary(log, reading, as_json):
 @click.argument("log", type=click.Path())
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="Aggregated log with positions (query, docid, position, impressions, clicks); format by extension.",
 )
@@ -156,18 +154,13 @@ def aggregate(log, out, reading):
     "--method",
     type=click.Choice(["harvest", "em"]),
     default="harvest",
-    show_default=True,
     help="harvest: intervention harvesting (the same pair shown at different positions); em: EM of the "
     "position-based model (a parameter per pair: for logs with many impressions per pair).",
 )
-@click.option("--max-position", type=int, default=10, show_default=True, help="Positions of the curve (1..N).")
-@click.option(
-    "--resamples", type=int, default=200, show_default=True, help="Bootstrap resamples of the queries (interval)."
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap.")
-@click.option(
-    "--plot", type=click.Path(dir_okay=False), default=None, help="Draw the curve and its interval (.png or .svg)."
-)
+@click.option("--max-position", type=int, default=10, help="Positions of the curve (1..N).")
+@click.option("--resamples", type=int, default=200, help="Bootstrap resamples of the queries (interval).")
+@click.option("--seed", type=int, default=0, help="Seed of the bootstrap.")
+@click.option("--plot", type=FILE, default=None, help="Draw the curve and its interval (.png or .svg).")
 @click.option("--json", "as_json", is_flag=True, help="Print the curve as one JSON object.")
 def propensity(log, reading, method, max_position, resamples, seed, plot, as_json):
     """Estimate P(examined | position), relative to position 1, from the click LOG itself (impression-level or

@@ -42,14 +42,12 @@ _USERS = option_group(
         "--examination-exponent",
         type=float,
         default=ClickModel().examination_exponent,
-        show_default=True,
         help="Users examine position r with probability r^-EXPONENT: 0 = no position bias, 1.5 = steep.",
     ),
     click.option(
         "--title-attraction",
         type=float,
         default=ClickModel().title_attraction,
-        show_default=True,
         help="Extra click attraction per unit of query-title word overlap, whatever the relevance; e.g. 0.5 for a "
         "world where titles that look relevant draw clicks (a bias no position correction removes).",
     ),
@@ -64,31 +62,30 @@ _USERS = option_group(
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory to write into (created; files of the same names are replaced).",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Same seed, same files, byte for byte.")
+@click.option("--seed", default=0, type=int, help="Same seed, same files, byte for byte.")
 @click.option(
     "--queries",
     "n_queries",
-    type=click.IntRange(min=3),
+    type=int,
     help=f"Judged queries, split 60/20/20 into train/vali/test [default: {PRESETS['default']['n_queries']}; "
     f"--quick: {PRESETS['quick']['n_queries']}].",
 )
 @click.option(
     "--docs",
     "n_docs",
-    type=click.IntRange(min=1),
+    type=int,
     help=f"Products in the catalogue [default: {PRESETS['default']['n_docs']}; --quick: {PRESETS['quick']['n_docs']}].",
 )
 @click.option(
     "--click-queries",
     "n_click_queries",
-    type=click.IntRange(min=0),
+    type=int,
     help=f"Distinct click-log queries [default: {PRESETS['default']['n_click_queries']}; "
     f"--quick: {PRESETS['quick']['n_click_queries']}].",
 )
 @click.option(
     "--candidates",
     default="10-20",
-    show_default=True,
     callback=_candidates,
     metavar="MIN-MAX",
     help="Candidates per judged query.",
@@ -190,7 +187,7 @@ _SPLITTING = option_group(
         metavar="TRAIN,VALI,TEST",
         help="Also write train/vali/test.letor with these shares of queries, e.g. 0.6,0.2,0.2.",
     ),
-    click.option("--seed", default=0, show_default=True, type=int, help="Seed of the query split."),
+    click.option("--seed", default=0, type=int, help="Seed of the query split."),
 )
 
 
@@ -203,8 +200,8 @@ _RETRIEVAL = option_group(
         default=None,
         help="Drop Lucene's English stopwords in BM25 retrieval.",
     ),
-    click.option("--k1", type=float, default=BM25_K1, show_default=True, help="BM25 k1 for retrieval."),
-    click.option("--b", "b", type=float, default=BM25_B, show_default=True, help="BM25 b for retrieval."),
+    click.option("--k1", type=float, default=BM25_K1, help="BM25 k1 for retrieval."),
+    click.option("--b", "b", type=float, default=BM25_B, help="BM25 b for retrieval."),
 )
 
 
@@ -221,9 +218,8 @@ _RETRIEVAL = option_group(
 @click.option(
     "--k",
     "top_k",
-    type=click.IntRange(min=1),
+    type=int,
     default=100,
-    show_default=True,
     help="BM25 candidates per query for qrels sources (cranfield, trec, msmarco).",
 )
 @_READING

@@ -8,6 +8,8 @@ import time
 
 import click
 
+from ltrfeat.cli._paths import DIR
+
 from ltrfeat.experiments.demo import DEBIAS_SAID, DEMO_PRESETS, run_demo
 
 
@@ -15,19 +17,17 @@ from ltrfeat.experiments.demo import DEBIAS_SAID, DEMO_PRESETS, run_demo
 @click.option(
     "--out",
     "out_dir",
-    type=click.Path(file_okay=False),
+    type=DIR,
     default="demo-out",
-    show_default=True,
     help="Directory for the world, models, features and report (an earlier demo's directory is replaced when the "
     "new one is complete).",
 )
 @click.option("--quick", is_flag=True, help="Smaller world, smaller encoders, one seed: a smoke run.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the world, encoders, folds and rankers.")
+@click.option("--seed", type=int, default=0, help="Seed of the world, encoders, folds and rankers.")
 @click.option(
     "--debias",
     type=click.Choice(list(DEBIAS_SAID)),
     default="none",
-    show_default=True,
     help="How the encoders' click labels handle position bias: uncorrected, inverse propensity weighting or the "
     "position-based click model (the curve estimated from the log's positions); see benchmarks/clicks_debias.py.",
 )

@@ -12,9 +12,10 @@ import json
 from pathlib import Path
 
 import click
+
+from ltrfeat.cli._paths import DIR, EXISTING_FILE, FILE
 from click.core import ParameterSource
 
-from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import (
     click_log_options,
     columns_option,
@@ -24,6 +25,7 @@ from ltrfeat.cli._options import (
     label_map_option,
     mlflow_options,
     option_group,
+    read_pairs_table,
     threads_option,
 )
 from ltrfeat.cli._sbert_ft import sbert_options
@@ -68,7 +70,7 @@ _CLICK_OPTIONS = (  # reading PAIRS as a click log
     ),
     click.option(
         "--propensity",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="With --debias: the examination curve to correct with (a table of position, propensity, e.g. from a "
         "randomisation experiment) [default: estimated from the log].",
@@ -77,7 +79,6 @@ _CLICK_OPTIONS = (  # reading PAIRS as a click log
         "--propensity-method",
         type=click.Choice(["harvest", "em"]),
         default="harvest",
-        show_default=True,
         help="With --debias and no --propensity: how the curve is estimated from the log.",
     ),
     *click_log_options(prefix="", when="--debias"),
@@ -105,7 +106,6 @@ _START = option_group(
         "--pretrain",
         type=click.Choice(["none", *PRETRAININGS]),
         default="none",
-        show_default=True,
         help="rbm: DSE pre-training of the DSSM towers (layer-wise RBMs, CD-1) before fine-tuning.",
     ),
     click.option(
@@ -118,8 +118,7 @@ _START = option_group(
     ),
     click.option(
         "--init",
-        "init",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="clsm/dssm: start from this encoder bundle (its vocabulary, towers and weights), e.g. one "
         "pre-trained with --from-docs DOCS --pair spans:title, and train it further on PAIRS.",
@@ -130,30 +129,27 @@ _TRAINING = option_group(
     "training",
     click.option(
         "--distill-epochs",
-        type=click.IntRange(min=1),
+        type=int,
         default=_E.distill_epochs,
-        show_default=True,
         help="With --teacher: distillation epochs over the training pairs.",
     ),
     click.option(
         "--distill-lr",
-        type=click.FloatRange(min=0, min_open=True),
+        type=float,
         default=_E.distill_lr,
-        show_default=True,
         help="With --teacher: Adam learning rate of the distillation.",
     ),
     click.option(
         "--distill-weight",
-        type=click.FloatRange(min=0),
+        type=float,
         default=_E.distill_weight,
-        show_default=True,
         help="With --teacher: keep the distillation (KL) term in the --loss training with this weight, "
         "so training on the judgments does not forget the teacher (1.0 chosen on Home Depot "
         "validation).",
     ),
     click.option(
         "--distill-patience",
-        type=click.IntRange(min=1),
+        type=int,
         default=None,
         help="With --teacher: validate the student after every distillation epoch, stop after this many without "
         "improvement and keep the best [default: every --distill-epochs].",
@@ -162,15 +158,13 @@ _TRAINING = option_group(
         "--distill-rows",
         type=click.Choice(DISTILL_ROWS),
         default=_E.distill_rows,
-        show_default=True,
         help="With --teacher: the training pairs the distillation reads; positives: only those labelled a "
         "positive (with --pair spans:FIELD the span -> own-document pairs, not the negatives: ~5x fewer steps).",
     ),
     click.option(
         "--keep-start-margin",
-        type=click.FloatRange(min=0),
+        type=float,
         default=_E.keep_start_margin,
-        show_default=True,
         help="sbert-ft, and clsm/dssm with --init or --teacher: keep the starting model unless the best trained "
         "epoch beats its validation NDCG@10 by more than this many paired standard errors of the per-query "
         "differences (0: any gain).",
@@ -178,21 +172,18 @@ _TRAINING = option_group(
     click.option(
         "--topics",
         default=",".join(map(str, DeepMatchConfig.topics)),
-        show_default=True,
         help="DeepMatch: FINE,COARSE LDA topic counts, the two patch resolutions (paper: 200,50).",
     ),
     click.option(
         "--patch-words",
-        type=click.IntRange(min=1),
+        type=int,
         default=DeepMatchConfig.patch_words,
-        show_default=True,
         help="DeepMatch: most probable words per side kept in each patch.",
     ),
     click.option(
         "--loss",
         type=click.Choice(LOSSES),
         default=_E.loss,
-        show_default=True,
         help="softmax: DSSM/CLSM; generalized: GDSSM soft labels on every pair; hinge: DSE margin loss.",
     ),
     click.option(
@@ -202,25 +193,22 @@ _TRAINING = option_group(
         help="clsm/dssm relevance: cosine of the vectors, or their raw dot product (DSE) "
         "[default: dot with --pretrain rbm, else cosine].",
     ),
-    click.option("--epochs", type=click.IntRange(min=1), default=_E.epochs, show_default=True, help="Maximum epochs."),
+    click.option("--epochs", type=click.IntRange(min=1), default=_E.epochs, help="Maximum epochs."),
     click.option(
         "--negatives",
-        type=click.IntRange(min=0),
+        type=int,
         default=_E.negatives,
-        show_default=True,
         help="J random corpus negatives per sample.",
     ),
     click.option(
         "--hard-negatives",
-        type=click.IntRange(min=0),
+        type=int,
         default=_E.hard_negatives,
-        show_default=True,
         help="Same-query lower-labelled negatives per sample.",
     ),
     click.option(
         "--in-batch/--no-in-batch",
         default=_E.in_batch,
-        show_default=True,
         help="Also use the other documents of the mini-batch as negatives.",
     ),
     click.option(
@@ -237,14 +225,14 @@ _TRAINING = option_group(
     ),
     click.option(
         "--batch-size",
-        type=click.IntRange(min=2),
+        type=int,
         default=None,
         help=f"Samples per mini-batch [default: {_E.batch_size}; deepmatch {DeepMatchConfig.batch_size}].",
     ),
-    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=_E.optimizer, show_default=True),
+    click.option("--optimizer", type=click.Choice(OPTIMIZERS), default=_E.optimizer),
     click.option(
         "--lr",
-        type=click.FloatRange(min=0, min_open=True),
+        type=float,
         default=None,
         help="Learning rate [default: 1e-3 adam, 0.1 sgd].",
     ),
@@ -252,63 +240,56 @@ _TRAINING = option_group(
         "--soft-labels",
         type=click.Choice(SOFT_LABELS),
         default=_E.soft_labels,
-        show_default=True,
         help="Grades -> [0,1] linearly, click counts c -> c/(c+s), or labels already in [0,1].",
     ),
     click.option(
         "--click-scale",
         type=click.FloatRange(min=0, min_open=True),
         default=_E.click_scale,
-        show_default=True,
         help="s in c/(c+s) for --soft-labels clicks.",
     ),
     click.option(
         "--min-positive",
         type=float,
         default=_E.min_positive,
-        show_default=True,
         help="Soft label from which a pair is a positive (softmax, hinge).",
     ),
     click.option(
         "--val-fraction",
         type=click.FloatRange(min=0, max=1, max_open=True),
         default=_E.val_fraction,
-        show_default=True,
         help="Share of queries held out for early stopping on NDCG@10 (0: none).",
     ),
     click.option(
         "--patience",
-        type=click.IntRange(min=1),
+        type=int,
         default=_E.patience,
-        show_default=True,
         help=f"Validation checkpoints in a row without improvement before stopping (sbert-ft: {_S.patience}); with a "
         "start to keep (sbert-ft, --init, --teacher) a checkpoint improves only when it beats the start clearly.",
     ),
     click.option(
         "--val-per-epoch",
-        type=click.IntRange(min=1),
+        type=int,
         default=None,
         help=f"Validation checkpoints per epoch [clsm/dssm: {START_CHECKS} with --init or --teacher, else 1; "
         f"sbert-ft: {_S.val_per_epoch}].",
     ),
     click.option(
         "--min-count",
-        type=click.IntRange(min=1),
+        type=int,
         default=_E.min_count,
-        show_default=True,
         help="Trigrams rarer than this map to the unknown id.",
     ),
     click.option("--buckets", type=click.IntRange(min=1), default=None, help="Hash trigrams into N buckets instead."),
     click.option("--shared", is_flag=True, help="One tower for queries and documents."),
-    click.option("--seed", type=int, default=_E.seed, show_default=True),
+    click.option("--seed", type=int, default=_E.seed),
 )
 
 _WEAK = option_group(
     "weak",
     click.option(
         "--from-docs",
-        "from_docs",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="Instead of PAIRS: weak supervision from a documents table (docid + fields).",
     ),
@@ -316,15 +297,13 @@ _WEAK = option_group(
         "--pair",
         "field_pair",
         default="title:body",
-        show_default=True,
         help="With --from-docs: QUERY_FIELD:DOC_FIELD (the first field plays the query), or spans:FIELD "
         "(query-like spans of 1-4 words of each document's FIELD, matched to the whole FIELD).",
     ),
     click.option(
         "--spans-per-doc",
-        type=click.IntRange(min=1),
+        type=int,
         default=4,
-        show_default=True,
         help="With --pair spans:FIELD: spans drawn per document.",
     ),
 )
@@ -349,14 +328,14 @@ _SPEC = option_group(
     ),
     click.option(
         "--collection",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="With --spec: the ablation's --collection (unlabelled documents for +spans / +spans+teacher).",
     ),
-    click.option("--collection-field", default="title", show_default=True, help="With --spec and --collection."),
+    click.option("--collection-field", default="title", help="With --spec and --collection."),
     click.option(
         "--cache",
-        type=click.Path(file_okay=False),
+        type=DIR,
         default=None,
         help="With --spec: the ablation's --cache; its span pre-training and MiniLM vectors are reused.",
     ),
@@ -367,13 +346,13 @@ _RUN = option_group(
     threads_option(default=0, what="of torch"),
     click.option(
         "--checkpoint",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Checkpoint rewritten each epoch [default: OUT.ckpt, removed on success].",
     ),
     click.option(
         "--resume",
-        type=click.Path(exists=True, dir_okay=False),
+        type=EXISTING_FILE,
         default=None,
         help="Continue an interrupted run from its checkpoint (same PAIRS and options).",
     ),
@@ -386,12 +365,11 @@ _RUN = option_group(
 @click.command("train-encoder")
 @click.argument("pairs", required=False, type=click.Path(exists=True))
 @_WEAK
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False), help="Encoder bundle to write (.ltrenc).")
+@click.option("--out", "out", required=True, type=FILE, help="Encoder bundle to write (.ltrenc).")
 @_READING
 @click.option(
     "--model",
     default="clsm",
-    show_default=True,
     metavar="KIND",
     callback=lambda ctx, param, value: _model(value),
     help="The encoder kind: "
@@ -459,9 +437,6 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     Example (no click log: each document's title as the query, its body as the clicked text):
       ltrfeat train-encoder --from-docs docs.tsv --pair title:body --model clsm --out weak.ltrenc
     """
-    from ltrfeat.core.errors import cli_fixes
-    from ltrfeat.core.text import read_judged_pairs
-
     ctx = click.get_current_context()
     if pairs is not None and reading["debias"] is None and Path(pairs).is_dir():
         raise click.UsageError(
@@ -471,70 +446,35 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
     if like_ablate["spec"] is not None:
         _train_like_ablate(ctx, pairs, out, reading, training["seed"], like_ablate)
         return
-    from_docs = weak["from_docs"]
-    _check_clicks_options(ctx, reading, from_docs)
-    if from_docs:
-        table = _weak_pairs(
-            from_docs,
-            weak["field_pair"],
-            encoding=reading["encoding"],
-            pairs=pairs,
-            seed=training["seed"],
-            spans_per_doc=weak["spans_per_doc"],
-        )
-    elif pairs and reading["debias"] is not None:
-        table = None  # read below, once the kind's loss is known
-    elif pairs:
-        with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
-            table = read_judged_pairs(
-                pairs,
-                columns=reading["columns"],
-                encoding=reading["encoding"],
-                label_map=reading["label_map"],
-                duplicates=reading["duplicates"],
-            )
-        if duplicates_line(table.attrs["duplicates"]):
-            click.echo(duplicates_line(table.attrs["duplicates"]), err=True)
-    else:
-        raise click.UsageError("give PAIRS or --from-docs DOCS")
+    _check_clicks_options(ctx, reading, weak["from_docs"])
+    table = _pairs_or_weak_pairs(pairs, weak, reading, training["seed"])
     kind = encoder_kind(model)
     settings, trainer_args = _given_settings(ctx, kind)
     if table is None:
         table = _click_table(pairs, reading, kind, settings, training["seed"])
-    if from_docs:
+    if weak["from_docs"]:
         settings["soft_labels"] = "identity"
     if kind.scores and settings.get("score") is None:
         settings["score"] = kind.default_score(settings.get("pretrain"))
     if out:
         check_writable(out)  # before the training, not after it
-    if tracking["mlflow_uri"] is not None:
+    uri = tracking["mlflow_uri"]
+    if uri is not None:
         from ltrfeat.core.tracking import check_store
 
-        check_store(tracking["mlflow_uri"])
-    try:
-        config = kind.config.from_dict(settings)
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from None
-    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
-
-    check_holdout(table_queries(table), config.val_fraction)  # before the training, not after its first steps
+        check_store(uri)
+    config = _checked_config(kind, settings, table)
     if trainer_args.get("init") is not None:
         trainer_args["init"] = kind.load(trainer_args["init"])
     with freed_memory_kept():
         encoder, history = fit_and_save(
             lambda ckpt: kind.train(
-                table,
-                config,
-                threads=run["threads"] or None,
-                checkpoint=ckpt,
-                resume=run["resume"],
-                **trainer_args,
+                table, config, threads=run["threads"] or None, checkpoint=ckpt, resume=run["resume"], **trainer_args
             ),
             out,
             run["checkpoint"],
         )
     _print_summary(_summary(encoder, out) | {"epochs": _epochs(history)}, as_json=run["as_json"])
-    uri = tracking["mlflow_uri"]
     if uri is not None:
         from ltrfeat.experiments.tracking_runs import track_encoder
 
@@ -542,6 +482,35 @@ def train_encoder_cmd(pairs, weak, out, reading, model, start, training, run, li
             f"mlflow: run {track_encoder(uri, out, {'model': kind.name} | config.to_dict(), history)} at {uri}",
             err=True,
         )
+
+
+def _pairs_or_weak_pairs(pairs, weak: dict, reading: dict, seed: int):
+    """The training table of PAIRS (a judged-pairs table) or ``--from-docs``; None for a click log (``--debias``),
+    read once the kind's loss is known."""
+    if weak["from_docs"]:
+        return _weak_pairs(
+            weak["from_docs"],
+            weak["field_pair"],
+            encoding=reading["encoding"],
+            pairs=pairs,
+            seed=seed,
+            spans_per_doc=weak["spans_per_doc"],
+        )
+    if not pairs:
+        raise click.UsageError("give PAIRS or --from-docs DOCS")
+    return None if reading["debias"] is not None else read_pairs_table(pairs, reading)
+
+
+def _checked_config(kind, settings: dict, table):
+    """The kind's config from the settings, its holdout checked against the table before any training step."""
+    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
+
+    try:
+        config = kind.config.from_dict(settings)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    check_holdout(table_queries(table), config.val_fraction)
+    return config
 
 
 def _check_clicks_options(ctx: click.Context, reading: dict, from_docs) -> None:

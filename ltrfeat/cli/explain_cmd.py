@@ -7,6 +7,8 @@ import json
 
 import click
 
+from ltrfeat.cli._paths import FILE
+
 from ltrfeat.cli._options import notices
 from ltrfeat.cli.ranker_cmd import _check_columns, _label_file, _nan_option, _read
 from ltrfeat.core.errors import LtrfeatError
@@ -14,21 +16,19 @@ from ltrfeat.rankers.registry import kind_of
 
 
 @click.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FILE)
 @click.argument("query")
 @click.argument("document")
 @click.option(
     "--top",
     type=click.IntRange(min=1),
     default=5,
-    show_default=True,
     help="Neurons (CLSM) or trigrams (DSSM) listed per side.",
 )
 @click.option(
     "--shared-top",
-    type=click.IntRange(min=1),
+    type=int,
     default=10,
-    show_default=True,
     help="CLSM: neurons in both sides' top N are listed as shared.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
@@ -55,16 +55,14 @@ def explain(model, query, document, top, shared_top, as_json):
 
 
 @click.command("explain-ranker")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("file", metavar="LETOR", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=FILE)
+@click.argument("file", metavar="LETOR", type=FILE)
 @click.option("--qid", "qids", multiple=True, help="Query to explain (repeatable; default every query of LETOR).")
-@click.option(
-    "--top", type=click.IntRange(min=1), default=10, show_default=True, help="Documents per query, best score first."
-)
+@click.option("--top", type=click.IntRange(min=1), default=10, help="Documents per query, best score first.")
 @click.option(
     "--features",
     "n_features",
-    type=click.IntRange(min=1),
+    type=int,
     help="Contributions listed per document in the table, largest |contribution| first (default all; --json has all).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")

@@ -7,7 +7,9 @@ import os
 
 import click
 
-from ltrfeat.cli._options import lexical_options, option_group
+from ltrfeat.cli._paths import DIR, FILE
+
+from ltrfeat.cli._options import encoders_option, lexical_options, option_group
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features.encoders.registry import export_formats
 from ltrfeat.rankers.registry import EXPORT_TARGETS
@@ -34,12 +36,12 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     click.option("--featureset", default=None, help="Plugin featureset name (default: the output file stem)."),
     click.option(
         "--templates",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="JSON {feature: ES query template} for the featureset (bm25_<field> gets a match query).",
     ),
     click.option(
         "--normalizers",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help='JSON {feature: {"standard": {"mean": M, "standard_deviation": S}}} or min_max '
         '{"minimum", "maximum"}: the plugin\'s feature_normalizers.',
     ),
@@ -47,25 +49,19 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
 
 
 @click.command("export-ranker")
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FILE)
 @click.option("--to", "target", type=click.Choice(EXPORT_TARGETS), required=True, help="Export format.")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output model file.")
+@click.option("--out", "out_path", required=True, type=FILE, help="Output model file.")
 @_PLUGIN
 @click.option(
     "--missing-as-zero",
     is_flag=True,
     help="Export a model trained with NaN cells; the plugins score a missing value as 0.",
 )
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    metavar="NAME=PATH",
-    help="Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.",
-)
+@encoders_option("Encoder bundle of NAME_<field>_cos/_dot features: its vector width goes into OUT.index.json.")
 @click.option(
     "--corpus-stats",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     help="Corpus statistics of the extraction: their analyzer (stopwords, stemmer) goes into OUT.index.json.",
 )
 @lexical_options(used_at_extraction=True, names=("k1", "b", "bm25_norms"))
@@ -89,14 +85,14 @@ _PLUGIN = option_group(  # the es-ltr / opensearch-ltr model's names, templates 
     click.option(
         "--parity",
         "pairs_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Judged pairs (qid, query, docid, the model's fields): write OUT.parity.json, per lexical feature the "
         "share of rows where the engine's value differs from ltrfeat's beyond 1e-6 relative, and the largest difference.",
     ),
     click.option(
         "--parity-columns", default=None, help="--parity column mapping, e.g. query=search_term,doc=product_title."
     ),
-    click.option("--parity-encoding", default="utf-8", show_default=True, help="Encoding of the --parity table."),
+    click.option("--parity-encoding", default="utf-8", help="Encoding of the --parity table."),
 )
 def export_ranker(
     model, target, out_path, plugin, missing_as_zero, encoders, corpus_stats, lexical_params, missing_features, parity
@@ -125,16 +121,13 @@ def export_ranker(
     from ltrfeat.export.plugin_features import lexical_scoring, norms_warning
     from ltrfeat.rankers.models import load_ranker
 
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
+    from ltrfeat.features.neural import encoder_width, load_encoder
+
     check_writable(out_path)  # before loading anything
+    named = parse_encoder_specs(encoders)
     ranker = load_ranker(model)
-
-    dims = {}
-    for spec in encoders:
-        from ltrfeat.features.encoders.spec import parse_encoder_spec
-        from ltrfeat.features.neural import encoder_width, load_encoder
-
-        enc_name, path = parse_encoder_spec(spec)
-        dims[enc_name] = encoder_width(load_encoder(enc_name, path))
+    dims = {name: encoder_width(load_encoder(name, path)) for name, path in named.items()}
     corpus = None
     if corpus_stats:
         from ltrfeat.features.corpus import CorpusStats
@@ -224,15 +217,13 @@ def _write_parity(report: dict, pairs_path, out_path) -> None:
 
 
 @click.command("export-encoder")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.option(
-    "--to", "target", type=click.Choice(export_formats()), default="onnx", show_default=True, help="Export format."
-)
+@click.argument("model", type=FILE)
+@click.option("--to", "target", type=click.Choice(export_formats()), default="onnx", help="Export format.")
 @click.option(
     "--out",
     "out_dir",
     required=True,
-    type=click.Path(file_okay=False),
+    type=DIR,
     help="Output directory: query.onnx, doc.onnx and encoder.json (hashing table); new, empty or an earlier "
     "export, which is replaced as a whole.",
 )
@@ -270,20 +261,11 @@ def export_encoder(model, target, out_dir):
 
 
 @click.command("embed")
-@click.option(
-    "--docs", "docs_path", required=True, type=click.Path(dir_okay=False), help="Documents table (docid + text fields)."
-)
-@click.option(
-    "--encoder",
-    "encoders",
-    multiple=True,
-    required=True,
-    metavar="NAME=PATH",
-    help="Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.",
-)
-@click.option("--fields", default="title", show_default=True, help="Comma-separated document fields to embed.")
+@click.option("--docs", "docs_path", required=True, type=FILE, help="Documents table (docid + text fields).")
+@encoders_option("Encoder whose document vectors to write (repeatable): NAME_<field>_vector fields.", required=True)
+@click.option("--fields", default="title", help="Comma-separated document fields to embed.")
 @click.option("--index", "index_name", required=True, help="Target index name for the bulk action lines.")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output NDJSON file.")
+@click.option("--out", "out_path", required=True, type=FILE, help="Output NDJSON file.")
 @click.option("--update", is_flag=True, help="Write update actions with the vectors only (documents already indexed).")
 def embed(docs_path, encoders, fields, index_name, out_path, update):
     """Write document vectors as Elasticsearch/OpenSearch _bulk NDJSON, for the exported featureset's
@@ -294,16 +276,14 @@ def embed(docs_path, encoders, fields, index_name, out_path, update):
       ltrfeat embed --docs data/docs.tsv --encoder clsm=clsm.ltrenc --fields title --index products --out bulk.ndjson
       curl -s -XPOST localhost:9200/_bulk -H 'Content-Type: application/x-ndjson' --data-binary @bulk.ndjson
     """
-    from ltrfeat.features.encoders.spec import parse_encoder_spec
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
     from ltrfeat.features.neural import load_encoder
     from ltrfeat.core.text import read_docs
     from ltrfeat.export.bulk import write_bulk
 
     field_list = [f.strip() for f in fields.split(",") if f.strip()]
+    named = parse_encoder_specs(encoders)
     docs = read_docs(docs_path, fields=field_list)
-    loaded = {}
-    for spec in encoders:
-        name, path = parse_encoder_spec(spec)
-        loaded[name] = load_encoder(name, path)
+    loaded = {name: load_encoder(name, path) for name, path in named.items()}
     n = write_bulk(docs, loaded, out_path, fields=field_list, index=index_name, update=update)
     click.echo(f"wrote {n} documents x {len(loaded) * len(field_list)} vector field(s) to {out_path}", err=True)

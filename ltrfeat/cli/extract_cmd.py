@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import warnings
 from pathlib import Path
 
 import click
 
-from ltrfeat.core.duplicates import duplicates_line
+from ltrfeat.cli._paths import DIR, FILE
+
 from ltrfeat.cli._options import (
+    encoders_option,
     columns_option,
     duplicates_option,
     encoding_option,
     label_map_option,
     lexical_options,
     option_group,
+    read_pairs_table,
 )
 from ltrfeat.features import extract as ex
 from ltrfeat.features.extract import save_corpus_stats
@@ -38,20 +42,18 @@ _READING = option_group(
         "--conflicts",
         type=click.Choice(text.CONFLICTS),
         default="error",
-        show_default=True,
         help="Pairs: an id with different texts on different rows fails, or keeps its first text.",
     ),
     click.option(
         "--missing",
         type=click.Choice(list(ex.MISSING_POLICIES)),
         default="error",
-        show_default=True,
         help="Rows whose query or document text is missing: fail, or NaN / 0 in the new columns.",
     ),
     encoding_option("Encoding of the text tables."),
-    click.option("--qid-col", default="qid", show_default=True, help="Query id column of --queries."),
-    click.option("--query-col", default="query", show_default=True, help="Query text column of --queries."),
-    click.option("--docid-col", default="docid", show_default=True, help="Document id column of --docs."),
+    click.option("--qid-col", default="qid", help="Query id column of --queries."),
+    click.option("--query-col", default="query", help="Query text column of --queries."),
+    click.option("--docid-col", default="docid", help="Document id column of --docs."),
     duplicates_option,
 )
 
@@ -59,13 +61,10 @@ _READING = option_group(
 _SCORING = option_group(
     "scoring",
     click.option("--lexical", default=None, help="Comma-separated lexical features, or 'all'."),
-    click.option(
-        "--encoder",
-        "encoders",
-        multiple=True,
-        metavar="KIND[=PATH]",
-        help="Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
+    encoders_option(
+        "Neural column per field (repeatable): clsm=M.ltrenc, dssm=M.ltrenc, deepmatch=M.ltrenc, "
         "sbert[=DIR] (zero-shot), sbert-ft=FT.ltrenc (fine-tuned).",
+        metavar="KIND[=PATH]",
     ),
     click.option(
         "--fields",
@@ -81,7 +80,7 @@ _SCORING = option_group(
     click.option(
         "--corpus-stats",
         "corpus_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Use saved corpus statistics (e.g. fitted on the training documents).",
     ),
     click.option(
@@ -95,17 +94,17 @@ _SCORING = option_group(
 
 _OUTPUTS = option_group(
     "outputs",
-    click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False), help="Output LETOR file."),
+    click.option("--out", "out_path", required=True, type=FILE, help="Output LETOR file."),
     click.option(
         "--save-corpus-stats",
         "save_corpus_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Save the fitted corpus statistics here for the other splits.",
     ),
     click.option(
         "--write-texts",
         "texts_dir",
-        type=click.Path(file_okay=False),
+        type=DIR,
         help="With --pairs: also write DIR/queries.csv and DIR/docs.csv.",
     ),
 )
@@ -115,14 +114,12 @@ _RUN = option_group(
     "run",
     click.option(
         "--chunk-queries",
-        type=click.IntRange(min=1),
+        type=int,
         default=1000,
-        show_default=True,
         help="Queries held in memory at a time (with --dask: queries per partition).",
     ),
     click.option(
         "--dask",
-        "dask",
         default=None,
         metavar="SCHEDULER|local[:N]",
         help="Run the extractors on a Dask cluster (scheduler address or file, or local[:N] workers); "
@@ -133,13 +130,13 @@ _RUN = option_group(
 
 
 @click.command()
-@click.argument("letor_in", required=False, type=click.Path(dir_okay=False))
-@click.option("--queries", "queries_path", type=click.Path(dir_okay=False), help="Query table (qid, query).")
-@click.option("--docs", "docs_path", type=click.Path(dir_okay=False), help="Document table (docid, fields...).")
+@click.argument("letor_in", required=False, type=FILE)
+@click.option("--queries", "queries_path", type=FILE, help="Query table (qid, query).")
+@click.option("--docs", "docs_path", type=FILE, help="Document table (docid, fields...).")
 @click.option(
     "--pairs",
     "pairs_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     help="Judged-pairs table instead of LETOR_IN + --queries/--docs.",
 )
 @click.option(
@@ -189,122 +186,103 @@ def _extract(inputs, reading, scoring, outputs, lexical_params, run):
             "give one of LETOR_IN (with --queries and --docs), --pairs or --clicks (with --docs)",
             fix="see `ltrfeat extract --help` for the three forms",
         )
-    r = reading
-    fields, out_path = scoring["fields"], outputs["out_path"]
-    chunk_queries, dask, no_progress = run["chunk_queries"], run["dask"], run["no_progress"]
-    options = dict(
-        lexical=scoring["lexical"],
-        encoders=scoring["encoders"],
-        stem=scoring["stem"],
-        stopwords=scoring["stopwords"],
-        corpus_path=scoring["corpus_path"],
-        lexical_params=lexical_params,
-    )
-    positions = None
-    if clicks_path:
-        pairs = _click_pairs(clicks_path, queries_path, docs_path, r, fields)
-        positions = pairs.pop("position").to_numpy()
-    elif pairs_path:
-        with cli_fixes({"columns": "map it with --columns {role}=<column>"}):
-            pairs = text.read_judged_pairs(
-                pairs_path,
-                columns=r["columns"],
-                encoding=r["encoding"],
-                label_map=r["label_map"],
-                duplicates=r["duplicates"],
-            )
-        if duplicates_line(pairs.attrs["duplicates"]):
-            click.echo(duplicates_line(pairs.attrs["duplicates"]), err=True)
-    if clicks_path or pairs_path:
-        doc_fields = [*(["doc"] if "doc" in pairs else []), *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
-        extractors = build_extractors(fields=_split(fields) or doc_fields, **options)
-        ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=r["conflicts"])
-        name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
-        if dask:
-            from ltrfeat.core import dask_cluster
-            from ltrfeat.features import dask_extract
-
-            with dask_cluster.dask_client(dask) as client:
-                data = dask_extract.extract_ranking_dask(
-                    ranking,
-                    extractors,
-                    queries=queries,
-                    docs=docs,
-                    missing=r["missing"],
-                    client=client,
-                    scheduling=dask_extract.DaskScheduling(partition_queries=chunk_queries),
-                    strict=scoring["strict"],
-                )
-        else:
-            data = ex.extract_ranking(
-                ranking, extractors, queries=queries, docs=docs, missing=r["missing"], strict=scoring["strict"]
-            )
-        _save_corpus(extractors, outputs["save_corpus_path"])
-        if outputs["texts_dir"]:
-            text.write_table(queries, Path(outputs["texts_dir"]) / "queries.csv")
-            text.write_table(docs, Path(outputs["texts_dir"]) / "docs.csv")
-        if positions is not None:  # rows in the lists' order: pairs_to_ranking keeps it
-            data = dataclasses.replace(data, position=positions)
-        write_letor(out_path, data)  # with OUT.position when the rows have positions
-        rows = len(data)
-    else:
-        if not queries_path or not docs_path:
-            raise LtrfeatError("LETOR_IN needs --queries and --docs", fix="pass the query and document tables")
-        fixes = {
-            "qid_col": "pick the column with --qid-col <column>",
-            "text_col": "pick the column with --query-col <column>",
-            "docid_col": "pick the column with --docid-col <column>",
-            "fields": "list existing columns in --fields",
-        }
-        with cli_fixes(fixes):
-            queries = text.read_queries(
-                queries_path, qid_col=r["qid_col"], text_col=r["query_col"], encoding=r["encoding"]
-            )
-            docs = text.read_docs(
-                docs_path,
-                docid_col=r["docid_col"],
-                fields=_split(fields) or None,
-                encoding=r["encoding"],
-                missing="keep",
-            )  # an empty field is scorable (it matches nothing)
+    options = {name: scoring[name] for name in ("lexical", "encoders", "stem", "stopwords", "corpus_path")}
+    options["lexical_params"] = lexical_params
+    if letor_in:
+        queries, docs = _tables(queries_path, docs_path, reading, scoring["fields"])
         extractors = build_extractors(fields=[c for c in docs.columns if c != "docid"], **options)
-        name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
-        if dask:
-            from ltrfeat.core import dask_cluster
-            from ltrfeat.features import dask_extract
-
-            with dask_cluster.dask_client(dask) as client:
-                rows = dask_extract.extract_file_dask(
-                    letor_in,
-                    out_path,
-                    queries=queries,
-                    docs=docs,
-                    extractors=extractors,
-                    missing=r["missing"],
-                    client=client,
-                    scheduling=dask_extract.DaskScheduling(partition_queries=chunk_queries),
-                    progress=not no_progress,
-                    strict=scoring["strict"],
-                )
+    else:
+        if clicks_path:
+            pairs = _click_pairs(clicks_path, queries_path, docs_path, reading, scoring["fields"])
         else:
-            rows = ex.extract_file(
-                letor_in,
-                out_path,
-                queries=queries,
-                docs=docs,
-                extractors=extractors,
-                missing=r["missing"],
-                chunk_queries=chunk_queries,
-                progress=not no_progress,
-                strict=scoring["strict"],
-            )
-        _save_corpus(extractors, outputs["save_corpus_path"])
+            pairs = read_pairs_table(pairs_path, reading)
+        positions = pairs.pop("position").to_numpy() if clicks_path else None
+        doc_fields = [*(["doc"] if "doc" in pairs else []), *[c for c in pairs.columns if c not in text.PAIR_COLUMNS]]
+        extractors = build_extractors(fields=_split(scoring["fields"]) or doc_fields, **options)
+        ranking, queries, docs = text.pairs_to_ranking(pairs, fields=doc_fields, conflicts=reading["conflicts"])
+    name_corpus_file(extractors, outputs["save_corpus_path"], docs, queries)
+    out_path = outputs["out_path"]
+    tables = dict(queries=queries, docs=docs, missing=reading["missing"], strict=scoring["strict"])
+    with _dask_keywords(run) as on_dask:
+        if letor_in:
+            files = dict(extractors=extractors, progress=not run["no_progress"], **tables)
+            if on_dask:
+                from ltrfeat.features import dask_extract
+
+                rows = dask_extract.extract_file_dask(letor_in, out_path, **files, **on_dask)
+            else:
+                rows = ex.extract_file(letor_in, out_path, chunk_queries=run["chunk_queries"], **files)
+        else:
+            rows = _write_ranking(ranking, positions, extractors, tables, out_path, on_dask)
+    if outputs["save_corpus_path"]:
+        save_corpus_stats(extractors, outputs["save_corpus_path"])
+    if outputs["texts_dir"] and not letor_in:
+        text.write_table(queries, Path(outputs["texts_dir"]) / "queries.csv")
+        text.write_table(docs, Path(outputs["texts_dir"]) / "docs.csv")
     names = [n for e in extractors for n in e.feature_names()]
     click.echo(
         f"wrote {out_path}: {rows} rows, {len(names)} new columns ({', '.join(names[:6])}"
         f"{', ...' if len(names) > 6 else ''})",
         err=True,
     )
+
+
+@contextlib.contextmanager
+def _dask_keywords(run: dict):
+    """With ``--dask``: a client of the cluster it names and the scheduling, as keywords of the ``*_dask``
+    extraction; an empty dict without it."""
+    if not run["dask"]:
+        yield {}
+        return
+    from ltrfeat.core import dask_cluster
+    from ltrfeat.features.dask_extract import DaskScheduling
+
+    with dask_cluster.dask_client(run["dask"]) as client:
+        yield {"client": client, "scheduling": DaskScheduling(partition_queries=run["chunk_queries"])}
+
+
+def _tables(queries_path, docs_path, reading: dict, fields):
+    """LETOR_IN's query and document tables."""
+    if not queries_path or not docs_path:
+        raise LtrfeatError("LETOR_IN needs --queries and --docs", fix="pass the query and document tables")
+    fixes = {
+        "qid_col": "pick the column with --qid-col <column>",
+        "text_col": "pick the column with --query-col <column>",
+        "docid_col": "pick the column with --docid-col <column>",
+        "fields": "list existing columns in --fields",
+    }
+    with cli_fixes(fixes):
+        queries = text.read_queries(
+            queries_path, qid_col=reading["qid_col"], text_col=reading["query_col"], encoding=reading["encoding"]
+        )
+        docs = _docs(docs_path, reading, fields)
+    return queries, docs
+
+
+def _docs(path, reading: dict, fields):
+    """The documents table; an empty field is scorable (it matches nothing)."""
+    return text.read_docs(
+        path,
+        docid_col=reading["docid_col"],
+        fields=_split(fields) or None,
+        encoding=reading["encoding"],
+        missing="keep",
+    )
+
+
+def _write_ranking(ranking, positions, extractors, tables: dict, out_path, on_dask: dict) -> int:
+    """``--pairs`` / ``--clicks``: the pairs' ranking with its feature columns written to OUT (with OUT.position
+    when the rows have positions: a click log's); the number of rows."""
+    if on_dask:
+        from ltrfeat.features import dask_extract
+
+        data = dask_extract.extract_ranking_dask(ranking, extractors, **tables, **on_dask)
+    else:
+        data = ex.extract_ranking(ranking, extractors, **tables)
+    if positions is not None:  # rows in the lists' order: pairs_to_ranking keeps it
+        data = dataclasses.replace(data, position=positions)
+    write_letor(out_path, data)
+    return len(data)
 
 
 def _click_pairs(clicks_path, queries_path, docs_path, reading: dict, fields):
@@ -316,22 +294,11 @@ def _click_pairs(clicks_path, queries_path, docs_path, reading: dict, fields):
         raise LtrfeatError("--clicks needs --docs", fix="pass the documents table (docid and text fields)")
     fixes = {"docid_col": "pick the column with --docid-col <column>", "fields": "list existing columns in --fields"}
     with cli_fixes(fixes):
-        docs = text.read_docs(
-            docs_path,
-            docid_col=reading["docid_col"],
-            fields=_split(fields) or None,
-            encoding=reading["encoding"],
-            missing="keep",  # an empty field is scorable (it matches nothing)
-        )
+        docs = _docs(docs_path, reading, fields)
     shown = read_shown_lists(clicks_path, queries=queries_path, docs=docs, encoding=reading["encoding"])
     pairs = shown.rename(columns={"clicked": "label"}).merge(docs, on="docid", how="left", validate="many_to_one")
     pairs.attrs["source"] = str(clicks_path)
     return pairs
-
-
-def _save_corpus(extractors, path) -> None:
-    if path:
-        save_corpus_stats(extractors, path)
 
 
 @click.group()

@@ -7,6 +7,8 @@ import warnings
 
 import click
 
+from ltrfeat.cli._paths import FILE
+
 from ltrfeat.core import letor as letor_io
 
 _READ_OPTIONS = [
@@ -15,13 +17,12 @@ _READ_OPTIONS = [
         "fmt",
         type=click.Choice(["auto", *letor_io.LETOR_FORMATS]),
         default="auto",
-        show_default=True,
         help="Input format; auto = svmlight when FILE.query exists and lines have no qid:.",
     ),
     click.option(
         "--group",
         "group_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Group-size file of an svmlight input (default FILE.query).",
     ),
@@ -29,7 +30,6 @@ _READ_OPTIONS = [
         "--nan-policy",
         type=click.Choice(list(letor_io.NAN_POLICIES)),
         default="error",
-        show_default=True,
         help="NaN/inf feature values: fail, keep them, or replace them by 0.",
     ),
     click.option("--regroup", is_flag=True, help="Stably regroup queries whose rows are not contiguous."),
@@ -61,7 +61,7 @@ def _by_source(features) -> dict[str, str]:
 
 
 @letor.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=FILE)
 @click.option("--json", "as_json", is_flag=True, help="Print the statistics as one JSON object.")
 @_read_options
 def info(file, as_json, fmt, group_path, nan_policy, regroup):
@@ -100,7 +100,7 @@ def info(file, as_json, fmt, group_path, nan_policy, regroup):
 
 
 @letor.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=FILE)
 @_read_options
 def validate(file, fmt, group_path, nan_policy, regroup):
     """Check FILE (and its .query/.weight/.position/.features.json); exit 2 naming the first bad line.
@@ -117,22 +117,20 @@ def validate(file, fmt, group_path, nan_policy, regroup):
 
 
 @letor.command()
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.argument("target", type=click.Path(dir_okay=False))
+@click.argument("source", type=FILE)
+@click.argument("target", type=FILE)
 @click.option(
     "--to",
     "to_fmt",
     type=click.Choice(list(letor_io.LETOR_FORMATS)),
     default="letor",
-    show_default=True,
     help="Output format; svmlight also writes TARGET.query.",
 )
 @click.option("--sparse", is_flag=True, help="Omit zero feature values.")
 @click.option(
     "--chunk-queries",
-    type=click.IntRange(min=1),
+    type=int,
     default=1000,
-    show_default=True,
     help="Queries held in memory at a time.",
 )
 @_read_options
@@ -165,11 +163,10 @@ def _chain(first, rest):
 
 
 @letor.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=FILE)
 @click.option(
     "--out",
-    "out",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="TREC qrels to write: 'QID 0 DOCID GRADE' per row of FILE.",
 )

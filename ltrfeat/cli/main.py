@@ -123,9 +123,10 @@ def _fail(message: str):
     sys.exit(2)
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+# every command shows its options' defaults (show_default is inherited); an option opts out with show_default=False
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "show_default": True})
 @click.version_option(_version(), "--version", prog_name="ltrfeat")
-@click.option("-v", "--verbose", count=True, help="More log lines on stderr (-v info, -vv debug).")
+@click.option("-v", "--verbose", count=True, show_default=False, help="More log lines on stderr (-v info, -vv debug).")
 @click.option("-q", "--quiet", is_flag=True, help="Quieter: no progress bars, notices or log lines below errors.")
 @click.option(
     "--max-line-bytes",

@@ -7,11 +7,14 @@ import dataclasses
 import json
 
 import click
+
+from ltrfeat.cli._paths import FILE
 import numpy as np
 
 from ltrfeat.core import letor as letor_io
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.cli._options import (
+    scoring_options,
     encoding_option,
     lexical_options,
     MLFLOW,
@@ -44,7 +47,6 @@ _nan_option = click.option(
     "--nan-policy",
     type=click.Choice(list(letor_io.NAN_POLICIES)),
     default="keep",
-    show_default=True,
     help="NaN/inf feature values: keep them as missing values for the engine, replace them by 0, or fail.",
 )
 
@@ -116,20 +118,19 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "training",
     click.option(
         "--eval-at",
-        type=click.IntRange(min=1),
+        type=int,
         default=10,
-        show_default=True,
         help="k of the validation NDCG@k used for early stopping.",
     ),
-    click.option("--seed", type=int, default=0, show_default=True),
+    click.option("--seed", type=int, default=0),
 )
 
 
 @click.command("train-ranker")
-@click.argument("train", type=click.Path(dir_okay=False))
+@click.argument("train", type=FILE)
 @click.option(
     "--valid",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="Validation file for early stopping on NDCG@--eval-at.",
 )
@@ -143,16 +144,14 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "output",
     click.option(
         "--out",
-        "out",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         required=True,
         help="Model file (native engine format); OUT.meta.json is written beside it.",
     ),
     click.option(
         "--top",
-        type=click.IntRange(min=0),
+        type=int,
         default=15,
-        show_default=True,
         help="Features shown in the importance table.",
     ),
     MLFLOW,
@@ -162,7 +161,6 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
 @_TRAINING
 @click.option(
     "--dask",
-    "dask",
     default=None,
     metavar="SCHEDULER|local[:N]",
     help="Train on a Dask cluster (LightGBM DaskLGBMRanker / xgboost.dask) with query-aligned partitions; "
@@ -173,7 +171,7 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
     "clicks",
     click.option(
         "--positions",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="Display position (1 = top) of every row of TRAIN, one per line, when its labels are clicks "
         "(default TRAIN.position when it exists, LightGBM's convention).",
@@ -182,7 +180,6 @@ _TRAINING = option_group(  # with the ranker options: the RankerConfig
         "--position-bias",
         type=click.Choice(["engine", "ignore"]),
         default="engine",
-        show_default=True,
         help="With positions: correct the clicks' position bias with the engine's own unbiased lambdarank "
         "(LightGBM Dataset position, XGBoost lambdarank_unbiased), or ignore the positions (the naive ranker).",
     ),
@@ -233,14 +230,17 @@ def train_ranker(train, valid, features, output, ranker, training, dask, nan_pol
         from ltrfeat.core.tracking import check_store
 
         check_store(uri)
-    _train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, clicks, selecting)
+    files = {"train": train, "valid": valid}
+    _train_ranker(files, features, output, ranker, training, dask, nan_policy, clicks, selecting)
     if uri is not None:
         from ltrfeat.experiments.tracking_runs import track_ranker
 
         click.echo(f"mlflow: run {track_ranker(uri, out, register=register)} at {uri}", err=True)
 
 
-def _train_ranker(train, valid, features, output, ranker, training, dask, nan_policy, clicks, selecting) -> None:
+def _train_ranker(files: dict, features, output, ranker, training, dask, nan_policy, clicks, selecting) -> None:
+    """train-ranker on ``files`` (``train`` and ``valid`` paths, ``valid`` possibly None) with the option groups."""
+    train, valid = files["train"], files["valid"]
     out, top = output["out"], output["top"]
     from ltrfeat.rankers.lambdamart import LabelError, LambdaMART, meta_path
 
@@ -248,7 +248,7 @@ def _train_ranker(train, valid, features, output, ranker, training, dask, nan_po
     selection = selection_config(config.engine, **selecting, seed=config.seed)
     if selection is not None and dask:
         raise click.UsageError("--select trains many small models locally; leave out --dask")
-    with notices(), _label_file({"train": train, "valid": valid}, (LabelError, ModelFileError), default=valid):
+    with notices(), _label_file(files, (LabelError, ModelFileError), default=valid):
         train_data = _positioned(train, _read(train, nan_policy, position_path=clicks["positions"]), clicks)
         valid_data = None if valid is None else _read(valid, nan_policy, align_to=train_data.feature_map)
         if valid_data is not None:
@@ -408,7 +408,6 @@ _CONVENTIONS = option_group(
         "--no-relevant",
         type=click.Choice(NO_RELEVANT),
         default="exclude",
-        show_default=True,
         help="MODEL TEST: queries without a relevant document: leave out, score 0, or score 1. "
         "--run: such queries score 0 (trec_eval).",
     ),
@@ -416,14 +415,12 @@ _CONVENTIONS = option_group(
         "--relevance-threshold",
         type=click.FloatRange(min=0, min_open=True),
         default=1.0,
-        show_default=True,
         help="Labels >= this count as relevant.",
     ),
     click.option(
         "--missing-queries",
         type=click.Choice(MISSING_QUERIES),
         default="zero",
-        show_default=True,
         help="--run: qrels queries the run lacks score 0 (ir-measures, trec_eval -c) or are skipped "
         "(trec_eval, pytrec_eval).",
     ),
@@ -432,31 +429,30 @@ _CONVENTIONS = option_group(
 
 
 @click.command("evaluate")
-@click.argument("model_path", metavar="[MODEL", type=click.Path(dir_okay=False), required=False)
-@click.argument("test", metavar="TEST]", type=click.Path(dir_okay=False), required=False)
+@click.argument("model_path", metavar="[MODEL", type=FILE, required=False)
+@click.argument("test", metavar="TEST]", type=FILE, required=False)
 @click.option(
     "--qrels",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="TREC qrels ('QID ITER DOCID GRADE', or BEIR 'QID DOCID GRADE'); with --run, instead of MODEL TEST.",
 )
 @click.option(
     "--run",
     "run_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="TREC run ('QID Q0 DOCID RANK SCORE TAG') to evaluate against --qrels.",
 )
 @click.option(
     "--metrics",
     default=EVALUATE_METRICS,
-    show_default=True,
     help="Metrics; a bare number repeats the previous metric: ndcg@1,3,10,recall@3,6,10,"
     "top3recall@3,p@5,map,mrr,err@10 (err only with MODEL TEST).",
 )
 @click.option(
     "--per-query",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     default=None,
     help="Write one TSV row per query (first line states the conventions).",
 )
@@ -563,19 +559,18 @@ def _echo_metrics(names, values: dict) -> None:
 
 
 @click.command("rank")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
-@click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="Output file (.gz compresses).")
+@click.argument("model_path", metavar="MODEL", type=FILE)
+@click.argument("file", type=FILE)
+@click.option("--out", type=FILE, required=True, help="Output file (.gz compresses).")
 @click.option(
     "--format",
     "fmt",
     type=click.Choice(["scores", "trec"]),
     default="scores",
-    show_default=True,
     help="scores: one score per input row, in row order; trec: 'qid Q0 docid rank score run' "
     "lines sorted by score within each query (needs docids).",
 )
-@click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag of the TREC format.")
+@click.option("--run-name", default="ltrfeat", help="Run tag of the TREC format.")
 @click.option(
     "--regroup", is_flag=True, help="Accept non-contiguous queries; scores then follow the regrouped row order."
 )
@@ -612,53 +607,38 @@ def rank(model_path, file, out, fmt, run_name, regroup, nan_policy):
     click.echo(f"wrote {out}: {len(scores)} rows, {data.n_queries} queries", err=True)
 
 
-_FEATURES = option_group(  # what the ranker's features are computed with
-    "features",
-    click.option(
-        "--encoder",
-        "encoders",
-        multiple=True,
-        metavar="NAME=PATH",
-        help="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
-    ),
-    click.option(
-        "--corpus-stats",
-        type=click.Path(dir_okay=False),
-        help="Corpus statistics (extract --save-corpus-stats) for lexical features.",
-    ),
-    click.option(
-        "--strict", is_flag=True, help="Refuse (exit 2, no output) to score a query an --encoder was trained on."
-    ),
+_FEATURES = scoring_options(  # what the ranker's features are computed with
+    encoder="Encoder for NAME_<field>_cos / _dot / _score features (repeatable), as in `ltrfeat serve`.",
+    corpus_stats="Corpus statistics (extract --save-corpus-stats) for lexical features.",
+    strict="Refuse (exit 2, no output) to score a query an --encoder was trained on.",
 )
 
 
 @click.command("rerank")
-@click.argument("model_path", metavar="MODEL", type=click.Path(dir_okay=False))
+@click.argument("model_path", metavar="MODEL", type=FILE)
 @click.option(
     "--run",
     "run_path",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="TREC run to re-rank ('QID Q0 DOCID RANK SCORE TAG', e.g. from Anserini, Pyserini or Terrier).",
 )
-@click.option(
-    "--queries", type=click.Path(dir_okay=False), required=True, help="Query table (qid, query): TSV/CSV/JSONL/Parquet."
-)
+@click.option("--queries", type=FILE, required=True, help="Query table (qid, query): TSV/CSV/JSONL/Parquet.")
 @click.option(
     "--docs",
-    type=click.Path(dir_okay=False),
+    type=FILE,
     required=True,
     help="Document table (docid + the fields the ranker's features read).",
 )
-@click.option("--out", type=click.Path(dir_okay=False), required=True, help="The re-ranked TREC run (.gz compresses).")
+@click.option("--out", type=FILE, required=True, help="The re-ranked TREC run (.gz compresses).")
 @_FEATURES
 @click.option(
     "--depth",
-    type=click.IntRange(min=1),
+    type=int,
     default=None,
     help="Re-rank each query's top DEPTH documents of the run; the rest keep their run order below them.",
 )
-@click.option("--run-name", default="ltrfeat", show_default=True, help="Run tag written in the last column.")
+@click.option("--run-name", default="ltrfeat", help="Run tag written in the last column.")
 @encoding_option("Encoding of the text tables.")
 @lexical_options(used_at_extraction=True)
 def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, encoding, lexical_params):
@@ -674,15 +654,15 @@ def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, 
           --corpus-stats corpus.npz --out reranked.run --depth 100
       ltrfeat evaluate --qrels qrels.txt --run reranked.run --metrics ndcg@10,map
     """
-    from ltrfeat.cli.serve_cmd import _encoders
     from ltrfeat.core.text import read_docs, read_queries
     from ltrfeat.core.trec import read_run, write_trec_run
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
     from ltrfeat.serving.rerank import rerank_run
     from ltrfeat.serving.scorer import Scorer
 
     scorer = Scorer.load(
         model_path,
-        encoders=_encoders(features["encoders"]),
+        encoders=parse_encoder_specs(features["encoders"]),
         corpus_stats=features["corpus_stats"],
         lexical_params=lexical_params,
         strict=features["strict"],

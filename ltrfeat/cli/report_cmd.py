@@ -10,6 +10,8 @@ from pathlib import Path
 
 import click
 
+from ltrfeat.cli._paths import EXISTING_DIR, EXISTING_FILE, FILE
+
 from ltrfeat.cli._options import option_group, resampling_options, ties_option
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.metrics import GAINS
@@ -48,7 +50,7 @@ def _malformed(path: Path):
 
 
 @click.command("report")
-@click.argument("report_dir", type=click.Path(exists=True, file_okay=False))
+@click.argument("report_dir", type=EXISTING_DIR)
 @click.option("--html", "write_html", is_flag=True, help="Write REPORT_DIR/report.html (replaced if it exists).")
 @click.option(
     "--open",
@@ -131,23 +133,21 @@ def _systems(items) -> dict[str, str]:
 @click.argument("items", nargs=-1, required=True, metavar="[NAME=]SYSTEM...")
 @click.option(
     "--qrels",
-    type=click.Path(exists=True, dir_okay=False),
+    type=EXISTING_FILE,
     default=None,
     help="TREC qrels: every SYSTEM is a TREC run, evaluated with trec_eval's conventions.",
 )
 @click.option(
     "--test",
     "test_path",
-    type=click.Path(exists=True, dir_okay=False),
+    type=EXISTING_FILE,
     default=None,
     help="LETOR test file: every SYSTEM is a ranker model (train-ranker), scored on it.",
 )
-@click.option(
-    "--metrics", default="ndcg@10,map,mrr", show_default=True, help="Metrics; a bare number repeats the previous one."
-)
+@click.option("--metrics", default="ndcg@10,map,mrr", help="Metrics; a bare number repeats the previous one.")
 @resampling_options
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON instead of Markdown.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, help="Also write an HTML page.")
+@click.option("--html", "html_path", type=FILE, default=None, help="Also write an HTML page.")
 @option_group(
     "scoring",
     click.option(
@@ -160,7 +160,6 @@ def _systems(items) -> dict[str, str]:
         "--missing-queries",
         type=click.Choice(MISSING_QUERIES),
         default="zero",
-        show_default=True,
         help="--qrels: qrels queries a run lacks score 0 (ir-measures, trec_eval -c) or are left out of every system.",
     ),
     ties_option(before="--test:", after="--qrels: always docid descending (trec_eval)."),
@@ -229,26 +228,22 @@ def compare_runs(items, qrels, test_path, metrics, resamples, seed, as_json, htm
 
 @click.command("interleave-report")
 @click.argument("log", type=click.Path(exists=True))
-@click.option(
-    "--alpha", type=click.FloatRange(0, 0.5, min_open=True), default=0.05, show_default=True, help="Sign test level."
-)
+@click.option("--alpha", type=click.FloatRange(0, 0.5, min_open=True), default=0.05, help="Sign test level.")
 @click.option(
     "--effect",
     type=click.FloatRange(0, 0.5, min_open=True, max_open=True),
     default=0.05,
-    show_default=True,
     help="Preference to plan for: B winning 0.5 + EFFECT of the decisive impressions.",
 )
 @click.option(
     "--power",
     type=click.FloatRange(0.5, 1, max_open=True),
     default=0.8,
-    show_default=True,
     help="Power to plan for (impressions needed).",
 )
-@click.option("--top", type=click.IntRange(min=1), default=20, show_default=True, help="Queries listed in Markdown.")
+@click.option("--top", type=click.IntRange(min=1), default=20, help="Queries listed in Markdown.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (every query) instead of Markdown.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None, help="Also write an HTML page.")
+@click.option("--html", "html_path", type=FILE, default=None, help="Also write an HTML page.")
 def interleave_report(log, alpha, effect, power, top, as_json, html_path):
     """Which ranker users prefer, from the event log of `ltrfeat serve --interleave B --event-log DIR`.
 

@@ -6,110 +6,76 @@ import signal
 from pathlib import Path
 
 import click
+
+from ltrfeat.cli._paths import DIR, FILE
 from click.core import ParameterSource
 
-from ltrfeat.cli._options import lexical_options, option_group, threads_option, threads_value
+from ltrfeat.cli._options import lexical_options, option_group, scoring_options, threads_option, threads_value
 from ltrfeat.core.errors import LtrfeatError
-
-
-def _encoders(specs) -> dict:
-    out = {}
-    for spec in specs:
-        name, sep, path = spec.partition("=")
-        name = name.strip()
-        if not name or name in out:
-            raise LtrfeatError(f"bad or repeated --encoder {spec!r}", fix="write NAME=PATH once per encoder name")
-        out[name] = given = (path.strip() or None) if sep else None
-        if given is not None and not Path(given).exists():  # checked before anything starts
-            raise LtrfeatError(
-                f"--encoder {name}: no such file or directory",
-                path=given,
-                fix="give NAME=PATH of an .ltrenc bundle or an ONNX export directory",
-            )
-    return out
 
 
 _LIMITS = option_group(  # fields of ltrfeat.serving.app.ServiceLimits, and the lane.Lane bound
     "limits",
     click.option(
         "--max-candidates",
-        type=click.IntRange(min=1),
+        type=int,
         default=1000,
-        show_default=True,
         help="Most candidates in one request (more: 413).",
     ),
     click.option(
         "--max-bytes",
-        type=click.IntRange(min=1),
+        type=int,
         default=1_000_000,
-        show_default=True,
         help="Largest request body in bytes (larger: 413).",
     ),
     click.option(
         "--client-timeout",
-        type=click.FloatRange(min=0.1),
+        type=float,
         default=10.0,
-        show_default=True,
         help="Seconds a client has to send its request headers (else the connection closes) and then its body (else 408).",
     ),
     click.option(
         "--min-body-rate",
         type=click.FloatRange(min=1),
         default=10_000,
-        show_default=True,
         help="Bytes per second a request body must average after its first second (slower: 408).",
     ),
     click.option(
         "--max-concurrent",
-        type=click.IntRange(min=1),
+        type=int,
         default=64,
-        show_default=True,
         help="Requests in progress at once (parsed, waiting or scored; a body still arriving does not count); "
         "more get 503 with Retry-After.",
     ),
     click.option(
         "--max-readers",
-        type=click.IntRange(min=1),
+        type=int,
         default=256,
-        show_default=True,
         help="Request bodies received at once; more get 503 with Retry-After before their body is read (the "
         "bodies held in memory stay under this times --max-bytes).",
     ),
     click.option(
         "--max-text-chars",
-        type=click.IntRange(min=1),
+        type=int,
         default=20_000,
-        show_default=True,
         help="Longest query or candidate field in characters (longer: 413 naming it). A text is scored in one "
         "piece, so this also bounds how long other large requests may wait for one.",
     ),
     click.option(
         "--lane-chars",
-        type=click.IntRange(min=0),
+        type=int,
         default=4096,
-        show_default=True,
         help="Requests with more text than this (query and candidate fields, in characters) are scored by a worker "
         "process at lower CPU priority, so that small requests never wait for their steps; 0: all in this process.",
     ),
 )
 
 
-_FEATURES = option_group(  # what computes the ranker's features (its record names the settings)
-    "features",
-    click.option(
-        "--encoder",
-        "encoders",
-        multiple=True,
-        metavar="NAME=PATH",
-        help="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
-        "bundle or ONNX export directory (repeatable; default: the bundle the ranker's record names).",
-    ),
-    click.option("--corpus-stats", type=click.Path(dir_okay=False), help="Corpus statistics for lexical features."),
-    click.option(
-        "--strict",
-        is_flag=True,
-        help="Answer 422 to a query an --encoder was trained on (else each such query is logged once).",
-    ),
+_FEATURES = scoring_options(  # what computes the ranker's features (its record names the settings)
+    encoder="Encoder for NAME_<field>_cos / _dot (dot-scored) / _score (deepmatch) features: .ltrenc "
+    "bundle or ONNX export directory (repeatable; default: the bundle the ranker's record names).",
+    corpus_stats="Corpus statistics for lexical features.",
+    strict="Answer 422 to a query an --encoder was trained on (else each such query is logged once).",
 )
 
 
@@ -118,7 +84,7 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
     click.option(
         "--interleave",
         "ranker_b",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         help="Ranker B: interleave its ranking with --ranker's (A) and log which ranker each result came from "
         "(needs --event-log; `ltrfeat interleave-report` says which one users prefer). B's features are "
         "computed with the same --encoder/--corpus-stats options, checked against B's own record.",
@@ -127,48 +93,42 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
         "--interleave-method",
         type=click.Choice(["team-draft", "balanced"]),
         default="team-draft",
-        show_default=True,
         help="How the two rankings are merged.",
     ),
     click.option(
         "--interleave-share",
         type=click.FloatRange(0, 1, min_open=True),
         default=1.0,
-        show_default=True,
         help="Fraction of requests interleaved; the others are served by A alone (and logged as such).",
     ),
     click.option(
         "--interleave-seed",
         type=int,
         default=0,
-        show_default=True,
         help="With a request's request_id, decides whether and how it is interleaved (replays are identical).",
     ),
     click.option(
         "--event-log",
-        type=click.Path(file_okay=False),
+        type=DIR,
         help="Directory for the append-only log of impressions and POST /events events (JSON lines in the "
         "impression-level click format, fsync-ed before each answer). Enables /events.",
     ),
     click.option(
         "--event-log-segment-bytes",
-        type=click.IntRange(min=1024),
+        type=int,
         default=64 * 2**20,
-        show_default=True,
         help="Size after which the log starts a new segment file.",
     ),
     click.option(
         "--event-log-depth",
-        type=click.IntRange(min=1),
+        type=int,
         default=20,
-        show_default=True,
         help="Results of each impression logged and open to events (set it to what your page shows).",
     ),
     click.option(
         "--impression-memory",
-        type=click.IntRange(min=1_000_000),
+        type=int,
         default=64 * 2**20,
-        show_default=True,
         help="Bytes of recent impressions kept to check events against (the oldest dropped first; an event "
         "on a dropped one gets 422).",
     ),
@@ -176,11 +136,11 @@ _EXPERIMENT = option_group(  # ltrfeat.serving.impressions: Interleaving and Imp
 
 
 @click.command()
-@click.option("--ranker", required=True, type=click.Path(dir_okay=False), help="Ranker model from train-ranker.")
+@click.option("--ranker", required=True, type=FILE, help="Ranker model from train-ranker.")
 @_FEATURES
 @_EXPERIMENT
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to listen on.")
+@click.option("--host", default="127.0.0.1", help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, help="Port to listen on.")
 @click.option(
     "--allow-host",
     "allow_hosts",
@@ -260,6 +220,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
         )
     import torch
 
+    from ltrfeat.features.encoders.spec import parse_encoder_specs
     from ltrfeat.serving import server
     from ltrfeat.serving.app import LOOPBACK_HOSTS, ServiceLimits, create_app
     from ltrfeat.serving.lane import Lane
@@ -267,7 +228,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
 
     torch.set_num_threads(threads_value(threads))
     _log_to_stderr()
-    encoders = _encoders(features["encoders"])
+    encoders = parse_encoder_specs(features["encoders"])
     scorer = Scorer.load(
         ranker,
         encoders=encoders,

@@ -508,12 +508,10 @@ def evaluate_queries(
     score,
     metrics=("ndcg@10",),
     *,
-    gain: str = "exp2",
-    no_relevant: str = "exclude",
-    ties: str = "expected",
-    relevance_threshold: float = 1.0,
+    conventions: Conventions | None = None,
     retrieved=None,
     docid=None,
+    **convention,
 ) -> pd.DataFrame:
     """Metrics per query, computed for all queries at once.
 
@@ -524,7 +522,8 @@ def evaluate_queries(
     label : per-row graded relevance (finite, >= 0).
     score : per-row predicted scores (finite).
     metrics : names or a spec string, see :func:`parse_metrics`.
-    gain, no_relevant, ties, relevance_threshold : see :class:`Conventions`.
+    conventions : the :class:`Conventions` (default: all defaults); keyword ``convention`` settings (``gain``,
+        ``no_relevant``, ``ties``, ``relevance_threshold``) replace single fields of it.
     retrieved : optional per-row booleans; False marks a judged document the system did not
         return (a TREC run scored against qrels): it counts in the ideal ranking (NDCG) and in the
         number of relevant documents (recall, MAP) but never as a hit. Such rows need scores below
@@ -537,7 +536,7 @@ def evaluate_queries(
     metric plus ``n_docs`` and ``n_relevant``; excluded queries hold NaN.
     ``df.attrs["conventions"]`` holds :meth:`Conventions.to_dict`.
     """
-    conv = Conventions(gain=gain, ties=ties, no_relevant=no_relevant, relevance_threshold=relevance_threshold)
+    conv = Conventions.build(conventions, convention)
     names = parse_metrics(metrics)
     uniques, columns, ranked = _metric_columns(qid, label, score, names, conv, retrieved, docid)
     columns["n_docs"] = ranked.counts

@@ -13,13 +13,16 @@ set), so the page of a Home Depot-size run stays small enough to mail.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import html
 import json
 import math
 import re
 from importlib import resources
+from numbers import Integral
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -36,13 +39,32 @@ from ltrfeat.experiments.in_words import (
     verdict_words,
 )
 from ltrfeat.core.fileio import atomic_output
+from ltrfeat.core.settings import Interval, Settings
 from ltrfeat.experiments.fold_contributions import MAX_ROWS
 from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.rankers.choices import RECOMMENDED
 
-TOP = 10
-MAX_QUERIES = 2000
-MAX_EXPLAINED = 500  # queries (those that change most) whose documents carry the features that moved them
+
+@dataclasses.dataclass(frozen=True)
+class DrillLimits(Settings):
+    """How much of an ablation the drill-down (:func:`drill_data`) holds.
+
+    top : documents in the top ``top`` of any set are kept for each query.
+    max_queries : the queries with the largest changes kept.
+    max_explained : the first queries (those that change most) whose documents carry the features that moved them.
+    """
+
+    label: ClassVar[str] = "the drill-down limits"
+    _parameter_constraints: ClassVar[dict] = {
+        "top": [Interval(Integral, 1, None)],
+        "max_queries": [Interval(Integral, 1, None)],
+        "max_explained": [Interval(Integral, 0, None)],
+    }
+    top: int = 10
+    max_queries: int = 2000
+    max_explained: int = 500
+
+
 _SETS_SHOWN = (SetKind.RANKER, SetKind.RECOMMENDED, SetKind.BASELINE)
 
 
@@ -104,15 +126,15 @@ def drill_data(
     labels: pd.DataFrame,
     per_query: pd.DataFrame,
     data: dict,
+    limits: DrillLimits | None = None,
     *,
-    top: int = TOP,
-    max_queries: int = MAX_QUERIES,
     texts: dict | None = None,
     words: dict | None = None,
     contributions: dict[str, pd.DataFrame] | None = None,
-    max_explained: int = MAX_EXPLAINED,
+    **limit,
 ) -> dict | None:
-    """The compact drill-down payload.
+    """The compact drill-down payload, as large as ``limits`` (a :class:`DrillLimits`, default: all defaults;
+    keyword ``limit`` settings ``top``, ``max_queries``, ``max_explained`` replace single fields) allow.
 
     rankings : per set, a frame ``qid, docid, score`` of its test documents.
     labels : ``qid, docid, label`` of the judged test documents.
@@ -129,6 +151,7 @@ def drill_data(
     holds per set and fold the set's neural columns (the recommended set's differ by fold), so the page shows the
     words of an encoder only beside a set that holds its columns.
     """
+    top, max_queries, max_explained = dataclasses.astuple(DrillLimits.build(limits, limit))
     sets = [s for s in rankings if len(rankings[s])]
     query_text, doc_text = (texts or {}).get("query"), (texts or {}).get("doc")
     baseline = data["config"].get("baseline")

@@ -158,6 +158,19 @@ def _vector_template(name, info, target, dims):
     return _entry(name, [param], template), {"standard": {"mean": offset, "standard_deviation": 1.0}}, None
 
 
+def _per_query_term(name, field, terms: str) -> dict:
+    """The feature's match score on ``field`` divided by the query's ``terms`` count (a template parameter)."""
+    body = json.dumps(
+        {
+            "script_score": {
+                "query": {"match": {field: "{{%s}}" % KEYWORDS}},
+                "script": {"source": "_score / params.n", "params": {"n": "@N@"}},
+            }
+        }
+    )
+    return _entry(name, [KEYWORDS, terms], body.replace('"@N@"', "{{%s}}" % terms))
+
+
 def _lexical_template(name, family, field):
     kw = "{{%s}}" % KEYWORDS
     if family in ("query_len", "idf"):  # query-level: the value itself is the parameter
@@ -169,15 +182,7 @@ def _lexical_template(name, family, field):
         if stat == "sum":
             return _entry(name, [KEYWORDS], {"match": {f"{field}.tf": kw}})
         if stat == "mean":
-            body = json.dumps(
-                {
-                    "script_score": {
-                        "query": {"match": {f"{field}.tf": kw}},
-                        "script": {"source": "_score / params.n", "params": {"n": "@N@"}},
-                    }
-                }
-            )
-            return _entry(name, [KEYWORDS, QUERY_TERMS], body.replace('"@N@"', "{{%s}}" % QUERY_TERMS))
+            return _per_query_term(name, f"{field}.tf", QUERY_TERMS)
         explorer = {"match_explorer": {"type": f"{stat}_raw_tf", "query": {"match": {field: kw}}}}
         if stat == "max":
             return _entry(name, [KEYWORDS], explorer)
@@ -196,15 +201,7 @@ def _lexical_template(name, family, field):
             },
         )
     if family == "coverage":
-        body = json.dumps(
-            {
-                "script_score": {
-                    "query": {"match": {f"{field}.terms": kw}},
-                    "script": {"source": "_score / params.n", "params": {"n": "@N@"}},
-                }
-            }
-        )
-        return _entry(name, [KEYWORDS, DISTINCT_TERMS], body.replace('"@N@"', "{{%s}}" % DISTINCT_TERMS))
+        return _per_query_term(name, f"{field}.terms", DISTINCT_TERMS)
     if family == "phrase_match":
         return _entry(name, [KEYWORDS], {"constant_score": {"filter": {"match_phrase": {field: kw}}, "boost": 1.0}})
     if family == "bigram_match":

@@ -28,7 +28,7 @@ from sklearn.exceptions import NotFittedError
 from ltrfeat.features.sklearn_tags import TextTransformerTags
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.encoders.registry import bundle_kind, encoder_kinds
-from ltrfeat.features.encoders.spec import encoder_kind_of, model_spec_fix, parse_encoder_spec
+from ltrfeat.features.encoders.spec import encoder_kind_of, model_spec_fix, parse_encoder_specs
 from ltrfeat.features.extract import register_extractor
 from ltrfeat.features.leakage import TrainedQueries
 from ltrfeat.features.pins import encoder_fingerprint
@@ -232,17 +232,9 @@ def _factory(kind: str):
 
 def encoder_extractors(specs, *, fields) -> list[EncoderExtractor]:
     """One extractor per ``--encoder`` spec (``clsm=PATH``, ``sbert`` ...), each scoring every field."""
-    extractors, seen = [], set()
-    for spec in specs:
-        name, path = parse_encoder_spec(spec)
-        if name in seen:
-            raise LtrfeatError(
-                f"encoder name {name!r} is given twice",
-                fix=f"tell them apart with a suffix, e.g. {name}-a=... and {name}-b=...",
-            )
-        seen.add(name)
-        extractors.append(EncoderExtractor(name=name, path=path, field=tuple(fields)))
-    return extractors
+    return [
+        EncoderExtractor(name=name, path=path, field=tuple(fields)) for name, path in parse_encoder_specs(specs).items()
+    ]
 
 
 for _kind in encoder_kinds().values():

@@ -77,7 +77,8 @@ def test_ablate_help_is_short_and_in_sections():
 def test_docs_ablate_lists_every_option_in_full():
     text = (ROOT / "docs" / "ablate.md").read_text(encoding="utf-8")
     command = cli.commands["ablate"]
-    ctx = click.Context(command, info_name="ablate", parent=click.Context(cli, info_name="ltrfeat"))
+    root = click.Context(cli, info_name="ltrfeat", **cli.context_settings)  # as `ltrfeat` makes it: defaults shown
+    ctx = click.Context(command, info_name="ablate", parent=root)
     for param in command.params:  # --help aside
         record = param.get_help_record(ctx)
         if record is not None:

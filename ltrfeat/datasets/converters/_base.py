@@ -6,12 +6,14 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
 from ltrfeat.features.analysis import Analyzer
 from ltrfeat.core.errors import TextTableError
+from ltrfeat.core.settings import Settings
 from ltrfeat.core.trec import Qrels
 from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.features.retrieval import BM25Retriever, joined_text
@@ -44,8 +46,10 @@ class Converted:
 
 
 @dataclasses.dataclass(frozen=True)
-class Options:
-    """Conversion options; a source uses those that apply to it."""
+class Options(Settings):
+    """Conversion options (:func:`convert`); a source uses those that apply to it."""
+
+    label: ClassVar[str] = "the conversion options"
 
     k: int = 100
     label_map: str | None = None
@@ -123,23 +127,10 @@ def resolve_inputs(name: str, inputs) -> dict[str, Path]:
     return dict(zip(src.roles, inputs))
 
 
-def convert(
-    name: str,
-    inputs,
-    *,
-    k: int = 100,
-    label_map: str | None = None,
-    encoding: str | None = None,
-    analyzer: Analyzer | None = None,
-    k1: float = BM25_K1,
-    b: float = BM25_B,
-    progress: bool = False,
-    duplicates: str = "error",
-) -> Converted:
-    """Read the data set ``name`` from ``inputs`` (files in role order or their directory).
+def convert(name: str, inputs, options: Options | None = None, **option) -> Converted:
+    """Read the data set ``name`` from ``inputs`` (files in role order or their directory) with ``options`` (an
+    :class:`Options`, default: all defaults), whose single fields keyword ``option`` settings replace:
 
-    Parameters
-    ----------
     k : candidates per query from BM25 top-k (qrels sources: cranfield, trec, msmarco).
     label_map : raw label → grade map (homedepot, crowdflower; see
         :func:`ltrfeat.core.text.map_labels`); None = the source's default.
@@ -150,19 +141,16 @@ def convert(
         (see :mod:`ltrfeat.core.duplicates`); the figures go to ``Converted.duplicates``.
     """
     src = _source(name)
-    if int(k) < 1:
-        raise TextTableError(f"k must be at least 1, got {k}", fix="pass --k 100 or another positive number")
-    if label_map is not None and src.label_map is None:
+    options = Options.build(options, option)
+    if int(options.k) < 1:
+        raise TextTableError(f"k must be at least 1, got {options.k}", fix="pass --k 100 or another positive number")
+    if options.label_map is not None and src.label_map is None:
         raise TextTableError(f"{name} takes no label map: {src.label_rule}", fix="drop --label-map")
-    options = Options(
-        k=int(k),
-        label_map=label_map or src.label_map,
-        encoding=encoding or src.encoding,
-        analyzer=analyzer,
-        k1=k1,
-        b=b,
-        progress=progress,
-        duplicates=duplicates,
+    options = dataclasses.replace(
+        options,
+        k=int(options.k),
+        label_map=options.label_map or src.label_map,
+        encoding=options.encoding or src.encoding,
     )
     return src.load(resolve_inputs(name, inputs), options)
 
@@ -191,6 +179,35 @@ def add_doc_text(docs: pd.DataFrame, fields) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------- qrels sources
+
+
+def refuse_first(frame: pd.DataFrame, bad, message: str, *, key: str, path, fix: str) -> None:
+    """Raise a :class:`TextTableError` at the first row of ``frame`` (which has a ``line`` column) where ``bad``
+    holds, ``{}`` in ``message`` standing for that row's ``key`` value; nothing when no row is bad."""
+    bad = np.asarray(bad, dtype=bool)
+    if bad.any():
+        raise TextTableError(
+            message.format(frame[key][bad].iat[0]), path=path, line=int(frame["line"][bad].iat[0]), fix=fix
+        )
+
+
+def converted_by_retrieval(name: str, paths, queries, docs, qrels: Qrels, options: Options, **figures) -> Converted:
+    """A qrels source's :class:`Converted`: the BM25 candidates of its title and body (:func:`judged_by_retrieval`),
+    labelled by the source's rule; ``figures`` (e.g. ``negative_grades_as_0=3``) go with the rule in ``labels``."""
+    pairs, queries, docs, retrieval = judged_by_retrieval(
+        queries, docs, qrels, fields=["title", "body"], options=options
+    )
+    return Converted(
+        source=name,
+        inputs=dict(paths),
+        pairs=pairs,
+        queries=queries,
+        docs=docs,
+        fields=tuple(retrieval["fields"]),
+        labels={"rule": SOURCES[name].label_rule, **figures, "histogram": label_histogram(pairs["label"])},
+        retrieval=retrieval,
+        duplicates=qrels.duplicates,
+    )
 
 
 def judged_by_retrieval(

@@ -22,12 +22,11 @@ from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.fileio import read_lines
 from ltrfeat.core.trec import Qrels
 from ltrfeat.datasets.converters._base import (
-    SOURCES,
     Converted,
     Options,
     clean_text,
-    judged_by_retrieval,
-    label_histogram,
+    converted_by_retrieval,
+    refuse_first,
     register_source,
 )
 
@@ -98,14 +97,14 @@ def _docs(path, encoding) -> pd.DataFrame:
             "line": [r["line"] for r in records],
         }
     )
-    dup = docs["docid"].duplicated().to_numpy()
-    if dup.any():
-        raise TextTableError(
-            f"document .I {docs['docid'][dup].iat[0]} occurs twice",
-            path=path,
-            line=int(docs["line"][dup].iat[0]),
-            fix="give every document a unique .I id",
-        )
+    refuse_first(
+        docs,
+        docs["docid"].duplicated(),
+        "document .I {} occurs twice",
+        key="docid",
+        path=path,
+        fix="give every document a unique .I id",
+    )
     return docs.drop(columns="line")
 
 
@@ -174,20 +173,4 @@ def cranfield(paths, options: Options) -> Converted:
     docs = _docs(paths["docs"], options.encoding)
     queries = _queries(paths["queries"], options.encoding)
     qrels, dropped = _qrels(paths["qrels"], options.encoding, len(queries), options.duplicates)
-    pairs, queries, docs, figures = judged_by_retrieval(queries, docs, qrels, fields=["title", "body"], options=options)
-    labels = {
-        "rule": SOURCES["cranfield"].label_rule,
-        "dropped_qrels_code_minus_1": dropped,
-        "histogram": label_histogram(pairs["label"]),
-    }
-    return Converted(
-        source="cranfield",
-        inputs=dict(paths),
-        pairs=pairs,
-        queries=queries,
-        docs=docs,
-        fields=tuple(figures["fields"]),
-        labels=labels,
-        retrieval=figures,
-        duplicates=qrels.duplicates,
-    )
+    return converted_by_retrieval("cranfield", paths, queries, docs, qrels, options, dropped_qrels_code_minus_1=dropped)

@@ -25,12 +25,11 @@ from ltrfeat.core.fileio import is_gzip_path, read_lines
 from ltrfeat.core.text import json_object
 from ltrfeat.core.trec import parse_qrels
 from ltrfeat.datasets.converters._base import (
-    SOURCES,
     Converted,
     Options,
     clean_text,
-    judged_by_retrieval,
-    label_histogram,
+    converted_by_retrieval,
+    refuse_first,
     register_source,
 )
 
@@ -103,14 +102,8 @@ def read_id_texts(path, encoding: str, *, keys: dict[str, str], what: str) -> pd
     if not ids:
         raise TextTableError(f"no {what} records", path=path, fix="check the file")
     frame = pd.DataFrame({"id": ids, **texts, "line": lines})
-    dup = frame["id"].duplicated().to_numpy()
-    if dup.any():
-        raise TextTableError(
-            f"{what} id {frame['id'][dup].iat[0]!r} occurs twice",
-            path=path,
-            line=int(frame["line"][dup].iat[0]),
-            fix=f"give every {what} a unique id",
-        )
+    message = f"{what} id {{!r}} occurs twice"
+    refuse_first(frame, frame["id"].duplicated(), message, key="id", path=path, fix=f"give every {what} a unique id")
     return frame
 
 
@@ -123,14 +116,9 @@ def _read_docs(path, encoding: str) -> pd.DataFrame:
 def _read_queries(path, encoding: str) -> pd.DataFrame:
     """``qid, query``; every query needs text."""
     frame = read_id_texts(path, encoding, keys={"query": "text"}, what="query")
-    empty = frame["query"].isna().to_numpy()
-    if empty.any():
-        raise TextTableError(
-            f"query {frame['id'][empty].iat[0]!r} has no text",
-            path=path,
-            line=int(frame["line"][empty].iat[0]),
-            fix="give every query its text",
-        )
+    refuse_first(
+        frame, frame["query"].isna(), "query {!r} has no text", key="id", path=path, fix="give every query its text"
+    )
     return frame.drop(columns="line").rename(columns={"id": "qid"})
 
 
@@ -139,23 +127,7 @@ def _convert(name: str, paths, options: Options) -> Converted:
     queries = _read_queries(paths["queries"], options.encoding)
     qrels = parse_qrels(paths["qrels"], options.encoding, duplicates=options.duplicates)
     negative = int((qrels.frame["grade"] < 0).sum())
-    pairs, queries, docs, figures = judged_by_retrieval(queries, docs, qrels, fields=["title", "body"], options=options)
-    labels = {
-        "rule": SOURCES[name].label_rule,
-        "negative_grades_as_0": negative,
-        "histogram": label_histogram(pairs["label"]),
-    }
-    return Converted(
-        source=name,
-        inputs=dict(paths),
-        pairs=pairs,
-        queries=queries,
-        docs=docs,
-        fields=tuple(figures["fields"]),
-        labels=labels,
-        retrieval=figures,
-        duplicates=qrels.duplicates,
-    )
+    return converted_by_retrieval(name, paths, queries, docs, qrels, options, negative_grades_as_0=negative)
 
 
 _RULE = "qrels grades kept as given; negative grades and BM25 candidates without a judgement -> 0"

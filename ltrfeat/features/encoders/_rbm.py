@@ -137,26 +137,51 @@ def _occurrences(hasher: TrigramHasher, tokens, rows: np.ndarray, n_features: in
     return v
 
 
+@dataclass(frozen=True)
+class StackSettings(Settings):
+    """The pre-training of a whole RBM stack (:func:`pretrain_dssm`).
+
+    epochs : passes of each layer's RBM over its batches.
+    batch_size : texts per CD-1 step.
+    lr : step size of the binary layers.
+    gaussian_lr : step size of the last (Gaussian) layer.
+    max_texts : texts the stack is trained on at most (a seeded sample of them).
+    """
+
+    label: ClassVar[str] = "RBM stack pre-training"
+    _parameter_constraints: ClassVar[dict] = {
+        "epochs": [Interval(Integral, 1, None)],
+        "batch_size": [Interval(Integral, 1, None)],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "gaussian_lr": [Interval(Real, 0, None, closed="neither")],
+        "max_texts": [Interval(Integral, 1, None)],
+    }
+    epochs: int = 1
+    batch_size: int = 128
+    lr: float = 0.05
+    gaussian_lr: float = 0.005
+    max_texts: int = 20000
+
+
 @torch.no_grad()
 def pretrain_dssm(
     model,
     hasher: TrigramHasher,
     texts,
+    settings: StackSettings | None = None,
     *,
-    epochs: int = 1,
-    batch_size: int = 128,
-    lr: float = 0.05,
-    gaussian_lr: float = 0.005,
-    max_texts: int = 20000,
     seed: int = 0,
     progress: bool | None = None,
+    **setting,
 ) -> dict:
     """Pre-train a DSSM :class:`TwoTowerModel`'s towers as stacked RBMs on ``texts`` (queries and documents).
 
     One stack is trained on up to ``max_texts`` of the texts (a seeded sample) and copied into every
-    tower (DSE uses one mapping for both sides; separate towers then fine-tune apart). Returns a
+    tower (DSE uses one mapping for both sides; separate towers then fine-tune apart). ``settings``: a
+    :class:`StackSettings` (default: all defaults), whose single fields keyword ``setting`` replace. Returns a
     JSON-able record: layer sizes and each layer's reconstruction error per epoch.
     """
+    cfg = StackSettings.build(settings, setting)
     if model.config["architecture"] != "dssm":
         raise ValueError(f"RBM pre-training is for DSSM towers, not {model.config['architecture']}")
     if progress is None:
@@ -164,8 +189,8 @@ def pretrain_dssm(
     generator = torch.Generator().manual_seed(seed)
     rng = np.random.default_rng([seed, 3])
     texts = list(dict.fromkeys(texts))
-    if len(texts) > max_texts:
-        texts = [texts[i] for i in np.sort(rng.choice(len(texts), max_texts, replace=False))]
+    if len(texts) > cfg.max_texts:
+        texts = [texts[i] for i in np.sort(rng.choice(len(texts), cfg.max_texts, replace=False))]
     tokens = hasher.tokenize(texts)
     tower = model.tower("query")
     n_features = tower.trigrams.num_embeddings
@@ -173,13 +198,19 @@ def pretrain_dssm(
 
     def first_layer_batches():
         order = rng.permutation(len(texts))
-        for start in range(0, len(order), batch_size):
-            yield _occurrences(hasher, tokens, order[start : start + batch_size], n_features)
+        for start in range(0, len(order), cfg.batch_size):
+            yield _occurrences(hasher, tokens, order[start : start + cfg.batch_size], n_features)
 
     mean = sum(v.sum(0) for v in first_layer_batches()) / max(len(texts), 1)
     layers: list[dict] = []
     stack: list = []
-    record = {"layers": layers, "n_texts": len(texts), "epochs": epochs, "lr": lr, "gaussian_lr": gaussian_lr}
+    record = {
+        "layers": layers,
+        "n_texts": len(texts),
+        "epochs": cfg.epochs,
+        "lr": cfg.lr,
+        "gaussian_lr": cfg.gaussian_lr,
+    }
     batches, n_visible, data = first_layer_batches, n_features, None
     for depth, n_hidden in enumerate(widths):
         gaussian = depth == len(widths) - 1
@@ -188,7 +219,7 @@ def pretrain_dssm(
             n_visible,
             n_hidden,
             gaussian=gaussian,
-            settings=CD1Settings(epochs=epochs, lr=gaussian_lr if gaussian else lr),
+            settings=CD1Settings(epochs=cfg.epochs, lr=cfg.gaussian_lr if gaussian else cfg.lr),
             visible_mean=mean,
             generator=generator,
             desc=f"rbm {depth + 1}/{len(widths)}",
@@ -201,12 +232,12 @@ def pretrain_dssm(
         # the next RBM's data: this layer's hidden probabilities for every text (computed once)
         if data is None:
             data = torch.cat(
-                [rbm.hidden_mean(v) for v in _ordered_batches(texts, batch_size, hasher, tokens, n_features)]
+                [rbm.hidden_mean(v) for v in _ordered_batches(texts, cfg.batch_size, hasher, tokens, n_features)]
             )
         else:
             data = rbm.hidden_mean(data)
         mean, n_visible = data.mean(0), n_hidden
-        batches = _tensor_batches(data, batch_size, rng)
+        batches = _tensor_batches(data, cfg.batch_size, rng)
     for t in {id(model.tower("query")): model.tower("query"), id(model.tower("doc")): model.tower("doc")}.values():
         load_stack(t, stack)
     return record

@@ -3,7 +3,7 @@
 ``ablate --encoder`` names an encoder to train: ``kind[:LOSS][+MOD[+MOD]][@SCORE][=PATH]``, an
 :class:`EncoderSpec` (which parts a kind takes is its registry entry's, ``encoder_kind(name).grammar``).
 ``extract`` / ``serve`` / ``export-encoder --encoder`` name a model to score with: ``NAME[=PATH]``, the kind's name
-with an optional ``-label`` (:func:`parse_encoder_spec`). Both split off ``=PATH`` alike (:func:`_split_path`)."""
+with an optional ``-label`` (:func:`parse_encoder_spec`, several at once :func:`parse_encoder_specs`). Both split off ``=PATH`` alike (:func:`_split_path`)."""
 
 from __future__ import annotations
 
@@ -220,3 +220,24 @@ def parse_encoder_spec(spec: str) -> tuple[str, str | None]:
     if path is None and kind.needs_file:
         raise LtrfeatError(f"encoder {spec!r} needs a model file", fix=f"write {name}=MODEL.ltrenc")
     return name, (path or "").strip() or None
+
+
+def parse_encoder_specs(specs) -> dict[str, str | None]:
+    """Several ``--encoder NAME[=PATH]`` texts -> ``{name: path}`` in their order, checked before any is loaded: a
+    name given twice, or a path that does not exist, is an error."""
+    out: dict[str, str | None] = {}
+    for spec in specs:
+        name, path = parse_encoder_spec(spec)
+        if name in out:
+            raise LtrfeatError(
+                f"--encoder {name} is given twice",
+                fix=f"tell them apart with a suffix, e.g. {name}-a=... and {name}-b=...",
+            )
+        if path is not None and not Path(path).exists():
+            raise LtrfeatError(
+                f"--encoder {name}: no such file or directory",
+                path=path,
+                fix="give NAME=PATH of an .ltrenc bundle or a model directory",
+            )
+        out[name] = path
+    return out
