@@ -21,7 +21,6 @@ LONG_MODULES = {
     "ltrfeat/core/letor.py": "the LETOR/svmlight reader and writer with its streaming and error paths; to split",
     "ltrfeat/core/text.py": "every text table reader (queries, documents, judged pairs) with their checks; to split",
     "ltrfeat/datasets/synth/_lexicon.py": "the synthetic world's word lists: data, not logic",
-    "ltrfeat/experiments/ablation.py": "folds x sets x seeds with selection; issue 50 item 4 (typed comparisons)",
     "ltrfeat/rankers/lambdamart.py": "two engines behind one estimator, with the position-debiased path; to split by engine",
 }
 # "module:function" -> why it is longer
@@ -30,8 +29,6 @@ LONG_FUNCTIONS = {
     "ltrfeat/cli/encoder_cmd.py:train_encoder_cmd": "the command's option wiring; issue 50 item 5",
     "ltrfeat/cli/extract_cmd.py:_extract": "builds extractors in the command; issue 50 item 5",
     "ltrfeat/datasets/synth/_world.py:generate_world": "the synthetic world's generation steps in order",
-    "ltrfeat/experiments/ablation.py:run_ablation": "issue 50 item 4 (typed comparison and summary objects)",
-    "ltrfeat/experiments/ablation.py:_run_with_selection": "issue 50 item 4",
     "ltrfeat/experiments/html_report.py:drill_data": "the report's drill-down tables; report code changes in parallel",
     "ltrfeat/experiments/report.py:report_markdown": "the Markdown report section by section; to split by section",
     "ltrfeat/export/ltr_plugin.py:export_ranker": "one branch per plugin format; to split by format",
