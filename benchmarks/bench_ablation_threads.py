@@ -16,7 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import SHARED, environment, timed, write_results  # noqa: E402
-from ltrfeat.experiments.ablation import load_letor_folds, plan_feature_sets, run_ablation  # noqa: E402
+from ltrfeat.experiments.letor_folds import load_letor_folds  # noqa: E402
+from ltrfeat.experiments.feature_sets import plan_feature_sets  # noqa: E402
+from ltrfeat.experiments.ablation import run_ablation  # noqa: E402
 
 
 def mq2008_folds(root: Path, n_folds: int = 2):

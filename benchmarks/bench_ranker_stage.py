@@ -30,7 +30,9 @@ sys.path[:0] = [str(ROOT)]
 from benchmarks._common import write_results  # noqa: E402
 from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet  # noqa: E402
 from ltrfeat.experiments.ablate import SUBSAMPLE  # noqa: E402
-from ltrfeat.experiments.ablation import AblationConfig, Fold, plan_feature_sets, run_ablation  # noqa: E402
+from ltrfeat.experiments.ablation import AblationConfig, run_ablation  # noqa: E402
+from ltrfeat.experiments.folds import Fold  # noqa: E402
+from ltrfeat.experiments.feature_sets import plan_feature_sets  # noqa: E402
 from ltrfeat.rankers.selection import SelectionConfig  # noqa: E402
 
 

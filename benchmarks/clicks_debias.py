@@ -81,7 +81,8 @@ def world_run(
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world
-    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
+    from ltrfeat.experiments.ablation import run_ablation
 
     options = WORLDS[name]
     world = generate_world(seed=seed, **world_size, **options)
@@ -251,7 +252,7 @@ def propensity_accuracy(seeds, work: Path, *, sizes=(800, 3000, 9000), resamples
 
 def comparisons(per_query: dict[str, pd.DataFrame], *, n_resamples: int = 10_000) -> list[dict]:
     """Every world's comparisons (debiased against naive, each against lexical), Holm across all of them."""
-    from ltrfeat.experiments.ablation import head_to_head
+    from ltrfeat.experiments.summary import head_to_head
     from ltrfeat.experiments.stats import holm
 
     pairs = [("lexical+clsm-none", "lexical+clsm-ipw"), ("lexical+clsm-none", "lexical+clsm-pbm")]
@@ -261,7 +262,7 @@ def comparisons(per_query: dict[str, pd.DataFrame], *, n_resamples: int = 10_000
     for world, frame in per_query.items():
         control = [(f"{CONTROL}@r0", f"{CONTROL}@r1")] if f"{CONTROL}@r0" in set(frame["feature_set"]) else []
         for row in head_to_head(frame, pairs + control, [METRIC], n_resamples=n_resamples):
-            rows.append({"world": world, **row})
+            rows.append({"world": world, **row.to_dict()})
     adjusted = holm([r["p_randomization"] for r in rows])
     for row, p in zip(rows, adjusted):
         row["p_holm"] = float(p)

@@ -140,7 +140,8 @@ def seed_run(pairs, docs, queries: tuple[set, set], seed: int, work: Path, setup
     from ltrfeat.experiments.demo import demo_folds as _folds
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
-    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
+    from ltrfeat.experiments.ablation import run_ablation
     from ltrfeat.features.extract import extract_pairs, lexical_extractors
     from ltrfeat.features.neural import EncoderExtractor
 

@@ -41,7 +41,8 @@ def world_seed(seed: int, ranker_seeds: int, work: Path) -> tuple[dict, pd.DataF
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.clicks.propensity import estimate_propensity
     from ltrfeat.datasets.synth import generate_world, write_world
-    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
+    from ltrfeat.experiments.ablation import run_ablation
 
     world = generate_world(seed=seed, **QUICK["world"], examination_exponent=0.0)
     write_world(world, work / "world")

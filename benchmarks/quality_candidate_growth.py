@@ -68,7 +68,7 @@ MQ2008_GROUPS = {"tfidf": "11-15", "lmir": "26-40", "links": "41-46", "tf-idf-dl
 def text_data(name: str, cache, encoders):
     """Cross-fitted folds and feature sets for the sample world or a Home Depot subset."""
     from ltrfeat.core.text import read_judged_pairs
-    from ltrfeat.experiments.ablation import FeatureSet
+    from ltrfeat.experiments.feature_sets import FeatureSet
     from ltrfeat.features.encoders.spec import EncoderSpec
     from ltrfeat.experiments.crossfit import text_folds
     from ltrfeat.features.extract import lexical_extractors
@@ -115,7 +115,7 @@ def text_data(name: str, cache, encoders):
 
 
 def mq2008_data():
-    from ltrfeat.experiments.ablation import FeatureSet
+    from ltrfeat.experiments.feature_sets import FeatureSet
     from quality_selection import mq2008_folds
 
     loaded = mq2008_folds()

@@ -24,7 +24,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import RESULTS, SHARED, write_results  # noqa: E402
-from ltrfeat.experiments.ablation import Fold, head_to_head, plan_feature_sets, run_ablation, summarise  # noqa: E402
+from ltrfeat.experiments.folds import Fold  # noqa: E402
+from ltrfeat.experiments.summary import head_to_head, summarise  # noqa: E402
+from ltrfeat.experiments.feature_sets import plan_feature_sets  # noqa: E402
+from ltrfeat.experiments.ablation import run_ablation  # noqa: E402
 from ltrfeat.rankers.selection import SelectionConfig  # noqa: E402
 from ltrfeat.experiments.verdict import verdict_lines  # noqa: E402
 
@@ -65,7 +68,7 @@ def homedepot_folds(cache):
 
 
 def mq2008_folds():
-    from ltrfeat.experiments.ablation import load_letor_folds
+    from ltrfeat.experiments.letor_folds import load_letor_folds
 
     raw = SHARED / "datasets" / "letor4_mq2008" / "raw"
     if not raw.is_dir():
@@ -112,7 +115,7 @@ def measure(name: str, folds, sets, tunes: list[str]) -> dict:
         if bm25:
             pairs += [(bm25, base), (bm25, "recommended")]
         comps = head_to_head(result.per_query, pairs, METRICS, n_resamples=10_000)
-        means = {(r["feature_set"], r["metric"]): r["mean"] for r in summary["results"]}
+        means = {key: r.mean for key, r in summary.means().items()}
         print(f"-- selection, tune={tune}: ranker stage {seconds:.1f} s = {seconds / plain:.1f}x without selection")
         for metric in METRICS:
             row = "  ".join(
@@ -127,18 +130,18 @@ def measure(name: str, folds, sets, tunes: list[str]) -> dict:
             )
         for c in comps:
             print(
-                f"  {c['metric']}: {c['variant']} - {c['baseline']} = {c['delta']:+.4f} "
-                f"[{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}], p {c['p_randomization']:.2g}, "
-                f"Holm {c['p_holm']:.2g}, W/T/L {c['wins']}/{c['ties']}/{c['losses']}"
+                f"  {c.metric}: {c.variant} - {c.baseline} = {c.delta:+.4f} "
+                f"[{c.ci95_delta[0]:+.4f}, {c.ci95_delta[1]:+.4f}], p {c.p_randomization:.2g}, "
+                f"Holm {c.p_holm:.2g}, W/T/L {c.wins}/{c.ties}/{c.losses}"
             )
-        for line in verdict_lines(summary["verdict"]):
+        for line in verdict_lines(summary.verdict):
             print("  " + line)
         out[f"tune_{tune}"] = {
             "seconds": round(seconds, 1),
             "ratio_to_plain": round(seconds / plain, 2),
             "means": {f"{k[0]}|{k[1]}": v for k, v in means.items() if k[1] in METRICS},
-            "comparisons": comps,
-            "verdict": summary["verdict"],
+            "comparisons": [c.to_dict() for c in comps],
+            "verdict": summary.verdict,
         }
     return out
 

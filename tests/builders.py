@@ -16,7 +16,7 @@ from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.features.extract import extract_ranking, lexical_extractors
 from ltrfeat.core.letor import write_letor
 from ltrfeat.features.neural import EncoderExtractor
-from ltrfeat.experiments.ablation import Fold
+from ltrfeat.experiments.folds import Fold
 from ltrfeat.rankers.lambdamart import LambdaMART
 
 
@@ -416,7 +416,9 @@ def chromium():
 
 def selection_ablation(out: Path, *, n_resamples: int = 1000):
     """A small ablation with model selection written as a report to ``out``: ``(out, result, folds)``."""
-    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
+    from ltrfeat.experiments.ablation import run_ablation
+    from ltrfeat.experiments.summary import summarise
     from ltrfeat.experiments.report import write_report
     from ltrfeat.rankers.selection import SelectionConfig
 

@@ -19,12 +19,9 @@ MAX_FUNCTION_LINES = 100
 # module -> why it is longer (split tracked by issue 50)
 LONG_MODULES = {
     "ltrfeat/datasets/synth/_lexicon.py": "the synthetic world's word lists: data, not logic",
-    "ltrfeat/experiments/ablation.py": "folds x sets x seeds with selection; issue 50 item 4 (typed comparisons)",
 }
 # "module:function" -> why it is longer
 LONG_FUNCTIONS = {
-    "ltrfeat/experiments/ablation.py:run_ablation": "issue 50 item 4 (typed comparison and summary objects)",
-    "ltrfeat/experiments/ablation.py:_run_with_selection": "issue 50 item 4",
     "ltrfeat/experiments/html_report.py:drill_data": "the report's drill-down tables; report code changes in parallel",
 }
 

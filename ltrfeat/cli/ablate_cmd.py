@@ -630,14 +630,14 @@ def _print_outcome(done) -> None:
         )
     for line in headline_table(result, summary):
         click.echo(line)
-    stats = summary["statistics"]
+    stats = summary.statistics
     click.echo(
         f"marks: {stats['marks_test']}; * p < {stats['marks']['*']}, ** p < {stats['marks']['**']} "
-        f"({len(summary['comparisons'])} comparisons)"
+        f"({len(summary.comparisons)} comparisons)"
     )
     click.echo(f"report: {done.report_dir / 'report.md'}")
-    if summary.get("verdict"):
-        for line in verdict_lines(summary["verdict"]):
+    if summary.verdict:
+        for line in verdict_lines(summary.verdict):
             click.echo(line)
     else:  # the verdict's lines end with these
         for warning in uncorrected_warnings(result.config.get("click_training") or {}):
@@ -671,7 +671,8 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     """
     from pathlib import Path
 
-    from ltrfeat.experiments.ablation import check_per_query_counts, head_to_head, read_per_query
+    from ltrfeat.experiments.per_query import check_per_query_counts, read_per_query
+    from ltrfeat.experiments.summary import head_to_head
     from ltrfeat.core.metrics import parse_metrics
     from ltrfeat.experiments.report import format_p, significance_mark
 
@@ -687,7 +688,9 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
     check_per_query_counts(per_query, report_dir)
     comparisons = head_to_head(per_query, parsed, parse_metrics(metrics), seed=seed, n_resamples=resamples)
     if as_json:
-        click.echo(json.dumps(comparisons, indent=1, default=lambda x: None if x is None else float(x)))
+        click.echo(
+            json.dumps([c.to_dict() for c in comparisons], indent=1, default=lambda x: None if x is None else float(x))
+        )
         return
     rows = [
         (
@@ -705,20 +708,20 @@ def compare(report_dir, pairs, metrics, resamples, seed, as_json):
         )
     ]
     for c in comparisons:
-        lo, hi = c["ci95_delta"]
+        lo, hi = c.ci95_delta
         rows.append(
             (
-                c["baseline"],
-                c["variant"],
-                c["metric"],
-                f"{c['base_mean']:.4f}",
-                f"{c['variant_mean']:.4f}",
-                f"{c['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}]",
-                format_p(c["p_ttest"]),
-                format_p(c["p_randomization"]),
-                format_p(c["p_holm"]) + significance_mark(c["p_holm"]),
-                f"{c['wins']}/{c['ties']}/{c['losses']}",
-                str(c["n_queries"]),
+                c.baseline,
+                c.variant,
+                c.metric,
+                f"{c.base_mean:.4f}",
+                f"{c.variant_mean:.4f}",
+                f"{c.delta:+.4f} [{lo:+.4f}, {hi:+.4f}]",
+                format_p(c.p_ttest),
+                format_p(c.p_randomization),
+                format_p(c.p_holm) + significance_mark(c.p_holm),
+                f"{c.wins}/{c.ties}/{c.losses}",
+                str(c.n_queries),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

@@ -61,7 +61,7 @@ def demo(out_dir, quick, seed, debias):
     click.echo(f"world:    {out / 'world'}")
     click.echo(f"time:     {time.perf_counter() - started:.0f} s")
     click.echo("")
-    for line in verdict_lines(summary["verdict"]):
+    for line in verdict_lines(summary.verdict):
         click.echo(line)
     click.echo("")
     click.echo(json.loads((report / "report.json").read_text())["summary"])

@@ -74,7 +74,7 @@ def report(report_dir, write_html, open_page):
     """
     from ltrfeat.experiments import html_report
     from ltrfeat.experiments.in_words import summary_in_words
-    from ltrfeat.experiments.ablation import read_per_query
+    from ltrfeat.experiments.per_query import read_per_query
 
     report_dir = Path(report_dir)
     data = _read_report(report_dir)

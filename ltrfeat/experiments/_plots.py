@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ltrfeat.experiments.in_words import headline
+from ltrfeat.experiments.summary_types import Comparison
 from ltrfeat.core.fileio import atomic_output
 
 MARKS = {"*": 0.05, "**": 0.01}
@@ -56,9 +57,10 @@ def colours(names) -> dict:
     return dict(zip(names, base))
 
 
-def _baseline_comparisons(data: dict, metric: str) -> list[dict]:
+def _baseline_comparisons(data: dict, metric: str) -> list[Comparison]:
     baseline = data["config"]["baseline"]
-    return [c for c in data["comparisons"] if c["baseline"] == baseline and c["metric"] == metric]
+    comparisons = map(Comparison.from_dict, data["comparisons"])
+    return [c for c in comparisons if c.baseline == baseline and c.metric == metric]
 
 
 @_plain_text
@@ -71,7 +73,7 @@ def forest_figure(data: dict, metrics=None, *, title: bool = True) -> Figure | N
     metrics = [m for m in metrics if per_metric[m]]
     if not metrics:
         return None
-    variants = list(dict.fromkeys(c["variant"] for m in metrics for c in per_metric[m]))
+    variants = list(dict.fromkeys(c.variant for m in metrics for c in per_metric[m]))
     colour = colours(variants)
     marks = data["config"].get("statistics", {}).get("marks", MARKS)
     label_width = 0.075 * max(len(v) for v in variants)
@@ -80,35 +82,35 @@ def forest_figure(data: dict, metrics=None, *, title: bool = True) -> Figure | N
     y = {v: len(variants) - 1 - i for i, v in enumerate(variants)}
     for ax, m in zip(axes, metrics):
         comps = per_metric[m]
-        lo = min(min(c["ci95_delta"][0], c["delta"]) for c in comps)
-        hi = max(max(c["ci95_delta"][1], c["delta"]) for c in comps)
+        lo = min(min(c.ci95_delta[0], c.delta) for c in comps)
+        hi = max(max(c.ci95_delta[1], c.delta) for c in comps)
         lo, hi = min(lo, 0.0), max(hi, 0.0)
         pad = 0.08 * (hi - lo or 1e-3)
         for c in comps:
             ax.errorbar(
-                c["delta"],
-                y[c["variant"]],
-                xerr=[[c["delta"] - c["ci95_delta"][0]], [c["ci95_delta"][1] - c["delta"]]],
+                c.delta,
+                y[c.variant],
+                xerr=[[c.delta - c.ci95_delta[0]], [c.ci95_delta[1] - c.delta]],
                 fmt="o",
-                color=colour[c["variant"]],
+                color=colour[c.variant],
                 capsize=3,
                 markersize=6,
             )
-            rel = c["relative"]
-            text = ("n/a" if rel is None else f"{100 * rel:+.1f}%") + mark(c["p_holm"], marks)
+            rel = c.relative
+            text = ("n/a" if rel is None else f"{100 * rel:+.1f}%") + mark(c.p_holm, marks)
             ax.annotate(
                 text,
-                (hi + pad, y[c["variant"]]),
+                (hi + pad, y[c.variant]),
                 xytext=(2, 0),
                 textcoords="offset points",
                 va="center",
                 fontsize="small",
-                fontweight="bold" if mark(c["p_holm"], marks) else "normal",
+                fontweight="bold" if mark(c.p_holm, marks) else "normal",
                 annotation_clip=False,
             )
         ax.axvline(0, color="grey", linewidth=0.9, linestyle="--")
         ax.set_xlim(lo - pad, hi + pad)
-        ax.set_title(f"{m} (baseline {comps[0]['base_mean']:.4f})", fontsize="medium")
+        ax.set_title(f"{m} (baseline {comps[0].base_mean:.4f})", fontsize="medium")
         ax.set_xlabel(f"change in {m} vs {data['config']['baseline']}")
         ax.grid(axis="x", alpha=0.3)
         ax.margins(y=0.12)
@@ -134,7 +136,7 @@ def deltas_figure(data: dict, per_query: pd.DataFrame, metric: str | None = None
         return None
     baseline = data["config"]["baseline"]
     wide = per_query.pivot(index=["fold", "qid"], columns="feature_set", values=metric)
-    variants = [c["variant"] for c in comps]
+    variants = [c.variant for c in comps]
     colour = colours(variants)
     rng = np.random.default_rng(seed)
     deltas = {v: (lambda pair: (pair[v] - pair[baseline]).to_numpy())(wide[[baseline, v]].dropna()) for v in variants}
@@ -145,26 +147,26 @@ def deltas_figure(data: dict, per_query: pd.DataFrame, metric: str | None = None
     fig = Figure(figsize=(label_width + 7.5, 1.5 + 0.6 * len(variants)), layout="constrained")
     ax = fig.add_subplot()
     for i, c in enumerate(comps):
-        d, y = deltas[c["variant"]], len(variants) - 1 - i
+        d, y = deltas[c.variant], len(variants) - 1 - i
         if len(d) > 1 and np.ptp(d) > 0:
             parts = ax.violinplot(
                 np.clip(d, lo, hi), positions=[y], orientation="horizontal", showextrema=False, widths=0.8
             )
             for body in parts["bodies"]:
-                body.set_facecolor(colour[c["variant"]])
+                body.set_facecolor(colour[c.variant])
                 body.set_alpha(0.35)
         shown = d if len(d) <= 400 else rng.choice(d, 400, replace=False)
         ax.scatter(
             np.clip(shown, lo, hi),
             y + rng.uniform(-0.15, 0.15, len(shown)),
             s=5,
-            color=colour[c["variant"]],
+            color=colour[c.variant],
             alpha=0.6,
             linewidths=0,
         )
         ax.scatter([d.mean()], [y], marker="D", color="black", s=30, zorder=3)
         ax.annotate(
-            f"mean {d.mean():+.4f}   W/T/L {c['wins']}/{c['ties']}/{c['losses']}",
+            f"mean {d.mean():+.4f}   W/T/L {c.wins}/{c.ties}/{c.losses}",
             (hi, y + 0.3),
             ha="right",
             fontsize="small",

@@ -110,7 +110,7 @@ class RunStore:
         self.shared += 1
 
     def key(self, fold, feature_set, seed=None) -> str:
-        """The key of one run: ``fold`` (a :class:`~ltrfeat.experiments.ablation.Fold`), ``feature_set``, ``seed``."""
+        """The key of one run: ``fold`` (a :class:`~ltrfeat.experiments.folds.Fold`), ``feature_set``, ``seed``."""
         h = hashlib.sha256(
             json.dumps(
                 {

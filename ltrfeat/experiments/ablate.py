@@ -28,15 +28,12 @@ from ltrfeat.core.metrics import GAINS, NO_RELEVANT, TIES
 from ltrfeat.core.settings import SEED, Interval, OneOf, Settings, check_value
 from ltrfeat.core.text import CONFLICTS
 from ltrfeat.core.stages import StageProfile
-from ltrfeat.experiments.ablation import (
-    AblationConfig,
-    AblationResult,
-    fit_rows,
-    load_letor_folds,
-    plan_feature_sets,
-    run_ablation,
-    summarise,
-)
+from ltrfeat.experiments.ablation import AblationConfig, fit_rows, run_ablation
+from ltrfeat.experiments.ablation_result import AblationResult
+from ltrfeat.experiments.letor_folds import load_letor_folds
+from ltrfeat.experiments.feature_sets import plan_feature_sets
+from ltrfeat.experiments.summary import summarise
+from ltrfeat.experiments.summary_types import Summary
 from ltrfeat.experiments.click_training import click_log_table, click_training
 from ltrfeat.experiments.cost_plan import Plan, count_work, folds_work, planned, priced, remember_sets
 from ltrfeat.experiments.folds import Fold
@@ -169,7 +166,7 @@ class FoldsSource(Settings):
 
     base : the base features (ids, id ranges and names, e.g. ``"1-40"``).
     neural : the neural feature groups, ``{name: spec}`` (e.g. ``{"clsm": "clsm_title_cos"}``).
-    fold_glob, nan_policy : see :func:`ltrfeat.experiments.ablation.load_letor_folds`.
+    fold_glob, nan_policy : see :func:`ltrfeat.experiments.letor_folds.load_letor_folds`.
     """
 
     label: ClassVar[str] = "LETOR mode"
@@ -207,7 +204,7 @@ class AblateSettings(Settings):
         ``n_jobs``, ``params``); ``params`` adds to :data:`SUBSAMPLE`.
     metrics, gain, no_relevant, ties : see :class:`~ltrfeat.experiments.ablation.AblationConfig`.
     selection : model selection per fold and feature set (None: plain LambdaMART).
-    alone, base_name, deployable : see :func:`~ltrfeat.experiments.ablation.plan_feature_sets`; ``deployable``
+    alone, base_name, deployable : see :func:`~ltrfeat.experiments.feature_sets.plan_feature_sets`; ``deployable``
         (an LTR engine) also makes the verdict's "to ship" commands train and export for it.
     write_runs : also write TREC runs of the test folds into the report.
     write_features : text mode: a directory for what the verdict's ranker trains on (:func:`write_features`).
@@ -277,12 +274,12 @@ class AblateSettings(Settings):
 
 @dataclasses.dataclass
 class Ablation:
-    """What an ablation made: its folds, the runs' :class:`~ltrfeat.experiments.ablation.AblationResult`, the
+    """What an ablation made: its folds, the runs' :class:`~ltrfeat.experiments.ablation_result.AblationResult`, the
     summary (statistics, verdict) and the report directory."""
 
     folds: list[Fold]
     result: AblationResult
-    summary: dict
+    summary: Summary
     report_dir: Path
 
 
@@ -302,7 +299,7 @@ def ablate_pairs(
     ``say`` gets one-line progress messages; ``trainer`` trains the encoders (default: the real trainings; tests
     inject a double, see :class:`~ltrfeat.experiments._fold_trainer.FoldTrainer`);
     ``engine_features``: with ``settings.deployable``, the engine's feature filter (see
-    :func:`~ltrfeat.experiments.ablation.plan_feature_sets`); errors name the ``ltrfeat ablate`` option to change."""
+    :func:`~ltrfeat.experiments.feature_sets.plan_feature_sets`); errors name the ``ltrfeat ablate`` option to change."""
     run = _Run(say, engine_features)
     check_report_dir(settings.report_dir, overwrite=settings.overwrite)
     if settings.write_features is not None:
@@ -658,7 +655,7 @@ class _Run:
 
 
 def _feature_sets(folds, groups, base, scheme: CrossFitScheme | None, settings: AblateSettings, run: _Run) -> list:
-    """The feature sets the ablation compares (:func:`~ltrfeat.experiments.ablation.plan_feature_sets`)."""
+    """The feature sets the ablation compares (:func:`~ltrfeat.experiments.feature_sets.plan_feature_sets`)."""
     encoders = {} if scheme is None else scheme.encoders
     return plan_feature_sets(
         folds[0].train.feature_map,
@@ -772,14 +769,14 @@ def _ablate(folds, groups, base, scheme: CrossFitScheme | None, settings: Ablate
         result.config["click_training"] = clicks
     with profile.stage("tests"):
         summary = summarise(result, seed=0, n_resamples=settings.resolved("resamples"))
-    summary["stages"] = profile.as_dict()
-    if summary.get("verdict"):
+    summary = dataclasses.replace(summary, stages=profile.as_dict())
+    if summary.verdict:
         written = None if settings.write_features is None else str(settings.write_features)
-        summary["verdict"] |= {"deploy_to": settings.deployable, "features_dir": written}
+        summary.verdict.update(deploy_to=settings.deployable, features_dir=written)
     timings = {
         "wall_seconds": round(time.perf_counter() - started, 1),
         "folds_and_features_seconds": round(folds_ready - started, 1),
-        "stages": summary["stages"],
+        "stages": summary.stages,
     } | ({} if run.plan is None else {"estimate": run.plan.as_dict()})
     out = write_report(
         result,

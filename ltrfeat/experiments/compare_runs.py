@@ -1,7 +1,7 @@
 """Several systems (TREC runs, or rankers scored on one test set) compared on the same queries: means, changes
 against the first system with 95% bootstrap intervals, the paired randomisation test Holm-adjusted across every
 comparison printed, and per-query wins/ties/losses -- what ranx's ``compare`` or PyTerrier's ``Experiment``
-give, with this project's statistics (:func:`ltrfeat.experiments.ablation.head_to_head`)."""
+give, with this project's statistics (:func:`ltrfeat.experiments.summary.head_to_head`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pandas as pd
 
 from ltrfeat.experiments.in_words import lift_words
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.experiments.ablation import head_to_head
+from ltrfeat.experiments.summary import head_to_head
 from ltrfeat.experiments.stats import bootstrap_cis
+from ltrfeat.experiments.summary_types import Comparison
 
 COMPARISON_FORMAT = "ltrfeat.compare-runs/1"
 
@@ -64,7 +65,7 @@ def compare_systems(
         "metrics": metrics,
         "n_queries": int(len(common)),
         "means": means,
-        "comparisons": comparisons,
+        "comparisons": [c.to_dict() for c in comparisons],
         "statistics": {
             "marks_test": f"paired randomisation (sign-flip) test, two-sided, Holm-adjusted over the "
             f"{len(comparisons)} comparisons printed",
@@ -75,7 +76,7 @@ def compare_systems(
         "conventions": conventions,
     }
     data["summary"] = " ".join(
-        f"`{n}` against `{baseline}` {lift_words([c for c in comparisons if c['variant'] == n])}." for n in names[1:]
+        f"`{n}` against `{baseline}` {lift_words([c for c in comparisons if c.variant == n])}." for n in names[1:]
     ) + (
         f" Every p is a paired randomisation test over {len(common)} queries, Holm-adjusted over the "
         f"{len(comparisons)} comparisons printed."
@@ -97,13 +98,13 @@ def markdown(data: dict) -> str:
         "| variant | metric | baseline | variant | delta [95% CI] | relative | p (randomisation) | p (Holm) | W/T/L |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for c in data["comparisons"]:
-        lo, hi = c["ci95_delta"]
-        rel = "n/a" if c["relative"] is None or not np.isfinite(c["relative"]) else f"{100 * c['relative']:+.1f}%"
+    for c in map(Comparison.from_dict, data["comparisons"]):
+        lo, hi = c.ci95_delta
+        rel = "n/a" if c.relative is None or not np.isfinite(c.relative) else f"{100 * c.relative:+.1f}%"
         lines.append(
-            f"| `{c['variant']}` | {c['metric']} | {c['base_mean']:.4f} | {c['variant_mean']:.4f} | "
-            f"{c['delta']:+.4f} [{lo:+.4f}, {hi:+.4f}] | {rel} | {format_p(c['p_randomization'])} | "
-            f"{format_p(c['p_holm'])}{mark(c['p_holm'])} | {c['wins']}/{c['ties']}/{c['losses']} |"
+            f"| `{c.variant}` | {c.metric} | {c.base_mean:.4f} | {c.variant_mean:.4f} | "
+            f"{c.delta:+.4f} [{lo:+.4f}, {hi:+.4f}] | {rel} | {format_p(c.p_randomization)} | "
+            f"{format_p(c.p_holm)}{mark(c.p_holm)} | {c.wins}/{c.ties}/{c.losses} |"
         )
     b = data["statistics"]["bootstrap"]
     lines += [

@@ -149,7 +149,7 @@ def clsm_words(model_paths: dict[str, Path], texts: dict) -> dict:
 def demo_folds(data, *, k: int, seed: int):
     """``k`` query folds (15% of each training part held out for validation) of the judged pairs."""
     from ltrfeat.experiments.fold_plans import plan_folds
-    from ltrfeat.experiments.ablation import Fold
+    from ltrfeat.experiments.folds import Fold
 
     origin = (
         f"{k} query folds (seed {seed}) over the judged queries; encoders were trained once on the click "
@@ -168,7 +168,9 @@ def run_demo(
     """The demo's steps 1-4 and its report in ``work`` (the directory that becomes ``out``; the progress lines
     ``say`` gets name ``out``); returns the ablation's result and summary."""
     from ltrfeat.datasets.synth import generate_world, write_world
-    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
+    from ltrfeat.experiments.ablation import run_ablation
+    from ltrfeat.experiments.summary import summarise
     from ltrfeat.experiments.report import write_report
     from ltrfeat.rankers.selection import SelectionConfig
 

@@ -1,5 +1,5 @@
 """The fold every ablation runs on, made from LETOR fold directories
-(:func:`ltrfeat.experiments.ablation.load_letor_folds`) or by cross-fitting judged pairs
+(:func:`ltrfeat.experiments.letor_folds.load_letor_folds`) or by cross-fitting judged pairs
 (:func:`ltrfeat.experiments.crossfit.text_folds`)."""
 
 from __future__ import annotations

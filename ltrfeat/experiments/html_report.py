@@ -42,6 +42,7 @@ from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.settings import Interval, Settings
 from ltrfeat.experiments.fold_contributions import MAX_ROWS
 from ltrfeat.experiments.set_kind import SetKind
+from ltrfeat.experiments.summary_types import Comparison
 from ltrfeat.rankers.choices import RECOMMENDED
 
 
@@ -338,12 +339,16 @@ def rankings_from_runs(report_dir, data: dict) -> tuple[dict[str, pd.DataFrame],
 
 
 # -- the page -----------------------------------------------------------------------------------
+def _comparisons(data: dict) -> list[Comparison]:
+    return [Comparison.from_dict(c) for c in data["comparisons"]]
+
+
 def _results_table(data: dict) -> str:
     cfg = data["config"]
     metrics = cfg["metrics"]
     baseline = cfg.get("baseline")
     marks = cfg.get("statistics", {}).get("marks", _plots.MARKS)
-    comps = {(c["variant"], c["metric"]): c for c in data["comparisons"] if c["baseline"] == baseline}
+    comps = {(c.variant, c.metric): c for c in _comparisons(data) if c.baseline == baseline}
     ncols = {s["name"]: len(s["columns"]) for s in cfg.get("feature_sets", [])}
     rows: dict[tuple[str, str], dict[str, dict]] = {}
     for r in data["results"]:
@@ -362,10 +367,10 @@ def _results_table(data: dict) -> str:
             title = f"95% interval {_num(lo)}–{_num(hi)}" if lo is not None else ""
             extra, cls = "", ""
             if c is not None:
-                sig = _mark(c["p_holm"], marks)
-                extra = f" <small>({_rel(c['relative'])}{sig})</small>"
-                title += f"; vs {baseline}: {_signed(c['delta'])}, Holm p {_p(c['p_holm'])}"
-                cls = " class='sig " + ("up" if (_real(c["delta"]) or 0) > 0 else "down") + "'" if sig else ""
+                sig = _mark(c.p_holm, marks)
+                extra = f" <small>({_rel(c.relative)}{sig})</small>"
+                title += f"; vs {baseline}: {_signed(c.delta)}, Holm p {_p(c.p_holm)}"
+                cls = " class='sig " + ("up" if (_real(c.delta) or 0) > 0 else "down") + "'" if sig else ""
             cells.append(f"<td data-v='{_v(r['mean'])}' title='{_e(title)}'{cls}>{_num(r['mean'])}{extra}</td>")
         body.append(
             f"<tr data-kind='{_e(kind)}'><td>{_e(name)}</td><td class=text>{_e(kind)}</td>"
@@ -387,22 +392,22 @@ def _comparisons_table(data: dict) -> str:
     if not data["comparisons"]:
         return ""
     rows = []
-    for c in data["comparisons"]:
-        lo, hi = _pair(c["ci95_delta"])
-        sig = _mark(c["p_holm"], marks)
-        wins, ties, losses = (c[k] for k in ("wins", "ties", "losses"))
+    for c in _comparisons(data):
+        lo, hi = _pair(c.ci95_delta)
+        sig = _mark(c.p_holm, marks)
+        wins, ties, losses = c.wins, c.ties, c.losses
         net = wins - losses if _real(wins) is not None and _real(losses) is not None else None
         rows.append(
             "<tr>"
-            f"<td>{_e(c['baseline'])}</td><td class=text>{_e(c['variant'])}</td><td class=text>{_e(c['metric'])}</td>"
-            f"<td data-v='{_v(c['base_mean'])}'>{_num(c['base_mean'])}</td>"
-            f"<td data-v='{_v(c['variant_mean'])}'>{_num(c['variant_mean'])}</td>"
-            f"<td data-v='{_v(c['delta'])}'>{_signed(c['delta'])} [{_signed(lo)}, {_signed(hi)}]</td>"
-            f"<td data-v='{_v(c['relative'])}'>{_rel(c['relative'])}</td>"
-            f"<td data-v='{_v(c['p_randomization'])}'>{_p(c['p_randomization'])}</td>"
-            f"<td data-v='{_v(c['p_holm'])}'{' class=sig' if sig else ''}>{_p(c['p_holm'])}{sig}</td>"
+            f"<td>{_e(c.baseline)}</td><td class=text>{_e(c.variant)}</td><td class=text>{_e(c.metric)}</td>"
+            f"<td data-v='{_v(c.base_mean)}'>{_num(c.base_mean)}</td>"
+            f"<td data-v='{_v(c.variant_mean)}'>{_num(c.variant_mean)}</td>"
+            f"<td data-v='{_v(c.delta)}'>{_signed(c.delta)} [{_signed(lo)}, {_signed(hi)}]</td>"
+            f"<td data-v='{_v(c.relative)}'>{_rel(c.relative)}</td>"
+            f"<td data-v='{_v(c.p_randomization)}'>{_p(c.p_randomization)}</td>"
+            f"<td data-v='{_v(c.p_holm)}'{' class=sig' if sig else ''}>{_p(c.p_holm)}{sig}</td>"
             f"<td data-v='{_v(net)}'>{_e(wins)}/{_e(ties)}/{_e(losses)}</td>"
-            f"<td data-v='{_v(c['n_queries'])}'>{_e(c['n_queries'])}</td></tr>"
+            f"<td data-v='{_v(c.n_queries)}'>{_e(c.n_queries)}</td></tr>"
         )
     return (
         "<div class=tools><input type=search placeholder='filter, e.g. ndcg@10 clsm' data-filter=comparisons></div>"
@@ -417,20 +422,20 @@ def _wtl(data: dict) -> str:
     baseline = data["config"].get("baseline")
     out = []
     for m in headline(data["config"]["metrics"]):
-        comps = [c for c in data["comparisons"] if c["baseline"] == baseline and c["metric"] == m]
+        comps = [c for c in _comparisons(data) if c.baseline == baseline and c.metric == m]
         if not comps:
             continue
         rows = []
         for c in comps:
-            counts = {key: _real(c[key]) or 0 for key in ("wins", "ties", "losses")}
+            counts = {key: _real(getattr(c, key)) or 0 for key in ("wins", "ties", "losses")}
             n = max(sum(counts.values()), 1)
             bar = "".join(
-                f"<span class={k} style='width:{100 * counts[key] / n:.1f}%' title='{key} {_e(c[key])}'></span>"
+                f"<span class={k} style='width:{100 * counts[key] / n:.1f}%' title='{key} {_e(getattr(c, key))}'></span>"
                 for k, key in (("w", "wins"), ("t", "ties"), ("l", "losses"))
             )
             rows.append(
-                f"<tr><td>{_e(c['variant'])}</td><td><span class=wtl>{bar}</span></td>"
-                f"<td>{_e(c['wins'])}</td><td>{_e(c['ties'])}</td><td>{_e(c['losses'])}</td></tr>"
+                f"<tr><td>{_e(c.variant)}</td><td><span class=wtl>{bar}</span></td>"
+                f"<td>{_e(c.wins)}</td><td>{_e(c.ties)}</td><td>{_e(c.losses)}</td></tr>"
             )
         out.append(
             f"<h3>{_e(m)} against <code>{_e(baseline)}</code></h3><table><thead><tr><th>variant</th><th></th>"

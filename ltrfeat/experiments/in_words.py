@@ -19,7 +19,7 @@ import numpy as np
 from ltrfeat.core.metrics import Conventions, evaluate_queries
 from ltrfeat.rankers.choices import RECOMMENDED
 from ltrfeat.experiments.click_training import uncorrected_warnings
-from ltrfeat.experiments.verdict import LEVEL
+from ltrfeat.experiments.summary_types import Comparison
 from ltrfeat.experiments.set_kind import SetKind
 
 HEADLINE = ("ndcg@1", "ndcg@3", "ndcg@10")
@@ -75,10 +75,10 @@ def _and(items: list[str], word: str = "and") -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
 
 
-def lift_words(comps: list[dict]) -> str:
+def lift_words(comps: list[Comparison]) -> str:
     """'lifts NDCG@10 by 3.0% (.8012 -> .8252, Holm p < .01) and changes nothing significant at NDCG@1 (...)'."""
-    up = [c for c in comps if c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL]
-    down = [c for c in comps if c["delta"] < 0 and (c["p_holm"] or 1) < LEVEL]
+    up = [c for c in comps if c.better()]
+    down = [c for c in comps if c.worse()]
     flat = [c for c in comps if c not in up and c not in down]
     parts = []
     if up:
@@ -86,8 +86,8 @@ def lift_words(comps: list[dict]) -> str:
             "lifts "
             + _and(
                 [
-                    f"{_metric_name(c['metric'])} by {_pct(c['relative']).lstrip('+')} ({c['base_mean']:.4f} → "
-                    f"{c['variant_mean']:.4f}, Holm {p_words(c['p_holm'])})"
+                    f"{_metric_name(c.metric)} by {_pct(c.relative).lstrip('+')} ({c.base_mean:.4f} → "
+                    f"{c.variant_mean:.4f}, Holm {p_words(c.p_holm)})"
                     for c in up
                 ]
             )
@@ -96,17 +96,14 @@ def lift_words(comps: list[dict]) -> str:
         parts.append(
             "lowers "
             + _and(
-                [
-                    f"{_metric_name(c['metric'])} by {_pct(c['relative']).lstrip('-')} (Holm {p_words(c['p_holm'])})"
-                    for c in down
-                ]
+                [f"{_metric_name(c.metric)} by {_pct(c.relative).lstrip('-')} (Holm {p_words(c.p_holm)})" for c in down]
             )
         )
     if flat:
         parts.append(
             "changes nothing significant at "
             + _and(
-                [f"{_metric_name(c['metric'])} ({_pct(c['relative'])}, Holm {p_words(c['p_holm'])})" for c in flat],
+                [f"{_metric_name(c.metric)} ({_pct(c.relative)}, Holm {p_words(c.p_holm)})" for c in flat],
                 "or",
             )
         )
@@ -117,26 +114,28 @@ def _sets(data: dict) -> dict:
     return {s["name"]: s for s in data["config"].get("feature_sets", [])}
 
 
-def _lifts(comps: list[dict], name: str) -> bool:
-    return any(c["variant"] == name and c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL for c in comps)
+def _lifts(comps: list[Comparison], name: str) -> bool:
+    return any(c.variant == name and c.better() for c in comps)
 
 
-def _headline_comparisons(data: dict) -> tuple[str, list[str], list[dict], list[str]]:
+def _headline_comparisons(data: dict) -> tuple[str, list[str], list[Comparison], list[str]]:
     """The baseline, the headline metrics, their comparisons against the baseline and the base+neural sets."""
     baseline = data["config"].get("baseline")
     metrics = headline(data["config"]["metrics"])
-    comps = [c for c in data["comparisons"] if c["baseline"] == baseline and c["metric"] in metrics]
-    variants = list(dict.fromkeys(c["variant"] for c in comps if c["variant"] != RECOMMENDED))
+    comps = [
+        c for c in map(Comparison.from_dict, data["comparisons"]) if c.baseline == baseline and c.metric in metrics
+    ]
+    variants = list(dict.fromkeys(c.variant for c in comps if c.variant != RECOMMENDED))
     return baseline, metrics, comps, variants
 
 
-def _strongest(comps: list[dict], variants: list[str]) -> str:
+def _strongest(comps: list[Comparison], variants: list[str]) -> str:
     """The base+neural set with the most significant lifts, then the highest mean relative change."""
 
     def strength(name):
-        mine = [c for c in comps if c["variant"] == name]
-        wins = sum(c["delta"] > 0 and (c["p_holm"] or 1) < LEVEL for c in mine)
-        return wins, float(np.nanmean([c["relative"] if c["relative"] is not None else np.nan for c in mine]))
+        mine = [c for c in comps if c.variant == name]
+        wins = sum(c.better() for c in mine)
+        return wins, float(np.nanmean([c.relative if c.relative is not None else np.nan for c in mine]))
 
     return max(variants, key=strength)
 
@@ -154,7 +153,7 @@ def verdict_words(data: dict) -> list[str]:
         added = [c for c in sets.get(best, {}).get("columns", []) if c not in base_cols]
         named = ", ".join(added) if len(added) <= 2 else f"all {len(added)} neural features"
         what = f"adding {named} to the `{baseline}` features" if added else f"`{best}` against `{baseline}`"
-        mine = sorted((c for c in comps if c["variant"] == best), key=lambda c: metrics.index(c["metric"]))
+        mine = sorted((c for c in comps if c.variant == best), key=lambda c: metrics.index(c.metric))
         if _lifts(comps, best):
             first = f"{what[0].upper()}{what[1:]} (set `{best}`) {lift_words(mine)}."
         else:
@@ -217,11 +216,7 @@ def results_words(data: dict) -> list[str]:
     sentences = []
     if len(variants) > 1:
         lifting = [v for v in variants if _lifts(comps, v)]
-        worse = [
-            v
-            for v in variants
-            if any(c["delta"] < 0 and (c["p_holm"] or 1) < LEVEL for c in comps if c["variant"] == v)
-        ]
+        worse = [v for v in variants if any(c.worse() for c in comps if c.variant == v)]
         text = (
             f"{len(lifting)} of the {len(variants)} base+neural sets lift at least one of "
             f"{', '.join(map(_metric_name, metrics))} significantly"

@@ -17,7 +17,8 @@ import numpy as np
 from ltrfeat.core.fileio import atomic_output, check_output_dir, replaced_dir
 from ltrfeat.core.stages import profile_line
 from ltrfeat.experiments import _plots
-from ltrfeat.experiments.ablation import MINILM, AblationResult, minilm_pairs
+from ltrfeat.experiments.summary import MINILM, minilm_pairs
+from ltrfeat.experiments.ablation_result import AblationResult
 from ltrfeat.experiments._fold_runs import RUNS_DIR, write_test_runs
 from ltrfeat.experiments.fold_contributions import contribution_table
 from ltrfeat.experiments.in_words import HEADLINE, summary_in_words, tie_analysis  # noqa: F401 (HEADLINE: API)
@@ -36,6 +37,7 @@ from ltrfeat.experiments._plots import mark as significance_mark
 from ltrfeat.experiments.click_training import markdown_lines as click_markdown
 from ltrfeat.experiments.verdict import verdict_lines
 from ltrfeat.experiments.set_kind import SetKind
+from ltrfeat.experiments.summary_types import SetResult, Summary
 
 REPORT_FORMAT = "ltrfeat.ablation/1"
 
@@ -67,13 +69,13 @@ def _clean(obj):
     return obj
 
 
-def report_json(result: AblationResult, summary: dict) -> dict:
+def report_json(result: AblationResult, summary: Summary) -> dict:
     """The ``report.json`` object: config, results, comparisons, per-run best iterations, importance (split gain
     and, per fold, mean |contribution| with the neural columns' share)."""
     from ltrfeat.experiments.html_report import neural_columns
 
     runs = [{k: v for k, v in r.items() if k != "seconds"} for r in result.runs]
-    config = result.config | {"baseline": summary["baseline"], "statistics": summary["statistics"]}
+    config = result.config | {"baseline": summary.baseline, "statistics": summary.statistics}
     shown = {s.name for s in result.feature_sets if s.kind != SetKind.CANDIDATE}  # candidates: in the recommended set
     contrib = contribution_table(
         {s: v for s, v in result.contributions.items() if s in shown},
@@ -83,43 +85,42 @@ def report_json(result: AblationResult, summary: dict) -> dict:
         {
             "format": REPORT_FORMAT,
             "config": config,
-            "results": summary["results"],
-            "comparisons": summary["comparisons"],
-            "verdict": summary.get("verdict"),
+            "results": [r.to_dict() for r in summary.results],
+            "comparisons": [c.to_dict() for c in summary.comparisons],
+            "verdict": summary.verdict,
             "runs": runs,
             "importance": result.importance,
             "contributions": contrib,
             "seed_effect": result.seed_effect,
-            "stage_seconds": summary.get("stages"),
+            "stage_seconds": summary.stages,
         }
     )
 
 
-def _index(summary: dict):
+def _index(summary: Summary):
     """Means by (set, metric); the comparisons against the report's baseline by (variant, metric)."""
-    means = {(r["feature_set"], r["metric"]): r for r in summary["results"]}
-    comps = {(c["variant"], c["metric"]): c for c in summary["comparisons"] if c["baseline"] == summary["baseline"]}
-    return means, comps
+    comps = {(c.variant, c.metric): c for c in summary.comparisons if c.baseline == summary.baseline}
+    return summary.means(), comps
 
 
 def _cell(means, comps, name: str, metric: str, marks: dict, *, relative: bool = True) -> str:
     r = means[(name, metric)]
-    if r["mean"] is None or not math.isfinite(r["mean"]):
+    if r.mean is None or not math.isfinite(r.mean):
         return "n/a"
-    text = f"{r['mean']:.4f}"
+    text = f"{r.mean:.4f}"
     c = comps.get((name, metric))
     if c is not None:
-        rel = c["relative"]
-        shown = f"{100 * rel:+.1f}%" if relative and rel is not None and math.isfinite(rel) else f"{c['delta']:+.4f}"
-        text += f" ({shown}){significance_mark(c['p_holm'], marks)}"
+        rel = c.relative
+        shown = f"{100 * rel:+.1f}%" if relative and rel is not None and math.isfinite(rel) else f"{c.delta:+.4f}"
+        text += f" ({shown}){significance_mark(c.p_holm, marks)}"
     return text
 
 
-def headline_table(result: AblationResult, summary: dict, metrics=None) -> list[str]:
+def headline_table(result: AblationResult, summary: Summary, metrics=None) -> list[str]:
     """Plain-text lines: one row per feature set with its means, relative deltas and marks."""
     metrics = list(metrics or headline_metrics(result.metrics))
     means, comps = _index(summary)
-    marks = summary["statistics"]["marks"]
+    marks = summary.statistics["marks"]
     rows = [
         [s.name + (" (alone)" if s.kind == SetKind.ALONE else "")]
         + [_cell(means, comps, s.name, m, marks) for m in metrics]
@@ -143,21 +144,21 @@ def format_p(p) -> str:
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
 
 
-def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
+def minilm_lines(result: AblationResult, summary: Summary) -> list[str]:
     """One line per neural feature against the zero-shot MiniLM feature (alone, and added to the base set) at
     the first headline metric, with the Holm-adjusted p; empty when the ablation has no ``sbert`` feature."""
-    pairs = set(minilm_pairs(result.feature_sets, summary["baseline"]))
-    comparisons = [c for c in summary["comparisons"] if (c["baseline"], c["variant"]) in pairs]
+    pairs = set(minilm_pairs(result.feature_sets, summary.baseline))
+    comparisons = [c for c in summary.comparisons if (c.baseline, c.variant) in pairs]
     if not comparisons:
         return []
-    metric = comparisons[0]["metric"]
+    metric = comparisons[0].metric
     lines = [f"against the zero-shot MiniLM feature ({MINILM}), {metric}, Holm-adjusted with the report:"]
     for c in comparisons:
-        if c["metric"] == metric:
+        if c.metric == metric:
             lines.append(
-                f"  {c['variant']} {c['variant_mean']:.4f} vs {c['baseline']} {c['base_mean']:.4f}: "
-                f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}], "
-                f"p Holm {format_p(c['p_holm'])}{significance_mark(c['p_holm'])}"
+                f"  {c.variant} {c.variant_mean:.4f} vs {c.baseline} {c.base_mean:.4f}: "
+                f"{c.delta:+.4f} [{c.ci95_delta[0]:+.4f}, {c.ci95_delta[1]:+.4f}], "
+                f"p Holm {format_p(c.p_holm)}{significance_mark(c.p_holm)}"
             )
     return lines
 
@@ -165,7 +166,7 @@ def minilm_lines(result: AblationResult, summary: dict) -> list[str]:
 _TOP_FEATURES_CONTRIB = 5
 
 
-def report_markdown(result: AblationResult, summary: dict, *, data: dict | None = None) -> str:
+def report_markdown(result: AblationResult, summary: Summary, *, data: dict | None = None) -> str:
     """The human-readable report: the verdict in two sentences and the warnings (from ``data``, the report's
     ``report.json`` object), setup and conventions, the tables, the model selection with the verdict's details,
     plots and files."""
@@ -177,7 +178,7 @@ def report_markdown(result: AblationResult, summary: dict, *, data: dict | None 
     lines += _setup_markdown(result, summary)
     if rankers:
         lines += _rankers_markdown(result, summary, data)
-    if summary["comparisons"]:
+    if summary.comparisons:
         lines += _comparisons_markdown(result, summary)
     if any(s.kind == SetKind.ALONE for s in result.feature_sets):
         lines += _single_features_markdown(result, summary)
@@ -201,15 +202,15 @@ def _verdict_markdown(data: dict) -> list[str]:
     return lines
 
 
-def _setup_markdown(result: AblationResult, summary: dict) -> list[str]:
+def _setup_markdown(result: AblationResult, summary: Summary) -> list[str]:
     """## Setup: folds, settings, cross-fitting, seeds, engine, metrics, conventions, statistics, versions."""
     cfg = result.config
-    stats = summary["statistics"]
+    stats = summary.statistics
     marks = stats["marks"]
     conv = cfg["conventions"]
     lines = ["## Setup", ""]
-    if summary.get("stages"):
-        lines.append(f"- **{profile_line(summary['stages'])[:-1]}** (per training in report.json `stage_seconds`).")
+    if summary.stages:
+        lines.append(f"- **{profile_line(summary.stages)[:-1]}** (per training in report.json `stage_seconds`).")
     lines.append(
         f"- **Folds**: {len(cfg['folds'])}; each query is tested in exactly one fold and never trained on "
         "in that fold; test queries of all folds are pooled for the statistics."
@@ -259,10 +260,10 @@ def _setup_markdown(result: AblationResult, summary: dict) -> list[str]:
     lines.append(
         (
             f"- **Significance marks**: {stats['marks_test']}; `*` adjusted p < {marks['*']}, "
-            f"`**` adjusted p < {marks['**']}; {len(summary['comparisons'])} comparisons of "
-            f"`{summary['baseline']}` against the other ranker sets over all metrics."
+            f"`**` adjusted p < {marks['**']}; {len(summary.comparisons)} comparisons of "
+            f"`{summary.baseline}` against the other ranker sets over all metrics."
         )
-        if summary["comparisons"]
+        if summary.comparisons
         else "- **Significance marks**: none (no ranker set to compare)."
     )
     b = stats["bootstrap"]
@@ -272,11 +273,11 @@ def _setup_markdown(result: AblationResult, summary: dict) -> list[str]:
         "sign-flip resamples (exact enumeration up to "
         f"{stats['randomization']['exact_up_to_queries']} queries)."
     )
-    if summary["comparisons"]:
-        floor = len(summary["comparisons"]) / (stats["randomization"]["n_resamples"] + 1)
+    if summary.comparisons:
+        floor = len(summary.comparisons) / (stats["randomization"]["n_resamples"] + 1)
         lines.append(
             f"- **Resolution**: with {stats['randomization']['n_resamples']} resamples and "
-            f"{len(summary['comparisons'])} comparisons the smallest attainable Holm-adjusted p is about "
+            f"{len(summary.comparisons)} comparisons the smallest attainable Holm-adjusted p is about "
             f"{floor:.2g} (for more than {stats['randomization']['exact_up_to_queries']} queries); "
             "raise the resamples if that exceeds a mark's threshold."
         )
@@ -285,17 +286,17 @@ def _setup_markdown(result: AblationResult, summary: dict) -> list[str]:
     return lines
 
 
-def _rankers_markdown(result: AblationResult, summary: dict, data: dict | None) -> list[str]:
+def _rankers_markdown(result: AblationResult, summary: Summary, data: dict | None) -> list[str]:
     """## Rankers: the mean of every metric per ranker set with its change against the baseline; the model
     selection when there was one."""
     cfg = result.config
     means, comps = _index(summary)
-    marks = summary["statistics"]["marks"]
+    marks = summary.statistics["marks"]
     shown = [s for s in result.feature_sets if s.kind in (SetKind.RANKER, SetKind.RECOMMENDED, SetKind.BASELINE)]
     lines = [
         "## Rankers",
         "",
-        f"Mean over test queries; in brackets the change relative to `{summary['baseline']}` and its "
+        f"Mean over test queries; in brackets the change relative to `{summary.baseline}` and its "
         "significance mark." + "".join(f" {s}" for s in (results_words(data) if data is not None else [])),
         "",
     ]
@@ -312,9 +313,9 @@ def _rankers_markdown(result: AblationResult, summary: dict, data: dict | None) 
     return lines
 
 
-def _comparisons_markdown(result: AblationResult, summary: dict) -> list[str]:
+def _comparisons_markdown(result: AblationResult, summary: Summary) -> list[str]:
     """## Comparisons: every paired comparison with its interval, p-values and wins/ties/losses."""
-    marks = summary["statistics"]["marks"]
+    marks = summary.statistics["marks"]
     lines = [
         "## Comparisons",
         "",
@@ -343,27 +344,27 @@ def _comparisons_markdown(result: AblationResult, summary: dict) -> list[str]:
         ],
         [
             [
-                f"`{c['baseline']}`",
-                f"`{c['variant']}`",
-                c["metric"],
-                f"{c['base_mean']:.4f}",
-                f"{c['variant_mean']:.4f}",
-                f"{c['delta']:+.4f} [{c['ci95_delta'][0]:+.4f}, {c['ci95_delta'][1]:+.4f}]",
-                "n/a" if c["relative"] is None or not math.isfinite(c["relative"]) else f"{100 * c['relative']:+.1f}%",
-                format_p(c["p_ttest"]),
-                format_p(c["p_randomization"]),
-                format_p(c["p_holm"]) + significance_mark(c["p_holm"], marks),
-                f"{c['wins']}/{c['ties']}/{c['losses']}",
-                c["n_queries"],
+                f"`{c.baseline}`",
+                f"`{c.variant}`",
+                c.metric,
+                f"{c.base_mean:.4f}",
+                f"{c.variant_mean:.4f}",
+                f"{c.delta:+.4f} [{c.ci95_delta[0]:+.4f}, {c.ci95_delta[1]:+.4f}]",
+                "n/a" if c.relative is None or not math.isfinite(c.relative) else f"{100 * c.relative:+.1f}%",
+                format_p(c.p_ttest),
+                format_p(c.p_randomization),
+                format_p(c.p_holm) + significance_mark(c.p_holm, marks),
+                f"{c.wins}/{c.ties}/{c.losses}",
+                c.n_queries,
             ]
-            for c in summary["comparisons"]
+            for c in summary.comparisons
         ],
     )
     lines.append("")
     return lines
 
 
-def _single_features_markdown(result: AblationResult, summary: dict) -> list[str]:
+def _single_features_markdown(result: AblationResult, summary: Summary) -> list[str]:
     """## Single features: each feature alone as a ranker, with its interval."""
     cfg = result.config
     means, _ = _index(summary)
@@ -427,7 +428,7 @@ def _importance_markdown(result: AblationResult, data: dict | None) -> list[str]
     return lines
 
 
-def _plots_and_files_markdown(summary: dict, rankers: bool) -> list[str]:
+def _plots_and_files_markdown(summary: Summary, rankers: bool) -> list[str]:
     """## Plots and ## Files: what report.html, the images and the other files hold."""
     lines = [
         "## Plots",
@@ -435,7 +436,7 @@ def _plots_and_files_markdown(summary: dict, rankers: bool) -> list[str]:
         "The page `report.html` holds every table, a forest plot per metric and a per-query view.",
         "",
     ]
-    if summary["comparisons"]:
+    if summary.comparisons:
         lines += ["![changes against the baseline with 95% intervals](metrics.png)", ""]
         lines += ["![per-query deltas](deltas.png)", ""]
     if rankers:
@@ -455,7 +456,7 @@ def _plots_and_files_markdown(summary: dict, rankers: bool) -> list[str]:
     return lines
 
 
-def _selection_markdown(result: AblationResult, summary: dict, data: dict | None) -> list[str]:
+def _selection_markdown(result: AblationResult, summary: Summary, data: dict | None) -> list[str]:
     """How each ranker was chosen: the verdict's details (the rule, the selection cost, the lighter set, what to
     run to ship it), the inner-CV scores, the choice per fold, every candidate's test scores."""
     sel = result.config["selection"]
@@ -478,7 +479,7 @@ def _selection_markdown(result: AblationResult, summary: dict, data: dict | None
         "never read. Tuned candidates report their best trial, so their inner scores are optimistic.",
         "",
     ]
-    if summary.get("verdict"):
+    if summary.verdict:
         lines += [" ".join(selection_words(data)), ""] if data is not None and selection_words(data) else []
         lines += [
             "The recommendation is made per fold on training queries only; the test metrics are pooled over the "
@@ -486,7 +487,7 @@ def _selection_markdown(result: AblationResult, summary: dict, data: dict | None
             "comparison of this report.",
             "",
             "```",
-            *verdict_lines(summary["verdict"]),
+            *verdict_lines(summary.verdict),
             "```",
             "",
         ]
@@ -516,10 +517,10 @@ def _selection_markdown(result: AblationResult, summary: dict, data: dict | None
     return lines + [""]
 
 
-def _mean_ci(r: dict) -> str:
-    if r["mean"] is None or not math.isfinite(r["mean"]):
+def _mean_ci(r: SetResult) -> str:
+    if r.mean is None or not math.isfinite(r.mean):
         return "n/a"
-    return f"{r['mean']:.4f} [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}]"
+    return f"{r.mean:.4f} [{r.ci95[0]:.4f}, {r.ci95[1]:.4f}]"
 
 
 # -- plots --------------------------------------------------------------------------------
@@ -547,7 +548,7 @@ def check_report_dir(out_dir, *, overwrite: bool = False) -> Path:
 
 def write_report(
     result: AblationResult,
-    summary: dict,
+    summary: Summary,
     out_dir,
     *,
     overwrite: bool = False,
@@ -571,11 +572,11 @@ def write_report(
     out_dir = check_report_dir(out_dir, overwrite=overwrite)
     with replaced_dir(out_dir, kind="report") as tmp:
         ties = None if folds is None else _clean(tie_analysis(result, folds))
-        if summary.get("verdict"):  # the tie warnings join the verdict's: the report's warning box shows them
-            summary["verdict"]["tie_warnings"] = tie_warnings(ties)
-            summary["verdict"]["warnings"] = [
-                w for w in summary["verdict"]["warnings"] if w not in summary["verdict"]["tie_warnings"]
-            ] + summary["verdict"]["tie_warnings"]
+        if summary.verdict:  # the tie warnings join the verdict's: the report's warning box shows them
+            summary.verdict["tie_warnings"] = tie_warnings(ties)
+            summary.verdict["warnings"] = [
+                w for w in summary.verdict["warnings"] if w not in summary.verdict["tie_warnings"]
+            ] + summary.verdict["tie_warnings"]
         data = report_json(result, summary)
         if runs_of is not None:
             data["runs"] = write_test_runs(result, runs_of, tmp / RUNS_DIR)
@@ -598,7 +599,7 @@ def write_report(
                 indent=1,
             )
             fh.write("\n")
-        if summary["comparisons"]:
+        if summary.comparisons:
             plot_metrics(data, tmp / "metrics.png")
             plot_deltas(data, result.per_query, tmp / "deltas.png")
         if any(s.kind == SetKind.RANKER for s in result.feature_sets):

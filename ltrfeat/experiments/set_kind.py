@@ -6,7 +6,7 @@ import enum
 
 
 class SetKind(enum.StrEnum):
-    """A :class:`~ltrfeat.experiments.ablation.FeatureSet`'s kind. A ``str``: it equals, formats and serialises
+    """A :class:`~ltrfeat.experiments.feature_sets.FeatureSet`'s kind. A ``str``: it equals, formats and serialises
     (report.json, run-cache keys) as its value."""
 
     RANKER = "ranker"  # LambdaMART on the set's columns (with selection: the chosen candidate)

@@ -153,12 +153,6 @@ def holm(pvalues) -> np.ndarray:
     return adjusted
 
 
-def apply_holm(comparisons: list[dict], *, key: str = "p_randomization") -> None:
-    """Add ``p_holm`` (Holm-adjusted ``comparisons[i][key]`` across the whole list) in place."""
-    for comparison, adjusted in zip(comparisons, holm([c[key] for c in comparisons])):
-        comparison["p_holm"] = float(adjusted)
-
-
 def win_tie_loss(a, b, *, tol: float = 1e-12) -> tuple[int, int, int]:
     """Per-query counts of ``b - a > tol`` (wins), ``|b - a| <= tol`` (ties), ``b - a < -tol`` (losses)."""
     d = _paired(a, b)
@@ -180,7 +174,7 @@ def compare(base, variant, *, seed: int = 0, n_resamples: int = 10_000) -> dict:
     Returns ``delta`` (mean of ``variant - base``), ``relative`` (see
     :func:`relative_improvement`), ``p_ttest``, ``p_randomization``, ``ci95_delta``
     (bootstrap percentile interval of the mean delta), ``wins``, ``ties``, ``losses`` and
-    ``n_queries``. ``p_holm`` is added later by :func:`apply_holm` across a report.
+    ``n_queries``. An ablation's summary adds ``p_holm``, Holm-adjusted across the report (:func:`holm`).
     """
     _paired(base, variant)
     return compare_many(np.asarray(base)[:, None], np.asarray(variant)[:, None], seed=seed, n_resamples=n_resamples)[0]

@@ -2,7 +2,7 @@
 lexical LambdaMART and with the best single feature, and plain warnings where a learned ranker
 does not beat its best input or a neural lift disappears against that stronger baseline.
 
-Everything here reads the summary's Holm-adjusted comparisons (:func:`ltrfeat.experiments.ablation.summarise`);
+Everything here reads the summary's Holm-adjusted comparisons (:func:`ltrfeat.experiments.summary.summarise`);
 the recommendation itself was made on training queries only (inner cross-validation per fold).
 """
 
@@ -15,19 +15,17 @@ from pathlib import Path
 
 from ltrfeat.experiments.click_training import uncorrected_warnings
 from ltrfeat.experiments.set_kind import SetKind
+from ltrfeat.experiments.summary_types import LEVEL, Comparison, Summary
 from ltrfeat.rankers import registry
 from ltrfeat.rankers.choices import BEST_SINGLE, RECOMMENDED
 
-LEVEL = 0.05
+
+def _better(c: Comparison | None) -> bool:
+    return c is not None and c.better()
 
 
-def _better(c: dict | None) -> bool:
-    """The variant is significantly better than the baseline (Holm-adjusted p < LEVEL)."""
-    return c is not None and c["delta"] > 0 and c["p_holm"] is not None and c["p_holm"] < LEVEL
-
-
-def _worse(c: dict | None) -> bool:
-    return c is not None and c["delta"] < 0 and c["p_holm"] is not None and c["p_holm"] < LEVEL
+def _worse(c: Comparison | None) -> bool:
+    return c is not None and c.worse()
 
 
 def _fmt(p) -> str:
@@ -39,16 +37,16 @@ def _signed_feature(chose: dict) -> str:
     return chose["feature"] if chose["direction"] > 0 else f"-{chose['feature']}"
 
 
-def verdict(result, summary: dict) -> dict | None:
-    """The verdict of an :class:`~ltrfeat.experiments.ablation.AblationResult` and its summary (None without model
+def verdict(result, summary: Summary) -> dict | None:
+    """The verdict of an :class:`~ltrfeat.experiments.ablation_result.AblationResult` and its summary (None without model
     selection)."""
     selection = result.config.get("selection")
     if selection is None or not selection.get("recommended"):
         return None
-    comps = {(c["baseline"], c["variant"], c["metric"]): c for c in summary["comparisons"]}
-    means = {(r["feature_set"], r["metric"]): r["mean"] for r in summary["results"]}
+    comps: dict[tuple, Comparison] = {(c.baseline, c.variant, c.metric): c for c in summary.comparisons}
+    means = {key: r.mean for key, r in summary.means().items()}
     metrics = [m for m in selection["criterion"] if (BEST_SINGLE, RECOMMENDED, m) in comps]
-    base = summary["baseline"]
+    base = summary.baseline
     untuned = f"{base}/{result.config['engine']}"
     per_fold = selection["recommended"]
     counts = collections.Counter(f"{r['feature_set']} / {r['candidate']}" for r in per_fold.values())
@@ -59,9 +57,9 @@ def verdict(result, summary: dict) -> dict | None:
         vs_untuned, vs_single = comps.get((untuned, RECOMMENDED, m)), comps[(BEST_SINGLE, RECOMMENDED, m)]
         fixed = max(candidate_rows, key=lambda n: means.get((n, m), float("-inf")), default=None)
         bm25 = {
-            c["baseline"]: {"mean": c["base_mean"], "p_holm": c["p_holm"]}
-            for c in summary["comparisons"]
-            if c["variant"] == RECOMMENDED and c["metric"] == m and c["baseline"].startswith("bm25")
+            c.baseline: {"mean": c.base_mean, "p_holm": c.p_holm}
+            for c in summary.comparisons
+            if c.variant == RECOMMENDED and c.metric == m and c.baseline.startswith("bm25")
         }
         table.append(
             {
@@ -69,8 +67,8 @@ def verdict(result, summary: dict) -> dict | None:
                 "recommended": means.get((RECOMMENDED, m)),
                 "untuned": means.get((untuned, m)),
                 "best_single": means.get((BEST_SINGLE, m)),
-                "p_holm_vs_untuned": None if vs_untuned is None else vs_untuned["p_holm"],
-                "p_holm_vs_best_single": vs_single["p_holm"],
+                "p_holm_vs_untuned": None if vs_untuned is None else vs_untuned.p_holm,
+                "p_holm_vs_best_single": vs_single.p_holm,
                 "bm25_alone": bm25,
                 # the configuration with the best test mean, known only in hindsight: what choosing cost
                 "best_fixed": None if fixed is None else {"name": fixed, "mean": means.get((fixed, m))},

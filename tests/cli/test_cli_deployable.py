@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.core.dataset import Feature, FeatureMap
-from ltrfeat.experiments.ablation import plan_feature_sets
+from ltrfeat.experiments.feature_sets import plan_feature_sets
 from ltrfeat.experiments.verdict import verdict_lines
 from ltrfeat.export.plugin_features import engine_features, uncomputable
 from builders import TINY_ABLATE

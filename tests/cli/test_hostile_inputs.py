@@ -378,7 +378,8 @@ def test_compare_on_a_truncated_table_names_the_count_mismatch(tmp_path, ablatio
 
 def test_damaged_run_cache_entries_are_recomputed_with_a_notice(tmp_path, caplog):
     from builders import planted_folds
-    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
+    from ltrfeat.experiments.ablation import run_ablation
     from ltrfeat.experiments._run_cache import RunStore
 
     folds = planted_folds(n_folds=3, queries_per_fold=8, docs=5)

@@ -12,16 +12,11 @@ from hypothesis import strategies as st
 
 from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError, ParameterError
-from ltrfeat.experiments.ablation import (
-    AblationConfig,
-    FeatureSet,
-    Fold,
-    head_to_head,
-    load_letor_folds,
-    plan_feature_sets,
-    run_ablation,
-    summarise,
-)
+from ltrfeat.experiments.ablation import AblationConfig, run_ablation
+from ltrfeat.experiments.feature_sets import FeatureSet, plan_feature_sets
+from ltrfeat.experiments.folds import Fold
+from ltrfeat.experiments.summary import head_to_head, summarise
+from ltrfeat.experiments.letor_folds import load_letor_folds
 from ltrfeat.rankers.lambdamart import LambdaMART
 from ltrfeat.core.metrics import evaluate_queries
 from builders import NAMES, FAST, planted_folds, write_folds
@@ -140,18 +135,18 @@ def test_plan_rejects_bad_selections(kwargs, message):
 # -- the planted signal -------------------------------------------------------------------
 def test_planted_signal_is_significant_and_noise_is_not(result):
     summary = summarise(result, n_resamples=2000)
-    lift = {c["metric"]: c for c in summary["comparisons"]}
+    lift = {c.metric: c for c in summary.comparisons}
     for metric in ("ndcg@1", "ndcg@3", "ndcg@10", "top3recall@3", "map"):
-        assert lift[metric]["delta"] > 0.05 and lift[metric]["p_holm"] < 0.01, lift[metric]
-        assert lift[metric]["wins"] > lift[metric]["losses"]
+        assert lift[metric].delta > 0.05 and lift[metric].p_holm < 0.01, lift[metric]
+        assert lift[metric].wins > lift[metric].losses
 
     control_folds = planted_folds(signal=False)
     sets = plan_feature_sets(control_folds[0].train.feature_map, base="1-3", neural={"clsm": "clsm_title_cos"})
     control = run_ablation(control_folds, sets, seeds=(0, 1), ranker_params=FAST, progress=False)
-    comparisons = summarise(control, n_resamples=2000)["comparisons"]
+    comparisons = summarise(control, n_resamples=2000).comparisons
     assert len(comparisons) == len(control.metrics)
-    assert all(c["p_holm"] > 0.05 for c in comparisons), [(c["metric"], c["p_holm"]) for c in comparisons]
-    assert all(c["delta"] < 0.03 for c in comparisons)
+    assert all(c.p_holm > 0.05 for c in comparisons), [(c.metric, c.p_holm) for c in comparisons]
+    assert all(c.delta < 0.03 for c in comparisons)
 
 
 # -- the run ------------------------------------------------------------------------------
@@ -308,7 +303,7 @@ def test_no_relevant_conventions_change_the_pooled_queries(folds, sets):
     alone = [s for s in sets if s.kind == "alone"]
     excluded = summarise(run_ablation([fold0], alone, progress=False), n_resamples=200)
     zero = summarise(run_ablation([fold0], alone, no_relevant="zero", progress=False), n_resamples=200)
-    assert excluded["results"][0]["n_queries"] == 49 and zero["results"][0]["n_queries"] == 50
+    assert excluded.results[0].n_queries == 49 and zero.results[0].n_queries == 50
     with pytest.raises(LtrfeatError, match="no test query has a relevant document"):
         run_ablation(
             [dataclasses.replace(fold, test=dataclasses.replace(fold.test, label=label * 0))], alone, progress=False
@@ -318,11 +313,11 @@ def test_no_relevant_conventions_change_the_pooled_queries(folds, sets):
 # -- summary ------------------------------------------------------------------------------
 def test_summary_contract_and_holm_over_all_comparisons(result):
     summary = summarise(result, n_resamples=500, seed=1)
-    assert summary["baseline"] == "lexical"
-    assert len(summary["results"]) == len(result.feature_sets) * len(result.metrics)
-    for r in summary["results"]:
-        assert set(r) >= {"feature_set", "metric", "mean", "ci95", "n_queries"}
-        assert r["ci95"][0] <= r["mean"] <= r["ci95"][1] and r["n_queries"] <= 150
+    assert summary.baseline == "lexical"
+    assert len(summary.results) == len(result.feature_sets) * len(result.metrics)
+    for r in summary.results:
+        assert set(r.to_dict()) >= {"feature_set", "metric", "mean", "ci95", "n_queries"}
+        assert r.ci95[0] <= r.mean <= r.ci95[1] and r.n_queries <= 150
     keys = {
         "baseline",
         "variant",
@@ -336,16 +331,14 @@ def test_summary_contract_and_holm_over_all_comparisons(result):
         "ties",
         "losses",
     }
-    for c in summary["comparisons"]:
-        assert set(c) >= keys and c["variant"] == "lexical+clsm"
-        assert c["p_holm"] >= c["p_randomization"]
-        assert c["wins"] + c["ties"] + c["losses"] == c["n_queries"]
-    smallest = min(c["p_randomization"] for c in summary["comparisons"])
-    assert min(c["p_holm"] for c in summary["comparisons"]) == pytest.approx(
-        min(1.0, smallest * len(summary["comparisons"]))
-    )
+    for c in summary.comparisons:
+        assert set(c.to_dict()) >= keys and c.variant == "lexical+clsm"
+        assert c.p_holm >= c.p_randomization
+        assert c.wins + c.ties + c.losses == c.n_queries
+    smallest = min(c.p_randomization for c in summary.comparisons)
+    assert min(c.p_holm for c in summary.comparisons) == pytest.approx(min(1.0, smallest * len(summary.comparisons)))
     reverse = summarise(result, baseline="lexical+clsm", n_resamples=500)
-    assert all(c["variant"] == "lexical" and c["delta"] < 0 for c in reverse["comparisons"][:3])
+    assert all(c.variant == "lexical" and c.delta < 0 for c in reverse.comparisons[:3])
     with pytest.raises(LtrfeatError, match="not a ranker set"):
         summarise(result, baseline="bm25_title")
 
@@ -403,9 +396,9 @@ def test_head_to_head_pairs_queries_by_fold_and_qid_and_skips_excluded_ones():
                 )
     per_query = pd.DataFrame(rows)
     ab, ac = head_to_head(per_query, [("a", "b"), ("a", "c")], ["ndcg@1"], n_resamples=200)
-    assert ab["n_queries"] == 10 and ab["delta"] == pytest.approx(0.04) and (ab["wins"], ab["ties"]) == (4, 6)
-    assert ac["n_queries"] == 8 and ac["delta"] == pytest.approx(-0.3)  # the NaN (excluded) query of each fold
-    assert ab["p_holm"] >= ab["p_randomization"]
+    assert ab.n_queries == 10 and ab.delta == pytest.approx(0.04) and (ab.wins, ab.ties) == (4, 6)
+    assert ac.n_queries == 8 and ac.delta == pytest.approx(-0.3)  # the NaN (excluded) query of each fold
+    assert ab.p_holm >= ab.p_randomization
     with pytest.raises(LtrfeatError, match="'d' is not in this ablation"):
         head_to_head(per_query, [("a", "d")], ["ndcg@1"])
 

@@ -150,7 +150,8 @@ def test_plan_figures_are_those_of_the_ablation(tmp_path):
 
 
 def test_fit_rows_are_counted_as_the_ablation_counts_them():
-    from ltrfeat.experiments.ablation import AblationConfig, plan_feature_sets
+    from ltrfeat.experiments.ablation import AblationConfig
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
 
     folds = planted_folds(n_folds=3, queries_per_fold=10, docs=5)
     sets = plan_feature_sets(folds[0].train.feature_map, base="1-3", neural={"clsm": "4"})

@@ -10,7 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, summarise
+from ltrfeat.experiments.folds import Fold
+from ltrfeat.experiments.feature_sets import plan_feature_sets
+from ltrfeat.experiments.ablation import run_ablation
+from ltrfeat.experiments.summary import summarise
 from ltrfeat.experiments.report import write_report
 from ltrfeat.rankers.selection import SelectionConfig
 from ltrfeat.experiments._fold_runs import run_slug

@@ -9,7 +9,10 @@ import pytest
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments import report
-from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation, summarise
+from ltrfeat.experiments.feature_sets import plan_feature_sets
+from ltrfeat.experiments.ablation import run_ablation
+from ltrfeat.experiments.summary import summarise
+from ltrfeat.experiments.summary_types import Summary
 from ltrfeat.experiments.report import headline_table, significance_mark, write_report
 from builders import FAST, planted_folds
 
@@ -47,6 +50,16 @@ def test_report_files(written):
     for png in ("deltas.png", "importance.png", "metrics.png"):
         assert (written / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not [p for p in written.parent.iterdir() if p.name.startswith(".")]  # no temp dirs left
+
+
+def test_a_saved_report_renders_as_it_was_written(written, ablation):
+    """report.json read back (``Summary.from_report``) gives the summary's objects and the same report.md."""
+    result, summary = ablation
+    data = json.loads((written / "report.json").read_text())
+    again = Summary.from_report(data)
+    assert again.comparisons == summary.comparisons and again.baseline == summary.baseline
+    assert [r.to_dict() for r in again.results] == data["results"]
+    assert report.report_markdown(result, again, data=data) == (written / "report.md").read_text()
 
 
 def test_report_json_contract(written, ablation):

@@ -18,8 +18,9 @@ from ltrfeat.experiments import html_report
 from ltrfeat.experiments.html_report import drill_data, rankings_from_ablation
 from ltrfeat.experiments.in_words import p_words, report_warnings, summary_in_words, tie_analysis, verdict_words
 from ltrfeat.experiments.report import report_markdown
+from ltrfeat.experiments.summary_types import Summary
 from ltrfeat.core.dataset import FeatureMap, RankingSet
-from ltrfeat.experiments.ablation import Fold
+from ltrfeat.experiments.folds import Fold
 from ltrfeat.experiments.stats import holm, randomization_test
 from ltrfeat.core.trec import evaluate_run, read_qrels, read_run, write_qrels, write_trec_run
 
@@ -115,6 +116,7 @@ def test_report_open_without_a_browser_says_so_in_one_line(selection_report, tmp
 
 def test_summary_names_the_family_and_what_does_not_change():
     comp = dict(base_mean=0.5, variant_mean=0.515, ci95_delta=[0.01, 0.02], wins=5, ties=1, losses=2, n_queries=8)
+    comp |= dict(p_ttest=0.01, p_randomization=0.001)  # every key a report.json comparison has
     data = {
         "config": {
             "baseline": "lexical",
@@ -331,14 +333,7 @@ def test_the_warning_box_explains_itself_counts_and_holds_the_ties(selection_rep
 def test_the_markdown_report_reads_like_the_page(selection_report):
     out, result, _ = selection_report
     data = _report(selection_report, ties=TIES)
-    summary = {
-        "baseline": data["config"]["baseline"],
-        "statistics": data["config"]["statistics"],
-        "results": data["results"],
-        "comparisons": data["comparisons"],
-        "verdict": data["verdict"],
-    }
-    md = report_markdown(result, summary, data=data)
+    md = report_markdown(result, Summary.from_report(data), data=data)
     verdict = md.split("\n\n")[1]
     assert verdict.startswith("**Verdict**: ") and len(SENTENCE_END.findall(verdict)) == 2
     warnings = report_warnings(data)

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from builders import chromium, selection_ablation
 from ltrfeat.cli.main import cli
 from ltrfeat.experiments import _plots, html_report
-from ltrfeat.experiments.ablation import read_per_query
+from ltrfeat.experiments.per_query import read_per_query
 
 # each would run (or stop the page's own script) if it reached the page as markup
 PAYLOAD = (

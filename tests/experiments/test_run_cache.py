@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation
+from ltrfeat.experiments.folds import Fold
+from ltrfeat.experiments.feature_sets import plan_feature_sets
+from ltrfeat.experiments.ablation import run_ablation
 from ltrfeat.experiments._run_cache import RunStore, _pack, _unpack
 from ltrfeat.rankers.selection import SelectionConfig
 from builders import synthetic

@@ -12,7 +12,7 @@ import pytest
 import ltrfeat
 from builders import string_compares
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.experiments.ablation import FeatureSet
+from ltrfeat.experiments.feature_sets import FeatureSet
 from ltrfeat.experiments.set_kind import SetKind
 
 OWNED_ELSEWHERE = {"experiments/crossfit.py"}  # its split is under way in another branch

@@ -69,7 +69,7 @@ def test_write_features_holds_every_pair_once_with_its_out_of_fold_encoder_colum
 
 def test_the_verdict_says_how_to_ship_the_set_and_its_encoders(shipped):
     tmp, done, _ = shipped
-    verdict = done.summary["verdict"]
+    verdict = done.summary.verdict
     lines = "\n".join(verdict_lines(verdict))
     written = str(tmp / "ship" / "features.letor")
     assert f"ltrfeat train-ranker {written} --features lexical" in lines and "DIR" not in lines.split("its encoders")[0]

@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.experiments.stats import (
-    apply_holm,
     bootstrap_ci,
     bootstrap_cis,
     compare,
@@ -162,14 +161,6 @@ def test_holm_properties(p):
     assert (adj >= p).all() and (adj <= 1).all()
     order = np.argsort(p, kind="stable")
     assert (np.diff(adj[order]) >= 0).all()
-
-
-def test_apply_holm_in_place():
-    comps = [{"p_randomization": 0.01, "p_ttest": 0.2}, {"p_randomization": 0.04, "p_ttest": 0.01}]
-    apply_holm(comps)
-    assert [c["p_holm"] for c in comps] == pytest.approx([0.02, 0.04])
-    apply_holm(comps, key="p_ttest")
-    assert [c["p_holm"] for c in comps] == pytest.approx([0.2, 0.02])
 
 
 # ---- counts, relative improvement and compare --------------------------------------------------

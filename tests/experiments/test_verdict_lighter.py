@@ -13,7 +13,7 @@ import pytest
 
 from builders import StubTrainer, write_judged_pairs
 from ltrfeat.experiments.ablate import AblateSettings, PairsSource, ablate_pairs
-from ltrfeat.experiments.ablation import FeatureSet
+from ltrfeat.experiments.feature_sets import FeatureSet
 from ltrfeat.experiments.in_words import summary_in_words
 from ltrfeat.experiments.verdict import _lighter, verdict_lines
 from ltrfeat.features.encoders.registry import encoder_kind, register_encoder
@@ -162,7 +162,7 @@ def test_an_ablation_names_the_light_twin_of_a_heavy_recommendation(tmp_path, cl
         report_dir=tmp_path / "r", quick=True, selection=SelectionConfig(inner_folds=2), progress=False
     )
     done = ablate_pairs(source, settings, say=lambda _: None, trainer=StubTrainer(lambda spec, t: oracle))
-    verdict = done.summary["verdict"]
+    verdict = done.summary.verdict
     assert done.result.config["cross_fitting"]["encoders"]["clsm-softmax"]["transformer"] is True
     # the twins score the same in every fold; plan order puts the (heavy) CLSM first, so it is recommended
     assert verdict["recommended"].startswith("lexical+clsm-softmax")

@@ -18,7 +18,9 @@ from ltrfeat.cli.main import cli  # noqa: E402
 from ltrfeat.core import dask_cluster  # noqa: E402
 from ltrfeat.core.dataset import FeatureMap, RankingSet  # noqa: E402
 from ltrfeat.core.letor import read_letor, write_letor  # noqa: E402
-from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation  # noqa: E402
+from ltrfeat.experiments.folds import Fold  # noqa: E402
+from ltrfeat.experiments.feature_sets import plan_feature_sets  # noqa: E402
+from ltrfeat.experiments.ablation import run_ablation  # noqa: E402
 from ltrfeat.rankers.dask_training import (  # noqa: E402
     DaskExecutor,
     _lightgbm_ndcg_curve,

@@ -88,7 +88,8 @@ def feature_sum():
 def test_a_registered_kind_goes_through_ablate_serve_and_export(feature_sum, planted, tmp_path):
     from fastapi.testclient import TestClient
 
-    from ltrfeat.experiments.ablation import plan_feature_sets, run_ablation
+    from ltrfeat.experiments.feature_sets import plan_feature_sets
+    from ltrfeat.experiments.ablation import run_ablation
     from ltrfeat.rankers.models import load_ranker, save_ranker
     from ltrfeat.rankers.selection import Candidates, SelectionConfig
     from ltrfeat.serving.app import create_app

@@ -11,7 +11,10 @@ import pytest
 
 from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
-from ltrfeat.experiments.ablation import Fold, plan_feature_sets, run_ablation, summarise
+from ltrfeat.experiments.folds import Fold
+from ltrfeat.experiments.feature_sets import plan_feature_sets
+from ltrfeat.experiments.ablation import run_ablation
+from ltrfeat.experiments.summary import summarise
 from ltrfeat.rankers.lambdamart import LambdaMART, meta_path
 from ltrfeat.core.metrics import evaluate_queries
 from ltrfeat.rankers.linear import LinearRanker
@@ -379,7 +382,7 @@ def test_ablation_choices_do_not_depend_on_test_labels(world):
 
 @pytest.mark.parametrize("rule", ["tiered", "joint"])
 def test_a_dominated_feature_set_leaves_the_recommendation_alone_and_the_verdict_says_how(world, rule):
-    from ltrfeat.experiments.ablation import FeatureSet
+    from ltrfeat.experiments.feature_sets import FeatureSet
     from ltrfeat.experiments.verdict import verdict_lines
 
     folds = folds_of(world.subset_queries(world.queries()[:90]))
@@ -394,7 +397,7 @@ def test_a_dominated_feature_set_leaves_the_recommendation_alone_and_the_verdict
         for run in runs
     ]
     assert picks[0] == picks[1] and all(s == "lexical+sig" for s, _ in picks[0].values())
-    lines = verdict_lines(summarise(runs[1], n_resamples=500)["verdict"])
+    lines = verdict_lines(summarise(runs[1], n_resamples=500).verdict)
     assert any(line.startswith(f"  how: rule {rule}: ") for line in lines)
     assert any("selection cost at ndcg@1: the procedure's expected score" in line for line in lines)
 
@@ -417,13 +420,13 @@ def one_feature_ablation(world):
 
 def test_recommended_never_falls_significantly_below_the_planted_feature(one_feature_ablation):
     result, summary = one_feature_ablation
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     assert verdict["best_single_features"] == {"signal": 3}
-    comps = {(c["baseline"], c["variant"], c["metric"]): c for c in summary["comparisons"]}
+    comps = {(c.baseline, c.variant, c.metric): c for c in summary.comparisons}
     for metric in ("ndcg@1", "ndcg@3", "ndcg@10"):
         c = comps[("best-single", "recommended", metric)]
-        assert not (c["delta"] < 0 and c["p_holm"] < 0.05), c
-    means = {(r["feature_set"], r["metric"]): r["mean"] for r in summary["results"]}
+        assert not (c.delta < 0 and c.p_holm < 0.05), c
+    means = {(r.feature_set, r.metric): r.mean for r in summary.results}
     assert means[("recommended", "ndcg@10")] >= means[("signal", "ndcg@10")] - 0.01
 
 
@@ -445,14 +448,14 @@ def test_every_candidate_row_and_the_recommendation_average_every_seed(one_featu
 
 def test_verdict_warns_when_a_ranker_does_not_beat_the_best_single_feature(one_feature_ablation):
     _, summary = one_feature_ablation
-    warnings = summary["verdict"]["warnings"]
+    warnings = summary.verdict["warnings"]
     assert any("not significantly better than the best single feature" in w or "BELOW" in w for w in warnings)
     from ltrfeat.experiments.verdict import verdict_lines
 
-    lines = verdict_lines(summary["verdict"])
+    lines = verdict_lines(summary.verdict)
     assert lines[0].startswith("verdict: recommended ") and "signal x3" in "\n".join(lines)
     # ablate --deploy-to: the command that ships keeps the candidates the engine can run
-    lines = verdict_lines(summary["verdict"] | {"deploy_to": "es-ltr"})
+    lines = verdict_lines(summary.verdict | {"deploy_to": "es-ltr"})
     (ship,) = [line for line in lines if "to ship" in line]
     train, export = lines[lines.index(ship) + 1 :][:2]
     assert "--select --deployable es-ltr --out ranker.txt" in train
@@ -466,7 +469,7 @@ def test_the_selection_cost_has_one_sign_in_the_verdict_and_in_words(one_feature
     from ltrfeat.experiments.verdict import verdict_lines
 
     result, summary = one_feature_ablation
-    verdict = summary["verdict"]
+    verdict = summary.verdict
     lines = "\n".join(verdict_lines(verdict))
     for row in verdict["metrics"]:
         # cost = the best fixed configuration in hindsight minus the procedure: positive when selection lost
@@ -480,7 +483,7 @@ def test_ablation_without_selection_is_unchanged(world):
     folds = folds_of(world.subset_queries(world.queries()[:60]))
     sets = plan_feature_sets(world.feature_map, base="2-6", neural={"sig": "signal"})
     result = run_ablation(folds, sets, seeds=[0], ranker_params=FAST, progress=False)
-    assert "selection" not in result.config and summarise(result, n_resamples=500)["verdict"] is None
+    assert "selection" not in result.config and summarise(result, n_resamples=500).verdict is None
     assert set(result.per_query["feature_set"]) == {"lexical", "lexical+sig", "signal"}
 
 
@@ -593,8 +596,8 @@ def test_home_depot_recommendation_is_never_below_the_best_single_feature(tmp_pa
     summary = summarise(result, n_resamples=2000)
     below = [
         c
-        for c in summary["comparisons"]
-        if (c["baseline"], c["variant"]) == ("best-single", "recommended") and c["delta"] < 0 and c["p_holm"] < 0.05
+        for c in summary.comparisons
+        if (c.baseline, c.variant) == ("best-single", "recommended") and c.delta < 0 and c.p_holm < 0.05
     ]
     assert not below, below
-    assert summary["verdict"]["n_folds"] == 3
+    assert summary.verdict["n_folds"] == 3
