@@ -224,14 +224,22 @@ def load_vectors(directory) -> int:
 
 class CachedTeacher:
     """A teacher spec's model as an encoder whose vectors go through the process-level cache, so zero-shot
-    scoring (the ablation's ``sbert`` column) and distillation encode each text once between them."""
+    scoring (the ablation's ``sbert`` column) and distillation encode each text once between them.
 
-    def __init__(self, spec: str = "sbert"):
-        self.spec = spec
+    ``per_call``: bypass that cache and encode each call's distinct texts together, so a vector depends only on
+    the call's texts (a batch's padded shape and size round the last bits) and not on what the process encoded
+    before: the same in any process.
+    """
+
+    def __init__(self, spec: str = "sbert", *, per_call: bool = False):
+        self.spec, self.per_call = spec, per_call
 
     def encode(self, texts, *, side: str = "query", batch_size: int | None = None) -> np.ndarray:
-        """L2-normalised float32 vectors (n, dim), cached per (teacher, side, text)."""
-        return teacher_vectors(self.spec, check_texts(texts, side), side=side, key=teacher_key(self.spec))
+        """L2-normalised float32 vectors (n, dim), cached per (teacher, side, text) unless ``per_call``."""
+        texts = check_texts(texts, side)
+        if self.per_call:
+            return teacher_vectors(load_teacher(self.spec), texts, side=side)
+        return teacher_vectors(self.spec, texts, side=side, key=teacher_key(self.spec))
 
     def similarity(self, queries, docs, *, batch_size: int = 64) -> np.ndarray:
         """Cosine of each aligned (query, doc) pair, float32 (n,)."""
