@@ -15,7 +15,15 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.bench_paired_ablate import quoted  # noqa: E402
 
 
-@pytest.mark.parametrize("name", ["paired_sbert_ft_demo", "paired_sbert_ft_demo_head", "paired_sbert_top_onnx_hd300"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "paired_sbert_ft_demo",
+        "paired_sbert_ft_demo_head",
+        "paired_sbert_top_onnx_hd300",
+        "paired_sbert_ft_demo_per_call",
+    ],
+)
 def test_the_performance_page_quotes_the_paired_run_and_the_report_was_kept(name):
     figures = json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())["figures"]
     text = " ".join((ROOT / "docs" / "performance.md").read_text(encoding="utf-8").split())

@@ -68,9 +68,11 @@ def fold_scores(encoder, texts: dict[str, tuple[list, list]], zero_shot: dict | 
 
 def _zero_shot_model(encoder):
     """The zero-shot ``sbert`` scorer of a kept-start fine-tuning's base model: its vectors on the process's MiniLM
-    engine (ONNX Runtime when installed, :mod:`~ltrfeat.features.encoders.sbert_onnx`) through the teacher vector
-    cache, the same cosines to float rounding as the fine-tuning's torch pass at the base's own text length."""
+    engine (ONNX Runtime when installed, :mod:`~ltrfeat.features.encoders.sbert_onnx`), the same cosines to float
+    rounding as the fine-tuning's torch pass at the base's own text length. Each fold's texts are encoded together,
+    not through the process's teacher vector cache, whose batches depend on what the process (a pool worker, or
+    this one) encoded before: the scores are the same bit for bit wherever the training ran."""
     from ltrfeat.features.encoders.distill import CachedTeacher
 
     base = encoder.training["params"].get("base")
-    return CachedTeacher(f"sbert={base}" if base else "sbert")
+    return CachedTeacher(f"sbert={base}" if base else "sbert", per_call=True)

@@ -76,7 +76,9 @@ def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_p
     from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned
 
     pairs = make_pairs()
-    options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}
+    # no validation queries: every fine-tuning replaces its start, so its rows go through the trained top layers
+    # (kept starts: the test below); the default engine runs them on ONNX Runtime when installed
+    options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16, "sbert-ft.val_fraction": 0}
     specs = ["sbert-ft:generalized"]
     sbert_prefix.clear()
     profile = StageProfile()
@@ -105,6 +107,28 @@ def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_p
     assert not np.array_equal(
         full["fold1"]["sbert-ft-generalized_doc_cos"], alone["fold1"]["sbert-ft-generalized_doc_cos"]
     )
+
+
+@pytest.mark.slow  # six MiniLM fine-tunings twice: minutes on 2 cores
+def test_minilm_fine_tunings_that_keep_their_start_score_alike_in_workers(tmp_path):
+    pytest.importorskip("sentence_transformers")
+    from ltrfeat.features.encoders import distill, sbert_prefix
+
+    pairs = make_pairs()
+    options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}  # too few validation queries to beat it
+    specs = ["sbert-ft:generalized"]
+    starts: list[dict] = [{}, {}]
+    distill.clear_cache()
+    sbert_prefix.clear()
+    alone = _columns(pairs, specs, jobs=1, options=options, starts=starts[0])
+    sbert_prefix.clear()
+    # scored without an sbert column: the zero-shot model's vectors, which this process has cached by now
+    pooled = _columns(pairs, specs, jobs=2, cache=tmp_path, options=options, starts=starts[1])
+    distill.clear_cache()
+    for kept in starts:
+        record = kept["sbert-ft-generalized"]
+        assert record["inner"] == {"trainings": 3, "kept": 3} and record["kept_in"] == ["fold1", "fold2", "fold3"]
+    assert_same_columns(alone, pooled)
 
 
 def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():

@@ -26,6 +26,8 @@ from ltrfeat.experiments._encoder_options import merge_options, model_options  #
 from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
 from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned  # noqa: E402
 from ltrfeat.features.encoders.sbert_training import train_sbert  # noqa: E402
+from ltrfeat.features.encoders.config import SbertConfig  # noqa: E402
+from ltrfeat.features.encoders.training_pairs import prepare_pairs  # noqa: E402
 from ltrfeat.core.errors import LtrfeatError, ModelFileError  # noqa: E402
 from ltrfeat.core.letor import read_letor  # noqa: E402
 from ltrfeat.features.neural import load_encoder  # noqa: E402
@@ -659,12 +661,16 @@ def test_continuing_with_a_destructive_learning_rate_keeps_the_starting_encoder(
 
 
 @pytest.mark.slow
-def test_minilm_fine_tuned_with_a_destructive_rate_keeps_the_zero_shot_model(tmp_path):
+def test_minilm_fine_tuned_on_inverted_grades_keeps_the_zero_shot_model(tmp_path):
     from ltrfeat.features.encoders.sbert import SbertEncoder
 
     pairs = make_pairs(30)
-    model, history = train_sbert(pairs, epochs=1, lr=5e-2, val_fraction=0.3, threads=1, progress=False)
-    assert history[1]["val_ndcg@10"] < history[0]["val_ndcg@10"]
+    # the training queries' grades inverted (off-topic documents relevant): what it learns ranks the validation
+    # queries' relevant documents last, so every checkpoint loses to the zero-shot start
+    split = prepare_pairs(pairs, how="linear", click_scale=1.0, val_fraction=0.3, seed=SbertConfig().seed)
+    pairs.loc[split.train, "label"] = pairs["label"].max() + pairs["label"].min() - pairs.loc[split.train, "label"]
+    model, history = train_sbert(pairs, epochs=1, lr=1e-3, val_fraction=0.3, threads=1, progress=False)
+    assert max(h["val_ndcg@10"] for h in history[1:]) < history[0]["val_ndcg@10"]
     assert model.training["keep_start"]["kept"] and model.training["best_epoch"] == 0
     queries = pairs["query"].tolist()
     docs = [f"{d} " + "cordless drill with a long product title " * 6 for d in pairs["doc"]]  # > 32 tokens

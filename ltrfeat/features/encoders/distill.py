@@ -50,6 +50,7 @@ from ltrfeat.core.stages import teacher_clock
 # teacher key -> loaded model; (teacher key, side) -> {text: vector}
 _TEACHERS: dict[str, object] = {}
 _VECTORS: dict[tuple[str, str], dict[str, np.ndarray]] = {}
+_CALLS: dict[tuple[str, str, str], np.ndarray] = {}  # CachedTeacher(per_call=True): (key, side, texts hash) -> vectors
 _AGREEMENT_PAIRS = 512
 
 
@@ -87,6 +88,7 @@ def clear_cache() -> None:
     """Forget cached teacher models and vectors (frees memory)."""
     _TEACHERS.clear()
     _VECTORS.clear()
+    _CALLS.clear()
 
 
 def teacher_vectors(
@@ -224,14 +226,26 @@ def load_vectors(directory) -> int:
 
 class CachedTeacher:
     """A teacher spec's model as an encoder whose vectors go through the process-level cache, so zero-shot
-    scoring (the ablation's ``sbert`` column) and distillation encode each text once between them."""
+    scoring (the ablation's ``sbert`` column) and distillation encode each text once between them.
 
-    def __init__(self, spec: str = "sbert"):
-        self.spec = spec
+    ``per_call``: bypass that cache and encode each call's distinct texts together, so a vector depends only on
+    the call's texts (a batch's padded shape and size round the last bits) and not on what the process encoded
+    before: the same in any process. The result is kept for the process by the call's whole list of texts.
+    """
+
+    def __init__(self, spec: str = "sbert", *, per_call: bool = False):
+        self.spec, self.per_call = spec, per_call
 
     def encode(self, texts, *, side: str = "query", batch_size: int | None = None) -> np.ndarray:
-        """L2-normalised float32 vectors (n, dim), cached per (teacher, side, text)."""
-        return teacher_vectors(self.spec, check_texts(texts, side), side=side, key=teacher_key(self.spec))
+        """L2-normalised float32 vectors (n, dim), cached per (teacher, side, text) unless ``per_call``."""
+        texts = check_texts(texts, side)
+        if not self.per_call:
+            return teacher_vectors(self.spec, texts, side=side, key=teacher_key(self.spec))
+        # kept by the whole list: the same fold's rows, scored again by another training, are not encoded again
+        key = (teacher_key(self.spec), side, hashlib.sha256("\0".join(texts).encode()).hexdigest())
+        if key not in _CALLS:
+            _CALLS[key] = teacher_vectors(load_teacher(self.spec), texts, side=side)
+        return _CALLS[key]
 
     def similarity(self, queries, docs, *, batch_size: int = 64) -> np.ndarray:
         """Cosine of each aligned (query, doc) pair, float32 (n,)."""
