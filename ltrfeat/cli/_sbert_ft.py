@@ -1,14 +1,14 @@
 """``train-encoder --model sbert-ft``: the options only fine-tuning a sentence-transformer takes.
 
 Like every kind's, they reach the training config only when given (:mod:`ltrfeat.cli.encoder_cmd`), so
-:class:`~ltrfeat.features.encoders.config.SbertConfig`'s own defaults apply to the rest.
+:class:`~ltrfeat.encoders.config.SbertConfig`'s own defaults apply to the rest.
 """
 
 from __future__ import annotations
 
 import click
 
-from ltrfeat.features.encoders.config import PRECISIONS, SbertConfig
+from ltrfeat.encoders.config import PRECISIONS, SbertConfig
 
 
 def sbert_options(command):

@@ -1,6 +1,6 @@
 """Neural text encoders (DSSM, CLSM, DeepMatch, MiniLM) trained on clicks or judgments, saved as ``.ltrenc`` bundles.
 
-The kinds are described in :mod:`ltrfeat.features.encoders.registry`. The torch-backed names below are imported on
+The kinds are described in :mod:`ltrfeat.encoders.registry`. The torch-backed names below are imported on
 first use, so reading the registry (CLI choices, ``--help``) does not import torch.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 import importlib
 
 _LAZY = {
-    "Encoder": "ltrfeat.features.encoders.encoder",
-    "TwoTowerModel": "ltrfeat.features.encoders.model",
-    "model_config": "ltrfeat.features.encoders.model",
-    "train_encoder": "ltrfeat.features.encoders.training",
+    "Encoder": "ltrfeat.encoders.encoder",
+    "TwoTowerModel": "ltrfeat.encoders.model",
+    "model_config": "ltrfeat.encoders.model",
+    "train_encoder": "ltrfeat.encoders.training",
 }
 
 __all__ = ["Encoder", "TwoTowerModel", "model_config", "train_encoder"]

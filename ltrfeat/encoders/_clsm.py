@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ltrfeat.features.hashing import SequenceBatch, TrigramHasher
-from ltrfeat.features.encoders._init import init_trigram_weights
+from ltrfeat.encoders.hashing import SequenceBatch, TrigramHasher
+from ltrfeat.encoders._init import init_trigram_weights
 
 
 class ClsmTower(nn.Module):

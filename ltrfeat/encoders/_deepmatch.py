@@ -29,7 +29,7 @@ inactive patch costs nothing and gets no gradient.
 Training (section 4): large-margin loss ``max(0, m + s(x, y-) - s(x, y+))`` with ``m = 0.1`` on
 (q, d+, d-) triples, d- drawn at random from the training documents (and optionally the same query's
 lower-labelled documents), Adam, early stopping on validation NDCG@10 of the score -- samples,
-negatives and the validation split are those of :func:`ltrfeat.features.encoders.training.train_encoder`.
+negatives and the validation split are those of :func:`ltrfeat.encoders.training.train_encoder`.
 
 Checkpoints are those of ``train_encoder`` too (an ``.ltrenc`` file of kind ``checkpoint`` rewritten
 after every epoch): the network's state holds the patches and the DAG as buffers, so a resumed run
@@ -49,19 +49,19 @@ import scipy.sparse as sp
 import torch
 from torch import nn
 
-from ltrfeat.features.analysis import Analyzer
-from ltrfeat.features.encoders.bundle import build_checked, read_bundle, write_bundle
-from ltrfeat.features.encoders.config import DeepMatchConfig
-from ltrfeat.features.encoders.encoder import check_texts, distinct
-from ltrfeat.features.encoders.checkpoints import read_checkpoint_bundle
-from ltrfeat.features.encoders.epochs import Loop
-from ltrfeat.features.encoders.losses.hinge import HingeLoss
-from ltrfeat.features.encoders.negatives import Sampler
-from ltrfeat.features.encoders.trainer import Resumable, train_loop, trained_record, training_session
-from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
-from ltrfeat.features.encoders.validation import ndcg_at
+from ltrfeat.core.analysis import Analyzer
+from ltrfeat.encoders.bundle import build_checked, read_bundle, write_bundle
+from ltrfeat.encoders.config import DeepMatchConfig
+from ltrfeat.encoders.encoder import check_texts, distinct
+from ltrfeat.encoders.checkpoints import read_checkpoint_bundle
+from ltrfeat.encoders.epochs import Loop
+from ltrfeat.encoders.losses.hinge import HingeLoss
+from ltrfeat.encoders.negatives import Sampler
+from ltrfeat.encoders.trainer import Resumable, train_loop, trained_record, training_session
+from ltrfeat.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.encoders.validation import ndcg_at
 from ltrfeat.core.errors import ModelFileError, ParameterError, TextTableError
-from ltrfeat.features.hashing import TokenizedTexts
+from ltrfeat.encoders.hashing import TokenizedTexts
 from ltrfeat.core.logs import show_progress
 
 ARCHITECTURE = "deepmatch"
@@ -412,9 +412,9 @@ def train_deepmatch(
     Parameters
     ----------
     pairs : DataFrame with ``query``, ``doc``, ``label`` and optionally ``qid`` (as for ``train_encoder``).
-    config : a :class:`~ltrfeat.features.encoders.config.DeepMatchConfig` (default: its defaults).
+    config : a :class:`~ltrfeat.encoders.config.DeepMatchConfig` (default: its defaults).
     **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
-        described in :class:`~ltrfeat.features.encoders.config.DeepMatchConfig`).
+        described in :class:`~ltrfeat.encoders.config.DeepMatchConfig`).
     analyzer : word analyzer (default: lowercase, English stopwords, Porter2 stemming).
     threads : torch threads (default: the cores available to the process).
     checkpoint : path rewritten after every epoch (a resumable ``.ltrenc`` checkpoint with the LDA

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ltrfeat.features.hashing import BagBatch, TrigramHasher
-from ltrfeat.features.encoders._init import init_trigram_weights
+from ltrfeat.encoders.hashing import BagBatch, TrigramHasher
+from ltrfeat.encoders._init import init_trigram_weights
 
 
 class DssmTower(nn.Module):

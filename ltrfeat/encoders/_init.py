@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from ltrfeat.features.hashing import UNKNOWN_ID
+from ltrfeat.encoders.hashing import UNKNOWN_ID
 
 # Typical number of trigrams active in one input (a short text / a 3-word window): the
 # fan-in that matters for a sparse projection, rather than the whole trigram space.

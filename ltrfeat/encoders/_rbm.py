@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from ltrfeat.features.hashing import UNKNOWN_ID, TrigramHasher
+from ltrfeat.encoders.hashing import UNKNOWN_ID, TrigramHasher
 from ltrfeat.core.logs import show_progress
 from ltrfeat.core.settings import Interval, Settings
 

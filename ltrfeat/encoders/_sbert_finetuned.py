@@ -7,7 +7,7 @@ directory (tokenizer, configs, module list) as text in the JSON header. Loading 
 directories in a temporary folder and loads them offline with safetensors only -- never a
 pickle, never the network, never a model's own code (``trust_remote_code=False``) -- after checking
 that no path leaves the folder and that nothing in it declares code to import
-(:func:`~ltrfeat.features.encoders.model_dir_check.check_model_dir`).
+(:func:`~ltrfeat.encoders.model_dir_check.check_model_dir`).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import safetensors.torch
 
-from ltrfeat.features.encoders.bundle import check_declared, check_param_count, read_bundle, write_bundle
-from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
-from ltrfeat.features.encoders.model_dir_check import check_model_dir
-from ltrfeat.features.encoders.sbert_prefix import precision_context
+from ltrfeat.encoders.bundle import check_declared, check_param_count, read_bundle, write_bundle
+from ltrfeat.encoders.encoder import aligned_cosine, check_texts, distinct
+from ltrfeat.encoders.model_dir_check import check_model_dir
+from ltrfeat.encoders.sbert_prefix import precision_context
 from ltrfeat.core.errors import ModelFileError
 
 KIND = "sbert-ft"
@@ -135,7 +135,7 @@ def _check_size(folder: Path, tensors: dict, path) -> int:
 def load_model_dir(folder, *, path=None):
     """Load a local sentence-transformers directory on the CPU, offline, safetensors only, no model code
     (``path``: the bundle it was rebuilt from)."""
-    from ltrfeat.features.encoders.sbert import load_st_dir
+    from ltrfeat.encoders.sbert import load_st_dir
 
     return load_st_dir(folder, bundle=path, fix=_DAMAGED)
 
@@ -225,7 +225,7 @@ class SbertFinetuned:
         try:
             prefix = self._prefix(side)
             if prefix is not None:
-                from ltrfeat.features.encoders.sbert_top_onnx import onnx_top
+                from ltrfeat.encoders.sbert_top_onnx import onnx_top
 
                 runner = onnx_top(prefix)
                 if runner is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from ltrfeat.core.errors import ModelFileError
-from ltrfeat.features.encoders.bundle import read_bundle, write_bundle
+from ltrfeat.encoders.bundle import read_bundle, write_bundle
 
 __all__ = ["read_checkpoint", "read_checkpoint_bundle", "write_checkpoint"]
 

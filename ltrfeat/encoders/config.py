@@ -1,9 +1,9 @@
 """Training settings of every encoder kind as frozen, validated dataclasses.
 
 One object per trainer replaces its 20-30 keyword arguments: :class:`EncoderConfig` (CLSM / DSSM,
-:func:`~ltrfeat.features.encoders.training.train_encoder`), :class:`SbertConfig` (MiniLM fine-tuning,
-:func:`~ltrfeat.features.encoders.sbert_training.train_sbert`) and :class:`DeepMatchConfig`
-(:func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`). A config is checked once, when it is
+:func:`~ltrfeat.encoders.training.train_encoder`), :class:`SbertConfig` (MiniLM fine-tuning,
+:func:`~ltrfeat.encoders.sbert_training.train_sbert`) and :class:`DeepMatchConfig`
+(:func:`~ltrfeat.encoders._deepmatch.train_deepmatch`). A config is checked once, when it is
 made; ``to_dict`` gives plain JSON values and ``from_dict`` (or :func:`ltrfeat.core.config_files.read_config`
 for a TOML/YAML/JSON file) reads them back, refusing unknown keys with the list of known ones.
 
@@ -19,10 +19,10 @@ from typing import ClassVar
 
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.core.settings import SEED, Interval, OneOf, Settings
-from ltrfeat.features.encoders.losses import LossName, loss_names
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.losses import LossName, loss_names
+from ltrfeat.encoders.pretraining import Pretraining
 
-LOSSES = loss_names()  # the built-in ranking losses (ltrfeat.features.encoders.losses)
+LOSSES = loss_names()  # the built-in ranking losses (ltrfeat.encoders.losses)
 SOFT_LABELS = ("linear", "clicks", "identity")
 OPTIMIZERS = ("adam", "sgd")
 SCORES = ("cosine", "dot")
@@ -31,12 +31,12 @@ PRETRAININGS = (Pretraining.RBM.value,)  # EncoderConfig.pretrain (DSSM only); p
 # EncoderConfig.distill_rows: every training pair, or only those labelled a positive (soft label >= min_positive)
 DISTILL_ROWS = ("all", "positives")
 # EncoderConfig.distill_loss: the teacher's in-batch ranking (kl), its in-batch cosines (mse), or each text's teacher
-# vector itself (vector: the towers' width must be the teacher's); ltrfeat.features.encoders.distill
+# vector itself (vector: the towers' width must be the teacher's); ltrfeat.encoders.distill
 DISTILL_LOSSES = ("kl", "mse", "vector")
 PRECISIONS = ("fp32", "bf16")  # MiniLM fine-tuning's matrix products (see sbert_prefix.precision_context)
 # a training that starts from a model worth keeping (MiniLM, +init/+spans weights, a +teacher distillation) keeps it
 # unless its best trained epoch beats it on the validation queries by more than this many paired standard errors of
-# the per-query NDCG@10 differences (ltrfeat.features.encoders.epochs, "Keeping the starting point"); 0: any gain
+# the per-query NDCG@10 differences (ltrfeat.encoders.epochs, "Keeping the starting point"); 0: any gain
 KEEP_START_MARGIN = 1.0
 # validation checkpoints per epoch of a CLSM/DSSM training that may keep its start (a from-scratch one validates once
 # per epoch): training stops after ``patience`` checkpoints in a row that do not beat the start (epochs.fit_epochs)
@@ -86,7 +86,7 @@ class TrainingConfig(Settings):
 
 @dataclass(frozen=True)
 class EncoderConfig(TrainingConfig):
-    """CLSM / DSSM training (:func:`~ltrfeat.features.encoders.training.train_encoder`): its settings, each below.
+    """CLSM / DSSM training (:func:`~ltrfeat.encoders.training.train_encoder`): its settings, each below.
 
     ``gamma=None`` means 10 with the cosine score and 1 with the dot score; ``lr=None`` the optimizer's
     default (Adam 1e-3, SGD 0.1); ``sizes`` the architecture's layer sizes, e.g. ``{"conv": 300, "out": 128}``;
@@ -100,9 +100,9 @@ class EncoderConfig(TrainingConfig):
     --------
     - model : ``"clsm"`` or ``"dssm"``.
     - loss : ``"softmax"`` (DSSM/CLSM), ``"generalized"`` (GDSSM, soft labels), ``"hinge"`` (DSE) or another
-      registered loss (:mod:`ltrfeat.features.encoders.losses`).
+      registered loss (:mod:`ltrfeat.encoders.losses`).
     - score : relevance R(Q, D) trained, validated and served: ``"cosine"`` (DSSM/CLSM) or the raw
-      ``"dot"`` product of the semantic vectors (DSE; see "Scores" in :mod:`ltrfeat.features.encoders.training`).
+      ``"dot"`` product of the semantic vectors (DSE; see "Scores" in :mod:`ltrfeat.encoders.training`).
     - epochs : maximum number of passes over the samples; 0 with a ``teacher``: the distilled towers only.
     - negatives : J, random corpus documents per sample.
     - hard_negatives : same-query lower-labelled documents per sample.
@@ -113,7 +113,7 @@ class EncoderConfig(TrainingConfig):
     - batch_size : samples per mini-batch.
     - optimizer : ``"adam"`` (lr 1e-3 by default) or ``"sgd"`` (momentum 0.9, lr 0.1 by default).
     - lr : learning rate; None for the optimizer's default above.
-    - soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (:mod:`ltrfeat.features.encoders.training_pairs`).
+    - soft_labels : ``"linear"``, ``"clicks"`` or ``"identity"`` (:mod:`ltrfeat.encoders.training_pairs`).
     - click_scale : s in ``phi(c) = c / (c + s)`` for ``soft_labels="clicks"``.
     - min_positive : soft label from which a pair is a positive for the softmax and hinge losses.
     - val_fraction : share of queries held out for early stopping (0: none, train all epochs).
@@ -127,7 +127,7 @@ class EncoderConfig(TrainingConfig):
     - sizes : layer sizes, e.g. ``{"hidden": [300, 300], "out": 128}`` (DSSM) or
       ``{"context": 1, "conv": 300, "out": 128}`` (CLSM).
     - pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
-      CD-1 on the training texts (:func:`ltrfeat.features.encoders._rbm.pretrain_dssm`) before the
+      CD-1 on the training texts (:func:`ltrfeat.encoders._rbm.pretrain_dssm`) before the
       discriminative training; None for random initialisation.
     - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home
       Depot: 16 epochs raised the agreement but not validation NDCG; 4 epochs, then the ranking loss, gave the
@@ -144,12 +144,12 @@ class EncoderConfig(TrainingConfig):
     - distill_loss, distill_temperature : the distillation's loss, ``"kl"`` (the teacher's in-batch
       ranking, softmax of cosines / temperature), ``"mse"`` (its in-batch cosines) or ``"vector"`` (each text's
       teacher vector itself; the towers' ``out`` width must be the teacher's, 384 for MiniLM), see
-      :class:`~ltrfeat.features.encoders.distill.DistillSettings`.
+      :class:`~ltrfeat.encoders.distill.DistillSettings`.
     - distill_batch_size : pairs per distillation mini-batch (the in-batch matrices are this wide; ``"vector"``
       does not depend on it, so a larger batch only means fewer optimizer steps).
     - keep_start_margin : with ``init`` or a ``teacher`` (a starting model worth keeping), that model is kept
       unless the best trained epoch beats its validation NDCG@10 by more than this many paired standard
-      errors of the per-query differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting
+      errors of the per-query differences (:mod:`ltrfeat.encoders.epochs`, "Keeping the starting
       point"; with ``val_fraction > 0``); the decision is the training record's ``keep_start``. A
       from-scratch (or RBM pre-trained) model has no such start: the setting does not apply.
     - seed : seeds weights and sampling.
@@ -235,7 +235,7 @@ class EncoderConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class SbertConfig(TrainingConfig):
-    """Fine-tuning a sentence-transformer (see :func:`~ltrfeat.features.encoders.sbert_training.train_sbert`);
+    """Fine-tuning a sentence-transformer (see :func:`~ltrfeat.encoders.sbert_training.train_sbert`);
     ``keep_start_margin``: see :data:`KEEP_START_MARGIN`.
 
     Settings
@@ -253,7 +253,7 @@ class SbertConfig(TrainingConfig):
     - max_seq_length : tokens per text; longer texts are truncated (training and inference).
     - freeze_layers : freeze the embeddings and this many lowest transformer layers (-1: nothing frozen).
     - keep_frozen : run the frozen part once per distinct text and keep its output for the process
-      (:mod:`ltrfeat.features.encoders.sbert_prefix`; cheaper steps, no dropout in the frozen part);
+      (:mod:`ltrfeat.encoders.sbert_prefix`; cheaper steps, no dropout in the frozen part);
       False runs it in every step as before.
     - shared : one tower for both sides; False fine-tunes separate query and document copies.
     - precision : ``"fp32"``, or ``"bf16"``: the matrix products in bfloat16 under CPU autocast (weights,
@@ -266,7 +266,7 @@ class SbertConfig(TrainingConfig):
       has, the best checkpoint so far) before training stops; the best such checkpoint, or the start, is kept.
     - keep_start_margin : the starting model (``base`` or ``init``) is kept unless the best trained epoch
       beats its validation NDCG@10 by more than this many paired standard errors of the per-query
-      differences (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"; with
+      differences (:mod:`ltrfeat.encoders.epochs`, "Keeping the starting point"; with
       ``val_fraction > 0``); the decision is the training record's ``keep_start``. A kept start scores as
       the start does: at its own ``max_seq_length`` (the base model's, or ``init``'s), not the training's.
     - seed : seeds sampling and dropout.
@@ -317,7 +317,7 @@ class SbertConfig(TrainingConfig):
 
 @dataclass(frozen=True)
 class DeepMatchConfig(TrainingConfig):
-    """DeepMatch training (see :func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`).
+    """DeepMatch training (see :func:`~ltrfeat.encoders._deepmatch.train_deepmatch`).
 
     Settings
     --------

@@ -8,10 +8,10 @@ to the teacher's: ``loss="kl"`` (default) matches each query row's softmax over 
 themselves. On Home Depot validation queries KL gave the better ranker (distilled-only CLSM NDCG@1
 .657 against .624 for MSE, same 8 epochs). ``same_side`` adds the query-query and document-document
 matrices (weighted). ``loss="vector"`` instead regresses each text's student vector onto its teacher vector
-(embedding-level distillation, :func:`~ltrfeat.features.encoders.losses.vector.vector_loss`; the towers' output
+(embedding-level distillation, :func:`~ltrfeat.encoders.losses.vector.vector_loss`; the towers' output
 width must be the teacher's, e.g. ``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches
 the teacher's, not only those inside a batch. After distillation the
-encoder is fine-tuned with its ranking loss as usual (:func:`ltrfeat.features.encoders.training.train_encoder`
+encoder is fine-tuned with its ranking loss as usual (:func:`ltrfeat.encoders.training.train_encoder`
 with ``teacher=``), optionally with the batch's KL term kept in that loss (``distill_weight``,
 :class:`KeptTeacher`). Home Depot validation queries (529, ``quality_distill_homedepot.py --queries 3000``),
 NDCG@1 / @10 after 2 epochs of the generalized loss: weight 0 .647 / .8558; 0.3 .652 / .8566; 1 .651 / .8581;
@@ -37,10 +37,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from ltrfeat.features.encoders import sbert_onnx
-from ltrfeat.features.encoders.losses.vector import vector_loss
-from ltrfeat.features.encoders.config import DISTILL_LOSSES
-from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
+from ltrfeat.encoders import sbert_onnx
+from ltrfeat.encoders.losses.vector import vector_loss
+from ltrfeat.encoders.config import DISTILL_LOSSES
+from ltrfeat.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.fileio import atomic_output
 from ltrfeat.core.logs import show_progress
@@ -75,7 +75,7 @@ def describe_teacher(teacher) -> str:
 
 def load_teacher(spec: str):
     """The :class:`SbertEncoder` of a teacher spec (see :func:`teacher_key`), loaded once per process."""
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     key = teacher_key(spec)
     if key not in _TEACHERS:
@@ -94,8 +94,8 @@ def teacher_vectors(
 ) -> np.ndarray:
     """Teacher vectors (n, dim) float32 of ``texts``; each distinct text is encoded once.
 
-    A MiniLM teacher (an :class:`~ltrfeat.features.encoders.sbert.SbertEncoder`) runs on the process's engine
-    (:mod:`ltrfeat.features.encoders.sbert_onnx`). With a ``key``, vectors are cached for the process under
+    A MiniLM teacher (an :class:`~ltrfeat.encoders.sbert.SbertEncoder`) runs on the process's engine
+    (:mod:`ltrfeat.encoders.sbert_onnx`). With a ``key``, vectors are cached for the process under
     (key, side, text) and only texts not seen before are encoded (in chunks of ``chunk`` texts, with a progress
     bar when ``progress``); ``teacher`` may then be a spec string, loaded (:func:`load_teacher`) only when a text
     is missing.
@@ -149,7 +149,7 @@ def add_vectors(key: str, side: str, texts: list[str], vectors: np.ndarray) -> N
 
 
 def _model_dir(key: str) -> Path:
-    from ltrfeat.features.encoders.sbert import packaged_model_path
+    from ltrfeat.encoders.sbert import packaged_model_path
 
     return packaged_model_path() if key == "sbert" else Path(key.split("=", 1)[1])
 

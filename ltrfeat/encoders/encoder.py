@@ -6,10 +6,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ltrfeat.features.encoders.bundle import build_checked, read_bundle, write_bundle
-from ltrfeat.features.encoders.model import TwoTowerModel
+from ltrfeat.encoders.bundle import build_checked, read_bundle, write_bundle
+from ltrfeat.encoders.model import TwoTowerModel
 from ltrfeat.core.errors import ModelFileError, TextTableError
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.hashing import TrigramHasher
 
 
 def distinct(texts) -> tuple[list, np.ndarray]:

@@ -1,16 +1,16 @@
 """The epoch loop every encoder trainer shares: validation checkpoints, early stopping, the keep-start rule.
 
-A trainer (:mod:`~ltrfeat.features.encoders.trainer` runs the steps) calls :func:`begin_run` (a fresh run or a
+A trainer (:mod:`~ltrfeat.encoders.trainer` runs the steps) calls :func:`begin_run` (a fresh run or a
 checkpoint to resume) and :func:`fit_epochs` over a :class:`Loop` (network, optimizer, generator, rows,
 ``step(batch) -> loss``, ``validate() -> NDCG@10``), which keeps the best checkpoint's weights and writes a resumable
-checkpoint (:func:`~ltrfeat.features.encoders.checkpoints.write_checkpoint`) after every epoch.
+checkpoint (:func:`~ltrfeat.encoders.checkpoints.write_checkpoint`) after every epoch.
 
 Validation and early stopping
 -----------------------------
 ``val_fraction`` of the queries (by ``qid`` when given, else by query text) are held out. At every
 validation checkpoint -- ``val_per_epoch`` per epoch, evenly spaced over its optimizer steps, the last
 at its end (default one: after every epoch) -- the model's score, used alone as a ranker, is scored by
-mean NDCG@10 over the held-out queries (:mod:`~ltrfeat.features.encoders.validation`). Training stops
+mean NDCG@10 over the held-out queries (:mod:`~ltrfeat.encoders.validation`). Training stops
 after ``patience`` checkpoints in a row without improvement and the best checkpoint's weights are kept;
 the history has one entry per checkpoint (``epoch`` a fraction inside an epoch, ``step`` the mini-batches
 so far, ``val_seconds`` the validation's cost).
@@ -53,8 +53,8 @@ from tqdm import tqdm
 
 from ltrfeat.core.errors import ModelFileError
 from ltrfeat.core.logs import get_logger
-from ltrfeat.features.encoders.checkpoints import read_checkpoint, write_checkpoint
-from ltrfeat.features.encoders.validation import finite_mean
+from ltrfeat.encoders.checkpoints import read_checkpoint, write_checkpoint
+from ltrfeat.encoders.validation import finite_mean
 
 __all__ = ["Loop", "Run", "begin_run", "fit_epochs", "keep_start_decision", "start_unbeatable", "validation_points"]
 

@@ -1,5 +1,5 @@
 """What an encoder kind is: :class:`EncoderKind` (the registry's entries, see
-:mod:`ltrfeat.features.encoders.registry`) and the :class:`PairScorer` / :class:`TextEncoder` protocols of the
+:mod:`ltrfeat.encoders.registry`) and the :class:`PairScorer` / :class:`TextEncoder` protocols of the
 models a kind loads."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class EncoderKind:
     summary : one line for ``--help`` and ``ltrfeat features``.
     load : ``load(path)`` -> the model (a :class:`TextEncoder` or, with ``pair_scorer``, a :class:`PairScorer`);
         ``path`` is None for a zero-shot kind's default model.
-    config : the training config class (:class:`~ltrfeat.features.encoders.config.TrainingConfig`); None for a
+    config : the training config class (:class:`~ltrfeat.encoders.config.TrainingConfig`); None for a
         zero-shot kind, used as it is.
     train : ``train(pairs, config, *, threads, checkpoint, resume, progress, **trainer_args, **options)`` ->
         ``(model, history)``.

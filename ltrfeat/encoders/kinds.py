@@ -1,11 +1,11 @@
-"""The built-in encoder kinds, registered by :mod:`ltrfeat.features.encoders.registry`; their code is imported on first
+"""The built-in encoder kinds, registered by :mod:`ltrfeat.encoders.registry`; their code is imported on first
 use."""
 
 from __future__ import annotations
 
-from ltrfeat.features.encoders.config import LOSSES, SCORES, DeepMatchConfig, EncoderConfig, SbertConfig
-from ltrfeat.features.encoders.kind import EncoderKind, lazy
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.config import LOSSES, SCORES, DeepMatchConfig, EncoderConfig, SbertConfig
+from ltrfeat.encoders.kind import EncoderKind, lazy
+from ltrfeat.encoders.pretraining import Pretraining
 
 # +MOD of a CLSM / DSSM spec -> its =PATH
 TWO_TOWER_MODS = {"teacher": "[=DIR]", "spans": "", "spans+teacher": "[=DIR]", "init": "=BUNDLE"}
@@ -24,7 +24,7 @@ MOD_HELP = {  # what each +MOD of a CLSM / DSSM spec does (ablate --encoder --he
 
 
 def two_tower_settings(spec, start) -> dict:
-    """:func:`~ltrfeat.features.encoders.training.train_encoder` arguments of a CLSM / DSSM spec."""
+    """:func:`~ltrfeat.encoders.training.train_encoder` arguments of a CLSM / DSSM spec."""
     settings: dict = {"model": spec.model, "loss": spec.loss, "score": spec.resolved_score}
     if spec.pretrain == Pretraining.RBM:
         settings["pretrain"] = "rbm"
@@ -41,9 +41,9 @@ def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> Enc
     return EncoderKind(
         name=name,
         summary=summary,
-        load=lazy("ltrfeat.features.encoders.encoder:Encoder.load"),
+        load=lazy("ltrfeat.encoders.encoder:Encoder.load"),
         config=EncoderConfig,
-        train=lazy("ltrfeat.features.encoders.training:train_encoder"),
+        train=lazy("ltrfeat.encoders.training:train_encoder"),
         trainer_args=("teacher", "init"),
         spec_settings=two_tower_settings,
         losses=LOSSES,
@@ -62,8 +62,8 @@ def _two_tower(name: str, summary: str, mods: dict, dot_mods: tuple = ()) -> Enc
 
 
 def _load_sbert(path=None):
-    from ltrfeat.features.encoders.sbert import SbertEncoder
-    from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, is_finetuned_bundle
+    from ltrfeat.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders._sbert_finetuned import SbertFinetuned, is_finetuned_bundle
 
     # a directory is a zero-shot model; a file is a fine-tuned bundle (train-encoder --model sbert-ft)
     return SbertFinetuned.load(path) if is_finetuned_bundle(path) else SbertEncoder.load(path)
@@ -71,7 +71,7 @@ def _load_sbert(path=None):
 
 def _sbert_scorer(path=None):
     # through the teacher-vector cache: a +teacher encoder of the same run reuses these vectors
-    from ltrfeat.features.encoders.distill import CachedTeacher
+    from ltrfeat.encoders.distill import CachedTeacher
 
     return CachedTeacher(f"sbert={path}" if path else "sbert")
 
@@ -95,9 +95,9 @@ BUILTIN = (
     EncoderKind(
         name="deepmatch",
         summary="DeepMatch bundle: deepmatch=MODEL.ltrenc -> deepmatch_<field>_score, the pair's match score",
-        load=lazy("ltrfeat.features.encoders._deepmatch:DeepMatch.load"),
+        load=lazy("ltrfeat.encoders._deepmatch:DeepMatch.load"),
         config=DeepMatchConfig,
-        train=lazy("ltrfeat.features.encoders._deepmatch:train_deepmatch"),
+        train=lazy("ltrfeat.encoders._deepmatch:train_deepmatch"),
         spec_settings=lambda spec, start: {},
         pair_scorer=True,
         crossfit={"pooled": True},
@@ -116,9 +116,9 @@ BUILTIN = (
     EncoderKind(
         name="sbert-ft",
         summary="fine-tuned sentence-transformer bundle: sbert-ft=FT.ltrenc -> sbert-ft_<field>_cos",
-        load=lazy("ltrfeat.features.encoders._sbert_finetuned:SbertFinetuned.load"),
+        load=lazy("ltrfeat.encoders._sbert_finetuned:SbertFinetuned.load"),
         config=SbertConfig,
-        train=lazy("ltrfeat.features.encoders.sbert_training:train_sbert"),
+        train=lazy("ltrfeat.encoders.sbert_training:train_sbert"),
         trainer_args=("base",),
         spec_settings=_sbert_ft_settings,
         losses=LOSSES,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ltrfeat.features.encoders._clsm import ClsmTower
-from ltrfeat.features.encoders.config import SCORES
-from ltrfeat.features.encoders._dssm import DssmTower
+from ltrfeat.encoders._clsm import ClsmTower
+from ltrfeat.encoders.config import SCORES
+from ltrfeat.encoders._dssm import DssmTower
 
 ARCHITECTURES = {"dssm": DssmTower, "clsm": ClsmTower}
 DEFAULT_SIZES: dict[str, dict] = {

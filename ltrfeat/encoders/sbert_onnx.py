@@ -2,18 +2,18 @@
 
 An ablation runs the packaged all-MiniLM-L6-v2 (or another ``sbert=DIR``) over every distinct query and document
 text: for the zero-shot ``sbert`` column, the ``+teacher`` vectors and, in the same pass, the frozen-layer states
-of ``sbert-ft`` (:mod:`ltrfeat.features.encoders.sbert_shared`). With onnxruntime importable (the ``serve``
+of ``sbert-ft`` (:mod:`ltrfeat.encoders.sbert_shared`). With onnxruntime importable (the ``serve``
 extra) those passes run the model's transformer, its mean pooling and the normalisation as one ONNX graph
 (exported from the loaded torch model once per model and process, in memory -- nothing written), with graph
 optimisations on, the thread count torch has, and batches of texts of similar token counts. The graph's extra
 outputs are the hidden states after each layer, so the shared pass reads the frozen layers' states from the same
-run. Vectors and states equal the torch pass's to float rounding (tests/features/test_sbert_onnx.py: 1e-5).
+run. Vectors and states equal the torch pass's to float rounding (tests/encoders/test_sbert_onnx.py: 1e-5).
 
 The engine is a process-wide choice, :data:`MINILM_ENGINES`: ``auto`` (the default) is ``onnx`` when onnxruntime is
 importable and the model is a transformer followed by mean pooling (and optionally a normalisation), ``torch``
 otherwise; ``torch`` forces the sentence-transformers pass (``ablate --encoder-option sbert.engine=torch``).
 An ablation's fine-tuned MiniLM scores its folds' rows on the same engine
-(:mod:`~ltrfeat.features.encoders.sbert_top_onnx`). Inference elsewhere -- ``extract``, ``serve``, fine-tuned models
+(:mod:`~ltrfeat.encoders.sbert_top_onnx`). Inference elsewhere -- ``extract``, ``serve``, fine-tuned models
 outside an ablation -- stays on torch.
 """
 
@@ -28,7 +28,7 @@ import weakref
 import numpy as np
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.encoders.encoder import distinct
+from ltrfeat.encoders.encoder import distinct
 
 MINILM_ENGINES = ("auto", "onnx", "torch")
 _CHOICE = ["auto"]
@@ -105,8 +105,8 @@ def runner(model) -> OnnxMiniLM | None:
 
 def vectors(encoder, texts: list[str], *, side: str) -> np.ndarray:
     """``encoder.encode(texts, side=side)``, but through ONNX Runtime when ``encoder`` is an
-    :class:`~ltrfeat.features.encoders.sbert.SbertEncoder` whose model :func:`runner` runs."""
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    :class:`~ltrfeat.encoders.sbert.SbertEncoder` whose model :func:`runner` runs."""
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     onnx = runner(encoder.model) if isinstance(encoder, SbertEncoder) else None
     return encoder.encode(texts, side=side) if onnx is None else onnx.encode(texts)

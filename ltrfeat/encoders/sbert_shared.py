@@ -1,16 +1,16 @@
 """One MiniLM pass for an ablation's zero-shot vectors and its fine-tunings' frozen lower layers.
 
-An ablation with both ``sbert`` (the zero-shot column, vectors cached by :mod:`ltrfeat.features.encoders.distill`)
-and ``sbert-ft`` fine-tuned from frozen lower layers (states kept by :mod:`ltrfeat.features.encoders.sbert_prefix`)
+An ablation with both ``sbert`` (the zero-shot column, vectors cached by :mod:`ltrfeat.encoders.distill`)
+and ``sbert-ft`` fine-tuned from frozen lower layers (states kept by :mod:`ltrfeat.encoders.sbert_prefix`)
 ran each text through the same model twice: whole, for its vector, and through the embeddings and the lowest
 ``freeze_layers`` layers, for the states the fine-tunings start from. :func:`shared_pass` runs it once: for a text
 both need whose tokens fit the fine-tuning's ``max_seq_length`` (so both tokenisations are the same), the states
 after the frozen layers are kept and the same forward pass goes on through the upper layers and the pooling to the
 zero-shot vector. A longer text gets its truncated lower pass apart; a text only one of them needs gets only that
 pass. Batches hold texts of similar token counts. The pass runs on the process's MiniLM engine
-(:mod:`ltrfeat.features.encoders.sbert_onnx`: ONNX Runtime, whose graph outputs the states after every layer,
+(:mod:`ltrfeat.encoders.sbert_onnx`: ONNX Runtime, whose graph outputs the states after every layer,
 or torch); the truncated lower passes run in torch. Vectors and states equal the two separate passes' to float
-rounding (tests/features/test_sbert_shared.py: 1e-5).
+rounding (tests/encoders/test_sbert_shared.py: 1e-5).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ltrfeat.core.stages import teacher_clock
-from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
-from ltrfeat.features.encoders.config import SbertConfig
-from ltrfeat.features.encoders.sbert import packaged_model_path
+from ltrfeat.encoders import distill, sbert_onnx, sbert_prefix
+from ltrfeat.encoders.config import SbertConfig
+from ltrfeat.encoders.sbert import packaged_model_path
 
 
 def shares(teacher: str, *, base=None, **settings) -> bool:
@@ -53,7 +53,7 @@ def shared_pass(
 ) -> tuple:
     """Teacher ``teacher``'s vectors of the ``wanted`` texts ({side: texts}; only those not cached yet, each
     distinct text once for both sides) into the teacher-vector cache, and the frozen-layer states of the
-    ``frozen`` texts (those not kept yet) into the store :func:`~ltrfeat.features.encoders.sbert_training.
+    ``frozen`` texts (those not kept yet) into the store :func:`~ltrfeat.encoders.sbert_training.
     keep_frozen_states` with the same ``base`` and settings fills; :func:`shares` must hold. Returns
     ``(store key, texts run through the whole model, texts through the frozen layers only)``; ``progress``
     draws a bar over the texts."""
@@ -73,9 +73,9 @@ def shared_pass(
 
 
 def states_key(teacher: str, cfg: SbertConfig, *, base=None) -> tuple:
-    """The store key of the frozen states :func:`compute` makes (that of :func:`~ltrfeat.features.encoders.
+    """The store key of the frozen states :func:`compute` makes (that of :func:`~ltrfeat.encoders.
     sbert_training.frozen_key` for the fine-tuning's own copy of the model)."""
-    from ltrfeat.features.encoders.sbert_training import frozen_key
+    from ltrfeat.encoders.sbert_training import frozen_key
 
     model = distill.load_teacher(teacher).model
     return frozen_key(model, cfg.freeze_layers, base=base, max_seq_length=cfg.max_seq_length)
@@ -94,7 +94,7 @@ def compute(
     """The vectors of the distinct texts ``whole`` and the frozen-layer states of the distinct texts ``frozen``,
     neither read from nor put in a cache: ``({text: vector}, {text: states}, texts run through the frozen layers
     only)``; ``progress`` draws a bar over the texts."""
-    from ltrfeat.features.encoders.sbert_training import _transformer
+    from ltrfeat.encoders.sbert_training import _transformer
 
     model = distill.load_teacher(teacher).model
     hf = _transformer(model, base)

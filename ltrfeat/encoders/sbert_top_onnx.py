@@ -1,11 +1,11 @@
 """A fine-tuned MiniLM's trained top layers on ONNX Runtime, over the frozen layers' kept states.
 
 An ablation's MiniLM fine-tuning (``sbert-ft``) keeps the states of its frozen lower layers for every text
-(:class:`~ltrfeat.features.encoders.sbert_prefix.FrozenPrefix`), so scoring a fold's rows runs only the trained top
+(:class:`~ltrfeat.encoders.sbert_prefix.FrozenPrefix`), so scoring a fold's rows runs only the trained top
 layers, the mean pooling and the normalisation. :class:`OnnxTop` exports exactly that part of one trained encoder
 (in memory, TorchScript exporter, opset 17, dynamic text and token axes) and runs it on ONNX Runtime in batches of
 texts of similar token counts; the states come from the same store. The vectors equal the torch pass's
-(:meth:`FrozenPrefix.forward <ltrfeat.features.encoders.sbert_prefix.FrozenPrefix.forward>`) to float rounding.
+(:meth:`FrozenPrefix.forward <ltrfeat.encoders.sbert_prefix.FrozenPrefix.forward>`) to float rounding.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ _OPSET = 17
 
 
 class OnnxTop:
-    """The top layers of a :class:`~ltrfeat.features.encoders.sbert_prefix.FrozenPrefix`'s model, its mean pooling
+    """The top layers of a :class:`~ltrfeat.encoders.sbert_prefix.FrozenPrefix`'s model, its mean pooling
     and normalisation as an onnxruntime session; inputs ``states`` (texts, tokens, width) float32 and ``mask``
     (texts, tokens) int64, output ``embedding`` (texts, dim)."""
 
@@ -120,7 +120,7 @@ def _padded_layer(layer, hidden, keys):
 def top_supported(prefix) -> bool:
     """Whether ``prefix``'s model ends in mean pooling and a normalisation and runs in fp32 (what :class:`OnnxTop`
     exports)."""
-    from ltrfeat.features.encoders import sbert_onnx
+    from ltrfeat.encoders import sbert_onnx
 
     modules = list(prefix.model)
     return (
@@ -136,12 +136,12 @@ _RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # FrozenPrefi
 
 def onnx_top(prefix) -> "OnnxTop | None":
     """The ONNX Runtime runner of ``prefix``'s model's top layers over its kept states when the process's MiniLM
-    engine (:mod:`~ltrfeat.features.encoders.sbert_onnx`) is ``onnx``, or ``auto`` with onnxruntime installed, and
+    engine (:mod:`~ltrfeat.encoders.sbert_onnx`) is ``onnx``, or ``auto`` with onnxruntime installed, and
     the model is :func:`top_supported` (exported at the first call, at torch's thread count), else None: torch runs
     them. Call it once the layers are trained: the export holds the weights they have then."""
     import torch
 
-    from ltrfeat.features.encoders import sbert_onnx
+    from ltrfeat.encoders import sbert_onnx
 
     if sbert_onnx.chosen() == "torch" or not sbert_onnx.available() or not top_supported(prefix):
         return None

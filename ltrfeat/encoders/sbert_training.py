@@ -1,7 +1,7 @@
 """Fine-tuning a sentence-transformers model (default: the packaged all-MiniLM-L6-v2) with the papers' losses.
 
 Samples, negatives, soft labels, the validation split, NDCG@10 early stopping, checkpoints and the
-loss objects are those every trainer shares (:mod:`ltrfeat.features.encoders.trainer`): R(Q, D)
+loss objects are those every trainer shares (:mod:`ltrfeat.encoders.trainer`): R(Q, D)
 is the cosine of the towers' L2-normalised sentence embeddings, scaled by ``gamma`` in the softmax and
 generalized losses; the hinge loss works on the cosine with ``margin``.
 
@@ -26,17 +26,17 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ltrfeat.features.encoders.config import SbertConfig
-from ltrfeat.features.encoders.sbert import packaged_model_path
-from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, load_model_dir
-from ltrfeat.features.encoders.sbert_prefix import FrozenPrefix, precision_context
-from ltrfeat.features.encoders.epochs import Loop
-from ltrfeat.features.encoders.losses import make_loss
-from ltrfeat.features.encoders.negatives import Sampler
-from ltrfeat.features.encoders.trainer import Resumable, train_loop, trained_record, training_session
-from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
-from ltrfeat.features.encoders.two_tower import BatchLoss, validation_ndcg
-from ltrfeat.features.encoders.validation import ndcg_per_query
+from ltrfeat.encoders.config import SbertConfig
+from ltrfeat.encoders.sbert import packaged_model_path
+from ltrfeat.encoders._sbert_finetuned import SbertFinetuned, load_model_dir
+from ltrfeat.encoders.sbert_prefix import FrozenPrefix, precision_context
+from ltrfeat.encoders.epochs import Loop
+from ltrfeat.encoders.losses import make_loss
+from ltrfeat.encoders.negatives import Sampler
+from ltrfeat.encoders.trainer import Resumable, train_loop, trained_record, training_session
+from ltrfeat.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.encoders.two_tower import BatchLoss, validation_ndcg
+from ltrfeat.encoders.validation import ndcg_per_query
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.core.logs import show_progress
 
@@ -154,10 +154,10 @@ def _load_base(base):
 
 def keep_frozen_states(texts: list[str], config: SbertConfig | None = None, *, base=None, **options) -> tuple | None:
     """Run ``texts`` through the frozen layers a :func:`train_sbert` with these settings keeps
-    (:class:`~ltrfeat.features.encoders.sbert_prefix.FrozenPrefix`) and keep their states in this process;
+    (:class:`~ltrfeat.encoders.sbert_prefix.FrozenPrefix`) and keep their states in this process;
     returns the store's key (None when the settings keep nothing: ``keep_frozen=False`` or nothing
     frozen). Computing a cross-fitting's texts in one pass up front gives every training of it the same
-    states, whichever process it runs in (:func:`~ltrfeat.features.encoders.sbert_prefix.save`)."""
+    states, whichever process it runs in (:func:`~ltrfeat.encoders.sbert_prefix.save`)."""
     cfg = SbertConfig.build(config, options)
     if not cfg.keep_frozen or cfg.freeze_layers < 0:
         return None
@@ -190,9 +190,9 @@ def train_sbert(
     Parameters
     ----------
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` and optionally ``qid``.
-    config : an :class:`~ltrfeat.features.encoders.config.SbertConfig` (default: its defaults).
+    config : an :class:`~ltrfeat.encoders.config.SbertConfig` (default: its defaults).
     **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
-        described in :class:`~ltrfeat.features.encoders.config.SbertConfig`).
+        described in :class:`~ltrfeat.encoders.config.SbertConfig`).
     base : the model directory to start from (None: the packaged all-MiniLM-L6-v2).
     init : a fine-tuned encoder of ``base`` to continue from (its towers' weights; epoch 0 of the history
         is then its validation score, and the rule above may keep it).

@@ -14,10 +14,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.encoders.kinds import SPAN_MODS
-from ltrfeat.features.encoders.kind import EncoderKind
-from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.kinds import SPAN_MODS
+from ltrfeat.encoders.kind import EncoderKind
+from ltrfeat.encoders.registry import encoder_kind, encoder_kinds
+from ltrfeat.encoders.pretraining import Pretraining
 
 _SPEC = re.compile(
     r"^(?P<model>[a-z][a-z0-9]*(?:-[a-z0-9]+)*)(?::(?P<loss>[a-z]+))?(?:\+(?P<pretrain>[a-z]+(?:\+[a-z]+)*))?"
@@ -54,7 +54,7 @@ class EncoderSpec:
 
     @property
     def kind(self):
-        """The :class:`~ltrfeat.features.encoders.registry.EncoderKind` of ``model``."""
+        """The :class:`~ltrfeat.encoders.registry.EncoderKind` of ``model``."""
         return encoder_kind(self.model)
 
     @property

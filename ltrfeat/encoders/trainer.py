@@ -1,17 +1,17 @@
 """The skeleton every encoder trainer runs: one session, one loop, one training record.
 
-A trainer (:func:`~ltrfeat.features.encoders.training.train_encoder`, :func:`~ltrfeat.features.encoders.
-sbert_training.train_sbert`, :func:`~ltrfeat.features.encoders._deepmatch.train_deepmatch`, or a new kind's)
+A trainer (:func:`~ltrfeat.encoders.training.train_encoder`, :func:`~ltrfeat.encoders.
+sbert_training.train_sbert`, :func:`~ltrfeat.encoders._deepmatch.train_deepmatch`, or a new kind's)
 writes only what is its own -- the network, the optimizer, the mini-batch ``step`` (scores handed to a loss object,
-:mod:`ltrfeat.features.encoders.losses`) and ``validate`` -- between these steps:
+:mod:`ltrfeat.encoders.losses`) and ``validate`` -- between these steps:
 
-1. :func:`~ltrfeat.features.encoders.training_pairs.validate_pairs` and
-   :func:`~ltrfeat.features.encoders.training_pairs.training_data`: soft labels, the validation split, the samples.
+1. :func:`~ltrfeat.encoders.training_pairs.validate_pairs` and
+   :func:`~ltrfeat.encoders.training_pairs.training_data`: soft labels, the validation split, the samples.
 2. Inside :func:`training_session` (threads, deterministic algorithms, the torch seed; it yields the generator that
-   shuffles the samples and draws their negatives, :class:`~ltrfeat.features.encoders.negatives.Sampler`) it builds
-   its network and a :class:`~ltrfeat.features.encoders.epochs.Loop`, and :func:`train_loop` runs it: epoch 0 or
+   shuffles the samples and draws their negatives, :class:`~ltrfeat.encoders.negatives.Sampler`) it builds
+   its network and a :class:`~ltrfeat.encoders.epochs.Loop`, and :func:`train_loop` runs it: epoch 0 or
    the checkpoint to resume, the epochs with their validation checkpoints, early stopping, the keep-start rule, a
-   resumable checkpoint after every epoch and the progress bar (:mod:`~ltrfeat.features.encoders.epochs`).
+   resumable checkpoint after every epoch and the progress bar (:mod:`~ltrfeat.encoders.epochs`).
 3. :func:`trained_record`: the record every trained model carries (``model.training``).
 
 Reproducibility: the seed fixes the initial weights and every sampled negative; with the same seed, data and thread
@@ -31,10 +31,10 @@ import torch
 
 from ltrfeat.core.cores import available_cores
 from ltrfeat.core.duplicates import data_record
-from ltrfeat.features.encoders.config import OPTIMIZERS
-from ltrfeat.features.encoders.epochs import Loop, Run, begin_run, fit_epochs
-from ltrfeat.features.encoders.training_pairs import Prepared
-from ltrfeat.features.leakage import trained_queries_record
+from ltrfeat.encoders.config import OPTIMIZERS
+from ltrfeat.encoders.epochs import Loop, Run, begin_run, fit_epochs
+from ltrfeat.encoders.training_pairs import Prepared
+from ltrfeat.encoders.leakage import trained_queries_record
 
 __all__ = ["Resumable", "make_optimizer", "torch_settings", "train_loop", "trained_record", "training_session"]
 
@@ -95,7 +95,7 @@ def train_loop(
 ) -> tuple[Run, dict | None]:
     """Train ``loop`` with the settings of ``cfg`` (epochs, batch size, patience, validation): epoch 0 (validated by
     ``start_validate``, default ``loop.validate``; ``seconds`` spent before it) or the checkpoint to resume, then
-    :func:`~ltrfeat.features.encoders.epochs.fit_epochs`. ``keep_start``: the keep-start rule's margin for a
+    :func:`~ltrfeat.encoders.epochs.fit_epochs`. ``keep_start``: the keep-start rule's margin for a
     training that starts from a model worth keeping (None: a from-scratch one). Ends with the kept weights in
     ``loop.net``; returns the run and the resumed checkpoint's header (None: a fresh run)."""
     run, state = begin_run(

@@ -1,8 +1,8 @@
 """Training a DSSM / CLSM two-tower encoder on judged or clicked (query, document) pairs.
 
-Samples and soft labels (:mod:`~ltrfeat.features.encoders.training_pairs`), negatives
-(:mod:`~ltrfeat.features.encoders.negatives`), the losses (:mod:`~ltrfeat.features.encoders.losses`) and the loop
-with its validation, checkpoints and keep-start rule (:mod:`~ltrfeat.features.encoders.trainer`) are those every
+Samples and soft labels (:mod:`~ltrfeat.encoders.training_pairs`), negatives
+(:mod:`~ltrfeat.encoders.negatives`), the losses (:mod:`~ltrfeat.encoders.losses`) and the loop
+with its validation, checkpoints and keep-start rule (:mod:`~ltrfeat.encoders.trainer`) are those every
 trainer shares.
 
 Scores
@@ -29,24 +29,24 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.encoders.config import EncoderConfig
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.epochs import Loop
-from ltrfeat.features.encoders.losses import make_loss
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.encoders.negatives import Sampler
-from ltrfeat.features.encoders.pretraining import Pretraining
-from ltrfeat.features.encoders.trainer import (
+from ltrfeat.encoders.config import EncoderConfig
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.epochs import Loop
+from ltrfeat.encoders.losses import make_loss
+from ltrfeat.encoders.model import TwoTowerModel, model_config
+from ltrfeat.encoders.negatives import Sampler
+from ltrfeat.encoders.pretraining import Pretraining
+from ltrfeat.encoders.trainer import (
     Resumable,
     make_optimizer,
     train_loop,
     trained_record,
     training_session,
 )
-from ltrfeat.features.encoders.training_pairs import training_data, validate_pairs
-from ltrfeat.features.encoders.two_tower import BatchLoss, validation_ndcg
+from ltrfeat.encoders.training_pairs import training_data, validate_pairs
+from ltrfeat.encoders.two_tower import BatchLoss, validation_ndcg
 from ltrfeat.core.errors import ParameterError
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.hashing import TrigramHasher
 from ltrfeat.core.logs import show_progress
 
 
@@ -68,15 +68,15 @@ def train_encoder(
     ----------
     pairs : DataFrame with columns ``query``, ``doc``, ``label`` (grade or click count) and
         optionally ``qid`` (groups queries for the validation split and NDCG).
-    config : an :class:`~ltrfeat.features.encoders.config.EncoderConfig` (default: its defaults).
+    config : an :class:`~ltrfeat.encoders.config.EncoderConfig` (default: its defaults).
     **options : settings of the config to replace, e.g. ``epochs=5``, checked like the config itself (each one
-        described in :class:`~ltrfeat.features.encoders.config.EncoderConfig`).
-    teacher : distil a sentence-transformer before the ranking loss (:mod:`ltrfeat.features.encoders.distill`):
+        described in :class:`~ltrfeat.encoders.config.EncoderConfig`).
+    teacher : distil a sentence-transformer before the ranking loss (:mod:`ltrfeat.encoders.distill`):
         ``"sbert"`` (the packaged MiniLM), ``"sbert=PATH"`` or a model directory, or any object with
         ``encode(texts, side=)``. The towers first fit the teacher's in-batch cosine matrices on the
         training pairs (recorded as the training record's ``pretrain``); a resumed run does not redo it.
     init : an :class:`Encoder` to start from (e.g. pre-trained on a collection's own text,
-        :func:`ltrfeat.features.encoders.weak.span_pairs`): its trigram vocabulary, towers and weights are
+        :func:`ltrfeat.encoders.weak.span_pairs`): its trigram vocabulary, towers and weights are
         kept and trained further; the config's ``model``, ``score`` and ``shared`` must match it, and its
         ``sizes``, ``min_count`` and ``n_buckets`` are not used. Recorded as the training record's ``init``.
         With a ``teacher`` too, the distillation starts from the init's weights (a ``+spans+teacher`` fold
@@ -109,7 +109,7 @@ def train_encoder(
         pretrained = None
         tokens: list = []  # the validation's texts tokenized, by the distillation's early stopping (after its own)
         if cfg.pretrain == Pretraining.RBM and resume is None:
-            from ltrfeat.features.encoders._rbm import pretrain_dssm
+            from ltrfeat.encoders._rbm import pretrain_dssm
 
             pretrained = pretrain_dssm(net, hasher, train_texts, seed=seed, progress=progress)
         if teacher is not None and resume is None:
@@ -179,15 +179,15 @@ def _towers(cfg: EncoderConfig, init: Encoder | None, train_texts: list[str]) ->
 
 def _kept_teacher(teacher, data, tr, weight: float):
     """The teacher's in-batch term kept in the ranking loss (``distill_weight``) over the training rows ``tr``."""
-    from ltrfeat.features.encoders.distill import KeptTeacher
+    from ltrfeat.encoders.distill import KeptTeacher
 
     return KeptTeacher(teacher, data.queries, data.docs, q_rows=data.q_idx[tr], d_rows=data.d_idx[tr], weight=weight)
 
 
 def _distill(net, hasher, data, tr, teacher, cfg: EncoderConfig, tokens: list, *, progress: bool) -> dict:
-    """Distil ``teacher`` into the towers on the training rows ``tr`` (:func:`~ltrfeat.features.encoders.distill.
+    """Distil ``teacher`` into the towers on the training rows ``tr`` (:func:`~ltrfeat.encoders.distill.
     distill`), early-stopped on the validation queries (whose tokens it leaves in ``tokens``); returns its record."""
-    from ltrfeat.features.encoders.distill import distill
+    from ltrfeat.encoders.distill import distill
 
     read = tr if cfg.distill_rows == "all" else tr[data.y[tr] >= cfg.min_positive]
 
@@ -264,7 +264,7 @@ def _record_params(cfg: EncoderConfig, teacher, keep_start: float | None = None)
         **({"keep_start_margin": keep_start} if keep_start is not None else {}),
     }
     if teacher is not None:
-        from ltrfeat.features.encoders.distill import describe_teacher
+        from ltrfeat.encoders.distill import describe_teacher
 
         params.update(
             teacher=describe_teacher(teacher),

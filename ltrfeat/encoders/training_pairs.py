@@ -30,9 +30,9 @@ import pandas as pd
 
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.splits import holdout, holdout_size
-from ltrfeat.features.encoders.config import SOFT_LABELS, TrainingConfig
-from ltrfeat.features.encoders.encoder import distinct
-from ltrfeat.features.encoders.losses.base import RankingLoss
+from ltrfeat.encoders.config import SOFT_LABELS, TrainingConfig
+from ltrfeat.encoders.encoder import distinct
+from ltrfeat.encoders.losses.base import RankingLoss
 
 __all__ = [
     "MAX_REL",

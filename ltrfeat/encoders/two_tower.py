@@ -14,10 +14,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ltrfeat.features.encoders.losses.base import RankingLoss
-from ltrfeat.features.encoders.negatives import Sampler
-from ltrfeat.features.encoders.training_pairs import Prepared
-from ltrfeat.features.encoders.validation import ndcg_at, ndcg_per_query
+from ltrfeat.encoders.losses.base import RankingLoss
+from ltrfeat.encoders.negatives import Sampler
+from ltrfeat.encoders.training_pairs import Prepared
+from ltrfeat.encoders.validation import ndcg_at, ndcg_per_query
 
 __all__ = ["BatchLoss", "encode_rows", "validation_ndcg"]
 
@@ -35,7 +35,7 @@ def encode_rows(tower, hasher, tokens, rows, *, normalize: bool = True):
 def validation_ndcg(model, hasher, q_tokens, d_tokens, data: Prepared, *, per_query: bool = False):
     """Mean NDCG@10 of a two-tower ``model``'s score over the validation rows of ``data`` (NaN without any);
     ``per_query``: every validation query's NDCG@10 instead (:func:`ndcg_per_query`; empty without any), the
-    ``validate`` of a training that may keep its start (:func:`~ltrfeat.features.encoders.epochs.fit_epochs`)."""
+    ``validate`` of a training that may keep its start (:func:`~ltrfeat.encoders.epochs.fit_epochs`)."""
     val = np.flatnonzero(~data.train)
     if len(val) == 0:
         return np.zeros(0) if per_query else float("nan")
@@ -57,7 +57,7 @@ def validation_ndcg(model, hasher, q_tokens, d_tokens, data: Prepared, *, per_qu
 @dataclass(frozen=True)
 class BatchLoss:
     """The ranking loss of one mini-batch (``batch`` holds row ids of ``data``), plus the kept teacher term if
-    any: the ``step`` of :func:`~ltrfeat.features.encoders.epochs.fit_epochs` for the CLSM/DSSM and MiniLM trainers."""
+    any: the ``step`` of :func:`~ltrfeat.encoders.epochs.fit_epochs` for the CLSM/DSSM and MiniLM trainers."""
 
     net: Any
     hasher: Any  # None: the towers take texts (MiniLM)

@@ -1,6 +1,6 @@
 """The validation metric of every encoder training: NDCG@10 of the model's score used alone as a ranker.
 
-Gain ``2^rel - 1`` with ``rel = label - min label`` capped at :data:`~ltrfeat.features.encoders.training_pairs.MAX_REL`,
+Gain ``2^rel - 1`` with ``rel = label - min label`` capped at :data:`~ltrfeat.encoders.training_pairs.MAX_REL`,
 ties broken by input order, queries with no positive gain skipped: a training signal, not a reported figure, kept as
 it was so that encoders, and their caches, train as before.
 """

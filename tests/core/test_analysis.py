@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features.analysis import ENGLISH_STOPWORDS, Analyzer
+from ltrfeat.core.analysis import ENGLISH_STOPWORDS, Analyzer
 
 
 def test_lowercase_and_punctuation_split_words():

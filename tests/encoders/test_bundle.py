@@ -11,8 +11,8 @@ import pytest
 import safetensors.torch
 import torch
 
-from ltrfeat.features.encoders import Encoder
-from ltrfeat.features.encoders.bundle import BUNDLE_FORMAT, read_bundle, write_bundle
+from ltrfeat.encoders import Encoder
+from ltrfeat.encoders.bundle import BUNDLE_FORMAT, read_bundle, write_bundle
 from ltrfeat.core.errors import ModelFileError
 from builders import TEXTS, tiny_encoder as make
 

@@ -13,16 +13,16 @@ from click.testing import CliRunner
 from builders import WordTeacher, assert_same_columns, make_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.experiments.crossfit import CrossFitConfig, crossfit_columns
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments._encoder_cache import cache_key
 from ltrfeat.experiments._starting_points import StartingPoint
 from ltrfeat.experiments._fold_trainer import train_one
 from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.experiments._encoder_options import spec_options
 from ltrfeat.core.stages import StageProfile
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.training import train_encoder
-from ltrfeat.features.encoders.weak import span_pairs
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.training import train_encoder
+from ltrfeat.encoders.weak import span_pairs
 from ltrfeat.core.errors import LtrfeatError, ParameterError, TextTableError
 
 
@@ -244,7 +244,7 @@ def test_small_collections_get_more_spans_per_document(n_texts, per_doc):
 @pytest.fixture
 def word_teacher(monkeypatch):
     """A fake MiniLM for every teacher spec (counts the texts it encodes); the teacher-vector cache emptied."""
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     teacher = WordTeacher()
     monkeypatch.setattr(distill, "load_teacher", lambda spec: teacher)
@@ -258,7 +258,7 @@ SPANS_T |= {"sizes": {"conv": 32, "out": 16}}
 
 
 def test_spans_teacher_distils_the_span_pretraining_once_on_its_positive_pairs(tmp_path, word_teacher):
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     pairs = make_pairs()
     spec = EncoderSpec.parse("clsm:generalized+spans+teacher")
@@ -409,7 +409,7 @@ def test_span_options_take_zero_span_epochs_only():
 
 
 def test_zero_epochs_needs_a_teacher():
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
 
     with pytest.raises(LtrfeatError, match="epochs=0 trains nothing without a teacher"):
         train_encoder(make_pairs(), epochs=0, progress=False)

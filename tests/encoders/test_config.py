@@ -1,4 +1,4 @@
-"""Training configs (ltrfeat.features.encoders.config), settings files and the CLI's --config."""
+"""Training configs (ltrfeat.encoders.config), settings files and the CLI's --config."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from click.testing import CliRunner
 from builders import make_pairs
 from ltrfeat.cli.main import cli
 from ltrfeat.core.config_files import read_config
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.config import DeepMatchConfig, EncoderConfig, SbertConfig
-from ltrfeat.features.encoders.registry import encoder_kinds
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.config import DeepMatchConfig, EncoderConfig, SbertConfig
+from ltrfeat.encoders.registry import encoder_kinds
+from ltrfeat.encoders.training import train_encoder
 from ltrfeat.core.errors import LtrfeatError, ParameterError
 
 

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit import crossfit_columns
 from ltrfeat.experiments.fold_plans import plan_folds
-from ltrfeat.features.encoders._deepmatch import (
+from ltrfeat.encoders._deepmatch import (
     DeepMatch,
     DeepMatchNet,
     _mixed,
@@ -200,7 +200,7 @@ def test_bundle_round_trip(trained, tmp_path):
 
 
 def test_loading_a_non_deepmatch_file_fails_clearly(tmp_path):
-    from ltrfeat.features.encoders.bundle import write_bundle
+    from ltrfeat.encoders.bundle import write_bundle
 
     write_bundle(tmp_path / "x.ltrenc", kind="encoder", header={"model": {"architecture": "clsm"}}, tensors={})
     with pytest.raises(ModelFileError, match="clsm encoder, not deepmatch"):
@@ -303,7 +303,7 @@ def test_cli_extract_emits_deepmatch_title_score(trained, tmp_path):
 
 
 def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_path):
-    from ltrfeat.features.encoders.bundle import write_bundle
+    from ltrfeat.encoders.bundle import write_bundle
 
     model, _ = trained
     tensors = dict(model.net.state_dict())
@@ -314,7 +314,7 @@ def test_bundle_with_patch_ids_outside_the_vocabulary_is_rejected(trained, tmp_p
 
 
 def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monkeypatch):
-    from ltrfeat.features.encoders import _deepmatch
+    from ltrfeat.encoders import _deepmatch
 
     pairs, opts = make_pairs(), {**TINY, "epochs": 3, "hard_negatives": 1}
     full, full_history = train_deepmatch(pairs, seed=0, **opts)
@@ -340,7 +340,7 @@ def test_resume_equals_an_uninterrupted_run_without_refitting_lda(tmp_path, monk
 
 
 def test_text_encoder_checkpoint_is_refused_for_deepmatch(tmp_path):
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
 
     pairs = make_pairs()
     train_encoder(

@@ -14,14 +14,14 @@ from click.testing import CliRunner
 from ltrfeat.cli.main import cli
 from builders import WordTeacher, extract_with_encoder, reproducible_report, train_until_interrupted
 from ltrfeat.experiments import _encoder_cache, _fold_trainer
-from ltrfeat.features.encoders.spec import EncoderSpec
-from ltrfeat.features.encoders import distill as distill_module
-from ltrfeat.features.encoders.distill import agreement, distill, teacher_key, teacher_vectors
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders.spec import EncoderSpec
+from ltrfeat.encoders import distill as distill_module
+from ltrfeat.encoders.distill import agreement, distill, teacher_key, teacher_vectors
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.model import TwoTowerModel, model_config
+from ltrfeat.encoders.training import train_encoder
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.hashing import TrigramHasher
 from ltrfeat.core.letor import read_letor
 
 SMALL = {"conv": 48, "out": 24}
@@ -316,7 +316,7 @@ def test_crossfit_train_passes_the_teacher(monkeypatch, tmp_path):
         seen.append(kwargs)
         raise RuntimeError("stop")
 
-    monkeypatch.setattr("ltrfeat.features.encoders.training.train_encoder", fake_train_encoder)
+    monkeypatch.setattr("ltrfeat.encoders.training.train_encoder", fake_train_encoder)
     for text, teacher in (
         ("clsm:generalized+teacher", "sbert"),
         (f"clsm:generalized+teacher={tmp_path}", f"sbert={tmp_path}"),
@@ -392,7 +392,7 @@ def test_cached_teacher_scores_like_the_teacher(monkeypatch):
 
 
 def test_distillation_options_reach_only_encoders_with_a_teacher():
-    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.spec import EncoderSpec
     from ltrfeat.experiments._encoder_options import spec_options
 
     options = {"epochs": 4, "clsm.distill_epochs": 2, "distill_lr": 1e-3, "clsm.distill_weight": 1.0}
@@ -509,7 +509,7 @@ def test_train_encoder_stops_the_distillation_on_its_validation_queries():
 
 
 def test_vector_loss_is_one_minus_the_mean_row_cosine_and_refuses_other_shapes():
-    from ltrfeat.features.encoders.losses.vector import vector_loss
+    from ltrfeat.encoders.losses.vector import vector_loss
 
     t = torch.nn.functional.normalize(torch.randn(5, 4, generator=torch.Generator().manual_seed(0)), dim=1)
     assert float(vector_loss(t, t)) == pytest.approx(0.0, abs=1e-6)
@@ -565,9 +565,9 @@ def test_train_encoder_records_the_vector_loss_and_batch_size_only_off_their_def
 def test_train_encoder_with_init_and_teacher_distils_from_the_init_on_its_training_split_only():
     """An init and a teacher: the distillation starts from the init's weights and vocabulary (a +spans+teacher fold
     training, fold_distill_epochs) and reads the training split's texts only, never a validation-only query."""
-    from ltrfeat.features.encoders.config import EncoderConfig
-    from ltrfeat.features.encoders.losses.generalized import GeneralizedLoss
-    from ltrfeat.features.encoders.training_pairs import training_data
+    from ltrfeat.encoders.config import EncoderConfig
+    from ltrfeat.encoders.losses.generalized import GeneralizedLoss
+    from ltrfeat.encoders.training_pairs import training_data
 
     class Recording(WordTeacher):
         asked: set = set()

@@ -14,16 +14,16 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from builders import StubTrainer, train_until_interrupted
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit import crossfit_columns
 from ltrfeat.experiments.fold_plans import plan_folds
-from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-from ltrfeat.features.encoders.training_pairs import prepare_pairs
-from ltrfeat.features.encoders.validation import ndcg_at
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders import Encoder, TwoTowerModel, model_config
+from ltrfeat.encoders.training_pairs import prepare_pairs
+from ltrfeat.encoders.validation import ndcg_at
+from ltrfeat.encoders.training import train_encoder
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.explain import explain, format_explanation
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.hashing import TrigramHasher
 from ltrfeat.features.neural import EncoderExtractor
 from builders import make_pairs
 
@@ -134,7 +134,7 @@ def test_damaged_score_in_a_bundle_is_refused(tmp_path):
     enc = tiny("dssm", "dot")
     header = enc.header()
     header["model"] = {**header["model"], "score": "manhattan"}
-    from ltrfeat.features.encoders.bundle import write_bundle
+    from ltrfeat.encoders.bundle import write_bundle
 
     write_bundle(tmp_path / "bad.ltrenc", kind="encoder", header=header, tensors=enc.model.state_dict())
     with pytest.raises(ModelFileError, match="score must be one of"):
@@ -300,7 +300,7 @@ def test_onnx_export_of_a_dot_encoder_is_unnormalised(tmp_path, arch):
 @pytest.fixture(scope="module")
 def served_world(tmp_path_factory):
     """A ranker over lexical columns, a dot-scored DSSM's ``dssm_title_dot`` and ``deepmatch_title_score``."""
-    from ltrfeat.features.encoders._deepmatch import train_deepmatch
+    from ltrfeat.encoders._deepmatch import train_deepmatch
     from ltrfeat.features.extract import extract_ranking
     from ltrfeat.rankers.lambdamart import LambdaMART
     from builders import TINY

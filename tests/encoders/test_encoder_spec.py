@@ -1,4 +1,4 @@
-"""``ltrfeat.features.encoders.spec``: the ``ablate --encoder`` and ``extract --encoder`` grammars in one module, which
+"""``ltrfeat.encoders.spec``: the ``ablate --encoder`` and ``extract --encoder`` grammars in one module, which
 split ``=PATH`` alike and say what they said before they were moved here (messages pinned)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.encoders.spec import EncoderSpec, parse_encoder_spec, spec_fix
+from ltrfeat.encoders.spec import EncoderSpec, parse_encoder_spec, spec_fix
 
 
 @pytest.mark.parametrize("path", ["dir", "dir=with=signs", "a b"])

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
+from ltrfeat.encoders import Encoder, TwoTowerModel, model_config
 from ltrfeat.core.errors import TextTableError
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.hashing import TrigramHasher
 
 CORPUS = ["cordless drill 18v", "red garden hose 50 ft", "ceiling fan with light", "drill bits", "hose"]
 

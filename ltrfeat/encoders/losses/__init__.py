@@ -1,6 +1,6 @@
 """Ranking losses as objects: one module per loss, each a small frozen class carrying its settings, registered once.
 
-A loss scores one mini-batch of samples (:class:`~ltrfeat.features.encoders.losses.base.RankingLoss`):
+A loss scores one mini-batch of samples (:class:`~ltrfeat.encoders.losses.base.RankingLoss`):
 ``loss(pos, neg, mask=, labels=, weight=)`` with ``pos`` (B,) the score R(Q, D) of each sample's own document,
 ``neg`` (B, J) those of its negative candidates, ``mask`` (B, J) the real candidates, ``labels`` (B,) the soft
 labels and ``weight`` (B,) a weight per sample (e.g. a click's inverse propensity): the loss is then the weighted
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ltrfeat.core.errors import ParameterError
 
 if TYPE_CHECKING:
-    from ltrfeat.features.encoders.losses.base import RankingLoss
+    from ltrfeat.encoders.losses.base import RankingLoss
 
 __all__ = ["LossName", "loss_class", "loss_names", "make_loss", "register_loss", "unregister_loss"]
 
@@ -35,7 +35,7 @@ _LOSSES: dict[str, Any] = {  # name -> the class, or "module:Class" until first 
 def register_loss(cls: type[RankingLoss], *, replace: bool = False) -> type[RankingLoss]:
     """Make the loss class ``cls`` known by its ``name`` to every trainer and config; a second loss of the same
     name is an error unless ``replace``."""
-    from ltrfeat.features.encoders.losses.base import RankingLoss
+    from ltrfeat.encoders.losses.base import RankingLoss
 
     if not (isinstance(cls, type) and issubclass(cls, RankingLoss)):
         raise TypeError(f"register a RankingLoss subclass, not {cls!r}")

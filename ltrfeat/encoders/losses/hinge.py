@@ -6,7 +6,7 @@ import dataclasses
 
 import torch
 
-from ltrfeat.features.encoders.losses.base import RankingLoss
+from ltrfeat.encoders.losses.base import RankingLoss
 
 
 @dataclasses.dataclass(frozen=True)

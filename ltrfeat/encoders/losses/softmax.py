@@ -6,7 +6,7 @@ import dataclasses
 
 import torch
 
-from ltrfeat.features.encoders.losses.base import RankingLoss, log_posterior, sample_mean
+from ltrfeat.encoders.losses.base import RankingLoss, log_posterior, sample_mean
 
 
 @dataclasses.dataclass(frozen=True)

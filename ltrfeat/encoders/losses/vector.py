@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ltrfeat.features.encoders.losses.base import sample_mean
+from ltrfeat.encoders.losses.base import sample_mean
 
 
 def vector_loss(student: torch.Tensor, teacher: torch.Tensor, *, weight: torch.Tensor | None = None) -> torch.Tensor:
