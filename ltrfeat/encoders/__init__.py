@@ -1,5 +1,8 @@
 """Neural text encoders (DSSM, CLSM, DeepMatch, MiniLM) trained on clicks or judgments, saved as ``.ltrenc`` bundles.
 
+The encoders' layer: above ``core`` and ``clicks``, below ``features`` (whose :mod:`~ltrfeat.features.neural` turns
+a bundle into feature columns) and everything above it; it imports neither.
+
 The kinds are described in :mod:`ltrfeat.encoders.registry`. The torch-backed names below are imported on
 first use, so reading the registry (CLI choices, ``--help``) does not import torch.
 """
