@@ -129,9 +129,8 @@ class EncoderConfig(TrainingConfig):
     - pretrain : ``"rbm"`` (DSSM only, DSE): initialise the towers with greedy layer-wise RBMs trained by
       CD-1 on the training texts (:func:`ltrfeat.encoders._rbm.pretrain_dssm`) before the
       discriminative training; None for random initialisation.
-    - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (chosen on Home
-      Depot: 16 epochs raised the agreement but not validation NDCG; 4 epochs, then the ranking loss, gave the
-      test NDCG of 8, ``benchmarks/quality_distill_epochs.py``).
+    - distill_epochs, distill_lr : epochs and Adam learning rate of the distillation stage (how the default was
+      chosen: docs/history.md, "Encoder defaults chosen on Home Depot").
     - distill_weight : with a teacher, keep its in-batch KL term (the distillation loss over the batch's
       queries and positive documents) in the ranking loss with this weight, so the fine-tuning on the
       judgments does not forget the teacher; 0 (default): the ranking loss alone.

@@ -1,21 +1,17 @@
 """Distilling a sentence-transformer teacher into CLSM / DSSM towers (the fast student).
 
-The student's query tower encodes the training queries, its document tower the training documents;
-for a mini-batch of B aligned (query, document) training pairs the student's B x B in-batch cosine
-matrix (every query against every document of the batch, the aligned pairs on the diagonal) is fitted
-to the teacher's: ``loss="kl"`` (default) matches each query row's softmax over the batch's documents
-(cosines / temperature: the teacher's in-batch ranking), ``loss="mse"`` regresses the cosines
-themselves. On Home Depot validation queries KL gave the better ranker (distilled-only CLSM NDCG@1
-.657 against .624 for MSE, same 8 epochs). ``same_side`` adds the query-query and document-document
-matrices (weighted). ``loss="vector"`` instead regresses each text's student vector onto its teacher vector
-(embedding-level distillation, :func:`~ltrfeat.encoders.losses.vector.vector_loss`; the towers' output
-width must be the teacher's, e.g. ``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches
-the teacher's, not only those inside a batch. After distillation the
-encoder is fine-tuned with its ranking loss as usual (:func:`ltrfeat.encoders.training.train_encoder`
-with ``teacher=``), optionally with the batch's KL term kept in that loss (``distill_weight``,
-:class:`KeptTeacher`). Home Depot validation queries (529, ``quality_distill_homedepot.py --queries 3000``),
-NDCG@1 / @10 after 2 epochs of the generalized loss: weight 0 .647 / .8558; 0.3 .652 / .8566; 1 .651 / .8581;
-3 .650 / .8560 -- small next to the ±.01 that the trigram vocabulary order alone moves a distilled student.
+The student's query tower encodes the training queries, its document tower the training documents; for a mini-batch
+of B aligned (query, document) training pairs the student's B x B in-batch cosine matrix (every query against every
+document of the batch, the aligned pairs on the diagonal) is fitted to the teacher's: ``loss="kl"`` (default)
+matches each query row's softmax over the batch's documents (cosines / temperature: the teacher's in-batch ranking),
+``loss="mse"`` regresses the cosines themselves (why KL: docs/history.md, "Encoder defaults chosen on Home Depot").
+``same_side`` adds the query-query and document-document matrices (weighted). ``loss="vector"`` instead regresses
+each text's student vector onto its teacher vector (embedding-level distillation,
+:func:`~ltrfeat.encoders.losses.vector.vector_loss`; the towers' output width must be the teacher's, e.g.
+``sizes={"out": 384}`` for MiniLM): every cosine between two texts then approaches the teacher's, not only those
+inside a batch. After distillation the encoder is fine-tuned with its ranking loss as usual
+(:func:`ltrfeat.encoders.training.train_encoder` with ``teacher=``), optionally with the batch's KL term kept in
+that loss (``distill_weight``, :class:`KeptTeacher`; off by default, docs/history.md has the weights tried).
 
 Teacher vectors are computed once per distinct text and kept in a process-level cache keyed by
 (teacher, side, text), so the cross-fitted trainings of one ablation (several encoders trained on
@@ -334,8 +330,7 @@ def _agreement(net, hasher, q_tokens, d_tokens, tq, td, q, d) -> dict:
 class DistillSettings(Settings):
     """How :func:`distill` trains the student (validated on creation).
 
-    epochs : passes over the distinct pairs (4: on Home Depot, 8 gave the trained student no better test NDCG,
-        ``benchmarks/quality_distill_epochs.py``).
+    epochs : passes over the distinct pairs (4; docs/history.md, "Encoder defaults chosen on Home Depot").
     batch_size : pairs per mini-batch (the cosine matrices are batch x batch).
     lr : Adam learning rate.
     same_side : weight of the query-query and document-document cosine matrices (0: cross only; not used by

@@ -27,8 +27,8 @@ beats it by more than ``m`` paired standard errors over the validation queries:
 is kept). ``m = 0`` keeps any epoch better on average. Early stopping works against the start: a checkpoint
 counts as the best only when it beats the start by this rule (and the best such checkpoint so far by mean);
 the patience count restarts at every checkpoint whose mean beats all earlier ones, the start's included (a
-validation still rising -- MiniLM's on Home Depot, where a quarter epoch is not yet one SE clear of the start
--- trains on), so a training that cannot beat its start stops ``patience`` checkpoints after its last record
+validation still rising -- one not yet a standard error clear of the start after a quarter epoch -- trains on),
+so a training that cannot beat its start stops ``patience`` checkpoints after its last record
 -- with several per epoch (MiniLM's ``val_per_epoch`` 8, a started CLSM/DSSM's 4), a fraction of an epoch --
 and keeps it; the record adds
 the ``checkpoints`` and mini-batch ``steps`` run of the ``planned_checkpoints`` / ``planned_steps``. The decision is the training record's ``keep_start``
