@@ -148,9 +148,9 @@ def scoring_speed(cache: Path, titles: list[str], specs: list[str]) -> dict:
     them as columns does: 1 / the sum of 1 / rate)."""
     import torch
 
-    from ltrfeat.features.encoders.encoder import Encoder
-    from ltrfeat.features.encoders.sbert import SbertEncoder
-    from ltrfeat.features.hashing import TrigramHasher
+    from ltrfeat.encoders.encoder import Encoder
+    from ltrfeat.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders.hashing import TrigramHasher
 
     torch.set_num_threads(1)
     students = {}

@@ -92,9 +92,9 @@ def generate(root: Path, n_pairs: int, seed: int = 0):
 def clsm_bundle(root: Path, docs, queries) -> Path:
     import torch
 
-    from ltrfeat.features.encoders.encoder import Encoder
-    from ltrfeat.features.encoders.model import TwoTowerModel, model_config
-    from ltrfeat.features.hashing import TrigramHasher
+    from ltrfeat.encoders.encoder import Encoder
+    from ltrfeat.encoders.model import TwoTowerModel, model_config
+    from ltrfeat.encoders.hashing import TrigramHasher
 
     torch.manual_seed(0)
     hasher = TrigramHasher().fit(list(docs["title"]) + list(queries["query"]))

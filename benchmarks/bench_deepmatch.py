@@ -29,10 +29,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
-from ltrfeat.features.encoders._deepmatch import _mixed, score_rows, train_deepmatch  # noqa: E402
-from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.encoders._deepmatch import _mixed, score_rows, train_deepmatch  # noqa: E402
+from ltrfeat.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.encoders.hashing import TrigramHasher  # noqa: E402
 from ltrfeat.core.text import read_judged_pairs  # noqa: E402
 
 N_FIT = 20_000

@@ -18,9 +18,9 @@ Targets: CLSM >= 100x and DSSM >= 300x MiniLM's texts/s; CLSM >= 20x the dense C
 training epoch <= 60 s.
 
 MiniLM passes of an ablation with ``sbert`` and ``sbert-ft`` (issue 36), paired, on 1,000 distinct queries and 1,000
-distinct titles: before, the zero-shot vectors (:class:`~ltrfeat.features.encoders.distill.CachedTeacher`, per side)
+distinct titles: before, the zero-shot vectors (:class:`~ltrfeat.encoders.distill.CachedTeacher`, per side)
 then the fine-tuning's frozen-layer pass (``keep_frozen_states``: base loaded, 4 layers, 32 tokens); after, the one
-shared pass (:func:`~ltrfeat.features.encoders.sbert_shared.shared_pass`). Rounds alternate (before, after, after,
+shared pass (:func:`~ltrfeat.encoders.sbert_shared.shared_pass`). Rounds alternate (before, after, after,
 before, ...); the ratios are of the medians, of wall and of this process's CPU seconds (steadier on a busy
 machine), and the vectors and states of the two ways are compared.
 
@@ -42,11 +42,11 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
-from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
-from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
-from ltrfeat.features.hashing import BOUNDARY_ID, TrigramHasher  # noqa: E402
+from ltrfeat.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.encoders.sbert import SbertEncoder  # noqa: E402
+from ltrfeat.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.encoders.hashing import BOUNDARY_ID, TrigramHasher  # noqa: E402
 from ltrfeat.core.text import read_judged_pairs  # noqa: E402
 
 N_OURS = 20_000  # titles encoded by DSSM / CLSM
@@ -131,8 +131,8 @@ def minilm_passes(pairs, *, n_texts: int = 2_000, rounds: int = 2) -> dict:
     """Seconds of the two MiniLM passes before and of the shared pass after, paired (see the module docstring)."""
     import time
 
-    from ltrfeat.features.encoders import distill, sbert_prefix, sbert_shared
-    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+    from ltrfeat.encoders import distill, sbert_prefix, sbert_shared
+    from ltrfeat.encoders.sbert_training import keep_frozen_states
 
     queries = list(dict.fromkeys(pairs["query"]))[: n_texts // 2]
     titles = list(dict.fromkeys(pairs["doc"]))[: n_texts - len(queries)]

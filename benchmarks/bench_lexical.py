@@ -22,7 +22,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import home_depot_pairs, timed, write_results  # noqa: E402
-from ltrfeat.features.analysis import Analyzer  # noqa: E402
+from ltrfeat.core.analysis import Analyzer  # noqa: E402
 from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
 
 K1, B = 1.2, 0.75

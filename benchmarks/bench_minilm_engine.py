@@ -55,8 +55,8 @@ def main() -> None:
 
     import torch
 
-    from ltrfeat.features.encoders import sbert_onnx, sbert_prefix
-    from ltrfeat.features.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders import sbert_onnx, sbert_prefix
+    from ltrfeat.encoders.sbert import SbertEncoder
 
     titles, queries, pairs = _sample(args.texts, args.seed)
     model = SbertEncoder.load()

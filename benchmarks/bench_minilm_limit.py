@@ -51,9 +51,9 @@ def main() -> None:
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer
 
-    from ltrfeat.features.encoders import sbert_prefix
-    from ltrfeat.features.encoders.sbert import packaged_model_path
-    from ltrfeat.features.encoders.sbert_training import _transformer, frozen_key
+    from ltrfeat.encoders import sbert_prefix
+    from ltrfeat.encoders.sbert import packaged_model_path
+    from ltrfeat.encoders.sbert_training import _transformer, frozen_key
 
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -46,11 +46,11 @@ def main() -> None:
     import torch
     from sentence_transformers import SentenceTransformer
 
-    from ltrfeat.features.encoders import sbert_prefix
-    from ltrfeat.features.encoders._sbert_finetuned import encode_with_prefix
-    from ltrfeat.features.encoders.sbert import packaged_model_path
-    from ltrfeat.features.encoders.sbert_top_onnx import OnnxTop
-    from ltrfeat.features.encoders.sbert_training import _transformer, frozen_key
+    from ltrfeat.encoders import sbert_prefix
+    from ltrfeat.encoders._sbert_finetuned import encode_with_prefix
+    from ltrfeat.encoders.sbert import packaged_model_path
+    from ltrfeat.encoders.sbert_top_onnx import OnnxTop
+    from ltrfeat.encoders.sbert_training import _transformer, frozen_key
 
     torch.set_num_threads(1)
     texts = _texts(args.pairs, args.titles)

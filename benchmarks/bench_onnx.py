@@ -21,9 +21,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import SHARED, timed, write_results  # noqa: E402
-from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
 from ltrfeat.export.onnx import OnnxEncoder, export_onnx  # noqa: E402
-from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.encoders.hashing import TrigramHasher  # noqa: E402
 
 THREADS = 2
 N_TEXTS = 4000

@@ -44,8 +44,8 @@ def main() -> None:
 
     import torch
 
-    from ltrfeat.features.encoders.sbert import SbertEncoder
-    from ltrfeat.features.encoders.sbert_onnx import OnnxMiniLM
+    from ltrfeat.encoders.sbert import SbertEncoder
+    from ltrfeat.encoders.sbert_onnx import OnnxMiniLM
 
     torch.set_num_threads(args.threads)
     titles = _titles(args.texts, args.seed)

@@ -18,7 +18,7 @@ from _common import timed, write_results
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.features.retrieval import BM25Retriever
 
 

@@ -137,7 +137,7 @@ def _point_extraction(workdir: Path) -> float:
 
 
 def _point_encoder(size: int) -> float:
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
 
     pairs = _vocab_pairs(size, seed=1, vocab=letter_words(20_000, seed=1))
     start = time.perf_counter()
@@ -181,7 +181,7 @@ def run_point(stage: str, size: int, workdir: Path) -> None:
 # -- the parent: data, budget, fit, plots --------------------------------------------------------------------
 def extraction_bundle(path: Path) -> Path:
     """A CLSM bundle (default sizes) trained for one epoch on 2,000 pairs of the extraction world's vocabulary."""
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
 
     terms = np.array([f"term{i}" for i in range(5000)])  # bench_dask.generate's vocabulary
     encoder, _ = train_encoder(

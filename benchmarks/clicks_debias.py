@@ -165,7 +165,7 @@ def train_corrected(log, curve, work: Path, *, seed: int, sizes: dict, encoder: 
     """A CLSM (GDSSM generalized loss) trained on ``log``'s click labels under each correction, ``curve`` the
     propensities: ``(encoder name -> saved bundle, correction -> validation NDCG@10 and seconds)``."""
     from ltrfeat.clicks.debias import click_labels
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
 
     models, trained = {}, {}
     for debias in CORRECTIONS:

@@ -28,7 +28,7 @@ def heldout(n_click: int, towers: str, *, epochs: int, work: Path) -> dict:
     from ltrfeat.clicks.debias import click_labels
     from ltrfeat.clicks.log import read_click_log
     from ltrfeat.datasets.synth import generate_world, write_world
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
 
     world = generate_world(seed=0, n_queries=240, n_docs=800, n_click_queries=n_click, examination_exponent=0.8)
     write_world(world, work)

@@ -69,7 +69,7 @@ def text_data(name: str, cache, encoders):
     """Cross-fitted folds and feature sets for the sample world or a Home Depot subset."""
     from ltrfeat.core.text import read_judged_pairs
     from ltrfeat.experiments.feature_sets import FeatureSet
-    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.spec import EncoderSpec
     from ltrfeat.experiments.crossfit import text_folds
     from ltrfeat.features.extract import lexical_extractors
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
 from benchmarks.quality_homedepot import load, ndcg, split_queries  # noqa: E402
-from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.encoders.training import train_encoder  # noqa: E402
 
 
 def main() -> None:

@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
 from benchmarks.quality_homedepot import SPLIT, load, ndcg, split_queries  # noqa: E402
-from ltrfeat.features.encoders.distill import CachedTeacher, distill, load_teacher  # noqa: E402
-from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
-from ltrfeat.features.encoders.training_pairs import prepare_pairs  # noqa: E402
-from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
-from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.encoders.distill import CachedTeacher, distill, load_teacher  # noqa: E402
+from ltrfeat.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.encoders.training_pairs import prepare_pairs  # noqa: E402
+from ltrfeat.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.encoders.hashing import TrigramHasher  # noqa: E402
 
 # (distill epochs, lr, same_side weight), loss "kl" (the default); the MSE loss was tried first
 # (4 ep lr 1e-3 / 4 ep 3e-3 / 8 ep 3e-3: validation NDCG@1 .612 / .609 / .624, KL 8 ep 3e-3: .657); 16 epochs

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import write_results  # noqa: E402
 from benchmarks.quality_homedepot import SPLIT, held_out_test, load, single_feature_table  # noqa: E402
-from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
 
 CONFIGS = {  # name -> train_encoder options of a DSSM with the hinge loss

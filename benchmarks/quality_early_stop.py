@@ -6,7 +6,7 @@ three encoder seeds, scored on held-out test queries; the ablation's defaults ot
 Test queries: a seeded sample of ``--test-queries`` of the 1,770 held-out ones (MiniLM scores every test text of a
 fine-tuning that replaced its start). A fine-tuning that kept the zero-shot model scores as the zero-shot model
 does (``sbert_training.is_zero_shot``): those scores come from the MiniLM vectors computed once. MiniLM vectors are
-read from and written to ``--teacher-store`` (:func:`ltrfeat.features.encoders.distill.save_vectors`), so a second
+read from and written to ``--teacher-store`` (:func:`ltrfeat.encoders.distill.save_vectors`), so a second
 tree's run encodes nothing again.
 
 Run: python benchmarks/quality_early_stop.py --out results.json [--queries 1000] [--seeds 0,1,2]
@@ -27,9 +27,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.quality_homedepot import load, ndcg, split_queries  # noqa: E402
-from ltrfeat.features.encoders import distill  # noqa: E402
-from ltrfeat.features.encoders.sbert_training import train_sbert  # noqa: E402
-from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.encoders import distill  # noqa: E402
+from ltrfeat.encoders.sbert_training import train_sbert  # noqa: E402
+from ltrfeat.encoders.training import train_encoder  # noqa: E402
 
 
 def _sample(queries: int, test_queries: int):

@@ -31,8 +31,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._common import home_depot_pairs, write_results  # noqa: E402
-from ltrfeat.features.encoders.sbert import SbertEncoder  # noqa: E402
-from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.encoders.sbert import SbertEncoder  # noqa: E402
+from ltrfeat.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
 from ltrfeat.core.metrics import evaluate_queries, summarise_queries  # noqa: E402
 

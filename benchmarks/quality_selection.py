@@ -37,7 +37,7 @@ METRICS = ["ndcg@1", "ndcg@10"]
 
 
 def homedepot_folds(cache):
-    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.spec import EncoderSpec
     from ltrfeat.experiments.crossfit import text_folds
     from ltrfeat.features.extract import lexical_extractors
     from ltrfeat.core.text import read_judged_pairs

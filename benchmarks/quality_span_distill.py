@@ -112,9 +112,9 @@ def main() -> None:
 
     import torch
 
-    from ltrfeat.features.encoders import distill
-    from ltrfeat.features.encoders.training import train_encoder
-    from ltrfeat.features.encoders.weak import span_pairs
+    from ltrfeat.encoders import distill
+    from ltrfeat.encoders.training import train_encoder
+    from ltrfeat.encoders.weak import span_pairs
 
     torch.set_num_threads(1)
     if args.teacher_store is not None:

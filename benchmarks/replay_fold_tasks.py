@@ -76,7 +76,7 @@ def replay(task, options: dict) -> dict:
     from ltrfeat.core.processes import keep_freed_memory
     from ltrfeat.experiments import _encoder_pool
     from ltrfeat.experiments._fold_trainer import train_one
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     keep_freed_memory()
     task.options = {**task.options, **options}

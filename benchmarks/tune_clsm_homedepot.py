@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarks._common import write_results  # noqa: E402
-from ltrfeat.features.encoders.training import train_encoder  # noqa: E402
+from ltrfeat.encoders.training import train_encoder  # noqa: E402
 from ltrfeat.features.lexical import LexicalExtractor  # noqa: E402
 from quality_homedepot import load, ndcg, split_queries  # noqa: E402
 

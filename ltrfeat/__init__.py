@@ -27,10 +27,10 @@ _API = {
     # features
     "extract_pairs": "ltrfeat.features.extract",
     "lexical_extractors": "ltrfeat.features.extract",
-    "train_encoder": "ltrfeat.features.encoders.training",
-    "EncoderConfig": "ltrfeat.features.encoders.config",
-    "SbertConfig": "ltrfeat.features.encoders.config",
-    "DeepMatchConfig": "ltrfeat.features.encoders.config",
+    "train_encoder": "ltrfeat.encoders.training",
+    "EncoderConfig": "ltrfeat.encoders.config",
+    "SbertConfig": "ltrfeat.encoders.config",
+    "DeepMatchConfig": "ltrfeat.encoders.config",
     # rankers
     "LambdaMART": "ltrfeat.rankers.lambdamart",
     "RankerConfig": "ltrfeat.rankers.config",

@@ -153,8 +153,8 @@ def build_world(root, *, n_queries=30, per_query=10, seed=0, encoder=True):
     Returns a dict of paths and tables; shared by the serving tests and the benchmark."""
     import torch
 
-    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-    from ltrfeat.features.hashing import TrigramHasher
+    from ltrfeat.encoders import Encoder, TwoTowerModel, model_config
+    from ltrfeat.encoders.hashing import TrigramHasher
 
     rng = np.random.default_rng(seed)
     n_docs = n_queries * per_query
@@ -233,8 +233,8 @@ def tiny_encoder(arch, **kw):
     """A random-weight encoder with a trigram vocabulary fitted on :data:`TEXTS`."""
     import torch
 
-    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-    from ltrfeat.features.hashing import TrigramHasher
+    from ltrfeat.encoders import Encoder, TwoTowerModel, model_config
+    from ltrfeat.encoders.hashing import TrigramHasher
 
     hasher = TrigramHasher(min_count=kw.pop("min_count", 1), n_buckets=kw.pop("n_buckets", None)).fit(TEXTS)
     torch.manual_seed(1)
@@ -254,7 +254,7 @@ def tiny_sbert_dir(folder: Path) -> Path:
     from sentence_transformers.sentence_transformer.modules.pooling import Pooling
     from transformers import BertConfig, BertModel
 
-    from ltrfeat.features.encoders.sbert import packaged_model_path
+    from ltrfeat.encoders.sbert import packaged_model_path
 
     hf = folder / "hf"
     hf.mkdir()
@@ -337,7 +337,7 @@ class Interrupted(Exception):
 
 def train_until_interrupted(monkeypatch, train, *, epoch: int = 1) -> None:
     """Run ``train()`` (which writes checkpoints) and stop it right after epoch ``epoch``'s checkpoint."""
-    from ltrfeat.features.encoders import epochs
+    from ltrfeat.encoders import epochs
 
     write = epochs.write_checkpoint
 

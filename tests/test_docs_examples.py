@@ -30,8 +30,8 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.encoders.losses import loss_names, unregister_loss
-from ltrfeat.features.encoders.registry import encoder_kinds, unregister_encoder
+from ltrfeat.encoders.losses import loss_names, unregister_loss
+from ltrfeat.encoders.registry import encoder_kinds, unregister_encoder
 from ltrfeat.rankers import registry
 
 ROOT = Path(__file__).resolve().parents[1]

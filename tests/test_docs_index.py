@@ -27,7 +27,7 @@ def test_the_new_encoder_table_names_every_field_of_encoder_kind():
     import dataclasses
 
     from ltrfeat.experiments.crossfit_traits import CrossFitTraits
-    from ltrfeat.features.encoders.kind import EncoderKind
+    from ltrfeat.encoders.kind import EncoderKind
 
     text = (DOCS / "new-encoder.md").read_text(encoding="utf-8")
     table = "\n".join(line for line in text.splitlines() if line.startswith("| `"))

@@ -113,7 +113,7 @@ def read_pairs_table(path, reading: dict):
 
 def encoders_option(text: str, *, metavar: str = "NAME=PATH", required: bool = False):
     """``--encoder NAME[=PATH]`` (repeatable, received as ``encoders``): the models a command scores with, read by
-    :func:`~ltrfeat.features.encoders.spec.parse_encoder_specs`; ``text`` is the command's help."""
+    :func:`~ltrfeat.encoders.spec.parse_encoder_specs`; ``text`` is the command's help."""
     return click.option("--encoder", "encoders", multiple=True, required=required, metavar=metavar, help=text)
 
 

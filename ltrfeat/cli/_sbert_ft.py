@@ -1,7 +1,7 @@
 """``train-encoder --model sbert-ft``: the options only fine-tuning a sentence-transformer takes.
 
 Like every kind's, they reach the training config only when given (:mod:`ltrfeat.cli.encoder_cmd`), so
-:class:`~ltrfeat.features.encoders.config.SbertConfig`'s own defaults apply to the rest.
+:class:`~ltrfeat.encoders.config.SbertConfig`'s own defaults apply to the rest.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import click
 
 from ltrfeat.cli._paths import EXISTING_DIR
 
-from ltrfeat.features.encoders.config import PRECISIONS, SbertConfig
+from ltrfeat.encoders.config import PRECISIONS, SbertConfig
 
 
 def sbert_options(command):

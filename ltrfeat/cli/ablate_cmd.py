@@ -39,7 +39,7 @@ from ltrfeat.experiments.fold_plans import MIN_FOLDS
 from ltrfeat.experiments.crossfit import CrossFitConfig
 from ltrfeat.experiments.defaults import DEFAULTS, ENCODER_DEFAULTS, METRICS, QUICK
 from ltrfeat.experiments.span_settings import SPAN_MOD_HELP
-from ltrfeat.features.encoders.spec import spec_help, spec_metavar
+from ltrfeat.encoders.spec import spec_help, spec_metavar
 from ltrfeat.rankers.choices import TUNE_METHODS
 
 # ltrfeat.experiments.ablate (LightGBM, XGBoost, matplotlib) is imported inside the command so that every other

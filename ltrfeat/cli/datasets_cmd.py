@@ -9,7 +9,7 @@ import click
 
 from ltrfeat.core.duplicates import duplicates_line
 from ltrfeat.cli._options import duplicates_option, option_group
-from ltrfeat.features.analysis import STOPWORD_LISTS, Analyzer
+from ltrfeat.core.analysis import STOPWORD_LISTS, Analyzer
 from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.datasets.converters import SOURCES, convert_to_dir, parse_split
 from ltrfeat.datasets.synth import PRESETS, ClickModel, generate_world, realism_stats, write_world

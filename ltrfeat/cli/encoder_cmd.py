@@ -1,5 +1,5 @@
 """``ltrfeat train-encoder``: train an encoder of any trainable kind (CLSM, DSSM, DeepMatch, MiniLM fine-tuning, or a
-registered one, see :mod:`ltrfeat.features.encoders.registry`) on judged or clicked pairs.
+registered one, see :mod:`ltrfeat.encoders.registry`) on judged or clicked pairs.
 
 The options of every kind share one command: only the options given on the command line are passed on, so each
 kind's config supplies its own defaults for the rest (``--help`` shows the CLSM/DSSM ones), and an option the
@@ -31,7 +31,7 @@ from ltrfeat.cli._options import (
 from ltrfeat.cli._sbert_ft import sbert_options
 from ltrfeat.core.fileio import check_writable
 from ltrfeat.core.processes import freed_memory_kept
-from ltrfeat.features.encoders.config import (
+from ltrfeat.encoders.config import (
     DISTILL_ROWS,
     LOSSES,
     OPTIMIZERS,
@@ -43,7 +43,7 @@ from ltrfeat.features.encoders.config import (
     EncoderConfig as _E,
     SbertConfig as _S,
 )
-from ltrfeat.features.encoders.registry import encoder_kind, encoder_kinds
+from ltrfeat.encoders.registry import encoder_kind, encoder_kinds
 from ltrfeat.clicks.debias import CORRECTED_LOSSES
 
 _SBERT_DEFAULTS = (  # SbertConfig's defaults that differ from the CLSM/DSSM ones --help shows
@@ -503,7 +503,7 @@ def _pairs_or_weak_pairs(pairs, weak: dict, reading: dict, seed: int):
 
 def _checked_config(kind, settings: dict, table):
     """The kind's config from the settings, its holdout checked against the table before any training step."""
-    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
+    from ltrfeat.encoders.training_pairs import check_holdout, table_queries
 
     try:
         config = kind.config.from_dict(settings)
@@ -742,7 +742,7 @@ def _weak_pairs(docs_path, field_pair, *, encoding, pairs, seed, spans_per_doc):
     """Training pairs from a documents table; label-0 pairs give validation something to rank."""
     import warnings
 
-    from ltrfeat.features.encoders.weak import docs_to_pairs, parse_pair, span_pairs
+    from ltrfeat.encoders.weak import docs_to_pairs, parse_pair, span_pairs
     from ltrfeat.core.text import read_docs
 
     if pairs:

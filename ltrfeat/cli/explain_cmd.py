@@ -44,7 +44,7 @@ def explain(model, query, document, top, shared_top, as_json):
     Example:
       ltrfeat explain clsm.ltrenc "cordless drill" "DEWALT 20V MAX Cordless Drill Kit"
     """
-    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.encoders.encoder import Encoder
     from ltrfeat.features.explain import explain as explain_pair, format_explanation
 
     result = explain_pair(Encoder.load(model), query, document, top=top, shared_top=shared_top)

@@ -11,7 +11,7 @@ from ltrfeat.cli._paths import DIR, FILE
 
 from ltrfeat.cli._options import encoders_option, lexical_options, option_group
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.encoders.registry import export_formats
+from ltrfeat.encoders.registry import export_formats
 from ltrfeat.rankers.registry import EXPORT_TARGETS
 
 
@@ -121,7 +121,7 @@ def export_ranker(
     from ltrfeat.export.plugin_features import lexical_scoring, norms_warning
     from ltrfeat.rankers.models import load_ranker
 
-    from ltrfeat.features.encoders.spec import parse_encoder_specs
+    from ltrfeat.encoders.spec import parse_encoder_specs
     from ltrfeat.features.neural import encoder_width, load_encoder
 
     check_writable(out_path)  # before loading anything
@@ -190,7 +190,7 @@ def export_ranker(
 def _parity(parity: dict, names, corpus, settings: dict, target: str) -> dict:
     from ltrfeat.core.text import read_judged_pairs
     from ltrfeat.export.parity import parity_report
-    from ltrfeat.features.analysis import Analyzer
+    from ltrfeat.core.analysis import Analyzer
 
     if target not in ("es-ltr", "opensearch-ltr"):
         raise LtrfeatError(
@@ -238,8 +238,8 @@ def export_encoder(model, target, out_dir):
     Example:
       ltrfeat export-encoder clsm.ltrenc --to onnx --out clsm_onnx
     """
-    from ltrfeat.features.encoders.encoder import Encoder
-    from ltrfeat.features.encoders.registry import bundle_kind, encoder_kinds
+    from ltrfeat.encoders.encoder import Encoder
+    from ltrfeat.encoders.registry import bundle_kind, encoder_kinds
     from ltrfeat.export.onnx import check_export_dir, export_onnx
 
     check_export_dir(out_dir)  # before the model is read: only an export of ours is replaced
@@ -276,7 +276,7 @@ def embed(docs_path, encoders, fields, index_name, out_path, update):
       ltrfeat embed --docs data/docs.tsv --encoder clsm=clsm.ltrenc --fields title --index products --out bulk.ndjson
       curl -s -XPOST localhost:9200/_bulk -H 'Content-Type: application/x-ndjson' --data-binary @bulk.ndjson
     """
-    from ltrfeat.features.encoders.spec import parse_encoder_specs
+    from ltrfeat.encoders.spec import parse_encoder_specs
     from ltrfeat.features.neural import load_encoder
     from ltrfeat.core.text import read_docs
     from ltrfeat.export.bulk import write_bulk

@@ -24,7 +24,7 @@ from ltrfeat.cli._options import (
 from ltrfeat.features import extract as ex
 from ltrfeat.features.extract import save_corpus_stats
 from ltrfeat.core import text
-from ltrfeat.features.analysis import STOPWORD_LISTS
+from ltrfeat.core.analysis import STOPWORD_LISTS
 from ltrfeat.features.extractor_options import build_extractors, name_corpus_file
 from ltrfeat.core.errors import LtrfeatError, cli_fixes
 from ltrfeat.core.letor import write_letor

@@ -92,7 +92,7 @@ def _label_file(paths: dict, error_type, default=None):
 def _check_columns(trained_map: FeatureMap, data: RankingSet, path, what: str) -> None:
     """Refuse columns made differently from the training data's; warn about columns scored by an encoder
     trained on the file's own queries (the sidecar's pipeline records, :mod:`ltrfeat.features.pins`)."""
-    from ltrfeat.features.leakage import leaked_columns
+    from ltrfeat.encoders.leakage import leaked_columns
     from ltrfeat.features.pins import check_same_pipeline
 
     check_same_pipeline(trained_map, data.feature_map, path=path)
@@ -656,7 +656,7 @@ def rerank(model_path, run_path, queries, docs, out, features, depth, run_name, 
     """
     from ltrfeat.core.text import read_docs, read_queries
     from ltrfeat.core.trec import read_run, write_trec_run
-    from ltrfeat.features.encoders.spec import parse_encoder_specs
+    from ltrfeat.encoders.spec import parse_encoder_specs
     from ltrfeat.serving.rerank import rerank_run
     from ltrfeat.serving.scorer import Scorer
 

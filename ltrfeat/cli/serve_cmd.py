@@ -220,7 +220,7 @@ def serve(ranker, features, experiment, host, port, allow_hosts, limits, access,
         )
     import torch
 
-    from ltrfeat.features.encoders.spec import parse_encoder_specs
+    from ltrfeat.encoders.spec import parse_encoder_specs
     from ltrfeat.serving import server
     from ltrfeat.serving.app import LOOPBACK_HOSTS, ServiceLimits, create_app
     from ltrfeat.serving.lane import Lane

@@ -1,7 +1,8 @@
-"""The floor every layer stands on: the ranking data model, LETOR, text and TREC run/qrels I/O, errors, atomic files,
-logging, versions, metrics, settings files, query splitting, CPU and Dask cluster discovery."""
+"""The floor every layer stands on: the ranking data model, LETOR, text and TREC run/qrels I/O, the text analyzer,
+errors, atomic files, logging, versions, metrics, settings files, query splitting, CPU and Dask cluster discovery."""
 
 __all__ = [  # the public modules
+    "analysis",
     "config_files",
     "cores",
     "dask_cluster",

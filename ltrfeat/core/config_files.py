@@ -3,7 +3,7 @@
 :func:`read_config` returns the file's top-level table as a dict; a parse error is a one-line
 :class:`~ltrfeat.core.errors.LtrfeatError` naming the file and line. What the keys mean is up to
 the reader: the CLI's ``--config`` maps them to a command's options, the encoder configs
-(:mod:`ltrfeat.features.encoders.config`) to their settings.
+(:mod:`ltrfeat.encoders.config`) to their settings.
 
 Files are untrusted input, so reading is bounded: at most :data:`MAX_BYTES` bytes, :data:`MAX_DEPTH`
 levels of nesting (checked before parsing for JSON, as a recursion limit otherwise), :data:`MAX_NODES`

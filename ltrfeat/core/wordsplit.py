@@ -1,7 +1,7 @@
 """Split many texts into words at once: maximal runs of letters and digits, one byte string for all.
 
-Both tokenisers of the project (the lexical :class:`~ltrfeat.features.analysis.Analyzer` and the trigram
-:class:`~ltrfeat.features.hashing.TrigramHasher`) cut words at every character that is not a letter or a
+Both tokenisers of the project (the lexical :class:`~ltrfeat.core.analysis.Analyzer` and the trigram
+:class:`~ltrfeat.encoders.hashing.TrigramHasher`) cut words at every character that is not a letter or a
 digit. For ASCII text -- nearly all product and web search text -- that is one ``bytes.translate`` (a
 256-byte table) and one ``split`` over the joined texts, instead of ``re.findall`` with a Unicode class
 (figures: benchmarks/results/docstring-timings.md). A non-ASCII text is first reduced to its words (the caller's exact Unicode rule) joined by

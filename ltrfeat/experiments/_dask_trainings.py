@@ -114,7 +114,7 @@ def _encode_on_worker(spec: str, texts: list[str], side: str, engine: str):
     single-threaded)."""
     import torch
 
-    from ltrfeat.features.encoders import distill, sbert_onnx
+    from ltrfeat.encoders import distill, sbert_onnx
 
     torch.set_num_threads(1)
     with sbert_onnx.engine(engine):
@@ -123,11 +123,11 @@ def _encode_on_worker(spec: str, texts: list[str], side: str, engine: str):
 
 def _frozen_on_worker(texts: list[str], base, settings: dict):
     """Dask task: MiniLM's frozen lower layers over ``texts`` (one torch thread), as the store key and the states
-    :func:`~ltrfeat.features.encoders.sbert_prefix.save` writes, packed."""
+    :func:`~ltrfeat.encoders.sbert_prefix.save` writes, packed."""
     import torch
 
-    from ltrfeat.features.encoders import sbert_prefix
-    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+    from ltrfeat.encoders import sbert_prefix
+    from ltrfeat.encoders.sbert_training import keep_frozen_states
 
     torch.set_num_threads(1)
     key = keep_frozen_states(texts, base=base, **settings)
@@ -139,15 +139,15 @@ def _frozen_on_worker(texts: list[str], base, settings: dict):
 
 
 def _shared_on_worker(teacher: str, whole: list[str], frozen: list[str], base, settings: dict, engine: str):
-    """Dask task: :func:`~ltrfeat.features.encoders.sbert_shared.compute` over a part of the texts on MiniLM
+    """Dask task: :func:`~ltrfeat.encoders.sbert_shared.compute` over a part of the texts on MiniLM
     engine ``engine`` (one thread, nothing cached on the worker): the store key, the vectors of ``whole``
-    (aligned) and the states of ``frozen``, packed as :func:`~ltrfeat.features.encoders.sbert_prefix.save` writes
+    (aligned) and the states of ``frozen``, packed as :func:`~ltrfeat.encoders.sbert_prefix.save` writes
     them."""
     import numpy as np
     import torch
 
-    from ltrfeat.features.encoders import sbert_onnx, sbert_prefix, sbert_shared
-    from ltrfeat.features.encoders.config import SbertConfig
+    from ltrfeat.encoders import sbert_onnx, sbert_prefix, sbert_shared
+    from ltrfeat.encoders.config import SbertConfig
 
     torch.set_num_threads(1)
     cfg = SbertConfig.build(None, settings)
@@ -183,9 +183,9 @@ class DaskTrainings:
     def teacher_vectors(self, spec: str, texts, *, side: str, chunk: int = 512) -> int:
         """Encode the ``texts`` not yet cached here with teacher ``spec`` (``sbert[=DIR]``; the directory must be
         readable by the workers) on the cluster, ``chunk`` texts per task on this process's MiniLM engine, and cache
-        the vectors in this process (:func:`ltrfeat.features.encoders.distill.add_vectors`). Returns how many texts
+        the vectors in this process (:func:`ltrfeat.encoders.distill.add_vectors`). Returns how many texts
         were encoded."""
-        from ltrfeat.features.encoders import distill, sbert_onnx
+        from ltrfeat.encoders import distill, sbert_onnx
 
         key = distill.teacher_key(spec)
         missing = distill.missing_vectors(key, side, texts)
@@ -203,9 +203,9 @@ class DaskTrainings:
         return len(missing)
 
     def frozen_states(self, texts: list[str], *, base=None, **settings) -> tuple | None:
-        """:func:`~ltrfeat.features.encoders.sbert_training.keep_frozen_states` run on the cluster: the states come
+        """:func:`~ltrfeat.encoders.sbert_training.keep_frozen_states` run on the cluster: the states come
         back and are kept in this process (memory-mapped) under the returned key, for the trainings to read."""
-        from ltrfeat.features.encoders import sbert_prefix
+        from ltrfeat.encoders import sbert_prefix
 
         future = self.client.submit(_frozen_on_worker, texts, base, settings, pure=False)
         try:
@@ -219,11 +219,11 @@ class DaskTrainings:
     def shared_pass(
         self, teacher: str, wanted: dict[str, list[str]], frozen: list[str], *, base=None, chunk: int = 512, **settings
     ) -> tuple:
-        """:func:`~ltrfeat.features.encoders.sbert_shared.shared_pass` on the cluster, ``chunk`` texts per task (the
+        """:func:`~ltrfeat.encoders.sbert_shared.shared_pass` on the cluster, ``chunk`` texts per task (the
         vectors not cached here, every frozen text): the vectors and states come back and are cached and kept in this
         process (states memory-mapped). Returns ``(store key, texts run whole, texts run through the frozen layers
         only)``."""
-        from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
+        from ltrfeat.encoders import distill, sbert_onnx, sbert_prefix
 
         teacher_key = distill.teacher_key(teacher)
         missing = {side: distill.missing_vectors(teacher_key, side, texts) for side, texts in wanted.items()}

@@ -15,8 +15,8 @@ import pandas as pd
 from ltrfeat.core.errors import ModelFileError
 from ltrfeat.core.fileio import read_checked, write_checked
 from ltrfeat.core.logs import get_logger
-from ltrfeat.features.encoders.config import KEEP_START_MARGIN
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.config import KEEP_START_MARGIN
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
 
 log = get_logger("ablate")

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.experiments.span_settings import FOLD_DISTILL, SPAN_OPTIONS
-from ltrfeat.features.encoders.registry import encoder_kinds
-from ltrfeat.features.encoders.spec import EncoderSpec
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.registry import encoder_kinds
+from ltrfeat.encoders.spec import EncoderSpec
+from ltrfeat.encoders.pretraining import Pretraining
 
 
 # train_encoder options of the distillation
@@ -77,7 +77,7 @@ def model_options(options: dict, model: str, *, known_models=(), accepted=None) 
 def spec_options(spec: EncoderSpec, options: dict) -> dict:
     """The training options of one encoder: unprefixed keys, overridden by ``MODEL.key`` ones (see
     :mod:`ltrfeat.experiments._encoder_options`). Each encoder keeps the unprefixed keys its training config
-    has (:mod:`ltrfeat.features.encoders.config`); an unprefixed key no trainer has, or a prefixed key its
+    has (:mod:`ltrfeat.encoders.config`); an unprefixed key no trainer has, or a prefixed key its
     model's trainer lacks, is an error. Encoders without a teacher drop the distillation options."""
     fixed = {"model", "loss", "score", "pretrain", "seed"}  # set by the --encoder spec and the ablation's seeds
     runtime = {"threads", FOLD_DISTILL} | set(SPAN_OPTIONS)  # a trainer argument beside its config, the +spans settings
@@ -103,8 +103,8 @@ def spec_options(spec: EncoderSpec, options: dict) -> dict:
 
 def minilm_engine(options: dict) -> str:
     """The MiniLM engine of an ablation's zero-shot passes that ``options`` choose (``sbert.engine``, default
-    ``auto``; see :mod:`ltrfeat.features.encoders.sbert_onnx`), checked with the other zero-shot options."""
-    from ltrfeat.features.encoders import sbert_onnx
+    ``auto``; see :mod:`ltrfeat.encoders.sbert_onnx`), checked with the other zero-shot options."""
+    from ltrfeat.encoders import sbert_onnx
 
     for key in options:
         model, _, name = key.rpartition(".")

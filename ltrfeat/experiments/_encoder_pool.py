@@ -10,10 +10,10 @@ of these models runs at :data:`THREADS` torch thread, in a worker or not: the nu
 cores of the machine and whether the pool is used at all do not change the scores (tested).
 
 What a worker needs from the parent comes by file: the MiniLM vectors of every text a ``+teacher``
-training distils (:func:`ltrfeat.features.encoders.distill.save_vectors`, computed once in the parent,
+training distils (:func:`ltrfeat.encoders.distill.save_vectors`, computed once in the parent,
 so no worker loads or runs MiniLM) and the starting weights of ``+init`` / ``+spans`` encoders (a
 ``.ltrenc`` bundle), and the states of MiniLM's frozen lower layers for every text a fine-tuning reads
-(:func:`ltrfeat.features.encoders.sbert_prefix.save`, computed once in the parent, memory-mapped by the
+(:func:`ltrfeat.encoders.sbert_prefix.save`, computed once in the parent, memory-mapped by the
 workers). Each worker trains through the same code path as the parent (and writes the
 encoder to the cache when there is one).
 """
@@ -45,7 +45,7 @@ class FileStart:
         self.seconds = 0.0
 
     def encoder(self):
-        from ltrfeat.features.encoders.registry import encoder_kind
+        from ltrfeat.encoders.registry import encoder_kind
 
         name = str(self.path)
         if name not in self._loaded:
@@ -62,7 +62,7 @@ def fit_task(task: TrainingTask, train: Callable) -> tuple[dict, float, float, b
     :func:`~ltrfeat.experiments._training_task.training_record`."""
     import torch
 
-    from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
+    from ltrfeat.encoders import distill, sbert_onnx, sbert_prefix
 
     torch.set_num_threads(task.options["threads"])
     if task.teacher_dir is not None and task.teacher_dir not in _LOADED:

@@ -27,7 +27,7 @@ from ltrfeat.experiments._starting_points import ContinuedStart, StartingPoint, 
 from ltrfeat.experiments._training_plan import Training, check_trainings
 from ltrfeat.experiments._training_task import TrainingTask, fold_scores, training_record
 from ltrfeat.experiments._workers import plan_workers
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
 
 
@@ -147,7 +147,7 @@ def run_pooled(
     handed over by file."""
     import tempfile
 
-    from ltrfeat.features.encoders import distill, sbert_onnx, sbert_prefix
+    from ltrfeat.encoders import distill, sbert_onnx, sbert_prefix
 
     with tempfile.TemporaryDirectory(prefix="ltrfeat-pool-") as tmp:
         teacher_dir = None

@@ -11,15 +11,15 @@ from pathlib import Path
 import numpy as np
 
 from ltrfeat.experiments._training_plan import Training
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.pretraining import Pretraining
 
 
 def frozen_groups(trainings: list[Training]) -> dict[tuple, tuple[list[Training], list[str]]]:
     """The MiniLM fine-tunings among ``trainings`` that keep frozen lower layers, by (base model, settings JSON):
     the trainings and every text they read and score."""
-    from ltrfeat.features.encoders.config import SbertConfig
+    from ltrfeat.encoders.config import SbertConfig
 
     groups: dict[tuple, tuple[list[Training], dict[str, None]]] = {}
     for job in trainings:
@@ -40,10 +40,10 @@ def frozen_groups(trainings: list[Training]) -> dict[tuple, tuple[list[Training]
 def share_minilm(
     zero_shot: list[EncoderSpec], groups: dict, queries: list, docs: list, *, cluster, profile, bar
 ) -> dict[tuple, tuple]:
-    """One MiniLM pass (:func:`~ltrfeat.features.encoders.sbert_shared.shared_pass`) for a zero-shot column's
+    """One MiniLM pass (:func:`~ltrfeat.encoders.sbert_shared.shared_pass`) for a zero-shot column's
     vectors of ``queries``/``docs`` and the frozen-layer states of a group of :func:`frozen_groups` on the same
     model; in this process, or on ``cluster`` and brought back. Returns ``{group: store key}`` of the groups done."""
-    from ltrfeat.features.encoders import sbert_shared
+    from ltrfeat.encoders import sbert_shared
 
     shared: dict[tuple, tuple] = {}
     for spec in zero_shot:
@@ -76,13 +76,13 @@ def keep_frozen(
     groups: dict, *, profile, bar, cluster=None, shared: dict[tuple, tuple] | None = None
 ) -> dict[int, tuple]:
     """Run the frozen lower layers of the MiniLM fine-tunings of ``groups`` (:func:`frozen_groups`) once over
-    all the texts they read and score (one pass per base model and settings, :func:`~ltrfeat.features.encoders.
+    all the texts they read and score (one pass per base model and settings, :func:`~ltrfeat.encoders.
     sbert_training.keep_frozen_states`), here, before any of them trains: in this process or in a worker,
     every fine-tuning then starts from the same states; with a ``cluster`` (a :class:`~ltrfeat.experiments.
     _dask_trainings.DaskTrainings`) the pass runs there and the states come back. ``shared``: the groups whose
     states :func:`share_minilm` keeps already, with their store keys. Returns ``{id(training): (store key,
     texts)}``."""
-    from ltrfeat.features.encoders.sbert_training import keep_frozen_states
+    from ltrfeat.encoders.sbert_training import keep_frozen_states
 
     kept: dict[int, tuple] = {}
     shared = shared or {}
@@ -136,7 +136,7 @@ def offer_zero_shot(trainings: list[Training], path, scores: np.ndarray, *, judg
     (:func:`~ltrfeat.experiments._training_task.fold_scores`) instead of running the whole model again, and one
     that starts from it validates its start from it. ``judged``: the training tables' rows are the judged
     pairs' (the default training table), so their scores are known."""
-    from ltrfeat.features.encoders.sbert import packaged_model_path
+    from ltrfeat.encoders.sbert import packaged_model_path
 
     def base(p) -> Path:
         return (packaged_model_path() if p is None else Path(p)).resolve()

@@ -30,8 +30,8 @@ from ltrfeat.experiments.span_settings import (
     SPANS_WANTED,
     long_documents,
 )
-from ltrfeat.features.encoders.spec import EncoderSpec
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.spec import EncoderSpec
+from ltrfeat.encoders.pretraining import Pretraining
 
 # the span pre-training's own settings over the fold trainings' options (``epochs`` comes from ``span_epochs``): what
 # it overrides stays out of its cache key, so a --quick and a full run share one pre-training
@@ -44,14 +44,14 @@ class StartingPoint:
     use only, so a run whose fold encoders are all cached never touches it.
 
     ``+init=BUNDLE``: the bundle (``key``: its bytes' SHA-256). ``+spans``: the spec's model trained once with
-    the softmax loss on query-like spans of the pairs' distinct documents (:func:`~ltrfeat.features.encoders.
+    the softmax loss on query-like spans of the pairs' distinct documents (:func:`~ltrfeat.encoders.
     weak.span_pairs`; no query or label is read, so it is leakage-free for every fold), ``span_epochs``
     epochs, ``spans_per_doc`` spans per document (default: enough for 50,000 spans, between 4 and 16 -- 4 for a
     collection of 12,500 documents or more, 16 for the 800 of the sample world, where 4 left the pre-trained CLSM
     below BM25 and 16 lifted it above); ``key`` hashes the texts and the settings the pre-training reads (not the
     fold trainings' ``epochs``, which ``span_epochs`` replaces), and the pre-trained encoder is cached beside the
     fold encoders. ``+spans+teacher``: the same, its towers first distilled from the
-    spec's teacher (:mod:`~ltrfeat.features.encoders.distill`) on the positive span -> document pairs only (the
+    spec's teacher (:mod:`~ltrfeat.encoders.distill`) on the positive span -> document pairs only (the
     span table's negatives add no text, only steps), with the ``distill_*`` options (``distill_settings``, out of
     the fold trainings' options; by default ``distill_loss="vector"`` with towers whose ``out`` is the teacher's
     width unless ``sizes`` names one); MiniLM encodes each distinct span and document once, through the teacher-vector
@@ -119,7 +119,7 @@ class StartingPoint:
             self.distill_settings["distill_epochs"] = min(DISTILL_EPOCHS[1], max(DISTILL_EPOCHS[0], wanted))
         teacher = {}
         if distilled:
-            from ltrfeat.features.encoders.distill import teacher_key
+            from ltrfeat.encoders.distill import teacher_key
 
             teacher = {"teacher": [teacher_key(spec.teacher), self.distill_settings]}
         h = hashlib.sha256(
@@ -152,7 +152,7 @@ class StartingPoint:
         return {k: v for k, v in self.span_settings.items() if k not in SPAN_SHAPE or v != (SPAN_OPTIONS[k] or 0)}
 
     def encoder(self):
-        from ltrfeat.features.encoders.encoder import Encoder
+        from ltrfeat.encoders.encoder import Encoder
 
         if self._encoder is None:
             start = time.perf_counter()
@@ -179,8 +179,8 @@ class StartingPoint:
         return None if self.cache is None else self.cache / "encoders" / f"{self.spec.name}-pretrain-{self.key}.ltrenc"
 
     def _pretrained(self, encoder_cls):
-        from ltrfeat.features.encoders.training import train_encoder
-        from ltrfeat.features.encoders.weak import span_pairs
+        from ltrfeat.encoders.training import train_encoder
+        from ltrfeat.encoders.weak import span_pairs
 
         path = self._path()
         start = time.perf_counter()
@@ -208,7 +208,7 @@ class StartingPoint:
                     for side, column in (("query", "query"), ("doc", "doc")):
                         self.cluster.teacher_vectors(self.spec.teacher, positives[column].tolist(), side=side)
                 if settings["distill_loss"] == "vector":  # the towers as wide as the teacher's vectors
-                    from ltrfeat.features.encoders.distill import teacher_width
+                    from ltrfeat.encoders.distill import teacher_width
 
                     sizes = dict(settings.get("sizes") or {})
                     settings["sizes"] = {"out": teacher_width(self.spec.teacher, spans["doc"].iloc[0])} | sizes

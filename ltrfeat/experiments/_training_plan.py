@@ -17,7 +17,7 @@ from ltrfeat.experiments._encoder_options import spec_options
 from ltrfeat.experiments._starting_points import ContinuedStart, StartingPoint
 from ltrfeat.experiments.click_training import spec_table
 from ltrfeat.experiments.fold_plans import FoldPlan, check_disjoint, in_queries, scoring_jobs
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
 
 
@@ -54,7 +54,7 @@ class Training:
 def check_trainings(trainings: list[Training]) -> None:
     """What can be refused before any encoder trains: a validation share that leaves one of the trainings (the
     smallest tables come last: inner, continued) without a validation or a training query."""
-    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
+    from ltrfeat.encoders.training_pairs import check_holdout, table_queries
 
     for job in trainings:
         if not job.done:

@@ -12,7 +12,7 @@ import pandas as pd
 
 @dataclasses.dataclass
 class TrainingTask:
-    """spec : the :class:`~ltrfeat.features.encoders.spec.EncoderSpec` to train.
+    """spec : the :class:`~ltrfeat.encoders.spec.EncoderSpec` to train.
     table : its training pairs (``query``, ``doc``, ``label``).
     options : its training options, ``threads`` included.
     seed, cache, key : the training's seed, the cache directory (or None) and its key there (or None).
@@ -25,8 +25,8 @@ class TrainingTask:
         the scores of a fine-tuning that kept that base unchanged (:func:`fold_scores`).
     start_scores : that column's scores of the rows of ``table`` (or None): a MiniLM fine-tuning that starts from
         that base unchanged validates its start from them instead of running it (``train_sbert``'s ``start_scores``).
-    minilm_engine : the ablation's MiniLM engine (:mod:`~ltrfeat.features.encoders.sbert_onnx`), which also scores a
-        fine-tuned MiniLM's rows (:mod:`~ltrfeat.features.encoders.sbert_top_onnx`).
+    minilm_engine : the ablation's MiniLM engine (:mod:`~ltrfeat.encoders.sbert_onnx`), which also scores a
+        fine-tuned MiniLM's rows (:mod:`~ltrfeat.encoders.sbert_top_onnx`).
     """
 
     spec: Any
@@ -54,10 +54,10 @@ def training_record(encoder) -> dict:
 
 def fold_scores(encoder, texts: dict[str, tuple[list, list]], zero_shot: dict | None = None) -> dict:
     """``encoder``'s float32 scores of each fold's (queries, docs) ``texts``. A MiniLM fine-tuning that kept its
-    base model unchanged (:func:`~ltrfeat.features.encoders.sbert_training.is_zero_shot`) takes ``zero_shot``'s
+    base model unchanged (:func:`~ltrfeat.encoders.sbert_training.is_zero_shot`) takes ``zero_shot``'s
     scores of those rows, when given (the same model's, computed once for the zero-shot column); without them it is
     scored as that column would be (:func:`_zero_shot_model`) instead of through the whole torch model."""
-    from ltrfeat.features.encoders.sbert_training import is_zero_shot
+    from ltrfeat.encoders.sbert_training import is_zero_shot
 
     if is_zero_shot(encoder):
         if zero_shot is not None:
@@ -68,11 +68,11 @@ def fold_scores(encoder, texts: dict[str, tuple[list, list]], zero_shot: dict | 
 
 def _zero_shot_model(encoder):
     """The zero-shot ``sbert`` scorer of a kept-start fine-tuning's base model: its vectors on the process's MiniLM
-    engine (ONNX Runtime when installed, :mod:`~ltrfeat.features.encoders.sbert_onnx`), the same cosines to float
+    engine (ONNX Runtime when installed, :mod:`~ltrfeat.encoders.sbert_onnx`), the same cosines to float
     rounding as the fine-tuning's torch pass at the base's own text length. Each fold's texts are encoded together,
     not through the process's teacher vector cache, whose batches depend on what the process (a pool worker, or
     this one) encoded before: the scores are the same bit for bit wherever the training ran."""
-    from ltrfeat.features.encoders.distill import CachedTeacher
+    from ltrfeat.encoders.distill import CachedTeacher
 
     base = encoder.training["params"].get("base")
     return CachedTeacher(f"sbert={base}" if base else "sbert", per_call=True)

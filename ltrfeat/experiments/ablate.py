@@ -75,7 +75,7 @@ class PairsSource(Settings):
         :func:`ltrfeat.core.text.read_judged_pairs` with ``columns``, ``encoding``, ``label_map`` and
         ``duplicates``.
     encoders : encoder specs, e.g. ``("clsm:softmax", "dssm:generalized")`` (see
-        :class:`~ltrfeat.features.encoders.spec.EncoderSpec`).
+        :class:`~ltrfeat.encoders.spec.EncoderSpec`).
     conflicts : an id naming different texts on different rows fails (``"error"``) or keeps its first text.
     lexical : the lexical features (names or ``"all"``), the base feature set.
     train_pairs, train_columns : a separate encoder training table (e.g. a click log) and its column mapping;
@@ -483,7 +483,7 @@ def read_pairs_source(source: PairsSource, *, say: Callable[[str], None] = _stde
     :func:`small_data_specs`), ``--collection`` texts, separate training table and the duplicate-row figures per
     table, read and checked as ``ablate`` reads them; duplicate lines go to ``say``."""
     from ltrfeat.core.text import read_judged_pairs
-    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.spec import EncoderSpec
 
     if not source.encoders:
         raise LtrfeatError("text mode needs at least one --encoder", fix="e.g. --encoder clsm:softmax")
@@ -550,7 +550,7 @@ def train_like_ablate(
     (the small-data rule counts judged queries)."""
     from ltrfeat.experiments.crossfit import train_spec
     from ltrfeat.experiments.fold_plans import group_pairs
-    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.spec import EncoderSpec
 
     if len(source.encoders) != 1:
         raise ParameterError("give one encoder spec to train", fix="train each encoder on its own", param="encoders")
@@ -578,7 +578,7 @@ def train_like_ablate(
 def encoder_option_flags():
     """Library errors about an encoder training setting re-worded as ``--encoder-option KEY=VALUE``; the encoders'
     validation share told apart from the rankers' (``--valid-fraction``)."""
-    from ltrfeat.features.encoders.registry import encoder_kinds
+    from ltrfeat.encoders.registry import encoder_kinds
 
     names = set().union(*(k.config.names() for k in encoder_kinds().values() if k.trainable))
     fixes = {
@@ -599,11 +599,11 @@ def encoder_options(source: PairsSource, *, quick: bool = False) -> dict:
 def small_data_specs(texts, specs: list, n_queries: int, say: Callable[[str], None], *, teacher=None) -> list:
     """``specs`` (parsed from ``texts``) with a bare ``clsm`` / ``dssm`` made ``MODEL:generalized+spans+teacher``
     (``MODEL:generalized+spans`` without the packaged MiniLM; ``teacher``: whether it is installed, default
-    :func:`~ltrfeat.features.encoders.sbert.packaged_available`) when fewer than :data:`SPANS_BELOW_QUERIES`
+    :func:`~ltrfeat.encoders.sbert.packaged_available`) when fewer than :data:`SPANS_BELOW_QUERIES`
     queries are judged, said through ``say``; an explicit loss keeps the spec as written (``clsm:softmax`` is the
     from-scratch CLSM)."""
-    from ltrfeat.features.encoders.spec import EncoderSpec
-    from ltrfeat.features.encoders.sbert import packaged_available
+    from ltrfeat.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.sbert import packaged_available
 
     if n_queries >= SPANS_BELOW_QUERIES:
         return specs

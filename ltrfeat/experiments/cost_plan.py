@@ -29,7 +29,7 @@ from ltrfeat.core.errors import ParameterError
 from ltrfeat.experiments.crossfit_traits import traits
 from ltrfeat.experiments.pairs_input import PairsRead
 from ltrfeat.experiments.set_kind import SetKind
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.pretraining import Pretraining
 
 # Per-unit costs fitted to the reference runs' stage profiles (benchmarks/results/bench_ablation.json,
 # bench_ablation_homedepot.json; the demo's report from docs/performance.md). Seconds of one core.
@@ -624,7 +624,7 @@ def _minilm_texts(pairs, specs, trainings, table, field: str, cache: Path | None
     total = sum(len(texts) for sides in wanted.values() for texts in sides.values())
     if cache is None or not total:
         return total, 0
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     distill.load_vectors(cache / "teacher")
     missing = sum(

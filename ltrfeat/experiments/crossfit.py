@@ -58,11 +58,11 @@ from ltrfeat.experiments.fold_plans import (
     plan_folds,
     scoring_jobs,
 )
-from ltrfeat.features.encoders.config import KEEP_START_MARGIN
+from ltrfeat.encoders.config import KEEP_START_MARGIN
 from ltrfeat.experiments.span_settings import FOLD_DISTILL, LONG_DOC_FOLD_DISTILL, SPAN_OPTIONS, SPAN_SWITCHES
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.crossfit_traits import traits
-from ltrfeat.features.encoders.pretraining import Pretraining
+from ltrfeat.encoders.pretraining import Pretraining
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,14 +173,14 @@ def crossfit_columns(
     n_jobs = len(scoring_jobs(plans)) * sum(s.trainable for s in specs)
     teacher_cache = None
     if cache is not None and any(not s.trainable or s.teacher is not None for s in specs):
-        from ltrfeat.features.encoders import distill
+        from ltrfeat.encoders import distill
 
         teacher_cache = cache / "teacher"
         distill.load_vectors(teacher_cache)  # MiniLM vectors of earlier runs: each text encoded once, ever
     bar = tqdm(total=n_jobs, desc="encoders", unit="fit", disable=not show_progress(progress) or n_jobs == 0)
     engine = contextlib.ExitStack()  # every MiniLM pass of this process below runs on the chosen engine
     try:
-        from ltrfeat.features.encoders import sbert_onnx
+        from ltrfeat.encoders import sbert_onnx
 
         engine.enter_context(sbert_onnx.engine(minilm_engine(config.options)))
         trainings, zero_shot = plan_trainings(
@@ -228,7 +228,7 @@ START_NAMES = {  # what a training keeps when it keeps its start, by the spec's 
 
 def kept_starts(specs: list[EncoderSpec], trainings: list, options: dict) -> dict:
     """For every encoder of ``specs`` whose trainings start from a model worth keeping, the report's record of
-    the keep-start rule (:mod:`ltrfeat.features.encoders.epochs`, "Keeping the starting point"):
+    the keep-start rule (:mod:`ltrfeat.encoders.epochs`, "Keeping the starting point"):
     ``{name: {"start", "margin", "folds": {fold: record}, "kept_in": [fold], "inner": {"trainings", "kept"}}}``.
 
     A fold's record is the ``keep_start`` of the training whose encoder scores its test rows (``kept``: that
@@ -290,13 +290,13 @@ def train_spec(
     if train_table is None:
         train_table = pairs.rename(columns={field: "doc"})[["qid", "query", "doc", "label"]]
     own = spec_options(spec, options)
-    from ltrfeat.features.encoders.training_pairs import check_holdout, table_queries
+    from ltrfeat.encoders.training_pairs import check_holdout, table_queries
 
     check_holdout(table_queries(train_table), own.get("val_fraction", spec.kind.config.val_fraction))
     start = None
     teacher_cache = None if cache is None or spec.teacher is None else cache / "teacher"
     if teacher_cache is not None:
-        from ltrfeat.features.encoders import distill
+        from ltrfeat.encoders import distill
 
         distill.load_vectors(teacher_cache)
     try:

@@ -48,7 +48,7 @@ class CrossFitTraits:
 
 
 def traits(kind) -> CrossFitTraits:
-    """The :class:`CrossFitTraits` an :class:`~ltrfeat.features.encoders.kind.EncoderKind` declares in its
+    """The :class:`CrossFitTraits` an :class:`~ltrfeat.encoders.kind.EncoderKind` declares in its
     ``crossfit``; a name the cross-fitting does not know is refused (a typo would otherwise be ignored)."""
     names = [f.name for f in dataclasses.fields(CrossFitTraits)]
     unknown = sorted(set(kind.crossfit) - set(names))

@@ -88,7 +88,7 @@ def train_demo_encoders(
 ) -> dict[str, Path]:
     """Train the demo's four encoders on the click tables (``loss -> (table, soft labels)``), each saved in
     ``models_dir``; ``say`` gets one line per encoder."""
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
 
     paths = {}
     for model, loss in ENCODERS:
@@ -132,7 +132,7 @@ def demo_features(world, model_paths: dict[str, Path]):
 
 def clsm_words(model_paths: dict[str, Path], texts: dict) -> dict:
     """Every CLSM encoder's max-pool winning words of each judged query and document (for report.html)."""
-    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.encoders.encoder import Encoder
     from ltrfeat.features.explain import max_pool_words
 
     words = {}

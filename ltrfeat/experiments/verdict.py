@@ -135,7 +135,7 @@ def verdict(result, summary: Summary) -> dict | None:
 
 
 def _lighter(result, per_fold: dict, recommended: str, means: dict, metrics: list[str]) -> dict | None:
-    """When the recommended set holds the column of a transformer encoder (:attr:`~ltrfeat.features.encoders.kind.
+    """When the recommended set holds the column of a transformer encoder (:attr:`~ltrfeat.encoders.kind.
     EncoderKind.transformer`: hundreds of times the serving CPU per text), the feature set without one that the
     folds' selection could least tell from its pick: ``{"feature_set", "kept_in_folds"`` (folds whose inner
     cross-validation kept it within that fold's margin of the best: ``gap_to_best <= margin_z x se``), ``"n_folds",

@@ -53,7 +53,7 @@ from typing import ClassVar
 import lightgbm as lgb
 import numpy as np
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
 from ltrfeat.core.fileio import StaleSideFiles, atomic_output, is_stream
@@ -281,7 +281,7 @@ class PluginScoring(Settings):
     templates : plugin query template per feature name, instead of the generated ones
         (:mod:`ltrfeat.export.plugin_features` writes one for every feature the engine can compute).
     dims : ``{encoder name: vector width}`` for the index mapping of neural features (and dot scores).
-    analyzer : the extraction's :class:`~ltrfeat.features.analysis.Analyzer` (default: lowercase tokens only).
+    analyzer : the extraction's :class:`~ltrfeat.core.analysis.Analyzer` (default: lowercase tokens only).
     k1, b : the extraction's BM25 parameters.
     fill_zero : give features the engine cannot compute a ``match_none`` template (the model then sees 0).
     """

@@ -136,7 +136,7 @@ def check_export_dir(out) -> None:
 
 
 def export_onnx(encoder, out, *, opset: int = OPSET) -> dict:
-    """Write ``encoder`` (an :class:`~ltrfeat.features.encoders.Encoder`) as the ONNX directory ``out``.
+    """Write ``encoder`` (an :class:`~ltrfeat.encoders.Encoder`) as the ONNX directory ``out``.
 
     The directory is assembled beside ``out`` and renamed into place, so a failed export leaves
     no partial directory. Returns the sidecar dict.

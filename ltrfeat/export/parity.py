@@ -31,7 +31,7 @@ def parity_report(
     ----------
     names : the model's feature names (only lexical ones with an engine template are compared).
     pairs : table with ``query``, ``docid`` and the document fields the features read.
-    analyzer : the extraction's :class:`~ltrfeat.features.analysis.Analyzer`.
+    analyzer : the extraction's :class:`~ltrfeat.core.analysis.Analyzer`.
     settings : the extraction's lexical settings (``k1``, ``b``, ``bm25_norms``, ...).
 
     Returns ``{"rows", "queries", "documents", "tolerance", "bm25_norms", "features": {name: {"differ",

@@ -54,7 +54,7 @@ import re
 import numpy as np
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.features.lexical import BM25_B, BM25_K1, FAMILIES, LEXICAL_DEFAULTS, QUERY_ONLY, lucene_length
 from ltrfeat.features.pins import lexical_settings
 from ltrfeat.rankers.registry import LTR_ENGINES
@@ -339,7 +339,7 @@ def index_body(
 ) -> dict:
     """Index settings and mappings the templates rely on (``PUT INDEX`` body).
 
-    The ``ltrfeat`` analyzer equals :class:`~ltrfeat.features.analysis.Analyzer`: runs of letters and digits,
+    The ``ltrfeat`` analyzer equals :class:`~ltrfeat.core.analysis.Analyzer`: runs of letters and digits,
     lowercased, optionally Lucene's English stop set and the Snowball (Porter2) English stemmer.
     ``vectors``: ``{vector field: (encoder, width)}`` as :func:`plugin_featureset` returns them.
     """

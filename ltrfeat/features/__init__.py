@@ -1,19 +1,19 @@
-"""Feature extractors: lexical (BM25 and the LETOR family), neural encoders (CLSM, DSSM, DeepMatch, MiniLM) and
-the extraction pipeline that turns (query, document) pairs into feature columns."""
+"""Feature extractors: lexical (BM25 and the LETOR family), the columns of the encoders (:mod:`ltrfeat.encoders`:
+CLSM, DSSM, DeepMatch, MiniLM) and the extraction pipeline that turns (query, document) pairs into feature columns."""
+
+from ltrfeat.features._moved import alias_moved_modules
 
 __all__ = [  # the public modules
-    "analysis",
     "corpus",
     "dask_extract",
-    "encoders",
     "explain",
     "extract",
     "extractor_options",
-    "hashing",
-    "leakage",
     "lexical",
     "neural",
     "pins",
     "retrieval",
     "sklearn_tags",
 ]
+
+alias_moved_modules()  # the old names of the modules that left this package, deprecated (see _moved)

@@ -3,7 +3,7 @@
 For each text field (``title``, ``body``, ...) :class:`CorpusStats` keeps the number of
 documents, the total field length, and per term the document frequency and the collection
 term frequency; for the letter-trigram features it keeps per trigram the document
-frequency. Terms are the tokens of the stored :class:`~ltrfeat.features.analysis.Analyzer`.
+frequency. Terms are the tokens of the stored :class:`~ltrfeat.core.analysis.Analyzer`.
 Fitting on the training documents and loading the same file for validation and test keeps
 every split's features on one scale.
 
@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.core.fileio import atomic_output, open_input
 

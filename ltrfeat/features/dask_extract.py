@@ -51,7 +51,7 @@ from ltrfeat.features.extract import (
     fit_extractors,
     watch_queries,
 )
-from ltrfeat.features.leakage import LeakageGuard
+from ltrfeat.encoders.leakage import LeakageGuard
 from ltrfeat.core.letor import LetorWriter, iter_letor
 from ltrfeat.core.settings import Interval, Settings
 from ltrfeat.features.neural import EncoderExtractor

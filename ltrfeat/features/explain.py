@@ -20,8 +20,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.hashing import BagBatch
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.hashing import BagBatch
 
 EMPTY = "(empty)"
 

@@ -28,7 +28,7 @@ from ltrfeat.features.sklearn_tags import TextTransformerTags
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning, TextTableError
 from ltrfeat.core.letor import LetorWriter, iter_letor
-from ltrfeat.features.leakage import LeakageGuard
+from ltrfeat.encoders.leakage import LeakageGuard
 from ltrfeat.features.lexical import FAMILIES, SETTINGS, LexicalExtractor
 from ltrfeat.core.text import PAIR_COLUMNS, pairs_to_ranking
 from ltrfeat.core.logs import get_logger, show_progress
@@ -375,7 +375,7 @@ def extract_file(
         ``"nan"`` or ``"zero"`` (the new columns get that value).
     chunk_queries : queries per streamed chunk. progress : tqdm bar on stderr (TTY only).
     strict : refuse (writing nothing) to score a query an encoder was trained on; without it such
-        queries are counted, warned about and recorded in the sidecar (:mod:`ltrfeat.features.leakage`).
+        queries are counted, warned about and recorded in the sidecar (:mod:`ltrfeat.encoders.leakage`).
 
     Returns the number of rows written.
     """

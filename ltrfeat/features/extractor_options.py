@@ -6,7 +6,7 @@ from __future__ import annotations
 from ltrfeat.core.errors import LtrfeatError
 from ltrfeat.features import extract as ex
 from ltrfeat.features import neural
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.features.pins import with_corpus_record

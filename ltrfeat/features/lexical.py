@@ -102,7 +102,7 @@ class LexicalExtractor(TextTransformerTags, BaseEstimator):
     ----------
     features : family names from :data:`FAMILIES` (or ``"all"``), in output order.
     fields : document text fields to score, e.g. ``("title", "body")``.
-    analyzer : the :class:`~ltrfeat.features.analysis.Analyzer`; default lowercase + punctuation
+    analyzer : the :class:`~ltrfeat.core.analysis.Analyzer`; default lowercase + punctuation
         removal. Must match ``corpus``'s analyzer when both are given.
     k1, b : BM25 parameters (default :data:`BM25_K1`, :data:`BM25_B`: Lucene's).
     bm25_norms : ``"exact"`` (token counts; the default) or ``"lucene"`` (the length a Lucene index

@@ -7,7 +7,7 @@ cache per side for the whole run, so a file streamed in chunks through
 :func:`ltrfeat.features.extract.extract_file` encodes each distinct query and document text once (as long
 as the cache holds them), in batches.
 
-Names: a registered encoder kind (:mod:`ltrfeat.features.encoders.registry`: ``clsm``, ``dssm``, ``deepmatch``,
+Names: a registered encoder kind (:mod:`ltrfeat.encoders.registry`: ``clsm``, ``dssm``, ``deepmatch``,
 ``sbert``, ``sbert-ft`` ...), optionally with a ``-label`` suffix to tell two encoders of one kind apart
 (``clsm-generalized_title_cos``). A ``clsm``/``dssm`` name must match the bundle's architecture; ``sbert``
 without a path is the packaged all-MiniLM-L6-v2, with a directory a local sentence-transformers model, with a
@@ -27,10 +27,10 @@ from sklearn.exceptions import NotFittedError
 
 from ltrfeat.features.sklearn_tags import TextTransformerTags
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
-from ltrfeat.features.encoders.registry import bundle_kind, encoder_kinds
-from ltrfeat.features.encoders.spec import encoder_kind_of, model_spec_fix, parse_encoder_specs
+from ltrfeat.encoders.registry import bundle_kind, encoder_kinds
+from ltrfeat.encoders.spec import encoder_kind_of, model_spec_fix, parse_encoder_specs
 from ltrfeat.features.extract import register_extractor
-from ltrfeat.features.leakage import TrainedQueries
+from ltrfeat.encoders.leakage import TrainedQueries
 from ltrfeat.features.pins import encoder_fingerprint
 
 

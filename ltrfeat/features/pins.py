@@ -10,7 +10,7 @@ carries into the ranker's metadata:
   same settings in the corpus statistics file; ``corpus_file`` is where that file was, for ``serve``);
 - encoder columns: ``{"kind": "encoder", "name", "model", "bundle_sha256", "score"}``, plus
   ``trained_queries`` (how many of the file's queries the encoder was trained on; see
-  :mod:`ltrfeat.features.leakage`) and, for an encoder trained on a click log, ``debias`` (the position-bias
+  :mod:`ltrfeat.encoders.leakage`) and, for an encoder trained on a click log, ``debias`` (the position-bias
   correction, ``none``, ``ipw`` or ``pbm``) with ``clicks``, the bundle's whole click record (the log, its
   impressions and clicks, whether it has positions, the propensity curve; :mod:`ltrfeat.clicks.debias`), which the
   ablation report shows (:mod:`ltrfeat.experiments.click_training`).

@@ -25,7 +25,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 from tqdm.auto import tqdm
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats, FieldStats, TermEncoder, TokenBatch
 from ltrfeat.features.lexical import BM25_B, BM25_K1
 from ltrfeat.core.errors import TextTableError
@@ -66,7 +66,7 @@ class BM25Retriever(BaseEstimator):
     ----------
     fields : document text columns searched (joined into one field).
     k1, b : BM25 parameters (default :data:`~ltrfeat.features.lexical.BM25_K1`, ``BM25_B``: Lucene's).
-    analyzer : :class:`~ltrfeat.features.analysis.Analyzer` (default: lowercase, punctuation removed).
+    analyzer : :class:`~ltrfeat.core.analysis.Analyzer` (default: lowercase, punctuation removed).
     batch_size : queries scored per sparse product (bounds memory: batch × matching docs).
 
     Attributes

@@ -97,7 +97,7 @@ class Features(_Base):
     strict : refuse (raise :class:`~ltrfeat.core.errors.LtrfeatError`, nothing returned) a frame holding a query
         an encoder was trained on, as the CLI's ``--strict`` does; otherwise each frame with such queries
         gives one :class:`~ltrfeat.core.errors.LtrfeatWarning` per encoder, with the count
-        (:mod:`ltrfeat.features.leakage`).
+        (:mod:`ltrfeat.encoders.leakage`).
     """
 
     def __init__(
@@ -157,7 +157,7 @@ class Features(_Base):
         return list(dict.fromkeys(fields))
 
     def transform(self, res: pd.DataFrame) -> pd.DataFrame:
-        from ltrfeat.features.leakage import LeakageGuard
+        from ltrfeat.encoders.leakage import LeakageGuard
 
         pairs = _pairs(res, self._needed_fields(), self.fields)
         guard = LeakageGuard(self.extractors, strict=self.strict)

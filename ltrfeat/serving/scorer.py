@@ -28,7 +28,7 @@ import pandas as pd
 
 from ltrfeat.core.dataset import RankingSet
 from ltrfeat.core.errors import LtrfeatError, LtrfeatWarning
-from ltrfeat.features.leakage import LeakageGuard
+from ltrfeat.encoders.leakage import LeakageGuard
 from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.rankers.contributions import Contributions, contributions
 from ltrfeat.rankers.models import load_ranker
@@ -62,7 +62,7 @@ class Scorer:
     ``extractors`` (objects with ``feature_names()`` and ``transform(pairs)``), ``fields``
     (document fields the candidates must carry), ``strict`` (refuse queries an encoder was trained
     on). :meth:`score` is thread-safe (serialised). :attr:`guard` counts the queries :func:`rerank_run
-    <ltrfeat.serving.rerank.rerank_run>` scores that an encoder was trained on (:mod:`ltrfeat.features.leakage`);
+    <ltrfeat.serving.rerank.rerank_run>` scores that an encoder was trained on (:mod:`ltrfeat.encoders.leakage`);
     :meth:`score` checks each query on its own and keeps none. :attr:`load_args`: the arguments of the
     :meth:`load` that built it from a model file (another process loads the same scorer with them), else None.
     """

@@ -142,7 +142,7 @@ def test_a_collection_needs_a_spans_encoder(world, tmp_path):
 @pytest.mark.parametrize("teacher", [True, False])
 def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so(teacher):
     from ltrfeat.experiments.ablate import SPANS_BELOW_QUERIES, small_data_specs
-    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.spec import EncoderSpec
 
     said = []
     texts = ["clsm", " dssm", "clsm:softmax", "sbert"]
@@ -159,8 +159,8 @@ def test_bare_clsm_on_few_judged_queries_is_span_pretrained_and_says_so(teacher)
 
 def test_the_upgrade_asks_for_the_packaged_minilm(monkeypatch):
     from ltrfeat.experiments.ablate import small_data_specs
-    from ltrfeat.features.encoders.spec import EncoderSpec
-    from ltrfeat.features.encoders import sbert
+    from ltrfeat.encoders.spec import EncoderSpec
+    from ltrfeat.encoders import sbert
 
     monkeypatch.setattr(sbert, "packaged_available", lambda: False)
     (spec,) = small_data_specs(["dssm"], [EncoderSpec.parse("dssm")], 240, lambda _: None)
@@ -171,7 +171,7 @@ def test_the_upgrade_asks_for_the_packaged_minilm(monkeypatch):
 
 
 def test_the_packaged_minilm_is_found_here():
-    from ltrfeat.features.encoders.sbert import packaged_available
+    from ltrfeat.encoders.sbert import packaged_available
 
     assert packaged_available()  # make install has the sbert extra
 
@@ -191,7 +191,7 @@ def test_too_few_queries_for_the_encoders_validation_fail_before_any_training(tm
 
     import pandas as pd
 
-    from ltrfeat.features.encoders import training_pairs
+    from ltrfeat.encoders import training_pairs
 
     def no_training(*args, **kwargs):
         raise AssertionError("an encoder started training")

@@ -8,7 +8,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.encoders import Encoder
+from ltrfeat.encoders import Encoder
 from builders import make_pairs
 
 FAST = ["--epochs", "2", "--batch-size", "32", "--lr", "0.01", "--threads", "1", "--val-fraction", "0.25"]
@@ -85,7 +85,7 @@ def test_prints_text_and_json_only_when_asked(tmp_path):
 
 
 def test_too_few_queries_for_the_validation_share_names_the_flag_before_training(tmp_path, monkeypatch):
-    from ltrfeat.features.encoders import training_pairs
+    from ltrfeat.encoders import training_pairs
 
     def no_training(*args, **kwargs):
         raise AssertionError("training started")

@@ -1,5 +1,5 @@
 """Every command that scores with encoders (``extract``, ``serve``, ``rerank``, ``export-ranker``, ``embed``) reads
-``--encoder NAME[=PATH]`` by one grammar (``ltrfeat.features.encoders.spec.parse_encoder_specs``): the same texts
+``--encoder NAME[=PATH]`` by one grammar (``ltrfeat.encoders.spec.parse_encoder_specs``): the same texts
 are accepted and refused with the same one-line error, before any model or table is loaded."""
 
 from __future__ import annotations

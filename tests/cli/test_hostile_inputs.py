@@ -406,7 +406,7 @@ def test_damaged_scores_and_encoders_in_the_crossfit_cache_are_recomputed(tmp_pa
     import numpy as np
 
     from builders import make_pairs
-    from ltrfeat.features.encoders.spec import EncoderSpec
+    from ltrfeat.encoders.spec import EncoderSpec
     from ltrfeat.experiments.crossfit import crossfit_columns
     from ltrfeat.experiments.fold_plans import plan_folds
 

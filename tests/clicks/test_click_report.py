@@ -17,7 +17,7 @@ from ltrfeat.core.dataset import FeatureMap
 from ltrfeat.experiments.ablate import AblateSettings, FoldsSource, ablate_folds
 from ltrfeat.experiments.click_training import click_training, uncorrected_warnings
 from ltrfeat.experiments.verdict import verdict_lines
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders.training import train_encoder
 from ltrfeat.features.neural import EncoderExtractor
 from ltrfeat.rankers.selection import SelectionConfig
 from pbm_logs import pbm_log

@@ -8,9 +8,9 @@ import pytest
 
 from ltrfeat.clicks.debias import click_labels
 from ltrfeat.core.errors import ParameterError, TextTableError
-from ltrfeat.features.encoders import training_pairs
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders import training_pairs
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.training import train_encoder
 from pbm_logs import pbm_log
 
 TINY = {"model": "dssm", "sizes": {"hidden": [16], "out": 8}, "epochs": 1, "batch_size": 64, "progress": False}
@@ -59,7 +59,7 @@ def test_a_bad_weight_names_its_row(log, bad):
 
 
 def test_deepmatch_refuses_weights(log):
-    from ltrfeat.features.encoders._deepmatch import train_deepmatch
+    from ltrfeat.encoders._deepmatch import train_deepmatch
 
     pairs = click_labels(log, debias="ipw", loss="softmax").pairs
     with pytest.raises(ParameterError, match="DeepMatch takes no sample weights"):

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.encoders import Encoder
+from ltrfeat.encoders import Encoder
 from pbm_logs import one_line_error, pbm_log, write_log
 
 FAST = ["--model", "dssm", "--epochs", "1", "--batch-size", "64", "--threads", "1", "--val-fraction", "0.25"]

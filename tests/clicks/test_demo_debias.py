@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from ltrfeat.experiments.demo import ENCODERS, click_tables
 from ltrfeat.cli.main import cli
 from ltrfeat.datasets.synth import generate_world, write_world
-from ltrfeat.features.encoders import Encoder
+from ltrfeat.encoders import Encoder
 
 
 @pytest.fixture(scope="module")

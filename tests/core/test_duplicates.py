@@ -113,7 +113,7 @@ def test_datasets_convert_records_the_policy_in_convert_json(tmp_path):
 
 
 def test_train_encoder_and_extract_take_the_policy(tmp_path):
-    from ltrfeat.features.encoders.encoder import Encoder
+    from ltrfeat.encoders.encoder import Encoder
     from ltrfeat.core.letor import read_letor
 
     path = tmp_path / "pairs.csv"

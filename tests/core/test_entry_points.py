@@ -9,12 +9,12 @@ import sys
 import pytest
 
 from ltrfeat.core.errors import LtrfeatError
-from ltrfeat.features.encoders import registry as encoders
+from ltrfeat.encoders import registry as encoders
 from ltrfeat.rankers import registry as rankers
 from ltrfeat.rankers.selection import SelectionConfig
 
 PLUGIN = """
-from ltrfeat.features.encoders.kind import EncoderKind
+from ltrfeat.encoders.kind import EncoderKind
 from ltrfeat.rankers.registry import RankerKind
 
 ENCODER = EncoderKind(name="plug-enc", summary="an encoder from another package", load=lambda path=None: None)

@@ -13,7 +13,7 @@ from ltrfeat.core import splits
 from ltrfeat.core.dataset import FeatureMap, RankingSet
 from ltrfeat.datasets.converters import _output
 from ltrfeat.experiments.fold_plans import plan_folds
-from ltrfeat.features.encoders import training_pairs
+from ltrfeat.encoders import training_pairs
 from ltrfeat.rankers import selection
 
 SEEDS = [0, 1, 7, 123, 2**31 - 1]

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ltrfeat.core.text import normalise_query
 from ltrfeat.core.unicode_norm import MAX_NON_STARTERS, nfkc
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.hashing import TrigramHasher
 
 # each quadratic in CPython's NFKC: ~1 s at 40,000 characters, ~100 s at 400,000
 BOMBS = {

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 
 from ltrfeat.experiments.crossfit import CrossFitConfig, crossfit_columns
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.fold_plans import (
     LeakageError,
     build_folds,

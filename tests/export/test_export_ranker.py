@@ -13,7 +13,7 @@ import xgboost as xgb
 from builders import dataset_path
 from ltrfeat.core.dataset import Feature, FeatureMap, RankingSet
 from ltrfeat.core.errors import LtrfeatError, ModelFileError, ParameterError
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.export.ltr_plugin import (
     PluginScoring,
     export_ranker,

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
 
-from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.encoders import Encoder, TwoTowerModel, model_config  # noqa: E402
 from ltrfeat.export.onnx import SIDECAR, OnnxEncoder, export_onnx, prepare  # noqa: E402
 from ltrfeat.core.errors import LtrfeatError, ModelFileError  # noqa: E402
 from ltrfeat.core.fileio import OUTPUT_MARKER, mark_output_dir  # noqa: E402
-from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.encoders.hashing import TrigramHasher  # noqa: E402
 
 TRAIN = [
     "cheap flights to london",

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.export.parity import parity_report
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats
 from ltrfeat.features.lexical import LexicalExtractor
 

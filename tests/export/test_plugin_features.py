@@ -23,8 +23,8 @@ def _random_encoder(path, texts, *, seed=0):
     """A small CLSM with random weights: parity does not need a trained encoder, only its vectors."""
     import torch
 
-    from ltrfeat.features.encoders import Encoder, TwoTowerModel, model_config
-    from ltrfeat.features.hashing import TrigramHasher
+    from ltrfeat.encoders import Encoder, TwoTowerModel, model_config
+    from ltrfeat.encoders.hashing import TrigramHasher
 
     torch.manual_seed(seed)
     hasher = TrigramHasher().fit(texts)
@@ -184,7 +184,7 @@ def test_index_body_mappings():
     }
     os_ = pf.index_body(["title"], target="opensearch-ltr", vectors={"clsm_title_vector": ("clsm", 16)})
     assert os_["mappings"]["properties"]["clsm_title_vector"] == {"type": "knn_vector", "dimension": 16}
-    from ltrfeat.features.analysis import Analyzer
+    from ltrfeat.core.analysis import Analyzer
 
     stemmed = pf.index_body(["title"], analyzer=Analyzer(stopwords="english", stemmer="english"))
     assert stemmed["settings"]["analysis"]["analyzer"]["ltrfeat"]["filter"] == [

@@ -18,11 +18,11 @@ from ltrfeat.cli.main import cli  # noqa: E402
 from ltrfeat.core import dask_cluster  # noqa: E402
 from ltrfeat.features import dask_extract as dist  # noqa: E402
 from ltrfeat.core.dataset import FeatureMap, RankingSet  # noqa: E402
-from ltrfeat.features.encoders.encoder import Encoder  # noqa: E402
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config  # noqa: E402
+from ltrfeat.encoders.encoder import Encoder  # noqa: E402
+from ltrfeat.encoders.model import TwoTowerModel, model_config  # noqa: E402
 from ltrfeat.core.errors import LtrfeatError, TextTableError  # noqa: E402
 from ltrfeat.features.extract import extract_file, extract_ranking, lexical_extractors  # noqa: E402
-from ltrfeat.features.hashing import TrigramHasher  # noqa: E402
+from ltrfeat.encoders.hashing import TrigramHasher  # noqa: E402
 from ltrfeat.core.letor import read_letor, write_letor  # noqa: E402
 from ltrfeat.features.neural import EncoderExtractor  # noqa: E402
 

@@ -6,10 +6,10 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.model import TwoTowerModel, model_config
 from ltrfeat.features.explain import EMPTY, explain, format_explanation
-from ltrfeat.features.hashing import BagBatch, TrigramHasher
+from ltrfeat.encoders.hashing import BagBatch, TrigramHasher
 
 TEXTS = ["cordless drill", "dewalt cordless drill kit with battery", "blue wall paint", "garden hose"]
 

@@ -7,7 +7,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.features.corpus import CorpusStats, word_trigrams
 from ltrfeat.core.errors import ModelFileError, TextTableError
 from ltrfeat.features.lexical import FAMILIES, LexicalExtractor

@@ -6,13 +6,13 @@ from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
 from ltrfeat.core.dataset import FeatureMap, RankingSet
-from ltrfeat.features.encoders.encoder import Encoder
-from ltrfeat.features.encoders.model import TwoTowerModel, model_config
+from ltrfeat.encoders.encoder import Encoder
+from ltrfeat.encoders.model import TwoTowerModel, model_config
 from ltrfeat.core.errors import LtrfeatError, ModelFileError
 from ltrfeat.features.extract import available_extractors, extract_file, extract_pairs
-from ltrfeat.features.hashing import TrigramHasher
+from ltrfeat.encoders.hashing import TrigramHasher
 from ltrfeat.core.letor import read_letor, write_letor
-from ltrfeat.features.encoders.spec import parse_encoder_spec
+from ltrfeat.encoders.spec import parse_encoder_spec
 from ltrfeat.features.neural import EncoderExtractor, encoder_extractors
 
 QUERIES = pd.DataFrame({"qid": ["1", "2", "3"], "query": ["red cat", "blue dog", "green mat"]})

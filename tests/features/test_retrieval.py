@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.features.lexical import LexicalExtractor
 from ltrfeat.features.retrieval import BM25Retriever, joined_text

@@ -139,7 +139,7 @@ def _neural_contribution(semantic: bool, tmp_path) -> tuple[float, float]:
     mean |contribution| on the test queries and its share of all features' mean |contribution|."""
     from ltrfeat.core.text import pairs_to_ranking
     from ltrfeat.datasets.synth import generate_world
-    from ltrfeat.features.encoders.training import train_encoder
+    from ltrfeat.encoders.training import train_encoder
     from ltrfeat.features.extract import extract_ranking, lexical_extractors
     from ltrfeat.features.neural import EncoderExtractor
     from ltrfeat.rankers.linear import LinearRanker

@@ -1123,7 +1123,7 @@ def _code_declaring_bundle(folder: Path, out: Path) -> None:
     """An ``sbert-ft`` bundle carrying ``folder``'s files (a config whose auto_map names its Python file)."""
     import torch
 
-    from ltrfeat.features.encoders.bundle import write_bundle
+    from ltrfeat.encoders.bundle import write_bundle
 
     files = {p.name: {"text": p.read_text()} for p in folder.iterdir()}
     header = {"towers": ["shared"], "max_seq_length": 32, "files": {"shared": files}}

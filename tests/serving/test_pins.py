@@ -16,7 +16,7 @@ from ltrfeat.core.dataset import Feature, FeatureMap
 from ltrfeat.core.errors import LtrfeatWarning
 from ltrfeat.core.letor import read_letor
 from ltrfeat.features.corpus import CorpusStats
-from ltrfeat.features.leakage import LeakageGuard, TrainedQueries, trained_queries_record
+from ltrfeat.encoders.leakage import LeakageGuard, TrainedQueries, trained_queries_record
 from ltrfeat.features.lexical import lucene_length
 
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -29,7 +29,7 @@ def test_scores_equal_offline_extraction(world):
 
 def test_onnx_encoder_gives_the_same_scores(world, tmp_path):
     pytest.importorskip("onnxruntime")
-    from ltrfeat.features.encoders import Encoder
+    from ltrfeat.encoders import Encoder
     from ltrfeat.export.onnx import export_onnx
 
     export_onnx(Encoder.load(world["encoder"]), tmp_path / "onnx")

@@ -17,7 +17,7 @@ pytest.importorskip("uvicorn")
 from click.testing import CliRunner  # noqa: E402
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from ltrfeat.features.encoders import Encoder  # noqa: E402
+from ltrfeat.encoders import Encoder  # noqa: E402
 from ltrfeat.rankers.lambdamart import LambdaMART  # noqa: E402
 from ltrfeat.serving.process import served  # noqa: E402
 from builders import build_world, candidates_of  # noqa: E402

@@ -101,7 +101,7 @@ def test_an_onnx_exports_word_cache_stays_at_its_bound(world, tmp_path):
     whatever clients send (it is emptied when full), and the scores are those of a table that forgets nothing."""
     pytest.importorskip("onnxruntime")
     from ltrfeat.export.onnx import export_onnx
-    from ltrfeat.features.encoders import Encoder
+    from ltrfeat.encoders import Encoder
 
     export_onnx(Encoder.load(world["encoder"]), tmp_path / "clsm_onnx")
     onnx_world = world | {"encoder": tmp_path / "clsm_onnx"}

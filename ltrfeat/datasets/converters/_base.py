@@ -11,7 +11,7 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 
-from ltrfeat.features.analysis import Analyzer
+from ltrfeat.core.analysis import Analyzer
 from ltrfeat.core.errors import TextTableError
 from ltrfeat.core.settings import Settings
 from ltrfeat.core.trec import Qrels
