@@ -89,13 +89,14 @@ def test_a_stop_landing_while_the_temp_is_made_leaves_nothing(tmp_path, monkeypa
 
 def test_an_interrupted_report_leaves_no_temporary_directory(tmp_path, monkeypatch):
     from ltrfeat.experiments import report
+    from ltrfeat.experiments.summary_types import Summary
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(report, "report_json", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        report.write_report(None, {}, tmp_path / "rep")
+        report.write_report(None, Summary(None, {}, [], []), tmp_path / "rep")
     assert list(tmp_path.iterdir()) == [] and not tempfiles._LIVE
 
 
