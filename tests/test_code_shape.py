@@ -22,7 +22,6 @@ LONG_MODULES = {
 }
 # "module:function" -> why it is longer
 LONG_FUNCTIONS = {
-    "ltrfeat/experiments/html_report.py:drill_data": "the report's drill-down tables; report code changes in parallel",
 }
 
 

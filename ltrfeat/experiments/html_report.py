@@ -167,16 +167,7 @@ def drill_data(
     wide = wide.reindex(columns=sets)
     change = (wide[variant] - wide[baseline]).abs().fillna(-1.0)
     order = change.sort_values(ascending=False, kind="stable").index[:max_queries]
-    frames = []
-    for i, s in enumerate(sets):
-        r = rankings[s][["qid", "docid", "score"]].astype({"qid": str, "docid": str})
-        r = r[r["qid"].isin(order)]
-        r = r.assign(rank=r.groupby("qid", sort=False)["score"].rank(method="first", ascending=False).astype(int))
-        frames.append(r.set_index(["qid", "docid"]).add_suffix(f"_{i}"))
-    table = pd.concat(frames, axis=1, join="outer")
-    rank_cols = [f"rank_{i}" for i in range(len(sets))]
-    score_cols = [f"score_{i}" for i in range(len(sets))]
-    table = table[(table[rank_cols] <= top).any(axis=1)]
+    table = _shown_documents(rankings, sets, order, top)
     lab = labels.astype({"qid": str, "docid": str}).set_index(["qid", "docid"])["label"]
     label = lab.reindex(table.index).to_numpy(float)
     fold_of = dict(zip(pq["qid"], pq["fold"])) if "fold" in pq else {}
@@ -188,15 +179,9 @@ def drill_data(
     docids = table.index.get_level_values("docid").to_numpy(dtype=object)
     features: dict[str, int] = {}
     moved = _moved_by(contributions or {}, sets, table.index, features)
-    ranks, scores, values = (
-        table[rank_cols].to_numpy(float),
-        table[score_cols].to_numpy(float),
-        wide.loc[order].to_numpy(float),
-    )
-
-    def num(x, fmt):
-        return None if not math.isfinite(x) else fmt(x)
-
+    ranks = table[[f"rank_{i}" for i in range(len(sets))]].to_numpy(float)
+    scores = table[[f"score_{i}" for i in range(len(sets))]].to_numpy(float)
+    values = wide.loc[order].to_numpy(float)
     queries: list[list] = []
     docs: list[list] = []
     for i, qid in enumerate(order):
@@ -206,22 +191,20 @@ def drill_data(
         why = moved if len(queries) < max_explained else None
         fold = folds.index(fold_of[qid]) if fold_of.get(qid) in folds else None
         queries.append(
-            [qid, (query_text or {}).get(qid), [num(v, lambda v: round(float(v), 4)) for v in values[i]], fold]
+            [qid, (query_text or {}).get(qid), [_or_none(v, lambda v: round(float(v), 4)) for v in values[i]], fold]
         )
         docs.append(
             [
                 [
                     docids[r],
-                    num(label[r], lambda v: int(v) if v.is_integer() else round(v, 3)),
-                    [num(x, int) for x in ranks[r]],
-                    [num(x, lambda v: float(f"{v:.4g}")) for x in scores[r]],
+                    _or_none(label[r], lambda v: int(v) if v.is_integer() else round(v, 3)),
+                    [_or_none(x, int) for x in ranks[r]],
+                    [_or_none(x, lambda v: float(f"{v:.4g}")) for x in scores[r]],
                 ]
                 + ([] if why is None else [[why[k][r] for k in range(len(sets))]])
                 for r in mine
             ]
         )
-    shown_docs = {d[0] for q in docs for d in q}
-    shown_q = {q[0] for q in queries}
     return {
         "sets": sets,
         "default_base": sets.index(baseline),
@@ -234,6 +217,32 @@ def drill_data(
         "explained": sum(any(x for d in q if len(d) > 4 for x in d[4]) for q in docs),  # queries with any
         "queries": queries,
         "docs": docs,
+        **_shown_texts(queries, docs, doc_text, words),
+    }
+
+
+def _or_none(x, fmt):
+    return None if not math.isfinite(x) else fmt(x)
+
+
+def _shown_documents(rankings: dict[str, pd.DataFrame], sets: list, order, top: int) -> pd.DataFrame:
+    """The documents of the ``order`` queries in the top ``top`` of any set: per set ``i``, ``rank_i`` and
+    ``score_i`` (NaN where the set did not rank the document), indexed by ``(qid, docid)``."""
+    frames = []
+    for i, s in enumerate(sets):
+        r = rankings[s][["qid", "docid", "score"]].astype({"qid": str, "docid": str})
+        r = r[r["qid"].isin(order)]
+        r = r.assign(rank=r.groupby("qid", sort=False)["score"].rank(method="first", ascending=False).astype(int))
+        frames.append(r.set_index(["qid", "docid"]).add_suffix(f"_{i}"))
+    table = pd.concat(frames, axis=1, join="outer")
+    return table[(table[[f"rank_{i}" for i in range(len(sets))]] <= top).any(axis=1)]
+
+
+def _shown_texts(queries: list, docs: list, doc_text: dict | None, words: dict | None) -> dict:
+    """``doc_text`` and ``words`` cut to the queries and documents the drill-down shows."""
+    shown_docs = {d[0] for q in docs for d in q}
+    shown_q = {q[0] for q in queries}
+    return {
         "doc_text": None if doc_text is None else {d: doc_text[d] for d in sorted(shown_docs) if d in doc_text},
         "words": None
         if not words
