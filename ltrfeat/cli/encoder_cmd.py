@@ -714,7 +714,7 @@ def _given_settings(ctx: click.Context, kind) -> tuple[dict, dict]:
             takers = [
                 k.name
                 for k in encoder_kinds().values()
-                if k.trainable and (setting in k.config.names() or name in k.trainer_args)
+                if k.trainable and ((k.config is not None and setting in k.config.names()) or name in k.trainer_args)
             ]
             raise click.UsageError(
                 f"--{name.replace('_', '-')} is not an option of --model {kind.name}"

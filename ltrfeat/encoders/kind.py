@@ -12,6 +12,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from ltrfeat.core.settings import Settings
+
 __all__ = ["EncoderKind", "PairScorer", "TextEncoder", "lazy"]
 
 
@@ -91,7 +93,7 @@ class EncoderKind:
     name: str
     summary: str
     load: Callable
-    config: type | None = None
+    config: type[Settings] | None = None
     train: Callable | None = None
     trainer_args: tuple[str, ...] = ()
     spec_settings: Callable | None = None

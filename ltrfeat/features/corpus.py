@@ -18,6 +18,7 @@ import hashlib
 import io
 import json
 import zipfile
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -103,7 +104,7 @@ class CorpusStats:
         self.term_index = {t: i for i, t in enumerate(self.vocab)}
         self.trigram_index = {g: i for i, g in enumerate(self.trigrams)}
         self._trigram_matrix = None
-        self._fingerprint = None
+        self._fingerprint: str | None = None
 
     def __repr__(self) -> str:
         docs = next(iter(self.field_stats.values())).n_docs if self.field_stats else 0
@@ -207,7 +208,7 @@ class CorpusStats:
             "n_nonempty": {f: s.n_nonempty for f, s in self.field_stats.items() if s.n_nonempty is not None},
             **({"settings": settings} if settings is not None else {}),
         }
-        arrays = {
+        arrays: dict[str, Any] = {
             "meta": _text_array(json.dumps(meta)),
             "vocab": _text_array("\n".join(self.vocab)),
             "trigrams": _text_array("\n".join(self.trigrams)),
