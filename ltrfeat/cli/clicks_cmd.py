@@ -161,8 +161,15 @@ def aggregate(log, out, reading):
 @click.option("--resamples", type=int, default=200, help="Bootstrap resamples of the queries (interval).")
 @click.option("--seed", type=int, default=0, help="Seed of the bootstrap.")
 @click.option("--plot", type=FILE, default=None, help="Draw the curve and its interval (.png or .svg).")
+@click.option(
+    "--out",
+    type=FILE,
+    default=None,
+    help="Write the curve as a table (position, propensity, lower, upper) that train-encoder and ablate read "
+    "(--propensity FILE).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the curve as one JSON object.")
-def propensity(log, reading, method, max_position, resamples, seed, plot, as_json):
+def propensity(log, reading, method, max_position, resamples, seed, plot, out, as_json):
     """Estimate P(examined | position), relative to position 1, from the click LOG itself (impression-level or
     aggregated with positions), with a 95% interval from a bootstrap over queries.
 
@@ -170,17 +177,21 @@ def propensity(log, reading, method, max_position, resamples, seed, plot, as_jso
     Examples:
       ltrfeat clicks propensity data/clicks_impressions.tsv
       ltrfeat clicks propensity log.tsv --method em --max-position 5 --plot curve.png --json
+      ltrfeat clicks propensity year_of_log.tsv --out curve.tsv
     """
-    from ltrfeat.clicks.propensity import estimate_propensity, save_propensity_plot
+    from ltrfeat.clicks.propensity import estimate_propensity, save_propensity_plot, write_propensity_curve
     from ltrfeat.core.fileio import check_writable
 
-    if plot is not None:
-        check_writable(plot)
+    for path in (plot, out):
+        if path is not None:
+            check_writable(path)
     curve = estimate_propensity(
         _read(log, reading), method=method, max_position=max_position, seed=seed, resamples=resamples
     )
     if plot is not None:
         save_propensity_plot(curve, plot)
+    if out is not None:
+        write_propensity_curve(curve, out)
     if as_json:
         click.echo(json.dumps({"log": str(log), **curve.to_dict()}))
         return
@@ -190,5 +201,6 @@ def propensity(log, reading, method, max_position, resamples, seed, plot, as_jso
     click.echo("position  propensity  lower   upper")
     for k, v, lo, hi in zip(curve.positions, curve.values, curve.lower, curve.upper):
         click.echo(f"{k:8d}  {v:10.4f}  {lo:.4f}  {hi:.4f}")
-    if plot is not None:
-        click.echo(f"wrote {plot}")
+    for path in (plot, out):
+        if path is not None:
+            click.echo(f"wrote {path}")

@@ -359,13 +359,13 @@ def _features(feature_map: FeatureMap, features, deployable: str | None):
 def _train_selected(train, valid, features, ranker, selection, *, out) -> None:
     """train-ranker --select: inner cross-validation over the training queries with the LambdaMART
     settings ``ranker`` (a RankerConfig) as ``selection`` (a SelectionConfig) says; refit the choice, save it."""
-    from ltrfeat.rankers.lambdamart import _check_labels
+    from ltrfeat.rankers.lambdamart import check_labels
     from ltrfeat.rankers.models import save_ranker
     from ltrfeat.rankers.selection import Candidates, describe, select, with_valid
 
-    _check_labels(train.label, "train")  # before any candidate trains, so the error names the file
+    check_labels(train.label, "train")  # before any candidate trains, so the error names the file
     if valid is not None:
-        _check_labels(valid.label, "valid")
+        check_labels(valid.label, "valid")
 
     names = _resolve(train.feature_map, features)
     candidates = Candidates(names, ranker.to_dict(), criterion=selection.criterion)

@@ -5,7 +5,7 @@ only :mod:`ltrfeat.core`."""
 
 from ltrfeat.clicks.log import NO_POSITIONS_NOTE, ClickLog, read_click_log, read_shown_lists, write_positioned
 from ltrfeat.clicks.summary import log_summary
-from ltrfeat.clicks.propensity import Propensity, estimate_propensity, read_propensity_curve
+from ltrfeat.clicks.propensity import Propensity, estimate_propensity, read_propensity_curve, write_propensity_curve
 from ltrfeat.clicks.debias import ClickLabels, click_labels
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "log_summary",
     "read_click_log",
     "read_propensity_curve",
+    "write_propensity_curve",
     "read_shown_lists",
     "write_positioned",
 ]

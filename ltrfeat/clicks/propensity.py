@@ -406,6 +406,17 @@ def read_propensity_curve(path) -> Propensity:
     return propensity_from_values(values[order], source=str(path))
 
 
+def write_propensity_curve(curve: Propensity, path) -> None:
+    """Write ``curve`` as a table (``position, propensity, lower, upper``; any table format, by the extension)
+    that :func:`read_propensity_curve` reads back, atomically."""
+    from ltrfeat.core.text import write_table
+
+    table = pd.DataFrame(
+        {"position": curve.positions, "propensity": curve.values, "lower": curve.lower, "upper": curve.upper}
+    )
+    write_table(table, path)
+
+
 def save_propensity_plot(curve: Propensity, path, *, truth=None) -> None:
     """Draw the curve with its interval (and a known ``truth``, e.g. a generated world's) as PNG or SVG (by the
     extension), written atomically."""

@@ -159,6 +159,7 @@ def _parse_block(data: bytes, *, path, line0: int, svmlight: bool) -> _Block:
     buf = np.frombuffer(data, dtype=np.uint8)
     _refuse_lone_cr(buf, path=path, line0=line0)
     lines = _scan_lines(buf)
+    _refuse_nul(buf, lines, path=path, line0=line0)
     tokens = _body_tokens(buf, lines)
     data_lines = np.flatnonzero(tokens.per_line > 0)
     if not len(data_lines):
@@ -366,6 +367,22 @@ def _refuse_lone_cr(buf: np.ndarray, *, path, line0: int) -> None:
                 path=path,
                 line=line,
                 fix="convert the line endings to \\n, e.g. tr '\\r' '\\n'",
+            )
+
+
+def _refuse_nul(buf: np.ndarray, lines: _Lines, *, path, line0: int) -> None:
+    """A NUL byte outside a comment is never LETOR: the file is binary, UTF-16 or damaged (read as a separator, it
+    would hide that). Comments are free text and may hold one (the writer writes what it is given)."""
+    nul = np.flatnonzero(buf == 0)
+    if len(nul):
+        line = np.searchsorted(lines.newline, nul)
+        in_body = nul < lines.body_end[line]
+        if in_body.any():
+            raise LetorFormatError(
+                "NUL byte in the line (a binary or UTF-16 file, or a damaged one)",
+                path=path,
+                line=line0 + int(line[np.argmax(in_body)]),
+                fix="give a UTF-8 text file; e.g. iconv -f UTF-16 -t UTF-8, or remove the NUL bytes with tr -d '\\000'",
             )
 
 

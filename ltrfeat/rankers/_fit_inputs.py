@@ -118,7 +118,7 @@ class LabelError(LtrfeatError):
         super().__init__(problem, fix=fix)
 
 
-def _check_labels(label: np.ndarray, where: str) -> int:
+def check_labels(label: np.ndarray, where: str) -> int:
     """Labels must be non-negative integers up to :data:`MAX_LABEL`; returns the largest."""
     bad = ~np.isfinite(label) | (label < 0) | (label != np.round(label))
     if bad.any():

@@ -46,7 +46,7 @@ from ltrfeat.rankers._fit_inputs import (
     MAX_LABEL,
     LabelError,
     _as_matrix,
-    _check_labels,
+    check_labels,
     _check_learnable,
     _given_sets,
 )
@@ -67,6 +67,7 @@ __all__ = [
     "LabelError",
     "LambdaMART",
     "RankerNotFittedError",
+    "check_labels",
     "meta_path",
     "trained_by",
     "write_model_files",
@@ -264,13 +265,13 @@ class LambdaMART(BaseEstimator):
                 "train: row weights are ignored (the lambdarank objectives here are unweighted)", stacklevel=2
             )
         self.feature_map_ = train.feature_map.select(self._feature_columns(train))
-        max_label = _check_labels(train.label, "train")
+        max_label = check_labels(train.label, "train")
         _check_learnable(train.label, train.group_sizes(), "train")
         parts = {"train": (self._columns(train), train.label, train.group_sizes())}
         valid_regrouped = False
         if valid is not None:
             valid, valid_regrouped = self._grouped(valid, "valid")
-            max_label = max(max_label, _check_labels(valid.label, "valid"))
+            max_label = max(max_label, check_labels(valid.label, "valid"))
             parts["valid"] = (self._columns(valid), valid.label, valid.group_sizes())
 
         self.engine_params_ = engine.params(self, max_label, positioned=order is not None)

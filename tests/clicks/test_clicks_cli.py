@@ -48,6 +48,41 @@ def test_propensity_refuses_an_unwritable_plot_before_reading(files, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
+@pytest.mark.parametrize("name", ["curve.tsv", "curve.csv", "curve.parquet"])
+def test_propensity_out_writes_the_curve_train_encoder_reads_back(files, tmp_path, name):
+    from ltrfeat.clicks import read_propensity_curve
+
+    log, docs = files
+    out = tmp_path / name
+    text = _invoke("clicks", "propensity", log, "--docs", docs, "--resamples", "100", "--out", out, "--json")
+    assert text.exit_code == 0, text.output
+    printed = json.loads(text.output)
+    again = read_propensity_curve(out)
+    assert again.values == pytest.approx(printed["values"], abs=1e-6)  # the JSON rounds to 6 decimals
+    trained = _invoke(
+        "train-encoder",
+        log,
+        "--docs",
+        docs,
+        "--debias",
+        "ipw",
+        "--propensity",
+        out,
+        "--out",
+        tmp_path / "m.ltrenc",
+        *FAST,
+    )
+    assert trained.exit_code == 0, trained.output
+    assert "position bias corrected by ipw (propensity by position, given: 1, " in trained.output
+
+
+def test_propensity_refuses_an_unwritable_out_before_reading(files, tmp_path):
+    log, docs = files
+    (tmp_path / "file").write_text("not a directory")
+    one_line_error(_invoke("clicks", "propensity", log, "--docs", docs, "--out", tmp_path / "file" / "c.tsv"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
 @pytest.mark.parametrize("debias", ["ipw", "pbm"])
 def test_train_encoder_corrects_and_records_the_position_bias(files, tmp_path, debias):
     log, docs = files

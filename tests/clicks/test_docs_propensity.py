@@ -1,5 +1,5 @@
 """docs/clicks.md quotes benchmarks/results/clicks_propensity.json (``python benchmarks/clicks_propensity.py``): the
-worst errors per exponent, estimator and log size, the intervals' coverage and the information limit, as
+worst errors per exponent, estimator and log (click queries x median sessions per query), the intervals' coverage and the information limit, as
 ``quoted_lines`` makes them from the file."""
 
 from __future__ import annotations
@@ -18,15 +18,16 @@ FIGURES = json.loads((ROOT / "benchmarks" / "results" / "clicks_propensity.json"
 
 def test_the_results_hold_every_exponent_estimator_size_and_seed():
     runs = FIGURES["runs"]
-    for exponent, sizes in clicks_propensity.SIZES.items():
-        for size in sizes:
+    for exponent, logs in clicks_propensity.LOGS.items():
+        for size, sessions in logs:
             for method in clicks_propensity.ESTIMATORS:
                 seeds = sorted(
                     r["seed"]
                     for r in runs
-                    if (r["exponent"], r["click_queries"], r["estimator"]) == (exponent, size, method)
+                    if (r["exponent"], r["click_queries"], r["median_sessions"], r["estimator"])
+                    == (exponent, size, sessions, method)
                 )
-                assert seeds == FIGURES["setup"]["seeds"], (exponent, size, method)
+                assert seeds == FIGURES["setup"]["seeds"], (exponent, size, sessions, method)
     assert FIGURES["summary"] == clicks_propensity.summary(runs)
     # the bootstrap intervals stay honest: they hold the truth at (about) their level
     inside = [

@@ -169,6 +169,9 @@ ERRORS = [
     ("nan qid:1 1:1\n", r"data.txt:1: label 'nan' is not finite"),
     ("qid:1 1:1\n", r"data.txt:1: line starts with 'qid:1' instead of a label"),
     ("1 qid:1 1:1\n\n# only comments\n0 qid:2 9999999999:1\n", r"data.txt:4: feature id '9999999999' is too large"),
+    ("1 qid:1 1:1\n0 qid:1 1:2\n\x00", r"data.txt:3: NUL byte in the line"),
+    ("1 qid:1 1:1\n0 qid:1\x001:2\n", r"data.txt:2: NUL byte in the line"),
+    ("1\x00 \x00q\x00i\x00d\x00:\x001\x00\n", r"data.txt:1: NUL byte in the line \(a binary or UTF-16 file"),
     ("", r"data.txt: empty file \(no data lines\)"),
     ("# nothing but a comment\n\n", r"data.txt: empty file"),
 ]
@@ -471,3 +474,8 @@ def test_real_lightgbm_example_with_query_file():
         warnings.simplefilter("error")
         test = read_letor(dataset_path("lightgbm_lambdarank", "raw", "rank.test"))
     assert len(test) == 768 and test.n_queries == 50
+
+
+def test_nul_byte_in_a_comment_is_text(tmp_path):
+    ranking = read_letor(write(tmp_path, b"1 qid:1 1:1 #a\x00b\n0 qid:1 1:2\n", mode="wb"))
+    assert list(ranking.comment) == ["a\x00b", None] and len(ranking.label) == 2
