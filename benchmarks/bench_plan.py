@@ -1,11 +1,14 @@
 """How close ``ablate``'s cost estimate (the plan every run starts with) comes to the run's own time.
 
-Each case is one ``ltrfeat ablate`` process on the committed sample world (``data/judged.tsv``: 3,553 pairs, 240
-queries, the README's command and variants of it); the estimate is the one the run printed first (its
-``timings.json`` ``estimate``), the measured figures the process's wall time and CPU seconds (user + system, its
-worker processes included). The cases run in order: ``warm`` reruns ``cache`` with the same cache directory.
+Each case is one ``ltrfeat ablate`` process: on the committed sample world (``data/judged.tsv``: 3,553 pairs, 240
+queries, the README's command and variants of it), or ``--big``: the five-encoder command of
+``bench_ablation.py`` on its generated 10k-pair set (``bench10k``) and on Home Depot (``homedepot``, about 20
+minutes), each with a new cache. The estimate is the one the run printed first (its ``timings.json``
+``estimate``), the measured figures the process's wall time and CPU seconds (user + system, its worker processes
+included). The cases run in order: ``warm`` reruns ``cache`` with the same cache directory.
 
-Run: python benchmarks/bench_plan.py [--only NAME,...]
+Run: python benchmarks/bench_plan.py [--only NAME,...] | --big [--only bench10k,homedepot]
+Writes benchmarks/results/bench_plan.json (``--big``: bench_plan_big.json).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT)]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from benchmarks._common import write_results  # noqa: E402
 
@@ -34,6 +37,17 @@ CASES = {
     "sbert": [*README, "--encoder", "sbert", "--quick"],
     "sbert-ft": ["--pairs", "data/judged.tsv", "--encoder", "sbert", "--encoder", "sbert-ft:generalized", "--quick"],
 }
+BIG = ("bench10k", "homedepot")
+
+
+def _big_case(name: str, tmp: Path) -> list[str]:
+    """The arguments of ``bench_ablation.py``'s cold run: its data (``homedepot`` or the 10k-pair set, generated
+    in ``tmp``), its five encoders and a new cache."""
+    import bench_ablation
+
+    data = bench_ablation._data(tmp, name == "homedepot")
+    encoders = [a for e in bench_ablation.ENCODERS for a in ("--encoder", e)]
+    return [*map(str, data), *encoders, "--cache", str(tmp / f"cache-{name}")]
 
 
 def _run(args: list[str], report: Path) -> dict:
@@ -66,14 +80,39 @@ def _run(args: list[str], report: Path) -> dict:
     }
 
 
+BIG_LABELS = {
+    "bench10k": "the 10k-pair bench (`bench_ablation.py --skip-warm`'s cold run: five encoders, 3 folds x 3 seeds)",
+    "homedepot": "Home Depot (`bench_ablation.py --homedepot --skip-warm`'s cold run)",
+}
+
+
+def quoted_lines(figures: dict) -> list[str]:
+    """The table rows docs/performance.md quotes from ``bench_plan_big.json``: per case the estimate, the measured
+    run and the errors."""
+    return [
+        f"| {BIG_LABELS[name]} | {_duration(row['estimate_wall'])}, {row['estimate_cpu']:,.0f} | "
+        f"{_duration(row['wall'])}, {row['cpu']:,.0f} | {row['wall_error']:+.0%}, {row['cpu_error']:+.0%} |"
+        for name, row in figures.items()
+    ]
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 600 else f"{int(seconds // 60)}:{int(seconds % 60):02d}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default=",".join(CASES), help="comma-separated cases: " + ", ".join(CASES))
-    names = [n.strip() for n in parser.parse_args().only.split(",") if n.strip()]
+    parser.add_argument("--big", action="store_true", help="the 10k-pair bench and Home Depot instead")
+    parser.add_argument("--only", default=None, help="comma-separated cases: " + ", ".join([*CASES, *BIG]))
+    options = parser.parse_args()
+    names = [n.strip() for n in (options.only or ",".join(BIG if options.big else CASES)).split(",") if n.strip()]
     figures: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench-plan-") as tmp:
         for name in names:
-            args = [a.format(cache=Path(tmp) / "cache") for a in CASES[name]]
+            if name in BIG:
+                args = _big_case(name, Path(tmp))
+            else:
+                args = [a.format(cache=Path(tmp) / "cache") for a in CASES[name]]
             figures[name] = _run(args, Path(tmp) / f"report-{name}")
             row = figures[name]
             print(
@@ -82,7 +121,7 @@ def main() -> None:
                 f"CPU {row['cpu_error']:+.0%} (share {row['machine']['share']:.2f}, load {row['machine']['load']:.1f})",
                 flush=True,
             )
-    write_results("bench_plan", figures)
+    write_results("bench_plan_big" if options.big else "bench_plan", figures)
 
 
 if __name__ == "__main__":

@@ -25,11 +25,12 @@ def _figures(benchmark) -> dict:
     "benchmark, name",
     [
         (clicks_debias, "clicks_debias"),
+        (clicks_debias, "clicks_debias_full"),
         (clicks_ranker_noise, "clicks_ranker_noise"),
         (clicks_homedepot, "clicks_homedepot"),
         (clicks_heldout, "clicks_heldout"),
     ],
-    ids=["clicks_debias", "clicks_ranker_noise", "clicks_homedepot", "clicks_heldout"],
+    ids=["clicks_debias", "clicks_debias_full", "clicks_ranker_noise", "clicks_homedepot", "clicks_heldout"],
 )
 def test_the_experiments_page_quotes_the_results_file(benchmark, name):
     figures = json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())["figures"]
