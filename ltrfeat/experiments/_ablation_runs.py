@@ -60,7 +60,8 @@ def run_plain(fold: Fold, fs: FeatureSet, seed: int | None, *, settings: RunSett
             "best_iteration": model.best_iteration_,
             "engine_params": model.engine_params_,
             "shares": {k: v / total_gain for k, v in model.feature_importance_.items()},
-            "contrib": summarise_contributions(model, fold.test),
+            # the drill-down shows the first seed's model: the others' contributions would go unread
+            "contrib": summarise_contributions(model, fold.test) if seed == settings.seeds[0] else None,
         }
     else:
         scores = feature_scores(fold.test, fold.test.feature_map.column_of(fs.columns[0]))

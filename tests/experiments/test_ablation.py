@@ -415,3 +415,20 @@ def test_fit_rows_counts_every_fit_of_plain_and_selection_runs(folds, sets):
     # plus the best-single baseline
     expected = (rankers * (3 * 3 + 2 * 2 + 1) + 1) * rows
     assert fit_rows(folds, sets, AblationConfig(seeds=(0, 1), selection=selection)) == expected
+
+
+def test_plain_runs_summarise_contributions_of_the_first_seed_only(folds, sets, monkeypatch):
+    from ltrfeat.experiments import _ablation_runs
+
+    calls = []
+    real = _ablation_runs.summarise_contributions
+    monkeypatch.setattr(
+        _ablation_runs, "summarise_contributions", lambda model, test: calls.append(model.seed) or real(model, test)
+    )
+    three = run_ablation(folds[:1], sets, seeds=(3, 1, 2), ranker_params=FAST, progress=False)
+    rankers = [fs for fs in sets if fs.kind == "ranker"]
+    assert rankers and calls == [3] * len(rankers)  # the drill-down reads the first seed's model only
+    one = run_ablation(folds[:1], sets, seeds=(3,), ranker_params=FAST, progress=False)
+    for fs in rankers:
+        got, want = three.contributions[fs.name][folds[0].name], one.contributions[fs.name][folds[0].name]
+        assert got.keys() == want.keys() and np.array_equal(got["mean_abs"], want["mean_abs"])
