@@ -32,7 +32,9 @@ from ltrfeat.experiments.set_kind import SetKind
 from ltrfeat.encoders.pretraining import Pretraining
 
 # Per-unit costs fitted to the reference runs' stage profiles (benchmarks/results/bench_ablation.json,
-# bench_ablation_homedepot.json; the demo's report from docs/performance.md). Seconds of one core.
+# bench_ablation_homedepot.json; the demo's report from docs/performance.md). Seconds of one core. The ranker
+# stage's were refitted on quiet runs of the demo, the 10k bench (each with and without the drill-down's
+# contributions) and Home Depot's profile (docs/performance.md, "The plan refitted").
 COST_MODEL: dict[str, Any] = {
     "start": (4.5, 4.0),  # wall, CPU: process start, imports, the report's files and plots
     "reading": (1.1, 4e-6),  # fixed, per judged pair
@@ -41,12 +43,15 @@ COST_MODEL: dict[str, Any] = {
     "minilm_cpu": 1.8,  # ... times this many busy cores
     "minilm_load": 1.5,  # export and session, once per process
     "training": 0.3,  # per CLSM / DSSM training task
-    "sbert_ft_training": 5.0,  # per MiniLM fine-tuning task (torch, the model, the start's validation)
-    "pool": (5.0, 2.3e-4),  # wall of the encoder pool beyond its tasks: start, hand-over; fixed, per pair
+    "sbert_ft_training": 1.0,  # per MiniLM fine-tuning task (torch, the model, the start's validation)
+    "pool": (2.0, 2.3e-4),  # wall of the encoder pool beyond its tasks: start, hand-over; fixed, per pair
     "pool_cpu": 2.5,  # CPU per pool process (imports torch)
-    "ranker_fit": 0.044,  # per ranker fit
-    "ranker_row": {"quick": 2.9e-6, "full": 10.1e-6},  # per training row a fit reads, by boosting rounds
-    "ranker_worker": (6.0, 2.5),  # wall to start the ranker processes, CPU of each
+    "ranker_fit": {"quick": 0.033, "full": 0.074},  # per ranker fit, by boosting rounds
+    "ranker_row": {"quick": 2.9e-6, "full": 8.6e-6},  # per training row a fit reads, by boosting rounds
+    "ranker_worker": (2.0, 1.6),  # wall to start the ranker processes (spawned; imports), CPU of each
+    # per test row of each first-seed model the drill-down explains (TreeSHAP / exact terms), by boosting rounds:
+    # the README's command and the 10k-pair bench with and without them, paired in one sitting
+    "contribution_row": {"quick": 6.6e-5, "full": 1.3e-4},
     "tests": (0.39, 1.3e-7),  # fixed, per test query and resample
 }
 # Encoder training cost per training pair and epoch by training-table size (log-log between the reference
@@ -118,6 +123,16 @@ class Work:
     def fit_rows(self) -> int:
         """Training rows all ranker fits read (each fold's ranker rows are the pairs outside its test queries)."""
         return int(self.fits_per_fold * self.pairs * (self.folds - 1))
+
+    @property
+    def contribution_rows(self) -> int:
+        """Test rows the drill-down's contributions are computed on: the first seed's model of every (fold, ranker
+        set, candidate), each on at most :data:`~ltrfeat.experiments.fold_contributions.MAX_ROWS` of its fold's test
+        rows."""
+        from ltrfeat.experiments.fold_contributions import MAX_ROWS
+
+        models = (self.ranker_sets - self.ranker_sets_cached) * (1 if self.inner_folds is None else self.candidates)
+        return self.folds * models * min(MAX_ROWS, self.pairs // max(self.folds, 1))
 
     @property
     def ranker_workers(self) -> int:
@@ -328,7 +343,8 @@ def _ranker_stage(work: Work) -> Stage:
     m = COST_MODEL
     tier = "quick" if work.n_estimators <= QUICK_ROUNDS else "full"
     fits = work.fits_per_fold * work.folds
-    cpu = fits * m["ranker_fit"] + work.fit_rows * m["ranker_row"][tier]
+    cpu = fits * m["ranker_fit"][tier] + work.fit_rows * m["ranker_row"][tier]
+    cpu += work.contribution_rows * m["contribution_row"][tier]
     workers = work.ranker_workers
     wall = cpu / workers + (m["ranker_worker"][0] if workers > 1 else 0.0)
     cpu += m["ranker_worker"][1] * workers if workers > 1 else 0.0
